@@ -1,0 +1,1 @@
+"""The command line: parses options, calls the core, renders, chooses the exit code."""

@@ -1,0 +1,54 @@
+"""`dra-migrate snapshot`: save what the tool reads from a live cluster, for offline use and review."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import click
+
+from migrate import __version__
+from migrate.cli.options import SourceOptions, source_options
+from migrate.cluster.live import LiveCluster, LiveOptions, read_objects
+from migrate.cluster.redact import for_snapshot
+from migrate.cluster.snapshot import snapshot_header, write_snapshot
+from migrate.errors import InputError
+
+_FORMATS = {".jsonl": "jsonl", ".json": "json", ".yaml": "yaml", ".yml": "yaml"}
+
+
+@click.command()
+@source_options
+@click.option(
+    "-o",
+    "--out",
+    "out",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="File to write: .jsonl (streamed, for large fleets), .json or .yaml.",
+)
+@click.option("--keep-env", is_flag=True, help="Keep container env values and args (redacted by default).")
+def snapshot(source: SourceOptions, out: Path, keep_env: bool) -> None:
+    """Write a snapshot of a live cluster (read-only; no Secrets; env values redacted)."""
+    if source.snapshot:
+        raise InputError("snapshot reads a live cluster", "drop --snapshot and pass --kubeconfig/--context")
+    fmt = _FORMATS.get(out.suffix)
+    if fmt is None:
+        raise InputError(f"cannot tell the format of {out}", "name the file .jsonl, .json or .yaml")
+    cluster = LiveCluster(LiveOptions(source.kubeconfig, source.context))
+    info, objects = read_objects(cluster, source.template_table())
+    kept = (o for o in (for_snapshot(obj, keep_env=keep_env) for obj in objects) if o is not None)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # Write beside the target and rename: a crash or a refused list never leaves a partial snapshot.
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            n = write_snapshot(fh, snapshot_header(info, __version__), kept, fmt)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    click.echo(f"wrote {n} objects from {info.location} to {out} ({cluster.requests} API requests)", err=True)

@@ -1,0 +1,94 @@
+"""The API kinds the tool reads, and how each is listed.
+
+One table serves the live source (which list call to make), the snapshot writer (which kinds to keep),
+the snapshot reader (which kinds are known) and the simulator (which CRDs to install).
+Kinds are identified by (group, kind); the version is only how we ask for them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Kind:
+    group: str  # "" for the core group
+    version: str  # the version we list with; others of the same group are accepted on read
+    kind: str
+    plural: str
+    namespaced: bool
+    # Built-in kinds are always served; the rest (CRDs, newer APIs) are found through discovery,
+    # and a kind that is not served is simply absent, not an error.
+    optional: bool = False
+
+    @property
+    def key(self) -> str:
+        """Stable identifier, e.g. "apps/Deployment" or "Pod" for the core group."""
+        return f"{self.group}/{self.kind}" if self.group else self.kind
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def list_path(self) -> str:
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        return f"{base}/{self.plural}"
+
+
+def kind_key(api_version: str, kind: str) -> str:
+    """The (group, kind) key of an object from its apiVersion and kind."""
+    group = api_version.rpartition("/")[0] if "/" in api_version else ""
+    return f"{group}/{kind}" if group else kind
+
+
+CORE_KINDS: tuple[Kind, ...] = (
+    Kind("", "v1", "Node", "nodes", namespaced=False),
+    Kind("", "v1", "Pod", "pods", namespaced=True),
+    # ConfigMaps are read for device-plugin sharing configs only; others are dropped on ingestion.
+    Kind("", "v1", "ConfigMap", "configmaps", namespaced=True),
+    Kind("", "v1", "ReplicationController", "replicationcontrollers", namespaced=True),
+    Kind("apps", "v1", "Deployment", "deployments", namespaced=True),
+    Kind("apps", "v1", "ReplicaSet", "replicasets", namespaced=True),
+    Kind("apps", "v1", "StatefulSet", "statefulsets", namespaced=True),
+    Kind("apps", "v1", "DaemonSet", "daemonsets", namespaced=True),
+    Kind("batch", "v1", "Job", "jobs", namespaced=True),
+    Kind("batch", "v1", "CronJob", "cronjobs", namespaced=True),
+    Kind("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", namespaced=True),
+)
+
+DRA_KINDS: tuple[Kind, ...] = (
+    Kind("resource.k8s.io", "v1", "DeviceClass", "deviceclasses", namespaced=False, optional=True),
+    Kind("resource.k8s.io", "v1", "ResourceSlice", "resourceslices", namespaced=False, optional=True),
+    Kind("resource.k8s.io", "v1", "ResourceClaim", "resourceclaims", namespaced=True, optional=True),
+    Kind("resource.k8s.io", "v1", "ResourceClaimTemplate", "resourceclaimtemplates", namespaced=True, optional=True),
+)
+
+NVIDIA_KINDS: tuple[Kind, ...] = (
+    Kind("nvidia.com", "v1", "ClusterPolicy", "clusterpolicies", namespaced=False, optional=True),
+    Kind("nvidia.com", "v1alpha1", "NVIDIADriver", "nvidiadrivers", namespaced=False, optional=True),
+    Kind("nvidia.com", "v1alpha1", "GPUCluster", "gpuclusters", namespaced=False, optional=True),
+)
+
+# Workload CRDs whose pod templates can request GPUs (nvidia-facts.md §6 lists the sources per kind).
+WORKLOAD_CRD_KINDS: tuple[Kind, ...] = (
+    Kind("kubeflow.org", "v1", "PyTorchJob", "pytorchjobs", namespaced=True, optional=True),
+    Kind("kubeflow.org", "v1", "TFJob", "tfjobs", namespaced=True, optional=True),
+    Kind("kubeflow.org", "v1", "XGBoostJob", "xgboostjobs", namespaced=True, optional=True),
+    Kind("kubeflow.org", "v1", "PaddleJob", "paddlejobs", namespaced=True, optional=True),
+    Kind("kubeflow.org", "v1", "JAXJob", "jaxjobs", namespaced=True, optional=True),
+    Kind("kubeflow.org", "v2beta1", "MPIJob", "mpijobs", namespaced=True, optional=True),
+    Kind("kubeflow.org", "v1", "Notebook", "notebooks", namespaced=True, optional=True),
+    Kind("jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets", namespaced=True, optional=True),
+    Kind("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet", "leaderworkersets", namespaced=True, optional=True),
+    Kind("ray.io", "v1", "RayCluster", "rayclusters", namespaced=True, optional=True),
+    Kind("ray.io", "v1", "RayJob", "rayjobs", namespaced=True, optional=True),
+    Kind("ray.io", "v1", "RayService", "rayservices", namespaced=True, optional=True),
+    Kind("serving.kserve.io", "v1beta1", "InferenceService", "inferenceservices", namespaced=True, optional=True),
+    Kind("batch.volcano.sh", "v1alpha1", "Job", "jobs", namespaced=True, optional=True),
+    Kind("argoproj.io", "v1alpha1", "Workflow", "workflows", namespaced=True, optional=True),
+    Kind("argoproj.io", "v1alpha1", "CronWorkflow", "cronworkflows", namespaced=True, optional=True),
+    Kind("serving.knative.dev", "v1", "Service", "services", namespaced=True, optional=True),
+)
+
+ALL_KINDS: tuple[Kind, ...] = CORE_KINDS + DRA_KINDS + NVIDIA_KINDS + WORKLOAD_CRD_KINDS
+KINDS_BY_KEY: dict[str, Kind] = {k.key: k for k in ALL_KINDS}

@@ -1,0 +1,206 @@
+"""Reading a live cluster: read-only, one paginated list sequence per kind, bounded timeouts.
+
+Config is resolved as kubectl does: --kubeconfig, else $KUBECONFIG (a colon-separated list,
+merged), else ~/.kube/config, else the in-cluster service account. Optional kinds (CRDs, newer
+APIs) are listed only when discovery shows them served; one that is not installed is not an error.
+Responses are parsed with orjson straight from the wire, never through the client's models
+(which cost far more time and memory than the JSON itself).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from migrate import __version__
+from migrate.cluster.kinds import ALL_KINDS, Kind
+from migrate.cluster.state import SourceInfo
+from migrate.cluster.templates import TemplateTable
+from migrate.errors import ClusterError
+
+PAGE_SIZE = 500  # kubectl's default --chunk-size
+CONNECT_TIMEOUT = 5.0
+READ_TIMEOUT = 60.0
+USER_AGENT = f"dra-migrate/{__version__}"
+
+
+@dataclass(frozen=True)
+class LiveOptions:
+    kubeconfig: Path | None = None
+    context: str | None = None
+
+
+class LiveCluster:
+    """A read-only connection to one cluster. Counts the HTTP requests it makes."""
+
+    def __init__(self, opts: LiveOptions) -> None:
+        self.api = _api_client(opts)
+        self.requests = 0
+        self.context = opts.context or _current_context(opts)
+        self.server = str(self.api.configuration.host)
+
+    def get(self, path: str, query: list[tuple[str, Any]] | None = None) -> Any:
+        from urllib3.exceptions import HTTPError
+
+        self.requests += 1
+        method, url, headers, _, _ = self.api.param_serialize(
+            "GET",
+            path,
+            query_params=query or [],
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+        )
+        try:
+            resp = self.api.call_api(
+                method, url, header_params=headers, _request_timeout=(CONNECT_TIMEOUT, READ_TIMEOUT)
+            )
+            body = resp.read()
+        except (HTTPError, OSError) as e:
+            raise ClusterError(
+                f"cannot reach the API server at {self.server}: {_reason(e)}",
+                "check --kubeconfig/--context and that the cluster is reachable",
+            ) from e
+        if resp.status >= 400:
+            raise _api_error(resp.status, body, path)
+        return orjson.loads(body)
+
+    def version(self) -> str | None:
+        v = self.get("/version")
+        return v.get("gitVersion") if isinstance(v, dict) else None
+
+    def served_apis(self) -> tuple[str, ...]:
+        """Every group/version the server serves ("v1", "apps/v1", "resource.k8s.io/v1", ...)."""
+        core = self.get("/api").get("versions") or []
+        groups = self.get("/apis").get("groups") or []
+        out = list(core)
+        for g in groups:
+            out.extend(v["groupVersion"] for v in g.get("versions") or [] if "groupVersion" in v)
+        return tuple(sorted(set(out)))
+
+    def list_kind(self, kind: Kind) -> Iterator[dict[str, Any]]:
+        """Every object of a kind, page by page (limit/continue), with apiVersion/kind filled in."""
+        token: str | None = None
+        while True:
+            query: list[tuple[str, Any]] = [("limit", PAGE_SIZE)]
+            if token:
+                query.append(("continue", token))
+            page = self.get(kind.list_path(), query)
+            for item in page.get("items") or []:
+                # List responses omit apiVersion/kind on items; put them back so objects stand alone.
+                item["apiVersion"] = kind.api_version
+                item["kind"] = kind.kind
+                yield item
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return
+
+    def source_info(self, served: tuple[str, ...]) -> SourceInfo:
+        return SourceInfo(
+            kind="live",
+            location=self.server,
+            context=self.context,
+            kubernetes_version=self.version(),
+            taken_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            served_apis=served,
+        )
+
+
+def kinds_to_read(served: tuple[str, ...], templates: TemplateTable) -> list[Kind]:
+    """Built-in kinds always; optional kinds when their group/version is served; user kinds too."""
+    served_set = set(served)
+    kinds = [k for k in ALL_KINDS if not k.optional or k.api_version in served_set]
+    known = {k.key for k in ALL_KINDS}
+    for spec in templates.user_kinds():
+        if spec.kind in known or spec.api_version not in served_set:
+            continue
+        group, _, version = str(spec.api_version).rpartition("/")
+        kinds.append(Kind(group, version, spec.kind.rpartition("/")[2], str(spec.plural), spec.namespaced, True))
+    return kinds
+
+
+def read_objects(cluster: LiveCluster, templates: TemplateTable) -> tuple[SourceInfo, Iterator[dict[str, Any]]]:
+    served = cluster.served_apis()
+    info = cluster.source_info(served)
+
+    def stream() -> Iterator[dict[str, Any]]:
+        for kind in kinds_to_read(served, templates):
+            yield from cluster.list_kind(kind)
+
+    return info, stream()
+
+
+def _api_client(opts: LiveOptions) -> Any:
+    from kubernetes import client, config
+    from kubernetes.config.config_exception import ConfigException
+
+    explicit = opts.kubeconfig is not None
+    path = str(opts.kubeconfig) if explicit else os.environ.get("KUBECONFIG", "~/.kube/config")
+    try:
+        if explicit or _any_exists(path):
+            api = config.new_client_from_config(config_file=path, context=opts.context)  # type: ignore[no-untyped-call]
+        elif os.environ.get("KUBERNETES_SERVICE_HOST"):
+            config.load_incluster_config()  # type: ignore[no-untyped-call]
+            api = client.ApiClient()
+        else:
+            raise ClusterError(
+                "no kubeconfig found (looked at $KUBECONFIG, ~/.kube/config and the in-cluster service account)",
+                "pass --kubeconfig PATH or --snapshot PATH",
+            )
+    except ConfigException as e:
+        raise ClusterError(f"cannot use kubeconfig {path}: {e}", "check --kubeconfig and --context") from e
+    except OSError as e:
+        raise ClusterError(f"cannot read kubeconfig {path}: {e.strerror}", "check --kubeconfig") from e
+    api.user_agent = USER_AGENT
+    # Fail fast on an unreachable server: one retry, not urllib3's default three with backoff.
+    api.configuration.retries = 1
+    return api
+
+
+def _any_exists(paths: str) -> bool:
+    return any(Path(p).expanduser().exists() for p in paths.split(os.pathsep) if p)
+
+
+def _current_context(opts: LiveOptions) -> str | None:
+    from kubernetes import config
+
+    try:
+        path = str(opts.kubeconfig) if opts.kubeconfig else None
+        _, active = config.list_kube_config_contexts(config_file=path)  # type: ignore[no-untyped-call]
+        return str(active.get("name")) if active else None
+    except Exception:  # in-cluster, or no contexts: the context is informational only
+        return None
+
+
+def _reason(e: BaseException) -> str:
+    reason = getattr(e, "reason", None)
+    text = str(reason or e)
+    return text.split(": ", 1)[-1] if len(text) > 200 else text
+
+
+def _api_error(status: int, body: bytes, path: str) -> ClusterError:
+    """An error that quotes the API server's Status message and says which permission is missing."""
+    message = ""
+    try:
+        decoded = orjson.loads(body or b"{}")
+        message = str(decoded.get("message", "")) if isinstance(decoded, dict) else ""
+    except orjson.JSONDecodeError:
+        pass
+    resource = path.rsplit("/", 1)[-1]
+    group = path.split("/")[2] if path.startswith("/apis/") else ""
+    if status == 403:
+        return ClusterError(
+            f"forbidden: cannot list {resource} in API group {group!r}: {message or 'RBAC refused'}",
+            f"grant verb 'list' on resource {resource!r} in API group {group!r} "
+            "(deploy/rbac/readonly.yaml holds every permission the tool needs to read)",
+        )
+    if status == 401:
+        return ClusterError(
+            "unauthorized: the API server rejected the credentials", "refresh your kubeconfig credentials"
+        )
+    return ClusterError(f"GET {path} failed: HTTP {status} {message}".rstrip(), "check the API server's health")

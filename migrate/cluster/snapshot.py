@@ -1,0 +1,173 @@
+"""Reading and writing snapshot files.
+
+Accepted on read (see README "Snapshots"):
+  * what `kubectl get ... -o yaml|json` writes: one object or a `v1 List`;
+  * a multi-document YAML stream of such;
+  * a directory of such files (*.yaml, *.yml, *.json, *.jsonl), read in name order;
+  * the ClusterSnapshot format that `dra-migrate snapshot` writes, as one YAML/JSON document
+    ({apiVersion: dra-migrate.io/v1alpha1, kind: ClusterSnapshot, metadata, items}) or as JSON Lines
+    (.jsonl: the header without `items` on the first line, then one object per line), which is streamed
+    so a large fleet is never held in memory twice.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from migrate.cluster.state import ClusterState, SourceInfo, StateBuilder
+from migrate.cluster.templates import TemplateTable
+from migrate.cluster.yamlio import load_yaml_documents
+from migrate.errors import InputError
+
+SNAPSHOT_API_VERSION = "dra-migrate.io/v1alpha1"
+SNAPSHOT_KIND = "ClusterSnapshot"
+_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")
+
+
+def load_snapshot(
+    path: Path | str,
+    *,
+    kubernetes_version: str | None = None,
+    templates: TemplateTable | None = None,
+) -> ClusterState:
+    """Read a snapshot file or directory into a ClusterState.
+
+    `kubernetes_version` states (or overrides) the server version the snapshot came from.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"snapshot {p} does not exist", "check the --snapshot path")
+    files = _snapshot_files(p)
+    builder = StateBuilder(SourceInfo(kind="snapshot", location=str(p)), templates)
+    header: dict[str, Any] = {}
+    for f in files:
+        for item in _read_file(f, header):
+            builder.add(item)
+    state = builder.state
+    meta = header.get("metadata") or {}
+    served = meta.get("servedAPIs")
+    state.source = replace(
+        state.source,
+        context=meta.get("context"),
+        kubernetes_version=kubernetes_version or meta.get("kubernetesVersion"),
+        taken_at=meta.get("takenAt"),
+        served_apis=tuple(served) if isinstance(served, list) else None,
+    )
+    return state
+
+
+def _snapshot_files(p: Path) -> list[Path]:
+    if p.is_dir():
+        files = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in _SUFFIXES)
+        if not files:
+            raise InputError(f"snapshot directory {p} holds no .yaml, .yml, .json or .jsonl files", "check the path")
+        return files
+    return [p]
+
+
+def _read_file(f: Path, header: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    try:
+        if f.suffix == ".jsonl":
+            with f.open("rb") as fh:
+                yield from _read_jsonl(fh, str(f), header)
+            return
+        data = f.read_bytes()
+    except OSError as e:
+        raise InputError(f"cannot read {f}: {e.strerror}", "check the path and its permissions") from e
+    if f.suffix == ".json" or data.lstrip()[:1] in (b"{", b"["):
+        try:
+            doc = orjson.loads(data)
+        except orjson.JSONDecodeError as e:
+            if f.suffix == ".json":
+                line = data.count(b"\n", 0, e.pos) + 1
+                raise InputError(f"{f}:{line}: invalid JSON ({e.msg})", "fix the file or export it again") from e
+            # Not JSON after all (YAML flow style): fall through to YAML.
+        else:
+            yield from _expand(doc, str(f), header)
+            return
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{f}: not UTF-8 text", "a snapshot is YAML or JSON text") from e
+    for doc in load_yaml_documents(text, str(f)):
+        yield from _expand(doc, str(f), header)
+
+
+def _read_jsonl(fh: IO[bytes], name: str, header: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for lineno, line in enumerate(fh, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError as e:
+            raise InputError(f"{name}:{lineno}: invalid JSON ({e.msg})", "fix the file or export it again") from e
+        if lineno == 1 and isinstance(obj, dict) and obj.get("kind") == SNAPSHOT_KIND:
+            header.update(obj)
+            continue
+        if isinstance(obj, dict):
+            yield obj
+
+
+def _expand(doc: Any, name: str, header: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Objects of one document: a List/ClusterSnapshot is unwrapped, a single object is itself."""
+    if not isinstance(doc, dict):
+        raise InputError(
+            f"{name}: expected a Kubernetes object or List, found a {type(doc).__name__}", "check the file"
+        )
+    kind = doc.get("kind")
+    if kind == SNAPSHOT_KIND:
+        header.update({k: v for k, v in doc.items() if k != "items"})
+    if kind == SNAPSHOT_KIND or (isinstance(kind, str) and kind.endswith("List") and "items" in doc):
+        items = doc.get("items") or []
+        if not isinstance(items, list):
+            raise InputError(f"{name}: `items` of a {kind} must be a list", "check the file")
+        for item in items:
+            if isinstance(item, dict):
+                yield from _expand(item, name, header) if str(item.get("kind", "")).endswith("List") else [item]
+        return
+    yield doc
+
+
+def snapshot_header(source: SourceInfo, tool_version: str) -> dict[str, Any]:
+    return {
+        "apiVersion": SNAPSHOT_API_VERSION,
+        "kind": SNAPSHOT_KIND,
+        "metadata": {
+            "kubernetesVersion": source.kubernetes_version,
+            "server": source.location,
+            "context": source.context,
+            "takenAt": source.taken_at,
+            "toolVersion": tool_version,
+            "servedAPIs": list(source.served_apis) if source.served_apis is not None else None,
+        },
+    }
+
+
+def write_snapshot(out: IO[bytes], header: dict[str, Any], items: Iterable[dict[str, Any]], fmt: str) -> int:
+    """Write a ClusterSnapshot as jsonl (streamed), json or yaml. Returns the number of objects."""
+    n = 0
+    if fmt == "jsonl":
+        out.write(orjson.dumps(header) + b"\n")
+        for item in items:
+            out.write(orjson.dumps(item) + b"\n")
+            n += 1
+        return n
+    collected = list(items)
+    doc = {**header, "items": collected}
+    if fmt == "json":
+        out.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        from ruamel.yaml import YAML
+
+        yaml = YAML(typ="safe", pure=True)
+        yaml.default_flow_style = False
+        buf = io.StringIO()
+        yaml.dump(doc, buf)
+        out.write(buf.getvalue().encode())
+    return len(collected)

@@ -1,0 +1,1 @@
+"""The exact inventory of GPU consumers, GPU nodes and pools, the NVIDIA stack and DRA state."""

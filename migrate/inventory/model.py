@@ -1,0 +1,85 @@
+"""The inventory: one pure function of a ClusterState, and its JSON contract (README "JSON contract")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from migrate.cluster.state import ClusterState
+from migrate.inventory.consumers import Consumer, find_consumers
+from migrate.inventory.dra import slice_devices_by_node, summarize_dra
+from migrate.inventory.fleet import (
+    GpuNode,
+    Pool,
+    advertised_gpu_names,
+    build_gpu_nodes,
+    build_pools,
+    pool_of,
+)
+from migrate.inventory.operator import (
+    dra_plugin_daemonsets,
+    known_gpu_names_from_configs,
+    sharing_configs,
+    summarize_operator,
+)
+from migrate.inventory.resources import GpuNames
+
+# Bumped on any incompatible change to the JSON below; additions keep it.
+FORMAT_VERSION = 1
+
+
+@dataclass
+class Inventory:
+    state: ClusterState
+    gpu_names: GpuNames
+    consumers: list[Consumer]
+    nodes: list[GpuNode]
+    pools: list[Pool]
+    operator: dict[str, Any]
+    dra: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        src = self.state.source
+        return {
+            "formatVersion": FORMAT_VERSION,
+            "cluster": {
+                "kubernetesVersion": src.kubernetes_version,
+                "source": src.kind,
+                "location": src.location,
+                "context": src.context,
+                "takenAt": src.taken_at,
+                "servedAPIs": list(src.served_apis) if src.served_apis is not None else None,
+                "objects": {k: len(v) for k, v in sorted(self.state.objects.items())},
+                "skipped": dict(sorted(self.state.skipped.items())),
+            },
+            "consumers": [c.to_dict() for c in self.consumers],
+            "nodes": [n.to_dict() for n in self.nodes],
+            "pools": [p.to_dict() for p in self.pools],
+            "operator": self.operator,
+            "dra": self.dra,
+        }
+
+
+def build_inventory(state: ClusterState, pool_labels: tuple[str, ...] = ()) -> Inventory:
+    nodes_raw = state.of("Node")
+    names = GpuNames(advertised_gpu_names(nodes_raw) | known_gpu_names_from_configs(state))
+    node_pools = {
+        str((n.get("metadata") or {}).get("name")): pool_of(
+            {k: str(v) for k, v in ((n.get("metadata") or {}).get("labels") or {}).items()}, pool_labels
+        )
+        for n in nodes_raw
+    }
+    consumers, node_requests = find_consumers(state, names, node_pools)
+    gpu_nodes = build_gpu_nodes(nodes_raw, names, pool_labels, slice_devices_by_node(state))
+    for g in gpu_nodes:
+        g.requested = dict(sorted(node_requests.get(g.name, {}).items()))
+    configs = sharing_configs(state, [(g.name, g.labels) for g in gpu_nodes])
+    return Inventory(
+        state=state,
+        gpu_names=names,
+        consumers=consumers,
+        nodes=gpu_nodes,
+        pools=build_pools(gpu_nodes),
+        operator=summarize_operator(state, configs),
+        dra=summarize_dra(state, dra_plugin_daemonsets(state)),
+    )

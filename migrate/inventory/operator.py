@@ -1,0 +1,276 @@
+"""The NVIDIA stack as the cluster shows it: GPU Operator CRs, device-plugin sharing configs, plugins.
+
+Facts used (primary sources):
+  * ClusterPolicy spec/status fields: NVIDIA/gpu-operator api/nvidia/v1/clusterpolicy_types.go;
+    several ClusterPolicies -> the oldest is used, the others are `ignored`.
+  * device-plugin config format (sharing.timeSlicing|mps.resources[].{name,rename,replicas},
+    renameByDefault, flags.migStrategy): NVIDIA/k8s-device-plugin api/config/v1/{config,sharing}.go.
+  * a node picks a config key with the label nvidia.com/device-plugin.config, else the default key
+    (k8s-device-plugin README "Updating Per-Node Configuration With a Node Label").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from migrate.cluster.state import ClusterState, Obj
+from migrate.cluster.yamlio import load_yaml_documents
+from migrate.errors import InputError
+from migrate.inventory.resources import DEFAULT_GPU, GPU_PREFIX, SHARED_GPU
+
+CONFIG_LABEL = "nvidia.com/device-plugin.config"
+
+
+@dataclass
+class SharedResource:
+    name: str  # the resource shared (nvidia.com/gpu, nvidia.com/mig-1g.10gb)
+    advertised_as: str  # the name pods request (renamed to <name>.shared or `rename`)
+    replicas: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "advertisedAs": self.advertised_as, "replicas": self.replicas}
+
+
+@dataclass
+class SharingConfig:
+    namespace: str
+    config_map: str
+    key: str
+    strategy: str  # timeSlicing | mps | none
+    resources: list[SharedResource]
+    mig_strategy: str | None
+    fail_requests_greater_than_one: bool
+    nodes: list[str] = field(default_factory=list)
+    is_default: bool = False
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "namespace": self.namespace,
+            "configMap": self.config_map,
+            "key": self.key,
+            "default": self.is_default,
+            "strategy": self.strategy,
+            "resources": [r.to_dict() for r in self.resources],
+            "migStrategy": self.mig_strategy,
+            "failRequestsGreaterThanOne": self.fail_requests_greater_than_one,
+            "nodes": self.nodes,
+            "error": self.error,
+        }
+
+
+def _meta(o: Obj) -> dict[str, Any]:
+    m = o.get("metadata")
+    return m if isinstance(m, dict) else {}
+
+
+def _dig(o: Any, *path: str) -> Any:
+    for p in path:
+        if not isinstance(o, dict):
+            return None
+        o = o.get(p)
+    return o
+
+
+def _name(o: Obj) -> str:
+    return str(_meta(o).get("name", ""))
+
+
+def parse_sharing(text: str, where: str) -> tuple[str, list[SharedResource], str | None, bool]:
+    """(strategy, shared resources, migStrategy, failRequestsGreaterThanOne) of one config key."""
+    docs = list(load_yaml_documents(text, where))
+    cfg = docs[0] if docs else {}
+    if not isinstance(cfg, dict):
+        raise InputError(f"{where}: not a device-plugin config", "check the ConfigMap")
+    sharing = cfg.get("sharing") or {}
+    strategy, block = "none", None
+    for s in ("timeSlicing", "mps"):
+        if isinstance(sharing.get(s), dict) and sharing[s].get("resources"):
+            strategy, block = s, sharing[s]
+    resources: list[SharedResource] = []
+    fail_gt_one = False
+    if block is not None:
+        rename_default = bool(block.get("renameByDefault"))
+        fail_gt_one = bool(block.get("failRequestsGreaterThanOne"))
+        for r in block.get("resources") or []:
+            if not isinstance(r, dict) or not isinstance(r.get("name"), str):
+                continue
+            name = r["name"] if r["name"].startswith(GPU_PREFIX) else GPU_PREFIX + r["name"]
+            rename = r.get("rename")
+            if rename:
+                adv = rename if str(rename).startswith(GPU_PREFIX) else GPU_PREFIX + str(rename)
+            elif rename_default:
+                adv = name + ".shared"  # DefaultSharedResourceNameSuffix, api/config/v1/consts.go
+            else:
+                adv = name
+            resources.append(SharedResource(name, adv, int(r.get("replicas") or 1)))
+    mig = _dig(cfg, "flags", "migStrategy")
+    return strategy, resources, mig if isinstance(mig, str) else None, fail_gt_one
+
+
+def custom_resource_names(text: str, where: str) -> set[str]:
+    """Names a config defines beyond the defaults: resources.gpus[].name / mig[].name, renames."""
+    docs = list(load_yaml_documents(text, where))
+    cfg = docs[0] if docs else {}
+    out: set[str] = set()
+    if not isinstance(cfg, dict):
+        return out
+    for group in ("gpus", "mig"):
+        for r in _dig(cfg, "resources", group) or []:
+            if isinstance(r, dict) and isinstance(r.get("name"), str):
+                out.add(r["name"] if r["name"].startswith(GPU_PREFIX) else GPU_PREFIX + r["name"])
+    try:
+        _, shared, _, _ = parse_sharing(text, where)
+    except InputError:
+        return out
+    out.update(s.advertised_as for s in shared)
+    return out
+
+
+def cluster_policies(state: ClusterState) -> list[Obj]:
+    """ClusterPolicies, the one the operator uses first (oldest; NVIDIA/gpu-operator a6f6dbff0)."""
+    return sorted(
+        state.of("nvidia.com/ClusterPolicy"),
+        key=lambda o: (str(_meta(o).get("creationTimestamp", "")), _name(o)),
+    )
+
+
+def device_plugin_config_ref(state: ClusterState) -> tuple[str | None, str | None, str | None]:
+    """(namespace, ConfigMap name, default key) that the operator's device plugin uses, if any."""
+    policies = cluster_policies(state)
+    if not policies:
+        return None, None, None
+    cp = policies[0]
+    name = _dig(cp, "spec", "devicePlugin", "config", "name")
+    default = _dig(cp, "spec", "devicePlugin", "config", "default")
+    ns = _dig(cp, "status", "namespace")
+    return (ns if isinstance(ns, str) else None, name or None, default or None)
+
+
+def sharing_configs(state: ClusterState, gpu_nodes: list[tuple[str, dict[str, str]]]) -> list[SharingConfig]:
+    """Every device-plugin config key found, with the nodes that use it."""
+    ref_ns, ref_name, ref_default = device_plugin_config_ref(state)
+    out: list[SharingConfig] = []
+    for cm in sorted(state.of("ConfigMap"), key=lambda o: (str(_meta(o).get("namespace")), _name(o))):
+        ns, name = str(_meta(cm).get("namespace", "")), _name(cm)
+        if ref_name and name != ref_name:
+            continue  # the operator names its config; other look-alikes are not in use
+        if ref_ns and ns != ref_ns:
+            continue
+        data = cm.get("data") or {}
+        keys = sorted(k for k, v in data.items() if isinstance(v, str))
+        default_key = ref_default or ("default" if "default" in keys else (keys[0] if len(keys) == 1 else None))
+        for key in keys:
+            sc = _one_config(ns, name, key, data[key])
+            sc.is_default = key == default_key
+            sc.nodes = [n for n, labels in gpu_nodes if _config_key(labels, keys, default_key) == key]
+            out.append(sc)
+    return out
+
+
+def _config_key(labels: dict[str, str], keys: list[str], default_key: str | None) -> str | None:
+    """The key a node uses: its label when the key exists; else the default (an unknown key makes the
+    plugin keep its previous config, which we cannot see, so the default is the best estimate)."""
+    chosen = labels.get(CONFIG_LABEL)
+    return chosen if chosen in keys else default_key
+
+
+def _one_config(ns: str, name: str, key: str, text: str) -> SharingConfig:
+    where = f"ConfigMap {ns}/{name} key {key}"
+    try:
+        strategy, resources, mig, fail = parse_sharing(text, where)
+    except InputError as e:
+        return SharingConfig(ns, name, key, "unknown", [], None, False, error=e.message)
+    return SharingConfig(ns, name, key, strategy, resources, mig, fail)
+
+
+def summarize_operator(state: ClusterState, configs: list[SharingConfig]) -> dict[str, Any]:
+    policies = cluster_policies(state)
+    cp = policies[0] if policies else None
+    return {
+        "clusterPolicy": _policy_summary(cp) if cp else None,
+        "ignoredClusterPolicies": [_name(p) for p in policies[1:]],
+        "nvidiaDrivers": [
+            {
+                "name": _name(d),
+                "version": _dig(d, "spec", "version"),
+                "driverType": _dig(d, "spec", "driverType") or "gpu",
+                "default": bool(_dig(d, "spec", "default")),
+                "state": _dig(d, "status", "state"),
+            }
+            for d in sorted(state.of("nvidia.com/NVIDIADriver"), key=_name)
+        ],
+        "gpuClusters": [
+            {
+                "name": _name(g),
+                "draDriverVersion": _dig(g, "spec", "draDriver", "version"),
+                "state": _dig(g, "status", "state"),
+            }
+            for g in sorted(state.of("nvidia.com/GPUCluster"), key=_name)
+        ],
+        "devicePluginDaemonSets": device_plugin_daemonsets(state),
+        "sharingConfigs": [c.to_dict() for c in configs],
+    }
+
+
+def _policy_summary(cp: Obj) -> dict[str, Any]:
+    spec = cp.get("spec") or {}
+    cdi = _dig(spec, "cdi", "enabled")
+    dp_enabled = _dig(spec, "devicePlugin", "enabled")
+    return {
+        "name": _name(cp),
+        "driverVersion": _dig(spec, "driver", "version"),
+        "driverEnabled": _dig(spec, "driver", "enabled") is not False,
+        "useNvidiaDriverCRD": bool(_dig(spec, "driver", "useNvidiaDriverCRD")),
+        "devicePlugin": {
+            "enabled": dp_enabled is not False,
+            "config": _dig(spec, "devicePlugin", "config"),
+        },
+        "migStrategy": _dig(spec, "mig", "strategy"),
+        # CDI defaults to enabled in the chart (gpu-operator deployments/gpu-operator/values.yaml).
+        "cdiEnabled": cdi is not False,
+        "state": _dig(cp, "status", "state"),
+        "namespace": _dig(cp, "status", "namespace"),
+    }
+
+
+def _images(ds: Obj) -> list[str]:
+    containers = _dig(ds, "spec", "template", "spec", "containers") or []
+    return [str(c.get("image", "")) for c in containers if isinstance(c, dict)]
+
+
+def device_plugin_daemonsets(state: ClusterState) -> list[str]:
+    """DaemonSets that run the NVIDIA device plugin (operator-managed or standalone)."""
+    out = []
+    for ds in state.of("apps/DaemonSet"):
+        name = _name(ds)
+        if "nvidia-device-plugin" in name or any("k8s-device-plugin" in i for i in _images(ds)):
+            out.append(f"{_meta(ds).get('namespace', '')}/{name}")
+    return sorted(out)
+
+
+def dra_plugin_daemonsets(state: ClusterState) -> list[str]:
+    """DaemonSets of the NVIDIA DRA kubelet plugin: nvidia-dra-driver-gpu-kubelet-plugin (v25.x),
+    dra-driver-nvidia-gpu-kubelet-plugin (v0.4+), nvidia-dra-driver-kubelet-plugin (GPU Operator)."""
+    out = []
+    for ds in state.of("apps/DaemonSet"):
+        name = _name(ds)
+        images = _images(ds)
+        if ("dra-driver" in name and "kubelet-plugin" in name) or any(
+            "dra-driver-nvidia-gpu" in i or "k8s-dra-driver-gpu" in i for i in images
+        ):
+            out.append(f"{_meta(ds).get('namespace', '')}/{name}")
+    return sorted(out)
+
+
+def known_gpu_names_from_configs(state: ClusterState) -> set[str]:
+    names: set[str] = set()
+    for cm in state.of("ConfigMap"):
+        for key, text in (cm.get("data") or {}).items():
+            if isinstance(text, str):
+                try:
+                    names |= custom_resource_names(text, f"ConfigMap {_name(cm)} key {key}")
+                except InputError:
+                    continue
+    return names - {DEFAULT_GPU, SHARED_GPU}

@@ -1,0 +1,141 @@
+"""GPU resource names and the per-pod request rule.
+
+A pod's effective request for a resource follows Kubernetes' rule (k8s.io/component-helpers
+resource/helpers.go `PodRequests`, KEP-753 sidecars): the larger of
+  * the sum over app containers plus every restartable init container ("sidecar"), and
+  * for each regular init container, its own request plus the sidecars started before it.
+A container that sets only a limit for an extended resource requests that limit (the API server
+defaults requests from limits; extended resources cannot be overcommitted).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+GPU_PREFIX = "nvidia.com/"
+# Names the NVIDIA device plugin advertises by default (k8s-device-plugin internal/rm/rm.go, api/config/v1).
+DEFAULT_GPU = "nvidia.com/gpu"
+SHARED_GPU = "nvidia.com/gpu.shared"
+_MIG_RE = re.compile(r"^nvidia\.com/mig-\d+g\.\d+gb(\.[a-z0-9.]+)?$")
+
+_SUFFIX = {
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "": Decimal(1),
+    "k": Decimal(10**3),
+    "M": Decimal(10**6),
+    "G": Decimal(10**9),
+    "T": Decimal(10**12),
+    "P": Decimal(10**15),
+    "E": Decimal(10**18),
+    "Ki": Decimal(2**10),
+    "Mi": Decimal(2**20),
+    "Gi": Decimal(2**30),
+    "Ti": Decimal(2**40),
+    "Pi": Decimal(2**50),
+    "Ei": Decimal(2**60),
+}
+_QTY_RE = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?$")
+
+
+def parse_quantity(value: Any) -> Decimal | None:
+    """A Kubernetes resource.Quantity as a Decimal; None when it is not one."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return Decimal(str(value))
+    if not isinstance(value, str):
+        return None
+    m = _QTY_RE.match(value.strip())
+    if not m:
+        return None
+    try:
+        number = Decimal(m.group(1) + (m.group(2) or ""))
+    except InvalidOperation:
+        return None
+    return number * _SUFFIX[m.group(3) or ""]
+
+
+def quantity_int(value: Any) -> int:
+    """An extended-resource count. Extended resources are whole numbers; a fraction is rounded up."""
+    q = parse_quantity(value)
+    if q is None:
+        return 0
+    i = int(q)
+    return i if i == q else i + 1
+
+
+def is_default_gpu_name(name: str) -> bool:
+    return name in (DEFAULT_GPU, SHARED_GPU) or bool(_MIG_RE.match(name))
+
+
+class GpuNames:
+    """Which resource names count as device-plugin GPUs in this cluster.
+
+    The defaults, plus any nvidia.com/* name a node advertises or a device-plugin config defines
+    (custom `resources.gpus[].name`, `rename`, `renameByDefault`).
+    """
+
+    def __init__(self, extra: Iterable[str] = ()) -> None:
+        self.extra = frozenset(n for n in extra if n.startswith(GPU_PREFIX))
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and (name in self.extra or is_default_gpu_name(name))
+
+
+def container_requests(container: dict[str, Any], names: GpuNames) -> dict[str, int]:
+    """GPU requests of one container: requests, or the limit where no request is given."""
+    res = container.get("resources")
+    if not isinstance(res, dict):
+        return {}
+    out: dict[str, int] = {}
+    for source in (res.get("limits"), res.get("requests")):  # requests win over limits
+        if not isinstance(source, dict):
+            continue
+        for name, value in source.items():
+            if name in names:
+                out[name] = quantity_int(value)
+    return {k: v for k, v in out.items() if v}
+
+
+def pod_requests(app: Iterable[dict[str, Any]], init: Iterable[dict[str, Any]], names: GpuNames) -> dict[str, int]:
+    """Effective per-pod GPU requests (see the module docstring for the rule)."""
+    total: dict[str, int] = {}
+    for c in app:
+        if isinstance(c, dict):
+            _add(total, container_requests(c, names))
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    for c in init:
+        if not isinstance(c, dict):
+            continue
+        req = container_requests(c, names)
+        if c.get("restartPolicy") == "Always":
+            _add(sidecars, req)
+            _max(init_peak, sidecars)
+        else:
+            _max(init_peak, _sum(sidecars, req))
+    _add(total, sidecars)
+    _max(total, init_peak)
+    return {k: v for k, v in sorted(total.items()) if v}
+
+
+def _add(into: dict[str, int], other: dict[str, int]) -> None:
+    for k, v in other.items():
+        into[k] = into.get(k, 0) + v
+
+
+def _sum(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+    out = dict(a)
+    _add(out, b)
+    return out
+
+
+def _max(into: dict[str, int], other: dict[str, int]) -> None:
+    for k, v in other.items():
+        if v > into.get(k, 0):
+            into[k] = v

@@ -1,0 +1,21 @@
+"""Drive the real CLI in-process (stdout and stderr kept apart)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from click.testing import CliRunner
+
+from migrate.cli.main import cli
+
+
+@dataclass
+class Result:
+    code: int
+    stdout: str
+    stderr: str
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> Result:
+    r = CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+    return Result(r.exit_code, r.stdout, r.stderr)
