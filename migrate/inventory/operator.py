@@ -245,6 +245,9 @@ def device_plugin_daemonsets(state: ClusterState) -> list[str]:
     out = []
     for ds in state.of("apps/DaemonSet"):
         name = _name(ds)
+        # GPU Feature Discovery ships in the same k8s-device-plugin image; it advertises no resources.
+        if "feature-discovery" in name:
+            continue
         if "nvidia-device-plugin" in name or any("k8s-device-plugin" in i for i in _images(ds)):
             out.append(f"{_meta(ds).get('namespace', '')}/{name}")
     return sorted(out)

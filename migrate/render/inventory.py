@@ -7,6 +7,18 @@ from typing import Any
 from migrate.render import Document, counts
 
 
+# Kinds that exist in the core, apps or batch groups: a CRD with the same name (Knative's Service,
+# Volcano's Job) is shown with its group so the table is never ambiguous.
+_BUILTIN_KINDS = {"Pod", "Service", "Job", "CronJob", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"}
+
+
+def _kind(c: dict[str, Any]) -> str:
+    group = c["apiVersion"].rpartition("/")[0]
+    if c["kind"] in _BUILTIN_KINDS and group not in ("", "apps", "batch"):
+        return f"{c['kind']}.{group}"
+    return str(c["kind"])
+
+
 def inventory_document(inv: dict[str, Any]) -> Document:
     """Build the human view from the inventory's JSON contract, so both always agree."""
     doc = Document()
@@ -29,7 +41,7 @@ def inventory_document(inv: dict[str, Any]) -> Document:
         [
             [
                 x["namespace"] or "-",
-                x["kind"],
+                _kind(x),
                 x["name"] + (" *" if x["source"] == "pods" else ""),
                 counts(x["totals"]),
                 "; ".join(f"{counts(t['resources'])} × {t['replicas']}" for t in x["templates"]) or "(from pods)",
@@ -84,7 +96,7 @@ def _operator(doc: Document, op: dict[str, Any]) -> None:
             f"ClusterPolicy {cp['name']}: state {cp['state'] or '-'}, driver {cp['driverVersion'] or '-'}, "
             f"MIG strategy {cp['migStrategy'] or '-'}, CDI {'on' if cp['cdiEnabled'] else 'off'}, device plugin "
             f"{'on' if dp['enabled'] else 'off'}"
-            + (f" (config {cfg.get('name')}, default {cfg.get('default')})" if cfg.get("name") else "")
+            + (f" (config {cfg.get('name')}, default key {cfg.get('default') or '-'})" if cfg.get("name") else "")
         )
     else:
         doc.line("ClusterPolicy: none")

@@ -1,0 +1,92 @@
+"""python -m migrate.sim --kubeconfig K --snapshot S [--install-stack] [--load-workloads]
+
+Simulates a snapshot's GPU nodes on the cluster K until SIGTERM or SIGINT, then stops cleanly (exit 0).
+Logs go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+
+from migrate.cluster.snapshot import load_snapshot
+from migrate.errors import MigrateError
+from migrate.sim.fleet import SimulatedFleet
+from migrate.sim.kube import new_api_client
+from migrate.sim.load import load_workloads
+from migrate.sim.spec import specs_from_state
+from migrate.sim.stack import install_nvidia_stack
+
+log = logging.getLogger("migrate.sim")
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m migrate.sim", description=__doc__.splitlines()[2] if __doc__ else None)
+    p.add_argument("--kubeconfig", required=True, type=Path, help="cluster to simulate the nodes on")
+    p.add_argument("--snapshot", required=True, type=Path, help="snapshot file or directory with the GPU nodes")
+    p.add_argument(
+        "--install-stack",
+        action="store_true",
+        help="also create the DRA kubelet plugin DaemonSet and the snapshot's ClusterPolicy",
+    )
+    p.add_argument("--load-workloads", action="store_true", help="also recreate the snapshot's workloads")
+    p.add_argument("--heartbeat-seconds", type=float, default=10.0)
+    p.add_argument("-v", "--verbose", action="store_true")
+    return p.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        log.info("received %s, stopping", signal.Signals(signum).name)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        state = load_snapshot(args.snapshot)
+        specs = specs_from_state(state)
+        if not specs:
+            log.error("%s has no GPU nodes", args.snapshot)
+            return 1
+        fleet = SimulatedFleet(args.kubeconfig, specs, heartbeat_seconds=args.heartbeat_seconds)
+        fleet.start()
+        try:
+            if args.install_stack or args.load_workloads:
+                api = new_api_client(args.kubeconfig)
+                if args.install_stack:
+                    policies = state.of("nvidia.com/ClusterPolicy")
+                    install_nvidia_stack(api, cluster_policy=policies[0] if policies else None)
+                if args.load_workloads:
+                    report = load_workloads(api, state)
+                    log.info("loaded %d object(s); %d skipped", sum(report.created.values()), len(report.skipped))
+                    for line in report.skipped:
+                        log.warning("skipped %s", line)
+                api.close()
+            log.info("ready: simulating %s", ", ".join(fleet.node_names))
+            while not stop.wait(1):
+                pass
+        finally:
+            fleet.stop()
+    except MigrateError as e:
+        log.error("%s", e)
+        return 1
+    log.info("stopped")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

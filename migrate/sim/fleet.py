@@ -1,0 +1,517 @@
+"""A fleet of simulated GPU nodes on a real control plane.
+
+Per node it does what kubelet, the NVIDIA device plugin and the NVIDIA DRA kubelet plugin would do,
+driven by the same node labels that drive the real DaemonSets (see `spec.device_plugin_enabled`):
+  * Node Ready with fresh heartbeats and a Lease in kube-node-lease, so the node lifecycle controller
+    neither taints nor evicts;
+  * the device plugin's resources in capacity/allocatable, set to 0 when the plugin goes away, as
+    kubelet does;
+  * the DRA plugin's ResourceSlice (owned by the Node, as kubelet plugins publish them), deleted when
+    the plugin goes away;
+  * pods bound to the node marked Running; pods being deleted finally deleted (grace period 0).
+Only the nodes in the spec list are touched. Everything runs in background threads between
+`start()` and `stop()`; errors are logged (logger "migrate.sim") and retried, never raised into them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from migrate.sim.kube import ApiError, Kube, WatchStream, new_api_client, now_rfc3339, path_of
+from migrate.sim.spec import (
+    DRA_DRIVER,
+    LABEL_DEVICE_PLUGIN,
+    LABEL_DRA_DRIVER,
+    LABEL_DRA_KUBELET_PLUGIN,
+    GpuNodeSpec,
+    device_plugin_enabled,
+    dra_plugin_enabled,
+)
+
+log = logging.getLogger("migrate.sim")
+
+NODES = "/api/v1/nodes"
+PODS = "/api/v1/pods"
+SLICES = "/apis/resource.k8s.io/v1/resourceslices"
+LEASE_NAMESPACE = "kube-node-lease"
+LEASE_DURATION_SECONDS = 40  # kubelet's default nodeLeaseDurationSeconds
+MAX_DEVICES_PER_SLICE = 128  # resource.k8s.io/v1 ResourceSliceMaxDevices (dra-facts.md §1.2)
+KUBELET_VERSION = "v1.37.2"
+
+
+class _Expired(Exception):
+    """The watch's resourceVersion is too old (410 Gone): list again."""
+
+
+@dataclass
+class _NodeState:
+    spec: GpuNodeSpec
+    index: int
+    uid: str = ""
+    device_plugin: bool | None = None  # what is applied now; None before the first reconcile
+    dra_plugin: bool | None = None
+    slice_generation: int = 0
+    ready_since: str = ""
+    gone: bool = False
+    next_pod_ip: int = 2
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def host_ip(self) -> str:
+        return f"172.16.{self.index // 250}.{self.index % 250 + 1}"
+
+    def pod_ip(self) -> str:
+        """A pod IP from a per-node /24, reused after 253 pods (enough for tests and rehearsals)."""
+        ip = f"10.{64 + self.index // 256}.{self.index % 256}.{self.next_pod_ip}"
+        self.next_pod_ip = self.next_pod_ip + 1 if self.next_pod_ip < 254 else 2
+        return ip
+
+
+class SimulatedFleet:
+    """Simulated kubelets + device plugins + DRA kubelet plugins for `nodes`, against `kubeconfig`."""
+
+    def __init__(self, kubeconfig: Path | str, nodes: Iterable[GpuNodeSpec], *, heartbeat_seconds: float = 10) -> None:
+        specs = list(nodes)
+        names = [s.name for s in specs]
+        if len(set(names)) != len(names):
+            raise ValueError("node names in a fleet must be unique")
+        self.kubeconfig = Path(kubeconfig)
+        self.heartbeat_seconds = heartbeat_seconds
+        self._nodes = {s.name: _NodeState(s, i) for i, s in enumerate(specs)}
+        self._lock = threading.RLock()  # guards _NodeState and the apply steps, which watch and heartbeat share
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._streams: set[WatchStream] = set()
+        self._kube: Kube | None = None
+        self._started = False
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    @property
+    def node_names(self) -> list[str]:
+        return list(self._nodes)
+
+    @property
+    def kube(self) -> Kube:
+        if self._kube is None:
+            self._kube = Kube(new_api_client(self.kubeconfig))
+        return self._kube
+
+    def start(self) -> None:
+        """Register the nodes, apply their plugins' state once, then run watches and heartbeats."""
+        if self._started:
+            return
+        self._started = True
+        self._stop.clear()
+        for st in self._nodes.values():
+            self._register(st)
+        for run, name in (
+            (self._heartbeat_loop, "heartbeat"),
+            (self._watch_nodes, "nodes"),
+            (self._watch_pods, "pods"),
+        ):
+            t = threading.Thread(target=run, name=f"sim-{name}", daemon=True)
+            t.start()
+            self._threads.append(t)
+        log.info("simulating %d GPU node(s)", len(self._nodes))
+
+    def stop(self, timeout: float = 10) -> None:
+        """Stop the threads and wait for them. Leaves the objects in place, as a stopped kubelet does."""
+        self._stop.set()
+        with self._lock:
+            streams = list(self._streams)
+        for s in streams:
+            s.close()
+        for t in self._threads:
+            t.join(timeout)
+        self._threads.clear()
+        self._started = False
+        if self._kube is not None:
+            self._kube.api_client.close()
+            self._kube = None
+
+    def __enter__(self) -> SimulatedFleet:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    # -- toggles (the real toggles are the labels; these only set them) ------------------------
+
+    def set_device_plugin(self, node: str, enabled: bool) -> None:
+        self._label(node, {LABEL_DEVICE_PLUGIN: "true" if enabled else "false"})
+
+    def set_dra_plugin(self, node: str, enabled: bool) -> None:
+        # Disabling clears both DRA labels, or the other one would keep the plugin on.
+        labels: dict[str, str | None] = (
+            {LABEL_DRA_KUBELET_PLUGIN: "true"} if enabled else {LABEL_DRA_KUBELET_PLUGIN: None, LABEL_DRA_DRIVER: None}
+        )
+        self._label(node, labels)
+
+    def _label(self, node: str, labels: Mapping[str, str | None]) -> None:
+        if node not in self._nodes:
+            raise KeyError(f"{node} is not a node of this fleet")
+        self.kube.merge_patch(path_of("v1", "nodes", node), {"metadata": {"labels": dict(labels)}})
+
+    # -- node registration and status ----------------------------------------------------------
+
+    def _register(self, st: _NodeState) -> None:
+        path = path_of("v1", "nodes", st.name)
+        existing = self.kube.get_or_none(path)
+        if existing is None:
+            body = {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": st.name, "labels": dict(st.spec.labels)},
+                "spec": {"taints": [dict(t) for t in st.spec.taints]} if st.spec.taints else {},
+            }
+            existing = self.kube.create(NODES, body)
+        else:
+            # A restarted simulator must not undo label toggles made since: only add missing labels.
+            have = (existing.get("metadata") or {}).get("labels") or {}
+            missing = {k: v for k, v in st.spec.labels.items() if k not in have}
+            if missing:
+                existing = self.kube.merge_patch(path, {"metadata": {"labels": missing}})
+        meta = existing.get("metadata") or {}
+        st.uid = str(meta.get("uid", ""))
+        st.ready_since = now_rfc3339()
+        st.gone = False
+        self._renew_lease(st)
+        self._reconcile(st, meta.get("labels") or {}, force=True)
+
+    def _reconcile(self, st: _NodeState, labels: Mapping[str, str], *, force: bool = False) -> None:
+        """Bring the plugins' published state in line with the node's labels."""
+        dp = device_plugin_enabled(labels)
+        dra = dra_plugin_enabled(labels)
+        with self._lock:
+            if force or dp != st.device_plugin:
+                self._patch_node_status(st, dp)
+                st.device_plugin = dp
+                log.info("%s: device plugin %s", st.name, "on" if dp else "off")
+            if force or dra != st.dra_plugin:
+                if dra:
+                    self._publish_slices(st)
+                else:
+                    self._delete_slices(st)
+                st.dra_plugin = dra
+                log.info("%s: DRA plugin %s", st.name, "on" if dra else "off")
+
+    def _patch_node_status(self, st: _NodeState, device_plugin: bool | None = None) -> None:
+        status: dict[str, Any] = {"conditions": self._conditions(st)}
+        if device_plugin is not None:
+            capacity = {"cpu": st.spec.cpu, "memory": st.spec.memory, "pods": st.spec.pods}
+            capacity.update(st.spec.extra_capacity)
+            # Kubelet keeps a vanished plugin's resource at 0 rather than dropping it at once.
+            capacity.update({k: str(v if device_plugin else 0) for k, v in st.spec.device_plugin_resources.items()})
+            status.update(
+                capacity=capacity,
+                allocatable=dict(capacity),
+                addresses=[{"type": "InternalIP", "address": st.host_ip}, {"type": "Hostname", "address": st.name}],
+                daemonEndpoints={"kubeletEndpoint": {"Port": 10250}},
+                nodeInfo=self._node_info(st),
+            )
+        self.kube.strategic_patch(path_of("v1", "nodes", st.name, sub="status"), {"status": status})
+
+    def _conditions(self, st: _NodeState) -> list[dict[str, str]]:
+        now = now_rfc3339()
+
+        def cond(type_: str, status: str, reason: str, message: str) -> dict[str, str]:
+            return {
+                "type": type_,
+                "status": status,
+                "reason": reason,
+                "message": message,
+                "lastHeartbeatTime": now,
+                "lastTransitionTime": st.ready_since,
+            }
+
+        return [
+            cond("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+            cond("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+            cond("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+            cond("Ready", "True", "KubeletReady", "kubelet is posting ready status (dra-migrate simulator)"),
+        ]
+
+    @staticmethod
+    def _node_info(st: _NodeState) -> dict[str, str]:
+        ident = hashlib.sha256(st.name.encode()).hexdigest()
+        return {
+            "machineID": ident[:32],
+            "systemUUID": ident[32:64],
+            "bootID": ident[:32],
+            "kernelVersion": "6.8.0-sim",
+            "osImage": "dra-migrate simulated node",
+            "containerRuntimeVersion": "containerd://2.1.0",
+            "kubeletVersion": KUBELET_VERSION,
+            "kubeProxyVersion": "",
+            "operatingSystem": "linux",
+            "architecture": "amd64",
+        }
+
+    def _renew_lease(self, st: _NodeState) -> None:
+        path = path_of("coordination.k8s.io/v1", "leases", st.name, namespace=LEASE_NAMESPACE)
+        renew = {"spec": {"holderIdentity": st.name, "renewTime": now_rfc3339(micro=True)}}
+        try:
+            self.kube.merge_patch(path, renew)
+        except ApiError as e:
+            if e.status != 404:
+                raise
+            body = {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {
+                    "name": st.name,
+                    "namespace": LEASE_NAMESPACE,
+                    "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": st.name, "uid": st.uid}],
+                },
+                "spec": {**renew["spec"], "leaseDurationSeconds": LEASE_DURATION_SECONDS},
+            }
+            self.kube.create_or_exists(path_of("coordination.k8s.io/v1", "leases", namespace=LEASE_NAMESPACE), body)
+
+    # -- ResourceSlices --------------------------------------------------------------------------
+
+    def _slice_selector(self, st: _NodeState) -> list[tuple[str, str | int | bool]]:
+        return [("fieldSelector", f"spec.nodeName={st.name},spec.driver={DRA_DRIVER}")]
+
+    def _delete_slices(self, st: _NodeState) -> list[dict[str, Any]]:
+        """Delete this node's gpu.nvidia.com slices (as kubelet does when a plugin unregisters)."""
+        existing, _ = self.kube.list_all(SLICES, self._slice_selector(st))
+        for s in existing:
+            self.kube.delete(path_of("resource.k8s.io/v1", "resourceslices", s["metadata"]["name"]))
+        return existing
+
+    def _publish_slices(self, st: _NodeState) -> None:
+        old = self._delete_slices(st)
+        if not st.spec.devices:
+            return
+        # A new generation, above anything published before (also by an earlier run), so consumers
+        # that see old and new slices at once know which to use.
+        previous = max((int(((s.get("spec") or {}).get("pool") or {}).get("generation", 0)) for s in old), default=0)
+        st.slice_generation = max(st.slice_generation, previous) + 1
+        devices = [d.to_json() for d in st.spec.devices]
+        chunks = [devices[i : i + MAX_DEVICES_PER_SLICE] for i in range(0, len(devices), MAX_DEVICES_PER_SLICE)]
+        for chunk in chunks:
+            body = {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceSlice",
+                "metadata": {
+                    "generateName": f"{st.name}-{DRA_DRIVER}-",
+                    "ownerReferences": [
+                        {"apiVersion": "v1", "kind": "Node", "name": st.name, "uid": st.uid, "controller": True}
+                    ],
+                },
+                "spec": {
+                    "driver": DRA_DRIVER,
+                    "nodeName": st.name,
+                    "pool": {"name": st.name, "generation": st.slice_generation, "resourceSliceCount": len(chunks)},
+                    "devices": chunk,
+                },
+            }
+            self.kube.create(SLICES, body)
+
+    # -- background loops ------------------------------------------------------------------------
+
+    def _heartbeat_loop(self) -> None:
+        while not self._stop.wait(self.heartbeat_seconds):
+            for st in list(self._nodes.values()):
+                if self._stop.is_set():
+                    return
+                if st.gone:
+                    continue
+                try:
+                    self._renew_lease(st)
+                    with self._lock:
+                        self._patch_node_status(st)
+                except Exception as e:
+                    log.warning("%s: heartbeat failed: %s", st.name, e)
+
+    def _watch_nodes(self) -> None:
+        self._watch_loop(NODES, (), self._on_node)
+
+    def _watch_pods(self) -> None:
+        # Only pods bound to some node matter; the server filters the rest out.
+        self._watch_loop(PODS, [("fieldSelector", "spec.nodeName!=")], self._on_pod)
+
+    def _watch_loop(
+        self,
+        path: str,
+        query: list[tuple[str, str | int | bool]] | tuple[()],
+        handle: Callable[[str, dict[str, Any]], None],
+    ) -> None:
+        """List, then watch from the list's resourceVersion; list again on 410 or any failure."""
+        backoff = 0.2
+        while not self._stop.is_set():
+            try:
+                items, rv = self.kube.list_all(path, query)
+                for item in items:
+                    self._handle(handle, "ADDED", item)
+                while not self._stop.is_set():
+                    rv = self._watch_once(path, query, rv, handle)
+                    backoff = 0.2
+            except _Expired:
+                continue
+            except Exception as e:
+                if self._stop.is_set():
+                    return
+                log.warning("watch %s failed, retrying: %s", path, e)
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, 5)
+
+    def _watch_once(
+        self,
+        path: str,
+        query: list[tuple[str, str | int | bool]] | tuple[()],
+        rv: str,
+        handle: Callable[[str, dict[str, Any]], None],
+    ) -> str:
+        stream = self.kube.watch(path, rv, query, timeout_seconds=240)
+        with self._lock:
+            self._streams.add(stream)
+        try:
+            if self._stop.is_set():
+                return rv
+            for event in stream:
+                kind = event.get("type")
+                obj = event.get("object") or {}
+                if kind == "ERROR":
+                    if obj.get("code") == 410:
+                        raise _Expired
+                    raise RuntimeError(f"watch error: {obj.get('message')}")
+                rv = str((obj.get("metadata") or {}).get("resourceVersion", rv))
+                if kind != "BOOKMARK":
+                    self._handle(handle, str(kind), obj)
+            return rv
+        finally:
+            stream.close()
+            with self._lock:
+                self._streams.discard(stream)
+
+    def _handle(self, handle: Callable[[str, dict[str, Any]], None], kind: str, obj: dict[str, Any]) -> None:
+        if self._stop.is_set():
+            return
+        try:
+            handle(kind, obj)
+        except Exception as e:
+            name = (obj.get("metadata") or {}).get("name")
+            log.warning("handling %s %s failed: %s", kind, name, e)
+
+    def _on_node(self, kind: str, node: dict[str, Any]) -> None:
+        meta = node.get("metadata") or {}
+        st = self._nodes.get(str(meta.get("name", "")))
+        if st is None:
+            return
+        if kind == "DELETED":
+            # Kubelet does not re-register a deleted Node until it restarts; neither do we.
+            st.gone = True
+            log.info("%s: node deleted", st.name)
+            return
+        if st.gone or meta.get("uid") != st.uid:
+            return
+        self._reconcile(st, meta.get("labels") or {})
+
+    def _on_pod(self, kind: str, pod: dict[str, Any]) -> None:
+        spec = pod.get("spec") or {}
+        st = self._nodes.get(str(spec.get("nodeName", "")))
+        if st is None or st.gone or kind == "DELETED":
+            return
+        meta = pod.get("metadata") or {}
+        path = path_of("v1", "pods", str(meta.get("name")), namespace=str(meta.get("namespace")))
+        if meta.get("deletionTimestamp"):
+            # Kubelet's final delete once the containers are gone: grace period 0, same pod only.
+            body = {
+                "apiVersion": "v1",
+                "kind": "DeleteOptions",
+                "gracePeriodSeconds": 0,
+                "preconditions": {"uid": meta.get("uid")},
+            }
+            try:
+                self.kube.delete(path, body)
+            except ApiError as e:
+                if e.status != 409:  # 409: a newer pod of the same name; not ours to delete
+                    raise
+            return
+        status = pod.get("status") or {}
+        if status.get("phase") in ("Running", "Succeeded", "Failed"):
+            return
+        try:
+            self.kube.strategic_patch(path + "/status", {"status": _running_status(st, spec)})
+        except ApiError as e:
+            if e.status != 404:
+                raise
+
+
+def _running_status(st: _NodeState, spec: Mapping[str, Any]) -> dict[str, Any]:
+    now = now_rfc3339()
+    ip = st.host_ip if spec.get("hostNetwork") else st.pod_ip()
+
+    def container_id(name: str) -> str:
+        return "containerd://" + hashlib.sha256(f"{st.name}/{name}/{now}".encode()).hexdigest()
+
+    def image_id(image: str) -> str:
+        return f"{image.split('@')[0]}@sha256:{hashlib.sha256(image.encode()).hexdigest()}"
+
+    containers = [
+        {
+            "name": c.get("name"),
+            "image": c.get("image", ""),
+            "imageID": image_id(str(c.get("image", ""))),
+            "containerID": container_id(str(c.get("name"))),
+            "ready": True,
+            "started": True,
+            "restartCount": 0,
+            "state": {"running": {"startedAt": now}},
+        }
+        for c in spec.get("containers") or []
+    ]
+    inits = []
+    for c in spec.get("initContainers") or []:
+        base = {
+            "name": c.get("name"),
+            "image": c.get("image", ""),
+            "imageID": image_id(str(c.get("image", ""))),
+            "containerID": container_id(str(c.get("name"))),
+            "restartCount": 0,
+        }
+        if c.get("restartPolicy") == "Always":  # a sidecar keeps running
+            inits.append({**base, "ready": True, "started": True, "state": {"running": {"startedAt": now}}})
+        else:
+            inits.append(
+                {
+                    **base,
+                    "ready": True,
+                    "started": False,
+                    "state": {
+                        "terminated": {"exitCode": 0, "reason": "Completed", "startedAt": now, "finishedAt": now}
+                    },
+                }
+            )
+    conditions = [
+        {"type": t, "status": "True", "lastTransitionTime": now}
+        for t in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled")
+    ]
+    status: dict[str, Any] = {
+        "phase": "Running",
+        "conditions": conditions,
+        "hostIP": st.host_ip,
+        "hostIPs": [{"ip": st.host_ip}],
+        "podIP": ip,
+        "podIPs": [{"ip": ip}],
+        "startTime": now,
+        "containerStatuses": containers,
+    }
+    if inits:
+        status["initContainerStatuses"] = inits
+    return status
