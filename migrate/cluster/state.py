@@ -7,8 +7,10 @@ Objects are pruned on the way in to what the tool reads, so a 100,000-pod fleet 
 
 from __future__ import annotations
 
+import gc
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +39,11 @@ class ClusterState:
     objects: dict[str, list[Obj]] = field(default_factory=dict)
     # Kinds the tool does not read, counted (kind key -> count), so users see what was skipped.
     skipped: Counter[str] = field(default_factory=Counter)
+    # Pods that use no devices (no container names an nvidia.com/ resource, no resourceClaims) are not
+    # kept, only counted per node ("" when unbound): they consume no GPUs, and they are most of a fleet.
+    # Only live (not Succeeded/Failed) pods are counted; this is what a drain of all pods would evict.
+    other_pods: Counter[str] = field(default_factory=Counter)
+    other_pods_read: int = 0  # all of them, any phase
     templates: TemplateTable = field(default_factory=TemplateTable.builtin)
 
     def of(self, key: str) -> list[Obj]:
@@ -48,7 +55,8 @@ class ClusterState:
                 yield key, obj
 
     def count(self) -> int:
-        return sum(len(v) for v in self.objects.values())
+        """Objects read, including the pods only counted."""
+        return sum(len(v) for v in self.objects.values()) + self.other_pods_read
 
 
 class StateBuilder:
@@ -58,10 +66,19 @@ class StateBuilder:
         self.templates = templates or TemplateTable.builtin()
         self.state = ClusterState(source=source, templates=self.templates)
         self._known = set(KINDS_BY_KEY) | set(self.templates.kind_keys())
+        self._pods = self.state.objects.setdefault("Pod", [])
 
-    def add(self, obj: Obj) -> None:
+    def add(self, obj: Obj, *, may_request_gpus: bool = True) -> None:
+        """Add one object. `may_request_gpus=False` is a reader's promise that the object's text names
+        neither an nvidia.com/ resource nor resourceClaims, so a pod need not be looked into."""
         api_version = obj.get("apiVersion")
         kind = obj.get("kind")
+        if kind == "Pod" and api_version == "v1":  # the bulk of any fleet: skip the generic path
+            if may_request_gpus and uses_devices(obj):
+                self._pods.append(_prune_pod(obj))
+            else:
+                self._count_other_pod(obj)
+            return
         if not isinstance(api_version, str) or not isinstance(kind, str):
             self.state.skipped["(no apiVersion/kind)"] += 1
             return
@@ -72,6 +89,13 @@ class StateBuilder:
         pruned = prune(key, obj)
         if pruned is not None:
             self.state.objects.setdefault(key, []).append(pruned)
+
+    def _count_other_pod(self, obj: Obj) -> None:
+        self.state.other_pods_read += 1
+        spec, status = obj.get("spec"), obj.get("status")
+        phase = status.get("phase") if isinstance(status, dict) else None
+        if phase not in ("Succeeded", "Failed"):
+            self.state.other_pods[str(spec.get("nodeName") or "") if isinstance(spec, dict) else ""] += 1
 
     def add_all(self, objs: Iterable[Obj]) -> None:
         for obj in objs:
@@ -106,31 +130,78 @@ def prune(key: str, obj: Obj) -> Obj | None:
     return obj
 
 
+_GPU_PREFIX = "nvidia.com/"
+
+
+def uses_devices(pod: Obj) -> bool:
+    """Whether the pod claims DRA devices or any container requests or limits an nvidia.com/ resource."""
+    spec = pod.get("spec")
+    if not isinstance(spec, dict):
+        return False
+    if spec.get("resourceClaims"):
+        return True
+    for key in ("containers", "initContainers"):
+        for c in spec.get(key) or ():
+            res = c.get("resources") if isinstance(c, dict) else None
+            if not isinstance(res, dict):
+                continue
+            for part in (res.get("limits"), res.get("requests")):
+                if isinstance(part, dict) and any(isinstance(k, str) and k.startswith(_GPU_PREFIX) for k in part):
+                    return True
+    return False
+
+
 def _prune_container(c: Any) -> Any:
     if not isinstance(c, dict):
         return c
-    keep = {k: c[k] for k in ("name", "resources", "restartPolicy") if k in c}
-    return keep
+    out = {"name": c.get("name"), "resources": c.get("resources")}
+    if "restartPolicy" in c:
+        out["restartPolicy"] = c["restartPolicy"]
+    return out
 
 
 _POD_SPEC_KEYS = ("nodeName", "nodeSelector", "affinity", "tolerations", "resourceClaims", "priorityClassName")
 _POD_META_KEYS = ("name", "namespace", "uid", "resourceVersion", "ownerReferences", "labels", "deletionTimestamp")
 
 
+def _pick(d: Any, keys: tuple[str, ...]) -> dict[str, Any]:
+    if not isinstance(d, dict):
+        return {}
+    return {k: d[k] for k in keys if k in d}
+
+
 def _prune_pod(obj: Obj) -> Obj:
-    """Pods are the bulk of a fleet: keep identity, owners, placement and resources only."""
-    meta, spec, status = (
-        v if isinstance(v, dict) else {} for v in (obj.get(k) for k in ("metadata", "spec", "status"))
-    )
-    new_spec: Obj = {k: spec[k] for k in _POD_SPEC_KEYS if k in spec}
-    for ckey in ("containers", "initContainers"):
-        if ckey in spec and isinstance(spec[ckey], list):
-            new_spec[ckey] = [_prune_container(c) for c in spec[ckey]]
-    new_status: Obj = {k: status[k] for k in ("phase", "extendedResourceClaimStatus") if k in status}
+    """A GPU pod as kept: identity, owners, labels, placement and resources."""
+    spec = obj.get("spec")
+    new_spec = _pick(spec, _POD_SPEC_KEYS)
+    if isinstance(spec, dict):
+        for ckey in ("containers", "initContainers"):
+            cs = spec.get(ckey)
+            if isinstance(cs, list):
+                new_spec[ckey] = [_prune_container(c) for c in cs]
     return {
         "apiVersion": obj.get("apiVersion", "v1"),
         "kind": "Pod",
-        "metadata": {k: meta[k] for k in _POD_META_KEYS if k in meta},
+        "metadata": _pick(obj.get("metadata"), _POD_META_KEYS),
         "spec": new_spec,
-        "status": new_status,
+        "status": _pick(obj.get("status"), ("phase", "extendedResourceClaimStatus")),
     }
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while building large acyclic structures.
+
+    Loading a fleet allocates millions of dicts that all survive; each GC pass re-scans them, which
+    made loading 2-3x slower than parsing. API objects are plain JSON: there are no cycles to collect.
+    On the way out the survivors are frozen (moved out of the collector's generations), or the first
+    collection after re-enabling would scan them all at once.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if was_enabled:
+            gc.enable()

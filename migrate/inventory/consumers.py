@@ -85,6 +85,8 @@ class OwnerIndex:
     def __init__(self, state: ClusterState) -> None:
         self.by_uid: dict[str, tuple[str, Obj]] = {}
         for key, obj in state.all_objects():
+            if key == "Pod":
+                continue  # pods own nothing; they are most of the objects
             uid = _meta(obj).get("uid")
             if isinstance(uid, str):
                 self.by_uid[uid] = (key, obj)
@@ -183,13 +185,15 @@ def find_consumers(
             per_node = node_requests.setdefault(str(node), {})
             for k, v in req.items():
                 per_node[k] = per_node.get(k, 0) + v
+        if not req:
+            # A pod without GPU requests tells nothing about where GPU demand runs (e.g. an old
+            # ReplicaSet's pods mid-rollout), and skipping it keeps the owner walk to GPU pods only.
+            continue
         top_key, top, missing = index.top("Pod", pod)
         c: Consumer | None = consumers.get(cid(top_key, top))
-        if c is None and missing is not None and top is pod and req:
+        if c is None and missing is not None and top is pod:
             c = _consumer_for_missing_owner(consumers, pod, missing)
         if c is None:
-            if not req:
-                continue
             c = _pod_consumer(state, top_key, top, req, names)
             consumers[cid(top_key, top)] = c
         if c.source == "pods" and live:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from migrate.cluster.state import ClusterState
+from migrate.cluster.state import ClusterState, paused_gc
 from migrate.inventory.consumers import Consumer, find_consumers
 from migrate.inventory.dra import slice_devices_by_node, summarize_dra
 from migrate.inventory.fleet import (
@@ -51,6 +51,8 @@ class Inventory:
                 "servedAPIs": list(src.served_apis) if src.served_apis is not None else None,
                 "objects": {k: len(v) for k, v in sorted(self.state.objects.items())},
                 "skipped": dict(sorted(self.state.skipped.items())),
+                # Pods that use no devices: read and counted, not kept (ClusterState.other_pods).
+                "podsWithoutDevices": self.state.other_pods_read,
             },
             "consumers": [c.to_dict() for c in self.consumers],
             "nodes": [n.to_dict() for n in self.nodes],
@@ -61,6 +63,11 @@ class Inventory:
 
 
 def build_inventory(state: ClusterState, pool_labels: tuple[str, ...] = ()) -> Inventory:
+    with paused_gc():
+        return _build(state, pool_labels)
+
+
+def _build(state: ClusterState, pool_labels: tuple[str, ...]) -> Inventory:
     nodes_raw = state.of("Node")
     names = GpuNames(advertised_gpu_names(nodes_raw) | known_gpu_names_from_configs(state))
     node_pools = {

@@ -6,7 +6,6 @@ from typing import Any
 
 from migrate.render import Document, counts
 
-
 # Kinds that exist in the core, apps or batch groups: a CRD with the same name (Knative's Service,
 # Volcano's Job) is shown with its group so the table is never ambiguous.
 _BUILTIN_KINDS = {"Pod", "Service", "Job", "CronJob", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"}
@@ -31,7 +30,7 @@ def inventory_document(inv: dict[str, Any]) -> Document:
         + (f" · taken {c['takenAt']}" if c.get("takenAt") else "")
     )
     doc.line(
-        f"Objects read: {sum(c['objects'].values())}"
+        f"Objects read: {sum(c['objects'].values()) + c['podsWithoutDevices']}"
         + (f" · skipped (kinds not read): {counts(c['skipped'])}" if c["skipped"] else "")
     )
 
