@@ -28,6 +28,10 @@ PAGE_SIZE = 500  # kubectl's default --chunk-size
 CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 60.0
 USER_AGENT = f"dra-migrate/{__version__}"
+_AGGREGATED_DISCOVERY = (
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+    "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
+)
 
 
 @dataclass(frozen=True)
@@ -45,7 +49,7 @@ class LiveCluster:
         self.context = opts.context or _current_context(opts)
         self.server = str(self.api.configuration.host)
 
-    def get(self, path: str, query: list[tuple[str, Any]] | None = None) -> Any:
+    def get(self, path: str, query: list[tuple[str, Any]] | None = None, accept: str = "application/json") -> Any:
         from urllib3.exceptions import HTTPError
 
         self.requests += 1
@@ -53,7 +57,7 @@ class LiveCluster:
             "GET",
             path,
             query_params=query or [],
-            header_params={"Accept": "application/json"},
+            header_params={"Accept": accept},
             auth_settings=["BearerToken"],
         )
         try:
@@ -74,14 +78,30 @@ class LiveCluster:
         v = self.get("/version")
         return v.get("gitVersion") if isinstance(v, dict) else None
 
-    def served_apis(self) -> tuple[str, ...]:
-        """Every group/version the server serves ("v1", "apps/v1", "resource.k8s.io/v1", ...)."""
-        core = self.get("/api").get("versions") or []
-        groups = self.get("/apis").get("groups") or []
-        out = list(core)
-        for g in groups:
-            out.extend(v["groupVersion"] for v in g.get("versions") or [] if "groupVersion" in v)
-        return tuple(sorted(set(out)))
+    def discover(self) -> dict[str, frozenset[str]]:
+        """Every served group/version ("v1", "apps/v1", ...) and the resources (plurals) it serves.
+
+        Two requests through aggregated discovery (GA in Kubernetes 1.30, KEP-3352), which lists every
+        resource at once; a server without it answers with plain group lists, and then each group
+        version is asked for its resources.
+        """
+        out: dict[str, frozenset[str]] = {}
+        for path in ("/api", "/apis"):
+            doc = self.get(path, accept=_AGGREGATED_DISCOVERY)
+            if doc.get("kind") == "APIGroupDiscoveryList":
+                for group in doc.get("items") or []:
+                    name = str((group.get("metadata") or {}).get("name") or "")
+                    for v in group.get("versions") or []:
+                        gv = f"{name}/{v['version']}" if name else str(v["version"])
+                        out[gv] = frozenset(str(r.get("resource")) for r in v.get("resources") or [])
+            else:
+                versions = doc.get("versions") or [
+                    v["groupVersion"] for g in doc.get("groups") or [] for v in g.get("versions") or []
+                ]
+                for gv in versions:
+                    listing = self.get(f"/api/{gv}" if path == "/api" else f"/apis/{gv}")
+                    out[gv] = frozenset(str(r.get("name")) for r in listing.get("resources") or [])
+        return out
 
     def list_kind(self, kind: Kind) -> Iterator[dict[str, Any]]:
         """Every object of a kind, page by page (limit/continue), with apiVersion/kind filled in."""
@@ -111,13 +131,16 @@ class LiveCluster:
         )
 
 
-def kinds_to_read(served: tuple[str, ...], templates: TemplateTable) -> list[Kind]:
-    """Built-in kinds always; optional kinds when their group/version is served; user kinds too."""
-    served_set = set(served)
-    kinds = [k for k in ALL_KINDS if not k.optional or k.api_version in served_set]
+def kinds_to_read(served: dict[str, frozenset[str]], templates: TemplateTable) -> list[Kind]:
+    """Built-in kinds always; optional kinds (CRDs, newer APIs) and user kinds when they are served."""
+
+    def is_served(api_version: str, plural: str) -> bool:
+        return plural in served.get(api_version, frozenset())
+
+    kinds = [k for k in ALL_KINDS if not k.optional or is_served(k.api_version, k.plural)]
     known = {k.key for k in ALL_KINDS}
     for spec in templates.user_kinds():
-        if spec.kind in known or spec.api_version not in served_set:
+        if spec.kind in known or not is_served(str(spec.api_version), str(spec.plural)):
             continue
         group, _, version = str(spec.api_version).rpartition("/")
         kinds.append(Kind(group, version, spec.kind.rpartition("/")[2], str(spec.plural), spec.namespaced, True))
@@ -125,8 +148,8 @@ def kinds_to_read(served: tuple[str, ...], templates: TemplateTable) -> list[Kin
 
 
 def read_objects(cluster: LiveCluster, templates: TemplateTable) -> tuple[SourceInfo, Iterator[dict[str, Any]]]:
-    served = cluster.served_apis()
-    info = cluster.source_info(served)
+    served = cluster.discover()
+    info = cluster.source_info(tuple(sorted(served)))
 
     def stream() -> Iterator[dict[str, Any]]:
         for kind in kinds_to_read(served, templates):

@@ -424,8 +424,11 @@ def gpu_layout(labels: Mapping[str, str], *, full_gpus: int | None = None) -> La
     """
     strategy = _mig_strategy(labels)
     count = _int(labels.get("nvidia.com/gpu.count", 0))
-    if strategy == "single":
-        profile = labels.get("nvidia.com/gpu.product", "").split("-MIG-", 1)[1]
+    product = labels.get("nvidia.com/gpu.product", "")
+    # The operator's default strategy is `single` even where MIG is off: GFD then reports whole GPUs
+    # and the product carries no -MIG-<profile> suffix.
+    if strategy == "single" and "-MIG-" in product:
+        profile = product.split("-MIG-", 1)[1]
         geo = mig_profile(profile, labels)
         per_gpu = len(_place_greedy(profile, geo))
         gpus = -(-count // per_gpu) if per_gpu else 0

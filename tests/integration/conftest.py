@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
-from typing import NoReturn
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any, NoReturn
 
 import controlplane
 import pytest
+
+from migrate.sim.kube import Kube, new_api_client, path_of
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
@@ -52,3 +56,34 @@ def control_plane(
         _fail("starting the control plane failed", e)
     yield cp
     controlplane.stop(cp)
+
+
+def wait_for(what: str, probe: Callable[[], Any], timeout: float = 10) -> Any:
+    """Poll until `probe` returns something truthy; fail with `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = probe()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.1)
+
+
+@pytest.fixture(scope="session")
+def kube(control_plane: controlplane.ControlPlane) -> Iterator[Kube]:
+    """An admin client for test set-up (user agent dra-migrate-tests, apart from the tool's)."""
+    api = new_api_client(control_plane.kubeconfig, "dra-migrate-tests")
+    yield Kube(api)
+    api.close()
+
+
+@pytest.fixture
+def namespace(kube: Kube) -> Iterator[str]:
+    """A fresh namespace, deleted afterwards."""
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    kube.create("/api/v1/namespaces", {"metadata": {"name": name}})
+    # ServiceAccount admission needs the `default` account, which the controller manager creates.
+    wait_for("default service account", lambda: kube.get_or_none(path_of("v1", "serviceaccounts", "default", name)))
+    yield name
+    kube.delete(path_of("v1", "namespaces", name))

@@ -7,19 +7,19 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import controlplane
 import orjson
 import pytest
+from conftest import wait_for
 
 from migrate.cluster.state import SourceInfo, StateBuilder
 from migrate.sim.fleet import SimulatedFleet
-from migrate.sim.kube import Kube, new_api_client, path_of
+from migrate.sim.kube import Kube, path_of
 from migrate.sim.load import load_workloads
 from migrate.sim.spec import GpuNodeSpec
 from migrate.sim.stack import DRA_PLUGIN_DAEMONSET, install_nvidia_stack
@@ -29,24 +29,6 @@ pytestmark = pytest.mark.cluster
 RUN = uuid.uuid4().hex[:6]  # the control plane is shared with other modules: keep our names apart
 POOL = f"sim-{RUN}"
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
-
-
-def wait_for(what: str, probe: Callable[[], Any], timeout: float = 10) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = probe()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.1)
-
-
-@pytest.fixture(scope="module")
-def kube(control_plane: controlplane.ControlPlane) -> Iterator[Kube]:
-    api = new_api_client(control_plane.kubeconfig, "dra-migrate-tests")
-    yield Kube(api)
-    api.close()
 
 
 @pytest.fixture(scope="module")
@@ -60,16 +42,6 @@ def fleet(control_plane: controlplane.ControlPlane, kube: Kube) -> Iterator[Simu
         yield f
     for name in f.node_names:
         kube.delete(path_of("v1", "nodes", name))
-
-
-@pytest.fixture
-def namespace(kube: Kube) -> Iterator[str]:
-    name = f"sim-{uuid.uuid4().hex[:8]}"
-    kube.create("/api/v1/namespaces", {"metadata": {"name": name}})
-    # ServiceAccount admission needs the `default` account, which the controller manager creates.
-    wait_for("default service account", lambda: kube.get_or_none(path_of("v1", "serviceaccounts", "default", name)))
-    yield name
-    kube.delete(path_of("v1", "namespaces", name))
 
 
 def node(kube: Kube, name: str) -> dict[str, Any]:
@@ -208,6 +180,10 @@ def test_install_nvidia_stack(fleet: SimulatedFleet, kube: Kube) -> None:
         fleet.set_dra_plugin(name, False)
 
 
+# Pods are kept in a snapshot's state only when they use devices (ClusterState.other_pods).
+GPU_CONTAINER = {"name": "c", "resources": {"limits": {"nvidia.com/gpu": "1"}}}
+
+
 def test_load_workloads(fleet: SimulatedFleet, kube: Kube) -> None:
     ns = f"load-{RUN}"
     template = {
@@ -275,7 +251,7 @@ def test_load_workloads(fleet: SimulatedFleet, kube: Kube) -> None:
                     }
                 ],
             },
-            "spec": {"nodeName": f"{POOL}-h100", "containers": [{"name": "c"}]},
+            "spec": {"nodeName": f"{POOL}-h100", "containers": [GPU_CONTAINER]},
             "status": {"phase": "Running"},
         },
         {
@@ -289,13 +265,13 @@ def test_load_workloads(fleet: SimulatedFleet, kube: Kube) -> None:
                     {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "w-abc", "uid": "2", "controller": True}
                 ],
             },
-            "spec": {"containers": [{"name": "c"}]},
+            "spec": {"containers": [GPU_CONTAINER]},
         },
         {
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {"name": "bare", "namespace": ns, "uid": "6"},
-            "spec": {"nodeName": f"{POOL}-mig", "containers": [{"name": "c"}]},
+            "spec": {"nodeName": f"{POOL}-mig", "containers": [GPU_CONTAINER]},
         },
     ]
     builder = StateBuilder(SourceInfo(kind="snapshot", location="test"))

@@ -1,0 +1,150 @@
+"""Live inventory on the real control plane: equal to the snapshot's, paginated, read-only.
+
+The demo fixture is recreated live: its GPU nodes by the simulator, its workloads through the API
+(controllers make the ReplicaSets and pods, the scheduler places them by their nodeSelectors).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import controlplane
+import pytest
+from conftest import wait_for
+
+from migrate.cluster.live import PAGE_SIZE, USER_AGENT
+from migrate.cluster.snapshot import load_snapshot
+from migrate.inventory.model import build_inventory
+from migrate.sim.fleet import SimulatedFleet
+from migrate.sim.kube import Kube, path_of
+from migrate.sim.load import load_workloads
+from migrate.sim.spec import specs_from_state
+from tests.unit.cli import run
+
+pytestmark = pytest.mark.cluster
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "fixtures" / "clusters" / "demo.yaml"
+
+
+def live_inventory(cp: controlplane.ControlPlane) -> dict[str, Any]:
+    r = run("inventory", "--kubeconfig", str(cp.kubeconfig), "-o", "json")
+    assert r.code == 0, r.stderr
+    return dict(json.loads(r.stdout))
+
+
+def comparable(inv: dict[str, Any], node_names: set[str]) -> dict[str, Any]:
+    """The parts of an inventory that must agree between the snapshot and its live copy.
+
+    Within a pool, which node the scheduler picks for a pod is its own choice: per-node `requested`
+    is left out; per-pool `requested` stays. Nodes of other tests' fleets are left out.
+    """
+    nodes = [{k: v for k, v in n.items() if k != "requested"} for n in inv["nodes"] if n["name"] in node_names]
+    pools = [p for p in inv["pools"] if set(p["nodes"]) <= node_names]
+    return {
+        "consumers": inv["consumers"],
+        "nodes": nodes,
+        "pools": pools,
+        "operator": inv["operator"],
+        "dra": inv["dra"],
+    }
+
+
+@pytest.fixture(scope="module")
+def demo(control_plane: controlplane.ControlPlane, kube: Kube) -> Iterator[dict[str, Any]]:
+    state = load_snapshot(DEMO)
+    specs = specs_from_state(state)
+    with SimulatedFleet(control_plane.kubeconfig, specs, heartbeat_seconds=5) as fleet:
+        report = load_workloads(kube.api_client, state)
+        assert report.skipped == []
+        yield build_inventory(state).to_dict()
+        namespaces = {str(o["metadata"]["namespace"]) for _, o in state.all_objects() if o["metadata"].get("namespace")}
+        for ns in namespaces:
+            kube.delete(path_of("v1", "namespaces", ns))
+        for cp in state.of("nvidia.com/ClusterPolicy"):
+            kube.delete(f"/apis/nvidia.com/v1/clusterpolicies/{cp['metadata']['name']}")
+    for name in fleet.node_names:
+        kube.delete(path_of("v1", "nodes", name))
+
+
+def test_live_inventory_equals_the_snapshot_inventory(
+    control_plane: controlplane.ControlPlane, demo: dict[str, Any]
+) -> None:
+    names = {n["name"] for n in demo["nodes"]}
+    expected = comparable(demo, names)
+
+    def agrees() -> dict[str, Any] | None:
+        live = live_inventory(control_plane)
+        return live if comparable(live, names) == expected else None
+
+    try:
+        live = wait_for("the live inventory to settle on the snapshot's", agrees, timeout=120)
+    except AssertionError:
+        # Show the difference, not just the time-out.
+        assert comparable(live_inventory(control_plane), names) == expected
+        raise
+    assert live["cluster"]["source"] == "live"
+    assert live["cluster"]["kubernetesVersion"] == "v1.37.2"
+    assert "resource.k8s.io/v1" in live["cluster"]["servedAPIs"]
+
+
+def tool_requests(cp: controlplane.ControlPlane) -> list[dict[str, Any]]:
+    return controlplane.audit_events(cp, USER_AGENT)
+
+
+def requests_of_one_inventory(cp: controlplane.ControlPlane) -> list[dict[str, Any]]:
+    """The audit events of one `dra-migrate inventory` run (the log lags responses a little)."""
+    before = len(tool_requests(cp))
+    live_inventory(cp)
+    time.sleep(1.0)
+    events = tool_requests(cp)[before:]
+    wait_for("audit log to settle", lambda: len(tool_requests(cp)) - before == len(events), timeout=5)
+    return events
+
+
+def create_pods(kube: Kube, ns: str, n: int) -> None:
+    """n pending pods that no scheduler will touch (an unknown schedulerName): the cheapest real pods."""
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "spec": {
+            "schedulerName": "nobody",
+            "containers": [
+                {"name": "c", "image": "registry.k8s.io/pause:3.10", "resources": {"limits": {"nvidia.com/gpu": "1"}}}
+            ],
+        },
+    }
+    path = path_of("v1", "pods", namespace=ns)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(lambda i: kube.create(path, {**body, "metadata": {"name": f"p-{i}"}}), range(n)))
+
+
+def pods_in_cluster(kube: Kube) -> int:
+    items, _ = kube.list_all("/api/v1/pods")
+    return len(items)
+
+
+def test_requests_do_not_grow_with_pods(control_plane: controlplane.ControlPlane, kube: Kube, namespace: str) -> None:
+    small = requests_of_one_inventory(control_plane)
+    pods_small = pods_in_cluster(kube)
+    create_pods(kube, namespace, 2000)
+    pods_large = pods_in_cluster(kube)
+    assert pods_large >= 2000
+    large = requests_of_one_inventory(control_plane)
+
+    # Read-only, and lists only: no per-object GETs, no writes.
+    for e in large:
+        assert e["verb"] in ("list", "get"), e
+        if e["verb"] == "get":
+            assert e["requestURI"].split("?")[0] in ("/version", "/api", "/apis"), e["requestURI"]
+    pod_lists = [e for e in large if e.get("objectRef", {}).get("resource") == "pods"]
+    assert len(pod_lists) == math.ceil(pods_large / PAGE_SIZE)
+    # The only growth is the extra pages of the pod list.
+    extra_pages = math.ceil(pods_large / PAGE_SIZE) - math.ceil(max(pods_small, 1) / PAGE_SIZE)
+    assert len(large) - len(small) == extra_pages, (len(small), len(large), pods_small, pods_large)
