@@ -148,3 +148,29 @@ def test_requests_do_not_grow_with_pods(control_plane: controlplane.ControlPlane
     # The only growth is the extra pages of the pod list.
     extra_pages = math.ceil(pods_large / PAGE_SIZE) - math.ceil(max(pods_small, 1) / PAGE_SIZE)
     assert len(large) - len(small) == extra_pages, (len(small), len(large), pods_small, pods_large)
+
+
+def test_snapshot_of_the_live_cluster_gives_the_same_inventory(
+    control_plane: controlplane.ControlPlane, demo: dict[str, Any], tmp_path: Path
+) -> None:
+    names = {n["name"] for n in demo["nodes"]}
+    wait_for("demo settled", lambda: comparable(live_inventory(control_plane), names) == comparable(demo, names), 120)
+    snap = tmp_path / "live.jsonl"
+    r = run("snapshot", "--kubeconfig", str(control_plane.kubeconfig), "-o", str(snap))
+    assert r.code == 0, r.stderr
+    assert r.stdout == ""  # data goes to the file; the summary line is a log on stderr
+    live = live_inventory(control_plane)
+    r = run("inventory", "--snapshot", str(snap), "-o", "json")
+    assert r.code == 0, r.stderr
+    offline = json.loads(r.stdout)
+    assert {k: v for k, v in offline.items() if k != "cluster"} == {k: v for k, v in live.items() if k != "cluster"}
+    header = json.loads(snap.read_bytes().split(b"\n", 1)[0])
+    assert header["kind"] == "ClusterSnapshot"
+    assert header["metadata"]["kubernetesVersion"] == "v1.37.2"
+    assert header["metadata"]["server"] == control_plane.server
+    text = snap.read_text()
+    assert "managedFields" not in text
+    assert '"kind":"Secret"' not in text
+    # The demo's training jobs set NCCL_DEBUG=WARN: env values are redacted unless --keep-env.
+    assert '{"name":"NCCL_DEBUG","value":"<redacted>"}' in text
+    assert '"value":"WARN"' not in text
