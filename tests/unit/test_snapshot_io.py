@@ -62,8 +62,14 @@ def test_multi_document_yaml_and_directory(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("fmt", ["jsonl", "json", "yaml"])
 def test_cluster_snapshot_round_trip(tmp_path: Path, fmt: str) -> None:
-    source = SourceInfo(kind="live", location="https://k8s.example:6443", context="prod", kubernetes_version="v1.37.2",
-                        taken_at="2026-11-30T09:00:00Z", served_apis=("v1", "resource.k8s.io/v1"))  # fmt: skip
+    source = SourceInfo(
+        kind="live",
+        location="https://k8s.example:6443",
+        context="prod",
+        kubernetes_version="v1.37.2",
+        taken_at="2026-11-30T09:00:00Z",
+        served_apis=("v1", "resource.k8s.io/v1"),
+    )
     buf = io.BytesIO()
     assert write_snapshot(buf, snapshot_header(source, "0.1.0"), iter(objects()), fmt) == 3
     f = tmp_path / f"snap.{fmt}"
@@ -79,8 +85,14 @@ def test_cluster_snapshot_round_trip(tmp_path: Path, fmt: str) -> None:
 
 
 def test_snapshot_redacts_env_and_args_everywhere() -> None:
-    c = container(requests={GPU: 1}, env=[{"name": "TOKEN", "value": "s3cret"}, {"name": "REF", "valueFrom": {"secretKeyRef": {"name": "x", "key": "y"}}}],
-                  args=["--password", "s3cret"])  # fmt: skip
+    c = container(
+        requests={GPU: 1},
+        env=[
+            {"name": "TOKEN", "value": "s3cret"},
+            {"name": "REF", "valueFrom": {"secretKeyRef": {"name": "x", "key": "y"}}},
+        ],
+        args=["--password", "s3cret"],
+    )
     dep = obj("apps/v1", "Deployment", "d", {"template": template(pod_spec(c))})
     dep["metadata"]["managedFields"] = [{"manager": "kubectl"}]
     dep["metadata"]["annotations"] = {"kubectl.kubernetes.io/last-applied-configuration": '{"s3cret": 1}', "keep": "me"}
@@ -101,8 +113,14 @@ def test_snapshot_redacts_env_and_args_everywhere() -> None:
 
 
 def test_snapshot_keeps_only_device_plugin_configmaps() -> None:
-    plugin = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ts"},
-              "data": {"any": "version: v1\nsharing:\n  timeSlicing:\n    resources: [{name: nvidia.com/gpu, replicas: 4}]\n"}}  # fmt: skip
+    plugin = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "ts"},
+        "data": {
+            "any": "version: v1\nsharing:\n  timeSlicing:\n    resources: [{name: nvidia.com/gpu, replicas: 4}]\n"
+        },
+    }
     other = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "app"}, "data": {"db": "password=1"}}
     assert for_snapshot(plugin, keep_env=False) is not None
     assert for_snapshot(other, keep_env=False) is None
@@ -116,8 +134,12 @@ def test_templates_file_adds_a_crd(tmp_path: Path) -> None:
   roles:
   - {each: "spec.workers[]", template: template, form: podTemplate, replicas: [{path: replicas, default: 1}]}
 """)
-    run_obj = obj("example.com/v1", "TrainingRun", "tr", {"workers": [
-        {"replicas": 3, "template": template(pod_spec(container(requests={GPU: 2})))}]})  # fmt: skip
+    run_obj = obj(
+        "example.com/v1",
+        "TrainingRun",
+        "tr",
+        {"workers": [{"replicas": 3, "template": template(pod_spec(container(requests={GPU: 2})))}]},
+    )
     f = tmp_path / "s.json"
     f.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [objects()[0], run_obj]}))
     assert totals(f)["cluster"]["skipped"] == {"example.com/TrainingRun": 1}
