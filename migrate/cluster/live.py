@@ -22,7 +22,7 @@ from migrate import __version__
 from migrate.cluster.kinds import ALL_KINDS, Kind
 from migrate.cluster.state import SourceInfo
 from migrate.cluster.templates import TemplateTable
-from migrate.errors import ClusterError
+from migrate.errors import ClusterError, MigrateError
 
 PAGE_SIZE = 500  # kubectl's default --chunk-size
 CONNECT_TIMEOUT = 5.0
@@ -46,7 +46,7 @@ class LiveCluster:
     def __init__(self, opts: LiveOptions) -> None:
         self.api = _api_client(opts)
         self.requests = 0
-        self.context = opts.context or _current_context(opts)
+        self.context = opts.context or _first_current_context(_kubeconfig_paths(opts))
         self.server = str(self.api.configuration.host)
 
     def get(self, path: str, query: list[tuple[str, Any]] | None = None, accept: str = "application/json") -> Any:
@@ -163,10 +163,11 @@ def _api_client(opts: LiveOptions) -> Any:
     from kubernetes.config.config_exception import ConfigException
 
     explicit = opts.kubeconfig is not None
-    path = str(opts.kubeconfig) if explicit else os.environ.get("KUBECONFIG", "~/.kube/config")
+    path = _kubeconfig_paths(opts)
     try:
         if explicit or _any_exists(path):
-            api = config.new_client_from_config(config_file=path, context=opts.context)  # type: ignore[no-untyped-call]
+            context = opts.context or _first_current_context(path)
+            api = config.new_client_from_config(config_file=path, context=context)  # type: ignore[no-untyped-call]
         elif os.environ.get("KUBERNETES_SERVICE_HOST"):
             config.load_incluster_config()  # type: ignore[no-untyped-call]
             api = client.ApiClient()
@@ -185,19 +186,32 @@ def _api_client(opts: LiveOptions) -> Any:
     return api
 
 
+def _kubeconfig_paths(opts: LiveOptions) -> str:
+    """--kubeconfig, else $KUBECONFIG (a list), else ~/.kube/config: as kubectl resolves it."""
+    return str(opts.kubeconfig) if opts.kubeconfig else os.environ.get("KUBECONFIG") or "~/.kube/config"
+
+
+def _first_current_context(paths: str) -> str | None:
+    """kubectl's rule for a merged $KUBECONFIG: the first file that sets current-context wins
+    (kubectl config docs, "Merging kubeconfig files"); the Python client's merger takes a later one."""
+    from migrate.cluster.yamlio import load_yaml_documents
+
+    for p in paths.split(os.pathsep):
+        f = Path(p).expanduser()
+        if not p or not f.is_file():
+            continue
+        try:
+            docs = list(load_yaml_documents(f.read_text(), str(f)))
+        except (OSError, MigrateError):
+            continue  # the client reports an unreadable kubeconfig itself
+        current = docs[0].get("current-context") if docs and isinstance(docs[0], dict) else None
+        if current:
+            return str(current)
+    return None
+
+
 def _any_exists(paths: str) -> bool:
     return any(Path(p).expanduser().exists() for p in paths.split(os.pathsep) if p)
-
-
-def _current_context(opts: LiveOptions) -> str | None:
-    from kubernetes import config
-
-    try:
-        path = str(opts.kubeconfig) if opts.kubeconfig else None
-        _, active = config.list_kube_config_contexts(config_file=path)  # type: ignore[no-untyped-call]
-        return str(active.get("name")) if active else None
-    except Exception:  # in-cluster, or no contexts: the context is informational only
-        return None
 
 
 def _reason(e: BaseException) -> str:

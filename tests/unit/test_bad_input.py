@@ -121,3 +121,34 @@ def test_conflicting_sources(args: list[str]) -> None:
     r = run("inventory", *args)
     assert r.code == 1
     assert "choose one source" in one_error_line(r.stderr)
+
+
+def _kubeconfig(path: Path, contexts: dict[str, int], current: str) -> Path:
+    clusters = ", ".join(
+        f'{{name: {n}, cluster: {{server: "https://127.0.0.1:{port}", insecure-skip-tls-verify: true}}}}'
+        for n, port in contexts.items()
+    )
+    ctxs = ", ".join(f"{{name: {n}, context: {{cluster: {n}, user: u}}}}" for n in contexts)
+    path.write_text(
+        f"apiVersion: v1\nkind: Config\nclusters: [{clusters}]\nusers: [{{name: u, user: {{token: t}}}}]\n"
+        f"contexts: [{ctxs}]\ncurrent-context: {current}\n"
+    )
+    return path
+
+
+def test_kubeconfig_from_the_environment_and_context_choice(tmp_path: Path) -> None:
+    # Resolved as kubectl does: $KUBECONFIG (a list, merged), and --context picks among the contexts.
+    # Ports 9 and 13 on loopback: nothing listens, so the error names the server that was chosen.
+    a = _kubeconfig(tmp_path / "a", {"east": 9}, "east")
+    b = _kubeconfig(tmp_path / "b", {"west": 13}, "west")
+    env = {"KUBECONFIG": f"{a}:{b}"}
+    r = run("inventory", env=env)
+    assert r.code == 1 and "127.0.0.1:9" in one_error_line(r.stderr)
+    r = run("inventory", "--context", "west", env=env)
+    assert r.code == 1 and "127.0.0.1:13" in one_error_line(r.stderr)
+
+
+def test_no_kubeconfig_anywhere(tmp_path: Path) -> None:
+    r = run("inventory", env={"KUBECONFIG": str(tmp_path / "missing"), "KUBERNETES_SERVICE_HOST": ""})
+    assert r.code == 1
+    assert "--snapshot" in one_error_line(r.stderr)
