@@ -11,9 +11,6 @@ from migrate.sim.spec import (
     GpuNodeSpec,
     device_plugin_enabled,
     dra_plugin_enabled,
-    mig_device_name,
-    product_name,
-    semver,
     specs_from_state,
 )
 
@@ -240,13 +237,3 @@ def test_specs_from_state_picks_gpu_nodes() -> None:
     assert specs["dp-only"].device_plugin_resources == {"nvidia.com/gpu": 4}
     assert specs["dp-only"].devices == ()
     assert [d.name for d in specs["dra-only"].devices] == ["gpu-0"]
-
-
-def test_helpers() -> None:
-    assert product_name("NVIDIA-H100-80GB-HBM3") == "NVIDIA H100 80GB HBM3"
-    assert product_name("NVIDIA-H100-80GB-HBM3-MIG-1g.10gb") == "NVIDIA H100 80GB HBM3"
-    assert product_name("NVIDIA-RTX-PRO-6000") == "NVIDIA RTX PRO 6000"
-    assert semver("535.104.05") == "535.104.5"
-    assert semver("12.4") == "12.4.0"
-    assert mig_device_name(0, "1g.12gb", 19, 0) == "gpu-0-mig-1g12gb-19-0"
-    assert DNS_LABEL.match(mig_device_name(1, "1g.10gb+me", 20, 3))

@@ -1,0 +1,40 @@
+"""`dra-migrate generate deviceclasses`: the DeviceClasses that map device-plugin names to DRA devices."""
+
+from __future__ import annotations
+
+import io
+import logging
+
+import click
+from ruamel.yaml import YAML
+
+from migrate.cli.options import SourceOptions, load_state, source_options
+from migrate.dra.deviceclasses import generate as generate_classes
+from migrate.inventory.model import build_inventory
+from migrate.render import emit
+
+log = logging.getLogger("migrate")
+
+
+@click.group()
+def generate() -> None:
+    """Generate manifests."""
+
+
+@generate.command()
+@source_options
+def deviceclasses(source: SourceOptions) -> None:
+    """A YAML stream of DeviceClasses with spec.extendedResourceName, one per device-plugin name in use."""
+    state = load_state(source)
+    gen = generate_classes(state, build_inventory(state))
+    out = io.StringIO()
+    for ng in gen.not_generated:
+        out.write(f"# not generated: {ng.extended_resource_name}: {ng.reason}\n")
+        log.warning("not generated: %s: %s", ng.extended_resource_name, ng.reason)
+    yaml = YAML(typ="rt")
+    yaml.width = 4096  # keep CEL expressions on one line
+    yaml.explicit_start = True
+    for p in sorted(gen.proposals, key=lambda p: p.name):
+        out.write(f"# {p.extended_resource_name}: {p.reason}\n")
+        yaml.dump(p.manifest(), out)
+    emit(out.getvalue())

@@ -1,0 +1,37 @@
+"""`dra-migrate match`: per DeviceClass, which devices on which nodes and pools it selects."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from migrate.cli.options import SourceOptions, load_state, output_option, source_options
+from migrate.dra.capacity import compile_classes
+from migrate.dra.deviceclasses import generate
+from migrate.dra.match import match_classes
+from migrate.inventory.model import build_inventory
+from migrate.render import emit, to_json, to_yaml, use_color
+from migrate.render.match import match_document
+
+FORMAT_VERSION = 1
+
+
+@click.command()
+@source_options
+@click.option("--pool-label", "pool_labels", multiple=True, metavar="KEY", help="Node label that names a pool.")
+@output_option()
+def match(source: SourceOptions, pool_labels: tuple[str, ...], output: str) -> None:
+    """Evaluate existing and proposed DeviceClasses against every GPU node's devices."""
+    state = load_state(source)
+    inv = build_inventory(state, pool_labels)
+    proposals = generate(state, inv).proposals
+    classes = compile_classes(state, [(p.name, p.extended_resource_name, p.selector) for p in proposals])
+    matches = match_classes(state, inv, classes)
+    report = {"formatVersion": FORMAT_VERSION, "classes": [m.to_dict() for m in matches]}
+    if output == "json":
+        emit(to_json(report))
+    elif output == "yaml":
+        emit(to_yaml(report))
+    else:
+        emit(match_document(report).render(output, color=use_color(sys.stdout)))

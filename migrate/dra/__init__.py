@@ -1,0 +1,1 @@
+"""DRA: DeviceClass generation, CEL selector evaluation, device prediction, capacity."""

@@ -1,0 +1,59 @@
+"""Findings and capacity as tables (plain text or Markdown)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from migrate.render import Document
+
+
+def _objects(objs: list[str], limit: int = 4) -> str:
+    if len(objs) <= limit:
+        return ", ".join(objs) or "-"
+    return ", ".join(objs[:limit]) + f" (+{len(objs) - limit} more)"
+
+
+def check_document(report: dict[str, Any], markdown: bool = False) -> Document:
+    doc = Document()
+    s = report["summary"]
+    doc.heading("Readiness")
+    doc.line(
+        f"Kubernetes {report['kubernetesVersion'] or 'version unknown'}: {s['blocker']} blocker(s), "
+        f"{s['warning']} warning(s), {s['info']} info"
+    )
+    doc.heading(f"Findings ({len(report['findings'])})")
+    if markdown:
+        doc.table(
+            ["severity", "id", "finding", "objects", "remediation"],
+            [
+                [f["severity"], f"`{f['id']}`", f["message"], _objects(f["objects"]), f["remediation"]]
+                for f in report["findings"]
+            ],
+            empty="No findings.",
+        )
+    elif not report["findings"]:
+        doc.line("No findings.")
+    for f in [] if markdown else report["findings"]:
+        # One block per finding: messages are sentences, too long for table cells on a terminal.
+        doc.line(f"{f['severity'].upper():8} {f['id']}")
+        doc.line(f"         {f['message']}")
+        if f["objects"]:
+            doc.line(f"         objects: {_objects(f['objects'])}")
+        doc.line(f"         fix: {f['remediation']}")
+    doc.heading("Capacity per pool, before and after")
+    doc.table(
+        ["pool", "resource", "before (device plugin)", "after (DRA devices)", "demand", "fits", "device class"],
+        [
+            [
+                c["pool"],
+                c["resource"],
+                str(c["before"]) + (f" ({c['sharingReplicas']}x shared)" if c["sharingReplicas"] > 1 else ""),
+                "-" if c["after"] is None else f"{c['after']} ({c['afterSource']})",
+                c["demand"],
+                "yes" if c["fits"] else "NO",
+                c["deviceClass"] or "(none maps it)",
+            ]
+            for c in report["capacity"]
+        ],
+    )
+    return doc
