@@ -174,3 +174,14 @@ def test_snapshot_of_the_live_cluster_gives_the_same_inventory(
     # The demo's training jobs set NCCL_DEBUG=WARN: env values are redacted unless --keep-env.
     assert '{"name":"NCCL_DEBUG","value":"<redacted>"}' in text
     assert '"value":"WARN"' not in text
+
+
+def test_live_check_equals_the_snapshot_check(control_plane: controlplane.ControlPlane, demo: dict[str, Any]) -> None:
+    names = {n["name"] for n in demo["nodes"]}
+    wait_for("demo settled", lambda: comparable(live_inventory(control_plane), names) == comparable(demo, names), 120)
+    offline = run("check", "--snapshot", str(DEMO), "-o", "json")
+    live = run("check", "--kubeconfig", str(control_plane.kubeconfig), "-o", "json")
+    assert offline.code == live.code == 2  # the demo has blockers (no DRA driver yet, shared A100s)
+    off, on = json.loads(offline.stdout), json.loads(live.stdout)
+    assert on["findings"] == off["findings"]
+    assert [c for c in on["capacity"] if c["pool"] in {p["name"] for p in demo["pools"]}] == off["capacity"]

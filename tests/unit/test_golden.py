@@ -34,5 +34,34 @@ def test_inventory_golden(fixture: Path, fmt: str) -> None:
     check_golden(GOLDEN / f"{fixture.stem}.{'json' if fmt == 'json' else 'txt'}", r.stdout)
 
 
-def test_every_fixture_has_consumers_and_pools() -> None:
-    assert len(FIXTURES) >= 4
+
+
+@pytest.mark.parametrize("fixture", FIXTURES, ids=[f.stem for f in FIXTURES])
+@pytest.mark.parametrize("fmt", ["json", "table"])
+def test_check_golden(fixture: Path, fmt: str) -> None:
+    r = run("check", "--snapshot", str(fixture.relative_to(ROOT)), "-o", fmt, env={"NO_COLOR": "1"})
+    assert r.code in (0, 2), r.stderr
+    check_golden(ROOT / "tests" / "golden" / "check" / f"{fixture.stem}.{'json' if fmt == 'json' else 'txt'}", r.stdout)
+
+
+@pytest.mark.parametrize("fixture", FIXTURES, ids=[f.stem for f in FIXTURES])
+def test_generate_deviceclasses_golden(fixture: Path) -> None:
+    r = run("generate", "deviceclasses", "--snapshot", str(fixture.relative_to(ROOT)))
+    assert r.code == 0, r.stderr
+    check_golden(ROOT / "tests" / "golden" / "deviceclasses" / f"{fixture.stem}.yaml", r.stdout)
+
+
+@pytest.mark.parametrize("fixture", FIXTURES, ids=[f.stem for f in FIXTURES])
+def test_match_golden(fixture: Path) -> None:
+    r = run("match", "--snapshot", str(fixture.relative_to(ROOT)), "-o", "json")
+    assert r.code == 0, r.stderr
+    check_golden(ROOT / "tests" / "golden" / "match" / f"{fixture.stem}.json", r.stdout)
+
+
+def test_check_exit_code_follows_blockers() -> None:
+    import json
+
+    for fixture in FIXTURES:
+        r = run("check", "--snapshot", str(fixture), "-o", "json")
+        blockers = json.loads(r.stdout)["summary"]["blocker"]
+        assert r.code == (2 if blockers else 0), fixture.name
