@@ -42,7 +42,9 @@ def test_the_api_server_rejects_what_our_validation_would(kube: Kube) -> None:
 
 def test_check_and_match_read_a_live_cluster(control_plane: controlplane.ControlPlane) -> None:
     for args in (["check"], ["match"], ["generate", "deviceclasses"]):
-        r = run(*args, "--kubeconfig", str(control_plane.kubeconfig), *(["-o", "json"] if args[0] != "generate" else []))
+        r = run(
+            *args, "--kubeconfig", str(control_plane.kubeconfig), *(["-o", "json"] if args[0] != "generate" else [])
+        )
         assert r.code in (0, 2), r.stderr
     r = run("check", "--kubeconfig", str(control_plane.kubeconfig), "-o", "json")
     report = json.loads(r.stdout)
