@@ -49,7 +49,6 @@ GPU_POOLS = (
     ("gpu-a100", "NVIDIA-A100-SXM4-80GB", 8, 0.3),
     ("gpu-l4", "NVIDIA-L4", 4, 0.3),
 )
-GPU_NODE_SHARE = 0.35
 GPU_POD_SHARE = 0.25  # the target share of pods that request GPUs (the brief's 20-30%)
 
 # Kind mix of top-level workloads: (kind, weight). DaemonSets are few and sized by their pools.
@@ -123,17 +122,16 @@ class Gen:
 # Plan
 
 
-def plan(g: Gen, n_nodes: int, n_pods: int, n_workloads: int) -> tuple[list[Pool], list[Workload]]:
-    if n_nodes < 1 + len(GPU_POOLS) or n_workloads < 1 or n_pods < n_workloads:
-        raise SystemExit(f"need --nodes >= {1 + len(GPU_POOLS)} and --pods >= --workloads >= 1")
-    n_gpu = max(len(GPU_POOLS), round(n_nodes * GPU_NODE_SHARE))
+def plan(g: Gen, n_gpu: int, n_cpu: int, n_pods: int, n_workloads: int) -> tuple[list[Pool], list[Workload]]:
+    if n_gpu < len(GPU_POOLS) or n_cpu < 1 or n_workloads < 1 or n_pods < n_workloads:
+        raise SystemExit(f"need --nodes >= {len(GPU_POOLS)}, --cpu-nodes >= 1 and --pods >= --workloads >= 1")
     pools = [Pool("general", None, 0)]
     left = n_gpu
     for i, (name, product, per_node, share) in enumerate(GPU_POOLS):
         k = left if i == len(GPU_POOLS) - 1 else max(1, min(left - (len(GPU_POOLS) - 1 - i), round(n_gpu * share)))
         left -= k
         pools.append(Pool(name, product, per_node, [NodeLedger("", "", name) for _ in range(k)]))
-    pools[0].nodes = [NodeLedger("", "", "general") for _ in range(n_nodes - n_gpu)]
+    pools[0].nodes = [NodeLedger("", "", "general") for _ in range(n_cpu)]
     for p in pools:
         for i, node in enumerate(p.nodes):
             node.name = f"{p.name}-{i:05d}"
@@ -144,7 +142,7 @@ def plan(g: Gen, n_nodes: int, n_pods: int, n_workloads: int) -> tuple[list[Pool
     # DaemonSets: a log agent on every node, a GPU health probe on the H100 pool, taking at most 1/8 of pods.
     ds_budget = n_pods // 8
     for name, pool, gpu in (("node-log-agent", None, 0), ("gpu-health-probe", "gpu-h100", 1)):
-        size = n_nodes if pool is None else len(pools[1].nodes)
+        size = n_gpu + n_cpu if pool is None else len(pools[1].nodes)
         if size <= ds_budget and len(workloads) < n_workloads - 1:
             w = Workload(
                 "DaemonSet",
@@ -786,9 +784,11 @@ def emit_workload(g: Gen, w: Workload, pools: dict[str, Pool]) -> Iterator[Obj]:
         raise AssertionError(w.kind)
 
 
-def generate(out: BinaryIO, n_nodes: int, n_pods: int, n_workloads: int, seed: int) -> dict[str, int]:
+def generate(out: BinaryIO, n_nodes: int, n_pods: int, n_workloads: int, seed: int, n_cpu: int | None = None) -> dict[str, int]:
+    """`n_nodes` GPU nodes (the brief's 2,000), plus `n_cpu` CPU nodes (default half as many) for the
+    pods that request no GPU."""
     g = Gen(seed)
-    pools, workloads = plan(g, n_nodes, n_pods, n_workloads)
+    pools, workloads = plan(g, n_nodes, n_nodes // 2 if n_cpu is None else n_cpu, n_pods, n_workloads)
     size_nodes(pools, workloads)
     by_name = {p.name: p for p in pools}
     header = {
@@ -855,17 +855,18 @@ def generate(out: BinaryIO, n_nodes: int, n_pods: int, n_workloads: int, seed: i
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Generate a synthetic fleet snapshot (ClusterSnapshot JSON Lines).")
-    ap.add_argument("--nodes", type=int, default=2000)
+    ap.add_argument("--nodes", type=int, default=2000, help="GPU nodes")
+    ap.add_argument("--cpu-nodes", type=int, default=None, help="CPU nodes (default: half the GPU nodes)")
     ap.add_argument("--pods", type=int, default=100_000)
     ap.add_argument("--workloads", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("-o", "--output", type=Path, required=True, help="the .jsonl file to write ('-' for stdout)")
     args = ap.parse_args(argv)
     if str(args.output) == "-":
-        counts = generate(sys.stdout.buffer, args.nodes, args.pods, args.workloads, args.seed)
+        counts = generate(sys.stdout.buffer, args.nodes, args.pods, args.workloads, args.seed, args.cpu_nodes)
     else:
         with args.output.open("wb", buffering=1 << 20) as fh:
-            counts = generate(fh, args.nodes, args.pods, args.workloads, args.seed)
+            counts = generate(fh, args.nodes, args.pods, args.workloads, args.seed, args.cpu_nodes)
     print(" ".join(f"{k}={v}" for k, v in sorted(counts.items())), file=sys.stderr)
     return 0
 

@@ -55,13 +55,14 @@ def cli(debug: bool, verbose: bool) -> None:
 
 
 def _register() -> None:
-    from migrate.cli import check, generate, inventory, match, snapshot
+    from migrate.cli import check, generate, inventory, match, plan, snapshot
 
     cli.add_command(inventory.inventory)
     cli.add_command(snapshot.snapshot)
     cli.add_command(check.check)
     cli.add_command(generate.generate)
     cli.add_command(match.match)
+    cli.add_command(plan.plan)
 
 
 _register()

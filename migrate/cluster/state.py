@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import gc
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from migrate.cluster.kinds import KINDS_BY_KEY, kind_key
 from migrate.cluster.templates import TemplateTable
 
 Obj = dict[str, Any]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,15 @@ class ClusterState:
     other_pods: Counter[str] = field(default_factory=Counter)
     other_pods_read: int = 0  # all of them, any phase
     templates: TemplateTable = field(default_factory=TemplateTable.builtin)
+
+    # Results of pure functions of this state, computed once (node devices are read by capacity,
+    # matching and planning alike).
+    _memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def memo(self, key: str, compute: Callable[[], T]) -> T:
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return cast(T, self._memo[key])
 
     def of(self, key: str) -> list[Obj]:
         return self.objects.get(key, [])

@@ -13,6 +13,8 @@ from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.representer import SafeRepresenter
+from ruamel.yaml.tag import Tag
 
 from migrate.errors import InputError
 
@@ -69,3 +71,42 @@ def load_yaml_documents(text: str, name: str) -> Iterator[Any]:
         raise InputError(f"{name}: invalid YAML ({e})", "fix the file or export it again") from e
     except RecursionError as e:
         raise InputError(f"{name}: YAML nested too deeply", "fix the file or export it again") from e
+
+
+class _CachedTagRepresenter(SafeRepresenter):
+    """SafeRepresenter that reuses one Tag per tag string.
+
+    ruamel.yaml builds a new Tag for every scalar, mapping and sequence and URI-decodes its suffix
+    character by character on first use: a third of the time of dumping a 2,000-node plan.
+    """
+
+    _tags: dict[str, Tag] = {}
+
+    def _tag(self, tag: Any) -> Any:
+        if isinstance(tag, str):
+            cached = self._tags.get(tag)
+            if cached is None:
+                cached = self._tags[tag] = Tag(suffix=tag)
+            return cached
+        return tag
+
+    def represent_scalar(self, tag: Any, value: Any, style: Any = None, anchor: Any = None) -> Any:
+        return super().represent_scalar(self._tag(tag), value, style, anchor)
+
+    def represent_sequence(self, tag: Any, sequence: Any, flow_style: Any = None) -> Any:
+        return super().represent_sequence(self._tag(tag), sequence, flow_style)
+
+    def represent_mapping(self, tag: Any, mapping: Any, flow_style: Any = None) -> Any:
+        return super().represent_mapping(self._tag(tag), mapping, flow_style)
+
+
+def dumper(*, keep_order: bool = True, width: int = 4096) -> YAML:
+    """A safe YAML dumper (C emitter when ruamel.yaml.clib is installed), in block style, keeping the
+    mapping order we built (deterministic output) and long lines whole (stable, greppable diffs)."""
+    yaml = YAML(typ="safe", pure=False)
+    yaml.Representer = _CachedTagRepresenter
+    yaml.default_flow_style = False
+    yaml.width = width
+    if keep_order:
+        yaml.sort_base_mapping_type_on_output = False  # type: ignore[assignment]
+    return yaml

@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from migrate.cluster.state import ClusterState
 from migrate.dra.cel import Selector, SelectorError, compile_selector, matches_all
 from migrate.dra.devices import NVIDIA_DRIVER, NodeDevices, node_devices
@@ -166,21 +168,34 @@ def _replicas(gfd: dict[str, str]) -> int:
 def _reserved_demand(state: ClusterState, inv: Inventory) -> dict[str, dict[str, int]]:
     """Consumers with no live pods, attributed to the one pool their templates select, if one."""
     out: dict[str, dict[str, int]] = {}
-    nodes = state.of("Node")
     pool_of_node = {n.name: n.pool for n in inv.nodes}
-    for c in inv.consumers:
-        if c.pods or not any(c.totals.values()):
-            continue
-        obj = _find(state, c.kind, c.api_version, c.namespace, c.name)
+    nodes = [n for n in state.of("Node") if (n.get("metadata") or {}).get("name") in pool_of_node]
+    # Workloads share a handful of placements (a pool's nodeSelector): evaluate each placement once.
+    pools_for: dict[bytes, frozenset[str]] = {}
+
+    def selected_pools(pod_spec: dict[str, Any]) -> frozenset[str]:
+        placement = {k: pod_spec.get(k) for k in ("nodeSelector", "affinity", "tolerations")}
+        key = orjson.dumps(placement, option=orjson.OPT_SORT_KEYS)
+        if key not in pools_for:
+            pools_for[key] = frozenset(
+                pool_of_node[str(n["metadata"]["name"])] for n in nodes if node_selects(pod_spec, n)
+            )
+        return pools_for[key]
+
+    idle = [c for c in inv.consumers if not c.pods and any(c.totals.values())]
+    wanted = {_key(c.api_version, c.kind) for c in idle}
+    by_name = {
+        (key, str((o.get("metadata") or {}).get("namespace") or ""), str((o.get("metadata") or {}).get("name"))): o
+        for key in wanted
+        for o in state.of(key)
+    }
+    for c in idle:
+        obj = by_name.get((_key(c.api_version, c.kind), c.namespace, c.name))
         if obj is None:
             continue
         pools: set[str] = set()
         for t in state.templates.resolve(_key(c.api_version, c.kind), obj):
-            pools |= {
-                pool_of_node[n["metadata"]["name"]]
-                for n in nodes
-                if n["metadata"].get("name") in pool_of_node and node_selects(t.pod_spec(), n)
-            }
+            pools |= selected_pools(t.pod_spec())
         if len(pools) == 1:
             per = out.setdefault(pools.pop(), {})
             for k, v in c.totals.items():
@@ -204,11 +219,3 @@ def _largest_requests(state: ClusterState, inv: Inventory) -> dict[tuple[str, st
 def _key(api_version: str, kind: str) -> str:
     group = api_version.rpartition("/")[0] if "/" in api_version else ""
     return f"{group}/{kind}" if group else kind
-
-
-def _find(state: ClusterState, kind: str, api_version: str, namespace: str, name: str) -> dict[str, Any] | None:
-    for o in state.of(_key(api_version, kind)):
-        m = o.get("metadata") or {}
-        if m.get("name") == name and str(m.get("namespace", "")) == namespace:
-            return o
-    return None

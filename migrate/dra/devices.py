@@ -84,7 +84,11 @@ class NodeDevices:
 
 def node_devices(state: ClusterState) -> dict[str, NodeDevices]:
     """Every GPU node (nvidia.com/* capacity, GPU labels, or gpu.nvidia.com slices) -> its devices: the
-    published ones when it has slices, else the prediction."""
+    published ones when it has slices, else the prediction. Computed once per state."""
+    return state.memo("dra.node_devices", lambda: _node_devices(state))
+
+
+def _node_devices(state: ClusterState) -> dict[str, NodeDevices]:
     out: dict[str, NodeDevices] = {}
     for node, slices in gpu_nodes(state):
         name = str((node.get("metadata") or {}).get("name", ""))

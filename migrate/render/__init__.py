@@ -28,11 +28,9 @@ def to_json(data: Any) -> str:
 
 
 def to_yaml(data: Any) -> str:
-    from ruamel.yaml import YAML
+    from migrate.cluster.yamlio import dumper
 
-    yaml = YAML(typ="safe", pure=True)
-    yaml.default_flow_style = False
-    yaml.sort_base_mapping_type_on_output = False  # type: ignore[assignment]  # keep our key order
+    yaml = dumper()
     buf = io.StringIO()
     yaml.dump(data, buf)
     return buf.getvalue()

@@ -147,7 +147,7 @@ def test_tiny_bench_snapshot_loads(tmp_path: Path) -> None:
     assert gen.main(["--nodes", "12", "--pods", "300", "--workloads", "40", "--seed", "7", "-o", str(out)]) == 0
     state = load_snapshot(out)
     assert state.source.kubernetes_version
-    assert len(state.of("Node")) == 12
+    assert len(state.of("Node")) == 12 + 6  # GPU nodes, and half as many CPU nodes
     # Pods that use no devices are counted per node, not kept (ClusterState.other_pods).
     assert len(state.of("Pod")) + sum(state.other_pods.values()) == 300
     assert not state.skipped

@@ -1,0 +1,1 @@
+"""Migration plans: the reviewed artifact that apply runs (model, building, file format, diff, drift)."""

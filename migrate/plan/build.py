@@ -1,0 +1,212 @@
+"""Build a plan from one cluster state: a pure function of the state and the parameters.
+
+Stage 0 `prepare` creates the DeviceClasses `generate deviceclasses` proposes and confirms the DRA
+driver; then one stage per pool, in a safe order (pools whose consumers fit after migration first,
+then the least disruptive), each in waves of at most `max_unavailable` nodes, least-loaded nodes
+first. Per node: cordon, drain, device plugin off, DRA plugin on, wait until the node serves its GPUs
+through DRA only, canary, uncordon — each with the inverse that restores the original values.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from migrate import __version__
+from migrate.checks.run import Readiness, assess
+from migrate.cluster.state import ClusterState
+from migrate.dra.capacity import class_for
+from migrate.dra.devices import NVIDIA_DRIVER, node_devices
+from migrate.errors import InputError
+from migrate.inventory.fleet import GpuNode
+from migrate.plan.fingerprint import fingerprint
+from migrate.plan.model import FORMAT_VERSION, Inverse, NodeEntry, Stage, Step, Wave
+from migrate.plan.params import PlanParams, format_duration, parse_duration
+
+# Rough durations for the estimate in `show`, not timeouts: a drain of a node's GPU pods, the plugin
+# switch until slices appear, and a canary's scheduling.
+_EST_DRAIN_BASE, _EST_PER_POD, _EST_SWITCH, _EST_CANARY = 60, 15, 90, 45
+
+
+def build_plan(
+    state: ClusterState, params: PlanParams, *, feature_gates: dict[str, bool] | None = None
+) -> dict[str, Any]:
+    """The plan body (everything but the digests), as the file holds it."""
+    params = params.validate()
+    readiness = assess(state, pool_labels=params.pool_labels, feature_gates=feature_gates or {})
+    stages = [_prepare(readiness)] + [
+        _pool_stage(state, readiness, params, pool) for pool in _pool_order(readiness, params)
+    ]
+    stages = [s for s in stages if s.pool is None or s.waves]
+    blockers = readiness.blockers
+    return {
+        "formatVersion": FORMAT_VERSION,
+        "tool": {"name": "dra-migrate", "version": __version__},
+        "cluster": _cluster_name(state),
+        "parameters": params.to_dict(),
+        "fingerprint": fingerprint(state, readiness),
+        "applicable": blockers == 0,
+        "findings": [f.to_dict() for f in readiness.findings],
+        "summary": _summary(stages, params),
+        "stages": [s.to_dict() for s in stages],
+    }
+
+
+def _cluster_name(state: ClusterState) -> str:
+    src = state.source
+    if src.context:
+        return src.context.rsplit("/", 1)[-1]
+    return src.location.rstrip("/").rsplit("/", 1)[-1].split(".", 1)[0] or "cluster"
+
+
+def _prepare(readiness: Readiness) -> Stage:
+    steps = [
+        Step(
+            id=f"prepare/create-deviceclass/{p.name}",
+            action="create-deviceclass",
+            target=f"DeviceClass {p.name}",
+            params={"manifest": p.manifest()},
+            precondition=f"no other DeviceClass maps {p.extended_resource_name}",
+            timeout="30s",
+            inverse=Inverse("delete-deviceclass", {"name": p.name}),
+        )
+        for p in sorted(readiness.generation.proposals, key=lambda p: p.name)
+    ]
+    steps.append(
+        Step(
+            id="prepare/confirm-dra-driver",
+            action="confirm-dra-driver",
+            target=f"Driver {NVIDIA_DRIVER}",
+            params={"driver": NVIDIA_DRIVER},
+            precondition="the NVIDIA DRA kubelet plugin DaemonSet exists",
+            timeout="1m",
+            inverse=None,
+        )
+    )
+    return Stage("prepare", None, (), tuple(steps), ())
+
+
+def _pool_fits(readiness: Readiness, pool: str) -> bool:
+    return all(c.fits for c in readiness.capacity if c.pool == pool)
+
+
+def _to_migrate(readiness: Readiness, pool: str) -> list[GpuNode]:
+    """Nodes of the pool still on the device plugin (already migrated ones need no steps)."""
+    return [
+        n
+        for n in readiness.inventory.nodes
+        if n.pool == pool and not (n.dra_plugin_enabled and not n.device_plugin_enabled)
+    ]
+
+
+def _pool_order(readiness: Readiness, params: PlanParams) -> list[str]:
+    pools = [p.name for p in readiness.inventory.pools if _to_migrate(readiness, p.name)]
+    unknown = [p for p in params.order if p not in pools]
+    if unknown:
+        raise InputError(
+            f"--order names pools with nothing to migrate: {', '.join(unknown)}", f"pools: {', '.join(pools)}"
+        )
+
+    def safe(pool: str) -> tuple[bool, int, str]:
+        gpu_pods = sum(_gpu_pods(readiness, n.name) for n in _to_migrate(readiness, pool))
+        return (not _pool_fits(readiness, pool), gpu_pods, pool)
+
+    rest = sorted((p for p in pools if p not in params.order), key=safe)
+    return list(params.order) + rest
+
+
+def _gpu_pods(readiness: Readiness, node: str) -> int:
+    """Live pods on the node that use devices (what a `--drain gpu` evicts)."""
+    counts = readiness.__dict__.get("_gpu_pods_by_node")
+    if counts is None:
+        counts = Counter(
+            str((p.get("spec") or {}).get("nodeName"))
+            for p in readiness.inventory.state.of("Pod")
+            if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+        )
+        readiness.__dict__["_gpu_pods_by_node"] = counts
+    return int(counts.get(node, 0))
+
+
+def _pool_stage(state: ClusterState, readiness: Readiness, params: PlanParams, pool: str) -> Stage:
+    nodes = _to_migrate(readiness, pool)
+    devices = node_devices(state)
+    gpu_pods = {n.name: _gpu_pods(readiness, n.name) for n in nodes}
+    ordered = sorted(nodes, key=lambda n: (gpu_pods[n.name], n.name))
+    size = params.wave_size(len(nodes))
+    resources = tuple(sorted({r for n in nodes for r in n.capacity}))
+    waves = []
+    groups = [ordered[i : i + size] for i in range(0, len(ordered), size)]
+    for i, group in enumerate(groups, 1):
+        entries = tuple(
+            NodeEntry(
+                node=n.name,
+                gpu_pods=gpu_pods[n.name],
+                other_pods=state.other_pods.get(n.name, 0),
+                expected_devices=len(devices[n.name].devices) if n.name in devices else 0,
+                resources=tuple(sorted(n.capacity)),
+                canary_resource=_canary_resource(n, readiness),
+                original={
+                    "unschedulable": n.unschedulable,
+                    "labels": {k: n.labels.get(k) for k in (params.device_plugin_label, params.dra_label)},
+                },
+            )
+            for n in group
+        )
+        evicted = sum(e.gpu_pods + (e.other_pods if params.drain == "all" else 0) for e in entries)
+        soak = params.soak if i < len(groups) else "0s"
+        waves.append(Wave(f"wave-{i}", entries, evicted, soak))
+    return Stage(f"pool-{pool}", pool, resources, node_steps(params), tuple(waves))
+
+
+def _canary_resource(node: GpuNode, readiness: Readiness) -> str:
+    """The node's GPU resource that a DeviceClass will map (what its pods will request)."""
+    mapped = [r for r in sorted(node.capacity) if class_for(r, readiness.classes) is not None]
+    return mapped[0] if mapped else sorted(node.capacity)[0] if node.capacity else "nvidia.com/gpu"
+
+
+def node_steps(params: PlanParams) -> tuple[Step, ...]:
+    """What every node of a pool stage goes through, in order; `{...}` are the node's own values."""
+    dp, dra = params.device_plugin_label, params.dra_label
+    return (
+        Step("cordon", "cordon", "Node", {"unschedulable": True},
+             "the node exists and its uid matches the plan", "30s",
+             Inverse("set-unschedulable", {"unschedulable": "{original.unschedulable}"})),
+        Step("drain", "drain", "Node",
+             {"scope": params.drain, "via": "policy/v1 Eviction", "skip": ["DaemonSet pods", "mirror pods"]},
+             "the node is cordoned", params.drain_timeout,
+             Inverse("none", {"why": "evicted pods are recreated by their controllers"})),
+        Step("disable-device-plugin", "set-label", "Node", {"key": dp, "value": params.device_plugin_off},
+             "no pod on the node requests a device-plugin GPU", "30s",
+             Inverse("restore-label", {"key": dp, "value": f"{{original.labels.{dp}}}"})),
+        Step("enable-dra-plugin", "set-label", "Node", {"key": dra, "value": params.dra_on},
+             "the DRA kubelet plugin DaemonSet selects this label", "30s",
+             Inverse("restore-label", {"key": dra, "value": f"{{original.labels.{dra}}}"})),
+        Step("wait-dra-ready", "wait-dra-ready", "Node",
+             {"allocatableZero": "{node.resources}", "driver": NVIDIA_DRIVER, "devices": "{node.expectedDevices}"},
+             "both labels are set", params.ready_timeout, None),
+        Step("canary", "canary", "Node",
+             {"resource": "{node.canaryResource}", "count": 1, "image": params.canary_image,
+              "placement": "nodeAffinity on kubernetes.io/hostname", "expect": "a DRA allocation on this node"},
+             "the node serves its GPUs through DRA only", params.canary_timeout,
+             Inverse("delete-pod", {"why": "the canary pod is deleted after its check"})),
+        Step("uncordon", "uncordon", "Node", {"unschedulable": "{original.unschedulable}"},
+             "the canary passed", "30s", Inverse("set-unschedulable", {"unschedulable": True})),
+    )  # fmt: skip
+
+
+def _summary(stages: list[Stage], params: PlanParams) -> dict[str, Any]:
+    pool_stages = [s for s in stages if s.pool is not None]
+    seconds = 0
+    for s in pool_stages:
+        for w in s.waves:
+            busiest = max((n.gpu_pods + (n.other_pods if params.drain == "all" else 0) for n in w.nodes), default=0)
+            seconds += _EST_DRAIN_BASE + _EST_PER_POD * busiest + _EST_SWITCH + _EST_CANARY
+            seconds += parse_duration(w.soak_after)
+    return {
+        "pools": [s.pool for s in pool_stages],
+        "nodes": sum(len(w.nodes) for s in pool_stages for w in s.waves),
+        "waves": sum(len(s.waves) for s in pool_stages),
+        "evictedPods": sum(w.evicted_pods for s in pool_stages for w in s.waves),
+        "estimatedDuration": format_duration(seconds),
+    }

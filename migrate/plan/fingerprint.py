@@ -1,0 +1,73 @@
+"""The cluster fingerprint a plan carries: what it depends on, so apply can refuse a stale plan.
+
+Every object the plan depends on is listed with its uid and resourceVersion (as Terraform records
+what a plan read), plus a hash of the content the plan actually uses. Why both: a Node's
+resourceVersion moves with every status heartbeat and a Deployment's with every pod restart, so a
+resourceVersion alone would call every plan stale within minutes; a changed uid (an object replaced)
+or a changed content hash (labels, taints, GPU capacity, pod templates) is what makes a plan wrong.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import orjson
+
+from migrate.checks.run import Readiness
+from migrate.cluster.state import ClusterState
+
+
+def content_hash(value: Any) -> str:
+    return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+
+
+def _node_content(node: dict[str, Any]) -> dict[str, Any]:
+    meta, spec, status = (node.get(k) or {} for k in ("metadata", "spec", "status"))
+    gpu = {k: v for k, v in (status.get("capacity") or {}).items() if str(k).startswith("nvidia.com/")}
+    return {
+        "labels": meta.get("labels") or {},
+        "taints": spec.get("taints") or [],
+        "unschedulable": bool(spec.get("unschedulable")),
+        "gpuCapacity": gpu,
+    }
+
+
+def _entry(kind: str, obj: dict[str, Any], content: Any) -> dict[str, Any]:
+    meta = obj.get("metadata") or {}
+    return {
+        "kind": kind,
+        "namespace": meta.get("namespace") or "",
+        "name": meta.get("name") or "",
+        "uid": meta.get("uid") or "",
+        "resourceVersion": meta.get("resourceVersion") or "",
+        "content": content_hash(content),
+    }
+
+
+def dependencies(state: ClusterState, readiness: Readiness) -> list[dict[str, Any]]:
+    """The objects a plan depends on: GPU nodes, GPU consumers, DeviceClasses, the NVIDIA stack's CRs and
+    device-plugin configs, PodDisruptionBudgets."""
+    gpu_nodes = {n.name for n in readiness.inventory.nodes}
+    out = [
+        _entry("Node", n, _node_content(n))
+        for n in state.of("Node")
+        if (n.get("metadata") or {}).get("name") in gpu_nodes
+    ]
+    consumer_ids = {(c.kind, c.namespace, c.name) for c in readiness.inventory.consumers}
+    for key in state.templates.kind_keys():
+        for o in state.of(key):
+            m = o.get("metadata") or {}
+            if (str(o.get("kind")), str(m.get("namespace") or ""), str(m.get("name"))) in consumer_ids:
+                out.append(_entry(str(o.get("kind")), o, o.get("spec")))
+    for key in ("resource.k8s.io/DeviceClass", "nvidia.com/ClusterPolicy", "nvidia.com/NVIDIADriver",
+                "nvidia.com/GPUCluster", "policy/PodDisruptionBudget"):  # fmt: skip
+        out.extend(_entry(key.rpartition("/")[2], o, o.get("spec")) for o in state.of(key))
+    out.extend(_entry("ConfigMap", o, o.get("data")) for o in state.of("ConfigMap"))
+    return sorted(out, key=lambda e: (e["kind"], e["namespace"], e["name"]))
+
+
+def fingerprint(state: ClusterState, readiness: Readiness) -> dict[str, Any]:
+    objects = dependencies(state, readiness)
+    digest = hashlib.sha256(orjson.dumps(objects, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    return {"kubernetesVersion": state.source.kubernetes_version, "digest": f"sha256:{digest}", "objects": objects}
