@@ -784,7 +784,9 @@ def emit_workload(g: Gen, w: Workload, pools: dict[str, Pool]) -> Iterator[Obj]:
         raise AssertionError(w.kind)
 
 
-def generate(out: BinaryIO, n_nodes: int, n_pods: int, n_workloads: int, seed: int, n_cpu: int | None = None) -> dict[str, int]:
+def generate(
+    out: BinaryIO, n_nodes: int, n_pods: int, n_workloads: int, seed: int, n_cpu: int | None = None
+) -> dict[str, int]:
     """`n_nodes` GPU nodes (the brief's 2,000), plus `n_cpu` CPU nodes (default half as many) for the
     pods that request no GPU."""
     g = Gen(seed)

@@ -9,7 +9,7 @@ expand far beyond what they hold. Kubernetes never writes anchors, so a real sna
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
@@ -80,7 +80,7 @@ class _CachedTagRepresenter(SafeRepresenter):
     character by character on first use: a third of the time of dumping a 2,000-node plan.
     """
 
-    _tags: dict[str, Tag] = {}
+    _tags: ClassVar[dict[str, Tag]] = {}
 
     def _tag(self, tag: Any) -> Any:
         if isinstance(tag, str):

@@ -968,7 +968,9 @@ class Selector:
         self._cache: dict[tuple[Any, ...], bool | SelectorEvaluationError] = {}
         self._refs = _references(expression)
 
-    def _key(self, attributes: Mapping[str, Any], capacity: Mapping[str, Any], driver: str, multi: Any) -> tuple[Any, ...]:
+    def _key(
+        self, attributes: Mapping[str, Any], capacity: Mapping[str, Any], driver: str, multi: Any
+    ) -> tuple[Any, ...]:
         """The cache key: only what the expression can read, when that is statically known.
 
         Devices of one model differ in uuid and PCI address; a selector that reads `type` and `memory`

@@ -129,7 +129,8 @@ def _check_schema(doc: CommentedMap, path: Path) -> None:
             raise InputError(f"{path}:{_line(doc, key)}: `{key}` has the wrong type", "regenerate the plan")
     if doc["formatVersion"] != FORMAT_VERSION:
         raise InputError(
-            f"{path}:{_line(doc, 'formatVersion')}: plan format {doc['formatVersion']}, this tool reads {FORMAT_VERSION}",
+            f"{path}:{_line(doc, 'formatVersion')}: plan format {doc['formatVersion']}, "
+            f"this tool reads {FORMAT_VERSION}",
             "regenerate the plan with this version of dra-migrate",
         )
     names = set()

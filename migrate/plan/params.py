@@ -84,10 +84,14 @@ class PlanParams:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> PlanParams:
-        kwargs = {}
+        kwargs: dict[str, Any] = {}
         for k, v in d.items():
             snake = re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), k)
             kwargs[snake] = tuple(v) if isinstance(v, list) else v
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(kwargs) - known)
+        if unknown:
+            raise InputError(f"unknown plan parameter {unknown[0]!r}", "regenerate the plan with this version")
         return cls(**kwargs).validate()
 
 
