@@ -30,7 +30,7 @@ test-cluster: install k8s
 
 # Regenerate golden files on purpose, then review the diff before committing.
 golden: install
-	DRA_MIGRATE_UPDATE_GOLDEN=1 $(PY) -m pytest tests/unit/test_golden.py -q
+	DRA_MIGRATE_UPDATE_GOLDEN=1 $(PY) -m pytest tests/unit/test_golden.py tests/unit/test_plan.py tests/unit/test_plan_diff.py -q
 
 bench: install
 	$(PY) bench/run.py

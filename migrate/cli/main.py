@@ -55,7 +55,7 @@ def cli(debug: bool, verbose: bool) -> None:
 
 
 def _register() -> None:
-    from migrate.cli import check, generate, inventory, match, plan, snapshot
+    from migrate.cli import check, diff, generate, inventory, match, plan, show, snapshot
 
     cli.add_command(inventory.inventory)
     cli.add_command(snapshot.snapshot)
@@ -63,6 +63,8 @@ def _register() -> None:
     cli.add_command(generate.generate)
     cli.add_command(match.match)
     cli.add_command(plan.plan)
+    cli.add_command(diff.diff)
+    cli.add_command(show.show)
 
 
 _register()

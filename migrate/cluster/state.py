@@ -101,11 +101,16 @@ class StateBuilder:
             self.state.objects.setdefault(key, []).append(pruned)
 
     def _count_other_pod(self, obj: Obj) -> None:
-        self.state.other_pods_read += 1
-        spec, status = obj.get("spec"), obj.get("status")
-        phase = status.get("phase") if isinstance(status, dict) else None
-        if phase not in ("Succeeded", "Failed"):
-            self.state.other_pods[str(spec.get("nodeName") or "") if isinstance(spec, dict) else ""] += 1
+        state = self.state
+        state.other_pods_read += 1
+        status = obj.get("status")
+        if isinstance(status, dict) and status.get("phase") in ("Succeeded", "Failed"):
+            return
+        spec = obj.get("spec")
+        node = spec.get("nodeName") if isinstance(spec, dict) else None
+        counts = state.other_pods
+        key = node if isinstance(node, str) else ""
+        counts[key] = counts.get(key, 0) + 1
 
     def add_all(self, objs: Iterable[Obj]) -> None:
         for obj in objs:
@@ -162,9 +167,21 @@ def uses_devices(pod: Obj) -> bool:
 
 
 def _prune_container(c: Any) -> Any:
+    """Name, restartPolicy, and the nvidia.com/ entries of requests and limits: all a GPU pod's container
+    is read for (the per-pod rule in migrate/inventory/resources.py)."""
     if not isinstance(c, dict):
         return c
-    out = {"name": c.get("name"), "resources": c.get("resources")}
+    out: dict[str, Any] = {"name": c.get("name")}
+    res = c.get("resources")
+    if isinstance(res, dict):
+        kept = {}
+        for part in ("limits", "requests"):
+            values = res.get(part)
+            if isinstance(values, dict):
+                gpu = {k: v for k, v in values.items() if isinstance(k, str) and k.startswith(_GPU_PREFIX)}
+                if gpu:
+                    kept[part] = gpu
+        out["resources"] = kept
     if "restartPolicy" in c:
         out["restartPolicy"] = c["restartPolicy"]
     return out

@@ -44,12 +44,14 @@ import functools
 import itertools
 import math
 import re
+from pathlib import Path
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 import celpy
+import celpy.celparser
 import lark
 from celpy import celtypes
 from celpy.celparser import CELParseError
@@ -843,7 +845,36 @@ def _ident_name_of_member(node: Any) -> str:
 def _environment() -> celpy.Environment:
     # The interpreted runner: celpy's CompiledRunner (a transpiler to Python) names our functions by module
     # path in generated source, which does not compile, and loses && / || error absorption.
+    _cached_grammar()
     return celpy.Environment()
+
+
+def _cached_grammar() -> None:
+    """Build celpy's LALR parser with lark's on-disk cache of the grammar analysis.
+
+    celpy builds it on first use, which costs ~0.3 s per process; `cache=True` keeps the tables in the
+    temp directory, keyed by the grammar's hash. Same arguments as celpy.celparser.CELParser."""
+    from celpy.celparser import CELParser
+
+    if CELParser.CEL_PARSER is not None:
+        return
+    grammar = (Path(celpy.celparser.__file__).parent / "cel.lark").read_text()
+    try:
+        CELParser.CEL_PARSER = lark.Lark(
+            grammar,
+            parser="lalr",
+            start="expr",
+            debug=True,
+            g_regex_flags=re.M,
+            lexer_callbacks={"IDENT": CELParser.ambiguous_literals},
+            propagate_positions=True,
+            maybe_placeholders=False,
+            priority="invert",
+            tree_class=lark.Tree,
+            cache=True,
+        )
+    except (OSError, TypeError, ValueError):
+        CELParser.CEL_PARSER = None  # no writable temp dir, or another lark: let celpy build it itself
 
 
 def _rewrite_binds(tree: lark.Tree[Any]) -> None:

@@ -97,6 +97,13 @@ def _plain(value: Any) -> Any:
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_plain(v) for v in value]
+    # Round-trip loading gives ruamel's scalar subclasses (ScalarInt, ScalarBoolean, ...): plain types
+    # digest and dump like the plan that was written.
+    if isinstance(value, bool) or value is None:
+        return value
+    for plain in (int, float, str):
+        if isinstance(value, plain):
+            return plain(value)
     return value
 
 
