@@ -136,8 +136,11 @@ def test_order_waves_and_soak(tmp_path: Path) -> None:
 
 def test_bad_parameters_are_one_line_errors(tmp_path: Path) -> None:
     demo = str(ROOT / "fixtures" / "clusters" / "demo.yaml")
-    for args, words in ((["--order", "nope"], "nothing to migrate"), (["--max-unavailable", "0"], "max-unavailable"),
-                        (["--soak", "5 minutes"], "duration")):  # fmt: skip
+    for args, words in (
+        (["--order", "nope"], "nothing to migrate"),
+        (["--max-unavailable", "0"], "max-unavailable"),
+        (["--soak", "5 minutes"], "duration"),
+    ):
         r = run("plan", "--snapshot", demo, "--out", str(tmp_path / "x.yaml"), *args)
         assert r.code == 1 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "x.yaml").exists()
@@ -196,9 +199,15 @@ def test_steps_then_inverses_restore_every_label_and_cordon(
     before = {"unschedulable": unschedulable, "labels": dict(labels)}
     node = {"unschedulable": unschedulable, "labels": dict(labels)}
     stage = {"name": "pool-p", "nodeSteps": [s.to_dict() for s in node_steps(PlanParams())]}
-    entry = {"node": "n", "gpuPods": 1, "otherPods": 0, "expectedDevices": 8, "resources": ["nvidia.com/gpu"],
-             "canaryResource": "nvidia.com/gpu",
-             "original": {"unschedulable": unschedulable, "labels": {DEVICE_PLUGIN_LABEL: dp, DRA_LABEL: dra}}}  # fmt: skip
+    entry = {
+        "node": "n",
+        "gpuPods": 1,
+        "otherPods": 0,
+        "expectedDevices": 8,
+        "resources": ["nvidia.com/gpu"],
+        "canaryResource": "nvidia.com/gpu",
+        "original": {"unschedulable": unschedulable, "labels": {DEVICE_PLUGIN_LABEL: dp, DRA_LABEL: dra}},
+    }
     steps = expand(stage, entry)
     for step in steps[:done]:  # a run that stopped after `done` steps (done == 7: all of them)
         apply(node, step["action"], step["params"])
