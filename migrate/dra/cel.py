@@ -44,10 +44,10 @@ import functools
 import itertools
 import math
 import re
-from pathlib import Path
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import celpy

@@ -6,7 +6,6 @@ from typing import Any
 
 from migrate.render import Document
 
-
 _QUIET_PARAMS = ("skip", "via", "image", "placement", "expect", "driver")
 
 
