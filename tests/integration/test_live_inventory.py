@@ -185,3 +185,21 @@ def test_live_check_equals_the_snapshot_check(control_plane: controlplane.Contro
     off, on = json.loads(offline.stdout), json.loads(live.stdout)
     assert on["findings"] == off["findings"]
     assert [c for c in on["capacity"] if c["pool"] in {p["name"] for p in demo["pools"]}] == off["capacity"]
+
+
+def test_plan_from_the_live_cluster_and_its_drift(
+    control_plane: controlplane.ControlPlane, kube: Kube, demo: dict[str, Any], tmp_path: Path
+) -> None:
+    names = {n["name"] for n in demo["nodes"]}
+    wait_for("demo settled", lambda: comparable(live_inventory(control_plane), names) == comparable(demo, names), 120)
+    kc = str(control_plane.kubeconfig)
+    plan = tmp_path / "live-plan.yaml"
+    r = run("plan", "--kubeconfig", kc, "--out", str(plan))
+    assert r.code == 0, r.stderr
+    r = run("diff", str(plan), "--kubeconfig", kc)
+    assert r.code == 0, r.stdout  # node heartbeats move resourceVersions: not drift
+    node = sorted(names)[0]
+    kube.merge_patch(path_of("v1", "nodes", node), {"metadata": {"labels": {"team": "moved"}}})
+    r = run("diff", str(plan), "--kubeconfig", kc, "-o", "json")
+    assert r.code == 2, r.stdout
+    assert node in r.stdout
