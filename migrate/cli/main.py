@@ -55,7 +55,7 @@ def cli(debug: bool, verbose: bool) -> None:
 
 
 def _register() -> None:
-    from migrate.cli import check, diff, generate, inventory, match, plan, show, snapshot
+    from migrate.cli import apply, check, diff, generate, inventory, match, plan, show, snapshot
 
     cli.add_command(inventory.inventory)
     cli.add_command(snapshot.snapshot)
@@ -65,6 +65,10 @@ def _register() -> None:
     cli.add_command(plan.plan)
     cli.add_command(diff.diff)
     cli.add_command(show.show)
+    cli.add_command(apply.apply)
+    cli.add_command(apply.rollback)
+    cli.add_command(apply.status)
+    cli.add_command(apply.unlock)
 
 
 _register()

@@ -1,43 +1,38 @@
 """A thin JSON REST layer over the `kubernetes` client's connection and auth handling.
 
-The simulator works with the plain dicts the API returns (like the rest of the tool) and with kinds
-the generated client may not model (ResourceSlices of a newer API, CRDs), so it asks for paths rather
-than typed models. The client still owns TLS, client certificates, tokens and proxies.
+The requests, errors and paths are the tool's own (`migrate.execute.kubeapi`, one implementation);
+this module adds what only the simulator needs: watches, its user agent, timestamps, object copies.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import orjson
 from kubernetes import config as k8s_config
 
 import migrate
-from migrate.errors import ClusterError
+from migrate.execute.kubeapi import ApiError, Obj, Query, path_of
+from migrate.execute.kubeapi import Kube as _Kube
 
 USER_AGENT = f"dra-migrate-sim/{migrate.__version__}"
 
-Obj = dict[str, Any]
-Query = Sequence[tuple[str, str | int | bool]]
-
-
-class ApiError(ClusterError):
-    """The API server answered with an error; keeps its HTTP status and Status reason."""
-
-    def __init__(self, method: str, path: str, status: int, body: bytes) -> None:
-        try:
-            doc = orjson.loads(body) if body else {}
-        except orjson.JSONDecodeError:
-            doc = {}
-        self.status = status
-        self.reason = str(doc.get("reason", "")) if isinstance(doc, dict) else ""
-        message = str(doc.get("message", "")) if isinstance(doc, dict) else ""
-        super().__init__(f"{method} {path}: {status} {self.reason or ''} {message or body[:200]!r}".strip())
+__all__ = [
+    "USER_AGENT",
+    "ApiError",
+    "Kube",
+    "Obj",
+    "Query",
+    "WatchStream",
+    "new_api_client",
+    "now_rfc3339",
+    "path_of",
+    "strip_server_fields",
+]
 
 
 def new_api_client(kubeconfig: Path | str, user_agent: str = USER_AGENT) -> Any:
@@ -47,104 +42,9 @@ def new_api_client(kubeconfig: Path | str, user_agent: str = USER_AGENT) -> Any:
     return api
 
 
-class Kube:
-    """JSON requests on one ApiClient (urllib3's pool makes it safe to share between threads)."""
-
-    def __init__(self, api_client: Any) -> None:
-        self.api_client = api_client
-
-    def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: Query = (),
-        body: Any = None,
-        content_type: str | None = None,
-        timeout: float = 30,
-    ) -> Obj:
-        resp = self._send(method, path, query, body, content_type, timeout)
-        data = resp.read()
-        if not 200 <= resp.status <= 299:
-            raise ApiError(method, path, resp.status, data)
-        out = orjson.loads(data) if data else {}
-        return out if isinstance(out, dict) else {"items": out}
-
-    def _send(
-        self,
-        method: str,
-        path: str,
-        query: Query,
-        body: Any,
-        content_type: str | None,
-        timeout: float | tuple[float, float],
-    ) -> Any:
-        headers = {"Accept": "application/json"}
-        if content_type:
-            headers["Content-Type"] = content_type
-        elif body is not None:
-            headers["Content-Type"] = "application/json"
-        _method, url, headers, body, _post = self.api_client.param_serialize(
-            method=method,
-            resource_path=path,
-            query_params=list(query),
-            header_params=headers,
-            body=body,
-            auth_settings=["BearerToken"],
-        )
-        return self.api_client.call_api(method, url, header_params=headers, body=body, _request_timeout=timeout)
-
-    def get(self, path: str, query: Query = ()) -> Obj:
-        return self.request("GET", path, query=query)
-
-    def get_or_none(self, path: str) -> Obj | None:
-        try:
-            return self.get(path)
-        except ApiError as e:
-            if e.status == 404:
-                return None
-            raise
-
-    def create(self, path: str, body: Mapping[str, Any]) -> Obj:
-        return self.request("POST", path, body=body)
-
-    def replace(self, path: str, body: Mapping[str, Any]) -> Obj:
-        return self.request("PUT", path, body=body)
-
-    def merge_patch(self, path: str, body: Mapping[str, Any]) -> Obj:
-        return self.request("PATCH", path, body=body, content_type="application/merge-patch+json")
-
-    def strategic_patch(self, path: str, body: Mapping[str, Any]) -> Obj:
-        return self.request("PATCH", path, body=body, content_type="application/strategic-merge-patch+json")
-
-    def delete(self, path: str, body: Mapping[str, Any] | None = None, *, missing_ok: bool = True) -> None:
-        try:
-            self.request("DELETE", path, body=body)
-        except ApiError as e:
-            if not (missing_ok and e.status == 404):
-                raise
-
-    def create_or_exists(self, path: str, body: Mapping[str, Any]) -> Obj | None:
-        """Create; None when it already exists (409), so installers can be re-run."""
-        try:
-            return self.create(path, body)
-        except ApiError as e:
-            if e.status == 409:
-                return None
-            raise
-
-    def list_all(self, path: str, query: Query = ()) -> tuple[list[Obj], str]:
-        """All items of a collection (paged) and the list's resourceVersion, to watch from."""
-        items: list[Obj] = []
-        cont = ""
-        while True:
-            q = [*query, ("limit", 500)] + ([("continue", cont)] if cont else [])
-            page = self.get(path, q)
-            items.extend(page.get("items") or [])
-            meta = page.get("metadata") or {}
-            cont = str(meta.get("continue") or "")
-            if not cont:
-                return items, str(meta.get("resourceVersion", ""))
+class Kube(_Kube):
+    """The tool's JSON REST helper (`migrate.execute.kubeapi.Kube`, no retries: the simulator's loops
+    retry on their own) plus watches, which only the simulator needs."""
 
     def watch(self, path: str, resource_version: str, query: Query = (), *, timeout_seconds: int = 300) -> WatchStream:
         query = [
@@ -199,19 +99,6 @@ class WatchStream:
             self._response.release_conn()
         except Exception:  # closing a dead connection may fail; there is nothing left to do
             pass
-
-
-def path_of(api_version: str, plural: str, name: str = "", namespace: str = "", sub: str = "") -> str:
-    """REST path of a collection or an object: ("v1", "pods", "p", "ns") -> /api/v1/namespaces/ns/pods/p."""
-    base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
-    if namespace:
-        base += f"/namespaces/{quote(namespace, safe='')}"
-    base += f"/{plural}"
-    if name:
-        base += f"/{quote(name, safe='')}"
-    if sub:
-        base += f"/{sub}"
-    return base
 
 
 def now_rfc3339(micro: bool = False) -> str:

@@ -1,0 +1,1 @@
+"""Executing a plan against a live cluster: journaled, locked, resumable, reversible."""

@@ -1,0 +1,36 @@
+"""`status PLAN`: done, current and remaining per stage and node."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from migrate.render import Document
+
+
+def status_document(report: dict[str, Any]) -> Document:
+    doc = Document()
+    doc.heading("Progress")
+    doc.line(
+        f"{report['done']} of {report['steps']} step(s) done, {report['remaining']} remaining, "
+        f"{report['rolledBack']} rolled back, over {report['runs']} run(s)"
+    )
+    if report["current"]:
+        doc.line(f"interrupted in: {report['current']['stepId']} (resume with apply, or rollback)")
+    for f in report["failed"]:
+        doc.line(f"failed: {f['stepId']}: {f.get('error', '')}")
+    doc.heading("Stages")
+    doc.table(
+        ["stage", "node", "done", "current", "remaining"],
+        [
+            [
+                s["stage"],
+                n["node"] or "-",
+                len(n["done"]),
+                (n["current"] or "-").rsplit("/", 1)[-1],
+                len(n["remaining"]),
+            ]
+            for s in report["stages"]
+            for n in s["nodes"]
+        ],
+    )
+    return doc

@@ -1,0 +1,269 @@
+"""Staged cutover on the real control plane with the simulated fleet: apply, crash and resume, rollback,
+a drain blocked by a PodDisruptionBudget, and two applies at once.
+
+Three pools: full H100s, time-sliced GPUs (replicas 4), and A100s split into MIG devices. The NVIDIA
+DRA kubelet plugin's DaemonSet is installed (its pods are what a real install would show); the
+simulator publishes each node's ResourceSlice once the plan's label turns the plugin on.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import controlplane
+import pytest
+from conftest import wait_for
+from deepdiff import DeepDiff
+
+from migrate.execute.journal import journal_path, read_journal
+from migrate.plan import io as plan_io
+from migrate.sim.fleet import SimulatedFleet
+from migrate.sim.kube import Kube, path_of
+from migrate.sim.spec import GpuNodeSpec
+from migrate.sim.stack import install_nvidia_stack
+
+pytestmark = pytest.mark.cluster
+
+RUN = uuid.uuid4().hex[:6]
+POOL_LABEL = "cloud.google.com/gke-nodepool"
+POOLS = {f"h100-{RUN}": "h100", f"ts-{RUN}": "ts", f"mig-{RUN}": "mig"}
+DP, DRA = "nvidia.com/gpu.deploy.device-plugin", "nvidia.com/dra-kubelet-plugin"
+ROOT = Path(__file__).resolve().parents[2]
+DRIVER = "580.95.05"  # the DRA driver needs 580+ (check: driver-version-too-old)
+
+
+def specs() -> list[GpuNodeSpec]:
+    out = []
+    for pool, kind in POOLS.items():
+        for i in range(2):
+            name = f"{pool}-{i}"
+            if kind == "h100":
+                out.append(GpuNodeSpec.small(name, gpus=2, pool=pool, driver_version=DRIVER))
+            elif kind == "ts":
+                out.append(
+                    GpuNodeSpec.small(
+                        name, gpus=2, pool=pool, product="Tesla-T4", memory_mib=15360, replicas=4, driver_version=DRIVER
+                    )
+                )
+            else:
+                out.append(GpuNodeSpec.small(name, gpus=1, pool=pool, product="NVIDIA-A100-SXM4-80GB",
+                                             memory_mib=81920, mig={"3g.40gb": 2}, driver_version=DRIVER))  # fmt: skip
+    return out
+
+
+def cli(
+    cp: controlplane.ControlPlane, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The real CLI in its own process (so a SIGKILL kills only it)."""
+    return subprocess.run(
+        [sys.executable, "-m", "migrate", *args], capture_output=True, text=True, timeout=600,
+        env={**os.environ, **(env or {})}, cwd=ROOT, check=False,
+    )  # fmt: skip
+
+
+def node_states(kube: Kube, names: list[str]) -> dict[str, Any]:
+    out = {}
+    for n in names:
+        node = kube.get(path_of("v1", "nodes", n))
+        labels = node["metadata"].get("labels") or {}
+        out[n] = {
+            "unschedulable": bool(node["spec"].get("unschedulable")),
+            "dp": labels.get(DP),
+            "dra": labels.get(DRA),
+        }
+    return out
+
+
+def slices(kube: Kube, names: list[str]) -> dict[str, int]:
+    items, _ = kube.list_all("/apis/resource.k8s.io/v1/resourceslices")
+    out = dict.fromkeys(names, 0)
+    for s in items:
+        if s["spec"].get("nodeName") in out:
+            out[s["spec"]["nodeName"]] += len(s["spec"].get("devices") or [])
+    return out
+
+
+@pytest.fixture(scope="module")
+def fleet(control_plane: controlplane.ControlPlane, kube: Kube) -> Iterator[SimulatedFleet]:
+    with SimulatedFleet(control_plane.kubeconfig, specs(), heartbeat_seconds=5) as f:
+        install_nvidia_stack(kube.api_client, dra_driver=True)
+        wait_for("nodes ready", lambda: all(not kube.get(path_of("v1", "nodes", n))["spec"].get("taints")
+                                            for n in f.node_names), timeout=30)  # fmt: skip
+        yield f
+    for name in f.node_names:
+        kube.delete(path_of("v1", "nodes", name))
+
+
+@pytest.fixture
+def workloads(kube: Kube, namespace: str, fleet: SimulatedFleet) -> Iterator[str]:
+    """One GPU Deployment per pool, pinned to it."""
+    for pool, kind in POOLS.items():
+        resource = "nvidia.com/mig-3g.40gb" if kind == "mig" else "nvidia.com/gpu"
+        kube.create(path_of("apps/v1", "deployments", namespace=namespace), {
+            "metadata": {"name": f"w-{kind}"},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": kind}}, "template": {
+                "metadata": {"labels": {"app": kind}},
+                "spec": {"nodeSelector": {POOL_LABEL: pool}, "terminationGracePeriodSeconds": 0,
+                         "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                                         "resources": {"limits": {resource: "1"}}}]}}}})  # fmt: skip
+    wait_for("workload pods running", lambda: len(running(kube, namespace)) == 3, timeout=60)
+    yield namespace
+
+
+def running(kube: Kube, ns: str) -> list[str]:
+    items, _ = kube.list_all(path_of("v1", "pods", namespace=ns))
+    return [p["metadata"]["name"] for p in items if p.get("status", {}).get("phase") == "Running"]
+
+
+def make_plan(cp: controlplane.ControlPlane, tmp: Path, *extra: str) -> Path:
+    path = tmp / "plan.yaml"
+    pools = ",".join(POOLS)
+    r = cli(cp, "plan", "--kubeconfig", str(cp.kubeconfig), "--out", str(path), "--soak", "0s",
+            "--max-unavailable", "100%", "--order", pools, *extra)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    plan = plan_io.load(path)
+    assert plan["applicable"], [f for f in plan["findings"] if f["severity"] == "blocker"]
+    return path
+
+
+def apply(
+    cp: controlplane.ControlPlane, plan: Path, *extra: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return cli(cp, "apply", str(plan), "--kubeconfig", str(cp.kubeconfig), "--yes", *extra, env=env)
+
+
+def rollback_all(cp: controlplane.ControlPlane, plan: Path) -> None:
+    r = cli(cp, "rollback", str(plan), "--kubeconfig", str(cp.kubeconfig), "--yes")
+    assert r.returncode == 0, r.stderr
+
+
+def test_a_full_migration_then_gpu_pods_run_through_dra(
+    control_plane: controlplane.ControlPlane, kube: Kube, fleet: SimulatedFleet, workloads: str, tmp_path: Path
+) -> None:
+    nodes = fleet.node_names
+    before = node_states(kube, nodes)
+    plan = make_plan(control_plane, tmp_path)
+    r = apply(control_plane, plan)
+    assert r.returncode == 0, r.stderr
+    after = node_states(kube, nodes)
+    assert all(s == {"unschedulable": False, "dp": "false", "dra": "true"} for s in after.values()), after
+    assert all(v > 0 for v in slices(kube, nodes).values())
+    # Unchanged requests now get DRA devices on every migrated node.
+    for n in nodes:
+        kind = POOLS[n.rsplit("-", 1)[0]]
+        resource = "nvidia.com/mig-3g.40gb" if kind == "mig" else "nvidia.com/gpu"
+        kube.create(path_of("v1", "pods", namespace=workloads), {
+            "metadata": {"name": f"after-{n}"},
+            "spec": {"nodeSelector": {"kubernetes.io/hostname": n}, "terminationGracePeriodSeconds": 0,
+                     "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                                     "resources": {"limits": {resource: "1"}}}]}})  # fmt: skip
+    for n in nodes:
+        p = wait_for(f"pod on {n} allocated through DRA", lambda n=n: (lambda p: p if p["status"].get(
+            "extendedResourceClaimStatus") and p["spec"].get("nodeName") == n else None)(
+            kube.get(path_of("v1", "pods", f"after-{n}", workloads))), timeout=60)  # fmt: skip
+        assert p["spec"]["nodeName"] == n
+    status = cli(control_plane, "status", str(plan), "-o", "json")
+    assert status.returncode == 0 and '"remaining": 0' in status.stdout.replace(" ", "").replace(
+        '"remaining":0', '"remaining": 0'
+    )
+    rollback_all(control_plane, plan)
+    assert DeepDiff(before, node_states(kube, nodes)) == {}
+
+
+def test_b_crash_at_every_step_boundary_then_resume(
+    control_plane: controlplane.ControlPlane, kube: Kube, fleet: SimulatedFleet, workloads: str, tmp_path: Path
+) -> None:
+    nodes = fleet.node_names
+    before = node_states(kube, nodes)
+    plan = make_plan(control_plane, tmp_path)
+    body = plan_io.load(plan)
+    first_pool = body["stages"][1]
+    wave_nodes = [n["node"] for n in first_pool["waves"][0]["nodes"]]
+    step_ids = [f"{first_pool['name']}/{wave_nodes[0]}/{s['id']}" for s in first_pool["nodeSteps"]]
+    for step_id in step_ids:
+        for event in ("start", "end"):
+            r = apply(control_plane, plan, env={"DRA_MIGRATE_CRASH_AT": f"{step_id}:{event}"})
+            assert r.returncode == -9, (step_id, event, r.stderr)  # SIGKILL: no cleanup ran
+    r = apply(control_plane, plan)  # resume to the end
+    assert r.returncode == 0, r.stderr
+    crashed = (node_states(kube, nodes), slices(kube, nodes))
+    records = read_journal(journal_path(plan))
+    assert sum(1 for x in records if x.get("event") == "run-start") == len(step_ids) * 2 + 1
+    # The same end state as an uninterrupted run (test a): every node migrated and uncordoned.
+    assert all(s == {"unschedulable": False, "dp": "false", "dra": "true"} for s in crashed[0].values())
+    assert all(v > 0 for v in crashed[1].values())
+    rollback_all(control_plane, plan)
+    assert DeepDiff(before, node_states(kube, nodes)) == {}
+
+
+def test_c_rollback_after_a_full_stage_and_a_half_done_one(
+    control_plane: controlplane.ControlPlane, kube: Kube, fleet: SimulatedFleet, workloads: str, tmp_path: Path
+) -> None:
+    nodes = fleet.node_names
+    before = node_states(kube, nodes)
+    plan = make_plan(control_plane, tmp_path)
+    body = plan_io.load(plan)
+    first, second = body["stages"][1], body["stages"][2]
+    r = apply(control_plane, plan, "--until", first["name"])
+    assert r.returncode == 0, r.stderr
+    # Half of the next stage: stop it after its nodes' device plugin is off.
+    half = f"{second['name']}/{second['waves'][0]['nodes'][-1]['node']}/disable-device-plugin"
+    r = apply(control_plane, plan, env={"DRA_MIGRATE_CRASH_AT": f"{half}:end"})
+    assert r.returncode == -9
+    assert node_states(kube, nodes) != before
+    rollback_all(control_plane, plan)
+    assert DeepDiff(before, node_states(kube, nodes)) == {}
+
+
+def test_d_a_budget_that_forbids_eviction_stops_and_rolls_back_the_wave(
+    control_plane: controlplane.ControlPlane, kube: Kube, fleet: SimulatedFleet, workloads: str, tmp_path: Path
+) -> None:
+    nodes = fleet.node_names
+    before = node_states(kube, nodes)
+    kube.create(path_of("policy/v1", "poddisruptionbudgets", namespace=workloads), {
+        "metadata": {"name": "hold-h100"}, "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "h100"}}}})  # fmt: skip
+    plan = make_plan(control_plane, tmp_path)
+    r = apply(control_plane, plan, "--drain-timeout", "5s")
+    assert r.returncode == 1
+    assert "hold-h100" in r.stderr and "rolled back" in r.stderr
+    assert DeepDiff(before, node_states(kube, nodes)) == {}, "nothing stays cordoned or relabelled"
+
+
+def test_f_two_applies_at_once_exactly_one_holds_the_lock(
+    control_plane: controlplane.ControlPlane, kube: Kube, fleet: SimulatedFleet, workloads: str, tmp_path: Path
+) -> None:
+    nodes = fleet.node_names
+    before = node_states(kube, nodes)
+    plan = make_plan(control_plane, tmp_path)
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "migrate",
+                "apply",
+                str(plan),
+                "--kubeconfig",
+                str(control_plane.kubeconfig),
+                "--yes",
+            ],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        for _ in range(2)
+    ]
+    results = [(p.wait(timeout=600), p.stderr.read() if p.stderr else "") for p in procs]
+    codes = sorted(code for code, _ in results)
+    assert codes == [0, 1], results
+    refused = next(err for code, err in results if code == 1)
+    assert "lock" in refused and "held" in refused
+    rollback_all(control_plane, plan)
+    assert DeepDiff(before, node_states(kube, nodes)) == {}

@@ -1,0 +1,259 @@
+"""The cluster lock on a real API server: one holder at a time, takeover after expiry, renewal, breaking."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import controlplane
+import pytest
+from faultproxy import FAULTS, LOST_RESPONSE, FaultProxy
+from kubernetes import client, config
+
+from migrate.errors import ClusterError
+from migrate.execute.contract import LockHeld
+from migrate.execute.lock import (
+    DIGEST_ANNOTATION,
+    LOCK_ID_ANNOTATION,
+    ClusterLock,
+    break_lock,
+    micro_time,
+    read_lock,
+)
+from migrate.sim.kube import Kube, new_api_client
+
+pytestmark = pytest.mark.cluster
+
+NS = "kube-system"
+DIGEST = "sha256:" + "c" * 64
+
+
+@pytest.fixture(scope="module")
+def api(control_plane: controlplane.ControlPlane) -> Iterator[Any]:
+    client = new_api_client(control_plane.kubeconfig, "dra-migrate-tests")
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def lease_name(kube: Kube) -> Iterator[str]:
+    """A Lease name of this test's own (the control plane is shared), deleted afterwards."""
+    name = f"dra-migrate-t-{uuid.uuid4().hex[:8]}"
+    yield name
+    kube.delete(f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/{name}")
+
+
+def lease(kube: Kube, name: str) -> dict[str, Any] | None:
+    return kube.get_or_none(f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/{name}")
+
+
+def new_lock(api: Any, name: str, **kw: Any) -> ClusterLock:
+    return ClusterLock(api, namespace=NS, name=name, plan_digest=kw.pop("plan_digest", DIGEST), **kw)
+
+
+def test_acquire_and_release(api: Any, kube: Kube, lease_name: str) -> None:
+    lock = new_lock(api, lease_name)
+    info = lock.acquire()
+    assert info.holder == lock.holder and info.lock_id == lock.lock_id
+    obj = lease(kube, lease_name)
+    assert obj is not None
+    assert obj["spec"]["holderIdentity"] == lock.holder
+    assert obj["spec"]["leaseDurationSeconds"] == 60
+    assert obj["spec"]["renewTime"].endswith("Z") and len(obj["spec"]["renewTime"].split(".")[1]) == 7
+    assert obj["metadata"]["annotations"] == {DIGEST_ANNOTATION: DIGEST, LOCK_ID_ANNOTATION: lock.lock_id}
+    assert lock.holder.endswith(f"/{lock.lock_id}") and "@" in lock.holder
+    seen = read_lock(api, namespace=NS, name=lease_name)
+    assert seen is not None and seen.plan_digest == DIGEST and not seen.expired()
+    assert lock.release() is True
+    assert lease(kube, lease_name) is None
+    assert read_lock(api, namespace=NS, name=lease_name) is None
+    assert lock.release() is False  # nothing held any more
+
+
+def test_a_second_holder_is_refused_with_the_first_ones_name(api: Any, lease_name: str) -> None:
+    with new_lock(api, lease_name, holder="alice@ws1/100/aaaa") as first:
+        second = new_lock(api, lease_name, holder="bob@ws2/200/bbbb", plan_digest="sha256:other")
+        with pytest.raises(LockHeld) as e:
+            second.acquire()
+        text = str(e.value)
+        assert "\n" not in text
+        assert "alice@ws1/100/aaaa" in text and DIGEST in text and "expires" in text
+        assert f"--lock-id {first.lock_id}" in text
+        assert not second.held and first.held
+    # Released: now the second may take it.
+    with new_lock(api, lease_name, holder="bob@ws2/200/bbbb") as second:
+        assert second.held
+
+
+def test_racing_acquires_have_exactly_one_winner(api: Any, kube: Kube, lease_name: str) -> None:
+    locks = [new_lock(api, lease_name) for _ in range(8)]
+    start = threading.Barrier(len(locks))
+    outcome: dict[int, str] = {}
+
+    def contend(i: int) -> None:
+        start.wait()
+        try:
+            locks[i].acquire()
+            outcome[i] = "won"
+        except LockHeld:
+            outcome[i] = "refused"
+
+    threads = [threading.Thread(target=contend, args=(i,)) for i in range(len(locks))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert sorted(outcome.values()) == ["refused"] * 7 + ["won"]
+    (winner,) = [locks[i] for i, o in outcome.items() if o == "won"]
+    obj = lease(kube, lease_name)
+    assert obj is not None and obj["spec"]["holderIdentity"] == winner.holder
+    assert winner.release()
+
+
+def test_racing_takeovers_of_an_expired_lease_have_exactly_one_winner(api: Any, kube: Kube, lease_name: str) -> None:
+    stale = new_lock(api, lease_name, holder="dead@ws/1/dead", duration_s=1)
+    stale.acquire()
+    time.sleep(1.2)
+    locks = [new_lock(api, lease_name) for _ in range(8)]
+    start = threading.Barrier(len(locks))
+    won: list[ClusterLock] = []
+    refused: list[str] = []
+
+    def contend(lock: ClusterLock) -> None:
+        start.wait()
+        try:
+            lock.acquire()
+            won.append(lock)
+        except LockHeld as e:
+            refused.append(str(e))
+
+    threads = [threading.Thread(target=contend, args=(lock,)) for lock in locks]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert len(won) == 1 and len(refused) == 7
+    obj = lease(kube, lease_name)
+    assert obj is not None and obj["spec"]["holderIdentity"] == won[0].holder
+    assert obj["spec"]["leaseTransitions"] == 1
+    assert stale.release() is False  # the stale holder must not delete its successor's lock
+    assert lease(kube, lease_name) is not None
+    assert won[0].release()
+
+
+def test_an_expired_lease_is_taken_over(api: Any, kube: Kube, lease_name: str) -> None:
+    # A crashed apply: renewed long ago, never released.
+    long_ago = micro_time(datetime.now(UTC) - timedelta(minutes=5))
+    kube.create(
+        f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases",
+        {
+            "metadata": {
+                "name": lease_name,
+                "annotations": {DIGEST_ANNOTATION: "sha256:old", LOCK_ID_ANNOTATION: "0ld"},
+            },
+            "spec": {
+                "holderIdentity": "crashed@ws/1/0ld",
+                "leaseDurationSeconds": 60,
+                "acquireTime": long_ago,
+                "renewTime": long_ago,
+            },
+        },
+    )
+    before = read_lock(api, namespace=NS, name=lease_name)
+    assert before is not None and before.expired() and before.holder == "crashed@ws/1/0ld"
+    with new_lock(api, lease_name) as lock:
+        obj = lease(kube, lease_name)
+        assert obj is not None
+        assert obj["spec"]["holderIdentity"] == lock.holder
+        assert obj["metadata"]["annotations"][LOCK_ID_ANNOTATION] == lock.lock_id
+        assert obj["metadata"]["annotations"][DIGEST_ANNOTATION] == DIGEST
+    assert lease(kube, lease_name) is None
+
+
+def test_renewal_keeps_it_alive_past_its_duration(api: Any, kube: Kube, lease_name: str) -> None:
+    with new_lock(api, lease_name, duration_s=2, renew_every_s=0.5) as lock:
+        first = lease(kube, lease_name)
+        assert first is not None
+        time.sleep(3.5)
+        assert lock.held and not lock.lost
+        lock.check()
+        info = read_lock(api, namespace=NS, name=lease_name)
+        assert info is not None and not info.expired() and info.lock_id == lock.lock_id
+        assert info.renewed is not None and info.renewed > datetime.fromisoformat(first["spec"]["renewTime"])
+        other = new_lock(api, lease_name)
+        with pytest.raises(LockHeld):
+            other.acquire()
+    assert lease(kube, lease_name) is None
+
+
+def test_a_broken_lock_is_noticed_as_lost(api: Any, lease_name: str) -> None:
+    lock = new_lock(api, lease_name, duration_s=3, renew_every_s=0.2)
+    with lock:
+        assert break_lock(api, lock.lock_id, namespace=NS, name=lease_name) is not None
+        deadline = time.monotonic() + 5
+        while not lock.lost and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert lock.lost
+        with pytest.raises(ClusterError, match="lost the cluster lock"):
+            lock.check()
+
+
+def test_break_lock_needs_the_right_id(api: Any, kube: Kube, lease_name: str) -> None:
+    lock = new_lock(api, lease_name)
+    lock.acquire()
+    with pytest.raises(ClusterError) as e:
+        break_lock(api, "not-the-id", namespace=NS, name=lease_name)
+    assert lock.lock_id in str(e.value)
+    assert lease(kube, lease_name) is not None
+    broken = break_lock(api, lock.lock_id, namespace=NS, name=lease_name)
+    assert broken is not None and broken.holder == lock.holder
+    assert lease(kube, lease_name) is None
+    assert break_lock(api, lock.lock_id, namespace=NS, name=lease_name) is None  # nothing left to break
+    # A new holder can take it at once, and the old one must not delete it.
+    with new_lock(api, lease_name) as again:
+        assert again.held
+        assert lock.release() is False
+        assert lease(kube, lease_name) is not None
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_faults_and_lost_answers_never_confuse_the_lock(
+    control_plane: controlplane.ControlPlane, kube: Kube, lease_name: str, tmp_path: Path, seed: int
+) -> None:
+    """Through a proxy that fails 30% of requests — some after the server acted (a create that "failed"
+    yet exists) — the lock never mistakes itself for another holder, and leaves nothing behind."""
+    faults = (*FAULTS, LOST_RESPONSE)
+    with FaultProxy(control_plane, rate=0.3, seed=seed, faults=faults) as proxy:
+        conf = client.Configuration()
+        config.load_kube_config(
+            config_file=str(proxy.kubeconfig(tmp_path / "proxy.kubeconfig")), client_configuration=conf
+        )
+        conf.retries = False  # only the lock's own retries
+        api = client.ApiClient(conf)
+        lock = new_lock(api, lease_name, duration_s=6, renew_every_s=0.3)
+        try:
+            lock.acquire()
+        except LockHeld:
+            raise
+        except ClusterError:
+            # Four failures in a row: allowed, but then the Lease is absent or ours, nobody else's.
+            obj = lease(kube, lease_name)
+            assert obj is None or obj["metadata"]["annotations"][LOCK_ID_ANNOTATION] == lock.lock_id
+            return
+        obj = lease(kube, lease_name)
+        assert obj is not None and obj["spec"]["holderIdentity"] == lock.holder
+        lock.start_renewing()
+        time.sleep(2)
+        assert not lock.lost, lock.lost_reason
+        try:
+            assert lock.release() is True
+        except ClusterError:
+            pass  # four failures in a row; the Lease then expires on its own
+        else:
+            assert lease(kube, lease_name) is None
+    assert proxy.injected > 0

@@ -1,0 +1,458 @@
+"""LiveOps (migrate/execute/ops.py) against the real control plane and simulated GPU nodes.
+
+Every operation must be repeatable (a resumed run repeats the step it was in), must change nothing
+under dry_run, and must fail with a message that names what blocks it.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import controlplane
+import pytest
+from conftest import wait_for
+
+from migrate.errors import ClusterError
+from migrate.execute.contract import StepFailed
+from migrate.execute.kubeapi import Kube as CoreKube
+from migrate.execute.kubeapi import Unreachable
+from migrate.execute.ops import LiveOps, live_ops
+from migrate.sim.fleet import SimulatedFleet
+from migrate.sim.kube import ApiError, Kube, path_of
+from migrate.sim.spec import LABEL_DEVICE_PLUGIN, LABEL_DRA_KUBELET_PLUGIN, POOL_LABEL, GpuNodeSpec
+
+pytestmark = pytest.mark.cluster
+
+RUN = uuid.uuid4().hex[:6]
+POOL = f"ops-{RUN}"
+NODE_A = f"{POOL}-a"  # labels, cordon, drain
+NODE_B = f"{POOL}-b"  # keeps its device plugin; where drained Deployment pods go
+NODE_DRA = f"{POOL}-dra"  # switched to DRA
+GPU = "nvidia.com/gpu"
+CLASSES = "/apis/resource.k8s.io/v1/deviceclasses"
+MAPPING_CLASS = f"ops-gpu-{RUN}"
+PAUSE = "registry.k8s.io/pause:3.10"
+MANAGED = {"app.kubernetes.io/managed-by": "dra-migrate"}
+
+
+@pytest.fixture(scope="module")
+def fleet(control_plane: controlplane.ControlPlane, kube: Kube) -> Iterator[SimulatedFleet]:
+    specs = [
+        GpuNodeSpec.small(NODE_A, gpus=4, pool=POOL),
+        GpuNodeSpec.small(NODE_B, gpus=2, pool=POOL),
+        GpuNodeSpec.small(NODE_DRA, gpus=2, pool=POOL),
+    ]
+    with SimulatedFleet(control_plane.kubeconfig, specs, heartbeat_seconds=2) as f:
+        wait_for("nodes schedulable", lambda: all(_schedulable(kube, n) for n in f.node_names), timeout=30)
+        yield f
+    for name in f.node_names:
+        kube.delete(path_of("v1", "nodes", name))
+
+
+@pytest.fixture
+def ops(control_plane: controlplane.ControlPlane, fleet: SimulatedFleet, namespace: str) -> Iterator[LiveOps]:
+    built = live_ops(control_plane.kubeconfig, None)
+    yield LiveOps(built.api, poll_s=0.2, canary_namespace=namespace)
+    built.api.close()
+
+
+@pytest.fixture(scope="module")
+def mapping_class(control_plane: controlplane.ControlPlane, kube: Kube) -> Iterator[str]:
+    """A DeviceClass serving nvidia.com/gpu from DRA devices; deleted at the end, as test_premise starts
+    by asserting that no class maps nvidia.com/gpu."""
+    ops = live_ops(control_plane.kubeconfig, None)
+    try:
+        ops.create_device_class(_class_manifest(MAPPING_CLASS, "gpu", GPU))
+        yield MAPPING_CLASS
+    finally:
+        ops.delete_device_class(MAPPING_CLASS)
+        kube.delete(f"{CLASSES}/{MAPPING_CLASS}")  # in case the label was lost; ours either way
+        ops.api.close()
+
+
+def _schedulable(kube: Kube, name: str) -> bool:
+    node = kube.get(path_of("v1", "nodes", name))
+    return int(node["status"].get("allocatable", {}).get(GPU, "0")) > 0 and not node["spec"].get("taints")
+
+
+def _class_manifest(name: str, device_type: str, extended: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "selectors": [
+            {
+                "cel": {
+                    "expression": f"device.driver == 'gpu.nvidia.com' && "
+                    f"device.attributes['gpu.nvidia.com'].type == '{device_type}'"
+                }
+            }
+        ]
+    }
+    if extended:
+        spec["extendedResourceName"] = extended
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name}, "spec": spec}
+
+
+def _pod(name: str, node: str | None, gpus: int, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": "main", "image": PAUSE}
+    if gpus:
+        container["resources"] = {"limits": {GPU: str(gpus)}}
+    selector = {"kubernetes.io/hostname": node} if node else {POOL_LABEL: f"{POOL}-nowhere"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": {"nodeSelector": selector, "containers": [container], "terminationGracePeriodSeconds": 0},
+    }
+
+
+def _create(kube: Kube, ns: str, plural: str, obj: dict[str, Any], api_version: str = "v1") -> None:
+    kube.create(path_of(api_version, plural, namespace=ns), obj)
+
+
+def _pods(kube: Kube, ns: str) -> list[dict[str, Any]]:
+    items, _ = kube.list_all(path_of("v1", "pods", namespace=ns))
+    return items
+
+
+def _on(kube: Kube, ns: str, node: str) -> dict[str, dict[str, Any]]:
+    """Running pods of the namespace on `node`, by name."""
+    return {
+        p["metadata"]["name"]: p
+        for p in _pods(kube, ns)
+        if p["spec"].get("nodeName") == node and p.get("status", {}).get("phase") == "Running"
+    }
+
+
+def _switch_to_dra(ops: LiveOps, node: str) -> None:
+    """What the plan's steps do; idempotent, so tests can share the switched node in any order."""
+    ops.set_label(node, LABEL_DEVICE_PLUGIN, "false")
+    ops.set_label(node, LABEL_DRA_KUBELET_PLUGIN, "true")
+    ops.wait_dra_ready(node, [GPU], 2, 30)
+
+
+# -- nodes ------------------------------------------------------------------------------------------
+
+
+def test_labels_and_cordon_are_idempotent_and_reversible(ops: LiveOps, kube: Kube) -> None:
+    key = f"ops.test/{RUN}"
+    first = ops.set_label(NODE_A, key, "x")
+    assert (first.before, first.after, first.dry_run) == ({"labels": {key: None}}, {"labels": {key: "x"}}, False)
+    assert first.target == f"Node {NODE_A}"
+    assert kube.get(path_of("v1", "nodes", NODE_A))["metadata"]["labels"][key] == "x"
+    again = ops.set_label(NODE_A, key, "x")
+    assert again.before == again.after == {"labels": {key: "x"}}
+    removed = ops.set_label(NODE_A, key, None)
+    assert removed.after == {"labels": {key: None}}
+    assert key not in kube.get(path_of("v1", "nodes", NODE_A))["metadata"]["labels"]
+    assert (r := ops.set_label(NODE_A, key, None)).before == r.after
+
+    cordon = ops.set_unschedulable(NODE_A, True)
+    assert (cordon.before, cordon.after) == ({"unschedulable": False}, {"unschedulable": True})
+    assert ops.node_state(NODE_A)["unschedulable"] is True
+    assert (c := ops.set_unschedulable(NODE_A, True)).before == c.after
+    assert ops.set_unschedulable(NODE_A, False).after == {"unschedulable": False}
+    assert (u := ops.set_unschedulable(NODE_A, False)).before == u.after
+
+    state = ops.node_state(NODE_A)
+    assert state["exists"] and state["ready"] and state["allocatable"] == {GPU: 4}
+    assert ops.node_state(f"{POOL}-missing")["exists"] is False
+    with pytest.raises(StepFailed, match="does not exist"):
+        ops.set_label(f"{POOL}-missing", key, "x")
+
+
+def test_dry_run_changes_nothing(ops: LiveOps, kube: Kube, namespace: str) -> None:
+    key = f"ops.test/dry-{RUN}"
+    change = ops.set_label(NODE_A, key, "y", dry_run=True)
+    assert (change.after, change.dry_run) == ({"labels": {key: "y"}}, True)
+    assert ops.set_unschedulable(NODE_A, True, dry_run=True).after == {"unschedulable": True}
+    node = kube.get(path_of("v1", "nodes", NODE_A))
+    assert key not in node["metadata"]["labels"] and not node["spec"].get("unschedulable")
+
+    name = f"ops-dry-{RUN}"
+    created = ops.create_device_class(_class_manifest(name, "gpu"), dry_run=True)
+    assert created.dry_run and created.after["exists"] is True and created.before == {"exists": False}
+    assert kube.get_or_none(f"{CLASSES}/{name}") is None
+
+    _create(kube, namespace, "pods", _pod("dry", NODE_A, 1))
+    wait_for("pod running", lambda: "dry" in _on(kube, namespace, NODE_A), timeout=30)
+    drained = ops.drain(NODE_A, "gpu", 10, dry_run=True)
+    assert drained.dry_run and f"{namespace}/dry" in drained.before["pods"] and drained.after == {"pods": []}
+    assert "dry" in _on(kube, namespace, NODE_A)
+
+    canary = ops.canary(NODE_A, GPU, PAUSE, 10, dry_run=True)
+    assert canary.dry_run and canary.after["node"] == NODE_A
+    assert [p["metadata"]["name"] for p in _pods(kube, namespace)] == ["dry"]
+
+
+def test_permanent_api_errors_quote_the_server(ops: LiveOps) -> None:
+    with pytest.raises(ClusterError, match="Invalid value") as err:
+        ops.set_label(NODE_A, "ops.test/bad", "not a valid value!")
+    assert isinstance(err.value, ApiError) and err.value.status == 422
+
+
+# -- drain ------------------------------------------------------------------------------------------
+
+
+def test_drain_evicts_gpu_pods_and_skips_daemonset_pods(ops: LiveOps, kube: Kube, namespace: str) -> None:
+    # A Deployment preferring NODE_A that may also run on NODE_B, a bare GPU pod, a CPU pod, and a
+    # DaemonSet pod that requests a GPU: kubectl drain's filters skip the last one whatever it requests.
+    selector = {"app": "trainer"}
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {"key": "kubernetes.io/hostname", "operator": "In", "values": [NODE_A, NODE_B]}
+                        ]
+                    }
+                ]
+            },
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 100,
+                    "preference": {
+                        "matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [NODE_A]}]
+                    },
+                }
+            ],
+        }
+    }
+    template = _pod("", None, 1, selector)
+    template["spec"].pop("nodeSelector")
+    template["spec"]["affinity"] = affinity
+    _create(
+        kube,
+        namespace,
+        "deployments",
+        {
+            "metadata": {"name": "trainer"},
+            "spec": {"replicas": 1, "selector": {"matchLabels": selector}, "template": template},
+        },
+        "apps/v1",
+    )
+    ds_template = _pod("", NODE_A, 1, {"app": "agent"})
+    _create(
+        kube,
+        namespace,
+        "daemonsets",
+        {
+            "metadata": {"name": "agent"},
+            "spec": {"selector": {"matchLabels": {"app": "agent"}}, "template": ds_template},
+        },
+        "apps/v1",
+    )
+    _create(kube, namespace, "pods", _pod("bare-gpu", NODE_A, 1))
+    _create(kube, namespace, "pods", _pod("cpu-only", NODE_A, 0))
+
+    def placed() -> dict[str, dict[str, Any]] | None:
+        on_a = _on(kube, namespace, NODE_A)
+        names = set(on_a)
+        ok = {"bare-gpu", "cpu-only"} <= names and any(n.startswith("trainer-") for n in names)
+        return on_a if ok and any(n.startswith("agent-") for n in names) else None
+
+    on_a = wait_for("pods running on node a", placed, timeout=30)
+    trainer = next(p for n, p in on_a.items() if n.startswith("trainer-"))
+    agent = next(n for n in on_a if n.startswith("agent-"))
+
+    ops.set_unschedulable(NODE_A, True)
+    try:
+        change = ops.drain(NODE_A, "gpu", 30)
+        # Only this test's pods: an earlier test's namespace may still be going away.
+        ours = [p for p in change.before["pods"] if p.startswith(f"{namespace}/")]
+        assert ours == sorted([f"{namespace}/bare-gpu", f"{namespace}/{trainer['metadata']['name']}"])
+        assert change.after == {"pods": []}
+        # drain returns once the evicted pods are gone from the node.
+        after = {p["metadata"]["name"]: p for p in _pods(kube, namespace) if p["spec"].get("nodeName") == NODE_A}
+        assert set(after) == {agent, "cpu-only"}
+        assert kube.get_or_none(path_of("v1", "pods", "bare-gpu", namespace)) is None
+
+        def replaced() -> dict[str, Any] | None:
+            new = [
+                p
+                for p in _pods(kube, namespace)
+                if p["metadata"]["name"].startswith("trainer-") and p["metadata"]["uid"] != trainer["metadata"]["uid"]
+            ]
+            return new[0] if new else None
+
+        replacement = wait_for("the Deployment's replacement pod", replaced, timeout=20)
+        assert replacement["spec"].get("nodeName") in (None, NODE_B)
+
+        # Resumed: nothing left to evict.
+        again = ops.drain(NODE_A, "gpu", 10)
+        assert again.before == again.after == {"pods": []}
+
+        everything = ops.drain(NODE_A, "all", 30)
+        assert everything.before == {"pods": [f"{namespace}/cpu-only"]}
+        assert set(_on(kube, namespace, NODE_A)) == {agent}
+    finally:
+        ops.set_unschedulable(NODE_A, False)
+
+
+def test_drain_blocked_by_a_disruption_budget_names_it(ops: LiveOps, kube: Kube, namespace: str) -> None:
+    pdb = f"keep-{RUN}"
+    _create(kube, namespace, "pods", _pod("guarded", NODE_A, 1, {"app": "guarded"}))
+    _create(
+        kube,
+        namespace,
+        "poddisruptionbudgets",
+        {"metadata": {"name": pdb}, "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "guarded"}}}},
+        "policy/v1",
+    )
+    wait_for("pod running", lambda: "guarded" in _on(kube, namespace, NODE_A), timeout=30)
+
+    started = time.monotonic()
+    with pytest.raises(StepFailed) as err:
+        ops.drain(NODE_A, "gpu", 4)
+    elapsed = time.monotonic() - started
+    assert 4 <= elapsed < 12, elapsed
+    assert f"{namespace}/{pdb}" in str(err.value) and f"{namespace}/guarded" in str(err.value)
+    assert err.value.details == {"budgets": [f"{namespace}/{pdb}"], "pods": [f"{namespace}/guarded"]}
+    assert "guarded" in _on(kube, namespace, NODE_A)
+
+    # A dry run reports the same block at once.
+    started = time.monotonic()
+    with pytest.raises(StepFailed, match=pdb):
+        ops.drain(NODE_A, "gpu", 30, dry_run=True)
+    assert time.monotonic() - started < 5
+
+
+# -- DRA readiness, canary --------------------------------------------------------------------------
+
+
+def test_wait_dra_ready(ops: LiveOps, kube: Kube, fleet: SimulatedFleet) -> None:
+    if ops.node_state(NODE_DRA)["allocatable"].get(GPU):  # not switched yet by another test
+        started = time.monotonic()
+        with pytest.raises(StepFailed) as err:
+            ops.wait_dra_ready(NODE_DRA, [GPU], 2, 1)
+        assert time.monotonic() - started < 5
+        message = str(err.value)
+        assert f"allocatable {GPU} is still 2" in message
+        assert "hold 0 device(s), expected 2" in message
+    _switch_to_dra(ops, NODE_DRA)
+    ready = ops.wait_dra_ready(NODE_DRA, [GPU], 2, 5)
+    assert ready.before == ready.after
+    assert ready.after == {"allocatable": {GPU: 0}, "driver": "gpu.nvidia.com", "devices": 2}
+    with pytest.raises(StepFailed, match=r"hold 2 device\(s\), expected 3") as missing:
+        ops.wait_dra_ready(NODE_DRA, [GPU], 3, 1)
+    assert missing.value.details["devices"] == 2
+    assert ops.dra_driver_installed("gpu.nvidia.com")
+
+
+def test_canary_gets_a_dra_allocation(ops: LiveOps, kube: Kube, namespace: str, mapping_class: str) -> None:
+    _switch_to_dra(ops, NODE_DRA)
+    ops.set_unschedulable(NODE_DRA, True)  # the plan runs the canary before it uncordons
+    try:
+        change = ops.canary(NODE_DRA, GPU, PAUSE, 30)
+    finally:
+        ops.set_unschedulable(NODE_DRA, False)
+    assert change.after["node"] == NODE_DRA and change.after["claim"]
+    assert change.after["devices"] == [
+        {"driver": "gpu.nvidia.com", "pool": NODE_DRA, "device": change.after["devices"][0]["device"]}
+    ]
+    assert _pods(kube, namespace) == []
+
+
+def test_canary_fails_on_a_device_plugin_node(ops: LiveOps, kube: Kube, namespace: str, mapping_class: str) -> None:
+    with pytest.raises(StepFailed, match="served by the device plugin, not DRA"):
+        ops.canary(NODE_B, GPU, PAUSE, 30)
+    assert _pods(kube, namespace) == []
+
+
+def test_canary_not_scheduled_says_why(ops: LiveOps, kube: Kube, namespace: str) -> None:
+    with pytest.raises(StepFailed, match="was not scheduled") as err:
+        ops.canary(NODE_DRA, "nvidia.com/mig-1g.10gb", PAUSE, 3)
+    assert "mig-1g.10gb" in err.value.details["scheduler"] or "node" in err.value.details["scheduler"]
+    assert _pods(kube, namespace) == []
+
+
+# -- DeviceClasses and reads ------------------------------------------------------------------------
+
+
+def test_device_classes_are_created_once_and_only_ours_deleted(ops: LiveOps, kube: Kube) -> None:
+    name, foreign = f"ops-mig-{RUN}", f"ops-foreign-{RUN}"
+    try:
+        created = ops.create_device_class(_class_manifest(name, "mig"))
+        assert (created.before, created.after["exists"]) == ({"exists": False}, True)
+        stored = kube.get(f"{CLASSES}/{name}")
+        assert stored["metadata"]["labels"] == MANAGED
+        again = ops.create_device_class(_class_manifest(name, "mig"))
+        assert again.before == again.after
+        with pytest.raises(StepFailed, match="different spec"):
+            ops.create_device_class(_class_manifest(name, "gpu"))
+        assert kube.get(f"{CLASSES}/{name}")["spec"] == stored["spec"]
+
+        assert ops.delete_device_class(name, dry_run=True).after == {"exists": False}
+        assert kube.get_or_none(f"{CLASSES}/{name}") is not None
+        assert ops.delete_device_class(name).after == {"exists": False}
+        assert kube.get_or_none(f"{CLASSES}/{name}") is None
+        assert (gone := ops.delete_device_class(name)).before == gone.after
+
+        kube.create(CLASSES, _class_manifest(foreign, "gpu"))
+        kept = ops.delete_device_class(foreign)
+        assert kept.before == kept.after and kept.after["managedBy"] is None
+        assert kube.get_or_none(f"{CLASSES}/{foreign}") is not None
+    finally:
+        kube.delete(f"{CLASSES}/{name}")
+        kube.delete(f"{CLASSES}/{foreign}")
+
+
+def test_pending_gpu_pods(ops: LiveOps, kube: Kube, namespace: str) -> None:
+    _create(kube, namespace, "pods", _pod("stuck", None, 1))
+    _create(kube, namespace, "pods", _pod("stuck-cpu", None, 0))
+    wait_for("pending GPU pod listed", lambda: f"{namespace}/stuck" in ops.pending_gpu_pods(0.5), timeout=10)
+    listed = ops.pending_gpu_pods(0.5)
+    assert f"{namespace}/stuck-cpu" not in listed
+    assert f"{namespace}/stuck" not in ops.pending_gpu_pods(3600)
+
+
+# -- retries ----------------------------------------------------------------------------------------
+
+
+class _Response:
+    def __init__(self, status: int, body: bytes = b"{}") -> None:
+        self.status, self.body, self.headers = status, body, {"Retry-After": "0"} if status == 429 else {}
+
+    def read(self) -> bytes:
+        return self.body
+
+
+class _FlakyClient:
+    """Answers with the given outcomes in turn (an exception is raised, a status returned)."""
+
+    class configuration:  # mimics ApiClient.configuration
+        host = "https://flaky.invalid"
+
+    def __init__(self, outcomes: list[int | Exception]) -> None:
+        self.outcomes = outcomes
+        self.calls = 0
+
+    def param_serialize(self, **kw: Any) -> tuple[str, str, dict[str, str], Any, None]:
+        return kw["method"], kw["resource_path"], kw["header_params"], kw["body"], None
+
+    def call_api(self, method: str, url: str, **kw: Any) -> _Response:
+        outcome = self.outcomes[min(self.calls, len(self.outcomes) - 1)]
+        self.calls += 1
+        if isinstance(outcome, Exception):
+            raise outcome
+        return _Response(outcome, b'{"kind": "Status", "message": "nope"}' if outcome >= 400 else b'{"ok": 1}')
+
+
+def test_transient_errors_are_retried_and_permanent_ones_are_not() -> None:
+    from urllib3.exceptions import ProtocolError
+
+    flaky = _FlakyClient([503, ProtocolError("Connection aborted.", ConnectionResetError()), 429, 200])
+    assert CoreKube(flaky, retries=4, backoff_s=0.01).get("/api/v1/nodes") == {"ok": 1}
+    assert flaky.calls == 4
+
+    forbidden = _FlakyClient([403, 200])
+    with pytest.raises(ApiError, match="nope") as err:
+        CoreKube(forbidden, retries=4, backoff_s=0.01).get("/api/v1/nodes")
+    assert (err.value.status, forbidden.calls) == (403, 1)
+
+    down = _FlakyClient([ConnectionRefusedError("refused")])
+    with pytest.raises(Unreachable, match=r"flaky\.invalid"):
+        CoreKube(down, retries=2, backoff_s=0.01).get("/api/v1/nodes")
+    assert down.calls == 3
