@@ -31,8 +31,22 @@ _LOCK_NS = click.option(
 )
 
 
+_TTY = sys.stderr.isatty()
+
+
 def _log(msg: str) -> None:
+    if _TTY:
+        click.echo("\r\033[K", nl=False, err=True)  # clear the progress bar's line first
     click.echo(msg, err=True)
+
+
+def _bar(done: int, total: int, step: str) -> None:
+    """A progress bar on stderr when it is a terminal; the log lines say the same otherwise."""
+    if not _TTY or not total:
+        return
+    width = 30
+    filled = width * done // total
+    click.echo(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {step}"[:150], nl=False, err=True)
 
 
 def _actor() -> str:
@@ -164,7 +178,7 @@ def apply(
     _confirm(plan, yes, f"apply {plan_file}" + (" (resuming)" if done else ""))
     lock = _lock(ops.api, lock_namespace, str(plan["digest"]))
     with lock, Journal.open(jpath, plan_digest=str(plan["digest"])) as journal:
-        runner = Runner(plan, ops, journal, actor=_actor(), log=_log, guard=lock.check)
+        runner = Runner(plan, ops, journal, actor=_actor(), log=_log, guard=lock.check, progress=_bar)
         result = runner.apply(opts, set(done))
     if result.ok:
         _log(f"applied: {result.steps_run} step(s) run, {result.steps_skipped} already done")

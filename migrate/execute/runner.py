@@ -95,8 +95,11 @@ class Runner:
         actor: str,
         log: Log | None = None,
         guard: Callable[[], None] | None = None,
+        progress: Callable[[int, int, str], None] | None = None,
     ) -> None:
         self.plan = plan
+        # Told (steps finished, steps selected, step id) after each step: the CLI draws progress from it.
+        self.progress = progress or (lambda _done, _total, _step: None)
         # Called before every step: raises when the run must not go on (the cluster lock was lost).
         self.guard = guard or (lambda: None)
         self.ops = ops
@@ -113,10 +116,13 @@ class Runner:
         stages = self._selected_stages(opts, done)
         result = RunResult(ok=True)
         self._record("run-start", phase="apply", stages=stages, dryRun=opts.dry_run)
-        groups = _waves([p for p in planned_steps(self.plan) if p.stage in stages])
+        selected = [p for p in planned_steps(self.plan) if p.stage in stages]
+        groups = _waves(selected)
+        finished = 0
         for key, group in groups:
             ran = False
             for ps in group:
+                finished += 1
                 if ps.id in done:
                     result.steps_skipped += 1
                     continue
@@ -130,6 +136,7 @@ class Runner:
                     return self._end(result)
                 ran = True
                 result.steps_run += 1
+                self.progress(finished, len(selected), ps.id)
                 if change is not None and opts.dry_run:
                     result.changes.append(change)
                 if not opts.dry_run:

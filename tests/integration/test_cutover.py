@@ -8,6 +8,7 @@ simulator publishes each node's ResourceSlice once the plan's label turns the pl
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -52,8 +53,17 @@ def specs() -> list[GpuNodeSpec]:
                     )
                 )
             else:
-                out.append(GpuNodeSpec.small(name, gpus=1, pool=pool, product="NVIDIA-A100-SXM4-80GB",
-                                             memory_mib=81920, mig={"3g.40gb": 2}, driver_version=DRIVER))  # fmt: skip
+                out.append(
+                    GpuNodeSpec.small(
+                        name,
+                        gpus=1,
+                        pool=pool,
+                        product="NVIDIA-A100-SXM4-80GB",
+                        memory_mib=81920,
+                        mig={"3g.40gb": 2},
+                        driver_version=DRIVER,
+                    )
+                )
     return out
 
 
@@ -62,9 +72,14 @@ def cli(
 ) -> subprocess.CompletedProcess[str]:
     """The real CLI in its own process (so a SIGKILL kills only it)."""
     return subprocess.run(
-        [sys.executable, "-m", "migrate", *args], capture_output=True, text=True, timeout=600,
-        env={**os.environ, **(env or {})}, cwd=ROOT, check=False,
-    )  # fmt: skip
+        [sys.executable, "-m", "migrate", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, **(env or {})},
+        cwd=ROOT,
+        check=False,
+    )
 
 
 def node_states(kube: Kube, names: list[str]) -> dict[str, Any]:
@@ -93,8 +108,11 @@ def slices(kube: Kube, names: list[str]) -> dict[str, int]:
 def fleet(control_plane: controlplane.ControlPlane, kube: Kube) -> Iterator[SimulatedFleet]:
     with SimulatedFleet(control_plane.kubeconfig, specs(), heartbeat_seconds=5) as f:
         install_nvidia_stack(kube.api_client, dra_driver=True)
-        wait_for("nodes ready", lambda: all(not kube.get(path_of("v1", "nodes", n))["spec"].get("taints")
-                                            for n in f.node_names), timeout=30)  # fmt: skip
+        wait_for(
+            "nodes ready",
+            lambda: all(not kube.get(path_of("v1", "nodes", n))["spec"].get("taints") for n in f.node_names),
+            timeout=30,
+        )
         yield f
     for name in f.node_names:
         kube.delete(path_of("v1", "nodes", name))
@@ -105,15 +123,38 @@ def workloads(kube: Kube, namespace: str, fleet: SimulatedFleet) -> Iterator[str
     """One GPU Deployment per pool, pinned to it."""
     for pool, kind in POOLS.items():
         resource = "nvidia.com/mig-3g.40gb" if kind == "mig" else "nvidia.com/gpu"
-        kube.create(path_of("apps/v1", "deployments", namespace=namespace), {
-            "metadata": {"name": f"w-{kind}"},
-            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": kind}}, "template": {
-                "metadata": {"labels": {"app": kind}},
-                "spec": {"nodeSelector": {POOL_LABEL: pool}, "terminationGracePeriodSeconds": 0,
-                         "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
-                                         "resources": {"limits": {resource: "1"}}}]}}}})  # fmt: skip
+        kube.create(
+            path_of("apps/v1", "deployments", namespace=namespace),
+            {
+                "metadata": {"name": f"w-{kind}"},
+                "spec": {
+                    "replicas": 1,
+                    "selector": {"matchLabels": {"app": kind}},
+                    "template": {
+                        "metadata": {"labels": {"app": kind}},
+                        "spec": {
+                            "nodeSelector": {POOL_LABEL: pool},
+                            "terminationGracePeriodSeconds": 0,
+                            "containers": [
+                                {
+                                    "name": "c",
+                                    "image": "registry.k8s.io/pause:3.10",
+                                    "resources": {"limits": {resource: "1"}},
+                                }
+                            ],
+                        },
+                    },
+                },
+            },
+        )
     wait_for("workload pods running", lambda: len(running(kube, namespace)) == 3, timeout=60)
     yield namespace
+
+
+def dra_pod(kube: Kube, ns: str, name: str) -> dict[str, Any] | None:
+    """The pod once scheduled with a scheduler-made DRA claim for its extended resource."""
+    pod = kube.get(path_of("v1", "pods", name, ns))
+    return pod if pod["spec"].get("nodeName") and pod["status"].get("extendedResourceClaimStatus") else None
 
 
 def running(kube: Kube, ns: str) -> list[str]:
@@ -124,8 +165,21 @@ def running(kube: Kube, ns: str) -> list[str]:
 def make_plan(cp: controlplane.ControlPlane, tmp: Path, *extra: str) -> Path:
     path = tmp / "plan.yaml"
     pools = ",".join(POOLS)
-    r = cli(cp, "plan", "--kubeconfig", str(cp.kubeconfig), "--out", str(path), "--soak", "0s",
-            "--max-unavailable", "100%", "--order", pools, *extra)  # fmt: skip
+    r = cli(
+        cp,
+        "plan",
+        "--kubeconfig",
+        str(cp.kubeconfig),
+        "--out",
+        str(path),
+        "--soak",
+        "0s",
+        "--max-unavailable",
+        "100%",
+        "--order",
+        pools,
+        *extra,
+    )
     assert r.returncode == 0, r.stderr
     plan = plan_io.load(path)
     assert plan["applicable"], [f for f in plan["findings"] if f["severity"] == "blocker"]
@@ -158,20 +212,24 @@ def test_a_full_migration_then_gpu_pods_run_through_dra(
     for n in nodes:
         kind = POOLS[n.rsplit("-", 1)[0]]
         resource = "nvidia.com/mig-3g.40gb" if kind == "mig" else "nvidia.com/gpu"
-        kube.create(path_of("v1", "pods", namespace=workloads), {
-            "metadata": {"name": f"after-{n}"},
-            "spec": {"nodeSelector": {"kubernetes.io/hostname": n}, "terminationGracePeriodSeconds": 0,
-                     "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
-                                     "resources": {"limits": {resource: "1"}}}]}})  # fmt: skip
+        kube.create(
+            path_of("v1", "pods", namespace=workloads),
+            {
+                "metadata": {"name": f"after-{n}"},
+                "spec": {
+                    "nodeSelector": {"kubernetes.io/hostname": n},
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [
+                        {"name": "c", "image": "registry.k8s.io/pause:3.10", "resources": {"limits": {resource: "1"}}}
+                    ],
+                },
+            },
+        )
     for n in nodes:
-        p = wait_for(f"pod on {n} allocated through DRA", lambda n=n: (lambda p: p if p["status"].get(
-            "extendedResourceClaimStatus") and p["spec"].get("nodeName") == n else None)(
-            kube.get(path_of("v1", "pods", f"after-{n}", workloads))), timeout=60)  # fmt: skip
-        assert p["spec"]["nodeName"] == n
+        pod = wait_for(f"pod on {n} allocated through DRA", lambda n=n: dra_pod(kube, workloads, f"after-{n}"), 60)
+        assert pod["spec"]["nodeName"] == n
     status = cli(control_plane, "status", str(plan), "-o", "json")
-    assert status.returncode == 0 and '"remaining": 0' in status.stdout.replace(" ", "").replace(
-        '"remaining":0', '"remaining": 0'
-    )
+    assert status.returncode == 0 and json.loads(status.stdout)["remaining"] == 0
     rollback_all(control_plane, plan)
     assert DeepDiff(before, node_states(kube, nodes)) == {}
 
@@ -226,8 +284,13 @@ def test_d_a_budget_that_forbids_eviction_stops_and_rolls_back_the_wave(
 ) -> None:
     nodes = fleet.node_names
     before = node_states(kube, nodes)
-    kube.create(path_of("policy/v1", "poddisruptionbudgets", namespace=workloads), {
-        "metadata": {"name": "hold-h100"}, "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "h100"}}}})  # fmt: skip
+    kube.create(
+        path_of("policy/v1", "poddisruptionbudgets", namespace=workloads),
+        {
+            "metadata": {"name": "hold-h100"},
+            "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "h100"}}},
+        },
+    )
     plan = make_plan(control_plane, tmp_path)
     r = apply(control_plane, plan, "--drain-timeout", "5s")
     assert r.returncode == 1
@@ -257,7 +320,7 @@ def test_f_two_applies_at_once_exactly_one_holds_the_lock(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-        )  # fmt: skip
+        )
         for _ in range(2)
     ]
     results = [(p.wait(timeout=600), p.stderr.read() if p.stderr else "") for p in procs]
@@ -267,3 +330,20 @@ def test_f_two_applies_at_once_exactly_one_holds_the_lock(
     assert "lock" in refused and "held" in refused
     rollback_all(control_plane, plan)
     assert DeepDiff(before, node_states(kube, nodes)) == {}
+
+
+def test_dry_run_changes_nothing_and_says_what_would(
+    control_plane: controlplane.ControlPlane, kube: Kube, fleet: SimulatedFleet, workloads: str, tmp_path: Path
+) -> None:
+    nodes = fleet.node_names
+    before = node_states(kube, nodes)
+    plan = make_plan(control_plane, tmp_path)
+    r = apply(control_plane, plan, "--dry-run")
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["dryRun"] is True
+    targets = {c["target"] for c in report["changes"]}
+    assert {f"Node {n}" for n in nodes} <= targets
+    assert any(c["after"].get("labels", {}).get(DP) == "false" for c in report["changes"])
+    assert DeepDiff(before, node_states(kube, nodes)) == {}
+    assert not journal_path(plan).exists(), "a dry run writes no journal"
