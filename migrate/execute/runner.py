@@ -262,7 +262,7 @@ class Runner:
         result = "dry-run" if dry_run else "ok"
         self._record("end", phase="apply", stepId=ps.id, result=result,
                      before=change.before if change else None, after=change.after if change else None)  # fmt: skip
-        self.log(f"{'would ' if dry_run else ''}{ps.id}: ok ({time.monotonic() - started:.1f}s)")
+        self.log(f"{'would ' if dry_run else ''}{ps.id}: ok ({time.monotonic() - started:.3f}s)")
         return change
 
     def _dispatch(self, ps: PlannedStep, dry_run: bool) -> Change | None:
