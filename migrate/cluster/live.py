@@ -10,6 +10,7 @@ Responses are parsed with orjson straight from the wire, never through the clien
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -28,6 +29,8 @@ PAGE_SIZE = 500  # kubectl's default --chunk-size
 CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 60.0
 USER_AGENT = f"dra-migrate/{__version__}"
+_ATTEMPTS = 5
+_TRANSIENT = (429, 500, 502, 503, 504)
 _AGGREGATED_DISCOVERY = (
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
     "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
@@ -50,9 +53,10 @@ class LiveCluster:
         self.server = str(self.api.configuration.host)
 
     def get(self, path: str, query: list[tuple[str, Any]] | None = None, accept: str = "application/json") -> Any:
-        from urllib3.exceptions import HTTPError
+        """One GET, retried on what is transient: 429 and 5xx (honouring Retry-After) and broken
+        connections, with backoff, a few times; a refused connection fails at once (nothing listens)."""
+        from urllib3.exceptions import HTTPError, NewConnectionError
 
-        self.requests += 1
         method, url, headers, _, _ = self.api.param_serialize(
             "GET",
             path,
@@ -60,19 +64,30 @@ class LiveCluster:
             header_params={"Accept": accept},
             auth_settings=["BearerToken"],
         )
-        try:
-            resp = self.api.call_api(
-                method, url, header_params=headers, _request_timeout=(CONNECT_TIMEOUT, READ_TIMEOUT)
-            )
-            body = resp.read()
-        except (HTTPError, OSError) as e:
-            raise ClusterError(
-                f"cannot reach the API server at {self.server}: {_reason(e)}",
-                "check --kubeconfig/--context and that the cluster is reachable",
-            ) from e
-        if resp.status >= 400:
-            raise _api_error(resp.status, body, path)
-        return orjson.loads(body)
+        delay = 0.2
+        for attempt in range(1, _ATTEMPTS + 1):
+            self.requests += 1
+            try:
+                resp = self.api.call_api(
+                    method, url, header_params=headers, _request_timeout=(CONNECT_TIMEOUT, READ_TIMEOUT)
+                )
+                body = resp.read()
+            except (HTTPError, OSError) as e:
+                refused = isinstance(e, NewConnectionError) or "refused" in str(e).lower()
+                if attempt == _ATTEMPTS or refused:
+                    raise ClusterError(
+                        f"cannot reach the API server at {self.server}: {_reason(e)}",
+                        "check --kubeconfig/--context and that the cluster is reachable",
+                    ) from e
+            else:
+                if resp.status < 400:
+                    return orjson.loads(body)
+                if resp.status not in _TRANSIENT or attempt == _ATTEMPTS:
+                    raise _api_error(resp.status, body, path)
+                delay = max(delay, _retry_after(resp))
+            time.sleep(min(delay, 5.0))
+            delay *= 2
+        raise AssertionError("unreachable")
 
     def version(self) -> str | None:
         v = self.get("/version")
@@ -181,8 +196,6 @@ def _api_client(opts: LiveOptions) -> Any:
     except OSError as e:
         raise ClusterError(f"cannot read kubeconfig {path}: {e.strerror}", "check --kubeconfig") from e
     api.user_agent = USER_AGENT
-    # Fail fast on an unreachable server: one retry, not urllib3's default three with backoff.
-    api.configuration.retries = 1
     return api
 
 
@@ -208,6 +221,13 @@ def _first_current_context(paths: str) -> str | None:
         if current:
             return str(current)
     return None
+
+
+def _retry_after(resp: Any) -> float:
+    try:
+        return float(resp.getheader("Retry-After") or 0)
+    except (TypeError, ValueError, AttributeError):
+        return 0.0
 
 
 def _any_exists(paths: str) -> bool:

@@ -347,3 +347,34 @@ def test_dry_run_changes_nothing_and_says_what_would(
     assert any(c["after"].get("labels", {}).get(DP) == "false" for c in report["changes"])
     assert DeepDiff(before, node_states(kube, nodes)) == {}
     assert not journal_path(plan).exists(), "a dry run writes no journal"
+
+
+def test_e_api_faults_the_migration_still_converges(
+    control_plane: controlplane.ControlPlane, kube: Kube, fleet: SimulatedFleet, workloads: str, tmp_path: Path
+) -> None:
+    from faultproxy import FaultProxy
+
+    nodes = fleet.node_names
+    before = node_states(kube, nodes)
+    plan = make_plan(control_plane, tmp_path)
+    with FaultProxy(control_plane, rate=0.1, seed=7, faults=("500", "429", "drop")) as proxy:
+        kc = proxy.kubeconfig(tmp_path / "faulty.kubeconfig")
+        attempts = []
+        for _ in range(5):  # a fault that outlasts the retries stops the run; apply resumes from the journal
+            r = cli(control_plane, "apply", str(plan), "--kubeconfig", str(kc), "--yes", "--no-auto-rollback")
+            attempts.append(r.returncode)
+            if r.returncode == 0:
+                break
+        injected = dict(proxy.counts)
+    assert attempts[-1] == 0, (attempts, r.stderr)
+    assert sum(v for k, v in injected.items() if k != "forwarded") > 0, injected
+    after = node_states(kube, nodes)
+    assert all(s == {"unschedulable": False, "dp": "false", "dra": "true"} for s in after.values()), after
+    # The journal is consistent: every step started has ended (or was started again and ended).
+    records = read_journal(journal_path(plan))
+    from migrate.execute.progress import progress_of
+
+    progress = progress_of(plan_io.load(plan), records)
+    assert progress.to_dict()["remaining"] == 0 and progress.progress.current is None
+    rollback_all(control_plane, plan)
+    assert DeepDiff(before, node_states(kube, nodes)) == {}

@@ -230,9 +230,8 @@ def test_faults_and_lost_answers_never_confuse_the_lock(
     faults = (*FAULTS, LOST_RESPONSE)
     with FaultProxy(control_plane, rate=0.3, seed=seed, faults=faults) as proxy:
         conf = client.Configuration()
-        config.load_kube_config(
-            config_file=str(proxy.kubeconfig(tmp_path / "proxy.kubeconfig")), client_configuration=conf
-        )
+        kc = str(proxy.kubeconfig(tmp_path / "proxy.kubeconfig"))
+        config.load_kube_config(config_file=kc, client_configuration=conf)  # type: ignore[no-untyped-call]
         conf.retries = False  # only the lock's own retries
         api = client.ApiClient(conf)
         lock = new_lock(api, lease_name, duration_s=6, renew_every_s=0.3)
