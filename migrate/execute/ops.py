@@ -186,6 +186,8 @@ class LiveOps:
                 current = self.kube.get_or_none(path_of("v1", "pods", name, ns))
                 if current is None or _uid(current) != _uid(pod) or _meta(current).get("deletionTimestamp"):
                     return None
+                if dry_run:
+                    return None  # it goes with its namespace: nothing blocks a real drain here
                 return f"namespace {ns} is being deleted"
             # More than one budget selecting the pod makes the API server refuse every eviction with
             # a 500 (policy/v1 Eviction docs): no retry helps, the budgets must be fixed.

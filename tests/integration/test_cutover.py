@@ -116,6 +116,12 @@ def fleet(control_plane: controlplane.ControlPlane, kube: Kube) -> Iterator[Simu
         yield f
     for name in f.node_names:
         kube.delete(path_of("v1", "nodes", name))
+    # A safety net for the modules after this one: no DeviceClass of ours may outlive it.
+    classes, _ = kube.list_all(
+        "/apis/resource.k8s.io/v1/deviceclasses", [("labelSelector", "app.kubernetes.io/managed-by=dra-migrate")]
+    )
+    for c in classes:
+        kube.delete(f"/apis/resource.k8s.io/v1/deviceclasses/{c['metadata']['name']}")
 
 
 @pytest.fixture
@@ -149,6 +155,13 @@ def workloads(kube: Kube, namespace: str, fleet: SimulatedFleet) -> Iterator[str
         )
     wait_for("workload pods running", lambda: len(running(kube, namespace)) == 3, timeout=60)
     yield namespace
+    # Gone before the next test drains these nodes (a terminating namespace's pods refuse eviction).
+    for kind in POOLS.values():
+        kube.delete(path_of("apps/v1", "deployments", f"w-{kind}", namespace))
+    pods = path_of("v1", "pods", namespace=namespace)
+    for p in kube.list_all(pods)[0]:
+        kube.delete(f"{pods}/{p['metadata']['name']}", {"gracePeriodSeconds": 0})
+    wait_for("workload pods gone", lambda: not kube.list_all(pods)[0], timeout=60)
 
 
 def dra_pod(kube: Kube, ns: str, name: str) -> dict[str, Any] | None:
@@ -296,6 +309,8 @@ def test_d_a_budget_that_forbids_eviction_stops_and_rolls_back_the_wave(
     assert r.returncode == 1
     assert "hold-h100" in r.stderr and "rolled back" in r.stderr
     assert DeepDiff(before, node_states(kube, nodes)) == {}, "nothing stays cordoned or relabelled"
+    # The wave was undone; the stage `prepare` before it (DeviceClasses) stays until a full rollback.
+    rollback_all(control_plane, plan)
 
 
 def test_f_two_applies_at_once_exactly_one_holds_the_lock(

@@ -1,0 +1,99 @@
+"""`dra-migrate convert`: rewrite manifests' device-plugin GPU requests as DRA ResourceClaimTemplates."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import click
+
+from migrate.cli import exitcodes
+from migrate.cluster.templates import TemplateTable
+from migrate.convert.files import FileResult, convert_file, find_files, write_atomic
+from migrate.convert.rewrite import MAX_SUBREQUESTS, ConvertOptions
+from migrate.dra.cel import SelectorError, UnsupportedSelectorError, compile_selector
+from migrate.errors import InputError
+from migrate.render import emit
+
+log = logging.getLogger("migrate")
+
+
+def _classes(value: str | None) -> tuple[str, ...]:
+    return tuple(c.strip() for c in (value or "").split(",") if c.strip())
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--in-place", is_flag=True, help="Rewrite the files themselves (atomically).")
+@click.option(
+    "-o", "--output-dir", "output_dir", type=click.Path(path_type=Path), help="Write converted copies under DIR."
+)
+@click.option("--device-class", help="DeviceClass for every request (default: gpu.nvidia.com; MIG: mig.nvidia.com).")
+@click.option("--fallback", help="CLASS[,CLASS...]: firstAvailable alternatives tried after the first class.")
+@click.option("--selector", help="A CEL selector added to every request (checked to compile).")
+@click.option("--share-across-pod", is_flag=True, help="GPU containers of one pod share one claim (same devices).")
+@click.option("--shared-claim", is_flag=True, help="One ResourceClaim shared by every pod of a workload.")
+@click.option("--skip-unconvertible", is_flag=True, help="Leave unconvertible manifests unchanged and exit 0.")
+@click.option("--templates", type=click.Path(path_type=Path), help="Extra pod-template paths for your CRDs.")
+def convert(
+    paths: tuple[Path, ...],
+    in_place: bool,
+    output_dir: Path | None,
+    device_class: str | None,
+    fallback: str | None,
+    selector: str | None,
+    share_across_pod: bool,
+    shared_claim: bool,
+    skip_unconvertible: bool,
+    templates: Path | None,
+) -> None:
+    """Rewrite nvidia.com/gpu and nvidia.com/mig-* requests in FILE|DIR as ResourceClaimTemplates.
+
+    Prints a unified diff unless --in-place or -o DIR is given. Nothing is written when any manifest
+    cannot be converted (unless --skip-unconvertible).
+    """
+    if in_place and output_dir:
+        raise InputError("--in-place and -o/--output-dir exclude each other", "choose one")
+    opts = ConvertOptions(device_class, _classes(fallback), selector, share_across_pod, shared_claim)
+    if len(opts.fallback) + 1 > MAX_SUBREQUESTS:
+        raise InputError(
+            f"--fallback gives {len(opts.fallback)} classes", f"firstAvailable takes at most {MAX_SUBREQUESTS}"
+        )
+    if selector is not None:
+        try:
+            compile_selector(selector)
+        except UnsupportedSelectorError as e:
+            log.warning("--selector: not checked offline: %s", e)
+        except SelectorError as e:
+            raise InputError(f"--selector does not compile: {e}", "fix the CEL expression") from e
+    table = TemplateTable.builtin()
+    if templates:
+        table = table.extended(templates)
+
+    results: list[FileResult] = [convert_file(f, rel, table, opts) for f, rel in find_files(paths)]
+    problems = [p for r in results for p in r.problems]
+    for r in results:
+        for w in r.warnings:
+            click.echo(f"warning: {w}", err=True)
+    for p in problems:
+        click.echo(f"{'skipped' if skip_unconvertible else 'error'}: {p}", err=True)
+    if problems and not skip_unconvertible:
+        click.echo(
+            f"error: {len(problems)} unconvertible request(s); nothing written "
+            "(fix them, or pass --skip-unconvertible to convert the rest)",
+            err=True,
+        )
+        raise SystemExit(exitcodes.FAILED)
+
+    for r in results:
+        for s in r.summary:
+            log.info("%s", s)
+        if in_place:
+            if r.changed:
+                write_atomic(r.path, r.converted)
+        elif output_dir:
+            write_atomic(output_dir / r.relative, r.converted)
+        else:
+            emit(r.diff())
+    changed = sum(r.changed for r in results)
+    click.echo(f"converted {changed} of {len(results)} file(s)", err=True)

@@ -1,0 +1,1 @@
+"""Manifest conversion: device-plugin GPU requests to ResourceClaimTemplates (`dra-migrate convert`)."""

@@ -1,0 +1,414 @@
+"""The report's reading order as neutral blocks, which the Markdown and HTML renderings both draw.
+
+One layout for both formats, so they cannot disagree about what a report says; it takes the
+`Report.to_dict()` shape, so the JSON cannot either. Sections whose source was not given say what
+would fill them instead of disappearing: a reviewer sees what the report does not cover.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from migrate.render import to_yaml
+
+# Section ids: stable anchors in the HTML, and what the browser test looks for.
+SECTIONS = (
+    ("cluster", "Cluster"),
+    ("identity", "Identity"),
+    ("plan", "Plan"),
+    ("inventory", "Inventory"),
+    ("findings", "Findings"),
+    ("deviceclasses", "DeviceClasses to create"),
+    ("capacity", "Capacity before and after"),
+    ("stages", "Stages and waves"),
+    ("diff", "Changes against an older plan"),
+    ("timeline", "Execution timeline"),
+    ("verification", "Final verification"),
+)
+TITLES = dict(SECTIONS)
+NEEDS_CLUSTER = "Not available: this section needs `--snapshot FILE` or a live cluster (`--kubeconfig`/`--context`)."
+
+
+@dataclass
+class Table:
+    headers: list[str]
+    rows: list[list[str]]
+    empty: str = "(none)"
+    css: str = ""  # a class for the HTML rendering ("rollback" sets those rows apart)
+
+
+@dataclass
+class Section:
+    id: str
+    title: str
+    level: int = 2
+    blocks: list[Any] = field(default_factory=list)  # str (a paragraph), Table, Code, Chart, Section
+
+    def p(self, text: str) -> None:
+        self.blocks.append(text)
+
+    def table(self, headers: list[str], rows: list[list[Any]], empty: str = "(none)", css: str = "") -> None:
+        self.blocks.append(Table(headers, [[_cell(c) for c in r] for r in rows], empty, css))
+
+    def sub(self, id_: str, title: str) -> Section:
+        s = Section(id_, title, self.level + 1)
+        self.blocks.append(s)
+        return s
+
+
+@dataclass
+class Code:
+    text: str
+    lang: str = ""
+
+
+@dataclass
+class Chart:
+    """Capacity before and after per pool and resource (the HTML draws it; Markdown has the table)."""
+
+    rows: list[dict[str, Any]]
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+def counts(m: dict[str, int] | None) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted((m or {}).items())) or "-"
+
+
+def short(digest: Any) -> str:
+    return str(digest or "").removeprefix("sha256:")[:12] or "-"
+
+
+def layout(r: dict[str, Any]) -> tuple[str, list[str], list[Section]]:
+    """(title, lead lines, sections) of a report."""
+    title = f"Migration report: {r['cluster']['name']}"
+    plan, cluster = r["plan"], r["cluster"]
+    lead = [
+        f"dra-migrate {r['tool']['version']} · report format {r['formatVersion']} · plan {plan['path']} "
+        f"(digest {short(plan['digest'])}{', edited and rebased' if plan['edited'] else ''}) · "
+        f"Kubernetes {cluster['kubernetesVersion'] or 'version unknown'}",
+        ("Applicable: no blockers." if plan["applicable"] else "NOT applicable: the plan has blockers (see Findings).")
+        + f" Verdict: {(r['verification'] or {}).get('verdict', 'not-run (no journal)')}.",
+    ]
+    sections = [
+        _cluster(r),
+        _identity(r),
+        _plan(r),
+        _inventory(r),
+        _findings(r),
+        _device_classes(r),
+        _capacity(r),
+        _stages(r),
+        _diff(r),
+        _timeline(r),
+        _verification(r),
+    ]
+    return title, lead, sections
+
+
+def _section(id_: str) -> Section:
+    return Section(id_, TITLES[id_])
+
+
+def _cluster(r: dict[str, Any]) -> Section:
+    c = r["cluster"]
+    s = _section("cluster")
+    src = c["source"]
+    read = {
+        "plan": "the plan only (no cluster read for this report)",
+        "snapshot": f"snapshot {src['location']}" + (f", taken {src['takenAt']}" if src.get("takenAt") else ""),
+        "live": f"live cluster {src['location']}",
+    }.get(src["kind"], src["kind"])
+    s.table(
+        ["", ""],
+        [
+            ["cluster", c["name"]],
+            ["server version", c["kubernetesVersion"] or "unknown"],
+            ["fingerprint", c["fingerprintDigest"]],
+            ["objects fingerprinted", len(c["objects"])],
+            ["inventory read from", read],
+        ],
+    )
+    fp = s.sub("fingerprint", "Fingerprint")
+    fp.p("What the plan depends on; apply refuses the plan when any of these was replaced or changed.")
+    fp.table(
+        ["kind", "object", "uid", "content hash"],
+        [
+            [o["kind"], f"{o['namespace']}/{o['name']}" if o["namespace"] else o["name"], o["uid"], o["content"]]
+            for o in c["objects"]
+        ],
+    )
+    return s
+
+
+def _identity(r: dict[str, Any]) -> Section:
+    s = _section("identity")
+    who = r["identity"]
+    if who is None:
+        s.p(
+            "Not recorded: the identity is asked of the API server (a SelfSubjectReview) only when the report "
+            "reads a live cluster (`--kubeconfig`/`--context`). The journal's actors are in the timeline."
+        )
+    else:
+        s.table(["", ""], [["user", who["username"]], ["groups", ", ".join(who["groups"]) or "-"], ["via", who["via"]]])
+    return s
+
+
+def _plan(r: dict[str, Any]) -> Section:
+    p = r["plan"]
+    s = _section("plan")
+    s.table(
+        ["", ""],
+        [
+            ["file", p["path"]],
+            ["digest", p["digest"]],
+            ["edited", "yes, rebased after a hand edit" if p["edited"] else "no"],
+            *[["earlier digest", d] for d in p["previousDigests"]],
+            ["applicable", p["applicable"]],
+        ],
+    )
+    params = s.sub("parameters", "Parameters")
+    params.table(["parameter", "value"], [[k, _value(v)] for k, v in p["parameters"].items()])
+    return s
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, list):
+        return ", ".join(str(x) for x in v) or "-"
+    return _cell(v)
+
+
+def _inventory(r: dict[str, Any]) -> Section:
+    s = _section("inventory")
+    inv = r["inventory"]
+    if inv is None:
+        s.p(NEEDS_CLUSTER)
+        return s
+    cons = inv["consumers"]
+    gpus: dict[str, int] = {}
+    for c in cons:
+        for k, v in c["totals"].items():
+            gpus[k] = gpus.get(k, 0) + v
+    s.p(f"{len(cons)} GPU consumer(s) in {len(inv['pools'])} pool(s); GPUs requested over all replicas: {counts(gpus)}.")
+    cs = s.sub("consumers", f"Consumers ({len(cons)})")
+    cs.table(
+        ["kind", "namespace", "name", "pools", "GPU totals", "live pods", "counted from"],
+        [
+            [c["kind"], c["namespace"] or "-", c["name"], ", ".join(c["pools"]) or "-", counts(c["totals"]), c["pods"],
+             c["source"]]  # fmt: skip
+            for c in cons
+        ],
+        empty="No GPU consumers.",
+    )
+    ps = s.sub("pools", "Pools")
+    ps.table(
+        ["pool", "nodes", "allocatable (device plugin)", "requested"],
+        [[p["name"], p["nodes"], counts(p["allocatable"]), counts(p["requested"])] for p in inv["pools"]],
+    )
+    return s
+
+
+def _findings(r: dict[str, Any]) -> Section:
+    fs = r["findings"]
+    s = _section("findings")
+    by = {sev: sum(1 for f in fs if f["severity"] == sev) for sev in ("blocker", "warning", "info")}
+    s.p(f"At planning time: {by['blocker']} blocker(s), {by['warning']} warning(s), {by['info']} info.")
+    s.table(
+        ["severity", "id", "finding", "objects", "remediation"],
+        [[f["severity"], f["id"], f["message"], ", ".join(f["objects"] or []) or "-", f["remediation"]] for f in fs],
+        empty="No findings.",
+    )
+    return s
+
+
+def _device_classes(r: dict[str, Any]) -> Section:
+    s = _section("deviceclasses")
+    dcs = r["deviceClasses"]
+    if not dcs:
+        s.p("None: every GPU resource in use is already mapped, or none is in use.")
+    for dc in dcs:
+        s.p(f"{dc['name']} (serves {dc['resource'] or 'no extended resource'}):")
+        s.blocks.append(Code(to_yaml(dc["manifest"]), "yaml"))
+    return s
+
+
+def _capacity(r: dict[str, Any]) -> Section:
+    s = _section("capacity")
+    cap = r["capacity"]
+    if cap is None:
+        s.p(NEEDS_CLUSTER)
+        return s
+    s.p(
+        "before: what the device plugin advertises today (shared replicas counted); after: the DRA devices the "
+        "mapping DeviceClass matches on the pool's nodes; demand: today's requests."
+    )
+    s.blocks.append(Chart(cap))
+    s.table(
+        ["pool", "resource", "before (device plugin)", "after (DRA devices)", "demand", "fits", "device class"],
+        [
+            [
+                c["pool"],
+                c["resource"],
+                str(c["before"]) + (f" ({c['sharingReplicas']}x shared)" if c["sharingReplicas"] > 1 else ""),
+                "-" if c["after"] is None else f"{c['after']} ({c['afterSource']})",
+                c["demand"],
+                "yes" if c["fits"] else "NO",
+                c["deviceClass"] or "(none maps it)",
+            ]
+            for c in cap
+        ],
+    )
+    return s
+
+
+def _stages(r: dict[str, Any]) -> Section:
+    s = _section("stages")
+    sm = r["summary"]
+    s.p(
+        f"{len(sm.get('pools') or [])} pool(s), {sm.get('nodes')} node(s), {sm.get('waves')} wave(s), "
+        f"{sm.get('evictedPods')} pod(s) evicted, estimated {sm.get('estimatedDuration')} (soaks included); "
+        f"at most {r['plan']['parameters'].get('maxUnavailable')} of a pool unavailable at once."
+    )
+    d = s.sub("disruption", "Disruption per wave")
+    d.table(
+        ["stage", "wave", "nodes unavailable", "pods evicted", "soak after", "nodes"],
+        [
+            [st["name"], w["name"], len(w["nodes"]), w["evictedPods"], w["soakAfter"], ", ".join(w["nodes"])]
+            for st in r["stages"]
+            for w in st["waves"]
+        ],
+        empty="Nothing to migrate.",
+    )
+    for st in r["stages"]:
+        sub = s.sub(f"stage-{st['name']}", f"Stage {st['name']}")
+        if st["pool"]:
+            sub.p(f"pool {st['pool']} · resources {', '.join(st['resources'])} · every node, in order:")
+        sub.table(
+            ["step", "action", "target", "timeout", "undo"],
+            [[x["id"], x["action"], x["target"], x["timeout"], x["undo"] or "-"] for x in st["steps"]],
+        )
+    return s
+
+
+def _diff(r: dict[str, Any]) -> Section:
+    s = _section("diff")
+    d = r["diff"]
+    if d is None:
+        s.p("Not requested: `--against OLDER_PLAN` compares this plan with an earlier one.")
+        return s
+    s.p(f"Against {d['a']['cluster']} (digest {short(d['a']['digest'])}); this plan is digest {short(d['b']['digest'])}.")
+    if d["identical"]:
+        s.p("No differences: the plans are the same (ordering and digests aside).")
+        return s
+    sm = d["summary"]
+    rows: list[list[Any]] = []
+    rows += [["stage", n, "added"] for n in sm["stages"]["added"]]
+    rows += [["stage", n, "removed"] for n in sm["stages"]["removed"]]
+    rows += [["stage", m["stage"], f"moved #{m['from']} -> #{m['to']}"] for m in sm["stages"]["moved"]]
+    rows += [["wave", f"{w['stage']}/{w['wave']}", "added"] for w in sm["waves"]["added"]]
+    rows += [["wave", f"{w['stage']}/{w['wave']}", "removed"] for w in sm["waves"]["removed"]]
+    rows += [["node", n["node"], f"added in {n['stage']}/{n['wave']}"] for n in sm["nodes"]["added"]]
+    rows += [["node", n["node"], f"removed from {n['stage']}/{n['wave']}"] for n in sm["nodes"]["removed"]]
+    rows += [["node", n["node"], f"moved {n['from']} -> {n['to']}"] for n in sm["nodes"]["moved"]]
+    rows += [["parameter", p["name"], f"{_value(p['old'])} -> {_value(p['new'])}"] for p in sm["parameters"]]
+    rows += [["finding", f["id"], f"added ({f['severity']})"] for f in sm["findings"]["added"]]
+    rows += [["finding", f["id"], f"removed ({f['severity']})"] for f in sm["findings"]["removed"]]
+    if sm["applicable"]:
+        rows.append(["applicable", "-", f"{_cell(sm['applicable']['old'])} -> {_cell(sm['applicable']['new'])}"])
+    rows += [["DeviceClass", n, ch] for ch in ("added", "removed", "changed") for n in sm["deviceClasses"][ch]]
+    s.table(["what", "name", "change"], rows, empty="Only details changed (below).")
+    det = s.sub("diff-details", f"Details ({len(d['details'])})")
+    det.table(
+        ["path", "change", "older", "this plan"],
+        [
+            [x["path"], x["change"], "-" if x["change"] == "added" else _short_value(x["old"]),
+             "-" if x["change"] == "removed" else _short_value(x["new"])]  # fmt: skip
+            for x in d["details"]
+        ],
+    )
+    return s
+
+
+def _short_value(v: Any, limit: int = 60) -> str:
+    import orjson
+
+    text = v if isinstance(v, str) else orjson.dumps(v, option=orjson.OPT_SORT_KEYS).decode()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _timeline(r: dict[str, Any]) -> Section:
+    s = _section("timeline")
+    t = r["timeline"]
+    if t is None:
+        s.p("Not run yet: no journal (`--journal FILE`, default `<plan>.journal.jsonl` beside the plan).")
+        return s
+    s.p(f"From {t['journal']}: {len(t['runs'])} run(s), {len(t['apply'])} step(s) applied, "
+        f"{len(t['rollback'])} undone by rollbacks.")  # fmt: skip
+    runs = s.sub("runs", "Runs")
+    runs.table(
+        ["#", "phase", "started", "ended", "actor", "result", "error"],
+        [
+            [i, x["phase"] + (" (dry run)" if x["dryRun"] else ""), x["started"], x["ended"], x["actor"],
+             x["result"] or "never ended", x["error"]]  # fmt: skip
+            for i, x in enumerate(t["runs"], 1)
+        ],
+    )
+    headers = ["step", "action", "target", "started", "ended", "actor", "result", "error"]
+
+    def rows(entries: list[dict[str, Any]]) -> list[list[Any]]:
+        return [
+            [e["stepId"], e["action"], e["target"], e["started"], e["ended"], e["actor"],
+             e["result"] or "never ended", e["error"]]  # fmt: skip
+            for e in entries
+        ]
+
+    ap = s.sub("apply-steps", "Applied steps")
+    ap.table(headers, rows(t["apply"]), empty="No step applied.")
+    if t["gates"]:
+        g = s.sub("gates", "Health gates")
+        g.table(
+            ["time", "stage", "wave", "result", "pending GPU pods"],
+            [[x["time"], x["stage"], x["wave"], x["result"], ", ".join(x["pending"]) or "-"] for x in t["gates"]],
+        )
+    rb = s.sub("rollbacks", f"Rollbacks ({len(t['rollback'])} step(s) undone)")
+    if t["rollback"]:
+        rb.p("Steps undone, newest first as they ran; each restored the original value the plan recorded.")
+    rb.table(headers, rows(t["rollback"]), empty="No rollback.", css="rollback")
+    return s
+
+
+def _verification(r: dict[str, Any]) -> Section:
+    s = _section("verification")
+    v = r["verification"]
+    if v is None:
+        s.p("Not run yet: no journal, so nothing was applied or verified.")
+        return s
+    last = v["lastRun"]
+    meaning = {
+        "verified": "every planned node's DRA readiness and canary ended ok, and the last run succeeded",
+        "incomplete": "some planned nodes are not migrated yet",
+        "failed": "the last run or a node's readiness or canary failed",
+        "rolled-back": "the last run was a rollback",
+        "not-run": "the journal records no run",
+    }
+    s.p(f"Verdict: {v['verdict']} ({meaning.get(v['verdict'], '')}).")
+    if last:
+        s.p(
+            f"Last run: {last['phase']}{' (dry run)' if last['dryRun'] else ''}, started {last['started'] or '?'}, "
+            f"ended {last['ended'] or 'never'}, result {last['result'] or 'none (interrupted)'}"
+            + (f": {last['error']}" if last["error"] else "")
+            + "."
+        )
+    s.table(
+        ["stage", "wave", "node", "wait-dra-ready", "canary"],
+        [[n["stage"], n["wave"], n["node"], n["waitDraReady"], n["canary"]] for n in v["nodes"]],
+        empty="No nodes to migrate.",
+    )
+    return s

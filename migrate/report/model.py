@@ -1,0 +1,497 @@
+"""The audit report of one plan: what a change review needs, as plain data (`Report.to_dict()`).
+
+Built from what the other layers produced — the plan (fingerprint, findings, DeviceClasses, stages and
+waves), and when given: the cluster as read (`Readiness`: every consumer, capacity before and after), the
+identity that read it, an older plan (the semantic diff) and the apply journal (timeline, verification).
+A section whose source was not given is None; the renderings say what would fill it.
+
+Nothing secret is copied in: consumers by kind, name, pools and GPU totals only (never pod specs, so no
+container env values or args), the plan's DeviceClass manifests (which hold selectors, nothing else), and
+journal records without their `before`/`after` object states; error messages pass through `scrub`, which
+drops bearer tokens and JWTs should an API error ever quote one.
+
+JSON (`--format json`), `formatVersion` 1; new keys may appear, an incompatible change bumps it:
+
+    formatVersion, tool {name, version},
+    cluster {name, kubernetesVersion, fingerprintDigest, objects [{kind, namespace, name, uid, content}],
+             source {kind: plan|snapshot|live, location, takenAt}},
+    identity {username, groups, via} | null (not recorded: only a live run asks the API server),
+    plan {path, digest, edited, previousDigests, applicable, parameters},
+    inventory {consumers [{kind, apiVersion, namespace, name, pools, totals, pods, source}],
+               pools [{name, nodes, allocatable, requested}]} | null (needs --snapshot or a live cluster),
+    findings [{id, severity, message, objects, remediation}],
+    deviceClasses [{name, resource, manifest}],
+    capacity [{pool, resource, before, after, demand, fits, deviceClass, sharingReplicas, afterSource}] | null,
+    summary {pools, nodes, waves, evictedPods, estimatedDuration},
+    stages [{name, pool, resources, steps [{id, action, target, timeout, undo}],
+             waves [{name, nodes, evictedPods, soakAfter}]}],
+    diff (the `dra-migrate diff -o json` object) | null,
+    timeline {journal, runs [{phase, started, ended, actor, result, error, dryRun}],
+              apply [entry], rollback [entry], gates [{time, stage, wave, result, pending}]} | null,
+        entry: {stepId, action, target, stage, wave, started, ended, actor, result, error}
+    verification {lastRun (a run) | null, verdict: verified|incomplete|failed|rolled-back|not-run,
+                  nodes [{node, stage, wave, waitDraReady, canary}]} | null
+        node step states: ok | failed | interrupted | rolled-back | not-run
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Any
+
+from migrate.checks.run import Readiness
+from migrate.execute.journal import DONE, FAILED, ROLLED_BACK, STARTED, Progress, Record
+
+FORMAT_VERSION = 1
+
+# Bearer tokens and JWTs (service-account tokens are JWTs): never copied from an error message.
+_SECRETS = (
+    re.compile(r"(?i)(bearer\s+)\S+"),
+    re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"),
+    re.compile(r"(?i)((?:token|password|secret)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]+"),
+)
+
+
+def scrub(text: str | None) -> str | None:
+    if text is None:
+        return None
+    for pattern in _SECRETS:
+        text = pattern.sub(lambda m: (m.group(1) if m.groups() else "") + "<redacted>", text)
+    return text
+
+
+@dataclass(frozen=True)
+class Source:
+    kind: str  # "plan" (offline, the plan alone), "snapshot" or "live"
+    location: str | None = None
+    taken_at: str | None = None
+
+
+@dataclass(frozen=True)
+class FingerprintObject:
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+    content: str
+
+
+@dataclass(frozen=True)
+class Cluster:
+    name: str
+    kubernetes_version: str | None
+    fingerprint_digest: str | None
+    objects: list[FingerprintObject]
+    source: Source
+
+
+@dataclass(frozen=True)
+class Identity:
+    username: str
+    groups: list[str]
+    via: str = "SelfSubjectReview"
+
+
+@dataclass(frozen=True)
+class PlanInfo:
+    path: str
+    digest: str | None
+    edited: bool
+    previous_digests: list[str]
+    applicable: bool
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Consumer:
+    kind: str
+    api_version: str
+    namespace: str
+    name: str
+    pools: list[str]
+    totals: dict[str, int]
+    pods: int
+    source: str
+
+
+@dataclass(frozen=True)
+class PoolSummary:
+    name: str
+    nodes: int
+    allocatable: dict[str, int]
+    requested: dict[str, int]
+
+
+@dataclass(frozen=True)
+class InventorySection:
+    consumers: list[Consumer]
+    pools: list[PoolSummary]
+
+
+@dataclass(frozen=True)
+class DeviceClass:
+    name: str
+    resource: str | None
+    manifest: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Capacity:
+    pool: str
+    resource: str
+    before: int
+    after: int | None
+    demand: int
+    fits: bool
+    device_class: str | None
+    sharing_replicas: int
+    after_source: str
+
+
+@dataclass(frozen=True)
+class StepInfo:
+    id: str
+    action: str
+    target: str
+    timeout: str
+    undo: str | None
+
+
+@dataclass(frozen=True)
+class Wave:
+    name: str
+    nodes: list[str]
+    evicted_pods: int
+    soak_after: str
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    pool: str | None
+    resources: list[str]
+    steps: list[StepInfo]  # prepare: the steps; pool stage: the steps every node goes through
+    waves: list[Wave]
+
+
+@dataclass
+class Run:
+    phase: str
+    started: str | None
+    actor: str | None
+    dry_run: bool = False
+    ended: str | None = None
+    result: str | None = None  # None: the run never ended (a crash, or still running)
+    error: str | None = None
+
+
+@dataclass
+class Entry:
+    step_id: str
+    action: str | None
+    target: str | None
+    stage: str | None
+    wave: str | None
+    started: str | None
+    actor: str | None
+    ended: str | None = None
+    result: str | None = None  # None: started, never ended
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Gate:
+    time: str | None
+    stage: str | None
+    wave: str | None
+    result: str | None
+    pending: list[str]
+
+
+@dataclass(frozen=True)
+class Timeline:
+    journal: str
+    runs: list[Run]
+    apply: list[Entry]
+    rollback: list[Entry]
+    gates: list[Gate]
+
+
+@dataclass(frozen=True)
+class NodeVerification:
+    node: str
+    stage: str
+    wave: str
+    wait_dra_ready: str
+    canary: str
+
+
+@dataclass(frozen=True)
+class Verification:
+    last_run: Run | None
+    verdict: str
+    nodes: list[NodeVerification]
+
+
+@dataclass(frozen=True)
+class Report:
+    tool: dict[str, str]
+    cluster: Cluster
+    identity: Identity | None
+    plan: PlanInfo
+    inventory: InventorySection | None
+    findings: list[dict[str, Any]]
+    device_classes: list[DeviceClass]
+    capacity: list[Capacity] | None
+    summary: dict[str, Any]
+    stages: list[Stage]
+    diff: dict[str, Any] | None = None
+    timeline: Timeline | None = None
+    verification: Verification | None = None
+    format_version: int = field(default=FORMAT_VERSION)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = _plain(self)
+        return {"formatVersion": out.pop("formatVersion"), **out}
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p.capitalize() for p in rest)
+
+
+def _plain(value: Any) -> Any:
+    """Dataclasses to dicts with camelCase keys; the keys of plain dicts (resource names, the plan's
+    own sections) are data and stay as they are."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {_camel(f.name): _plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+# --- building ---------------------------------------------------------------------------------------
+
+
+def build_report(
+    plan: dict[str, Any],
+    *,
+    plan_path: str,
+    readiness: Readiness | None = None,
+    identity: Identity | None = None,
+    diff: dict[str, Any] | None = None,
+    journal: str | None = None,
+    records: list[Record] | None = None,
+    tool_version: str,
+) -> Report:
+    """The report of `plan`; `readiness` from the cluster as read now, `records` from `journal`."""
+    fp = plan.get("fingerprint") or {}
+    source = Source("plan")
+    if readiness is not None:
+        src = readiness.inventory.state.source
+        source = Source(src.kind, src.location, src.taken_at)
+    edited = plan.get("edited") or {}
+    return Report(
+        tool={"name": "dra-migrate", "version": tool_version},
+        cluster=Cluster(
+            name=str(plan.get("cluster")),
+            kubernetes_version=fp.get("kubernetesVersion"),
+            fingerprint_digest=fp.get("digest"),
+            objects=[
+                FingerprintObject(
+                    str(o.get("kind")),
+                    str(o.get("namespace") or ""),
+                    str(o.get("name")),
+                    str(o.get("uid")),
+                    str(o.get("content")),
+                )
+                for o in fp.get("objects") or []
+            ],
+            source=source,
+        ),
+        identity=identity,
+        plan=PlanInfo(
+            path=plan_path,
+            digest=plan.get("digest"),
+            edited=bool(plan.get("edited")),
+            previous_digests=[str(d) for d in edited.get("previousDigests") or []],
+            applicable=bool(plan.get("applicable")),
+            parameters=dict(plan.get("parameters") or {}),
+        ),
+        inventory=_inventory(readiness) if readiness is not None else None,
+        findings=[
+            {k: f.get(k) for k in ("id", "severity", "message", "objects", "remediation")}
+            for f in plan.get("findings") or []
+        ],
+        device_classes=_device_classes(plan),
+        capacity=_capacity(readiness) if readiness is not None else None,
+        summary=dict(plan.get("summary") or {}),
+        stages=[_stage(s) for s in plan.get("stages") or []],
+        diff=diff,
+        timeline=timeline(records, journal) if journal is not None and records is not None else None,
+        verification=verification(plan, records) if records is not None else None,
+    )
+
+
+def _inventory(r: Readiness) -> InventorySection:
+    return InventorySection(
+        consumers=[
+            Consumer(
+                c.kind,
+                c.api_version,
+                c.namespace,
+                c.name,
+                sorted(c.pools),
+                dict(sorted(c.totals.items())),
+                c.pods,
+                c.source,
+            )
+            for c in r.inventory.consumers
+        ],
+        pools=[
+            PoolSummary(p.name, len(p.nodes), dict(sorted(p.allocatable.items())), dict(sorted(p.requested.items())))
+            for p in r.inventory.pools
+        ],
+    )
+
+
+def _capacity(r: Readiness) -> list[Capacity]:
+    return [
+        Capacity(
+            c.pool,
+            c.resource,
+            c.before,
+            c.after,
+            c.demand,
+            c.fits,
+            c.device_class,
+            c.replicas,
+            c.after_source,
+        )
+        for c in r.capacity
+    ]
+
+
+def _device_classes(plan: dict[str, Any]) -> list[DeviceClass]:
+    out = []
+    for stage in plan.get("stages") or []:
+        for step in stage.get("steps") or []:
+            manifest = (step.get("params") or {}).get("manifest")
+            if step.get("action") == "create-deviceclass" and isinstance(manifest, dict):
+                meta = manifest.get("metadata") or {}
+                spec = manifest.get("spec") or {}
+                out.append(DeviceClass(str(meta.get("name")), spec.get("extendedResourceName"), manifest))
+    return out
+
+
+def _stage(s: dict[str, Any]) -> Stage:
+    steps = s.get("steps") if "steps" in s else s.get("nodeSteps")
+    return Stage(
+        name=str(s.get("name")),
+        pool=s.get("pool"),
+        resources=[str(r) for r in s.get("resources") or []],
+        steps=[
+            StepInfo(
+                str(x.get("id")),
+                str(x.get("action")),
+                str(x.get("target")),
+                str(x.get("timeout")),
+                (x.get("inverse") or {}).get("action"),
+            )
+            for x in steps or []
+        ],
+        waves=[
+            Wave(
+                str(w.get("name")),
+                [str(n.get("node")) for n in w.get("nodes") or []],
+                int(w.get("evictedPods") or 0),
+                str(w.get("soakAfter")),
+            )
+            for w in s.get("waves") or []
+        ],
+    )
+
+
+def timeline(records: list[Record], journal: str) -> Timeline:
+    """Runs, and each step's start and end paired (apply and rollback apart), in journal order."""
+    runs: list[Run] = []
+    entries: dict[str, list[Entry]] = {"apply": [], "rollback": []}
+    open_: dict[tuple[str, str], Entry] = {}
+    gates: list[Gate] = []
+    for r in records:
+        event = r.get("event")
+        phase = "rollback" if r.get("phase") == "rollback" else "apply"
+        if event == "run-start":
+            runs.append(Run(phase, r.get("time"), r.get("actor"), dry_run=bool(r.get("dryRun"))))
+        elif event == "run-end":
+            run = next((x for x in reversed(runs) if x.phase == phase and x.result is None), None)
+            if run is None:  # its run-start is missing (a journal cut short at the front): keep the end
+                run = Run(phase, None, r.get("actor"))
+                runs.append(run)
+            run.ended, run.result, run.error = r.get("time"), r.get("result"), scrub(r.get("error"))
+        elif event == "gate":
+            gates.append(
+                Gate(r.get("time"), r.get("stage"), r.get("wave"), r.get("result"), list(r.get("pending") or []))
+            )
+        elif event in ("start", "end") and r.get("stepId"):
+            step_id = str(r["stepId"])
+            entry = open_.get((phase, step_id)) if event == "end" else None
+            if entry is None:
+                entry = Entry(
+                    step_id,
+                    r.get("action"),
+                    r.get("target"),
+                    r.get("stage"),
+                    r.get("wave"),
+                    r.get("time") if event == "start" else None,
+                    r.get("actor"),
+                )
+                entries[phase].append(entry)
+                if event == "start":
+                    open_[(phase, step_id)] = entry
+            if event == "end":
+                open_.pop((phase, step_id), None)
+                entry.ended, entry.result, entry.error = r.get("time"), r.get("result"), scrub(r.get("error"))
+    return Timeline(journal, runs, entries["apply"], entries["rollback"], gates)
+
+
+_NODE_STATE = {DONE: "ok", FAILED: "failed", STARTED: "interrupted", ROLLED_BACK: "rolled-back"}
+
+
+def verification(plan: dict[str, Any], records: list[Record]) -> Verification:
+    """The last run's result, and per planned node whether its DRA readiness and canary ended ok (and
+    were not rolled back since)."""
+    progress = Progress.from_records(records)
+    last: Run | None = None
+    for r in records:
+        if r.get("event") == "run-start":
+            last = Run("rollback" if r.get("phase") == "rollback" else "apply", r.get("time"), r.get("actor"))
+            last.dry_run = bool(r.get("dryRun"))
+        elif r.get("event") == "run-end" and last is not None:
+            last.ended, last.result, last.error = r.get("time"), r.get("result"), scrub(r.get("error"))
+    nodes = []
+    for stage in plan.get("stages") or []:
+        for wave in stage.get("waves") or []:
+            for n in wave.get("nodes") or []:
+                node = str(n.get("node"))
+                states = []
+                for action in ("wait-dra-ready", "canary"):
+                    s = progress.steps.get(f"{stage['name']}/{node}/{action}")
+                    states.append(_NODE_STATE.get(s.status, s.status) if s else "not-run")
+                nodes.append(NodeVerification(node, str(stage["name"]), str(wave.get("name")), states[0], states[1]))
+    return Verification(last, _verdict(last, nodes), nodes)
+
+
+def _verdict(last: Run | None, nodes: list[NodeVerification]) -> str:
+    if last is None:
+        return "not-run"
+    if last.phase == "rollback":
+        return "rolled-back"
+    if last.result == "failed" or any("failed" in (n.wait_dra_ready, n.canary) for n in nodes):
+        return "failed"
+    if last.result == "ok" and all(n.wait_dra_ready == n.canary == "ok" for n in nodes):
+        return "verified"
+    return "incomplete"
