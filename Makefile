@@ -3,13 +3,16 @@ PY ?= python3
 DEMO ?= fixtures/clusters/demo.yaml
 export PYTHONDONTWRITEBYTECODE = 1
 
-.PHONY: install demo test test-unit test-cluster lint k8s golden bench
+.PHONY: install demo test test-unit test-cluster lint k8s browser golden bench
 
 install:
 	@$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 
+# The report pairs the example plan with the fixture it was made from (a test keeps them in step).
 demo: install
 	$(PY) -m migrate inventory --snapshot $(DEMO)
+	$(PY) -m migrate report plans/demo-example.yaml --snapshot fixtures/clusters/demo.yaml --format html \
+		--out plans/demo.report.html
 
 lint: install
 	$(PY) -m ruff check migrate tests bench tools fixtures
@@ -19,7 +22,14 @@ lint: install
 k8s:
 	tools/k8s/build
 
-test: install k8s lint
+# The HTML report is checked in headless Chromium (tests/integration/test_report_browser.py): Debian's
+# package, installed once per machine (as root, or through sudo).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+		SUDO=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
+		$$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium; }
+
+test: install k8s browser lint
 	$(PY) -m pytest tests
 
 test-unit: install
@@ -30,7 +40,8 @@ test-cluster: install k8s
 
 # Regenerate golden files on purpose, then review the diff before committing.
 golden: install
-	DRA_MIGRATE_UPDATE_GOLDEN=1 $(PY) -m pytest tests/unit/test_golden.py tests/unit/test_plan.py tests/unit/test_plan_diff.py -q
+	DRA_MIGRATE_UPDATE_GOLDEN=1 $(PY) -m pytest tests/unit/test_golden.py tests/unit/test_plan.py \
+		tests/unit/test_plan_diff.py tests/unit/test_convert.py tests/unit/test_report.py -q
 
 bench: install
 	$(PY) bench/run.py

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import io
+import itertools
 import os
 import re
 import tempfile
@@ -71,7 +72,7 @@ def find_files(paths: Iterable[Path]) -> list[tuple[Path, Path]]:
 def split_documents(text: str) -> list[tuple[str, str]]:
     """(the `---` line that opens it or "", its text) per document; joining them gives `text` back."""
     chunks: list[tuple[str, str]] = []
-    marker, body = "", []
+    marker, body = "", list[str]()
     for line in text.splitlines(keepends=True):
         if _MARKER_RE.match(line.rstrip("\r\n")):
             if marker or body:
@@ -93,7 +94,7 @@ def guess_indent(text: str) -> tuple[int, int]:
     mapping: int | None = None
     offset: int | None = None
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-    for prev, cur in zip(lines, lines[1:], strict=False):
+    for prev, cur in itertools.pairwise(lines):
         if not prev.rstrip().endswith(":"):
             continue
         stripped = prev.lstrip()

@@ -1,6 +1,6 @@
 """Rewrite one manifest's device-plugin GPU requests into DRA claims, in place on ruamel round-trip maps.
 
-What a converted pod template looks like (dra-facts.md §1.3–1.4; k8s.io/api core/v1 `PodSpec.ResourceClaims`,
+What a converted pod template looks like (dra-facts.md §1.3-1.4; k8s.io/api core/v1 `PodSpec.ResourceClaims`,
 `ResourceRequirements.Claims`, resource/v1 `ResourceClaimTemplate`):
 
   * each container that asked for `nvidia.com/gpu: N` (or `nvidia.com/mig-<profile>: N`) loses that key from
@@ -125,7 +125,7 @@ class _Plan:
     resolved: ResolvedTemplate
     role: str
     # (container, resource, pod claim name, template name)
-    containers: list[tuple[CommentedMap, str, str, str]] = field(default_factory=list)
+    containers: list[tuple[dict[str, Any], str, str, str]] = field(default_factory=list)
     claims: dict[str, tuple[str, bool]] = field(default_factory=dict)  # pod claim -> (template/claim, is_claim)
 
 
@@ -137,7 +137,7 @@ def convert_document(doc: Any, table: TemplateTable, opts: ConvertOptions) -> Do
     kind = str(doc.get("kind", ""))
     key = kind_key(str(doc.get("apiVersion", "")), kind)
     names = GpuNames()
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    meta: dict[str, Any] = doc["metadata"] if isinstance(doc.get("metadata"), dict) else {}
     workload = str(meta.get("name") or str(meta.get("generateName") or "").rstrip("-"))
     label = f"{kind}/{workload or '?'}"
 
@@ -183,7 +183,7 @@ def convert_document(doc: Any, table: TemplateTable, opts: ConvertOptions) -> Do
             result.problems.append(f"{label}: has no metadata.name to name its ResourceClaimTemplates after")
             continue
         plan = _Plan(r, role)
-        shapes: list[tuple[CommentedMap, Shape]] = []
+        shapes: list[tuple[dict[str, Any], Shape]] = []
         for c, req in gpu:
             cname = str(c.get("name", "container"))
             if len(req) > 1:
@@ -266,9 +266,10 @@ def _unique(resolved: list[ResolvedTemplate]) -> list[ResolvedTemplate]:
 def _role_name(r: ResolvedTemplate) -> str:
     """A short role name for messages and names: the replica key, the list item's name, or the path's end."""
     if r.item is not r.root:
-        name = r.item.get("name")
-        if isinstance(name, str) and name:
-            return name
+        for field_name in ("name", "groupName"):  # JobSet replicatedJobs, KubeRay workerGroupSpecs
+            name = r.item.get(field_name)
+            if isinstance(name, str) and name:
+                return name
         head = r.path[: -len(r.role.template)].rstrip(".") if r.role.template not in (".", "") else r.path
         return head.rsplit(".", 1)[-1]
     parts = [p for p in r.path.split(".") if p not in ("spec", "template")]
@@ -453,7 +454,7 @@ def _delete_key(m: dict[str, Any], key: str, carried: str = "") -> str:
     return carried
 
 
-def _append_comment(m: CommentedMap, key: str, text: str) -> None:
+def _append_comment(m: Any, key: str, text: str) -> None:
     value = m[key]
     if isinstance(value, CommentedMap) and value:
         _append_comment(value, list(value)[-1], text)
@@ -471,7 +472,7 @@ def _append_comment(m: CommentedMap, key: str, text: str) -> None:
         item[2] = CommentToken("\n" + text, CommentMark(0), None)
 
 
-def _comment_before(m: CommentedMap, key: str, text: str) -> None:
+def _comment_before(m: Any, key: str, text: str) -> None:
     item = m.ca.items.setdefault(key, [None, None, None, None])
     lines = [ln for ln in text.split("\n") if ln.strip()]
     tokens = [CommentToken(ln.strip() + "\n", CommentMark(len(ln) - len(ln.lstrip())), None) for ln in lines]

@@ -17,14 +17,15 @@ SECTIONS = (
     ("cluster", "Cluster"),
     ("identity", "Identity"),
     ("plan", "Plan"),
-    ("inventory", "Inventory"),
-    ("findings", "Findings"),
-    ("deviceclasses", "DeviceClasses to create"),
     ("capacity", "Capacity before and after"),
+    ("findings", "Findings"),
+    ("inventory", "Inventory"),
+    ("deviceclasses", "DeviceClasses to create"),
     ("stages", "Stages and waves"),
     ("diff", "Changes against an older plan"),
     ("timeline", "Execution timeline"),
     ("verification", "Final verification"),
+    ("fingerprint", "Fingerprinted objects"),
 )
 TITLES = dict(SECTIONS)
 NEEDS_CLUSTER = "Not available: this section needs `--snapshot FILE` or a live cluster (`--kubeconfig`/`--context`)."
@@ -97,18 +98,20 @@ def layout(r: dict[str, Any]) -> tuple[str, list[str], list[Section]]:
         ("Applicable: no blockers." if plan["applicable"] else "NOT applicable: the plan has blockers (see Findings).")
         + f" Verdict: {(r['verification'] or {}).get('verdict', 'not-run (no journal)')}.",
     ]
+    # Summary and risk first (who, what, capacity, findings), then the detail a reviewer checks it by.
     sections = [
         _cluster(r),
         _identity(r),
         _plan(r),
-        _inventory(r),
-        _findings(r),
-        _device_classes(r),
         _capacity(r),
+        _findings(r),
+        _inventory(r),
+        _device_classes(r),
         _stages(r),
         _diff(r),
         _timeline(r),
         _verification(r),
+        _fingerprint(r),
     ]
     return title, lead, sections
 
@@ -132,17 +135,21 @@ def _cluster(r: dict[str, Any]) -> Section:
             ["cluster", c["name"]],
             ["server version", c["kubernetesVersion"] or "unknown"],
             ["fingerprint", c["fingerprintDigest"]],
-            ["objects fingerprinted", len(c["objects"])],
+            ["objects fingerprinted", f"{len(c['objects'])} (listed at the end)"],
             ["inventory read from", read],
         ],
     )
-    fp = s.sub("fingerprint", "Fingerprint")
-    fp.p("What the plan depends on; apply refuses the plan when any of these was replaced or changed.")
-    fp.table(
+    return s
+
+
+def _fingerprint(r: dict[str, Any]) -> Section:
+    s = _section("fingerprint")
+    s.p("What the plan depends on; apply refuses the plan when any of these was replaced or changed since.")
+    s.table(
         ["kind", "object", "uid", "content hash"],
         [
             [o["kind"], f"{o['namespace']}/{o['name']}" if o["namespace"] else o["name"], o["uid"], o["content"]]
-            for o in c["objects"]
+            for o in r["cluster"]["objects"]
         ],
     )
     return s
@@ -172,10 +179,9 @@ def _plan(r: dict[str, Any]) -> Section:
             ["edited", "yes, rebased after a hand edit" if p["edited"] else "no"],
             *[["earlier digest", d] for d in p["previousDigests"]],
             ["applicable", p["applicable"]],
+            ["parameters", ", ".join(f"{k}={_value(v)}" for k, v in p["parameters"].items())],
         ],
     )
-    params = s.sub("parameters", "Parameters")
-    params.table(["parameter", "value"], [[k, _value(v)] for k, v in p["parameters"].items()])
     return s
 
 
@@ -196,13 +202,20 @@ def _inventory(r: dict[str, Any]) -> Section:
     for c in cons:
         for k, v in c["totals"].items():
             gpus[k] = gpus.get(k, 0) + v
-    s.p(f"{len(cons)} GPU consumer(s) in {len(inv['pools'])} pool(s); GPUs requested over all replicas: {counts(gpus)}.")
+    s.p(f"{len(cons)} GPU consumer(s) in {len(inv['pools'])} pool(s); GPUs over all replicas: {counts(gpus)}.")
     cs = s.sub("consumers", f"Consumers ({len(cons)})")
     cs.table(
         ["kind", "namespace", "name", "pools", "GPU totals", "live pods", "counted from"],
         [
-            [c["kind"], c["namespace"] or "-", c["name"], ", ".join(c["pools"]) or "-", counts(c["totals"]), c["pods"],
-             c["source"]]  # fmt: skip
+            [
+                c["kind"],
+                c["namespace"] or "-",
+                c["name"],
+                ", ".join(c["pools"]) or "-",
+                counts(c["totals"]),
+                c["pods"],
+                c["source"],
+            ]
             for c in cons
         ],
         empty="No GPU consumers.",
@@ -303,7 +316,7 @@ def _diff(r: dict[str, Any]) -> Section:
     if d is None:
         s.p("Not requested: `--against OLDER_PLAN` compares this plan with an earlier one.")
         return s
-    s.p(f"Against {d['a']['cluster']} (digest {short(d['a']['digest'])}); this plan is digest {short(d['b']['digest'])}.")
+    s.p(f"Against {d['a']['cluster']} (digest {short(d['a']['digest'])}); this plan: {short(d['b']['digest'])}.")
     if d["identical"]:
         s.p("No differences: the plans are the same (ordering and digests aside).")
         return s
@@ -328,8 +341,12 @@ def _diff(r: dict[str, Any]) -> Section:
     det.table(
         ["path", "change", "older", "this plan"],
         [
-            [x["path"], x["change"], "-" if x["change"] == "added" else _short_value(x["old"]),
-             "-" if x["change"] == "removed" else _short_value(x["new"])]  # fmt: skip
+            [
+                x["path"],
+                x["change"],
+                "-" if x["change"] == "added" else _short_value(x["old"]),
+                "-" if x["change"] == "removed" else _short_value(x["new"]),
+            ]
             for x in d["details"]
         ],
     )
@@ -349,14 +366,23 @@ def _timeline(r: dict[str, Any]) -> Section:
     if t is None:
         s.p("Not run yet: no journal (`--journal FILE`, default `<plan>.journal.jsonl` beside the plan).")
         return s
-    s.p(f"From {t['journal']}: {len(t['runs'])} run(s), {len(t['apply'])} step(s) applied, "
-        f"{len(t['rollback'])} undone by rollbacks.")  # fmt: skip
+    s.p(
+        f"From {t['journal']}: {len(t['runs'])} run(s), {len(t['apply'])} step(s) applied, "
+        f"{len(t['rollback'])} undone by rollbacks."
+    )
     runs = s.sub("runs", "Runs")
     runs.table(
         ["#", "phase", "started", "ended", "actor", "result", "error"],
         [
-            [i, x["phase"] + (" (dry run)" if x["dryRun"] else ""), x["started"], x["ended"], x["actor"],
-             x["result"] or "never ended", x["error"]]  # fmt: skip
+            [
+                i,
+                x["phase"] + (" (dry run)" if x["dryRun"] else ""),
+                x["started"],
+                x["ended"],
+                x["actor"],
+                x["result"] or "never ended",
+                x["error"],
+            ]
             for i, x in enumerate(t["runs"], 1)
         ],
     )
@@ -364,8 +390,16 @@ def _timeline(r: dict[str, Any]) -> Section:
 
     def rows(entries: list[dict[str, Any]]) -> list[list[Any]]:
         return [
-            [e["stepId"], e["action"], e["target"], e["started"], e["ended"], e["actor"],
-             e["result"] or "never ended", e["error"]]  # fmt: skip
+            [
+                e["stepId"],
+                e["action"],
+                e["target"],
+                e["started"],
+                e["ended"],
+                e["actor"],
+                e["result"] or "never ended",
+                e["error"],
+            ]
             for e in entries
         ]
 

@@ -1,0 +1,109 @@
+"""`dra-migrate report PLAN`: the audit report for change review, as Markdown, HTML or JSON."""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from pathlib import Path
+
+import click
+
+from migrate import __version__
+from migrate.checks.run import Readiness, assess
+from migrate.cli.options import SourceOptions, load_state, source_options
+from migrate.errors import ClusterError, InputError
+from migrate.execute.journal import journal_path, read_journal
+from migrate.plan import io as plan_io
+from migrate.plan.diff import diff_plans
+from migrate.render import emit
+from migrate.report.model import Identity, build_report
+from migrate.report.render import FORMATS, render
+
+log = logging.getLogger("migrate")
+
+
+@click.command()
+@click.argument("plan_file", metavar="PLAN", type=click.Path(path_type=Path))
+@click.option(
+    "--journal",
+    "journal_file",
+    type=click.Path(path_type=Path),
+    help="The apply journal (default: <PLAN>.journal.jsonl beside the plan, when it exists).",
+)
+@click.option("--against", type=click.Path(path_type=Path), metavar="OLDER_PLAN", help="Diff against an older plan.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="markdown", show_default=True)
+@click.option("--out", type=click.Path(path_type=Path), help="Write the report to FILE (default: stdout).")
+@source_options
+def report(
+    plan_file: Path,
+    journal_file: Path | None,
+    against: Path | None,
+    fmt: str,
+    out: Path | None,
+    source: SourceOptions,
+) -> None:
+    """Write the audit report of PLAN: cluster, identity, findings, DeviceClasses, capacity, stages and
+    waves, the diff against an older plan, the execution timeline and the final verification.
+
+    The plan alone gives most of it, offline. The inventory of consumers and the capacity table need the
+    cluster: --snapshot FILE, or --kubeconfig/--context to read it live (which also records who you are,
+    through a SelfSubjectReview).
+    """
+    plan = plan_io.load(plan_file)
+    live = source.kubeconfig is not None or source.context is not None
+    readiness: Readiness | None = None
+    identity: Identity | None = None
+    if source.snapshot or live:
+        readiness = assess(load_state(source), pool_labels=tuple(plan["parameters"].get("poolLabels") or ()))
+    if live:
+        identity = _identity(source)
+    older = diff_plans(plan_io.load(against), plan).to_dict() if against is not None else None
+    if journal_file is None and journal_path(plan_file).exists():
+        journal_file = journal_path(plan_file)
+    if journal_file is not None and not journal_file.exists():
+        raise InputError(f"journal {journal_file} does not exist", "check the path, or leave --journal out")
+    records = read_journal(journal_file) if journal_file is not None else None
+    model = build_report(
+        plan,
+        plan_path=str(plan_file),
+        readiness=readiness,
+        identity=identity,
+        diff=older,
+        journal=str(journal_file) if journal_file is not None else None,
+        records=records,
+        tool_version=__version__,
+    )
+    text = render(model, fmt)
+    if out is None:
+        emit(text)
+    else:
+        _write(out, text)
+        click.echo(f"wrote {out}", err=True)
+
+
+def _identity(source: SourceOptions) -> Identity | None:
+    """Who the API server says we are; None (with a warning) when it will not say."""
+    from migrate.cluster.live import LiveCluster, LiveOptions
+    from migrate.execute.kubeapi import Kube
+    from migrate.report.identity import who_am_i
+
+    try:
+        return who_am_i(Kube(LiveCluster(LiveOptions(source.kubeconfig, source.context)).api, retries=2))
+    except ClusterError as e:
+        log.warning("identity not recorded: SelfSubjectReview failed: %s", e)
+        return None
+
+
+def _write(path: Path, text: str) -> None:
+    """Beside the target, then renamed: a failure never leaves half a report."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,144 @@
+"""Converted manifests on the real control plane: every object passes server-side dry-run, and a converted
+Deployment's pod gets its devices from the real kube-scheduler through the NVIDIA chart's gpu.nvidia.com class."""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import controlplane
+import pytest
+from conftest import wait_for
+from ruamel.yaml import YAML
+
+from migrate.cluster.kinds import KINDS_BY_KEY, WORKLOAD_CRD_KINDS, kind_key
+from migrate.cluster.templates import TemplateTable
+from migrate.convert.files import convert_text
+from migrate.convert.rewrite import ConvertOptions
+from migrate.sim.fleet import SimulatedFleet
+from migrate.sim.kube import Kube, new_api_client, path_of
+from migrate.sim.spec import GpuNodeSpec
+from migrate.sim.stack import install_crds
+
+pytestmark = pytest.mark.cluster
+
+ROOT = Path(__file__).resolve().parents[2]
+MANIFESTS = sorted(p for p in (ROOT / "fixtures" / "manifests").glob("*.yaml") if p.stem != "argo-workflow")
+RUN = uuid.uuid4().hex[:6]
+POOL = f"convert-{RUN}"
+NODE = f"{POOL}-dra"
+POOL_LABEL = "cloud.google.com/gke-nodepool"
+# The NVIDIA chart's class (dra-driver-nvidia-gpu templates/deviceclass-gpu.yaml), without
+# extendedResourceName so no other test's nvidia.com/gpu pods are served by DRA because of us.
+_GPU_SELECTOR = "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"
+GPU_CLASS = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "DeviceClass",
+    "metadata": {"name": "gpu.nvidia.com"},
+    "spec": {"selectors": [{"cel": {"expression": _GPU_SELECTOR}}]},
+}
+
+
+def converted(text: str, **opts: Any) -> list[dict[str, Any]]:
+    out, result = convert_text(text, "t.yaml", TemplateTable.builtin(), ConvertOptions(**opts))
+    assert not result.problems
+    return [d for d in YAML(typ="safe").load_all(out) if d]
+
+
+def _plural(obj: dict[str, Any]) -> str:
+    return KINDS_BY_KEY[kind_key(obj["apiVersion"], obj["kind"])].plural
+
+
+@pytest.fixture(scope="module")
+def crds(control_plane: controlplane.ControlPlane) -> None:
+    wanted = {"PyTorchJob", "JobSet", "LeaderWorkerSet", "RayCluster"}
+    api = new_api_client(control_plane.kubeconfig, "dra-migrate-tests")
+    try:
+        install_crds(api, [k for k in WORKLOAD_CRD_KINDS if k.kind in wanted])
+    finally:
+        api.close()
+
+
+@pytest.mark.parametrize("manifest", MANIFESTS, ids=[p.stem for p in MANIFESTS])
+def test_every_converted_object_passes_server_side_dry_run(
+    manifest: Path, crds: None, kube: Kube, namespace: str
+) -> None:
+    objs = converted(manifest.read_text())
+    assert any(o["kind"] == "ResourceClaimTemplate" for o in objs)
+    for obj in objs:
+        obj = copy.deepcopy(obj)
+        obj["metadata"]["namespace"] = namespace
+        path = path_of(obj["apiVersion"], _plural(obj), namespace=namespace)
+        kube.create(path, obj, query=[("dryRun", "All")])  # raises ApiError with the server's reason
+
+
+@pytest.fixture(scope="module")
+def dra_node(control_plane: controlplane.ControlPlane, kube: Kube) -> Iterator[str]:
+    created_class = kube.create_or_exists("/apis/resource.k8s.io/v1/deviceclasses", GPU_CLASS) is not None
+    spec = GpuNodeSpec.small(NODE, gpus=2, pool=POOL)
+    with SimulatedFleet(control_plane.kubeconfig, [spec], heartbeat_seconds=2) as fleet:
+        fleet.set_device_plugin(NODE, enabled=False)
+        fleet.set_dra_plugin(NODE, enabled=True)
+
+        def ready() -> bool:
+            node = kube.get(path_of("v1", "nodes", NODE))
+            slices, _ = kube.list_all(
+                "/apis/resource.k8s.io/v1/resourceslices", [("fieldSelector", f"spec.nodeName={NODE}")]
+            )
+            return not node["spec"].get("taints") and sum(len(s["spec"].get("devices", [])) for s in slices) == 2
+
+        wait_for("DRA node ready", ready, timeout=30)
+        yield NODE
+    kube.delete(path_of("v1", "nodes", NODE))
+    if created_class:
+        kube.delete("/apis/resource.k8s.io/v1/deviceclasses/gpu.nvidia.com")
+
+
+DEPLOYMENT = f"""apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: converted   # a comment the conversion keeps
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {{app: converted}}
+  template:
+    metadata:
+      labels: {{app: converted}}
+    spec:
+      terminationGracePeriodSeconds: 0
+      containers:
+      - name: cuda
+        image: registry.k8s.io/pause:3.10
+        resources:
+          limits:
+            nvidia.com/gpu: 2
+      nodeSelector:
+        {POOL_LABEL}: {POOL}
+"""
+
+
+def test_a_converted_deployment_gets_its_devices_from_the_scheduler(dra_node: str, kube: Kube, namespace: str) -> None:
+    for obj in converted(DEPLOYMENT):
+        kube.create(path_of(obj["apiVersion"], _plural(obj), namespace=namespace), obj)
+
+    def scheduled_pod() -> dict[str, Any] | None:
+        pods, _ = kube.list_all(path_of("v1", "pods", namespace=namespace), [("labelSelector", "app=converted")])
+        return next(
+            (p for p in pods if p["spec"].get("nodeName") and p.get("status", {}).get("resourceClaimStatuses")), None
+        )
+
+    pod = wait_for("converted pod scheduled", scheduled_pod, timeout=40)
+    assert pod["spec"]["nodeName"] == dra_node
+    assert pod["spec"]["resourceClaims"] == [{"name": "cuda-gpu", "resourceClaimTemplateName": "converted-cuda-gpu"}]
+    (status,) = pod["status"]["resourceClaimStatuses"]
+    claim = kube.get(path_of("resource.k8s.io/v1", "resourceclaims", status["resourceClaimName"], namespace))
+    results = claim["status"]["allocation"]["devices"]["results"]
+    assert len(results) == 2
+    assert {r["pool"] for r in results} == {dra_node}
+    assert {r["driver"] for r in results} == {"gpu.nvidia.com"}
+    assert len({r["device"] for r in results}) == 2
+    assert pod["status"].get("extendedResourceClaimStatus") is None  # a claim of its own, not the scheduler's
