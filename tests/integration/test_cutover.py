@@ -27,7 +27,7 @@ from migrate.plan import io as plan_io
 from migrate.sim.fleet import SimulatedFleet
 from migrate.sim.kube import Kube, path_of
 from migrate.sim.spec import GpuNodeSpec
-from migrate.sim.stack import install_nvidia_stack
+from migrate.sim.stack import DRA_PLUGIN_DAEMONSET, DRA_PLUGIN_NAMESPACE, install_nvidia_stack
 
 pytestmark = pytest.mark.cluster
 
@@ -116,6 +116,8 @@ def fleet(control_plane: controlplane.ControlPlane, kube: Kube) -> Iterator[Simu
         yield f
     for name in f.node_names:
         kube.delete(path_of("v1", "nodes", name))
+    # What this module installed must not outlive it: other modules compare whole inventories.
+    kube.delete(path_of("apps/v1", "daemonsets", DRA_PLUGIN_DAEMONSET, DRA_PLUGIN_NAMESPACE))
     # A safety net for the modules after this one: no DeviceClass of ours may outlive it.
     classes, _ = kube.list_all(
         "/apis/resource.k8s.io/v1/deviceclasses", [("labelSelector", "app.kubernetes.io/managed-by=dra-migrate")]
