@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
-import tempfile
 from pathlib import Path
 
 import click
@@ -14,6 +12,7 @@ from migrate.checks.run import Readiness, assess
 from migrate.cli.options import SourceOptions, load_state, source_options
 from migrate.errors import ClusterError, InputError
 from migrate.execute.journal import journal_path, read_journal
+from migrate.fileio import write_text_atomic
 from migrate.plan import io as plan_io
 from migrate.plan.diff import diff_plans
 from migrate.render import emit
@@ -97,13 +96,4 @@ def _identity(source: SourceOptions) -> Identity | None:
 
 def _write(path: Path, text: str) -> None:
     """Beside the target, then renamed: a failure never leaves half a report."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, text)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import click
@@ -14,6 +12,7 @@ from migrate.cluster.live import LiveCluster, LiveOptions, read_objects
 from migrate.cluster.redact import for_snapshot
 from migrate.cluster.snapshot import snapshot_header, write_snapshot
 from migrate.errors import InputError
+from migrate.fileio import atomic_writer
 
 _FORMATS = {".jsonl": "jsonl", ".json": "json", ".yaml": "yaml", ".yml": "yaml"}
 
@@ -39,16 +38,7 @@ def snapshot(source: SourceOptions, out: Path, keep_env: bool) -> None:
     cluster = LiveCluster(LiveOptions(source.kubeconfig, source.context))
     info, objects = read_objects(cluster, source.template_table())
     kept = (o for o in (for_snapshot(obj, keep_env=keep_env) for obj in objects) if o is not None)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    # Write beside the target and rename: a crash or a refused list never leaves a partial snapshot.
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            n = write_snapshot(fh, snapshot_header(info, __version__), kept, fmt)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    # Written beside the target and renamed: a crash or a refused list never leaves a partial snapshot.
+    with atomic_writer(out) as fh:
+        n = write_snapshot(fh, snapshot_header(info, __version__), kept, fmt)
     click.echo(f"wrote {n} objects from {info.location} to {out} ({cluster.requests} API requests)", err=True)

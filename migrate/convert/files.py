@@ -11,9 +11,7 @@ from __future__ import annotations
 import difflib
 import io
 import itertools
-import os
 import re
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +23,7 @@ from ruamel.yaml.error import YAMLError
 from migrate.cluster.templates import TemplateTable
 from migrate.convert.rewrite import ConvertOptions, convert_document
 from migrate.errors import InputError
+from migrate.fileio import write_text_atomic
 
 SUFFIXES = (".yaml", ".yml")
 _MARKER_RE = re.compile(r"^---(?:[ \t].*)?$")
@@ -171,16 +170,4 @@ def convert_file(path: Path, relative: Path, table: TemplateTable, opts: Convert
 
 def write_atomic(path: Path, text: str) -> None:
     """Replace `path` in one step: a reader sees the old file or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, text)

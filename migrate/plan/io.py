@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +20,7 @@ from ruamel.yaml.error import MarkedYAMLError
 
 from migrate.cluster.yamlio import dumper
 from migrate.errors import InputError
+from migrate.fileio import write_text_atomic
 from migrate.plan.model import FORMAT_VERSION
 
 _SECTIONS = ("formatVersion", "tool", "cluster", "parameters", "fingerprint", "applicable", "findings", "summary")
@@ -67,17 +66,7 @@ def dumps(plan: dict[str, Any]) -> str:
 
 def write(plan: dict[str, Any], path: Path) -> None:
     """Atomically: a crash never leaves half a plan."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(dumps(plan))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, dumps(plan))
 
 
 def _line(node: Any, key: str | int | None = None) -> int:

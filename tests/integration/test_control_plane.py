@@ -3,30 +3,18 @@
 from __future__ import annotations
 
 import json
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import controlplane
 import pytest
+from conftest import wait_for
 from kubernetes import client, config
 from kubernetes.client import ApiException
 
 pytestmark = pytest.mark.cluster
-
-
-def _wait_for(what: str, probe: Callable[[], Any], timeout: float = 60) -> Any:
-    """Poll ``probe`` until it returns something truthy; controllers act asynchronously."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = probe()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.2)
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +66,7 @@ def test_controller_manager_creates_default_service_account(api: client.ApiClien
                 return None
             raise
 
-    sa = _wait_for(f"ServiceAccount {namespace}/default", default_sa)
+    sa = wait_for(f"ServiceAccount {namespace}/default", default_sa, timeout=60)
     assert sa.metadata.name == "default"
 
 
@@ -98,7 +86,7 @@ def test_audit_log_records_requests_by_user_agent(
         events = controlplane.audit_events(control_plane, agent)
         return events if len(events) >= 3 else None
 
-    events = _wait_for("3 audit events", three_events)
+    events = wait_for("3 audit events", three_events, timeout=60)
     assert len(events) == 3
     assert {e["verb"] for e in events} == {"list"}
     assert {e["stage"] for e in events} == {"ResponseComplete"}
@@ -139,6 +127,6 @@ def test_minted_user_is_subject_to_rbac(
                     raise
                 return True
 
-            _wait_for("RBAC to admit alice", can_list, timeout=30)
+            wait_for("RBAC to admit alice", can_list, timeout=30)
         finally:
             rbac.delete_namespaced_role_binding(binding_name, "default")
