@@ -13,6 +13,33 @@ def _objects(objs: list[str], limit: int = 4) -> str:
     return ", ".join(objs[:limit]) + f" (+{len(objs) - limit} more)"
 
 
+CAPACITY_HEADERS = [
+    "pool",
+    "resource",
+    "before (device plugin)",
+    "after (DRA devices)",
+    "demand",
+    "fits",
+    "device class",
+]
+
+
+def capacity_rows(capacity: list[dict[str, Any]]) -> list[list[Any]]:
+    """Capacity rows (the `capacity` list of check's JSON), as `check` and `report` both show them."""
+    return [
+        [
+            c["pool"],
+            c["resource"],
+            str(c["before"]) + (f" ({c['sharingReplicas']}x shared)" if c["sharingReplicas"] > 1 else ""),
+            "-" if c["after"] is None else f"{c['after']} ({c['afterSource']})",
+            c["demand"],
+            "yes" if c["fits"] else "NO",
+            c["deviceClass"] or "(none maps it)",
+        ]
+        for c in capacity
+    ]
+
+
 def check_document(report: dict[str, Any], markdown: bool = False) -> Document:
     doc = Document()
     s = report["summary"]
@@ -41,19 +68,5 @@ def check_document(report: dict[str, Any], markdown: bool = False) -> Document:
             doc.line(f"         objects: {_objects(f['objects'])}")
         doc.line(f"         fix: {f['remediation']}")
     doc.heading("Capacity per pool, before and after")
-    doc.table(
-        ["pool", "resource", "before (device plugin)", "after (DRA devices)", "demand", "fits", "device class"],
-        [
-            [
-                c["pool"],
-                c["resource"],
-                str(c["before"]) + (f" ({c['sharingReplicas']}x shared)" if c["sharingReplicas"] > 1 else ""),
-                "-" if c["after"] is None else f"{c['after']} ({c['afterSource']})",
-                c["demand"],
-                "yes" if c["fits"] else "NO",
-                c["deviceClass"] or "(none maps it)",
-            ]
-            for c in report["capacity"]
-        ],
-    )
+    doc.table(CAPACITY_HEADERS, capacity_rows(report["capacity"]))
     return doc

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from migrate.render import to_yaml
+from migrate.render.checks import CAPACITY_HEADERS, capacity_rows
 
 # Section ids: stable anchors in the HTML, and what the browser test looks for.
 SECTIONS = (
@@ -263,21 +264,7 @@ def _capacity(r: dict[str, Any]) -> Section:
         "mapping DeviceClass matches on the pool's nodes; demand: today's requests."
     )
     s.blocks.append(Chart(cap))
-    s.table(
-        ["pool", "resource", "before (device plugin)", "after (DRA devices)", "demand", "fits", "device class"],
-        [
-            [
-                c["pool"],
-                c["resource"],
-                str(c["before"]) + (f" ({c['sharingReplicas']}x shared)" if c["sharingReplicas"] > 1 else ""),
-                "-" if c["after"] is None else f"{c['after']} ({c['afterSource']})",
-                c["demand"],
-                "yes" if c["fits"] else "NO",
-                c["deviceClass"] or "(none maps it)",
-            ]
-            for c in cap
-        ],
-    )
+    s.table(CAPACITY_HEADERS, capacity_rows(cap))
     return s
 
 

@@ -172,6 +172,16 @@ def dra_pod(kube: Kube, ns: str, name: str) -> dict[str, Any] | None:
     return pod if pod["spec"].get("nodeName") and pod["status"].get("extendedResourceClaimStatus") else None
 
 
+MIGRATED = {"unschedulable": False, "dp": "false", "dra": "true"}
+
+
+def assert_migrated(kube: Kube, nodes: list[str]) -> None:
+    """Every node: device plugin off, DRA plugin on, uncordoned, and its ResourceSlice published."""
+    states = node_states(kube, nodes)
+    assert all(s == MIGRATED for s in states.values()), states
+    assert all(v > 0 for v in slices(kube, nodes).values())
+
+
 def running(kube: Kube, ns: str) -> list[str]:
     items, _ = kube.list_all(path_of("v1", "pods", namespace=ns))
     return [p["metadata"]["name"] for p in items if p.get("status", {}).get("phase") == "Running"]
@@ -220,9 +230,7 @@ def test_a_full_migration_then_gpu_pods_run_through_dra(
     plan = make_plan(control_plane, tmp_path)
     r = apply(control_plane, plan)
     assert r.returncode == 0, r.stderr
-    after = node_states(kube, nodes)
-    assert all(s == {"unschedulable": False, "dp": "false", "dra": "true"} for s in after.values()), after
-    assert all(v > 0 for v in slices(kube, nodes).values())
+    assert_migrated(kube, nodes)
     # Unchanged requests now get DRA devices on every migrated node.
     for n in nodes:
         kind = POOLS[n.rsplit("-", 1)[0]]
@@ -265,12 +273,9 @@ def test_b_crash_at_every_step_boundary_then_resume(
             assert r.returncode == -9, (step_id, event, r.stderr)  # SIGKILL: no cleanup ran
     r = apply(control_plane, plan)  # resume to the end
     assert r.returncode == 0, r.stderr
-    crashed = (node_states(kube, nodes), slices(kube, nodes))
     records = read_journal(journal_path(plan))
     assert sum(1 for x in records if x.get("event") == "run-start") == len(step_ids) * 2 + 1
-    # The same end state as an uninterrupted run (test a): every node migrated and uncordoned.
-    assert all(s == {"unschedulable": False, "dp": "false", "dra": "true"} for s in crashed[0].values())
-    assert all(v > 0 for v in crashed[1].values())
+    assert_migrated(kube, nodes)  # the same end state as an uninterrupted run (test a)
     rollback_all(control_plane, plan)
     assert DeepDiff(before, node_states(kube, nodes)) == {}
 
@@ -385,8 +390,7 @@ def test_e_api_faults_the_migration_still_converges(
         injected = dict(proxy.counts)
     assert attempts[-1] == 0, (attempts, r.stderr)
     assert sum(v for k, v in injected.items() if k != "forwarded") > 0, injected
-    after = node_states(kube, nodes)
-    assert all(s == {"unschedulable": False, "dp": "false", "dra": "true"} for s in after.values()), after
+    assert_migrated(kube, nodes)
     # The journal is consistent: every step started has ended (or was started again and ended).
     records = read_journal(journal_path(plan))
     from migrate.execute.progress import progress_of
