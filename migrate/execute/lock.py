@@ -17,7 +17,6 @@ takes the simpler rule and keeps durations well above plausible skew.
 
 from __future__ import annotations
 
-import contextlib
 import getpass
 import logging
 import os
@@ -31,10 +30,9 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import quote
 
-import orjson
-
 from migrate.errors import ClusterError
 from migrate.execute.contract import LockHeld
+from migrate.execute.kubeapi import ApiError, Kube
 
 log = logging.getLogger(__name__)
 
@@ -146,80 +144,28 @@ def _info(lease: dict[str, Any], namespace: str, name: str) -> LockInfo:
 # A few JSON requests on the official client's connection (it owns TLS, certificates, tokens, proxies).
 
 
-class _Status(ClusterError):
-    """The API server answered a lock request with an error status."""
-
-    def __init__(self, method: str, path: str, status: int, body: bytes) -> None:
-        try:
-            doc = orjson.loads(body) if body else {}
-        except orjson.JSONDecodeError:
-            doc = {}
-        self.status = status
-        self.reason = str(doc.get("reason", "")) if isinstance(doc, dict) else ""
-        text = str(doc.get("message", "")) if isinstance(doc, dict) else ""
-        super().__init__(f"{method} {path}: HTTP {status} {self.reason} {text}".replace("  ", " ").strip())
-
-
-class _Transient(ClusterError):
-    """Worth another try: the server was busy or failing (429, 5xx) or the connection broke."""
-
-    def __init__(self, message: str, retry_after: float = 0.0) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-
-
 class _Rest:
+    """The lock's requests, through the shared REST helper (retries on 429, 5xx and broken connections).
+
+    Every lock write is conditional (create is atomic, updates and deletes carry a resourceVersion), so
+    repeating one whose answer was lost cannot overwrite someone else's: at worst it gets a 409 that the
+    caller sorts out by reading the Lease back."""
+
     def __init__(self, api_client: Any) -> None:
-        self.api = api_client
+        self._once = Kube(api_client)
+        self._retried = Kube(api_client, retries=_ATTEMPTS - 1, backoff_s=0.25)
 
     def request(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
-        """One request; 429/5xx and connection failures raise _Transient, other errors _Status."""
-        from kubernetes.client.exceptions import ApiException
-        from urllib3.exceptions import HTTPError
+        """One try (renewal: the renewer's own schedule is the retry)."""
+        return self._once.request(method, path, body=body, timeout=_TIMEOUT)
 
-        headers = {"Accept": "application/json"}
-        if body is not None:
-            headers["Content-Type"] = "application/json"
-        _m, url, headers, body, _p = self.api.param_serialize(
-            method=method, resource_path=path, header_params=headers, body=body, auth_settings=["BearerToken"]
-        )
-        try:
-            resp = self.api.call_api(method, url, header_params=headers, body=body, _request_timeout=_TIMEOUT)
-            data = resp.read()
-        except (HTTPError, OSError, ApiException) as e:
-            raise _Transient(f"{method} {path}: {e.__class__.__name__}: {e}") from e
-        if resp.status == 429 or resp.status >= 500:
-            retry_after = 1.0
-            with contextlib.suppress(TypeError, ValueError):
-                retry_after = float(resp.headers.get("Retry-After") or 1)
-            raise _Transient(f"{method} {path}: HTTP {resp.status}", min(retry_after, 10.0))
-        if not 200 <= resp.status <= 299:
-            raise _Status(method, path, resp.status, data)
-        doc = orjson.loads(data) if data else {}
-        return doc if isinstance(doc, dict) else {}
-
-    def retrying(self, method: str, path: str, body: Any = None, attempts: int = _ATTEMPTS) -> dict[str, Any]:
-        """request() again after transient failures. Every lock write is conditional (create is atomic,
-        updates and deletes carry a resourceVersion), so repeating one whose answer was lost cannot
-        overwrite someone else's: at worst it gets a 409 that the caller sorts out by reading back."""
-        delay = 0.25
-        for attempt in range(attempts):
-            try:
-                return self.request(method, path, body)
-            except _Transient as e:
-                if attempt == attempts - 1:
-                    raise ClusterError(
-                        f"cluster lock: {e.message} (after {attempts} attempts)", "check the API server's health"
-                    ) from e
-                log.debug("cluster lock: %s; retrying", e.message)
-                time.sleep(max(delay, e.retry_after))
-                delay *= 2
-        raise AssertionError("unreachable")
+    def retrying(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
+        return self._retried.request(method, path, body=body, timeout=_TIMEOUT)
 
     def get_or_none(self, path: str) -> dict[str, Any] | None:
         try:
             return self.retrying("GET", path)
-        except _Status as e:
+        except ApiError as e:
             if e.status == 404:
                 return None
             raise
@@ -264,7 +210,7 @@ def break_lock(
             )
         try:
             rest.retrying("DELETE", path, _delete_options(lease))
-        except _Status as e:
+        except ApiError as e:
             if e.status == 404:  # gone meanwhile: nothing left to break
                 return info
             if e.status == 409:  # renewed or replaced meanwhile: look again
@@ -374,7 +320,7 @@ class ClusterLock:
             now = datetime.now(UTC)
             try:
                 created = self._rest.retrying("POST", _lease_path(self.namespace), self._manifest(now))
-            except _Status as e:
+            except ApiError as e:
                 if e.status != 409:
                     raise
             else:
@@ -390,7 +336,7 @@ class ClusterLock:
                 raise self._held_by_other(info)
             try:
                 taken = self._rest.retrying("PUT", self._path, self._manifest(now, existing))
-            except _Status as e:
+            except ApiError as e:
                 if e.status == 404:
                     continue  # deleted meanwhile: create it
                 if e.status != 409:
@@ -425,7 +371,7 @@ class ClusterLock:
                 try:
                     self._lease = self._rest.request("PUT", self._path, body)
                     return True
-                except _Status as e:
+                except ApiError as e:
                     if e.status == 404:
                         return self._lose("the Lease was deleted (broken with `dra-migrate unlock`?)")
                     if e.status != 409:
@@ -498,7 +444,7 @@ class ClusterLock:
                     self._rest.retrying("DELETE", self._path, _delete_options(lease))
                     log.info("cluster lock released: %s/%s", self.namespace, self.name)
                     return True
-                except _Status as e:
+                except ApiError as e:
                     if e.status == 404:  # broken meanwhile, or our delete landed and its answer was lost
                         return True
                     if e.status != 409:

@@ -93,3 +93,20 @@ def state(*objects: dict[str, Any]) -> ClusterState:
     b = StateBuilder(SourceInfo(kind="snapshot", location="test", kubernetes_version="v1.37.2"))
     b.add_all(objects)
     return b.state
+
+
+def resource_slice(
+    node: str, gen: int, devices: list[dict[str, Any]], driver: str = "gpu.nvidia.com"
+) -> dict[str, Any]:
+    """A ResourceSlice of `driver` for one node, its pool named after the node (as the NVIDIA driver does)."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{node}-{driver}-{gen}"},
+        "spec": {
+            "driver": driver,
+            "nodeName": node,
+            "pool": {"name": node, "generation": gen, "resourceSliceCount": 1},
+            "devices": devices,
+        },
+    }

@@ -24,6 +24,7 @@ from migrate.dra.devices import (
 )
 from migrate.inventory.fleet import pool_of
 from migrate.inventory.resources import parse_quantity
+from tests.unit.helpers import resource_slice
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "clusters"
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -219,20 +220,6 @@ def test_gpu_present_without_count_falls_back_to_capacity() -> None:
     assert predict_devices(_node("n", {}, {"nvidia.com/gpu.shared": "8"})) == ()
 
 
-def _slice(node: str, gen: int, devices: list[dict[str, Any]], driver: str = NVIDIA_DRIVER) -> dict[str, Any]:
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceSlice",
-        "metadata": {"name": f"{node}-{driver}-{gen}"},
-        "spec": {
-            "driver": driver,
-            "nodeName": node,
-            "pool": {"name": node, "generation": gen, "resourceSliceCount": 1},
-            "devices": devices,
-        },
-    }
-
-
 def test_node_devices_picks_gpu_nodes_and_the_newest_generation() -> None:
     builder = StateBuilder(SourceInfo(kind="snapshot", location="test"))
     builder.add(_node("labelled", GFD, {"cpu": "4"}))
@@ -242,10 +229,10 @@ def test_node_devices_picks_gpu_nodes_and_the_newest_generation() -> None:
     builder.add(_node("dra-empty", {}, {}))
     builder.add(_node("other-driver", {}, {}))
     device = {"name": "gpu-7", "attributes": {"type": {"string": "gpu"}}, "capacity": {"memory": {"value": "40Gi"}}}
-    builder.add(_slice("dra", 1, [{"name": "old"}]))
-    builder.add(_slice("dra", 2, [device]))
-    builder.add(_slice("dra-empty", 1, []))
-    builder.add(_slice("other-driver", 3, [{"name": "x"}], driver="other.example.com"))
+    builder.add(resource_slice("dra", 1, [{"name": "old"}]))
+    builder.add(resource_slice("dra", 2, [device]))
+    builder.add(resource_slice("dra-empty", 1, []))
+    builder.add(resource_slice("other-driver", 3, [{"name": "x"}], driver="other.example.com"))
     devices = node_devices(builder.state)
     assert set(devices) == {"labelled", "dp-only", "dra", "dra-empty"}
     assert devices["dra"] == NodeDevices("dra", "published", (device,))

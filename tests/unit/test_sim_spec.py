@@ -13,6 +13,7 @@ from migrate.sim.spec import (
     dra_plugin_enabled,
     specs_from_state,
 )
+from tests.unit.helpers import resource_slice
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
@@ -173,26 +174,11 @@ def test_from_node_prefers_the_snapshot_slices() -> None:
     small = GpuNodeSpec.small("n1", gpus=2)
     device = {"name": "gpu-7", "attributes": {"type": {"string": "gpu"}}, "capacity": {"memory": {"value": "40Gi"}}}
 
-    def slice_(
-        gen: int, devices: list[dict[str, Any]], node: str = "n1", driver: str = "gpu.nvidia.com"
-    ) -> dict[str, Any]:
-        return {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceSlice",
-            "metadata": {"name": f"{node}-{driver}-{gen}"},
-            "spec": {
-                "driver": driver,
-                "nodeName": node,
-                "pool": {"name": node, "generation": gen, "resourceSliceCount": 1},
-                "devices": devices,
-            },
-        }
-
     slices = [
-        slice_(1, [{"name": "old"}]),
-        slice_(2, [device]),
-        slice_(3, [{"name": "x"}], node="n2"),
-        slice_(9, [{"name": "y"}], driver="other.example.com"),
+        resource_slice("n1", 1, [{"name": "old"}]),
+        resource_slice("n1", 2, [device]),
+        resource_slice("n2", 3, [{"name": "x"}]),
+        resource_slice("n1", 9, [{"name": "y"}], driver="other.example.com"),
     ]
     spec = GpuNodeSpec.from_node(_node(small), slices)
     assert spec.devices == (DeviceSpec("gpu-7", {"type": {"string": "gpu"}}, {"memory": {"value": "40Gi"}}),)
