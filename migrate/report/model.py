@@ -36,30 +36,14 @@ JSON (`--format json`), `formatVersion` 1; new keys may appear, an incompatible 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 from migrate.checks.run import Readiness
 from migrate.execute.journal import DONE, FAILED, ROLLED_BACK, STARTED, Progress, Record
+from migrate.secrets import scrub
 
 FORMAT_VERSION = 1
-
-# Bearer tokens and JWTs (service-account tokens are JWTs): never copied from an error message.
-_SECRETS = (
-    re.compile(r"(?i)(bearer\s+)\S+"),
-    re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"),
-    re.compile(r"(?i)((?:token|password|secret)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]+"),
-)
-
-
-def scrub(text: str | None) -> str | None:
-    if text is None:
-        return None
-    for pattern in _SECRETS:
-        text = pattern.sub(lambda m: (m.group(1) if m.groups() else "") + "<redacted>", text)
-    return text
-
 
 @dataclass(frozen=True)
 class Source:
