@@ -159,3 +159,42 @@ def test_gang_scheduling_unavailable(
     s = make(gpu_node("a"), pg, served=served)
     assert severities(s, "gang-scheduling-unavailable", feature_gates=gates) == expected
     assert severities(make(gpu_node("a"), served=served), "gang-scheduling-unavailable", feature_gates=gates) == []
+
+
+# --- planning ------------------------------------------------------------------------------------------------
+
+
+def _plan(*objects: dict[str, Any], **params: Any) -> dict[str, Any]:
+    from migrate.plan.build import build_plan
+    from migrate.plan.params import PlanParams
+
+    return build_plan(make(*objects), PlanParams(**params))
+
+
+def _waves_of(plan: dict[str, Any]) -> list[list[str]]:
+    return [[n["node"] for n in w["nodes"]] for st in plan["stages"] for w in st.get("waves") or []]
+
+
+def test_a_gangs_nodes_migrate_in_one_wave_when_the_wave_allows() -> None:
+    # Ten nodes, waves of 4: the gang on p-1, p-5 and p-8 would be broken in three waves by load order.
+    job = pytorchjob("llama", 3, 8)
+    nodes = _fleet(10)
+    idle = [pod(f"busy-{i}", pod_spec(container(requests={GPU: 1})), node=f"p-{i}") for i in (0, 2, 3, 4, 6, 7, 9)]
+    plan = _plan(*nodes, job, *workers(job, ["p-1", "p-5", "p-8"], 8), *idle, max_unavailable="4")
+    waves = _waves_of(plan)
+    assert all(len(w) <= 4 for w in waves) and sorted(n for w in waves for n in w) == sorted(
+        f"p-{i}" for i in range(10)
+    )
+    [home] = [w for w in waves if "p-1" in w]
+    assert {"p-1", "p-5", "p-8"} <= set(home)
+    assert plan["summary"]["gangs"] == [
+        {"gang": "PyTorchJob ml/llama", "waves": [plan["stages"][1]["name"] + "/" + "wave-1"]}
+    ]
+
+
+def test_a_gang_wider_than_a_wave_is_cut_in_wave_sized_pieces() -> None:
+    job = pytorchjob("wide", 6, 8)
+    plan = _plan(*_fleet(6), job, *workers(job, [f"p-{i}" for i in range(6)], 8), max_unavailable="2")
+    waves = _waves_of(plan)
+    assert [len(w) for w in waves] == [2, 2, 2]
+    assert len(plan["summary"]["gangs"][0]["waves"]) == 3
