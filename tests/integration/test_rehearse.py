@@ -94,3 +94,25 @@ def test_b_a_budget_that_blocks_a_drain_is_named_and_the_wave_rolled_back(
     # Nothing after the failed wave ran, and the failed wave's nodes were restored.
     names = [(w["stage"], w["wave"]) for w in r["waves"]]
     assert names[-1] == (failed["stage"], failed["wave"])
+
+
+def test_c_pods_that_cannot_follow_the_migration_are_listed_with_the_schedulers_reason(
+    control_plane: controlplane.ControlPlane, tmp_path: Path
+) -> None:
+    # A Deployment pinned to device-plugin nodes: `check` counts its GPUs as fitting, but once a wave turns
+    # the device plugin off, its evicted pods have nowhere to go.
+    yaml = YAML(typ="safe")
+    snap = yaml.load(FIXTURE.read_text())
+    [llama] = [o for o in snap["items"] if o["kind"] == "Deployment" and o["metadata"]["name"] == "llama-70b-dp"]
+    llama["spec"]["template"]["spec"]["nodeSelector"] = {"nvidia.com/gpu.deploy.device-plugin": "true"}
+    snapshot = tmp_path / "pinned.yaml"
+    with snapshot.open("w") as fh:
+        yaml.dump(snap, fh)
+    plan = _plan(snapshot, tmp_path)
+    code, r = _rehearse(plan, snapshot, tmp_path)
+    assert (code, r["result"]) == (2, "failed")
+    [gated] = [w for w in r["waves"] if w["gate"] == "failed"]
+    assert gated["pendingPods"], gated
+    assert all(p["pod"].startswith("inference/llama-70b-dp-") for p in gated["pendingPods"])
+    reasons = " ".join(p["reason"] for p in gated["pendingPods"])
+    assert "node affinity/selector" in reasons or "Insufficient nvidia.com/gpu" in reasons, reasons
