@@ -37,6 +37,7 @@ MIRROR_ANNOTATION = "kubernetes.io/config.mirror"  # kubelet's static pods (kube
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 CANARY_LABEL = "dra-migrate.io/canary"  # one value per canary call: finds a duplicate a retried POST made
 CANARY_NODE_ANNOTATION = "dra-migrate.io/canary-node"
+CANARY_PREFIX = "dra-migrate-canary-"  # canary pods' generateName
 GPU_PREFIX = "nvidia.com/"
 EVICTION_BACKOFF_CAP_S = 5.0
 REQUEST_RETRIES = 5  # 0.2+0.4+0.8+1.6+3.2 s of backoff: rides out an API server restart or a proxy blip
@@ -597,7 +598,7 @@ def _canary_pod(node: str, hostname: str, resource: str, image: str, token: str)
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
-            "generateName": "dra-migrate-canary-",
+            "generateName": CANARY_PREFIX,
             "labels": {**MANAGED_BY, CANARY_LABEL: token},
             "annotations": {CANARY_NODE_ANNOTATION: node},
         },

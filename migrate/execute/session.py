@@ -27,6 +27,7 @@ from migrate.errors import InputError
 from migrate.execute.contract import SYSTEM_CLOCK, Clock, LockHeld, Ops
 from migrate.execute.journal import Journal, journal_path, read_records
 from migrate.execute.lock import ClusterLock, break_lock, read_lock
+from migrate.execute.ops import CANARY_PREFIX
 from migrate.execute.progress import progress_of
 from migrate.execute.runner import ApplyOptions, Runner, RunResult, planned_steps
 from migrate.plan.model import Action, Plan, PrepareStage
@@ -97,12 +98,12 @@ class ApplySession:
         resumed run: in what is still ahead of it)."""
         from migrate.plan.drift import drift
 
-        d = drift(self.plan.to_dict(), read_state())
+        d = _without_canaries(drift(self.plan.to_dict(), read_state()))
         if self.resuming:
             d = self._ahead(d)
         if not d.holds:
             raise InputError(
-                f"{self.plan_path} is stale: the cluster changed since it was made ({_drift_line(d.to_dict())})"
+                f"{self.plan_path} is stale: the cluster changed since it was made ({_drift_line(d)})"
                 + (" in what is left to apply" if self.resuming else ""),
                 f"see dra-migrate diff {self.plan_path} --kubeconfig ...; then make a new plan",
             )
@@ -202,7 +203,24 @@ def crashed_here(holder: str) -> bool:
     return False
 
 
-def _drift_line(d: dict[str, Any]) -> str:
-    summary = d.get("summary") or {}
-    parts = [f"{k}: {len(v) if isinstance(v, list) else v}" for k, v in summary.items() if v and k != "statusOnly"]
-    return ", ".join(parts[:4]) or "fingerprint mismatch"
+def _without_canaries(d: Any) -> Any:
+    """Canary pods are ours (a crash can leave one behind; the node's next canary deletes it): not drift."""
+
+    def canary(o: Any) -> bool:
+        kind, name = (o["kind"], o["name"]) if isinstance(o, dict) else (o.kind, o.name)
+        return bool(kind == "Pod" and str(name).startswith(CANARY_PREFIX))
+
+    return dataclasses.replace(
+        d,
+        consumers_added=[c for c in d.consumers_added if not canary(c)],
+        consumers_removed=[c for c in d.consumers_removed if not canary(c)],
+        objects=[o for o in d.objects if not canary(o)],
+    )
+
+
+def _drift_line(d: Any) -> str:
+    summary = d.to_dict().get("summary") or {}
+    parts = [f"{k}: {v}" for k, v in summary.items() if v and k not in ("statusOnly", "total")]
+    first = next(iter(d.objects), None)
+    named = f"; first: {first.change} {first.kind} {first.namespace}/{first.name}" if first else ""
+    return (", ".join(parts[:4]) or "fingerprint mismatch") + named

@@ -45,6 +45,7 @@ from migrate.secrets import scrub
 
 FORMAT_VERSION = 1
 
+
 @dataclass(frozen=True)
 class Source:
     kind: str  # "plan" (offline, the plan alone), "snapshot" or "live"
