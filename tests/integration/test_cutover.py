@@ -24,6 +24,7 @@ from deepdiff import DeepDiff
 
 from migrate.execute.journal import journal_path, read_journal
 from migrate.plan import io as plan_io
+from migrate.plan.model import Plan
 from migrate.sim.fleet import SimulatedFleet
 from migrate.sim.kube import Kube, path_of
 from migrate.sim.spec import GpuNodeSpec
@@ -428,7 +429,7 @@ def test_e_api_faults_the_migration_still_converges(
     records = read_journal(journal_path(plan))
     from migrate.execute.progress import progress_of
 
-    progress = progress_of(plan_io.load(plan), records)
+    progress = progress_of(Plan.from_dict(plan_io.load(plan)), records)
     assert progress.to_dict()["remaining"] == 0 and progress.progress.current is None
     rollback_all(control_plane, plan)
     assert DeepDiff(before, node_states(kube, nodes)) == {}
