@@ -332,6 +332,7 @@ def test_a_failing_rollback_is_journaled_with_what_is_left_and_the_run_closed(wa
     wave3.ops.fail("canary", "p0-a", "permanent")
     # The rollback's label restore on b fails for good (its first two set_label calls were the apply's).
     wave3.ops.fail("set_label", "p0-b", "permanent", after=2, times=99)
+    wave3.ops.barriers["canary"] = threading.Barrier(3, timeout=5)  # b has switched both labels when a fails
     result = wave3.run()
     assert result.outcome == FAILED and result.rollback_left
     assert all("/p0-b/" in s for s in result.rollback_left)
