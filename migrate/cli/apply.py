@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import getpass
+import math
 import os
 import socket
 import sys
@@ -85,6 +86,8 @@ def _session(
     """The session; the journal is read and validated here, before anything contacts the cluster."""
     if source.snapshot:
         raise InputError("apply and rollback change a live cluster", "drop --snapshot; pass --kubeconfig/--context")
+    if not math.isfinite(qps):
+        raise InputError(f"--qps {qps} is not a rate", "give requests per second, e.g. --qps 50 (negative: no limit)")
     limit = RateLimit(qps, burst)
     ops = live_ops(source.kubeconfig, source.context, parallelism=parallelism or 64, rate_limit=limit)
     recorded = {**overrides, **({"parallelism": parallelism} if parallelism else {})}
@@ -130,6 +133,8 @@ def apply(
         raise InputError("--stage and --until exclude each other", "pass one")
     plan = _load(plan_file)
     timeouts = {str(Action.DRAIN): float(parse_duration(drain_timeout))} if drain_timeout else {}
+    if timeouts.get(str(Action.DRAIN)) == 0:
+        raise InputError("--drain-timeout 0s leaves no time to drain", "give a duration such as 10m")
     opts = ApplyOptions(
         stage=stage,
         until=until,

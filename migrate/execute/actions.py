@@ -109,8 +109,9 @@ def spec_of(step: Step) -> ActionSpec:
         raise InputError(f"unknown step action {step.action!r} in {step.id}", "regenerate the plan") from None
 
 
-def verifying_actions() -> frozenset[str]:
-    return frozenset(str(a) for a, s in ACTIONS.items() if s.verifies)
+def verifying_actions() -> tuple[str, ...]:
+    """The actions whose success on a node makes it "verified", in the order a node runs them."""
+    return tuple(str(a) for a, s in ACTIONS.items() if s.verifies)
 
 
 def run_step(ctx: StepContext) -> Change | None:

@@ -55,7 +55,7 @@ class Crash(BaseException):
 
 @dataclass
 class Fault:
-    kind: str  # "transient" | "permanent" | "hang" | "crash"
+    kind: str  # "transient" | "permanent" | "hang" | "crash" | "interrupt" (Ctrl-C)
     when: str = "start"  # "start": before the operation changes anything; "mid": after its write
     times: int = 1  # how many calls fail (then it works)
     after: int = 0  # calls that succeed before the first failure
@@ -186,6 +186,8 @@ class FakeOps:
                 if time.monotonic() > deadline:
                     raise AssertionError(f"{op} {node}: hung for 10 s and nobody cancelled it")
             cancel.check()
+        if fault.kind == "interrupt":
+            raise KeyboardInterrupt
         if fault.kind == "crash":
             if self.journal is not None:
                 self.journal.dead = True

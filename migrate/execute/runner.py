@@ -261,7 +261,7 @@ class Runner:
                         done.add(ps.id)
                 tally.step_done(result, ps, change, opts.dry_run, skipped=False)
 
-        self._in_lanes(unit.lanes, opts, lane)
+        self._in_lanes(unit.lanes, opts, lane, cancel)
         if not failures and self.cancel.cancelled:  # stopped from outside (the lock's loss woke the waits)
             failures.append((next(unit.steps), Cancelled(self.cancel.reason)))
         if not failures:
@@ -283,15 +283,22 @@ class Runner:
         return False
 
     def _in_lanes(
-        self, lanes: tuple[tuple[PlannedStep, ...], ...], opts: ApplyOptions, fn: Callable[[Any], None]
+        self, lanes: tuple[tuple[PlannedStep, ...], ...], opts: ApplyOptions, fn: Callable[[Any], None], cancel: Cancel
     ) -> None:
-        """Run `fn` on every lane, at most `parallelism` at once; return when all have finished."""
+        """Run `fn` on every lane, at most `parallelism` at once; return when all have finished. Interrupted
+        (Ctrl-C), the lanes are cancelled and stop at their next boundary before this returns."""
         if len(lanes) == 1:
             fn(lanes[0])
             return
-        with ThreadPoolExecutor(max_workers=opts.lanes_at_once(len(lanes)), thread_name_prefix="lane") as pool:
+        pool = ThreadPoolExecutor(max_workers=opts.lanes_at_once(len(lanes)), thread_name_prefix="lane")
+        try:
             for f in [pool.submit(fn, lane) for lane in lanes]:
                 f.result()
+        except BaseException:
+            cancel.cancel("interrupted")  # before waiting for the lanes: their waits end at once
+            raise
+        finally:
+            pool.shutdown(wait=True)
 
     def _after_wave(self, unit: Unit, opts: ApplyOptions, result: RunResult, done: set[str]) -> bool:
         """The soak and the health gate after a wave. False stops the run (the wave was rolled back)."""
@@ -394,7 +401,7 @@ class Runner:
                 with mutex:
                     undone.append(ps.id)
 
-        self._in_lanes(lanes, opts, lane)
+        self._in_lanes(lanes, opts, lane, cancel)
         if left:
             self._record("rollback-incomplete", phase="rollback", left=left, error=errors[0])
         return undone, left, errors[0] if errors else None

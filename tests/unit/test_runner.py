@@ -140,6 +140,9 @@ def wave3(tmp_path: Path) -> Rig:
 
 
 def test_every_action_and_inverse_is_registered_once() -> None:
+    from migrate.execute.actions import verifying_actions
+
+    assert verifying_actions() == ("wait-dra-ready", "canary")  # what report's verification reads
     assert set(ACTIONS) == set(Action)
     assert set(INVERSES) == set(InverseAction)
     # The inverse each action must carry is the one the planner gives it.
@@ -374,3 +377,16 @@ def test_the_journal_stays_totally_ordered_under_concurrent_lanes(tmp_path: Path
     rig = Rig(tmp_path, make_plan([[str(i) for i in range(24)]]))
     assert rig.run().ok
     assert_journal_consistent(rig.records())
+
+
+def test_ctrl_c_stops_every_lane_and_closes_the_run(wave3: Rig) -> None:
+    wave3.ops.fail("wait_dra_ready", "p0-b", "hang")
+    wave3.ops.fail("wait_dra_ready", "p0-c", "hang")
+    wave3.ops.fail("canary", "p0-a", "interrupt")
+    with pytest.raises(KeyboardInterrupt):
+        wave3.run()
+    records = wave3.records()
+    assert records[-1]["event"] == "run-end" and records[-1]["result"] == "failed"
+    assert not [r for r in records if r.get("phase") == "rollback"]
+    waits = [r for r in records if r["event"] == "end" and r["stepId"].endswith("wait-dra-ready")]
+    assert {r["result"] for r in waits if "/p0-a/" not in r["stepId"]} <= {"interrupted"}
