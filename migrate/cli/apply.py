@@ -89,7 +89,9 @@ def _session(
     if not math.isfinite(qps):
         raise InputError(f"--qps {qps} is not a rate", "give requests per second, e.g. --qps 50 (negative: no limit)")
     limit = RateLimit(qps, burst)
-    ops = live_ops(source.kubeconfig, source.context, parallelism=parallelism or 64, rate_limit=limit)
+    widest = max((len(w.nodes) for s in plan.stages for w in s.waves), default=1)
+    lanes = min(parallelism or widest, widest)
+    ops = live_ops(source.kubeconfig, source.context, parallelism=lanes, rate_limit=limit)
     recorded = {**overrides, **({"parallelism": parallelism} if parallelism else {})}
     if (qps, burst) != (DEFAULT_QPS, DEFAULT_BURST):
         recorded.update(qps=qps, burst=burst)

@@ -423,24 +423,24 @@ class Progress:
     last_seq: int = 0
 
     @classmethod
-    def from_records(cls, records: Iterable[Record]) -> Progress:
+    def from_records(cls, records: Iterable[Record | JournalRecord]) -> Progress:
+        """From records as read (dicts, typed here: a malformed one is an InputError) or already typed."""
         p = cls()
         dry_run = False
         before_start: dict[str, StepStatus | None] = {}  # a step's status before its open `start`
-        for r in records:
-            p.last_seq = max(p.last_seq, int(r.get("seq") or 0))
-            event = r.get("event")
-            if event == "run-start":
+        for i, raw in enumerate(records):
+            r = raw if isinstance(raw, JournalRecord) else JournalRecord.from_dict(raw, f"journal record {i + 1}")
+            p.last_seq = max(p.last_seq, r.seq)
+            if r.event == "run-start":
                 p.runs += 1
-                dry_run = bool(r.get("dryRun"))
+                dry_run = r.dry_run
                 continue
-            step_id = r.get("stepId")
-            if dry_run or not step_id or event not in ("start", "end"):
+            step_id = r.step_id
+            if dry_run or not step_id or r.event not in ("start", "end"):
                 continue
-            step_id = str(step_id)
-            if event == "start":
+            if r.event == "start":
                 before_start[step_id] = p.steps.get(step_id)
-            elif r.get("result") == "dry-run":
+            elif r.result == "dry-run":
                 # Its start did not know it would be a dry run: forget that too.
                 prev = before_start.pop(step_id, None)
                 if prev is None:
@@ -448,13 +448,11 @@ class Progress:
                 else:
                     p.steps[step_id] = prev
                 continue
-            phase = str(r.get("phase") or "apply")
-            status = _status_of(str(event), phase, r.get("result"))
+            phase = r.phase or "apply"
+            status = _status_of(r.event, phase, r.result)
             if status is None:
                 continue
-            error = r.get("error")
-            seq = int(r.get("seq") or 0)
-            p.steps[step_id] = StepStatus(step_id, status, phase, seq, str(error) if error else None)
+            p.steps[step_id] = StepStatus(step_id, status, phase, r.seq, r.error or None)
         return p
 
     @classmethod
