@@ -8,7 +8,7 @@ a test asserts every `Action` and `InverseAction` has one here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -160,6 +160,8 @@ def _cordon(ctx: StepContext) -> Change | None:
 @action(Action.DRAIN, inverse=InverseAction.NONE, dry_run=DryRun.SEND)
 def _drain(ctx: StepContext) -> Change | None:
     scope = ctx.param("scope", str)
+    if scope not in ("gpu", "all"):
+        raise InputError(f"step {ctx.step.id}: drain scope must be gpu or all, not {scope!r}", "regenerate the plan")
     return ctx.ops.drain(ctx.node_name, scope, ctx.timeout_s, dry_run=ctx.dry_run, cancel=ctx.cancel)
 
 
@@ -237,3 +239,30 @@ def _undo_deviceclass(ctx: StepContext, restore: Mapping[str, Any]) -> Change | 
 
 INVERSES[InverseAction.NONE] = InverseSpec(InverseAction.NONE, None)  # evicted pods come back by themselves
 INVERSES[InverseAction.DELETE_POD] = InverseSpec(InverseAction.DELETE_POD, None)  # the canary deletes its pod
+
+
+# -- preflight --------------------------------------------------------------------------------------
+
+
+class _Rehearsal:
+    """Ops that do nothing: running every action and inverse on it checks each step's parameters the way
+    the real run reads them, before anything is sent to the cluster."""
+
+    def node_state(self, node: str) -> dict[str, Any]:
+        return {"exists": True, "uid": ""}
+
+    def dra_driver_installed(self, driver: str = "gpu.nvidia.com") -> bool:
+        return True
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *args, **kwargs: None
+
+
+def preflight(steps: Iterable[tuple[Step, str | None]]) -> None:
+    """Refuse (InputError naming the step) a plan whose steps or inverses apply could not carry out:
+    a parameter missing or of the wrong type, an unknown action, an inverse without its original value."""
+    ops: Any = _Rehearsal()
+    for step, node in steps:
+        ctx = StepContext(ops, step, node, step.timeout_s)
+        run_step(ctx)
+        undo_step(ctx)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from migrate.errors import InputError
+from migrate.execute.actions import preflight
 from migrate.execute.contract import SYSTEM_CLOCK, Clock, LockHeld, Ops
 from migrate.execute.journal import Journal, journal_path, read_records
 from migrate.execute.lock import ClusterLock, break_lock, read_lock
@@ -60,6 +61,7 @@ class ApplySession:
         self.plan_path = plan_path
         self.journal_path = journal_path(plan_path)
         self.records = read_records(self.journal_path, plan_digest=plan.digest)  # before any cluster contact
+        preflight((p.step, p.node) for p in planned_steps(plan))
         self.state = progress_of(plan, self.records)
         self.ops = ops
         self.lock_api = lock_api

@@ -430,6 +430,7 @@ class Plan:
         dup = next((n for n in names if names.count(n) > 1), None)
         if dup is not None:
             raise _fail("stages", f"stage {dup} appears twice")
+        _unique_nodes_and_steps(stages)
         findings = tuple(dict(_mapping(f, f"findings[{i}]")) for i, f in enumerate(_list(doc["findings"], "findings")))
         edited = doc.get("edited")
         digests = doc.get("digests")
@@ -476,6 +477,22 @@ class Plan:
                 for w in s.waves:
                     for n in w.nodes:
                         yield s, w, n
+
+
+def _unique_nodes_and_steps(stages: tuple[Stage, ...]) -> None:
+    """A node in two waves (or stages), or two steps with one id, would share journal records: refused."""
+    seen: dict[str, str] = {}
+    for i, stage in enumerate(stages):
+        ids = [s.id for s in stage.steps]
+        dup = next((x for x in ids if ids.count(x) > 1), None)
+        if dup is not None:
+            raise _fail(f"stages[{i}]", f"step id {dup} appears twice")
+        for w, wave in enumerate(stage.waves):
+            for n, node in enumerate(wave.nodes):
+                where = f"stages[{i}].waves[{w}].nodes[{n}]"
+                if node.node in seen:
+                    raise _fail(where, f"node {node.node} is already planned at {seen[node.node]}")
+                seen[node.node] = where
 
 
 def _digests(value: Any) -> dict[str, str]:

@@ -99,3 +99,18 @@ def test_a_stage_named_twice_is_refused(demo: dict[str, Any]) -> None:
     doc["stages"][2]["name"] = doc["stages"][1]["name"]
     with pytest.raises(InputError, match="appears twice"):
         Plan.from_dict(doc)
+
+
+def test_a_node_planned_twice_is_refused(demo: dict[str, Any]) -> None:
+    doc = copy.deepcopy(demo)
+    pool = doc["stages"][1]
+    pool["waves"][1]["nodes"].append(copy.deepcopy(pool["waves"][0]["nodes"][0]))
+    with pytest.raises(InputError, match="already planned at stages\\[1\\].waves\\[0\\].nodes\\[0\\]"):
+        Plan.from_dict(doc)
+
+
+def test_a_step_id_twice_in_a_stage_is_refused(demo: dict[str, Any]) -> None:
+    doc = copy.deepcopy(demo)
+    doc["stages"][1]["nodeSteps"][1]["id"] = doc["stages"][1]["nodeSteps"][0]["id"]
+    with pytest.raises(InputError, match="appears twice"):
+        Plan.from_dict(doc)

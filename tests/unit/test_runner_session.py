@@ -241,3 +241,28 @@ def test_the_rate_limit_allows_a_burst_then_qps() -> None:
     for _ in range(100):
         off.acquire()
     assert sum(slept) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    ("step", "field", "value", "named"),
+    [
+        (4, ("params", "devices"), "8", "devices"),  # wait-dra-ready: a string where the count goes
+        (1, ("params", "scope"), "everything", "drain scope"),
+        (2, ("params", "key"), 3, "key"),
+        (0, ("inverse", "restore", "unschedulable"), "no", "unschedulable"),
+        (6, ("params", "unschedulable"), "false", "unschedulable"),
+        (5, ("params", "image"), None, "image"),
+    ],
+)
+def test_steps_apply_could_not_carry_out_are_refused_before_the_cluster(
+    tmp_path: Path, step: int, field: tuple[str, ...], value: Any, named: str
+) -> None:
+    body = plan_io.body_of(make_plan([["a"]]).to_dict())
+    target: Any = body["stages"][1]["nodeSteps"][step]
+    for key in field[:-1]:
+        target = target[key]
+    target[field[-1]] = value
+    path = tmp_path / "p.yaml"
+    plan_io.write(plan_io.seal(body), path)
+    with pytest.raises(InputError, match=named):
+        session(path, NoCluster())
