@@ -266,3 +266,40 @@ def test_steps_apply_could_not_carry_out_are_refused_before_the_cluster(
     plan_io.write(plan_io.seal(body), path)
     with pytest.raises(InputError, match=named):
         session(path, NoCluster())
+
+
+class _Resp:
+    def __init__(self, status: int, headers: dict[str, str]) -> None:
+        self.status, self.headers = status, headers
+
+    def read(self) -> bytes:
+        return b'{"ok": 1}' if self.status < 300 else b'{"kind": "Status", "message": "slow down"}'
+
+
+class _Client:
+    class configuration:  # mimics ApiClient.configuration
+        host = "https://fake.invalid"
+
+    def __init__(self, answers: list[_Resp]) -> None:
+        self.answers = answers
+
+    def param_serialize(self, **kw: Any) -> tuple[str, str, dict[str, str], Any, None]:
+        return kw["method"], kw["resource_path"], kw["header_params"], kw["body"], None
+
+    def call_api(self, method: str, url: str, **kw: Any) -> _Resp:
+        return self.answers.pop(0)
+
+
+def test_429_waits_what_retry_after_says_and_each_attempt_takes_a_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    from migrate.execute import kubeapi
+
+    slept: list[float] = []
+    monkeypatch.setattr(kubeapi.time, "sleep", slept.append)
+    taken = []
+    limit = RateLimit(1000, 1000)
+    monkeypatch.setattr(limit, "acquire", lambda: taken.append(1))
+    answers = [_Resp(429, {"Retry-After": "7"}), _Resp(429, {"Retry-After": "120"}), _Resp(200, {})]
+    kube = kubeapi.Kube(_Client(answers), retries=3, rate_limit=limit)
+    assert kube.get("/api/v1/nodes") == {"ok": 1}
+    assert slept == [7.0, kubeapi.MAX_RETRY_AFTER_S]  # as the server said (capped at a minute), not our backoff
+    assert len(taken) == 3
