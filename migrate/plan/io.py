@@ -134,7 +134,7 @@ class _StrictComposer(Composer):
 
 
 def _parse(text: str, path: Path) -> CommentedMap:
-    yaml = YAML(typ="rt", pure=True)
+    yaml = YAML(typ="rt")
     yaml.Composer = _StrictComposer
     yaml.max_depth = _MAX_DEPTH
     try:
@@ -249,12 +249,38 @@ class Edit:
         return f"{self.section} (line {self.line})" if self.line else self.section
 
 
-def load_for_review(path: Path) -> tuple[dict[str, Any], list[Edit]]:
-    """A plan as written, edited or not, with the sections whose digests no longer match (empty: intact).
+@dataclass(frozen=True)
+class Review:
+    """A plan to look at, edited or not: `edits` lists the sections whose digests no longer match."""
 
-    For `show`/`diff --allow-edited`: an edited plan can be looked at, never applied."""
+    plan: dict[str, Any]
+    edits: list[Edit]
+
+    @property
+    def trusted(self) -> bool:
+        return not self.edits
+
+    def banner(self, path: Path) -> str:
+        """One line that cannot be missed above an edited plan's display."""
+        sections = ", ".join(str(e) for e in self.edits[:6]) + (" ..." if len(self.edits) > 6 else "")
+        return (
+            f"EDITED, NOT REBASED, UNTRUSTED: {path} changed since it was made ({sections}); shown as "
+            f"`plan --rebase` would accept it (summary and applicability recomputed); apply refuses it "
+            f"until it is rebased"
+        )
+
+
+def load_for_review(path: Path) -> Review:
+    """A plan as `plan --rebase` would accept it, edited or not, for `show`/`diff --allow-edited`:
+    refused only when rebase would refuse it; `edits` says what changed. Never for apply."""
     doc = _read(path)
-    return _plain(doc), edits(doc)
+    found = edits(doc)
+    plan: dict[str, Any] = _plain(doc)
+    if not found:
+        _refuse(validate(plan), doc, path, "the plan is inconsistent")
+        return Review(plan, [])
+    _refuse(validate(body_of(plan), derived=False), doc, path, "the edited plan is not one rebase would accept")
+    return Review({**recompute(body_of(plan)), **{k: plan[k] for k in ("digests", "digest") if k in plan}}, found)
 
 
 def edits(doc: CommentedMap) -> list[Edit]:

@@ -168,7 +168,7 @@ def _findings(c: _Checker, findings: Any) -> None:
         if not c.mapping(f, where, _FINDING_KEYS):
             continue
         c.string(f["id"], (*where, "id"))
-        if f["severity"] not in _SEVERITIES:
+        if not isinstance(f["severity"], str) or f["severity"] not in _SEVERITIES:
             c.add((*where, "severity"), f"must be one of {', '.join(sorted(_SEVERITIES))}")
         c.string(f["message"], (*where, "message"), empty_ok=True)
         c.string(f["remediation"], (*where, "remediation"), empty_ok=True)
@@ -287,9 +287,10 @@ def _pool_stage(
         at = (*where, "waves", k)
         if not c.mapping(wave, at, _WAVE_KEYS):
             continue
-        if c.string(wave["name"], (*at, "name")) and wave["name"] in names:
-            c.add((*at, "name"), f"wave {wave['name']} appears twice in the stage")
-        names.add(wave["name"])
+        if c.string(wave["name"], (*at, "name")):
+            if wave["name"] in names:
+                c.add((*at, "name"), f"wave {wave['name']} appears twice in the stage")
+            names.add(wave["name"])
         c.count(wave["evictedPods"], (*at, "evictedPods"))
         c.duration(wave["soakAfter"], (*at, "soakAfter"), zero_ok=True)
         if not isinstance(wave["nodes"], list) or not wave["nodes"]:
@@ -336,8 +337,8 @@ def _node_steps(c: _Checker, steps: Any, where: Path, params: PlanParams | None)
                 c.add((*at, key), f"{step[key]!r} is not what the plan's parameters say ({want[key]!r})",
                       "change `parameters` and the per-node steps together, or regenerate the plan")  # fmt: skip
                 reported = True
-    keys = {s["params"].get("key") for s in steps if isinstance(s, dict) and s.get("action") == "set-label"
-            and isinstance(s.get("params"), dict)}  # fmt: skip
+    keys = [s["params"].get("key") for s in steps if isinstance(s, dict) and s.get("action") == "set-label"
+            and isinstance(s.get("params"), dict)]  # fmt: skip
     return frozenset(k for k in keys if isinstance(k, str))
 
 
