@@ -187,7 +187,15 @@ def _prune_container(c: Any) -> Any:
     return out
 
 
-_POD_SPEC_KEYS = ("nodeName", "nodeSelector", "affinity", "tolerations", "resourceClaims", "priorityClassName")
+_POD_SPEC_KEYS = (
+    "nodeName",
+    "nodeSelector",
+    "affinity",
+    "tolerations",
+    "resourceClaims",
+    "priorityClassName",
+    "terminationGracePeriodSeconds",  # how long its drain takes (migrate/plan/estimate.py)
+)
 _POD_META_KEYS = ("name", "namespace", "uid", "resourceVersion", "ownerReferences", "labels", "deletionTimestamp")
 
 
