@@ -66,7 +66,7 @@ def test_markdown_has_every_section_and_the_issue_contents() -> None:
     # Capacity before and after.
     a100 = next(r[:6] for r in _rows(out) if r[:2] == ["a100-shared-pool", "nvidia.com/gpu"])
     assert a100 == ["a100-shared-pool", "nvidia.com/gpu", "64 (4x shared)", "16 (predicted)", "17", "NO"]
-    assert "estimated 35m1s" in out
+    assert "estimated 34m59s" in out
 
 
 def test_without_a_cluster_the_report_says_what_it_needs() -> None:
