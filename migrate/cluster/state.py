@@ -196,6 +196,7 @@ _POD_SPEC_KEYS = (
     "resourceClaims",
     "priorityClassName",
     "schedulingGroup",
+    "terminationGracePeriodSeconds",  # how long its drain takes (migrate/plan/estimate.py)
 )
 _POD_META_KEYS = ("name", "namespace", "uid", "resourceVersion", "ownerReferences", "labels", "deletionTimestamp")
 

@@ -52,6 +52,8 @@ _STAGE_ORDER = "stages"  # the digests entry over the order of the stages
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 # Deepest nesting a plan has is about 12 (a DeviceClass manifest inside a step); far deeper is hostile.
 _MAX_DEPTH = 64
+# JSON (and so the digest, orjson) holds 64-bit integers only.
+_INT64_MIN, _UINT64_MAX = -(2**63), 2**64 - 1
 _REGENERATE = "regenerate it with dra-migrate plan"
 
 
@@ -75,6 +77,8 @@ def _check_finite(value: Any) -> None:
             stack.extend(v)
         elif isinstance(v, float) and not math.isfinite(v):
             raise InputError(f"a plan holds {v!r}, which has no canonical form", _REGENERATE)
+        elif isinstance(v, int) and not isinstance(v, bool) and not _INT64_MIN <= v <= _UINT64_MAX:
+            raise InputError(f"a plan holds the integer {v}, beyond 64 bits: it has no canonical form", _REGENERATE)
 
 
 def section_digests(body: dict[str, Any]) -> dict[str, str]:
@@ -187,6 +191,8 @@ def _check_values(doc: CommentedMap, path: Path) -> None:
                         f"{path}:{_line(node, key)}: {value!r} is not a value a plan can hold (NaN or infinity)",
                         _REGENERATE,
                     )
+            elif isinstance(value, int) and not isinstance(value, bool) and not _INT64_MIN <= value <= _UINT64_MAX:
+                raise InputError(f"{path}:{_line(node, key)}: the integer {value} is beyond 64 bits", _REGENERATE)
             elif not (value is None or isinstance(value, str | int | bool)):
                 raise InputError(
                     f"{path}:{_line(node, key)}: a {type(value).__name__} value; plans hold strings, numbers, "

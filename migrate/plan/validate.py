@@ -26,14 +26,12 @@ from typing import Any
 from migrate.checks.model import Severity
 from migrate.dra.devices import NVIDIA_DRIVER
 from migrate.errors import InputError
-from migrate.plan import build
+from migrate.plan import build, estimate
 from migrate.plan.params import (
     PlanParams,
     checked_duration,
-    format_duration,
     label_key_problem,
     label_value_problem,
-    parse_duration,
 )
 
 Path = tuple[str | int, ...]
@@ -407,23 +405,27 @@ def _evicted(entry: dict[str, Any], scope: str) -> int:
     return int(entry["gpuPods"]) + (int(entry["otherPods"]) if scope == "all" else 0)
 
 
-def _summary(stages: list[dict[str, Any]]) -> dict[str, Any]:
-    """As `build._summary` computes it, from the file's shapes (test_plan_integrity keeps the two equal)."""
+def _summary(stages: list[dict[str, Any]], recorded: Any) -> dict[str, Any]:
+    """As `build._summary` computes it, from the file's shapes (test_plan_integrity keeps the two equal).
+    Per-wave estimates and the gangs' disruption rest on planning-time facts the file does not hold (the
+    pods' grace periods, where gangs run): they are kept as recorded for the waves that still exist, and
+    the total is recomputed from them and the soaks."""
+    recorded = recorded if isinstance(recorded, dict) else {}
     pool_stages = [s for s in stages if "pool" in s]
-    seconds = 0
-    for s in pool_stages:
-        scope = _scope(s)
-        for w in s["waves"]:
-            busiest = max((_evicted(n, scope) for n in w["nodes"]), default=0)
-            seconds += build._EST_DRAIN_BASE + build._EST_PER_POD * busiest + build._EST_SWITCH + build._EST_CANARY
-            seconds += parse_duration(w["soakAfter"])
-    return {
+    keys = {f"{s['name']}/{w['name']}" for s in pool_stages for w in s["waves"]}
+    old = recorded.get("waveEstimates") if isinstance(recorded.get("waveEstimates"), dict) else {}
+    estimates = {k: v for k, v in old.items() if k in keys and isinstance(v, dict)}
+    out: dict[str, Any] = {
         "pools": [s["pool"] for s in pool_stages],
         "nodes": sum(len(w["nodes"]) for s in pool_stages for w in s["waves"]),
         "waves": sum(len(s["waves"]) for s in pool_stages),
         "evictedPods": sum(int(w["evictedPods"]) for s in pool_stages for w in s["waves"]),
-        "estimatedDuration": format_duration(seconds),
+        "estimatedDuration": estimate.plan_total(stages, estimates),
+        "waveEstimates": estimates,
     }
+    if "gangs" in recorded:
+        out["gangs"] = recorded["gangs"]
+    return out
 
 
 def _applicable(plan: dict[str, Any]) -> bool:
@@ -440,7 +442,7 @@ def _derived(c: _Checker, plan: dict[str, Any]) -> None:
             if wave["evictedPods"] != want:
                 c.add(("stages", i, "waves", k, "evictedPods"), f"is not the sum over its nodes ({want})")
     summary = plan.get("summary")
-    want_summary = _summary(plan["stages"])
+    want_summary = _summary(plan["stages"], plan.get("summary"))
     if summary != want_summary:
         c.add(("summary",), f"does not follow from the stages ({want_summary})", "dra-migrate plan --rebase")
 
@@ -460,5 +462,5 @@ def recompute(body: dict[str, Any]) -> dict[str, Any]:
             stage = {**stage, "waves": waves}
         stages.append(stage)
     out["stages"] = stages
-    out["summary"] = _summary(stages)
+    out["summary"] = _summary(stages, body.get("summary"))
     return out
