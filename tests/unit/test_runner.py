@@ -23,10 +23,10 @@ from migrate.execute.journal import INTERRUPTED, Journal, Progress, read_journal
 from migrate.execute.progress import progress_of
 from migrate.execute.runner import FAILED, OK, STOPPED, ApplyOptions, Runner, RunResult, planned_steps
 from migrate.plan import io as plan_io
+from migrate.plan import validate
 from migrate.plan.build import node_steps
 from migrate.plan.model import Action, Inverse, InverseAction, NodeEntry, Plan, PoolStage, PrepareStage, Step, Wave
 from migrate.plan.params import PlanParams
-from migrate.plan.validate import recompute
 
 DP, DRA = "nvidia.com/gpu.deploy.device-plugin", "nvidia.com/dra-kubelet-plugin"
 ORIGINAL = {"unschedulable": False, "labels": {DP: "true", DRA: None}}
@@ -38,8 +38,8 @@ def make_plan(waves: list[list[str]], *, soak: str = "0s", pools: int = 1) -> Pl
         "prepare",
         (
             Step("prepare/create-deviceclass/gpu", "create-deviceclass", "DeviceClass gpu",
-                 {"manifest": {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
-                              "spec": {"extendedResourceName": "nvidia.com/gpu"}}}, "none", "30s",
+                 {"manifest": {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                               "metadata": {"name": "gpu"}, "spec": {}}}, "none", "30s",
                  Inverse("delete-deviceclass", {"name": "gpu"})),
             Step("prepare/confirm-dra-driver", "confirm-dra-driver", "Driver gpu.nvidia.com",
                  {"driver": "gpu.nvidia.com"}, "installed", "1m", None),
@@ -55,8 +55,8 @@ def make_plan(waves: list[list[str]], *, soak: str = "0s", pools: int = 1) -> Pl
             )
             entries.append(Wave(f"wave-{w + 1}", nodes, len(nodes), soak if w < len(waves) - 1 else "0s"))
             objects += [
-                {"kind": "Node", "namespace": "", "name": e.node, "uid": f"uid-{e.node}", "resourceVersion": "1",
-                 "content": "c"}
+                {"kind": "Node", "group": "", "namespace": "", "name": e.node, "uid": f"uid-{e.node}",
+                 "resourceVersion": "1", "content": "0"}
                 for e in nodes
             ]  # fmt: skip
         stages.append(PoolStage(f"pool-p{p}", f"p{p}", ("nvidia.com/gpu",), node_steps(params), tuple(entries)))
@@ -65,14 +65,15 @@ def make_plan(waves: list[list[str]], *, soak: str = "0s", pools: int = 1) -> Pl
         "tool": {"name": "dra-migrate", "version": "test"},
         "cluster": "fake",
         "parameters": params.to_dict(),
-        "fingerprint": {"kubernetesVersion": "v1.37.2", "digest": "sha256:test", "objects": objects},
+        "fingerprint": {"kubernetesVersion": "v1.37.2", "digest": "sha256:" + "0" * 64, "objects": objects},
         "applicable": True,
         "findings": [],
         "summary": {},
         "stages": [s.to_dict() for s in stages],
     }
-    # applicable, evicted pods and the summary as `plan` derives them (the loader checks them).
-    return Plan.from_dict(plan_io.seal(recompute(body)))
+    problems = validate.validate(validate.recompute(body))
+    assert not problems, problems  # a plan plan/io.py would load
+    return Plan.from_dict(plan_io.seal(validate.recompute(body)))
 
 
 MIGRATED = {"unschedulable": False, "labels": {DP: "false", DRA: "true"}}
