@@ -137,18 +137,20 @@ def _load_jsonl(f: Path, builder: StateBuilder, header: dict[str, Any]) -> None:
                         f"{f}:{lineno}: expected a Kubernetes object, found {type(obj).__name__}",
                         "a .jsonl snapshot holds one object per line",
                     )
+                kind = obj.get("kind")
+                if kind == "Pod":
+                    # Pods are kept pruned to a fixed shallow shape, so their depth never matters.
+                    spec = obj.get("spec")
+                    claims = isinstance(spec, dict) and bool(spec.get("resourceClaims"))
+                    add(obj, may_request_gpus=claims or mark in line or escape in line, where=f"{name}:{lineno}")
+                    continue
                 # A line nests no deeper than it has brackets: only a line with many is measured.
                 if line.count(b"{") + line.count(b"[") > MAX_DEPTH and depth_exceeds(obj):
                     raise _too_deep(f"{f}:{lineno}")
-                where = f"{name}:{lineno}"
-                if obj.get("kind") == SNAPSHOT_KIND:
-                    merge_header(header, obj, where)
-                elif obj.get("kind") == "Pod":
-                    spec = obj.get("spec")
-                    claims = isinstance(spec, dict) and bool(spec.get("resourceClaims"))
-                    add(obj, may_request_gpus=claims or mark in line or escape in line, where=where)
+                if kind == SNAPSHOT_KIND:
+                    merge_header(header, obj, f"{name}:{lineno}")
                 else:
-                    add(obj, where=where)
+                    add(obj, where=f"{name}:{lineno}")
     except OSError as e:
         raise InputError(f"cannot read {f}: {e.strerror}", "check the path and its permissions") from e
 

@@ -127,7 +127,7 @@ class StateBuilder:
     def _first_copy(self, key: str, obj: Obj, where: str) -> bool:
         """Whether this is the first copy of the object; a conflicting second copy is refused."""
         meta = obj["metadata"]  # checked: a map with a name
-        ident = (key, str(meta.get("namespace") or ""), meta["name"])
+        ident = (key, meta.get("namespace") or "", meta["name"])
         uid, version = meta.get("uid"), meta.get("resourceVersion")
         seen = self._seen.get(ident)
         if seen is None:
