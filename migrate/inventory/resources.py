@@ -23,6 +23,21 @@ GPU_PREFIX = "nvidia.com/"
 # Names the NVIDIA device plugin advertises by default (k8s-device-plugin internal/rm/rm.go, api/config/v1).
 DEFAULT_GPU = "nvidia.com/gpu"
 SHARED_GPU = "nvidia.com/gpu.shared"
+# Fractional-GPU schemes: names that give a container part of a device, beside (or instead of) a whole-GPU
+# count. DRA's extended-resource path and a claim allocate whole devices, so these do not migrate as-is.
+# HAMi: Project-HAMi/HAMi README "Resource" (nvidia.com/gpumem, gpumem-percentage, gpucores beside
+# nvidia.com/gpu); Alibaba gpushare-scheduler-extender docs/userguide.md (aliyun.com/gpu-mem); Tencent
+# gpu-manager README (tencent.com/vcuda-core, vcuda-memory).
+FRACTIONAL_GPU_RESOURCES = frozenset(
+    {
+        "nvidia.com/gpucores",
+        "nvidia.com/gpumem",
+        "nvidia.com/gpumem-percentage",
+        "aliyun.com/gpu-mem",
+        "tencent.com/vcuda-core",
+        "tencent.com/vcuda-memory",
+    }
+)
 _MIG_RE = re.compile(r"^nvidia\.com/mig-\d+g\.\d+gb(\.[a-z0-9.]+)?$")
 
 

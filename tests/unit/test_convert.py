@@ -95,17 +95,17 @@ def test_unchanged_documents_keep_their_exact_text() -> None:
 def test_deployment_shape() -> None:
     out, _ = convert((MANIFESTS / "deployment.yaml").read_text())
     rct, dep = docs(out)
-    assert rct["metadata"]["name"] == "llm-inference-server-gpu"  # type: ignore[index]
+    assert rct["metadata"]["name"] == "llm-inference-gpu"  # type: ignore[index]
     assert rct["spec"]["spec"]["devices"]["requests"] == [  # type: ignore[index]
         {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "allocationMode": "ExactCount", "count": 1}}
     ]
     pod = dep["spec"]["template"]["spec"]  # type: ignore[index]
-    assert pod["resourceClaims"] == [{"name": "server-gpu", "resourceClaimTemplateName": "llm-inference-server-gpu"}]
+    assert pod["resourceClaims"] == [{"name": "gpu", "resourceClaimTemplateName": "llm-inference-gpu"}]
     server, metrics = pod["containers"]
     assert server["resources"] == {
         "requests": {"cpu": "8", "memory": "64Gi"},
         "limits": {"memory": "64Gi"},
-        "claims": [{"name": "server-gpu"}],
+        "claims": [{"name": "gpu"}],
     }
     assert "resources" not in metrics
     # The comment above nodeSelector stays above nodeSelector, not above the inserted resourceClaims.
@@ -129,13 +129,13 @@ def test_training_roles_get_a_claim_per_pod_from_templates() -> None:
     assert rct["kind"] == "ResourceClaimTemplate"
     for role in ("Master", "Worker"):
         pod = job["spec"]["pytorchReplicaSpecs"][role]["template"]["spec"]  # type: ignore[index]
-        assert pod["resourceClaims"] == [{"name": "pytorch-gpu", "resourceClaimTemplateName": rct["metadata"]["name"]}]  # type: ignore[index]
+        assert pod["resourceClaims"] == [{"name": "gpu", "resourceClaimTemplateName": rct["metadata"]["name"]}]  # type: ignore[index]
 
 
 def test_roles_with_different_shapes_get_distinct_templates() -> None:
     out, _ = convert((MANIFESTS / "raycluster.yaml").read_text())
     names = [d["metadata"]["name"] for d in docs(out) if d["kind"] == "ResourceClaimTemplate"]  # type: ignore[index]
-    assert names == ["ray-serve-ray-worker-gpu", "ray-serve-gpu-b-ray-worker-gpu"]
+    assert names == ["ray-serve-gpu", "ray-serve-gpu-b-gpu"]
 
 
 def test_shared_claim_makes_one_resource_claim() -> None:
@@ -143,22 +143,76 @@ def test_shared_claim_makes_one_resource_claim() -> None:
     claim, job = docs(out)
     assert claim["kind"] == "ResourceClaim" and "devices" in claim["spec"]  # type: ignore[operator]
     pod = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]  # type: ignore[index]
-    assert pod["resourceClaims"] == [{"name": "pytorch-gpu", "resourceClaimName": claim["metadata"]["name"]}]  # type: ignore[index]
+    assert pod["resourceClaims"] == [{"name": "gpu", "resourceClaimName": claim["metadata"]["name"]}]  # type: ignore[index]
 
 
-def test_share_across_pod_gives_containers_one_claim() -> None:
-    text = (MANIFESTS / "job.yaml").read_text()
-    out, _ = convert(text, share_across_pod=True)
+def test_init_and_app_containers_share_one_claim_of_the_effective_size() -> None:
+    # Kubernetes' rule: max(largest init container, sum of app containers); the init container's devices
+    # are the app container's, so a Job of 1 + 1 holds one GPU, not two.
+    out, _ = convert((MANIFESTS / "job.yaml").read_text())
     rct, job = docs(out)
     assert rct["metadata"]["name"] == "embed-batch-gpu"  # type: ignore[index]
+    assert rct["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 1  # type: ignore[index]
     pod = job["spec"]["template"]["spec"]  # type: ignore[index]
     assert pod["resourceClaims"] == [{"name": "gpu", "resourceClaimTemplateName": "embed-batch-gpu"}]
     assert pod["initContainers"][0]["resources"] == {"claims": [{"name": "gpu"}]}
     assert pod["containers"][0]["resources"]["claims"] == [{"name": "gpu"}]
-    # Without the flag each container has a claim of its own.
-    out, _ = convert(text)
-    pod = docs(out)[1]["spec"]["template"]["spec"]  # type: ignore[index]
-    assert [c["name"] for c in pod["resourceClaims"]] == ["embed-gpu", "warmup-gpu"]
+
+
+POD_OF = """apiVersion: batch/v1
+kind: Job
+metadata: {name: j, namespace: ml}
+spec:
+  template:
+    spec:
+      initContainers: INIT
+      containers: APP
+"""
+
+
+def _c(name: str, n: int, restart: str | None = None) -> str:
+    extra = f", restartPolicy: {restart}" if restart else ""
+    return f"{{name: {name}, image: i{extra}, resources: {{limits: {{nvidia.com/gpu: {n}}}}}}}"
+
+
+def _requests(out: str) -> list[tuple[str, int]]:
+    (rct,) = [d for d in docs(out) if d["kind"] == "ResourceClaimTemplate"]
+    return [(r["name"], r["exactly"]["count"]) for r in rct["spec"]["spec"]["devices"]["requests"]]  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    "init,app,total",
+    [
+        ([("warm", 8)], [("main", 8)], 8),  # a Job needing 8 holds 8, not 16
+        ([("warm", 8)], [("main", 2)], 8),  # the init container is the larger
+        ([("warm", 1)], [("a", 2), ("b", 2)], 4),  # the app containers' sum is the larger
+        ([("warm", 6)], [("a", 2), ("b", 2)], 6),
+        ([("side", 1, "Always"), ("warm", 4)], [("main", 2)], 5),  # KEP-753: the sidecar runs beside the init
+        ([("side", 2, "Always")], [("main", 2)], 4),  # a sidecar adds to the app containers
+    ],
+)
+def test_claim_is_sized_by_the_effective_request_rule(init: list[tuple], app: list[tuple], total: int) -> None:
+    text = POD_OF.replace("INIT", "[" + ", ".join(_c(*c) for c in init) + "]").replace(
+        "APP", "[" + ", ".join(_c(*c) for c in app) + "]"
+    )
+    out, problems = convert(text)
+    assert not problems
+    assert sum(n for _, n in _requests(out)) == total
+    job = docs(out)[-1]
+    pod = job["spec"]["template"]["spec"]  # type: ignore[index]
+    assert len(pod["resourceClaims"]) == 1  # one claim per pod
+    # Several app containers keep devices of their own: each sees its own request.
+    apps = pod["containers"]
+    if len(apps) > 1:
+        assert [c["resources"]["claims"][0]["request"] for c in apps] == [a[0] for a in app]
+
+
+def test_share_across_pod_gives_every_container_the_whole_claim() -> None:
+    text = POD_OF.replace("INIT", "[]").replace("APP", f"[{_c('a', 1)}, {_c('b', 1)}]")
+    out, _ = convert(text, share_across_pod=True)
+    assert _requests(out) == [("gpu", 2)]
+    pod = docs(out)[-1]["spec"]["template"]["spec"]  # type: ignore[index]
+    assert [c["resources"]["claims"] for c in pod["containers"]] == [[{"name": "gpu"}], [{"name": "gpu"}]]
 
 
 def test_fallback_makes_first_available_alternatives_in_order_with_a_warning() -> None:
