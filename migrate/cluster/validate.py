@@ -182,6 +182,11 @@ def _template(t: ResolvedTemplate) -> None:
         _pod_spec(t.template.get("spec"), f"{t.path}.spec")
     elif role.form == "podSpec":
         _pod_spec(t.template, t.path)
+    elif role.form == "resources":
+        where = f"{t.path}.{role.resources}"
+        raw = get_path(t.template, role.resources or "resources")
+        if raw is not None:
+            _resources({"resources": _dict(raw, where)}, where.rpartition(".")[0])
     for path in role.containers + role.init_containers:
         _containers_at(t.template, path, t.path)
     for f in role.replicas:

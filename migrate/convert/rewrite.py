@@ -365,6 +365,13 @@ def convert_document(
         gpu = [(c, req, is_init) for c, req, is_init in gpu if req or _has_gpu_key(c, gpu_names)]
         if not gpu:
             continue
+        if r.role.form == "resources":
+            result.problems.append(
+                f"{label}: role {role} states its GPUs as {r.path}.{r.role.resources} (a ResourceRequirements, "
+                "not a pod), which has no place for a claim: put the claim in the pod template this kind's pods "
+                "come from (for a TrainJob, its TrainingRuntime), then drop the GPU count here"
+            )
+            continue
         if r.role.form == "containers":
             result.problems.append(
                 f"{label}: role {role} keeps bare containers without a pod spec, so there is nowhere to put "
@@ -454,6 +461,9 @@ _REFUSED_KINDS = {
     "or keep it on the device plugin until Knative accepts claims",
     "serving.knative.dev/Configuration": "Knative's admission webhook rejects resources.claims (knative/serving#15332)",
     "serving.knative.dev/Revision": "Knative's admission webhook rejects resources.claims (knative/serving#15332)",
+    "trainer.kubeflow.org/ClusterTrainingRuntime": "a cluster-scoped runtime's pods run in the namespace of each "
+    "TrainJob that uses it, and a ResourceClaimTemplate is namespaced: create the template in each of those "
+    "namespaces and add the claim by hand (or use a namespaced TrainingRuntime)",
 }
 KSERVE_ISVC = "serving.kserve.io/InferenceService"
 KSERVE_MODE = "serving.kserve.io/deploymentMode"
