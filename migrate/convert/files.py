@@ -241,11 +241,67 @@ def _convert_docs(
             out.append(d.marker + d.body)
             continue
         pieces = [_dump(d.yaml, x) for x in r.new_documents]
-        pieces.append(_dump(d.yaml, d.doc))
+        dumped = _dump(d.yaml, d.doc)
+        pieces.append(dumped if _marker_content(d.marker) else keep_original_lines(d.body, dumped))
         marker = "---\n" if _marker_content(d.marker) else d.marker
         out.append(marker + "---\n".join(pieces))
     result.converted = "".join(out)
     return result.converted, result
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def _is_item(line: str) -> bool:
+    return line.lstrip(" ").startswith("- ") or line.strip() == "-"
+
+
+def keep_original_lines(original: str, dumped: str) -> str:
+    """The dumped document with every line whose content did not change taken verbatim from `original`.
+
+    ruamel.yaml writes one list style for a whole document, and drops comments inside a map it empties; so
+    the lines are matched by content (difflib), matched lines keep their original text, new lines are
+    shifted by the indentation change of their nearest sibling or parent, and full-line comments among
+    removed lines stay where they were. The result is used only when it parses to exactly what ruamel
+    wrote; otherwise ruamel's text is kept as it is.
+    """
+    old = original.splitlines(keepends=True)
+    new = dumped.splitlines(keepends=True)
+    matcher = difflib.SequenceMatcher(None, [x.strip() for x in old], [x.strip() for x in new], autojunk=False)
+    out: list[str] = []
+    # (indent in `dumped`, a list item?, shift to the original) per line of `dumped`
+    placed: list[tuple[int, bool, int]] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            for oi, nj in zip(range(i1, i2), range(j1, j2), strict=True):
+                out.append(old[oi])
+                if old[oi].strip():
+                    placed.append((_indent(new[nj]), _is_item(new[nj]), _indent(old[oi]) - _indent(new[nj])))
+            continue
+        out.extend(x for x in old[i1:i2] if x.lstrip().startswith("#"))
+        for line in new[j1:j2]:
+            if not line.strip():
+                out.append(line)
+                continue
+            ind, item = _indent(line), _is_item(line)
+            # The nearest parent (less indented) or sibling (as indented, and of the same sort: a key
+            # beside `- x` at one column is the list's sibling, not the item's) says the shift.
+            shift = next((sh for i, it, sh in reversed(placed) if i < ind or (i == ind and it == item)), 0)
+            out.append(" " * max(0, ind + shift) + line.lstrip(" "))
+            placed.append((ind, item, shift))
+    merged = "".join(out)
+    if merged.endswith("\n") != dumped.endswith("\n"):
+        merged = merged.rstrip("\n") + ("\n" if dumped.endswith("\n") else "")
+    try:
+        same = _safe_load(merged) == _safe_load(dumped)
+    except YAMLError:
+        same = False
+    return merged if same else dumped
+
+
+def _safe_load(text: str) -> Any:
+    return YAML(typ="safe", pure=True).load(text)
 
 
 def convert_files(pairs: list[tuple[Path, Path]], table: TemplateTable, opts: ConvertOptions) -> list[FileResult]:

@@ -538,3 +538,31 @@ def test_in_place_is_all_or_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     r = run("convert", "--in-place", str(tmp_path))
     assert r.code == 1 and "nothing written" in r.stderr
     assert {p.name: p.read_text() for p in tmp_path.iterdir()} == before
+
+
+def test_comments_inside_a_map_conversion_empties_are_kept() -> None:
+    text = (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec:\n  template:\n    spec:\n"
+        "      containers:\n        - name: c\n          image: i\n          resources:\n            limits:\n"
+        "              # one GPU for the model\n              nvidia.com/gpu: 1   # H100\n"
+        "            # requests follow limits\n"
+    )
+    out, problems = convert(text)
+    assert not problems
+    assert "# one GPU for the model" in comments(out)
+    assert "# requests follow limits" in comments(out)
+
+
+def test_a_documents_own_list_indentation_is_kept_so_the_diff_is_only_the_change() -> None:
+    # Two list styles in one document: `volumes` flush, `containers` indented by two.
+    text = (
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  volumes:\n  - name: v\n    emptyDir: {}\n"
+        "  containers:\n    - name: c\n      image: i\n      args:\n        - --x\n      resources:\n"
+        "        limits:\n          nvidia.com/gpu: 1\n"
+    )
+    out, problems = convert(text)
+    assert not problems
+    pod_text = out.split("---\n")[-1]
+    removed = [ln for ln in text.splitlines() if ln not in pod_text.splitlines()]
+    assert removed == ["        limits:", "          nvidia.com/gpu: 1"]
+    assert docs(pod_text)[0]["spec"]["containers"][0]["resources"] == {"claims": [{"name": "gpu"}]}  # type: ignore[index]
