@@ -328,3 +328,52 @@ def test_very_deep_nesting_is_one_line(tmp_path: Path, suffix: str, text: str) -
     assert r.code == 1
     line = one_error_line(r.stderr)
     assert str(f) in line and ("deeper" in line or "invalid" in line or "expected" in line), line
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "GET /api failed: Authorization: Bearer abc.def-ghi_jkl",
+        '{"headers": {"Authorization": "Basic dXNlcjpzM2NyZXQ="}}',
+        "authorization=Negotiate YIIabc123secret",
+        "bearer s3cret, then more",
+        "Basic dXNlcjpzM2NyZXQ-_x",
+        "https://admin:s3cret@10.0.0.1:6443/api",
+        "kubectl --token=s3cret get pods",
+        "--password s3cret",
+        "api_key: s3cret",
+        "token: eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW0ifQ.c2lnbmF0dXJl",
+    ],
+)
+def test_credentials_are_scrubbed_from_messages(text: str) -> None:
+    from migrate.secrets import scrub
+
+    out = scrub(text)
+    assert out is not None and "<redacted>" in out
+    for secret in ("abc.def", "dXNlcjpzM2NyZXQ", "YIIabc123secret", "s3cret", "c2lnbmF0dXJl"):
+        assert secret not in out, out
+
+
+def test_log_lines_are_scrubbed() -> None:
+    import io
+    import logging
+
+    from migrate.secrets import scrub_logs
+
+    buf = io.StringIO()
+    handler = logging.StreamHandler(buf)
+    scrub_logs(handler)
+    log = logging.getLogger("migrate.test-scrub")
+    log.addHandler(handler)
+    try:
+        log.warning("request failed: %s", "Authorization: Bearer s3cret-token")
+    finally:
+        log.removeHandler(handler)
+    assert "s3cret" not in buf.getvalue() and "<redacted>" in buf.getvalue()
+
+
+def test_error_lines_are_scrubbed(tmp_path: Path) -> None:
+    f = tmp_path / "s.yaml"
+    f.write_text(NODE.replace('"8"}}', '"Bearer s3cret"}}'))
+    r = run("inventory", "--snapshot", str(f))
+    assert r.code == 1 and "s3cret" not in r.stderr and "<redacted>" in r.stderr
