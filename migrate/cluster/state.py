@@ -199,7 +199,8 @@ def uses_devices(pod: Obj) -> bool:
     if spec.get("resourceClaims"):
         return True
     for key in ("containers", "initContainers"):
-        for c in spec.get(key) or ():
+        cs = spec.get(key)
+        for c in cs if isinstance(cs, list) else ():  # a malformed value is refused by the checker
             res = c.get("resources") if isinstance(c, dict) else None
             if not isinstance(res, dict):
                 continue

@@ -94,6 +94,11 @@ def nesting_exceeds(text: str, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
+def _flat(text: str) -> str:
+    """ruamel's messages span lines (the mark, a snippet); an error is one line."""
+    return " ".join(text.split())
+
+
 def load_yaml_documents(text: str, name: str) -> Iterator[Any]:
     """Every document of a YAML stream, as plain dicts/lists. Errors name the file and line."""
     yaml = YAML(typ="safe", pure=False)
@@ -110,10 +115,10 @@ def load_yaml_documents(text: str, name: str) -> Iterator[Any]:
     except MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         where = f"{name}:{mark.line + 1}:{mark.column + 1}" if mark else name
-        problem = e.problem or e.context or "invalid YAML"
+        problem = _flat(e.problem or e.context or "invalid YAML")
         raise InputError(f"{where}: {problem}", "fix the file or export it again") from e
     except YAMLError as e:
-        raise InputError(f"{name}: invalid YAML ({e})", "fix the file or export it again") from e
+        raise InputError(f"{name}: invalid YAML ({_flat(str(e))})", "fix the file or export it again") from e
     except RecursionError as e:
         raise InputError(f"{name}: YAML nested too deeply", "fix the file or export it again") from e
 
