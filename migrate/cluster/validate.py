@@ -228,6 +228,42 @@ def _pod_status(obj: Obj) -> None:
     _str(status.get("phase"), "status.phase")
 
 
+_OPTIONAL_TYPES = (("nodeSelector", dict), ("affinity", dict), ("tolerations", list), ("resourceClaims", list))
+
+
+def _pod_ok(obj: Obj) -> bool:
+    """A well-typed GPU pod at a glance (the hot path); False sends it to the field-by-field check."""
+    meta, spec, status = obj.get("metadata"), obj.get("spec"), obj.get("status")
+    if type(meta) is not dict or type(spec) is not dict or not meta.get("name") or type(meta["name"]) is not str:
+        return False
+    if type(meta.get("namespace", "")) is not str or type(meta.get("labels", {})) is not dict:
+        return False
+    if any(type(v) is not str for v in (meta.get("labels") or {}).values()):
+        return False
+    if status is not None and (type(status) is not dict or type(status.get("phase", "")) is not str):
+        return False
+    if type(spec.get("nodeName", "")) is not str:
+        return False
+    for key, typ in _OPTIONAL_TYPES:
+        v = spec.get(key)
+        if v is not None and type(v) is not typ:
+            return False
+    if any(type(v) is not str for v in (spec.get("nodeSelector") or {}).values()):
+        return False
+    refs = meta.get("ownerReferences")
+    if refs is not None and (type(refs) is not list or any(type(r) is not dict for r in refs)):
+        return False
+    if any(type(meta.get(k, "")) is not str for k in ("uid", "resourceVersion")):
+        return False
+    for key in ("containers", "initContainers"):
+        cs = spec.get(key)
+        if cs is None:
+            continue
+        if type(cs) is not list or not all(_container_ok(c) for c in cs):
+            return False
+    return True
+
+
 class ObjectChecker:
     """Checks objects as a StateBuilder receives them; raises InputError naming `where` and the object."""
 
@@ -264,6 +300,8 @@ class ObjectChecker:
             raise refuse(where, obj, str(e)) from None
 
     def check(self, key: str, obj: Obj, where: str) -> None:
+        if key == "Pod" and _pod_ok(obj):
+            return
         try:
             _metadata(obj)
             if key == "Node":
