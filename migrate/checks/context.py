@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from migrate.cluster.state import ClusterState
 from migrate.dra.capacity import PoolCapacity
 from migrate.dra.deviceclasses import Generation
 from migrate.errors import InputError
+from migrate.inventory.fleet import parse_version
 from migrate.inventory.model import Inventory
 
-_VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
-
-
-def parse_version(text: str | None) -> tuple[int, int, int] | None:
-    """v1.34.2, 1.34.2-gke.1000, v1.35.0+k3s1 -> (1, 34, 2); None when unparseable."""
-    m = _VERSION_RE.match(text or "")
-    return (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)) if m else None
+__all__ = ["CheckContext", "parse_feature_gates", "parse_version"]
 
 
 def parse_feature_gates(values: tuple[str, ...]) -> dict[str, bool]:

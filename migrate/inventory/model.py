@@ -17,6 +17,8 @@ from migrate.inventory.fleet import (
     pool_of,
 )
 from migrate.inventory.operator import (
+    device_plugin_daemonset_objects,
+    dra_plugin_daemonset_objects,
     dra_plugin_daemonsets,
     known_gpu_names_from_configs,
     sharing_configs,
@@ -77,7 +79,14 @@ def _build(state: ClusterState, pool_labels: tuple[str, ...]) -> Inventory:
         for n in nodes_raw
     }
     consumers, node_requests = find_consumers(state, names, node_pools)
-    gpu_nodes = build_gpu_nodes(nodes_raw, names, pool_labels, slice_devices_by_node(state))
+    gpu_nodes = build_gpu_nodes(
+        nodes_raw,
+        names,
+        pool_labels,
+        slice_devices_by_node(state),
+        dra_plugin_daemonset_objects(state),
+        device_plugin_daemonset_objects(state),
+    )
     for g in gpu_nodes:
         g.requested = dict(sorted(node_requests.get(g.name, {}).items()))
     configs = sharing_configs(state, [(g.name, g.labels) for g in gpu_nodes])
