@@ -8,6 +8,7 @@ from migrate.cluster.state import ClusterState
 from migrate.dra.capacity import PoolCapacity
 from migrate.dra.deviceclasses import Generation
 from migrate.errors import InputError
+from migrate.inventory.dra import NVIDIA_DRA_DRIVER
 from migrate.inventory.fleet import parse_version
 from migrate.inventory.model import Inventory
 
@@ -33,6 +34,7 @@ class CheckContext:
     generation: Generation
     capacity: list[PoolCapacity]
     feature_gates: dict[str, bool] = field(default_factory=dict)
+    dra_driver: str = NVIDIA_DRA_DRIVER  # --dra-driver: the DRA driver whose slices serve the GPUs
 
     @property
     def version(self) -> tuple[int, int, int] | None:

@@ -26,6 +26,8 @@ from migrate.plan.params import PlanParams
 @click.option("--feature-gate", "feature_gates", multiple=True, metavar="NAME=BOOL", help="Declare a gate.")
 @click.option("--device-plugin-label", default=PlanParams.device_plugin_label, show_default=True)
 @click.option("--dra-label", default=PlanParams.dra_label, show_default=True)
+@click.option("--dra-driver", default=PlanParams.dra_driver, show_default=True, metavar="NAME",
+              help="The DRA driver that serves the GPUs (its ResourceSlices' spec.driver).")  # fmt: skip
 @click.option("--rebase", "rebase", type=click.Path(path_type=Path), help="Re-digest an intentionally edited PLAN.")
 def plan(
     source: SourceOptions,
@@ -38,6 +40,7 @@ def plan(
     feature_gates: tuple[str, ...],
     device_plugin_label: str,
     dra_label: str,
+    dra_driver: str,
     rebase: Path | None,
 ) -> None:
     """Write a migration plan (a plan with blockers is written, marked not applicable)."""
@@ -53,6 +56,7 @@ def plan(
         device_plugin_label=device_plugin_label,
         dra_label=dra_label,
         pool_labels=pool_labels,
+        dra_driver=dra_driver,
     )
     state = load_state(source)
     body = build_plan(state, params, feature_gates=parse_feature_gates(feature_gates))

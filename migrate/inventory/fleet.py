@@ -13,7 +13,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from migrate.inventory.operator import PluginPlacement, device_plugin_placement, dra_plugin_placement
+from migrate.inventory.operator import (
+    PluginPlacement,
+    device_plugin_placement,
+    dra_plugin_placement,
+    dynamic_mig_enabled,
+)
 from migrate.inventory.resources import GPU_PREFIX, GpuNames, quantity_int
 
 UNPOOLED = "(unpooled)"
@@ -99,6 +104,8 @@ class GpuNode:
     kubelet_version: str | None = None  # status.nodeInfo.kubeletVersion
     dra_placement: PluginPlacement | None = None  # from the DRA kubelet-plugin DaemonSets as installed
     dp_placement: PluginPlacement | None = None  # from the device-plugin DaemonSets as installed
+    # DynamicMIG: the DRA plugin that serves this node has the gate on, or its slices carry counters.
+    dynamic_mig: bool = False
 
     @property
     def device_plugin_enabled(self) -> bool:
@@ -129,6 +136,7 @@ class GpuNode:
             "kubeletVersion": self.kubelet_version,
             "draPlugin": self.dra_placement.to_dict() if self.dra_placement else None,
             "devicePlugin": self.dp_placement.to_dict() if self.dp_placement else None,
+            "dynamicMig": self.dynamic_mig,
         }
 
 
@@ -194,6 +202,7 @@ def build_gpu_nodes(
     dra_devices: dict[str, dict[str, int]],
     dra_daemonsets: list[dict[str, Any]] | None = None,
     dp_daemonsets: list[dict[str, Any]] | None = None,
+    counter_nodes: frozenset[str] = frozenset(),
 ) -> list[GpuNode]:
     out: list[GpuNode] = []
     for n in nodes:
@@ -208,6 +217,8 @@ def build_gpu_nodes(
         slices = dra_devices.get(name, {})
         if not (capacity or allocatable or slices or any(k in labels for k in GPU_LABELS)):
             continue
+        dra_placement = dra_plugin_placement(n, dra_daemonsets or [])
+        serving = [d for d in dra_daemonsets or [] if _ref(d) == dra_placement.daemonset]
         out.append(
             GpuNode(
                 name=name,
@@ -225,11 +236,17 @@ def build_gpu_nodes(
                 unschedulable=bool((n.get("spec") or {}).get("unschedulable")),
                 ready=_ready(n),
                 kubelet_version=(status.get("nodeInfo") or {}).get("kubeletVersion") or None,
-                dra_placement=dra_plugin_placement(n, dra_daemonsets or []),
+                dra_placement=dra_placement,
                 dp_placement=device_plugin_placement(n, dp_daemonsets or []),
+                dynamic_mig=name in counter_nodes or any(dynamic_mig_enabled(d) for d in serving),
             )
         )
     return sorted(out, key=lambda g: g.name)
+
+
+def _ref(ds: dict[str, Any]) -> str:
+    meta = ds.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
 def build_pools(nodes: list[GpuNode]) -> list[Pool]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from migrate.cluster.state import ClusterState, paused_gc
 from migrate.inventory.consumers import Consumer, find_consumers
-from migrate.inventory.dra import slice_devices_by_node, summarize_dra
+from migrate.inventory.dra import nodes_with_counters, slice_devices_by_node, summarize_dra
 from migrate.inventory.fleet import (
     GpuNode,
     Pool,
@@ -86,6 +86,7 @@ def _build(state: ClusterState, pool_labels: tuple[str, ...]) -> Inventory:
         slice_devices_by_node(state),
         dra_plugin_daemonset_objects(state),
         device_plugin_daemonset_objects(state),
+        nodes_with_counters(state),
     )
     for g in gpu_nodes:
         g.requested = dict(sorted(node_requests.get(g.name, {}).items()))

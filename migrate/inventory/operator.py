@@ -17,7 +17,7 @@ from typing import Any
 from migrate.cluster.state import ClusterState, Obj
 from migrate.cluster.yamlio import load_yaml_documents
 from migrate.errors import InputError
-from migrate.inventory.placement import label_to_deselect, label_to_select, node_selects
+from migrate.inventory.placement import label_to_deselect, label_to_select, node_selects, settable_label
 from migrate.inventory.resources import DEFAULT_GPU, GPU_PREFIX, SHARED_GPU
 
 CONFIG_LABEL = "nvidia.com/device-plugin.config"
@@ -316,6 +316,37 @@ class PluginPlacement:
 def _pod_spec(ds: Obj) -> dict[str, Any]:
     spec = _dig(ds, "spec", "template", "spec")
     return spec if isinstance(spec, dict) else {}
+
+
+def switch_keys(ds: Obj) -> list[str]:
+    """The settable node labels a DaemonSet selects on (nodeSelector keys, affinity In/Exists keys)."""
+    spec = _pod_spec(ds)
+    keys = [str(k) for k in spec.get("nodeSelector") or {}]
+    terms = _dig(
+        spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"
+    )
+    for term in terms or []:
+        for e in (term.get("matchExpressions") or []) if isinstance(term, dict) else []:
+            if e.get("operator") in ("In", "Exists"):
+                keys.append(str(e.get("key")))
+    return [k for k in dict.fromkeys(keys) if settable_label(k)]
+
+
+DYNAMIC_MIG_GATE = "DynamicMIG"
+
+
+def dynamic_mig_enabled(ds: Obj) -> bool:
+    """Whether the DRA kubelet plugin runs with the DynamicMIG feature gate on: `DynamicMIG=true` in a
+    container's args or env (the plugin's --feature-gates flag / FEATURE_GATES environment variable,
+    dra-driver-nvidia-gpu cmd/gpu-kubelet-plugin/main.go and pkg/featuregates)."""
+    for c in _dig(ds, "spec", "template", "spec", "containers") or []:
+        if not isinstance(c, dict):
+            continue
+        texts = [str(a) for a in (c.get("args") or []) + (c.get("command") or [])]
+        texts += [str(e.get("value", "")) for e in c.get("env") or [] if isinstance(e, dict)]
+        if any(f"{DYNAMIC_MIG_GATE}=true" in t.replace(" ", "") for t in texts):
+            return True
+    return False
 
 
 def _how_selected(ds: Obj) -> str:

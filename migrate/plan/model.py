@@ -57,6 +57,7 @@ class NodeEntry:
     resources: tuple[str, ...]  # the device-plugin resources it advertises today (must go to 0)
     canary_resource: str
     original: dict[str, Any]  # {"unschedulable": bool, "labels": {key: value or None}}
+    placement: dict[str, Any] = field(default_factory=dict)  # what switching each plugin means here, and why
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -67,6 +68,7 @@ class NodeEntry:
             "resources": list(self.resources),
             "canaryResource": self.canary_resource,
             "original": self.original,
+            **({"placement": self.placement} if self.placement else {}),
         }
 
 

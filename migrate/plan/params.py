@@ -18,6 +18,7 @@ DEVICE_PLUGIN_OFF = "false"
 DRA_LABEL = "nvidia.com/dra-kubelet-plugin"
 DRA_ON = "true"
 CANARY_IMAGE = "registry.k8s.io/pause:3.10"
+DRA_DRIVER = "gpu.nvidia.com"  # kubernetes-sigs/dra-driver-nvidia-gpu cmd/gpu-kubelet-plugin DriverName
 
 _DURATION_RE = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 
@@ -53,8 +54,12 @@ class PlanParams:
     canary_timeout: str = "3m"
     canary_image: str = CANARY_IMAGE
     pool_labels: tuple[str, ...] = ()
+    dra_driver: str = DRA_DRIVER  # --dra-driver: DeviceClasses, wait-dra-ready, the canary, the checks
 
     def validate(self) -> PlanParams:
+        from migrate.inventory.dra import check_driver_name
+
+        check_driver_name(self.dra_driver)
         if self.drain not in ("gpu", "all"):
             raise InputError(f"bad --drain {self.drain!r}", "use gpu or all")
         self.wave_size(10)
