@@ -161,7 +161,9 @@ def pool_capacity(
                     demand=pool.requested.get(resource, 0) + reserved.get(pool.name, {}).get(resource, 0),
                     device_class=cls.name if cls else None,
                     replicas=replicas,
-                    after_source="mixed" if len(sources) > 1 else next(iter(sources), "predicted"),
+                    after_source="mixed"
+                    if len(sources) > 1
+                    else next(iter(sources), "excluded" if skewed & set(pool.nodes) else "predicted"),
                     largest_request=largest.get((pool.name, resource), 0),
                     largest_node_after=max(per_node, default=0),
                 )

@@ -218,11 +218,21 @@ def _required_terms(pod_spec: dict[str, Any]) -> list[dict[str, Any]]:
     return [t for t in required.get("nodeSelectorTerms") or [] if isinstance(t, dict)]
 
 
+# A switch may add a label or flip a flag-like one; it never rewrites a label that carries other meaning
+# (a custom zone or team label the node already has).
+_FLAG_VALUES = frozenset({"", "true", "false", "enabled", "disabled", "on", "off", "yes", "no"})
+
+
+def _may_set(node: dict[str, Any], key: str) -> bool:
+    current = node_labels(node).get(key)
+    return settable_label(key) and (current is None or current.lower() in _FLAG_VALUES)
+
+
 def label_to_select(pod_spec: dict[str, Any], node: dict[str, Any]) -> tuple[str, str] | None:
     """One settable node label that makes the DaemonSet controller run this pod spec on the node, or None
     when none does (a taint it does not tolerate, matchFields, Gt/Lt, a managed label, two labels needed)."""
     for key, value in _candidates_on(pod_spec):
-        if settable_label(key) and node_selects(pod_spec, _with_label(node, key, value), daemon=True):
+        if _may_set(node, key) and node_selects(pod_spec, _with_label(node, key, value), daemon=True):
             return key, value
     return None
 
@@ -234,6 +244,6 @@ def label_to_deselect(
     (it deletes the pod once the node no longer matches: pkg/controller/daemon/daemon_controller.go), or
     None when no label can (no selector and no affinity: it runs on every node)."""
     for key, value in _candidates_off(pod_spec, preferred):
-        if settable_label(key) and not node_selects(pod_spec, _with_label(node, key, value), daemon=True):
+        if _may_set(node, key) and not node_selects(pod_spec, _with_label(node, key, value), daemon=True):
             return key, value
     return None
