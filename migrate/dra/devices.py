@@ -9,6 +9,22 @@ DRA has no replicas: a GPU the device plugin time-slices or shares through MPS i
 predictions count physical GPUs (`nvidia.com/gpu.count`, `nvidia.com/mig-<profile>.count`) and never
 `nvidia.com/gpu` capacity, which is multiplied by the replicas.
 
+What a prediction cannot know, and so leaves out or fills with a stable placeholder (a selector on it
+cannot be judged before the driver runs on the node):
+  * `uuid`, `parentUUID`: NVML's, placeholders here;
+  * device names: the driver names a GPU by its NVML *minor number* (`gpu-<minor>`, dra-driver-nvidia-gpu
+    `deviceinfo.go`), which no GFD label carries; we number GPUs 0..count-1, which matches when minors
+    are contiguous from 0 (the usual case) and is only a name otherwise (counts are unaffected);
+  * `resource.kubernetes.io/pciBusID` / `pcieRoot`: placeholders (the real ones come from NVML and sysfs);
+  * `resource.kubernetes.io/numaNode` (published by v0.5.0-dev+, not v0.4.1, and only when known): no
+    label gives a GPU's NUMA node, so it is never predicted; published slices keep theirs;
+  * `addressingMode` (coherent Grace systems only) and the FabricManager partition attributes (gated):
+    never predicted;
+  * MIG placements: from GFD's per-profile counts, every existing MIG device is counted (the driver
+    publishes all of them), but which GPU holds which instance and at which start is our packing;
+  * DynamicMIG (full GPUs plus every possible placement, with counters): not predicted; the checks refuse
+    an exact count for such a node (`dynamic-mig-unpredicted`).
+
 Pure data and pure functions; the simulator (`migrate.sim.spec`) publishes the same devices.
 """
 
