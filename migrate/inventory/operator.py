@@ -359,6 +359,18 @@ def _how_selected(ds: Obj) -> str:
     return " and ".join(parts) or "no nodeSelector and no node affinity: every node"
 
 
+def _gpu_allocatable(node: Obj) -> dict[str, int]:
+    alloc = _dig(node, "status", "allocatable") or {}
+    out: dict[str, int] = {}
+    for k, v in alloc.items() if isinstance(alloc, dict) else []:
+        if str(k).startswith(GPU_PREFIX):
+            try:
+                out[str(k)] = int(str(v))
+            except ValueError:
+                out[str(k)] = 1  # a quantity we do not parse: treat it as advertised
+    return out
+
+
 def dra_plugin_placement(node: Obj, daemonsets: list[Obj]) -> PluginPlacement:
     """Whether the DRA kubelet plugin runs on `node`, or which one label makes one of its DaemonSets run
     there (the DaemonSet controller's own test: nodeSelector, required node affinity, taints)."""
@@ -409,6 +421,18 @@ def device_plugin_placement(node: Obj, daemonsets: list[Obj]) -> PluginPlacement
     running = [d for d in daemonsets if node_selects(_pod_spec(d), node, daemon=True)]
     if not running:
         refs = ", ".join(_ref_of(d) for d in daemonsets)
+        advertised = sorted(k for k, v in _gpu_allocatable(node).items() if v > 0)
+        if advertised:
+            # Something we did not read serves the GPUs (another DaemonSet, a static pod, a host
+            # process): no label we know stops it.
+            return PluginPlacement(
+                "unknown",
+                refs,
+                None,
+                None,
+                f"the node advertises {', '.join(advertised)} but no device-plugin DaemonSet read ({refs}) runs "
+                "on it: whatever serves them cannot be switched by a label",
+            )
         return PluginPlacement("off", refs, None, None, f"DaemonSet(s) {refs} do not run on this node")
     switches = {label_to_deselect(_pod_spec(d), node, OPERATOR_DEVICE_PLUGIN_OFF) for d in running}
     refs = ", ".join(_ref_of(d) for d in running)

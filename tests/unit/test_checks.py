@@ -275,6 +275,7 @@ def test_placement_decides_what_each_switch_is() -> None:
     assert (n.dra_placement.mode, n.dra_placement.label, n.dra_placement.value) == (  # type: ignore[union-attr]
         "label", "nvidia.com/gpu.deploy.dra-driver", "true")  # fmt: skip
     off = gpu_node("a", **{"nvidia.com/gpu.deploy.device-plugin": "false"})
+    off["status"]["allocatable"][GPU] = "0"  # the device plugin left: allocatable 0 (capacity kept)
     n = build_inventory(make(off, chart_default, dp)).nodes[0]
     assert n.dp_placement.mode == "off" and not n.device_plugin_enabled and n.dra_plugin_enabled  # type: ignore[union-attr]
 

@@ -193,3 +193,18 @@ def test_a_switch_never_rewrites_a_label_with_other_meaning() -> None:
         "key": "team",
         "value": "ml",
     }
+
+
+def test_gpus_served_by_something_unread_are_not_assumed_off() -> None:
+    # The only device-plugin DaemonSet read does not select the node, yet it advertises GPUs.
+    elsewhere = gpu_node("a", **{"nvidia.com/gpu.deploy.device-plugin": "false"})
+    plan = build_plan(make(elsewhere, DP), PlanParams())
+    assert pool_stages(plan) == []
+    assert "no device-plugin DaemonSet read" in plan["summary"]["excludedNodes"][0]["reason"]
+    # Really off: allocatable 0, so the node needs no device-plugin step (and is already migrated once
+    # the DRA plugin runs).
+    off = gpu_node("b", **{"nvidia.com/gpu.deploy.device-plugin": "false"})
+    off["status"]["allocatable"]["nvidia.com/gpu"] = "0"
+    plan = build_plan(make(off, DP), PlanParams())
+    (stage,) = pool_stages(plan)
+    assert "disable-device-plugin" not in actions(stage) and "enable-dra-plugin" in actions(stage)
