@@ -422,18 +422,13 @@ def device_plugin_placement(node: Obj, daemonsets: list[Obj]) -> PluginPlacement
     if not running:
         refs = ", ".join(_ref_of(d) for d in daemonsets)
         advertised = sorted(k for k, v in _gpu_allocatable(node).items() if v > 0)
+        why = f"DaemonSet(s) {refs} do not run on this node"
         if advertised:
-            # Something we did not read serves the GPUs (another DaemonSet, a static pod, a host
-            # process): no label we know stops it.
-            return PluginPlacement(
-                "unknown",
-                refs,
-                None,
-                None,
-                f"the node advertises {', '.join(advertised)} but no device-plugin DaemonSet read ({refs}) runs "
-                "on it: whatever serves them cannot be switched by a label",
-            )
-        return PluginPlacement("off", refs, None, None, f"DaemonSet(s) {refs} do not run on this node")
+            # The DaemonSet controller deletes a pod whose node no longer matches, so its plugin is
+            # leaving; if something else serves these GPUs, wait-dra-ready sees allocatable stay > 0 and
+            # the wave rolls back. A snapshot keeps no device-plugin pods, so it cannot tell which.
+            why += f" (it still advertises {', '.join(advertised)}: the plugin is leaving, or is not ours)"
+        return PluginPlacement("off", refs, None, None, why)
     switches = {label_to_deselect(_pod_spec(d), node, OPERATOR_DEVICE_PLUGIN_OFF) for d in running}
     refs = ", ".join(_ref_of(d) for d in running)
     if len(switches) == 1 and None not in switches:

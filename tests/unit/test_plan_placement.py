@@ -195,16 +195,16 @@ def test_a_switch_never_rewrites_a_label_with_other_meaning() -> None:
     }
 
 
-def test_gpus_served_by_something_unread_are_not_assumed_off() -> None:
-    # The only device-plugin DaemonSet read does not select the node, yet it advertises GPUs.
-    elsewhere = gpu_node("a", **{"nvidia.com/gpu.deploy.device-plugin": "false"})
-    plan = build_plan(make(elsewhere, DP), PlanParams())
-    assert pool_stages(plan) == []
-    assert "no device-plugin DaemonSet read" in plan["summary"]["excludedNodes"][0]["reason"]
-    # Really off: allocatable 0, so the node needs no device-plugin step (and is already migrated once
-    # the DRA plugin runs).
+def test_a_node_its_device_plugin_daemonset_no_longer_selects_needs_no_device_plugin_step() -> None:
+    # Labelled off, allocatable 0: the device plugin has left; only the DRA plugin needs switching.
     off = gpu_node("b", **{"nvidia.com/gpu.deploy.device-plugin": "false"})
     off["status"]["allocatable"]["nvidia.com/gpu"] = "0"
-    plan = build_plan(make(off, DP), PlanParams())
-    (stage,) = pool_stages(plan)
+    (stage,) = pool_stages(build_plan(make(off, DP), PlanParams()))
     assert "disable-device-plugin" not in actions(stage) and "enable-dra-plugin" in actions(stage)
+    # Labelled off but still advertising: recorded as such; wait-dra-ready is what proves it left.
+    leaving = gpu_node("a", **{"nvidia.com/gpu.deploy.device-plugin": "false"})
+    (stage,) = pool_stages(build_plan(make(leaving, DP), PlanParams()))
+    entry = stage["waves"][0]["nodes"][0]
+    assert entry["placement"]["devicePlugin"]["mode"] == "off"
+    assert "still advertises nvidia.com/gpu" in entry["placement"]["devicePlugin"]["why"]
+    assert entry["resources"] == ["nvidia.com/gpu"]  # wait-dra-ready waits for its allocatable 0
