@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from migrate.cluster.state import ClusterState
 from migrate.dra.capacity import PoolCapacity
 from migrate.dra.deviceclasses import Generation
 from migrate.errors import InputError
+from migrate.inventory.dra import NVIDIA_DRA_DRIVER
+from migrate.inventory.fleet import parse_version
 from migrate.inventory.model import Inventory
 
-_VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
-
-
-def parse_version(text: str | None) -> tuple[int, int, int] | None:
-    """v1.34.2, 1.34.2-gke.1000, v1.35.0+k3s1 -> (1, 34, 2); None when unparseable."""
-    m = _VERSION_RE.match(text or "")
-    return (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)) if m else None
+__all__ = ["CheckContext", "parse_feature_gates", "parse_version"]
 
 
 def parse_feature_gates(values: tuple[str, ...]) -> dict[str, bool]:
@@ -39,6 +34,7 @@ class CheckContext:
     generation: Generation
     capacity: list[PoolCapacity]
     feature_gates: dict[str, bool] = field(default_factory=dict)
+    dra_driver: str = NVIDIA_DRA_DRIVER  # --dra-driver: the DRA driver whose slices serve the GPUs
 
     @property
     def version(self) -> tuple[int, int, int] | None:

@@ -12,8 +12,9 @@ from migrate.checks.context import CheckContext
 from migrate.checks.model import Finding, Severity
 from migrate.checks.registry import rule
 from migrate.dra.deviceclasses import existing_mappings
-from migrate.inventory.dra import NVIDIA_DRA_DRIVER
-from migrate.inventory.placement import _match_expression
+from migrate.inventory.fleet import GpuNode, kubelet_skew
+from migrate.inventory.operator import cluster_policies, dra_plugin_daemonset_objects, switch_keys
+from migrate.inventory.placement import pdb_selects
 
 BLOCKER, WARNING, INFO = Severity.BLOCKER, Severity.WARNING, Severity.INFO
 MIN_VERSION = (1, 34, 2)
@@ -138,36 +139,257 @@ def cdi_disabled(ctx: CheckContext) -> Iterator[Finding]:
 
 @rule("dra-driver-missing", BLOCKER, summary="the gpu.nvidia.com DRA kubelet plugin is not installed")
 def dra_driver_missing(ctx: CheckContext) -> Iterator[Finding]:
-    if not ctx.inventory.dra["nvidiaDraPlugin"]["installed"]:
+    plugin = ctx.inventory.dra["nvidiaDraPlugin"]
+    has_slices = any(n.dra_devices.get(ctx.dra_driver) for n in ctx.inventory.nodes)
+    if not (plugin["daemonSets"] or has_slices):
         yield Finding(
             "dra-driver-missing",
             BLOCKER,
             "the NVIDIA DRA kubelet plugin (driver gpu.nvidia.com) is not installed: no DaemonSet of it and no "
             "ResourceSlices from it",
-            "install the dra-driver-nvidia-gpu chart with kubeletPlugin.nodeSelector "
-            "nvidia.com/dra-kubelet-plugin=true (and gpuResourcesEnabledOverride=true beside the device plugin); "
-            "migrated nodes get that label",
+            "install the dra-driver-nvidia-gpu chart (gpuResourcesEnabledOverride=true beside the device plugin); "
+            "its default placement runs the plugin on every GPU node, or pass kubeletPlugin.nodeSelector "
+            "nvidia.com/dra-kubelet-plugin=true to switch it per node with a label",
         )
 
 
-# KEP-5004: one node cannot have the same extended resource backed by the device plugin and by DRA;
-# on a node with allocatable > 0 the device plugin serves it, but DRA slices stay allocatable through
-# explicit claims (kubernetes pkg/scheduler/framework/plugins/noderesources/fit.go shouldDelegateResourceToDRA).
-@rule("dual-advertising", BLOCKER, summary="a node advertises GPUs from the device plugin and publishes DRA slices")
+def _nodes_with_claimed_devices(ctx: CheckContext) -> set[str]:
+    """Nodes (pools of the DRA driver are named after the node) with a device an allocated claim holds."""
+    out: set[str] = set()
+    for c in ctx.state.of("resource.k8s.io/ResourceClaim"):
+        results = (((c.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
+        out.update(str(r.get("pool")) for r in results if isinstance(r, dict) and r.get("driver") == ctx.dra_driver)
+    return out
+
+
+# KEP-5004: on a node whose allocatable for the name is > 0 the scheduler serves `nvidia.com/gpu` from the
+# device plugin only (kubernetes pkg/scheduler/framework/plugins/noderesources/fit.go), but the node's DRA
+# slices stay allocatable to explicit ResourceClaims (dynamicresources plugin): two allocators, one GPU.
+# The DRA chart's default placement (dra-driver-nvidia-gpu deployments/helm/dra-driver-nvidia-gpu/values.yaml,
+# kubeletPlugin.affinity on GPU nodes) produces exactly this state on every GPU node before migration.
+@rule(
+    "dual-advertising",
+    BLOCKER,
+    WARNING,
+    summary="a node serves GPUs from the device plugin and publishes DRA slices of the same GPUs",
+)
 def dual_advertising(ctx: CheckContext) -> Iterator[Finding]:
     nodes = sorted(
-        n.name for n in ctx.inventory.nodes if any(n.allocatable.values()) and n.dra_devices.get(NVIDIA_DRA_DRIVER)
+        n.name for n in ctx.inventory.nodes if any(n.allocatable.values()) and n.dra_devices.get(ctx.dra_driver)
     )
-    if nodes:
+    if not nodes:
+        return
+    claimed = sorted(set(nodes) & _nodes_with_claimed_devices(ctx))
+    danger = (
+        "the same physical GPU is allocatable twice: to pods requesting a device-plugin resource (the device "
+        "plugin hands it out) and to explicit ResourceClaims (the scheduler allocates it from the "
+        f"{ctx.dra_driver} slices), and neither allocator sees the other's use"
+    )
+    if claimed:
         yield Finding(
             "dual-advertising",
             BLOCKER,
-            f"{len(nodes)} node(s) advertise a GPU resource from the device plugin while the DRA driver publishes "
-            "ResourceSlices for the same GPUs: one GPU can be handed out twice",
-            "disable the device plugin on these nodes (label nvidia.com/gpu.deploy.device-plugin=false) or remove "
-            "the DRA plugin's label, so each node has one owner of its GPUs",
+            f"{len(claimed)} node(s) serve GPUs from the device plugin while ResourceClaims already hold "
+            f"{ctx.dra_driver} devices there: {danger}",
+            "move the claims' pods off these nodes or migrate the nodes now (device plugin off first); until "
+            "then create no ResourceClaims for GPUs on nodes still on the device plugin",
+            tuple(f"Node {n}" for n in claimed),
+        )
+    rest = [n for n in nodes if n not in claimed]
+    if rest:
+        yield Finding(
+            "dual-advertising",
+            WARNING,
+            f"{len(rest)} node(s) serve GPUs from the device plugin and publish {ctx.dra_driver} ResourceSlices "
+            f"(the DRA chart's default placement): {danger}. No claim holds one yet",
+            "create no GPU ResourceClaims until a node is migrated; the plan turns each node's device plugin off "
+            "before its canary",
+            tuple(f"Node {n}" for n in rest),
+        )
+
+
+def _to_migrate(n: GpuNode) -> bool:
+    return not (n.dra_plugin_enabled and not n.device_plugin_enabled)
+
+
+@rule(
+    "kubelet-version-unsupported",
+    BLOCKER,
+    summary="a GPU node's kubelet cannot serve a DRA-backed extended resource (before 1.36)",
+)
+def kubelet_version(ctx: CheckContext) -> Iterator[Finding]:
+    by_reason: dict[str, list[str]] = {}
+    for n in ctx.inventory.nodes:
+        why = kubelet_skew(n.kubelet_version, ctx.feature_gates)
+        if why is not None and _to_migrate(n):
+            by_reason.setdefault(why, []).append(n.name)
+    for why, nodes in sorted(by_reason.items()):
+        yield Finding(
+            "kubelet-version-unsupported",
+            BLOCKER,
+            f"{len(nodes)} GPU node(s) run a kubelet that rejects pods whose nvidia.com/gpu DRA serves ({why}): "
+            "after migration such a pod fails admission against the device plugin's leftover allocatable 0. "
+            "The plan leaves these nodes out and capacity after migration does not count them",
+            "upgrade these nodes' kubelets to 1.36+ (or enable DRAExtendedResource=true on them and pass "
+            "--feature-gate DRAExtendedResource=true), then plan again",
+            tuple(f"Node {n}" for n in sorted(nodes)),
+        )
+
+
+@rule(
+    "dra-plugin-placement-unknown",
+    BLOCKER,
+    summary="no node label can make the installed DRA kubelet-plugin DaemonSet run on a GPU node",
+)
+def dra_placement(ctx: CheckContext) -> Iterator[Finding]:
+    by_why: dict[str, list[str]] = {}
+    for n in ctx.inventory.nodes:
+        p = n.dra_placement
+        if p is not None and p.mode == "unknown" and _to_migrate(n):
+            by_why.setdefault(p.why, []).append(n.name)
+    for why, nodes in sorted(by_why.items()):
+        yield Finding(
+            "dra-plugin-placement-unknown",
+            BLOCKER,
+            f"{len(nodes)} GPU node(s) cannot be given the DRA kubelet plugin by a label: {why}. The plan leaves "
+            "them out",
+            'upgrade the DRA chart with kubeletPlugin.nodeSelector {nvidia.com/dra-kubelet-plugin: "true"} (or '
+            "the chart's default affinity, which selects nvidia.com/gpu.present=true), or remove the taint it "
+            "does not tolerate, then plan again",
+            tuple(f"Node {n}" for n in sorted(nodes)),
+        )
+
+
+@rule(
+    "device-plugin-placement-unknown",
+    BLOCKER,
+    summary="no node label can stop the installed device-plugin DaemonSet on a GPU node",
+)
+def device_plugin_placement(ctx: CheckContext) -> Iterator[Finding]:
+    by_why: dict[str, list[str]] = {}
+    for n in ctx.inventory.nodes:
+        p = n.dp_placement
+        if p is not None and p.mode == "unknown" and _to_migrate(n):
+            by_why.setdefault(p.why, []).append(n.name)
+    for why, nodes in sorted(by_why.items()):
+        yield Finding(
+            "device-plugin-placement-unknown",
+            BLOCKER,
+            f"{len(nodes)} GPU node(s) cannot have their device plugin switched off by a label: {why}. The plan "
+            "leaves them out",
+            "give the device-plugin DaemonSet a required node affinity such as nvidia.com/gpu.deploy.device-plugin "
+            "NotIn [false] (the GPU Operator's DaemonSet selects that label already), then plan again",
+            tuple(f"Node {n}" for n in sorted(nodes)),
+        )
+
+
+# DynamicMIG (alpha gate of the NVIDIA DRA driver) publishes the full GPU and every possible MIG placement
+# with shared counters (dra-driver-nvidia-gpu cmd/gpu-kubelet-plugin/driver.go, partitions.go): the
+# device count is not what GFD's labels describe, so an exact prediction is refused.
+@rule(
+    "dynamic-mig-unpredicted",
+    BLOCKER,
+    summary="DynamicMIG is on and the node has no slices yet: its device count cannot be predicted",
+)
+def dynamic_mig(ctx: CheckContext) -> Iterator[Finding]:
+    nodes = sorted(
+        n.name
+        for n in ctx.inventory.nodes
+        if n.dynamic_mig and _to_migrate(n) and not n.dra_devices.get(ctx.dra_driver)
+    )
+    if nodes:
+        yield Finding(
+            "dynamic-mig-unpredicted",
+            BLOCKER,
+            f"{len(nodes)} GPU node(s) will be served by a DRA plugin with DynamicMIG on, which publishes every "
+            "full GPU and every possible MIG placement with shared counters: the exact device count the plan "
+            "waits for cannot be predicted from GFD labels. The plan leaves these nodes out",
+            "let the DRA plugin publish on these nodes first (its slices then give the count), or turn "
+            "DynamicMIG off, then plan again",
             tuple(f"Node {n}" for n in nodes),
         )
+
+
+def _device_plugin_enabled_in(cp: dict[str, Any]) -> bool:
+    return ((cp.get("spec") or {}).get("devicePlugin") or {}).get("enabled") is not False
+
+
+# The GPU Operator keeps the operator-validator's `plugin-validation` init container while
+# devicePlugin.enabled is true cluster-wide (gpu-operator controllers/object_controls.go); it needs node
+# capacity nvidia.com/gpu or nvidia.com/mig-* >= 1 and fails after 30 tries 5 s apart
+# (cmd/nvidia-validator/main.go). Once a device plugin leaves, the kubelet keeps capacity for 5 minutes,
+# then sets it to 0 (kubernetes pkg/kubelet/cm/devicemanager endpoint.go endpointStopGracePeriod).
+@rule(
+    "operator-validator-device-plugin",
+    WARNING,
+    summary="the GPU Operator validator's plugin validation will fail on migrated nodes",
+)
+def operator_validator(ctx: CheckContext) -> Iterator[Finding]:
+    policies = [cp for cp in cluster_policies(ctx.state)[:1] if _device_plugin_enabled_in(cp)]
+    nodes = sorted(n.name for n in ctx.inventory.nodes if _to_migrate(n) and n.device_plugin_enabled)
+    if policies and nodes:
+        yield Finding(
+            "operator-validator-device-plugin",
+            WARNING,
+            f"ClusterPolicy {_meta(policies[0]).get('name')} keeps the operator-validator's plugin validation "
+            "(devicePlugin.enabled is true), which needs nvidia.com/gpu capacity on its node: on a migrated node "
+            "capacity drops to 0 five minutes after the device plugin leaves, and the next restart of that "
+            "node's nvidia-operator-validator pod crash-loops in plugin-validation",
+            "after the last pool is migrated set ClusterPolicy spec.devicePlugin.enabled=false (the operator then "
+            "drops plugin-validation); until then do not restart validator pods on migrated nodes, or label "
+            "those nodes nvidia.com/gpu.deploy.operator-validator=false",
+            (_ref("ClusterPolicy", policies[0]), *(f"Node {n}" for n in nodes)),
+        )
+
+
+EVICTION_ENV = "NODE_LABEL_FOR_GPU_POD_EVICTION"
+DRA_LABEL = "nvidia.com/dra-kubelet-plugin"  # the GPU Operator docs' recipe label (dra-intro-install.rst)
+
+
+def _driver_manager_env(cp: dict[str, Any]) -> dict[str, str]:
+    env = (((cp.get("spec") or {}).get("driver") or {}).get("manager") or {}).get("env") or []
+    return {str(e.get("name")): str(e.get("value", "")) for e in env if isinstance(e, dict)}
+
+
+# "the NVIDIA Driver Manager is not aware of the DRA driver kubelet plugin": the GPU Operator's DRA
+# recipe sets driver.manager.env NODE_LABEL_FOR_GPU_POD_EVICTION to the label the DRA kubelet plugin
+# DaemonSet selects on, so a driver upgrade switches the plugin off before it unloads the driver
+# (NVIDIA cloud-native-docs gpu-operator/dra-intro-install.rst @ 66160ebc).
+@rule(
+    "driver-manager-eviction-label",
+    WARNING,
+    summary="the GPU Operator's driver manager does not know how to stop the DRA kubelet plugin",
+)
+def driver_manager_label(ctx: CheckContext) -> Iterator[Finding]:
+    policies = cluster_policies(ctx.state)[:1]
+    if not policies or ((policies[0].get("spec") or {}).get("driver") or {}).get("enabled") is False:
+        return
+    cp = policies[0]
+    daemonsets = dra_plugin_daemonset_objects(ctx.state)
+    wanted = sorted({k for ds in daemonsets for k in switch_keys(ds)}) if daemonsets else [DRA_LABEL]
+    value = _driver_manager_env(cp).get(EVICTION_ENV)
+    if wanted and value in wanted:
+        return
+    if wanted:
+        problem = f"{EVICTION_ENV} is {value!r}" if value else f"{EVICTION_ENV} is not set"
+        message = (
+            f"ClusterPolicy {_meta(cp).get('name')}: {problem}, but the DRA kubelet plugin is switched by the "
+            f"label {' or '.join(wanted)}: on a driver upgrade the driver manager unloads the driver while the "
+            "DRA plugin still holds it"
+        )
+        fix = f"set spec.driver.manager.env {EVICTION_ENV}={wanted[0]} in the ClusterPolicy"
+    else:
+        message = (
+            f"ClusterPolicy {_meta(cp).get('name')}: the DRA kubelet plugin runs by node affinity (no label "
+            f"switches it), so the driver manager ({EVICTION_ENV}={value or 'unset'}) cannot stop it before a "
+            "driver upgrade unloads the driver"
+        )
+        fix = (
+            "install the DRA chart with kubeletPlugin.nodeSelector nvidia.com/dra-kubelet-plugin=true and set "
+            f"spec.driver.manager.env {EVICTION_ENV}=nvidia.com/dra-kubelet-plugin, or upgrade drivers by "
+            "draining nodes first"
+        )
+    yield Finding("driver-manager-eviction-label", WARNING, message, fix, (_ref("ClusterPolicy", cp),))
 
 
 # resource/v1 DeviceClassSpec.ExtendedResourceName: "If two device classes have the same name, then the
@@ -260,14 +482,6 @@ def operator_in_place(ctx: CheckContext) -> Iterator[Finding]:
         )
 
 
-def _selector_matches(selector: dict[str, Any], labels: dict[str, str]) -> bool:
-    if not selector:
-        return True  # an empty PDB selector selects every pod in the namespace (policy/v1)
-    if any(labels.get(k) != str(v) for k, v in (selector.get("matchLabels") or {}).items()):
-        return False
-    return all(_match_expression(e, labels) for e in selector.get("matchExpressions") or [])
-
-
 def _pdb_blocks(pdb: dict[str, Any]) -> bool:
     status = pdb.get("status") or {}
     if "disruptionsAllowed" in status:
@@ -283,13 +497,7 @@ def pdb_blocks(ctx: CheckContext) -> Iterator[Finding]:
         if not _pdb_blocks(pdb):
             continue
         ns = _meta(pdb).get("namespace")
-        covered = sorted(
-            _ref("Pod", p)
-            for p in pods
-            if _meta(p).get("namespace") == ns
-            and (p.get("spec") or {}).get("nodeName")
-            and _selector_matches((pdb.get("spec") or {}).get("selector") or {}, _meta(p).get("labels") or {})
-        )
+        covered = sorted(_ref("Pod", p) for p in pods if (p.get("spec") or {}).get("nodeName") and pdb_selects(pdb, p))
         if covered:
             yield Finding(
                 "pdb-blocks-drain",

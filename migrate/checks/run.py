@@ -10,6 +10,7 @@ from migrate.checks.registry import run_checks
 from migrate.cluster.state import ClusterState
 from migrate.dra.capacity import ClassSelectors, PoolCapacity, compile_classes, pool_capacity
 from migrate.dra.deviceclasses import Generation, generate
+from migrate.inventory.dra import NVIDIA_DRA_DRIVER
 from migrate.inventory.model import Inventory, build_inventory
 
 FORMAT_VERSION = 1
@@ -38,11 +39,15 @@ class Readiness:
 
 
 def assess(
-    state: ClusterState, *, pool_labels: tuple[str, ...] = (), feature_gates: dict[str, bool] | None = None
+    state: ClusterState,
+    *,
+    pool_labels: tuple[str, ...] = (),
+    feature_gates: dict[str, bool] | None = None,
+    dra_driver: str = NVIDIA_DRA_DRIVER,
 ) -> Readiness:
     inv = build_inventory(state, pool_labels)
-    gen = generate(state, inv)
+    gen = generate(state, inv, dra_driver)
     classes = compile_classes(state, [(p.name, p.extended_resource_name, p.selector) for p in gen.proposals])
-    capacity = pool_capacity(state, inv, classes)
-    ctx = CheckContext(state, inv, gen, capacity, feature_gates or {})
+    capacity = pool_capacity(state, inv, classes, feature_gates=feature_gates, driver=dra_driver)
+    ctx = CheckContext(state, inv, gen, capacity, feature_gates or {}, dra_driver)
     return Readiness(inv, gen, classes, capacity, run_checks(ctx))

@@ -10,6 +10,7 @@ from migrate.checks.context import parse_feature_gates
 from migrate.checks.run import assess
 from migrate.cli import exitcodes
 from migrate.cli.options import SourceOptions, load_state, output_option, source_options
+from migrate.inventory.dra import check_driver_name
 from migrate.render import emit, to_json, to_yaml, use_color
 from migrate.render.checks import check_document
 
@@ -24,11 +25,21 @@ from migrate.render.checks import check_document
     metavar="NAME=BOOL",
     help="Declare a gate as the cluster runs it (e.g. DRAExtendedResource=true on 1.34-1.35).",
 )
+@click.option(
+    "--dra-driver",
+    default="gpu.nvidia.com",
+    show_default=True,
+    metavar="NAME",
+    help="The DRA driver that serves the GPUs (its ResourceSlices' spec.driver).",
+)
 @output_option()
-def check(source: SourceOptions, pool_labels: tuple[str, ...], feature_gates: tuple[str, ...], output: str) -> None:
+def check(
+    source: SourceOptions, pool_labels: tuple[str, ...], feature_gates: tuple[str, ...], dra_driver: str, output: str
+) -> None:
     """Readiness findings (exit 2 when any blocker) and capacity per pool before and after."""
     gates = parse_feature_gates(feature_gates)
-    readiness = assess(load_state(source), pool_labels=pool_labels, feature_gates=gates)
+    driver = check_driver_name(dra_driver)
+    readiness = assess(load_state(source), pool_labels=pool_labels, feature_gates=gates, dra_driver=driver)
     report = readiness.to_dict()
     if output == "json":
         emit(to_json(report))

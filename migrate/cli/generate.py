@@ -10,6 +10,7 @@ from ruamel.yaml import YAML
 
 from migrate.cli.options import SourceOptions, load_state, source_options
 from migrate.dra.deviceclasses import generate as generate_classes
+from migrate.inventory.dra import check_driver_name
 from migrate.inventory.model import build_inventory
 from migrate.render import emit
 
@@ -23,10 +24,18 @@ def generate() -> None:
 
 @generate.command()
 @source_options
-def deviceclasses(source: SourceOptions) -> None:
+@click.option(
+    "--dra-driver",
+    default="gpu.nvidia.com",
+    show_default=True,
+    metavar="NAME",
+    help="The DRA driver that serves the GPUs (its ResourceSlices' spec.driver).",
+)
+def deviceclasses(source: SourceOptions, dra_driver: str) -> None:
     """A YAML stream of DeviceClasses with spec.extendedResourceName, one per device-plugin name in use."""
+    driver = check_driver_name(dra_driver)
     state = load_state(source)
-    gen = generate_classes(state, build_inventory(state))
+    gen = generate_classes(state, build_inventory(state), driver)
     out = io.StringIO()
     for ng in gen.not_generated:
         out.write(f"# not generated: {ng.extended_resource_name}: {ng.reason}\n")

@@ -10,6 +10,7 @@ from migrate.cli.options import SourceOptions, load_state, output_option, source
 from migrate.dra.capacity import compile_classes
 from migrate.dra.deviceclasses import generate
 from migrate.dra.match import match_classes
+from migrate.inventory.dra import check_driver_name
 from migrate.inventory.model import build_inventory
 from migrate.render import emit, to_json, to_yaml, use_color
 from migrate.render.match import match_document
@@ -20,14 +21,22 @@ FORMAT_VERSION = 1
 @click.command()
 @source_options
 @click.option("--pool-label", "pool_labels", multiple=True, metavar="KEY", help="Node label that names a pool.")
+@click.option(
+    "--dra-driver",
+    default="gpu.nvidia.com",
+    show_default=True,
+    metavar="NAME",
+    help="The DRA driver that serves the GPUs (its ResourceSlices' spec.driver).",
+)
 @output_option()
-def match(source: SourceOptions, pool_labels: tuple[str, ...], output: str) -> None:
+def match(source: SourceOptions, pool_labels: tuple[str, ...], dra_driver: str, output: str) -> None:
     """Evaluate existing and proposed DeviceClasses against every GPU node's devices."""
+    driver = check_driver_name(dra_driver)
     state = load_state(source)
     inv = build_inventory(state, pool_labels)
-    proposals = generate(state, inv).proposals
+    proposals = generate(state, inv, driver).proposals
     classes = compile_classes(state, [(p.name, p.extended_resource_name, p.selector) for p in proposals])
-    matches = match_classes(state, inv, classes)
+    matches = match_classes(state, inv, classes, driver)
     report = {"formatVersion": FORMAT_VERSION, "classes": [m.to_dict() for m in matches]}
     if output == "json":
         emit(to_json(report))

@@ -27,6 +27,8 @@ from migrate.render.diff import plan_diff_document
 @click.option("--feature-gate", "feature_gates", multiple=True, metavar="NAME=BOOL", help="Declare a gate.")
 @click.option("--device-plugin-label", default=PlanParams.device_plugin_label, show_default=True)
 @click.option("--dra-label", default=PlanParams.dra_label, show_default=True)
+@click.option("--dra-driver", default=PlanParams.dra_driver, show_default=True, metavar="NAME",
+              help="The DRA driver that serves the GPUs (its ResourceSlices' spec.driver).")  # fmt: skip
 @click.option("--rebase", "rebase", type=click.Path(path_type=Path), help="Re-digest an intentionally edited PLAN.")
 @click.option("--against", type=click.Path(path_type=Path), help="With --rebase: the plan the edit started from.")
 def plan(
@@ -40,6 +42,7 @@ def plan(
     feature_gates: tuple[str, ...],
     device_plugin_label: str,
     dra_label: str,
+    dra_driver: str,
     rebase: Path | None,
     against: Path | None,
 ) -> None:
@@ -65,6 +68,7 @@ def plan(
         device_plugin_label=device_plugin_label,
         dra_label=dra_label,
         pool_labels=pool_labels,
+        dra_driver=dra_driver,
     )
     state = load_state(source)
     body = build_plan(state, params, feature_gates=parse_feature_gates(feature_gates))

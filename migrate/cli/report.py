@@ -54,7 +54,11 @@ def report(
     readiness: Readiness | None = None
     identity: Identity | None = None
     if source.snapshot or live:
-        readiness = assess(load_state(source), pool_labels=tuple(plan["parameters"].get("poolLabels") or ()))
+        readiness = assess(
+            load_state(source),
+            pool_labels=tuple(plan["parameters"].get("poolLabels") or ()),
+            dra_driver=str(plan["parameters"].get("draDriver") or "gpu.nvidia.com"),
+        )
     if live:
         identity = _identity(source)
     older = diff_plans(plan_io.load(against), plan).to_dict() if against is not None else None

@@ -20,6 +20,7 @@ import orjson
 from migrate.cluster.state import ClusterState
 from migrate.dra.cel import Selector, SelectorError, compile_selector, matches_all
 from migrate.dra.devices import NVIDIA_DRIVER, NodeDevices, node_devices
+from migrate.inventory.fleet import kubelet_skew
 from migrate.inventory.model import Inventory
 from migrate.inventory.placement import node_selects
 
@@ -100,8 +101,8 @@ def _compile_all(exprs: list[str]) -> tuple[Selector, ...]:
         return (compile_selector("false"),)
 
 
-def matching_devices(cls: ClassSelectors, devices: NodeDevices) -> list[str]:
-    return [str(d.get("name")) for d in devices.devices if matches_all(cls.selectors, d, NVIDIA_DRIVER)]
+def matching_devices(cls: ClassSelectors, devices: NodeDevices, driver: str = NVIDIA_DRIVER) -> list[str]:
+    return [str(d.get("name")) for d in devices.devices if matches_all(cls.selectors, d, driver)]
 
 
 def class_for(resource: str, classes: list[ClassSelectors]) -> ClassSelectors | None:
@@ -116,12 +117,22 @@ def class_for(resource: str, classes: list[ClassSelectors]) -> ClassSelectors | 
     return next((c for c in classes if c.extended_resource_name == resource), None)
 
 
-def pool_capacity(state: ClusterState, inv: Inventory, classes: list[ClassSelectors]) -> list[PoolCapacity]:
-    devices = node_devices(state)
+def pool_capacity(
+    state: ClusterState,
+    inv: Inventory,
+    classes: list[ClassSelectors],
+    *,
+    feature_gates: dict[str, bool] | None = None,
+    driver: str = NVIDIA_DRIVER,
+) -> list[PoolCapacity]:
+    """Capacity per pool and resource. A node whose kubelet cannot serve a DRA-backed extended resource
+    (`kubelet_skew`) is not migratable: it adds nothing "after"."""
+    devices = node_devices(state, driver)
     nodes_by_pool: dict[str, list[str]] = {p.name: p.nodes for p in inv.pools}
     gpu_nodes = {n.name: n for n in inv.nodes}
     reserved = _reserved_demand(state, inv)
     largest = _largest_requests(state, inv)
+    skewed = {n.name for n in inv.nodes if kubelet_skew(n.kubelet_version, feature_gates or {}) is not None}
     out: list[PoolCapacity] = []
     for pool in inv.pools:
         resources = set(pool.allocatable) | set(pool.requested) | set(reserved.get(pool.name, {}))
@@ -136,11 +147,11 @@ def pool_capacity(state: ClusterState, inv: Inventory, classes: list[ClassSelect
             sources: set[str] = set()
             for node in nodes_by_pool[pool.name]:
                 nd = devices.get(node)
-                if nd is None or cls is None:
+                if nd is None or cls is None or node in skewed:
                     continue
                 sources.add(nd.source)
-                per_node.append(len(matching_devices(cls, nd)))
-            replicas = max((_replicas(gpu_nodes[n].gfd) for n in pool.nodes if n in gpu_nodes), default=1)
+                per_node.append(len(matching_devices(cls, nd, driver)))
+            replicas = max((_replicas(gpu_nodes[n].labels, resource) for n in pool.nodes if n in gpu_nodes), default=1)
             out.append(
                 PoolCapacity(
                     pool=pool.name,
@@ -150,7 +161,9 @@ def pool_capacity(state: ClusterState, inv: Inventory, classes: list[ClassSelect
                     demand=pool.requested.get(resource, 0) + reserved.get(pool.name, {}).get(resource, 0),
                     device_class=cls.name if cls else None,
                     replicas=replicas,
-                    after_source="mixed" if len(sources) > 1 else next(iter(sources), "predicted"),
+                    after_source="mixed"
+                    if len(sources) > 1
+                    else next(iter(sources), "excluded" if skewed & set(pool.nodes) else "predicted"),
                     largest_request=largest.get((pool.name, resource), 0),
                     largest_node_after=max(per_node, default=0),
                 )
@@ -158,9 +171,16 @@ def pool_capacity(state: ClusterState, inv: Inventory, classes: list[ClassSelect
     return out
 
 
-def _replicas(gfd: dict[str, str]) -> int:
+def _replicas(labels: dict[str, str], resource: str) -> int:
+    """The sharing replicas GFD reports for the resource: `nvidia.com/gpu.replicas` for full GPUs (and
+    their `.shared` rename), `nvidia.com/mig-<profile>.replicas` for a MIG profile (GPU Feature Discovery
+    writes one per profile under the mixed strategy: k8s-device-plugin internal/lm/resource.go)."""
+    if resource.startswith("nvidia.com/mig-"):
+        key = resource.removesuffix(".shared") + ".replicas"
+    else:
+        key = "nvidia.com/gpu.replicas"
     try:
-        return max(1, int(gfd.get("replicas", "1") or 1))
+        return max(1, int(labels.get(key, "1") or 1))
     except ValueError:
         return 1
 

@@ -36,12 +36,15 @@ from migrate.inventory.resources import DEFAULT_GPU, GPU_PREFIX, SHARED_GPU
 DRIVER = "gpu.nvidia.com"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "dra-migrate"}
 SOURCE_ANNOTATION = "dra-migrate.io/device-plugin-resource"
-_MIG_RE = re.compile(r"^nvidia\.com/mig-(\d+g\.\d+gb(?:\.[a-z0-9.]+)?)$")
-_BASE = f"device.driver == '{DRIVER}'"
+_MIG_RE = re.compile(r"^nvidia\.com/mig-(\d+g\.\d+gb(?:[.-][a-z0-9.]+)?)$")
 
 
-def _attr(name: str) -> str:
-    return f"device.attributes['{DRIVER}'].{name}"
+def _base(driver: str) -> str:
+    return f"device.driver == '{driver}'"
+
+
+def _attr(name: str, driver: str = DRIVER) -> str:
+    return f"device.attributes['{driver}'].{name}"
 
 
 @dataclass(frozen=True)
@@ -81,7 +84,8 @@ class Generation:
 
 
 def mig_profile_of(name: str) -> str | None:
-    """nvidia.com/mig-1g.10gb -> 1g.10gb; the device plugin writes `+me` as `.me`, the DRA driver keeps `+`."""
+    """nvidia.com/mig-1g.10gb -> 1g.10gb; the device plugin writes `+` as `.` (`+me` -> `.me`, Blackwell's
+    `+me.all` -> `.me.all`, `+gfx` -> `.gfx`), the DRA driver keeps `+`; `-me` is written as it is."""
     m = _MIG_RE.match(name)
     if not m:
         return None
@@ -95,7 +99,8 @@ def class_name_for(resource: str) -> str:
     if resource == DEFAULT_GPU:
         return "gpu-extended.nvidia.com"
     if profile:
-        return f"mig-{profile.replace('.', '-').replace('+', '-')}.gpu.nvidia.com"
+        # Blackwell's `-me` (no media engines) must not collide with `+me`.
+        return f"mig-{profile.replace('-me', '-no-me').replace('.', '-').replace('+', '-')}.gpu.nvidia.com"
     return f"{resource[len(GPU_PREFIX) :].replace('.', '-')}.extended.nvidia.com"
 
 
@@ -109,13 +114,14 @@ def _single_strategy_profiles(inv: Inventory) -> list[str]:
     return sorted(out)
 
 
-def _full_gpu_selector(inv: Inventory) -> tuple[str, str]:
+def _full_gpu_selector(inv: Inventory, driver: str) -> tuple[str, str]:
     profiles = _single_strategy_profiles(inv)
+    t, p = _attr("type", driver), _attr("profile", driver)
     if not profiles:
-        return f"{_BASE} && {_attr('type')} == 'gpu'", "full GPUs, as the NVIDIA chart's gpu.nvidia.com class"
-    alternatives = " || ".join(f"{_attr('profile')} == '{p}'" for p in profiles)
+        return f"{_base(driver)} && {t} == 'gpu'", "full GPUs, as the NVIDIA chart's gpu.nvidia.com class"
+    alternatives = " || ".join(f"{p} == '{x}'" for x in profiles)
     return (
-        f"{_BASE} && ({_attr('type')} == 'gpu' || ({_attr('type')} == 'mig' && ({alternatives})))",
+        f"{_base(driver)} && ({t} == 'gpu' || ({t} == 'mig' && ({alternatives})))",
         f"full GPUs, and MIG {', '.join(profiles)} where the `single` strategy advertises them as nvidia.com/gpu",
     )
 
@@ -167,7 +173,8 @@ def existing_mappings(state: ClusterState) -> dict[str, list[str]]:
     return {k: sorted(v) for k, v in out.items()}
 
 
-def generate(state: ClusterState, inv: Inventory) -> Generation:
+def generate(state: ClusterState, inv: Inventory, driver: str = DRIVER) -> Generation:
+    """DeviceClass proposals for the names in use, selecting devices of `driver` (`--dra-driver`)."""
     gen = Generation()
     existing = existing_mappings(state)
     custom = _custom_patterns(state)
@@ -178,7 +185,7 @@ def generate(state: ClusterState, inv: Inventory) -> Generation:
                 NotGenerated(name, f"already mapped by DeviceClass {', '.join(existing[name])}", existing[name][0])
             )
             continue
-        proposal = _propose(name, inv, custom)
+        proposal = _propose(name, inv, custom, driver)
         if proposal is not None:
             gen.proposals.append(proposal)
         elif name in unexpressible or name == SHARED_GPU:
@@ -192,21 +199,23 @@ def generate(state: ClusterState, inv: Inventory) -> Generation:
     return gen
 
 
-def _propose(name: str, inv: Inventory, custom: dict[str, tuple[str, str]]) -> DeviceClassProposal | None:
+def _propose(
+    name: str, inv: Inventory, custom: dict[str, tuple[str, str]], driver: str = DRIVER
+) -> DeviceClassProposal | None:
+    base, t = _base(driver), _attr("type", driver)
     if name == DEFAULT_GPU:
-        selector, reason = _full_gpu_selector(inv)
+        selector, reason = _full_gpu_selector(inv, driver)
         return DeviceClassProposal(class_name_for(name), name, selector, reason)
     profile = mig_profile_of(name)
     if profile:
-        selector = f"{_BASE} && {_attr('type')} == 'mig' && {_attr('profile')} == '{profile}'"
+        selector = f"{base} && {t} == 'mig' && {_attr('profile', driver)} == '{profile}'"
         return DeviceClassProposal(class_name_for(name), name, selector, f"MIG devices of profile {profile}")
     if name in custom:
         group, pattern = custom[name]
         dtype = "gpu" if group == "gpus" else "mig"
         field_name = "productName" if group == "gpus" else "profile"
-        selector = (
-            f"{_BASE} && {_attr('type')} == '{dtype}' && {_attr(field_name)}.matches('{_glob_to_regex(pattern)}')"
-        )
+        regex = _glob_to_regex(pattern)
+        selector = f"{base} && {t} == '{dtype}' && {_attr(field_name, driver)}.matches('{regex}')"
         return DeviceClassProposal(class_name_for(name), name, selector, f"device-plugin pattern {pattern!r}")
     return None
 

@@ -9,6 +9,22 @@ DRA has no replicas: a GPU the device plugin time-slices or shares through MPS i
 predictions count physical GPUs (`nvidia.com/gpu.count`, `nvidia.com/mig-<profile>.count`) and never
 `nvidia.com/gpu` capacity, which is multiplied by the replicas.
 
+What a prediction cannot know, and so leaves out or fills with a stable placeholder (a selector on it
+cannot be judged before the driver runs on the node):
+  * `uuid`, `parentUUID`: NVML's, placeholders here;
+  * device names: the driver names a GPU by its NVML *minor number* (`gpu-<minor>`, dra-driver-nvidia-gpu
+    `deviceinfo.go`), which no GFD label carries; we number GPUs 0..count-1, which matches when minors
+    are contiguous from 0 (the usual case) and is only a name otherwise (counts are unaffected);
+  * `resource.kubernetes.io/pciBusID` / `pcieRoot`: placeholders (the real ones come from NVML and sysfs);
+  * `resource.kubernetes.io/numaNode` (published by v0.5.0-dev+, not v0.4.1, and only when known): no
+    label gives a GPU's NUMA node, so it is never predicted; published slices keep theirs;
+  * `addressingMode` (coherent Grace systems only) and the FabricManager partition attributes (gated):
+    never predicted;
+  * MIG placements: from GFD's per-profile counts, every existing MIG device is counted (the driver
+    publishes all of them), but which GPU holds which instance and at which start is our packing;
+  * DynamicMIG (full GPUs plus every possible placement, with counters): not predicted; the checks refuse
+    an exact count for such a node (`dynamic-mig-unpredicted`).
+
 Pure data and pure functions; the simulator (`migrate.sim.spec`) publishes the same devices.
 """
 
@@ -82,17 +98,18 @@ class NodeDevices:
     devices: tuple[dict[str, Any], ...]
 
 
-def node_devices(state: ClusterState) -> dict[str, NodeDevices]:
-    """Every GPU node (nvidia.com/* capacity, GPU labels, or gpu.nvidia.com slices) -> its devices: the
-    published ones when it has slices, else the prediction. Computed once per state."""
-    return state.memo("dra.node_devices", lambda: _node_devices(state))
+def node_devices(state: ClusterState, driver: str = NVIDIA_DRIVER) -> dict[str, NodeDevices]:
+    """Every GPU node (nvidia.com/* capacity, GPU labels, or `driver` slices) -> its devices: the
+    published ones when it has slices of `driver` (`--dra-driver`), else the prediction of what the NVIDIA
+    driver would publish. Computed once per state and driver."""
+    return state.memo(f"dra.node_devices/{driver}", lambda: _node_devices(state, driver))
 
 
-def _node_devices(state: ClusterState) -> dict[str, NodeDevices]:
+def _node_devices(state: ClusterState, driver: str) -> dict[str, NodeDevices]:
     out: dict[str, NodeDevices] = {}
-    for node, slices in gpu_nodes(state):
+    for node, slices in gpu_nodes(state, driver):
         name = str((node.get("metadata") or {}).get("name", ""))
-        published = published_devices(name, slices)
+        published = published_devices(name, slices, driver)
         if published is not None:
             out[name] = NodeDevices(name, "published", published)
         else:
@@ -125,13 +142,15 @@ def predict_devices(node: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
     return tuple(d.to_json() for d in devices_from_labels(name, {}, whole))
 
 
-def gpu_nodes(state: ClusterState) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
+def gpu_nodes(
+    state: ClusterState, driver: str = NVIDIA_DRIVER
+) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
     """Every GPU node of a state (nvidia.com/* capacity, GPU labels, or gpu.nvidia.com slices), in the
     state's order, with its gpu.nvidia.com ResourceSlices."""
     slices_by_node: dict[str, list[dict[str, Any]]] = {}
     for s in state.of("resource.k8s.io/ResourceSlice"):
         spec = s.get("spec") or {}
-        if spec.get("driver") == NVIDIA_DRIVER and spec.get("nodeName"):
+        if spec.get("driver") == driver and spec.get("nodeName"):
             slices_by_node.setdefault(str(spec["nodeName"]), []).append(s)
     for node in state.of("Node"):
         meta = node.get("metadata") or {}
@@ -142,7 +161,9 @@ def gpu_nodes(state: ClusterState) -> Iterator[tuple[dict[str, Any], list[dict[s
             yield node, slices_by_node.get(name, [])
 
 
-def published_devices(node: str, slices: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], ...] | None:
+def published_devices(
+    node: str, slices: Sequence[Mapping[str, Any]], driver: str = NVIDIA_DRIVER
+) -> tuple[dict[str, Any], ...] | None:
     """The node's gpu.nvidia.com devices in `slices`, as they are, or None when it has no such slice.
 
     Only each pool's highest generation counts (resource/v1 ResourcePool: consumers ignore older ones);
@@ -152,7 +173,7 @@ def published_devices(node: str, slices: Sequence[Mapping[str, Any]]) -> tuple[d
     for s in slices:
         spec = s.get("spec") or {}
         pool = spec.get("pool") or {}
-        if spec.get("driver") == NVIDIA_DRIVER and node in (spec.get("nodeName"), pool.get("name")):
+        if spec.get("driver") == driver and node in (spec.get("nodeName"), pool.get("name")):
             mine.append(s)
     if not mine:
         return None
@@ -187,7 +208,11 @@ class Product:
 _PRODUCTS: dict[str, Product] = {
     "NVIDIA-H100-80GB-HBM3": Product("NVIDIA H100 80GB HBM3", "hopper", (9, 0), "H100-80GB"),
     "NVIDIA-H100-PCIe": Product("NVIDIA H100 PCIe", "hopper", (9, 0), "H100-80GB"),
-    "NVIDIA-H200": Product("NVIDIA H200", "hopper", (9, 0)),
+    "NVIDIA-H200": Product("NVIDIA H200", "hopper", (9, 0), "H200-141GB"),
+    "NVIDIA-H200-141GB-HBM3e": Product("NVIDIA H200 141GB HBM3e", "hopper", (9, 0), "H200-141GB"),
+    "NVIDIA-B200": Product("NVIDIA B200", "blackwell", (10, 0), "B200-180GB"),
+    "NVIDIA-B200-180GB-HBM3e": Product("NVIDIA B200 180GB HBM3e", "blackwell", (10, 0), "B200-180GB"),
+    "NVIDIA-GB200": Product("NVIDIA GB200", "blackwell", (10, 0)),
     "NVIDIA-A100-SXM4-80GB": Product("NVIDIA A100-SXM4-80GB", "ampere", (8, 0), "A100-80GB"),
     "NVIDIA-A100-80GB-PCIe": Product("NVIDIA A100 80GB PCIe", "ampere", (8, 0), "A100-80GB"),
     "NVIDIA-A100-SXM4-40GB": Product("NVIDIA A100-SXM4-40GB", "ampere", (8, 0), "A100-40GB"),
@@ -286,10 +311,43 @@ _MIG_TABLES: dict[str, dict[str, MigProfile]] = {
     },
 }
 
+# H200 and B200: memory (MemorySizeMB, in MiB), multiprocessors and engines of each GPU-instance profile
+# from NVIDIA/go-nvml v0.13.4-1 pkg/nvml/mock/gpus/h200.go (H200_SXM5_141GB, used by mock/dgxh200) and
+# b200.go (B200_SXM5_180GB, used by mock/dgxb200). The mocks list profiles by NVML enum
+# (GPU_INSTANCE_PROFILE_1_SLICE, _1_SLICE_REV1 = +me, _1_SLICE_REV2 = double memory, ...) and do not give
+# the profile IDs NVML returns nor memory-slice sizes that match the hardware (their 3g/7g placements have
+# size 3/7); the IDs (19, 20, 15, 14, 9, 5, 0) and 8-slice geometry are Hopper's, as in the table above.
+# GB200: no upstream table was found (go-nvml has no GB200 mock; NVIDIA/k8s-test-infra
+# pkg/gpu/mocknvml/configs/mock-nvml-config-gb200.yaml gives `mig.max_gpu_instances: 7` only), so its
+# profiles are derived from their names, with GFD's per-profile labels for memory and engines.
+_MIG_TABLES["H200-141GB"] = {
+    "1g.18gb": MigProfile(19, 1, _ALL_1G, 18432, 16, 1, 1, 0, 0, 0),
+    "1g.18gb+me": MigProfile(20, 1, _ALL_1G, 18432, 16, 1, 1, 0, 1, 1),
+    "1g.35gb": MigProfile(15, 2, _EVEN, 35840, 16, 1, 1, 0, 0, 0),
+    "2g.35gb": MigProfile(14, 2, (0, 2, 4), 35840, 32, 2, 1, 0, 0, 0),
+    "3g.71gb": MigProfile(9, 4, (0, 4), 72704, 48, 3, 2, 0, 0, 0),
+    "4g.71gb": MigProfile(5, 4, (0,), 72704, 64, 4, 2, 0, 0, 0),
+    "7g.141gb": MigProfile(0, 8, (0,), 144384, 112, 7, 5, 0, 0, 0),
+}
+_MIG_TABLES["B200-180GB"] = {
+    "1g.23gb": MigProfile(19, 1, _ALL_1G, 23552, 18, 1, 1, 0, 0, 0),
+    "1g.23gb+me": MigProfile(20, 1, _ALL_1G, 23552, 18, 1, 1, 1, 1, 1),
+    "1g.45gb": MigProfile(15, 2, _EVEN, 46080, 18, 1, 1, 0, 0, 0),
+    "2g.45gb": MigProfile(14, 2, (0, 2, 4), 46080, 36, 2, 2, 1, 1, 1),
+    "3g.90gb": MigProfile(9, 4, (0, 4), 92160, 54, 3, 3, 2, 2, 2),
+    "4g.90gb": MigProfile(5, 4, (0,), 92160, 72, 4, 4, 2, 2, 2),
+    "7g.180gb": MigProfile(0, 8, (0,), 184320, 126, 7, 7, 4, 4, 4),
+}
+
 # For profiles not in a table: what the compute-slice count implies (the same on A100 and H100).
 _GI_ID_BY_COMPUTE = {1: 19, 2: 14, 3: 9, 4: 5, 7: 0}
 _SIZE_BY_COMPUTE = {1: 1, 2: 2, 3: 4, 4: 4, 7: 8}
-_PROFILE_RE = re.compile(r"^(\d+)g\.(\d+)gb(\+me)?$")
+# Profile names as go-nvlib writes them: <c>g.<m>gb plus an attribute suffix: `+me` (one media-extension
+# set), and on Blackwell `+me.all`, `-me` (no media engines) and `+gfx` (graphics)
+# (NVIDIA/go-nvlib pkg/nvlib/device/mig_profile.go attribute names; MIG user guide, Blackwell profiles).
+_PROFILE_RE = re.compile(r"^(\d+)g\.(\d+)gb(\+me\.all|\+me|-me|\+gfx)?$")
+# The device plugin and GFD write `+` as `.` in resource and label names (`1g.23gb.me.all`).
+_RESOURCE_SUFFIXES = ((".me.all", "+me.all"), (".me", "+me"), (".gfx", "+gfx"))
 
 
 def _mig_table(labels: Mapping[str, str]) -> dict[str, MigProfile]:
@@ -301,6 +359,10 @@ def _mig_table(labels: Mapping[str, str]) -> dict[str, MigProfile]:
         return _MIG_TABLES["A100-80GB" if "80GB" in base else "A100-40GB"]
     if "H100" in base:
         return _MIG_TABLES["H100-80GB"]
+    if "H200" in base:
+        return _MIG_TABLES["H200-141GB"]
+    if "B200" in base and "GB200" not in base:
+        return _MIG_TABLES["B200-180GB"]
     return {}
 
 
@@ -325,7 +387,9 @@ def mig_profile(profile: str, labels: Mapping[str, str]) -> MigProfile:
         if not m:
             raise ValueError(f"not a MIG profile name: {profile!r}")
         compute, mem_gb, media = int(m.group(1)), int(m.group(2)), m.group(3)
-        gi = 20 if media and compute == 1 else _GI_ID_BY_COMPUTE.get(compute, 0)
+        # Only `+me` has a known ID of its own (20); the Blackwell variants' IDs are not in any source we
+        # read, so they take the base profile's, and their names are a prediction.
+        gi = 20 if media == "+me" and compute == 1 else _GI_ID_BY_COMPUTE.get(compute, 0)
         size = _SIZE_BY_COMPUTE.get(compute, 8)
         starts = _ALL_1G if size == 1 else tuple(range(0, 8 - size + 1, size))
         geo = MigProfile(
@@ -359,15 +423,17 @@ def resource_profile(profile: str) -> str:
 
 
 def _profile_from_resource(name: str) -> str:
-    return name[: -len(".me")] + "+me" if name.endswith(".me") else name
+    for written, profile_suffix in _RESOURCE_SUFFIXES:
+        if name.endswith(written):
+            return name[: -len(written)] + profile_suffix
+    return name
 
 
 def mig_device_name(parent_index: int, profile: str, gi_profile_id: int, start: int) -> str:
-    """The DRA driver's canonical MIG device name (mig.go ToCanonicalName, nvidia-facts.md §4.3).
-
-    `+me` profiles would put a `+` in the name, which a DNS label cannot hold; we write it as `-`.
-    """
-    p = profile.replace(".", "").replace("+", "-").lower()
+    """The DRA driver's canonical MIG device name: the profile without dots, lower-cased, anything
+    outside [a-z0-9-] as `-` (dra-driver-nvidia-gpu cmd/gpu-kubelet-plugin/mig.go, v0.4.1):
+    `1g.10gb+me` -> `1g10gb-me`, `1g.23gb+me.all` -> `1g23gb-meall`, `1g.23gb-me` -> `1g23gb-me`."""
+    p = re.sub(r"[^a-z0-9-]", "-", profile.replace(".", "").lower())
     return f"gpu-{parent_index}-mig-{p}-{gi_profile_id}-{start}"
 
 
@@ -480,15 +546,44 @@ def gpu_layout(labels: Mapping[str, str], *, full_gpus: int | None = None) -> La
         geo = mig_profile(name, labels)
         for j in range(n):
             wanted[j % mig_gpus].append((name, geo))
+    # The driver publishes every existing MIG device (dra-driver-nvidia-gpu nvlib.go
+    # GetPerGpuAllocatableDevices), so the count must be the sum of GFD's counts whatever the layout
+    # across GPUs: what a GPU cannot hold goes to another that can (one GPU as 7g.40gb and one as
+    # 7x1g.5gb publish 8), and what fits nowhere by our geometry is still counted (`_place_anyway`).
+    placed_on: list[list[tuple[str, MigProfile]]] = [[] for _ in range(mig_gpus)]
+    left: list[tuple[str, MigProfile]] = []
+    for i, want in enumerate(wanted):
+        for inst in sorted(want, key=lambda pg: (-pg[1].size, pg[0])):
+            if _place([*placed_on[i], inst]) is not None:
+                placed_on[i].append(inst)
+            else:
+                left.append(inst)
+    for inst in sorted(left, key=lambda pg: (-pg[1].size, pg[0])):
+        home = next((g for g in placed_on if _place([*g, inst]) is not None), None)
+        if home is not None:
+            home.append(inst)
+        else:
+            min(placed_on, key=len).append(inst)
     layout: list[tuple[MigInstance, ...] | None] = []
-    for want in wanted:
-        placed = _place(want)
-        while placed is None and want:
-            want = want[:-1]  # drop what does not fit rather than fail on an odd label set
-            placed = _place(want)
+    for members in placed_on:
+        placed = _place(members) or _place_anyway(members)
         layout.append(placed if placed else None)
     layout.extend([None] * (count - mig_gpus))
     return tuple(layout)
+
+
+def _place_anyway(instances: Sequence[tuple[str, MigProfile]]) -> tuple[MigInstance, ...]:
+    """Instances our geometry cannot fit on one GPU (labels from a layout we do not model): each at the
+    first of its starts that no instance of the same profile took, so names stay unique."""
+    taken: set[tuple[str, int]] = set()
+    out: list[MigInstance] = []
+    for profile, geo in instances:
+        start = next((s for s in geo.starts if (profile, s) not in taken), None)
+        if start is None:
+            start = max((s for p, s in taken if p == profile), default=-1) + 1
+        taken.add((profile, start))
+        out.append(MigInstance(profile, start, geo))
+    return tuple(sorted(out, key=lambda i: (i.start, i.profile)))
 
 
 def _place_greedy(profile: str, geo: MigProfile) -> tuple[MigInstance, ...]:
@@ -556,7 +651,8 @@ def _mig_device(
         "jpegEngines": geo.jpeg_engines,
         "ofaEngines": geo.ofa_engines,
     }
-    capacity.update({k: {"value": str(v)} for k, v in engines.items() if k != "multiprocessors" or v})
+    # Always present, 0 included (dra-driver-nvidia-gpu cmd/gpu-kubelet-plugin/mig.go).
+    capacity.update({k: {"value": str(v)} for k, v in engines.items()})
     for c in range(inst.start, inst.start + geo.size):
         capacity[f"memorySlice{c}"] = {"value": "1"}
     return DeviceSpec(name, attrs, capacity)

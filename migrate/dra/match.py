@@ -54,14 +54,16 @@ class ClassMatch:
         }
 
 
-def match_classes(state: ClusterState, inv: Inventory, classes: list[ClassSelectors]) -> list[ClassMatch]:
-    devices = node_devices(state)
+def match_classes(
+    state: ClusterState, inv: Inventory, classes: list[ClassSelectors], driver: str = NVIDIA_DRIVER
+) -> list[ClassMatch]:
+    devices = node_devices(state, driver)
     pool_of = {n.name: n.pool for n in inv.nodes}
     out = []
     for cls in sorted(classes, key=lambda c: (c.proposed, c.name)):
         m = ClassMatch(cls)
         for node in sorted(devices):
-            matched = _match_node(m, devices[node])
+            matched = _match_node(m, devices[node], driver)
             if matched:
                 m.pools.setdefault(pool_of.get(node, "(unpooled)"), []).append(
                     NodeMatch(node, devices[node].source, matched)
@@ -70,11 +72,11 @@ def match_classes(state: ClusterState, inv: Inventory, classes: list[ClassSelect
     return out
 
 
-def _match_node(m: ClassMatch, nd: NodeDevices) -> list[str]:
+def _match_node(m: ClassMatch, nd: NodeDevices, driver: str) -> list[str]:
     matched = []
     for d in nd.devices:
         try:
-            if all(s.matches(d, NVIDIA_DRIVER) for s in m.cls.selectors):
+            if all(s.matches(d, driver) for s in m.cls.selectors):
                 matched.append(str(d.get("name")))
         except SelectorEvaluationError as e:
             m.errors += 1

@@ -26,6 +26,7 @@ from migrate.dra.deviceclasses import MANAGED_BY
 from migrate.errors import InputError
 from migrate.execute.contract import NEVER, SYSTEM_CLOCK, Cancel, Change, Clock, StepFailed
 from migrate.execute.kubeapi import ApiError, Kube, Obj, RateLimit, path_of
+from migrate.inventory.placement import pdb_selects
 from migrate.inventory.resources import quantity_int
 
 PODS = "/api/v1/pods"
@@ -251,12 +252,7 @@ class LiveOps:
         """The PodDisruptionBudgets of the pod's namespace whose selector matches its labels."""
         ns = str(_meta(pod).get("namespace", ""))
         items, _ = self.kube.list_all(path_of("policy/v1", "poddisruptionbudgets", namespace=ns))
-        labels = _labels(pod)
-        return sorted(
-            f"{ns}/{_meta(b).get('name')}"
-            for b in items
-            if _selector_matches((b.get("spec") or {}).get("selector"), labels)
-        )
+        return sorted(f"{ns}/{_meta(b).get('name')}" for b in items if pdb_selects(b, pod))
 
     def _wait_gone(self, node: str, uids: Mapping[str, str], deadline: float, timeout_s: float, cancel: Cancel) -> None:
         """Until no evicted pod (by uid: a recreated pod of the same name is another pod) is left on the
@@ -580,27 +576,6 @@ def _drainable(pod: Mapping[str, Any]) -> bool:
 def _namespace_terminating(e: ApiError) -> bool:
     causes = e.details.get("causes") or []
     return any(isinstance(c, dict) and c.get("reason") == "NamespaceTerminating" for c in causes)
-
-
-def _selector_matches(selector: Any, labels: Mapping[str, str]) -> bool:
-    """metav1.LabelSelector semantics. For a policy/v1 PodDisruptionBudget a null selector matches
-    no pod and an empty one every pod of the namespace (policy/v1 PodDisruptionBudgetSpec docs)."""
-    if not isinstance(selector, dict):
-        return False
-    for k, v in (selector.get("matchLabels") or {}).items():
-        if labels.get(k) != v:
-            return False
-    for expr in selector.get("matchExpressions") or []:
-        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
-        if op == "In" and labels.get(key) not in values:
-            return False
-        if op == "NotIn" and key in labels and labels[key] in values:
-            return False
-        if op == "Exists" and key not in labels:
-            return False
-        if op == "DoesNotExist" and key in labels:
-            return False
-    return True
 
 
 def _canary_pod(node: str, hostname: str, resource: str, image: str, token: str) -> dict[str, Any]:

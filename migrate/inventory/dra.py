@@ -8,12 +8,27 @@ ExtendedResourceClaimAnnotation; KEP-5004).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from migrate.cluster.state import ClusterState, Obj
+from migrate.errors import InputError
 
 NVIDIA_DRA_DRIVER = "gpu.nvidia.com"
 EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
+# A driver name is a DNS subdomain of at most 63 characters (k8s.io/api resource/v1 types.go
+# DriverNameMaxLength; validation in pkg/apis/resource/validation).
+_DRIVER_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def check_driver_name(name: str) -> str:
+    """`--dra-driver NAME`, validated as the API server validates ResourceSlice.spec.driver."""
+    if len(name) > 63 or not _DRIVER_RE.match(name):
+        raise InputError(
+            f"bad --dra-driver {name!r}: not a DNS subdomain of at most 63 characters",
+            "give the driver name its ResourceSlices carry, e.g. gpu.nvidia.com",
+        )
+    return name
 
 
 def _meta(o: Obj) -> dict[str, Any]:
@@ -46,6 +61,23 @@ def slice_devices_by_node(state: ClusterState) -> dict[str, dict[str, int]]:
         per = out.setdefault(node, {})
         per[driver] = per.get(driver, 0) + len(spec.get("devices") or [])
     return out
+
+
+def nodes_with_counters(state: ClusterState, driver: str = NVIDIA_DRA_DRIVER) -> frozenset[str]:
+    """Nodes whose `driver` slices carry shared counters or devices that consume them: what the NVIDIA
+    driver publishes under DynamicMIG (dra-driver-nvidia-gpu cmd/gpu-kubelet-plugin/driver.go,
+    partitions.go). The counters-only slice of k8s >= 1.35 has no nodeName but its pool is the node's."""
+    out: set[str] = set()
+    for s in state.of("resource.k8s.io/ResourceSlice"):
+        spec = _spec(s)
+        if spec.get("driver") != driver:
+            continue
+        devices = [d for d in spec.get("devices") or [] if isinstance(d, dict)]
+        if spec.get("sharedCounters") or any(d.get("consumesCounters") for d in devices):
+            node = spec.get("nodeName") or (spec.get("pool") or {}).get("name")
+            if isinstance(node, str):
+                out.add(node)
+    return frozenset(out)
 
 
 def device_classes(state: ClusterState) -> list[dict[str, Any]]:

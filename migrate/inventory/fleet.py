@@ -8,10 +8,17 @@ instance type; else "(unpooled)".
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from migrate.inventory.operator import (
+    PluginPlacement,
+    device_plugin_placement,
+    dra_plugin_placement,
+    dynamic_mig_enabled,
+)
 from migrate.inventory.resources import GPU_PREFIX, GpuNames, quantity_int
 
 UNPOOLED = "(unpooled)"
@@ -44,6 +51,42 @@ DEPLOY_LABEL_PREFIX = "nvidia.com/gpu.deploy."
 # selector and the GPU Operator's (GPU Operator manifests/state-dra-driver/0500_daemonset.yaml).
 DRA_PLUGIN_LABELS = ("nvidia.com/dra-kubelet-plugin", "nvidia.com/gpu.deploy.dra-driver")
 
+_VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
+EXTENDED_RESOURCE_GATE = "DRAExtendedResource"
+
+
+def parse_version(text: str | None) -> tuple[int, int, int] | None:
+    """v1.34.2, 1.34.2-gke.1000, v1.35.0+k3s1 -> (1, 34, 2); None when unparseable."""
+    m = _VERSION_RE.match(text or "")
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)) if m else None
+
+
+def kubelet_skew(kubelet_version: str | None, gates: dict[str, bool]) -> str | None:
+    """Why this kubelet cannot run a pod whose `nvidia.com/gpu` the scheduler backed with DRA, or None.
+
+    KEP-5004 lists the kubelet among the components of DRAExtendedResource (kubernetes/enhancements
+    keps/sig-scheduling/5004-dra-extended-resource/kep.yaml): only a kubelet with the gate on drops the
+    DRA-backed requests named in status.extendedResourceClaimStatus from admission; with it off the
+    request is checked against the device plugin's leftover allocatable 0 and the pod fails admission
+    (kubernetes pkg/kubelet/lifecycle/predicate.go, v1.37.2). The gate is alpha (off) in 1.34-1.35, beta
+    (on) in 1.36, GA and locked on in 1.37 (pkg/features/kube_features.go). `--feature-gate` declares
+    what the kubelets run with; an unknown version is not judged.
+    """
+    v = parse_version(kubelet_version)
+    if v is None:
+        return None
+    declared = gates.get(EXTENDED_RESOURCE_GATE)
+    if v < (1, 34, 0):
+        return f"kubelet {kubelet_version} predates DRA's resource.k8s.io/v1 and {EXTENDED_RESOURCE_GATE} (1.34)"
+    if v[1] >= 37 and v[0] == 1:
+        return None
+    if v[1] == 36 and declared is not False:
+        return None
+    if v[1] < 36 and declared is True:
+        return None
+    why = "declared off (--feature-gate)" if declared is False else "alpha and off by default before 1.36"
+    return f"kubelet {kubelet_version}: {EXTENDED_RESOURCE_GATE} is {why}"
+
 
 @dataclass
 class GpuNode:
@@ -58,13 +101,22 @@ class GpuNode:
     unschedulable: bool = False
     ready: bool | None = None
     requested: dict[str, int] = field(default_factory=dict)  # by non-terminated pods bound here
+    kubelet_version: str | None = None  # status.nodeInfo.kubeletVersion
+    dra_placement: PluginPlacement | None = None  # from the DRA kubelet-plugin DaemonSets as installed
+    dp_placement: PluginPlacement | None = None  # from the device-plugin DaemonSets as installed
+    # DynamicMIG: the DRA plugin that serves this node has the gate on, or its slices carry counters.
+    dynamic_mig: bool = False
 
     @property
     def device_plugin_enabled(self) -> bool:
+        if self.dp_placement is not None and self.dp_placement.mode != "assumed":
+            return self.dp_placement.mode != "off"
         return self.labels.get("nvidia.com/gpu.deploy.device-plugin") != "false"
 
     @property
     def dra_plugin_enabled(self) -> bool:
+        if self.dra_placement is not None and self.dra_placement.mode != "assumed":
+            return self.dra_placement.mode == "runs"
         return any(self.labels.get(k) == "true" for k in DRA_PLUGIN_LABELS)
 
     def to_dict(self) -> dict[str, Any]:
@@ -81,6 +133,10 @@ class GpuNode:
             "devicePluginEnabled": self.device_plugin_enabled,
             "draPluginEnabled": self.dra_plugin_enabled,
             "draDevices": dict(sorted(self.dra_devices.items())),
+            "kubeletVersion": self.kubelet_version,
+            "draPlugin": self.dra_placement.to_dict() if self.dra_placement else None,
+            "devicePlugin": self.dp_placement.to_dict() if self.dp_placement else None,
+            "dynamicMig": self.dynamic_mig,
         }
 
 
@@ -144,6 +200,9 @@ def build_gpu_nodes(
     names: GpuNames,
     pool_labels: tuple[str, ...],
     dra_devices: dict[str, dict[str, int]],
+    dra_daemonsets: list[dict[str, Any]] | None = None,
+    dp_daemonsets: list[dict[str, Any]] | None = None,
+    counter_nodes: frozenset[str] = frozenset(),
 ) -> list[GpuNode]:
     out: list[GpuNode] = []
     for n in nodes:
@@ -158,6 +217,8 @@ def build_gpu_nodes(
         slices = dra_devices.get(name, {})
         if not (capacity or allocatable or slices or any(k in labels for k in GPU_LABELS)):
             continue
+        dra_placement = dra_plugin_placement(n, dra_daemonsets or [])
+        serving = [d for d in dra_daemonsets or [] if _ref(d) == dra_placement.daemonset]
         out.append(
             GpuNode(
                 name=name,
@@ -174,9 +235,18 @@ def build_gpu_nodes(
                 dra_devices=dict(slices),
                 unschedulable=bool((n.get("spec") or {}).get("unschedulable")),
                 ready=_ready(n),
+                kubelet_version=(status.get("nodeInfo") or {}).get("kubeletVersion") or None,
+                dra_placement=dra_placement,
+                dp_placement=device_plugin_placement(n, dp_daemonsets or []),
+                dynamic_mig=name in counter_nodes or any(dynamic_mig_enabled(d) for d in serving),
             )
         )
     return sorted(out, key=lambda g: g.name)
+
+
+def _ref(ds: dict[str, Any]) -> str:
+    meta = ds.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
 def build_pools(nodes: list[GpuNode]) -> list[Pool]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from migrate.cluster.state import ClusterState, paused_gc
 from migrate.inventory.consumers import Consumer, find_consumers
-from migrate.inventory.dra import slice_devices_by_node, summarize_dra
+from migrate.inventory.dra import nodes_with_counters, slice_devices_by_node, summarize_dra
 from migrate.inventory.fleet import (
     GpuNode,
     Pool,
@@ -18,6 +18,8 @@ from migrate.inventory.fleet import (
 )
 from migrate.inventory.gangs import Gang, find_gangs
 from migrate.inventory.operator import (
+    device_plugin_daemonset_objects,
+    dra_plugin_daemonset_objects,
     dra_plugin_daemonsets,
     known_gpu_names_from_configs,
     sharing_configs,
@@ -80,7 +82,15 @@ def _build(state: ClusterState, pool_labels: tuple[str, ...]) -> Inventory:
         for n in nodes_raw
     }
     consumers, node_requests = find_consumers(state, names, node_pools)
-    gpu_nodes = build_gpu_nodes(nodes_raw, names, pool_labels, slice_devices_by_node(state))
+    gpu_nodes = build_gpu_nodes(
+        nodes_raw,
+        names,
+        pool_labels,
+        slice_devices_by_node(state),
+        dra_plugin_daemonset_objects(state),
+        device_plugin_daemonset_objects(state),
+        nodes_with_counters(state),
+    )
     for g in gpu_nodes:
         g.requested = dict(sorted(node_requests.get(g.name, {}).items()))
     configs = sharing_configs(state, [(g.name, g.labels) for g in gpu_nodes])

@@ -17,6 +17,7 @@ from typing import Any
 from migrate.cluster.state import ClusterState, Obj
 from migrate.cluster.yamlio import load_yaml_documents
 from migrate.errors import InputError
+from migrate.inventory.placement import label_to_deselect, label_to_select, node_selects, settable_label
 from migrate.inventory.resources import DEFAULT_GPU, GPU_PREFIX, SHARED_GPU
 
 CONFIG_LABEL = "nvidia.com/device-plugin.config"
@@ -240,31 +241,213 @@ def _images(ds: Obj) -> list[str]:
     return [str(c.get("image", "")) for c in containers if isinstance(c, dict)]
 
 
+def _is_device_plugin(ds: Obj) -> bool:
+    name = _name(ds)
+    # GPU Feature Discovery ships in the same k8s-device-plugin image; it advertises no resources.
+    if "feature-discovery" in name:
+        return False
+    return "nvidia-device-plugin" in name or any("k8s-device-plugin" in i for i in _images(ds))
+
+
+def _is_dra_plugin(ds: Obj) -> bool:
+    name = _name(ds)
+    return ("dra-driver" in name and "kubelet-plugin" in name) or any(
+        "dra-driver-nvidia-gpu" in i or "k8s-dra-driver-gpu" in i for i in _images(ds)
+    )
+
+
+def _ref_of(ds: Obj) -> str:
+    return f"{_meta(ds).get('namespace', '')}/{_name(ds)}"
+
+
+def device_plugin_daemonset_objects(state: ClusterState) -> list[Obj]:
+    return sorted((d for d in state.of("apps/DaemonSet") if _is_device_plugin(d)), key=_ref_of)
+
+
+def dra_plugin_daemonset_objects(state: ClusterState) -> list[Obj]:
+    return sorted((d for d in state.of("apps/DaemonSet") if _is_dra_plugin(d)), key=_ref_of)
+
+
 def device_plugin_daemonsets(state: ClusterState) -> list[str]:
     """DaemonSets that run the NVIDIA device plugin (operator-managed or standalone)."""
-    out = []
-    for ds in state.of("apps/DaemonSet"):
-        name = _name(ds)
-        # GPU Feature Discovery ships in the same k8s-device-plugin image; it advertises no resources.
-        if "feature-discovery" in name:
-            continue
-        if "nvidia-device-plugin" in name or any("k8s-device-plugin" in i for i in _images(ds)):
-            out.append(f"{_meta(ds).get('namespace', '')}/{name}")
-    return sorted(out)
+    return [_ref_of(d) for d in device_plugin_daemonset_objects(state)]
 
 
 def dra_plugin_daemonsets(state: ClusterState) -> list[str]:
     """DaemonSets of the NVIDIA DRA kubelet plugin: nvidia-dra-driver-gpu-kubelet-plugin (v25.x),
     dra-driver-nvidia-gpu-kubelet-plugin (v0.4+), nvidia-dra-driver-kubelet-plugin (GPU Operator)."""
-    out = []
-    for ds in state.of("apps/DaemonSet"):
-        name = _name(ds)
-        images = _images(ds)
-        if ("dra-driver" in name and "kubelet-plugin" in name) or any(
-            "dra-driver-nvidia-gpu" in i or "k8s-dra-driver-gpu" in i for i in images
-        ):
-            out.append(f"{_meta(ds).get('namespace', '')}/{name}")
-    return sorted(out)
+    return [_ref_of(d) for d in dra_plugin_daemonset_objects(state)]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Per node: what switching a plugin means, from the DaemonSets as installed
+
+# The GPU Operator's device-plugin DaemonSet selects nvidia.com/gpu.deploy.device-plugin=true and the
+# operator keeps a value once set, so "false" keeps it off (gpu-operator
+# assets/state-device-plugin/0500_daemonset.yaml; controllers/state_manager.go).
+OPERATOR_DEVICE_PLUGIN_OFF = ("nvidia.com/gpu.deploy.device-plugin", "false")
+
+
+@dataclass(frozen=True)
+class PluginPlacement:
+    """What the plan must do on one node for one plugin, and why.
+
+    mode: "runs" (the plugin already runs there: nothing to switch on), "off" (it does not run there:
+    nothing to switch off), "label" (set `label`=`value`), "unknown" (no node label can switch it: a
+    blocker), "assumed" (no DaemonSet of it was read: the plan's label parameter is assumed).
+    """
+
+    mode: str
+    daemonset: str | None
+    label: str | None
+    value: str | None
+    why: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "daemonSet": self.daemonset,
+            "label": self.label,
+            "value": self.value,
+            "why": self.why,
+        }
+
+
+def _pod_spec(ds: Obj) -> dict[str, Any]:
+    spec = _dig(ds, "spec", "template", "spec")
+    return spec if isinstance(spec, dict) else {}
+
+
+def switch_keys(ds: Obj) -> list[str]:
+    """The settable node labels a DaemonSet selects on (nodeSelector keys, affinity In/Exists keys)."""
+    spec = _pod_spec(ds)
+    keys = [str(k) for k in spec.get("nodeSelector") or {}]
+    terms = _dig(
+        spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"
+    )
+    for term in terms or []:
+        for e in (term.get("matchExpressions") or []) if isinstance(term, dict) else []:
+            if e.get("operator") in ("In", "Exists"):
+                keys.append(str(e.get("key")))
+    return [k for k in dict.fromkeys(keys) if settable_label(k)]
+
+
+DYNAMIC_MIG_GATE = "DynamicMIG"
+
+
+def dynamic_mig_enabled(ds: Obj) -> bool:
+    """Whether the DRA kubelet plugin runs with the DynamicMIG feature gate on: `DynamicMIG=true` in a
+    container's args or env (the plugin's --feature-gates flag / FEATURE_GATES environment variable,
+    dra-driver-nvidia-gpu cmd/gpu-kubelet-plugin/main.go and pkg/featuregates)."""
+    for c in _dig(ds, "spec", "template", "spec", "containers") or []:
+        if not isinstance(c, dict):
+            continue
+        texts = [str(a) for a in (c.get("args") or []) + (c.get("command") or [])]
+        texts += [str(e.get("value", "")) for e in c.get("env") or [] if isinstance(e, dict)]
+        if any(f"{DYNAMIC_MIG_GATE}=true" in t.replace(" ", "") for t in texts):
+            return True
+    return False
+
+
+def _how_selected(ds: Obj) -> str:
+    spec = _pod_spec(ds)
+    parts = []
+    if spec.get("nodeSelector"):
+        parts.append("nodeSelector " + ", ".join(f"{k}={v}" for k, v in sorted(spec["nodeSelector"].items())))
+    if _dig(spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution"):
+        parts.append("required node affinity")
+    return " and ".join(parts) or "no nodeSelector and no node affinity: every node"
+
+
+def _gpu_allocatable(node: Obj) -> dict[str, int]:
+    alloc = _dig(node, "status", "allocatable") or {}
+    out: dict[str, int] = {}
+    for k, v in alloc.items() if isinstance(alloc, dict) else []:
+        if str(k).startswith(GPU_PREFIX):
+            try:
+                out[str(k)] = int(str(v))
+            except ValueError:
+                out[str(k)] = 1  # a quantity we do not parse: treat it as advertised
+    return out
+
+
+def dra_plugin_placement(node: Obj, daemonsets: list[Obj]) -> PluginPlacement:
+    """Whether the DRA kubelet plugin runs on `node`, or which one label makes one of its DaemonSets run
+    there (the DaemonSet controller's own test: nodeSelector, required node affinity, taints)."""
+    if not daemonsets:
+        return PluginPlacement(
+            "assumed", None, None, None, "no DRA kubelet-plugin DaemonSet was read: the plan's --dra-label is assumed"
+        )
+    for ds in daemonsets:
+        if node_selects(_pod_spec(ds), node, daemon=True):
+            return PluginPlacement(
+                "runs",
+                _ref_of(ds),
+                None,
+                None,
+                f"DaemonSet {_ref_of(ds)} already runs on this node ({_how_selected(ds)})",
+            )
+    for ds in daemonsets:
+        switch = label_to_select(_pod_spec(ds), node)
+        if switch is not None:
+            return PluginPlacement(
+                "label",
+                _ref_of(ds),
+                switch[0],
+                switch[1],
+                f"DaemonSet {_ref_of(ds)} runs on nodes labelled {switch[0]}={switch[1]} ({_how_selected(ds)})",
+            )
+    refs = ", ".join(_ref_of(d) for d in daemonsets)
+    return PluginPlacement(
+        "unknown",
+        refs,
+        None,
+        None,
+        f"no node label that an operator can set makes DaemonSet(s) {refs} run on this node "
+        f"({'; '.join(_how_selected(d) for d in daemonsets)})",
+    )
+
+
+def device_plugin_placement(node: Obj, daemonsets: list[Obj]) -> PluginPlacement:
+    """Whether the device plugin runs on `node`, and which one label stops every DaemonSet of it there."""
+    if not daemonsets:
+        return PluginPlacement(
+            "assumed",
+            None,
+            None,
+            None,
+            "no device-plugin DaemonSet was read: the plan's --device-plugin-label is assumed",
+        )
+    running = [d for d in daemonsets if node_selects(_pod_spec(d), node, daemon=True)]
+    if not running:
+        refs = ", ".join(_ref_of(d) for d in daemonsets)
+        advertised = sorted(k for k, v in _gpu_allocatable(node).items() if v > 0)
+        why = f"DaemonSet(s) {refs} do not run on this node"
+        if advertised:
+            # The DaemonSet controller deletes a pod whose node no longer matches, so its plugin is
+            # leaving; if something else serves these GPUs, wait-dra-ready sees allocatable stay > 0 and
+            # the wave rolls back. A snapshot keeps no device-plugin pods, so it cannot tell which.
+            why += f" (it still advertises {', '.join(advertised)}: the plugin is leaving, or is not ours)"
+        return PluginPlacement("off", refs, None, None, why)
+    switches = {label_to_deselect(_pod_spec(d), node, OPERATOR_DEVICE_PLUGIN_OFF) for d in running}
+    refs = ", ".join(_ref_of(d) for d in running)
+    if len(switches) == 1 and None not in switches:
+        key, value = next(iter(s for s in switches if s is not None))
+        return PluginPlacement(
+            "label",
+            refs,
+            key,
+            value,
+            f"DaemonSet {refs} stops on nodes labelled {key}={value} ({_how_selected(running[0])})",
+        )
+    return PluginPlacement(
+        "unknown",
+        refs,
+        None,
+        None,
+        f"no one node label that an operator can set stops DaemonSet(s) {refs} on this node "
+        f"({'; '.join(_how_selected(d) for d in running)})",
+    )
 
 
 def known_gpu_names_from_configs(state: ClusterState) -> set[str]:

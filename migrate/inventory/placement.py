@@ -97,3 +97,153 @@ def node_selects(pod_spec: dict[str, Any], node: dict[str, Any], *, daemon: bool
 
 def count_selected_nodes(pod_spec: dict[str, Any], nodes: list[dict[str, Any]]) -> int:
     return sum(1 for n in nodes if node_selects(pod_spec, n, daemon=True))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Label selectors (metav1.LabelSelector), as PodDisruptionBudgets use them
+
+
+def label_selector_matches(selector: Any, labels: dict[str, str] | Any) -> bool:
+    """metav1.LabelSelector against a pod's labels, with policy/v1's reading of a missing selector.
+
+    policy/v1 PodDisruptionBudgetSpec.selector: "A null selector selects no pods. An empty selector ({})
+    also selects no pods ... [in policy/v1beta1]; in policy/v1 an empty selector will select all pods in
+    the namespace" (k8s.io/api policy/v1 types.go; the disruption controller and the eviction registry
+    convert it with metav1.LabelSelectorAsSelector, which maps nil to labels.Nothing() and {} to
+    labels.Everything(): apimachinery pkg/apis/meta/v1/helpers.go). Only In/NotIn/Exists/DoesNotExist
+    are label-selector operators; anything else makes the selector invalid, and an invalid selector
+    selects nothing here (the API server refuses to store one).
+    """
+    if not isinstance(selector, dict):
+        return False
+    lbl = {str(k): str(v) for k, v in (labels or {}).items()}
+    for k, v in (selector.get("matchLabels") or {}).items():
+        if lbl.get(str(k)) != str(v):
+            return False
+    for expr in selector.get("matchExpressions") or []:
+        if not isinstance(expr, dict) or expr.get("operator") not in ("In", "NotIn", "Exists", "DoesNotExist"):
+            return False
+        if not _match_expression(expr, lbl):
+            return False
+    return True
+
+
+def pdb_selects(pdb: dict[str, Any], pod: dict[str, Any]) -> bool:
+    """Whether a policy/v1 PodDisruptionBudget covers a pod: same namespace, and its selector (null: no
+    pod; {}: every pod) matches the pod's labels. The one meaning `check` and the drain both use."""
+    pmeta, bmeta = pod.get("metadata") or {}, pdb.get("metadata") or {}
+    if pmeta.get("namespace") != bmeta.get("namespace"):
+        return False
+    return label_selector_matches((pdb.get("spec") or {}).get("selector"), pmeta.get("labels") or {})
+
+
+# ---------------------------------------------------------------------------------------------------
+# Which node label switches a DaemonSet on or off for one node
+
+# Labels other controllers own and rewrite: setting them by hand does not stick, so they are never a
+# switch. NFD (feature.node.kubernetes.io/*, kubernetes-sigs/node-feature-discovery), GPU Feature
+# Discovery and the GPU Operator's node labelling (nvidia.com/gpu.*, cuda.*, mig.*, gfd.*; except the
+# operator's nvidia.com/gpu.deploy.<operand>, which it keeps once set: gpu-operator
+# controllers/state_manager.go), and the kubelet's / cloud providers' own (kubernetes.io, k8s.io).
+_MANAGED_PREFIXES = (
+    "feature.node.kubernetes.io/",
+    "nvidia.com/gpu.",
+    "nvidia.com/cuda.",
+    "nvidia.com/mig.",
+    "nvidia.com/mig-",
+    "nvidia.com/gfd.",
+    "nvidia.com/vgpu.",
+)
+_MANAGED_DOMAINS = ("kubernetes.io", "k8s.io")
+DEPLOY_PREFIX = "nvidia.com/gpu.deploy."
+
+
+def settable_label(key: str) -> bool:
+    """A label an operator can set on a node and have it stay (see _MANAGED_PREFIXES)."""
+    if key.startswith(DEPLOY_PREFIX):
+        return True
+    if any(key.startswith(p) for p in _MANAGED_PREFIXES):
+        return False
+    domain = key.split("/", 1)[0] if "/" in key else ""
+    return not any(domain == d or domain.endswith("." + d) for d in _MANAGED_DOMAINS)
+
+
+def node_labels(node: dict[str, Any]) -> dict[str, str]:
+    return {str(k): str(v) for k, v in ((node.get("metadata") or {}).get("labels") or {}).items()}
+
+
+def _with_label(node: dict[str, Any], key: str, value: str) -> dict[str, Any]:
+    meta = dict(node.get("metadata") or {})
+    meta["labels"] = {**node_labels(node), key: value}
+    return {**node, "metadata": meta}
+
+
+def _candidates_on(pod_spec: dict[str, Any]) -> list[tuple[str, str]]:
+    """(key, value) pairs that could make a node match: the nodeSelector's entries, and per affinity term
+    the value an In names or "true" for an Exists."""
+    out: list[tuple[str, str]] = [(str(k), str(v)) for k, v in (pod_spec.get("nodeSelector") or {}).items()]
+    for term in _required_terms(pod_spec):
+        for e in term.get("matchExpressions") or []:
+            if e.get("operator") == "In" and e.get("values"):
+                out.append((str(e.get("key")), str(e["values"][0])))
+            elif e.get("operator") == "Exists":
+                out.append((str(e.get("key")), "true"))
+    return list(dict.fromkeys(out))
+
+
+def _candidates_off(pod_spec: dict[str, Any], preferred: tuple[str, str] | None) -> list[tuple[str, str]]:
+    """(key, value) pairs that could make a node stop matching: a nodeSelector key set to another value;
+    per affinity term, a key of an In set outside its values, a key of a NotIn set inside them, a key of a
+    DoesNotExist set at all."""
+    out: list[tuple[str, str]] = [preferred] if preferred else []
+    for k, v in (pod_spec.get("nodeSelector") or {}).items():
+        out.append((str(k), "false" if str(v) != "false" else "true"))
+    for term in _required_terms(pod_spec):
+        for e in term.get("matchExpressions") or []:
+            values = [str(x) for x in e.get("values") or []]
+            op, key = e.get("operator"), str(e.get("key"))
+            if op == "In":
+                out.append((key, "false" if "false" not in values else "disabled"))
+            elif op == "NotIn" and values:
+                out.append((key, values[0]))
+            elif op == "DoesNotExist":
+                out.append((key, "true"))
+    return list(dict.fromkeys(out))
+
+
+def _required_terms(pod_spec: dict[str, Any]) -> list[dict[str, Any]]:
+    required = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    return [t for t in required.get("nodeSelectorTerms") or [] if isinstance(t, dict)]
+
+
+# A switch may add a label or flip a flag-like one; it never rewrites a label that carries other meaning
+# (a custom zone or team label the node already has).
+_FLAG_VALUES = frozenset({"", "true", "false", "enabled", "disabled", "on", "off", "yes", "no"})
+
+
+def _may_set(node: dict[str, Any], key: str) -> bool:
+    current = node_labels(node).get(key)
+    return settable_label(key) and (current is None or current.lower() in _FLAG_VALUES)
+
+
+def label_to_select(pod_spec: dict[str, Any], node: dict[str, Any]) -> tuple[str, str] | None:
+    """One settable node label that makes the DaemonSet controller run this pod spec on the node, or None
+    when none does (a taint it does not tolerate, matchFields, Gt/Lt, a managed label, two labels needed)."""
+    for key, value in _candidates_on(pod_spec):
+        if _may_set(node, key) and node_selects(pod_spec, _with_label(node, key, value), daemon=True):
+            return key, value
+    return None
+
+
+def label_to_deselect(
+    pod_spec: dict[str, Any], node: dict[str, Any], preferred: tuple[str, str] | None = None
+) -> tuple[str, str] | None:
+    """One settable node label that makes the DaemonSet controller stop running this pod spec on the node
+    (it deletes the pod once the node no longer matches: pkg/controller/daemon/daemon_controller.go), or
+    None when no label can (no selector and no affinity: it runs on every node)."""
+    for key, value in _candidates_off(pod_spec, preferred):
+        if _may_set(node, key) and not node_selects(pod_spec, _with_label(node, key, value), daemon=True):
+            return key, value
+    return None

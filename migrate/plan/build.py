@@ -5,6 +5,13 @@ driver; then one stage per pool, in a safe order (pools whose consumers fit afte
 then the least disruptive), each in waves of at most `max_unavailable` nodes, least-loaded nodes
 first. Per node: cordon, drain, device plugin off, DRA plugin on, wait until the node serves its GPUs
 through DRA only, canary, uncordon — each with the inverse that restores the original values.
+
+What "device plugin off" and "DRA plugin on" mean comes from the DaemonSets as installed
+(`inventory.operator.*_placement`): the label each one selects on, or no step at all when the DRA
+plugin already runs on the node (the DRA chart's default placement) or the device plugin already does
+not. Nodes that cannot be migrated (a kubelet without DRA-backed extended resources, or a plugin no
+label can switch) are left out, each with its reason, in `summary.excludedNodes`; the blockers that say
+so concern only those nodes and do not make the rest of the plan inapplicable.
 """
 
 from __future__ import annotations
@@ -16,9 +23,9 @@ from migrate import __version__
 from migrate.checks.run import Readiness, assess
 from migrate.cluster.state import ClusterState
 from migrate.dra.capacity import class_for
-from migrate.dra.devices import NVIDIA_DRIVER, node_devices
+from migrate.dra.devices import node_devices
 from migrate.errors import InputError
-from migrate.inventory.fleet import GpuNode
+from migrate.inventory.fleet import GpuNode, kubelet_skew
 from migrate.inventory.gangs import Gang
 from migrate.plan.estimate import grace_periods_by_node, plan_estimate, plan_total
 from migrate.plan.fingerprint import fingerprint
@@ -31,12 +38,15 @@ def build_plan(
 ) -> dict[str, Any]:
     """The plan body (everything but the digests), as the file holds it."""
     params = params.validate()
-    readiness = assess(state, pool_labels=params.pool_labels, feature_gates=feature_gates or {})
-    stages = [_prepare(readiness)] + [
-        _pool_stage(state, readiness, params, pool) for pool in _pool_order(readiness, params)
+    gates = feature_gates or {}
+    readiness = assess(state, pool_labels=params.pool_labels, feature_gates=gates, dra_driver=params.dra_driver)
+    excluded = excluded_nodes(readiness, gates, params.dra_driver)
+    readiness.__dict__["_excluded"] = excluded
+    stages = [_prepare(readiness, params)] + [
+        s for pool in _pool_order(readiness, params) for s in _pool_stages(state, readiness, params, pool)
     ]
     stages = [s for s in stages if s.pool is None or s.waves]
-    blockers = readiness.blockers
+    blockers = sum(1 for f in readiness.findings if f.severity.value == "blocker" and f.id not in NODE_SCOPED)
     return {
         "formatVersion": FORMAT_VERSION,
         "tool": {"name": "dra-migrate", "version": __version__},
@@ -45,7 +55,11 @@ def build_plan(
         "fingerprint": fingerprint(state, readiness),
         "applicable": blockers == 0,
         "findings": [f.to_dict() for f in readiness.findings],
-        "summary": {**_summary(stages, params, state), "gangs": gang_disruption(stages, readiness)},
+        "summary": {
+            **_summary(stages, params, state),
+            "gangs": gang_disruption(stages, readiness),
+            "excludedNodes": _excluded_list(readiness, excluded),
+        },
         "stages": [s.to_dict() for s in stages],
     }
 
@@ -57,7 +71,41 @@ def _cluster_name(state: ClusterState) -> str:
     return src.location.rstrip("/").rsplit("/", 1)[-1].split(".", 1)[0] or "cluster"
 
 
-def _prepare(readiness: Readiness) -> Stage:
+# Blockers about single nodes: the plan leaves those nodes out rather than refusing the whole fleet.
+NODE_SCOPED = frozenset(
+    {
+        "kubelet-version-unsupported",
+        "dra-plugin-placement-unknown",
+        "device-plugin-placement-unknown",
+        "dynamic-mig-unpredicted",
+    }
+)
+
+
+def excluded_nodes(readiness: Readiness, gates: dict[str, bool], driver: str) -> dict[str, str]:
+    """Node -> why the plan leaves it out (the reasons of the node-scoped blockers)."""
+    out: dict[str, str] = {}
+    for n in readiness.inventory.nodes:
+        if n.dra_plugin_enabled and not n.device_plugin_enabled:
+            continue  # already migrated
+        skew = kubelet_skew(n.kubelet_version, gates)
+        if skew is not None:
+            out[n.name] = f"kubelet-version-unsupported: {skew}"
+        elif n.dp_placement is not None and n.dp_placement.mode == "unknown":
+            out[n.name] = f"device-plugin-placement-unknown: {n.dp_placement.why}"
+        elif n.dra_placement is not None and n.dra_placement.mode == "unknown":
+            out[n.name] = f"dra-plugin-placement-unknown: {n.dra_placement.why}"
+        elif n.dynamic_mig and not n.dra_devices.get(driver):
+            out[n.name] = "dynamic-mig-unpredicted: DynamicMIG is on and the node has no slices to count yet"
+    return out
+
+
+def _excluded_list(readiness: Readiness, excluded: dict[str, str]) -> list[dict[str, str]]:
+    pool_of = {n.name: n.pool for n in readiness.inventory.nodes}
+    return [{"node": n, "pool": pool_of.get(n, ""), "reason": excluded[n]} for n in sorted(excluded)]
+
+
+def _prepare(readiness: Readiness, params: PlanParams) -> Stage:
     steps = [
         Step(
             id=f"prepare/create-deviceclass/{p.name}",
@@ -74,8 +122,8 @@ def _prepare(readiness: Readiness) -> Stage:
         Step(
             id="prepare/confirm-dra-driver",
             action="confirm-dra-driver",
-            target=f"Driver {NVIDIA_DRIVER}",
-            params={"driver": NVIDIA_DRIVER},
+            target=f"Driver {params.dra_driver}",
+            params={"driver": params.dra_driver},
             precondition="the NVIDIA DRA kubelet plugin DaemonSet exists",
             timeout="1m",
             inverse=None,
@@ -89,11 +137,13 @@ def _pool_fits(readiness: Readiness, pool: str) -> bool:
 
 
 def _to_migrate(readiness: Readiness, pool: str) -> list[GpuNode]:
-    """Nodes of the pool still on the device plugin (already migrated ones need no steps)."""
+    """Nodes of the pool still on the device plugin (already migrated ones need no steps), less the
+    excluded ones."""
+    excluded = readiness.__dict__.get("_excluded") or {}
     return [
         n
         for n in readiness.inventory.nodes
-        if n.pool == pool and not (n.dra_plugin_enabled and not n.device_plugin_enabled)
+        if n.pool == pool and not (n.dra_plugin_enabled and not n.device_plugin_enabled) and n.name not in excluded
     ]
 
 
@@ -126,16 +176,91 @@ def _gpu_pods(readiness: Readiness, node: str) -> int:
     return int(counts.get(node, 0))
 
 
-def _pool_stage(state: ClusterState, readiness: Readiness, params: PlanParams, pool: str) -> Stage:
-    nodes = _to_migrate(readiness, pool)
-    devices = node_devices(state)
+Switch = tuple[str, str] | None  # (label, value) to set, or None: nothing to switch on that node
+
+
+def _dp_switch(n: GpuNode, params: PlanParams) -> Switch:
+    p = n.dp_placement
+    if p is None or p.mode == "assumed":
+        return params.device_plugin_label, params.device_plugin_off
+    return (p.label, p.value) if p.mode == "label" and p.label and p.value is not None else None
+
+
+def _dra_switch(n: GpuNode, params: PlanParams) -> Switch:
+    p = n.dra_placement
+    if p is None or p.mode == "assumed":
+        return params.dra_label, params.dra_on
+    return (p.label, p.value) if p.mode == "label" and p.label and p.value is not None else None
+
+
+def _placement_record(n: GpuNode, params: PlanParams) -> dict[str, Any]:
+    """What the plan does about each plugin on this node, and why (from the DaemonSets as installed)."""
+
+    def one(p: Any, switch: Switch, default_why: str) -> dict[str, Any]:
+        rec = p.to_dict() if p is not None else {"mode": "assumed", "daemonSet": None, "why": default_why}
+        rec["label"], rec["value"] = (switch[0], switch[1]) if switch else (None, None)
+        return rec
+
+    return {
+        "devicePlugin": one(n.dp_placement, _dp_switch(n, params), "no DaemonSet was read"),
+        "draPlugin": one(n.dra_placement, _dra_switch(n, params), "no DaemonSet was read"),
+    }
+
+
+def _groups(nodes: list[GpuNode], params: PlanParams) -> list[tuple[Switch, Switch, list[GpuNode]]]:
+    """Nodes grouped by the labels their switches need. A node with nothing to switch for a plugin (the
+    DRA plugin already runs, the device plugin already does not) joins the largest group: setting that
+    group's label on it changes nothing the DaemonSets act on."""
+    need: dict[tuple[Switch, Switch], list[GpuNode]] = {}
+    for n in nodes:
+        need.setdefault((_dp_switch(n, params), _dra_switch(n, params)), []).append(n)
+    keys = sorted(need, key=lambda k: (-len(need[k]), str(k)))
+    merged: dict[tuple[Switch, Switch], list[GpuNode]] = {}
+    for dp, dra in keys:
+        target = next(
+            (
+                k
+                for k in merged
+                if (dp is None or k[0] is None or k[0] == dp) and (dra is None or k[1] is None or k[1] == dra)
+            ),
+            None,
+        )
+        if target is None:
+            merged[(dp, dra)] = list(need[(dp, dra)])
+            continue
+        combined = (target[0] or dp, target[1] or dra)
+        members = merged.pop(target) + need[(dp, dra)]
+        merged[combined] = members
+    return [(dp, dra, ns) for (dp, dra), ns in merged.items()]
+
+
+def _pool_stages(state: ClusterState, readiness: Readiness, params: PlanParams, pool: str) -> list[Stage]:
+    """One stage per pool, or one per group of its nodes when they need different labels switched."""
+    groups = _groups(_to_migrate(readiness, pool), params)
+    return [
+        _pool_stage(state, readiness, params, pool, f"pool-{pool}" if i == 0 else f"pool-{pool}-{i + 1}", g)
+        for i, g in enumerate(groups)
+    ]
+
+
+def _pool_stage(
+    state: ClusterState,
+    readiness: Readiness,
+    params: PlanParams,
+    pool: str,
+    name: str,
+    group: tuple[Switch, Switch, list[GpuNode]],
+) -> Stage:
+    dp_switch, dra_switch, nodes = group
+    devices = node_devices(state, params.dra_driver)
     gpu_pods = {n.name: _gpu_pods(readiness, n.name) for n in nodes}
     ordered = sorted(nodes, key=lambda n: (gpu_pods[n.name], n.name))
     size = params.wave_size(len(nodes))
     resources = tuple(sorted({r for n in nodes for r in n.capacity}))
+    keys = [s[0] for s in (dp_switch, dra_switch) if s is not None]
     waves = []
     groups = _group_waves(ordered, size, [nodes for _, nodes in _gang_nodes(readiness)])
-    for i, group in enumerate(groups, 1):
+    for i, members in enumerate(groups, 1):
         entries = tuple(
             NodeEntry(
                 node=n.name,
@@ -144,17 +269,15 @@ def _pool_stage(state: ClusterState, readiness: Readiness, params: PlanParams, p
                 expected_devices=len(devices[n.name].devices) if n.name in devices else 0,
                 resources=tuple(sorted(n.capacity)),
                 canary_resource=_canary_resource(n, readiness),
-                original={
-                    "unschedulable": n.unschedulable,
-                    "labels": {k: n.labels.get(k) for k in (params.device_plugin_label, params.dra_label)},
-                },
+                original={"unschedulable": n.unschedulable, "labels": {k: n.labels.get(k) for k in keys}},
+                placement=_placement_record(n, params),
             )
-            for n in group
+            for n in members
         )
         evicted = sum(e.gpu_pods + (e.other_pods if params.drain == "all" else 0) for e in entries)
         soak = params.soak if i < len(groups) else "0s"
         waves.append(Wave(f"wave-{i}", entries, evicted, soak))
-    return PoolStage(f"pool-{pool}", pool, resources, node_steps(params), tuple(waves))
+    return PoolStage(name, pool, resources, node_steps(params, dp_switch, dra_switch), tuple(waves))
 
 
 def _gang_nodes(readiness: Readiness) -> list[tuple[Gang, set[str]]]:
@@ -217,10 +340,19 @@ def _canary_resource(node: GpuNode, readiness: Readiness) -> str:
     return mapped[0] if mapped else sorted(node.capacity)[0] if node.capacity else "nvidia.com/gpu"
 
 
-def node_steps(params: PlanParams) -> tuple[Step, ...]:
-    """What every node of a pool stage goes through, in order; `{...}` are the node's own values."""
-    dp, dra = params.device_plugin_label, params.dra_label
-    return (
+_DEFAULT = object()
+
+
+def node_steps(params: PlanParams, dp_switch: Any = _DEFAULT, dra_switch: Any = _DEFAULT) -> tuple[Step, ...]:
+    """What every node of a pool stage goes through, in order; `{...}` are the node's own values.
+
+    `dp_switch`/`dra_switch` are the (label, value) that turn the device plugin off and the DRA plugin
+    on, or None when there is nothing to switch: no `enable-dra-plugin` step where the DRA plugin already
+    runs, so the order is then device plugin off, wait, canary. By default the plan's label parameters.
+    """
+    dp = (params.device_plugin_label, params.device_plugin_off) if dp_switch is _DEFAULT else dp_switch
+    dra = (params.dra_label, params.dra_on) if dra_switch is _DEFAULT else dra_switch
+    steps = [
         Step("cordon", "cordon", "Node", {"unschedulable": True},
              "the node exists and its uid matches the plan", "30s",
              Inverse("set-unschedulable", {"unschedulable": "{original.unschedulable}"})),
@@ -228,23 +360,33 @@ def node_steps(params: PlanParams) -> tuple[Step, ...]:
              {"scope": params.drain, "via": "policy/v1 Eviction", "skip": ["DaemonSet pods", "mirror pods"]},
              "the node is cordoned", params.drain_timeout,
              Inverse("none", {"why": "evicted pods are recreated by their controllers"})),
-        Step("disable-device-plugin", "set-label", "Node", {"key": dp, "value": params.device_plugin_off},
-             "no pod on the node requests a device-plugin GPU", "30s",
-             Inverse("restore-label", {"key": dp, "value": f"{{original.labels.{dp}}}"})),
-        Step("enable-dra-plugin", "set-label", "Node", {"key": dra, "value": params.dra_on},
-             "the DRA kubelet plugin DaemonSet selects this label", "30s",
-             Inverse("restore-label", {"key": dra, "value": f"{{original.labels.{dra}}}"})),
+    ]  # fmt: skip
+    if dp is not None:
+        steps.append(
+            Step("disable-device-plugin", "set-label", "Node", {"key": dp[0], "value": dp[1]},
+                 "no pod on the node requests a device-plugin GPU", "30s",
+                 Inverse("restore-label", {"key": dp[0], "value": f"{{original.labels.{dp[0]}}}"}))
+        )  # fmt: skip
+    if dra is not None:
+        steps.append(
+            Step("enable-dra-plugin", "set-label", "Node", {"key": dra[0], "value": dra[1]},
+                 "the DRA kubelet plugin DaemonSet selects this label", "30s",
+                 Inverse("restore-label", {"key": dra[0], "value": f"{{original.labels.{dra[0]}}}"}))
+        )  # fmt: skip
+    steps += [
         Step("wait-dra-ready", "wait-dra-ready", "Node",
-             {"allocatableZero": "{node.resources}", "driver": NVIDIA_DRIVER, "devices": "{node.expectedDevices}"},
-             "both labels are set", params.ready_timeout, None),
+             {"allocatableZero": "{node.resources}", "driver": params.dra_driver, "devices": "{node.expectedDevices}"},
+             "the device plugin is off and the DRA kubelet plugin runs on the node", params.ready_timeout, None),
         Step("canary", "canary", "Node",
              {"resource": "{node.canaryResource}", "count": 1, "image": params.canary_image,
+              "driver": params.dra_driver,
               "placement": "nodeAffinity on kubernetes.io/hostname", "expect": "a DRA allocation on this node"},
              "the node serves its GPUs through DRA only", params.canary_timeout,
              Inverse("delete-pod", {"why": "the canary pod is deleted after its check"})),
         Step("uncordon", "uncordon", "Node", {"unschedulable": "{original.unschedulable}"},
              "the canary passed", "30s", Inverse("set-unschedulable", {"unschedulable": True})),
-    )  # fmt: skip
+    ]  # fmt: skip
+    return tuple(steps)
 
 
 def _summary(stages: list[Stage], params: PlanParams, state: ClusterState) -> dict[str, Any]:

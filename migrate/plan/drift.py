@@ -115,7 +115,11 @@ class Drift:
 def drift(plan: dict[str, Any], state: ClusterState) -> Drift:
     """Compare a plan (as `io.load` returns it) with the cluster state now."""
     params = plan.get("parameters") or {}
-    readiness = assess(state, pool_labels=tuple(str(k) for k in params.get("poolLabels") or []))
+    readiness = assess(
+        state,
+        pool_labels=tuple(str(k) for k in params.get("poolLabels") or []),
+        dra_driver=str(params.get("draDriver") or "gpu.nvidia.com"),
+    )
     fingerprint = plan.get("fingerprint") or {}
     planned = {_key(o): o for o in fingerprint.get("objects") or []}
     now = {_key(o): o for o in dependencies(state, readiness)}

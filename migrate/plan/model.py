@@ -222,6 +222,7 @@ class NodeEntry:
     resources: tuple[str, ...]  # the device-plugin resources it advertises today (must go to 0)
     canary_resource: str
     original: dict[str, Any]  # {"unschedulable": bool, "labels": {key: value or None}}
+    placement: dict[str, Any] = field(default_factory=dict)  # what switching each plugin means here, and why
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -232,12 +233,13 @@ class NodeEntry:
             "resources": list(self.resources),
             "canaryResource": self.canary_resource,
             "original": self.original,
+            **({"placement": self.placement} if self.placement else {}),
         }
 
     @classmethod
     def from_dict(cls, value: Any, path: str) -> NodeEntry:
         keys = ("node", "gpuPods", "otherPods", "expectedDevices", "resources", "canaryResource", "original")
-        doc = _fields(value, path, keys)
+        doc = _fields(value, path, keys, ("placement",))
         original = _fields(doc["original"], f"{path}.original", ("unschedulable", "labels"))
         _bool(original["unschedulable"], f"{path}.original.unschedulable")
         for key, label in _mapping(original["labels"], f"{path}.original.labels").items():
@@ -254,6 +256,7 @@ class NodeEntry:
             resources=_strs(doc["resources"], f"{path}.resources"),
             canary_resource=_str(doc["canaryResource"], f"{path}.canaryResource"),
             original={"unschedulable": original["unschedulable"], "labels": dict(original["labels"])},
+            placement=dict(_mapping(doc["placement"], f"{path}.placement")) if "placement" in doc else {},
         )
 
 

@@ -18,6 +18,7 @@ DEVICE_PLUGIN_OFF = "false"
 DRA_LABEL = "nvidia.com/dra-kubelet-plugin"
 DRA_ON = "true"
 CANARY_IMAGE = "registry.k8s.io/pause:3.10"
+DRA_DRIVER = "gpu.nvidia.com"  # kubernetes-sigs/dra-driver-nvidia-gpu cmd/gpu-kubelet-plugin DriverName
 
 # ASCII digits only (`\d` would take "٣m"), whole string only (`$` would take a trailing newline), and
 # short: a timeout longer than MAX_DURATION is refused anyway, so no number needs more than 6 digits.
@@ -130,10 +131,15 @@ class PlanParams:
     canary_timeout: str = "3m"
     canary_image: str = CANARY_IMAGE
     pool_labels: tuple[str, ...] = ()
+    dra_driver: str = DRA_DRIVER  # --dra-driver: DeviceClasses, wait-dra-ready, the canary, the checks
 
     def validate(self) -> PlanParams:
         """Refuse, at plan time, any value apply could not carry out; messages name the option."""
         self._check_types()
+
+        from migrate.inventory.dra import check_driver_name
+
+        check_driver_name(self.dra_driver)
         if self.drain not in ("gpu", "all"):
             raise InputError(f"bad --drain {self.drain!r}", "use gpu or all")
         self.wave_size(10)

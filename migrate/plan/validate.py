@@ -271,11 +271,13 @@ def _pool_stage(
     pool = stage["pool"]
     if not c.string(pool, (*where, "pool")):
         return
-    if stage["name"] != f"pool-{pool}":
-        c.add((*where, "name"), f"the stage of pool {pool} is named pool-{pool}")
-    if pool in pools:
-        c.add((*where, "pool"), f"pool {pool} has two stages")
-    pools.add(pool)
+    # A pool whose nodes need different labels switched has one stage per group (build._pool_stages):
+    # pool-<pool>, pool-<pool>-2, ...
+    if not re.fullmatch(rf"pool-{re.escape(pool)}(-[2-9]|-[1-9][0-9]+)?", str(stage["name"])):
+        c.add((*where, "name"), f"the stage of pool {pool} is named pool-{pool} (or pool-{pool}-N)")
+    if stage["name"] in pools:
+        c.add((*where, "name"), f"stage {stage['name']} appears twice")
+    pools.add(str(stage["name"]))
     c.strings(stage["resources"], (*where, "resources"))
     labels = _node_steps(c, stage["nodeSteps"], (*where, "nodeSteps"), params)
     waves = stage["waves"]
@@ -300,17 +302,29 @@ def _pool_stage(
             _node(c, entry, (*at, "nodes", m), labels, nodes)
 
 
-def _expected_steps(params: PlanParams | None) -> list[dict[str, Any]]:
-    """The protocol: what the builder makes of these parameters (its order, params and inverses)."""
-    return [s.to_dict() for s in build.node_steps(params or PlanParams())]
+def _switch(steps: list[Any], step_id: str) -> tuple[str, str] | None:
+    """The (label, value) a stage's plugin switch sets, or None when the stage has no such step (the plugin
+    needs no switching on its nodes, as the DaemonSets were installed)."""
+    for s in steps:
+        if isinstance(s, dict) and s.get("id") == step_id and isinstance(s.get("params"), dict):
+            key, value = s["params"].get("key"), s["params"].get("value")
+            return (key, value) if isinstance(key, str) and isinstance(value, str) else ("", "")
+    return None
+
+
+def _expected_steps(params: PlanParams | None, steps: list[Any]) -> list[dict[str, Any]]:
+    """The protocol: what the builder makes of these parameters and the stage's own plugin switches (its
+    order, params and inverses). The switches' label syntax is `_label_step`'s to check."""
+    dp, dra = _switch(steps, "disable-device-plugin"), _switch(steps, "enable-dra-plugin")
+    return [s.to_dict() for s in build.node_steps(params or PlanParams(), dp, dra)]
 
 
 def _node_steps(c: _Checker, steps: Any, where: Path, params: PlanParams | None) -> frozenset[str] | None:
     """Check a stage's per-node steps against the protocol; the label keys they switch, when valid."""
-    expected = _expected_steps(params)
     if not isinstance(steps, list):
         c.add(where, "expected the list of per-node steps")
         return None
+    expected = _expected_steps(params, steps)
     found_ids = [s.get("id") if isinstance(s, dict) else None for s in steps]
     wanted_ids = [s["id"] for s in expected]
     if found_ids != wanted_ids:
@@ -359,8 +373,10 @@ def _label_step(c: _Checker, step: dict[str, Any], at: Path) -> None:
 
 
 def _node(c: _Checker, entry: Any, at: Path, labels: frozenset[str] | None, nodes: dict[str, Path]) -> None:
-    if not c.mapping(entry, at, _NODE_KEYS):
+    if not c.mapping(entry, at, _NODE_KEYS | {"placement"}, required=_NODE_KEYS):
         return
+    if "placement" in entry and not isinstance(entry["placement"], dict):
+        c.add((*at, "placement"), "expected a mapping (what switching each plugin means on this node)")
     name = entry["node"]
     if not isinstance(name, str) or len(name) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(name):
         c.add((*at, "node"), f"{name!r} is not a Kubernetes node name")
@@ -423,13 +439,18 @@ def _summary(stages: list[dict[str, Any]], recorded: Any) -> dict[str, Any]:
         "estimatedDuration": estimate.plan_total(stages, estimates),
         "waveEstimates": estimates,
     }
-    if "gangs" in recorded:
-        out["gangs"] = recorded["gangs"]
+    for kept in ("gangs", "excludedNodes"):  # planning-time facts: where gangs run, why nodes were left out
+        if kept in recorded:
+            out[kept] = recorded[kept]
     return out
 
 
 def _applicable(plan: dict[str, Any]) -> bool:
-    return not any(isinstance(f, dict) and f.get("severity") == "blocker" for f in plan.get("findings") or [])
+    """As `build` decides it: no blocker but those that only leave their own nodes out (`build.NODE_SCOPED`)."""
+    return not any(
+        isinstance(f, dict) and f.get("severity") == "blocker" and f.get("id") not in build.NODE_SCOPED
+        for f in plan.get("findings") or []
+    )
 
 
 def _derived(c: _Checker, plan: dict[str, Any]) -> None:

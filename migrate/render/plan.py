@@ -26,8 +26,14 @@ def plan_document(plan: dict[str, Any]) -> Document:
     p = plan["parameters"]
     doc.line(
         f"waves of at most {p['maxUnavailable']} of a pool · soak {p['soak']} · drain {p['drain']} pods · "
-        f"device plugin off: {p['devicePluginLabel']}={p['devicePluginOff']} · DRA on: {p['draLabel']}={p['draOn']}"
+        f"device plugin off: {p['devicePluginLabel']}={p['devicePluginOff']} · DRA on: {p['draLabel']}={p['draOn']} "
+        "(where no DaemonSet was read; each node's `placement` says what its steps switch)"
     )
+    excluded = s.get("excludedNodes") or []
+    if excluded:
+        doc.heading(f"Left out ({len(excluded)})")
+        for e in excluded:
+            doc.line(f"{e['node']} ({e['pool']}): {e['reason']}")
     blockers = [f for f in plan["findings"] if f["severity"] == "blocker"]
     if blockers:
         doc.heading(f"Blockers ({len(blockers)})")

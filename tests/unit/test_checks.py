@@ -152,9 +152,205 @@ def test_dra_driver_missing() -> None:
 
 
 def test_dual_advertising() -> None:
+    # The DRA chart's default placement: slices beside device-plugin allocatable, no claim yet -> a warning
+    # that names the danger; once a claim holds one of those devices -> a blocker.
     f = findings(make(gpu_node("a", n=4), slice_for("a", 4), gpu_node("b")), "dual-advertising")
+    assert [(x.severity.value, x.objects) for x in f] == [("warning", ("Node a",))]
+    assert "allocatable twice" in f[0].message and "ResourceClaims" in f[0].message
+    claim = obj("resource.k8s.io/v1", "ResourceClaim", "c", {})
+    claim["status"] = {
+        "allocation": {"devices": {"results": [{"driver": "gpu.nvidia.com", "pool": "a", "device": "gpu-0"}]}}
+    }
+    f = findings(make(gpu_node("a", n=4), slice_for("a", 4), gpu_node("b"), claim), "dual-advertising")
     assert [(x.severity.value, x.objects) for x in f] == [("blocker", ("Node a",))]
     assert findings(fixture("half-migrated"), "dual-advertising") == []
+    assert severities(fixture("upstream-stack"), "dual-advertising") == ["warning"]
+    assert findings(fixture("upstream-ready"), "dual-advertising") == []
+
+
+def _kubelet(n: dict[str, Any], version: str) -> dict[str, Any]:
+    n.setdefault("status", {})["nodeInfo"] = {"kubeletVersion": version}
+    return n
+
+
+@pytest.mark.parametrize(
+    ("kubelet", "gates", "blocked"),
+    [
+        ("v1.33.9", {"DRAExtendedResource": True}, True),  # no DRA at all
+        ("v1.34.2", {}, True),
+        ("v1.35.4-eks-1a2b3c", {}, True),
+        ("v1.35.4", {"DRAExtendedResource": True}, False),  # declared on
+        ("v1.36.0", {}, False),
+        ("v1.36.0", {"DRAExtendedResource": False}, True),
+        ("v1.37.2", {"DRAExtendedResource": False}, False),  # GA, locked on
+        ("", {}, False),  # unknown: not judged
+    ],
+)
+def test_kubelet_version_unsupported(kubelet: str, gates: dict[str, bool], blocked: bool) -> None:
+    state = make(_kubelet(gpu_node("a"), kubelet), _kubelet(gpu_node("b"), "v1.37.2"))
+    f = findings(state, "kubelet-version-unsupported", feature_gates=gates)
+    assert [(x.severity.value, x.objects) for x in f] == ([("blocker", ("Node a",))] if blocked else [])
+
+
+def test_kubelet_skew_counts_nothing_after_and_on_fixtures() -> None:
+    r = assess(fixture("upstream-stack"))
+    old = [c for c in r.capacity if c.pool == "h100old"]
+    assert [(c.before, c.after, c.fits, c.after_source) for c in old] == [(16, 0, False, "excluded")]
+    assert [f.objects for f in r.findings if f.id == "kubelet-version-unsupported"] == [
+        ("Node aks-h100old-81477113-vmss000000", "Node aks-h100old-81477113-vmss000001")
+    ]
+    assert severities(fixture("upstream-ready"), "kubelet-version-unsupported") == []
+    declared = assess(fixture("upstream-stack"), feature_gates={"DRAExtendedResource": True})
+    assert [c.after for c in declared.capacity if c.pool == "h100old"] == [16]
+
+
+def _ds(name: str, ns: str = "nvidia-dra-driver-gpu", **spec: Any) -> dict[str, Any]:
+    tmpl = {"spec": {"containers": [{"name": "c", "image": "x"}], **spec}}
+    return obj("apps/v1", "DaemonSet", name, {"template": tmpl}, namespace=ns)
+
+
+DRA_DS = "dra-driver-nvidia-gpu-kubelet-plugin"
+GPU_TOL = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+
+
+def _affinity(*terms: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": t} for t in terms]
+            }
+        }
+    }
+
+
+def test_dra_plugin_placement_unknown() -> None:
+    # Affinity only on labels NFD/GFD own: no label an operator sets can switch it on a node that lacks them.
+    managed = _ds(DRA_DS, affinity=_affinity([{"key": "feature.node.kubernetes.io/pci-10de.present",
+                                              "operator": "In", "values": ["true"]}]))  # fmt: skip
+    f = findings(make(gpu_node("a"), managed), "dra-plugin-placement-unknown")
+    assert [(x.severity.value, x.objects) for x in f] == [("blocker", ("Node a",))]
+    # matchFields and Gt cannot be satisfied by a label either.
+    gt = _ds(DRA_DS, affinity=_affinity([{"key": "gpu-gen", "operator": "Gt", "values": ["3"]}]))
+    assert severities(make(gpu_node("a"), gt), "dra-plugin-placement-unknown") == ["blocker"]
+    # A taint the DaemonSet does not tolerate: no label helps.
+    tainted = gpu_node("a", **{"nvidia.com/dra-kubelet-plugin": "false"})
+    tainted["spec"]["taints"] = [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]
+    sel = _ds(DRA_DS, nodeSelector={"nvidia.com/dra-kubelet-plugin": "true"})
+    assert severities(make(tainted, sel), "dra-plugin-placement-unknown") == ["blocker"]
+    # Must not: a nodeSelector label, an Exists term, an ORed term that a label satisfies, the chart default.
+    assert findings(make(gpu_node("a"), sel), "dra-plugin-placement-unknown") == []
+    ored = _ds(DRA_DS, affinity=_affinity(
+        [{"key": "feature.node.kubernetes.io/pci-10de.present", "operator": "In", "values": ["true"]}],
+        [{"key": "example.com/dra", "operator": "Exists"}]))  # fmt: skip
+    assert findings(make(gpu_node("a"), ored), "dra-plugin-placement-unknown") == []
+    assert findings(fixture("upstream-stack"), "dra-plugin-placement-unknown") == []
+
+
+def test_device_plugin_placement_unknown() -> None:
+    standalone = _ds("nvidia-device-plugin-daemonset", ns="kube-system")
+    f = findings(make(gpu_node("a"), standalone), "device-plugin-placement-unknown")
+    assert [(x.severity.value, x.objects) for x in f] == [("blocker", ("Node a",))]
+    assert severities(fixture("h100-homogeneous"), "device-plugin-placement-unknown") == ["blocker"]
+    notin = _ds("nvidia-device-plugin-daemonset", ns="kube-system", affinity=_affinity(
+        [{"key": "nvidia.com/gpu.deploy.device-plugin", "operator": "NotIn", "values": ["false"]}]))  # fmt: skip
+    assert findings(make(gpu_node("a"), notin), "device-plugin-placement-unknown") == []
+    assert findings(fixture("demo"), "device-plugin-placement-unknown") == []
+
+
+def test_placement_decides_what_each_switch_is() -> None:
+    from migrate.inventory.model import build_inventory
+
+    chart_default = _ds(DRA_DS, tolerations=GPU_TOL, affinity=_affinity(
+        [{"key": "nvidia.com/gpu.present", "operator": "In", "values": ["true"]}]))  # fmt: skip
+    operator = _ds("nvidia-dra-driver-kubelet-plugin", ns="gpu-operator",
+                   nodeSelector={"nvidia.com/gpu.deploy.dra-driver": "true"})  # fmt: skip
+    dp = _ds("nvidia-device-plugin-daemonset", ns="gpu-operator",
+             nodeSelector={"nvidia.com/gpu.deploy.device-plugin": "true"})  # fmt: skip
+    on = gpu_node("a", **{"nvidia.com/gpu.deploy.device-plugin": "true"})
+    inv = build_inventory(make(on, chart_default, dp))
+    n = inv.nodes[0]
+    assert (n.dra_placement.mode, n.dp_placement.mode) == ("runs", "label")  # type: ignore[union-attr]
+    assert (n.dp_placement.label, n.dp_placement.value) == ("nvidia.com/gpu.deploy.device-plugin", "false")  # type: ignore[union-attr]
+    n = build_inventory(make(on, operator, dp)).nodes[0]
+    assert (n.dra_placement.mode, n.dra_placement.label, n.dra_placement.value) == (  # type: ignore[union-attr]
+        "label", "nvidia.com/gpu.deploy.dra-driver", "true")  # fmt: skip
+    off = gpu_node("a", **{"nvidia.com/gpu.deploy.device-plugin": "false"})
+    off["status"]["allocatable"][GPU] = "0"  # the device plugin left: allocatable 0 (capacity kept)
+    n = build_inventory(make(off, chart_default, dp)).nodes[0]
+    assert n.dp_placement.mode == "off" and not n.device_plugin_enabled and n.dra_plugin_enabled  # type: ignore[union-attr]
+
+
+def test_pdb_null_selector_selects_nothing_empty_selects_all() -> None:
+    from migrate.inventory.placement import label_selector_matches, pdb_selects
+
+    p = pod("p", pod_spec(container(requests={GPU: 1})))
+    p["metadata"]["labels"] = {"app": "llm"}
+    null = obj("policy/v1", "PodDisruptionBudget", "null", {"maxUnavailable": 0})
+    null["status"] = {"disruptionsAllowed": 0}
+    assert findings(make(gpu_node("gpu-1"), p, null), "pdb-blocks-drain") == []
+    assert not pdb_selects(null, p)
+    empty = obj("policy/v1", "PodDisruptionBudget", "all", {"selector": {}, "maxUnavailable": 0})
+    empty["status"] = {"disruptionsAllowed": 0}
+    assert severities(make(gpu_node("gpu-1"), p, empty), "pdb-blocks-drain") == ["warning"]
+    other_ns = obj("policy/v1", "PodDisruptionBudget", "x", {"selector": {}}, namespace="web")
+    assert not pdb_selects(other_ns, p)
+    assert label_selector_matches({"matchExpressions": [{"key": "app", "operator": "In", "values": ["llm"]}]},
+                                  {"app": "llm"})  # fmt: skip
+    assert not label_selector_matches({"matchExpressions": [{"key": "x", "operator": "Gt", "values": ["1"]}]},
+                                      {"x": "5"})  # fmt: skip
+    assert findings(fixture("upstream-stack"), "pdb-blocks-drain") == []
+
+
+def test_operator_validator_device_plugin() -> None:
+    assert severities(make(gpu_node("a"), cluster_policy()), "operator-validator-device-plugin") == ["warning"]
+    off = cluster_policy(devicePlugin={"enabled": False})
+    assert severities(make(gpu_node("a"), off), "operator-validator-device-plugin") == []
+    assert severities(fixture("h100-homogeneous"), "operator-validator-device-plugin") == []  # no operator
+    assert severities(fixture("upstream-stack"), "operator-validator-device-plugin") == ["warning"]
+
+
+def test_driver_manager_eviction_label() -> None:
+    sel = _ds(DRA_DS, nodeSelector={"nvidia.com/dra-kubelet-plugin": "true"})
+    env = [{"name": "NODE_LABEL_FOR_GPU_POD_EVICTION", "value": "nvidia.com/dra-kubelet-plugin"}]
+    unset = make(gpu_node("a"), sel, cluster_policy())
+    assert severities(unset, "driver-manager-eviction-label") == ["warning"]
+    wrong = make(gpu_node("a"), sel, cluster_policy(driver={"manager": {"env": [{**env[0], "value": "x"}]}}))
+    assert "is 'x'" in findings(wrong, "driver-manager-eviction-label")[0].message
+    ok = make(gpu_node("a"), sel, cluster_policy(driver={"manager": {"env": env}}))
+    assert findings(ok, "driver-manager-eviction-label") == []
+    no_driver = make(gpu_node("a"), sel, cluster_policy(driver={"enabled": False}))
+    assert findings(no_driver, "driver-manager-eviction-label") == []
+    # The chart's default placement has no label to evict by.
+    assert "node affinity" in findings(fixture("upstream-stack"), "driver-manager-eviction-label")[0].message
+    assert findings(fixture("upstream-ready"), "driver-manager-eviction-label") == []
+    assert findings(fixture("half-migrated"), "driver-manager-eviction-label") == []
+
+
+def test_dynamic_mig_unpredicted() -> None:
+    gated = _ds(DRA_DS, nodeSelector={"nvidia.com/dra-kubelet-plugin": "true"})
+    gated["spec"]["template"]["spec"]["containers"][0]["args"] = ["--feature-gates=DynamicMIG=true"]
+    f = findings(make(gpu_node("a"), gated), "dynamic-mig-unpredicted")
+    assert [(x.severity.value, x.objects) for x in f] == [("blocker", ("Node a",))]
+    plain = _ds(DRA_DS, nodeSelector={"nvidia.com/dra-kubelet-plugin": "true"})
+    assert findings(make(gpu_node("a"), plain), "dynamic-mig-unpredicted") == []
+    # Published slices give the count: nothing to predict.
+    running = gpu_node("a", **{"nvidia.com/dra-kubelet-plugin": "true"})
+    counters = slice_for("a", 2)
+    counters["spec"]["sharedCounters"] = [{"name": "gpu-0-counter-set", "counters": {"memory": {"value": "80Gi"}}}]
+    assert findings(make(running, gated, counters), "dynamic-mig-unpredicted") == []
+    # Counters in the slices mark DynamicMIG even when the DaemonSet was not read.
+    from migrate.inventory.model import build_inventory
+
+    assert build_inventory(make(running, counters)).nodes[0].dynamic_mig
+
+
+def test_dra_driver_parameter_is_used_by_the_checks() -> None:
+    amd = slice_for("a", 4)
+    amd["spec"]["driver"] = "gpu.amd.com"
+    state = make(gpu_node("a", n=4), amd)
+    assert severities(state, "dual-advertising") == []  # not the NVIDIA driver's slices
+    assert severities(state, "dual-advertising", dra_driver="gpu.amd.com") == ["warning"]
+    assert severities(state, "dra-driver-missing", dra_driver="gpu.amd.com") == []
 
 
 def test_duplicate_extended_resource_name() -> None:

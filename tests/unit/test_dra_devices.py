@@ -53,6 +53,20 @@ EXPECTED: dict[str, dict[str, tuple[int, str, int, str, str | None]]] = {
         "gpu-h100-dra": (2, "published", 8, "gpu", "NVIDIA H100 80GB HBM3"),
         "gpu-a100-mig-dra": (1, "published", 16, "mig", "NVIDIA A100-SXM4-80GB"),
     },
+    # The DRA chart's default placement: every GPU node already publishes.
+    "upstream-stack.yaml": {
+        "h100old": (2, "published", 8, "gpu", "NVIDIA H100 80GB HBM3"),
+        "h100": (2, "published", 8, "gpu", "NVIDIA H100 80GB HBM3"),
+        "a100mix": (1, "published", 8, "mig", "NVIDIA A100-SXM4-40GB"),  # 7g.40gb + 7 x 1g.5gb
+        "a100ts": (1, "published", 56, "mig", "NVIDIA A100-SXM4-80GB"),  # time-sliced x4: still 56
+    },
+    # Same fleet, no slices yet: the prediction must give the same counts.
+    "upstream-ready.yaml": {
+        "h100old": (2, "predicted", 8, "gpu", "NVIDIA H100 80GB HBM3"),
+        "h100": (2, "predicted", 8, "gpu", "NVIDIA H100 80GB HBM3"),
+        "a100mix": (1, "predicted", 8, "mig", "NVIDIA A100-SXM4-40GB"),
+        "a100ts": (1, "predicted", 56, "mig", "NVIDIA A100-SXM4-80GB"),
+    },
 }
 
 
@@ -262,3 +276,103 @@ def test_helpers() -> None:
 def test_the_core_does_not_import_the_simulator() -> None:
     code = "import sys, migrate.dra.devices; sys.exit(any(m.startswith('migrate.sim') for m in sys.modules))"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def _mixed(product: str, gpus: int, counts: dict[str, int], **extra: str) -> dict[str, Any]:
+    labels = {
+        "nvidia.com/gpu.count": str(gpus),
+        "nvidia.com/gpu.product": product,
+        "nvidia.com/mig.strategy": "mixed",
+        **{f"nvidia.com/mig-{p}.count": str(n) for p, n in counts.items()},
+        **extra,
+    }
+    return {"metadata": {"name": "n", "labels": labels}, "status": {"capacity": {}}}
+
+
+def test_every_existing_mig_device_is_counted_whatever_the_layout() -> None:
+    # One GPU as 7g.40gb and one as 7 x 1g.5gb: the driver publishes 8 (round-robin dealing gave 7).
+    devices = predict_devices(_mixed("NVIDIA-A100-SXM4-40GB", 2, {"7g.40gb": 1, "1g.5gb": 7}))
+    assert len(devices) == 8
+    parents = Counter(d["attributes"]["parentUUID"]["string"] for d in devices)
+    assert sorted(parents.values()) == [1, 7]
+    # Labels our geometry cannot fit (more than a GPU holds) are still counted, with unique names.
+    odd = predict_devices(_mixed("NVIDIA-A100-SXM4-40GB", 1, {"4g.20gb": 1, "3g.20gb": 1, "1g.5gb": 2}))
+    assert len(odd) == 4 and len({d["name"] for d in odd}) == 4
+    # A uniform layout comes back exactly as before: all-3g.40gb on 8 GPUs.
+    uniform = predict_devices(_mixed("NVIDIA-A100-SXM4-80GB", 8, {"3g.40gb": 16}))
+    assert Counter(d["name"].split("-mig-")[0] for d in uniform) == {f"gpu-{i}": 2 for i in range(8)}
+
+
+def test_fixture_mixed_mig_prediction_agrees_with_the_published_slices() -> None:
+    published = node_devices(_load("upstream-stack.yaml"))
+    predicted = node_devices(_load("upstream-ready.yaml"))
+    node = next(n for n in published if "a100mix" in n)
+    assert published[node].source == "published" and predicted[node].source == "predicted"
+
+    def profiles(nd: NodeDevices) -> Counter[str]:
+        return Counter(d["attributes"]["profile"]["string"] for d in nd.devices)
+
+    assert profiles(published[node]) == profiles(predicted[node]) == Counter({"1g.5gb": 7, "7g.40gb": 1})
+
+
+@pytest.mark.parametrize(
+    ("product", "profile", "gi", "memory"),
+    [
+        # go-nvml v0.13.4-1 pkg/nvml/mock/gpus/h200.go and b200.go (MemorySizeMB).
+        ("NVIDIA-H200", "1g.18gb", 19, "18432Mi"),
+        ("NVIDIA-H200-141GB-HBM3e", "3g.71gb", 9, "72704Mi"),
+        ("NVIDIA-H200", "1g.35gb", 15, "35840Mi"),
+        ("NVIDIA-B200", "1g.23gb", 19, "23552Mi"),
+        ("NVIDIA-B200", "7g.180gb", 0, "184320Mi"),
+        ("NVIDIA-B200", "1g.23gb+me", 20, "23552Mi"),
+    ],
+)
+def test_h200_and_b200_profile_tables(product: str, profile: str, gi: int, memory: str) -> None:
+    from migrate.dra.devices import resource_profile
+
+    devices = predict_devices(_mixed(product, 1, {resource_profile(profile): 1}))
+    assert len(devices) == 1
+    d = devices[0]
+    assert d["attributes"]["profile"]["string"] == profile
+    assert d["name"].split("-")[-2] == str(gi)
+    assert d["capacity"]["memory"]["value"] == memory
+    assert "multiprocessors" in d["capacity"]  # always published, 0 included
+
+
+def test_blackwell_profile_names_are_kept() -> None:
+    counts = {"1g.23gb.me.all": 1, "1g.23gb-me": 2, "1g.23gb.gfx": 1}
+    devices = predict_devices(_mixed("NVIDIA-B200", 1, counts))
+    assert sorted(d["attributes"]["profile"]["string"] for d in devices) == [
+        "1g.23gb+gfx",
+        "1g.23gb+me.all",
+        "1g.23gb-me",
+        "1g.23gb-me",
+    ]
+    assert all(DNS_LABEL.match(d["name"]) for d in devices)
+    assert mig_device_name(0, "1g.23gb+me.all", 19, 2) == "gpu-0-mig-1g23gb-meall-19-2"
+    assert mig_device_name(0, "1g.23gb-me", 19, 2) == "gpu-0-mig-1g23gb-me-19-2"
+
+
+def test_blackwell_resource_names_get_distinct_classes() -> None:
+    from migrate.dra.deviceclasses import class_name_for, mig_profile_of
+
+    assert mig_profile_of("nvidia.com/mig-1g.23gb.me.all") == "1g.23gb+me.all"
+    assert mig_profile_of("nvidia.com/mig-1g.23gb-me") == "1g.23gb-me"
+    assert mig_profile_of("nvidia.com/mig-1g.23gb.gfx") == "1g.23gb+gfx"
+    names = {class_name_for(f"nvidia.com/mig-1g.23gb{s}") for s in ("", ".me", "-me", ".me.all", ".gfx")}
+    assert len(names) == 5
+
+
+def test_published_devices_follow_the_dra_driver_parameter() -> None:
+    s = resource_slice("a", 1, [{"name": "gpu-0", "attributes": {"type": {"string": "gpu"}}}], driver="gpu.amd.com")
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "a", "labels": {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.count": "2"}},
+        "status": {"capacity": {"nvidia.com/gpu": "2"}},
+    }
+    b = StateBuilder(SourceInfo(kind="snapshot", location="t", kubernetes_version="v1.37.2"))
+    b.add_all([node, s])
+    assert node_devices(b.state)["a"].source == "predicted"
+    amd = node_devices(b.state, "gpu.amd.com")["a"]
+    assert amd.source == "published" and [d["name"] for d in amd.devices] == ["gpu-0"]
