@@ -187,6 +187,7 @@ def _prune_container(c: Any) -> Any:
     return out
 
 
+# schedulingGroup: the 1.37 PodGroup a pod belongs to (k8s.io/api@v0.37.2 core/v1 PodSpec.SchedulingGroup).
 _POD_SPEC_KEYS = (
     "nodeName",
     "nodeSelector",
@@ -194,6 +195,7 @@ _POD_SPEC_KEYS = (
     "tolerations",
     "resourceClaims",
     "priorityClassName",
+    "schedulingGroup",
     "terminationGracePeriodSeconds",  # how long its drain takes (migrate/plan/estimate.py)
 )
 _POD_META_KEYS = ("name", "namespace", "uid", "resourceVersion", "ownerReferences", "labels", "deletionTimestamp")
