@@ -128,8 +128,8 @@ def run(cp: controlplane.ControlPlane, args: argparse.Namespace, tmp: Path) -> d
     canary_s = [st["canary"] for w in waves for st in w.node_steps.values() if "canary" in st]
     waits_for_exit = bool(canary_s) and sum(canary_s) / len(canary_s) >= REALISTIC.container_start_s
     costs = ExecutorCosts(canary_waits_for_exit=waits_for_exit)
-    graces = {s.name: [float(args.grace)] * args.pods_per_node for s in specs}
-    _, estimates = plan_estimate(body["stages"], graces, profile=timing, costs=costs, concurrent=concurrent)
+    drain_grace = body["summary"].get("drainGraceSeconds") or {}
+    _, estimates = plan_estimate(body["stages"], drain_grace, profile=timing, costs=costs, concurrent=concurrent)
     by_key = {e.key: e for e in estimates}
     per_wave = [w.report(by_key[w.key].seconds) for w in waves]
     instant = [d for w in waves for n, steps in w.node_steps.items() for s, d in steps.items() if s in INSTANT_STEPS]

@@ -20,7 +20,7 @@ from migrate.dra.devices import NVIDIA_DRIVER, node_devices
 from migrate.errors import InputError
 from migrate.inventory.fleet import GpuNode
 from migrate.inventory.gangs import Gang
-from migrate.plan.estimate import format_seconds, grace_periods_by_node, plan_estimate
+from migrate.plan.estimate import drain_grace_by_node, summary_estimate
 from migrate.plan.fingerprint import fingerprint
 from migrate.plan.model import FORMAT_VERSION, Inverse, NodeEntry, PoolStage, PrepareStage, Stage, Step, Wave
 from migrate.plan.params import PlanParams
@@ -249,16 +249,14 @@ def node_steps(params: PlanParams) -> tuple[Step, ...]:
 
 def _summary(stages: list[Stage], params: PlanParams, state: ClusterState) -> dict[str, Any]:
     pool_stages = [s for s in stages if s.pool is not None]
-    # The estimate follows the executor's timing model (migrate/plan/estimate.py).
-    nodes = [n.node for s in pool_stages for w in s.waves for n in w.nodes]
-    graces = grace_periods_by_node(state.of("Pod"), nodes, drain=params.drain, other_pods=state.other_pods)
-    seconds, waves = plan_estimate([s.to_dict() for s in stages], graces)
+    gpu_pods = {n.node: n.gpu_pods for s in pool_stages for w in s.waves for n in w.nodes}
+    # The estimate follows the executor's timing model (migrate/plan/estimate.py); the pods' grace
+    # periods it needs are recorded in the summary, so the plan alone gives it (plan/validate.py).
+    drain_grace = drain_grace_by_node(state.of("Pod"), gpu_pods)
     return {
         "pools": [s.pool for s in pool_stages],
-        "nodes": len(nodes),
+        "nodes": sum(len(w.nodes) for s in pool_stages for w in s.waves),
         "waves": sum(len(s.waves) for s in pool_stages),
         "evictedPods": sum(w.evicted_pods for s in pool_stages for w in s.waves),
-        "estimatedDuration": format_seconds(seconds),
-        # Keyed by "<stage>/<wave>", so a diff of two plans pairs the same waves whatever their order.
-        "waveEstimates": {w.key: w.to_dict() for w in waves},
+        **summary_estimate([s.to_dict() for s in stages], drain_grace),
     }

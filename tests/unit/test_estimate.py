@@ -143,8 +143,19 @@ def test_drain_all_counts_the_other_pods_at_the_default_grace() -> None:
 
 
 def test_plan_estimate_on_the_files_shape_matches_the_summary() -> None:
-    s = fleet({"n1": [30], "n2": [45]})
+    s = fleet({"n1": [30], "n2": [45, 10], "n3": [], "n4": [5]})
     body = build_plan(s, PlanParams(max_unavailable="1", soak="1m"))
-    seconds, waves = plan_estimate(body["stages"], {"n1": [30.0], "n2": [45.0]})
+    # Only what differs from the default 30 s is recorded; a node without GPU pods needs nothing.
+    assert body["summary"]["drainGraceSeconds"] == {"n2": 45, "n4": 5}
+    seconds, waves = plan_estimate(body["stages"], body["summary"]["drainGraceSeconds"])
     assert format_seconds(seconds) == body["summary"]["estimatedDuration"]
     assert {w.key: w.to_dict() for w in waves} == body["summary"]["waveEstimates"]
+
+
+def test_a_node_whose_gpu_pods_cannot_be_evicted_records_no_wait() -> None:
+    ds = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "ds", "uid": "u"}}
+    s = fleet({"n1": []})
+    s.objects["Pod"].append(pod("ds-pod", pod_spec(GPU, terminationGracePeriodSeconds=600), owner=ds, node="n1"))
+    body = build_plan(s, PlanParams(soak="0s"))
+    assert body["summary"]["drainGraceSeconds"] == {"n1": 0}
+    assert parse_duration(body["summary"]["waveEstimates"]["pool-pool-a/wave-1"]["estimate"]) < 20
