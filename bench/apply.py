@@ -67,6 +67,8 @@ def main() -> None:
     ap.add_argument("--pods-per-node", type=int, default=1)
     ap.add_argument("--heartbeat", type=float, default=10, help="simulated kubelet heartbeat (s); 20 for 2,000")
     ap.add_argument("--apply-arg", action="append", default=[], help="extra argument for apply (repeatable)")
+    ap.add_argument("--canary-run", type=float, default=REALISTIC.canary_run_s,
+                    help="seconds a simulated canary runs (unscaled); longer hides the claim race")  # fmt: skip
     ap.add_argument("--waves", type=int, default=0, help="stop apply (SIGKILL) once this many waves are done")
     ap.add_argument("--out", type=Path, help="also write the JSON result here")
     args = ap.parse_args()
@@ -90,7 +92,7 @@ def run(cp: controlplane.ControlPlane, args: argparse.Namespace, tmp: Path) -> d
     timing = replace(
         profile("realistic", args.time_scale),
         container_start_s=REALISTIC.container_start_s,
-        canary_run_s=REALISTIC.canary_run_s,
+        canary_run_s=args.canary_run,
     )
     specs = [
         GpuNodeSpec.small(f"bench-{i:04d}", gpus=1, pool="bench", driver_version="580.95.05") for i in range(args.nodes)
@@ -128,8 +130,8 @@ def run(cp: controlplane.ControlPlane, args: argparse.Namespace, tmp: Path) -> d
     canary_s = [st["canary"] for w in waves for st in w.node_steps.values() if "canary" in st]
     waits_for_exit = bool(canary_s) and sum(canary_s) / len(canary_s) >= REALISTIC.container_start_s
     costs = ExecutorCosts(canary_waits_for_exit=waits_for_exit)
-    graces = {s.name: [float(args.grace)] * args.pods_per_node for s in specs}
-    _, estimates = plan_estimate(body["stages"], graces, profile=timing, costs=costs, concurrent=concurrent)
+    drain_grace = body["summary"].get("drainGraceSeconds") or {}
+    _, estimates = plan_estimate(body["stages"], drain_grace, profile=timing, costs=costs, concurrent=concurrent)
     by_key = {e.key: e for e in estimates}
     per_wave = [w.report(by_key[w.key].seconds) for w in waves]
     instant = [d for w in waves for n, steps in w.node_steps.items() for s, d in steps.items() if s in INSTANT_STEPS]
@@ -140,6 +142,8 @@ def run(cp: controlplane.ControlPlane, args: argparse.Namespace, tmp: Path) -> d
         "timeScale": args.time_scale,
         "podGraceSeconds": args.grace,
         "podsPerNode": args.pods_per_node,
+        "canaryRunSeconds": args.canary_run,
+        "applyArgs": args.apply_arg,
         "runner": "concurrent" if concurrent else "sequential",
         "canaryWaitsForExit": waits_for_exit,
         "stoppedAfterWaves": args.waves if stopped else None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from migrate.checks.context import CheckContext
 from migrate.checks.model import Finding, Severity
@@ -24,25 +25,28 @@ def _describe(g: Gang) -> str:
     return f"{g.ref} (minCount {g.min_count} of {g.pods} pods: {shapes})"
 
 
-def _own_requests(ctx: CheckContext, g: Gang, names: GpuNames) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {}
+def _pod_requests_by_ref(ctx: CheckContext, names: GpuNames) -> dict[str, tuple[str, dict[str, int]]]:
+    """ "namespace/name" -> (node, GPU requests) of every bound pod: read once, not once per gang."""
+    out: dict[str, tuple[str, dict[str, int]]] = {}
     for pod in ctx.state.of("Pod"):
-        meta = pod.get("metadata") or {}
-        if f"{meta.get('namespace', '')}/{meta.get('name', '')}" not in g.pod_names:
-            continue
-        spec = pod.get("spec") or {}
+        meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
         node = spec.get("nodeName")
-        if not isinstance(node, str):
-            continue
-        per = out.setdefault(node, {})
-        for r, v in pod_requests(spec.get("containers") or [], spec.get("initContainers") or [], names).items():
-            per[r] = per.get(r, 0) + v
+        if isinstance(node, str):
+            req = pod_requests(spec.get("containers") or [], spec.get("initContainers") or [], names)
+            out[f"{meta.get('namespace', '')}/{meta.get('name', '')}"] = (node, req)
     return out
 
 
-def _others(ctx: CheckContext, g: Gang, names: GpuNames) -> dict[str, dict[str, int]]:
-    own = _own_requests(ctx, g, names)
-    return {n.name: {r: v - own.get(n.name, {}).get(r, 0) for r, v in n.requested.items()} for n in ctx.inventory.nodes}
+def _own(g: Gang, pods: dict[str, tuple[str, dict[str, int]]]) -> dict[str, dict[str, int]]:
+    """What the gang's own pods hold on each node."""
+    own: dict[str, dict[str, int]] = {}
+    for ref in g.pod_names:
+        if ref in pods:
+            node, req = pods[ref]
+            per = own.setdefault(node, {})
+            for r, v in req.items():
+                per[r] = per.get(r, 0) + v
+    return own
 
 
 # Gang placement: the scheduler's gang plugin holds a PodGroup's pods until minCount can be placed
@@ -63,9 +67,11 @@ def gang_capacity(ctx: CheckContext) -> Iterator[Finding]:
     before = capacity_before(ctx.inventory.nodes)
     after = capacity_after(ctx.state, ctx.inventory.nodes, classes)
     points = migration_points(ctx.inventory.nodes, before, after)
-    names = ctx.inventory.gpu_names
+    pods = _pod_requests_by_ref(ctx, ctx.inventory.gpu_names)
+    requested = {n.name: dict(n.requested) for n in ctx.inventory.nodes}
+    free_at: dict[str, Any] = {}
     for g in gangs:
-        verdict = judge(g, points, _others(ctx, g, names))
+        verdict = judge(g, points, requested, _own(g, pods), free_at=free_at)
         if verdict.failed_whole:
             yield Finding(
                 "gang-capacity-after",

@@ -124,17 +124,35 @@ class GangVerdict:
     failed_beside_others: str | None  # the first point where it fits only if other pods are evicted
 
 
-def judge(gang: Gang, points: list[Point], others: dict[str, dict[str, int]]) -> GangVerdict:
+def judge(
+    gang: Gang,
+    points: list[Point],
+    requested: dict[str, dict[str, int]],
+    own: dict[str, dict[str, int]],
+    *,
+    free_at: dict[str, NodeCapacity] | None = None,
+) -> GangVerdict:
     """Where the gang can no longer be placed whole; only points after one where it could (a gang that
-    does not fit before the migration is not the migration's doing)."""
+    does not fit before the migration is not the migration's doing). `requested`: what every pod holds per
+    node; `own`: what the gang's pods hold. `free_at` caches each point's capacity less `requested`, so a
+    fleet of gangs costs one subtraction per point, and each gang only gives back its own few nodes."""
     pods = gang.placement_set()
     whole = beside = None
-    placeable_before = fits(pods, points[0].capacity) if points else False
-    if not placeable_before:
+    if not points or not fits(pods, points[0].capacity):
         return GangVerdict(gang, None, None)
+    cache = free_at if free_at is not None else {}
     for p in points[1:]:
         if whole is None and not fits(pods, p.capacity):
             whole = p.name
-        if beside is None and whole is None and not fits(pods, minus(p.capacity, others)):
-            beside = p.name
+        if beside is None and whole is None:
+            if p.name not in cache:
+                cache[p.name] = minus(p.capacity, requested)
+            free = dict(cache[p.name])
+            for node, held in own.items():
+                if node in p.capacity:
+                    free[node] = {
+                        r: min(v, free[node].get(r, 0) + held.get(r, 0)) for r, v in p.capacity[node].items()
+                    }
+            if not fits(pods, free):
+                beside = p.name
     return GangVerdict(gang, whole, beside)

@@ -27,7 +27,7 @@ from migrate.dra.devices import node_devices
 from migrate.errors import InputError
 from migrate.inventory.fleet import GpuNode, kubelet_skew
 from migrate.inventory.gangs import Gang
-from migrate.plan.estimate import grace_periods_by_node, plan_estimate, plan_total
+from migrate.plan.estimate import drain_grace_by_node, summary_estimate
 from migrate.plan.fingerprint import fingerprint
 from migrate.plan.model import FORMAT_VERSION, Inverse, NodeEntry, PoolStage, PrepareStage, Stage, Step, Wave
 from migrate.plan.params import PlanParams
@@ -391,19 +391,14 @@ def node_steps(params: PlanParams, dp_switch: Any = _DEFAULT, dra_switch: Any = 
 
 def _summary(stages: list[Stage], params: PlanParams, state: ClusterState) -> dict[str, Any]:
     pool_stages = [s for s in stages if s.pool is not None]
-    # The estimate follows the executor's timing model (migrate/plan/estimate.py).
-    nodes = [n.node for s in pool_stages for w in s.waves for n in w.nodes]
-    graces = grace_periods_by_node(state.of("Pod"), nodes, drain=params.drain, other_pods=state.other_pods)
-    shapes = [s.to_dict() for s in stages]
-    _, waves = plan_estimate(shapes, graces)
-    # Keyed by "<stage>/<wave>", so a diff of two plans pairs the same waves whatever their order.
-    estimates = {w.key: w.to_dict() for w in waves}
+    gpu_pods = {n.node: n.gpu_pods for s in pool_stages for w in s.waves for n in w.nodes}
+    # The estimate follows the executor's timing model (migrate/plan/estimate.py); the pods' grace
+    # periods it needs are recorded in the summary, so the plan alone gives it (plan/validate.py).
+    drain_grace = drain_grace_by_node(state.of("Pod"), gpu_pods)
     return {
         "pools": [s.pool for s in pool_stages],
-        "nodes": len(nodes),
+        "nodes": sum(len(w.nodes) for s in pool_stages for w in s.waves),
         "waves": sum(len(s.waves) for s in pool_stages),
         "evictedPods": sum(w.evicted_pods for s in pool_stages for w in s.waves),
-        # The total from the recorded per-wave estimates, so that rebase recomputes it from the file alone.
-        "estimatedDuration": plan_total(shapes, estimates),
-        "waveEstimates": estimates,
+        **summary_estimate([s.to_dict() for s in stages], drain_grace),
     }

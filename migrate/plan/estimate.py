@@ -164,7 +164,8 @@ def wave_estimate(
 ) -> WaveEstimate:
     """A wave of `nodes` (node -> grace periods of the pods its drain evicts)."""
     size = len(nodes) if concurrent else 1
-    per_node = [node_estimate(n, g, wave_size=size, profile=profile, costs=costs) for n, g in nodes.items()]
+    # By name, so ties go to the same node whatever the wave's order (a reordered plan is the same plan).
+    per_node = [node_estimate(n, nodes[n], wave_size=size, profile=profile, costs=costs) for n in sorted(nodes)]
     slowest = max(per_node, key=lambda e: e.seconds, default=None)
     requests = sum(e.requests for e in per_node) + 1  # + the health gate's list
     seconds = _sequential(per_node) if not concurrent else slowest.seconds if slowest else 0.0
@@ -191,61 +192,61 @@ def format_seconds(seconds: float) -> str:
     return ((f"{h}h" if h else "") + (f"{m}m" if m else "") + (f"{s}s" if s else "")) or "0s"
 
 
-def plan_total(
-    stages: Sequence[Mapping[str, Any]],
-    wave_estimates: Mapping[str, Mapping[str, Any]],
-    *,
-    costs: ExecutorCosts = ExecutorCosts(),
-) -> str:
-    """The plan's `estimatedDuration` from its recorded per-wave estimates and its soaks: what `plan --rebase`
-    can recompute from the file alone (the grace periods behind each wave's estimate are not in it)."""
-    total = 0.0
-    for stage in stages:
-        if "steps" in stage:
-            total += 3 * costs.request_s * len(stage.get("steps") or [])
-            continue
-        for w in stage.get("waves") or []:
-            recorded = wave_estimates.get(f"{stage['name']}/{w['name']}") or {}
-            total += float(parse_duration(str(recorded.get("estimate", "0s"))))
-            total += float(parse_duration(str(w.get("soakAfter", "0s")))) + costs.request_s
-    return format_seconds(total)
-
-
-def grace_periods_by_node(
-    pods: Iterable[Mapping[str, Any]], nodes: Iterable[str], *, drain: str, other_pods: Mapping[str, int]
-) -> dict[str, list[float]]:
-    """Per node, the grace periods of the pods its drain evicts: the GPU pods the state holds, and with
-    `drain == "all"` the counted non-GPU ones at the default grace."""
-    wanted = set(nodes)
+def drain_grace_by_node(pods: Iterable[Mapping[str, Any]], gpu_pods: Mapping[str, int]) -> dict[str, int]:
+    """What the plan records for the estimate (`summary.drainGraceSeconds`): per node with GPU pods,
+    the longest terminationGracePeriodSeconds of those its drain evicts (0 when none is evictable,
+    e.g. only DaemonSet pods), only where it is not Kubernetes' default 30 s: most plans record none."""
+    wanted = {n for n, count in gpu_pods.items() if count > 0}
     by_node: dict[str, list[Mapping[str, Any]]] = {n: [] for n in wanted}
     for p in pods:
         node = (p.get("spec") or {}).get("nodeName")
         if node in wanted:
             by_node[str(node)].append(p)
-    out = {n: evicted_grace_periods(ps, n) for n, ps in by_node.items()}
-    if drain == "all":
-        for n in wanted:
-            out[n] += [float(DEFAULT_GRACE_S)] * int(other_pods.get(n, 0))
+    out = {}
+    for n, ps in sorted(by_node.items()):
+        longest = max(evicted_grace_periods(ps, n), default=0.0)
+        if longest != DEFAULT_GRACE_S:
+            out[n] = int(longest)
     return out
+
+
+def _scope(stage: Mapping[str, Any]) -> str:
+    """The drain scope of a pool stage (its drain step's params), "gpu" by default."""
+    for step in stage.get("nodeSteps") or []:
+        if isinstance(step, Mapping) and step.get("action") == "drain":
+            return str((step.get("params") or {}).get("scope", "gpu"))
+    return "gpu"
+
+
+def entry_grace_periods(entry: Mapping[str, Any], scope: str, drain_grace: Mapping[str, float]) -> list[float]:
+    """The grace periods a node entry's drain waits on: its GPU pods at the recorded longest grace (the
+    drain waits for the longest), and with scope "all" its other pods at the default."""
+    gpu = int(entry.get("gpuPods") or 0)
+    other = int(entry.get("otherPods") or 0) if scope == "all" else 0
+    longest = float(drain_grace.get(str(entry.get("node")), DEFAULT_GRACE_S))
+    return [longest] * gpu + [float(DEFAULT_GRACE_S)] * other
 
 
 def plan_estimate(
     stages: Sequence[Mapping[str, Any]],
-    grace_periods: Mapping[str, Sequence[float]],
+    drain_grace: Mapping[str, float],
     *,
     profile: TimingProfile = REALISTIC,
     costs: ExecutorCosts = ExecutorCosts(),
     concurrent: bool = True,
 ) -> tuple[float, list[WaveEstimate]]:
-    """The whole plan (stages in the file's shape) in seconds, soaks included, and each wave's estimate."""
+    """The whole plan (stages in the file's shape, `drain_grace` as `summary.drainGraceSeconds`) in
+    seconds, soaks included, and each wave's estimate. A function of the plan alone, so an edited plan's
+    summary can be checked and recomputed (`plan.validate`)."""
     total = 0.0
     waves: list[WaveEstimate] = []
     for stage in stages:
-        if "steps" in stage:  # prepare: a few requests per step
+        if "waves" not in stage:  # prepare: a few requests per step
             total += 3 * costs.request_s * len(stage.get("steps") or [])
             continue
+        scope = _scope(stage)
         for w in stage.get("waves") or []:
-            nodes = {str(n["node"]): list(grace_periods.get(str(n["node"]), ())) for n in w.get("nodes") or []}
+            nodes = {str(n["node"]): entry_grace_periods(n, scope, drain_grace) for n in w.get("nodes") or []}
             soak = float(parse_duration(str(w.get("soakAfter", "0s"))))
             est = wave_estimate(
                 str(stage["name"]), str(w["name"]), nodes, soak, profile=profile, costs=costs, concurrent=concurrent
@@ -253,3 +254,14 @@ def plan_estimate(
             waves.append(est)
             total += est.seconds + soak + costs.request_s
     return total, waves
+
+
+def summary_estimate(stages: Sequence[Mapping[str, Any]], drain_grace: Mapping[str, int]) -> dict[str, Any]:
+    """The plan summary's estimate fields, from the stages and the recorded drain grace periods."""
+    seconds, waves = plan_estimate(stages, drain_grace)
+    return {
+        "estimatedDuration": format_seconds(seconds),
+        # Keyed by "<stage>/<wave>", so a diff of two plans pairs the same waves whatever their order.
+        "waveEstimates": {w.key: w.to_dict() for w in waves},
+        "drainGraceSeconds": dict(sorted(drain_grace.items())),
+    }

@@ -27,7 +27,8 @@ from typing import Any
 from migrate.checks.model import Severity
 from migrate.dra.devices import NVIDIA_DRIVER
 from migrate.errors import InputError
-from migrate.plan import build, estimate
+from migrate.plan import build
+from migrate.plan.estimate import summary_estimate
 from migrate.plan.params import (
     PlanParams,
     checked_duration,
@@ -421,28 +422,67 @@ def _evicted(entry: dict[str, Any], scope: str) -> int:
     return int(entry["gpuPods"]) + (int(entry["otherPods"]) if scope == "all" else 0)
 
 
-def _summary(stages: list[dict[str, Any]], recorded: Any) -> dict[str, Any]:
-    """As `build._summary` computes it, from the file's shapes (test_plan_integrity keeps the two equal).
-    Per-wave estimates and the gangs' disruption rest on planning-time facts the file does not hold (the
-    pods' grace periods, where gangs run): they are kept as recorded for the waves that still exist, and
-    the total is recomputed from them and the soaks."""
-    recorded = recorded if isinstance(recorded, dict) else {}
+def _summary(stages: list[dict[str, Any]], drain_grace: Any = None) -> dict[str, Any]:
+    """As `build._summary` computes it, from the file's shapes (test_plan_integrity keeps the two equal);
+    the estimate also reads the drain grace periods the summary records (`estimate.summary_estimate`)."""
     pool_stages = [s for s in stages if "pool" in s]
-    keys = {f"{s['name']}/{w['name']}" for s in pool_stages for w in s["waves"]}
-    old = recorded.get("waveEstimates") if isinstance(recorded.get("waveEstimates"), dict) else {}
-    estimates = {k: v for k, v in old.items() if k in keys and isinstance(v, dict)}
-    out: dict[str, Any] = {
+    grace = {
+        str(k): v
+        for k, v in (drain_grace if isinstance(drain_grace, dict) else {}).items()
+        if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= _MAX_GRACE_S
+    }
+    return {
         "pools": [s["pool"] for s in pool_stages],
         "nodes": sum(len(w["nodes"]) for s in pool_stages for w in s["waves"]),
         "waves": sum(len(s["waves"]) for s in pool_stages),
         "evictedPods": sum(int(w["evictedPods"]) for s in pool_stages for w in s["waves"]),
-        "estimatedDuration": estimate.plan_total(stages, estimates),
-        "waveEstimates": estimates,
+        **summary_estimate(stages, grace),
     }
-    for kept in ("gangs", "excludedNodes"):  # planning-time facts: where gangs run, why nodes were left out
-        if kept in recorded:
-            out[kept] = recorded[kept]
-    return out
+
+
+def _recorded_grace(plan: dict[str, Any]) -> Any:
+    summary = plan.get("summary")
+    return summary.get("drainGraceSeconds") if isinstance(summary, dict) else None
+
+
+_MAX_GRACE_S = 2**31 - 1  # terminationGracePeriodSeconds is an int64; anything near it is an edit
+
+
+def _with_recorded_gangs(want: dict[str, Any], plan: dict[str, Any]) -> dict[str, Any]:
+    """`summary.gangs` comes from the state (build.gang_disruption), not the stages: kept as recorded
+    when it is well formed (gang names, and waves the plan has); otherwise it does not follow."""
+    summary = plan.get("summary")
+    gangs = summary.get("gangs") if isinstance(summary, dict) else None
+    waves = {f"{s.get('name')}/{w.get('name')}" for s in _pool_stages_of(plan) for w in s.get("waves") or []}
+    if isinstance(gangs, list) and all(_gang_entry(g, waves) for g in gangs):
+        want = {**want, "gangs": gangs}
+    # `summary.excludedNodes` too comes from the state (nodes left out by a node-scoped blocker): kept as
+    # recorded when well formed, and never naming a node the stages still plan.
+    excluded = summary.get("excludedNodes") if isinstance(summary, dict) else None
+    planned = {n.get("node") for s in _pool_stages_of(plan) for w in s.get("waves") or [] for n in w.get("nodes") or []
+               if isinstance(n, dict)}  # fmt: skip
+    if isinstance(excluded, list) and all(
+        isinstance(e, dict) and set(e) == {"node", "pool", "reason"} and all(isinstance(v, str) for v in e.values())
+        and e["node"] not in planned
+        for e in excluded
+    ):
+        want = {**want, "excludedNodes": excluded}
+    return want
+
+
+def _pool_stages_of(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    stages = plan.get("stages")
+    return [s for s in stages if isinstance(s, dict)] if isinstance(stages, list) else []
+
+
+def _gang_entry(g: Any, waves: set[str]) -> bool:
+    return (
+        isinstance(g, dict)
+        and set(g) == {"gang", "waves"}
+        and isinstance(g["gang"], str)
+        and isinstance(g["waves"], list)
+        and all(isinstance(w, str) and w in waves for w in g["waves"])
+    )
 
 
 def _applicable(plan: dict[str, Any]) -> bool:
@@ -480,7 +520,7 @@ def summary_problems(plan: dict[str, Any]) -> list[Problem]:
             if wave["evictedPods"] != want:
                 c.add(("stages", i, "waves", k, "evictedPods"), f"is not the sum over its nodes ({want})")
     summary = plan.get("summary")
-    want_summary = _summary(plan["stages"], plan.get("summary"))
+    want_summary = _with_recorded_gangs(_summary(plan["stages"], _recorded_grace(plan)), plan)
     if summary != want_summary:
         c.add(("summary",), f"does not follow from the stages ({want_summary})", "dra-migrate plan --rebase")
     return c.problems
@@ -501,7 +541,7 @@ def recompute(body: dict[str, Any]) -> dict[str, Any]:
             stage = {**stage, "waves": waves}
         stages.append(stage)
     out["stages"] = stages
-    out["summary"] = _summary(stages, body.get("summary"))
+    out["summary"] = _with_recorded_gangs(_summary(stages, _recorded_grace(body)), body)
     return out
 
 
