@@ -43,6 +43,7 @@ _POOL_STAGE_KEYS = frozenset({"name", "pool", "resources", "nodeSteps", "waves"}
 _PREPARE_KEYS = frozenset({"name", "steps"})
 _WAVE_KEYS = frozenset({"name", "evictedPods", "soakAfter", "nodes"})
 _NODE_KEYS = frozenset({"node", "gpuPods", "otherPods", "expectedDevices", "resources", "canaryResource", "original"})
+_NODE_OPTIONAL = frozenset({"placement"})  # what each plugin switch means on the node, and why (build)
 _FINDING_KEYS = frozenset({"id", "severity", "message", "objects", "remediation"})
 _OBJECT_KEYS = frozenset({"kind", "group", "namespace", "name", "uid", "resourceVersion", "content"})
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*", re.ASCII)
