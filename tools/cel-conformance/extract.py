@@ -50,7 +50,20 @@ def module_dir(module: str) -> Path:
 # ---------------------------------------------------------------------------------------------------
 # String literals (Go and protobuf text format use C-style escapes)
 
-_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?", "`": "`"}
+_ESCAPES = {
+    "a": "\a",
+    "b": "\b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+    "v": "\v",
+    "\\": "\\",
+    "'": "'",
+    '"': '"',
+    "?": "?",
+    "`": "`",
+}
 
 
 def unescape(body: str) -> str:
@@ -201,7 +214,9 @@ def dra_cases() -> list[tuple[str, dict[str, Any]]]:
     shutil.copy(HERE / "dump" / "zz_dump_cases_test.go", scratch / "cel")
     dump = CACHE / "dra-cases.json"
     env = {**GO_ENV, "DRA_MIGRATE_DUMP": str(dump)}
-    subprocess.run(["go", "test", "-count=1", "-run", "TestDumpConformanceCases", "./cel"], check=True, cwd=scratch, env=env)
+    subprocess.run(
+        ["go", "test", "-count=1", "-run", "TestDumpConformanceCases", "./cel"], check=True, cwd=scratch, env=env
+    )
     out = []
     for tc in sorted(json.loads(dump.read_text()), key=lambda t: t["name"]):
         device = {k: v for k, v in tc["device"].items() if v not in (None, "")}
