@@ -139,6 +139,7 @@ _TWO_VAR = {
     ("all", 1): "__keys(__c).all({a}, [__c[{a}]].map({b}, __p0)[0])",
     ("exists", 1): "__keys(__c).exists({a}, [__c[{a}]].map({b}, __p0)[0])",
     ("existsOne", 1): "__keys(__c).exists_one({a}, [__c[{a}]].map({b}, __p0)[0])",
+    ("exists_one", 1): "__keys(__c).exists_one({a}, [__c[{a}]].map({b}, __p0)[0])",
     ("transformList", 1): "__keys(__c).map({a}, [__c[{a}]].map({b}, __p0)[0])",
     (
         "transformList",
@@ -189,7 +190,11 @@ def _rewrite_macros(tree: lark.Tree[Any], depth: int = 0) -> None:
 
 
 def _replace(tree: lark.Tree[Any], template_text: str, **places: Any) -> None:
-    template = _unwrap(_environment().compile(template_text))
+    # The replaced node is a member's child (member_dot_arg): take the template's node at that level.
+    template: lark.Tree[Any] = _environment().compile(template_text)
+    while template.data != "member":
+        template = template.children[0]
+    template = template.children[0]
     for placeholder, replacement in places.items():
         _splice(template, placeholder, replacement)
     tree.data, tree.children = template.data, template.children
@@ -466,6 +471,13 @@ def _canonical_literals(tree: lark.Tree[Any]) -> None:
         node.children[0] = tok.update(value=canonical(value))
 
 
+def _root(primary: lark.Tree[Any]) -> lark.Tree[Any]:
+    tree = _environment().compile("__fold")
+    holder = next(t for t in tree.iter_subtrees() if t.data == "primary")
+    holder.children = primary.children
+    return tree
+
+
 _CONVERSIONS = {"int", "uint", "double", "string", "bytes", "bool"}
 
 
@@ -481,8 +493,9 @@ def _fold_constant_conversions(tree: lark.Tree[Any], env: celpy.Environment, fun
         if len(args) != 1 or _unwrap(args[0]).data != "literal":
             continue
         value: Any
+        probe = lark.Tree("primary", [node])
         try:
-            value = env.program(node, functions=functions).evaluate({})
+            value = env.program(_root(probe), functions=functions).evaluate({})
         except CELEvalError as e:
             value = e
         if isinstance(value, CELEvalError):

@@ -94,7 +94,8 @@ _UNSUPPORTED = {
 _MACROS = {"all": BOOL, "exists": BOOL, "exists_one": BOOL, "map": LIST, "filter": LIST, "sortBy": LIST}
 # ext.TwoVarComprehensions (apiserver base.go, 1.32): name -> (result, number of expressions after the vars)
 _MACROS2 = {
-    "all": (BOOL, (1,)), "exists": (BOOL, (1,)), "existsOne": (BOOL, (1,)), "transformList": (LIST, (1, 2)),
+    "all": (BOOL, (1,)), "exists": (BOOL, (1,)), "existsOne": (BOOL, (1,)), "exists_one": (BOOL, (1,)),
+    "transformList": (LIST, (1, 2)),
     "transformMap": (MAP, (1, 2)), "transformMapEntry": (MAP, (1, 2)),
 }  # fmt: skip
 COST_REFUSAL = (
@@ -123,6 +124,21 @@ def _kind(t: str) -> str:
     if t.startswith("list("):
         return LIST
     return t
+
+
+def _parameters(t: str) -> list[str]:
+    """list(int) -> [int]; map(string, map(string, any)) -> [string, map(string, any)]; others []."""
+    if not (t.startswith(("list(", "map(")) and t.endswith(")")):
+        return []
+    body = t[t.index("(") + 1 : -1]
+    out, depth, start = [], 0, 0
+    for i, c in enumerate(body):
+        depth += {"(": 1, ")": -1}.get(c, 0)
+        if c == "," and depth == 0:
+            out.append(body[start:i].strip())
+            start = i + 1
+    out.append(body[start:].strip())
+    return out
 
 
 def _matches(declared: str, actual: str) -> bool:
@@ -182,18 +198,15 @@ class _Checker:
 
     def _list_lit(self, node: lark.Tree[Any]) -> str:
         items = node.children[0].children if node.children else []
-        self._homogeneous(items)
-        return LIST
+        return f"list({self._homogeneous(items)})"
 
     def _map_lit(self, node: lark.Tree[Any]) -> str:
         inits = node.children[0].children if node.children else []
-        self._homogeneous(inits[0::2])
-        self._homogeneous(inits[1::2])
-        return MAP
+        return f"map({self._homogeneous(inits[0::2])}, {self._homogeneous(inits[1::2])})"
 
-    def _homogeneous(self, items: list[Any]) -> None:
+    def _homogeneous(self, items: list[Any]) -> str:
         """cel.HomogeneousAggregateLiterals (apiserver base.go): every element of a list literal, every key
-        and every value of a map literal has one type; only an explicit dyn() differs."""
+        and every value of a map literal has one type; only an explicit dyn() differs. The element type."""
         first: str | None = None
         for item in items:
             t = self.check(item)
@@ -201,8 +214,9 @@ class _Checker:
                 continue
             if first is None:
                 first = t
-            elif _kind(t) != _kind(first):
+            elif t != first and not ("dyn" in t or "dyn" in first):
                 raise _CompileError(_unwrap(item), f"expected type '{first}' but found '{t}'")
+        return first or DYN
 
     def _exprlist(self, node: lark.Tree[Any]) -> str:
         for c in node.children:
@@ -336,6 +350,9 @@ class _Checker:
         nested = {ATTRS: ATTR_DOMAIN, ATTR_DOMAIN: ANY, CAPS: CAP_DOMAIN, CAP_DOMAIN: QUANTITY}
         if t in nested:
             return nested[t]
+        params = _parameters(t)
+        if params:
+            return params[-1]  # list(E) -> E, map(K, V) -> V
         if _kind(t) in (MAP, LIST, DYN, ANY):
             return DYN
         raise _CompileError(node, f"type '{t}' does not support field selection")
@@ -405,8 +422,12 @@ class _Checker:
         self.scopes.append(dict.fromkeys(names, DYN))
         self.sized_scopes.append(set(names) if sized else set())
         try:
-            for body in bodies:
-                self.check(body)
+            for i, body in enumerate(bodies):
+                bt = self.check(body)
+                if str(name_tok) == "transformMapEntry" and i == len(bodies) - 1 and _kind(bt) not in (MAP, DYN, ANY):
+                    raise _CompileError(
+                        _unwrap(body), f"found no matching overload for 'cel.@mapInsert' applied to '{bt}'"
+                    )
         finally:
             self.scopes.pop()
             self.sized_scopes.pop()

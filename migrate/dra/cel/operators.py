@@ -28,15 +28,15 @@ _NUMBERS = (celtypes.IntType, celtypes.UintType, celtypes.DoubleType)
 def _kind(v: Any) -> str:
     if isinstance(v, celtypes.BoolType | bool):
         return "bool"
-    if isinstance(v, _NUMBERS):
+    if isinstance(v, (*_NUMBERS, int, float)):
         return "number"
-    if isinstance(v, celtypes.StringType):
+    if isinstance(v, str):
         return "string"
-    if isinstance(v, celtypes.BytesType):
+    if isinstance(v, bytes):
         return "bytes"
-    if isinstance(v, celtypes.ListType):
+    if isinstance(v, list):
         return "list"
-    if isinstance(v, celtypes.MapType):
+    if isinstance(v, dict):
         return "map"
     if v is None or isinstance(v, celtypes.NullType):
         return "null"
@@ -48,7 +48,7 @@ def equal(a: Any, b: Any) -> bool:
     if ka != kb:
         return False
     if ka == "number":
-        return _num(a) == _num(b)  # Python compares int and float exactly; NaN != NaN
+        return compare_numbers(a, b) == 0
     if ka == "list":
         return len(a) == len(b) and all(equal(x, y) for x, y in zip(a, b, strict=True))
     if ka == "map":
@@ -69,7 +69,30 @@ def equal(a: Any, b: Any) -> bool:
 
 
 def _num(v: Any) -> int | float:
-    return float(v) if isinstance(v, celtypes.DoubleType) else int(v)
+    return float(v) if isinstance(v, float) else int(v)
+
+
+_TWO63 = 2.0**63
+_TWO64 = 2.0**64
+
+
+def compare_numbers(a: Any, b: Any) -> int | None:
+    """-1, 0, 1 as cel-go compares int, uint and double (common/types/compare.go); None when a NaN is
+    involved. An int or uint meets a double as a double unless the double is outside its range, so
+    9223372036854775807 == 9223372036854775808.0 (both are 2^63 as doubles)."""
+    x, y = _num(a), _num(b)
+    if (isinstance(x, float) and math.isnan(x)) or (isinstance(y, float) and math.isnan(y)):
+        return None
+    if isinstance(x, float) != isinstance(y, float):
+        i, d, sign = (y, x, -1) if isinstance(x, float) else (x, y, 1)
+        low, high = (-_TWO63, _TWO63) if isinstance(a if sign == 1 else b, celtypes.IntType) or i < 0 else (0.0, _TWO64)
+        if d < low:
+            return sign
+        if d > high:
+            return -sign
+        fi = float(i)
+        return sign * ((fi > d) - (fi < d))
+    return (x > y) - (x < y)
 
 
 def lookup(m: Any, key: Any) -> tuple[bool, Any]:
@@ -90,10 +113,8 @@ def _ordering(op: str, test: Callable[[int], bool]) -> Callable[[Any, Any], celt
     def compare(a: Any, b: Any) -> celtypes.BoolType:
         ka, kb = _kind(a), _kind(b)
         if ka == kb == "number":
-            x, y = _num(a), _num(b)
-            if (isinstance(x, float) and math.isnan(x)) or (isinstance(y, float) and math.isnan(y)):
-                return celtypes.BoolType(False)
-            return celtypes.BoolType(test((x > y) - (x < y)))
+            c = compare_numbers(a, b)
+            return celtypes.BoolType(c is not None and test(c))
         if ka != kb or (ka not in ("bool", "string", "bytes") and not _is_time(a)):
             raise _no_overload(op, a, b)
         return celtypes.BoolType(test((a > b) - (a < b)))
@@ -270,10 +291,10 @@ def _divide(a: Any, b: Any) -> Any:
     for t in (celtypes.IntType, celtypes.UintType):
         if type(a) is t and type(b) is t:
             if int(b) == 0:
-                raise ZeroDivisionError("division by zero")
+                raise ValueError("division by zero")
             q = abs(int(a)) // abs(int(b)) * (1 if (int(a) < 0) == (int(b) < 0) else -1)
             if t is celtypes.IntType and not _INT64[0] <= q <= _INT64[1]:
-                raise OverflowError("integer overflow")
+                raise ValueError("integer overflow")
             return t(q)
     raise _no_overload("/", a, b)
 
@@ -282,7 +303,7 @@ def _modulo(a: Any, b: Any) -> Any:
     for t in (celtypes.IntType, celtypes.UintType):
         if type(a) is t and type(b) is t:
             if int(b) == 0:
-                raise ZeroDivisionError("modulus by zero")
+                raise ValueError("modulus by zero")
             r = abs(int(a)) % abs(int(b)) * (1 if int(a) >= 0 else -1)
             return t(r)
     raise _no_overload("%", a, b)
@@ -298,11 +319,11 @@ def _to_int(v: Any) -> celtypes.IntType:
     if isinstance(v, celtypes.DoubleType):
         x = float(v)
         if math.isnan(x) or math.isinf(x) or x <= -(2.0**63) or x >= 2.0**63:
-            raise OverflowError("integer overflow")
+            raise ValueError("integer overflow")
         return celtypes.IntType(int(x))
     if isinstance(v, celtypes.IntType | celtypes.UintType):
         if not _INT64[0] <= int(v) <= _INT64[1]:
-            raise OverflowError("integer overflow")
+            raise ValueError("integer overflow")
         return celtypes.IntType(int(v))
     if isinstance(v, celtypes.StringType):
         if not re.fullmatch(r"[+-]?[0-9]+", str(v)):
@@ -322,11 +343,11 @@ def _to_uint(v: Any) -> celtypes.UintType:
     if isinstance(v, celtypes.DoubleType):
         x = float(v)
         if math.isnan(x) or math.isinf(x) or x < 0 or x >= 2.0**64:
-            raise OverflowError("unsigned integer overflow")
+            raise ValueError("unsigned integer overflow")
         return celtypes.UintType(int(x))
     if isinstance(v, celtypes.IntType | celtypes.UintType):
         if not 0 <= int(v) <= _UINT64_MAX:
-            raise OverflowError("unsigned integer overflow")
+            raise ValueError("unsigned integer overflow")
         return celtypes.UintType(int(v))
     if isinstance(v, celtypes.StringType):
         if not re.fullmatch(r"[+]?[0-9]+", str(v)) or int(str(v)) > _UINT64_MAX:
@@ -335,7 +356,23 @@ def _to_uint(v: Any) -> celtypes.UintType:
     raise _no_overload("uint", v, None)
 
 
+_BOOL_STRINGS = {"1": True, "t": True, "T": True, "TRUE": True, "true": True, "True": True,
+                 "0": False, "f": False, "F": False, "FALSE": False, "false": False, "False": False}  # fmt: skip
+
+
+def _to_bool(v: Any) -> celtypes.BoolType:
+    """bool() as cel-go: Go's strconv.ParseBool spellings only."""
+    if isinstance(v, celtypes.BoolType | bool):
+        return celtypes.BoolType(bool(v))
+    if isinstance(v, str):
+        if str(v) not in _BOOL_STRINGS:
+            raise ValueError("type conversion error from 'string' to 'bool'")
+        return celtypes.BoolType(_BOOL_STRINGS[str(v)])
+    raise _no_overload("bool", v, None)
+
+
 OPERATORS: dict[str, Callable[..., Any]] = {
+    "bool": _to_bool,
     "int": _to_int,
     "uint": _to_uint,
     "_/_": _divide,
@@ -370,6 +407,10 @@ def error_propagating(fn: Callable[..., Any]) -> Callable[..., Any]:
         for a in args:
             if isinstance(a, CELEvalError):
                 return a
-        return fn(*args)
+        try:
+            return fn(*args)
+        except Exception as e:
+            message = "no such overload" if isinstance(e, TypeError) else str(e) or type(e).__name__
+            return CELEvalError(message, e.__class__, e.args)
 
     return call
