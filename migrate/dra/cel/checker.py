@@ -285,6 +285,9 @@ class _Checker:
             self._sized(left) or self._sized(right)
         ):
             raise UnsupportedSelectorError(COST_REFUSAL)
+        # Comparing aggregates: cel-go's estimate needs the size of both.
+        if {_kind(a), _kind(b)} & {LIST, MAP} and not (self._sized(left) and self._sized(right)):
+            raise UnsupportedSelectorError(COST_REFUSAL)
 
     def _addition(self, node: lark.Tree[Any]) -> str:
         return self._arith(node, {"addition_add": "_+_", "addition_sub": "_-_"})
@@ -400,6 +403,9 @@ class _Checker:
             raise UnsupportedSelectorError(COST_REFUSAL)
         if name in ("matches", "find", "findAll") and args:
             _validate_regex_literal(name_tok, args[0])
+        if name in _UNSUPPORTED and name not in _SIGNATURES:
+            # before the arguments: format's list argument is exempt from the homogeneity rule in cel-go
+            raise UnsupportedSelectorError(f"{name!r} is not supported by the offline CEL evaluator")
         return self._call(name_tok, self.check(target), [self.check(a) for a in args])
 
     def _comprehension(
@@ -419,7 +425,10 @@ class _Checker:
         if self.iterations > _MAX_ITERATIONS:
             raise UnsupportedSelectorError(COST_REFUSAL)
         sized = self._sized(target)
-        self.scopes.append(dict.fromkeys(names, DYN))
+        if not sized and str(name_tok) in ("transformList", "transformMap", "transformMapEntry", "map", "filter"):
+            # cel-go estimates what a comprehension builds from the size of its range: unbounded here.
+            raise UnsupportedSelectorError(COST_REFUSAL)
+        self.scopes.append(dict(zip(names, _iteration_types(t, len(names)), strict=True)))
         self.sized_scopes.append(set(names) if sized else set())
         try:
             for i, body in enumerate(bodies):
@@ -447,7 +456,7 @@ class _Checker:
     def _sized(self, node: Any) -> bool:
         """Whether cel-go's cost estimator knows a size for this value (literals, the device, fixed-size
         results); equality of two values of unknown size is estimated as unbounded."""
-        inner = _unwrap(node)
+        inner = _core(node)
         data = str(inner.data)
         if data == "literal":
             return True
@@ -463,6 +472,11 @@ class _Checker:
             return self._sized(inner.children[1].children[0])
         if data in ("relation", "conditionalor", "conditionaland", "unary", "addition", "multiplication"):
             return True  # bools and numbers
+        if data == "member_dot_arg" and _is_ident(inner.children[0], "lists") and str(inner.children[1]) == "range":
+            args = inner.children[2].children if len(inner.children) > 2 else []
+            return len(args) == 1 and _core(args[0]).data == "literal"
+        if data == "member_dot_arg" and str(inner.children[1]) in _SIZE_PRESERVING:
+            return self._sized(inner.children[0])
         if data in ("ident_arg", "member_dot_arg"):
             return _call_result_is_fixed_size(inner)
         return False
@@ -550,6 +564,20 @@ _FIXED_SIZE_RESULTS = {
     "isInteger", "asApproximateFloat", "major", "minor", "patch", "isSorted", "all", "exists", "exists_one",
     "existsOne", "has",
 }  # fmt: skip
+
+
+_SIZE_PRESERVING = {"sort", "distinct", "reverse", "slice", "flatten", "lowerAscii", "upperAscii", "trim"}
+
+
+def _iteration_types(t: str, count: int) -> list[str]:
+    """Types of a comprehension's variables over a range of type t: list(E) -> [E] or [int, E];
+    map(K, V) -> [K] or [K, V]."""
+    params = _parameters(t)
+    if not params:
+        return [DYN] * count
+    if _kind(t) == LIST:
+        return [params[0]] if count == 1 else [INT, params[0]]
+    return [params[0]] if count == 1 else params[:2]
 
 
 def _call_result_is_fixed_size(node: lark.Tree[Any]) -> bool:
