@@ -13,6 +13,7 @@ import click
 from migrate import __version__
 from migrate.cli import exitcodes
 from migrate.errors import MigrateError
+from migrate.secrets import scrub, scrub_logs
 
 log = logging.getLogger("migrate")
 
@@ -37,7 +38,7 @@ class Group(click.Group):
 def _fail(ctx: click.Context, message: str, exc: BaseException) -> None:
     if ctx.find_root().params.get("debug"):
         traceback.print_exception(exc)
-    click.echo(f"error: {message}", err=True)
+    click.echo(f"error: {scrub(message)}", err=True)
     sys.exit(exitcodes.FAILED)
 
 
@@ -49,6 +50,7 @@ def cli(debug: bool, verbose: bool) -> None:
     """Migrate Kubernetes GPU fleets from the NVIDIA device plugin to DRA."""
     level = logging.DEBUG if debug else logging.INFO if verbose else logging.WARNING
     logging.basicConfig(level=level, format="%(levelname)s %(message)s", stream=sys.stderr)
+    scrub_logs()  # no credential an API error quotes reaches a log line
     if not debug:
         logging.getLogger("kubernetes").setLevel(logging.WARNING)
         logging.getLogger("urllib3").setLevel(logging.ERROR)
