@@ -187,6 +187,8 @@ def _rewrite_macros(tree: lark.Tree[Any], depth: int = 0) -> None:
         )
     elif name == "range" and _is_ident(target, "lists"):
         _replace(tree, "__lists_range(__p0)", __p0=args[0])
+    elif name in ("contains", "equivalent", "intersects") and _is_ident(target, "sets") and len(args) == 2:
+        _replace(tree, f"__sets_{name}(__p0, __p1)", __p0=args[0], __p1=args[1])
 
 
 def _replace(tree: lark.Tree[Any], template_text: str, **places: Any) -> None:

@@ -62,6 +62,10 @@ _SIGNATURES: dict[str, list[_Sig]] = {
     "isSorted": [(LIST, (), BOOL)],
     # ext.Lists(ListsVersion(3)) (apiserver base.go, 1.34); first/last return optionals (refused)
     "lists.range": [(None, (INT,), LIST)],
+    # ext.Sets (apiserver base.go, 1.29)
+    "sets.contains": [(None, (LIST, LIST), BOOL)],
+    "sets.equivalent": [(None, (LIST, LIST), BOOL)],
+    "sets.intersects": [(None, (LIST, LIST), BOOL)],
     "sort": [(LIST, (), LIST)],
     "slice": [(LIST, (INT, INT), LIST)],
     "flatten": [(LIST, (), LIST), (LIST, (INT,), LIST)],
@@ -395,6 +399,8 @@ class _Checker:
             return self._comprehension(node, name_tok, target, args[:1], args[1:], _MACROS[name])
         if _is_ident(target, "lists") and name == "range":
             return self._call(name_tok, None, [self.check(a) for a in args], "lists.range")
+        if _is_ident(target, "sets") and name in ("contains", "equivalent", "intersects"):
+            return self._call(name_tok, None, [self.check(a) for a in args], f"sets.{name}")
         if _is_namespace(target):
             raise UnsupportedSelectorError(
                 f"'{_ident_name_of_member(target)}.{name}' is not supported by the offline CEL evaluator"

@@ -371,7 +371,32 @@ def _to_bool(v: Any) -> celtypes.BoolType:
     raise _no_overload("bool", v, None)
 
 
+def _set_lists(name: str, a: Any, b: Any) -> tuple[list[Any], list[Any]]:
+    if not isinstance(a, list) or not isinstance(b, list):
+        raise _no_overload(name, a, b)
+    return list(a), list(b)
+
+
+def _sets_contains(a: Any, b: Any) -> celtypes.BoolType:
+    """sets.contains(a, b): every element of b is in a (cel-go ext/sets.go, CEL equality)."""
+    xs, ys = _set_lists("sets.contains", a, b)
+    return celtypes.BoolType(all(any(equal(y, x) for x in xs) for y in ys))
+
+
+def _sets_equivalent(a: Any, b: Any) -> celtypes.BoolType:
+    xs, ys = _set_lists("sets.equivalent", a, b)
+    return celtypes.BoolType(bool(_sets_contains(a, b)) and bool(_sets_contains(b, a)))
+
+
+def _sets_intersects(a: Any, b: Any) -> celtypes.BoolType:
+    xs, ys = _set_lists("sets.intersects", a, b)
+    return celtypes.BoolType(any(equal(x, y) for x in xs for y in ys))
+
+
 OPERATORS: dict[str, Callable[..., Any]] = {
+    "__sets_contains": _sets_contains,
+    "__sets_equivalent": _sets_equivalent,
+    "__sets_intersects": _sets_intersects,
     "bool": _to_bool,
     "int": _to_int,
     "uint": _to_uint,
