@@ -400,7 +400,12 @@ class _Checker:
         if _is_ident(target, "lists") and name == "range":
             return self._call(name_tok, None, [self.check(a) for a in args], "lists.range")
         if _is_ident(target, "sets") and name in ("contains", "equivalent", "intersects"):
-            return self._call(name_tok, None, [self.check(a) for a in args], f"sets.{name}")
+            types = [self.check(a) for a in args]
+            elems = [(_parameters(t) or [DYN])[0] for t in types]
+            if len(elems) == 2 and DYN not in elems and ANY not in elems and elems[0] != elems[1]:
+                # sets.contains(list(T), list(T)): one type parameter for both lists
+                raise _CompileError(name_tok, f"found no matching overload for 'sets.{name}' applied to {types}")
+            return self._call(name_tok, None, types, f"sets.{name}")
         if _is_namespace(target):
             raise UnsupportedSelectorError(
                 f"'{_ident_name_of_member(target)}.{name}' is not supported by the offline CEL evaluator"

@@ -384,7 +384,7 @@ def _sets_contains(a: Any, b: Any) -> celtypes.BoolType:
 
 
 def _sets_equivalent(a: Any, b: Any) -> celtypes.BoolType:
-    xs, ys = _set_lists("sets.equivalent", a, b)
+    _set_lists("sets.equivalent", a, b)
     return celtypes.BoolType(bool(_sets_contains(a, b)) and bool(_sets_contains(b, a)))
 
 
