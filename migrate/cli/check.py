@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 
 import click
@@ -10,6 +11,7 @@ from migrate.checks.context import parse_feature_gates
 from migrate.checks.run import assess
 from migrate.cli import exitcodes
 from migrate.cli.options import SourceOptions, load_state, output_option, source_options
+from migrate.dra.validate import existing_class_selectors, live_selector_warnings
 from migrate.inventory.dra import check_driver_name
 from migrate.render import emit, to_json, to_yaml, use_color
 from migrate.render.checks import check_document
@@ -39,7 +41,13 @@ def check(
     """Readiness findings (exit 2 when any blocker) and capacity per pool before and after."""
     gates = parse_feature_gates(feature_gates)
     driver = check_driver_name(dra_driver)
-    readiness = assess(load_state(source), pool_labels=pool_labels, feature_gates=gates, dra_driver=driver)
+    state = load_state(source)
+    readiness = assess(state, pool_labels=pool_labels, feature_gates=gates, dra_driver=driver)
+    if source.snapshot is None:  # a live cluster: its API server judges every selector (dry run)
+        proposed = [p.selector for p in readiness.generation.proposals]
+        exprs = existing_class_selectors(state) + proposed
+        for line in live_selector_warnings(source.kubeconfig, source.context, exprs):
+            logging.getLogger("migrate").warning("%s", line)
     report = readiness.to_dict()
     if output == "json":
         emit(to_json(report))

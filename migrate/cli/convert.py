@@ -12,6 +12,7 @@ from migrate.cluster.templates import TemplateTable
 from migrate.convert.files import FileResult, check_output_paths, convert_files, find_files, write_all
 from migrate.convert.rewrite import MAX_SUBREQUESTS, ConvertOptions
 from migrate.dra.cel import SelectorError, UnsupportedSelectorError, compile_selector
+from migrate.dra.validate import validate_live, worth_reporting
 from migrate.errors import InputError
 from migrate.render import emit
 
@@ -40,6 +41,10 @@ def _classes(value: str | None) -> tuple[str, ...]:
 )
 @click.option("--skip-unconvertible", is_flag=True, help="Leave unconvertible manifests unchanged and exit 0.")
 @click.option("--templates", type=click.Path(path_type=Path), help="Extra pod-template paths for your CRDs.")
+@click.option(
+    "--kubeconfig", type=click.Path(path_type=Path), help="Also validate --selector on this cluster (dry run)."
+)
+@click.option("--context", help="The kubeconfig context for --kubeconfig.")
 def convert(
     paths: tuple[Path, ...],
     in_place: bool,
@@ -52,6 +57,8 @@ def convert(
     gang: bool,
     skip_unconvertible: bool,
     templates: Path | None,
+    kubeconfig: Path | None,
+    context: str | None,
 ) -> None:
     """Rewrite nvidia.com/gpu and nvidia.com/mig-* requests in FILE|DIR as ResourceClaimTemplates.
 
@@ -72,6 +79,12 @@ def convert(
             log.warning("--selector: not checked offline: %s", e)
         except SelectorError as e:
             raise InputError(f"--selector does not compile: {e}", "fix the CEL expression") from e
+        if kubeconfig or context:  # the API server's own verdict (dry run) wins over the offline one
+            for v in validate_live(kubeconfig, context, [selector]):
+                if v.server == "rejected":
+                    raise InputError(f"--selector is rejected by the API server: {v.server_message}", "fix it")
+                if v in worth_reporting([v]):
+                    log.warning("--selector: %s", v.describe())
     table = TemplateTable.builtin()
     if templates:
         table = table.extended(templates)

@@ -10,6 +10,7 @@ from ruamel.yaml import YAML
 
 from migrate.cli.options import SourceOptions, load_state, source_options
 from migrate.dra.deviceclasses import generate as generate_classes
+from migrate.dra.validate import live_selector_warnings
 from migrate.inventory.dra import check_driver_name
 from migrate.inventory.model import build_inventory
 from migrate.render import emit
@@ -36,6 +37,9 @@ def deviceclasses(source: SourceOptions, dra_driver: str) -> None:
     driver = check_driver_name(dra_driver)
     state = load_state(source)
     gen = generate_classes(state, build_inventory(state), driver)
+    if source.snapshot is None:  # a live cluster: its API server judges the generated selectors (dry run)
+        for line in live_selector_warnings(source.kubeconfig, source.context, [p.selector for p in gen.proposals]):
+            log.warning("%s", line)
     out = io.StringIO()
     for ng in gen.not_generated:
         out.write(f"# not generated: {ng.extended_resource_name}: {ng.reason}\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 
 import click
@@ -10,12 +11,14 @@ from migrate.cli.options import SourceOptions, load_state, output_option, source
 from migrate.dra.capacity import compile_classes
 from migrate.dra.deviceclasses import generate
 from migrate.dra.match import match_classes
+from migrate.dra.validate import existing_class_selectors, live_selector_warnings
 from migrate.inventory.dra import check_driver_name
 from migrate.inventory.model import build_inventory
 from migrate.render import emit, to_json, to_yaml, use_color
 from migrate.render.match import match_document
 
 FORMAT_VERSION = 1
+log = logging.getLogger("migrate")
 
 
 @click.command()
@@ -37,6 +40,10 @@ def match(source: SourceOptions, pool_labels: tuple[str, ...], dra_driver: str, 
     proposals = generate(state, inv, driver).proposals
     classes = compile_classes(state, [(p.name, p.extended_resource_name, p.selector) for p in proposals])
     matches = match_classes(state, inv, classes, driver)
+    if source.snapshot is None:  # a live cluster: let its API server judge every selector (dry run)
+        exprs = existing_class_selectors(state) + [p.selector for p in proposals]
+        for line in live_selector_warnings(source.kubeconfig, source.context, exprs):
+            log.warning("%s", line)
     report = {"formatVersion": FORMAT_VERSION, "classes": [m.to_dict() for m in matches]}
     if output == "json":
         emit(to_json(report))

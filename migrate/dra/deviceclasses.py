@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from migrate.cluster.state import ClusterState
+from migrate.dra.cel.literals import cel_string
 from migrate.errors import InputError
 from migrate.inventory.model import Inventory
 from migrate.inventory.resources import DEFAULT_GPU, GPU_PREFIX, SHARED_GPU
@@ -128,7 +129,12 @@ def _full_gpu_selector(inv: Inventory, driver: str) -> tuple[str, str]:
 
 def _glob_to_regex(pattern: str) -> str:
     # The device plugin matches resources[].pattern with shell-style wildcards (api/config/v1/resources.go).
-    return "^" + "".join(".*" if ch == "*" else "." if ch == "?" else re.escape(ch) for ch in pattern) + "$"
+    # Only RE2 metacharacters are escaped: Go's regexp rejects escapes of anything but punctuation
+    # (`\ ` for a space is an error), and Python's re.escape escapes spaces.
+    return "^" + "".join(".*" if ch == "*" else "." if ch == "?" else _RE2_META.get(ch, ch) for ch in pattern) + "$"
+
+
+_RE2_META = {ch: "\\" + ch for ch in "\\.+*?()|[]{}^$"}
 
 
 def _custom_patterns(state: ClusterState) -> dict[str, tuple[str, str]]:
@@ -214,8 +220,10 @@ def _propose(
         group, pattern = custom[name]
         dtype = "gpu" if group == "gpus" else "mig"
         field_name = "productName" if group == "gpus" else "profile"
-        regex = _glob_to_regex(pattern)
-        selector = f"{base} && {t} == '{dtype}' && {_attr(field_name, driver)}.matches('{regex}')"
+        # cel_string: a CEL literal cel-go accepts (the regex's backslashes doubled, quotes escaped); a bare
+        # '\.' inside a CEL string is an invalid escape and kube-apiserver v1.37.2 rejects the class (422).
+        regex = cel_string(_glob_to_regex(pattern))
+        selector = f"{base} && {t} == '{dtype}' && {_attr(field_name, driver)}.matches({regex})"
         return DeviceClassProposal(class_name_for(name), name, selector, f"device-plugin pattern {pattern!r}")
     return None
 

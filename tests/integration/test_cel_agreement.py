@@ -11,9 +11,13 @@ staging/src/k8s.io/dynamic-resource-allocation/structured/internal/allocator, `i
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import controlplane
@@ -267,3 +271,18 @@ def test_offline_cel_agrees_with_kube_scheduler(fleet: SimulatedFleet, kube: Kub
     assert not disagreements, "\n".join(disagreements)
     # Both outcomes must be exercised, or agreement proves little.
     assert 10 <= allocatable_cases <= len(all_cases) - 10
+
+
+def test_stored_conformance_answers_are_the_go_libraries_answers() -> None:
+    """tests/conformance/answers.json is what tools/cel-conformance (k8s.io/dynamic-resource-allocation and
+    k8s.io/apiserver v0.37.2) answers today for tests/conformance/cases.json."""
+    root = Path(__file__).resolve().parents[2]
+    if shutil.which("go") is None:
+        pytest.skip("go is not installed")
+    binary = subprocess.run(
+        [str(root / "tools" / "cel-conformance" / "build")], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    cases = (root / "tests" / "conformance" / "cases.json").read_text()
+    fresh = json.loads(subprocess.run([binary], input=cases, check=True, capture_output=True, text=True).stdout)
+    stored = json.loads((root / "tests" / "conformance" / "answers.json").read_text())
+    assert [(a["id"], a["verdict"]) for a in fresh] == [(a["id"], a["verdict"]) for a in stored]

@@ -252,9 +252,18 @@ def test_dyn_results_compile_and_fail_at_runtime_when_not_bool() -> None:
 
 
 def test_unsupported_libraries_are_reported_not_guessed() -> None:
-    for expression in ("sets.contains([1], [1])", "isIP('10.0.0.1')", "device.?driver.orValue('') == ''"):
+    for expression in ("isIP('10.0.0.1')", "device.?driver.orValue('') == ''", "'%d'.format([1]) == '1'"):
         with pytest.raises(UnsupportedSelectorError):
             compile_selector(expression)
+
+
+def test_sets_library_uses_cel_equality() -> None:
+    # cel-go ext/sets.go; answers as k8s v1.37.2 gives them (celgo-sets suite in tests/conformance).
+    assert match("sets.contains([1, 2], [dyn(2.0)])", gpu())
+    assert match("sets.equivalent([1, 1, 2], [2, 1])", gpu())
+    for mixed in ("sets.contains([1, 2], [2.0])", "sets.intersects([1], ['1'])"):  # one type parameter
+        with pytest.raises(SelectorError):
+            compile_selector(mixed)
 
 
 def test_length_limit() -> None:

@@ -53,7 +53,7 @@ from celpy import celtypes
 from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError
 
-from migrate.dra.cel.checker import BOOL, DYN, _Checker, _CompileError, _ident_name, _is_ident, _unwrap
+from migrate.dra.cel.checker import ANY, BOOL, DYN, _Checker, _CompileError, _ident_name, _is_ident, _unwrap
 from migrate.dra.cel.errors import (
     CEL_SELECTOR_EXPRESSION_MAX_LENGTH,
     SelectorError,
@@ -61,6 +61,8 @@ from migrate.dra.cel.errors import (
     UnsupportedSelectorError,
 )
 from migrate.dra.cel.library import _FUNCTIONS
+from migrate.dra.cel.literals import LiteralError, canonical, decode
+from migrate.dra.cel.operators import OPERATORS, error_propagating
 from migrate.dra.cel.values import Quantity, Semver, parse_quantity, parse_semver
 
 __all__ = [
@@ -128,9 +130,75 @@ def _rewrite_binds(tree: lark.Tree[Any]) -> None:
         return
     args = tree.children[2].children
     var = _ident_name(args[0])
-    template = _unwrap(_environment().compile(f"[__bind_init].map({var}, __bind_body)[0]"))
-    _splice(template, "__bind_init", args[1])
-    _splice(template, "__bind_body", args[2])
+    _replace(tree, f"[__bind_init].map({var}, __bind_body)[0]", __bind_init=args[1], __bind_body=args[2])
+
+
+# Macros celpy lacks, as equivalent expressions over the ones it has (cel-go also expands every macro
+# into a comprehension). `__c` is the range, evaluated once; `[x].map(v, e)[0]` binds v to x in e.
+_TWO_VAR = {
+    ("all", 1): "__keys(__c).all({a}, [__c[{a}]].map({b}, __p0)[0])",
+    ("exists", 1): "__keys(__c).exists({a}, [__c[{a}]].map({b}, __p0)[0])",
+    ("existsOne", 1): "__keys(__c).exists_one({a}, [__c[{a}]].map({b}, __p0)[0])",
+    ("exists_one", 1): "__keys(__c).exists_one({a}, [__c[{a}]].map({b}, __p0)[0])",
+    ("transformList", 1): "__keys(__c).map({a}, [__c[{a}]].map({b}, __p0)[0])",
+    (
+        "transformList",
+        2,
+    ): "__keys(__c).filter({a}, [__c[{a}]].map({b}, __p0)[0]).map({a}, [__c[{a}]].map({b}, __p1)[0])",
+    ("transformMap", 1): "__to_map(__keys(__c), __keys(__c).map({a}, [__c[{a}]].map({b}, __p0)[0]))",
+    ("transformMap", 2): "[__keys(__c).filter({a}, [__c[{a}]].map({b}, __p0)[0])].map(__f, __to_map(__f, "
+    "__f.map({a}, [__c[{a}]].map({b}, __p1)[0])))[0]",
+    ("transformMapEntry", 1): "__merge(__keys(__c).map({a}, [__c[{a}]].map({b}, __p0)[0]))",
+    ("transformMapEntry", 2): "__merge(__keys(__c).filter({a}, [__c[{a}]].map({b}, __p0)[0]).map({a}, "
+    "[__c[{a}]].map({b}, __p1)[0]))",
+}
+
+
+def _rewrite_macros(tree: lark.Tree[Any], depth: int = 0) -> None:
+    """Two-variable comprehensions, three-argument map, sortBy and lists.range (innermost first)."""
+    for child in tree.children:
+        if isinstance(child, lark.Tree):
+            _rewrite_macros(child, depth + 1)
+    if tree.data != "member_dot_arg" or len(tree.children) < 3:
+        return
+    target, name, args = tree.children[0], str(tree.children[1]), tree.children[2].children
+    names = [_ident_name(a) for a in args]
+    c = f"__c{depth}"
+    if (name, len(args) - 2) in _TWO_VAR and len(args) >= 3 and None not in names[:2]:
+        body = (
+            _TWO_VAR[(name, len(args) - 2)]
+            .format(a=names[0], b=names[1])
+            .replace("__c", c)
+            .replace("__f", f"__f{depth}")
+        )
+        places = {"__target": target, **{f"__p{i}": e for i, e in enumerate(args[2:])}}
+        _replace(tree, f"[__target].map({c}, {body})[0]", **places)
+    elif name == "map" and len(args) == 3 and names[0] is not None:
+        _replace(
+            tree,
+            f"__target.filter({names[0]}, __p0).map({names[0]}, __p1)",
+            __target=target,
+            __p0=args[1],
+            __p1=args[2],
+        )
+    elif name == "sortBy" and len(args) == 2 and names[0] is not None:
+        _replace(
+            tree, f"[__target].map({c}, __sort_by({c}, {c}.map({names[0]}, __p0)))[0]", __target=target, __p0=args[1]
+        )
+    elif name == "range" and _is_ident(target, "lists"):
+        _replace(tree, "__lists_range(__p0)", __p0=args[0])
+    elif name in ("contains", "equivalent", "intersects") and _is_ident(target, "sets") and len(args) == 2:
+        _replace(tree, f"__sets_{name}(__p0, __p1)", __p0=args[0], __p1=args[1])
+
+
+def _replace(tree: lark.Tree[Any], template_text: str, **places: Any) -> None:
+    # The replaced node is a member's child (member_dot_arg): take the template's node at that level.
+    template: lark.Tree[Any] = _environment().compile(template_text)
+    while template.data != "member":
+        template = template.children[0]
+    template = template.children[0]
+    for placeholder, replacement in places.items():
+        _splice(template, placeholder, replacement)
     tree.data, tree.children = template.data, template.children
 
 
@@ -183,7 +251,9 @@ def _split_name(name: str, driver: str) -> tuple[str, str]:
     return (domain, ident) if sep else (driver, name)
 
 
-def _device_variable(attributes: Mapping[str, Any], capacity: Mapping[str, Any], driver: str) -> celtypes.MapType:
+def _device_variable(
+    attributes: Mapping[str, Any], capacity: Mapping[str, Any], driver: str, multi: Any = None
+) -> celtypes.MapType:
     attrs: dict[str, celtypes.MapType] = {}
     for name, attr in attributes.items():
         domain, ident = _split_name(name, driver)
@@ -199,6 +269,9 @@ def _device_variable(attributes: Mapping[str, Any], capacity: Mapping[str, Any],
     return celtypes.MapType(
         {
             celtypes.StringType("driver"): celtypes.StringType(driver),
+            # compile.go DeviceMatches: ptr.Deref(input.AllowMultipleAllocations, false); declared to the
+            # checker under DRAConsumableCapacity (beta, on by default in 1.37).
+            celtypes.StringType("allowMultipleAllocations"): celtypes.BoolType(multi is True),
             celtypes.StringType("attributes"): _DomainMap({celtypes.StringType(k): v for k, v in attrs.items()}),
             celtypes.StringType("capacity"): _DomainMap({celtypes.StringType(k): v for k, v in caps.items()}),
         }
@@ -269,10 +342,11 @@ class Selector:
         a bad argument), which makes the scheduler give up on allocating the claim on that node."""
         attributes = device.get("attributes") or {}
         capacity = device.get("capacity") or {}
-        key = self._key(attributes, capacity, driver, device.get("allowMultipleAllocations"))
+        multi = device.get("allowMultipleAllocations")
+        key = self._key(attributes, capacity, driver, multi)
         cached = self._cache.get(key)
         if cached is None:
-            cached = self._evaluate(attributes, capacity, driver)
+            cached = self._evaluate(attributes, capacity, driver, multi)
             if len(self._cache) >= _CACHE_LIMIT:
                 self._cache.clear()
             self._cache[key] = cached
@@ -281,15 +355,20 @@ class Selector:
         return cached
 
     def _evaluate(
-        self, attributes: Mapping[str, Any], capacity: Mapping[str, Any], driver: str
+        self, attributes: Mapping[str, Any], capacity: Mapping[str, Any], driver: str, multi: Any = None
     ) -> bool | SelectorEvaluationError:
         try:
-            variable = _device_variable(attributes, capacity, driver)
+            variable = _device_variable(attributes, capacity, driver, multi)
             result = self._program.evaluate({"device": variable})
         except SelectorEvaluationError as e:
             return e
         except CELEvalError as e:
             return SelectorEvaluationError(f"{self.expression}: {_eval_message(e)}")
+        except RecursionError:
+            return SelectorEvaluationError(f"{self.expression}: expression too deeply nested to evaluate")
+        except Exception as e:
+            # runtime error of this selector for this device (kube-scheduler: "cannot allocate"), never a crash
+            return SelectorEvaluationError(f"{self.expression}: {type(e).__name__}: {e}")
         if isinstance(result, CELEvalError):
             return SelectorEvaluationError(f"{self.expression}: {_eval_message(result)}")
         if not isinstance(result, celtypes.BoolType):
@@ -308,26 +387,121 @@ def _eval_message(e: CELEvalError) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def compile_selector(expression: str) -> Selector:
-    """Compile as the API server validates a selector; raises SelectorError where it would reject it."""
+    """Compile as the API server validates a selector; raises SelectorError where it would reject it and
+    UnsupportedSelectorError (a SelectorError) where this offline evaluator cannot tell. Never anything else."""
+    try:
+        return _compile(expression)
+    except SelectorError:
+        raise
+    except RecursionError as e:
+        raise UnsupportedSelectorError("expression nested too deeply for the offline CEL evaluator") from e
+    except Exception as e:
+        raise UnsupportedSelectorError(
+            f"the offline CEL evaluator cannot read this expression ({type(e).__name__})"
+        ) from e
+
+
+def _compile(expression: str) -> Selector:
     if not expression.strip():
         raise SelectorError("Required value: expression must not be empty")
     if len(expression.encode()) > CEL_SELECTOR_EXPRESSION_MAX_LENGTH:
         raise SelectorError(f"Too long: may not be more than {CEL_SELECTOR_EXPRESSION_MAX_LENGTH} bytes")
     env = _environment()
+    source = _backquoted_fields(expression)
     try:
-        tree = env.compile(expression)
+        tree = env.compile(source)
     except CELParseError as e:
-        if ".?" in expression or "?." in expression:
-            raise UnsupportedSelectorError("optional field selection (.?) is not supported offline") from e
+        if re.search(r"\.\?|\[\?|\{\?", expression):
+            raise UnsupportedSelectorError("optional syntax (.?, [?, {?) is not supported offline") from e
         raise SelectorError(f"compilation failed: ERROR: <input>: Syntax error: {e}") from e
+    _canonical_literals(tree)
     try:
         output = _Checker().check(tree)
     except _CompileError as e:
         raise SelectorError(f"compilation failed: {e}") from e
-    if output not in (BOOL, DYN):
+    if output not in (BOOL, DYN, ANY):
         raise SelectorError(f"must evaluate to bool or the unknown type, not {output}")
     _rewrite_binds(tree)
-    return Selector(expression, env.program(tree, functions=_FUNCTIONS))
+    _rewrite_macros(tree)
+    functions = _functions()
+    _fold_constant_conversions(tree, env, functions)
+    return Selector(expression, env.program(tree, functions=functions))
+
+
+@functools.cache
+def _functions() -> dict[str, Any]:
+    return {name: error_propagating(fn) for name, fn in {**_FUNCTIONS, **OPERATORS}.items()}
+
+
+_BACKQUOTED = re.compile(r"""("(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')|\.\s*`([^`]*)`""")
+
+
+def _backquoted_fields(expression: str) -> str:
+    """`x.`name`` (cel-go 0.24+ quoted field names) as `x["name"]`, which cel-go evaluates the same way for
+    maps; celpy's grammar has no backquoted identifiers. Triple-quoted strings are left alone."""
+    if "`" not in expression or '"""' in expression or "'''" in expression:
+        return expression
+    return _BACKQUOTED.sub(lambda m: m.group(1) or _field(m.group(2)), expression)
+
+
+_RESERVED = {"true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function", "if",
+             "import", "let", "loop", "package", "namespace", "return", "var", "void", "while"}  # fmt: skip
+
+
+def _field(name: str) -> str:
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) and name not in _RESERVED:
+        return f".{name}"
+    return f"[{canonical(name)}]"
+
+
+def _canonical_literals(tree: lark.Tree[Any]) -> None:
+    """Decode string and bytes literals as cel-go does (rejecting escapes it rejects) and respell them so
+    that celpy reads the same value (see literals.py)."""
+    for node in tree.iter_subtrees():
+        if node.data != "literal":
+            continue
+        tok = node.children[0]
+        if not isinstance(tok, lark.Token) or tok.type not in ("STRING_LIT", "MLSTRING_LIT", "BYTES_LIT"):
+            continue
+        try:
+            value = decode(str(tok))
+        except LiteralError as e:
+            raise SelectorError(
+                f"compilation failed: ERROR: <input>:{tok.line}:{tok.column}: Syntax error: {e}"
+                " (write a regex escape as \\\\. or use a raw string r'...')"
+            ) from e
+        node.children[0] = tok.update(value=canonical(value))
+
+
+def _root(primary: lark.Tree[Any]) -> lark.Tree[Any]:
+    tree = _environment().compile("__fold")
+    holder = next(t for t in tree.iter_subtrees() if t.data == "primary")
+    holder.children = primary.children
+    return tree
+
+
+_CONVERSIONS = {"int", "uint", "double", "string", "bytes", "bool"}
+
+
+def _fold_constant_conversions(tree: lark.Tree[Any], env: celpy.Environment, functions: dict[str, Any]) -> None:
+    """cel-go's planner (OptOptimize, set by the Kubernetes base environment) evaluates a type conversion
+    of a literal when it builds the program, so `int("x")` or `uint(-1)` makes kube-apiserver reject the
+    selector ("program instantiation failed"), where the same conversion of a device value is a runtime
+    error."""
+    for node in tree.iter_subtrees():
+        if node.data != "ident_arg" or str(node.children[0]) not in _CONVERSIONS or len(node.children) < 2:
+            continue
+        args = node.children[1].children
+        if len(args) != 1 or _unwrap(args[0]).data != "literal":
+            continue
+        value: Any
+        probe = lark.Tree("primary", [node])
+        try:
+            value = env.program(_root(probe), functions=functions).evaluate({})
+        except CELEvalError as e:
+            value = e
+        if isinstance(value, CELEvalError):
+            raise SelectorError(f"program instantiation failed: {_eval_message(value)}")
 
 
 def matches_all(selectors: Sequence[Selector], device: Mapping[str, Any], driver: str) -> bool:

@@ -153,23 +153,36 @@ def _char_at(s: Any, i: Any) -> celtypes.StringType:
 
 
 def _index_of(s: Any, sub: Any, offset: Any = None) -> celtypes.IntType:
+    # cel-go v0.29.2 ext/strings.go indexOfOffset: a negative offset is an error; past the end, the empty
+    # string is found at the end and anything else is not found (-1).
     if isinstance(s, celtypes.ListType) and offset is None:
         return _i(next((i for i, x in enumerate(s) if x == sub), -1))
     v, needle = _str_args("indexOf", s, sub)
     start = _ints("indexOf", offset)[0] if offset is not None else 0
-    if not 0 <= start <= len(v):
+    if start < 0:
         raise IndexError(f"index out of range: {start}")
+    if not needle:
+        return _i(min(start, len(v)))
+    if start >= len(v):
+        return _i(-1)
     return _i(v.find(needle, start))
 
 
 def _last_index_of(s: Any, sub: Any, offset: Any = None) -> celtypes.IntType:
+    # ext/strings.go lastIndexOfOffset: as indexOf, searching backwards from the offset.
     if isinstance(s, celtypes.ListType) and offset is None:
         return _i(max((i for i, x in enumerate(s) if x == sub), default=-1))
     v, needle = _str_args("lastIndexOf", s, sub)
-    end = _ints("lastIndexOf", offset)[0] if offset is not None else len(v)
-    if not 0 <= end <= len(v):
+    if offset is None:
+        return _i(v.rfind(needle))
+    end = _ints("lastIndexOf", offset)[0]
+    if end < 0:
         raise IndexError(f"index out of range: {end}")
-    return _i(v.rfind(needle, 0, end + len(needle)))
+    if not needle:
+        return _i(min(end, len(v)))
+    if end >= len(v):
+        return _i(-1)
+    return _i(v.rfind(needle, 0, min(end, len(v) - len(needle)) + len(needle)))
 
 
 def _replace(s: Any, old: Any, new: Any, n: Any = None) -> celtypes.StringType:
