@@ -26,6 +26,10 @@ from migrate.plan.params import PlanParams
 @click.option("--feature-gate", "feature_gates", multiple=True, metavar="NAME=BOOL", help="Declare a gate.")
 @click.option("--device-plugin-label", default=PlanParams.device_plugin_label, show_default=True)
 @click.option("--dra-label", default=PlanParams.dra_label, show_default=True)
+@click.option("--canary-image", default=PlanParams.canary_image, show_default=True, help="Image of the canary pod.")
+@click.option("--canary-command", default=PlanParams.canary_command, metavar="CMD",
+              help="Shell command line (sh -c) the canary runs; exit 0 only when it sees its devices. "
+                   "Default: counts nvidia-smi -L lines.")  # fmt: skip
 @click.option("--rebase", "rebase", type=click.Path(path_type=Path), help="Re-digest an intentionally edited PLAN.")
 def plan(
     source: SourceOptions,
@@ -38,6 +42,8 @@ def plan(
     feature_gates: tuple[str, ...],
     device_plugin_label: str,
     dra_label: str,
+    canary_image: str,
+    canary_command: str,
     rebase: Path | None,
 ) -> None:
     """Write a migration plan (a plan with blockers is written, marked not applicable)."""
@@ -52,6 +58,8 @@ def plan(
         order=tuple(p.strip() for p in order.split(",") if p.strip()) if order else (),
         device_plugin_label=device_plugin_label,
         dra_label=dra_label,
+        canary_image=canary_image,
+        canary_command=canary_command,
         pool_labels=pool_labels,
     )
     state = load_state(source)

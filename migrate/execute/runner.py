@@ -296,7 +296,7 @@ class Runner:
         if action == "canary":
             if dry_run:
                 return None
-            return self.ops.canary(node, params["resource"], params["image"], timeout)
+            return self.ops.canary(node, params["resource"], params["image"], timeout, command=params.get("command"))
         raise InputError(f"unknown step action {action!r} in {ps.id}", "regenerate the plan with this version")
 
     def _check_node(self, node: str) -> None:
