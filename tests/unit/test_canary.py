@@ -98,7 +98,9 @@ def test_admission_rejection_fails_with_the_kubelets_reason() -> None:
     assert v.state == "failed" and "UnexpectedAdmissionError" in v.reason and "Allocate failed" in v.reason
 
 
-@pytest.mark.parametrize("reason", ["ErrImageNeverPull", "ImagePullBackOff", "CreateContainerError", "CrashLoopBackOff"])
+@pytest.mark.parametrize(
+    "reason", ["ErrImageNeverPull", "ImagePullBackOff", "CreateContainerError", "CrashLoopBackOff"]
+)
 def test_terminal_waiting_reasons_fail_at_once(reason: str) -> None:
     v = canary.verdict(pod("Pending", waiting={"reason": reason, "message": "detail"}), [UUID0])
     assert v.state == "failed" and reason in v.reason and "detail" in v.reason
