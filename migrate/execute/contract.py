@@ -63,7 +63,13 @@ class Ops(Protocol):
         ...
 
     def canary(
-        self, node: str, resource: str, image: str, timeout_s: float, *, dry_run: bool = False,
+        self,
+        node: str,
+        resource: str,
+        image: str,
+        timeout_s: float,
+        *,
+        dry_run: bool = False,
         command: str | None = None,
     ) -> Change:
         """A pod requesting 1 of `resource`, pinned by node affinity (not nodeName), must be scheduled on

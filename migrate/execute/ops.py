@@ -295,7 +295,13 @@ class LiveOps:
     # -- canary ----------------------------------------------------------------------------------
 
     def canary(
-        self, node: str, resource: str, image: str, timeout_s: float, *, dry_run: bool = False,
+        self,
+        node: str,
+        resource: str,
+        image: str,
+        timeout_s: float,
+        *,
+        dry_run: bool = False,
         command: str | None = None,
     ) -> Change:
         """Schedule, run and judge a pod that proves use (migrate/execute/canary.py); then delete it."""

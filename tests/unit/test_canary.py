@@ -49,7 +49,7 @@ def test_default_command_fails_when_no_device_is_visible(tmp_path: Path) -> None
 
 
 def test_wrapper_keeps_stderr_quotes_and_exit_status_of_any_command(tmp_path: Path) -> None:
-    rc, msg = run_wrapper(tmp_path, "echo \"it's $DRA_MIGRATE_CANARY_DEVICES\"; echo oops >&2; exit 7", 3)
+    rc, msg = run_wrapper(tmp_path, 'echo "it\'s $DRA_MIGRATE_CANARY_DEVICES"; echo oops >&2; exit 7', 3)
     assert rc == 7
     assert msg.splitlines() == ["it's 3", "oops"]
 
