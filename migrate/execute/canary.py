@@ -53,7 +53,10 @@ TERMINAL_WAITING = frozenset(
     }
 )
 PREPARE_FAILED = "FailedPrepareDynamicResources"
-# A warning the kubelet has repeated this often is not a blip: fail without waiting out the timeout.
+# A failed prepare fails the canary at once: the kubelet retries it with its pod-sync backoff (measured on the
+# real node of tests/integration/test_realnode.py: one event in the first 40 s), so waiting for a repeat
+# would only run out the step's timeout, and a plugin that failed a prepare is reason enough to roll back.
+# Any other warning the kubelet has repeated this often is not a blip either.
 REPEATS_TO_FAIL = 3
 
 
@@ -143,7 +146,7 @@ def verdict(pod: Mapping[str, Any], ids: list[str], events: Iterable[Mapping[str
         message = str(waiting.get("message") or "")
         return Verdict("failed", f"the canary container cannot start ({waiting['reason']}): {message}".strip())
     warning = last_warning(events)
-    if warning and int(warning.get("count") or 1) >= REPEATS_TO_FAIL:
+    if warning and (warning.get("reason") == PREPARE_FAILED or int(warning.get("count") or 1) >= REPEATS_TO_FAIL):
         return Verdict("failed", _event_text(warning), details={"event": warning.get("reason")})
     return Verdict("pending")
 

@@ -114,12 +114,17 @@ def event(reason: str, count: int, ts: str, kind: str = "Warning") -> dict[str, 
     return {"type": kind, "reason": reason, "count": count, "lastTimestamp": ts, "message": f"{reason} said so"}
 
 
-def test_a_repeated_prepare_failure_fails_before_the_timeout_with_the_kubelets_message() -> None:
-    once = [event(canary.PREPARE_FAILED, 1, "2026-01-01T00:00:01Z")]
-    assert canary.verdict(pod("Pending"), [UUID0], once).state == "pending"
-    thrice = [event("FailedMount", 5, "2026-01-01T00:00:09Z"), event(canary.PREPARE_FAILED, 3, "2026-01-01T00:00:05Z")]
-    v = canary.verdict(pod("Pending"), [UUID0], thrice)
-    assert v.state == "failed" and v.reason.startswith(canary.PREPARE_FAILED)
+def test_a_failed_prepare_fails_at_once_other_warnings_when_repeated() -> None:
+    prepare = [event(canary.PREPARE_FAILED, 1, "2026-01-01T00:00:01Z")]
+    v = canary.verdict(pod("Pending"), [UUID0], prepare)
+    assert v.state == "failed" and v.reason.startswith(canary.PREPARE_FAILED) and "said so" in v.reason
+    mount = [event("FailedMount", 1, "2026-01-01T00:00:01Z")]
+    assert canary.verdict(pod("Pending"), [UUID0], mount).state == "pending"
+    mount3 = [event("FailedMount", canary.REPEATS_TO_FAIL, "2026-01-01T00:00:01Z")]
+    assert canary.verdict(pod("Pending"), [UUID0], mount3).reason.startswith("FailedMount")
+    # A later unrelated warning does not hide the failed prepare.
+    both = [event("FailedMount", 5, "2026-01-01T00:00:09Z"), event(canary.PREPARE_FAILED, 1, "2026-01-01T00:00:05Z")]
+    assert canary.verdict(pod("Pending"), [UUID0], both).reason.startswith(canary.PREPARE_FAILED)
     normal = [event("Scheduled", 9, "2026-01-01T00:00:09Z", kind="Normal")]
     assert canary.verdict(pod("Pending"), [UUID0], normal).state == "pending"
 
