@@ -55,7 +55,7 @@ def cli(debug: bool, verbose: bool) -> None:
 
 
 def _register() -> None:
-    from migrate.cli import apply, check, convert, diff, generate, inventory, match, plan, report, show, snapshot
+    from migrate.cli import apply, check, convert, diff, generate, inventory, match, plan, probe, report, show, snapshot
 
     cli.add_command(inventory.inventory)
     cli.add_command(snapshot.snapshot)
@@ -68,6 +68,7 @@ def _register() -> None:
     cli.add_command(apply.apply)
     cli.add_command(apply.rollback)
     cli.add_command(apply.status)
+    cli.add_command(probe.probe)
     cli.add_command(apply.unlock)
     cli.add_command(report.report)
     cli.add_command(convert.convert)

@@ -26,6 +26,7 @@ from typing import Any
 import controlplane
 import pytest
 from conftest import wait_for
+from ruamel.yaml import YAML
 
 from migrate.execute.journal import journal_path
 from migrate.sim.kube import Kube, new_api_client, path_of
@@ -283,6 +284,70 @@ def test_apply_moves_the_node_to_dra_and_a_container_uses_its_device(node: RealN
     seen = [x.split("UUID: ")[1].rstrip(")") for x in message(pod).splitlines() if x.startswith("GPU ")]
     assert len(seen) == 1 and seen[0] in published, message(pod)
     assert f"NVIDIA_VISIBLE_DEVICES={seen[0]}" in message(pod)
+
+
+def probe_role(n: RealNode, tmp_path: Path) -> Path:
+    """A kubeconfig for a user holding only deploy/rbac/probe.yaml."""
+    role = YAML(typ="safe").load((ROOT / "deploy" / "rbac" / "probe.yaml").read_text())
+    user = f"prober-{uuid.uuid4().hex[:6]}"
+    role["metadata"]["name"] = user
+    n.kube.create_or_exists("/apis/rbac.authorization.k8s.io/v1/clusterroles", role)
+    n.kube.create_or_exists(
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+        {
+            "metadata": {"name": user},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": user},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+        },
+    )
+    return controlplane.mint_kubeconfig(n.cp, user, [], tmp_path / "prober.kubeconfig")
+
+
+def probe_cli(kubeconfig: Path, node: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "migrate", "probe", "--kubeconfig", str(kubeconfig), "--node", node,
+         "--canary-image", IMAGE, "-o", "json", *extra],
+        capture_output=True, text=True, timeout=600, cwd=ROOT, check=False, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def leftovers(n: RealNode) -> list[str]:
+    out = []
+    for path in ("/api/v1/pods", "/apis/resource.k8s.io/v1/resourceclaims", "/apis/resource.k8s.io/v1/deviceclasses"):
+        items, _ = n.kube.list_all(path, [("labelSelector", "dra-migrate.io/probe")])
+        out += [f"{path}/{i['metadata']['name']}" for i in items]
+    return out
+
+
+def test_probe_passes_on_the_migrated_node_with_only_its_role_and_fails_when_prepare_fails(
+    node: RealNode, tmp_path: Path
+) -> None:
+    kc = probe_role(node, tmp_path)
+    t0 = time.monotonic()
+    res = probe_cli(kc, node.name)
+    MEASURED["probe on the real node (s)"] = round(time.monotonic() - t0, 1)
+    assert res.returncode == 0, res.stdout + res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["formatVersion"] == 1 and doc["node"] == node.name and doc["result"] == "ok"
+    assert doc["deviceClass"] == CLASS  # the class the plan made for nvidia.com/gpu
+    assert {d["attributes"]["uuid"] for d in doc["devices"]} == uuids_published(node)
+    assert all(d["capacity"]["memory"] for d in doc["devices"])
+    assert doc["match"]["allocated"] and len(doc["match"]["devices"]) == 1
+    by_name = {d["name"]: d["attributes"]["uuid"] for d in doc["devices"]}
+    assert by_name[doc["match"]["devices"][0]] in doc["match"]["containerSaw"]
+    assert doc["mismatch"] == {**doc["mismatch"], "allocated": False}
+    assert "cannot allocate all claims" in doc["mismatch"]["reason"]
+    assert leftovers(node) == []
+    fail = node.dir / "fail-prepare"
+    fail.touch()
+    try:
+        res = probe_cli(kc, node.name)
+    finally:
+        fail.unlink()
+    assert res.returncode == 2, res.stdout + res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["result"] == "failed" and "FailedPrepareDynamicResources" in " ".join(doc["problems"])
+    assert leftovers(node) == []
 
 
 def test_capacity_is_held_while_allocatable_is_zero_after_the_device_plugin_left(node: RealNode, workdir: Path) -> None:
