@@ -55,7 +55,21 @@ def cli(debug: bool, verbose: bool) -> None:
 
 
 def _register() -> None:
-    from migrate.cli import apply, check, convert, diff, generate, inventory, match, plan, probe, report, show, snapshot
+    from migrate.cli import (
+        apply,
+        check,
+        convert,
+        diff,
+        generate,
+        inventory,
+        match,
+        plan,
+        probe,
+        rehearse,
+        report,
+        show,
+        snapshot,
+    )
 
     cli.add_command(inventory.inventory)
     cli.add_command(snapshot.snapshot)
@@ -72,6 +86,8 @@ def _register() -> None:
     cli.add_command(apply.unlock)
     cli.add_command(report.report)
     cli.add_command(convert.convert)
+    cli.add_command(rehearse.rehearse)
+    cli.add_command(rehearse.twin)
 
 
 _register()

@@ -16,7 +16,8 @@ This module is pure (pod spec in, verdict out); `ops.LiveOps.canary` and `probe`
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +59,17 @@ PREPARE_FAILED = "FailedPrepareDynamicResources"
 # would only run out the step's timeout, and a plugin that failed a prepare is reason enough to roll back.
 # Any other warning the kubelet has repeated this often is not a blip either.
 REPEATS_TO_FAIL = 3
+
+
+def command_line(argv: Sequence[str] | None) -> str:
+    """The shell command line the canary runs, from a step's `command` (an argv list; the plan records
+    `["sh", "-c", CMD]`): CMD itself for that form, any other argv quoted for sh, the NVIDIA default for none."""
+    if not argv:
+        return DEFAULT_COMMAND
+    args = [str(a) for a in argv]
+    if len(args) == 3 and args[:2] == ["sh", "-c"]:
+        return args[2]
+    return shlex.join(args)
 
 
 def container(image: str, command: str, devices: int) -> dict[str, Any]:

@@ -45,6 +45,14 @@ def plan_document(plan: dict[str, Any]) -> Document:
         empty="Nothing to migrate.",
     )
 
+    gangs = s.get("gangs") or []
+    if gangs:
+        doc.heading("Disruption per gang")
+        doc.table(
+            ["gang", "waves that evict it", "times broken"],
+            [[g["gang"], ", ".join(g["waves"]), len(g["waves"])] for g in gangs],
+        )
+
     for st in plan["stages"]:
         doc.heading(f"Stage {st['name']}")
         if "steps" in st:
