@@ -145,3 +145,16 @@ def test_expected_ids_use_the_newest_generation_uuid() -> None:
     assert canary.expected_ids(results, [slice_(2, UUID1), slice_(1, UUID0)]) == [UUID1]
     other_pool = [{"driver": "gpu.nvidia.com", "pool": "n2", "device": "gpu-0"}]
     assert canary.expected_ids(other_pool, [slice_(1, UUID0)]) == ["gpu-0"]
+
+
+def test_command_line_from_the_plans_argv() -> None:
+    assert canary.command_line(None) == canary.DEFAULT_COMMAND
+    assert canary.command_line([]) == canary.DEFAULT_COMMAND
+    assert canary.command_line(["sh", "-c", "nvidia-smi -L | wc -l"]) == "nvidia-smi -L | wc -l"
+    # Any other argv runs as that program with those arguments, quoted for the shell.
+    assert canary.command_line(["ls", "/dev/nvidia 0", "$HOME"]) == "ls '/dev/nvidia 0' '$HOME'"
+
+
+def test_an_argv_command_runs_literally_in_the_wrapper(tmp_path: Path) -> None:
+    rc, msg = run_wrapper(tmp_path, canary.command_line(["echo", "a;b", "$X"]))
+    assert rc == 0 and msg == "a;b $X\n"
