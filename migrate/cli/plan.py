@@ -13,6 +13,7 @@ from migrate.errors import InputError
 from migrate.plan import io as plan_io
 from migrate.plan.build import build_plan
 from migrate.plan.params import PlanParams
+from migrate.render.diff import plan_diff_document
 
 
 @click.command()
@@ -31,6 +32,7 @@ from migrate.plan.params import PlanParams
               help="Shell command line (sh -c) the canary runs; exit 0 only when it sees its devices. "
                    "Default: counts nvidia-smi -L lines.")  # fmt: skip
 @click.option("--rebase", "rebase", type=click.Path(path_type=Path), help="Re-digest an intentionally edited PLAN.")
+@click.option("--against", type=click.Path(path_type=Path), help="With --rebase: the plan the edit started from.")
 def plan(
     source: SourceOptions,
     out: Path | None,
@@ -45,12 +47,22 @@ def plan(
     canary_image: str,
     canary_command: str,
     rebase: Path | None,
+    against: Path | None,
 ) -> None:
     """Write a migration plan (a plan with blockers is written, marked not applicable)."""
     if rebase is not None:
-        plan_io.write(plan_io.rebase(rebase), out or rebase)
+        rebased = plan_io.rebase_checked(rebase, against)
+        # What the edit changed, on stderr before anything is written (stdout stays free for data).
+        touched = ", ".join(str(e) for e in rebased.edited) or "nothing (the digests still matched)"
+        click.echo(f"edited since it was made: {touched}", err=True)
+        vs = "the original plan" if rebased.against_original else "the file as edited (what rebase recomputed)"
+        click.echo(f"semantic diff against {vs}:", err=True)
+        click.echo(plan_diff_document(rebased.diff.to_dict()).render("table", color=False), err=True, nl=False)
+        plan_io.write(rebased.plan, out or rebase)
         click.echo(f"rebased {rebase}: validated, re-digested, recorded as edited", err=True)
         return
+    if against is not None:
+        raise InputError("--against goes with --rebase", "dra-migrate plan --rebase EDITED --against ORIGINAL")
     params = PlanParams(
         max_unavailable=max_unavailable,
         soak=soak,

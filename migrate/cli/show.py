@@ -15,10 +15,14 @@ from migrate.render.plan import plan_document
 @click.command()
 @click.argument("plan_file", metavar="PLAN", type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True)
-def show(plan_file: Path, output: str) -> None:
+@click.option("--allow-edited", is_flag=True, help="Show a hand-edited, not yet rebased plan, marked UNTRUSTED.")
+def show(plan_file: Path, output: str, allow_edited: bool) -> None:
     """Show a plan: pools, nodes, waves, disruption and duration, then each stage."""
-    plan = plan_io.load(plan_file)
+    review = plan_io.load_for_review(plan_file) if allow_edited else plan_io.Review(plan_io.load(plan_file), [])
+    plan, banner = review.plan, None if review.trusted else review.banner(plan_file)
+    if banner:
+        click.echo(banner, err=True)
     if output == "json":
-        emit(to_json(plan))
+        emit(to_json(plan if banner is None else {"untrusted": banner, **plan}))
     else:
-        emit(plan_document(plan).render(output, color=use_color(sys.stdout)))
+        emit((f"{banner}\n\n" if banner else "") + plan_document(plan).render(output, color=use_color(sys.stdout)))

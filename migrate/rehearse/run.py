@@ -24,11 +24,13 @@ from migrate.cluster.live import LiveCluster, LiveOptions, read_objects
 from migrate.cluster.state import ClusterState, StateBuilder
 from migrate.cluster.templates import TemplateTable
 from migrate.errors import InputError
-from migrate.execute.journal import Journal, read_journal
+from migrate.execute.journal import journal_path, read_journal
 from migrate.execute.ops import LiveOps, live_ops
-from migrate.execute.runner import ApplyOptions, Runner
+from migrate.execute.runner import ApplyOptions
+from migrate.execute.session import ApplySession
 from migrate.plan import io as plan_io
 from migrate.plan.fingerprint import fingerprint
+from migrate.plan.model import Plan
 from migrate.plan.params import format_duration, parse_duration
 from migrate.rehearse.model import Rehearsal, from_journal
 from migrate.rehearse.twin import Twin
@@ -145,12 +147,21 @@ def rehearse(
             path = Path(scratch) / "rehearsal.plan.yaml"
             plan_io.write(derived, path)
             ops = _WatchingOps(live_ops(twin.kubeconfig, None))
+            session = ApplySession(
+                Plan.from_dict(plan_io.load(path)),
+                path,
+                ops=ops,
+                lock_api=ops.api,
+                actor="dra-migrate rehearse",
+                log=say,
+            )
+            # The same policy as a real apply: applicable, not stale (against the twin), locked, journaled.
+            session.refuse_if_not_applicable()
+            session.refuse_if_stale(lambda: _read_twin(twin.kubeconfig))
             started = time.monotonic()
-            with Journal.open(path.with_suffix(".journal.jsonl"), plan_digest=str(derived["digest"])) as journal:
-                runner = Runner(derived, ops, journal, actor="dra-migrate rehearse", log=say)
-                result = runner.apply(ApplyOptions(pending_threshold_s=pending_threshold_s * time_scale), set())
+            result = session.apply(ApplyOptions(pending_threshold_s=pending_threshold_s * time_scale))
             wall = time.monotonic() - started
-            records = read_journal(path.with_suffix(".journal.jsonl"))
+            records = read_journal(journal_path(path))
             after = _read_twin(twin.kubeconfig)
         api.close()
     return from_journal(
