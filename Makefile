@@ -3,7 +3,7 @@ PY ?= python3
 DEMO ?= fixtures/clusters/demo.yaml
 export PYTHONDONTWRITEBYTECODE = 1
 
-.PHONY: install demo test test-unit test-cluster lint k8s browser golden bench
+.PHONY: install demo test test-unit test-cluster test-realnode lint k8s node browser golden bench
 
 install:
 	@$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
@@ -22,6 +22,13 @@ lint: install
 k8s:
 	tools/k8s/build
 
+# The real-node tier (tests/integration/test_realnode.py, README "Real-node tier"): Debian's runc, CNI
+# plugins and busybox-static (apt, as root or through sudo), the kubelet in the control plane's wrapper,
+# containerd 2.x and our GPU plugins from the Go module proxy, the local images; all cached in
+# ~/.cache/dra-migrate, a no-op when done.
+node: k8s
+	tools/realnode/build
+
 # The HTML report is checked in headless Chromium (tests/integration/test_report_browser.py): Debian's
 # package, installed once per machine (as root, or through sudo).
 browser:
@@ -29,7 +36,7 @@ browser:
 		SUDO=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
 		$$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium; }
 
-test: install k8s browser lint
+test: install k8s node browser lint
 	$(PY) -m pytest tests
 
 test-unit: install
@@ -39,6 +46,9 @@ test-cluster: install k8s
 	$(PY) -m pytest -m cluster tests/integration
 
 # Regenerate golden files on purpose, then review the diff before committing.
+test-realnode: install node
+	$(PY) -m pytest -m realnode tests/integration/test_realnode.py
+
 golden: install
 	DRA_MIGRATE_UPDATE_GOLDEN=1 $(PY) -m pytest tests/unit/test_golden.py tests/unit/test_plan.py \
 		tests/unit/test_plan_diff.py tests/unit/test_convert.py tests/unit/test_report.py -q

@@ -66,6 +66,7 @@ def _register() -> None:
         inventory,
         match,
         plan,
+        probe,
         rehearse,
         report,
         show,
@@ -83,6 +84,7 @@ def _register() -> None:
     cli.add_command(apply.apply)
     cli.add_command(apply.rollback)
     cli.add_command(apply.status)
+    cli.add_command(probe.probe)
     cli.add_command(apply.unlock)
     cli.add_command(report.report)
     cli.add_command(convert.convert)

@@ -29,6 +29,10 @@ from migrate.render.diff import plan_diff_document
 @click.option("--dra-label", default=PlanParams.dra_label, show_default=True)
 @click.option("--dra-driver", default=PlanParams.dra_driver, show_default=True, metavar="NAME",
               help="The DRA driver that serves the GPUs (its ResourceSlices' spec.driver).")  # fmt: skip
+@click.option("--canary-image", default=PlanParams.canary_image, show_default=True, help="Image of the canary pod.")
+@click.option("--canary-command", default=PlanParams.canary_command, metavar="CMD",
+              help="Shell command line (sh -c) the canary runs; exit 0 only when it sees its devices. "
+                   "Default: counts nvidia-smi -L lines.")  # fmt: skip
 @click.option("--rebase", "rebase", type=click.Path(path_type=Path), help="Re-digest an intentionally edited PLAN.")
 @click.option("--against", type=click.Path(path_type=Path), help="With --rebase: the plan the edit started from.")
 def plan(
@@ -43,6 +47,8 @@ def plan(
     device_plugin_label: str,
     dra_label: str,
     dra_driver: str,
+    canary_image: str,
+    canary_command: str,
     rebase: Path | None,
     against: Path | None,
 ) -> None:
@@ -67,6 +73,8 @@ def plan(
         order=tuple(p.strip() for p in order.split(",") if p.strip()) if order else (),
         device_plugin_label=device_plugin_label,
         dra_label=dra_label,
+        canary_image=canary_image,
+        canary_command=canary_command,
         pool_labels=pool_labels,
         dra_driver=dra_driver,
     )

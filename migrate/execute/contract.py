@@ -189,7 +189,8 @@ class Ops(Protocol):
         command: list[str] | None = None,
     ) -> Change:
         """A pod requesting 1 of `resource`, pinned by node affinity (not nodeName), must be scheduled on
-        the node with a DRA allocation (pod.status.extendedResourceClaimStatus); then deleted."""
+        the node with a DRA allocation (pod.status.extendedResourceClaimStatus) and its container, running
+        `command` (default: the NVIDIA check), must succeed naming the allocated devices; then deleted."""
         ...
 
     def create_device_class(self, manifest: dict[str, Any], *, dry_run: bool = False) -> Change: ...

@@ -24,6 +24,7 @@ from typing import Any
 from migrate.cluster.state import uses_devices
 from migrate.dra.deviceclasses import MANAGED_BY
 from migrate.errors import InputError
+from migrate.execute import canary as canary_check
 from migrate.execute.contract import NEVER, SYSTEM_CLOCK, Cancel, Change, Clock, StepFailed
 from migrate.execute.kubeapi import ApiError, Kube, Obj, RateLimit, path_of
 from migrate.inventory.placement import pdb_selects
@@ -342,11 +343,13 @@ class LiveOps:
         cancel: Cancel = NEVER,
         command: list[str] | None = None,
     ) -> Change:
+        """Schedule, run and judge a pod that proves use (migrate/execute/canary.py); then delete it."""
         deadline = time.monotonic() + timeout_s
         ns = self.canary_namespace
         target_labels = _labels(self._node(node))
         token = uuid.uuid4().hex[:12]
-        manifest = _canary_pod(node, target_labels.get(HOSTNAME_LABEL, node), resource, image, token)
+        line = canary_check.command_line(command)
+        manifest = _canary_pod(node, target_labels.get(HOSTNAME_LABEL, node), resource, image, token, line)
         pods = path_of("v1", "pods", namespace=ns)
         if dry_run:
             out = self.kube.create(pods, manifest, [DRY_RUN])
@@ -355,11 +358,13 @@ class LiveOps:
         self._delete_canaries(node=node)  # one left by an interrupted run
         with self._cleanup(token):
             name = str(_meta(self.kube.create(pods, manifest)).get("name", ""))
-            return self._await_canary(node, ns, name, resource, deadline, timeout_s, cancel)
+            allocated = self._await_canary(node, ns, name, resource, deadline, timeout_s, cancel)
+            return self._judge_canary(node, ns, name, allocated, deadline, timeout_s, cancel)
 
     def _await_canary(
         self, node: str, ns: str, name: str, resource: str, deadline: float, timeout_s: float, cancel: Cancel = NEVER
     ) -> Change:
+        """Until the canary is bound to `node` with a DRA allocation; the Change names the claim and its devices."""
         path = path_of("v1", "pods", name, ns)
         delay = self.poll_s
         while True:
@@ -371,9 +376,18 @@ class LiveOps:
                 raise StepFailed(f"canary pod {ns}/{name} was scheduled to {bound}, not {node}")
             if bound and claim_status:
                 claim_name = str(claim_status.get("resourceClaimName", ""))
-                claim = self.kube.get(path_of("resource.k8s.io/v1", "resourceclaims", claim_name, ns))
-                results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results")
-                devices = [{k: r.get(k) for k in ("driver", "pool", "device")} for r in results or []]
+                claim = self.kube.get_or_none(path_of("resource.k8s.io/v1", "resourceclaims", claim_name, ns))
+                results = ((((claim or {}).get("status") or {}).get("allocation") or {}).get("devices") or {}).get(
+                    "results"
+                )
+                if not results:
+                    raise StepFailed(
+                        f"canary pod {ns}/{name} was bound to {node} but its claim {ns}/{claim_name} shows no "
+                        "allocation (deleted or deallocated before it could be read)",
+                        "run the step again; if it repeats, check the resourceclaim controller's log",
+                        {"pod": f"{ns}/{name}", "claim": claim_name},
+                    )
+                devices = [{k: r.get(k) for k in ("driver", "pool", "device")} for r in results]
                 after = {"pod": f"{ns}/{name}", "node": node, "resource": resource, "claim": claim_name}
                 return Change(f"Node {node}", {}, {**after, "devices": devices})
             if bound:
@@ -404,6 +418,46 @@ class LiveOps:
             cancel.wait(min(delay, max(deadline - time.monotonic(), 0.0)))
             cancel.check()
             delay = min(delay * POLL_GROWTH, POLL_CAP_S)
+
+    def _judge_canary(
+        self, node: str, ns: str, name: str, allocated: Change, deadline: float, timeout_s: float, cancel: Cancel
+    ) -> Change:
+        """Until the kubelet has run the canary: ok when it Succeeded naming every allocated device."""
+        results = list(allocated.after.get("devices") or [])
+        drivers = sorted({str(r.get("driver")) for r in results})
+        slices: list[Obj] = []
+        for d in drivers:
+            items, _ = self.kube.list_all(SLICES, [("fieldSelector", f"spec.driver={d}")])
+            slices.extend(items)
+        ids = canary_check.expected_ids(results, slices)
+        path = path_of("v1", "pods", name, ns)
+        while True:
+            pod = self.kube.get(path)
+            events = self._pod_events(ns, pod)
+            v = canary_check.verdict(pod, ids, events)
+            if v.state == "ok":
+                return Change(allocated.target, {}, {**allocated.after, "saw": v.saw, "expected": ids})
+            expired = time.monotonic() >= deadline
+            if v.state == "failed" or expired:
+                reason = v.reason if v.state == "failed" else canary_check.timed_out(pod, events, timeout_s)
+                raise StepFailed(
+                    f"canary pod {ns}/{name} on node {node} did not prove use of {', '.join(ids)}: {reason}",
+                    "check the DRA kubelet plugin's log on that node and the canary image/command "
+                    "(plan --canary-image/--canary-command)",
+                    {"pod": f"{ns}/{name}", "node": node, "expected": ids, "saw": v.saw, "exitCode": v.exit_code,
+                     "reason": reason},
+                )  # fmt: skip
+            cancel.wait(min(self.poll_s, max(deadline - time.monotonic(), 0.0)))
+            cancel.check()
+
+    def _pod_events(self, ns: str, pod: Obj) -> list[Obj]:
+        uid = _uid(pod)
+        if not uid:
+            return []
+        items, _ = self.kube.list_all(
+            path_of("v1", "events", namespace=ns), [("fieldSelector", f"involvedObject.uid={uid}")]
+        )
+        return items
 
     @contextlib.contextmanager
     def _cleanup(self, token: str) -> Iterator[None]:
@@ -578,7 +632,7 @@ def _namespace_terminating(e: ApiError) -> bool:
     return any(isinstance(c, dict) and c.get("reason") == "NamespaceTerminating" for c in causes)
 
 
-def _canary_pod(node: str, hostname: str, resource: str, image: str, token: str) -> dict[str, Any]:
+def _canary_pod(node: str, hostname: str, resource: str, image: str, token: str, command: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -603,7 +657,7 @@ def _canary_pod(node: str, hostname: str, resource: str, image: str, token: str)
             # Tolerate every taint, the cordon's node.kubernetes.io/unschedulable included: the canary
             # runs while the node is still cordoned.
             "tolerations": [{"operator": "Exists"}],
-            "containers": [{"name": "canary", "image": image, "resources": {"limits": {resource: "1"}}}],
+            "containers": [{**canary_check.container(image, command, 1), "resources": {"limits": {resource: "1"}}}],
             "restartPolicy": "Never",
             "terminationGracePeriodSeconds": 0,
             "automountServiceAccountToken": False,

@@ -17,7 +17,11 @@ DEVICE_PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"
 DEVICE_PLUGIN_OFF = "false"
 DRA_LABEL = "nvidia.com/dra-kubelet-plugin"
 DRA_ON = "true"
-CANARY_IMAGE = "registry.k8s.io/pause:3.10"
+# The canary proves use (migrate/execute/canary.py). NVIDIA's CDI spec (NVIDIA Container Toolkit, what the
+# DRA driver hands the runtime) mounts the host's nvidia-smi into the container, so any image with a shell
+# will do; the command counts `nvidia-smi -L` lines ("GPU <i>: <name> (UUID: ...)") against the request.
+CANARY_IMAGE = "ubuntu:24.04"
+CANARY_COMMAND = 'nvidia-smi -L && test "$(nvidia-smi -L | grep -c \'^GPU \')" -eq "$DRA_MIGRATE_CANARY_DEVICES"'
 DRA_DRIVER = "gpu.nvidia.com"  # kubernetes-sigs/dra-driver-nvidia-gpu cmd/gpu-kubelet-plugin DriverName
 
 # ASCII digits only (`\d` would take "٣m"), whole string only (`$` would take a trailing newline), and
@@ -130,6 +134,7 @@ class PlanParams:
     ready_timeout: str = "5m"
     canary_timeout: str = "3m"
     canary_image: str = CANARY_IMAGE
+    canary_command: str = CANARY_COMMAND
     pool_labels: tuple[str, ...] = ()
     dra_driver: str = DRA_DRIVER  # --dra-driver: DeviceClasses, wait-dra-ready, the canary, the checks
 
@@ -160,6 +165,8 @@ class PlanParams:
                 raise InputError("bad --order: an empty pool name", "give pool names, comma-separated")
         if not self.canary_image.strip() or any(c.isspace() for c in self.canary_image):
             raise InputError(f"bad canary image {self.canary_image!r}", "give an image reference")
+        if not self.canary_command.strip():
+            raise InputError("empty --canary-command", "give a command line that exits 0 when it sees its devices")
         return self
 
     def _check_types(self) -> None:

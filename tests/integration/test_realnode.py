@@ -1,0 +1,438 @@
+"""The real-node tier: a real kubelet v1.37.2, containerd 2.x and our GPU plugins (tools/k8s/node), migrated
+and rolled back by the tool's own commands, with the kubelet behaviour the cutover relies on measured.
+
+One control plane and one real node for the module (its own, not the session's: `plan` covers every GPU
+node of a cluster, and the other modules' simulated nodes must not be in it). The tests run in file order
+and each leaves the node as the next expects: device plugin serving, DRA plugin off.
+
+Measured figures are printed at the end of the module (and kept in MEASURED); README "Real-node tier"
+quotes one run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import controlplane
+import pytest
+from conftest import wait_for
+from ruamel.yaml import YAML
+
+from migrate.execute.journal import journal_path
+from migrate.sim.kube import Kube, new_api_client, path_of
+
+pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
+
+ROOT = Path(__file__).resolve().parents[2]
+NODE_TOOL = ROOT / "tools" / "k8s" / "node"
+GPU = "nvidia.com/gpu"
+DP, DRA = "nvidia.com/gpu.deploy.device-plugin", "nvidia.com/dra-kubelet-plugin"
+DRIVER = "gpu.nvidia.com"
+IMAGE = "dra-migrate.local/busybox:test"
+PAUSE = "dra-migrate.local/pause:1"
+DEVICES = 2
+SLICES = "/apis/resource.k8s.io/v1/resourceslices"
+CLASS = "gpu-extended.nvidia.com"  # the DeviceClass the plan makes for nvidia.com/gpu
+MEASURED: dict[str, float] = {}
+
+
+@dataclass(frozen=True)
+class RealNode:
+    cp: controlplane.ControlPlane
+    name: str
+    dir: Path  # DIR/node
+    kube: Kube
+
+
+@pytest.fixture(scope="module")
+def node(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealNode]:
+    if os.geteuid() != 0:
+        pytest.fail("the real-node tier needs root (kubelet, containerd, network namespaces)", pytrace=False)
+    if not controlplane.binaries_present():
+        controlplane.build()
+    cp = controlplane.start(tmp_path_factory.mktemp("realnode"))
+    api = None
+    try:
+        t0 = time.monotonic()
+        res = subprocess.run(
+            [str(NODE_TOOL), "up", str(cp.dir), "--devices", str(DEVICES)],
+            capture_output=True, text=True, timeout=1800, check=False, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        if res.returncode != 0:
+            pytest.fail(f"tools/k8s/node up failed (exit {res.returncode}):\n{res.stderr[-4000:]}", pytrace=False)
+        MEASURED["node up (s, incl. cached build check)"] = round(time.monotonic() - t0, 1)
+        name = res.stdout.strip().splitlines()[-1]
+        api = new_api_client(cp.kubeconfig, "dra-migrate-tests")
+        kube = Kube(api)
+        install_dra_daemonset(kube)
+        yield RealNode(cp, name, cp.dir / "node", kube)
+    finally:
+        if api is not None:
+            api.close()
+        subprocess.run([str(NODE_TOOL), "down", str(cp.dir)], capture_output=True, check=False)
+        controlplane.stop(cp)
+        reporter = request.config.pluginmanager.getplugin("terminalreporter")
+        if reporter is not None and MEASURED:
+            reporter.write_line("\nreal-node measurements: " + json.dumps(MEASURED, indent=1))
+
+
+def install_dra_daemonset(kube: Kube) -> None:
+    """The DRA driver chart's kubelet-plugin DaemonSet (v0.4 name), placed by the GPU Operator recipe's label.
+    Its pod runs our pause image on the real node; the plugin itself runs as a host process (pods cannot
+    reach an API server on 127.0.0.1), started and stopped by the same label."""
+    ns = "nvidia-dra-driver-gpu"
+    kube.create_or_exists("/api/v1/namespaces", {"metadata": {"name": ns}})
+    labels = {"app.kubernetes.io/name": "dra-driver-nvidia-gpu", "app.kubernetes.io/component": "kubelet-plugin"}
+    kube.create_or_exists(
+        path_of("apps/v1", "daemonsets", namespace=ns),
+        {
+            "metadata": {"name": "dra-driver-nvidia-gpu-kubelet-plugin", "namespace": ns, "labels": labels},
+            "spec": {
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "nodeSelector": {DRA: "true"},
+                        "tolerations": [{"operator": "Exists"}],
+                        "automountServiceAccountToken": False,
+                        "terminationGracePeriodSeconds": 1,
+                        "containers": [{"name": "gpus", "image": PAUSE, "imagePullPolicy": "Never"}],
+                    },
+                },
+            },
+        },
+    )
+
+
+# -- helpers -------------------------------------------------------------------------------------------
+
+
+def cli(cp: controlplane.ControlPlane, *args: str) -> subprocess.CompletedProcess[str]:
+    """The real CLI in its own process."""
+    return subprocess.run(
+        [sys.executable, "-m", "migrate", *args, "--kubeconfig", str(cp.kubeconfig)],
+        capture_output=True, text=True, timeout=900, cwd=ROOT, check=False, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def node_obj(n: RealNode) -> dict[str, Any]:
+    return n.kube.get(path_of("v1", "nodes", n.name))
+
+
+def gpu_status(n: RealNode) -> tuple[str | None, str | None]:
+    st = node_obj(n)["status"]
+    return (st.get("capacity") or {}).get(GPU), (st.get("allocatable") or {}).get(GPU)
+
+
+def slice_devices(n: RealNode) -> list[dict[str, Any]]:
+    items, _ = n.kube.list_all(SLICES, [("fieldSelector", f"spec.nodeName={n.name}")])
+    return [d for s in items if s["spec"]["driver"] == DRIVER for d in s["spec"].get("devices") or []]
+
+
+def uuids_published(n: RealNode) -> set[str]:
+    return {d["attributes"]["uuid"]["string"] for d in slice_devices(n)}
+
+
+def run_gpu_pod(n: RealNode, command: str = "nvidia-smi -L", timeout: float = 60) -> dict[str, Any]:
+    """A pod requesting nvidia.com/gpu: 1 (the same spec before and after the cutover); returns it terminated."""
+    name = f"gpu-{uuid.uuid4().hex[:6]}"
+    pods = path_of("v1", "pods", namespace="default")
+    n.kube.create(
+        pods,
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "restartPolicy": "Never",
+                "terminationGracePeriodSeconds": 0,
+                "automountServiceAccountToken": False,
+                "containers": [
+                    {
+                        "name": "c",
+                        "image": IMAGE,
+                        "imagePullPolicy": "Never",
+                        "command": ["sh", "-c", f"{{ {command}; echo NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES; }}"
+                                    " >/dev/termination-log 2>&1; cat /dev/termination-log"],
+                        "resources": {"limits": {GPU: "1"}},
+                    }
+                ],
+            },
+        },
+    )  # fmt: skip
+    path = path_of("v1", "pods", name, "default")
+    try:
+
+        def finished() -> dict[str, Any] | None:
+            pod = n.kube.get(path)
+            return pod if pod["status"].get("phase") in ("Succeeded", "Failed") else None
+
+        result: dict[str, Any] = wait_for(f"pod {name} finished", finished, timeout=timeout)
+        return result
+    finally:
+        n.kube.delete(path, {"gracePeriodSeconds": 0})
+
+
+def message(pod: dict[str, Any]) -> str:
+    return str(pod["status"]["containerStatuses"][0]["state"]["terminated"].get("message") or "")
+
+
+def timed(what: str, probe: Callable[[], Any], timeout: float, poll: float = 0.2) -> float:
+    """Seconds until `probe` is truthy (polling every `poll` s)."""
+    t0 = time.monotonic()
+    while not probe():
+        if time.monotonic() - t0 > timeout:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(poll)
+    return round(time.monotonic() - t0, 1)
+
+
+def plan_for(n: RealNode, dir: Path, name: str, *extra: str) -> Path:
+    out = dir / name
+    res = cli(n.cp, "plan", "--out", str(out), "--soak", "0s", "--canary-image", IMAGE, *extra)
+    assert res.returncode == 0, res.stderr
+    assert "applicable" in res.stderr and "NOT applicable" not in res.stderr, res.stderr
+    return out
+
+
+def journal(plan: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in journal_path(plan).read_text().splitlines() if x.strip()]
+
+
+def apply_records(plan: Path, step: str) -> list[dict[str, Any]]:
+    return [e for e in journal(plan) if e.get("phase") == "apply" and str(e.get("stepId", "")).endswith("/" + step)]
+
+
+def step_end(plan: Path, step: str) -> dict[str, Any]:
+    """The last `end` record of the step whose id ends with /`step`."""
+    ends = [e for e in apply_records(plan, step) if e.get("event") == "end"]
+    assert ends, f"no end record of {step} in {journal_path(plan)}"
+    return ends[-1]
+
+
+def epoch(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def step_seconds(plan: Path, step: str) -> float:
+    """From the step's last start record to its end record, by the journal's clock."""
+    start = [e for e in apply_records(plan, step) if e.get("event") == "start"][-1]
+    return round(epoch(step_end(plan, step)["time"]) - epoch(start["time"]), 1)
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Plans and journals shared by the tests (the rollback uses the apply's journal)."""
+    return tmp_path_factory.mktemp("realnode-plans")
+
+
+def assert_original(n: RealNode, *, classes: list[str]) -> None:
+    """The node as tools/k8s/node started it: device plugin on, DRA label absent, schedulable; and exactly
+    `classes` as DeviceClasses (a failed wave rolls back the wave, not the prepare stage that made the class)."""
+    obj = node_obj(n)
+    labels = obj["metadata"].get("labels") or {}
+    assert labels.get(DP) == "true" and DRA not in labels, labels
+    assert not obj["spec"].get("unschedulable")
+    items, _ = n.kube.list_all("/apis/resource.k8s.io/v1/deviceclasses")
+    assert [c["metadata"]["name"] for c in items] == classes
+    wait_for("the device plugin to serve again", lambda: gpu_status(n)[1] == str(DEVICES), timeout=60)
+
+
+# -- the tier ------------------------------------------------------------------------------------------
+
+
+def test_a_pod_runs_through_the_device_plugin(node: RealNode) -> None:
+    assert gpu_status(node) == (str(DEVICES), str(DEVICES))
+    pod = run_gpu_pod(node)
+    assert pod["status"]["phase"] == "Succeeded", pod["status"]
+    assert "extendedResourceClaimStatus" not in pod["status"]  # the device plugin served it
+    lines = [x for x in message(pod).splitlines() if x.startswith("GPU ")]
+    assert len(lines) == 1 and "(UUID: GPU-" in lines[0], message(pod)
+
+
+def test_apply_moves_the_node_to_dra_and_a_container_uses_its_device(node: RealNode, workdir: Path) -> None:
+    plan = plan_for(node, workdir, "migrate.yaml")
+    t0 = time.monotonic()
+    res = cli(node.cp, "apply", str(plan), "--yes")
+    assert res.returncode == 0, res.stderr
+    MEASURED["apply of one real node (s)"] = round(time.monotonic() - t0, 1)
+    MEASURED["wait-dra-ready on the real node (s)"] = step_seconds(plan, "wait-dra-ready")
+    MEASURED["canary on the real node (s)"] = step_seconds(plan, "canary")
+    n = node_obj(node)
+    assert n["metadata"]["labels"][DP] == "false" and n["metadata"]["labels"][DRA] == "true"
+    assert not n["spec"].get("unschedulable")
+    published = uuids_published(node)
+    assert len(published) == DEVICES
+    # The canary proved use: its termination message names the device its claim was given, by uuid.
+    end = step_end(plan, "canary")
+    assert end["result"] == "ok"
+    assert end["after"]["expected"] and set(end["after"]["expected"]) <= published
+    assert all(u in end["after"]["saw"] for u in end["after"]["expected"])
+    # The same pod spec as before now runs through DRA: a claim prepared by the real plugin, the
+    # CDI-injected environment and device file seen by the container.
+    pod = run_gpu_pod(node)
+    assert pod["status"]["phase"] == "Succeeded", pod["status"]
+    assert pod["status"]["extendedResourceClaimStatus"]["requestMappings"][0]["resourceName"] == GPU
+    seen = [x.split("UUID: ")[1].rstrip(")") for x in message(pod).splitlines() if x.startswith("GPU ")]
+    assert len(seen) == 1 and seen[0] in published, message(pod)
+    assert f"NVIDIA_VISIBLE_DEVICES={seen[0]}" in message(pod)
+
+
+def probe_role(n: RealNode, tmp_path: Path) -> Path:
+    """A kubeconfig for a user holding only deploy/rbac/probe.yaml."""
+    role = YAML(typ="safe").load((ROOT / "deploy" / "rbac" / "probe.yaml").read_text())
+    user = f"prober-{uuid.uuid4().hex[:6]}"
+    role["metadata"]["name"] = user
+    n.kube.create_or_exists("/apis/rbac.authorization.k8s.io/v1/clusterroles", role)
+    n.kube.create_or_exists(
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+        {
+            "metadata": {"name": user},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": user},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+        },
+    )
+    return controlplane.mint_kubeconfig(n.cp, user, [], tmp_path / "prober.kubeconfig")
+
+
+def probe_cli(kubeconfig: Path, node: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "migrate", "probe", "--kubeconfig", str(kubeconfig), "--node", node,
+         "--canary-image", IMAGE, "-o", "json", *extra],
+        capture_output=True, text=True, timeout=600, cwd=ROOT, check=False, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def leftovers(n: RealNode) -> list[str]:
+    out = []
+    for path in ("/api/v1/pods", "/apis/resource.k8s.io/v1/resourceclaims", "/apis/resource.k8s.io/v1/deviceclasses"):
+        items, _ = n.kube.list_all(path, [("labelSelector", "dra-migrate.io/probe")])
+        out += [f"{path}/{i['metadata']['name']}" for i in items]
+    return out
+
+
+def test_probe_passes_on_the_migrated_node_with_only_its_role_and_fails_when_prepare_fails(
+    node: RealNode, tmp_path: Path
+) -> None:
+    kc = probe_role(node, tmp_path)
+    t0 = time.monotonic()
+    res = probe_cli(kc, node.name)
+    MEASURED["probe on the real node (s)"] = round(time.monotonic() - t0, 1)
+    assert res.returncode == 0, res.stdout + res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["formatVersion"] == 1 and doc["node"] == node.name and doc["result"] == "ok"
+    assert doc["deviceClass"] == CLASS  # the class the plan made for nvidia.com/gpu
+    assert {d["attributes"]["uuid"] for d in doc["devices"]} == uuids_published(node)
+    assert all(d["capacity"]["memory"] for d in doc["devices"])
+    assert doc["match"]["allocated"] and len(doc["match"]["devices"]) == 1
+    by_name = {d["name"]: d["attributes"]["uuid"] for d in doc["devices"]}
+    assert by_name[doc["match"]["devices"][0]] in doc["match"]["containerSaw"]
+    assert doc["mismatch"] == {**doc["mismatch"], "allocated": False}
+    assert "cannot allocate all claims" in doc["mismatch"]["reason"]
+    assert leftovers(node) == []
+    fail = node.dir / "fail-prepare"
+    fail.touch()
+    try:
+        res = probe_cli(kc, node.name)
+    finally:
+        fail.unlink()
+    assert res.returncode == 2, res.stdout + res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["result"] == "failed" and "FailedPrepareDynamicResources" in " ".join(doc["problems"])
+    assert leftovers(node) == []
+
+
+def test_capacity_is_held_while_allocatable_is_zero_after_the_device_plugin_left(node: RealNode, workdir: Path) -> None:
+    """Device manager: allocatable 0 at once, capacity kept for endpointStopGracePeriod = 5 min (k8s.io/kubernetes
+    v1.37.2 pkg/kubelet/cm/devicemanager/endpoint.go, manager.go GetCapacity). The tier watches the first
+    75 s of that window (the whole 5 min would double its run time)."""
+    stopped = epoch(step_end(workdir / "migrate.yaml", "disable-device-plugin")["time"])
+    while time.time() - stopped < 75:
+        assert gpu_status(node) == (str(DEVICES), "0")
+        time.sleep(5)
+    MEASURED["capacity still N with allocatable 0, checked up to (s after the label switch)"] = round(
+        time.time() - stopped, 1
+    )
+
+
+def test_rollback_serves_the_device_plugin_again_and_the_kubelet_wipes_the_slices_later(
+    node: RealNode, workdir: Path
+) -> None:
+    assert slice_devices(node)
+    res = cli(node.cp, "rollback", str(workdir / "migrate.yaml"), "--yes")
+    assert res.returncode == 0, res.stderr
+    t0 = time.monotonic()
+    back = timed("allocatable back to N", lambda: gpu_status(node) == (str(DEVICES), str(DEVICES)), timeout=60)
+    MEASURED["device plugin serving again after rollback (s)"] = back
+    # The plugin stops at once (its label is gone) and never deletes its slices; the kubelet wipes them
+    # 30 s after the plugin's endpoint went away (defaultWipingDelay, pkg/kubelet/cm/dra/manager.go).
+    wiped = timed("slices wiped", lambda: not slice_devices(node), timeout=120, poll=0.5) + back
+    MEASURED["slices wiped after the DRA plugin stopped (s)"] = round(wiped, 1)
+    assert 25 <= wiped <= 60, wiped
+    assert time.monotonic() - t0 >= 25
+    assert_original(node, classes=[])
+    pod = run_gpu_pod(node)
+    assert pod["status"]["phase"] == "Succeeded" and "extendedResourceClaimStatus" not in pod["status"]
+
+
+def test_a_pod_terminates_over_its_grace_period(node: RealNode) -> None:
+    """A container ignoring SIGTERM is killed when its grace period ends; the pod object goes then."""
+    name = f"grace-{uuid.uuid4().hex[:6]}"
+    path = path_of("v1", "pods", name, "default")
+    node.kube.create(
+        path_of("v1", "pods", namespace="default"),
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "terminationGracePeriodSeconds": 5,
+                "automountServiceAccountToken": False,
+                "containers": [{"name": "c", "image": IMAGE, "imagePullPolicy": "Never",
+                                "command": ["sh", "-c", "trap '' TERM; while true; do sleep 1; done"]}],
+            },
+        },
+    )  # fmt: skip
+    wait_for("grace pod running", lambda: node.kube.get(path)["status"].get("phase") == "Running", timeout=60)
+    t0 = time.monotonic()
+    node.kube.delete(path)
+    gone = timed("pod gone", lambda: node.kube.get_or_none(path) is None, timeout=60)
+    MEASURED["pod with grace 5 s ignoring SIGTERM: delete to gone (s)"] = gone
+    assert 5 <= time.monotonic() - t0 <= 20
+
+
+def test_a_canary_whose_prepare_fails_fails_the_step_with_the_kubelets_reason_and_rolls_back(
+    node: RealNode, workdir: Path
+) -> None:
+    fail = node.dir / "fail-prepare"
+    fail.touch()
+    try:
+        plan = plan_for(node, workdir, "fail-prepare.yaml")
+        res = cli(node.cp, "apply", str(plan), "--yes")
+    finally:
+        fail.unlink()
+    assert res.returncode != 0
+    assert "FailedPrepareDynamicResources" in res.stderr and "prepare failure injected" in res.stderr, res.stderr
+    assert step_end(plan, "canary")["result"] == "failed"
+    assert_original(node, classes=[CLASS])
+
+
+def test_a_canary_that_sees_no_device_fails_and_rolls_back(node: RealNode, workdir: Path) -> None:
+    wait_for("old slices wiped", lambda: not slice_devices(node), timeout=90)
+    plan = plan_for(node, workdir, "blind.yaml", "--canary-command", "ls /dev/nvidia9")
+    res = cli(node.cp, "apply", str(plan), "--yes")
+    assert res.returncode != 0
+    assert "exited 1" in res.stderr and "/dev/nvidia9" in res.stderr, res.stderr
+    assert_original(node, classes=[CLASS])
+    # Undo the prepare stages too, newest plan first; the class goes with the plan that created it (the
+    # second found it there and leaves it).
+    for name in ("blind.yaml", "fail-prepare.yaml"):
+        res = cli(node.cp, "rollback", str(workdir / name), "--yes")
+        assert res.returncode == 0, res.stderr
+    assert_original(node, classes=[])
