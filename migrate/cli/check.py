@@ -3,18 +3,32 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
-from migrate.checks.context import parse_feature_gates
-from migrate.checks.run import assess
 from migrate.cli import exitcodes
-from migrate.cli.options import SourceOptions, load_state, output_option, source_options
-from migrate.render import emit, to_json, to_yaml, use_color
-from migrate.render.checks import check_document
+from migrate.cli.options import (
+    SourceOptions,
+    load_state,
+    next_step,
+    output_option,
+    print_data,
+    source_args,
+    source_options,
+)
 
 
-@click.command()
+@click.command(
+    epilog="""\b
+Examples:
+  dra-migrate check --snapshot cluster.yaml
+  dra-migrate check --kubeconfig ~/.kube/config -o json | jq '.findings[] | select(.severity=="blocker")'
+  dra-migrate check --snapshot cluster.yaml --feature-gate DRAExtendedResource=true || echo "blockers"
+
+Exit codes: 0 no blockers, 1 error, 2 blockers found.
+"""
+)
 @source_options
 @click.option("--pool-label", "pool_labels", multiple=True, metavar="KEY", help="Node label that names a pool.")
 @click.option(
@@ -24,17 +38,27 @@ from migrate.render.checks import check_document
     metavar="NAME=BOOL",
     help="Declare a gate as the cluster runs it (e.g. DRAExtendedResource=true on 1.34-1.35).",
 )
-@output_option()
+@output_option(names="the ids of the findings")
 def check(source: SourceOptions, pool_labels: tuple[str, ...], feature_gates: tuple[str, ...], output: str) -> None:
     """Readiness findings (exit 2 when any blocker) and capacity per pool before and after."""
+    from migrate.checks.context import parse_feature_gates
+    from migrate.checks.run import assess
+    from migrate.render.checks import check_document
+
     gates = parse_feature_gates(feature_gates)
     readiness = assess(load_state(source), pool_labels=pool_labels, feature_gates=gates)
-    report = readiness.to_dict()
-    if output == "json":
-        emit(to_json(report))
-    elif output == "yaml":
-        emit(to_yaml(report))
-    else:
-        emit(check_document(report, markdown=output == "markdown").render(output, color=use_color(sys.stdout)))
+    report: dict[str, Any] = {**readiness.to_dict(), "cluster": readiness.inventory.cluster_dict()}
+    print_data(
+        output,
+        report,
+        lambda: check_document(report, markdown=output == "markdown"),
+        lambda: list(dict.fromkeys(f["id"] for f in report["findings"])),
+    )
+    args = source_args(source) + "".join(f" --pool-label {k}" for k in pool_labels)
+    args += "".join(f" --feature-gate {g}" for g in feature_gates)
     if readiness.blockers:
+        pools = sorted({c.pool for c in readiness.capacity if not c.fits})
+        hint = f" --exclude-pools {','.join(pools)}" if pools else ""
+        next_step(f"resolve the blockers, or plan around them: dra-migrate plan {args}{hint}")
         sys.exit(exitcodes.ACTION_NEEDED)
+    next_step(f"dra-migrate plan {args}")

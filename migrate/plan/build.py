@@ -13,6 +13,7 @@ from collections import Counter
 from typing import Any
 
 from migrate import __version__
+from migrate.checks.model import Finding
 from migrate.checks.run import Readiness, assess
 from migrate.cluster.state import ClusterState
 from migrate.dra.capacity import class_for
@@ -34,21 +35,109 @@ def build_plan(
     """The plan body (everything but the digests), as the file holds it."""
     params = params.validate()
     readiness = assess(state, pool_labels=params.pool_labels, feature_gates=feature_gates or {})
+    selected, excluded = _select_pools(readiness, params)
     stages = [_prepare(readiness)] + [
-        _pool_stage(state, readiness, params, pool) for pool in _pool_order(readiness, params)
+        _pool_stage(state, readiness, params, pool) for pool in _pool_order(readiness, params, selected)
     ]
     stages = [s for s in stages if s.pool is None or s.waves]
-    blockers = readiness.blockers
+    findings = [{**f.to_dict(), **_scope(f, readiness)} for f in readiness.findings]
+    stage_dicts = [_with_applicability(s.to_dict(), findings) for s in stages]
     return {
         "formatVersion": FORMAT_VERSION,
         "tool": {"name": "dra-migrate", "version": __version__},
         "cluster": _cluster_name(state),
         "parameters": params.to_dict(),
         "fingerprint": fingerprint(state, readiness),
-        "applicable": blockers == 0,
-        "findings": [f.to_dict() for f in readiness.findings],
+        # Applicable as a whole only when every stage is; `apply --stage` may run any stage that is.
+        "applicable": all(s["applicable"] for s in stage_dicts),
+        "findings": findings,
         "summary": _summary(stages, params),
-        "stages": [s.to_dict() for s in stages],
+        "review": _review(readiness, selected, excluded),
+        "stages": stage_dicts,
+    }
+
+
+# --- partial migrations: which pools, and which blockers stop which stage ------------------------------
+
+
+def _select_pools(readiness: Readiness, params: PlanParams) -> tuple[list[str], list[dict[str, str]]]:
+    """The pools to plan (--pools, else all, minus --exclude-pools), and the left-out ones with why."""
+    known = [p.name for p in readiness.inventory.pools]
+    for flag, names in (("--pools", params.pools), ("--exclude-pools", params.exclude_pools)):
+        unknown = [p for p in names if p not in known]
+        if unknown:
+            raise InputError(
+                f"{flag} names unknown pool(s): {', '.join(unknown)}", f"pools: {', '.join(known) or 'none'}"
+            )
+    both = sorted(set(params.pools) & set(params.exclude_pools))
+    if both:
+        raise InputError(f"--pools and --exclude-pools both name {', '.join(both)}", "name each pool in one of them")
+    selected, excluded = [], []
+    for pool in known:
+        if params.pools and pool not in params.pools:
+            excluded.append({"pool": pool, "reason": "not named by --pools"})
+        elif pool in params.exclude_pools:
+            excluded.append({"pool": pool, "reason": "left out by --exclude-pools"})
+        elif not _to_migrate(readiness, pool):
+            excluded.append({"pool": pool, "reason": "already served by DRA: nothing to migrate"})
+        else:
+            selected.append(pool)
+    return selected, excluded
+
+
+def _scope(finding: Finding, readiness: Readiness) -> dict[str, Any]:
+    """A finding about pools or nodes only is scoped to those pools; anything else is cluster-wide.
+
+    Objects are "Kind name" or "Kind namespace/name" (checks/model.py); a finding that names a Pool or
+    Nodes concerns their pools alone, so it blocks only their stages."""
+    node_pool = {n.name: n.pool for n in readiness.inventory.nodes}
+    pools: set[str] = set()
+    for obj in finding.objects:
+        kind, _, name = obj.partition(" ")
+        if kind == "Pool":
+            pools.add(name)
+        elif kind == "Node" and name in node_pool:
+            pools.add(node_pool[name])
+        else:
+            return {"scope": "cluster"}
+    return {"scope": "pool", "pools": sorted(pools)} if pools else {"scope": "cluster"}
+
+
+def _with_applicability(stage: dict[str, Any], findings: list[dict[str, Any]]) -> dict[str, Any]:
+    """`applicable`/`blockedBy` per stage: cluster-wide blockers stop every stage, a pool's only its own."""
+    blocked_by = sorted(
+        {
+            f["id"]
+            for f in findings
+            if f["severity"] == "blocker"
+            and (f["scope"] == "cluster" or (stage.get("pool") is not None and stage["pool"] in f["pools"]))
+        }
+    )
+    return {**stage, "applicable": not blocked_by, "blockedBy": blocked_by}
+
+
+def _review(readiness: Readiness, selected: list[str], excluded: list[dict[str, str]]) -> dict[str, Any]:
+    """What review needs at planning time, so `report PLAN` stands alone: capacity before/after per pool,
+    the inventory summary per pool, the pools planned and those left out with why."""
+    consumers: Counter[str] = Counter(p for c in readiness.inventory.consumers for p in c.pools)
+    return {
+        "pools": selected,
+        "excludedPools": excluded,
+        "capacity": [c.to_dict() for c in readiness.capacity],
+        "inventory": {
+            "consumers": len(readiness.inventory.consumers),
+            "gpuNodes": len(readiness.inventory.nodes),
+            "pools": [
+                {
+                    "name": p.name,
+                    "nodes": len(p.nodes),
+                    "allocatable": dict(sorted(p.allocatable.items())),
+                    "requested": dict(sorted(p.requested.items())),
+                    "consumers": consumers.get(p.name, 0),
+                }
+                for p in readiness.inventory.pools
+            ],
+        },
     }
 
 
@@ -99,8 +188,8 @@ def _to_migrate(readiness: Readiness, pool: str) -> list[GpuNode]:
     ]
 
 
-def _pool_order(readiness: Readiness, params: PlanParams) -> list[str]:
-    pools = [p.name for p in readiness.inventory.pools if _to_migrate(readiness, p.name)]
+def _pool_order(readiness: Readiness, params: PlanParams, selected: list[str]) -> list[str]:
+    pools = [p for p in selected if _to_migrate(readiness, p)]
     unknown = [p for p in params.order if p not in pools]
     if unknown:
         raise InputError(

@@ -23,7 +23,9 @@ from migrate.errors import InputError
 from migrate.fileio import write_text_atomic
 from migrate.plan.model import FORMAT_VERSION
 
-_SECTIONS = ("formatVersion", "tool", "cluster", "parameters", "fingerprint", "applicable", "findings", "summary")
+_SECTIONS = (
+    "formatVersion", "tool", "cluster", "parameters", "fingerprint", "applicable", "findings", "summary", "review",
+)
 _REQUIRED: dict[str, type | tuple[type, ...]] = {
     "formatVersion": int,
     "tool": dict,

@@ -53,6 +53,8 @@ class PlanParams:
     canary_timeout: str = "3m"
     canary_image: str = CANARY_IMAGE
     pool_labels: tuple[str, ...] = ()
+    pools: tuple[str, ...] = ()  # plan only these pools (empty: every pool)
+    exclude_pools: tuple[str, ...] = ()  # leave these pools out (a partial migration)
 
     def validate(self) -> PlanParams:
         if self.drain not in ("gpu", "all"):
