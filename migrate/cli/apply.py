@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from migrate.cli import exitcodes
-from migrate.cli.options import SourceOptions, load_state, source_options
+from migrate.cli.options import SourceOptions, load_state, output_option, print_data, source_options
 from migrate.errors import InputError
 from migrate.execute.contract import LockHeld
 from migrate.execute.journal import Journal, journal_path, read_journal
@@ -215,19 +215,16 @@ def rollback(plan_file: Path, source: SourceOptions, stage: str | None, yes: boo
 
 @click.command()
 @_PLAN
-@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@output_option(names="the remaining step ids")
 def status(plan_file: Path, output: str) -> None:
     """Done, current and remaining steps per stage and node, from the plan's journal."""
+    from migrate.render.status import STATUS_FORMAT_VERSION, remaining_steps, status_document
+
     plan = plan_io.load(plan_file)
     jpath = journal_path(plan_file)
     progress = progress_of(plan, read_journal(jpath) if jpath.exists() else [])
-    report = progress.to_dict()
-    if output == "json":
-        emit(to_json(report))
-        return
-    from migrate.render.status import status_document
-
-    emit(status_document(report).render("table"))
+    report = {"formatVersion": STATUS_FORMAT_VERSION, **progress.to_dict()}
+    print_data(output, report, lambda: status_document(report), lambda: remaining_steps(report))
 
 
 @click.command()

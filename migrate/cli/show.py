@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
-from migrate.plan import io as plan_io
-from migrate.render import emit, to_json, use_color
-from migrate.render.plan import plan_document
+from migrate.cli.options import output_option, print_data
 
 
-@click.command()
+@click.command(
+    epilog="""\b
+Examples:
+  dra-migrate show plans/prod-20261201-101500.yaml
+  dra-migrate show plans/prod-20261201-101500.yaml -o wide
+  dra-migrate show plans/prod-20261201-101500.yaml -o json | jq '.stages[] | {name, applicable, blockedBy}'
+"""
+)
 @click.argument("plan_file", metavar="PLAN", type=click.Path(path_type=Path))
-@click.option("-o", "--output", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True)
+@output_option(names="the stages")
 def show(plan_file: Path, output: str) -> None:
-    """Show a plan: pools, nodes, waves, disruption and duration, then each stage."""
+    """Show a plan: pools, nodes, waves, disruption and duration, which stages can be applied, then each
+    stage with its steps' parameters and its nodes."""
+    from migrate.plan import io as plan_io
+    from migrate.render.plan import plan_document
+
     plan = plan_io.load(plan_file)
-    if output == "json":
-        emit(to_json(plan))
-    else:
-        emit(plan_document(plan).render(output, color=use_color(sys.stdout)))
+    print_data(output, plan, lambda: plan_document(plan), lambda: [st["name"] for st in plan["stages"]])

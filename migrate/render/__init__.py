@@ -64,6 +64,14 @@ def severity(value: str) -> str:
     return styled(value.upper(), SEVERITY_STYLE.get(value.lower()))
 
 
+_CHANGE_STYLE = {"added": "good", "removed": "bad", "changed": "warn", "moved": "warn"}
+
+
+def change(word: str) -> str:
+    """A diff's change: added green, removed red (as `diff --color` shows + and - lines)."""
+    return styled(word, _CHANGE_STYLE.get(word))
+
+
 def verdict(ok: bool, yes: str = "yes", no: str = "NO") -> str:
     return styled(yes, "good") if ok else styled(no, "bad")
 

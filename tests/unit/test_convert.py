@@ -43,7 +43,7 @@ def comments(text: str) -> list[str]:
 @pytest.mark.parametrize("fixture", CONVERTIBLE, ids=[p.stem for p in CONVERTIBLE])
 def test_golden_conversion(fixture: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    r = run("convert", str(fixture.relative_to(ROOT)), "-o", str(out))
+    r = run("convert", str(fixture.relative_to(ROOT)), "--output-dir", str(out))
     assert r.code == 0, r.stderr
     converted = (out / fixture.name).read_text()
     golden = GOLDEN / fixture.name
@@ -248,13 +248,13 @@ def test_nothing_to_do_exits_zero_with_empty_diff(tmp_path: Path) -> None:
 
 def test_output_dir_keeps_relative_paths(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    r = run("convert", str(MANIFESTS), "-o", str(out), "--skip-unconvertible")
+    r = run("convert", str(MANIFESTS), "--output-dir", str(out), "--skip-unconvertible")
     assert r.code == 0, r.stderr
     assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in MANIFESTS.glob("*.yaml"))
 
 
 def test_in_place_and_output_dir_exclude_each_other(tmp_path: Path) -> None:
-    r = run("convert", "--in-place", "-o", str(tmp_path), str(MANIFESTS / "pod.yaml"))
+    r = run("convert", "--in-place", "--output-dir", str(tmp_path), str(MANIFESTS / "pod.yaml"))
     assert r.code == 1 and "exclude each other" in r.stderr
 
 
