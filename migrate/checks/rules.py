@@ -326,6 +326,8 @@ def gang_split(ctx: CheckContext) -> Iterator[Finding]:
                 INFO,
                 f"{c.kind} {c.namespace}/{c.name} runs across pools {', '.join(sorted(c.pools))}, which migrate in "
                 "different stages: between them its workers are served by different mechanisms",
-                "pin it to one pool, or migrate those pools in one stage (plan --order)",
+                f"pin it to one pool, or migrate its pools back to back when it is not running "
+                f"(plan --order {','.join(sorted(c.pools))}); within a pool the planner keeps a gang's nodes in one "
+                "wave where the wave is wide enough",
                 (f"{c.kind} {c.namespace}/{c.name}",),
             )

@@ -69,6 +69,13 @@ NVIDIA_KINDS: tuple[Kind, ...] = (
     Kind("nvidia.com", "v1alpha1", "GPUCluster", "gpuclusters", namespaced=False, optional=True),
 )
 
+# The 1.37 gang-scheduling API (KEP-4671): beta, served only with --runtime-config=scheduling.k8s.io/v1beta1=true
+# and the GenericWorkload gate (k8s.io/kubernetes@v1.37.2 pkg/controlplane/instance.go, pkg/features/kube_features.go).
+SCHEDULING_KINDS: tuple[Kind, ...] = (
+    Kind("scheduling.k8s.io", "v1beta1", "Workload", "workloads", namespaced=True, optional=True),
+    Kind("scheduling.k8s.io", "v1beta1", "PodGroup", "podgroups", namespaced=True, optional=True),
+)
+
 # Workload CRDs whose pod templates can request GPUs (nvidia-facts.md §6 lists the sources per kind).
 WORKLOAD_CRD_KINDS: tuple[Kind, ...] = (
     Kind("kubeflow.org", "v1", "PyTorchJob", "pytorchjobs", namespaced=True, optional=True),
@@ -90,5 +97,5 @@ WORKLOAD_CRD_KINDS: tuple[Kind, ...] = (
     Kind("serving.knative.dev", "v1", "Service", "services", namespaced=True, optional=True),
 )
 
-ALL_KINDS: tuple[Kind, ...] = CORE_KINDS + DRA_KINDS + NVIDIA_KINDS + WORKLOAD_CRD_KINDS
+ALL_KINDS: tuple[Kind, ...] = CORE_KINDS + DRA_KINDS + NVIDIA_KINDS + SCHEDULING_KINDS + WORKLOAD_CRD_KINDS
 KINDS_BY_KEY: dict[str, Kind] = {k.key: k for k in ALL_KINDS}

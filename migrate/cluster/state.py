@@ -187,7 +187,16 @@ def _prune_container(c: Any) -> Any:
     return out
 
 
-_POD_SPEC_KEYS = ("nodeName", "nodeSelector", "affinity", "tolerations", "resourceClaims", "priorityClassName")
+# schedulingGroup: the 1.37 PodGroup a pod belongs to (k8s.io/api@v0.37.2 core/v1 PodSpec.SchedulingGroup).
+_POD_SPEC_KEYS = (
+    "nodeName",
+    "nodeSelector",
+    "affinity",
+    "tolerations",
+    "resourceClaims",
+    "priorityClassName",
+    "schedulingGroup",
+)
 _POD_META_KEYS = ("name", "namespace", "uid", "resourceVersion", "ownerReferences", "labels", "deletionTimestamp")
 
 

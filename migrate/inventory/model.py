@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from migrate.cluster.state import ClusterState, paused_gc
@@ -16,6 +16,7 @@ from migrate.inventory.fleet import (
     build_pools,
     pool_of,
 )
+from migrate.inventory.gangs import Gang, find_gangs
 from migrate.inventory.operator import (
     dra_plugin_daemonsets,
     known_gpu_names_from_configs,
@@ -37,6 +38,7 @@ class Inventory:
     pools: list[Pool]
     operator: dict[str, Any]
     dra: dict[str, Any]
+    gangs: list[Gang] = field(default_factory=list)  # inventory/gangs.py
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -47,6 +49,7 @@ class Inventory:
             "pools": [p.to_dict() for p in self.pools],
             "operator": self.operator,
             "dra": self.dra,
+            "gangs": [g.to_dict() for g in self.gangs],
         }
 
     def cluster_dict(self) -> dict[str, Any]:
@@ -93,4 +96,5 @@ def _build(state: ClusterState, pool_labels: tuple[str, ...]) -> Inventory:
         pools=build_pools(gpu_nodes),
         operator=summarize_operator(state, configs),
         dra=summarize_dra(state, dra_plugin_daemonsets(state)),
+        gangs=find_gangs(state, names, consumers, node_pools),
     )

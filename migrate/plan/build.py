@@ -20,6 +20,7 @@ from migrate.dra.capacity import class_for
 from migrate.dra.devices import NVIDIA_DRIVER, node_devices
 from migrate.errors import InputError
 from migrate.inventory.fleet import GpuNode
+from migrate.inventory.gangs import Gang
 from migrate.plan.fingerprint import fingerprint
 from migrate.plan.model import FORMAT_VERSION, Inverse, NodeEntry, Stage, Step, Wave
 from migrate.plan.params import PlanParams, format_duration, parse_duration
@@ -51,7 +52,7 @@ def build_plan(
         # Applicable as a whole only when every stage is; `apply --stage` may run any stage that is.
         "applicable": all(s["applicable"] for s in stage_dicts),
         "findings": findings,
-        "summary": _summary(stages, params),
+        "summary": {**_summary(stages, params), "gangs": gang_disruption(stages, readiness)},
         "review": _review(readiness, selected, excluded),
         "stages": stage_dicts,
     }
@@ -225,7 +226,7 @@ def _pool_stage(state: ClusterState, readiness: Readiness, params: PlanParams, p
     size = params.wave_size(len(nodes))
     resources = tuple(sorted({r for n in nodes for r in n.capacity}))
     waves = []
-    groups = [ordered[i : i + size] for i in range(0, len(ordered), size)]
+    groups = _group_waves(ordered, size, [nodes for _, nodes in _gang_nodes(readiness)])
     for i, group in enumerate(groups, 1):
         entries = tuple(
             NodeEntry(
@@ -246,6 +247,60 @@ def _pool_stage(state: ClusterState, readiness: Readiness, params: PlanParams, p
         soak = params.soak if i < len(groups) else "0s"
         waves.append(Wave(f"wave-{i}", entries, evicted, soak))
     return Stage(f"pool-{pool}", pool, resources, node_steps(params), tuple(waves))
+
+
+def _gang_nodes(readiness: Readiness) -> list[tuple[Gang, set[str]]]:
+    """Each gang with the nodes its live pods run on; gangs on one node need no grouping."""
+    where: dict[str, str] = {}
+    for p in readiness.inventory.state.of("Pod"):
+        m, spec = p.get("metadata") or {}, p.get("spec") or {}
+        if isinstance(spec.get("nodeName"), str):
+            where[f"{m.get('namespace', '')}/{m.get('name', '')}"] = spec["nodeName"]
+    out = [(g, {where[p] for p in g.pod_names if p in where}) for g in readiness.inventory.gangs]
+    return [(g, nodes) for g, nodes in out if len(nodes) > 1]
+
+
+def _group_waves(ordered: list[GpuNode], size: int, gangs: list[set[str]]) -> list[list[GpuNode]]:
+    """Waves of at most `size` nodes, least-loaded first, with the nodes of one gang in one wave where the
+    wave is wide enough: a gang evicted once restarts once, while one spread over k waves is broken k times
+    (README "Gangs"). Nodes linked by any gang form one unit; a unit wider than a wave is cut in wave-sized
+    pieces; units are placed first-fit, so waves stay full and keep the least-loaded-first order."""
+    index = {n.name: i for i, n in enumerate(ordered)}
+    parent = list(range(len(ordered)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for gang in gangs:
+        members = sorted(index[n] for n in gang if n in index)
+        for m in members[1:]:
+            parent[root(m)] = root(members[0])
+    units: dict[int, list[GpuNode]] = {}
+    for i, n in enumerate(ordered):
+        units.setdefault(root(i), []).append(n)
+    pieces = [u[j : j + size] for u in units.values() for j in range(0, len(u), size)]
+    waves: list[list[GpuNode]] = []
+    for piece in sorted(pieces, key=lambda p: index[p[0].name]):
+        home = next((w for w in waves if len(w) + len(piece) <= size), None)
+        if home is None:
+            waves.append(list(piece))
+        else:
+            home.extend(piece)
+    return waves
+
+
+def gang_disruption(stages: list[Stage], readiness: Readiness) -> list[dict[str, Any]]:
+    """Per gang, the waves whose drains evict its pods: one is the least a migration can do."""
+    wave_of = {e.node: f"{s.name}/{w.name}" for s in stages for w in s.waves for e in w.nodes}
+    out = []
+    for gang, nodes in _gang_nodes(readiness):
+        waves = sorted({wave_of[n] for n in nodes if n in wave_of})
+        if waves:
+            out.append({"gang": gang.ref, "waves": waves})
+    return out
 
 
 def _canary_resource(node: GpuNode, readiness: Readiness) -> str:

@@ -129,6 +129,14 @@ def plan_document(plan: dict[str, Any]) -> Document:
         empty="Nothing to migrate.",
     )
 
+    gangs = s.get("gangs") or []
+    if gangs:
+        doc.heading("Disruption per gang")
+        doc.table(
+            ["gang", "waves that evict it", "times broken"],
+            [[g["gang"], ", ".join(g["waves"]), len(g["waves"])] for g in gangs],
+        )
+
     for st in plan["stages"]:
         doc.heading(f"Stage {st['name']}")
         doc.line(stage_verdict(st, plan))

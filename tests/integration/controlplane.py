@@ -91,14 +91,16 @@ def read_env(dir: Path) -> dict[str, str]:
     return env
 
 
-def start(dir: Path, timeout: float = 600) -> ControlPlane:
+def start(dir: Path, timeout: float = 600, env: dict[str, str] | None = None) -> ControlPlane:
     """Run ``tools/k8s/up DIR`` (it builds first if the binaries are missing) and describe the result.
 
     ``timeout`` bounds the whole call; up itself gives each component DRA_MIGRATE_K8S_TIMEOUT seconds.
+    ``env`` adds to the environment up sees (DRA_MIGRATE_FEATURE_GATES, DRA_MIGRATE_RUNTIME_CONFIG).
     """
     try:
         res = subprocess.run(
             [str(TOOLS / "up"), str(dir)],
+            env={**os.environ, **(env or {})},
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,

@@ -233,10 +233,12 @@ def test_gang_workload_split() -> None:
 
 
 def test_every_rule_has_a_test_and_a_readme_entry() -> None:
-    from migrate.checks import rules  # noqa: F401
     from migrate.checks.registry import RULES
 
-    here = Path(__file__).read_text()
+    assess(make())  # the registry imports its rule modules on the first run
+
+    # Rules of every module count, their tests in any unit-test file.
+    here = "".join(p.read_text() for p in Path(__file__).parent.glob("test_*.py"))
     readme = (ROOT / "README.md").read_text()
     for rule_id in RULES:
         assert f'"{rule_id}"' in here, f"no test for {rule_id}"

@@ -1,0 +1,200 @@
+"""Gangs: inventory of all-or-nothing groups and whether they can still be placed whole (README "Gangs")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from migrate.checks.run import assess
+from migrate.dra.gangfit import fits
+from migrate.inventory.model import build_inventory
+from tests.unit.helpers import container, obj, pod, pod_spec, template
+from tests.unit.test_checks import GPU, gpu_node, make, severities
+
+SCHED = "scheduling.k8s.io/v1beta1"
+
+
+def pytorchjob(name: str, workers: int, gpus: int, **spec: Any) -> dict[str, Any]:
+    ps = pod_spec(container(requests={GPU: gpus}))
+    return obj(
+        "kubeflow.org/v1",
+        "PyTorchJob",
+        name,
+        {"pytorchReplicaSpecs": {"Worker": {"replicas": workers, "template": template(ps)}}, **spec},
+    )
+
+
+def workers(job: dict[str, Any], nodes: list[str], gpus: int, phase: str = "Running") -> list[dict[str, Any]]:
+    ps = pod_spec(container(requests={GPU: gpus}))
+    return [pod(f"{job['metadata']['name']}-w-{i}", ps, owner=job, node=n, phase=phase) for i, n in enumerate(nodes)]
+
+
+# --- packing -------------------------------------------------------------------------------------------------
+
+
+def test_packing_is_per_node_not_a_sum_of_totals() -> None:
+    # 64 free GPUs, but on sixteen nodes with 4 each: eight pods of 8 do not fit; eight of 4 do.
+    half_used = {f"n{i}": {GPU: 4} for i in range(16)}
+    assert not fits([{GPU: 8}] * 8, half_used)
+    assert fits([{GPU: 4}] * 16, half_used)
+    assert not fits([{GPU: 4}] * 17, half_used)
+
+
+def test_packing_never_gives_a_gpu_twice_and_mixes_shapes() -> None:
+    nodes = {"a": {GPU: 8}, "b": {GPU: 8}}
+    assert fits([{GPU: 6}, {GPU: 2}, {GPU: 6}, {GPU: 2}], nodes)
+    assert not fits([{GPU: 6}, {GPU: 6}, {GPU: 6}], nodes)
+    # Two resources: a pod needs both on one node.
+    mixed = {"a": {GPU: 8, "nvidia.com/mig-1g.10gb": 0}, "b": {"nvidia.com/mig-1g.10gb": 7}}
+    assert not fits([{GPU: 1, "nvidia.com/mig-1g.10gb": 1}], mixed)
+    assert fits([{GPU: 8}, {"nvidia.com/mig-1g.10gb": 7}], mixed)
+
+
+# --- inventory -----------------------------------------------------------------------------------------------
+
+
+def test_framework_jobs_are_gangs_with_their_min_count() -> None:
+    job = pytorchjob("llama", 4, 8, runPolicy={"schedulingPolicy": {"minAvailable": 3}})
+    inv = build_inventory(make(gpu_node("a"), gpu_node("b"), job, *workers(job, ["a", "b", "a", "b"], 8)))
+    [gang] = inv.gangs
+    assert (gang.kind, gang.name, gang.min_count, gang.pods, gang.live_pods) == ("PyTorchJob", "llama", 3, 4, 4)
+    assert gang.to_dict()["roles"] == [{"count": 4, "resources": {GPU: 8}}]
+    assert gang.pools == {"p"}
+
+
+def test_volcano_min_available_and_single_pod_jobs() -> None:
+    ps = pod_spec(container(requests={GPU: 1}))
+    vj = obj(
+        "batch.volcano.sh/v1alpha1",
+        "Job",
+        "vj",
+        {"minAvailable": 2, "tasks": [{"name": "w", "replicas": 5, "template": template(ps)}]},
+    )
+    single = pytorchjob("solo", 1, 8)
+    inv = build_inventory(make(gpu_node("a"), vj, single))
+    [gang] = inv.gangs  # a one-pod job is no gang
+    assert (gang.kind, gang.min_count, gang.pods) == ("Job", 2, 5)
+
+
+def test_podgroups_and_their_pods() -> None:
+    pg = obj(SCHED, "PodGroup", "train-workers-0", {"schedulingPolicy": {"gang": {"minCount": 2}}})
+    basic = obj(SCHED, "PodGroup", "loose", {"schedulingPolicy": {"basic": {}}})
+    ps = pod_spec(container(requests={GPU: 4}), schedulingGroup={"podGroupName": "train-workers-0"})
+    members = [pod(f"m{i}", ps, node=n) for i, n in enumerate(["a", "b"])]
+    wl = obj(
+        SCHED,
+        "Workload",
+        "other",
+        {"podGroupTemplates": [{"name": "w", "schedulingPolicy": {"gang": {"minCount": 4}}}]},
+    )
+    inv = build_inventory(make(gpu_node("a"), gpu_node("b"), pg, basic, wl, *members))
+    by_kind = {g.kind: g for g in inv.gangs}
+    assert set(by_kind) == {"PodGroup", "Workload"}
+    assert by_kind["PodGroup"].min_count == 2 and by_kind["PodGroup"].live_pods == 2
+    assert by_kind["PodGroup"].to_dict()["roles"] == [{"count": 2, "resources": {GPU: 4}}]
+    assert by_kind["Workload"].min_count == 4 and by_kind["Workload"].pods == 0
+
+
+# --- gang-capacity-after -------------------------------------------------------------------------------------
+
+
+def _fleet(n: int, pool: str = "p") -> list[dict[str, Any]]:
+    return [gpu_node(f"{pool}-{i}", pool=pool) for i in range(n)]
+
+
+def test_gang_that_needs_every_node_is_blocked_by_any_wave() -> None:
+    # Eight nodes, a gang of eight 8-GPU workers: whichever wave is out, the gang cannot be whole.
+    job = pytorchjob("big", 8, 8)
+    nodes = _fleet(8)
+    s = make(*nodes, job, *workers(job, [f"p-{i}" for i in range(8)], 8))
+    assert severities(s, "gang-capacity-after") == ["blocker"]
+    [f] = [f for f in assess(s).findings if f.id == "gang-capacity-after"]
+    assert "during p" in f.message and "PyTorchJob ml/big" in f.objects
+
+
+def test_gang_with_room_elsewhere_is_fine() -> None:
+    job = pytorchjob("small", 4, 8)
+    nodes = _fleet(10)  # 10 nodes, one wave of 1 out: nine left for four workers
+    s = make(*nodes, job, *workers(job, ["p-0", "p-1", "p-2", "p-3"], 8))
+    assert severities(s, "gang-capacity-after") == []
+
+
+def test_gang_that_fits_only_by_evicting_others_warns() -> None:
+    job = pytorchjob("mid", 4, 8)
+    other = pytorchjob("batch", 1, 8)  # a one-pod job is no gang, but its pods hold GPUs
+    nodes = _fleet(5)
+    others = [pod(f"o{i}", pod_spec(container(requests={GPU: 8})), owner=other, node=f"p-{4 - i}") for i in range(1)]
+    s = make(*nodes, job, other, *workers(job, ["p-0", "p-1", "p-2", "p-3"], 8), *others)
+    # Five nodes: one out for its wave leaves four, one of which the other pod holds.
+    assert severities(s, "gang-capacity-after") == ["warning"]
+
+
+def test_gang_that_cannot_run_today_is_not_blamed_on_the_migration() -> None:
+    job = pytorchjob("stuck", 4, 8)
+    ps = pod_spec(container(requests={GPU: 8}))
+    pending = [pod(f"stuck-pending-{i}", ps, owner=job, node=None, phase="Pending") for i in range(2)]
+    s = make(*_fleet(2), job, *workers(job, ["p-0", "p-1"], 8), *pending)
+    assert build_inventory(s).gangs[0].live_pods == 4
+    assert severities(s, "gang-capacity-after") == []
+
+
+# --- gang-scheduling-unavailable -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("served", "gates", "expected"),
+    [
+        (None, {}, ["warning"]),  # off by default in 1.37; a snapshot that says nothing
+        (None, {"GenericWorkload": True}, []),
+        (("v1", "scheduling.k8s.io/v1"), {}, ["warning"]),  # the beta version is not served
+        (("v1", SCHED), {}, []),
+        (("v1", SCHED), {"GenericWorkload": False}, ["warning"]),
+    ],
+)
+def test_gang_scheduling_unavailable(
+    served: tuple[str, ...] | None, gates: dict[str, bool], expected: list[str]
+) -> None:
+    pg = obj(SCHED, "PodGroup", "g", {"schedulingPolicy": {"gang": {"minCount": 2}}})
+    s = make(gpu_node("a"), pg, served=served)
+    assert severities(s, "gang-scheduling-unavailable", feature_gates=gates) == expected
+    assert severities(make(gpu_node("a"), served=served), "gang-scheduling-unavailable", feature_gates=gates) == []
+
+
+# --- planning ------------------------------------------------------------------------------------------------
+
+
+def _plan(*objects: dict[str, Any], **params: Any) -> dict[str, Any]:
+    from migrate.plan.build import build_plan
+    from migrate.plan.params import PlanParams
+
+    return build_plan(make(*objects), PlanParams(**params))
+
+
+def _waves_of(plan: dict[str, Any]) -> list[list[str]]:
+    return [[n["node"] for n in w["nodes"]] for st in plan["stages"] for w in st.get("waves") or []]
+
+
+def test_a_gangs_nodes_migrate_in_one_wave_when_the_wave_allows() -> None:
+    # Ten nodes, waves of 4: the gang on p-1, p-5 and p-8 would be broken in three waves by load order.
+    job = pytorchjob("llama", 3, 8)
+    nodes = _fleet(10)
+    idle = [pod(f"busy-{i}", pod_spec(container(requests={GPU: 1})), node=f"p-{i}") for i in (0, 2, 3, 4, 6, 7, 9)]
+    plan = _plan(*nodes, job, *workers(job, ["p-1", "p-5", "p-8"], 8), *idle, max_unavailable="4")
+    waves = _waves_of(plan)
+    assert all(len(w) <= 4 for w in waves) and sorted(n for w in waves for n in w) == sorted(
+        f"p-{i}" for i in range(10)
+    )
+    [home] = [w for w in waves if "p-1" in w]
+    assert {"p-1", "p-5", "p-8"} <= set(home)
+    assert plan["summary"]["gangs"] == [
+        {"gang": "PyTorchJob ml/llama", "waves": [plan["stages"][1]["name"] + "/" + "wave-1"]}
+    ]
+
+
+def test_a_gang_wider_than_a_wave_is_cut_in_wave_sized_pieces() -> None:
+    job = pytorchjob("wide", 6, 8)
+    plan = _plan(*_fleet(6), job, *workers(job, [f"p-{i}" for i in range(6)], 8), max_unavailable="2")
+    waves = _waves_of(plan)
+    assert [len(w) for w in waves] == [2, 2, 2]
+    assert len(plan["summary"]["gangs"][0]["waves"]) == 3
