@@ -115,8 +115,8 @@ def plan(
     quoted = shlex.quote(str(path))
     if sealed["applicable"]:
         next_step(f"dra-migrate show {quoted}, then dra-migrate apply {quoted} --kubeconfig ...")
-    elif any(s["applicable"] for s in sealed["stages"] if s.get("pool")):
-        stage = next(s["name"] for s in sealed["stages"] if s.get("pool") and s["applicable"])
+    elif any(st["applicable"] for st in summary["stages"] if st["pool"]):
+        stage = next(st["name"] for st in summary["stages"] if st["pool"] and st["applicable"])
         next_step(
             f"dra-migrate show {quoted}; resolve the blockers, or apply one stage: "
             f"dra-migrate apply {quoted} --stage {stage}"
@@ -136,9 +136,9 @@ def _refuse_overwrite(path: Path, force: bool) -> None:
 
 def planned(plan: dict[str, Any], path: Path) -> dict[str, Any]:
     """What `plan` prints: the summary, the blockers and what each stage may do (JSON: this object)."""
-    stopping = {b for s in plan["stages"] for b in s.get("blockedBy", [])}
-    # A blocker of a left-out pool stops nothing in this plan: it is shown with the pools left out.
-    blockers = [f for f in plan["findings"] if f["severity"] == "blocker" and (f["id"] in stopping or "scope" not in f)]
+    from migrate.plan.scope import stage_blockers
+
+    blockers = [f for f in plan["findings"] if f["severity"] == "blocker"]
     review = plan.get("review") or {}
     return {
         "formatVersion": 1,
@@ -158,8 +158,8 @@ def planned(plan: dict[str, Any], path: Path) -> dict[str, Any]:
                 "nodes": sum(len(w["nodes"]) for w in s.get("waves") or []),
                 "waves": len(s.get("waves") or []),
                 "evictedPods": sum(w["evictedPods"] for w in s.get("waves") or []),
-                "applicable": s.get("applicable", plan["applicable"]),
-                "blockedBy": s.get("blockedBy", []),
+                "applicable": not stage_blockers(plan["findings"], s.get("pool")),
+                "blockedBy": stage_blockers(plan["findings"], s.get("pool")),
             }
             for s in plan["stages"]
         ],
@@ -192,5 +192,6 @@ def planned_document(p: dict[str, Any]) -> Any:
         where = "cluster-wide" if b["scope"] == "cluster" else f"pool {', '.join(b['pools'])}"
         doc.line(styled(f"blocker {b['id']} ({where}): {b['message']}", "bad"))
     for x in p["excludedPools"]:
-        doc.line(f"left out: {x['pool']}: {x['reason']}")
+        about = [f"{f['id']} ({f['severity']})" for f in x.get("findings") or []]
+        doc.line(f"left out: {x['pool']}: {x['reason']}" + (f"; its findings: {', '.join(about)}" if about else ""))
     return doc

@@ -41,27 +41,30 @@ def build_plan(
         _pool_stage(state, readiness, params, pool) for pool in _pool_order(readiness, params, selected)
     ]
     stages = [s for s in stages if s.pool is None or s.waves]
-    findings = [{**f.to_dict(), **_scope(f, readiness)} for f in readiness.findings]
-    stage_dicts = [_with_applicability(s.to_dict(), findings) for s in stages]
+    scoped = [{**f.to_dict(), **_scope(f, readiness)} for f in readiness.findings]
+    # A finding about left-out pools only concerns no stage of this plan: it is recorded with them.
+    findings = [f for f in scoped if f["scope"] == "cluster" or set(f["pools"]) & set(selected)]
+    left_out = [f for f in scoped if f not in findings]
+    excluded = [{**x, "findings": [f for f in left_out if x["pool"] in f["pools"]]} for x in excluded]
     return {
         "formatVersion": FORMAT_VERSION,
         "tool": {"name": "dra-migrate", "version": __version__},
         "cluster": _cluster_name(state),
         "parameters": params.to_dict(),
         "fingerprint": fingerprint(state, readiness),
-        # Applicable as a whole only when every stage is; `apply --stage` may run any stage that is.
-        "applicable": all(s["applicable"] for s in stage_dicts),
+        # As a whole; `apply --stage` may run a stage no blocker stops (`stage_blockers`).
+        "applicable": not any(f["severity"] == "blocker" for f in findings),
         "findings": findings,
         "summary": {**_summary(stages, params), "gangs": gang_disruption(stages, readiness)},
         "review": _review(readiness, selected, excluded),
-        "stages": stage_dicts,
+        "stages": [s.to_dict() for s in stages],
     }
 
 
 # --- partial migrations: which pools, and which blockers stop which stage ------------------------------
 
 
-def _select_pools(readiness: Readiness, params: PlanParams) -> tuple[list[str], list[dict[str, str]]]:
+def _select_pools(readiness: Readiness, params: PlanParams) -> tuple[list[str], list[dict[str, Any]]]:
     """The pools to plan (--pools, else all, minus --exclude-pools), and the left-out ones with why."""
     known = [p.name for p in readiness.inventory.pools]
     for flag, names in (("--pools", params.pools), ("--exclude-pools", params.exclude_pools)):
@@ -73,7 +76,8 @@ def _select_pools(readiness: Readiness, params: PlanParams) -> tuple[list[str], 
     both = sorted(set(params.pools) & set(params.exclude_pools))
     if both:
         raise InputError(f"--pools and --exclude-pools both name {', '.join(both)}", "name each pool in one of them")
-    selected, excluded = [], []
+    selected: list[str] = []
+    excluded: list[dict[str, Any]] = []
     for pool in known:
         if params.pools and pool not in params.pools:
             excluded.append({"pool": pool, "reason": "not named by --pools"})
@@ -87,10 +91,10 @@ def _select_pools(readiness: Readiness, params: PlanParams) -> tuple[list[str], 
 
 
 def _scope(finding: Finding, readiness: Readiness) -> dict[str, Any]:
-    """A finding about pools or nodes only is scoped to those pools; anything else is cluster-wide.
+    """`scope: pool` with its `pools` when the finding is about pools or their nodes only (it blocks only
+    those pools' stages); `scope: cluster` otherwise (it blocks the whole plan).
 
-    Objects are "Kind name" or "Kind namespace/name" (checks/model.py); a finding that names a Pool or
-    Nodes concerns their pools alone, so it blocks only their stages."""
+    Objects are "Kind name" or "Kind namespace/name" (checks/model.py)."""
     node_pool = {n.name: n.pool for n in readiness.inventory.nodes}
     pools: set[str] = set()
     for obj in finding.objects:
@@ -100,24 +104,11 @@ def _scope(finding: Finding, readiness: Readiness) -> dict[str, Any]:
         elif kind == "Node" and name in node_pool:
             pools.add(node_pool[name])
         else:
-            return {"scope": "cluster"}
-    return {"scope": "pool", "pools": sorted(pools)} if pools else {"scope": "cluster"}
+            return {"scope": "cluster", "pools": []}
+    return {"scope": "pool", "pools": sorted(pools)} if pools else {"scope": "cluster", "pools": []}
 
 
-def _with_applicability(stage: dict[str, Any], findings: list[dict[str, Any]]) -> dict[str, Any]:
-    """`applicable`/`blockedBy` per stage: cluster-wide blockers stop every stage, a pool's only its own."""
-    blocked_by = sorted(
-        {
-            f["id"]
-            for f in findings
-            if f["severity"] == "blocker"
-            and (f["scope"] == "cluster" or (stage.get("pool") is not None and stage["pool"] in f["pools"]))
-        }
-    )
-    return {**stage, "applicable": not blocked_by, "blockedBy": blocked_by}
-
-
-def _review(readiness: Readiness, selected: list[str], excluded: list[dict[str, str]]) -> dict[str, Any]:
+def _review(readiness: Readiness, selected: list[str], excluded: list[dict[str, Any]]) -> dict[str, Any]:
     """What review needs at planning time, so `report PLAN` stands alone: capacity before/after per pool,
     the inventory summary per pool, the pools planned and those left out with why."""
     consumers: Counter[str] = Counter(p for c in readiness.inventory.consumers for p in c.pools)

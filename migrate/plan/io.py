@@ -24,7 +24,15 @@ from migrate.fileio import write_text_atomic
 from migrate.plan.model import FORMAT_VERSION
 
 _SECTIONS = (
-    "formatVersion", "tool", "cluster", "parameters", "fingerprint", "applicable", "findings", "summary", "review",
+    "formatVersion",
+    "tool",
+    "cluster",
+    "parameters",
+    "fingerprint",
+    "applicable",
+    "findings",
+    "summary",
+    "review",
 )
 _REQUIRED: dict[str, type | tuple[type, ...]] = {
     "formatVersion": int,

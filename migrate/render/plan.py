@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from migrate.plan.scope import stage_blockers
 from migrate.render import Document, styled, verdict
 
 # Parameters that say how, not what: `-o wide` and `-o json` show them.
@@ -58,11 +59,10 @@ def undo_text(inverse: dict[str, Any] | None) -> str:
 
 
 def stage_verdict(stage: dict[str, Any], plan: dict[str, Any]) -> str:
-    applicable = stage.get("applicable", plan["applicable"])
-    if applicable:
+    blocked = stage_blockers(plan["findings"], stage.get("pool"))
+    if not blocked:
         return verdict(True, "applicable")
-    blocked = stage.get("blockedBy") or []
-    return verdict(False, no="blocked" + (f" by {', '.join(blocked)}" if blocked else ""))
+    return verdict(False, no=f"blocked by {', '.join(blocked)}")
 
 
 def plan_document(plan: dict[str, Any]) -> Document:
@@ -91,7 +91,10 @@ def plan_document(plan: dict[str, Any]) -> Document:
     )
     review = plan.get("review") or {}
     for x in review.get("excludedPools") or []:
-        doc.line(f"left out: pool {x['pool']}: {x['reason']}")
+        about = [f"{f['id']} ({f['severity']})" for f in x.get("findings") or []]
+        doc.line(
+            f"left out: pool {x['pool']}: {x['reason']}" + (f"; its findings: {', '.join(about)}" if about else "")
+        )
 
     blockers = [f for f in plan["findings"] if f["severity"] == "blocker"]
     if blockers:
@@ -110,8 +113,8 @@ def plan_document(plan: dict[str, Any]) -> Document:
                 sum(len(w["nodes"]) for w in st.get("waves") or []),
                 len(st.get("waves") or []),
                 sum(w["evictedPods"] for w in st.get("waves") or []),
-                verdict(bool(st.get("applicable", plan["applicable"]))),
-                ", ".join(st.get("blockedBy") or []) or "-",
+                verdict(not stage_blockers(plan["findings"], st.get("pool"))),
+                ", ".join(stage_blockers(plan["findings"], st.get("pool"))) or "-",
             ]
             for st in plan["stages"]
         ],
