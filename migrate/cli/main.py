@@ -152,7 +152,7 @@ class Group(click.Group):
     ) -> Any:
         argv = hoist_global_flags(sys.argv[1:] if args is None else args)
         try:
-            code = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
+            code = super().main(argv, prog_name or "dra-migrate", complete_var, standalone_mode=False, **extra)
         except click.UsageError as e:
             click.echo(f"error: {_usage_line(e)}", err=True)
             code = exitcodes.FAILED
@@ -175,7 +175,8 @@ class Group(click.Group):
 def _usage_line(e: click.UsageError) -> str:
     """Click's message (it names the option or argument), and where to read more, on one line."""
     path = e.ctx.command_path if e.ctx is not None else "dra-migrate"
-    return f"{e.format_message()} (see {path} --help)"
+    message = " ".join(e.format_message().split()).rstrip(".")  # Click's Choice message spans lines
+    return f"{message} (see {path} --help)"
 
 
 def _inputs(ctx: click.Context) -> str:

@@ -93,7 +93,7 @@ def output_option(
         @functools.wraps(f)
         def wrapper(*args: Any, output: str, legacy_format: str | None, **kwargs: Any) -> Any:
             if legacy_format is not None:
-                log.warning("--format is deprecated: use -o/--output %s", legacy_format)
+                click.echo(f"warning: --format is deprecated: use -o/--output {legacy_format}", err=True)
                 output = legacy_format
             return f(*args, output=output, **kwargs)
 
