@@ -134,6 +134,7 @@ def print_data(
 
 
 def load_state(src: SourceOptions) -> ClusterState:
+    from migrate.cli.progress import TerminalProgress, counted
     from migrate.cluster.live import LiveCluster, LiveOptions, read_objects
     from migrate.cluster.snapshot import load_snapshot
     from migrate.cluster.state import StateBuilder
@@ -145,7 +146,7 @@ def load_state(src: SourceOptions) -> ClusterState:
         cluster = LiveCluster(LiveOptions(src.kubeconfig, src.context))
         info, objects = read_objects(cluster, templates)
         builder = StateBuilder(info, templates)
-        builder.add_all(objects)
+        builder.add_all(counted(objects, TerminalProgress()))  # a large fleet takes a while: say so
         state = builder.state
         log.info("read %d objects from %s in %d API requests", state.count(), cluster.server, cluster.requests)
     if src.snapshot and not state.of("Node"):

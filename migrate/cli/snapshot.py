@@ -8,6 +8,7 @@ import click
 
 from migrate import __version__
 from migrate.cli.options import SourceOptions, source_options
+from migrate.cli.progress import TerminalProgress, counted
 from migrate.cluster.live import LiveCluster, LiveOptions, read_objects
 from migrate.cluster.redact import for_snapshot
 from migrate.cluster.snapshot import snapshot_header, write_snapshot
@@ -48,6 +49,7 @@ def snapshot(source: SourceOptions, out: Path | None, output_flag: str | None, k
         raise InputError(f"cannot tell the format of {out}", "name the file .jsonl, .json or .yaml")
     cluster = LiveCluster(LiveOptions(source.kubeconfig, source.context))
     info, objects = read_objects(cluster, source.template_table())
+    objects = counted(objects, TerminalProgress())  # a large fleet takes a while: say so on a terminal
     kept = (o for o in (for_snapshot(obj, keep_env=keep_env) for obj in objects) if o is not None)
     # Written beside the target and renamed: a crash or a refused list never leaves a partial snapshot.
     with atomic_writer(out) as fh:

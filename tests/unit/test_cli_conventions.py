@@ -412,3 +412,46 @@ def test_next_lines_name_the_next_command(tmp_path: Path) -> None:
     pln = run("plan", "--snapshot", "fixtures/clusters/half-migrated.yaml", "--out", str(out))
     assert f"next: dra-migrate show {out}" in pln.stderr and f"dra-migrate apply {out}" in pln.stderr
     assert "next:" not in pln.stdout
+
+
+# --- progress: countdown during a soak, objects read from a live cluster ---------------------------------
+
+
+class _Terminal:
+    def __init__(self) -> None:
+        self.text = ""
+
+    def isatty(self) -> bool:
+        return True
+
+    def write(self, s: str) -> None:
+        self.text += s
+
+    def flush(self) -> None:
+        pass
+
+
+def test_soak_countdown_and_listing_progress_on_a_terminal() -> None:
+    from migrate.cli.progress import TerminalProgress, counted, soak_ticks
+
+    term = _Terminal()
+    progress = TerminalProgress(term, every_s=0)  # type: ignore[arg-type]
+    ticks = list(soak_ticks(125, 60))
+    assert [r for r, _ in ticks] == [125, 65, 5] and sum(s for _, s in ticks) == 125
+    for remaining, _ in ticks:
+        progress.soak("pool-h100-pool/wave-1", remaining, 125)
+    assert "2m05s left of 2m05s" in term.text and "5s left" in term.text
+    objects = list(counted(iter([{"kind": "Node"}, {"kind": "Pod"}]), progress))
+    assert len(objects) == 2 and "2 objects (Pod)" in term.text
+    assert term.text.endswith("\r\x1b[K")  # the line is cleared before normal output continues
+
+
+def test_no_progress_when_not_a_terminal() -> None:
+    from migrate.cli.progress import TerminalProgress, counted
+
+    piped = _Terminal()
+    piped.isatty = lambda: False  # type: ignore[method-assign]
+    progress = TerminalProgress(piped)  # type: ignore[arg-type]
+    list(counted(iter([{"kind": "Node"}]), progress))
+    progress.soak("s/w", 3, 3)
+    assert piped.text == ""
