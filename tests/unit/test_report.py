@@ -69,14 +69,57 @@ def test_markdown_has_every_section_and_the_issue_contents() -> None:
     assert "estimated 1h5m45s" in out
 
 
-def test_without_a_cluster_the_report_says_what_it_needs() -> None:
-    r = run("report", PLAN, "--format", "markdown")
+def test_the_plan_alone_is_a_complete_report() -> None:
+    """The plan records capacity and the inventory summary at planning time (its `review`)."""
+    r = run("report", PLAN, "-o", "markdown")
+    assert r.code == 0, r.stderr
+    assert "needs `--snapshot FILE`" not in r.stdout.split("## Inventory")[0]  # capacity is there
+    assert "As recorded in the plan at planning time" in r.stdout
+    a100 = next(row[:6] for row in _rows(r.stdout) if row[:2] == ["a100-shared-pool", "nvidia.com/gpu"])
+    assert a100 == ["a100-shared-pool", "nvidia.com/gpu", "64 (4x shared)", "16 (predicted)", "17", "NO"]
+    assert ["h100-pool", "4", "nvidia.com/gpu=32", "nvidia.com/gpu=29", "4"] in _rows(r.stdout)  # pools, consumers
+    assert "Not recorded" in r.stdout  # identity needs a live read
+    data = json.loads(run("report", PLAN, "-o", "json").stdout)
+    assert data["capacitySource"] == "plan" and data["capacityChanges"] is None
+    assert data["inventory"]["source"] == "plan" and data["inventory"]["consumerCount"] == 14
+    assert data["inventory"]["consumers"] == [] and data["identity"] is None
+    assert data["cluster"]["source"] == {"kind": "plan", "location": None, "takenAt": None}
+
+
+def test_a_plan_without_a_review_record_says_what_it_needs(tmp_path: Path) -> None:
+    body = plan_io.body_of(plan_io.load(Path(PLAN)))
+    body.pop("review")
+    old = tmp_path / "old.yaml"
+    plan_io.write(plan_io.seal(body), old)
+    r = run("report", str(old), "-o", "markdown")
     assert r.code == 0, r.stderr
     assert r.stdout.count("needs `--snapshot FILE` or a live cluster") == 2  # inventory and capacity
-    assert "Not recorded" in r.stdout
-    data = json.loads(run("report", PLAN, "--format", "json").stdout)
-    assert data["inventory"] is None and data["capacity"] is None and data["identity"] is None
-    assert data["cluster"]["source"] == {"kind": "plan", "location": None, "takenAt": None}
+    data = json.loads(run("report", str(old), "-o", "json").stdout)
+    assert data["inventory"] is None and data["capacity"] is None
+
+
+def test_with_the_cluster_the_report_shows_what_changed_since(tmp_path: Path) -> None:
+    same = json.loads(run("report", PLAN, "--snapshot", DEMO, "-o", "json").stdout)
+    assert same["capacitySource"] == "snapshot" and same["capacityChanges"] == []
+    assert (
+        "No change: capacity and demand are as the plan recorded them" in run("report", PLAN, "--snapshot", DEMO).stdout
+    )
+    other = json.loads(
+        run("report", PLAN, "--snapshot", "fixtures/clusters/h100-homogeneous.yaml", "-o", "json").stdout
+    )
+    changed = {(c["pool"], c["field"]) for c in other["capacityChanges"]}
+    assert ("a100-shared-pool", "pool") in changed and ("p5-h100", "pool") in changed
+
+
+def test_stages_show_applicability_and_each_steps_parameters() -> None:
+    out = run("report", PLAN).stdout
+    assert "**blocked by dra-driver-missing**" in out
+    assert "label nvidia.com/gpu.deploy.device-plugin=false" in out  # which label is set to what
+    assert "restore-label: label nvidia.com/dra-kubelet-plugin=its original value" in out
+    assert "{original." not in out
+    html = run("report", PLAN, "-o", "html").stdout
+    assert '<span class="badge bad">blocked by dra-driver-missing</span>' in html
+    assert '<span class="badge bad">not applicable</span>' in html
 
 
 def test_json_contract() -> None:
@@ -96,6 +139,9 @@ def test_json_contract() -> None:
         "capacity",
         "summary",
         "stages",
+        "capacitySource",
+        "capacityChanges",
+        "excludedPools",
         "diff",
         "timeline",
         "verification",
