@@ -39,6 +39,11 @@ Examples:
 @click.option("--selector", help="A CEL selector added to every request (checked to compile).")
 @click.option("--share-across-pod", is_flag=True, help="GPU containers of one pod share one claim (same devices).")
 @click.option("--shared-claim", is_flag=True, help="One ResourceClaim shared by every pod of a workload.")
+@click.option(
+    "--gang",
+    is_flag=True,
+    help="Training workloads: a PodGroup with gang.minCount (Kubernetes 1.37, GenericWorkload), pods wired to it.",
+)
 @click.option("--skip-unconvertible", is_flag=True, help="Leave unconvertible manifests unchanged and exit 0.")
 @click.option("--templates", type=click.Path(path_type=Path), help="Extra pod-template paths for your CRDs.")
 def convert(
@@ -51,6 +56,7 @@ def convert(
     selector: str | None,
     share_across_pod: bool,
     shared_claim: bool,
+    gang: bool,
     skip_unconvertible: bool,
     templates: Path | None,
 ) -> None:
@@ -67,7 +73,7 @@ def convert(
         )
     if in_place and output_dir:
         raise InputError("--in-place and --output-dir exclude each other", "choose one")
-    opts = ConvertOptions(device_class, _classes(fallback), selector, share_across_pod, shared_claim)
+    opts = ConvertOptions(device_class, _classes(fallback), selector, share_across_pod, shared_claim, gang)
     if len(opts.fallback) + 1 > MAX_SUBREQUESTS:
         raise InputError(
             f"--fallback gives {len(opts.fallback)} classes", f"firstAvailable takes at most {MAX_SUBREQUESTS}"

@@ -46,6 +46,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "unlock": ("migrate.cli.apply", "unlock", "Break the cluster lock of a run that is gone."),
     "report": ("migrate.cli.report", "report", "The audit report of a plan (Markdown, HTML, JSON)."),
     "convert": ("migrate.cli.convert", "convert", "Rewrite manifests' GPU requests as ResourceClaimTemplates."),
+    "rehearse": ("migrate.cli.rehearse", "rehearse", "Run a reviewed plan on a private twin of the cluster."),
+    "twin": ("migrate.cli.rehearse", "twin", "Build or inspect the twin rehearse runs on."),
     "completion": ("migrate.cli.completion", "completion", "Print the shell completion script (bash, zsh, fish)."),
 }
 

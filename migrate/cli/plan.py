@@ -56,6 +56,7 @@ Exit codes: 0 written, 1 error, 2 (only with --detailed-exitcode) written but no
 @click.option("--device-plugin-label", default=PlanParams.device_plugin_label, show_default=True)
 @click.option("--dra-label", default=PlanParams.dra_label, show_default=True)
 @click.option("--rebase", "rebase", type=click.Path(path_type=Path), help="Re-digest an intentionally edited PLAN.")
+@click.option("--against", type=click.Path(path_type=Path), help="With --rebase: the plan the edit started from.")
 @click.option("--detailed-exitcode", is_flag=True, help="Exit 2 when the plan is not applicable (as Terraform).")
 @output_option(formats=("table", "wide", "json", "yaml", "markdown", "name"), names="the plan file written")
 def plan(
@@ -73,6 +74,7 @@ def plan(
     device_plugin_label: str,
     dra_label: str,
     rebase: Path | None,
+    against: Path | None,
     detailed_exitcode: bool,
     output: str,
 ) -> None:
@@ -86,10 +88,20 @@ def plan(
     from migrate.plan.build import build_plan
 
     if rebase is not None:
-        target = out or rebase
-        plan_io.write(plan_io.rebase(rebase), target)
+        from migrate.render.diff import plan_diff_document
+
+        rebased = plan_io.rebase_checked(rebase, against)
+        # What the edit changed, on stderr before anything is written (stdout stays free for data).
+        touched = ", ".join(str(e) for e in rebased.edited) or "nothing (the digests still matched)"
+        click.echo(f"edited since it was made: {touched}", err=True)
+        vs = "the original plan" if rebased.against_original else "the file as edited (what rebase recomputed)"
+        click.echo(f"semantic diff against {vs}:", err=True)
+        click.echo(plan_diff_document(rebased.diff.to_dict()).render("table", color=False), err=True, nl=False)
+        plan_io.write(rebased.plan, out or rebase)
         click.echo(f"rebased {rebase}: validated, re-digested, recorded as edited", err=True)
         return
+    if against is not None:
+        raise InputError("--against goes with --rebase", "dra-migrate plan --rebase EDITED --against ORIGINAL")
     params = PlanParams(
         max_unavailable=max_unavailable,
         soak=soak,

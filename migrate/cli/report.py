@@ -11,7 +11,7 @@ from migrate import __version__
 from migrate.checks.run import Readiness, assess
 from migrate.cli.options import SourceOptions, load_state, output_option, source_options
 from migrate.errors import ClusterError, InputError
-from migrate.execute.journal import journal_path, read_journal
+from migrate.execute.journal import journal_path, read_records
 from migrate.fileio import write_text_atomic
 from migrate.plan import io as plan_io
 from migrate.plan.diff import diff_plans
@@ -69,7 +69,11 @@ def report(
         journal_file = journal_path(plan_file)
     if journal_file is not None and not journal_file.exists():
         raise InputError(f"journal {journal_file} does not exist", "check the path, or leave --journal out")
-    records = read_journal(journal_file) if journal_file is not None else None
+    records = (
+        read_records(journal_file, plan_digest=str(plan["digest"]), require_owner=False)
+        if journal_file is not None
+        else None
+    )
     model = build_report(
         plan,
         plan_path=str(plan_file),

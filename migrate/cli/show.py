@@ -14,16 +14,30 @@ from migrate.cli.options import output_option, print_data
 Examples:
   dra-migrate show plans/prod-20261201-101500.yaml
   dra-migrate show plans/prod-20261201-101500.yaml -o wide
-  dra-migrate show plans/prod-20261201-101500.yaml -o json | jq '.stages[] | {name, applicable, blockedBy}'
+  dra-migrate show plans/prod-20261201-101500.yaml -o json | jq '.findings[] | {id, scope, pools}'
+  dra-migrate show plans/edited.yaml --allow-edited      # look at a hand edit before rebasing it
 """
 )
 @click.argument("plan_file", metavar="PLAN", type=click.Path(path_type=Path))
 @output_option(names="the stages")
-def show(plan_file: Path, output: str) -> None:
+@click.option("--allow-edited", is_flag=True, help="Show a hand-edited, not yet rebased plan, marked UNTRUSTED.")
+def show(plan_file: Path, output: str, allow_edited: bool) -> None:
     """Show a plan: pools, nodes, waves, disruption and duration, which stages can be applied, then each
     stage with its steps' parameters and its nodes."""
     from migrate.plan import io as plan_io
+    from migrate.render import Document
     from migrate.render.plan import plan_document
 
-    plan = plan_io.load(plan_file)
-    print_data(output, plan, lambda: plan_document(plan), lambda: [st["name"] for st in plan["stages"]])
+    review = plan_io.load_for_review(plan_file) if allow_edited else plan_io.Review(plan_io.load(plan_file), [])
+    plan, banner = review.plan, None if review.trusted else review.banner(plan_file)
+    if banner:
+        click.echo(banner, err=True)
+
+    def document() -> Document:
+        doc = plan_document(plan)
+        if banner:
+            doc.blocks.insert(0, ("line", banner))
+        return doc
+
+    data = plan if banner is None else {"untrusted": banner, **plan}
+    print_data(output, data, document, lambda: [st["name"] for st in plan["stages"]])

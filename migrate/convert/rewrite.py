@@ -31,6 +31,7 @@ from ruamel.yaml.tokens import CommentToken
 
 from migrate.cluster.kinds import kind_key
 from migrate.cluster.templates import ResolvedTemplate, TemplateTable
+from migrate.convert import gang
 from migrate.dra.deviceclasses import DRIVER, MANAGED_BY, SOURCE_ANNOTATION, mig_profile_of
 from migrate.inventory.resources import DEFAULT_GPU, SHARED_GPU, GpuNames, container_requests
 
@@ -54,6 +55,7 @@ class ConvertOptions:
     selector: str | None = None  # a CEL selector added to every alternative (compiled by the caller)
     share_across_pod: bool = False  # GPU containers of one pod reference one claim (they share devices)
     shared_claim: bool = False  # one ResourceClaim shared by every pod of the workload
+    gang: bool = False  # a PodGroup with gang.minCount for the workload, its pods wired to it (convert/gang.py)
 
 
 @dataclass(frozen=True)
@@ -234,6 +236,11 @@ def convert_document(doc: Any, table: TemplateTable, opts: ConvertOptions) -> Do
             )
         plans.append(plan)
 
+    podgroup = None
+    if opts.gang and plans:
+        why, podgroup = gang.plan(key, doc, resolved, workload, shared_claim=opts.shared_claim)
+        if why:
+            result.problems.append(f"{label}: --gang: {why}")
     if result.problems:
         result.new_documents.clear()
         result.summary.clear()
@@ -249,6 +256,16 @@ def convert_document(doc: Any, table: TemplateTable, opts: ConvertOptions) -> Do
         result.warnings.append(f"{label}: --shared-claim: every pod of the workload shares the same devices")
     for plan in plans:
         _apply(plan)
+    if podgroup is not None:
+        group = str(podgroup["metadata"]["name"])
+        gang.wire(resolved, group)
+        result.new_documents.append(podgroup)
+        count = podgroup["spec"]["schedulingPolicy"]["gang"]["minCount"]
+        result.summary.append(f"{label}: PodGroup {group} (gang.minCount {count}); its pods name it")
+        result.warnings.append(
+            f"{label}: --gang: needs kube-apiserver --runtime-config={gang.API_VERSION}=true and the "
+            "GenericWorkload feature gate on kube-apiserver and kube-scheduler (beta, off by default in 1.37)"
+        )
     result.changed = True
     return result
 

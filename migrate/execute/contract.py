@@ -6,10 +6,13 @@ control plane, the runner against them).
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from migrate.errors import ClusterError
+from migrate.errors import ClusterError, MigrateError
 
 
 class StepFailed(ClusterError):
@@ -23,6 +26,109 @@ class StepFailed(ClusterError):
 
 class LockHeld(ClusterError):
     """Another apply holds the cluster lock."""
+
+
+class LockLost(ClusterError):
+    """The cluster lock was lost mid-run (broken, taken over, or not renewed in time): stop at once,
+    roll nothing back (another run may own the cluster now)."""
+
+
+class Cancelled(MigrateError):
+    """A wait or a step was told to stop (another node of the wave failed, the lock was lost, apply was
+    interrupted). Not a failure of the step itself: it is journaled as interrupted and runs again on resume."""
+
+
+# kopf's split (kopf docs "Error handling": TemporaryError vs PermanentError): a transient failure says
+# nothing about the step, only that the cluster could not be asked now, so apply stops and a re-run
+# resumes; rolling back through the same unreachable server would only fail half-way. A permanent one
+# (StepFailed: a drain blocked past its timeout, a canary that failed, a node replaced; a request the
+# server refused for good) means the step cannot succeed as planned: the wave is rolled back.
+_TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
+
+
+def is_transient(e: BaseException) -> bool:
+    """True for "stop and resume later": no response (after retries), 5xx or 429 after retries, the lock lost."""
+    from migrate.execute.kubeapi import ApiError, Unreachable
+
+    if isinstance(e, Unreachable | LockLost | Cancelled):
+        return True
+    if isinstance(e, StepFailed):
+        return False
+    return isinstance(e, ApiError) and e.status in _TRANSIENT_STATUS
+
+
+class Cancel:
+    """A cancellation token. `cancel(reason)` wakes every wait on it (and on its children) at once; a
+    step checks it at its boundaries and waits sleep on it (`Clock.sleep`). `guard` is asked too at each
+    check (the cluster lock's `check`), so a lost lock stops a wait within one poll."""
+
+    def __init__(self, parent: Cancel | None = None, guard: Callable[[], None] | None = None) -> None:
+        self._event = threading.Event()
+        self._mutex = threading.Lock()
+        self._children: list[Cancel] = []
+        self._parent = parent
+        self._guard: Callable[[], None] | None = guard if guard is not None else (parent._guard if parent else None)
+        self.reason = ""
+        if parent is not None:
+            parent._adopt(self)
+
+    def _adopt(self, child: Cancel) -> None:
+        with self._mutex:
+            self._children.append(child)
+            cancelled = self._event.is_set()
+        if cancelled:
+            child.cancel(self.reason)
+
+    def cancel(self, reason: str) -> None:
+        with self._mutex:
+            if self._event.is_set():
+                return
+            self.reason = reason
+            self._event.set()
+            children = list(self._children)
+        for c in children:
+            c.cancel(reason)
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def check(self) -> None:
+        """Raise Cancelled when cancelled, or what the guard raises (LockLost)."""
+        if self._guard is not None:
+            self._guard()
+        if self._event.is_set():
+            raise Cancelled(f"stopped: {self.reason}")
+
+    def wait(self, seconds: float) -> bool:
+        """Block up to `seconds` of real time; True when cancelled meanwhile."""
+        return self._event.wait(max(seconds, 0.0))
+
+
+NEVER = Cancel()  # for callers that do not cancel (tests of one operation, the CLI's one-offs)
+
+
+class Clock(Protocol):
+    """Time as the runner and the waits see it: injected, so the fake runs a 10-minute drain in microseconds."""
+
+    def monotonic(self) -> float: ...
+
+    def sleep(self, seconds: float, cancel: Cancel) -> None:
+        """Wait `seconds`, or less when `cancel` is cancelled: then raise Cancelled (or the guard's error)."""
+        ...
+
+
+class SystemClock:
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def sleep(self, seconds: float, cancel: Cancel) -> None:
+        cancel.check()
+        cancel.wait(seconds)
+        cancel.check()
+
+
+SYSTEM_CLOCK = SystemClock()
 
 
 @dataclass(frozen=True)
@@ -50,19 +156,38 @@ class Ops(Protocol):
         """value None removes the label."""
         ...
 
-    def drain(self, node: str, scope: str, timeout_s: float, *, dry_run: bool = False) -> Change:
+    def drain(
+        self, node: str, scope: str, timeout_s: float, *, dry_run: bool = False, cancel: Cancel = NEVER
+    ) -> Change:
         """Evict the node's pods through policy/v1 Eviction (scope "gpu": pods that use devices; "all":
         every pod), skipping DaemonSet and mirror pods, retrying 429s with backoff, until none is left.
         Raises StepFailed naming the blocking PodDisruptionBudgets and pods after timeout_s."""
         ...
 
     def wait_dra_ready(
-        self, node: str, resources: list[str], devices: int, timeout_s: float, *, driver: str = "gpu.nvidia.com"
+        self,
+        node: str,
+        resources: list[str],
+        devices: int,
+        timeout_s: float,
+        *,
+        driver: str = "gpu.nvidia.com",
+        cancel: Cancel = NEVER,
     ) -> Change:
         """Until allocatable of `resources` is 0 and the driver's slices for the node hold `devices`."""
         ...
 
-    def canary(self, node: str, resource: str, image: str, timeout_s: float, *, dry_run: bool = False) -> Change:
+    def canary(
+        self,
+        node: str,
+        resource: str,
+        image: str,
+        timeout_s: float,
+        *,
+        dry_run: bool = False,
+        cancel: Cancel = NEVER,
+        command: list[str] | None = None,
+    ) -> Change:
         """A pod requesting 1 of `resource`, pinned by node affinity (not nodeName), must be scheduled on
         the node with a DRA allocation (pod.status.extendedResourceClaimStatus); then deleted."""
         ...

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -25,6 +26,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from migrate.errors import InputError
+from migrate.secrets import scrub
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +93,93 @@ def read_journal(path: Path) -> list[Record]:
     return _scan(data, path).records
 
 
+def read_records(path: Path, *, plan_digest: str, require_owner: bool = True) -> list[Record]:
+    """The journal of the plan whose digest is `plan_digest`, validated: every record is well-formed
+    (`JournalRecord.from_dict`), `seq` strictly increases, and no record belongs to another plan. Refuses
+    anything else with one line: a journal is one plan's history, and resuming, rolling back or
+    reporting from someone else's would act on steps this plan never took. `require_owner`: refuse a
+    journal in which no record names its plan (every journal apply writes does); `report` reads such a
+    hand-made one, as it cannot belong to another plan either."""
+    records = read_journal(path)
+    validate(records, path, plan_digest=plan_digest, require_owner=require_owner)
+    return records
+
+
+def validate(
+    records: Sequence[Record], path: Path, *, plan_digest: str, require_owner: bool = True
+) -> list[JournalRecord]:
+    typed = []
+    previous = 0
+    owned = False
+    for i, r in enumerate(records):
+        rec = JournalRecord.from_dict(r, f"{path}: record {i + 1}")
+        if rec.seq <= previous:
+            raise InputError(
+                f"{path}: record {i + 1} has seq {rec.seq} after seq {previous} (the journal was edited or spliced)",
+                "restore the journal, or move it aside to start over",
+            )
+        previous = rec.seq
+        if rec.plan_digest is not None:
+            if rec.plan_digest != plan_digest:
+                raise InputError(
+                    f"{path}: this journal belongs to another plan (record {rec.seq} has digest {rec.plan_digest}, "
+                    f"this plan {plan_digest})",
+                    "use the plan it was written for, or move the journal aside to start over",
+                )
+            owned = True
+        typed.append(rec)
+    if typed and not owned and require_owner:
+        raise InputError(f"{path}: no record names the plan it belongs to", "move the journal aside to start over")
+    return typed
+
+
+@dataclass(frozen=True)
+class JournalRecord:
+    """One record, typed: what the runner writes, `status` and `report` read."""
+
+    seq: int
+    time: str
+    event: str
+    phase: str | None = None
+    stage: str | None = None
+    wave: str | None = None
+    step_id: str | None = None
+    action: str | None = None
+    result: str | None = None
+    error: str | None = None
+    plan_digest: str | None = None
+    dry_run: bool = False
+
+    @classmethod
+    def from_dict(cls, r: Record, where: str = "journal record") -> JournalRecord:
+        def text(key: str) -> str | None:
+            value = r.get(key)
+            if value is not None and not isinstance(value, str):
+                raise InputError(f"{where}: `{key}` is not a string", "restore the journal, or move it aside")
+            return value
+
+        seq = r.get("seq")
+        if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
+            raise InputError(f"{where}: `seq` is not a positive integer", "restore the journal, or move it aside")
+        event = text("event")
+        if not event:
+            raise InputError(f"{where}: no `event`", "restore the journal, or move it aside")
+        return cls(
+            seq=seq,
+            time=text("time") or "",
+            event=event,
+            phase=text("phase"),
+            stage=text("stage"),
+            wave=text("wave"),
+            step_id=text("stepId"),
+            action=text("action"),
+            result=text("result"),
+            error=text("error"),
+            plan_digest=text("planDigest"),
+            dry_run=r.get("dryRun") is True,
+        )
+
+
 def _digest_of(records: Iterable[Record]) -> str | None:
     for r in records:
         if r.get("planDigest"):
@@ -117,6 +206,9 @@ class Journal:
         self.repaired = repaired  # what opening repaired (a torn last line), None when nothing
         self._clock = clock
         self._seq = max((int(r.get("seq") or 0) for r in existing), default=0)
+        # Node lanes of a wave record concurrently: one writer at a time keeps `seq` a total order and
+        # every line whole.
+        self._mutex = threading.Lock()
 
     @classmethod
     def open(cls, path: Path, *, plan_digest: str | None = None, clock: Callable[[], str] = now_rfc3339) -> Journal:
@@ -159,7 +251,12 @@ class Journal:
         return cls(path, fh, scan.records, plan_digest or recorded, repaired, clock)
 
     def record(self, event: str, **fields: Any) -> Record:
-        """Append one record (None-valued fields left out) and make it durable before returning it."""
+        """Append one record (None-valued fields left out) and make it durable before returning it.
+        Safe to call from several threads: records get consecutive `seq`s in the order they are written."""
+        with self._mutex:
+            return self._append(event, fields)
+
+    def _append(self, event: str, fields: dict[str, Any]) -> Record:
         if self._fh.closed:
             raise ValueError(f"journal {self.path} is closed")
         clash = [k for k in _RESERVED if k in fields]
@@ -231,12 +328,15 @@ def _fsync_dir(directory: Path) -> None:
 # Progress: what the records say about each step.
 
 DONE, STARTED, FAILED, ROLLED_BACK = "done", "started", "failed", "rolled-back"
+# Ended without reaching its goal and without failing: stopped by a transient failure, by the failure of
+# another node of its wave, or by the lock's loss. Resume runs it again; a rollback undoes it.
+INTERRUPTED = "interrupted"
 
 
 @dataclass(frozen=True)
 class StepStatus:
     step_id: str
-    status: str  # "done" | "started" (a crash between start and end) | "failed" | "rolled-back"
+    status: str  # "done" | "started" (a crash between start and end) | "failed" | "interrupted" | "rolled-back"
     phase: str  # of the record that set it: "apply" | "rollback"
     seq: int
     error: str | None = None
@@ -244,7 +344,7 @@ class StepStatus:
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"stepId": self.step_id, "status": self.status, "phase": self.phase, "seq": self.seq}
         if self.error:
-            out["error"] = self.error
+            out["error"] = scrub(self.error)  # errors quote servers and proxies: never print their credentials
         return out
 
 
@@ -323,24 +423,24 @@ class Progress:
     last_seq: int = 0
 
     @classmethod
-    def from_records(cls, records: Iterable[Record]) -> Progress:
+    def from_records(cls, records: Iterable[Record | JournalRecord]) -> Progress:
+        """From records as read (dicts, typed here: a malformed one is an InputError) or already typed."""
         p = cls()
         dry_run = False
         before_start: dict[str, StepStatus | None] = {}  # a step's status before its open `start`
-        for r in records:
-            p.last_seq = max(p.last_seq, int(r.get("seq") or 0))
-            event = r.get("event")
-            if event == "run-start":
+        for i, raw in enumerate(records):
+            r = raw if isinstance(raw, JournalRecord) else JournalRecord.from_dict(raw, f"journal record {i + 1}")
+            p.last_seq = max(p.last_seq, r.seq)
+            if r.event == "run-start":
                 p.runs += 1
-                dry_run = bool(r.get("dryRun"))
+                dry_run = r.dry_run
                 continue
-            step_id = r.get("stepId")
-            if dry_run or not step_id or event not in ("start", "end"):
+            step_id = r.step_id
+            if dry_run or not step_id or r.event not in ("start", "end"):
                 continue
-            step_id = str(step_id)
-            if event == "start":
+            if r.event == "start":
                 before_start[step_id] = p.steps.get(step_id)
-            elif r.get("result") == "dry-run":
+            elif r.result == "dry-run":
                 # Its start did not know it would be a dry run: forget that too.
                 prev = before_start.pop(step_id, None)
                 if prev is None:
@@ -348,13 +448,11 @@ class Progress:
                 else:
                     p.steps[step_id] = prev
                 continue
-            phase = str(r.get("phase") or "apply")
-            status = _status_of(str(event), phase, r.get("result"))
+            phase = r.phase or "apply"
+            status = _status_of(r.event, phase, r.result)
             if status is None:
                 continue
-            error = r.get("error")
-            seq = int(r.get("seq") or 0)
-            p.steps[step_id] = StepStatus(step_id, status, phase, seq, str(error) if error else None)
+            p.steps[step_id] = StepStatus(step_id, status, phase, r.seq, r.error or None)
         return p
 
     @classmethod
@@ -407,6 +505,8 @@ def _status_of(event: str, phase: str, result: Any) -> str | None:
         return STARTED
     if result == "failed":
         return FAILED
+    if result == "interrupted":
+        return INTERRUPTED
     if result in ("ok", "skipped", None):
         return ROLLED_BACK if phase == "rollback" else DONE
     return None

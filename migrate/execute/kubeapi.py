@@ -17,6 +17,7 @@ A POST retried after a lost response may find its object created: callers treat 
 from __future__ import annotations
 
 import random
+import threading
 import time
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
@@ -32,6 +33,47 @@ Query = Sequence[tuple[str, str | int | bool]]
 # What client-go retries (with_retry.go): 429 and 5xx other than 501 (Not Implemented never changes).
 TRANSIENT_STATUS: frozenset[int] = frozenset({429, 500, 502, 503, 504})
 MAX_BACKOFF_S = 5.0
+MAX_RETRY_AFTER_S = 60.0  # a server's Retry-After is honoured as given, up to this
+# Client-side rate limit defaults. kubectl's requests use client-go's defaults, QPS 5 and burst 10
+# (k8s.io/client-go v0.37.2 rest/config.go DefaultQPS, DefaultBurst), and its discovery client 50 and
+# 300 (k8s.io/kubectl v0.37.2 pkg/cmd/cmd.go, WithDiscoveryQPS(50.0), WithDiscoveryBurst(300)). A wave
+# of 200 nodes makes thousands of small requests, most of them polls: at QPS 5 that alone would take
+# longer than the wave's slowest node, so the defaults are kubectl's discovery figures; --qps/--burst
+# change them (a negative QPS turns the limit off, as in client-go).
+DEFAULT_QPS = 50.0
+DEFAULT_BURST = 300
+
+
+class RateLimit:
+    """A token bucket shared by every thread of one client: `burst` requests at once, then `qps` a
+    second (client-go's flowcontrol.NewTokenBucketRateLimiter). Callers reserve a token and sleep until
+    it is theirs, so waiting threads are served in the order they asked."""
+
+    def __init__(self, qps: float = DEFAULT_QPS, burst: int = DEFAULT_BURST, *, clock: Any = time.monotonic,
+                 sleep: Any = time.sleep) -> None:  # fmt: skip
+        if qps > 0 and burst < 1:
+            raise ValueError("burst must be at least 1")
+        self.qps = qps
+        self.burst = burst
+        self._clock = clock
+        self._sleep = sleep
+        self._tokens = float(burst)
+        self._last = clock()
+        self._mutex = threading.Lock()
+        self.waited_s = 0.0  # total time callers spent waiting (benchmarks)
+
+    def acquire(self) -> None:
+        if self.qps <= 0:
+            return
+        with self._mutex:
+            now = self._clock()
+            self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
+            self._last = now
+            self._tokens -= 1.0
+            wait = -self._tokens / self.qps if self._tokens < 0 else 0.0
+            self.waited_s += wait
+        if wait > 0:
+            self._sleep(wait)
 
 
 class ApiError(ClusterError):
@@ -64,10 +106,13 @@ class Kube:
     has its own loops).
     """
 
-    def __init__(self, api_client: Any, *, retries: int = 0, backoff_s: float = 0.2) -> None:
+    def __init__(
+        self, api_client: Any, *, retries: int = 0, backoff_s: float = 0.2, rate_limit: RateLimit | None = None
+    ) -> None:
         self.api_client = api_client
         self.retries = retries
         self.backoff_s = backoff_s
+        self.rate_limit = rate_limit
 
     def request(
         self,
@@ -84,6 +129,8 @@ class Kube:
         there means a PodDisruptionBudget said no, and retries it on its own schedule)."""
         attempt = 0
         while True:
+            if self.rate_limit is not None:
+                self.rate_limit.acquire()
             try:
                 resp = self._send(method, path, query, body, content_type, timeout)
                 data = resp.read()
@@ -110,9 +157,10 @@ class Kube:
             raise err
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
-        """Exponential backoff with jitter, or the server's Retry-After, capped at MAX_BACKOFF_S."""
+        """The server's Retry-After (up to MAX_RETRY_AFTER_S), or exponential backoff with jitter capped at
+        MAX_BACKOFF_S. client-go waits what Retry-After says too (rest/with_retry.go, checkWait)."""
         if retry_after is not None:
-            return min(max(retry_after, 0.0), MAX_BACKOFF_S)
+            return min(max(retry_after, 0.0), MAX_RETRY_AFTER_S)
         base: float = self.backoff_s * 2 ** (attempt - 1)
         return min(base * random.uniform(0.8, 1.2), MAX_BACKOFF_S)
 

@@ -31,7 +31,7 @@ from typing import Any
 from urllib.parse import quote
 
 from migrate.errors import ClusterError
-from migrate.execute.contract import LockHeld
+from migrate.execute.contract import LockHeld, LockLost
 from migrate.execute.kubeapi import ApiError, Kube
 
 log = logging.getLogger(__name__)
@@ -255,6 +255,7 @@ class ClusterLock:
         self._lost = threading.Event()
         self.lost_reason = ""
         self._thread: threading.Thread | None = None
+        self._on_lost: list[Any] = []  # told the reason the moment the lock is lost (cancels the run's waits)
 
     # -- state
 
@@ -267,10 +268,16 @@ class ClusterLock:
         """True once renewal failed for good: someone else holds the Lease, it was broken, or it expired."""
         return self._lost.is_set()
 
-    def check(self) -> None:
-        """Raise if the lock was lost: the runner must not take another step without it."""
+    def on_lost(self, callback: Any) -> None:
+        """Call `callback(reason)` when the lock is lost (at once if it already is)."""
+        self._on_lost.append(callback)
         if self._lost.is_set():
-            raise ClusterError(
+            callback(self.lost_reason)
+
+    def check(self) -> None:
+        """Raise LockLost if the lock was lost: the runner must not take another step without it."""
+        if self._lost.is_set():
+            raise LockLost(
                 f"lost the cluster lock {self.namespace}/{self.name}: {self.lost_reason}",
                 "another apply may be running; check `dra-migrate status` before resuming",
             )
@@ -391,6 +398,8 @@ class ClusterLock:
         self.lost_reason = reason
         self._lost.set()
         log.warning("lost the cluster lock %s/%s: %s", self.namespace, self.name, reason)
+        for callback in list(self._on_lost):
+            callback(f"lost the cluster lock: {reason}")
         return False
 
     def start_renewing(self) -> None:
@@ -467,4 +476,10 @@ class ClusterLock:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self.release()
+        try:
+            self.release()
+        except ClusterError as e:
+            # The API server cannot be reached now (the very failure that may have stopped the run): the
+            # Lease expires by itself, and a resume on this machine takes over a dead run's lock at once.
+            # The run's own outcome is what the caller must see, not this.
+            log.warning("could not release the cluster lock (%s); it expires in %ss", e.message, self.duration_s)

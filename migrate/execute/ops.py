@@ -16,6 +16,7 @@ import contextlib
 import time
 import uuid
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,8 +24,8 @@ from typing import Any
 from migrate.cluster.state import uses_devices
 from migrate.dra.deviceclasses import MANAGED_BY
 from migrate.errors import InputError
-from migrate.execute.contract import Change, StepFailed
-from migrate.execute.kubeapi import ApiError, Kube, Obj, path_of
+from migrate.execute.contract import NEVER, SYSTEM_CLOCK, Cancel, Change, Clock, StepFailed
+from migrate.execute.kubeapi import ApiError, Kube, Obj, RateLimit, path_of
 from migrate.inventory.resources import quantity_int
 
 PODS = "/api/v1/pods"
@@ -36,9 +37,13 @@ MIRROR_ANNOTATION = "kubernetes.io/config.mirror"  # kubelet's static pods (kube
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 CANARY_LABEL = "dra-migrate.io/canary"  # one value per canary call: finds a duplicate a retried POST made
 CANARY_NODE_ANNOTATION = "dra-migrate.io/canary-node"
+CANARY_PREFIX = "dra-migrate-canary-"  # canary pods' generateName
 GPU_PREFIX = "nvidia.com/"
 EVICTION_BACKOFF_CAP_S = 5.0
 REQUEST_RETRIES = 5  # 0.2+0.4+0.8+1.6+3.2 s of backoff: rides out an API server restart or a proxy blip
+# A node's evictions go out at once, as kubectl's evictPods starts one goroutine per pod under one global
+# timeout (k8s.io/kubectl v0.37.2 pkg/drain/drain.go); bounded here, and by the client's rate limit.
+EVICTION_WORKERS = 32
 
 
 class LiveOps:
@@ -48,11 +53,24 @@ class LiveOps:
     api client, for others that talk to the same cluster (the lock).
     """
 
-    def __init__(self, api_client: Any, *, poll_s: float = 0.5, canary_namespace: str = "default") -> None:
+    def __init__(
+        self,
+        api_client: Any,
+        *,
+        poll_s: float = 0.5,
+        canary_namespace: str = "default",
+        clock: Clock = SYSTEM_CLOCK,
+        rate_limit: RateLimit | None = None,
+    ) -> None:
         self.api = api_client
-        self.kube = Kube(api_client, retries=REQUEST_RETRIES)
+        self.kube = Kube(api_client, retries=REQUEST_RETRIES, rate_limit=rate_limit)
         self.poll_s = poll_s
         self.canary_namespace = canary_namespace
+        self.clock = clock
+
+    def _pause(self, seconds: float, deadline: float, cancel: Cancel) -> None:
+        """Sleep until the next poll (not past the deadline); a cancellation ends it at once."""
+        self.clock.sleep(min(seconds, max(deadline - self.clock.monotonic(), 0.0)), cancel)
 
     # -- nodes -----------------------------------------------------------------------------------
 
@@ -106,7 +124,9 @@ class LiveOps:
 
     # -- drain -----------------------------------------------------------------------------------
 
-    def drain(self, node: str, scope: str, timeout_s: float, *, dry_run: bool = False) -> Change:
+    def drain(
+        self, node: str, scope: str, timeout_s: float, *, dry_run: bool = False, cancel: Cancel = NEVER
+    ) -> Change:
         """Evict the node's pods in `scope` as `kubectl drain` does, but only through the Eviction API.
 
         Skipped as kubectl's filters skip them (kubernetes/kubectl pkg/drain/filters.go): DaemonSet pods
@@ -116,7 +136,7 @@ class LiveOps:
         """
         if scope not in ("gpu", "all"):
             raise InputError(f"drain scope must be 'gpu' or 'all', not {scope!r}")
-        deadline = time.monotonic() + timeout_s
+        deadline = self.clock.monotonic() + timeout_s
         pods = [p for p in self._pods_on(node) if _drainable(p) and (scope == "all" or uses_devices(p))]
         before = {"pods": sorted(_key(p) for p in pods)}
         if not pods:
@@ -126,8 +146,7 @@ class LiveOps:
         blocked: dict[str, str] = {}
         delay = self.poll_s
         while True:
-            for key, pod in list(to_evict.items()):
-                reason = self._evict(pod, dry_run)
+            for key, reason in self._evict_all(to_evict, dry_run).items():
                 if reason is None:
                     del to_evict[key]
                     blocked.pop(key, None)
@@ -136,14 +155,22 @@ class LiveOps:
             # A dry run changes nothing that would unblock a disruption budget: report at once.
             if not to_evict:
                 break
-            if dry_run or time.monotonic() >= deadline:
+            if dry_run or self.clock.monotonic() >= deadline:
                 raise self._blocked(node, timeout_s, to_evict, blocked, dry_run)
-            time.sleep(min(delay, max(deadline - time.monotonic(), 0.0)))
+            self._pause(delay, deadline, cancel)
             delay = min(delay * 2, EVICTION_BACKOFF_CAP_S)
         if dry_run:
             return Change(f"Node {node}", before, {"pods": []}, dry_run=True)
-        self._wait_gone(node, {_uid(p): _key(p) for p in pods}, deadline, timeout_s)
+        self._wait_gone(node, {_uid(p): _key(p) for p in pods}, deadline, timeout_s, cancel)
         return Change(f"Node {node}", before, {"pods": []})
+
+    def _evict_all(self, pods: Mapping[str, Obj], dry_run: bool) -> dict[str, str | None]:
+        """Evict every pod at once; per pod None (evicted or gone) or why the server refused for now."""
+        if len(pods) <= 1:
+            return {key: self._evict(pod, dry_run) for key, pod in pods.items()}
+        with ThreadPoolExecutor(max_workers=min(len(pods), EVICTION_WORKERS), thread_name_prefix="evict") as pool:
+            reasons = pool.map(lambda pod: self._evict(pod, dry_run), pods.values())
+            return dict(zip(pods, reasons, strict=True))
 
     def _pods_on(self, node: str) -> list[Obj]:
         items, _ = self.kube.list_all(PODS, [("fieldSelector", f"spec.nodeName={node}")])
@@ -227,28 +254,35 @@ class LiveOps:
             if _selector_matches((b.get("spec") or {}).get("selector"), labels)
         )
 
-    def _wait_gone(self, node: str, uids: Mapping[str, str], deadline: float, timeout_s: float) -> None:
+    def _wait_gone(self, node: str, uids: Mapping[str, str], deadline: float, timeout_s: float, cancel: Cancel) -> None:
         """Until no evicted pod (by uid: a recreated pod of the same name is another pod) is left on the
         node, as kubectl drain's waitForDelete does."""
         while True:
             left = sorted(uids[_uid(p)] for p in self._pods_on(node) if _uid(p) in uids)
             if not left:
                 return
-            if time.monotonic() >= deadline:
+            if self.clock.monotonic() >= deadline:
                 raise StepFailed(
                     f"drain of node {node}: {len(left)} evicted pod(s) still terminating after {timeout_s:g}s: "
                     f"{', '.join(left)}",
                     "check the kubelet on that node and the pods' finalizers, then resume",
                     {"budgets": [], "pods": left},
                 )
-            time.sleep(min(self.poll_s, max(deadline - time.monotonic(), 0.0)))
+            self._pause(self.poll_s, deadline, cancel)
 
     # -- DRA readiness ---------------------------------------------------------------------------
 
     def wait_dra_ready(
-        self, node: str, resources: list[str], devices: int, timeout_s: float, *, driver: str = "gpu.nvidia.com"
+        self,
+        node: str,
+        resources: list[str],
+        devices: int,
+        timeout_s: float,
+        *,
+        driver: str = "gpu.nvidia.com",
+        cancel: Cancel = NEVER,
     ) -> Change:
-        deadline = time.monotonic() + timeout_s
+        deadline = self.clock.monotonic() + timeout_s
         while True:
             obj = self._node(node)
             alloc = (obj.get("status") or {}).get("allocatable") or {}
@@ -257,7 +291,7 @@ class LiveOps:
             if not left and published == devices and not incomplete:
                 state = {"allocatable": {r: 0 for r in resources}, "driver": driver, "devices": published}
                 return Change(f"Node {node}", state, dict(state))
-            if time.monotonic() >= deadline:
+            if self.clock.monotonic() >= deadline:
                 missing = [f"allocatable {r} is still {n} (the device plugin still serves it)" for r, n in left.items()]
                 if incomplete:
                     missing.append(f"{driver} pool(s) {', '.join(incomplete)} not fully published")
@@ -268,7 +302,7 @@ class LiveOps:
                     "check the device plugin is off and the DRA kubelet plugin runs on that node",
                     {"allocatable": left, "devices": published, "expected": devices, "incomplete": incomplete},
                 )
-            time.sleep(min(self.poll_s, max(deadline - time.monotonic(), 0.0)))
+            self._pause(self.poll_s, deadline, cancel)
 
     def _published_devices(self, node: str, driver: str) -> tuple[int, list[str]]:
         """Devices in the node's slices of `driver`, counting each pool at its highest generation only
@@ -293,7 +327,17 @@ class LiveOps:
 
     # -- canary ----------------------------------------------------------------------------------
 
-    def canary(self, node: str, resource: str, image: str, timeout_s: float, *, dry_run: bool = False) -> Change:
+    def canary(
+        self,
+        node: str,
+        resource: str,
+        image: str,
+        timeout_s: float,
+        *,
+        dry_run: bool = False,
+        cancel: Cancel = NEVER,
+        command: list[str] | None = None,
+    ) -> Change:
         deadline = time.monotonic() + timeout_s
         ns = self.canary_namespace
         target_labels = _labels(self._node(node))
@@ -307,9 +351,11 @@ class LiveOps:
         self._delete_canaries(node=node)  # one left by an interrupted run
         with self._cleanup(token):
             name = str(_meta(self.kube.create(pods, manifest)).get("name", ""))
-            return self._await_canary(node, ns, name, resource, deadline, timeout_s)
+            return self._await_canary(node, ns, name, resource, deadline, timeout_s, cancel)
 
-    def _await_canary(self, node: str, ns: str, name: str, resource: str, deadline: float, timeout_s: float) -> Change:
+    def _await_canary(
+        self, node: str, ns: str, name: str, resource: str, deadline: float, timeout_s: float, cancel: Cancel = NEVER
+    ) -> Change:
         path = path_of("v1", "pods", name, ns)
         while True:
             pod = self.kube.get(path)
@@ -349,7 +395,9 @@ class LiveOps:
                     "check the node's ResourceSlices and the DeviceClass with extendedResourceName " + resource,
                     {"pod": f"{ns}/{name}", "node": node, "scheduler": message},
                 )
-            time.sleep(min(self.poll_s, max(deadline - time.monotonic(), 0.0)))
+            # The canary's deadline is on time.monotonic (its own body): so is this wait.
+            cancel.wait(min(self.poll_s, max(deadline - time.monotonic(), 0.0)))
+            cancel.check()
 
     @contextlib.contextmanager
     def _cleanup(self, token: str) -> Iterator[None]:
@@ -458,11 +506,26 @@ class LiveOps:
         return sorted(out)
 
 
-def live_ops(kubeconfig: Path | None, context: str | None) -> LiveOps:
-    """LiveOps on the cluster the tool reads (kubeconfig resolution and user agent of `cluster.live`)."""
+def live_ops(
+    kubeconfig: Path | None,
+    context: str | None,
+    *,
+    parallelism: int = 1,
+    rate_limit: RateLimit | None = None,
+) -> LiveOps:
+    """LiveOps on the cluster the tool reads (kubeconfig resolution and user agent of `cluster.live`),
+    with a connection pool wide enough for `parallelism` lanes each evicting several pods at once
+    (urllib3 otherwise discards and reopens connections beyond its pool: "Connection pool is full")."""
+    from kubernetes.client import rest
+
     from migrate.cluster.live import LiveOptions, _api_client
 
-    return LiveOps(_api_client(LiveOptions(kubeconfig=kubeconfig, context=context)))
+    api = _api_client(LiveOptions(kubeconfig=kubeconfig, context=context))
+    wanted = max(parallelism * 2, parallelism + EVICTION_WORKERS)
+    if int(api.configuration.connection_pool_maxsize or 0) < wanted:
+        api.configuration.connection_pool_maxsize = wanted
+        api.rest_client = rest.RESTClientObject(api.configuration)
+    return LiveOps(api, rate_limit=rate_limit)
 
 
 # -- helpers ---------------------------------------------------------------------------------------
@@ -535,7 +598,7 @@ def _canary_pod(node: str, hostname: str, resource: str, image: str, token: str)
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
-            "generateName": "dra-migrate-canary-",
+            "generateName": CANARY_PREFIX,
             "labels": {**MANAGED_BY, CANARY_LABEL: token},
             "annotations": {CANARY_NODE_ANNOTATION: node},
         },

@@ -22,7 +22,7 @@ from migrate.errors import InputError
 from migrate.inventory.fleet import GpuNode
 from migrate.inventory.gangs import Gang
 from migrate.plan.fingerprint import fingerprint
-from migrate.plan.model import FORMAT_VERSION, Inverse, NodeEntry, Stage, Step, Wave
+from migrate.plan.model import FORMAT_VERSION, Inverse, NodeEntry, PoolStage, PrepareStage, Stage, Step, Wave
 from migrate.plan.params import PlanParams, format_duration, parse_duration
 
 # Rough durations for the estimate in `show`, not timeouts: a drain of a node's GPU pods, the plugin
@@ -164,7 +164,7 @@ def _prepare(readiness: Readiness) -> Stage:
             inverse=None,
         )
     )
-    return Stage("prepare", None, (), tuple(steps), ())
+    return PrepareStage("prepare", tuple(steps))
 
 
 def _pool_fits(readiness: Readiness, pool: str) -> bool:
@@ -237,7 +237,7 @@ def _pool_stage(state: ClusterState, readiness: Readiness, params: PlanParams, p
         evicted = sum(e.gpu_pods + (e.other_pods if params.drain == "all" else 0) for e in entries)
         soak = params.soak if i < len(groups) else "0s"
         waves.append(Wave(f"wave-{i}", entries, evicted, soak))
-    return Stage(f"pool-{pool}", pool, resources, node_steps(params), tuple(waves))
+    return PoolStage(f"pool-{pool}", pool, resources, node_steps(params), tuple(waves))
 
 
 def _gang_nodes(readiness: Readiness) -> list[tuple[Gang, set[str]]]:

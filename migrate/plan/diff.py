@@ -310,7 +310,7 @@ def _view(plan: dict[str, Any]) -> dict[str, Any]:
             **{k: v for k, v in fp.items() if k not in ("digest", "objects")},
             "objects": {
                 _object_key(o): {
-                    k: v for k, v in o.items() if k not in ("kind", "namespace", "name", "resourceVersion")
+                    k: v for k, v in o.items() if k not in ("kind", "group", "namespace", "name", "resourceVersion")
                 }
                 for o in fp.get("objects") or []
             },
@@ -323,8 +323,10 @@ def _view(plan: dict[str, Any]) -> dict[str, Any]:
 
 
 def _object_key(o: dict[str, Any]) -> str:
-    ns = o.get("namespace")
-    return f"{o.get('kind')} {ns}/{o.get('name')}" if ns else f"{o.get('kind')} {o.get('name')}"
+    """ "Job.batch ns/name" (kubectl's kind.group): kinds of different API groups never collide."""
+    ns, group = o.get("namespace"), o.get("group")
+    kind = f"{o.get('kind')}.{group}" if group else str(o.get("kind"))
+    return f"{kind} {ns}/{o.get('name')}" if ns else f"{kind} {o.get('name')}"
 
 
 def _stage_view(stage: dict[str, Any]) -> dict[str, Any]:

@@ -20,16 +20,18 @@ from typing import Any
 
 from migrate.checks.run import assess
 from migrate.cluster.state import ClusterState
-from migrate.plan.fingerprint import dependencies
+from migrate.plan.fingerprint import dependencies, identity
 
 FORMAT_VERSION = 1
 
-# Fingerprint kinds that are not GPU consumers (every other kind in a fingerprint is one).
+# Fingerprint kinds that are not GPU consumers (every other kind in a fingerprint is one), by (kind, group):
+# a CRD's kind may be spelt like one of these in another group and still be a consumer.
 _NOT_CONSUMERS = frozenset(
-    {"Node", "DeviceClass", "ClusterPolicy", "NVIDIADriver", "GPUCluster", "PodDisruptionBudget", "ConfigMap"}
-)
+    {("Node", ""), ("ConfigMap", ""), ("DeviceClass", "resource.k8s.io"), ("ClusterPolicy", "nvidia.com"),
+     ("NVIDIADriver", "nvidia.com"), ("GPUCluster", "nvidia.com"), ("PodDisruptionBudget", "policy")}
+)  # fmt: skip
 
-Key = tuple[str, str, str]  # kind, namespace, name
+Key = tuple[str, str, str, str]  # kind, API group ("" for core), namespace, name
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,7 @@ class ObjectChange:
     """A fingerprint object that differs: replaced (uid), removed, added, changed (content) or status only."""
 
     kind: str
+    group: str  # the API group ("" for the core group): Job of batch and Job of batch.volcano.sh differ
     namespace: str
     name: str
     change: str
@@ -46,6 +49,7 @@ class ObjectChange:
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
+            "group": self.group,
             "namespace": self.namespace,
             "name": self.name,
             "change": self.change,
@@ -126,7 +130,7 @@ def drift(plan: dict[str, Any], state: ClusterState) -> Drift:
     gpu_nodes = {n.name: n for n in readiness.inventory.nodes}
     nodes = {str((n.get("metadata") or {}).get("name")): n for n in state.of("Node")}
     entries = _planned_nodes(plan)
-    known = set(entries) | {k[2] for k in planned if k[0] == "Node"}
+    known = set(entries) | {k[3] for k in planned if k[:2] == ("Node", "")}
     out.nodes_added = [{"node": n, "pool": gpu_nodes[n].pool} for n in sorted(gpu_nodes) if n not in known]
     for name, (stage, wave, entry) in entries.items():
         pool = str(stage.get("pool"))
@@ -140,13 +144,21 @@ def drift(plan: dict[str, Any], state: ClusterState) -> Drift:
             out.nodes_moved.append({"node": name, "planned": pool, "now": gpu_nodes[name].pool})
         _originals(name, entry.get("original") or {}, nodes[name], out)
 
-    totals = {(c.kind, c.namespace, c.name): dict(sorted(c.totals.items())) for c in readiness.inventory.consumers}
+    totals = {
+        identity({"kind": c.kind, "group": _group(c.api_version), "namespace": c.namespace, "name": c.name}):
+        dict(sorted(c.totals.items()))
+        for c in readiness.inventory.consumers
+    }  # fmt: skip
     _consumers(planned, now, totals, out)
     return out
 
 
 def _key(o: dict[str, Any]) -> Key:
-    return str(o.get("kind")), str(o.get("namespace") or ""), str(o.get("name"))
+    return identity(o)
+
+
+def _group(api_version: str) -> str:
+    return api_version.rpartition("/")[0] if "/" in api_version else ""
 
 
 def _recorded(o: dict[str, Any] | None) -> dict[str, str] | None:
@@ -205,10 +217,10 @@ def _consumers(
     out: Drift,
 ) -> None:
     def named(key: Key) -> dict[str, Any]:
-        return {"kind": key[0], "namespace": key[1], "name": key[2]}
+        return {"kind": key[0], "group": key[1], "namespace": key[2], "name": key[3]}
 
-    before = {k: v for k, v in planned.items() if k[0] not in _NOT_CONSUMERS}
-    after = {k: v for k, v in now.items() if k[0] not in _NOT_CONSUMERS}
+    before = {k: v for k, v in planned.items() if k[:2] not in _NOT_CONSUMERS}
+    after = {k: v for k, v in now.items() if k[:2] not in _NOT_CONSUMERS}
     for key in sorted(set(before) | set(after)):
         if key not in before:
             out.consumers_added.append({**named(key), "gpu": totals.get(key, {})})

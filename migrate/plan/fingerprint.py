@@ -33,10 +33,19 @@ def _node_content(node: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _entry(kind: str, obj: dict[str, Any], content: Any) -> dict[str, Any]:
+def _group(api_version: Any) -> str:
+    """The API group of an apiVersion ("batch/v1" -> "batch", "v1" -> "" for the core group)."""
+    text = str(api_version or "")
+    return text.rpartition("/")[0] if "/" in text else ""
+
+
+def _entry(kind: str, obj: dict[str, Any], content: Any, group: str | None = None) -> dict[str, Any]:
+    """One dependency. Its identity is (group, kind, namespace, name): kinds alone collide across API groups
+    (batch/v1 Job and Volcano's batch.volcano.sh Job), and a change to one must not hide behind the other."""
     meta = obj.get("metadata") or {}
     return {
         "kind": kind,
+        "group": _group(obj.get("apiVersion")) if group is None else group,
         "namespace": meta.get("namespace") or "",
         "name": meta.get("name") or "",
         "uid": meta.get("uid") or "",
@@ -50,21 +59,33 @@ def dependencies(state: ClusterState, readiness: Readiness) -> list[dict[str, An
     device-plugin configs, PodDisruptionBudgets."""
     gpu_nodes = {n.name for n in readiness.inventory.nodes}
     out = [
-        _entry("Node", n, _node_content(n))
+        _entry("Node", n, _node_content(n), group="")
         for n in state.of("Node")
         if (n.get("metadata") or {}).get("name") in gpu_nodes
     ]
-    consumer_ids = {(c.kind, c.namespace, c.name) for c in readiness.inventory.consumers}
+    consumer_ids = {(_group(c.api_version), c.kind, c.namespace, c.name) for c in readiness.inventory.consumers}
     for key in state.templates.kind_keys():
         for o in state.of(key):
             m = o.get("metadata") or {}
-            if (str(o.get("kind")), str(m.get("namespace") or ""), str(m.get("name"))) in consumer_ids:
+            ident = (_group(o.get("apiVersion")), str(o.get("kind")), str(m.get("namespace") or ""), str(m.get("name")))
+            if ident in consumer_ids:
                 out.append(_entry(str(o.get("kind")), o, o.get("spec")))
     for key in ("resource.k8s.io/DeviceClass", "nvidia.com/ClusterPolicy", "nvidia.com/NVIDIADriver",
                 "nvidia.com/GPUCluster", "policy/PodDisruptionBudget"):  # fmt: skip
-        out.extend(_entry(key.rpartition("/")[2], o, o.get("spec")) for o in state.of(key))
-    out.extend(_entry("ConfigMap", o, o.get("data")) for o in state.of("ConfigMap"))
-    return sorted(out, key=lambda e: (e["kind"], e["namespace"], e["name"]))
+        group, _, kind = key.rpartition("/")
+        out.extend(_entry(kind, o, o.get("spec"), group=group) for o in state.of(key))
+    out.extend(_entry("ConfigMap", o, o.get("data"), group="") for o in state.of("ConfigMap"))
+    return sorted(out, key=identity)
+
+
+def identity(entry: dict[str, Any]) -> tuple[str, str, str, str]:
+    """A fingerprint object's identity, in the order objects are listed: kind, group, namespace, name."""
+    return (
+        str(entry.get("kind")),
+        str(entry.get("group") or ""),
+        str(entry.get("namespace") or ""),
+        str(entry.get("name")),
+    )
 
 
 def fingerprint(state: ClusterState, readiness: Readiness) -> dict[str, Any]:

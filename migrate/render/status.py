@@ -22,6 +22,14 @@ def status_document(report: dict[str, Any]) -> Document:
         f"{report['done']} of {report['steps']} step(s) done, {report['remaining']} remaining, "
         f"{report['rolledBack']} rolled back, over {report['runs']} run(s)"
     )
+    last = report.get("lastRun")
+    if last:
+        overrides = ", ".join(f"{k}={v}" for k, v in sorted((last.get("overrides") or {}).items()))
+        doc.line(
+            f"last run: {last['phase']} {last.get('result') or 'not closed (crashed?)'}"
+            + (f" with {overrides}" if overrides else "")
+            + (f": {last['error']}" if last.get("error") else "")
+        )
     if report["current"]:
         doc.line(f"interrupted in: {report['current']['stepId']} (resume with apply, or rollback)")
     for f in report["failed"]:

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 from migrate.checks.run import Readiness
+from migrate.execute.actions import verifying_actions
 from migrate.execute.journal import DONE, FAILED, ROLLED_BACK, STARTED, Progress, Record
 from migrate.plan.scope import stage_blockers
 from migrate.secrets import scrub
@@ -569,7 +570,7 @@ def verification(plan: dict[str, Any], records: list[Record]) -> Verification:
             for n in wave.get("nodes") or []:
                 node = str(n.get("node"))
                 states = []
-                for action in ("wait-dra-ready", "canary"):
+                for action in verifying_actions():  # wait-dra-ready, canary
                     s = progress.steps.get(f"{stage['name']}/{node}/{action}")
                     states.append(_NODE_STATE.get(s.status, s.status) if s else "not-run")
                 nodes.append(NodeVerification(node, str(stage["name"]), str(wave.get("name")), states[0], states[1]))

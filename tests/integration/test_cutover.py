@@ -24,6 +24,7 @@ from deepdiff import DeepDiff
 
 from migrate.execute.journal import journal_path, read_journal
 from migrate.plan import io as plan_io
+from migrate.plan.model import Plan
 from migrate.sim.fleet import SimulatedFleet
 from migrate.sim.kube import Kube, path_of
 from migrate.sim.spec import GpuNodeSpec
@@ -42,7 +43,7 @@ DRIVER = "580.95.05"  # the DRA driver needs 580+ (check: driver-version-too-old
 def specs() -> list[GpuNodeSpec]:
     out = []
     for pool, kind in POOLS.items():
-        for i in range(2):
+        for i in range(3 if kind == "h100" else 2):  # the H100 pool: one wave of three nodes at once
             name = f"{pool}-{i}"
             if kind == "h100":
                 out.append(GpuNodeSpec.small(name, gpus=2, pool=pool, driver_version=DRIVER))
@@ -217,6 +218,32 @@ def apply(
     return cli(cp, "apply", str(plan), "--kubeconfig", str(cp.kubeconfig), "--yes", *extra, env=env)
 
 
+def apply_crashing_at(cp: controlplane.ControlPlane, plan: Path, boundary: str) -> subprocess.CompletedProcess[str]:
+    """apply, SIGKILLed right after the journal record `<stepId>:<start|end>` (tests/integration/crashing.py)."""
+    return subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "integration" / "crashing.py"), boundary,
+         "apply", str(plan), "--kubeconfig", str(cp.kubeconfig), "--yes"],
+        capture_output=True, text=True, timeout=600, cwd=ROOT, check=False,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))},
+    )  # fmt: skip
+
+
+def open_steps_at_each_crash(records: list[dict[str, Any]]) -> list[int]:
+    """For each run that never closed (a crash), how many apply steps were open when it died."""
+    out = []
+    run: list[dict[str, Any]] | None = None
+    for r in [*records, {"event": "run-start"}]:
+        if r.get("event") == "run-start":
+            if run is not None and not any(x.get("event") == "run-end" for x in run):
+                started = {x["stepId"] for x in run if x.get("event") == "start" and x.get("phase") == "apply"}
+                ended = {x["stepId"] for x in run if x.get("event") == "end" and x.get("phase") == "apply"}
+                out.append(len(started - ended))
+            run = []
+        elif run is not None:
+            run.append(r)
+    return out
+
+
 def rollback_all(cp: controlplane.ControlPlane, plan: Path) -> None:
     r = cli(cp, "rollback", str(plan), "--kubeconfig", str(cp.kubeconfig), "--yes")
     assert r.returncode == 0, r.stderr
@@ -257,24 +284,31 @@ def test_a_full_migration_then_gpu_pods_run_through_dra(
     assert DeepDiff(before, node_states(kube, nodes)) == {}
 
 
-def test_b_crash_at_every_step_boundary_then_resume(
+def test_b_crash_at_every_step_boundary_of_a_concurrent_wave_then_resume(
     control_plane: controlplane.ControlPlane, kube: Kube, fleet: SimulatedFleet, workloads: str, tmp_path: Path
 ) -> None:
+    """The first pool's wave holds three nodes progressing at once. apply is SIGKILLed at every step
+    boundary (start and end) of its first node, while the other two are wherever they are; each run
+    resumes from the journal; the last one runs to the end."""
     nodes = fleet.node_names
     before = node_states(kube, nodes)
     plan = make_plan(control_plane, tmp_path)
     body = plan_io.load(plan)
     first_pool = body["stages"][1]
     wave_nodes = [n["node"] for n in first_pool["waves"][0]["nodes"]]
+    assert len(wave_nodes) >= 3, wave_nodes
     step_ids = [f"{first_pool['name']}/{wave_nodes[0]}/{s['id']}" for s in first_pool["nodeSteps"]]
     for step_id in step_ids:
         for event in ("start", "end"):
-            r = apply(control_plane, plan, env={"DRA_MIGRATE_CRASH_AT": f"{step_id}:{event}"})
+            r = apply_crashing_at(control_plane, plan, f"{step_id}:{event}")
             assert r.returncode == -9, (step_id, event, r.stderr)  # SIGKILL: no cleanup ran
     r = apply(control_plane, plan)  # resume to the end
     assert r.returncode == 0, r.stderr
     records = read_journal(journal_path(plan))
     assert sum(1 for x in records if x.get("event") == "run-start") == len(step_ids) * 2 + 1
+    # Killed while other lanes were mid-step too: some crashes left several steps open at once.
+    open_counts = open_steps_at_each_crash(records)
+    assert len(open_counts) == len(step_ids) * 2 and max(open_counts) >= 2, open_counts
     assert_migrated(kube, nodes)  # the same end state as an uninterrupted run (test a)
     rollback_all(control_plane, plan)
     assert DeepDiff(before, node_states(kube, nodes)) == {}
@@ -292,7 +326,7 @@ def test_c_rollback_after_a_full_stage_and_a_half_done_one(
     assert r.returncode == 0, r.stderr
     # Half of the next stage: stop it after its nodes' device plugin is off.
     half = f"{second['name']}/{second['waves'][0]['nodes'][-1]['node']}/disable-device-plugin"
-    r = apply(control_plane, plan, env={"DRA_MIGRATE_CRASH_AT": f"{half}:end"})
+    r = apply_crashing_at(control_plane, plan, f"{half}:end")
     assert r.returncode == -9
     assert node_states(kube, nodes) != before
     rollback_all(control_plane, plan)
@@ -395,7 +429,47 @@ def test_e_api_faults_the_migration_still_converges(
     records = read_journal(journal_path(plan))
     from migrate.execute.progress import progress_of
 
-    progress = progress_of(plan_io.load(plan), records)
+    progress = progress_of(Plan.from_dict(plan_io.load(plan)), records)
     assert progress.to_dict()["remaining"] == 0 and progress.progress.current is None
+    rollback_all(control_plane, plan)
+    assert DeepDiff(before, node_states(kube, nodes)) == {}
+
+
+def test_g_the_api_server_failing_mid_wave_stops_apply_without_rollback_then_resume_finishes(
+    control_plane: controlplane.ControlPlane, kube: Kube, fleet: SimulatedFleet, workloads: str, tmp_path: Path
+) -> None:
+    """Every request fails (500 or a dropped connection) once the first drain has started: apply stops,
+    journals why, rolls nothing back (it could not), and says to re-run; the re-run finishes."""
+    import time
+
+    from faultproxy import FaultProxy
+
+    nodes = fleet.node_names
+    before = node_states(kube, nodes)
+    plan = make_plan(control_plane, tmp_path)
+    with FaultProxy(control_plane, rate=0, seed=3, faults=("500", "drop")) as proxy:
+        kc = proxy.kubeconfig(tmp_path / "faulty.kubeconfig")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "migrate", "apply", str(plan), "--kubeconfig", str(kc), "--yes"],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            records = read_journal(journal_path(plan)) if journal_path(plan).exists() else []
+            if any(r.get("event") == "start" and r.get("action") == "drain" for r in records):
+                break
+            time.sleep(0.05)
+        proxy.rate = 1.0  # the API server is gone, as far as apply can tell
+        _out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 1, err
+    assert "re-run apply to resume" in err, err
+    records = read_journal(journal_path(plan))
+    assert not [r for r in records if r.get("phase") == "rollback"], "nothing rolled back"
+    end = records[-1]
+    assert end["event"] == "run-end" and end["result"] == "stopped", end
+    assert node_states(kube, nodes) != before, "the run stopped half-way, as it was"
+    r = apply(control_plane, plan)  # the cluster answers again: resume
+    assert r.returncode == 0, r.stderr
+    assert_migrated(kube, nodes)
     rollback_all(control_plane, plan)
     assert DeepDiff(before, node_states(kube, nodes)) == {}

@@ -196,3 +196,94 @@ def test_b_the_gang_is_placed_through_dra_backed_extended_resources_on_migrated_
             gkube.delete(path_of("v1", "nodes", n))
     finally:
         gkube.delete(f"/apis/resource.k8s.io/v1/deviceclasses/{klass}")
+
+
+JOB = """\
+apiVersion: batch/v1
+kind: Job
+metadata: {name: %s}
+spec:
+  completionMode: Indexed
+  parallelism: %d
+  completions: %d
+  template:
+    spec:
+      restartPolicy: Never
+      terminationGracePeriodSeconds: 0
+      nodeSelector: {cloud.google.com/gke-nodepool: %s}
+      containers:
+      - name: w
+        image: registry.k8s.io/pause:3.10
+        resources: {limits: {nvidia.com/gpu: 1}}
+"""
+
+
+def _apply_converted(kube: Kube, ns: str, text: str) -> None:
+    from ruamel.yaml import YAML
+
+    from migrate.cluster.kinds import KINDS_BY_KEY, kind_key
+    from migrate.cluster.templates import TemplateTable
+    from migrate.convert.files import convert_text
+    from migrate.convert.rewrite import ConvertOptions
+
+    out, result = convert_text(text, "job.yaml", TemplateTable.builtin(), ConvertOptions(gang=True))
+    assert result.problems == []
+    plurals = {"PodGroup": "podgroups", "ResourceClaimTemplate": "resourceclaimtemplates"}
+    for doc in YAML(typ="safe").load_all(out):
+        kind = KINDS_BY_KEY.get(kind_key(doc["apiVersion"], doc["kind"]))
+        plural = kind.plural if kind else plurals[doc["kind"]]
+        kube.create(path_of(doc["apiVersion"], plural, namespace=ns), doc)
+
+
+def test_c_convert_gang_output_gang_schedules(gang_plane: controlplane.ControlPlane, gkube: Kube, ns: str) -> None:
+    pool = f"gang-conv-{RUN}"
+    names = [f"{pool}-{i}" for i in range(4)]
+    gkube.create(
+        "/apis/resource.k8s.io/v1/deviceclasses",
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": "gpu.nvidia.com"},
+            "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}]},
+        },
+    )
+    try:
+        with _fleet(gang_plane, pool, names) as fleet:
+            wait_for("nodes schedulable", lambda: _ready(gkube, names), timeout=30)
+            for n in names:
+                fleet.set_device_plugin(n, enabled=False)
+                fleet.set_dra_plugin(n, enabled=True)
+            wait_for(
+                "slices published",
+                lambda: (
+                    len(
+                        {
+                            s["spec"].get("nodeName")
+                            for s in gkube.list_all("/apis/resource.k8s.io/v1/resourceslices")[0]
+                        }
+                        & set(names)
+                    )
+                    == 4
+                ),
+                timeout=60,
+            )
+            # Five workers on four devices: the gang waits whole, nothing is bound.
+            _apply_converted(gkube, ns, JOB % ("too-big", 5, 5, pool))
+            wait_for("five pods created", lambda: len(_pods(gkube, ns)) == 5, timeout=30)
+            wait_for("one found unschedulable", lambda: _unschedulable(gkube, ns) >= 1, timeout=60)
+            time.sleep(3)
+            assert _bound(gkube, ns) == 0
+            pods = _pods(gkube, ns)
+            assert {p["spec"]["schedulingGroup"]["podGroupName"] for p in pods} == {"too-big-gang"}
+            gkube.delete(path_of("batch/v1", "jobs", "too-big", ns), {"propagationPolicy": "Background"})
+            wait_for("gang deleted", lambda: not _pods(gkube, ns), timeout=60)
+            # Four on four: placed whole, each with a claim from its template.
+            _apply_converted(gkube, ns, JOB % ("fits", 4, 4, pool))
+            wait_for("the whole gang placed", lambda: _bound(gkube, ns) == 4, timeout=90)
+            assert {p["spec"]["nodeName"] for p in _pods(gkube, ns)} == set(names)
+            gkube.delete(path_of("batch/v1", "jobs", "fits", ns), {"propagationPolicy": "Background"})
+            wait_for("pods gone", lambda: not _pods(gkube, ns), timeout=60)
+        for n in names:
+            gkube.delete(path_of("v1", "nodes", n))
+    finally:
+        gkube.delete("/apis/resource.k8s.io/v1/deviceclasses/gpu.nvidia.com")

@@ -267,3 +267,71 @@ def test_records_stay_readable_as_plain_json(tmp_path: Path) -> None:
         j.record("lock", holder="alice@h/1/abc", lockId="abc")
     docs: list[dict[str, Any]] = [orjson.loads(line) for line in path.read_bytes().splitlines()]
     assert docs[0]["event"] == "lock" and docs[0]["lockId"] == "abc"
+
+
+# --- one plan's journal: the validating reader -----------------------------------------------------------
+
+
+def _write(path: Path, records: list[dict[str, Any]]) -> None:
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+
+
+def _rec(seq: int, event: str = "start", **fields: Any) -> dict[str, Any]:
+    return {"seq": seq, "time": "t", "event": event, "planDigest": DIGEST, **fields}
+
+
+def test_the_validating_reader_accepts_this_plans_journal(tmp_path: Path) -> None:
+    from migrate.execute.journal import read_records
+
+    path = tmp_path / "j.jsonl"
+    with Journal.open(path, plan_digest=DIGEST) as j:
+        j.record("run-start", phase="apply", planDigest=DIGEST)
+        j.record("start", phase="apply", stepId="s", planDigest=DIGEST)
+    assert [r["seq"] for r in read_records(path, plan_digest=DIGEST)] == [1, 2]
+    assert read_records(tmp_path / "none.jsonl", plan_digest=DIGEST) == []
+
+
+@pytest.mark.parametrize(
+    ("records", "message"),
+    [
+        ([_rec(1, "run-start"), {**_rec(2), "planDigest": OTHER}], "another plan"),
+        ([{**_rec(1, "run-start"), "planDigest": OTHER}], "another plan"),
+        ([_rec(1, "run-start"), _rec(1)], "seq 1 after seq 1"),
+        ([_rec(2, "run-start"), _rec(1)], "seq 1 after seq 2"),
+        ([_rec(1, "run-start"), {**_rec(2), "seq": "3"}], "seq"),
+        ([_rec(1, "run-start"), {**_rec(2), "seq": True}], "seq"),
+        ([_rec(1, "run-start"), {**_rec(2), "stepId": 7}], "stepId"),
+        ([{k: v for k, v in _rec(1, "run-start").items() if k != "planDigest"}], "no record names the plan"),
+    ],
+)
+def test_the_validating_reader_refuses_another_plans_or_a_reordered_journal(
+    tmp_path: Path, records: list[dict[str, Any]], message: str
+) -> None:
+    from migrate.execute.journal import read_records
+
+    path = tmp_path / "j.jsonl"
+    _write(path, records)
+    with pytest.raises(InputError, match=message):
+        read_records(path, plan_digest=DIGEST)
+
+
+def test_concurrent_writers_get_consecutive_seqs_and_whole_lines(tmp_path: Path) -> None:
+    import threading
+
+    path = tmp_path / "j.jsonl"
+    with Journal.open(path, plan_digest=DIGEST) as j:
+
+        def write(n: int) -> None:
+            for i in range(40):
+                j.record("start", phase="apply", stepId=f"t{n}/{i}", planDigest=DIGEST, pad="x" * 500)
+
+        threads = [threading.Thread(target=write, args=(n,)) for n in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    records = read_journal(path)
+    assert [r["seq"] for r in records] == list(range(1, 241))
+    for n in range(6):  # each writer's records in its own order
+        mine = [int(r["stepId"].split("/")[1]) for r in records if r["stepId"].startswith(f"t{n}/")]
+        assert mine == list(range(40))

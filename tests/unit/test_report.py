@@ -57,7 +57,7 @@ def test_markdown_has_every_section_and_the_issue_contents() -> None:
     for _, title in SECTIONS:
         assert f"\n## {title}\n" in out
     assert "dra-migrate 0.1.0" in out
-    assert "v1.37.2" in out and "sha256:d4dfc30c9949" in out  # server version, fingerprint digest
+    assert "v1.37.2" in out and "sha256:0b06faae03a1" in out  # server version, fingerprint digest
     # Every consumer by name, with its pools and GPU totals.
     chat = ["Deployment", "ml-serving", "chat-api", "a100-shared-pool", "nvidia.com/gpu=3", "3", "template"]
     assert chat in _rows(out)

@@ -1,0 +1,96 @@
+"""`dra-migrate rehearse PLAN` and `dra-migrate twin build|status`: a plan run on a twin of the cluster."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from migrate.cli import exitcodes
+from migrate.cli.options import SourceOptions, load_state, source_options
+from migrate.errors import InputError
+from migrate.fileio import write_text_atomic
+from migrate.plan import io as plan_io
+from migrate.render import emit, to_json, use_color
+
+
+@click.command()
+@click.argument("plan_file", metavar="PLAN", type=click.Path(path_type=Path))
+@source_options
+@click.option(
+    "--time-scale",
+    type=float,
+    default=0.1,
+    show_default=True,
+    help="Run the twin this much faster than real time (0.1: ten times); durations are reported unscaled.",
+)
+@click.option("--pending-threshold", default="2m", show_default=True, help="Health gate, as for apply.")
+@click.option("-o", "--output", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True)
+@click.option("--out", "out_file", type=click.Path(path_type=Path), help="Write the result to FILE.")
+def rehearse(
+    plan_file: Path,
+    source: SourceOptions,
+    time_scale: float,
+    pending_threshold: str,
+    output: str,
+    out_file: Path | None,
+) -> None:
+    """Run PLAN on a private twin made from the cluster's snapshot, and report what happened.
+
+    \b
+    Examples:
+      dra-migrate rehearse plan.yaml --snapshot cluster.jsonl
+      dra-migrate rehearse plan.yaml --snapshot cluster.jsonl -o json --out rehearsal.json
+      dra-migrate rehearse plan.yaml --kubeconfig ~/.kube/config   # reads the cluster once, read-only
+
+    Exit codes: 0 the rehearsal passed, 2 it failed (a stalled drain, a failed canary or health gate), 1 error.
+    """
+    from migrate.plan.params import parse_duration
+    from migrate.rehearse.run import rehearse as run_rehearsal
+    from migrate.render.rehearsal import rehearsal_document
+
+    if not source.snapshot and not source.kubeconfig and not source.context:
+        raise InputError("rehearse needs the cluster's state", "pass --snapshot FILE (or --kubeconfig to read it)")
+    plan = plan_io.load(plan_file)
+    state = load_state(source)
+    result = run_rehearsal(
+        plan,
+        state,
+        time_scale=time_scale,
+        pending_threshold_s=float(parse_duration(pending_threshold)),
+        log=lambda m: click.echo(m, err=True),
+    ).to_dict()
+    text = to_json(result) if output == "json" else rehearsal_document(result).render(output, color=False)
+    if out_file:
+        write_text_atomic(out_file, text if text.endswith("\n") else text + "\n")
+        click.echo(f"wrote {out_file}", err=True)
+    else:
+        emit(text if output == "json" else rehearsal_document(result).render(output, color=use_color(sys.stdout)))
+    sys.exit(exitcodes.OK if result["result"] == "ok" else exitcodes.ACTION_NEEDED)
+
+
+@click.group()
+def twin() -> None:
+    """The control-plane binaries rehearsals run on."""
+
+
+@twin.command("build")
+def twin_build() -> None:
+    """Build etcd, kube-apiserver, kube-scheduler and kube-controller-manager into the user's cache."""
+    from migrate.rehearse.twin import build
+
+    sys.exit(exitcodes.OK if build() == 0 else exitcodes.FAILED)
+
+
+@twin.command("status")
+def twin_status() -> None:
+    """Where each binary the twin needs was found (cache, KUBEBUILDER_ASSETS, PATH), or that it is missing."""
+    from migrate.rehearse.twin import BUILD_HINT, find_binaries
+
+    found = find_binaries()
+    for name, (path, where) in found.items():
+        click.echo(f"{name:25} {where:18} {path or '-'}")
+    if any(p is None for p, _ in found.values()):
+        click.echo(f"error: binaries missing; {BUILD_HINT}", err=True)
+        sys.exit(exitcodes.FAILED)

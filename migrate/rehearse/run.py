@@ -1,0 +1,193 @@
+"""Run a reviewed plan on a twin and say what happened (README "Rehearsal").
+
+The twin is made from the snapshot: its GPU nodes (labels, taints, capacity, device plugin and DRA plugin as
+the snapshot shows them) are played by the simulator, its namespaces, workloads, PodDisruptionBudgets,
+DeviceClasses and NVIDIA stack objects are created on a private control plane, and the real scheduler and
+controllers place the pods. The plan's stages run unchanged through the real executor; only what ties the
+plan to the real cluster is re-taken on the twin (the fingerprint: uids and versions differ) and its
+durations are scaled by the time scale (soaks, timeouts, the health gate), as the simulator's timings are.
+Durations in the result are unscaled back to real time. Nothing here ever contacts the real cluster.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from migrate.checks.run import assess
+from migrate.cluster.live import LiveCluster, LiveOptions, read_objects
+from migrate.cluster.state import ClusterState, StateBuilder
+from migrate.cluster.templates import TemplateTable
+from migrate.errors import InputError
+from migrate.execute.journal import journal_path, read_journal
+from migrate.execute.ops import LiveOps, live_ops
+from migrate.execute.runner import ApplyOptions
+from migrate.execute.session import ApplySession
+from migrate.plan import io as plan_io
+from migrate.plan.fingerprint import fingerprint
+from migrate.plan.model import Plan
+from migrate.plan.params import format_duration, parse_duration
+from migrate.rehearse.model import Rehearsal, from_journal
+from migrate.rehearse.twin import Twin
+from migrate.sim.fleet import SimulatedFleet
+from migrate.sim.kube import Kube, new_api_client
+from migrate.sim.load import load_workloads
+from migrate.sim.spec import specs_from_state
+from migrate.sim.stack import install_nvidia_stack
+
+Log = Callable[[str], None]
+MIN_TIMEOUT_S = 10  # a scaled timeout never below this: API round trips do not scale
+
+
+def _scaled(text: str, scale: float, floor: int) -> str:
+    seconds = parse_duration(text)
+    if seconds == 0:
+        return text
+    return format_duration(max(floor, math.ceil(seconds * scale)))
+
+
+def twin_plan(plan: dict[str, Any], twin_state: ClusterState, scale: float) -> dict[str, Any]:
+    """The reviewed plan's stages, fingerprinted on the twin and time-scaled, sealed anew."""
+    body = copy.deepcopy(plan_io.body_of(plan))
+    body.pop("edited", None)
+    labels = tuple(body.get("parameters", {}).get("poolLabels") or ())
+    body["fingerprint"] = fingerprint(twin_state, assess(twin_state, pool_labels=labels))
+    for stage in body["stages"]:
+        for step in (stage.get("steps") or []) + (stage.get("nodeSteps") or []):
+            step["timeout"] = _scaled(step["timeout"], scale, MIN_TIMEOUT_S)
+        for wave in stage.get("waves") or []:
+            wave["soakAfter"] = _scaled(wave["soakAfter"], scale, 1)
+    return plan_io.seal(body)
+
+
+class _WatchingOps:
+    """The live ops of the twin, noting the scheduler's reason for every pod the health gate finds Pending."""
+
+    def __init__(self, inner: LiveOps) -> None:
+        self._inner = inner
+        self.reasons: dict[str, str] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def pending_gpu_pods(self, older_than_s: float) -> list[str]:
+        pending = self._inner.pending_gpu_pods(older_than_s)
+        for key in pending:
+            ns, _, name = key.partition("/")
+            pod = self._inner.kube.get_or_none(f"/api/v1/namespaces/{ns}/pods/{name}") or {}
+            self.reasons[key] = _scheduler_reason(pod)
+        return pending
+
+
+def _scheduler_reason(pod: dict[str, Any]) -> str:
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+            return str(cond.get("message") or cond.get("reason") or "unschedulable")
+    return "not yet scheduled"
+
+
+def _read_twin(kubeconfig: Path) -> ClusterState:
+    cluster = LiveCluster(LiveOptions(kubeconfig=kubeconfig))
+    info, objects = read_objects(cluster, TemplateTable.builtin())
+    builder = StateBuilder(info)
+    builder.add_all(objects)
+    return builder.state
+
+
+def _settle(kube: Kube, timeout_s: float) -> None:
+    """Until the scheduler has looked at every pod the controllers made (bound, or reported unschedulable)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        items, _ = kube.list_all("/api/v1/pods", [("fieldSelector", "status.phase=Pending,spec.nodeName=")])
+        if all(_scheduler_reason(p) != "not yet scheduled" for p in items):
+            return
+        time.sleep(0.5)
+
+
+def rehearse(
+    plan: dict[str, Any],
+    state: ClusterState,
+    *,
+    time_scale: float = 0.1,
+    pending_threshold_s: float = 120.0,
+    log: Log | None = None,
+) -> Rehearsal:
+    say = log or (lambda _m: None)
+    if not 0 < time_scale <= 1:
+        raise InputError(f"--time-scale {time_scale} is out of range", "give a factor in (0, 1], e.g. 0.1")
+    if not plan.get("applicable"):
+        blockers = [f["id"] for f in plan.get("findings", []) if f.get("severity") == "blocker"]
+        raise InputError(
+            f"the plan is not applicable (blockers: {', '.join(blockers) or '?'}): apply would refuse it",
+            "resolve the blockers and make a new plan, then rehearse that",
+        )
+    specs = specs_from_state(state)
+    if not specs:
+        raise InputError(f"{state.source.location}: the snapshot has no GPU nodes to rehearse on", "")
+    say("starting the twin's control plane")
+    with Twin.start() as twin, tempfile.TemporaryDirectory(prefix="dra-migrate-rehearsal-") as scratch:
+        api = new_api_client(twin.kubeconfig, "dra-migrate-rehearsal")
+        kube = Kube(api)
+        with SimulatedFleet(twin.kubeconfig, specs, heartbeat_seconds=max(1.0, 10 * time_scale)) as fleet:
+            say(f"twin: {len(fleet.node_names)} simulated GPU node(s)")
+            policies = state.of("nvidia.com/ClusterPolicy")
+            has_dra = bool(state.of("resource.k8s.io/ResourceSlice")) or any(
+                "kubelet-plugin" in str((d.get("metadata") or {}).get("name", "")) for d in state.of("apps/DaemonSet")
+            )
+            install_nvidia_stack(api, dra_driver=has_dra, cluster_policy=policies[0] if policies else None)
+            loaded = load_workloads(api, state)
+            say(f"twin: {sum(loaded.created.values())} object(s) recreated, {len(loaded.skipped)} skipped")
+            _settle(kube, 60)
+            derived = twin_plan(plan, _read_twin(twin.kubeconfig), time_scale)
+            path = Path(scratch) / "rehearsal.plan.yaml"
+            plan_io.write(derived, path)
+            ops = _WatchingOps(live_ops(twin.kubeconfig, None))
+            session = ApplySession(
+                Plan.from_dict(plan_io.load(path)),
+                path,
+                ops=ops,
+                lock_api=ops.api,
+                actor="dra-migrate rehearse",
+                log=say,
+            )
+            # The same policy as a real apply: applicable, not stale (against the twin), locked, journaled.
+            session.refuse_if_not_applicable()
+            session.refuse_if_stale(lambda: _read_twin(twin.kubeconfig))
+            started = time.monotonic()
+            result = session.apply(ApplyOptions(pending_threshold_s=pending_threshold_s * time_scale))
+            wall = time.monotonic() - started
+            records = read_journal(journal_path(path))
+            after = _read_twin(twin.kubeconfig)
+        api.close()
+    return from_journal(
+        plan,
+        records,
+        time_scale=time_scale,
+        wall_seconds=wall,
+        ok=result.ok,
+        failure=result.failure,
+        reasons=ops.reasons,
+        after=after,
+        unreproduced=_unreproduced(state, loaded.skipped),
+    )
+
+
+def _unreproduced(state: ClusterState, skipped: list[str]) -> list[str]:
+    out = list(skipped)
+    out.extend(f"{kind}: {n} object(s) not read into the snapshot" for kind, n in sorted(state.skipped.items()))
+    if state.other_pods_read:
+        out.append(
+            f"{state.other_pods_read} pod(s) without devices: the snapshot counts them, not their specs, so the twin "
+            "runs none of them (their CPU and memory load and their budgets' pods are absent)"
+        )
+    out.append(
+        "pods of built-in controllers (Deployments, StatefulSets, Jobs) are placed by the twin's scheduler, "
+        "not pinned to their nodes in the snapshot"
+    )
+    out.append("ResourceClaims' allocations are not copied: the twin's scheduler allocates anew")
+    return out

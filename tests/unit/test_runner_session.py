@@ -1,0 +1,305 @@
+"""The apply session (journal ownership before any cluster contact, staleness of what is ahead, the lock,
+overrides in run-start), `status` (scrubbed, overrides shown) and the client-side rate limit."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from test_runner import MIGRATED, make_plan
+
+from migrate.errors import InputError
+from migrate.execute.contract import LockLost
+from migrate.execute.fake import FakeClock, FakeOps
+from migrate.execute.journal import journal_path, read_journal
+from migrate.execute.kubeapi import RateLimit
+from migrate.execute.runner import ApplyOptions
+from migrate.execute.session import ApplySession
+from migrate.plan import io as plan_io
+from migrate.plan.drift import Drift, ObjectChange
+from migrate.plan.model import Plan
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class NoCluster:
+    """Any use of it is a failure: the session must refuse before it contacts the cluster."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"the cluster was contacted ({name})")
+
+
+class FakeLock:
+    def __init__(self, api: Any, *, namespace: str, plan_digest: str) -> None:
+        self.callbacks: list[Any] = []
+        self.lost = False
+
+    def acquire(self) -> None: ...
+
+    def release(self) -> None: ...
+
+    def check(self) -> None:
+        if self.lost:
+            raise LockLost("lost")
+
+    def on_lost(self, cb: Any) -> None:
+        self.callbacks.append(cb)
+
+    def __enter__(self) -> FakeLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
+def plan_file(tmp_path: Path, plan: Plan) -> Path:
+    path = tmp_path / "plan.yaml"
+    plan_io.write(plan.to_dict(), path)
+    return path
+
+
+def session(path: Path, ops: Any, **kw: Any) -> ApplySession:
+    plan = Plan.from_dict(plan_io.load(path))
+    return ApplySession(plan, path, ops=ops, lock_api=None, actor="t", lock_factory=FakeLock, **kw)
+
+
+def test_a_journal_of_another_plan_is_refused_before_the_cluster_is_contacted(tmp_path: Path) -> None:
+    path = plan_file(tmp_path, make_plan([["a"]]))
+    other = {"seq": 1, "time": "t", "event": "run-start", "planDigest": "sha256:" + "f" * 64}
+    journal_path(path).write_bytes(orjson.dumps(other) + b"\n")
+    with pytest.raises(InputError, match="another plan"):
+        session(path, NoCluster())
+
+
+def test_a_journal_whose_seq_runs_backwards_is_refused(tmp_path: Path) -> None:
+    plan = make_plan([["a"]])
+    path = plan_file(tmp_path, plan)
+    recs = [{"seq": s, "time": "t", "event": "start", "planDigest": plan.digest, "stepId": "x"} for s in (2, 1)]
+    journal_path(path).write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in recs))
+    with pytest.raises(InputError, match="seq 1 after seq 2"):
+        session(path, NoCluster())
+
+
+def test_apply_records_the_overrides_and_status_shows_them(tmp_path: Path) -> None:
+    plan = make_plan([["a", "b"]])
+    path = plan_file(tmp_path, plan)
+    ops = FakeOps.for_plan(plan, FakeClock())
+    s = session(path, ops, overrides={"drainTimeout": "5m", "parallelism": 2}, clock=ops.clock)
+    result = s.apply(ApplyOptions(parallelism=2))
+    assert result.ok, result.failure
+    assert all(v == MIGRATED for v in ops.snapshot()["nodes"].values())
+    start = read_journal(journal_path(path))[0]
+    assert start["overrides"] == {"drainTimeout": "5m", "parallelism": 2}
+    from cli import run
+
+    out = run("status", str(path), "-o", "json")
+    assert out.code == 0, out.stderr
+    assert json.loads(out.stdout)["lastRun"]["overrides"] == {"drainTimeout": "5m", "parallelism": 2}
+    table = run("status", str(path))
+    assert "drainTimeout=5m" in table.stdout and "parallelism=2" in table.stdout
+
+
+def test_status_scrubs_credentials_from_journal_errors(tmp_path: Path) -> None:
+    plan = make_plan([["a"]])
+    path = plan_file(tmp_path, plan)
+    token = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW0ifQ.c2lnbmF0dXJlLXNpZ25hdHVyZQ"
+    recs = [
+        {"seq": 1, "time": "t", "event": "run-start", "phase": "apply", "planDigest": plan.digest},
+        {"seq": 2, "time": "t", "event": "start", "phase": "apply", "stepId": "pool-0/p0-a/cordon"},
+        {"seq": 3, "time": "t", "event": "end", "phase": "apply", "stepId": "pool-0/p0-a/cordon",
+         "result": "failed", "error": f"403 Authorization: Bearer {token} https://admin:hunter2@proxy"},
+        {"seq": 4, "time": "t", "event": "run-end", "phase": "apply", "result": "failed",
+         "error": f"Authorization: Bearer {token}"},
+    ]  # fmt: skip
+    journal_path(path).write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in recs))
+    from cli import run
+
+    for args in (("-o", "json"), ()):
+        out = run("status", str(path), *args)
+        assert out.code == 0, out.stderr
+        assert token not in out.stdout and "hunter2" not in out.stdout
+        assert "<redacted>" in out.stdout
+
+
+def test_status_refuses_another_plans_journal(tmp_path: Path) -> None:
+    path = plan_file(tmp_path, make_plan([["a"]]))
+    other = {"seq": 1, "time": "t", "event": "run-start", "planDigest": "sha256:" + "e" * 64}
+    journal_path(path).write_bytes(orjson.dumps(other) + b"\n")
+    from cli import run
+
+    out = run("status", str(path))
+    assert out.code == 1 and "another plan" in out.stderr
+
+
+def test_report_refuses_another_plans_journal(tmp_path: Path) -> None:
+    plan = tmp_path / "demo.yaml"
+    shutil.copy(ROOT / "plans" / "demo-example.yaml", plan)
+    other = {"seq": 1, "time": "t", "event": "run-start", "planDigest": "sha256:" + "e" * 64}
+    journal_path(plan).write_bytes(orjson.dumps(other) + b"\n")
+    from cli import run
+
+    out = run("report", str(plan), "--format", "json")
+    assert out.code == 1 and "another plan" in out.stderr
+
+
+def _drift(**lists: Any) -> Drift:
+    return Drift(plan={}, **lists)
+
+
+def test_a_first_run_refuses_any_drift_and_a_resumed_run_only_drift_ahead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan = make_plan([["a"], ["b"]])
+    path = plan_file(tmp_path, plan)
+    ops = FakeOps.for_plan(plan, FakeClock())
+    # Drift on node a (which the first wave changes) and a DeviceClass the prepare stage creates.
+    ours = _drift(
+        labels_changed=[{"node": "p0-a", "key": "k", "planned": "true", "now": "false"}],
+        objects=[ObjectChange("Node", "", "p0-a", "changed", None, None),
+                 ObjectChange("DeviceClass", "", "gpu", "added", None, None)],
+    )  # fmt: skip
+    monkeypatch.setattr("migrate.plan.drift.drift", lambda _plan, _state: ours)
+    s = session(path, ops, clock=ops.clock)
+    with pytest.raises(InputError, match="stale"):
+        s.refuse_if_stale(lambda: None)  # a first run: any drift refuses
+    ops.driver_installed = False  # the prepare stage fails and is rolled back: nothing is left changed
+    assert s.apply(ApplyOptions()).outcome == "failed"
+    s = session(path, ops, clock=ops.clock)
+    assert not s.resuming, "a failed attempt that left nothing changed is a new run"
+    with pytest.raises(InputError, match="stale"):
+        s.refuse_if_stale(lambda: None)
+    ops.driver_installed = True
+    ops.fail("canary", "p0-b", "transient")
+    s.apply(ApplyOptions())  # wave 1 done, then stopped in wave 2
+    s = session(path, ops, clock=ops.clock)
+    assert s.resuming
+    s.refuse_if_stale(lambda: None)  # drift only where this run has been: resume goes on
+    ahead = _drift(objects=[ObjectChange("Node", "", "p0-c", "replaced", None, None)])
+    monkeypatch.setattr("migrate.plan.drift.drift", lambda _plan, _state: ahead)
+    with pytest.raises(InputError, match="in what is left to apply"):
+        s.refuse_if_stale(lambda: None)
+
+
+def test_a_plan_with_blockers_is_refused(tmp_path: Path) -> None:
+    plan = make_plan([["a"]])
+    body = {**plan_io.body_of(plan.to_dict()), "applicable": False, "findings": [{"id": "x", "severity": "blocker"}]}
+    path = tmp_path / "p.yaml"
+    plan_io.write(plan_io.seal(body), path)
+    with pytest.raises(InputError, match="blockers x"):
+        session(path, NoCluster()).refuse_if_not_applicable()
+
+
+def test_the_lock_losing_cancels_the_run(tmp_path: Path) -> None:
+    plan = make_plan([["a", "b"]])
+    path = plan_file(tmp_path, plan)
+    ops = FakeOps.for_plan(plan, FakeClock())
+    ops.fail("wait_dra_ready", None, "hang", times=99)
+    locks: list[FakeLock] = []
+
+    def factory(*a: Any, **kw: Any) -> FakeLock:
+        lock = FakeLock(*a, **kw)
+        locks.append(lock)
+        return lock
+
+    s = ApplySession(Plan.from_dict(plan_io.load(path)), path, ops=ops, lock_api=None, actor="t",
+                     lock_factory=factory, clock=ops.clock)  # fmt: skip
+    import threading
+
+    def lose() -> None:
+        while ops.active.get("wait_dra_ready", 0) < 2:
+            threading.Event().wait(0.001)
+        locks[-1].lost = True
+        for cb in locks[-1].callbacks:
+            cb("lost the cluster lock: taken over")
+
+    t = threading.Thread(target=lose)
+    t.start()
+    result = s.apply(ApplyOptions())
+    t.join()
+    assert result.outcome == "stopped" and not result.rolled_back
+
+
+def test_the_rate_limit_allows_a_burst_then_qps() -> None:
+    now = [0.0]
+    slept: list[float] = []
+
+    def sleep(s: float) -> None:
+        slept.append(s)
+        now[0] += s
+
+    limit = RateLimit(10, 5, clock=lambda: now[0], sleep=sleep)
+    for _ in range(5):
+        limit.acquire()
+    assert not slept, "the burst goes at once"
+    for _ in range(10):
+        limit.acquire()
+    assert sum(slept) == pytest.approx(1.0), "then 10 a second"
+    off = RateLimit(-1, 0, clock=lambda: now[0], sleep=sleep)
+    for _ in range(100):
+        off.acquire()
+    assert sum(slept) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    ("step", "field", "value", "named"),
+    [
+        (4, ("params", "devices"), "8", "devices"),  # wait-dra-ready: a string where the count goes
+        (1, ("params", "scope"), "everything", "drain scope"),
+        (2, ("params", "key"), 3, "key"),
+        (0, ("inverse", "restore", "unschedulable"), "no", "unschedulable"),
+        (6, ("params", "unschedulable"), "false", "unschedulable"),
+        (5, ("params", "image"), None, "image"),
+    ],
+)
+def test_steps_apply_could_not_carry_out_are_refused_before_the_cluster(
+    tmp_path: Path, step: int, field: tuple[str, ...], value: Any, named: str
+) -> None:
+    body = plan_io.body_of(make_plan([["a"]]).to_dict())
+    target: Any = body["stages"][1]["nodeSteps"][step]
+    for key in field[:-1]:
+        target = target[key]
+    target[field[-1]] = value
+    path = tmp_path / "p.yaml"
+    plan_io.write(plan_io.seal(body), path)
+    with pytest.raises(InputError, match=named):
+        session(path, NoCluster())
+
+
+class _Resp:
+    def __init__(self, status: int, headers: dict[str, str]) -> None:
+        self.status, self.headers = status, headers
+
+    def read(self) -> bytes:
+        return b'{"ok": 1}' if self.status < 300 else b'{"kind": "Status", "message": "slow down"}'
+
+
+class _Client:
+    class configuration:  # mimics ApiClient.configuration
+        host = "https://fake.invalid"
+
+    def __init__(self, answers: list[_Resp]) -> None:
+        self.answers = answers
+
+    def param_serialize(self, **kw: Any) -> tuple[str, str, dict[str, str], Any, None]:
+        return kw["method"], kw["resource_path"], kw["header_params"], kw["body"], None
+
+    def call_api(self, method: str, url: str, **kw: Any) -> _Resp:
+        return self.answers.pop(0)
+
+
+def test_429_waits_what_retry_after_says_and_each_attempt_takes_a_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    from migrate.execute import kubeapi
+
+    slept: list[float] = []
+    monkeypatch.setattr(kubeapi.time, "sleep", slept.append)
+    taken = []
+    limit = RateLimit(1000, 1000)
+    monkeypatch.setattr(limit, "acquire", lambda: taken.append(1))
+    answers = [_Resp(429, {"Retry-After": "7"}), _Resp(429, {"Retry-After": "120"}), _Resp(200, {})]
+    kube = kubeapi.Kube(_Client(answers), retries=3, rate_limit=limit)
+    assert kube.get("/api/v1/nodes") == {"ok": 1}
+    assert slept == [7.0, kubeapi.MAX_RETRY_AFTER_S]  # as the server said (capped at a minute), not our backoff
+    assert len(taken) == 3
