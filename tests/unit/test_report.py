@@ -47,13 +47,13 @@ def _in_root(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_golden_markdown_of_the_demo_plan() -> None:
-    r = run("report", PLAN, "--snapshot", DEMO, "--format", "markdown")
+    r = run("report", PLAN, "--snapshot", DEMO, "-o", "markdown")
     assert r.code == 0, r.stderr
     check_golden(GOLDEN / "demo.md", r.stdout)
 
 
 def test_markdown_has_every_section_and_the_issue_contents() -> None:
-    out = run("report", PLAN, "--snapshot", DEMO, "--format", "markdown").stdout
+    out = run("report", PLAN, "--snapshot", DEMO, "-o", "markdown").stdout
     for _, title in SECTIONS:
         assert f"\n## {title}\n" in out
     assert "dra-migrate 0.1.0" in out
@@ -123,7 +123,7 @@ def test_stages_show_applicability_and_each_steps_parameters() -> None:
 
 
 def test_json_contract() -> None:
-    r = run("report", PLAN, "--snapshot", DEMO, "--format", "json")
+    r = run("report", PLAN, "--snapshot", DEMO, "-o", "json")
     assert r.code == 0, r.stderr
     data = json.loads(r.stdout)
     assert data["formatVersion"] == FORMAT_VERSION == 1
@@ -157,7 +157,7 @@ def test_json_contract() -> None:
 
 def test_out_writes_the_file(tmp_path: Path) -> None:
     out = tmp_path / "sub" / "report.html"
-    r = run("report", PLAN, "--snapshot", DEMO, "--format", "html", "--out", str(out))
+    r = run("report", PLAN, "--snapshot", DEMO, "-o", "html", "--out", str(out))
     assert r.code == 0, r.stderr
     assert r.stdout == ""
     text = out.read_text()
@@ -236,7 +236,7 @@ def _rows(markdown: str) -> list[list[str]]:
 
 
 def test_timeline_sets_the_rollback_apart(journaled: Path) -> None:
-    r = run("report", str(journaled), "--format", "markdown")  # the journal beside the plan, by default
+    r = run("report", str(journaled), "-o", "markdown")  # the journal beside the plan, by default
     assert r.code == 0, r.stderr
     out = r.stdout
     assert "2 run(s), 8 step(s) applied, 5 undone by rollbacks" in out
@@ -255,14 +255,14 @@ def test_timeline_sets_the_rollback_apart(journaled: Path) -> None:
     assert "Last run: rollback" in verdict
     assert [H100, "wave-1", NODE, "rolled-back", "failed"] in _rows(verdict)
     # The state the steps saw (`before`/`after`) is not copied into the report.
-    assert '"x"' not in run("report", str(journaled), "--format", "json").stdout
+    assert '"x"' not in run("report", str(journaled), "-o", "json").stdout
 
 
 def test_rollback_in_html_and_json(journaled: Path) -> None:
-    html = run("report", str(journaled), "--format", "html").stdout
+    html = run("report", str(journaled), "-o", "html").stdout
     assert '<table class="rollback">' in html
     assert html.count("undo-") == 5
-    data = json.loads(run("report", str(journaled), "--format", "json").stdout)
+    data = json.loads(run("report", str(journaled), "-o", "json").stdout)
     t = data["timeline"]
     assert [x["phase"] for x in t["runs"]] == ["apply", "rollback"]
     assert len(t["apply"]) == 8 and len(t["rollback"]) == 5
@@ -316,11 +316,11 @@ def test_against_an_older_plan(tmp_path: Path) -> None:
     older = tmp_path / "older.yaml"
     r = run("plan", "--snapshot", DEMO, "--max-unavailable", "2", "--out", str(older))
     assert r.code == 0, r.stderr
-    out = run("report", PLAN, "--against", str(older), "--format", "markdown").stdout
+    out = run("report", PLAN, "--against", str(older), "-o", "markdown").stdout
     diff = _section(out, "## Changes against an older plan")
     assert ["parameter", "maxUnavailable", "2 -> 10%"] in _rows(diff)
     assert any(row[0] == "wave" for row in _rows(diff))
-    data = json.loads(run("report", PLAN, "--against", str(older), "--format", "json").stdout)
+    data = json.loads(run("report", PLAN, "--against", str(older), "-o", "json").stdout)
     assert data["diff"]["identical"] is False
     assert data["diff"]["summary"]["parameters"] == [{"name": "maxUnavailable", "old": "2", "new": "10%"}]
 
@@ -334,7 +334,7 @@ def test_an_edited_plan_says_so(tmp_path: Path) -> None:
         yaml.dump(doc, fh)
     assert run("report", str(path)).code == 1  # an unrebased edit is refused, as everywhere
     assert run("plan", "--rebase", str(path)).code == 0
-    data = json.loads(run("report", str(path), "--format", "json").stdout)
+    data = json.loads(run("report", str(path), "-o", "json").stdout)
     assert data["plan"]["edited"] is True
     assert data["plan"]["previousDigests"] == [plan_io.load(ROOT / PLAN)["digest"]]
     assert "edited and rebased" in run("report", str(path)).stdout
