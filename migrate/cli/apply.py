@@ -148,8 +148,9 @@ def apply(
     )
     overrides: dict[str, Any] = {"drainTimeout": drain_timeout} if drain_timeout else {}
     session = _session(plan, plan_file, source, lock_namespace, parallelism, qps, burst, overrides)
-    session.refuse_if_not_applicable()
-    session.runner(None).selected_stages(opts, session.done)  # a wrong --stage/--until before the cluster
+    # A wrong --stage/--until before the cluster; with one, only the stages it selects must be applicable.
+    selected = session.runner(None).selected_stages(opts, session.done)
+    session.refuse_if_not_applicable(selected if stage or until else None)
     session.refuse_if_stale(lambda: load_state(source))
     if dry_run:
         result = session.dry_run(opts)
