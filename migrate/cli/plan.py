@@ -106,7 +106,7 @@ def plan(
         max_unavailable=max_unavailable,
         soak=soak,
         drain=drain,
-        order=_names(order, "--order"),
+        order=tuple(p.strip() for p in order.split(",") if p.strip()) if order else (),
         device_plugin_label=device_plugin_label,
         dra_label=dra_label,
         pool_labels=pool_labels,

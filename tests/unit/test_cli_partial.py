@@ -154,3 +154,39 @@ def test_the_review_section_records_capacity_and_inventory(tmp_path: Path) -> No
     (tmp_path / "edited.yaml").write_text(text)
     r = run("show", str(tmp_path / "edited.yaml"))
     assert r.code == exitcodes.FAILED and "edited" in r.stderr
+
+
+def _unreachable_kubeconfig(tmp_path: Path) -> Path:
+    """A kubeconfig for an API server nobody runs: whatever gets past the offline refusals fails to connect."""
+    kc = tmp_path / "kubeconfig"
+    kc.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    return kc
+
+
+def test_apply_stage_runs_an_applicable_stage_beside_a_blocked_pool(tmp_path: Path, demo_with_dra_driver: Path) -> None:
+    """The refusal is offline (before the cluster is contacted): a blocked stage is refused naming its
+    blocker; the stages no blocker stops get past it, to the cluster (unreachable here)."""
+    code, _, _ = _plan(tmp_path, demo_with_dra_driver)
+    assert code == 0
+    plan, kc = str(tmp_path / "plan.yaml"), str(_unreachable_kubeconfig(tmp_path))
+    whole = run("apply", plan, "--kubeconfig", kc, "--yes")
+    assert whole.code == exitcodes.FAILED and "is not applicable" in whole.stderr
+    blocked = run("apply", plan, "--kubeconfig", kc, "--yes", "--stage", "pool-a100-shared-pool", "--dry-run")
+    assert blocked.code == exitcodes.FAILED
+    assert "stage pool-a100-shared-pool is not applicable: blockers shared-gpu-capacity-loss" in blocked.stderr
+    for args in (["--until", "pool-l4-pool"], ["--stage", "prepare"], ["--stage", "pool-h100-pool", "--dry-run"]):
+        r = run("apply", plan, "--kubeconfig", kc, "--yes", *args)
+        assert r.code == exitcodes.FAILED, r.stderr
+        assert "not applicable" not in r.stderr, (args, r.stderr)  # past the refusal: it tried the cluster
+        assert "127.0.0.1" in r.stderr or "connect" in r.stderr.lower() or "unreachable" in r.stderr.lower(), r.stderr
