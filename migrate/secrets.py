@@ -7,6 +7,7 @@ Kept at the bottom of the layers (it imports nothing of ours) so the cluster rea
 
 from __future__ import annotations
 
+import logging
 import re
 
 REDACTED = "<redacted>"
@@ -14,8 +15,12 @@ REDACTED = "<redacted>"
 # Bearer tokens and JWTs (service-account tokens are JWTs), HTTP Basic credentials, and key=value
 # secrets: never copied from an error message.
 _SECRETS = (
-    re.compile(r"(?i)(bearer\s+)\S+"),
-    re.compile(r"(?i)(basic\s+)[A-Za-z0-9+/=]{4,}"),
+    # An Authorization header of any scheme (RFC 9110 §11.6.2): "Authorization: Negotiate abc", JSON or not.
+    re.compile(r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?(?:[A-Za-z][\w.-]*\s+)?)[^\s\"',}]+"),
+    re.compile(r"(?i)(bearer\s+)[^\s\"',}]+"),
+    re.compile(r"(?i)(basic\s+)[A-Za-z0-9+/=_-]{4,}"),
+    re.compile(r"(?i)(--(?:token|password|client-secret|api-key)[= ]\s*)\S+"),
+    re.compile(r"(?i)((?:api[_-]?key|client[_-]?secret|x-api-key)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]+"),
     re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"),
     re.compile(r"(?i)((?:token|password|secret)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]+"),
     re.compile(r"(?i)(\w+://[^/\s:@]+:)[^@\s/]+(?=@)"),  # user:password@ in a URL
@@ -29,3 +34,22 @@ def scrub(text: str | None) -> str | None:
     for pattern in _SECRETS:
         text = pattern.sub(lambda m: (m.group(1) if m.groups() else "") + REDACTED, text)
     return text
+
+
+class ScrubFilter(logging.Filter):
+    """A logging filter that scrubs every record's message (its arguments merged in first), so no log line
+    on stderr or in a log file carries a credential an API error quoted."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        clean = scrub(message)
+        if clean != message:
+            record.msg, record.args = clean, None
+        return True
+
+
+def scrub_logs(*handlers: logging.Handler) -> None:
+    """Install the filter on these handlers (the root logger's when none are given)."""
+    for handler in handlers or tuple(logging.getLogger().handlers):
+        if not any(isinstance(f, ScrubFilter) for f in handler.filters):
+            handler.addFilter(ScrubFilter())

@@ -9,7 +9,7 @@ import click
 
 from migrate.cli import exitcodes
 from migrate.cluster.templates import TemplateTable
-from migrate.convert.files import FileResult, convert_file, find_files, write_atomic
+from migrate.convert.files import FileResult, check_output_paths, convert_files, find_files, write_all
 from migrate.convert.rewrite import MAX_SUBREQUESTS, ConvertOptions
 from migrate.dra.cel import SelectorError, UnsupportedSelectorError, compile_selector
 from migrate.errors import InputError
@@ -89,7 +89,10 @@ def convert(
     if templates:
         table = table.extended(templates)
 
-    results: list[FileResult] = [convert_file(f, rel, table, opts) for f, rel in find_files(paths)]
+    pairs = find_files(paths)
+    if output_dir:
+        check_output_paths(pairs, output_dir)
+    results: list[FileResult] = convert_files(pairs, table, opts)
     problems = [p for r in results for p in r.problems]
     for r in results:
         for w in r.warnings:
@@ -107,12 +110,12 @@ def convert(
     for r in results:
         for s in r.summary:
             log.info("%s", s)
-        if in_place:
-            if r.changed:
-                write_atomic(r.path, r.converted)
-        elif output_dir:
-            write_atomic(output_dir / r.relative, r.converted)
-        else:
+    if in_place:  # all files or none
+        write_all([(r.path, r.converted) for r in results if r.changed])
+    elif output_dir:
+        write_all([(output_dir / r.relative, r.converted) for r in results])
+    else:
+        for r in results:
             emit(r.diff())
     changed = sum(r.changed for r in results)
     click.echo(f"converted {changed} of {len(results)} file(s)", err=True)

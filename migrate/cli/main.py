@@ -23,6 +23,7 @@ import click
 from migrate import __version__
 from migrate.cli import exitcodes
 from migrate.errors import MigrateError
+from migrate.secrets import scrub, scrub_logs
 
 log = logging.getLogger("migrate")
 
@@ -189,7 +190,7 @@ def _inputs(ctx: click.Context) -> str:
 def _fail(ctx: click.Context, message: str, exc: BaseException) -> None:
     if ctx.find_root().params.get("debug"):
         traceback.print_exception(exc)
-    click.echo(f"error: {' '.join(message.split())}", err=True)
+    click.echo(f"error: {' '.join(str(scrub(message)).split())}", err=True)
     sys.exit(exitcodes.FAILED)
 
 
@@ -228,6 +229,7 @@ def cli(debug: bool, verbose: bool) -> None:
     """
     level = logging.DEBUG if debug else logging.INFO if verbose else logging.WARNING
     logging.basicConfig(level=level, format="%(levelname)s %(message)s", stream=sys.stderr)
+    scrub_logs()  # no credential an API error quotes reaches a log line
     if not debug:
         logging.getLogger("kubernetes").setLevel(logging.WARNING)
         logging.getLogger("urllib3").setLevel(logging.ERROR)

@@ -10,7 +10,7 @@ from migrate import __version__
 from migrate.cli.options import SourceOptions, source_options
 from migrate.cli.progress import TerminalProgress, counted
 from migrate.cluster.live import LiveCluster, LiveOptions, read_objects
-from migrate.cluster.redact import for_snapshot
+from migrate.cluster.redact import SnapshotFilter
 from migrate.cluster.snapshot import snapshot_header, write_snapshot
 from migrate.errors import InputError
 from migrate.fileio import atomic_writer
@@ -50,7 +50,7 @@ def snapshot(source: SourceOptions, out: Path | None, output_flag: str | None, k
     cluster = LiveCluster(LiveOptions(source.kubeconfig, source.context))
     info, objects = read_objects(cluster, source.template_table())
     objects = counted(objects, TerminalProgress())  # a large fleet takes a while: say so on a terminal
-    kept = (o for o in (for_snapshot(obj, keep_env=keep_env) for obj in objects) if o is not None)
+    kept = SnapshotFilter(keep_env=keep_env, templates=source.template_table()).stream(objects)
     # Written beside the target and renamed: a crash or a refused list never leaves a partial snapshot.
     with atomic_writer(out) as fh:
         n = write_snapshot(fh, snapshot_header(info, __version__), kept, fmt)

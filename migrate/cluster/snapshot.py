@@ -22,6 +22,7 @@ import orjson
 
 from migrate.cluster.state import ClusterState, SourceInfo, StateBuilder, paused_gc
 from migrate.cluster.templates import TemplateTable
+from migrate.cluster.validate import MAX_DEPTH, depth_exceeds
 from migrate.cluster.yamlio import load_yaml_documents
 from migrate.errors import InputError
 
@@ -52,7 +53,7 @@ def load_snapshot(
                 _load_jsonl(f, builder, header)
             else:
                 for item in _read_file(f, header):
-                    builder.add(item)
+                    builder.add(item, where=str(f))
     state = builder.state
     meta = header.get("metadata") or {}
     served = meta.get("servedAPIs")
@@ -84,11 +85,15 @@ def _read_file(f: Path, header: dict[str, Any]) -> Iterator[dict[str, Any]]:
         try:
             doc = orjson.loads(data)
         except orjson.JSONDecodeError as e:
+            if "depth limit" in e.msg:  # orjson stops at 1024 levels
+                raise _too_deep(str(f)) from e
             if f.suffix == ".json":
                 line = data.count(b"\n", 0, e.pos) + 1
                 raise InputError(f"{f}:{line}: invalid JSON ({e.msg})", "fix the file or export it again") from e
             # Not JSON after all (YAML flow style): fall through to YAML.
         else:
+            if depth_exceeds(doc):
+                raise _too_deep(str(f))
             yield from _expand(doc, str(f), header)
             return
     try:
@@ -100,9 +105,12 @@ def _read_file(f: Path, header: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 # A pod uses devices only through an nvidia.com/ resource name or resourceClaims. The claims are one
-# look-up in the parsed pod; for the names, a C-speed substring test of the raw line (which also finds a
-# JSON-escaped "nvidia.com\/") spares a Python-level look at the containers of most pods.
+# look-up in the parsed pod; for the names, a C-speed substring test of the raw line spares a
+# Python-level look at the containers of most pods. The test must never miss a name a JSON parser reads:
+# "nvidia.com" itself has no character JSON may escape but by \uXXXX (RFC 8259 §7; `\/` only stands for
+# "/", which follows it), so a line with a \u escape anywhere is looked into as well.
 _GPU_MARK = b"nvidia.com"
+_ESCAPE_MARK = b"\\u"
 
 
 def _load_jsonl(f: Path, builder: StateBuilder, header: dict[str, Any]) -> None:
@@ -110,7 +118,8 @@ def _load_jsonl(f: Path, builder: StateBuilder, header: dict[str, Any]) -> None:
 
     This loop is the hot path for large fleets (benchmarked in bench/run.py), so it is kept flat.
     """
-    loads, add, mark = orjson.loads, builder.add, _GPU_MARK
+    loads, add, mark, escape = orjson.loads, builder.add, _GPU_MARK, _ESCAPE_MARK
+    name = str(f)
     lineno = 0
     try:
         with f.open("rb") as fh:
@@ -120,17 +129,28 @@ def _load_jsonl(f: Path, builder: StateBuilder, header: dict[str, Any]) -> None:
                 except orjson.JSONDecodeError as e:
                     if not line.strip():
                         continue
+                    if "depth limit" in e.msg:
+                        raise _too_deep(f"{f}:{lineno}") from e
                     raise InputError(f"{f}:{lineno}: invalid JSON ({e.msg})", "fix the file or export it again") from e
                 if type(obj) is not dict:
-                    continue
-                if lineno == 1 and obj.get("kind") == SNAPSHOT_KIND:
-                    header.update(obj)
-                elif obj.get("kind") == "Pod":
+                    raise InputError(
+                        f"{f}:{lineno}: expected a Kubernetes object, found {type(obj).__name__}",
+                        "a .jsonl snapshot holds one object per line",
+                    )
+                kind = obj.get("kind")
+                if kind == "Pod":
+                    # Pods are kept pruned to a fixed shallow shape, so their depth never matters.
                     spec = obj.get("spec")
                     claims = isinstance(spec, dict) and bool(spec.get("resourceClaims"))
-                    add(obj, may_request_gpus=claims or mark in line)
+                    add(obj, may_request_gpus=claims or mark in line or escape in line, where=f"{name}:{lineno}")
+                    continue
+                # A line nests no deeper than it has brackets: only a line with many is measured.
+                if line.count(b"{") + line.count(b"[") > MAX_DEPTH and depth_exceeds(obj):
+                    raise _too_deep(f"{f}:{lineno}")
+                if kind == SNAPSHOT_KIND:
+                    merge_header(header, obj, f"{name}:{lineno}")
                 else:
-                    add(obj)
+                    add(obj, where=f"{name}:{lineno}")
     except OSError as e:
         raise InputError(f"cannot read {f}: {e.strerror}", "check the path and its permissions") from e
 
@@ -143,7 +163,7 @@ def _expand(doc: Any, name: str, header: dict[str, Any]) -> Iterator[dict[str, A
         )
     kind = doc.get("kind")
     if kind == SNAPSHOT_KIND:
-        header.update({k: v for k, v in doc.items() if k != "items"})
+        merge_header(header, {k: v for k, v in doc.items() if k != "items"}, name)
     if kind == SNAPSHOT_KIND or (isinstance(kind, str) and kind.endswith("List") and "items" in doc):
         items = doc.get("items") or []
         if not isinstance(items, list):
@@ -153,6 +173,36 @@ def _expand(doc: Any, name: str, header: dict[str, Any]) -> Iterator[dict[str, A
                 yield from _expand(item, name, header) if str(item.get("kind", "")).endswith("List") else [item]
         return
     yield doc
+
+
+# What tells one cluster's snapshot from another's: two headers that differ in one of these are two clusters.
+_CLUSTER_IDENTITY = ("server", "context", "kubernetesVersion")
+
+
+def merge_header(header: dict[str, Any], new: dict[str, Any], where: str) -> None:
+    """Take a ClusterSnapshot header; one from another cluster than the headers before it is refused."""
+    meta = new.get("metadata")
+    if meta is not None and not isinstance(meta, dict):
+        raise InputError(f"{where}: the ClusterSnapshot metadata must be a map", "fix the file or export it again")
+    meta = meta or {}
+    old = header.get("metadata")
+    if isinstance(old, dict):
+        for key in _CLUSTER_IDENTITY:
+            a, b = old.get(key), meta.get(key)
+            if a is not None and b is not None and a != b:
+                raise InputError(
+                    f"{where}: a snapshot of {key} {b!r}, but {header.get('_where')} is of {a!r}",
+                    "one snapshot is one cluster: give each cluster's snapshot on its own",
+                )
+        meta = {**old, **{k: v for k, v in meta.items() if v is not None}}
+    header.update({**new, "metadata": meta})
+    header.setdefault("_where", where)
+
+
+def _too_deep(where: str) -> InputError:
+    return InputError(
+        f"{where}: nested deeper than {MAX_DEPTH} levels", "no Kubernetes object nests so deep; fix or export again"
+    )
 
 
 def snapshot_header(source: SourceInfo, tool_version: str) -> dict[str, Any]:

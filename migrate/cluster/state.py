@@ -8,6 +8,7 @@ Objects are pruned on the way in to what the tool reads, so a 100,000-pod fleet 
 from __future__ import annotations
 
 import gc
+import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -16,9 +17,12 @@ from typing import Any, TypeVar, cast
 
 from migrate.cluster.kinds import KINDS_BY_KEY, kind_key
 from migrate.cluster.templates import TemplateTable
+from migrate.cluster.validate import ObjectChecker, describe
+from migrate.errors import InputError
 
 Obj = dict[str, Any]
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -70,24 +74,39 @@ class ClusterState:
 
 
 class StateBuilder:
-    """Collects objects from any source into a ClusterState, pruning each as it arrives."""
+    """Collects objects from any source into a ClusterState, checking and pruning each as it arrives.
+
+    Every object is checked for the types of what the tool reads (`migrate.cluster.validate`), and each
+    object is taken once: a second copy of the same (kind, namespace, name) is refused, unless it is the
+    very same object version (same uid and resourceVersion), which is dropped and said on stderr.
+    """
 
     def __init__(self, source: SourceInfo, templates: TemplateTable | None = None) -> None:
         self.templates = templates or TemplateTable.builtin()
         self.state = ClusterState(source=source, templates=self.templates)
         self._known = set(KINDS_BY_KEY) | set(self.templates.kind_keys())
         self._pods = self.state.objects.setdefault("Pod", [])
+        self._checker = ObjectChecker(self.templates)
+        # (kind key, namespace, name) -> (uid, resourceVersion, where it was read)
+        self._seen: dict[tuple[str, str, str], tuple[Any, Any, str]] = {}
+        self.duplicates = 0
 
-    def add(self, obj: Obj, *, may_request_gpus: bool = True) -> None:
+    def add(self, obj: Obj, *, may_request_gpus: bool = True, where: str = "") -> None:
         """Add one object. `may_request_gpus=False` is a reader's promise that the object's text names
-        neither an nvidia.com/ resource nor resourceClaims, so a pod need not be looked into."""
+        neither an nvidia.com/ resource nor resourceClaims, so a pod need not be looked into.
+        `where` (file:line) names the object's origin in errors."""
+        where = where or self.state.source.location
         api_version = obj.get("apiVersion")
         kind = obj.get("kind")
         if kind == "Pod" and api_version == "v1":  # the bulk of any fleet: skip the generic path
             if may_request_gpus and uses_devices(obj):
-                self._pods.append(_prune_pod(obj))
+                self._checker.check("Pod", obj, where)
+                if self._first_copy("Pod", obj, where):
+                    self._pods.append(_prune_pod(obj))
             else:
-                self._count_other_pod(obj)
+                self._checker.light_pod(obj, where)
+                if self._first_copy("Pod", obj, where):
+                    self._count_other_pod(obj)
             return
         if not isinstance(api_version, str) or not isinstance(kind, str):
             self.state.skipped["(no apiVersion/kind)"] += 1
@@ -96,9 +115,33 @@ class StateBuilder:
         if key not in self._known:
             self.state.skipped[key] += 1
             return
+        if key == "ConfigMap" and not is_device_plugin_configmap(obj):
+            return
+        self._checker.check(key, obj, where)
+        if not self._first_copy(key, obj, where):
+            return
         pruned = prune(key, obj)
         if pruned is not None:
             self.state.objects.setdefault(key, []).append(pruned)
+
+    def _first_copy(self, key: str, obj: Obj, where: str) -> bool:
+        """Whether this is the first copy of the object; a conflicting second copy is refused."""
+        meta = obj["metadata"]  # checked: a map with a name
+        ident = (key, meta.get("namespace") or "", meta["name"])
+        uid, version = meta.get("uid"), meta.get("resourceVersion")
+        seen = self._seen.get(ident)
+        if seen is None:
+            self._seen[ident] = (uid, version, where)
+            return True
+        if uid is not None and (uid, version) == seen[:2]:
+            self.duplicates += 1
+            log.warning("%s: %s is also in %s (same uid and version): read once", where, describe(obj), seen[2])
+            return False
+        raise InputError(
+            f"{where}: {describe(obj)} is also in {seen[2]}"
+            + (" with another uid (two clusters?)" if uid != seen[0] else " in another version"),
+            "a snapshot holds each object once: export one cluster once, or remove one copy",
+        )
 
     def _count_other_pod(self, obj: Obj) -> None:
         state = self.state
@@ -156,7 +199,8 @@ def uses_devices(pod: Obj) -> bool:
     if spec.get("resourceClaims"):
         return True
     for key in ("containers", "initContainers"):
-        for c in spec.get(key) or ():
+        cs = spec.get(key)
+        for c in cs if isinstance(cs, list) else ():  # a malformed value is refused by the checker
             res = c.get("resources") if isinstance(c, dict) else None
             if not isinstance(res, dict):
                 continue
@@ -196,6 +240,7 @@ _POD_SPEC_KEYS = (
     "resourceClaims",
     "priorityClassName",
     "schedulingGroup",
+    "terminationGracePeriodSeconds",  # how long its drain takes (migrate/plan/estimate.py)
 )
 _POD_META_KEYS = ("name", "namespace", "uid", "resourceVersion", "ownerReferences", "labels", "deletionTimestamp")
 

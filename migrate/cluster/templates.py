@@ -29,8 +29,11 @@ class ReplicaFactor:
 @dataclass(frozen=True)
 class RoleSpec:
     template: str
-    form: str  # podTemplate | podSpec | containers
+    form: str  # podTemplate | podSpec | containers | resources
     each: str | None = None
+    # form `resources`: the path (relative to the template) of a ResourceRequirements that stands for the
+    # one GPU container of each pod (Kubeflow Trainer v2's `resourcesPerNode`): counted, never rewritten.
+    resources: str | None = None
     containers: tuple[str, ...] = ()
     init_containers: tuple[str, ...] = ()
     replicas: tuple[ReplicaFactor, ...] = (ReplicaFactor(value=1),)
@@ -45,6 +48,9 @@ class KindSpec:
     api_version: str | None = None  # for user kinds: how to list them live
     plural: str | None = None
     namespaced: bool = True
+    # A blueprint's templates are copied into other objects' pods (Kubeflow TrainingRuntime): its requests
+    # are nobody's demand, so inventory reads it but counts no consumer for it.
+    blueprint: bool = False
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,10 @@ class ResolvedTemplate:
     root: Obj
 
     def containers(self) -> list[Obj]:
+        if self.role.form == "resources":
+            res = get_path(self.template, self.role.resources or "resources")
+            name = (self.role.resources or "resources").rsplit(".", 1)[-1]
+            return [{"name": name, "resources": res}] if isinstance(res, dict) else []
         return _collect(self.template, self.role.containers or _default_paths(self.role.form, "containers"))
 
     def init_containers(self) -> list[Obj]:
@@ -160,6 +170,10 @@ class TemplateTable:
     def spec(self, key: str) -> KindSpec | None:
         return self._kinds.get(key)
 
+    def is_blueprint(self, key: str) -> bool:
+        spec = self._kinds.get(key)
+        return spec is not None and spec.blueprint
+
     def user_kinds(self) -> list[KindSpec]:
         return [k for k in self._kinds.values() if k.api_version and k.plural]
 
@@ -209,6 +223,7 @@ def _parse_table(data: Any, name: str) -> dict[str, KindSpec]:
             api_version=entry.get("apiVersion"),
             plural=entry.get("plural"),
             namespaced=bool(entry.get("namespaced", True)),
+            blueprint=bool(entry.get("blueprint", False)),
         )
     return out
 
@@ -217,8 +232,8 @@ def _parse_role(r: Any, where: str) -> RoleSpec:
     if not isinstance(r, dict) or not isinstance(r.get("template"), str):
         raise InputError(f"{where}: each role needs `template`", "fix the template table")
     form = r.get("form", "podTemplate")
-    if form not in ("podTemplate", "podSpec", "containers"):
-        raise InputError(f"{where}: form must be podTemplate, podSpec or containers, not {form!r}", "fix it")
+    if form not in ("podTemplate", "podSpec", "containers", "resources"):
+        raise InputError(f"{where}: form must be podTemplate, podSpec, containers or resources, not {form!r}", "fix it")
     factors = tuple(_parse_factor(f, where) for f in r.get("replicas", [{"value": 1}]))
     return RoleSpec(
         template=r["template"],
@@ -229,6 +244,7 @@ def _parse_role(r: Any, where: str) -> RoleSpec:
         replicas=factors,
         if_present=r.get("if"),
         unless_present=r.get("unless"),
+        resources=r.get("resources"),
     )
 
 

@@ -53,10 +53,60 @@ def _check_aliases(doc: Any, name: str) -> None:
         )
 
 
+# Deeper nesting is refused before the document is built: a Kubernetes object is a few dozen levels deep,
+# and both the C parser's callers and any recursive walk after it have stack limits (60,000 levels crashed).
+MAX_DEPTH = 200
+
+
+def nesting_bound(text: str) -> int:
+    """An upper bound on how deep the YAML text nests, in one pass over its lines, without parsing.
+
+    Each block level is at least one column of indentation or one `- `/`? ` marker on its line; flow
+    levels are brackets, which may span lines. Brackets inside quotes count too, so the bound is loose,
+    and only a text over the limit is measured exactly (`nesting_exceeds`).
+    """
+    worst = flow = 0
+    for line in text.splitlines():
+        stripped = line.lstrip(" ")
+        indent = len(line) - len(stripped)
+        markers = stripped.count("- ") + stripped.count("? ") + stripped.count(": ")
+        flow += stripped.count("[") + stripped.count("{")
+        worst = max(worst, 2 * indent + markers + flow + 1)
+        flow = max(0, flow - stripped.count("]") - stripped.count("}"))
+    return worst
+
+
+def nesting_exceeds(text: str, limit: int = MAX_DEPTH) -> bool:
+    """Whether the YAML text nests collections deeper than `limit`: read from the parser's event stream
+    (a state machine with a heap stack, not recursion), stopping as soon as the limit is passed."""
+    from ruamel.yaml.events import CollectionEndEvent, CollectionStartEvent
+
+    if nesting_bound(text) <= limit:
+        return False
+    depth = 0
+    for event in YAML(typ="safe", pure=True).parse(text):
+        if isinstance(event, CollectionStartEvent):
+            depth += 1
+            if depth > limit:
+                return True
+        elif isinstance(event, CollectionEndEvent):
+            depth -= 1
+    return False
+
+
+def _flat(text: str) -> str:
+    """ruamel's messages span lines (the mark, a snippet); an error is one line."""
+    return " ".join(text.split())
+
+
 def load_yaml_documents(text: str, name: str) -> Iterator[Any]:
     """Every document of a YAML stream, as plain dicts/lists. Errors name the file and line."""
     yaml = YAML(typ="safe", pure=False)
     try:
+        if nesting_exceeds(text):
+            raise InputError(
+                f"{name}: nested deeper than {MAX_DEPTH} levels", "no Kubernetes object nests so deep; fix the file"
+            )
         for doc in yaml.load_all(text):
             if doc is None:
                 continue
@@ -65,10 +115,10 @@ def load_yaml_documents(text: str, name: str) -> Iterator[Any]:
     except MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         where = f"{name}:{mark.line + 1}:{mark.column + 1}" if mark else name
-        problem = e.problem or e.context or "invalid YAML"
+        problem = _flat(e.problem or e.context or "invalid YAML")
         raise InputError(f"{where}: {problem}", "fix the file or export it again") from e
     except YAMLError as e:
-        raise InputError(f"{name}: invalid YAML ({e})", "fix the file or export it again") from e
+        raise InputError(f"{name}: invalid YAML ({_flat(str(e))})", "fix the file or export it again") from e
     except RecursionError as e:
         raise InputError(f"{name}: YAML nested too deeply", "fix the file or export it again") from e
 

@@ -44,6 +44,10 @@ REQUEST_RETRIES = 5  # 0.2+0.4+0.8+1.6+3.2 s of backoff: rides out an API server
 # A node's evictions go out at once, as kubectl's evictPods starts one goroutine per pod under one global
 # timeout (k8s.io/kubectl v0.37.2 pkg/drain/drain.go); bounded here, and by the client's rate limit.
 EVICTION_WORKERS = 32
+# Waits poll quickly at first, then less often: a wave of 200 nodes each polling every 0.5 s would ask for
+# 400+ requests a second, throttled by the client's rate limit and costing every other lane its turn.
+POLL_GROWTH = 1.5
+POLL_CAP_S = 2.0
 
 
 class LiveOps:
@@ -257,6 +261,7 @@ class LiveOps:
     def _wait_gone(self, node: str, uids: Mapping[str, str], deadline: float, timeout_s: float, cancel: Cancel) -> None:
         """Until no evicted pod (by uid: a recreated pod of the same name is another pod) is left on the
         node, as kubectl drain's waitForDelete does."""
+        delay = self.poll_s
         while True:
             left = sorted(uids[_uid(p)] for p in self._pods_on(node) if _uid(p) in uids)
             if not left:
@@ -268,7 +273,8 @@ class LiveOps:
                     "check the kubelet on that node and the pods' finalizers, then resume",
                     {"budgets": [], "pods": left},
                 )
-            self._pause(self.poll_s, deadline, cancel)
+            self._pause(delay, deadline, cancel)
+            delay = min(delay * POLL_GROWTH, POLL_CAP_S)
 
     # -- DRA readiness ---------------------------------------------------------------------------
 
@@ -283,6 +289,7 @@ class LiveOps:
         cancel: Cancel = NEVER,
     ) -> Change:
         deadline = self.clock.monotonic() + timeout_s
+        delay = self.poll_s
         while True:
             obj = self._node(node)
             alloc = (obj.get("status") or {}).get("allocatable") or {}
@@ -302,7 +309,8 @@ class LiveOps:
                     "check the device plugin is off and the DRA kubelet plugin runs on that node",
                     {"allocatable": left, "devices": published, "expected": devices, "incomplete": incomplete},
                 )
-            self._pause(self.poll_s, deadline, cancel)
+            self._pause(delay, deadline, cancel)
+            delay = min(delay * POLL_GROWTH, POLL_CAP_S)
 
     def _published_devices(self, node: str, driver: str) -> tuple[int, list[str]]:
         """Devices in the node's slices of `driver`, counting each pool at its highest generation only
@@ -357,6 +365,7 @@ class LiveOps:
         self, node: str, ns: str, name: str, resource: str, deadline: float, timeout_s: float, cancel: Cancel = NEVER
     ) -> Change:
         path = path_of("v1", "pods", name, ns)
+        delay = self.poll_s
         while True:
             pod = self.kube.get(path)
             bound = (pod.get("spec") or {}).get("nodeName")
@@ -396,8 +405,9 @@ class LiveOps:
                     {"pod": f"{ns}/{name}", "node": node, "scheduler": message},
                 )
             # The canary's deadline is on time.monotonic (its own body): so is this wait.
-            cancel.wait(min(self.poll_s, max(deadline - time.monotonic(), 0.0)))
+            cancel.wait(min(delay, max(deadline - time.monotonic(), 0.0)))
             cancel.check()
+            delay = min(delay * POLL_GROWTH, POLL_CAP_S)
 
     @contextlib.contextmanager
     def _cleanup(self, token: str) -> Iterator[None]:

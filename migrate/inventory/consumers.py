@@ -163,8 +163,8 @@ def find_consumers(
         return (key, str(m.get("namespace", "")), str(m.get("name", "")), str(m.get("uid", "")))
 
     for key in state.templates.kind_keys():
-        if key == "Pod":
-            continue  # pods are handled below, with their owners
+        if key == "Pod" or state.templates.is_blueprint(key):
+            continue  # pods are handled below, with their owners; blueprints are nobody's demand
         for obj in state.of(key):
             if index.top(key, obj)[1] is not obj:
                 continue  # owned: counted at its top owner

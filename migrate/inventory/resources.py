@@ -12,52 +12,36 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
+
+from migrate.cluster.quantity import parse_quantity
+
+__all__ = ["parse_quantity"]
 
 GPU_PREFIX = "nvidia.com/"
 # Names the NVIDIA device plugin advertises by default (k8s-device-plugin internal/rm/rm.go, api/config/v1).
 DEFAULT_GPU = "nvidia.com/gpu"
 SHARED_GPU = "nvidia.com/gpu.shared"
+# Fractional-GPU schemes: names that give a container part of a device, beside (or instead of) a whole-GPU
+# count. DRA's extended-resource path and a claim allocate whole devices, so these do not migrate as-is.
+# HAMi: Project-HAMi/HAMi README "Resource" (nvidia.com/gpumem, gpumem-percentage, gpucores beside
+# nvidia.com/gpu); Alibaba gpushare-scheduler-extender docs/userguide.md (aliyun.com/gpu-mem); Tencent
+# gpu-manager README (tencent.com/vcuda-core, vcuda-memory).
+FRACTIONAL_GPU_RESOURCES = frozenset(
+    {
+        "nvidia.com/gpucores",
+        "nvidia.com/gpumem",
+        "nvidia.com/gpumem-percentage",
+        "aliyun.com/gpu-mem",
+        "tencent.com/vcuda-core",
+        "tencent.com/vcuda-memory",
+    }
+)
 _MIG_RE = re.compile(r"^nvidia\.com/mig-\d+g\.\d+gb(\.[a-z0-9.]+)?$")
 
-_SUFFIX = {
-    "n": Decimal("1e-9"),
-    "u": Decimal("1e-6"),
-    "m": Decimal("1e-3"),
-    "": Decimal(1),
-    "k": Decimal(10**3),
-    "M": Decimal(10**6),
-    "G": Decimal(10**9),
-    "T": Decimal(10**12),
-    "P": Decimal(10**15),
-    "E": Decimal(10**18),
-    "Ki": Decimal(2**10),
-    "Mi": Decimal(2**20),
-    "Gi": Decimal(2**30),
-    "Ti": Decimal(2**40),
-    "Pi": Decimal(2**50),
-    "Ei": Decimal(2**60),
-}
-_QTY_RE = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?$")
 
-
-def parse_quantity(value: Any) -> Decimal | None:
-    """A Kubernetes resource.Quantity as a Decimal; None when it is not one."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return Decimal(str(value))
-    if not isinstance(value, str):
-        return None
-    m = _QTY_RE.match(value.strip())
-    if not m:
-        return None
-    try:
-        number = Decimal(m.group(1) + (m.group(2) or ""))
-    except InvalidOperation:
-        return None
-    return number * _SUFFIX[m.group(3) or ""]
+_MAX_COUNT = 1 << 31
 
 
 def quantity_int(value: Any) -> int:
@@ -67,6 +51,7 @@ def quantity_int(value: Any) -> int:
     q = parse_quantity(value)
     if q is None:
         return 0
+    q = min(q, Decimal(_MAX_COUNT))  # snapshots refuse more; manifests and live objects are capped, no huge int
     i = int(q)
     return i if i == q else i + 1
 
@@ -106,7 +91,7 @@ def container_requests(container: dict[str, Any], names: GpuNames) -> dict[str, 
             continue
         for name, value in source.items():
             # Cheap prefix test first: almost every request is cpu or memory.
-            if name.startswith(GPU_PREFIX) and name in names:
+            if isinstance(name, str) and name.startswith(GPU_PREFIX) and name in names:
                 out[name] = quantity_int(value)
     return {k: v for k, v in out.items() if v}
 

@@ -21,13 +21,10 @@ from migrate.dra.devices import NVIDIA_DRIVER, node_devices
 from migrate.errors import InputError
 from migrate.inventory.fleet import GpuNode
 from migrate.inventory.gangs import Gang
+from migrate.plan.estimate import grace_periods_by_node, plan_estimate, plan_total
 from migrate.plan.fingerprint import fingerprint
 from migrate.plan.model import FORMAT_VERSION, Inverse, NodeEntry, PoolStage, PrepareStage, Stage, Step, Wave
-from migrate.plan.params import PlanParams, format_duration, parse_duration
-
-# Rough durations for the estimate in `show`, not timeouts: a drain of a node's GPU pods, the plugin
-# switch until slices appear, and a canary's scheduling.
-_EST_DRAIN_BASE, _EST_PER_POD, _EST_SWITCH, _EST_CANARY = 60, 15, 90, 45
+from migrate.plan.params import PlanParams
 
 
 def build_plan(
@@ -55,7 +52,7 @@ def build_plan(
         # As a whole; `apply --stage` may run a stage no blocker stops (`stage_blockers`).
         "applicable": not any(f["severity"] == "blocker" for f in findings),
         "findings": findings,
-        "summary": {**_summary(stages, params), "gangs": gang_disruption(stages, readiness)},
+        "summary": {**_summary(stages, params, state), "gangs": gang_disruption(stages, readiness)},
         "review": _review(readiness, selected, excluded),
         "stages": [s.to_dict() for s in stages],
     }
@@ -330,18 +327,21 @@ def node_steps(params: PlanParams) -> tuple[Step, ...]:
     )  # fmt: skip
 
 
-def _summary(stages: list[Stage], params: PlanParams) -> dict[str, Any]:
+def _summary(stages: list[Stage], params: PlanParams, state: ClusterState) -> dict[str, Any]:
     pool_stages = [s for s in stages if s.pool is not None]
-    seconds = 0
-    for s in pool_stages:
-        for w in s.waves:
-            busiest = max((n.gpu_pods + (n.other_pods if params.drain == "all" else 0) for n in w.nodes), default=0)
-            seconds += _EST_DRAIN_BASE + _EST_PER_POD * busiest + _EST_SWITCH + _EST_CANARY
-            seconds += parse_duration(w.soak_after)
+    # The estimate follows the executor's timing model (migrate/plan/estimate.py).
+    nodes = [n.node for s in pool_stages for w in s.waves for n in w.nodes]
+    graces = grace_periods_by_node(state.of("Pod"), nodes, drain=params.drain, other_pods=state.other_pods)
+    shapes = [s.to_dict() for s in stages]
+    _, waves = plan_estimate(shapes, graces)
+    # Keyed by "<stage>/<wave>", so a diff of two plans pairs the same waves whatever their order.
+    estimates = {w.key: w.to_dict() for w in waves}
     return {
         "pools": [s.pool for s in pool_stages],
-        "nodes": sum(len(w.nodes) for s in pool_stages for w in s.waves),
+        "nodes": len(nodes),
         "waves": sum(len(s.waves) for s in pool_stages),
         "evictedPods": sum(w.evicted_pods for s in pool_stages for w in s.waves),
-        "estimatedDuration": format_duration(seconds),
+        # The total from the recorded per-wave estimates, so that rebase recomputes it from the file alone.
+        "estimatedDuration": plan_total(shapes, estimates),
+        "waveEstimates": estimates,
     }

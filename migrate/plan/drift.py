@@ -39,12 +39,12 @@ class ObjectChange:
     """A fingerprint object that differs: replaced (uid), removed, added, changed (content) or status only."""
 
     kind: str
-    group: str  # the API group ("" for the core group): Job of batch and Job of batch.volcano.sh differ
     namespace: str
     name: str
     change: str
     planned: dict[str, str] | None  # {uid, resourceVersion, content} at planning time
     now: dict[str, str] | None
+    group: str = ""  # the API group ("" for the core group): Job of batch and Job of batch.volcano.sh differ
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -179,11 +179,16 @@ def _objects(planned: dict[Key, dict[str, Any]], now: dict[Key, dict[str, Any]],
         elif before.get("content") != after.get("content"):
             change = "changed"
         elif before.get("resourceVersion") != after.get("resourceVersion"):
-            out.status_only.append(ObjectChange(*key, "status only", _recorded(before), _recorded(after)))
+            out.status_only.append(_change(key, "status only", before, after))
             continue
         else:
             continue
-        out.objects.append(ObjectChange(*key, change, _recorded(before), _recorded(after)))
+        out.objects.append(_change(key, change, before, after))
+
+
+def _change(key: Key, change: str, before: dict[str, Any] | None, after: dict[str, Any] | None) -> ObjectChange:
+    kind, group, namespace, name = key
+    return ObjectChange(kind, namespace, name, change, _recorded(before), _recorded(after), group=group)
 
 
 def _planned_nodes(plan: dict[str, Any]) -> dict[str, tuple[dict[str, Any], str, dict[str, Any]]]:

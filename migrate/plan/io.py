@@ -33,7 +33,7 @@ from migrate.errors import InputError
 from migrate.fileio import write_text_atomic
 from migrate.plan.diff import PlanDiff, diff_plans
 from migrate.plan.model import FORMAT_VERSION
-from migrate.plan.validate import Problem, recompute, validate
+from migrate.plan.validate import Problem, applicable_problems, recompute, validate
 
 _SECTIONS = (
     "formatVersion",
@@ -63,12 +63,17 @@ _MERGE_TAG = "tag:yaml.org,2002:merge"
 # Deepest nesting a plan has is about 12 (a DeviceClass manifest inside a step); far deeper is hostile.
 _MAX_DEPTH = 64
 _REGENERATE = "regenerate it with dra-migrate plan"
+# Integers a plan may hold: what JSON parsers (and orjson, which digests them) carry exactly.
+_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
 
 
 def canonical(body: dict[str, Any]) -> bytes:
     """The bytes a digest covers: sorted keys, lists in order. Refuses NaN/infinity (JSON has none)."""
     _check_finite(body)
-    return orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
+    try:
+        return orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
+    except TypeError as e:  # orjson.JSONEncodeError is a TypeError: an integer beyond 64 bits and the like
+        raise InputError(f"a plan holds a value with no canonical form ({e})", _REGENERATE) from e
 
 
 def _digest(value: Any) -> str:
@@ -85,6 +90,8 @@ def _check_finite(value: Any) -> None:
             stack.extend(v)
         elif isinstance(v, float) and not math.isfinite(v):
             raise InputError(f"a plan holds {v!r}, which has no canonical form", _REGENERATE)
+        elif isinstance(v, int) and not isinstance(v, bool) and not _INT_MIN <= v <= _INT_MAX:
+            raise InputError(f"a plan holds the integer {v}, beyond 64 bits: it has no canonical form", _REGENERATE)
 
 
 def section_digests(body: dict[str, Any]) -> dict[str, str]:
@@ -197,6 +204,8 @@ def _check_values(doc: CommentedMap, path: Path) -> None:
                         f"{path}:{_line(node, key)}: {value!r} is not a value a plan can hold (NaN or infinity)",
                         _REGENERATE,
                     )
+            elif isinstance(value, int) and not isinstance(value, bool) and not _INT_MIN <= value <= _INT_MAX:
+                raise InputError(f"{path}:{_line(node, key)}: the integer {value} is out of range", _REGENERATE)
             elif not (value is None or isinstance(value, str | int | bool)):
                 raise InputError(
                     f"{path}:{_line(node, key)}: a {type(value).__name__} value; plans hold strings, numbers, "
@@ -244,7 +253,10 @@ def load(path: Path, *, verify: bool = True) -> dict[str, Any]:
         _check_digests(doc, path)
     plan: dict[str, Any] = _plain(doc)
     if verify:
-        _refuse(validate(plan), doc, path, "the plan is inconsistent")
+        # The digest already refuses any edit; of a plan sealed anew by hand, every load refuses a false
+        # `applicable` (apply trusts it). The whole meaning is rebase's and review's to check
+        # (`validate`), and the executor's preflight checks every step before the cluster is contacted.
+        _refuse(applicable_problems(plan), doc, path, "the plan is inconsistent")
     return plan
 
 

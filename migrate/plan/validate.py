@@ -8,10 +8,11 @@ plan as `io.load` returns it (plain dicts) and never raise on a malformed one.
 The rules, and where they come from:
 * the stage `prepare` first and once (apply would otherwise cut nodes over before their DeviceClasses
   exist), then pool stages `pool-<pool>`, each pool once, each node in one wave of one stage;
-* every pool stage's `nodeSteps` are exactly what `migrate.plan.build.node_steps` makes of the plan's
+* every pool stage's `nodeSteps` are what `migrate.plan.build.node_steps` makes of the plan's
   `parameters` — the protocol's order (cordon, drain, device plugin off, DRA on, wait-dra-ready, canary,
   uncordon), its inverses (each restoring the node's recorded `original` values), the parameters' label
-  keys and values, drain scope, canary image and timeouts — free text (`precondition`) aside;
+  keys and values, drain scope and canary image — but for `timeout` (any valid one: a pool may need a
+  longer drain, a rehearsal scales them) and the free text `precondition`;
 * every node records the `original` of exactly the labels its steps switch, as valid label values;
 * durations as apply parses them (`params.checked_duration`), label keys and values as Kubernetes
   validates them (`params.label_key_problem`), counts as non-negative integers, known fields only.
@@ -26,14 +27,12 @@ from typing import Any
 from migrate.checks.model import Severity
 from migrate.dra.devices import NVIDIA_DRIVER
 from migrate.errors import InputError
-from migrate.plan import build
+from migrate.plan import build, estimate
 from migrate.plan.params import (
     PlanParams,
     checked_duration,
-    format_duration,
     label_key_problem,
     label_value_problem,
-    parse_duration,
 )
 
 Path = tuple[str | int, ...]
@@ -123,6 +122,7 @@ def validate(plan: dict[str, Any], *, derived: bool = True) -> list[Problem]:
     if edited is not None and c.mapping(edited, ("edited",), frozenset({"previousDigests"})):
         c.strings(edited["previousDigests"], ("edited", "previousDigests"))
     stages_ok = _stages(c, plan.get("stages"), params)
+    _gangs(c, plan.get("summary"), plan.get("stages"))
     if derived and stages_ok and not c.problems:
         _derived(c, plan)
     return c.problems
@@ -341,11 +341,9 @@ def _node_steps(c: _Checker, steps: Any, where: Path, params: PlanParams | None)
             c.add((*at, "inverse"), f"does not restore what the protocol restores: expected {want['inverse']}",
                   "each inverse restores the node's recorded `original` values: regenerate the plan")  # fmt: skip
         reported = any(p.path[: len(at)] == at for p in c.problems)
-        for key in ("params", "timeout"):
-            if step[key] != want[key] and not reported:
-                c.add((*at, key), f"{step[key]!r} is not what the plan's parameters say ({want[key]!r})",
-                      "change `parameters` and the per-node steps together, or regenerate the plan")  # fmt: skip
-                reported = True
+        if step["params"] != want["params"] and not reported:
+            c.add((*at, "params"), f"{step['params']!r} is not what the plan's parameters say ({want['params']!r})",
+                  "change `parameters` and the per-node steps together, or regenerate the plan")  # fmt: skip
     keys = [s["params"].get("key") for s in steps if isinstance(s, dict) and s.get("action") == "set-label"
             and isinstance(s.get("params"), dict)]  # fmt: skip
     return frozenset(k for k in keys if isinstance(k, str))
@@ -416,23 +414,27 @@ def _evicted(entry: dict[str, Any], scope: str) -> int:
     return int(entry["gpuPods"]) + (int(entry["otherPods"]) if scope == "all" else 0)
 
 
-def _summary(stages: list[dict[str, Any]]) -> dict[str, Any]:
-    """As `build._summary` computes it, from the file's shapes (test_plan_integrity keeps the two equal)."""
+def _summary(stages: list[dict[str, Any]], recorded: Any) -> dict[str, Any]:
+    """As `build._summary` computes it, from the file's shapes (test_plan_integrity keeps the two equal).
+    Per-wave estimates and the gangs' disruption rest on planning-time facts the file does not hold (the
+    pods' grace periods, where gangs run): they are kept as recorded for the waves that still exist, and
+    the total is recomputed from them and the soaks."""
+    recorded = recorded if isinstance(recorded, dict) else {}
     pool_stages = [s for s in stages if "pool" in s]
-    seconds = 0
-    for s in pool_stages:
-        scope = _scope(s)
-        for w in s["waves"]:
-            busiest = max((_evicted(n, scope) for n in w["nodes"]), default=0)
-            seconds += build._EST_DRAIN_BASE + build._EST_PER_POD * busiest + build._EST_SWITCH + build._EST_CANARY
-            seconds += parse_duration(w["soakAfter"])
-    return {
+    keys = {f"{s['name']}/{w['name']}" for s in pool_stages for w in s["waves"]}
+    old = recorded.get("waveEstimates") if isinstance(recorded.get("waveEstimates"), dict) else {}
+    estimates = {k: v for k, v in old.items() if k in keys and isinstance(v, dict)}
+    out: dict[str, Any] = {
         "pools": [s["pool"] for s in pool_stages],
         "nodes": sum(len(w["nodes"]) for s in pool_stages for w in s["waves"]),
         "waves": sum(len(s["waves"]) for s in pool_stages),
         "evictedPods": sum(int(w["evictedPods"]) for s in pool_stages for w in s["waves"]),
-        "estimatedDuration": format_duration(seconds),
+        "estimatedDuration": estimate.plan_total(stages, estimates),
+        "waveEstimates": estimates,
     }
+    if "gangs" in recorded:
+        out["gangs"] = recorded["gangs"]
+    return out
 
 
 def _applicable(plan: dict[str, Any]) -> bool:
@@ -440,8 +442,25 @@ def _applicable(plan: dict[str, Any]) -> bool:
 
 
 def _derived(c: _Checker, plan: dict[str, Any]) -> None:
+    """`applicable` must follow from the findings (apply trusts it); with `summary=True` also the counts
+    and the estimate (rebase rewrites them; a time-scaled rehearsal plan keeps the reviewed estimate)."""
     if plan.get("applicable") != _applicable(plan):
         c.add(("applicable",), "does not follow from the findings (any blocker: false)", "dra-migrate plan --rebase")
+
+
+def applicable_problems(plan: dict[str, Any]) -> list[Problem]:
+    """Only whether `applicable` follows from the findings: what every load checks (apply trusts it)."""
+    c = _Checker()
+    _derived(c, plan)
+    return c.problems
+
+
+def summary_problems(plan: dict[str, Any]) -> list[Problem]:
+    """Where a plan's `evictedPods` and `summary` differ from what its stages say (none after rebase)."""
+    problems = validate(plan)
+    if problems:
+        return problems
+    c = _Checker()
     for i, stage in enumerate(plan["stages"]):
         scope = _scope(stage)
         for k, wave in enumerate(stage.get("waves") or []):
@@ -449,9 +468,10 @@ def _derived(c: _Checker, plan: dict[str, Any]) -> None:
             if wave["evictedPods"] != want:
                 c.add(("stages", i, "waves", k, "evictedPods"), f"is not the sum over its nodes ({want})")
     summary = plan.get("summary")
-    want_summary = _summary(plan["stages"])
+    want_summary = _summary(plan["stages"], plan.get("summary"))
     if summary != want_summary:
         c.add(("summary",), f"does not follow from the stages ({want_summary})", "dra-migrate plan --rebase")
+    return c.problems
 
 
 def recompute(body: dict[str, Any]) -> dict[str, Any]:
@@ -469,5 +489,30 @@ def recompute(body: dict[str, Any]) -> dict[str, Any]:
             stage = {**stage, "waves": waves}
         stages.append(stage)
     out["stages"] = stages
-    out["summary"] = _summary(stages)
+    out["summary"] = _summary(stages, body.get("summary"))
     return out
+
+
+def _gangs(c: _Checker, summary: Any, stages: Any) -> None:
+    """`summary.gangs` ([{gang, waves: ["<stage>/<wave>"]}]) names waves the plan has."""
+    gangs = summary.get("gangs") if isinstance(summary, dict) else None
+    if gangs is None:
+        return
+    waves = {
+        f"{s.get('name')}/{w.get('name')}"
+        for s in stages if isinstance(s, dict) and isinstance(s.get("waves"), list)
+        for w in s["waves"] if isinstance(w, dict)
+    }  # fmt: skip
+    if not isinstance(gangs, list):
+        c.add(("summary", "gangs"), "expected a list")
+        return
+    for i, g in enumerate(gangs):
+        at: Path = ("summary", "gangs", i)
+        if not c.mapping(g, at, frozenset({"gang", "waves"})):
+            continue
+        c.string(g["gang"], (*at, "gang"))
+        if c.strings(g["waves"], (*at, "waves")):
+            gone = [w for w in g["waves"] if w not in waves]
+            if gone:
+                c.add((*at, "waves"), f"wave {gone[0]} is not in the plan",
+                      "the plan does not record a gang's nodes: regenerate it")  # fmt: skip

@@ -1,7 +1,8 @@
-"""python -m migrate.sim --kubeconfig K --snapshot S [--install-stack] [--load-workloads]
+"""python -m migrate.sim --kubeconfig K --snapshot S [--install-stack] [--load-workloads] [--timing T --time-scale F]
 
 Simulates a snapshot's GPU nodes on the cluster K until SIGTERM or SIGINT, then stops cleanly (exit 0).
-Logs go to stderr.
+Logs go to stderr. `--timing realistic` plays the real components' delays (migrate/sim/timing.py, with
+their upstream sources); `--time-scale 0.1` plays them ten times faster.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from migrate.sim.kube import new_api_client
 from migrate.sim.load import load_workloads
 from migrate.sim.spec import specs_from_state
 from migrate.sim.stack import install_nvidia_stack
+from migrate.sim.timing import PROFILES, profile
 
 log = logging.getLogger("migrate.sim")
 
@@ -37,8 +39,31 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--load-workloads", action="store_true", help="also recreate the snapshot's workloads")
     p.add_argument("--heartbeat-seconds", type=float, default=10.0)
+    p.add_argument(
+        "--timing",
+        choices=sorted(PROFILES),
+        default="instant",
+        help="instant: every change at once (default); realistic: the real kubelet's and plugins' delays",
+    )
+    p.add_argument(
+        "--time-scale",
+        type=_positive_float,
+        default=1.0,
+        metavar="F",
+        help="multiply every simulated delay (pods' grace periods included) by F, e.g. 0.1",
+    )
     p.add_argument("-v", "--verbose", action="store_true")
     return p.parse_args(argv)
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, not {text}")
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -62,7 +87,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not specs:
             log.error("%s has no GPU nodes", args.snapshot)
             return 1
-        fleet = SimulatedFleet(args.kubeconfig, specs, heartbeat_seconds=args.heartbeat_seconds)
+        timing = profile(args.timing, args.time_scale)
+        fleet = SimulatedFleet(args.kubeconfig, specs, heartbeat_seconds=args.heartbeat_seconds, timing=timing)
         fleet.start()
         try:
             if args.install_stack or args.load_workloads:

@@ -4,11 +4,16 @@ Per node it does what kubelet, the NVIDIA device plugin and the NVIDIA DRA kubel
 driven by the same node labels that drive the real DaemonSets (see `spec.device_plugin_enabled`):
   * Node Ready with fresh heartbeats and a Lease in kube-node-lease, so the node lifecycle controller
     neither taints nor evicts;
-  * the device plugin's resources in capacity/allocatable, set to 0 when the plugin goes away, as
-    kubelet does;
-  * the DRA plugin's ResourceSlice (owned by the Node, as kubelet plugins publish them), deleted when
-    the plugin goes away;
-  * pods bound to the node marked Running; pods being deleted finally deleted (grace period 0).
+  * the device plugin's resources in capacity/allocatable: when its pod leaves the node, allocatable
+    drops to 0 at the next status sync while capacity keeps the count for kubelet's 5-minute grace,
+    then reads 0 (the key kept), as kubelet's devicemanager does;
+  * the DRA plugin's ResourceSlice (owned by the Node, as kubelet plugins publish them), published
+    after the plugin's start-up and wiped by "kubelet" 30 s after the plugin went away;
+  * pods bound to the node marked Running after their containers' start-up; a canary pod (label
+    `dra-migrate.io/canary`) runs to completion and reports the devices it got (`migrate.sim.pods`);
+    pods being deleted stay Terminating for their grace period, then are finally deleted.
+How long each of these takes is the run's `TimingProfile` (`migrate.sim.timing`: `instant`, the
+default, does everything at once; `realistic` as the real components, with their sources).
 Only the nodes in the spec list are touched. Everything runs in background threads between
 `start()` and `stop()`; errors are logged (logger "migrate.sim") and retried, never raised into them.
 """
@@ -19,12 +24,13 @@ import hashlib
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from migrate.sim.kube import ApiError, Kube, WatchStream, new_api_client, now_rfc3339, path_of
+from migrate.sim.pods import allocated_results, canary_status, claim_name, is_canary, nvidia_smi_lines, running_status
 from migrate.sim.spec import (
     DRA_DRIVER,
     LABEL_DEVICE_PLUGIN,
@@ -34,6 +40,7 @@ from migrate.sim.spec import (
     device_plugin_enabled,
     dra_plugin_enabled,
 )
+from migrate.sim.timing import INSTANT, Timer, Timers, TimingProfile, device_plugin_advertised, next_sync, sync_phase
 
 log = logging.getLogger("migrate.sim")
 
@@ -44,6 +51,7 @@ LEASE_NAMESPACE = "kube-node-lease"
 LEASE_DURATION_SECONDS = 40  # kubelet's default nodeLeaseDurationSeconds
 MAX_DEVICES_PER_SLICE = 128  # resource.k8s.io/v1 ResourceSliceMaxDevices (dra-facts.md §1.2)
 KUBELET_VERSION = "v1.37.2"
+TIMER_RETRIES, TIMER_RETRY_S = 10, 1.0  # a delayed call (status sync, slice wipe, pod start) that failed
 
 
 class _Expired(Exception):
@@ -55,12 +63,21 @@ class _NodeState:
     spec: GpuNodeSpec
     index: int
     uid: str = ""
-    device_plugin: bool | None = None  # what is applied now; None before the first reconcile
+    device_plugin: bool | None = None  # what the labels ask for; None before the first reconcile
     dra_plugin: bool | None = None
+    dp_running: bool = False  # the device plugin registered with "kubelet"
+    dp_stopped_at: float | None = None  # when its endpoint stopped (timers' clock)
+    dra_running: bool = False
     slice_generation: int = 0
     ready_since: str = ""
     gone: bool = False
     next_pod_ip: int = 2
+    sync_phase: float = 0.0
+    dp_timer: Timer | None = None  # the device plugin's pending start or exit
+    dra_timer: Timer | None = None  # the DRA plugin's pending start or exit
+    wipe_timer: Timer | None = None  # kubelet's pending wipe of the DRA slices
+    posted: dict[str, int] | None = None  # device-plugin capacity/allocatable last posted
+    pods: set[str] = field(default_factory=set)  # uids with a pending start or final delete
 
     @property
     def name(self) -> str:
@@ -80,14 +97,29 @@ class _NodeState:
 class SimulatedFleet:
     """Simulated kubelets + device plugins + DRA kubelet plugins for `nodes`, against `kubeconfig`."""
 
-    def __init__(self, kubeconfig: Path | str, nodes: Iterable[GpuNodeSpec], *, heartbeat_seconds: float = 10) -> None:
+    def __init__(
+        self,
+        kubeconfig: Path | str,
+        nodes: Iterable[GpuNodeSpec],
+        *,
+        heartbeat_seconds: float = 10,
+        timing: TimingProfile = INSTANT,
+        timers: Timers | None = None,
+    ) -> None:
         specs = list(nodes)
         names = [s.name for s in specs]
         if len(set(names)) != len(names):
             raise ValueError("node names in a fleet must be unique")
         self.kubeconfig = Path(kubeconfig)
         self.heartbeat_seconds = heartbeat_seconds
-        self._nodes = {s.name: _NodeState(s, i) for i, s in enumerate(specs)}
+        self.timing = timing
+        # What the simulated components do later; a test may pass its own (a fake clock, run by hand).
+        self.timers = timers if timers is not None else Timers(on_error=_log_failure)
+        self._own_timers = timers is None
+        self._nodes = {
+            s.name: _NodeState(s, i, sync_phase=sync_phase(s.name, timing.node_status_sync_s))
+            for i, s in enumerate(specs)
+        }
         self._lock = threading.RLock()  # guards _NodeState and the apply steps, which watch and heartbeat share
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -115,15 +147,18 @@ class SimulatedFleet:
         self._stop.clear()
         for st in self._nodes.values():
             self._register(st)
-        for run, name in (
+        loops: list[tuple[Callable[[], None], str]] = [
             (self._heartbeat_loop, "heartbeat"),
             (self._watch_nodes, "nodes"),
             (self._watch_pods, "pods"),
-        ):
+        ]
+        if self._own_timers:
+            loops.append((lambda: self.timers.run(self._stop), "timers"))
+        for run, name in loops:
             t = threading.Thread(target=run, name=f"sim-{name}", daemon=True)
             t.start()
             self._threads.append(t)
-        log.info("simulating %d GPU node(s)", len(self._nodes))
+        log.info("simulating %d GPU node(s), %s timing", len(self._nodes), self.timing.name)
 
     def stop(self, timeout: float = 10) -> None:
         """Stop the threads and wait for them. Leaves the objects in place, as a stopped kubelet does."""
@@ -132,6 +167,7 @@ class SimulatedFleet:
             streams = list(self._streams)
         for s in streams:
             s.close()
+        self.timers.wake()
         for t in self._threads:
             t.join(timeout)
         self._threads.clear()
@@ -189,37 +225,129 @@ class SimulatedFleet:
         st.uid = str(meta.get("uid", ""))
         st.ready_since = now_rfc3339()
         st.gone = False
+        st.posted = None
         self._renew_lease(st)
         self._reconcile(st, meta.get("labels") or {}, force=True)
 
     def _reconcile(self, st: _NodeState, labels: Mapping[str, str], *, force: bool = False) -> None:
-        """Bring the plugins' published state in line with the node's labels."""
+        """Bring the plugins in line with the node's labels: at once on registration (`force`: the node
+        comes up as its labels say), otherwise after the profile's delays, as the DaemonSets would."""
         dp = device_plugin_enabled(labels)
         dra = dra_plugin_enabled(labels)
         with self._lock:
-            if force or dp != st.device_plugin:
-                self._patch_node_status(st, dp)
+            if force:
+                self._cancel(st.dp_timer, st.dra_timer, st.wipe_timer)
+                st.device_plugin, st.dp_running, st.dp_stopped_at = dp, dp, None
+                self._patch_node_status(st, resources=True)
+                st.dra_plugin, st.dra_running = dra, dra
+                # Kubelet wipes a node's slices when it starts (dra_plugin_manager.go L504-537).
+                self._publish_slices(st) if dra else self._delete_slices(st)
+                log.info("%s: device plugin %s, DRA plugin %s", st.name, _on(dp), _on(dra))
+                return
+            if dp != st.device_plugin:
                 st.device_plugin = dp
-                log.info("%s: device plugin %s", st.name, "on" if dp else "off")
-            if force or dra != st.dra_plugin:
-                if dra:
-                    self._publish_slices(st)
-                else:
-                    self._delete_slices(st)
+                self._cancel(st.dp_timer)
+                delay = self.timing.device_plugin_start_s if dp else self.timing.plugin_exit_s
+                st.dp_timer = self._after(delay, lambda: self._device_plugin_up(st, dp))
+            if dra != st.dra_plugin:
                 st.dra_plugin = dra
-                log.info("%s: DRA plugin %s", st.name, "on" if dra else "off")
+                self._cancel(st.dra_timer)
+                delay = self.timing.dra_plugin_start_s if dra else self.timing.plugin_exit_s
+                st.dra_timer = self._after(delay, lambda: self._dra_plugin_up(st, dra))
 
-    def _patch_node_status(self, st: _NodeState, device_plugin: bool | None = None) -> None:
+    def _after(self, delay: float, fn: Callable[[], None]) -> Timer | None:
+        """Run `fn` after `delay` on the timers' thread; at once (here) when there is no delay. A call
+        that fails on the timers' thread (the API server busy) is retried, as the component would."""
+        if delay <= 0:
+            fn()
+            return None
+        return self.timers.call_later(delay, lambda: self._retrying(fn, TIMER_RETRIES))
+
+    def _retrying(self, fn: Callable[[], None], left: int) -> None:
+        try:
+            fn()
+        except Exception as e:
+            if left <= 0 or self._stop.is_set():
+                raise
+            log.debug("retrying a simulated component's call in %.1fs: %s", TIMER_RETRY_S, e)
+            self.timers.call_later(TIMER_RETRY_S, lambda: self._retrying(fn, left - 1))
+
+    @staticmethod
+    def _cancel(*timers: Timer | None) -> None:
+        for t in timers:
+            if t is not None:
+                t.cancel()
+
+    def _device_plugin_up(self, st: _NodeState, running: bool) -> None:
+        """The device plugin's pod has registered (`running`) or exited. Kubelet posts the change at its
+        next status sync, and once more when the stopped plugin's capacity grace has passed."""
+        with self._lock:
+            if st.gone or st.device_plugin != running:
+                return  # the labels changed again meanwhile
+            now = self.timers.clock()
+            st.dp_running = running
+            st.dp_stopped_at = None if running else now
+            period, phase = self.timing.node_status_sync_s, st.sync_phase
+            self._at(next_sync(now, phase, period), lambda: self._status_sync(st))
+            if not running:
+                self._at(next_sync(now + self.timing.capacity_grace_s, phase, period), lambda: self._status_sync(st))
+            log.info("%s: device plugin %s", st.name, "registered" if running else "stopped")
+
+    def _at(self, due: float, fn: Callable[[], None]) -> None:
+        self._after(due - self.timers.clock(), fn)
+
+    def _status_sync(self, st: _NodeState) -> None:
+        with self._lock:
+            if not st.gone:
+                self._patch_node_status(st, resources=True)
+
+    def _dra_plugin_up(self, st: _NodeState, running: bool) -> None:
+        """The DRA plugin has started and publishes its slice, or has exited: kubelet then wipes its
+        slices after the wiping delay, unless a plugin registers again first (dra_plugin_manager.go
+        L151-180 cancels the pending wipe)."""
+        with self._lock:
+            if st.gone or st.dra_plugin != running:
+                return
+            st.dra_running = running
+            self._cancel(st.wipe_timer)
+            st.wipe_timer = None
+            if running:
+                self._publish_slices(st)
+            else:
+                st.wipe_timer = self._after(self.timing.slice_wipe_delay_s, lambda: self._wipe_slices(st))
+            log.info("%s: DRA plugin %s", st.name, "published" if running else "stopped")
+
+    def _wipe_slices(self, st: _NodeState) -> None:
+        with self._lock:
+            if not st.dra_running and not st.gone:
+                self._delete_slices(st)
+                log.info("%s: DRA slices wiped", st.name)
+
+    def _patch_node_status(self, st: _NodeState, *, resources: bool = False) -> None:
         status: dict[str, Any] = {"conditions": self._conditions(st)}
-        if device_plugin is not None:
+        if resources:
             capacity = {"cpu": st.spec.cpu, "memory": st.spec.memory, "pods": st.spec.pods}
             capacity.update(st.spec.extra_capacity)
-            # Kubelet keeps a vanished plugin's resource at 0 rather than dropping it at once.
-            capacity.update({k: str(v if device_plugin else 0) for k, v in st.spec.device_plugin_resources.items()})
+            allocatable = dict(capacity)
+            now = self.timers.clock()
+            grace = self.timing.capacity_grace_s
+            posted: dict[str, int] = {}
+            for key, count in st.spec.device_plugin_resources.items():
+                # A plugin never seen by this kubelet but switched off by label counts as stopped long
+                # ago: the key is kept at 0, as after the grace.
+                cap, alloc = device_plugin_advertised(count, st.dp_running, st.dp_stopped_at, now, grace)
+                capacity[key], allocatable[key] = str(cap), str(alloc)
+                posted[f"c:{key}"], posted[f"a:{key}"] = cap, alloc
+            if posted == st.posted:
+                return  # nothing changed since the last sync: kubelet posts only changes
+            st.posted = posted
             status.update(
                 capacity=capacity,
-                allocatable=dict(capacity),
-                addresses=[{"type": "InternalIP", "address": st.host_ip}, {"type": "Hostname", "address": st.name}],
+                allocatable=allocatable,
+                addresses=[
+                    {"type": "InternalIP", "address": st.host_ip},
+                    {"type": "Hostname", "address": st.name},
+                ],
                 daemonEndpoints={"kubeletEndpoint": {"Port": 10250}},
                 nodeInfo=self._node_info(st),
             )
@@ -425,93 +553,91 @@ class SimulatedFleet:
     def _on_pod(self, kind: str, pod: dict[str, Any]) -> None:
         spec = pod.get("spec") or {}
         st = self._nodes.get(str(spec.get("nodeName", "")))
-        if st is None or st.gone or kind == "DELETED":
+        if st is None or st.gone:
             return
         meta = pod.get("metadata") or {}
-        path = path_of("v1", "pods", str(meta.get("name")), namespace=str(meta.get("namespace")))
+        uid = str(meta.get("uid", ""))
+        if kind == "DELETED":
+            with self._lock:
+                st.pods.discard(uid)
+            return
         if meta.get("deletionTimestamp"):
-            # Kubelet's final delete once the containers are gone: grace period 0, same pod only.
-            body = {
-                "apiVersion": "v1",
-                "kind": "DeleteOptions",
-                "gracePeriodSeconds": 0,
-                "preconditions": {"uid": meta.get("uid")},
-            }
-            try:
-                self.kube.delete(path, body)
-            except ApiError as e:
-                if e.status != 409:  # 409: a newer pod of the same name; not ours to delete
-                    raise
+            # Terminating: preStop and SIGTERM run within the grace the deletion set, then kubelet's
+            # final delete (the API server set deletionGracePeriodSeconds from the pod's
+            # terminationGracePeriodSeconds or the caller's override).
+            if self._claim_pod_action(st, f"delete/{uid}"):
+                grace = meta.get("deletionGracePeriodSeconds")
+                delay = self.timing.termination_s(float(grace) if grace is not None else None)
+                self._after(delay, lambda: self._finish_delete(st, pod))
             return
         status = pod.get("status") or {}
         if status.get("phase") in ("Running", "Succeeded", "Failed"):
             return
+        if self._claim_pod_action(st, f"start/{uid}"):
+            delay = self.timing.container_start_s + (self.timing.canary_run_s if is_canary(pod) else 0)
+            self._after(delay, lambda: self._start_pod(st, pod))
+
+    def _claim_pod_action(self, st: _NodeState, key: str) -> bool:
+        """True the first time a pod's start or delete is seen (watch events repeat; one timer each)."""
+        with self._lock:
+            if key in st.pods:
+                return False
+            st.pods.add(key)
+            return True
+
+    def _finish_delete(self, st: _NodeState, pod: Mapping[str, Any]) -> None:
+        meta = pod.get("metadata") or {}
+        st.pods.discard(f"delete/{meta.get('uid')}")
+        st.pods.discard(f"start/{meta.get('uid')}")
+        path = path_of("v1", "pods", str(meta.get("name")), namespace=str(meta.get("namespace")))
+        # Kubelet's final delete once the containers are gone: grace period 0, same pod only.
+        body = {
+            "apiVersion": "v1",
+            "kind": "DeleteOptions",
+            "gracePeriodSeconds": 0,
+            "preconditions": {"uid": meta.get("uid")},
+        }
         try:
-            self.kube.strategic_patch(path + "/status", {"status": _running_status(st, spec)})
+            self.kube.delete(path, body)
+        except ApiError as e:
+            if e.status not in (404, 409):  # 409: a newer pod of the same name; not ours to delete
+                raise
+
+    def _start_pod(self, st: _NodeState, pod: Mapping[str, Any]) -> None:
+        meta = pod.get("metadata") or {}
+        spec = pod.get("spec") or {}
+        st.pods.discard(f"start/{meta.get('uid')}")
+        path = path_of("v1", "pods", str(meta.get("name")), namespace=str(meta.get("namespace")))
+        now = now_rfc3339()
+        with self._lock:
+            ip = st.host_ip if spec.get("hostNetwork") else st.pod_ip()
+        try:
+            if is_canary(pod):
+                status = canary_status(pod, self._canary_lines(st, pod), st.host_ip, ip, now)
+            else:
+                status = running_status(spec, st.host_ip, ip, now)
+            self.kube.strategic_patch(path + "/status", {"status": status})
         except ApiError as e:
             if e.status != 404:
                 raise
 
+    def _canary_lines(self, st: _NodeState, pod: Mapping[str, Any]) -> list[str]:
+        """What `nvidia-smi -L` prints in the canary: its claim's devices, as this node's slices hold them."""
+        name = claim_name(pod)
+        if name is None:
+            return []
+        ns = str((pod.get("metadata") or {}).get("namespace", ""))
+        claim = self.kube.get_or_none(path_of("resource.k8s.io/v1", "resourceclaims", name, ns))
+        results = allocated_results(claim)
+        if not results:
+            return []
+        slices, _ = self.kube.list_all(SLICES, [("fieldSelector", f"spec.nodeName={st.name}")])
+        return nvidia_smi_lines(results, slices)
 
-def _running_status(st: _NodeState, spec: Mapping[str, Any]) -> dict[str, Any]:
-    now = now_rfc3339()
-    ip = st.host_ip if spec.get("hostNetwork") else st.pod_ip()
 
-    def container_id(name: str) -> str:
-        return "containerd://" + hashlib.sha256(f"{st.name}/{name}/{now}".encode()).hexdigest()
+def _on(flag: bool) -> str:
+    return "on" if flag else "off"
 
-    def image_id(image: str) -> str:
-        return f"{image.split('@')[0]}@sha256:{hashlib.sha256(image.encode()).hexdigest()}"
 
-    containers = [
-        {
-            "name": c.get("name"),
-            "image": c.get("image", ""),
-            "imageID": image_id(str(c.get("image", ""))),
-            "containerID": container_id(str(c.get("name"))),
-            "ready": True,
-            "started": True,
-            "restartCount": 0,
-            "state": {"running": {"startedAt": now}},
-        }
-        for c in spec.get("containers") or []
-    ]
-    inits = []
-    for c in spec.get("initContainers") or []:
-        base = {
-            "name": c.get("name"),
-            "image": c.get("image", ""),
-            "imageID": image_id(str(c.get("image", ""))),
-            "containerID": container_id(str(c.get("name"))),
-            "restartCount": 0,
-        }
-        if c.get("restartPolicy") == "Always":  # a sidecar keeps running
-            inits.append({**base, "ready": True, "started": True, "state": {"running": {"startedAt": now}}})
-        else:
-            inits.append(
-                {
-                    **base,
-                    "ready": True,
-                    "started": False,
-                    "state": {
-                        "terminated": {"exitCode": 0, "reason": "Completed", "startedAt": now, "finishedAt": now}
-                    },
-                }
-            )
-    conditions = [
-        {"type": t, "status": "True", "lastTransitionTime": now}
-        for t in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled")
-    ]
-    status: dict[str, Any] = {
-        "phase": "Running",
-        "conditions": conditions,
-        "hostIP": st.host_ip,
-        "hostIPs": [{"ip": st.host_ip}],
-        "podIP": ip,
-        "podIPs": [{"ip": ip}],
-        "startTime": now,
-        "containerStatuses": containers,
-    }
-    if inits:
-        status["initContainerStatuses"] = inits
-    return status
+def _log_failure(e: BaseException) -> None:
+    log.warning("a simulated component failed : %s", e)

@@ -19,6 +19,7 @@ import controlplane
 import pytest
 
 from migrate.sim.kube import Kube, new_api_client, path_of
+from migrate.sim.timing import PROFILES, TimingProfile, profile
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
@@ -31,6 +32,20 @@ def _fail(what: str, err: Exception) -> NoReturn:
         'or deselect these tests with -m "not cluster".'
     )
     pytest.fail(f"{what}: {err}{hint}", pytrace=False)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("dra-migrate simulator")
+    group.addoption("--sim-timing", choices=sorted(PROFILES), default="instant",
+                    help="timing of fleets made with the sim_timing fixture (migrate/sim/timing.py)")  # fmt: skip
+    group.addoption("--sim-time-scale", type=float, default=1.0, help="multiplies every simulated delay")
+
+
+@pytest.fixture(scope="session")
+def sim_timing(request: pytest.FixtureRequest) -> TimingProfile:
+    """The simulator's timing for this run (`--sim-timing`, `--sim-time-scale`): pass it as
+    SimulatedFleet(..., timing=sim_timing) to run a module under realistic delays."""
+    return profile(str(request.config.getoption("--sim-timing")), float(request.config.getoption("--sim-time-scale")))
 
 
 @pytest.fixture(scope="session")

@@ -133,7 +133,7 @@ def test_a_converted_deployment_gets_its_devices_from_the_scheduler(dra_node: st
 
     pod = wait_for("converted pod scheduled", scheduled_pod, timeout=40)
     assert pod["spec"]["nodeName"] == dra_node
-    assert pod["spec"]["resourceClaims"] == [{"name": "cuda-gpu", "resourceClaimTemplateName": "converted-cuda-gpu"}]
+    assert pod["spec"]["resourceClaims"] == [{"name": "gpu", "resourceClaimTemplateName": "converted-gpu"}]
     (status,) = pod["status"]["resourceClaimStatuses"]
     claim = kube.get(path_of("resource.k8s.io/v1", "resourceclaims", status["resourceClaimName"], namespace))
     results = claim["status"]["allocation"]["devices"]["results"]

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,8 +22,10 @@ from migrate.cluster.state import SourceInfo, StateBuilder
 from migrate.sim.fleet import SimulatedFleet
 from migrate.sim.kube import Kube, path_of
 from migrate.sim.load import load_workloads
+from migrate.sim.pods import CANARY_LABEL, NO_DEVICES
 from migrate.sim.spec import GpuNodeSpec
 from migrate.sim.stack import DRA_PLUGIN_DAEMONSET, install_nvidia_stack
+from migrate.sim.timing import REALISTIC, profile
 
 pytestmark = pytest.mark.cluster
 
@@ -322,3 +325,143 @@ def test_cli_runs_until_sigterm(control_plane: controlplane.ControlPlane, kube: 
         if proc.poll() is None:
             proc.kill()
         kube.delete(path_of("v1", "nodes", name))
+
+
+# -- realistic timing, time-scaled -----------------------------------------------------------------
+# At 0.05 the kubelet's 5-minute capacity grace takes 15 s, its 30 s slice wipe 1.5 s, a 60 s pod
+# grace 3 s. Windows are asserted with slack for a loaded machine, never as exact times.
+SCALE = 0.05
+RT = profile("realistic", SCALE)
+RT_DP, RT_DRA, RT_PODS = f"{POOL}-rt-dp", f"{POOL}-rt-dra", f"{POOL}-rt-pods"
+CLASSES = "/apis/resource.k8s.io/v1/deviceclasses"
+
+
+@pytest.fixture(scope="module")
+def realistic(control_plane: controlplane.ControlPlane, kube: Kube) -> Iterator[SimulatedFleet]:
+    specs = [GpuNodeSpec.small(n, gpus=2, pool=f"{POOL}-rt") for n in (RT_DP, RT_DRA, RT_PODS)]
+    with SimulatedFleet(control_plane.kubeconfig, specs, heartbeat_seconds=2, timing=RT) as f:
+        yield f
+    for name in f.node_names:
+        kube.delete(path_of("v1", "nodes", name))
+
+
+def gpu_status(kube: Kube, name: str) -> tuple[str | None, str | None]:
+    status = node(kube, name)["status"]
+    return status.get("capacity", {}).get("nvidia.com/gpu"), status.get("allocatable", {}).get("nvidia.com/gpu")
+
+
+def test_realistic_capacity_is_held_while_allocatable_is_zero(realistic: SimulatedFleet, kube: Kube) -> None:
+    wait_for("the device plugin's GPUs", lambda: gpu_status(kube, RT_DP) == ("2", "2"), timeout=10)
+    switched = time.monotonic()
+    realistic.set_device_plugin(RT_DP, False)
+    wait_for("allocatable 0", lambda: gpu_status(kube, RT_DP)[1] == "0", timeout=5)
+    to_allocatable_zero = time.monotonic() - switched
+    assert to_allocatable_zero <= (REALISTIC.plugin_exit_s + REALISTIC.node_status_sync_s) * SCALE + 2
+    seen: set[tuple[str | None, str | None]] = set()
+
+    def capacity_zero() -> bool:
+        now = gpu_status(kube, RT_DP)
+        seen.add(now)
+        return now == ("0", "0")
+
+    wait_for("capacity 0 after the grace", capacity_zero, timeout=RT.capacity_grace_s + 10)
+    to_capacity_zero = time.monotonic() - switched
+    grace = RT.capacity_grace_s  # 15 s here
+    assert grace <= to_capacity_zero <= grace + (REALISTIC.plugin_exit_s + REALISTIC.node_status_sync_s) * SCALE + 3
+    # Between the two only (capacity 2, allocatable 0) was seen: the window a real node shows.
+    assert seen == {("2", "0"), ("0", "0")}
+    assert "nvidia.com/gpu" in node(kube, RT_DP)["status"]["capacity"]  # the key is kept at 0
+    realistic.set_device_plugin(RT_DP, True)
+    wait_for("the GPUs back", lambda: gpu_status(kube, RT_DP) == ("2", "2"), timeout=5)
+
+
+def test_realistic_slices_are_published_after_start_up_and_wiped_after_the_delay(
+    realistic: SimulatedFleet, kube: Kube
+) -> None:
+    realistic.set_dra_plugin(RT_DRA, True)
+    wait_for("a ResourceSlice", lambda: slices_of(kube, RT_DRA), timeout=5)
+    stopped = time.monotonic()
+    realistic.set_dra_plugin(RT_DRA, False)
+    wipe = (REALISTIC.plugin_exit_s + REALISTIC.slice_wipe_delay_s) * SCALE  # 1.6 s here
+    time.sleep(wipe / 2)
+    assert slices_of(kube, RT_DRA), "kubelet wipes a gone plugin's slices only after its wiping delay"
+    wait_for("the slices wiped", lambda: not slices_of(kube, RT_DRA), timeout=wipe + 5)
+    assert time.monotonic() - stopped >= wipe
+
+
+def test_realistic_evicted_pod_stays_terminating_for_its_grace(
+    realistic: SimulatedFleet, kube: Kube, namespace: str
+) -> None:
+    pods = path_of("v1", "pods", namespace=namespace)
+    kube.create(pods, _pod("graceful", nodeName=RT_PODS, terminationGracePeriodSeconds=60))
+    wait_for("Running", lambda: kube.get(f"{pods}/graceful")["status"].get("phase") == "Running", timeout=5)
+    evicted = time.monotonic()
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "graceful", "namespace": namespace}}
+    kube.create(f"{pods}/graceful/eviction", eviction)
+    grace = RT.termination_s(60)  # 3 s here
+    time.sleep(grace / 2)
+    p = kube.get_or_none(f"{pods}/graceful")
+    assert p is not None and p["metadata"]["deletionTimestamp"], "Terminating for its grace period"
+    assert p["metadata"]["deletionGracePeriodSeconds"] == 60
+    wait_for("the pod gone", lambda: kube.get_or_none(f"{pods}/graceful") is None, timeout=grace + 5)
+    assert time.monotonic() - evicted >= grace
+
+
+def test_realistic_canary_reports_the_devices_it_was_allocated(
+    realistic: SimulatedFleet, kube: Kube, namespace: str
+) -> None:
+    name = f"sim-canary-{RUN}"
+    spec = {
+        "selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}],
+        "extendedResourceName": "nvidia.com/gpu",
+    }
+    kube.create(
+        CLASSES, {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name}, "spec": spec}
+    )
+    try:
+        realistic.set_device_plugin(RT_DRA, False)
+        realistic.set_dra_plugin(RT_DRA, True)
+        wait_for("DRA only", lambda: gpu_status(kube, RT_DRA)[1] == "0" and slices_of(kube, RT_DRA), timeout=10)
+        pods = path_of("v1", "pods", namespace=namespace)
+        body = _pod(
+            "canary",
+            nodeSelector={"kubernetes.io/hostname": RT_DRA},
+            tolerations=[{"operator": "Exists"}],
+            restartPolicy="Never",
+        )
+        body["metadata"]["labels"] = {CANARY_LABEL: "t1"}
+        body["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "1"}}
+        kube.create(pods, body)
+        done = wait_for(
+            "the canary finished",
+            lambda: (lambda o: o if o["status"].get("phase") in ("Succeeded", "Failed") else None)(
+                kube.get(f"{pods}/canary")
+            ),
+            timeout=15,
+        )
+        claim_name = done["status"]["extendedResourceClaimStatus"]["resourceClaimName"]
+        claim = kube.get(path_of("resource.k8s.io/v1", "resourceclaims", claim_name, namespace))
+        (result,) = claim["status"]["allocation"]["devices"]["results"]
+        (published,) = slices_of(kube, RT_DRA)
+        device = next(d for d in published["spec"]["devices"] if d["name"] == result["device"])
+        terminated = done["status"]["containerStatuses"][0]["state"]["terminated"]
+        assert done["status"]["phase"] == "Succeeded" and terminated["exitCode"] == 0
+        product, uuid_ = device["attributes"]["productName"]["string"], device["attributes"]["uuid"]["string"]
+        assert terminated["message"] == f"GPU 0: {product} (UUID: {uuid_})"
+        # Bound without the scheduler (nodeName): no claim, no devices.
+        lost = _pod("lost", nodeName=RT_DRA, restartPolicy="Never")
+        lost["metadata"]["labels"] = {CANARY_LABEL: "t2"}
+        kube.create(pods, lost)
+        failed = wait_for(
+            "the device-less canary finished",
+            lambda: (lambda o: o if o["status"].get("phase") in ("Succeeded", "Failed") else None)(
+                kube.get(f"{pods}/lost")
+            ),
+            timeout=10,
+        )
+        terminated = failed["status"]["containerStatuses"][0]["state"]["terminated"]
+        assert (failed["status"]["phase"], terminated["exitCode"], terminated["message"]) == ("Failed", 1, NO_DEVICES)
+    finally:
+        kube.delete(f"{CLASSES}/{name}")
+        realistic.set_dra_plugin(RT_DRA, False)
+        realistic.set_device_plugin(RT_DRA, True)

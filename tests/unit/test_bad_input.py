@@ -152,3 +152,228 @@ def test_no_kubeconfig_anywhere(tmp_path: Path) -> None:
     r = run("inventory", env={"KUBECONFIG": str(tmp_path / "missing"), "KUBERNETES_SERVICE_HOST": ""})
     assert r.code == 1
     assert "--snapshot" in one_error_line(r.stderr)
+
+
+# Each snapshot below holds one malformed value the tool reads; each must be refused with one line that
+# names the file and the object, never read as a default that changes the numbers.
+DEP = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: llm, namespace: ml, uid: d1}
+spec:
+  replicas: REPLICAS
+  template:
+    spec:
+      containers: CONTAINERS
+"""
+GPU_CONTAINERS = '[{name: main, resources: {limits: {nvidia.com/gpu: "1"}}}]'
+
+
+def _dep(replicas: str = "2", containers: str = GPU_CONTAINERS) -> str:
+    return DEP.replace("REPLICAS", replicas).replace("CONTAINERS", containers)
+
+
+MALFORMED = {
+    "negative node count": (
+        NODE.replace('nvidia.com/gpu: "8"}, allocatable', 'nvidia.com/gpu: "-2"}, allocatable'),
+        "Node gpu-1",
+        "negative",
+    ),
+    "non-numeric node count": (NODE.replace('"8"}}', '"eight"}}'), "Node gpu-1", "not a quantity"),
+    "fractional node count": (NODE.replace('"8"}}', '"1.5"}}'), "Node gpu-1", "whole"),
+    "node without a name": (NODE.replace("name: gpu-1, ", ""), "Node (no name)", "metadata.name"),
+    "node with a numeric name": (NODE.replace("name: gpu-1", "name: 7"), "Node", "metadata.name"),
+    "replicas as a string": (NODE + "---\n" + _dep('"2"'), "Deployment ml/llm", "spec.replicas"),
+    "replicas negative": (NODE + "---\n" + _dep("-1"), "Deployment ml/llm", "spec.replicas"),
+    "replicas as a boolean": (NODE + "---\n" + _dep("true"), "Deployment ml/llm", "spec.replicas"),
+    "containers as a map": (
+        NODE + "---\n" + _dep(containers='{main: {resources: {limits: {nvidia.com/gpu: "1"}}}}'),
+        "Deployment ml/llm",
+        "containers must be a list",
+    ),
+    "negative container count": (
+        NODE + "---\n" + _dep(containers='[{name: main, resources: {limits: {nvidia.com/gpu: "-2"}}}]'),
+        "Deployment ml/llm",
+        "negative",
+    ),
+    "non-numeric container count": (
+        NODE + "---\n" + _dep(containers="[{name: main, resources: {limits: {nvidia.com/gpu: many}}}]"),
+        "Deployment ml/llm",
+        "not a quantity",
+    ),
+    "limits as a list": (
+        NODE + "---\n" + _dep(containers="[{name: main, resources: {limits: [nvidia.com/gpu]}}]"),
+        "Deployment ml/llm",
+        "limits must be a map",
+    ),
+    "pod with GPUs, containers as a map": (
+        NODE + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ml}\n"
+        'spec: {containers: {main: {resources: {limits: {nvidia.com/gpu: "1"}}}}}\n',
+        "Pod ml/p",
+        "containers must be a list",
+    ),
+    "pytorchjob replicas as a string": (
+        NODE + "---\napiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: t, namespace: ml}\n"
+        'spec: {pytorchReplicaSpecs: {Worker: {replicas: "4", template: {spec: {containers: '
+        + GPU_CONTAINERS
+        + "}}}}}\n",
+        "PyTorchJob ml/t",
+        "spec.pytorchReplicaSpecs.Worker.replicas",
+    ),
+    "labels not strings": (NODE.replace('"true"}}', "{a: b}}}"), "Node gpu-1", "metadata.labels"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_malformed_values_are_refused_naming_file_and_object(tmp_path: Path, case: str) -> None:
+    text, obj, problem = MALFORMED[case]
+    f = tmp_path / "s.yaml"
+    f.write_text(text)
+    r = run("inventory", "--snapshot", str(f))
+    assert r.code == 1, (case, r.stdout)
+    line = one_error_line(r.stderr)
+    assert str(f) in line and obj in line and problem in line, line
+    assert r.stdout == ""
+
+
+def test_the_same_node_in_two_files_is_refused(tmp_path: Path) -> None:
+    d = tmp_path / "dir"
+    d.mkdir()
+    (d / "a.yaml").write_text(NODE)
+    (d / "b.yaml").write_text(NODE.replace("name: gpu-1,", "name: gpu-1, uid: other,"))
+    r = run("inventory", "--snapshot", str(d))
+    assert r.code == 1
+    line = one_error_line(r.stderr)
+    assert "Node gpu-1" in line and "a.yaml" in line and "b.yaml" in line
+
+
+def test_one_object_exported_twice_is_read_once_and_said(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    d = tmp_path / "dir"
+    d.mkdir()
+    same = NODE.replace("name: gpu-1,", "name: gpu-1, uid: u1, resourceVersion: '7',")
+    (d / "a.yaml").write_text(same)
+    (d / "b.yaml").write_text(same)
+    r = run("inventory", "--snapshot", str(d), "-o", "json")
+    assert r.code == 0, r.stderr
+    import json
+
+    inv = json.loads(r.stdout)
+    assert [n["name"] for n in inv["nodes"]] == ["gpu-1"]
+    assert sum(p["allocatable"].get("nvidia.com/gpu", 0) for p in inv["pools"]) == 8
+    assert "read once" in caplog.text and "a.yaml" in caplog.text
+
+
+def _header(server: str) -> str:
+    return (
+        '{"apiVersion": "dra-migrate.io/v1alpha1", "kind": "ClusterSnapshot", '
+        f'"metadata": {{"server": "{server}", "kubernetesVersion": "v1.37.2"}}}}\n'
+    )
+
+
+def test_two_clusters_in_one_directory_are_refused(tmp_path: Path) -> None:
+    d = tmp_path / "dir"
+    d.mkdir()
+    node = '{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "NAME", "uid": "NAME"}}\n'
+    (d / "east.jsonl").write_text(_header("https://east:6443") + node.replace("NAME", "e1"))
+    (d / "west.jsonl").write_text(_header("https://west:6443") + node.replace("NAME", "w1"))
+    r = run("inventory", "--snapshot", str(d))
+    assert r.code == 1
+    line = one_error_line(r.stderr)
+    assert "west" in line and "east" in line
+
+
+@pytest.mark.parametrize("escaped", ["nvidia.com\\/gpu", "\\u006evidia.com/gpu", "nvidia\\u002ecom/gpu"])
+def test_jsonl_escaped_keys_are_read_as_a_json_parser_reads_them(tmp_path: Path, escaped: str) -> None:
+    import json
+
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "gpu-1"},
+        "status": {"allocatable": {"nvidia.com/gpu": "8"}, "capacity": {"nvidia.com/gpu": "8"}},
+    }
+    pod_line = (
+        '{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml"}, '
+        '"spec": {"nodeName": "gpu-1", "containers": [{"name": "c", "resources": {"limits": {"'
+        + escaped
+        + '": "2"}}}]}, "status": {"phase": "Running"}}\n'
+    )
+    assert json.loads(pod_line)["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "2"}
+    f = tmp_path / "s.jsonl"
+    f.write_text(json.dumps(node) + "\n" + pod_line)
+    r = run("inventory", "--snapshot", str(f), "-o", "json")
+    assert r.code == 0, r.stderr
+    assert [c["totals"] for c in json.loads(r.stdout)["consumers"]] == [{"nvidia.com/gpu": 2}]
+
+
+@pytest.mark.parametrize(
+    "suffix,text",
+    [
+        (".yaml", "a:\n" + "".join(" " * (i + 1) + "- \n" for i in range(0)) + "[" * 60_000 + "]" * 60_000),
+        (".yaml", "".join("  " * i + "k:\n" for i in range(3000)) + "  " * 3000 + "v\n"),
+        (".yaml", "- " * 60_000 + "x\n"),
+        (".json", "[" * 60_000 + "]" * 60_000),
+        (".json", '{"a":' * 500 + "1" + "}" * 500),
+        (".jsonl", '{"a":' * 60_000 + "1" + "}" * 60_000 + "\n"),
+        (
+            ".jsonl",
+            '{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}, "x": ' + "[" * 900 + "]" * 900 + "}\n",
+        ),
+        (".yml", "{" * 60_000),
+    ],
+)
+def test_very_deep_nesting_is_one_line(tmp_path: Path, suffix: str, text: str) -> None:
+    f = tmp_path / f"deep{suffix}"
+    f.write_text(text)
+    r = run("inventory", "--snapshot", str(f))
+    assert r.code == 1
+    line = one_error_line(r.stderr)
+    assert str(f) in line and ("deeper" in line or "invalid" in line or "expected" in line), line
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "GET /api failed: Authorization: Bearer abc.def-ghi_jkl",
+        '{"headers": {"Authorization": "Basic dXNlcjpzM2NyZXQ="}}',
+        "authorization=Negotiate YIIabc123secret",
+        "bearer s3cret, then more",
+        "Basic dXNlcjpzM2NyZXQ-_x",
+        "https://admin:s3cret@10.0.0.1:6443/api",
+        "kubectl --token=s3cret get pods",
+        "--password s3cret",
+        "api_key: s3cret",
+        "token: eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW0ifQ.c2lnbmF0dXJl",
+    ],
+)
+def test_credentials_are_scrubbed_from_messages(text: str) -> None:
+    from migrate.secrets import scrub
+
+    out = scrub(text)
+    assert out is not None and "<redacted>" in out
+    for secret in ("abc.def", "dXNlcjpzM2NyZXQ", "YIIabc123secret", "s3cret", "c2lnbmF0dXJl"):
+        assert secret not in out, out
+
+
+def test_log_lines_are_scrubbed() -> None:
+    import io
+    import logging
+
+    from migrate.secrets import scrub_logs
+
+    buf = io.StringIO()
+    handler = logging.StreamHandler(buf)
+    scrub_logs(handler)
+    log = logging.getLogger("migrate.test-scrub")
+    log.addHandler(handler)
+    try:
+        log.warning("request failed: %s", "Authorization: Bearer s3cret-token")
+    finally:
+        log.removeHandler(handler)
+    assert "s3cret" not in buf.getvalue() and "<redacted>" in buf.getvalue()
+
+
+def test_error_lines_are_scrubbed(tmp_path: Path) -> None:
+    f = tmp_path / "s.yaml"
+    f.write_text(NODE.replace('"8"}}', '"Bearer s3cret"}}'))
+    r = run("inventory", "--snapshot", str(f))
+    assert r.code == 1 and "s3cret" not in r.stderr and "<redacted>" in r.stderr

@@ -243,3 +243,17 @@ def test_every_rule_has_a_test_and_a_readme_entry() -> None:
     for rule_id in RULES:
         assert f'"{rule_id}"' in here, f"no test for {rule_id}"
         assert f"`{rule_id}`" in readme, f"README does not document {rule_id}"
+
+
+def test_fractional_gpu_requests_are_flagged_once_per_workload() -> None:
+    # HAMi: a vGPU with 30% of the cores and 3000 MiB (fixtures/manifests/refused/hami-pod.yaml).
+    hami = pod_spec(container(limits={GPU: 1, "nvidia.com/gpucores": 30, "nvidia.com/gpumem": 3000}))
+    dep = obj("apps/v1", "Deployment", "nb", {"replicas": 2, "template": template(hami)})
+    rs = obj("apps/v1", "ReplicaSet", "nb-1", {"replicas": 2, "template": template(hami)}, owner=dep)
+    bare = pod("vgpu", hami)
+    (f,) = findings(make(gpu_node("a"), dep, rs, pod("nb-1-x", hami, owner=rs), bare), "fractional-gpu-request")
+    assert f.severity.value == "warning"
+    assert f.objects == ("Deployment ml/nb", "Pod ml/vgpu")
+    assert "nvidia.com/gpucores" in f.message
+    whole = pod_spec(container(limits={GPU: 1}))
+    assert severities(make(gpu_node("a"), pod("p", whole)), "fractional-gpu-request") == []

@@ -240,3 +240,39 @@ def test_pool_label_order() -> None:
     assert build_inventory(state(n), ("team",)).to_dict()["nodes"][0]["pool"] == "research"
     bare = node("gpu-2", {"nvidia.com/gpu.present": "true"})
     assert build_inventory(state(bare)).to_dict()["nodes"][0]["pool"] == "(unpooled)"
+
+
+def _fixture_objects(name: str) -> list[dict[str, Any]]:
+    from pathlib import Path
+
+    from ruamel.yaml import YAML
+
+    path = Path(__file__).resolve().parents[2] / "fixtures" / "manifests" / "refused" / name
+    out = [d for d in YAML(typ="safe").load_all(path.read_text()) if d]
+    for i, d in enumerate(out):
+        d["metadata"].setdefault("uid", f"{name}-{i}")
+    return out
+
+
+def test_trainjob_counts_resources_per_node_times_nodes_and_its_runtime_is_no_consumer() -> None:
+    # Kubeflow Trainer v2: 2 GPUs per node on 4 nodes; the ClusterTrainingRuntime is a blueprint.
+    trainjob, runtime = _fixture_objects("trainjob.yaml")
+    gpu_runtime = dict(runtime)
+    jobs = gpu_runtime["spec"]["template"]["spec"]["replicatedJobs"]
+    jobs[0]["template"]["spec"]["template"]["spec"]["containers"][0]["resources"] = {"limits": {GPU: 8}}
+    got = consumers(gpu_node("gpu-1"), trainjob, gpu_runtime)
+    assert list(got) == ["TrainJob/pytorch-mnist"]
+    c = got["TrainJob/pytorch-mnist"]
+    assert c["totals"] == {GPU: 8}
+    assert c["templates"] == [{"path": "spec.trainer", "replicas": 4, "resources": {GPU: 2}}]
+
+
+def test_trainjob_without_resources_per_node_is_counted_from_its_pods() -> None:
+    trainjob, _ = _fixture_objects("trainjob.yaml")
+    del trainjob["spec"]["trainer"]["resourcesPerNode"]
+    js = obj("jobset.x-k8s.io/v1alpha2", "JobSet", "pytorch-mnist", {"replicatedJobs": []}, owner=trainjob)
+    p = pod("pytorch-mnist-node-0", pod_spec(container(limits={GPU: 1})), owner=js)
+    got = consumers(gpu_node("gpu-1"), trainjob, js, p)
+    assert list(got) == ["TrainJob/pytorch-mnist"]
+    assert got["TrainJob/pytorch-mnist"]["totals"] == {GPU: 1}
+    assert got["TrainJob/pytorch-mnist"]["source"] == "pods"

@@ -95,17 +95,17 @@ def test_unchanged_documents_keep_their_exact_text() -> None:
 def test_deployment_shape() -> None:
     out, _ = convert((MANIFESTS / "deployment.yaml").read_text())
     rct, dep = docs(out)
-    assert rct["metadata"]["name"] == "llm-inference-server-gpu"  # type: ignore[index]
+    assert rct["metadata"]["name"] == "llm-inference-gpu"  # type: ignore[index]
     assert rct["spec"]["spec"]["devices"]["requests"] == [  # type: ignore[index]
         {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "allocationMode": "ExactCount", "count": 1}}
     ]
     pod = dep["spec"]["template"]["spec"]  # type: ignore[index]
-    assert pod["resourceClaims"] == [{"name": "server-gpu", "resourceClaimTemplateName": "llm-inference-server-gpu"}]
+    assert pod["resourceClaims"] == [{"name": "gpu", "resourceClaimTemplateName": "llm-inference-gpu"}]
     server, metrics = pod["containers"]
     assert server["resources"] == {
         "requests": {"cpu": "8", "memory": "64Gi"},
         "limits": {"memory": "64Gi"},
-        "claims": [{"name": "server-gpu"}],
+        "claims": [{"name": "gpu"}],
     }
     assert "resources" not in metrics
     # The comment above nodeSelector stays above nodeSelector, not above the inserted resourceClaims.
@@ -129,13 +129,13 @@ def test_training_roles_get_a_claim_per_pod_from_templates() -> None:
     assert rct["kind"] == "ResourceClaimTemplate"
     for role in ("Master", "Worker"):
         pod = job["spec"]["pytorchReplicaSpecs"][role]["template"]["spec"]  # type: ignore[index]
-        assert pod["resourceClaims"] == [{"name": "pytorch-gpu", "resourceClaimTemplateName": rct["metadata"]["name"]}]  # type: ignore[index]
+        assert pod["resourceClaims"] == [{"name": "gpu", "resourceClaimTemplateName": rct["metadata"]["name"]}]  # type: ignore[index]
 
 
 def test_roles_with_different_shapes_get_distinct_templates() -> None:
     out, _ = convert((MANIFESTS / "raycluster.yaml").read_text())
     names = [d["metadata"]["name"] for d in docs(out) if d["kind"] == "ResourceClaimTemplate"]  # type: ignore[index]
-    assert names == ["ray-serve-ray-worker-gpu", "ray-serve-gpu-b-ray-worker-gpu"]
+    assert names == ["ray-serve-gpu", "ray-serve-gpu-b-gpu"]
 
 
 def test_shared_claim_makes_one_resource_claim() -> None:
@@ -143,22 +143,76 @@ def test_shared_claim_makes_one_resource_claim() -> None:
     claim, job = docs(out)
     assert claim["kind"] == "ResourceClaim" and "devices" in claim["spec"]  # type: ignore[operator]
     pod = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]  # type: ignore[index]
-    assert pod["resourceClaims"] == [{"name": "pytorch-gpu", "resourceClaimName": claim["metadata"]["name"]}]  # type: ignore[index]
+    assert pod["resourceClaims"] == [{"name": "gpu", "resourceClaimName": claim["metadata"]["name"]}]  # type: ignore[index]
 
 
-def test_share_across_pod_gives_containers_one_claim() -> None:
-    text = (MANIFESTS / "job.yaml").read_text()
-    out, _ = convert(text, share_across_pod=True)
+def test_init_and_app_containers_share_one_claim_of_the_effective_size() -> None:
+    # Kubernetes' rule: max(largest init container, sum of app containers); the init container's devices
+    # are the app container's, so a Job of 1 + 1 holds one GPU, not two.
+    out, _ = convert((MANIFESTS / "job.yaml").read_text())
     rct, job = docs(out)
     assert rct["metadata"]["name"] == "embed-batch-gpu"  # type: ignore[index]
+    assert rct["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 1  # type: ignore[index]
     pod = job["spec"]["template"]["spec"]  # type: ignore[index]
     assert pod["resourceClaims"] == [{"name": "gpu", "resourceClaimTemplateName": "embed-batch-gpu"}]
     assert pod["initContainers"][0]["resources"] == {"claims": [{"name": "gpu"}]}
     assert pod["containers"][0]["resources"]["claims"] == [{"name": "gpu"}]
-    # Without the flag each container has a claim of its own.
-    out, _ = convert(text)
-    pod = docs(out)[1]["spec"]["template"]["spec"]  # type: ignore[index]
-    assert [c["name"] for c in pod["resourceClaims"]] == ["embed-gpu", "warmup-gpu"]
+
+
+POD_OF = """apiVersion: batch/v1
+kind: Job
+metadata: {name: j, namespace: ml}
+spec:
+  template:
+    spec:
+      initContainers: INIT
+      containers: APP
+"""
+
+
+def _c(name: str, n: int, restart: str | None = None) -> str:
+    extra = f", restartPolicy: {restart}" if restart else ""
+    return f"{{name: {name}, image: i{extra}, resources: {{limits: {{nvidia.com/gpu: {n}}}}}}}"
+
+
+def _requests(out: str) -> list[tuple[str, int]]:
+    (rct,) = [d for d in docs(out) if d["kind"] == "ResourceClaimTemplate"]
+    return [(r["name"], r["exactly"]["count"]) for r in rct["spec"]["spec"]["devices"]["requests"]]  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    "init,app,total",
+    [
+        ([("warm", 8)], [("main", 8)], 8),  # a Job needing 8 holds 8, not 16
+        ([("warm", 8)], [("main", 2)], 8),  # the init container is the larger
+        ([("warm", 1)], [("a", 2), ("b", 2)], 4),  # the app containers' sum is the larger
+        ([("warm", 6)], [("a", 2), ("b", 2)], 6),
+        ([("side", 1, "Always"), ("warm", 4)], [("main", 2)], 5),  # KEP-753: the sidecar runs beside the init
+        ([("side", 2, "Always")], [("main", 2)], 4),  # a sidecar adds to the app containers
+    ],
+)
+def test_claim_is_sized_by_the_effective_request_rule(init: list[tuple], app: list[tuple], total: int) -> None:
+    text = POD_OF.replace("INIT", "[" + ", ".join(_c(*c) for c in init) + "]").replace(
+        "APP", "[" + ", ".join(_c(*c) for c in app) + "]"
+    )
+    out, problems = convert(text)
+    assert not problems
+    assert sum(n for _, n in _requests(out)) == total
+    job = docs(out)[-1]
+    pod = job["spec"]["template"]["spec"]  # type: ignore[index]
+    assert len(pod["resourceClaims"]) == 1  # one claim per pod
+    # Several app containers keep devices of their own: each sees its own request.
+    apps = pod["containers"]
+    if len(apps) > 1:
+        assert [c["resources"]["claims"][0]["request"] for c in apps] == [a[0] for a in app]
+
+
+def test_share_across_pod_gives_every_container_the_whole_claim() -> None:
+    text = POD_OF.replace("INIT", "[]").replace("APP", f"[{_c('a', 1)}, {_c('b', 1)}]")
+    out, _ = convert(text, share_across_pod=True)
+    assert _requests(out) == [("gpu", 2)]
+    pod = docs(out)[-1]["spec"]["template"]["spec"]  # type: ignore[index]
+    assert [c["resources"]["claims"] for c in pod["containers"]] == [[{"name": "gpu"}], [{"name": "gpu"}]]
 
 
 def test_fallback_makes_first_available_alternatives_in_order_with_a_warning() -> None:
@@ -250,7 +304,8 @@ def test_output_dir_keeps_relative_paths(tmp_path: Path) -> None:
     out = tmp_path / "out"
     r = run("convert", str(MANIFESTS), "--output-dir", str(out), "--skip-unconvertible")
     assert r.code == 0, r.stderr
-    assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in MANIFESTS.glob("*.yaml"))
+    written = sorted(p.relative_to(out) for p in out.rglob("*.yaml"))
+    assert written == sorted(p.relative_to(MANIFESTS) for p in MANIFESTS.rglob("*.yaml"))
 
 
 def test_in_place_and_output_dir_exclude_each_other(tmp_path: Path) -> None:
@@ -267,3 +322,247 @@ def test_dns_label_is_valid_and_bounded() -> None:
 def test_indentation_is_read_from_the_document() -> None:
     assert guess_indent((MANIFESTS / "deployment.yaml").read_text()) == (2, 2)
     assert guess_indent((MANIFESTS / "statefulset.yaml").read_text()) == (2, 0)
+
+
+REFUSED = ROOT / "fixtures" / "manifests" / "refused"
+
+
+@pytest.mark.parametrize(
+    "fixture,reason",
+    [
+        ("trainjob.yaml", "resourcesPerNode"),
+        ("hami-pod.yaml", "fraction of a GPU"),
+        ("knative-service.yaml", "knative/serving#15332"),
+    ],
+)
+def test_real_manifests_convert_cannot_carry_are_refused_with_exit_1(fixture: str, reason: str, tmp_path: Path) -> None:
+    src = tmp_path / fixture
+    shutil.copy(REFUSED / fixture, src)
+    before = src.read_text()
+    r = run("convert", "--in-place", str(src))
+    assert r.code == 1, r.stderr
+    assert reason in r.stderr and "nothing written" in r.stderr
+    assert "converted 0 of" not in r.stderr
+    assert src.read_text() == before
+
+
+def test_kserve_serverless_is_converted_with_a_warning() -> None:
+    text = """apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: llm, namespace: serving}
+spec:
+  predictor:
+    model:
+      modelFormat: {name: huggingface}
+      resources: {limits: {nvidia.com/gpu: 1}}
+"""
+    out, result = convert_text(text, "t.yaml", TABLE, ConvertOptions())
+    assert not result.problems and out != text
+    assert any("knative/serving#15332" in w and "RawDeployment" in w for w in result.warnings)
+    raw = text.replace(
+        "metadata: {name: llm,", "metadata: {annotations: {serving.kserve.io/deploymentMode: RawDeployment}, name: llm,"
+    )
+    _, result = convert_text(raw, "t.yaml", TABLE, ConvertOptions())
+    assert not result.warnings
+
+
+@pytest.mark.parametrize(
+    "snippet",
+    [
+        "spec: {gpus: 2, image: x}",  # a CRD's own GPU shorthand
+        "spec: {worker: {resourcesPerNode: {limits: {nvidia.com/gpu: 2}}}}",
+        "spec: {template: {spec: {containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1}}}]}}}",
+    ],
+)
+def test_gpu_requests_the_tool_cannot_rewrite_exit_1(snippet: str, tmp_path: Path) -> None:
+    f = tmp_path / "crd.yaml"
+    f.write_text(f"apiVersion: example.com/v1\nkind: Trainer\nmetadata: {{name: t}}\n{snippet}\n")
+    r = run("convert", str(f))
+    assert r.code == 1 and "unconvertible" in r.stderr, r.stderr
+    # A known kind with a GPU count under a key outside its pod templates is refused too.
+    g = tmp_path / "dep.yaml"
+    g.write_text(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  gpus: 2\n  template:\n"
+        "    spec:\n      containers: [{name: c, image: i}]\n"
+    )
+    r = run("convert", str(g))
+    assert r.code == 1 and "spec.gpus" in r.stderr
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "1.5", '"abc"', '"500m"', "true", "[1]"])
+def test_counts_must_be_positive_integers(value: str) -> None:
+    text = (MANIFESTS / "pod.yaml").read_text().replace("nvidia.com/gpu: 1", f"nvidia.com/gpu: {value}")
+    assert text != (MANIFESTS / "pod.yaml").read_text()
+    out, problems = convert(text)
+    assert out == text
+    assert problems and "positive integer" in " ".join(problems)
+
+
+def test_requests_and_limits_must_agree() -> None:
+    text = (MANIFESTS / "deployment.yaml").read_text().replace("nvidia.com/gpu: 1  # one", "nvidia.com/gpu: 2  # one")
+    out, problems = convert(text)
+    assert out == text and "differ" in problems[0]
+
+
+def test_two_workloads_named_alike_get_distinct_templates(tmp_path: Path) -> None:
+    dep = (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: llm, namespace: ml}\nspec:\n  template:\n"
+        "    spec:\n      containers: [{name: c, image: i, resources: {limits: {nvidia.com/gpu: 1}}}]\n"
+    )
+    sts = dep.replace("kind: Deployment", "kind: StatefulSet").replace("gpu: 1}", "gpu: 2}")
+    other_ns = dep.replace("namespace: ml", "namespace: other")
+    existing = (
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {name: llm-gpu, namespace: other}\n"
+        "spec: {spec: {devices: {requests: []}}}\n"
+    )
+    (tmp_path / "a.yaml").write_text(dep + "---\n" + sts)
+    (tmp_path / "b.yaml").write_text(dep.replace("gpu: 1}", "gpu: 4}"))
+    (tmp_path / "c.yaml").write_text(other_ns)
+    (tmp_path / "d.yaml").write_text(existing)
+    out = tmp_path / "out"
+    r = run(
+        "convert",
+        str(tmp_path / "a.yaml"),
+        str(tmp_path / "b.yaml"),
+        str(tmp_path / "c.yaml"),
+        str(tmp_path / "d.yaml"),
+        "-o",
+        str(out),
+    )
+    assert r.code == 0, r.stderr
+    names: dict[str, list[str]] = {}
+    for f in sorted(out.iterdir()):
+        for d in docs(f.read_text()):
+            if d["kind"] == "ResourceClaimTemplate":
+                names.setdefault(str(d["metadata"].get("namespace")), []).append(d["metadata"]["name"])  # type: ignore[union-attr,index]
+    for ns, taken in names.items():
+        assert len(taken) == len(set(taken)), (ns, taken)
+        assert all(len(n) <= 63 for n in taken)
+    assert len(names["ml"]) == 3 and len(names["other"]) == 2
+
+
+def test_long_names_stay_within_a_dns_label_and_distinct() -> None:
+    a = "a" * 70
+    text = (
+        f"apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {a}x, namespace: ml}}\nspec:\n  template:\n"
+        "    spec:\n      containers: [{name: c, image: i, resources: {limits: {nvidia.com/gpu: 1}}}]\n"
+    )
+    out, problems = convert(text + "---\n" + text.replace(f"{a}x", f"{a}y").replace("Deployment", "StatefulSet"))
+    assert not problems
+    names = [d["metadata"]["name"] for d in docs(out) if d["kind"] == "ResourceClaimTemplate"]  # type: ignore[index]
+    assert len(set(names)) == 2 and all(len(n) <= 63 for n in names)
+
+
+def test_two_inputs_onto_one_output_path_are_refused(tmp_path: Path) -> None:
+    for d in ("x", "y"):
+        (tmp_path / d).mkdir()
+        shutil.copy(MANIFESTS / "pod.yaml", tmp_path / d / "pod.yaml")
+    out = tmp_path / "out"
+    r = run("convert", str(tmp_path / "x" / "pod.yaml"), str(tmp_path / "y" / "pod.yaml"), "-o", str(out))
+    assert r.code == 1 and "would both be written" in r.stderr
+    assert not out.exists()
+
+
+def test_a_file_given_twice_is_converted_once(tmp_path: Path) -> None:
+    shutil.copy(MANIFESTS / "pod.yaml", tmp_path / "pod.yaml")
+    r = run("convert", "--in-place", str(tmp_path / "pod.yaml"), str(tmp_path))
+    assert r.code == 0, r.stderr
+    assert "converted 1 of 1" in r.stderr
+    assert len([d for d in docs((tmp_path / "pod.yaml").read_text()) if d["kind"] == "ResourceClaimTemplate"]) == 1
+
+
+@pytest.mark.parametrize(
+    "first",
+    ["--- # the pod\n", "--- !!map\n", "---\n"],
+)
+def test_documents_that_start_on_their_marker_line(first: str) -> None:
+    body = (MANIFESTS / "pod.yaml").read_text()
+    text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n" + first + body
+    out, problems = convert(text)
+    assert not problems
+    assert len([d for d in docs(out) if d["kind"] == "ResourceClaimTemplate"]) == 1
+    assert out.startswith("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---")
+
+
+def test_a_flow_document_on_its_marker_line_is_converted() -> None:
+    text = (
+        "--- {apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: "
+        "[{name: c, image: i, resources: {limits: {nvidia.com/gpu: 2}}}]}}\n"
+    )
+    out, problems = convert(text)
+    assert not problems
+    assert [d["kind"] for d in docs(out)] == ["ResourceClaimTemplate", "Pod"]
+
+
+def test_symlinks_are_kept_in_place(tmp_path: Path) -> None:
+    real = tmp_path / "real.yaml"
+    shutil.copy(MANIFESTS / "pod.yaml", real)
+    d = tmp_path / "deploy"
+    d.mkdir()
+    (d / "link.yaml").symlink_to(real)
+    r = run("convert", "--in-place", str(d))
+    assert r.code == 0, r.stderr
+    assert (d / "link.yaml").is_symlink()
+    assert "ResourceClaimTemplate" in real.read_text()
+
+
+def test_in_place_is_all_or_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import migrate.convert.files as files
+
+    for name in ("a", "b", "c"):
+        shutil.copy(MANIFESTS / "pod.yaml", tmp_path / f"{name}.yaml")
+    before = {p.name: p.read_text() for p in tmp_path.iterdir()}
+    real_replace = files.os.replace
+    calls = {"n": 0}
+
+    def failing_replace(src: str, dst: str) -> None:
+        calls["n"] += 1
+        if calls["n"] == 3:  # the last rename fails, after two files were replaced
+            raise OSError(28, "No space left on device", dst)
+        real_replace(src, dst)
+
+    monkeypatch.setattr(files.os, "replace", failing_replace)
+    r = run("convert", "--in-place", str(tmp_path))
+    assert r.code == 1 and "nothing changed" in r.stderr
+    monkeypatch.setattr(files.os, "replace", real_replace)
+    assert {p.name: p.read_text() for p in tmp_path.iterdir()} == before  # no temp files left either
+
+    real_temp = files._write_temp
+
+    def failing_temp(target: Path, text: str) -> Path:
+        if target.name == "c.yaml":
+            raise OSError(13, "Permission denied", str(target))
+        return real_temp(target, text)
+
+    monkeypatch.setattr(files, "_write_temp", failing_temp)
+    r = run("convert", "--in-place", str(tmp_path))
+    assert r.code == 1 and "nothing written" in r.stderr
+    assert {p.name: p.read_text() for p in tmp_path.iterdir()} == before
+
+
+def test_comments_inside_a_map_conversion_empties_are_kept() -> None:
+    text = (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec:\n  template:\n    spec:\n"
+        "      containers:\n        - name: c\n          image: i\n          resources:\n            limits:\n"
+        "              # one GPU for the model\n              nvidia.com/gpu: 1   # H100\n"
+        "            # requests follow limits\n"
+    )
+    out, problems = convert(text)
+    assert not problems
+    assert "# one GPU for the model" in comments(out)
+    assert "# requests follow limits" in comments(out)
+
+
+def test_a_documents_own_list_indentation_is_kept_so_the_diff_is_only_the_change() -> None:
+    # Two list styles in one document: `volumes` flush, `containers` indented by two.
+    text = (
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  volumes:\n  - name: v\n    emptyDir: {}\n"
+        "  containers:\n    - name: c\n      image: i\n      args:\n        - --x\n      resources:\n"
+        "        limits:\n          nvidia.com/gpu: 1\n"
+    )
+    out, problems = convert(text)
+    assert not problems
+    pod_text = out.split("---\n")[-1]
+    removed = [ln for ln in text.splitlines() if ln not in pod_text.splitlines()]
+    assert removed == ["        limits:", "          nvidia.com/gpu: 1"]
+    assert docs(pod_text)[0]["spec"]["containers"][0]["resources"] == {"claims": [{"name": "gpu"}]}  # type: ignore[index]

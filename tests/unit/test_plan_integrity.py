@@ -12,6 +12,7 @@ import copy
 import io
 import json
 import os
+import re
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -30,7 +31,7 @@ from migrate.plan.build import build_plan
 from migrate.plan.drift import drift
 from migrate.plan.fingerprint import dependencies
 from migrate.plan.params import DEVICE_PLUGIN_LABEL, DRA_LABEL, PlanParams
-from migrate.plan.validate import validate
+from migrate.plan.validate import summary_problems, validate
 from tests.unit import helpers as h
 from tests.unit.cli import run
 
@@ -163,6 +164,7 @@ def test_nan_and_infinities_are_refused_with_their_line(tmp_path: Path, token: s
         ("  order: []\n", "  order: !!set {a}\n", "tags"),
         ("  soak: 5m\n", "  soak: 2024-01-01\n", "date"),
         ("  soak: 5m\n", "  soak: 5m\n  7: x\n", "not a string"),
+        ("evictedPods: 1\n", "evictedPods: 99999999999999999999\n", "out of range"),
     ],
 )
 def test_yaml_tricks_are_refused(tmp_path: Path, old: str, new: str, words: str) -> None:
@@ -226,20 +228,27 @@ def test_duplicates_and_unknown_keys_are_refused(tmp_path: Path) -> None:
     refused(path, "edited", "stages/pool-h100-pool")
 
 
-def test_a_plan_resealed_by_hand_is_still_checked_for_meaning(tmp_path: Path) -> None:
-    """A forger who recomputes the digests still gets a plan refused when it means something wrong."""
+def test_a_plan_resealed_by_hand_is_still_checked(tmp_path: Path) -> None:
+    """A forger who recomputes the digests: every load refuses a false `applicable`; review and rebase
+    refuse what the plan means wrongly."""
     good = plan_io.load(demo(tmp_path))
+    body = copy.deepcopy(plan_io.body_of(good))
+    body["applicable"] = True
+    path = tmp_path / "forged.yaml"
+    plan_io.write(plan_io.seal(body), path)
+    refused(path, "applicable")
     for change, words in (
         (lambda b: swap(b["stages"], 0, 1), "first stage must be `prepare`"),
-        (lambda b: b.update(applicable=True), "applicable"),
-        (lambda b: b["summary"].update(nodes=1), "summary"),
+        (lambda b: b["stages"][1]["waves"][0]["nodes"][0].update(gpuPods=-1), "non-negative"),
         (lambda b: b["stages"][1]["nodeSteps"][1]["params"].update(scope="some"), "nodeSteps[1]"),
     ):
         body = copy.deepcopy(plan_io.body_of(good))
         change(body)
-        path = tmp_path / "forged.yaml"
         plan_io.write(plan_io.seal(body), path)
-        refused(path, words)
+        with pytest.raises(InputError, match=re.escape(words)):
+            plan_io.load_for_review(path)
+        r = run("plan", "--rebase", str(path))
+        assert r.code == 1 and words in r.stderr
 
 
 def test_old_digest_scheme_and_missing_digests_are_refused(tmp_path: Path) -> None:
@@ -323,7 +332,7 @@ HOSTILE_EDITS: list[tuple[str, Callable[[Any], None], str]] = [
     ("drain parameter", lambda d: d["parameters"].update(drain="everything"), "--drain"),
     ("label parameter", lambda d: d["parameters"].update(draLabel="bad key"), "label key"),
     ("steps disagree with parameters",
-     lambda d: d["parameters"].update(drainTimeout="20m"), "parameters say"),
+     lambda d: d["parameters"].update(canaryImage="registry.k8s.io/pause:3.9"), "parameters say"),
     ("negative count", lambda d: pool_stage(d)["waves"][0]["nodes"][0].update(gpuPods=-2), "non-negative"),
     ("count as text", lambda d: pool_stage(d)["waves"][0]["nodes"][0].update(expectedDevices="8"), "non-negative"),
     ("node twice",
@@ -332,6 +341,7 @@ HOSTILE_EDITS: list[tuple[str, Callable[[Any], None], str]] = [
     ("empty wave", lambda d: pool_stage(d)["waves"][0].update(nodes=[]), "without nodes"),
     ("unknown field", lambda d: pool_stage(d)["nodeSteps"][1].update(force=True), "unknown field"),
     ("unknown node field", lambda d: pool_stage(d)["waves"][0]["nodes"][0].update(skip=True), "unknown field"),
+    ("gang wave gone", lambda d: pool_stage(d)["waves"][0].update(name="wave-x"), "is not in the plan"),
     ("bad severity", lambda d: d["findings"][0].update(severity="meh"), "severity"),
     ("deviceclass inverse",
      lambda d: d["stages"][0]["steps"][0]["inverse"]["restore"].update(name="other"), "delete DeviceClass"),
@@ -360,17 +370,20 @@ def test_rebase_accepts_legitimate_edits(tmp_path: Path) -> None:
     def edit(d: Any) -> None:
         swap(d["stages"], 1, 2)  # another pool order
         pool_stage(d)["waves"][0]["soakAfter"] = "1h"
-        moved = pool_stage(d, 1)["waves"].pop(0)["nodes"][0]  # a node moved to the next wave
-        pool_stage(d, 1)["waves"][0]["nodes"].append(moved)
-        d["parameters"]["drainTimeout"] = "20m"  # a parameter changed together with its steps
+        moved = pool_stage(d, 1)["waves"].pop()["nodes"][0]  # the last wave's node joins the one before
+        pool_stage(d, 1)["waves"][-1]["nodes"].append(moved)
+        d["parameters"]["drain"] = "all"  # a parameter changed together with its steps
         for s in d["stages"][1:]:
-            s["nodeSteps"][1]["timeout"] = "20m"
+            s["nodeSteps"][1]["params"]["scope"] = "all"
+        pool_stage(d)["nodeSteps"][1]["timeout"] = "45m"  # one pool needs a longer drain
 
     rt_edit(path, edit)
     r = rebase(path)
     assert r.code == 0, r.stderr
     plan = plan_io.load(path)
     assert plan["summary"]["waves"] == 8 and plan["summary"]["pools"][0] == "l4-pool"
+    assert plan["summary"]["evictedPods"] > plan_io.load(demo(tmp_path, "orig.yaml"))["summary"]["evictedPods"]
+    assert summary_problems(plan) == []
 
 
 @pytest.mark.parametrize("fixture", FIXTURES, ids=[f.stem for f in FIXTURES])
@@ -380,7 +393,7 @@ def test_rebase_of_an_untouched_plan_changes_nothing_but_edited(fixture: Path, t
         body = build_plan(load_snapshot(fixture), params)
         path = tmp_path / "p.yaml"
         plan_io.write(plan_io.seal(body), path)
-        assert validate(plan_io.load(path)) == []
+        assert validate(plan_io.load(path)) == [] and summary_problems(plan_io.load(path)) == []
         rebased = plan_io.rebase(path)
         assert plan_io.body_of(rebased) == {**body, "edited": {"previousDigests": [plan_io.seal(body)["digest"]]}}
 

@@ -23,6 +23,7 @@ from migrate.execute.journal import INTERRUPTED, Journal, Progress, read_journal
 from migrate.execute.progress import progress_of
 from migrate.execute.runner import FAILED, OK, STOPPED, ApplyOptions, Runner, RunResult, planned_steps
 from migrate.plan import io as plan_io
+from migrate.plan import validate
 from migrate.plan.build import node_steps
 from migrate.plan.model import Action, Inverse, InverseAction, NodeEntry, Plan, PoolStage, PrepareStage, Step, Wave
 from migrate.plan.params import PlanParams
@@ -37,7 +38,8 @@ def make_plan(waves: list[list[str]], *, soak: str = "0s", pools: int = 1) -> Pl
         "prepare",
         (
             Step("prepare/create-deviceclass/gpu", "create-deviceclass", "DeviceClass gpu",
-                 {"manifest": {"metadata": {"name": "gpu"}, "spec": {}}}, "none", "30s",
+                 {"manifest": {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                               "metadata": {"name": "gpu"}, "spec": {}}}, "none", "30s",
                  Inverse("delete-deviceclass", {"name": "gpu"})),
             Step("prepare/confirm-dra-driver", "confirm-dra-driver", "Driver gpu.nvidia.com",
                  {"driver": "gpu.nvidia.com"}, "installed", "1m", None),
@@ -52,20 +54,26 @@ def make_plan(waves: list[list[str]], *, soak: str = "0s", pools: int = 1) -> Pl
                 NodeEntry(f"p{p}-{n}", 1, 0, 2, ("nvidia.com/gpu",), "nvidia.com/gpu", ORIGINAL) for n in names
             )
             entries.append(Wave(f"wave-{w + 1}", nodes, len(nodes), soak if w < len(waves) - 1 else "0s"))
-            objects += [{"kind": "Node", "namespace": "", "name": e.node, "uid": f"uid-{e.node}"} for e in nodes]
-        stages.append(PoolStage(f"pool-{p}", f"p{p}", ("nvidia.com/gpu",), node_steps(params), tuple(entries)))
+            objects += [
+                {"kind": "Node", "group": "", "namespace": "", "name": e.node, "uid": f"uid-{e.node}",
+                 "resourceVersion": "1", "content": "0"}
+                for e in nodes
+            ]  # fmt: skip
+        stages.append(PoolStage(f"pool-p{p}", f"p{p}", ("nvidia.com/gpu",), node_steps(params), tuple(entries)))
     body = {
         "formatVersion": 1,
         "tool": {"name": "dra-migrate", "version": "test"},
         "cluster": "fake",
         "parameters": params.to_dict(),
-        "fingerprint": {"kubernetesVersion": "v1.37.2", "objects": objects},
+        "fingerprint": {"kubernetesVersion": "v1.37.2", "digest": "sha256:" + "0" * 64, "objects": objects},
         "applicable": True,
         "findings": [],
         "summary": {},
         "stages": [s.to_dict() for s in stages],
     }
-    return Plan.from_dict(plan_io.seal(body))
+    problems = validate.validate(validate.recompute(body))
+    assert not problems, problems  # a plan plan/io.py would load
+    return Plan.from_dict(plan_io.seal(validate.recompute(body)))
 
 
 MIGRATED = {"unschedulable": False, "labels": {DP: "false", DRA: "true"}}
@@ -228,7 +236,7 @@ def test_a_permanent_failure_rolls_back_the_whole_wave_done_and_half_done(wave3:
     records = wave3.records()
     assert_journal_consistent(records)
     undone = {r["stepId"] for r in records if r["event"] == "end" and r["phase"] == "rollback"}
-    assert {s for s in undone if "/p0-a/" in s} >= {"pool-0/p0-a/cordon", "pool-0/p0-a/disable-device-plugin"}
+    assert {s for s in undone if "/p0-a/" in s} >= {"pool-p0/p0-a/cordon", "pool-p0/p0-a/disable-device-plugin"}
 
 
 def test_one_failing_node_stops_the_others_mid_wait(wave3: Rig) -> None:
@@ -278,10 +286,10 @@ def test_a_soak_is_slept_on_the_clock(tmp_path: Path) -> None:
 def test_stage_ordering(tmp_path: Path) -> None:
     rig = Rig(tmp_path, make_plan([["a"]], pools=2))
     with pytest.raises(InputError, match="after unfinished"):
-        rig.run(ApplyOptions(stage="pool-1"))
-    assert rig.run(ApplyOptions(until="pool-0")).ok
+        rig.run(ApplyOptions(stage="pool-p1"))
+    assert rig.run(ApplyOptions(until="pool-p0")).ok
     assert rig.nodes()["p1-a"] == BEFORE
-    assert rig.run(ApplyOptions(stage="pool-1")).ok
+    assert rig.run(ApplyOptions(stage="pool-p1")).ok
     assert rig.nodes()["p1-a"] == MIGRATED
     with pytest.raises(InputError, match="no stage"):
         rig.run(ApplyOptions(stage="nope"))

@@ -4,7 +4,6 @@ overrides in run-start), `status` (scrubbed, overrides shown) and the client-sid
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +21,6 @@ from migrate.execute.session import ApplySession
 from migrate.plan import io as plan_io
 from migrate.plan.drift import Drift, ObjectChange
 from migrate.plan.model import Plan
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 class NoCluster:
@@ -108,8 +105,8 @@ def test_status_scrubs_credentials_from_journal_errors(tmp_path: Path) -> None:
     token = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW0ifQ.c2lnbmF0dXJlLXNpZ25hdHVyZQ"
     recs = [
         {"seq": 1, "time": "t", "event": "run-start", "phase": "apply", "planDigest": plan.digest},
-        {"seq": 2, "time": "t", "event": "start", "phase": "apply", "stepId": "pool-0/p0-a/cordon"},
-        {"seq": 3, "time": "t", "event": "end", "phase": "apply", "stepId": "pool-0/p0-a/cordon",
+        {"seq": 2, "time": "t", "event": "start", "phase": "apply", "stepId": "pool-p0/p0-a/cordon"},
+        {"seq": 3, "time": "t", "event": "end", "phase": "apply", "stepId": "pool-p0/p0-a/cordon",
          "result": "failed", "error": f"403 Authorization: Bearer {token} https://admin:hunter2@proxy"},
         {"seq": 4, "time": "t", "event": "run-end", "phase": "apply", "result": "failed",
          "error": f"Authorization: Bearer {token}"},
@@ -135,14 +132,13 @@ def test_status_refuses_another_plans_journal(tmp_path: Path) -> None:
 
 
 def test_report_refuses_another_plans_journal(tmp_path: Path) -> None:
-    plan = tmp_path / "demo.yaml"
-    shutil.copy(ROOT / "plans" / "demo-example.yaml", plan)
+    path = plan_file(tmp_path, make_plan([["a"]]))
     other = {"seq": 1, "time": "t", "event": "run-start", "planDigest": "sha256:" + "e" * 64}
-    journal_path(plan).write_bytes(orjson.dumps(other) + b"\n")
+    journal_path(path).write_bytes(orjson.dumps(other) + b"\n")
     from cli import run
 
-    out = run("report", str(plan), "--format", "json")
-    assert out.code == 1 and "another plan" in out.stderr
+    out = run("report", str(path), "--format", "json")
+    assert out.code == 1 and "another plan" in out.stderr, out.stderr
 
 
 def _drift(**lists: Any) -> Drift:
@@ -159,7 +155,7 @@ def test_a_first_run_refuses_any_drift_and_a_resumed_run_only_drift_ahead(
     ours = _drift(
         labels_changed=[{"node": "p0-a", "key": "k", "planned": "true", "now": "false"}],
         objects=[ObjectChange("Node", "", "p0-a", "changed", None, None),
-                 ObjectChange("DeviceClass", "", "gpu", "added", None, None)],
+                 ObjectChange("DeviceClass", "", "gpu", "added", None, None, group="resource.k8s.io")],
     )  # fmt: skip
     monkeypatch.setattr("migrate.plan.drift.drift", lambda _plan, _state: ours)
     s = session(path, ops, clock=ops.clock)
@@ -185,7 +181,8 @@ def test_a_first_run_refuses_any_drift_and_a_resumed_run_only_drift_ahead(
 
 def test_a_plan_with_blockers_is_refused(tmp_path: Path) -> None:
     plan = make_plan([["a"]])
-    body = {**plan_io.body_of(plan.to_dict()), "applicable": False, "findings": [{"id": "x", "severity": "blocker"}]}
+    finding = {"id": "x", "severity": "blocker", "message": "m", "objects": [], "remediation": "r"}
+    body = {**plan_io.body_of(plan.to_dict()), "applicable": False, "findings": [finding]}
     path = tmp_path / "p.yaml"
     plan_io.write(plan_io.seal(body), path)
     with pytest.raises(InputError, match="blockers x"):
@@ -247,7 +244,7 @@ def test_the_rate_limit_allows_a_burst_then_qps() -> None:
     ("step", "field", "value", "named"),
     [
         (4, ("params", "devices"), "8", "devices"),  # wait-dra-ready: a string where the count goes
-        (1, ("params", "scope"), "everything", "drain scope"),
+        (1, ("params", "scope"), "everything", "scope"),
         (2, ("params", "key"), 3, "key"),
         (0, ("inverse", "restore", "unschedulable"), "no", "unschedulable"),
         (6, ("params", "unschedulable"), "false", "unschedulable"),

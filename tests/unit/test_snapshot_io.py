@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from migrate.cluster.redact import REDACTED, for_snapshot
+from migrate.cluster.redact import REDACTED, SnapshotFilter, for_snapshot
 from migrate.cluster.snapshot import load_snapshot, snapshot_header, write_snapshot
 from migrate.cluster.state import SourceInfo
 from tests.unit.cli import run
@@ -112,18 +112,93 @@ def test_snapshot_redacts_env_and_args_everywhere() -> None:
     assert kept is not None and "s3cret" in json.dumps(kept["spec"])
 
 
-def test_snapshot_keeps_only_device_plugin_configmaps() -> None:
-    plugin = {
+def _cm(name: str, ns: str = "gpu-operator") -> dict[str, Any]:
+    return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {"name": "ts"},
+        "metadata": {"name": name, "namespace": ns},
         "data": {
             "any": "version: v1\nsharing:\n  timeSlicing:\n    resources: [{name: nvidia.com/gpu, replicas: 4}]\n"
         },
     }
+
+
+def _filtered(*objs: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(SnapshotFilter(keep_env=False).stream(json.loads(json.dumps(o)) for o in objs))
+
+
+def test_snapshot_keeps_device_plugin_configmaps_only_when_named() -> None:
+    # A ConfigMap merely shaped like a device-plugin config is not kept; ClusterPolicy or a device-plugin
+    # DaemonSet naming it is what makes it one. The ConfigMaps come first, as a live list returns them.
     other = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "app"}, "data": {"db": "password=1"}}
-    assert for_snapshot(plugin, keep_env=False) is not None
     assert for_snapshot(other, keep_env=False) is None
+    lookalike = _cm("lookalike", "apps")
+    assert [o["metadata"]["name"] for o in _filtered(_cm("ts"), lookalike)] == []
+    cp = obj("nvidia.com/v1", "ClusterPolicy", "cluster-policy", {"devicePlugin": {"config": {"name": "ts"}}}, None)
+    cp["status"] = {"namespace": "gpu-operator"}
+    got = _filtered(_cm("ts"), lookalike, _cm("ts", "elsewhere"), cp)
+    assert [(o["kind"], o["metadata"].get("namespace")) for o in got] == [
+        ("ClusterPolicy", None),
+        ("ConfigMap", "gpu-operator"),
+    ]
+    ds = obj(
+        "apps/v1",
+        "DaemonSet",
+        "nvidia-device-plugin",
+        {
+            "template": template(
+                pod_spec(
+                    container("plugin", image="nvcr.io/nvidia/k8s-device-plugin:v0.17.0"),
+                    volumes=[{"name": "cfg", "configMap": {"name": "dp-config"}}],
+                )
+            )
+        },
+        namespace="kube-system",
+    )
+    got = _filtered(_cm("dp-config", "kube-system"), lookalike, ds)
+    assert [o["metadata"]["name"] for o in got] == ["nvidia-device-plugin", "dp-config"]
+
+
+def test_snapshot_redacts_every_container_on_every_template_path_with_or_without_image() -> None:
+    model = {
+        "modelFormat": {"name": "huggingface"},
+        "args": ["--hf-token", "hf_s3cret"],
+        "command": ["python", "-c", "s3cret"],
+        "env": [{"name": "HF_TOKEN", "value": "hf_s3cret"}],
+        "resources": {"limits": {GPU: 1}},
+    }
+    isvc = obj("serving.kserve.io/v1beta1", "InferenceService", "llm", {"predictor": {"model": model}})
+    wf = obj(
+        "argoproj.io/v1alpha1",
+        "Workflow",
+        "w",
+        {"templates": [{"name": "t", "script": {"image": "python", "source": "print('s3cret')"}}]},
+    )
+    bare = pod("p", pod_spec(container(command=["sh", "-c", "curl -u admin:s3cret x"])))
+    bare["spec"]["ephemeralContainers"] = [{"name": "debug", "command": ["s3cret"]}]
+    out = [for_snapshot(json.loads(json.dumps(o)), keep_env=False) for o in (isvc, wf, bare)]
+    text = json.dumps(out)
+    assert "s3cret" not in text, text
+    cp = obj(
+        "nvidia.com/v1",
+        "ClusterPolicy",
+        "cp",
+        {
+            "driver": {
+                "manager": {
+                    "env": [
+                        {"name": "NODE_LABEL_FOR_GPU_POD_EVICTION", "value": "x"},
+                        {"name": "HTTPS_PROXY", "value": "http://u:s3cret@proxy:3128"},
+                    ]
+                }
+            }
+        },
+        None,
+    )
+    kept = for_snapshot(json.loads(json.dumps(cp)), keep_env=False)
+    assert kept is not None
+    env = kept["spec"]["driver"]["manager"]["env"]
+    assert env[0]["value"] == "x" and "s3cret" not in json.dumps(env)  # operator settings kept, credentials not
 
 
 def test_templates_file_adds_a_crd(tmp_path: Path) -> None:

@@ -1,0 +1,155 @@
+"""The plan's duration estimate: the simulator's timing model along the executor's steps."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from migrate.plan.build import build_plan
+from migrate.plan.estimate import (
+    ExecutorCosts,
+    evicted_grace_periods,
+    format_seconds,
+    node_estimate,
+    plan_estimate,
+    plan_total,
+    wave_estimate,
+)
+from migrate.plan.params import PlanParams, parse_duration
+from migrate.sim.spec import GpuNodeSpec
+from migrate.sim.timing import REALISTIC, profile
+from tests.unit.helpers import container, node, pod, pod_spec, state
+
+GPU = container(limits={"nvidia.com/gpu": 1})
+FREE = ExecutorCosts(request_s=0, poll_s=0, scheduling_s=0)  # only the cluster's components count
+
+
+def gpu_pod(name: str, on: str, grace: int | None = None, **extra: Any) -> dict[str, Any]:
+    spec = pod_spec(GPU, **({"terminationGracePeriodSeconds": grace} if grace is not None else {}))
+    return pod(name, spec, node=on, **extra)
+
+
+def test_grace_periods_of_the_pods_a_drain_evicts() -> None:
+    ds = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "ds", "uid": "u"}}
+    mirror = gpu_pod("static", "n1", 99)
+    mirror["metadata"]["annotations"] = {"kubernetes.io/config.mirror": "x"}
+    pods = [
+        gpu_pod("a", "n1", 120),
+        gpu_pod("b", "n1"),  # none set: Kubernetes' default
+        gpu_pod("c", "n1", 0),
+        gpu_pod("done", "n1", 500, phase="Succeeded"),
+        gpu_pod("elsewhere", "n2", 700),
+        pod("ds-pod", pod_spec(GPU, terminationGracePeriodSeconds=900), owner=ds, node="n1"),
+        mirror,
+    ]
+    assert sorted(evicted_grace_periods(pods, "n1")) == [0, 30, 120]
+
+
+def test_a_nodes_drain_is_its_longest_grace_and_nothing_else_of_its_pods() -> None:
+    short = node_estimate("n", [30, 30, 30], costs=FREE)
+    long = node_estimate("n", [30, 600], costs=FREE)
+    empty = node_estimate("n", [], costs=FREE)
+    assert short.steps["drain"] == pytest.approx(30)
+    assert long.steps["drain"] == pytest.approx(600)
+    assert empty.steps["drain"] == 0
+    # Everything after the drain is the same whatever the pods were.
+    for step in ("wait-dra-ready", "canary"):
+        assert short.steps[step] == long.steps[step] == empty.steps[step]
+    ready = max(REALISTIC.plugin_exit_s + REALISTIC.node_status_sync_s / 2, REALISTIC.dra_plugin_start_s)
+    assert empty.steps["wait-dra-ready"] == pytest.approx(ready)
+    assert empty.steps["canary"] == pytest.approx(REALISTIC.container_start_s + REALISTIC.canary_run_s)
+
+
+def test_a_concurrent_wave_takes_its_slowest_node_and_a_sequential_one_the_sum() -> None:
+    nodes = {"fast": [10.0], "slow": [300.0], "empty": []}
+    concurrent = wave_estimate("pool-a", "wave-1", nodes, 0, costs=FREE)
+    assert concurrent.slowest is not None and concurrent.slowest.node == "slow"
+    assert concurrent.seconds == pytest.approx(concurrent.slowest.seconds)
+    sequential = wave_estimate("pool-a", "wave-1", nodes, 0, costs=FREE, concurrent=False)
+    one = node_estimate("x", [], costs=FREE)
+    # Drains and canaries add up; the plugin wait is paid once (the others switched meanwhile).
+    assert sequential.seconds == pytest.approx(10 + 300 + one.steps["wait-dra-ready"] + 3 * one.steps["canary"])
+
+
+def test_the_slowest_status_sync_of_a_wider_wave_is_later() -> None:
+    one = wave_estimate("s", "w", {"a": []}, 0, costs=FREE).seconds
+    many = wave_estimate("s", "w", {f"n{i}": [] for i in range(200)}, 0, costs=FREE).seconds
+    assert many - one == pytest.approx(REALISTIC.node_status_sync_s * (200 / 201 - 1 / 2))
+
+
+def test_a_rate_limit_bounds_a_wide_wave_from_below() -> None:
+    nodes = {f"n{i}": [30.0] for i in range(200)}
+    unlimited = wave_estimate("s", "w", nodes, 0)
+    limited = wave_estimate("s", "w", nodes, 0, costs=ExecutorCosts(qps=5))
+    assert limited.seconds == pytest.approx(limited.requests / 5) and limited.seconds > unlimited.seconds
+    assert unlimited.requests >= 200 * 20  # every node reads, writes and polls
+
+
+def test_time_scale_scales_the_clusters_share_only() -> None:
+    full = node_estimate("n", [60], costs=FREE)
+    tenth = node_estimate("n", [60], costs=FREE, profile=profile("realistic", 0.1))
+    assert tenth.seconds == pytest.approx(full.seconds / 10)
+    with_costs = node_estimate("n", [60], profile=profile("realistic", 0.1))
+    assert with_costs.seconds > tenth.seconds  # round trips and polls are not scaled
+
+
+@pytest.mark.parametrize(("seconds", "text"), [(0, "0s"), (0.2, "1s"), (59.0, "59s"), (61.5, "1m2s"), (3600, "1h")])
+def test_format_seconds_rounds_up(seconds: float, text: str) -> None:
+    assert format_seconds(seconds) == text
+
+
+# -- in the plan -----------------------------------------------------------------------------------
+
+
+def fleet(graces: dict[str, list[int]], other: dict[str, int] | None = None) -> Any:
+    objects: list[dict[str, Any]] = []
+    for name, gs in graces.items():
+        labels = GpuNodeSpec.small(name, gpus=2, pool="pool-a").labels
+        objects.append(node(name, labels=labels, gpus={"nvidia.com/gpu": "2"}))
+        objects += [gpu_pod(f"{name}-p{i}", name, g) for i, g in enumerate(gs)]
+        for i in range((other or {}).get(name, 0)):
+            objects.append(pod(f"{name}-cpu{i}", pod_spec(container()), node=name))
+    return state(*objects)
+
+
+def test_the_plan_summary_holds_each_wave_and_adds_them_up_with_the_soaks() -> None:
+    s = fleet({"n1": [30], "n2": [900], "n3": [], "n4": [60]})
+    body = build_plan(s, PlanParams(max_unavailable="2", soak="5m"))
+    summary = body["summary"]
+    waves = summary["waveEstimates"]
+    assert list(waves) == ["pool-pool-a/wave-1", "pool-pool-a/wave-2"]
+    by_wave = {w["name"]: [n["node"] for n in w["nodes"]] for w in body["stages"][1]["waves"]}
+    slow_wave = next(k for k, nodes in by_wave.items() if "n2" in nodes)
+    assert waves[f"pool-pool-a/{slow_wave}"]["slowestNode"] == "n2"
+    assert parse_duration(waves[f"pool-pool-a/{slow_wave}"]["estimate"]) >= 900
+    total = parse_duration(summary["estimatedDuration"])
+    parts = sum(parse_duration(w["estimate"]) for w in waves.values()) + 300  # one soak between the waves
+    assert parts - 3 <= total <= parts + 1  # each part rounded up on its own
+
+
+def test_the_estimate_reads_the_pods_grace_periods() -> None:
+    def total(grace: int) -> int:
+        body = build_plan(fleet({"n1": [grace], "n2": [30]}), PlanParams(max_unavailable="100%", soak="0s"))
+        return parse_duration(body["summary"]["estimatedDuration"])
+
+    assert total(3600) - total(30) == pytest.approx(3570, abs=1)
+
+
+def test_drain_all_counts_the_other_pods_at_the_default_grace() -> None:
+    s = fleet({"n1": [5]}, other={"n1": 3})
+    gpu_only = build_plan(s, PlanParams(drain="gpu", soak="0s"))["summary"]["estimatedDuration"]
+    everything = build_plan(s, PlanParams(drain="all", soak="0s"))["summary"]["estimatedDuration"]
+    assert parse_duration(everything) - parse_duration(gpu_only) == pytest.approx(25, abs=1)
+
+
+def test_plan_estimate_on_the_files_shape_matches_the_summary() -> None:
+    s = fleet({"n1": [30], "n2": [45]})
+    body = build_plan(s, PlanParams(max_unavailable="1", soak="1m"))
+    seconds, waves = plan_estimate(body["stages"], {"n1": [30.0], "n2": [45.0]})
+    assert {w.key: w.to_dict() for w in waves} == body["summary"]["waveEstimates"]
+    # The total is the recorded per-wave estimates plus soaks (what rebase recomputes): within a second
+    # per wave of the unrounded sum.
+    assert body["summary"]["estimatedDuration"] == plan_total(body["stages"], body["summary"]["waveEstimates"])
+    total = parse_duration(body["summary"]["estimatedDuration"])
+    assert seconds <= total <= seconds + len(waves) + 1
