@@ -426,7 +426,7 @@ def test_two_workloads_named_alike_get_distinct_templates(tmp_path: Path) -> Non
         str(tmp_path / "b.yaml"),
         str(tmp_path / "c.yaml"),
         str(tmp_path / "d.yaml"),
-        "-o",
+        "--output-dir",
         str(out),
     )
     assert r.code == 0, r.stderr
@@ -458,7 +458,7 @@ def test_two_inputs_onto_one_output_path_are_refused(tmp_path: Path) -> None:
         (tmp_path / d).mkdir()
         shutil.copy(MANIFESTS / "pod.yaml", tmp_path / d / "pod.yaml")
     out = tmp_path / "out"
-    r = run("convert", str(tmp_path / "x" / "pod.yaml"), str(tmp_path / "y" / "pod.yaml"), "-o", str(out))
+    r = run("convert", str(tmp_path / "x" / "pod.yaml"), str(tmp_path / "y" / "pod.yaml"), "--output-dir", str(out))
     assert r.code == 1 and "would both be written" in r.stderr
     assert not out.exists()
 
