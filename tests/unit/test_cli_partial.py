@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
+from ruamel.yaml import YAML
 
 from migrate.cli import exitcodes
 from migrate.plan import io as plan_io
@@ -24,16 +25,16 @@ HALF = ROOT / "fixtures" / "clusters" / "half-migrated.yaml"
 def demo_with_dra_driver(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo fleet with the NVIDIA DRA kubelet plugin installed: the cluster-wide blocker gone, only
     a100-shared-pool's capacity blocker (time-slicing x4 cannot fit on whole devices) is left."""
-    demo = yaml.safe_load(DEMO.read_text())
-    half = yaml.safe_load(HALF.read_text())
+    # YAML 1.2 as the tool reads it (PyYAML's 1.1 would turn a label value `yes` into a boolean).
+    demo, half = (YAML(typ="safe").load(f.read_text()) for f in (DEMO, HALF))
     plugin = next(
         o
         for o in half["items"]
         if o["kind"] == "DaemonSet" and o["metadata"]["name"] == "nvidia-dra-driver-gpu-kubelet-plugin"
     )
     demo["items"].append(plugin)
-    out = tmp_path_factory.mktemp("fleet") / "demo-dra.yaml"
-    out.write_text(yaml.safe_dump(demo))
+    out = tmp_path_factory.mktemp("fleet") / "demo-dra.json"
+    out.write_text(json.dumps(demo))
     return out
 
 
