@@ -11,7 +11,7 @@ install:
 # The report pairs the example plan with the fixture it was made from (a test keeps them in step).
 demo: install
 	$(PY) -m migrate inventory --snapshot $(DEMO)
-	$(PY) -m migrate report plans/demo-example.yaml --snapshot fixtures/clusters/demo.yaml --format html \
+	$(PY) -m migrate report plans/demo-example.yaml --snapshot fixtures/clusters/demo.yaml -o html \
 		--out plans/demo.report.html
 
 lint: install

@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from migrate.cli import exitcodes
-from migrate.cli.options import SourceOptions, load_state, source_options
+from migrate.cli.options import SourceOptions, load_state, output_option, print_data, source_options
 from migrate.errors import ClusterError, InputError
 from migrate.execute.journal import journal_path, read_records
 from migrate.execute.kubeapi import DEFAULT_BURST, DEFAULT_QPS, RateLimit
@@ -130,7 +130,14 @@ def apply(
     burst: int,
     lock_namespace: str,
 ) -> None:
-    """Apply a plan: stage by stage, wave by wave (a wave's nodes at once); resumes from its journal."""
+    """Apply a plan: stage by stage, wave by wave (a wave's nodes at once); resumes from its journal.
+
+    \b
+    Examples:
+      dra-migrate apply plans/x.yaml --dry-run          # server-side dry run, changes nothing
+      dra-migrate apply plans/x.yaml --stage pool-h100 --yes
+      dra-migrate apply plans/x.yaml --parallelism 20 --qps 100   # after a crash: the same command resumes
+    """
     if stage and until:
         raise InputError("--stage and --until exclude each other", "pass one")
     plan = _load(plan_file)
@@ -148,8 +155,9 @@ def apply(
     )
     overrides: dict[str, Any] = {"drainTimeout": drain_timeout} if drain_timeout else {}
     session = _session(plan, plan_file, source, lock_namespace, parallelism, qps, burst, overrides)
-    session.refuse_if_not_applicable()
-    session.runner(None).selected_stages(opts, session.done)  # a wrong --stage/--until before the cluster
+    # A wrong --stage/--until before the cluster; with one, only the stages it selects must be applicable.
+    selected = session.runner(None).selected_stages(opts, session.done)
+    session.refuse_if_not_applicable(selected if stage or until else None)
     session.refuse_if_stale(lambda: load_state(source))
     if dry_run:
         result = session.dry_run(opts)
@@ -185,7 +193,13 @@ def rollback(
     burst: int,
     lock_namespace: str,
 ) -> None:
-    """Undo completed and half-done steps in reverse order, restoring the recorded original values."""
+    """Undo completed and half-done steps in reverse order, restoring the recorded original values.
+
+    \b
+    Examples:
+      dra-migrate rollback plans/x.yaml --yes
+      dra-migrate rollback plans/x.yaml --stage pool-h100 --yes
+    """
     plan = _load(plan_file)
     if not journal_path(plan_file).exists():
         raise InputError(f"no journal beside {plan_file}: nothing was applied", "nothing to roll back")
@@ -203,18 +217,21 @@ def rollback(
 
 @click.command()
 @_PLAN
-@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@output_option(names="the remaining step ids")
 def status(plan_file: Path, output: str) -> None:
-    """Done, current and remaining steps per stage and node, from the plan's journal."""
+    """Done, current and remaining steps per stage and node, from the plan's journal.
+
+    \b
+    Examples:
+      dra-migrate status plans/x.yaml
+      dra-migrate status plans/x.yaml -o json
+    """
+    from migrate.render.status import STATUS_FORMAT_VERSION, remaining_steps, status_document
+
     plan = _load(plan_file)
     progress = progress_of(plan, read_records(journal_path(plan_file), plan_digest=str(plan.digest)))
-    report = progress.to_dict()
-    if output == "json":
-        emit(to_json(report))
-        return
-    from migrate.render.status import status_document
-
-    emit(status_document(report).render("table"))
+    report = {"formatVersion": STATUS_FORMAT_VERSION, **progress.to_dict()}
+    print_data(output, report, lambda: status_document(report), lambda: remaining_steps(report))
 
 
 @click.command()
@@ -223,7 +240,13 @@ def status(plan_file: Path, output: str) -> None:
 @click.option("--lock-id", required=True, help="The lock id that apply's refusal names.")
 @_LOCK_NS
 def unlock(plan_file: Path, source: SourceOptions, lock_id: str, lock_namespace: str) -> None:
-    """Break the cluster lock (only when you know its holder is gone)."""
+    """Break the cluster lock (only when you know its holder is gone).
+
+    \b
+    Examples:
+      dra-migrate status plans/x.yaml               # names the holder and its lock id
+      dra-migrate unlock plans/x.yaml --lock-id ID
+    """
     _load(plan_file)
     ops = live_ops(source.kubeconfig, source.context)
     break_lock(ops.api, lock_id, namespace=lock_namespace)

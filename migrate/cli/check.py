@@ -4,20 +4,34 @@ from __future__ import annotations
 
 import logging
 import sys
+from typing import Any
 
 import click
 
-from migrate.checks.context import parse_feature_gates
-from migrate.checks.run import assess
 from migrate.cli import exitcodes
-from migrate.cli.options import SourceOptions, load_state, output_option, source_options
+from migrate.cli.options import (
+    SourceOptions,
+    load_state,
+    next_step,
+    output_option,
+    print_data,
+    source_args,
+    source_options,
+)
 from migrate.dra.validate import existing_class_selectors, live_selector_warnings
 from migrate.inventory.dra import check_driver_name
-from migrate.render import emit, to_json, to_yaml, use_color
-from migrate.render.checks import check_document
 
 
-@click.command()
+@click.command(
+    epilog="""\b
+Examples:
+  dra-migrate check --snapshot cluster.yaml
+  dra-migrate check --kubeconfig ~/.kube/config -o json | jq '.findings[] | select(.severity=="blocker")'
+  dra-migrate check --snapshot cluster.yaml --feature-gate DRAExtendedResource=true || echo "blockers"
+
+Exit codes: 0 no blockers, 1 error, 2 blockers found.
+"""
+)
 @source_options
 @click.option("--pool-label", "pool_labels", multiple=True, metavar="KEY", help="Node label that names a pool.")
 @click.option(
@@ -34,26 +48,35 @@ from migrate.render.checks import check_document
     metavar="NAME",
     help="The DRA driver that serves the GPUs (its ResourceSlices' spec.driver).",
 )
-@output_option()
+@output_option(names="the ids of the findings")
 def check(
     source: SourceOptions, pool_labels: tuple[str, ...], feature_gates: tuple[str, ...], dra_driver: str, output: str
 ) -> None:
     """Readiness findings (exit 2 when any blocker) and capacity per pool before and after."""
+    from migrate.checks.context import parse_feature_gates
+    from migrate.checks.run import assess
+    from migrate.render.checks import check_document
+
     gates = parse_feature_gates(feature_gates)
     driver = check_driver_name(dra_driver)
     state = load_state(source)
     readiness = assess(state, pool_labels=pool_labels, feature_gates=gates, dra_driver=driver)
     if source.snapshot is None:  # a live cluster: its API server judges every selector (dry run)
-        proposed = [p.selector for p in readiness.generation.proposals]
-        exprs = existing_class_selectors(state) + proposed
+        exprs = existing_class_selectors(state) + [p.selector for p in readiness.generation.proposals]
         for line in live_selector_warnings(source.kubeconfig, source.context, exprs):
             logging.getLogger("migrate").warning("%s", line)
-    report = readiness.to_dict()
-    if output == "json":
-        emit(to_json(report))
-    elif output == "yaml":
-        emit(to_yaml(report))
-    else:
-        emit(check_document(report, markdown=output == "markdown").render(output, color=use_color(sys.stdout)))
+    report: dict[str, Any] = {**readiness.to_dict(), "cluster": readiness.inventory.cluster_dict()}
+    print_data(
+        output,
+        report,
+        lambda: check_document(report, markdown=output == "markdown"),
+        lambda: list(dict.fromkeys(f["id"] for f in report["findings"])),
+    )
+    args = source_args(source) + "".join(f" --pool-label {k}" for k in pool_labels)
+    args += "".join(f" --feature-gate {g}" for g in feature_gates)
     if readiness.blockers:
+        pools = sorted({c.pool for c in readiness.capacity if not c.fits})
+        hint = f" --exclude-pools {','.join(pools)}" if pools else ""
+        next_step(f"resolve the blockers, or plan around them: dra-migrate plan {args}{hint}")
         sys.exit(exitcodes.ACTION_NEEDED)
+    next_step(f"dra-migrate plan {args}")

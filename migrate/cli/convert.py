@@ -23,12 +23,18 @@ def _classes(value: str | None) -> tuple[str, ...]:
     return tuple(c.strip() for c in (value or "").split(",") if c.strip())
 
 
-@click.command()
+@click.command(
+    epilog="""\b
+Examples:
+  dra-migrate convert k8s/                              # a unified diff of what would change
+  dra-migrate convert k8s/ --output-dir converted/      # converted copies under converted/
+  dra-migrate convert k8s/training.yaml --in-place --fallback mig.nvidia.com
+"""
+)
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--in-place", is_flag=True, help="Rewrite the files themselves (atomically).")
-@click.option(
-    "-o", "--output-dir", "output_dir", type=click.Path(path_type=Path), help="Write converted copies under DIR."
-)
+@click.option("--output-dir", "output_dir", type=click.Path(path_type=Path), help="Write converted copies under DIR.")
+@click.option("-o", "--output", "output_flag", hidden=True, help="Refused: -o is a format everywhere else.")
 @click.option("--device-class", help="DeviceClass for every request (default: gpu.nvidia.com; MIG: mig.nvidia.com).")
 @click.option("--fallback", help="CLASS[,CLASS...]: firstAvailable alternatives tried after the first class.")
 @click.option("--selector", help="A CEL selector added to every request (checked to compile).")
@@ -49,6 +55,7 @@ def convert(
     paths: tuple[Path, ...],
     in_place: bool,
     output_dir: Path | None,
+    output_flag: str | None,
     device_class: str | None,
     fallback: str | None,
     selector: str | None,
@@ -62,11 +69,17 @@ def convert(
 ) -> None:
     """Rewrite nvidia.com/gpu and nvidia.com/mig-* requests in FILE|DIR as ResourceClaimTemplates.
 
-    Prints a unified diff unless --in-place or -o DIR is given. Nothing is written when any manifest
-    cannot be converted (unless --skip-unconvertible).
+    Prints a unified diff unless --in-place or --output-dir DIR is given. Nothing is written when any
+    manifest cannot be converted (unless --skip-unconvertible).
     """
+    if output_flag is not None:
+        # -o was the output directory once; it is a format everywhere else, so refuse rather than guess.
+        raise InputError(
+            f"convert has no -o/--output (got {output_flag!r})",
+            f"write converted copies with --output-dir {output_flag}",
+        )
     if in_place and output_dir:
-        raise InputError("--in-place and -o/--output-dir exclude each other", "choose one")
+        raise InputError("--in-place and --output-dir exclude each other", "choose one")
     opts = ConvertOptions(device_class, _classes(fallback), selector, share_across_pod, shared_claim, gang)
     if len(opts.fallback) + 1 > MAX_SUBREQUESTS:
         raise InputError(

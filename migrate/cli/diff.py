@@ -9,20 +9,24 @@ from typing import Any
 import click
 
 from migrate.cli import exitcodes
-from migrate.cli.options import SourceOptions, load_state, output_option, source_options
+from migrate.cli.options import SourceOptions, load_state, output_option, print_data, source_options
 from migrate.errors import InputError
-from migrate.plan import io as plan_io
-from migrate.plan.diff import diff_plans
-from migrate.plan.drift import drift
-from migrate.render import Document, emit, to_json, use_color
-from migrate.render.diff import drift_document, plan_diff_document
 
 
-@click.command()
+@click.command(
+    epilog="""\b
+Examples:
+  dra-migrate diff plans/old.yaml plans/new.yaml
+  dra-migrate diff plans/prod.yaml --kubeconfig ~/.kube/config      # drift since the plan was made
+  dra-migrate diff plans/prod.yaml --snapshot today.jsonl -o json || echo "changed"
+
+Exit codes: 0 no differences, 1 error, 2 differences or drift found.
+"""
+)
 @source_options
 @click.argument("plan_a", metavar="PLAN_A", type=click.Path(path_type=Path))
 @click.argument("plan_b", metavar="[PLAN_B]", required=False, type=click.Path(path_type=Path))
-@output_option(formats=("table", "json", "markdown"))
+@output_option(names="what differs (plan paths, or drifted objects)")
 @click.option("--allow-edited", is_flag=True, help="Compare hand-edited, not yet rebased plans, marked UNTRUSTED.")
 def diff(source: SourceOptions, plan_a: Path, plan_b: Path | None, output: str, allow_edited: bool) -> None:
     """Compare PLAN_A with PLAN_B, or PLAN_A with the cluster now (a snapshot or live): exit 2 on differences.
@@ -30,6 +34,12 @@ def diff(source: SourceOptions, plan_a: Path, plan_b: Path | None, output: str, 
     Without PLAN_B the cluster is read as every command reads it (--snapshot, or --kubeconfig/--context,
     or kubectl's defaults), and the report says what drifted since the plan was made.
     """
+    from migrate.plan import io as plan_io
+    from migrate.plan.diff import diff_plans
+    from migrate.plan.drift import drift
+    from migrate.render import Document
+    from migrate.render.diff import drift_document, drift_names, plan_diff_document, plan_diff_names
+
     banners: list[str] = []
 
     def load(path: Path) -> dict[str, Any]:
@@ -41,6 +51,11 @@ def diff(source: SourceOptions, plan_a: Path, plan_b: Path | None, output: str, 
             click.echo(banners[-1], err=True)
         return review.plan
 
+    def marked(doc: Document) -> Document:
+        for b in reversed(banners):
+            doc.blocks.insert(0, ("line", b))
+        return doc
+
     a = load(plan_a)
     if plan_b is not None:
         if any((source.snapshot, source.kubeconfig, source.context, source.kubernetes_version, source.templates)):
@@ -51,15 +66,21 @@ def diff(source: SourceOptions, plan_a: Path, plan_b: Path | None, output: str, 
         result = diff_plans(a, load(plan_b))
         report = result.to_dict()
         changed = not result.empty
-        doc: Document | None = None if output == "json" else plan_diff_document(report, output == "markdown")
+        print_data(
+            output,
+            {"untrusted": banners, **report} if banners else report,
+            lambda: marked(plan_diff_document(report, output == "markdown")),
+            lambda: plan_diff_names(report),
+        )
     else:
         found = drift(a, load_state(source))
         report = found.to_dict()
         changed = not found.holds
-        doc = None if output == "json" else drift_document(report, output == "markdown")
-    if banners:
-        report = {"untrusted": banners, **report}
-    text = to_json(report) if doc is None else doc.render(output, color=use_color(sys.stdout))
-    emit(("".join(f"{b}\n" for b in banners) + "\n" if banners and doc is not None else "") + text)
+        print_data(
+            output,
+            {"untrusted": banners, **report} if banners else report,
+            lambda: marked(drift_document(report, output == "markdown")),
+            lambda: drift_names(report),
+        )
     if changed:
         sys.exit(exitcodes.ACTION_NEEDED)

@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
-from migrate.cli.options import SourceOptions, load_state, output_option, source_options
-from migrate.inventory.model import build_inventory
-from migrate.render import emit, to_json, to_yaml, use_color
-from migrate.render.inventory import inventory_document
+from migrate.cli.options import (
+    SourceOptions,
+    load_state,
+    next_step,
+    output_option,
+    print_data,
+    source_args,
+    source_options,
+)
 
 
-@click.command()
+@click.command(
+    epilog="""\b
+Examples:
+  dra-migrate inventory --snapshot cluster.yaml
+  dra-migrate inventory --kubeconfig ~/.kube/config --context prod -o wide
+  dra-migrate inventory --snapshot cluster.yaml -o json | jq '.consumers[].name'
+"""
+)
 @source_options
 @click.option(
     "--pool-label",
@@ -21,13 +31,13 @@ from migrate.render.inventory import inventory_document
     metavar="KEY",
     help="Node label that names a pool (repeatable; tried before the cloud defaults).",
 )
-@output_option()
+@output_option(names="the GPU consumers (kind/namespace/name)")
 def inventory(source: SourceOptions, pool_labels: tuple[str, ...], output: str) -> None:
     """List GPU consumers, GPU nodes and pools, the NVIDIA stack and DRA state."""
+    from migrate.inventory.model import build_inventory
+    from migrate.render.inventory import consumer_names, inventory_document
+
     inv = build_inventory(load_state(source), pool_labels).to_dict()
-    if output == "json":
-        emit(to_json(inv))
-    elif output == "yaml":
-        emit(to_yaml(inv))
-    else:
-        emit(inventory_document(inv).render(output, color=use_color(sys.stdout)))
+    print_data(output, inv, lambda: inventory_document(inv), lambda: consumer_names(inv))
+    labels = "".join(f" --pool-label {k}" for k in pool_labels)
+    next_step(f"dra-migrate check {source_args(source)}{labels}".replace("  ", " "))

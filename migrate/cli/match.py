@@ -3,25 +3,24 @@
 from __future__ import annotations
 
 import logging
-import sys
+from typing import Any
 
 import click
 
-from migrate.cli.options import SourceOptions, load_state, output_option, source_options
-from migrate.dra.capacity import compile_classes
-from migrate.dra.deviceclasses import generate
-from migrate.dra.match import match_classes
-from migrate.dra.validate import existing_class_selectors, live_selector_warnings
+from migrate.cli.options import SourceOptions, load_state, output_option, print_data, source_options
 from migrate.inventory.dra import check_driver_name
-from migrate.inventory.model import build_inventory
-from migrate.render import emit, to_json, to_yaml, use_color
-from migrate.render.match import match_document
 
 FORMAT_VERSION = 1
 log = logging.getLogger("migrate")
 
 
-@click.command()
+@click.command(
+    epilog="""\b
+Examples:
+  dra-migrate match --snapshot cluster.yaml
+  dra-migrate match --kubeconfig ~/.kube/config -o json
+"""
+)
 @source_options
 @click.option("--pool-label", "pool_labels", multiple=True, metavar="KEY", help="Node label that names a pool.")
 @click.option(
@@ -31,9 +30,16 @@ log = logging.getLogger("migrate")
     metavar="NAME",
     help="The DRA driver that serves the GPUs (its ResourceSlices' spec.driver).",
 )
-@output_option()
+@output_option(names="the DeviceClasses")
 def match(source: SourceOptions, pool_labels: tuple[str, ...], dra_driver: str, output: str) -> None:
     """Evaluate existing and proposed DeviceClasses against every GPU node's devices."""
+    from migrate.dra.capacity import compile_classes
+    from migrate.dra.deviceclasses import generate
+    from migrate.dra.match import match_classes
+    from migrate.dra.validate import existing_class_selectors, live_selector_warnings
+    from migrate.inventory.model import build_inventory
+    from migrate.render.match import match_document
+
     driver = check_driver_name(dra_driver)
     state = load_state(source)
     inv = build_inventory(state, pool_labels)
@@ -44,10 +50,9 @@ def match(source: SourceOptions, pool_labels: tuple[str, ...], dra_driver: str, 
         exprs = existing_class_selectors(state) + [p.selector for p in proposals]
         for line in live_selector_warnings(source.kubeconfig, source.context, exprs):
             log.warning("%s", line)
-    report = {"formatVersion": FORMAT_VERSION, "classes": [m.to_dict() for m in matches]}
-    if output == "json":
-        emit(to_json(report))
-    elif output == "yaml":
-        emit(to_yaml(report))
-    else:
-        emit(match_document(report).render(output, color=use_color(sys.stdout)))
+    report: dict[str, Any] = {
+        "formatVersion": FORMAT_VERSION,
+        "cluster": inv.cluster_dict(),
+        "classes": [m.to_dict() for m in matches],
+    }
+    print_data(output, report, lambda: match_document(report), lambda: [c["name"] for c in report["classes"]])

@@ -44,6 +44,11 @@ def probe(
 
     Exit 0 when the contract holds, 2 when it does not, 1 on error. Creates a claim pair and two pods
     (and a DeviceClass when none maps --resource) and deletes them; changes nothing else.
+
+    \b
+    Examples:
+      dra-migrate probe --node gpu-node-1
+      dra-migrate probe --node gpu-node-1 -o json --canary-image my.registry/cuda-tools:1
     """
     if not canary_command.strip():
         raise InputError("empty --canary-command", "give a command line that exits 0 when it sees its device")

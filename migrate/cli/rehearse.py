@@ -72,12 +72,24 @@ def rehearse(
 
 @click.group()
 def twin() -> None:
-    """The control-plane binaries rehearsals run on."""
+    """The control-plane binaries rehearsals run on.
+
+    \b
+    Examples:
+      dra-migrate twin status
+      dra-migrate twin build
+    """
 
 
 @twin.command("build")
 def twin_build() -> None:
-    """Build etcd, kube-apiserver, kube-scheduler and kube-controller-manager into the user's cache."""
+    """Build etcd, kube-apiserver, kube-scheduler and kube-controller-manager into the user's cache.
+
+    \b
+    Examples:
+      dra-migrate twin build
+      DRA_MIGRATE_K8S_CACHE=/srv/cache dra-migrate twin build
+    """
     from migrate.rehearse.twin import build
 
     sys.exit(exitcodes.OK if build() == 0 else exitcodes.FAILED)
@@ -85,7 +97,13 @@ def twin_build() -> None:
 
 @twin.command("status")
 def twin_status() -> None:
-    """Where each binary the twin needs was found (cache, KUBEBUILDER_ASSETS, PATH), or that it is missing."""
+    """Where each binary the twin needs was found (cache, KUBEBUILDER_ASSETS, PATH), or that it is missing.
+
+    \b
+    Examples:
+      dra-migrate twin status
+      KUBEBUILDER_ASSETS=/usr/local/kubebuilder/bin dra-migrate twin status
+    """
     from migrate.rehearse.twin import BUILD_HINT, find_binaries
 
     found = find_binaries()

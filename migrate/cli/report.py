@@ -9,7 +9,7 @@ import click
 
 from migrate import __version__
 from migrate.checks.run import Readiness, assess
-from migrate.cli.options import SourceOptions, load_state, source_options
+from migrate.cli.options import SourceOptions, load_state, output_option, source_options
 from migrate.errors import ClusterError, InputError
 from migrate.execute.journal import journal_path, read_records
 from migrate.fileio import write_text_atomic
@@ -22,7 +22,14 @@ from migrate.report.render import FORMATS, render
 log = logging.getLogger("migrate")
 
 
-@click.command()
+@click.command(
+    epilog="""\b
+Examples:
+  dra-migrate report plans/prod.yaml > prod.report.md
+  dra-migrate report plans/prod.yaml -o html --out prod.report.html
+  dra-migrate report plans/prod.yaml --kubeconfig ~/.kube/config -o html --out after.html   # and what changed
+"""
+)
 @click.argument("plan_file", metavar="PLAN", type=click.Path(path_type=Path))
 @click.option(
     "--journal",
@@ -31,23 +38,23 @@ log = logging.getLogger("migrate")
     help="The apply journal (default: <PLAN>.journal.jsonl beside the plan, when it exists).",
 )
 @click.option("--against", type=click.Path(path_type=Path), metavar="OLDER_PLAN", help="Diff against an older plan.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="markdown", show_default=True)
+@output_option(formats=FORMATS, default="markdown", deprecated_format=True)
 @click.option("--out", type=click.Path(path_type=Path), help="Write the report to FILE (default: stdout).")
 @source_options
 def report(
     plan_file: Path,
     journal_file: Path | None,
     against: Path | None,
-    fmt: str,
+    output: str,
     out: Path | None,
     source: SourceOptions,
 ) -> None:
     """Write the audit report of PLAN: cluster, identity, findings, DeviceClasses, capacity, stages and
     waves, the diff against an older plan, the execution timeline and the final verification.
 
-    The plan alone gives most of it, offline. The inventory of consumers and the capacity table need the
-    cluster: --snapshot FILE, or --kubeconfig/--context to read it live (which also records who you are,
-    through a SelfSubjectReview).
+    The plan alone is enough, offline: it records the capacity and inventory summary it was made from.
+    With the cluster (--snapshot FILE, or --kubeconfig/--context to read it live, which also records who
+    you are through a SelfSubjectReview) the report adds every consumer and what changed since.
     """
     plan = plan_io.load(plan_file)
     live = source.kubeconfig is not None or source.context is not None
@@ -81,7 +88,7 @@ def report(
         records=records,
         tool_version=__version__,
     )
-    text = render(model, fmt)
+    text = render(model, output)
     if out is None:
         emit(text)
     else:

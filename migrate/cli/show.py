@@ -2,27 +2,42 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
-from migrate.plan import io as plan_io
-from migrate.render import emit, to_json, use_color
-from migrate.render.plan import plan_document
+from migrate.cli.options import output_option, print_data
 
 
-@click.command()
+@click.command(
+    epilog="""\b
+Examples:
+  dra-migrate show plans/prod-20261201-101500.yaml
+  dra-migrate show plans/prod-20261201-101500.yaml -o wide
+  dra-migrate show plans/prod-20261201-101500.yaml -o json | jq '.findings[] | {id, scope, pools}'
+  dra-migrate show plans/edited.yaml --allow-edited      # look at a hand edit before rebasing it
+"""
+)
 @click.argument("plan_file", metavar="PLAN", type=click.Path(path_type=Path))
-@click.option("-o", "--output", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True)
+@output_option(names="the stages")
 @click.option("--allow-edited", is_flag=True, help="Show a hand-edited, not yet rebased plan, marked UNTRUSTED.")
 def show(plan_file: Path, output: str, allow_edited: bool) -> None:
-    """Show a plan: pools, nodes, waves, disruption and duration, then each stage."""
+    """Show a plan: pools, nodes, waves, disruption and duration, which stages can be applied, then each
+    stage with its steps' parameters and its nodes."""
+    from migrate.plan import io as plan_io
+    from migrate.render import Document
+    from migrate.render.plan import plan_document
+
     review = plan_io.load_for_review(plan_file) if allow_edited else plan_io.Review(plan_io.load(plan_file), [])
     plan, banner = review.plan, None if review.trusted else review.banner(plan_file)
     if banner:
         click.echo(banner, err=True)
-    if output == "json":
-        emit(to_json(plan if banner is None else {"untrusted": banner, **plan}))
-    else:
-        emit((f"{banner}\n\n" if banner else "") + plan_document(plan).render(output, color=use_color(sys.stdout)))
+
+    def document() -> Document:
+        doc = plan_document(plan)
+        if banner:
+            doc.blocks.insert(0, ("line", banner))
+        return doc
+
+    data = plan if banner is None else {"untrusted": banner, **plan}
+    print_data(output, data, document, lambda: [st["name"] for st in plan["stages"]])

@@ -88,12 +88,26 @@ class ApplySession:
     def resuming(self) -> bool:
         return bool(self.touched)
 
-    def refuse_if_not_applicable(self) -> None:
-        if not self.plan.applicable:
-            raise InputError(
-                f"{self.plan_path} is not applicable: blockers {', '.join(self.plan.blockers)}",
-                "resolve them, then make a new plan (dra-migrate check shows how)",
-            )
+    def refuse_if_not_applicable(self, stages: list[str] | None = None) -> None:
+        """The whole plan must be applicable, or (`stages`: what --stage/--until selects) every stage
+        run: a pool's blocker stops only its own stage (migrate/plan/scope.py)."""
+        from migrate.plan.scope import stage_blockers
+
+        if stages is None or self.plan.applicable:
+            if not self.plan.applicable:
+                raise InputError(
+                    f"{self.plan_path} is not applicable: blockers {', '.join(self.plan.blockers)}",
+                    "resolve them, then make a new plan (dra-migrate check shows how)",
+                )
+            return
+        pools = {s.name: s.pool for s in self.plan.stages}
+        for name in stages:
+            blocked = stage_blockers(self.plan.findings, pools.get(name))
+            if blocked:
+                raise InputError(
+                    f"{self.plan_path}: stage {name} is not applicable: blockers {', '.join(blocked)}",
+                    "apply the stages no blocker stops (dra-migrate show lists them), or resolve these and plan again",
+                )
 
     def refuse_if_stale(self, read_state: Callable[[], Any]) -> None:
         """Terraform's rule: run only the plan that was reviewed, and not once the cluster moved on (for a

@@ -43,27 +43,31 @@ class Inventory:
     gangs: list[Gang] = field(default_factory=list)  # inventory/gangs.py
 
     def to_dict(self) -> dict[str, Any]:
-        src = self.state.source
         return {
             "formatVersion": FORMAT_VERSION,
-            "cluster": {
-                "kubernetesVersion": src.kubernetes_version,
-                "source": src.kind,
-                "location": src.location,
-                "context": src.context,
-                "takenAt": src.taken_at,
-                "servedAPIs": list(src.served_apis) if src.served_apis is not None else None,
-                "objects": {k: len(v) for k, v in sorted(self.state.objects.items())},
-                "skipped": dict(sorted(self.state.skipped.items())),
-                # Pods that use no devices: read and counted, not kept (ClusterState.other_pods).
-                "podsWithoutDevices": self.state.other_pods_read,
-            },
+            "cluster": self.cluster_dict(),
             "consumers": [c.to_dict() for c in self.consumers],
             "nodes": [n.to_dict() for n in self.nodes],
             "pools": [p.to_dict() for p in self.pools],
             "operator": self.operator,
             "dra": self.dra,
             "gangs": [g.to_dict() for g in self.gangs],
+        }
+
+    def cluster_dict(self) -> dict[str, Any]:
+        """The `cluster` object every command's JSON carries (inventory, check, match)."""
+        src = self.state.source
+        return {
+            "kubernetesVersion": src.kubernetes_version,
+            "source": src.kind,
+            "location": src.location,
+            "context": src.context,
+            "takenAt": src.taken_at,
+            "servedAPIs": list(src.served_apis) if src.served_apis is not None else None,
+            "objects": {k: len(v) for k, v in sorted(self.state.objects.items())},
+            "skipped": dict(sorted(self.state.skipped.items())),
+            # Pods that use no devices: read and counted, not kept (ClusterState.other_pods).
+            "podsWithoutDevices": self.state.other_pods_read,
         }
 
 

@@ -20,6 +20,7 @@ from collections import Counter
 from typing import Any
 
 from migrate import __version__
+from migrate.checks.model import Finding
 from migrate.checks.run import Readiness, assess
 from migrate.cluster.state import ClusterState
 from migrate.dra.capacity import class_for
@@ -42,25 +43,116 @@ def build_plan(
     readiness = assess(state, pool_labels=params.pool_labels, feature_gates=gates, dra_driver=params.dra_driver)
     excluded = excluded_nodes(readiness, gates, params.dra_driver)
     readiness.__dict__["_excluded"] = excluded
+    selected, excluded_pools = _select_pools(readiness, params)
     stages = [_prepare(readiness, params)] + [
-        s for pool in _pool_order(readiness, params) for s in _pool_stages(state, readiness, params, pool)
+        s
+        for pool in _pool_order(readiness, params, selected)
+        for s in _pool_stages(state, readiness, params, pool)
     ]
     stages = [s for s in stages if s.pool is None or s.waves]
-    blockers = sum(1 for f in readiness.findings if f.severity.value == "blocker" and f.id not in NODE_SCOPED)
+    scoped = [{**f.to_dict(), **_scope(f, readiness)} for f in readiness.findings]
+    # A finding about left-out pools only concerns no stage of this plan: it is recorded with them.
+    findings = [f for f in scoped if f["scope"] == "cluster" or set(f["pools"]) & set(selected)]
+    left_out = [f for f in scoped if f not in findings]
+    excluded_pools = [
+        {**x, "findings": [f for f in left_out if x["pool"] in f["pools"]]} for x in excluded_pools
+    ]
     return {
         "formatVersion": FORMAT_VERSION,
         "tool": {"name": "dra-migrate", "version": __version__},
         "cluster": _cluster_name(state),
         "parameters": params.to_dict(),
         "fingerprint": fingerprint(state, readiness),
-        "applicable": blockers == 0,
-        "findings": [f.to_dict() for f in readiness.findings],
+        # As a whole; `apply --stage` may run a stage no blocker stops (`stage_blockers`). A node-scoped
+        # blocker only leaves its node out (summary.excludedNodes).
+        "applicable": not any(f["severity"] == "blocker" and f["id"] not in NODE_SCOPED for f in findings),
+        "findings": findings,
         "summary": {
             **_summary(stages, params, state),
             "gangs": gang_disruption(stages, readiness),
             "excludedNodes": _excluded_list(readiness, excluded),
         },
+        "review": _review(readiness, selected, excluded_pools),
         "stages": [s.to_dict() for s in stages],
+    }
+
+
+# --- partial migrations: which pools, and which blockers stop which stage ------------------------------
+
+
+def _select_pools(readiness: Readiness, params: PlanParams) -> tuple[list[str], list[dict[str, Any]]]:
+    """The pools to plan (--pools, else all, minus --exclude-pools), and the left-out ones with why."""
+    known = [p.name for p in readiness.inventory.pools]
+    for flag, names in (("--pools", params.pools), ("--exclude-pools", params.exclude_pools)):
+        unknown = [p for p in names if p not in known]
+        if unknown:
+            raise InputError(
+                f"{flag} names unknown pool(s): {', '.join(unknown)}", f"pools: {', '.join(known) or 'none'}"
+            )
+    both = sorted(set(params.pools) & set(params.exclude_pools))
+    if both:
+        raise InputError(f"--pools and --exclude-pools both name {', '.join(both)}", "name each pool in one of them")
+    selected: list[str] = []
+    excluded: list[dict[str, Any]] = []
+    for pool in known:
+        if params.pools and pool not in params.pools:
+            excluded.append({"pool": pool, "reason": "not named by --pools"})
+        elif pool in params.exclude_pools:
+            excluded.append({"pool": pool, "reason": "left out by --exclude-pools"})
+        elif not _to_migrate(readiness, pool) and not _has_excluded_nodes(readiness, pool):
+            excluded.append({"pool": pool, "reason": "already served by DRA: nothing to migrate"})
+        else:
+            selected.append(pool)
+    return selected, excluded
+
+
+def _has_excluded_nodes(readiness: Readiness, pool: str) -> bool:
+    """Nodes of the pool left out by a node-scoped blocker: the pool stays planned (its findings with it),
+    though it may have no stage (summary.excludedNodes says why)."""
+    excluded = readiness.__dict__.get("_excluded") or {}
+    return any(n.pool == pool and n.name in excluded for n in readiness.inventory.nodes)
+
+
+def _scope(finding: Finding, readiness: Readiness) -> dict[str, Any]:
+    """`scope: pool` with its `pools` when the finding is about pools or their nodes only (it blocks only
+    those pools' stages); `scope: cluster` otherwise (it blocks the whole plan).
+
+    Objects are "Kind name" or "Kind namespace/name" (checks/model.py)."""
+    node_pool = {n.name: n.pool for n in readiness.inventory.nodes}
+    pools: set[str] = set()
+    for obj in finding.objects:
+        kind, _, name = obj.partition(" ")
+        if kind == "Pool":
+            pools.add(name)
+        elif kind == "Node" and name in node_pool:
+            pools.add(node_pool[name])
+        else:
+            return {"scope": "cluster", "pools": []}
+    return {"scope": "pool", "pools": sorted(pools)} if pools else {"scope": "cluster", "pools": []}
+
+
+def _review(readiness: Readiness, selected: list[str], excluded: list[dict[str, Any]]) -> dict[str, Any]:
+    """What review needs at planning time, so `report PLAN` stands alone: capacity before/after per pool,
+    the inventory summary per pool, the pools planned and those left out with why."""
+    consumers: Counter[str] = Counter(p for c in readiness.inventory.consumers for p in c.pools)
+    return {
+        "pools": selected,
+        "excludedPools": excluded,
+        "capacity": [c.to_dict() for c in readiness.capacity],
+        "inventory": {
+            "consumers": len(readiness.inventory.consumers),
+            "gpuNodes": len(readiness.inventory.nodes),
+            "pools": [
+                {
+                    "name": p.name,
+                    "nodes": len(p.nodes),
+                    "allocatable": dict(sorted(p.allocatable.items())),
+                    "requested": dict(sorted(p.requested.items())),
+                    "consumers": consumers.get(p.name, 0),
+                }
+                for p in readiness.inventory.pools
+            ],
+        },
     }
 
 
@@ -147,8 +239,8 @@ def _to_migrate(readiness: Readiness, pool: str) -> list[GpuNode]:
     ]
 
 
-def _pool_order(readiness: Readiness, params: PlanParams) -> list[str]:
-    pools = [p.name for p in readiness.inventory.pools if _to_migrate(readiness, p.name)]
+def _pool_order(readiness: Readiness, params: PlanParams, selected: list[str]) -> list[str]:
+    pools = [p for p in selected if _to_migrate(readiness, p)]
     unknown = [p for p in params.order if p not in pools]
     if unknown:
         raise InputError(

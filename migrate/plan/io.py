@@ -35,7 +35,17 @@ from migrate.plan.diff import PlanDiff, diff_plans
 from migrate.plan.model import FORMAT_VERSION
 from migrate.plan.validate import Problem, applicable_problems, recompute, validate
 
-_SECTIONS = ("formatVersion", "tool", "cluster", "parameters", "fingerprint", "applicable", "findings", "summary")
+_SECTIONS = (
+    "formatVersion",
+    "tool",
+    "cluster",
+    "parameters",
+    "fingerprint",
+    "applicable",
+    "findings",
+    "summary",
+    "review",
+)
 _REQUIRED: dict[str, type | tuple[type, ...]] = {
     "formatVersion": int,
     "tool": dict,
@@ -47,7 +57,7 @@ _REQUIRED: dict[str, type | tuple[type, ...]] = {
     "summary": dict,
     "stages": list,
 }
-_OPTIONAL = {"edited": dict, "digests": dict, "digest": str}
+_OPTIONAL = {"review": dict, "edited": dict, "digests": dict, "digest": str}
 _STAGE_ORDER = "stages"  # the digests entry over the order of the stages
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 # Deepest nesting a plan has is about 12 (a DeviceClass manifest inside a step); far deeper is hostile.

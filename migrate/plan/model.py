@@ -380,7 +380,7 @@ def stage_from_dict(value: Any, path: str) -> Stage:
 _PLAN_REQUIRED = (
     "formatVersion", "tool", "cluster", "parameters", "fingerprint", "applicable", "findings", "summary", "stages",
 )  # fmt: skip
-_PLAN_OPTIONAL = ("edited", "digests", "digest")
+_PLAN_OPTIONAL = ("review", "edited", "digests", "digest")
 
 
 @dataclass(frozen=True)
@@ -399,6 +399,7 @@ class Plan:
     stages: tuple[Stage, ...]
     edited: dict[str, Any] | None = None
     digests: dict[str, str] | None = None
+    review: dict[str, Any] | None = None  # what review needs at planning time (report PLAN stands alone)
     digest: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -411,6 +412,7 @@ class Plan:
             "applicable": self.applicable,
             "findings": list(self.findings),
             "summary": self.summary,
+            **({"review": self.review} if self.review is not None else {}),
             "stages": [s.to_dict() for s in self.stages],
         }
         if self.edited is not None:
@@ -436,6 +438,7 @@ class Plan:
         _unique_nodes_and_steps(stages)
         findings = tuple(dict(_mapping(f, f"findings[{i}]")) for i, f in enumerate(_list(doc["findings"], "findings")))
         edited = doc.get("edited")
+        review = doc.get("review")
         digests = doc.get("digests")
         digest = doc.get("digest")
         return cls(
@@ -448,6 +451,7 @@ class Plan:
             findings=findings,
             summary=dict(_mapping(doc["summary"], "summary")),
             stages=stages,
+            review=None if review is None else dict(_mapping(review, "review")),
             edited=None if edited is None else dict(_mapping(edited, "edited")),
             digests=None if digests is None else _digests(digests),
             digest=None if digest is None else _str(digest, "digest"),

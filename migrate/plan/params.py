@@ -137,6 +137,8 @@ class PlanParams:
     canary_command: str = CANARY_COMMAND
     pool_labels: tuple[str, ...] = ()
     dra_driver: str = DRA_DRIVER  # --dra-driver: DeviceClasses, wait-dra-ready, the canary, the checks
+    pools: tuple[str, ...] = ()  # plan only these pools (empty: every pool)
+    exclude_pools: tuple[str, ...] = ()  # leave these pools out (a partial migration)
 
     def validate(self) -> PlanParams:
         """Refuse, at plan time, any value apply could not carry out; messages name the option."""

@@ -44,7 +44,8 @@ _PREPARE_KEYS = frozenset({"name", "steps"})
 _WAVE_KEYS = frozenset({"name", "evictedPods", "soakAfter", "nodes"})
 _NODE_KEYS = frozenset({"node", "gpuPods", "otherPods", "expectedDevices", "resources", "canaryResource", "original"})
 _NODE_OPTIONAL = frozenset({"placement"})  # what each plugin switch means on the node, and why (build)
-_FINDING_KEYS = frozenset({"id", "severity", "message", "objects", "remediation"})
+_FINDING_KEYS = frozenset({"id", "severity", "message", "objects", "remediation", "scope", "pools"})
+_FINDING_REQUIRED = _FINDING_KEYS - {"scope", "pools"}  # plans made before blockers were scoped
 _OBJECT_KEYS = frozenset({"kind", "group", "namespace", "name", "uid", "resourceVersion", "content"})
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*", re.ASCII)
 _SEVERITIES = frozenset(s.value for s in Severity)
@@ -167,7 +168,7 @@ def _findings(c: _Checker, findings: Any) -> None:
         return
     for i, f in enumerate(findings):
         where: Path = ("findings", i)
-        if not c.mapping(f, where, _FINDING_KEYS):
+        if not c.mapping(f, where, _FINDING_KEYS, required=_FINDING_REQUIRED):
             continue
         c.string(f["id"], (*where, "id"))
         if not isinstance(f["severity"], str) or f["severity"] not in _SEVERITIES:
@@ -176,6 +177,14 @@ def _findings(c: _Checker, findings: Any) -> None:
         c.string(f["remediation"], (*where, "remediation"), empty_ok=True)
         if not isinstance(f["objects"], list) or not all(isinstance(o, str) for o in f["objects"]):
             c.add((*where, "objects"), "expected a list of strings")
+        # scope decides which stages a blocker stops (plan/scope.py): cluster, or pool with its pools.
+        scope, pools = f.get("scope", "cluster"), f.get("pools", [])
+        if scope not in ("cluster", "pool"):
+            c.add((*where, "scope"), "must be cluster or pool")
+        elif not isinstance(pools, list) or not all(isinstance(p, str) and p for p in pools):
+            c.add((*where, "pools"), "expected a list of pool names")
+        elif (scope == "pool") != bool(pools):
+            c.add((*where, "pools"), "a pool-scoped finding names its pools; a cluster-wide one none")
 
 
 def _stages(c: _Checker, stages: Any, params: PlanParams | None) -> bool:

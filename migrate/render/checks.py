@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from migrate.render import Document
+from migrate.render import Document, styled, verdict
 
 
 def _objects(objs: list[str], limit: int = 4) -> str:
@@ -12,6 +12,8 @@ def _objects(objs: list[str], limit: int = 4) -> str:
         return ", ".join(objs) or "-"
     return ", ".join(objs[:limit]) + f" (+{len(objs) - limit} more)"
 
+
+_SEVERITY = {"blocker": "bad", "warning": "warn"}
 
 CAPACITY_HEADERS = [
     "pool",
@@ -33,7 +35,7 @@ def capacity_rows(capacity: list[dict[str, Any]]) -> list[list[Any]]:
             str(c["before"]) + (f" ({c['sharingReplicas']}x shared)" if c["sharingReplicas"] > 1 else ""),
             "-" if c["after"] is None else f"{c['after']} ({c['afterSource']})",
             c["demand"],
-            "yes" if c["fits"] else "NO",
+            verdict(bool(c["fits"])),
             c["deviceClass"] or "(none maps it)",
         ]
         for c in capacity
@@ -45,8 +47,11 @@ def check_document(report: dict[str, Any], markdown: bool = False) -> Document:
     s = report["summary"]
     doc.heading("Readiness")
     doc.line(
-        f"Kubernetes {report['kubernetesVersion'] or 'version unknown'}: {s['blocker']} blocker(s), "
-        f"{s['warning']} warning(s), {s['info']} info"
+        styled(
+            f"Kubernetes {report['kubernetesVersion'] or 'version unknown'}: {s['blocker']} blocker(s), "
+            f"{s['warning']} warning(s), {s['info']} info",
+            "bad" if s["blocker"] else "warn" if s["warning"] else "good",
+        )
     )
     doc.heading(f"Findings ({len(report['findings'])})")
     if markdown:
@@ -62,11 +67,11 @@ def check_document(report: dict[str, Any], markdown: bool = False) -> Document:
         doc.line("No findings.")
     for f in [] if markdown else report["findings"]:
         # One block per finding: messages are sentences, too long for table cells on a terminal.
-        doc.line(f"{f['severity'].upper():8} {f['id']}")
+        doc.line(styled(f"{f['severity'].upper():8} {f['id']}", _SEVERITY.get(f["severity"])))
         doc.line(f"         {f['message']}")
         if f["objects"]:
             doc.line(f"         objects: {_objects(f['objects'])}")
         doc.line(f"         fix: {f['remediation']}")
     doc.heading("Capacity per pool, before and after")
-    doc.table(CAPACITY_HEADERS, capacity_rows(report["capacity"]))
+    doc.table(CAPACITY_HEADERS, capacity_rows(report["capacity"]), wide=["device class"])
     return doc

@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from migrate.render import Document
+from migrate.render import Document, change, styled
 
 _CELL = 60  # longest value in a details cell; JSON output has the whole value
 
@@ -69,32 +69,32 @@ def plan_diff_document(report: dict[str, Any], markdown: bool = False) -> Docume
         doc.heading("Applicability changed")
         verdict = {True: "applicable", False: "NOT applicable"}
         doc.line(f"{verdict[s['applicable']['old']]} -> {verdict[s['applicable']['new']]}")
-    stage_rows = [[n, "added", "-", "-"] for n in s["stages"]["added"]]
-    stage_rows += [[n, "removed", "-", "-"] for n in s["stages"]["removed"]]
-    stage_rows += [[m["stage"], "moved", f"#{m['from']}", f"#{m['to']}"] for m in s["stages"]["moved"]]
+    stage_rows = [[n, change("added"), "-", "-"] for n in s["stages"]["added"]]
+    stage_rows += [[n, change("removed"), "-", "-"] for n in s["stages"]["removed"]]
+    stage_rows += [[m["stage"], change("moved"), f"#{m['from']}", f"#{m['to']}"] for m in s["stages"]["moved"]]
     if stage_rows:
         doc.heading("Stages")
         doc.table(["stage", "change", "A position", "B position"], stage_rows)
-    wave_rows = [[w["stage"], w["wave"], "added"] for w in s["waves"]["added"]]
-    wave_rows += [[w["stage"], w["wave"], "removed"] for w in s["waves"]["removed"]]
+    wave_rows = [[w["stage"], w["wave"], change("added")] for w in s["waves"]["added"]]
+    wave_rows += [[w["stage"], w["wave"], change("removed")] for w in s["waves"]["removed"]]
     if wave_rows:
         doc.heading("Waves")
         doc.table(["stage", "wave", "change"], wave_rows)
-    node_rows = [[n["node"], "added", "-", f"{n['stage']}/{n['wave']}"] for n in s["nodes"]["added"]]
-    node_rows += [[n["node"], "removed", f"{n['stage']}/{n['wave']}", "-"] for n in s["nodes"]["removed"]]
-    node_rows += [[n["node"], "moved", n["from"], n["to"]] for n in s["nodes"]["moved"]]
+    node_rows = [[n["node"], change("added"), "-", f"{n['stage']}/{n['wave']}"] for n in s["nodes"]["added"]]
+    node_rows += [[n["node"], change("removed"), f"{n['stage']}/{n['wave']}", "-"] for n in s["nodes"]["removed"]]
+    node_rows += [[n["node"], change("moved"), n["from"], n["to"]] for n in s["nodes"]["moved"]]
     if node_rows:
         doc.heading("Nodes")
         doc.table(["node", "change", "A (stage/wave)", "B (stage/wave)"], node_rows)
     finding_rows = [
-        [_code(str(f["id"]), markdown), f["severity"], ", ".join(f["objects"]) or "-", change]
-        for change in ("added", "removed")
-        for f in s["findings"][change]
+        [_code(str(f["id"]), markdown), f["severity"], ", ".join(f["objects"]) or "-", change(what)]
+        for what in ("added", "removed")
+        for f in s["findings"][what]
     ]
     if finding_rows:
         doc.heading("Findings")
         doc.table(["id", "severity", "objects", "change"], finding_rows)
-    class_rows = [[n, change] for change in ("added", "removed", "changed") for n in s["deviceClasses"][change]]
+    class_rows = [[n, change(what)] for what in ("added", "removed", "changed") for n in s["deviceClasses"][what]]
     if class_rows:
         doc.heading("DeviceClasses to create")
         doc.table(["class", "change"], class_rows)
@@ -105,7 +105,7 @@ def plan_diff_document(report: dict[str, Any], markdown: bool = False) -> Docume
         [
             [
                 _code(d["path"], markdown),
-                d["change"],
+                change(d["change"]),
                 "-" if d["change"] == "added" else _value(d["old"]),
                 "-" if d["change"] == "removed" else _value(d["new"]),
             ]
@@ -143,9 +143,9 @@ def drift_document(report: dict[str, Any], markdown: bool = False) -> Document:
     doc.heading("Drift since the plan")
     doc.line(f"Plan: {report['plan']['cluster']} (digest {_short(report['plan']['digest'])})")
     if report["holds"]:
-        doc.line("The plan still holds: nothing it depends on changed.")
+        doc.line(styled("The plan still holds: nothing it depends on changed.", "good"))
     else:
-        doc.line(f"The plan NO LONGER HOLDS: {s['total']} change(s) since it was made. Regenerate it.")
+        doc.line(styled(f"The plan NO LONGER HOLDS: {s['total']} change(s) since it was made. Regenerate it.", "bad"))
     if s["statusOnly"]:
         doc.line(
             f"{s['statusOnly']} object(s) changed status only (resourceVersion moved, uid and content the same): "
@@ -161,11 +161,12 @@ def drift_document(report: dict[str, Any], markdown: bool = False) -> Document:
         doc.heading("Server version")
         doc.line(f"{v['planned'] or 'unknown'} -> {v['now'] or 'unknown'}")
     n = report["nodes"]
-    node_rows = [[x["node"], "added", "-", x["pool"], "-"] for x in n["added"]]
+    node_rows = [[x["node"], change("added"), "-", x["pool"], "-"] for x in n["added"]]
     node_rows += [
-        [x["node"], "removed", f"{x['pool']} ({x['stage']}/{x['wave']})", "-", x["reason"]] for x in n["removed"]
+        [x["node"], change("removed"), f"{x['pool']} ({x['stage']}/{x['wave']})", "-", x["reason"]]
+        for x in n["removed"]
     ]
-    node_rows += [[x["node"], "moved", x["planned"], x["now"], "pool changed"] for x in n["moved"]]
+    node_rows += [[x["node"], change("moved"), x["planned"], x["now"], "pool changed"] for x in n["moved"]]
     if node_rows:
         doc.heading("Nodes")
         doc.table(["node", "change", "planned pool", "pool now", "note"], node_rows)
@@ -179,9 +180,9 @@ def drift_document(report: dict[str, Any], markdown: bool = False) -> Document:
         doc.heading("Planned nodes' original values")
         doc.table(["node", "label", "planned", "now"], original_rows)
     c = report["consumers"]
-    consumer_rows = [[_obj(x), "added", _gpu(x["gpu"])] for x in c["added"]]
-    consumer_rows += [[_obj(x), "removed", "-"] for x in c["removed"]]
-    consumer_rows += [[_obj(x), x["change"], _gpu(x["gpu"])] for x in c["changed"]]
+    consumer_rows = [[_obj(x), change("added"), _gpu(x["gpu"])] for x in c["added"]]
+    consumer_rows += [[_obj(x), change("removed"), "-"] for x in c["removed"]]
+    consumer_rows += [[_obj(x), change(x["change"]), _gpu(x["gpu"])] for x in c["changed"]]
     if consumer_rows:
         doc.heading("GPU consumers")
         doc.line(
@@ -192,10 +193,24 @@ def drift_document(report: dict[str, Any], markdown: bool = False) -> Document:
         doc.heading("Fingerprint")
         doc.table(
             ["object", "change", "planned (uid / content)", "now (uid / content)"],
-            [[_obj(o), o["change"], _recorded(o["planned"]), _recorded(o["now"])] for o in report["objects"]],
+            [[_obj(o), change(o["change"]), _recorded(o["planned"]), _recorded(o["now"])] for o in report["objects"]],
         )
     return doc
 
 
 def _recorded(r: dict[str, str] | None) -> str:
     return f"{r['uid'][:8]} / {r['content']}" if r else "-"
+
+
+def plan_diff_names(report: dict[str, Any]) -> list[str]:
+    """`-o name`: the paths that differ."""
+    return [str(d["path"]) for d in report["details"]]
+
+
+def drift_names(report: dict[str, Any]) -> list[str]:
+    """`-o name`: the nodes, consumers and objects that drifted."""
+    n, c = report["nodes"], report["consumers"]
+    names = [f"Node {x['node']}" for kind in ("added", "removed", "moved") for x in n[kind]]
+    names += [_obj(x) for kind in ("added", "removed", "changed") for x in c[kind]]
+    names += [_obj(o) for o in report["objects"]]
+    return list(dict.fromkeys(names))

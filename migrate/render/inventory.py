@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from migrate.render import Document, counts
+from migrate.render import Document, counts, styled
 
 # Kinds that exist in the core, apps or batch groups: a CRD with the same name (Knative's Service,
 # Volcano's Job) is shown with its group so the table is never ambiguous.
@@ -16,6 +16,19 @@ def _kind(c: dict[str, Any]) -> str:
     if c["kind"] in _BUILTIN_KINDS and group not in ("", "apps", "batch"):
         return f"{c['kind']}.{group}"
     return str(c["kind"])
+
+
+def _served_by(n: dict[str, Any]) -> str:
+    """Who hands out the node's GPUs: the device plugin, DRA, both (a blocker) or neither."""
+    dp, dra = bool(n["devicePluginEnabled"]), bool(n["draPluginEnabled"])
+    if dp and dra:
+        return styled("both", "bad")
+    return "device plugin" if dp else styled("DRA", "good") if dra else "none"
+
+
+def consumer_names(inv: dict[str, Any]) -> list[str]:
+    """`-o name`: kind/namespace/name of each consumer (kind with its group when ambiguous)."""
+    return [f"{_kind(x)}/{x['namespace'] or '-'}/{x['name']}" for x in inv["consumers"]]
 
 
 def inventory_document(inv: dict[str, Any]) -> Document:
@@ -49,6 +62,7 @@ def inventory_document(inv: dict[str, Any]) -> Document:
             ]
             for x in inv["consumers"]
         ],
+        wide=["per pod × replicas"],
     )
     if any(x["source"] == "pods" for x in inv["consumers"]):
         doc.line("* counted from live pods: the template shows no GPU request (see notes in -o json)")
@@ -64,7 +78,17 @@ def inventory_document(inv: dict[str, Any]) -> Document:
 
     doc.heading(f"GPU nodes ({len(inv['nodes'])})")
     doc.table(
-        ["node", "pool", "product", "allocatable", "requested", "device plugin", "dra plugin", "dra devices"],
+        [
+            "node",
+            "pool",
+            "product",
+            "allocatable",
+            "requested",
+            "served by",
+            "device plugin",
+            "dra plugin",
+            "dra devices",
+        ],
         [
             [
                 n["name"],
@@ -72,12 +96,14 @@ def inventory_document(inv: dict[str, Any]) -> Document:
                 n["gfd"].get("product", "-"),
                 counts(n["allocatable"]),
                 counts(n["requested"]),
+                _served_by(n),
                 "on" if n["devicePluginEnabled"] else "off",
                 "on" if n["draPluginEnabled"] else "off",
                 counts(n["draDevices"]),
             ]
             for n in inv["nodes"]
         ],
+        wide=["product", "requested", "device plugin", "dra plugin", "dra devices"],
     )
 
     _operator(doc, inv["operator"])
@@ -118,6 +144,7 @@ def _operator(doc: Document, op: dict[str, Any]) -> None:
             ]
             for s in op["sharingConfigs"]
         ],
+        wide=["nodes"],
         empty="Sharing configs: none",
     )
 

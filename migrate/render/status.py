@@ -6,6 +6,14 @@ from typing import Any
 
 from migrate.render import Document
 
+# `status -o json`: bumped on an incompatible change; new keys may appear.
+STATUS_FORMAT_VERSION = 1
+
+
+def remaining_steps(report: dict[str, Any]) -> list[str]:
+    """`-o name`: the ids of the steps still to run, in order."""
+    return [step for s in report["stages"] for n in s["nodes"] for step in n["remaining"]]
+
 
 def status_document(report: dict[str, Any]) -> Document:
     doc = Document()

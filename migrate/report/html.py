@@ -1,7 +1,9 @@
 """The report as one self-contained HTML file: inline CSS, an inline SVG chart, no scripts, no fetches.
 
-It opens from a file or a mail attachment as it is, and prints (`@media print`: no navigation, tables
-kept whole where they fit, page breaks before the big sections). Every piece of text goes through
+It opens from a file or a mail attachment as it is, reads on a phone (the chart scales through its
+`viewBox`, wide tables scroll in their own box), and prints (`@media print`: no navigation, headings kept
+with what follows them, tables kept whole where they fit, page breaks before the big sections, "page N of
+M" in the margin through CSS Paged Media `@page` counters). Every piece of text goes through
 `html.escape`: names, messages and errors come from the cluster and the journal, which anyone able to
 create a workload partly controls.
 """
@@ -12,7 +14,16 @@ import re
 from html import escape
 from typing import Any
 
-from migrate.report.layout import Chart, Code, Section, Table, layout
+from migrate.report.layout import (
+    Badge,
+    Chart,
+    Code,
+    Section,
+    Table,
+    applicability_badge,
+    layout,
+    verification_badge,
+)
 
 # Cell values that get a colour: severities, results, verdicts.
 _TONE = {
@@ -39,8 +50,14 @@ body { font: 14px/1.5 -apple-system, "Segoe UI", "DejaVu Sans", Helvetica, Arial
 header { background: #24292f; color: #fff; padding: 20px 32px; }
 header h1 { margin: 0 0 6px; font-size: 24px; }
 header p { margin: 2px 0; color: #d1d9e0; }
-header .verdict { display: inline-block; margin-top: 8px; padding: 2px 10px; border-radius: 12px;
-  background: #fff; color: var(--fg); font-weight: 600; }
+.badge { display: inline-block; margin: 4px 6px 6px 0; padding: 1px 10px; border-radius: 12px;
+  font-weight: 600; font-size: 13px; border: 1px solid currentColor; background: #fff; }
+.badge.good { color: var(--good); background: #dafbe1; }
+.badge.bad { color: var(--bad); background: #ffebe9; }
+.badge.warn { color: var(--warn); background: #fff8c5; }
+.badge.note { color: var(--note); background: #ddf4ff; }
+.badge.mute { color: var(--mute); background: var(--head); }
+header .badges { margin-top: 8px; }
 nav { padding: 10px 32px; border-bottom: 1px solid var(--line); background: var(--head); display: flex;
   flex-wrap: wrap; gap: 4px 16px; }
 nav a { color: var(--accent); text-decoration: none; white-space: nowrap; }
@@ -53,6 +70,9 @@ code { font: 12px/1.4 ui-monospace, "DejaVu Sans Mono", Menlo, monospace; backgr
   padding: 1px 4px; border-radius: 4px; }
 pre { font: 12px/1.45 ui-monospace, "DejaVu Sans Mono", Menlo, monospace; background: var(--head);
   border: 1px solid var(--line); border-radius: 6px; padding: 10px 12px; overflow-x: auto; }
+/* Wide tables scroll in their own box, so the page never scrolls sideways (a phone is 360-420 px). */
+.scroll { overflow-x: auto; max-width: 100%; margin: 6px 0 14px; }
+.scroll > table { margin: 0; }
 table { border-collapse: collapse; margin: 6px 0 14px; font-size: 13px; }
 th, td { border: 1px solid var(--line); padding: 4px 8px; text-align: left; vertical-align: top; }
 th { background: var(--head); font-weight: 600; }
@@ -65,19 +85,36 @@ td.warn { color: var(--warn); font-weight: 600; }
 td.good { color: var(--good); }
 td.note { color: var(--note); }
 td.mute, .empty { color: var(--mute); }
-figure { margin: 8px 0 14px; }
+figure { margin: 8px 0 14px; max-width: 100%; }
+figure svg { width: 100%; height: auto; max-width: 930px; display: block; }
+td { overflow-wrap: break-word; }
+@media (max-width: 600px) {
+  header, nav, main { padding-left: 12px; padding-right: 12px; }
+  header h1 { font-size: 19px; overflow-wrap: anywhere; }
+  header p { overflow-wrap: anywhere; }
+  td, th { padding: 3px 5px; }
+  td { min-width: 4em; }
+  table.kv td { overflow-wrap: anywhere; }  /* digests and parameter lists wrap instead of scrolling */
+}
 figcaption { color: var(--mute); font-size: 12px; }
 svg text { font: 12px "DejaVu Sans", Helvetica, Arial, sans-serif; fill: var(--fg); }
 @media print {
-  @page { size: A4; margin: 12mm; }
+  @page {
+    size: A4; margin: 12mm 12mm 16mm;
+    @bottom-right { content: "page " counter(page) " of " counter(pages); font-size: 8pt; color: #59636e; }
+  }
+  .scroll { overflow: visible; }
+  figure svg { max-width: 100%; }
+  .badge { border: 1px solid currentColor; }
   body { font-size: 10pt; }
   header { background: none; color: var(--fg); padding: 0 0 8px; border-bottom: 2px solid var(--fg); }
   header p { color: var(--fg); }
   header .verdict { border: 1px solid var(--fg); }
   nav { display: none; }
   main { padding: 0; max-width: none; }
-  h2 { break-after: avoid; }
-  h3, h4 { break-after: avoid; }
+  /* A heading stays with what follows it: never alone at the foot of a page. */
+  h2, h3, h4 { break-after: avoid; page-break-after: avoid; break-inside: avoid; }
+  h2 + p, h3 + p, h4 + p { break-before: avoid; }
   #findings, #stages, #timeline { break-before: page; }
   table, figure, pre { break-inside: avoid; }
   table { font-size: 8.5pt; }
@@ -89,7 +126,6 @@ svg text { font: 12px "DejaVu Sans", Helvetica, Arial, sans-serif; fill: var(--f
 
 def render_html(report: dict[str, Any]) -> str:
     title, lead, sections = layout(report)
-    verdict = (report.get("verification") or {}).get("verdict", "not run")
     out = [
         "<!DOCTYPE html>",
         '<html lang="en">',
@@ -103,7 +139,7 @@ def render_html(report: dict[str, Any]) -> str:
         "<header>",
         f"<h1>{escape(title)}</h1>",
         *[f"<p>{_text(line)}</p>" for line in lead],
-        f'<span class="verdict">verification: {escape(str(verdict))}</span>',
+        '<p class="badges">' + _badge(applicability_badge(report)) + _badge(verification_badge(report)) + "</p>",
         "</header>",
         "<nav>" + "".join(f'<a href="#{escape(s.id)}">{escape(s.title)}</a>' for s in sections) + "</nav>",
         "<main>",
@@ -133,16 +169,23 @@ def _section(s: Section, out: list[str]) -> None:
             out.append(f'<pre><code class="language-{escape(b.lang)}">{escape(b.text)}</code></pre>')
         elif isinstance(b, Chart):
             out.append(capacity_svg(b.rows))
+        elif isinstance(b, Badge):
+            out.append(f"<p>{_badge(b)}</p>")
         else:
             out.append(f"<p>{_text(str(b))}</p>")
     if s.level == 2:
         out.append("</section>")
 
 
+def _badge(b: Badge) -> str:
+    return f'<span class="badge {escape(b.tone)}">{escape(b.text)}</span>'
+
+
 def _table(t: Table, out: list[str]) -> None:
     if not t.rows:
         out.append(f'<p class="empty">{_text(t.empty)}</p>')
         return
+    out.append('<div class="scroll">')
     kv = all(h == "" for h in t.headers)
     classes = " ".join(c for c in (t.css, "kv" if kv else "") if c)
     out.append(f'<table class="{classes}">' if classes else "<table>")
@@ -158,7 +201,7 @@ def _table(t: Table, out: list[str]) -> None:
             tone = _TONE.get(c)
             cells.append(f'<td class="{tone}">{escape(c)}</td>' if tone else f"<td>{escape(c)}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")
-    out.append("</tbody></table>")
+    out.append("</tbody></table></div>")
 
 
 # --- the capacity chart ------------------------------------------------------------------------------
@@ -178,7 +221,8 @@ def capacity_svg(rows: list[dict[str, Any]]) -> str:
         return float(label_w + bar_w * v / peak)
 
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        # No fixed size: the viewBox scales it to its container (CSS caps it at its drawn width).
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" preserveAspectRatio="xMinYMin meet" '
         'role="img" aria-labelledby="capacity-title">',
         '<title id="capacity-title">GPU capacity per pool: before (device plugin) and after (DRA)</title>',
         f'<rect x="{label_w}" y="6" width="12" height="12" fill="{_BEFORE}"/>'

@@ -12,6 +12,7 @@ from typing import Any
 
 from migrate.render import to_yaml
 from migrate.render.checks import CAPACITY_HEADERS, capacity_rows
+from migrate.render.plan import step_params, undo_text
 
 # Section ids: stable anchors in the HTML, and what the browser test looks for.
 SECTIONS = (
@@ -45,7 +46,7 @@ class Section:
     id: str
     title: str
     level: int = 2
-    blocks: list[Any] = field(default_factory=list)  # str (a paragraph), Table, Code, Chart, Section
+    blocks: list[Any] = field(default_factory=list)  # str (a paragraph), Table, Code, Chart, Badge, Section
 
     def p(self, text: str) -> None:
         self.blocks.append(text)
@@ -57,6 +58,14 @@ class Section:
         s = Section(id_, title, self.level + 1)
         self.blocks.append(s)
         return s
+
+
+@dataclass
+class Badge:
+    """A verdict in colour (HTML) or bold (Markdown): tone good | bad | warn | note | mute."""
+
+    text: str
+    tone: str
 
 
 @dataclass
@@ -96,8 +105,7 @@ def layout(r: dict[str, Any]) -> tuple[str, list[str], list[Section]]:
         f"dra-migrate {r['tool']['version']} · report format {r['formatVersion']} · plan {plan['path']} "
         f"(digest {short(plan['digest'])}{', edited and rebased' if plan['edited'] else ''}) · "
         f"Kubernetes {cluster['kubernetesVersion'] or 'version unknown'}",
-        ("Applicable: no blockers." if plan["applicable"] else "NOT applicable: the plan has blockers (see Findings).")
-        + f" Verdict: {(r['verification'] or {}).get('verdict', 'not-run (no journal)')}.",
+        _applicability(r) + f" Verdict: {(r['verification'] or {}).get('verdict', 'not-run (no journal)')}.",
     ]
     # Summary and risk first (who, what, capacity, findings), then the detail a reviewer checks it by.
     sections = [
@@ -115,6 +123,30 @@ def layout(r: dict[str, Any]) -> tuple[str, list[str], list[Section]]:
         _fingerprint(r),
     ]
     return title, lead, sections
+
+
+def _applicability(r: dict[str, Any]) -> str:
+    if r["plan"]["applicable"]:
+        return "Applicable: no blockers."
+    free = [st["name"] for st in r["stages"] if st.get("applicable")]
+    alone = f" Stages that can be applied alone (`apply --stage`): {', '.join(free)}." if free else ""
+    return "NOT applicable as a whole: the plan has blockers (see Findings)." + alone
+
+
+def applicability_badge(r: dict[str, Any]) -> Badge:
+    if r["plan"]["applicable"]:
+        return Badge("applicable", "good")
+    if any(st.get("applicable") for st in r["stages"] if st.get("pool")):
+        return Badge("partly applicable", "warn")
+    return Badge("not applicable", "bad")
+
+
+_VERDICT_TONE = {"verified": "good", "failed": "bad", "rolled-back": "warn", "incomplete": "warn", "not-run": "mute"}
+
+
+def verification_badge(r: dict[str, Any]) -> Badge:
+    verdict = str((r.get("verification") or {}).get("verdict", "not-run"))
+    return Badge(f"verification: {verdict}", _VERDICT_TONE.get(verdict, "note"))
 
 
 def _section(id_: str) -> Section:
@@ -183,6 +215,21 @@ def _plan(r: dict[str, Any]) -> Section:
             ["parameters", ", ".join(f"{k}={_value(v)}" for k, v in p["parameters"].items())],
         ],
     )
+    s.blocks.append(applicability_badge(r))
+    left = r.get("excludedPools") or []
+    if left:
+        sub = s.sub("excluded", f"Pools left out ({len(left)})")
+        sub.table(
+            ["pool", "why", "its findings"],
+            [
+                [
+                    x["pool"],
+                    x["reason"],
+                    ", ".join(f"{f['id']} ({f['severity']})" for f in x.get("findings") or []) or "-",
+                ]
+                for x in left
+            ],
+        )
     return s
 
 
@@ -197,6 +244,13 @@ def _inventory(r: dict[str, Any]) -> Section:
     inv = r["inventory"]
     if inv is None:
         s.p(NEEDS_CLUSTER)
+        return s
+    if inv.get("source") == "plan":
+        s.p(
+            f"As recorded in the plan at planning time: {inv['consumerCount']} GPU consumer(s) in "
+            f"{len(inv['pools'])} pool(s). The list of consumers needs `--snapshot FILE` or a live cluster."
+        )
+        _pool_table(s, inv)
         return s
     cons = inv["consumers"]
     gpus: dict[str, int] = {}
@@ -221,12 +275,19 @@ def _inventory(r: dict[str, Any]) -> Section:
         ],
         empty="No GPU consumers.",
     )
+    _pool_table(s, inv)
+    return s
+
+
+def _pool_table(s: Section, inv: dict[str, Any]) -> None:
     ps = s.sub("pools", "Pools")
     ps.table(
-        ["pool", "nodes", "allocatable (device plugin)", "requested"],
-        [[p["name"], p["nodes"], counts(p["allocatable"]), counts(p["requested"])] for p in inv["pools"]],
+        ["pool", "nodes", "allocatable (device plugin)", "requested", "GPU consumers"],
+        [
+            [p["name"], p["nodes"], counts(p["allocatable"]), counts(p["requested"]), p.get("consumers")]
+            for p in inv["pools"]
+        ],
     )
-    return s
 
 
 def _findings(r: dict[str, Any]) -> Section:
@@ -235,11 +296,27 @@ def _findings(r: dict[str, Any]) -> Section:
     by = {sev: sum(1 for f in fs if f["severity"] == sev) for sev in ("blocker", "warning", "info")}
     s.p(f"At planning time: {by['blocker']} blocker(s), {by['warning']} warning(s), {by['info']} info.")
     s.table(
-        ["severity", "id", "finding", "objects", "remediation"],
-        [[f["severity"], f["id"], f["message"], ", ".join(f["objects"] or []) or "-", f["remediation"]] for f in fs],
+        ["severity", "id", "scope", "finding", "objects", "remediation"],
+        [
+            [
+                f["severity"],
+                f["id"],
+                _scope(f),
+                f["message"],
+                ", ".join(f["objects"] or []) or "-",
+                f["remediation"],
+            ]
+            for f in fs
+        ],
         empty="No findings.",
     )
     return s
+
+
+def _scope(f: dict[str, Any]) -> str:
+    if f.get("scope") == "pool":
+        return "pool " + ", ".join(f.get("pools") or [])
+    return "cluster"
 
 
 def _device_classes(r: dict[str, Any]) -> Section:
@@ -259,12 +336,25 @@ def _capacity(r: dict[str, Any]) -> Section:
     if cap is None:
         s.p(NEEDS_CLUSTER)
         return s
+    src = r.get("capacitySource")
+    if src == "plan":
+        s.p("As recorded in the plan at planning time (the decision it rests on); no cluster was read for this report.")
+    else:
+        s.p(f"As read now ({src}); what the plan recorded at planning time is compared below.")
     s.p(
         "before: what the device plugin advertises today (shared replicas counted); after: the DRA devices the "
         "mapping DeviceClass matches on the pool's nodes; demand: today's requests."
     )
     s.blocks.append(Chart(cap))
     s.table(CAPACITY_HEADERS, capacity_rows(cap))
+    changes = r.get("capacityChanges")
+    if changes is not None:
+        ch = s.sub("capacity-changes", "Changed since the plan was made")
+        ch.table(
+            ["pool", "resource", "figure", "at planning", "now"],
+            [[c["pool"], c["resource"], c["field"], c["planned"], c["now"]] for c in changes],
+            empty="No change: capacity and demand are as the plan recorded them.",
+        )
     return s
 
 
@@ -288,11 +378,23 @@ def _stages(r: dict[str, Any]) -> Section:
     )
     for st in r["stages"]:
         sub = s.sub(f"stage-{st['name']}", f"Stage {st['name']}")
+        blocked = st.get("blockedBy") or []
+        sub.blocks.append(Badge("blocked by " + ", ".join(blocked), "bad") if blocked else Badge("applicable", "good"))
         if st["pool"]:
             sub.p(f"pool {st['pool']} · resources {', '.join(st['resources'])} · every node, in order:")
         sub.table(
-            ["step", "action", "target", "timeout", "undo"],
-            [[x["id"], x["action"], x["target"], x["timeout"], x["undo"] or "-"] for x in st["steps"]],
+            ["step", "action", "target", "sets", "timeout", "undo"],
+            [
+                [
+                    x["id"],
+                    x["action"],
+                    x["target"],
+                    step_params(x.get("params") or {}, quiet=False),
+                    x["timeout"],
+                    undo_text({"action": x["undo"], "restore": x.get("restore") or {}}) if x["undo"] else "-",
+                ]
+                for x in st["steps"]
+            ],
         )
     return s
 

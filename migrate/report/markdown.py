@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from migrate.report.layout import Chart, Code, Section, Table, layout
+from migrate.report.layout import Badge, Chart, Code, Section, Table, layout
 
 
 def render_markdown(report: dict[str, object]) -> str:
@@ -26,6 +26,8 @@ def _section(s: Section, out: list[str]) -> None:
             # A fence longer than any backtick run inside keeps the block closed.
             fence = "```" if "```" not in b.text else "````"
             out += [fence + b.lang, b.text.rstrip("\n"), fence, ""]
+        elif isinstance(b, Badge):
+            out += [f"**{b.text}**", ""]
         elif isinstance(b, Chart):
             continue  # the capacity table beside it says the same in numbers
         else:

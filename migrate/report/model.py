@@ -1,7 +1,9 @@
 """The audit report of one plan: what a change review needs, as plain data (`Report.to_dict()`).
 
 Built from what the other layers produced — the plan (fingerprint, findings, DeviceClasses, stages and
-waves), and when given: the cluster as read (`Readiness`: every consumer, capacity before and after), the
+waves, and the capacity and inventory summary it recorded for review, so the plan alone is a complete
+report), and when given: the cluster as read now (`Readiness`: every consumer, capacity before and after,
+and what changed in capacity since planning), the
 identity that read it, an older plan (the semantic diff) and the apply journal (timeline, verification).
 A section whose source was not given is None; the renderings say what would fill it.
 
@@ -10,7 +12,7 @@ container env values or args), the plan's DeviceClass manifests (which hold sele
 journal records without their `before`/`after` object states; error messages pass through `scrub`, which
 drops bearer tokens and JWTs should an API error ever quote one.
 
-JSON (`--format json`), `formatVersion` 1; new keys may appear, an incompatible change bumps it:
+JSON (`-o json`), `formatVersion` 1; new keys may appear, an incompatible change bumps it:
 
     formatVersion, tool {name, version},
     cluster {name, kubernetesVersion, fingerprintDigest, objects [{kind, namespace, name, uid, content}],
@@ -18,13 +20,17 @@ JSON (`--format json`), `formatVersion` 1; new keys may appear, an incompatible 
     identity {username, groups, via} | null (not recorded: only a live run asks the API server),
     plan {path, digest, edited, previousDigests, applicable, parameters},
     inventory {consumers [{kind, apiVersion, namespace, name, pools, totals, pods, source}],
-               pools [{name, nodes, allocatable, requested}]} | null (needs --snapshot or a live cluster),
-    findings [{id, severity, message, objects, remediation}],
+               pools [{name, nodes, allocatable, requested, consumers}], source: plan|snapshot|live,
+               consumerCount} | null (a plan made before `review` was recorded, and no cluster given),
+    findings [{id, severity, message, objects, remediation, scope: cluster|pool, pools}],
     deviceClasses [{name, resource, manifest}],
     capacity [{pool, resource, before, after, demand, fits, deviceClass, sharingReplicas, afterSource}] | null,
-    summary {pools, nodes, waves, evictedPods, estimatedDuration},
-    stages [{name, pool, resources, steps [{id, action, target, timeout, undo}],
-             waves [{name, nodes, evictedPods, soakAfter}]}],
+    capacitySource: plan (recorded at planning time) | snapshot | live | null,
+    capacityChanges [{pool, resource, field, planned, now}] | null (since planning; needs the cluster),
+    excludedPools [{pool, reason, findings}],
+    summary {pools, nodes, waves, evictedPods, estimatedDuration, ...},
+    stages [{name, pool, resources, steps [{id, action, target, timeout, undo, params, restore}],
+             waves [{name, nodes, evictedPods, soakAfter}], blockedBy, applicable}],
     diff (the `dra-migrate diff -o json` object) | null,
     timeline {journal, runs [{phase, started, ended, actor, result, error, dryRun}],
               apply [entry], rollback [entry], gates [{time, stage, wave, result, pending}]} | null,
@@ -42,6 +48,7 @@ from typing import Any
 from migrate.checks.run import Readiness
 from migrate.execute.actions import verifying_actions
 from migrate.execute.journal import DONE, FAILED, ROLLED_BACK, STARTED, Progress, Record
+from migrate.plan.scope import stage_blockers
 from migrate.secrets import scrub
 
 FORMAT_VERSION = 1
@@ -107,12 +114,15 @@ class PoolSummary:
     nodes: int
     allocatable: dict[str, int]
     requested: dict[str, int]
+    consumers: int | None = None  # GPU consumers placed on the pool
 
 
 @dataclass(frozen=True)
 class InventorySection:
-    consumers: list[Consumer]
+    consumers: list[Consumer]  # empty when read from the plan (it records counts, not workloads)
     pools: list[PoolSummary]
+    source: str = "snapshot"  # "plan": as recorded at planning time; "snapshot" or "live": read now
+    consumer_count: int = 0
 
 
 @dataclass(frozen=True)
@@ -136,12 +146,25 @@ class Capacity:
 
 
 @dataclass(frozen=True)
+class CapacityChange:
+    """A capacity figure that moved between planning and now (`report PLAN --snapshot/--kubeconfig`)."""
+
+    pool: str
+    resource: str
+    field: str  # before | after | demand | fits, or "pool" when the row appeared or went away
+    planned: Any
+    now: Any
+
+
+@dataclass(frozen=True)
 class StepInfo:
     id: str
     action: str
     target: str
     timeout: str
     undo: str | None
+    params: dict[str, Any] = field(default_factory=dict)  # what the step sets (placeholders: per node)
+    restore: dict[str, Any] = field(default_factory=dict)  # what its undo restores
 
 
 @dataclass(frozen=True)
@@ -159,6 +182,8 @@ class Stage:
     resources: list[str]
     steps: list[StepInfo]  # prepare: the steps; pool stage: the steps every node goes through
     waves: list[Wave]
+    blocked_by: list[str] = field(default_factory=list)  # blockers that stop it (plan/scope.py)
+    applicable: bool = True  # no blocker stops it: `apply --stage` may run it
 
 
 @dataclass
@@ -232,6 +257,9 @@ class Report:
     capacity: list[Capacity] | None
     summary: dict[str, Any]
     stages: list[Stage]
+    capacity_source: str | None = None  # "plan" (recorded at planning time), "snapshot" or "live"
+    capacity_changes: list[CapacityChange] | None = None  # since planning; None: nothing to compare
+    excluded_pools: list[dict[str, Any]] = field(default_factory=list)  # left out of the plan, and why
     diff: dict[str, Any] | None = None
     timeline: Timeline | None = None
     verification: Verification | None = None
@@ -280,6 +308,10 @@ def build_report(
         src = readiness.inventory.state.source
         source = Source(src.kind, src.location, src.taken_at)
     edited = plan.get("edited") or {}
+    # What the plan recorded for review at planning time (plans made before it have no `review`).
+    raw_review = plan.get("review")
+    review: dict[str, Any] = raw_review if isinstance(raw_review, dict) else {}
+    planned = _recorded_capacity(review)
     return Report(
         tool={"name": "dra-migrate", "version": tool_version},
         cluster=Cluster(
@@ -307,15 +339,18 @@ def build_report(
             applicable=bool(plan.get("applicable")),
             parameters=dict(plan.get("parameters") or {}),
         ),
-        inventory=_inventory(readiness) if readiness is not None else None,
+        inventory=_inventory(readiness) if readiness is not None else _planned_inventory(review),
         findings=[
-            {k: f.get(k) for k in ("id", "severity", "message", "objects", "remediation")}
+            {k: f.get(k) for k in ("id", "severity", "message", "objects", "remediation", "scope", "pools") if k in f}
             for f in plan.get("findings") or []
         ],
         device_classes=_device_classes(plan),
-        capacity=_capacity(readiness) if readiness is not None else None,
+        capacity=_capacity(readiness) if readiness is not None else planned,
+        capacity_source=source.kind if readiness is not None else ("plan" if planned is not None else None),
+        capacity_changes=_capacity_changes(planned, _capacity(readiness)) if readiness and planned else None,
+        excluded_pools=[dict(x) for x in review.get("excludedPools") or []],
         summary=dict(plan.get("summary") or {}),
-        stages=[_stage(s) for s in plan.get("stages") or []],
+        stages=[_stage(s, plan.get("findings") or []) for s in plan.get("stages") or []],
         diff=diff,
         timeline=timeline(records, journal) if journal is not None and records is not None else None,
         verification=verification(plan, records) if records is not None else None,
@@ -338,10 +373,76 @@ def _inventory(r: Readiness) -> InventorySection:
             for c in r.inventory.consumers
         ],
         pools=[
-            PoolSummary(p.name, len(p.nodes), dict(sorted(p.allocatable.items())), dict(sorted(p.requested.items())))
+            PoolSummary(
+                p.name,
+                len(p.nodes),
+                dict(sorted(p.allocatable.items())),
+                dict(sorted(p.requested.items())),
+                sum(1 for c in r.inventory.consumers if p.name in c.pools),
+            )
             for p in r.inventory.pools
         ],
+        source=r.inventory.state.source.kind,
+        consumer_count=len(r.inventory.consumers),
     )
+
+
+def _planned_inventory(review: dict[str, Any]) -> InventorySection | None:
+    inv = review.get("inventory")
+    if not isinstance(inv, dict):
+        return None
+    return InventorySection(
+        consumers=[],
+        pools=[
+            PoolSummary(
+                str(p.get("name")),
+                int(p.get("nodes") or 0),
+                dict(p.get("allocatable") or {}),
+                dict(p.get("requested") or {}),
+                int(p.get("consumers") or 0),
+            )
+            for p in inv.get("pools") or []
+        ],
+        source="plan",
+        consumer_count=int(inv.get("consumers") or 0),
+    )
+
+
+def _recorded_capacity(review: dict[str, Any]) -> list[Capacity] | None:
+    rows = review.get("capacity")
+    if not isinstance(rows, list):
+        return None
+    return [
+        Capacity(
+            str(c.get("pool")),
+            str(c.get("resource")),
+            int(c.get("before") or 0),
+            None if c.get("after") is None else int(c["after"]),
+            int(c.get("demand") or 0),
+            bool(c.get("fits")),
+            c.get("deviceClass"),
+            int(c.get("sharingReplicas") or 1),
+            str(c.get("afterSource") or ""),
+        )
+        for c in rows
+        if isinstance(c, dict)
+    ]
+
+
+def _capacity_changes(planned: list[Capacity], now: list[Capacity]) -> list[CapacityChange]:
+    """Per pool and resource, each figure that differs between the plan's record and the cluster now."""
+    was = {(c.pool, c.resource): c for c in planned}
+    is_ = {(c.pool, c.resource): c for c in now}
+    out = []
+    for key in sorted(set(was) | set(is_)):
+        a, b = was.get(key), is_.get(key)
+        if a is None or b is None:
+            out.append(CapacityChange(key[0], key[1], "pool", "planned" if a else "-", "present" if b else "gone"))
+            continue
+        for name in ("before", "after", "demand", "fits"):
+            if getattr(a, name) != getattr(b, name):
+                out.append(CapacityChange(key[0], key[1], name, getattr(a, name), getattr(b, name)))
+    return out
 
 
 def _capacity(r: Readiness) -> list[Capacity]:
@@ -373,7 +474,7 @@ def _device_classes(plan: dict[str, Any]) -> list[DeviceClass]:
     return out
 
 
-def _stage(s: dict[str, Any]) -> Stage:
+def _stage(s: dict[str, Any], findings: list[dict[str, Any]]) -> Stage:
     steps = s.get("steps") if "steps" in s else s.get("nodeSteps")
     return Stage(
         name=str(s.get("name")),
@@ -386,6 +487,9 @@ def _stage(s: dict[str, Any]) -> Stage:
                 str(x.get("target")),
                 str(x.get("timeout")),
                 (x.get("inverse") or {}).get("action"),
+                # The manifest is shown whole under DeviceClasses; here, what the step sets.
+                {k: v for k, v in (x.get("params") or {}).items() if k != "manifest"},
+                dict((x.get("inverse") or {}).get("restore") or {}),
             )
             for x in steps or []
         ],
@@ -398,6 +502,8 @@ def _stage(s: dict[str, Any]) -> Stage:
             )
             for w in s.get("waves") or []
         ],
+        blocked_by=stage_blockers(findings, s.get("pool")),
+        applicable=not stage_blockers(findings, s.get("pool")),
     )
 
 

@@ -156,7 +156,7 @@ def test_snapshot_of_the_live_cluster_gives_the_same_inventory(
     names = {n["name"] for n in demo["nodes"]}
     wait_for("demo settled", lambda: comparable(live_inventory(control_plane), names) == comparable(demo, names), 120)
     snap = tmp_path / "live.jsonl"
-    r = run("snapshot", "--kubeconfig", str(control_plane.kubeconfig), "-o", str(snap))
+    r = run("snapshot", "--kubeconfig", str(control_plane.kubeconfig), "--out", str(snap))
     assert r.code == 0, r.stderr
     assert r.stdout == ""  # data goes to the file; the summary line is a log on stderr
     live = live_inventory(control_plane)

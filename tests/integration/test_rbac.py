@@ -73,7 +73,7 @@ def test_readonly_role_is_enough_for_inventory_and_snapshot(
     assert r.code == 0, r.stderr
     assert json.loads(r.stdout)["cluster"]["source"] == "live"
     snap = tmp_path / "snap.jsonl"
-    r = run("snapshot", "--kubeconfig", str(kc), "-o", str(snap))
+    r = run("snapshot", "--kubeconfig", str(kc), "--out", str(snap))
     assert r.code == 0, r.stderr
     assert snap.exists()
 
@@ -83,7 +83,7 @@ def test_missing_permission_is_named_in_one_line(
 ) -> None:
     kc = controlplane.mint_kubeconfig(control_plane, roles["partial"], [], tmp_path / "partial.kubeconfig")
     out = tmp_path / "snap.jsonl"
-    for args in (["inventory"], ["snapshot", "-o", str(out)]):
+    for args in (["inventory"], ["snapshot", "--out", str(out)]):
         r = run(*args, "--kubeconfig", str(kc))
         assert r.code == 1
         lines = r.stderr.strip().splitlines()

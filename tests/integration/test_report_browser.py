@@ -11,6 +11,7 @@ picture, docs/report-demo.png.
 
 from __future__ import annotations
 
+import html
 import os
 import re
 import shutil
@@ -62,7 +63,7 @@ def _browse(tmp: Path, url: str, *flags: str) -> subprocess.CompletedProcess[str
 
 def _report(tmp: Path, *args: str) -> Path:
     out = tmp / "report.html"
-    r = run("report", *args, "--format", "html", "--out", str(out))
+    r = run("report", *args, "-o", "html", "--out", str(out))
     assert r.code == 0, r.stderr
     return out
 
@@ -157,3 +158,81 @@ def test_rollback_is_set_apart_in_the_browser(tmp_path: Path) -> None:
     rollback_table = text[text.index('<table class="rollback">') :]
     rollback_table = rollback_table[: rollback_table.index("</table>")]
     assert rollback_table.count("<tr>") == 1 + 5  # its header and the five steps undone
+
+
+# Measured by the browser: the report is loaded into a frame of the width under test (headless Chromium
+# has a minimum window width; a frame has none, and its media queries follow its own width). The report
+# itself has no script; this probe page next to it does. The page must not scroll sideways, the chart and
+# every box must fit the width, wide tables scroll in their own box, and text stays at a readable size.
+_PROBE = """<!DOCTYPE html><html><body style="margin:0">
+<iframe id="f" src="report.html" style="width:WIDTHpx;height:2000px;border:0"></iframe>
+<script>
+document.getElementById("f").addEventListener("load", () => {
+  const d = document.getElementById("f").contentDocument;
+  const win = d.defaultView;
+  const w = d.documentElement.clientWidth;
+  const all = (sel) => [...d.querySelectorAll(sel)];
+  const over = (el) => el.getBoundingClientRect().right > w + 1;
+  const svg = d.querySelector("figure svg");
+  const out = {
+    width: w,
+    pageScrollWidth: d.documentElement.scrollWidth,
+    svgWidth: svg.getBoundingClientRect().width,
+    svgViewBox: svg.getAttribute("viewBox"),
+    boxesOver: all(".scroll, pre, figure, p, h1, h2, h3").filter(over).length,
+    tablesScrolling: all(".scroll").filter((x) => x.scrollWidth > x.clientWidth).length,
+    tablesOutsideBox: all("table").filter((t) => !t.parentElement.classList.contains("scroll")).length,
+    smallestFont: Math.min(...all("p, td, th").map((e) => parseFloat(win.getComputedStyle(e).fontSize))),
+    badges: all(".badge").map((b) => [b.textContent, b.className, win.getComputedStyle(b).color]),
+  };
+  const pre = document.createElement("pre");
+  pre.id = "measured";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script></body></html>"""
+
+
+def _measure(tmp: Path, page: Path, width: int) -> dict[str, object]:
+    probe = page.parent / f"probe-{width}.html"
+    probe.write_text(_PROBE.replace("WIDTH", str(width)))
+    flags = ("--dump-dom", f"--window-size={width + 100},2100", "--allow-file-access-from-files")
+    r = _browse(tmp, probe.as_uri(), *flags, "--virtual-time-budget=3000")
+    assert r.returncode == 0, r.stderr[-2000:]
+    found = re.search(r'<pre id="measured">(.*?)</pre>', r.stdout, re.S)
+    assert found, "the measuring script did not run: " + r.stdout[-500:]
+    return dict(orjson.loads(html.unescape(found.group(1))))
+
+
+@pytest.mark.parametrize("width", [420, 1400])
+def test_report_reads_at_phone_and_desktop_width(tmp_path: Path, width: int) -> None:
+    page = _report(tmp_path, str(PLAN.relative_to(ROOT)), "--snapshot", str(DEMO.relative_to(ROOT)))
+    m = _measure(tmp_path, page, width)
+    assert m["width"] == width
+    assert m["pageScrollWidth"] <= width, m  # the page itself never scrolls sideways
+    assert m["boxesOver"] == 0, m  # no paragraph, heading, chart or table box past the window
+    assert m["tablesOutsideBox"] == 0, m  # every table sits in its own scrolling box
+    assert str(m["svgViewBox"]).startswith("0 0 ")
+    assert float(str(m["svgWidth"])) <= width, m  # the chart scales down with its viewBox
+    if width == 420:
+        assert int(str(m["tablesScrolling"])) >= 1, m  # the wide ones scroll inside their box
+    else:
+        assert float(str(m["svgWidth"])) >= 900, m  # and is drawn at full size when there is room
+    assert float(str(m["smallestFont"])) >= 12, m
+    badges = {text: (cls, color) for text, cls, color in m["badges"]}  # type: ignore[attr-defined]
+    assert "badge bad" in badges["not applicable"][0] or "badge warn" in badges.get("partly applicable", ("",))[0]
+    assert any(t.startswith("verification:") for t in badges)
+    assert len({color for _, color in badges.values()}) >= 2  # the verdicts are coloured, not plain text
+
+
+def test_report_prints_with_page_numbers_and_no_stranded_headings(tmp_path: Path) -> None:
+    page = _report(tmp_path, str(PLAN.relative_to(ROOT)))  # the plan alone: a report that stands alone
+    text = page.read_text()
+    assert "counter(page)" in text and "counter(pages)" in text
+    assert re.search(r"h2, h3, h4 \{[^}]*break-after: avoid", text)
+    assert "Not available" not in text  # capacity and inventory come from the plan's review record
+    pdf = tmp_path / "report.pdf"
+    r = _browse(tmp_path, page.as_uri(), f"--print-to-pdf={pdf}", "--no-pdf-header-footer")
+    assert r.returncode == 0 and pdf.exists(), r.stderr[-2000:]
+    pages = re.search(rb"/Count (\d+)", pdf.read_bytes())
+    assert pages and int(pages.group(1)) >= 3

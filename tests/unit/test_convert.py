@@ -43,7 +43,7 @@ def comments(text: str) -> list[str]:
 @pytest.mark.parametrize("fixture", CONVERTIBLE, ids=[p.stem for p in CONVERTIBLE])
 def test_golden_conversion(fixture: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    r = run("convert", str(fixture.relative_to(ROOT)), "-o", str(out))
+    r = run("convert", str(fixture.relative_to(ROOT)), "--output-dir", str(out))
     assert r.code == 0, r.stderr
     converted = (out / fixture.name).read_text()
     golden = GOLDEN / fixture.name
@@ -302,14 +302,14 @@ def test_nothing_to_do_exits_zero_with_empty_diff(tmp_path: Path) -> None:
 
 def test_output_dir_keeps_relative_paths(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    r = run("convert", str(MANIFESTS), "-o", str(out), "--skip-unconvertible")
+    r = run("convert", str(MANIFESTS), "--output-dir", str(out), "--skip-unconvertible")
     assert r.code == 0, r.stderr
     written = sorted(p.relative_to(out) for p in out.rglob("*.yaml"))
     assert written == sorted(p.relative_to(MANIFESTS) for p in MANIFESTS.rglob("*.yaml"))
 
 
 def test_in_place_and_output_dir_exclude_each_other(tmp_path: Path) -> None:
-    r = run("convert", "--in-place", "-o", str(tmp_path), str(MANIFESTS / "pod.yaml"))
+    r = run("convert", "--in-place", "--output-dir", str(tmp_path), str(MANIFESTS / "pod.yaml"))
     assert r.code == 1 and "exclude each other" in r.stderr
 
 
@@ -426,7 +426,7 @@ def test_two_workloads_named_alike_get_distinct_templates(tmp_path: Path) -> Non
         str(tmp_path / "b.yaml"),
         str(tmp_path / "c.yaml"),
         str(tmp_path / "d.yaml"),
-        "-o",
+        "--output-dir",
         str(out),
     )
     assert r.code == 0, r.stderr
@@ -458,7 +458,7 @@ def test_two_inputs_onto_one_output_path_are_refused(tmp_path: Path) -> None:
         (tmp_path / d).mkdir()
         shutil.copy(MANIFESTS / "pod.yaml", tmp_path / d / "pod.yaml")
     out = tmp_path / "out"
-    r = run("convert", str(tmp_path / "x" / "pod.yaml"), str(tmp_path / "y" / "pod.yaml"), "-o", str(out))
+    r = run("convert", str(tmp_path / "x" / "pod.yaml"), str(tmp_path / "y" / "pod.yaml"), "--output-dir", str(out))
     assert r.code == 1 and "would both be written" in r.stderr
     assert not out.exists()
 

@@ -47,13 +47,13 @@ def _in_root(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_golden_markdown_of_the_demo_plan() -> None:
-    r = run("report", PLAN, "--snapshot", DEMO, "--format", "markdown")
+    r = run("report", PLAN, "--snapshot", DEMO, "-o", "markdown")
     assert r.code == 0, r.stderr
     check_golden(GOLDEN / "demo.md", r.stdout)
 
 
 def test_markdown_has_every_section_and_the_issue_contents() -> None:
-    out = run("report", PLAN, "--snapshot", DEMO, "--format", "markdown").stdout
+    out = run("report", PLAN, "--snapshot", DEMO, "-o", "markdown").stdout
     for _, title in SECTIONS:
         assert f"\n## {title}\n" in out
     assert "dra-migrate 0.1.0" in out
@@ -70,18 +70,61 @@ def test_markdown_has_every_section_and_the_issue_contents() -> None:
     assert f"estimated {plan_io.load(ROOT / PLAN)['summary']['estimatedDuration']}" in out
 
 
-def test_without_a_cluster_the_report_says_what_it_needs() -> None:
-    r = run("report", PLAN, "--format", "markdown")
+def test_the_plan_alone_is_a_complete_report() -> None:
+    """The plan records capacity and the inventory summary at planning time (its `review`)."""
+    r = run("report", PLAN, "-o", "markdown")
     assert r.code == 0, r.stderr
-    assert r.stdout.count("needs `--snapshot FILE` or a live cluster") == 2  # inventory and capacity
-    assert "Not recorded" in r.stdout
-    data = json.loads(run("report", PLAN, "--format", "json").stdout)
-    assert data["inventory"] is None and data["capacity"] is None and data["identity"] is None
+    assert "needs `--snapshot FILE`" not in r.stdout.split("## Inventory")[0]  # capacity is there
+    assert "As recorded in the plan at planning time" in r.stdout
+    a100 = next(row[:6] for row in _rows(r.stdout) if row[:2] == ["a100-shared-pool", "nvidia.com/gpu"])
+    assert a100 == ["a100-shared-pool", "nvidia.com/gpu", "64 (4x shared)", "16 (predicted)", "17", "NO"]
+    assert ["h100-pool", "4", "nvidia.com/gpu=32", "nvidia.com/gpu=29", "4"] in _rows(r.stdout)  # pools, consumers
+    assert "Not recorded" in r.stdout  # identity needs a live read
+    data = json.loads(run("report", PLAN, "-o", "json").stdout)
+    assert data["capacitySource"] == "plan" and data["capacityChanges"] is None
+    assert data["inventory"]["source"] == "plan" and data["inventory"]["consumerCount"] == 14
+    assert data["inventory"]["consumers"] == [] and data["identity"] is None
     assert data["cluster"]["source"] == {"kind": "plan", "location": None, "takenAt": None}
 
 
+def test_a_plan_without_a_review_record_says_what_it_needs(tmp_path: Path) -> None:
+    body = plan_io.body_of(plan_io.load(Path(PLAN)))
+    body.pop("review")
+    old = tmp_path / "old.yaml"
+    plan_io.write(plan_io.seal(body), old)
+    r = run("report", str(old), "-o", "markdown")
+    assert r.code == 0, r.stderr
+    assert r.stdout.count("needs `--snapshot FILE` or a live cluster") == 2  # inventory and capacity
+    data = json.loads(run("report", str(old), "-o", "json").stdout)
+    assert data["inventory"] is None and data["capacity"] is None
+
+
+def test_with_the_cluster_the_report_shows_what_changed_since(tmp_path: Path) -> None:
+    same = json.loads(run("report", PLAN, "--snapshot", DEMO, "-o", "json").stdout)
+    assert same["capacitySource"] == "snapshot" and same["capacityChanges"] == []
+    assert (
+        "No change: capacity and demand are as the plan recorded them" in run("report", PLAN, "--snapshot", DEMO).stdout
+    )
+    other = json.loads(
+        run("report", PLAN, "--snapshot", "fixtures/clusters/h100-homogeneous.yaml", "-o", "json").stdout
+    )
+    changed = {(c["pool"], c["field"]) for c in other["capacityChanges"]}
+    assert ("a100-shared-pool", "pool") in changed and ("p5-h100", "pool") in changed
+
+
+def test_stages_show_applicability_and_each_steps_parameters() -> None:
+    out = run("report", PLAN).stdout
+    assert "**blocked by dra-driver-missing**" in out
+    assert "label nvidia.com/gpu.deploy.device-plugin=false" in out  # which label is set to what
+    assert "restore-label: label nvidia.com/dra-kubelet-plugin=its original value" in out
+    assert "{original." not in out
+    html = run("report", PLAN, "-o", "html").stdout
+    assert '<span class="badge bad">blocked by dra-driver-missing</span>' in html
+    assert '<span class="badge bad">not applicable</span>' in html
+
+
 def test_json_contract() -> None:
-    r = run("report", PLAN, "--snapshot", DEMO, "--format", "json")
+    r = run("report", PLAN, "--snapshot", DEMO, "-o", "json")
     assert r.code == 0, r.stderr
     data = json.loads(r.stdout)
     assert data["formatVersion"] == FORMAT_VERSION == 1
@@ -97,6 +140,9 @@ def test_json_contract() -> None:
         "capacity",
         "summary",
         "stages",
+        "capacitySource",
+        "capacityChanges",
+        "excludedPools",
         "diff",
         "timeline",
         "verification",
@@ -112,7 +158,7 @@ def test_json_contract() -> None:
 
 def test_out_writes_the_file(tmp_path: Path) -> None:
     out = tmp_path / "sub" / "report.html"
-    r = run("report", PLAN, "--snapshot", DEMO, "--format", "html", "--out", str(out))
+    r = run("report", PLAN, "--snapshot", DEMO, "-o", "html", "--out", str(out))
     assert r.code == 0, r.stderr
     assert r.stdout == ""
     text = out.read_text()
@@ -191,7 +237,7 @@ def _rows(markdown: str) -> list[list[str]]:
 
 
 def test_timeline_sets_the_rollback_apart(journaled: Path) -> None:
-    r = run("report", str(journaled), "--format", "markdown")  # the journal beside the plan, by default
+    r = run("report", str(journaled), "-o", "markdown")  # the journal beside the plan, by default
     assert r.code == 0, r.stderr
     out = r.stdout
     assert "2 run(s), 8 step(s) applied, 5 undone by rollbacks" in out
@@ -210,14 +256,14 @@ def test_timeline_sets_the_rollback_apart(journaled: Path) -> None:
     assert "Last run: rollback" in verdict
     assert [H100, "wave-1", NODE, "rolled-back", "failed"] in _rows(verdict)
     # The state the steps saw (`before`/`after`) is not copied into the report.
-    assert '"x"' not in run("report", str(journaled), "--format", "json").stdout
+    assert '"x"' not in run("report", str(journaled), "-o", "json").stdout
 
 
 def test_rollback_in_html_and_json(journaled: Path) -> None:
-    html = run("report", str(journaled), "--format", "html").stdout
+    html = run("report", str(journaled), "-o", "html").stdout
     assert '<table class="rollback">' in html
     assert html.count("undo-") == 5
-    data = json.loads(run("report", str(journaled), "--format", "json").stdout)
+    data = json.loads(run("report", str(journaled), "-o", "json").stdout)
     t = data["timeline"]
     assert [x["phase"] for x in t["runs"]] == ["apply", "rollback"]
     assert len(t["apply"]) == 8 and len(t["rollback"]) == 5
@@ -271,11 +317,11 @@ def test_against_an_older_plan(tmp_path: Path) -> None:
     older = tmp_path / "older.yaml"
     r = run("plan", "--snapshot", DEMO, "--max-unavailable", "2", "--out", str(older))
     assert r.code == 0, r.stderr
-    out = run("report", PLAN, "--against", str(older), "--format", "markdown").stdout
+    out = run("report", PLAN, "--against", str(older), "-o", "markdown").stdout
     diff = _section(out, "## Changes against an older plan")
     assert ["parameter", "maxUnavailable", "2 -> 10%"] in _rows(diff)
     assert any(row[0] == "wave" for row in _rows(diff))
-    data = json.loads(run("report", PLAN, "--against", str(older), "--format", "json").stdout)
+    data = json.loads(run("report", PLAN, "--against", str(older), "-o", "json").stdout)
     assert data["diff"]["identical"] is False
     assert data["diff"]["summary"]["parameters"] == [{"name": "maxUnavailable", "old": "2", "new": "10%"}]
 
@@ -289,7 +335,7 @@ def test_an_edited_plan_says_so(tmp_path: Path) -> None:
         yaml.dump(doc, fh)
     assert run("report", str(path)).code == 1  # an unrebased edit is refused, as everywhere
     assert run("plan", "--rebase", str(path)).code == 0
-    data = json.loads(run("report", str(path), "--format", "json").stdout)
+    data = json.loads(run("report", str(path), "-o", "json").stdout)
     assert data["plan"]["edited"] is True
     assert data["plan"]["previousDigests"] == [plan_io.load(ROOT / PLAN)["digest"]]
     assert "edited and rebased" in run("report", str(path)).stdout
