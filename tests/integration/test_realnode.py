@@ -29,6 +29,7 @@ from conftest import wait_for
 from ruamel.yaml import YAML
 
 from migrate.execute.journal import journal_path
+from migrate.plan import io as plan_io
 from migrate.sim.kube import Kube, new_api_client, path_of
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
@@ -199,7 +200,7 @@ def plan_for(n: RealNode, dir: Path, name: str, *extra: str) -> Path:
     out = dir / name
     res = cli(n.cp, "plan", "--out", str(out), "--soak", "0s", "--canary-image", IMAGE, *extra)
     assert res.returncode == 0, res.stderr
-    assert "applicable" in res.stderr and "NOT applicable" not in res.stderr, res.stderr
+    assert plan_io.load(out)["applicable"] is True, res.stdout + res.stderr
     return out
 
 

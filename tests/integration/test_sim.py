@@ -432,6 +432,18 @@ def test_realistic_canary_reports_the_devices_it_was_allocated(
         body["metadata"]["labels"] = {CANARY_LABEL: "t1"}
         body["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "1"}}
         kube.create(pods, body)
+
+        def allocation() -> Any:
+            # Read while the pod runs: once it is terminal the resourceclaim controller deallocates its claim.
+            status = kube.get(f"{pods}/canary")["status"].get("extendedResourceClaimStatus")
+            if not status:
+                return None
+            claim = kube.get_or_none(
+                path_of("resource.k8s.io/v1", "resourceclaims", status["resourceClaimName"], namespace)
+            )
+            return ((claim or {}).get("status") or {}).get("allocation")
+
+        (result,) = wait_for("the canary's allocation", allocation, timeout=15)["devices"]["results"]
         done = wait_for(
             "the canary finished",
             lambda: (lambda o: o if o["status"].get("phase") in ("Succeeded", "Failed") else None)(
@@ -439,9 +451,6 @@ def test_realistic_canary_reports_the_devices_it_was_allocated(
             ),
             timeout=15,
         )
-        claim_name = done["status"]["extendedResourceClaimStatus"]["resourceClaimName"]
-        claim = kube.get(path_of("resource.k8s.io/v1", "resourceclaims", claim_name, namespace))
-        (result,) = claim["status"]["allocation"]["devices"]["results"]
         (published,) = slices_of(kube, RT_DRA)
         device = next(d for d in published["spec"]["devices"] if d["name"] == result["device"])
         terminated = done["status"]["containerStatuses"][0]["state"]["terminated"]
