@@ -376,6 +376,17 @@ def _stages(r: dict[str, Any]) -> Section:
         ],
         empty="Nothing to migrate.",
     )
+    gangs = sm.get("gangs") or []
+    if gangs:
+        g = s.sub("gangs", "Disruption per gang")
+        g.p(
+            "A gang's pods run all or nothing: it is broken once for every wave that evicts any of them "
+            "(one is the least a migration can do; the planner keeps a gang's nodes in one wave where it can)."
+        )
+        g.table(
+            ["gang", "waves that evict it", "times broken"],
+            [[x["gang"], ", ".join(x["waves"]), len(x["waves"])] for x in gangs],
+        )
     for st in r["stages"]:
         sub = s.sub(f"stage-{st['name']}", f"Stage {st['name']}")
         blocked = st.get("blockedBy") or []

@@ -452,3 +452,13 @@ def test_html_escapes_everything() -> None:
     html = render_html(build_report(plan, plan_path=evil, tool_version="0").to_dict())
     assert evil not in html and "</title><img" not in html
     assert "&lt;img src=x onerror=alert(1)&gt;" in html
+
+
+def test_the_report_counts_disruption_per_gang() -> None:
+    out = run("report", PLAN, "-o", "markdown").stdout
+    gangs = plan_io.load(ROOT / PLAN)["summary"]["gangs"]
+    assert gangs, "the demo plan has a training gang"
+    assert "Disruption per gang" in out
+    for g in gangs:
+        row = next(r for r in _rows(out) if r and r[0] == g["gang"])
+        assert row[1:] == [", ".join(g["waves"]), str(len(g["waves"]))]
