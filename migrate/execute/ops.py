@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,6 +27,7 @@ from migrate.errors import InputError
 from migrate.execute import canary as canary_check
 from migrate.execute.contract import NEVER, SYSTEM_CLOCK, Cancel, Change, Clock, StepFailed
 from migrate.execute.kubeapi import ApiError, Kube, Obj, RateLimit, path_of
+from migrate.inventory.gangs import FRAMEWORK_GANG_KINDS
 from migrate.inventory.placement import pdb_selects
 from migrate.inventory.resources import quantity_int
 
@@ -558,12 +559,41 @@ class LiveOps:
     def pending_gpu_pods(self, older_than_s: float) -> list[str]:
         items, _ = self.kube.list_all(PODS, [("fieldSelector", "status.phase=Pending,spec.nodeName=")])
         now = datetime.now(UTC)
-        out = []
+        pending = []
         for pod in items:
             created = _parse_time(str(_meta(pod).get("creationTimestamp", "")))
             if created is not None and (now - created).total_seconds() > older_than_s and uses_devices(pod):
-                out.append(_key(pod))
-        return sorted(out)
+                pending.append(pod)
+        return group_pending(pending)
+
+
+def _gang_of(pod: Mapping[str, Any]) -> str | None:
+    """The gang a pod belongs to: its 1.37 PodGroup (spec.schedulingGroup), or a training framework's job
+    that owns it directly (migrate/inventory/gangs.py names the kinds)."""
+    ns = str(_meta(pod).get("namespace", ""))
+    group = ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
+    if isinstance(group, str) and group:
+        return f"PodGroup {ns}/{group}"
+    for ref in _meta(pod).get("ownerReferences") or []:
+        if isinstance(ref, dict) and ref.get("controller") and ref.get("kind") in FRAMEWORK_GANG_KINDS:
+            return f"{ref['kind']} {ns}/{ref.get('name')}"
+    return None
+
+
+def group_pending(pods: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Pending pods as the health gate names them: each pod by `namespace/name`, except that the pods of
+    one gang are one failure, `<Kind> namespace/name (N pods Pending)` — a gang waits whole, so its pods
+    are one problem, not N."""
+    gangs: dict[str, int] = {}
+    out = []
+    for pod in pods:
+        gang = _gang_of(pod)
+        if gang is None:
+            out.append(_key(pod))
+        else:
+            gangs[gang] = gangs.get(gang, 0) + 1
+    out += [f"{g} ({n} pod{'s' if n != 1 else ''} Pending)" for g, n in gangs.items()]
+    return sorted(out)
 
 
 def live_ops(

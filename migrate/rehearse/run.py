@@ -78,6 +78,9 @@ class _WatchingOps:
     def pending_gpu_pods(self, older_than_s: float) -> list[str]:
         pending = self._inner.pending_gpu_pods(older_than_s)
         for key in pending:
+            if " " in key:  # a gang, one failure for all its pods (execute/ops.group_pending)
+                self.reasons[key] = "the gang waits whole: not all of its pods can be placed at once"
+                continue
             ns, _, name = key.partition("/")
             pod = self._inner.kube.get_or_none(f"/api/v1/namespaces/{ns}/pods/{name}") or {}
             self.reasons[key] = _scheduler_reason(pod)
