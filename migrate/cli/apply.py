@@ -158,13 +158,13 @@ def apply(
     # A wrong --stage/--until before the cluster; with one, only the stages it selects must be applicable.
     selected = session.runner(None).selected_stages(opts, session.done)
     session.refuse_if_not_applicable(selected if stage or until else None)
-    session.refuse_if_stale(lambda: load_state(source))
     if dry_run:
+        session.refuse_if_stale(lambda: load_state(source))
         result = session.dry_run(opts)
         emit(to_json({"dryRun": True, "changes": [c.__dict__ for c in result.changes], "ok": result.ok}))
         sys.exit(exitcodes.OK if result.ok else exitcodes.FAILED)
     _confirm(plan, yes, f"apply {plan_file}" + (" (resuming)" if session.resuming else ""))
-    result = session.apply(opts)
+    result = session.apply(opts, read_state=lambda: load_state(source))  # staleness under the lock
     if result.ok:
         _log(f"applied: {result.steps_run} step(s) run, {result.steps_skipped} already done")
         return

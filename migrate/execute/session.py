@@ -170,8 +170,15 @@ class ApplySession:
     def dry_run(self, opts: ApplyOptions) -> RunResult:
         return self.runner(None).apply(dataclasses.replace(opts, dry_run=True), set(self.done))
 
-    def apply(self, opts: ApplyOptions) -> RunResult:
+    def apply(self, opts: ApplyOptions, *, read_state: Callable[[], Any] | None = None) -> RunResult:
+        """Run the plan under the cluster lock. With `read_state`, staleness is checked once the lock is
+        held (Terraform's order: lock, then refresh), against the journal as it is then: a second apply
+        started at the same moment is refused by the lock, never by the first one's changes."""
         with self._locked() as lock, Journal.open(self.journal_path, plan_digest=self.plan.digest) as journal:
+            if read_state is not None:
+                self.records = read_records(self.journal_path, plan_digest=str(self.plan.digest))
+                self.state = progress_of(self.plan, self.records)
+                self.refuse_if_stale(read_state)
             runner = self.runner(journal, guard=lock.check)
             lock.on_lost(runner.cancel.cancel)  # wake every wait the moment the lock is gone
             return runner.apply(opts, set(self.done))

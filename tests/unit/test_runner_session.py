@@ -300,3 +300,23 @@ def test_429_waits_what_retry_after_says_and_each_attempt_takes_a_token(monkeypa
     assert kube.get("/api/v1/nodes") == {"ok": 1}
     assert slept == [7.0, kubeapi.MAX_RETRY_AFTER_S]  # as the server said (capped at a minute), not our backoff
     assert len(taken) == 3
+
+
+def test_staleness_is_checked_once_the_lock_is_held(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Terraform's order: lock, then refresh. A second apply that loses the lock is refused by the lock,
+    never by the first one's changes (they would read as drift)."""
+    plan = make_plan([["a"]])
+    path = plan_file(tmp_path, plan)
+    ops = FakeOps.for_plan(plan, FakeClock())
+    order: list[str] = []
+
+    class Held(FakeLock):
+        def __enter__(self) -> FakeLock:
+            order.append("lock")
+            return self
+
+    monkeypatch.setattr("migrate.plan.drift.drift", lambda _plan, _state: _drift())
+    s = session(path, ops, clock=ops.clock)
+    s.lock_factory = Held
+    assert s.apply(ApplyOptions(), read_state=lambda: order.append("read")).ok
+    assert order[-2:] == ["lock", "read"]
