@@ -5,7 +5,7 @@ Facts each rule rests on are cited beside it (primary sources); README "Checks" 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from migrate.checks.context import CheckContext
@@ -236,18 +236,23 @@ def kubelet_version(ctx: CheckContext) -> Iterator[Finding]:
         )
 
 
+def _unknown_placement(ctx: CheckContext, placement: Callable[[GpuNode], Any]) -> list[tuple[str, list[str]]]:
+    """Nodes still to migrate whose plugin no label can switch (one of the two placements), by reason."""
+    by_why: dict[str, list[str]] = {}
+    for n in ctx.inventory.nodes:
+        p = placement(n)
+        if p is not None and p.mode == "unknown" and _to_migrate(n):
+            by_why.setdefault(p.why, []).append(n.name)
+    return sorted(by_why.items())
+
+
 @rule(
     "dra-plugin-placement-unknown",
     BLOCKER,
     summary="no node label can make the installed DRA kubelet-plugin DaemonSet run on a GPU node",
 )
 def dra_placement(ctx: CheckContext) -> Iterator[Finding]:
-    by_why: dict[str, list[str]] = {}
-    for n in ctx.inventory.nodes:
-        p = n.dra_placement
-        if p is not None and p.mode == "unknown" and _to_migrate(n):
-            by_why.setdefault(p.why, []).append(n.name)
-    for why, nodes in sorted(by_why.items()):
+    for why, nodes in _unknown_placement(ctx, lambda n: n.dra_placement):
         yield Finding(
             "dra-plugin-placement-unknown",
             BLOCKER,
@@ -266,12 +271,7 @@ def dra_placement(ctx: CheckContext) -> Iterator[Finding]:
     summary="no node label can stop the installed device-plugin DaemonSet on a GPU node",
 )
 def device_plugin_placement(ctx: CheckContext) -> Iterator[Finding]:
-    by_why: dict[str, list[str]] = {}
-    for n in ctx.inventory.nodes:
-        p = n.dp_placement
-        if p is not None and p.mode == "unknown" and _to_migrate(n):
-            by_why.setdefault(p.why, []).append(n.name)
-    for why, nodes in sorted(by_why.items()):
+    for why, nodes in _unknown_placement(ctx, lambda n: n.dp_placement):
         yield Finding(
             "device-plugin-placement-unknown",
             BLOCKER,
