@@ -27,6 +27,7 @@ log = logging.getLogger("migrate")
 Examples:
   dra-migrate report plans/prod.yaml > prod.report.md
   dra-migrate report plans/prod.yaml -o html --out prod.report.html
+  dra-migrate report plans/prod.yaml --rehearsal prod.rehearsal.json -o html --out prod.report.html
   dra-migrate report plans/prod.yaml --kubeconfig ~/.kube/config -o html --out after.html   # and what changed
 """
 )
@@ -38,6 +39,12 @@ Examples:
     help="The apply journal (default: <PLAN>.journal.jsonl beside the plan, when it exists).",
 )
 @click.option("--against", type=click.Path(path_type=Path), metavar="OLDER_PLAN", help="Diff against an older plan.")
+@click.option(
+    "--rehearsal",
+    "rehearsal_file",
+    type=click.Path(path_type=Path),
+    help="A rehearsal of this plan (`rehearse PLAN -o json --out FILE`): adds its section.",
+)
 @output_option(formats=FORMATS, default="markdown", deprecated_format=True)
 @click.option("--out", type=click.Path(path_type=Path), help="Write the report to FILE (default: stdout).")
 @source_options
@@ -45,12 +52,14 @@ def report(
     plan_file: Path,
     journal_file: Path | None,
     against: Path | None,
+    rehearsal_file: Path | None,
     output: str,
     out: Path | None,
     source: SourceOptions,
 ) -> None:
     """Write the audit report of PLAN: cluster, identity, findings, DeviceClasses, capacity, stages and
-    waves, the diff against an older plan, the execution timeline and the final verification.
+    waves, a rehearsal of it (--rehearsal), the diff against an older plan, the execution timeline and the
+    final verification.
 
     The plan alone is enough, offline: it records the capacity and inventory summary it was made from.
     With the cluster (--snapshot FILE, or --kubeconfig/--context to read it live, which also records who
@@ -78,6 +87,11 @@ def report(
         if journal_file is not None
         else None
     )
+    rehearsal = None
+    if rehearsal_file is not None:
+        from migrate.rehearse.model import load_rehearsal
+
+        rehearsal = load_rehearsal(rehearsal_file, str(plan["digest"]))
     model = build_report(
         plan,
         plan_path=str(plan_file),
@@ -86,6 +100,7 @@ def report(
         diff=older,
         journal=str(journal_file) if journal_file is not None else None,
         records=records,
+        rehearsal=rehearsal,
         tool_version=__version__,
     )
     text = render(model, output)

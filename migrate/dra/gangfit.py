@@ -150,9 +150,7 @@ def judge(
             free = dict(cache[p.name])
             for node, held in own.items():
                 if node in p.capacity:
-                    free[node] = {
-                        r: min(v, free[node].get(r, 0) + held.get(r, 0)) for r, v in p.capacity[node].items()
-                    }
+                    free[node] = {r: min(v, free[node].get(r, 0) + held.get(r, 0)) for r, v in p.capacity[node].items()}
             if not fits(pods, free):
                 beside = p.name
     return GangVerdict(gang, whole, beside)

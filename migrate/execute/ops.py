@@ -56,8 +56,8 @@ POLL_CAP_S = 2.0
 class LiveOps:
     """`Ops` on one api client (from `live_ops`, or any `kubernetes` ApiClient).
 
-    `poll_s` is how often waits re-read state; `canary_namespace` where canary pods run. `api` is the
-    api client, for others that talk to the same cluster (the lock).
+    `poll_s` is how often waits first re-read state, growing to `poll_cap_s`; `canary_namespace` where
+    canary pods run. `api` is the api client, for others that talk to the same cluster (the lock).
     """
 
     def __init__(
@@ -65,6 +65,7 @@ class LiveOps:
         api_client: Any,
         *,
         poll_s: float = 0.5,
+        poll_cap_s: float = POLL_CAP_S,
         canary_namespace: str = "default",
         clock: Clock = SYSTEM_CLOCK,
         rate_limit: RateLimit | None = None,
@@ -72,6 +73,7 @@ class LiveOps:
         self.api = api_client
         self.kube = Kube(api_client, retries=REQUEST_RETRIES, rate_limit=rate_limit)
         self.poll_s = poll_s
+        self.poll_cap_s = poll_cap_s
         self.canary_namespace = canary_namespace
         self.clock = clock
 
@@ -272,7 +274,7 @@ class LiveOps:
                     {"budgets": [], "pods": left},
                 )
             self._pause(delay, deadline, cancel)
-            delay = min(delay * POLL_GROWTH, POLL_CAP_S)
+            delay = min(delay * POLL_GROWTH, self.poll_cap_s)
 
     # -- DRA readiness ---------------------------------------------------------------------------
 
@@ -308,7 +310,7 @@ class LiveOps:
                     {"allocatable": left, "devices": published, "expected": devices, "incomplete": incomplete},
                 )
             self._pause(delay, deadline, cancel)
-            delay = min(delay * POLL_GROWTH, POLL_CAP_S)
+            delay = min(delay * POLL_GROWTH, self.poll_cap_s)
 
     def _published_devices(self, node: str, driver: str) -> tuple[int, list[str]]:
         """Devices in the node's slices of `driver`, counting each pool at its highest generation only
@@ -418,7 +420,7 @@ class LiveOps:
             # The canary's deadline is on time.monotonic (its own body): so is this wait.
             cancel.wait(min(delay, max(deadline - time.monotonic(), 0.0)))
             cancel.check()
-            delay = min(delay * POLL_GROWTH, POLL_CAP_S)
+            delay = min(delay * POLL_GROWTH, self.poll_cap_s)
 
     def _judge_canary(
         self, node: str, ns: str, name: str, allocated: Change, deadline: float, timeout_s: float, cancel: Cancel

@@ -472,7 +472,9 @@ def _with_recorded_gangs(want: dict[str, Any], plan: dict[str, Any]) -> dict[str
     planned = {n.get("node") for s in _pool_stages_of(plan) for w in s.get("waves") or [] for n in w.get("nodes") or []
                if isinstance(n, dict)}  # fmt: skip
     if isinstance(excluded, list) and all(
-        isinstance(e, dict) and set(e) == {"node", "pool", "reason"} and all(isinstance(v, str) for v in e.values())
+        isinstance(e, dict)
+        and set(e) == {"node", "pool", "reason"}
+        and all(isinstance(v, str) for v in e.values())
         and e["node"] not in planned
         for e in excluded
     ):

@@ -16,6 +16,7 @@ import math
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from migrate.cluster.state import ClusterState, StateBuilder
 from migrate.cluster.templates import TemplateTable
 from migrate.errors import InputError
 from migrate.execute.journal import journal_path, read_journal
-from migrate.execute.ops import LiveOps, live_ops
+from migrate.execute.ops import POLL_CAP_S, LiveOps, live_ops
 from migrate.execute.runner import ApplyOptions
 from migrate.execute.session import ApplySession
 from migrate.plan import io as plan_io
@@ -36,12 +37,31 @@ from migrate.rehearse.model import Rehearsal, from_journal
 from migrate.rehearse.twin import Twin
 from migrate.sim.fleet import SimulatedFleet
 from migrate.sim.kube import Kube, new_api_client
-from migrate.sim.load import load_workloads
+from migrate.sim.load import LoadReport, load_workloads
 from migrate.sim.spec import specs_from_state
 from migrate.sim.stack import install_nvidia_stack
+from migrate.sim.timing import REALISTIC, TimingProfile, profile
 
 Log = Callable[[str], None]
 MIN_TIMEOUT_S = 10  # a scaled timeout never below this: API round trips do not scale
+# The twin's kubelets heartbeat in real time: the node lifecycle controller that reads them runs in real
+# time too (its grace period is not scaled), and 2,000 nodes beating every second would load the twin.
+HEARTBEAT_S = 10.0
+
+
+def twin_timing(scale: float) -> TimingProfile:
+    """The realistic profile at `scale`, but a pod's start and a canary's run at their real length.
+
+    A canary that ends sooner after binding than the executor reads its claim loses the claim: the
+    resourceclaim controller deletes a generated claim once its pod is terminal (k8s.io/kubernetes@v1.37.2
+    pkg/controller/resourceclaim/controller.go L1650-1668). Scaling those two would fail canaries a real
+    cluster passes; they cost about 1.5 s of real time per wave, reported as 1.5 s / scale.
+    """
+    return replace(
+        profile("realistic", scale),
+        container_start_s=REALISTIC.container_start_s,
+        canary_run_s=REALISTIC.canary_run_s,
+    )
 
 
 def _scaled(text: str, scale: float, floor: int) -> str:
@@ -87,6 +107,15 @@ class _WatchingOps:
         return pending
 
 
+def _scaled_ops(kubeconfig: Path, scale: float) -> LiveOps:
+    """Live ops on the twin whose polls are scaled with its clock: a 2 s poll at scale 0.01 would read
+    as 200 s of rehearsed time. The twin is a private control plane, so the faster polls load no one."""
+    ops = live_ops(kubeconfig, None)
+    ops.poll_s = max(0.02, ops.poll_s * scale)
+    ops.poll_cap_s = max(0.1, POLL_CAP_S * scale)
+    return ops
+
+
 def _scheduler_reason(pod: dict[str, Any]) -> str:
     for cond in (pod.get("status") or {}).get("conditions") or []:
         if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
@@ -94,7 +123,19 @@ def _scheduler_reason(pod: dict[str, Any]) -> str:
     return "not yet scheduled"
 
 
-def _read_twin(kubeconfig: Path) -> ClusterState:
+def recreate(api: Any, state: ClusterState) -> LoadReport:
+    """The snapshot's NVIDIA stack (the DRA driver when the snapshot shows it), ClusterPolicy, namespaces,
+    workloads, budgets and classes on the cluster `api` talks to (its GPU nodes: `SimulatedFleet`)."""
+    policies = state.of("nvidia.com/ClusterPolicy")
+    has_dra = bool(state.of("resource.k8s.io/ResourceSlice")) or any(
+        "kubelet-plugin" in str((d.get("metadata") or {}).get("name", "")) for d in state.of("apps/DaemonSet")
+    )
+    install_nvidia_stack(api, dra_driver=has_dra, cluster_policy=policies[0] if policies else None)
+    return load_workloads(api, state)
+
+
+def read_cluster(kubeconfig: Path) -> ClusterState:
+    """The state of the cluster at `kubeconfig`, read as `snapshot` reads it."""
     cluster = LiveCluster(LiveOptions(kubeconfig=kubeconfig))
     info, objects = read_objects(cluster, TemplateTable.builtin())
     builder = StateBuilder(info)
@@ -102,7 +143,7 @@ def _read_twin(kubeconfig: Path) -> ClusterState:
     return builder.state
 
 
-def _settle(kube: Kube, timeout_s: float) -> None:
+def settle(kube: Kube, timeout_s: float) -> None:
     """Until the scheduler has looked at every pod the controllers made (bound, or reported unschedulable)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -136,20 +177,16 @@ def rehearse(
     with Twin.start() as twin, tempfile.TemporaryDirectory(prefix="dra-migrate-rehearsal-") as scratch:
         api = new_api_client(twin.kubeconfig, "dra-migrate-rehearsal")
         kube = Kube(api)
-        with SimulatedFleet(twin.kubeconfig, specs, heartbeat_seconds=max(1.0, 10 * time_scale)) as fleet:
+        timing = twin_timing(time_scale)
+        with SimulatedFleet(twin.kubeconfig, specs, heartbeat_seconds=HEARTBEAT_S, timing=timing) as fleet:
             say(f"twin: {len(fleet.node_names)} simulated GPU node(s)")
-            policies = state.of("nvidia.com/ClusterPolicy")
-            has_dra = bool(state.of("resource.k8s.io/ResourceSlice")) or any(
-                "kubelet-plugin" in str((d.get("metadata") or {}).get("name", "")) for d in state.of("apps/DaemonSet")
-            )
-            install_nvidia_stack(api, dra_driver=has_dra, cluster_policy=policies[0] if policies else None)
-            loaded = load_workloads(api, state)
+            loaded = recreate(api, state)
             say(f"twin: {sum(loaded.created.values())} object(s) recreated, {len(loaded.skipped)} skipped")
-            _settle(kube, 60)
-            derived = twin_plan(plan, _read_twin(twin.kubeconfig), time_scale)
+            settle(kube, 60)
+            derived = twin_plan(plan, read_cluster(twin.kubeconfig), time_scale)
             path = Path(scratch) / "rehearsal.plan.yaml"
             plan_io.write(derived, path)
-            ops = _WatchingOps(live_ops(twin.kubeconfig, None))
+            ops = _WatchingOps(_scaled_ops(twin.kubeconfig, time_scale))
             session = ApplySession(
                 Plan.from_dict(plan_io.load(path)),
                 path,
@@ -160,12 +197,12 @@ def rehearse(
             )
             # The same policy as a real apply: applicable, not stale (against the twin), locked, journaled.
             session.refuse_if_not_applicable()
-            session.refuse_if_stale(lambda: _read_twin(twin.kubeconfig))
+            session.refuse_if_stale(lambda: read_cluster(twin.kubeconfig))
             started = time.monotonic()
             result = session.apply(ApplyOptions(pending_threshold_s=pending_threshold_s * time_scale))
             wall = time.monotonic() - started
             records = read_journal(journal_path(path))
-            after = _read_twin(twin.kubeconfig)
+            after = read_cluster(twin.kubeconfig)
         api.close()
     return from_journal(
         plan,
@@ -177,6 +214,7 @@ def rehearse(
         reasons=ops.reasons,
         after=after,
         unreproduced=_unreproduced(state, loaded.skipped),
+        real_s_per_wave=REALISTIC.container_start_s + REALISTIC.canary_run_s,
     )
 
 

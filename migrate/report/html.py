@@ -22,6 +22,7 @@ from migrate.report.layout import (
     Table,
     applicability_badge,
     layout,
+    rehearsal_badge,
     verification_badge,
 )
 
@@ -139,7 +140,11 @@ def render_html(report: dict[str, Any]) -> str:
         "<header>",
         f"<h1>{escape(title)}</h1>",
         *[f"<p>{_text(line)}</p>" for line in lead],
-        '<p class="badges">' + _badge(applicability_badge(report)) + _badge(verification_badge(report)) + "</p>",
+        '<p class="badges">'
+        + _badge(applicability_badge(report))
+        + _badge(verification_badge(report))
+        + (_badge(rehearsal_badge(report)) if report.get("rehearsal") else "")
+        + "</p>",
         "</header>",
         "<nav>" + "".join(f'<a href="#{escape(s.id)}">{escape(s.title)}</a>' for s in sections) + "</nav>",
         "<main>",

@@ -13,6 +13,20 @@ from typing import Any
 from migrate.render import to_yaml
 from migrate.render.checks import CAPACITY_HEADERS, capacity_rows
 from migrate.render.plan import step_params, undo_text
+from migrate.render.rehearsal import (
+    CAPACITY_HEADERS as REHEARSED_CAPACITY_HEADERS,
+)
+from migrate.render.rehearsal import (
+    PENDING_HEADERS,
+    STALLED_HEADERS,
+    WAVE_HEADERS,
+    end_line,
+    pending_rows,
+    stalled_rows,
+    summary_line,
+    wave_rows,
+)
+from migrate.render.rehearsal import capacity_rows as rehearsed_capacity_rows
 
 # Section ids: stable anchors in the HTML, and what the browser test looks for.
 SECTIONS = (
@@ -24,6 +38,7 @@ SECTIONS = (
     ("inventory", "Inventory"),
     ("deviceclasses", "DeviceClasses to create"),
     ("stages", "Stages and waves"),
+    ("rehearsal", "Rehearsal on a twin"),
     ("diff", "Changes against an older plan"),
     ("timeline", "Execution timeline"),
     ("verification", "Final verification"),
@@ -117,6 +132,7 @@ def layout(r: dict[str, Any]) -> tuple[str, list[str], list[Section]]:
         _inventory(r),
         _device_classes(r),
         _stages(r),
+        _rehearsal(r),
         _diff(r),
         _timeline(r),
         _verification(r),
@@ -515,6 +531,38 @@ def _timeline(r: dict[str, Any]) -> Section:
     if t["rollback"]:
         rb.p("Steps undone, newest first as they ran; each restored the original value the plan recorded.")
     rb.table(headers, rows(t["rollback"]), empty="No rollback.", css="rollback")
+    return s
+
+
+def rehearsal_badge(r: dict[str, Any]) -> Badge:
+    result = (r.get("rehearsal") or {}).get("result")
+    return Badge(f"rehearsal: {result or 'not run'}", {"ok": "good", "failed": "bad"}.get(str(result), "mute"))
+
+
+def _rehearsal(r: dict[str, Any]) -> Section:
+    s = _section("rehearsal")
+    rh = r.get("rehearsal")
+    if rh is None:
+        s.p(
+            "Not available: no rehearsal given. Run `dra-migrate rehearse PLAN --snapshot FILE -o json --out "
+            "R.json`, then pass `--rehearsal R.json`."
+        )
+        return s
+    s.blocks.append(rehearsal_badge(r))
+    s.p(summary_line(rh) + ".")
+    if rh.get("failure"):
+        s.p(f"Stopped: {rh['failure']}")
+    s.p(end_line(rh) + ".")
+    s.table(WAVE_HEADERS, wave_rows(rh), empty="Nothing ran.")
+    stalled, pending = stalled_rows(rh), pending_rows(rh)
+    s.sub("rehearsal-stalled", "Stalled drains").table(STALLED_HEADERS, stalled, empty="No drain stalled.")
+    s.sub("rehearsal-pending", "Pods left Pending").table(PENDING_HEADERS, pending, empty="No pod left Pending.")
+    s.sub("rehearsal-capacity", "Capacity after, as the twin's scheduler saw it").table(
+        REHEARSED_CAPACITY_HEADERS, rehearsed_capacity_rows(rh)
+    )
+    unrepro = s.sub("rehearsal-unreproduced", "What the twin could not reproduce")
+    for line in rh.get("unreproduced") or []:
+        unrepro.p(f"- {line}")
     return s
 
 

@@ -263,6 +263,7 @@ class Report:
     diff: dict[str, Any] | None = None
     timeline: Timeline | None = None
     verification: Verification | None = None
+    rehearsal: dict[str, Any] | None = None  # `rehearse -o json` of this plan (rehearse.model.load_rehearsal)
     format_version: int = field(default=FORMAT_VERSION)
 
     def to_dict(self) -> dict[str, Any]:
@@ -299,6 +300,7 @@ def build_report(
     diff: dict[str, Any] | None = None,
     journal: str | None = None,
     records: list[Record] | None = None,
+    rehearsal: dict[str, Any] | None = None,
     tool_version: str,
 ) -> Report:
     """The report of `plan`; `readiness` from the cluster as read now, `records` from `journal`."""
@@ -354,6 +356,7 @@ def build_report(
         diff=diff,
         timeline=timeline(records, journal) if journal is not None and records is not None else None,
         verification=verification(plan, records) if records is not None else None,
+        rehearsal=rehearsal,
     )
 
 

@@ -15,13 +15,25 @@ from typing import Any
 
 import controlplane
 import pytest
+from conftest import wait_for
 from ruamel.yaml import YAML
+
+from migrate.cluster.snapshot import load_snapshot
+from migrate.plan import io as plan_io
+from migrate.plan.params import parse_duration
+from migrate.rehearse.model import end_state
+from migrate.rehearse.run import read_cluster, recreate
+from migrate.sim.fleet import SimulatedFleet
+from migrate.sim.kube import new_api_client
+from migrate.sim.spec import specs_from_state
 
 pytestmark = pytest.mark.cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "fixtures" / "clusters" / "half-migrated.yaml"
-SCALE = "0.01"
+SCALE = "0.01"  # stalls and Pending pods: what happens, not how long
+TIMED_SCALE = "0.05"  # the rehearsal whose duration is compared with the estimate (about a minute)
+TOLERANCE = 0.25  # README "Rehearsal": the rehearsed duration is within ±25% of the plan's estimate
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -43,10 +55,10 @@ def _plan(snapshot: Path, tmp: Path) -> Path:
     return out
 
 
-def _rehearse(plan: Path, snapshot: Path, tmp: Path) -> tuple[int, dict[str, Any]]:
+def _rehearse(plan: Path, snapshot: Path, tmp: Path, scale: str = SCALE) -> tuple[int, dict[str, Any]]:
     out = tmp / "rehearsal.json"
     res = cli(
-        "rehearse", str(plan), "--snapshot", str(snapshot), "--time-scale", SCALE, "-o", "json", "--out", str(out)
+        "rehearse", str(plan), "--snapshot", str(snapshot), "--time-scale", scale, "-o", "json", "--out", str(out)
     )
     assert res.returncode in (0, 2), res.stderr
     return res.returncode, json.loads(out.read_text())
@@ -54,17 +66,25 @@ def _rehearse(plan: Path, snapshot: Path, tmp: Path) -> tuple[int, dict[str, Any
 
 def test_a_plan_that_is_fine_rehearses_every_wave(control_plane: controlplane.ControlPlane, tmp_path: Path) -> None:
     plan = _plan(FIXTURE, tmp_path)
-    code, r = _rehearse(plan, FIXTURE, tmp_path)
+    code, r = _rehearse(plan, FIXTURE, tmp_path, TIMED_SCALE)
     assert (code, r["result"], r["failure"]) == (0, "ok", None)
     assert r["formatVersion"] == 1
+    assert r["plan"]["digest"] == plan_io.load(plan)["digest"]
     pool_waves = [w for w in r["waves"] if w["wave"]]
     assert pool_waves and all(w["result"] == "ok" and w["gate"] == "ok" for w in pool_waves)
     assert all(w["stalledDrains"] == [] and w["pendingPods"] == [] for w in r["waves"])
+    assert all(c["result"] == "ok" for w in pool_waves for c in w["canaries"])
     assert r["endState"]["nodesMigrated"] == r["endState"]["nodes"]
     assert all(c["fits"] for c in r["endState"]["capacity"])
-    # Unscaled: the plan's soaks alone (three of 5m) put the rehearsal well above a quarter of an hour.
-    assert r["rehearsedSeconds"] >= 15 * 60
-    assert r["estimatedDuration"] and r["unreproduced"]
+    # The realistic timing profile, scaled: the rehearsed duration (unscaled back) is the plan's estimate.
+    estimate = parse_duration(r["estimatedDuration"])
+    assert abs(r["rehearsedSeconds"] / estimate - 1) <= TOLERANCE, (r["rehearsedSeconds"], estimate)
+    assert r["unreproduced"]
+    # The audit report carries it.
+    rehearsal = tmp_path / "rehearsal.json"
+    report = cli("report", str(plan), "--rehearsal", str(rehearsal))
+    assert report.returncode == 0, report.stderr
+    assert "## Rehearsal on a twin" in report.stdout and "result OK" in report.stdout
 
 
 def test_b_a_budget_that_blocks_a_drain_is_named_and_the_wave_rolled_back(
@@ -116,3 +136,41 @@ def test_c_pods_that_cannot_follow_the_migration_are_listed_with_the_schedulers_
     assert all(p["pod"].startswith("inference/llama-70b-dp-") for p in gated["pendingPods"])
     reasons = " ".join(p["reason"] for p in gated["pendingPods"])
     assert "node affinity/selector" in reasons or "Insufficient nvidia.com/gpu" in reasons, reasons
+
+
+def test_d_the_rehearsed_end_state_is_what_the_same_plan_does_to_the_cluster(
+    control_plane: controlplane.ControlPlane, tmp_path: Path
+) -> None:
+    """A simulated cluster stands for the operator's: it is rehearsed live (`--kubeconfig`, read once),
+    then the same plan is applied to it. Both must end in the same state, node by node."""
+    cp = controlplane.start(tmp_path / "k8s")
+    try:
+        state = load_snapshot(FIXTURE)
+        api = new_api_client(cp.kubeconfig, "dra-migrate-tests")
+        with SimulatedFleet(cp.kubeconfig, specs_from_state(state), heartbeat_seconds=5) as fleet:
+            recreate(api, state)  # what it skips, the rehearsal skips too (and lists as unreproduced)
+            wait_for("the fixture's pods to be placed", lambda: _all_scheduled(cp.kubeconfig), timeout=120)
+            plan = tmp_path / "plan.yaml"
+            made = cli("plan", "--kubeconfig", str(cp.kubeconfig), "--out", str(plan), "--soak", "0s")
+            assert made.returncode == 0, made.stderr
+            out = tmp_path / "rehearsal.json"
+            res = cli("rehearse", str(plan), "--kubeconfig", str(cp.kubeconfig), "--time-scale", SCALE, "-o", "json",
+                      "--out", str(out))  # fmt: skip
+            assert res.returncode == 0, res.stderr
+            rehearsed = json.loads(out.read_text())
+            assert rehearsed["result"] == "ok"
+            applied = cli("apply", str(plan), "--kubeconfig", str(cp.kubeconfig), "--yes")
+            assert applied.returncode == 0, applied.stderr
+            after = end_state(read_cluster(cp.kubeconfig))
+            names = set(fleet.node_names)
+        api.close()
+    finally:
+        controlplane.stop(cp)
+    assert {n["name"] for n in after["nodeStates"]} == names
+    assert after["nodesMigrated"] == after["nodes"] > 0
+    assert rehearsed["endState"] == after
+
+
+def _all_scheduled(kubeconfig: Path) -> bool:
+    pods = read_cluster(kubeconfig).of("Pod")
+    return bool(pods) and all((p.get("spec") or {}).get("nodeName") for p in pods)

@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""What a rehearsal costs on this machine: wall time, peak memory, and the simulator's cost per node.
+
+    python bench/rehearse.py [--sizes 200,2000] [--pods-per-node 10] [--time-scale 0.01] [--out FILE]
+
+For each size N: a synthetic fleet of N GPU nodes (bench/gen_fleet.py, deterministic; N/2 CPU nodes the
+twin does not play, N x pods-per-node pods of which about a quarter use GPUs), `plan --snapshot`, then
+`rehearse PLAN --snapshot` exactly as an operator runs it (a fresh twin control plane each time). While it
+runs, every second: the resident memory of the rehearse process (the simulator and the executor live in
+it) and of the twin's etcd, kube-apiserver, scheduler and controller manager (found by the twin's scratch
+directory in their command lines). Phases are timed from the rehearsal's own log lines on stderr.
+
+The simulator's per-node cost is the difference between two sizes over the difference in nodes (CPU
+seconds of the rehearse process, and its peak RSS): what one more node costs, without the fixed cost of
+Python, the client and the executor. A benchmark, never a test: quote ratios from one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+PAGE = os.sysconf("SC_PAGE_SIZE")
+TICKS = os.sysconf("SC_CLK_TCK")
+TWIN_MARK = "dra-migrate-twin-"  # migrate/rehearse/twin.py: the twin's scratch directory prefix
+PHASES = (
+    ("twin-up", "twin:"),  # first "twin: N simulated GPU node(s)" line: control plane up, nodes registered
+    ("recreated", "object(s) recreated"),
+    ("applied", "wrote "),
+)
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path) as fh:
+            return fh.read()
+    except OSError:
+        return ""
+
+
+def rss(pid: int) -> int:
+    fields = _read(f"/proc/{pid}/statm").split()
+    return int(fields[1]) * PAGE if len(fields) > 1 else 0
+
+
+def cpu_seconds(pid: int) -> float:
+    stat = _read(f"/proc/{pid}/stat")
+    rest = stat.rsplit(")", 1)[-1].split()
+    return (int(rest[11]) + int(rest[12])) / TICKS if len(rest) > 12 else 0.0
+
+
+def twin_pids() -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and TWIN_MARK in _read(f"/proc/{entry}/cmdline"):
+            out.append(int(entry))
+    return out
+
+
+class Sampler(threading.Thread):
+    """Peak RSS of the rehearse process and of the twin's processes, and the process's last CPU time."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid = pid
+        self.peak_tool = 0
+        self.peak_twin = 0
+        self.cpu = 0.0
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(1.0):
+            self.peak_tool = max(self.peak_tool, rss(self.pid))
+            self.peak_twin = max(self.peak_twin, sum(rss(p) for p in twin_pids() if p != self.pid))
+            self.cpu = max(self.cpu, cpu_seconds(self.pid))
+
+
+def fleet(nodes: int, pods_per_node: int, out: Path) -> None:
+    subprocess.run(
+        [sys.executable, str(HERE / "gen_fleet.py"), "--nodes", str(nodes), "--pods", str(nodes * pods_per_node),
+         "--workloads", str(max(20, nodes)), "-o", str(out)],
+        check=True,
+    )  # fmt: skip
+
+
+def one(nodes: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    snap, plan, result = tmp / f"fleet-{nodes}.jsonl", tmp / f"plan-{nodes}.yaml", tmp / f"rehearsal-{nodes}.json"
+    fleet(nodes, args.pods_per_node, snap)
+    cli = [sys.executable, "-m", "migrate"]
+    made = subprocess.run([*cli, "plan", "--snapshot", str(snap), "--out", str(plan), "--force"],
+                          cwd=ROOT, capture_output=True, text=True, check=False)  # fmt: skip
+    if made.returncode != 0:
+        raise SystemExit(f"plan failed: {made.stderr.strip().splitlines()[-1:]}")
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        [*cli, "rehearse", str(plan), "--snapshot", str(snap), "--time-scale", str(args.time_scale), "-o", "json",
+         "--out", str(result)],
+        cwd=ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    sampler = Sampler(proc.pid)
+    sampler.start()
+    phases: dict[str, float] = {}
+    tail: list[str] = []
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        tail = [*tail, line.rstrip()][-5:]
+        for name, mark in PHASES:
+            if name not in phases and mark in line:
+                phases[name] = round(time.perf_counter() - started, 1)
+    code = proc.wait()
+    wall = time.perf_counter() - started
+    sampler.done.set()
+    sampler.join()
+    if code not in (0, 2):
+        raise SystemExit(f"rehearse of {nodes} nodes failed ({code}): {tail}")
+    r = json.loads(result.read_text())
+    waves = [w for w in r["waves"] if w["wave"]]
+    return {
+        "gpuNodes": nodes,
+        "gpuPods": sum(1 for _ in _gpu_pods(snap)),
+        "waves": len(waves),
+        "result": r["result"],
+        "failure": r["failure"],
+        "wallSeconds": round(wall, 1),
+        "phases": phases,
+        "toolCpuSeconds": round(sampler.cpu, 1),
+        "toolPeakRssMiB": round(sampler.peak_tool / 2**20),
+        "twinPeakRssMiB": round(sampler.peak_twin / 2**20),
+        "rehearsedSeconds": r["rehearsedSeconds"],
+        "estimatedDuration": r["estimatedDuration"],
+        "timeScale": args.time_scale,
+    }
+
+
+def _gpu_pods(snap: Path) -> Any:
+    import orjson
+
+    with snap.open("rb") as fh:
+        for line in fh:
+            obj = orjson.loads(line)
+            if obj.get("kind") != "Pod":
+                continue
+            for c in (obj.get("spec") or {}).get("containers") or []:
+                if any(k.startswith("nvidia.com/") for k in ((c.get("resources") or {}).get("limits") or {})):
+                    yield obj
+                    break
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="200,2000", help="GPU node counts, comma-separated (the last is quoted)")
+    ap.add_argument("--pods-per-node", type=int, default=10)
+    ap.add_argument("--time-scale", type=float, default=0.01)
+    ap.add_argument("--out", type=Path, help="also write the JSON result here")
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = [one(n, args, Path(tmp)) for n in sizes]
+    out: dict[str, Any] = {"runs": runs}
+    if len(runs) >= 2:
+        small, big = runs[0], runs[-1]
+        dn = big["gpuNodes"] - small["gpuNodes"]
+        out["perNode"] = {
+            "toolCpuMs": round(1000 * (big["toolCpuSeconds"] - small["toolCpuSeconds"]) / dn, 1),
+            "toolRssKiB": round(1024 * (big["toolPeakRssMiB"] - small["toolPeakRssMiB"]) / dn, 1),
+            "twinRssKiB": round(1024 * (big["twinPeakRssMiB"] - small["twinPeakRssMiB"]) / dn, 1),
+        }
+    text = json.dumps(out, indent=2)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,183 @@
+"""What a rehearsal reads from the twin's journal (waves, stalls, Pending pods, durations unscaled), the
+rehearsal file the report accepts (of this plan only), and the report's "Rehearsal on a twin" section.
+
+The rehearsal itself runs on a private control plane: tests/integration/test_rehearse.py.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from migrate.errors import InputError
+from migrate.plan import io as plan_io
+from migrate.rehearse.model import _waves_of, load_rehearsal, real_correction
+from tests.unit.cli import run
+
+PLAN = "plans/demo-example.yaml"
+T0 = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)
+NODE_A, NODE_B = "gpu-a", "gpu-b"
+REASON = "0/12 nodes are available: 3 Insufficient nvidia.com/gpu."
+
+
+def at(seconds: float) -> str:
+    return (T0 + timedelta(seconds=seconds)).isoformat().replace("+00:00", "Z")
+
+
+def step(t0: float, t1: float, stage: str, wave: str, node: str, action: str, **end: Any) -> list[dict[str, Any]]:
+    sid = f"{stage}/{node}/{action}"
+    return [
+        {"event": "start", "phase": "apply", "stage": stage, "wave": wave, "node": node, "stepId": sid, "time": at(t0)},
+        {"event": "end", "phase": "apply", "stepId": sid, "time": at(t1), "result": "ok", **end},
+    ]
+
+
+def test_waves_are_read_from_the_journal_and_unscaled() -> None:
+    scale = 0.1
+    records = [
+        *step(0, 2, "pool-a", "wave-1", NODE_A, "drain"),
+        *step(2, 4, "pool-a", "wave-1", NODE_A, "canary"),
+        {"event": "gate", "stage": "pool-a", "wave": "wave-1", "result": "ok", "pending": [], "time": at(5)},
+        *step(
+            10,
+            13,
+            "pool-a",
+            "wave-2",
+            NODE_B,
+            "drain",
+            result="failed",
+            error="drain of node gpu-b: blocked",
+            details={"budgets": ["ml/keep-one"], "pods": ["ml/trainer-0", "ml/trainer-1"]},
+        ),
+        {"event": "start", "phase": "rollback", "stepId": f"pool-a/{NODE_B}/drain", "time": at(14)},
+        {"event": "end", "phase": "rollback", "stepId": f"pool-a/{NODE_B}/drain", "result": "ok", "time": at(15)},
+    ]
+    one, two = _waves_of(records, scale, {}, real_s=1.5)
+    # Wave 1: 5 s of scaled time is 50 s, less what its canary ran at real speed (1.5 s, not 15 s).
+    assert (one.stage, one.wave, one.result, one.gate) == ("pool-a", "wave-1", "ok", "ok")
+    assert one.seconds == pytest.approx(50 - real_correction(1.5, scale)) == pytest.approx(36.5)
+    assert one.canaries == [{"node": NODE_A, "result": "ok"}]
+    # Wave 2: the stall names both pods and the budget; the rollback marks it; no canary, no correction.
+    assert two.result == "rolled-back" and two.gate is None
+    assert two.stalled_drains == [
+        {"pod": "ml/trainer-0", "budgets": ["ml/keep-one"]},
+        {"pod": "ml/trainer-1", "budgets": ["ml/keep-one"]},
+    ]
+    assert two.seconds == pytest.approx(50.0)
+    assert two.error == "drain of node gpu-b: blocked"
+
+
+def test_pending_pods_of_a_failed_gate_carry_the_reason_seen() -> None:
+    records = [
+        *step(0, 1, "pool-a", "wave-1", NODE_A, "drain"),
+        {"event": "gate", "stage": "pool-a", "wave": "wave-1", "result": "failed", "pending": ["ml/a", "ml/b"],
+         "time": at(2)},
+    ]  # fmt: skip
+    reasons = {"ml/a": "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."}
+    [w] = _waves_of(records, 1.0, reasons, real_s=0)
+    assert w.result == "failed" and w.gate == "failed"
+    assert w.pending_pods == [{"pod": "ml/a", "reason": reasons["ml/a"]}, {"pod": "ml/b", "reason": "unknown"}]
+
+
+def rehearsal_of(digest: str) -> dict[str, Any]:
+    return {
+        "formatVersion": 1,
+        "plan": {"digest": digest},
+        "result": "failed",
+        "failure": "wave pool-h100-pool/wave-1 failed",
+        "timeScale": 0.1,
+        "rehearsedDuration": "6m10s",
+        "rehearsedSeconds": 370.0,
+        "estimatedDuration": "5m40s",
+        "waves": [
+            {"stage": "prepare", "wave": None, "result": "ok", "seconds": 1.0, "stalledDrains": [], "pendingPods": [],
+             "canaries": [], "gate": None, "error": None},
+            {"stage": "pool-h100-pool", "wave": "wave-1", "result": "rolled-back", "seconds": 369.0,
+             "stalledDrains": [{"pod": "inference/chat-api-7d9", "budgets": ["inference/chat-api-pdb"]}],
+             "pendingPods": [{"pod": "ml/llama-0", "reason": REASON}],
+             "canaries": [], "gate": "failed", "error": "drain stalled"},
+        ],
+        "endState": {"nodesMigrated": 0, "nodes": 12, "nodeStates": [],
+                     "capacity": [{"pool": "h100-pool", "resource": "nvidia.com/gpu", "after": 24, "demand": 8,
+                                   "fits": True}]},
+        "unreproduced": ["ResourceClaims' allocations are not copied: the twin's scheduler allocates anew"],
+    }  # fmt: skip
+
+
+def write(tmp_path: Path, data: Any, name: str = "r.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(data) if not isinstance(data, str) else data)
+    return path
+
+
+def demo_digest() -> str:
+    return str(plan_io.load(Path(PLAN))["digest"])
+
+
+def test_the_rehearsal_of_this_plan_is_accepted(tmp_path: Path) -> None:
+    data = rehearsal_of(demo_digest())
+    assert load_rehearsal(write(tmp_path, data), demo_digest()) == data
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d.update(plan={"digest": "sha256:" + "0" * 64}), "another plan"),
+        (lambda d: d.pop("plan"), "lacks plan"),
+        (lambda d: d.update(formatVersion=2), "formatVersion 2"),
+        (lambda d: d.update(result="maybe"), "result must be ok or failed"),
+        (lambda d: d["waves"].append({"stage": "x"}), r"waves\[2\] is not a wave"),
+        (lambda d: d["waves"][1].update(stalledDrains="none"), r"waves\[1\] is not a wave"),
+        (lambda d: d.pop("waves"), "lacks waves"),
+    ],
+)
+def test_a_rehearsal_that_is_not_of_this_plan_or_not_one_is_refused(
+    tmp_path: Path, change: Any, message: str
+) -> None:
+    data = rehearsal_of(demo_digest())
+    change(data)
+    with pytest.raises(InputError, match=message):
+        load_rehearsal(write(tmp_path, data), demo_digest())
+
+
+@pytest.mark.parametrize("text", ["", "{", "[]", "null", '"ok"'])
+def test_a_rehearsal_file_that_is_not_a_rehearsal_object_is_refused(tmp_path: Path, text: str) -> None:
+    with pytest.raises(InputError):
+        load_rehearsal(write(tmp_path, text), demo_digest())
+
+
+def test_the_report_shows_the_rehearsal_section(tmp_path: Path) -> None:
+    path = write(tmp_path, rehearsal_of(demo_digest()))
+    md = run("report", PLAN, "--rehearsal", str(path))
+    assert md.code == 0, md.stderr
+    section = md.stdout.split("## Rehearsal on a twin", 1)[1].split("\n## ", 1)[0]
+    assert "result FAILED" in section and "rehearsed 6m10s" in section and "estimate 5m40s" in section
+    assert "inference/chat-api-7d9" in section and "inference/chat-api-pdb" in section
+    assert "ml/llama-0" in section and "Insufficient nvidia.com/gpu" in section
+    assert "rolled-back" in section and "0 of 12 GPU node(s) migrated" in section
+    assert "ResourceClaims' allocations are not copied" in section
+    html = run("report", PLAN, "--rehearsal", str(path), "-o", "html")
+    assert html.code == 0, html.stderr
+    assert 'id="rehearsal"' in html.stdout and "rehearsal: failed" in html.stdout
+    data = json.loads(run("report", PLAN, "--rehearsal", str(path), "-o", "json").stdout)
+    assert data["rehearsal"]["waves"][1]["stalledDrains"][0]["budgets"] == ["inference/chat-api-pdb"]
+
+
+def test_without_a_rehearsal_the_section_says_how_to_make_one() -> None:
+    md = run("report", PLAN)
+    assert md.code == 0, md.stderr
+    section = md.stdout.split("## Rehearsal on a twin", 1)[1].split("\n## ", 1)[0]
+    assert "dra-migrate rehearse PLAN" in section and "--rehearsal" in section
+    assert json.loads(run("report", PLAN, "-o", "json").stdout)["rehearsal"] is None
+
+
+def test_the_report_refuses_another_plans_rehearsal_in_one_line(tmp_path: Path) -> None:
+    path = write(tmp_path, rehearsal_of("sha256:" + "0" * 64))
+    r = run("report", PLAN, "--rehearsal", str(path))
+    assert r.code == 1 and r.stdout == ""
+    [line, *_hint] = [x for x in r.stderr.splitlines() if x.strip()]
+    assert "another plan" in line and "Traceback" not in r.stderr
