@@ -93,14 +93,60 @@ def fleet(nodes: int, pods_per_node: int, out: Path) -> None:
     )  # fmt: skip
 
 
+# The NVIDIA DRA driver's kubelet plugin as its chart installs it (nodeSelector on the per-node label the
+# plan switches): gen_fleet's fleets run the device plugin only, and a fleet without the driver has a
+# cluster-wide blocker (`dra-driver-missing`) no rehearsal gets past.
+DRA_DRIVER = {
+    "apiVersion": "apps/v1",
+    "kind": "DaemonSet",
+    "metadata": {"name": "nvidia-dra-driver-gpu-kubelet-plugin", "namespace": "nvidia-dra-driver-gpu",
+                 "uid": "5b1c0a6e-0d2f-4c1e-9a53-6f1f0d1e2a01", "resourceVersion": "100",
+                 "creationTimestamp": "2026-10-01T08:00:00Z"},
+    "spec": {
+        "selector": {"matchLabels": {"app.kubernetes.io/name": "nvidia-dra-driver-gpu-kubelet-plugin"}},
+        "template": {
+            "metadata": {"labels": {"app.kubernetes.io/name": "nvidia-dra-driver-gpu-kubelet-plugin"}},
+            "spec": {
+                "nodeSelector": {"nvidia.com/dra-kubelet-plugin": "true"},
+                "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                "containers": [{"name": "gpus", "image": "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.12.0"}],
+            },
+        },
+    },
+}  # fmt: skip
+
+
+def with_dra_driver(snap: Path) -> None:
+    with snap.open("ab") as fh:
+        fh.write(json.dumps(DRA_DRIVER).encode() + b"\n")
+
+
+def make_plan(cli: list[str], snap: Path, plan: Path) -> list[str]:
+    """A plan of the pools that can be migrated; the pools a pool-scoped blocker stops are left out."""
+    excluded: list[str] = []
+    for _ in range(2):
+        extra = ["--exclude-pools", ",".join(excluded)] if excluded else []
+        made = subprocess.run([*cli, "plan", "--snapshot", str(snap), "--out", str(plan), "--force", *extra],
+                              cwd=ROOT, capture_output=True, text=True, check=False)  # fmt: skip
+        if made.returncode != 0:
+            raise SystemExit(f"plan failed: {made.stderr.strip().splitlines()[-1:]}")
+        body = json.loads(subprocess.run([*cli, "show", str(plan), "-o", "json"], cwd=ROOT, capture_output=True,
+                                         text=True, check=True).stdout)  # fmt: skip
+        if body["applicable"]:
+            return excluded
+        blocked = {p for f in body["findings"] if f["severity"] == "blocker" for p in f.get("pools") or []}
+        if not blocked or blocked <= set(excluded):
+            raise SystemExit(f"the fleet cannot be planned: {[f['id'] for f in body['findings']]}")
+        excluded = sorted(set(excluded) | blocked)
+    raise SystemExit("the fleet cannot be planned")
+
+
 def one(nodes: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     snap, plan, result = tmp / f"fleet-{nodes}.jsonl", tmp / f"plan-{nodes}.yaml", tmp / f"rehearsal-{nodes}.json"
     fleet(nodes, args.pods_per_node, snap)
+    with_dra_driver(snap)
     cli = [sys.executable, "-m", "migrate"]
-    made = subprocess.run([*cli, "plan", "--snapshot", str(snap), "--out", str(plan), "--force"],
-                          cwd=ROOT, capture_output=True, text=True, check=False)  # fmt: skip
-    if made.returncode != 0:
-        raise SystemExit(f"plan failed: {made.stderr.strip().splitlines()[-1:]}")
+    excluded = make_plan(cli, snap, plan)
     started = time.perf_counter()
     proc = subprocess.Popen(
         [*cli, "rehearse", str(plan), "--snapshot", str(snap), "--time-scale", str(args.time_scale), "-o", "json",
@@ -128,6 +174,8 @@ def one(nodes: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     return {
         "gpuNodes": nodes,
         "gpuPods": sum(1 for _ in _gpu_pods(snap)),
+        "excludedPools": excluded,
+        "migratedNodes": r["endState"]["nodesMigrated"],
         "waves": len(waves),
         "result": r["result"],
         "failure": r["failure"],

@@ -47,6 +47,7 @@ MIN_TIMEOUT_S = 10  # a scaled timeout never below this: API round trips do not 
 # The twin's kubelets heartbeat in real time: the node lifecycle controller that reads them runs in real
 # time too (its grace period is not scaled), and 2,000 nodes beating every second would load the twin.
 HEARTBEAT_S = 10.0
+STATUS_REPORT_S = 300.0  # kubelet's nodeStatusReportFrequency default (sim/fleet.py)
 
 
 def twin_timing(scale: float) -> TimingProfile:
@@ -143,6 +144,41 @@ def read_cluster(kubeconfig: Path) -> ClusterState:
     return builder.state
 
 
+def stable_state(kubeconfig: Path, labels: tuple[str, ...], timeout_s: float) -> ClusterState:
+    """The twin once what a plan fingerprints has stopped moving (two reads a second apart agree).
+
+    Right after the nodes register, the node lifecycle controller lifts their not-ready taints and the
+    kubelets' first status syncs post their GPU capacity, one node after another: a plan fingerprinted
+    in the middle of that is stale a moment later, and apply would rightly refuse it.
+    """
+    deadline = time.monotonic() + timeout_s
+    before: dict[str, Any] | None = None
+    while True:
+        state = read_cluster(kubeconfig)
+        now = fingerprint(state, assess(state, pool_labels=labels))
+        if before is not None and now["digest"] == before["digest"]:
+            return state
+        if before is not None and time.monotonic() >= deadline:
+            moving = _moving(before["objects"], now["objects"])
+            raise InputError(
+                f"the twin did not settle within {timeout_s:.0f}s: {len(moving)} object(s) kept changing "
+                f"(first: {', '.join(moving[:3])})",
+                "run again with --debug to see the simulator's log",
+            )
+        before = now
+        time.sleep(1.0)
+
+
+def _moving(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[str]:
+    def key(o: dict[str, Any]) -> str:
+        ns = str(o.get("namespace") or "")
+        return f"{o.get('kind')} {ns + '/' if ns else ''}{o.get('name')}"
+
+    old = {key(o): o for o in before}
+    new = {key(o): o for o in after}
+    return sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+
+
 def settle(kube: Kube, timeout_s: float) -> None:
     """Until the scheduler has looked at every pod the controllers made (bound, or reported unschedulable)."""
     deadline = time.monotonic() + timeout_s
@@ -178,12 +214,15 @@ def rehearse(
         api = new_api_client(twin.kubeconfig, "dra-migrate-rehearsal")
         kube = Kube(api)
         timing = twin_timing(time_scale)
-        with SimulatedFleet(twin.kubeconfig, specs, heartbeat_seconds=HEARTBEAT_S, timing=timing) as fleet:
+        with SimulatedFleet(
+            twin.kubeconfig, specs, heartbeat_seconds=HEARTBEAT_S, status_report_seconds=STATUS_REPORT_S, timing=timing
+        ) as fleet:
             say(f"twin: {len(fleet.node_names)} simulated GPU node(s)")
             loaded = recreate(api, state)
             say(f"twin: {sum(loaded.created.values())} object(s) recreated, {len(loaded.skipped)} skipped")
-            settle(kube, 60)
-            derived = twin_plan(plan, read_cluster(twin.kubeconfig), time_scale)
+            settle(kube, 60 + len(specs) / 10)
+            labels = tuple(plan_io.body_of(plan).get("parameters", {}).get("poolLabels") or ())
+            derived = twin_plan(plan, stable_state(twin.kubeconfig, labels, 60 + len(specs) / 10), time_scale)
             path = Path(scratch) / "rehearsal.plan.yaml"
             plan_io.write(derived, path)
             ops = _WatchingOps(_scaled_ops(twin.kubeconfig, time_scale))

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,6 +78,7 @@ class _NodeState:
     dra_timer: Timer | None = None  # the DRA plugin's pending start or exit
     wipe_timer: Timer | None = None  # kubelet's pending wipe of the DRA slices
     posted: dict[str, int] | None = None  # device-plugin capacity/allocatable last posted
+    status_posted_at: float = 0.0  # time.monotonic() of the last heartbeat's status post
     pods: set[str] = field(default_factory=set)  # uids with a pending start or final delete
 
     @property
@@ -103,6 +105,7 @@ class SimulatedFleet:
         nodes: Iterable[GpuNodeSpec],
         *,
         heartbeat_seconds: float = 10,
+        status_report_seconds: float = 0,
         timing: TimingProfile = INSTANT,
         timers: Timers | None = None,
     ) -> None:
@@ -112,6 +115,13 @@ class SimulatedFleet:
             raise ValueError("node names in a fleet must be unique")
         self.kubeconfig = Path(kubeconfig)
         self.heartbeat_seconds = heartbeat_seconds
+        # kubelet renews its Lease every heartbeat but posts an unchanged status only every
+        # nodeStatusReportFrequency (default 5m: k8s.io/kubernetes@v1.37.2
+        # pkg/kubelet/apis/config/v1beta1/defaults.go); the node lifecycle controller takes either as
+        # the node's heartbeat (pkg/controller/nodelifecycle/node_lifecycle_controller.go tryUpdateNodeHealth).
+        # 0 posts it every heartbeat, as the simulator did; 2,000 nodes need the real frequency: one Python
+        # thread posting 4,000 requests a round falls behind the controller's grace and nodes flap NotReady.
+        self.status_report_seconds = status_report_seconds
         self.timing = timing
         # What the simulated components do later; a test may pass its own (a fake clock, run by hand).
         self.timers = timers if timers is not None else Timers(on_error=_log_failure)
@@ -461,8 +471,10 @@ class SimulatedFleet:
                     continue
                 try:
                     self._renew_lease(st)
-                    with self._lock:
-                        self._patch_node_status(st)
+                    if time.monotonic() - st.status_posted_at >= self.status_report_seconds:
+                        with self._lock:
+                            self._patch_node_status(st)
+                        st.status_posted_at = time.monotonic()
                 except Exception as e:
                     log.warning("%s: heartbeat failed: %s", st.name, e)
 
