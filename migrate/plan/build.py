@@ -45,18 +45,14 @@ def build_plan(
     readiness.__dict__["_excluded"] = excluded
     selected, excluded_pools = _select_pools(readiness, params)
     stages = [_prepare(readiness, params)] + [
-        s
-        for pool in _pool_order(readiness, params, selected)
-        for s in _pool_stages(state, readiness, params, pool)
+        s for pool in _pool_order(readiness, params, selected) for s in _pool_stages(state, readiness, params, pool)
     ]
     stages = [s for s in stages if s.pool is None or s.waves]
-    scoped = [{**f.to_dict(), **_scope(f, readiness)} for f in readiness.findings]
+    scoped = [{**f.to_record(), **_scope(f, readiness)} for f in readiness.findings]
     # A finding about left-out pools only concerns no stage of this plan: it is recorded with them.
     findings = [f for f in scoped if f["scope"] == "cluster" or set(f["pools"]) & set(selected)]
     left_out = [f for f in scoped if f not in findings]
-    excluded_pools = [
-        {**x, "findings": [f for f in left_out if x["pool"] in f["pools"]]} for x in excluded_pools
-    ]
+    excluded_pools = [{**x, "findings": [f for f in left_out if x["pool"] in f["pools"]]} for x in excluded_pools]
     return {
         "formatVersion": FORMAT_VERSION,
         "tool": {"name": "dra-migrate", "version": __version__},
@@ -117,15 +113,14 @@ def _scope(finding: Finding, readiness: Readiness) -> dict[str, Any]:
     """`scope: pool` with its `pools` when the finding is about pools or their nodes only (it blocks only
     those pools' stages); `scope: cluster` otherwise (it blocks the whole plan).
 
-    Objects are "Kind name" or "Kind namespace/name" (checks/model.py)."""
+    Objects are `ObjectRef`s (checks/model.py)."""
     node_pool = {n.name: n.pool for n in readiness.inventory.nodes}
     pools: set[str] = set()
     for obj in finding.objects:
-        kind, _, name = obj.partition(" ")
-        if kind == "Pool":
-            pools.add(name)
-        elif kind == "Node" and name in node_pool:
-            pools.add(node_pool[name])
+        if obj.kind == "Pool":
+            pools.add(obj.name)
+        elif obj.kind == "Node" and obj.name in node_pool:
+            pools.add(node_pool[obj.name])
         else:
             return {"scope": "cluster", "pools": []}
     return {"scope": "pool", "pools": sorted(pools)} if pools else {"scope": "cluster", "pools": []}

@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from migrate.checks.model import objects_text
 from migrate.render import Document, change, styled
 
 _CELL = 60  # longest value in a details cell; JSON output has the whole value
@@ -87,7 +88,7 @@ def plan_diff_document(report: dict[str, Any], markdown: bool = False) -> Docume
         doc.heading("Nodes")
         doc.table(["node", "change", "A (stage/wave)", "B (stage/wave)"], node_rows)
     finding_rows = [
-        [_code(str(f["id"]), markdown), f["severity"], ", ".join(f["objects"]) or "-", change(what)]
+        [_code(str(f["id"]), markdown), f["severity"], ", ".join(objects_text(f["objects"])) or "-", change(what)]
         for what in ("added", "removed")
         for f in s["findings"][what]
     ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from migrate.checks.model import objects_text
 from migrate.render import to_yaml
 from migrate.render.checks import CAPACITY_HEADERS, capacity_rows
 from migrate.render.plan import step_params, undo_text
@@ -303,7 +304,7 @@ def _findings(r: dict[str, Any]) -> Section:
                 f["id"],
                 _scope(f),
                 f["message"],
-                ", ".join(f["objects"] or []) or "-",
+                ", ".join(objects_text(f["objects"] or [])) or "-",
                 f["remediation"],
             ]
             for f in fs
