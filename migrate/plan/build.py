@@ -56,7 +56,7 @@ def build_plan(
     return {
         "formatVersion": FORMAT_VERSION,
         "tool": {"name": "dra-migrate", "version": __version__},
-        "cluster": _cluster_name(state),
+        "cluster": state.source.name,
         "parameters": params.to_dict(),
         "fingerprint": fingerprint(state, readiness),
         # As a whole; `apply --stage` may run a stage no blocker stops (`stage_blockers`). A node-scoped
@@ -149,13 +149,6 @@ def _review(readiness: Readiness, selected: list[str], excluded: list[dict[str, 
             ],
         },
     }
-
-
-def _cluster_name(state: ClusterState) -> str:
-    src = state.source
-    if src.context:
-        return src.context.rsplit("/", 1)[-1]
-    return src.location.rstrip("/").rsplit("/", 1)[-1].split(".", 1)[0] or "cluster"
 
 
 # Blockers about single nodes: the plan leaves those nodes out rather than refusing the whole fleet.

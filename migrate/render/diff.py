@@ -37,8 +37,8 @@ def plan_diff_document(report: dict[str, Any], markdown: bool = False) -> Docume
     s = report["summary"]
     a, b = report["a"], report["b"]
     doc.heading("Plan diff")
-    doc.line(f"A: {a['cluster']} (digest {_short(a['digest'])})")
-    doc.line(f"B: {b['cluster']} (digest {_short(b['digest'])})")
+    doc.line(f"A: {a['cluster']['name']} (digest {_short(a['digest'])})")
+    doc.line(f"B: {b['cluster']['name']} (digest {_short(b['digest'])})")
     if report["identical"]:
         doc.line("No differences: the plans are the same (ordering and digests aside).")
         return doc
@@ -142,7 +142,7 @@ def drift_document(report: dict[str, Any], markdown: bool = False) -> Document:
     doc = Document()
     s = report["summary"]
     doc.heading("Drift since the plan")
-    doc.line(f"Plan: {report['plan']['cluster']} (digest {_short(report['plan']['digest'])})")
+    doc.line(f"Plan: {report['plan']['cluster']['name']} (digest {_short(report['plan']['digest'])})")
     if report["holds"]:
         doc.line(styled("The plan still holds: nothing it depends on changed.", "good"))
     else:
