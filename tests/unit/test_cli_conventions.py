@@ -34,7 +34,7 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # Every command line a user can type, to the subcommand (generate's one verb included).
 COMMAND_PATHS = [[n] for n in COMMANDS if n != "generate"] + [["generate", "deviceclasses"]]
 # The commands that print data, and so take -o.
-WITH_OUTPUT = ["inventory", "check", "match", "plan", "show", "diff", "status", "report"]
+WITH_OUTPUT = ["inventory", "check", "match", "plan", "show", "diff", "status", "report", "probe", "rehearse"]
 
 
 def _one_line(stderr: str) -> str:
@@ -246,6 +246,24 @@ def test_finding_objects_are_structured_in_every_output(tmp_path: Path) -> None:
     assert "Pool a100-shared-pool" in run("report", whole, "-o", "markdown").stdout
     table = run("diff", whole, part, "-o", "wide").stdout
     assert "Pool a100-shared-pool" in table and "'kind'" not in table
+
+
+def test_probe_takes_the_output_vocabulary(monkeypatch: pytest.MonkeyPatch) -> None:
+    """probe prints data too: every -o, JSON and YAML with formatVersion; exit 2 still means it failed."""
+    import migrate.cli.probe as probe
+    from migrate.execute.probe import ProbeResult
+
+    devices = [{"name": "gpu-0", "attributes": {"productName": "H100"}, "capacity": {"memory": "80Gi"}}]
+    result = ProbeResult("n1", "gpu.nvidia.com", "gpu.nvidia.com", devices, problems=["the container saw nothing"])
+    monkeypatch.setattr(probe, "live_ops", lambda *_: type("Ops", (), {"kube": None})())
+    monkeypatch.setattr(probe, "run_probe", lambda *_: result)
+    for fmt in ("json", "yaml"):
+        r = run("probe", "--node", "n1", "-o", fmt)
+        data = json.loads(r.stdout) if fmt == "json" else yaml.safe_load(r.stdout)
+        assert r.code == exitcodes.ACTION_NEEDED and data["formatVersion"] == 1 and data["result"] == "failed"
+    assert run("probe", "--node", "n1", "-o", "name").stdout == "gpu-0\n"
+    assert "| gpu-0  |" in run("probe", "--node", "n1", "-o", "markdown").stdout
+    assert "productName=H100" in run("probe", "--node", "n1", "-o", "wide").stdout
 
 
 def test_name_lists_one_name_per_line() -> None:
