@@ -65,7 +65,10 @@ def test_a_bad_output_format_exits_1_naming_the_option(command: str) -> None:
     assert "xml" in line
 
 
-@pytest.mark.parametrize("command", ["show", "diff", "status", "report", "apply", "rollback", "unlock", "completion"])
+@pytest.mark.parametrize(
+    "command",
+    ["show", "diff", "status", "report", "apply", "rollback", "unlock", "completion", "rehearse", "probe", "convert"],
+)
 def test_a_missing_argument_exits_1(command: str) -> None:
     r = run(command)
     assert r.code == exitcodes.FAILED
