@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from migrate.checks.context import CheckContext
-from migrate.checks.model import Finding, Severity
+from migrate.checks.model import Finding, ObjectRef, Severity
 from migrate.checks.registry import rule
 from migrate.dra.deviceclasses import existing_mappings
 from migrate.inventory.fleet import GpuNode, kubelet_skew
@@ -27,9 +27,8 @@ def _meta(o: dict[str, Any]) -> dict[str, Any]:
     return m if isinstance(m, dict) else {}
 
 
-def _ref(kind: str, o: dict[str, Any]) -> str:
-    m = _meta(o)
-    return f"{kind} {m['namespace']}/{m.get('name')}" if m.get("namespace") else f"{kind} {m.get('name')}"
+def _ref(kind: str, o: dict[str, Any]) -> ObjectRef:
+    return ObjectRef.of(kind, o)
 
 
 # resource.k8s.io/v1 is served from 1.34 (k8s.io/api resource/v1 types.go, prerelease-lifecycle-gen
@@ -99,7 +98,7 @@ def _major(version: Any) -> int | None:
 # the standalone driver documents 565+ (dra-driver-nvidia-gpu prerequisites.md): we hold the stricter floor.
 @rule("driver-version-too-old", BLOCKER, summary="NVIDIA driver older than 580")
 def driver_version(ctx: CheckContext) -> Iterator[Finding]:
-    old: list[tuple[str, str]] = []
+    old: list[tuple[ObjectRef, str]] = []
     for cp in ctx.state.of("nvidia.com/ClusterPolicy"):
         v = ((cp.get("spec") or {}).get("driver") or {}).get("version")
         if v and (m := _major(v)) is not None and m < MIN_DRIVER:
@@ -111,7 +110,7 @@ def driver_version(ctx: CheckContext) -> Iterator[Finding]:
     for n in ctx.inventory.nodes:
         v = n.gfd.get("driverVersion") or n.labels.get("nvidia.com/cuda.driver.major")
         if v and (m := _major(v)) is not None and m < MIN_DRIVER:
-            old.append((f"Node {n.name}", str(v)))
+            old.append((ObjectRef("Node", n.name), str(v)))
     if old:
         versions = sorted({v for _, v in old})
         yield Finding(
@@ -193,7 +192,7 @@ def dual_advertising(ctx: CheckContext) -> Iterator[Finding]:
             f"{ctx.dra_driver} devices there: {danger}",
             "move the claims' pods off these nodes or migrate the nodes now (device plugin off first); until "
             "then create no ResourceClaims for GPUs on nodes still on the device plugin",
-            tuple(f"Node {n}" for n in claimed),
+            tuple(ObjectRef("Node", n) for n in claimed),
         )
     rest = [n for n in nodes if n not in claimed]
     if rest:
@@ -204,7 +203,7 @@ def dual_advertising(ctx: CheckContext) -> Iterator[Finding]:
             f"(the DRA chart's default placement): {danger}. No claim holds one yet",
             "create no GPU ResourceClaims until a node is migrated; the plan turns each node's device plugin off "
             "before its canary",
-            tuple(f"Node {n}" for n in rest),
+            tuple(ObjectRef("Node", n) for n in rest),
         )
 
 
@@ -232,7 +231,7 @@ def kubelet_version(ctx: CheckContext) -> Iterator[Finding]:
             "The plan leaves these nodes out and capacity after migration does not count them",
             "upgrade these nodes' kubelets to 1.36+ (or enable DRAExtendedResource=true on them and pass "
             "--feature-gate DRAExtendedResource=true), then plan again",
-            tuple(f"Node {n}" for n in sorted(nodes)),
+            tuple(ObjectRef("Node", n) for n in sorted(nodes)),
         )
 
 
@@ -261,7 +260,7 @@ def dra_placement(ctx: CheckContext) -> Iterator[Finding]:
             'upgrade the DRA chart with kubeletPlugin.nodeSelector {nvidia.com/dra-kubelet-plugin: "true"} (or '
             "the chart's default affinity, which selects nvidia.com/gpu.present=true), or remove the taint it "
             "does not tolerate, then plan again",
-            tuple(f"Node {n}" for n in sorted(nodes)),
+            tuple(ObjectRef("Node", n) for n in sorted(nodes)),
         )
 
 
@@ -279,7 +278,7 @@ def device_plugin_placement(ctx: CheckContext) -> Iterator[Finding]:
             "leaves them out",
             "give the device-plugin DaemonSet a required node affinity such as nvidia.com/gpu.deploy.device-plugin "
             "NotIn [false] (the GPU Operator's DaemonSet selects that label already), then plan again",
-            tuple(f"Node {n}" for n in sorted(nodes)),
+            tuple(ObjectRef("Node", n) for n in sorted(nodes)),
         )
 
 
@@ -306,7 +305,7 @@ def dynamic_mig(ctx: CheckContext) -> Iterator[Finding]:
             "waits for cannot be predicted from GFD labels. The plan leaves these nodes out",
             "let the DRA plugin publish on these nodes first (its slices then give the count), or turn "
             "DynamicMIG off, then plan again",
-            tuple(f"Node {n}" for n in nodes),
+            tuple(ObjectRef("Node", n) for n in nodes),
         )
 
 
@@ -338,7 +337,7 @@ def operator_validator(ctx: CheckContext) -> Iterator[Finding]:
             "after the last pool is migrated set ClusterPolicy spec.devicePlugin.enabled=false (the operator then "
             "drops plugin-validation); until then do not restart validator pods on migrated nodes, or label "
             "those nodes nvidia.com/gpu.deploy.operator-validator=false",
-            (_ref("ClusterPolicy", policies[0]), *(f"Node {n}" for n in nodes)),
+            (_ref("ClusterPolicy", policies[0]), *(ObjectRef("Node", n) for n in nodes)),
         )
 
 
@@ -403,7 +402,7 @@ def duplicate_ern(ctx: CheckContext) -> Iterator[Finding]:
                 WARNING,
                 f"{len(classes)} DeviceClasses map {ern}: the scheduler silently uses the newest",
                 f"keep one class with extendedResourceName {ern} and clear the field on the others",
-                tuple(f"DeviceClass {c}" for c in classes),
+                tuple(ObjectRef("DeviceClass", c) for c in classes),
             )
 
 
@@ -428,7 +427,7 @@ def shared_capacity(ctx: CheckContext) -> Iterator[Finding]:
             "(GpuConfig sharing.strategy TimeSlicing/MPS) before migrating"
             if not cap.fits
             else "expect fewer concurrent consumers per GPU after migration; confirm the headroom is enough",
-            (f"Pool {cap.pool}",),
+            (ObjectRef("Pool", cap.pool),),
         )
 
 
@@ -438,7 +437,9 @@ def unmapped(ctx: CheckContext) -> Iterator[Finding]:
         if ng.existing_class is not None:
             continue
         users = sorted(
-            f"{c.kind} {c.namespace}/{c.name}" for c in ctx.inventory.consumers if ng.extended_resource_name in c.totals
+            ObjectRef(c.kind, c.name, c.namespace or None)
+            for c in ctx.inventory.consumers
+            if ng.extended_resource_name in c.totals
         )
         yield Finding(
             "unmapped-gpu-resource",
@@ -537,5 +538,5 @@ def gang_split(ctx: CheckContext) -> Iterator[Finding]:
                 f"pin it to one pool, or migrate its pools back to back when it is not running "
                 f"(plan --order {','.join(sorted(c.pools))}); within a pool the planner keeps a gang's nodes in one "
                 "wave where the wave is wide enough",
-                (f"{c.kind} {c.namespace}/{c.name}",),
+                (ObjectRef(c.kind, c.name, c.namespace or None),),
             )

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from migrate.checks.context import CheckContext
-from migrate.checks.model import Finding, Severity
+from migrate.checks.model import Finding, ObjectRef, Severity
 from migrate.checks.registry import rule
 from migrate.dra.capacity import compile_classes
 from migrate.dra.gangfit import capacity_after, capacity_before, judge, migration_points
@@ -80,7 +80,7 @@ def gang_capacity(ctx: CheckContext) -> Iterator[Finding]:
                 "for every pod it needs at once, so it would hold GPUs and make no progress",
                 "migrate its pools when it is not running, add nodes of its shape first, or migrate the pool in "
                 "waves that leave room for it (plan --max-unavailable)",
-                (g.ref,),
+                (ObjectRef(g.kind, g.name, g.namespace or None),),
             )
         elif verdict.failed_beside_others:
             yield Finding(
@@ -88,17 +88,14 @@ def gang_capacity(ctx: CheckContext) -> Iterator[Finding]:
                 WARNING,
                 f"{_describe(g)} fits {verdict.failed_beside_others} only if other pods are evicted to make room",
                 "check the priority of the pods on those nodes, or migrate when the gang is not running",
-                (g.ref,),
+                (ObjectRef(g.kind, g.name, g.namespace or None),),
             )
 
 
-def _uses_scheduling_api(ctx: CheckContext) -> list[str]:
-    refs = [f"PodGroup {o['metadata'].get('namespace')}/{o['metadata'].get('name')}" for o in ctx.state.of(PODGROUP)]
-    refs += [f"Workload {o['metadata'].get('namespace')}/{o['metadata'].get('name')}" for o in ctx.state.of(WORKLOAD)]
-    for pod in ctx.state.of("Pod"):
-        if (pod.get("spec") or {}).get("schedulingGroup"):
-            m = pod.get("metadata") or {}
-            refs.append(f"Pod {m.get('namespace')}/{m.get('name')}")
+def _uses_scheduling_api(ctx: CheckContext) -> list[ObjectRef]:
+    refs = [ObjectRef.of("PodGroup", o) for o in ctx.state.of(PODGROUP)]
+    refs += [ObjectRef.of("Workload", o) for o in ctx.state.of(WORKLOAD)]
+    refs += [ObjectRef.of("Pod", pod) for pod in ctx.state.of("Pod") if (pod.get("spec") or {}).get("schedulingGroup")]
     return sorted(refs)
 
 
@@ -123,7 +120,8 @@ def gang_scheduling_unavailable(ctx: CheckContext) -> Iterator[Finding]:
     yield Finding(
         "gang-scheduling-unavailable",
         WARNING,
-        f"{len(refs)} object(s) use gang scheduling ({', '.join(refs[:3])}{', …' if len(refs) > 3 else ''}), but "
+        f"{len(refs)} object(s) use gang scheduling ({', '.join(map(str, refs[:3]))}{', …' if len(refs) > 3 else ''}), "
+        "but "
         f"{why}: their pods are scheduled one by one, not all or nothing",
         f"run kube-apiserver with --runtime-config={SCHEDULING_API}=true and kube-apiserver and kube-scheduler with "
         f"--feature-gates={GENERIC_WORKLOAD}=true, or declare it: --feature-gate {GENERIC_WORKLOAD}=true",

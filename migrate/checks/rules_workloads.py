@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from migrate.checks.context import CheckContext
-from migrate.checks.model import Finding, Severity
+from migrate.checks.model import Finding, ObjectRef, Severity
 from migrate.checks.registry import rule
 from migrate.cluster.templates import ResolvedTemplate
 from migrate.inventory.resources import FRACTIONAL_GPU_RESOURCES
@@ -22,9 +22,8 @@ def _meta(o: dict[str, Any]) -> dict[str, Any]:
     return m if isinstance(m, dict) else {}
 
 
-def _ref(kind: str, o: dict[str, Any]) -> str:
-    m = _meta(o)
-    return f"{kind} {m['namespace']}/{m.get('name')}" if m.get("namespace") else f"{kind} {m.get('name')}"
+def _ref(kind: str, o: dict[str, Any]) -> ObjectRef:
+    return ObjectRef.of(kind, o)
 
 
 def _fractional_names(containers: list[dict[str, Any]]) -> set[str]:
@@ -51,12 +50,12 @@ def _has_owner(o: dict[str, Any]) -> bool:
     return bool(_meta(o).get("ownerReferences"))
 
 
-def fractional_users(ctx: CheckContext) -> dict[str, set[str]]:
+def fractional_users(ctx: CheckContext) -> dict[ObjectRef, set[str]]:
     """Top-level workloads (and bare pods) whose containers ask for a fraction of a GPU: object -> names.
 
     Owned objects (a Deployment's ReplicaSets, a workload's pods) are their owner's demand, said once."""
     state = ctx.state
-    out: dict[str, set[str]] = {}
+    out: dict[ObjectRef, set[str]] = {}
     for key in state.templates.kind_keys():
         if state.templates.is_blueprint(key):
             continue

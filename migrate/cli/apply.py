@@ -226,11 +226,12 @@ def status(plan_file: Path, output: str) -> None:
       dra-migrate status plans/x.yaml
       dra-migrate status plans/x.yaml -o json
     """
+    from migrate.plan.view import plan_cluster
     from migrate.render.status import STATUS_FORMAT_VERSION, remaining_steps, status_document
 
     plan = _load(plan_file)
     progress = progress_of(plan, read_records(journal_path(plan_file), plan_digest=str(plan.digest)))
-    report = {"formatVersion": STATUS_FORMAT_VERSION, **progress.to_dict()}
+    report = {"formatVersion": STATUS_FORMAT_VERSION, "cluster": plan_cluster(plan), **progress.to_dict()}
     print_data(output, report, lambda: status_document(report), lambda: remaining_steps(report))
 
 

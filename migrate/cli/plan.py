@@ -161,13 +161,14 @@ def _refuse_overwrite(path: Path, force: bool) -> None:
 def planned(plan: dict[str, Any], path: Path) -> dict[str, Any]:
     """What `plan` prints: the summary, the blockers and what each stage may do (JSON: this object)."""
     from migrate.plan.scope import stage_blockers
+    from migrate.plan.view import excluded_pools_json, plan_cluster
 
     blockers = [f for f in plan["findings"] if f["severity"] == "blocker"]
     review = plan.get("review") or {}
     return {
         "formatVersion": 1,
         "path": str(path),
-        "cluster": plan["cluster"],
+        "cluster": plan_cluster(plan),
         "digest": plan["digest"],
         "applicable": plan["applicable"],
         "summary": plan["summary"],
@@ -187,7 +188,7 @@ def planned(plan: dict[str, Any], path: Path) -> dict[str, Any]:
             }
             for s in plan["stages"]
         ],
-        "excludedPools": review.get("excludedPools", []),
+        "excludedPools": excluded_pools_json(review.get("excludedPools", [])),
     }
 
 

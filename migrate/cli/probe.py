@@ -8,11 +8,12 @@ from pathlib import Path
 import click
 
 from migrate.cli import exitcodes
+from migrate.cli.options import output_option, print_data
 from migrate.errors import InputError
 from migrate.execute.ops import live_ops
 from migrate.execute.probe import ProbeOptions, ProbeResult, run_probe
 from migrate.plan.params import CANARY_COMMAND, CANARY_IMAGE, parse_duration
-from migrate.render import Document, to_json, use_color
+from migrate.render import Document
 
 
 @click.command()
@@ -27,7 +28,7 @@ from migrate.render import Document, to_json, use_color
 @click.option("--resource", default="nvidia.com/gpu", show_default=True, help="The node's GPU resource name.")
 @click.option("--namespace", default="default", show_default=True, help="Where the probe's claims and pods go.")
 @click.option("--timeout", default="3m", show_default=True, help="How long to wait for the pods.")
-@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@output_option(names="the devices the node publishes")
 def probe(
     kubeconfig: Path | None,
     context: str | None,
@@ -49,6 +50,7 @@ def probe(
     Examples:
       dra-migrate probe --node gpu-node-1
       dra-migrate probe --node gpu-node-1 -o json --canary-image my.registry/cuda-tools:1
+      dra-migrate probe --node gpu-node-1 -o yaml
     """
     if not canary_command.strip():
         raise InputError("empty --canary-command", "give a command line that exits 0 when it sees its device")
@@ -57,10 +59,7 @@ def probe(
         namespace=namespace, timeout_s=float(parse_duration(timeout)),
     )  # fmt: skip
     result = run_probe(live_ops(kubeconfig, context).kube, opts)
-    if output == "json":
-        click.echo(to_json(result.to_dict()))
-    else:
-        click.echo(_table(result).render("table", use_color(sys.stdout)), nl=False)
+    print_data(output, result.to_dict(), lambda: _table(result), lambda: [str(d["name"]) for d in result.devices])
     sys.exit(exitcodes.OK if result.ok else exitcodes.ACTION_NEEDED)
 
 

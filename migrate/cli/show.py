@@ -25,6 +25,7 @@ def show(plan_file: Path, output: str, allow_edited: bool) -> None:
     """Show a plan: pools, nodes, waves, disruption and duration, which stages can be applied, then each
     stage with its steps' parameters and its nodes."""
     from migrate.plan import io as plan_io
+    from migrate.plan.view import plan_json
     from migrate.render import Document
     from migrate.render.plan import plan_document
 
@@ -39,5 +40,5 @@ def show(plan_file: Path, output: str, allow_edited: bool) -> None:
             doc.blocks.insert(0, ("line", banner))
         return doc
 
-    data = plan if banner is None else {"untrusted": banner, **plan}
+    data = plan_json(plan) if banner is None else {"untrusted": banner, **plan_json(plan)}
     print_data(output, data, document, lambda: [st["name"] for st in plan["stages"]])

@@ -37,6 +37,39 @@ class SourceInfo:
     # Group/versions the server serves ("resource.k8s.io/v1"); None when unknown (a plain kubectl dump).
     served_apis: tuple[str, ...] | None = None
 
+    @property
+    def name(self) -> str:
+        """The cluster's short name: the context's last segment, else the snapshot file's stem (what a plan
+        records as `cluster` and names its file after)."""
+        if self.context:
+            return self.context.rsplit("/", 1)[-1]
+        return self.location.rstrip("/").rsplit("/", 1)[-1].split(".", 1)[0] or "cluster"
+
+
+# The keys of the `cluster` object every JSON output carries (README "JSON contract"), in this order.
+CLUSTER_KEYS = ("name", "kubernetesVersion", "source", "location", "context", "takenAt")
+
+
+def cluster_object(
+    name: str,
+    kubernetes_version: str | None,
+    source: str,
+    location: str | None = None,
+    context: str | None = None,
+    taken_at: str | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """The `cluster` object of every JSON output: the same keys everywhere (`CLUSTER_KEYS`), a value null
+    when the output's input does not know it (a plan records only its cluster's name and server version);
+    `extra`, keyed as it is to appear, only where there is more to say (inventory, check, match)."""
+    core = dict(zip(CLUSTER_KEYS, (name, kubernetes_version, source, location, context, taken_at), strict=True))
+    return {**core, **extra}
+
+
+def source_cluster(src: SourceInfo, **extra: Any) -> dict[str, Any]:
+    """The `cluster` object of a state that was read (a snapshot, or live)."""
+    return cluster_object(src.name, src.kubernetes_version, src.kind, src.location, src.context, src.taken_at, **extra)
+
 
 @dataclass
 class ClusterState:

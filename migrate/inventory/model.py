@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from migrate.cluster.state import ClusterState, paused_gc
+from migrate.cluster.state import ClusterState, paused_gc, source_cluster
 from migrate.inventory.consumers import Consumer, find_consumers
 from migrate.inventory.dra import nodes_with_counters, slice_devices_by_node, summarize_dra
 from migrate.inventory.fleet import (
@@ -57,18 +57,14 @@ class Inventory:
     def cluster_dict(self) -> dict[str, Any]:
         """The `cluster` object every command's JSON carries (inventory, check, match)."""
         src = self.state.source
-        return {
-            "kubernetesVersion": src.kubernetes_version,
-            "source": src.kind,
-            "location": src.location,
-            "context": src.context,
-            "takenAt": src.taken_at,
-            "servedAPIs": list(src.served_apis) if src.served_apis is not None else None,
-            "objects": {k: len(v) for k, v in sorted(self.state.objects.items())},
-            "skipped": dict(sorted(self.state.skipped.items())),
+        return source_cluster(
+            src,
+            servedAPIs=list(src.served_apis) if src.served_apis is not None else None,
+            objects={k: len(v) for k, v in sorted(self.state.objects.items())},
+            skipped=dict(sorted(self.state.skipped.items())),
             # Pods that use no devices: read and counted, not kept (ClusterState.other_pods).
-            "podsWithoutDevices": self.state.other_pods_read,
-        }
+            podsWithoutDevices=self.state.other_pods_read,
+        )
 
 
 def build_inventory(state: ClusterState, pool_labels: tuple[str, ...] = ()) -> Inventory:

@@ -48,7 +48,7 @@ def build_plan(
         s for pool in _pool_order(readiness, params, selected) for s in _pool_stages(state, readiness, params, pool)
     ]
     stages = [s for s in stages if s.pool is None or s.waves]
-    scoped = [{**f.to_dict(), **_scope(f, readiness)} for f in readiness.findings]
+    scoped = [{**f.to_record(), **_scope(f, readiness)} for f in readiness.findings]
     # A finding about left-out pools only concerns no stage of this plan: it is recorded with them.
     findings = [f for f in scoped if f["scope"] == "cluster" or set(f["pools"]) & set(selected)]
     left_out = [f for f in scoped if f not in findings]
@@ -56,7 +56,7 @@ def build_plan(
     return {
         "formatVersion": FORMAT_VERSION,
         "tool": {"name": "dra-migrate", "version": __version__},
-        "cluster": _cluster_name(state),
+        "cluster": state.source.name,
         "parameters": params.to_dict(),
         "fingerprint": fingerprint(state, readiness),
         # As a whole; `apply --stage` may run a stage no blocker stops (`stage_blockers`). A node-scoped
@@ -113,15 +113,14 @@ def _scope(finding: Finding, readiness: Readiness) -> dict[str, Any]:
     """`scope: pool` with its `pools` when the finding is about pools or their nodes only (it blocks only
     those pools' stages); `scope: cluster` otherwise (it blocks the whole plan).
 
-    Objects are "Kind name" or "Kind namespace/name" (checks/model.py)."""
+    Objects are `ObjectRef`s (checks/model.py)."""
     node_pool = {n.name: n.pool for n in readiness.inventory.nodes}
     pools: set[str] = set()
     for obj in finding.objects:
-        kind, _, name = obj.partition(" ")
-        if kind == "Pool":
-            pools.add(name)
-        elif kind == "Node" and name in node_pool:
-            pools.add(node_pool[name])
+        if obj.kind == "Pool":
+            pools.add(obj.name)
+        elif obj.kind == "Node" and obj.name in node_pool:
+            pools.add(node_pool[obj.name])
         else:
             return {"scope": "cluster", "pools": []}
     return {"scope": "pool", "pools": sorted(pools)} if pools else {"scope": "cluster", "pools": []}
@@ -150,13 +149,6 @@ def _review(readiness: Readiness, selected: list[str], excluded: list[dict[str, 
             ],
         },
     }
-
-
-def _cluster_name(state: ClusterState) -> str:
-    src = state.source
-    if src.context:
-        return src.context.rsplit("/", 1)[-1]
-    return src.location.rstrip("/").rsplit("/", 1)[-1].split(".", 1)[0] or "cluster"
 
 
 # Blockers about single nodes: the plan leaves those nodes out rather than refusing the whole fleet.

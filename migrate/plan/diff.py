@@ -20,6 +20,9 @@ from typing import Any
 from deepdiff import DeepDiff
 from deepdiff.helper import NotPresent
 
+from migrate.checks.model import objects_json
+from migrate.plan.view import plan_cluster
+
 FORMAT_VERSION = 1
 
 # Top-level sections in file order, so details read in the order of the plan file.
@@ -146,7 +149,8 @@ def diff_plans(a: dict[str, Any], b: dict[str, Any]) -> PlanDiff:
 
 
 def _identity(plan: dict[str, Any]) -> dict[str, Any]:
-    return {"cluster": plan.get("cluster"), "digest": plan.get("digest")}
+    """What was compared: the plan's cluster object (`view.plan_cluster`) and its digest."""
+    return {"cluster": plan_cluster(plan), "digest": plan.get("digest")}
 
 
 # --- summary ---------------------------------------------------------------------------------------
@@ -263,7 +267,7 @@ def _findings(a: dict[str, Any], b: dict[str, Any], out: PlanDiff) -> None:
     fb = {_finding_key(f): f for f in b.get("findings") or []}
 
     def brief(f: dict[str, Any]) -> dict[str, Any]:
-        return {"id": f.get("id"), "severity": f.get("severity"), "objects": list(f.get("objects") or [])}
+        return {"id": f.get("id"), "severity": f.get("severity"), "objects": objects_json(f.get("objects") or [])}
 
     out.findings_added = [brief(fb[k]) for k in sorted(set(fb) - set(fa))]
     out.findings_removed = [brief(fa[k]) for k in sorted(set(fa) - set(fb))]

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from migrate.checks.run import assess
-from migrate.cluster.state import ClusterState
+from migrate.cluster.state import ClusterState, source_cluster
 from migrate.plan.fingerprint import dependencies, identity
+from migrate.plan.view import plan_cluster
 
 FORMAT_VERSION = 1
 
@@ -60,7 +61,8 @@ class ObjectChange:
 
 @dataclass
 class Drift:
-    plan: dict[str, Any]  # {"cluster", "digest"}
+    plan: dict[str, Any]  # {"cluster" (as the plan recorded it: `view.plan_cluster`), "digest"}
+    cluster: dict[str, Any] = field(default_factory=dict)  # the cluster read now (`cluster.state.source_cluster`)
     server_version: dict[str, str | None] | None = None  # {planned, now} when it changed
     nodes_added: list[dict[str, Any]] = field(default_factory=list)  # {node, pool}
     nodes_removed: list[dict[str, Any]] = field(default_factory=list)  # {node, pool, stage, wave, reason}
@@ -95,6 +97,7 @@ class Drift:
     def to_dict(self) -> dict[str, Any]:
         return {
             "formatVersion": FORMAT_VERSION,
+            "cluster": self.cluster,
             "plan": self.plan,
             "holds": self.holds,
             "summary": {**self.counts(), "statusOnly": len(self.status_only)},
@@ -123,7 +126,9 @@ def drift(plan: dict[str, Any], state: ClusterState) -> Drift:
     fingerprint = plan.get("fingerprint") or {}
     planned = {_key(o): o for o in fingerprint.get("objects") or []}
     now = {_key(o): o for o in dependencies(state, readiness)}
-    out = Drift(plan={"cluster": plan.get("cluster"), "digest": plan.get("digest")})
+    out = Drift(
+        plan={"cluster": plan_cluster(plan), "digest": plan.get("digest")}, cluster=source_cluster(state.source)
+    )
 
     planned_version, now_version = fingerprint.get("kubernetesVersion"), state.source.kubernetes_version
     if planned_version != now_version:

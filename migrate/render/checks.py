@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from migrate.checks.model import objects_text
 from migrate.render import Document, styled, verdict
 
 
-def _objects(objs: list[str], limit: int = 4) -> str:
+def _objects(objects: list[Any], limit: int = 4) -> str:
+    """A finding's objects as text ("Kind namespace/name"), from either form (`ObjectRef`)."""
+    objs = objects_text(objects)
     if len(objs) <= limit:
         return ", ".join(objs) or "-"
     return ", ".join(objs[:limit]) + f" (+{len(objs) - limit} more)"

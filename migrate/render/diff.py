@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from migrate.checks.model import objects_text
 from migrate.render import Document, change, styled
 
 _CELL = 60  # longest value in a details cell; JSON output has the whole value
@@ -36,8 +37,8 @@ def plan_diff_document(report: dict[str, Any], markdown: bool = False) -> Docume
     s = report["summary"]
     a, b = report["a"], report["b"]
     doc.heading("Plan diff")
-    doc.line(f"A: {a['cluster']} (digest {_short(a['digest'])})")
-    doc.line(f"B: {b['cluster']} (digest {_short(b['digest'])})")
+    doc.line(f"A: {a['cluster']['name']} (digest {_short(a['digest'])})")
+    doc.line(f"B: {b['cluster']['name']} (digest {_short(b['digest'])})")
     if report["identical"]:
         doc.line("No differences: the plans are the same (ordering and digests aside).")
         return doc
@@ -87,7 +88,7 @@ def plan_diff_document(report: dict[str, Any], markdown: bool = False) -> Docume
         doc.heading("Nodes")
         doc.table(["node", "change", "A (stage/wave)", "B (stage/wave)"], node_rows)
     finding_rows = [
-        [_code(str(f["id"]), markdown), f["severity"], ", ".join(f["objects"]) or "-", change(what)]
+        [_code(str(f["id"]), markdown), f["severity"], ", ".join(objects_text(f["objects"])) or "-", change(what)]
         for what in ("added", "removed")
         for f in s["findings"][what]
     ]
@@ -141,7 +142,7 @@ def drift_document(report: dict[str, Any], markdown: bool = False) -> Document:
     doc = Document()
     s = report["summary"]
     doc.heading("Drift since the plan")
-    doc.line(f"Plan: {report['plan']['cluster']} (digest {_short(report['plan']['digest'])})")
+    doc.line(f"Plan: {report['plan']['cluster']['name']} (digest {_short(report['plan']['digest'])})")
     if report["holds"]:
         doc.line(styled("The plan still holds: nothing it depends on changed.", "good"))
     else:

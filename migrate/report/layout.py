@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from migrate.checks.model import objects_text
 from migrate.render import to_yaml
 from migrate.render.checks import CAPACITY_HEADERS, capacity_rows
 from migrate.render.plan import step_params, undo_text
@@ -170,21 +171,20 @@ def _section(id_: str) -> Section:
 
 
 def _cluster(r: dict[str, Any]) -> Section:
-    c = r["cluster"]
+    c, fp = r["cluster"], r["fingerprint"]
     s = _section("cluster")
-    src = c["source"]
     read = {
         "plan": "the plan only (no cluster read for this report)",
-        "snapshot": f"snapshot {src['location']}" + (f", taken {src['takenAt']}" if src.get("takenAt") else ""),
-        "live": f"live cluster {src['location']}",
-    }.get(src["kind"], src["kind"])
+        "snapshot": f"snapshot {c['location']}" + (f", taken {c['takenAt']}" if c.get("takenAt") else ""),
+        "live": f"live cluster {c['location']}",
+    }.get(c["source"], str(c["source"]))
     s.table(
         ["", ""],
         [
             ["cluster", c["name"]],
             ["server version", c["kubernetesVersion"] or "unknown"],
-            ["fingerprint", c["fingerprintDigest"]],
-            ["objects fingerprinted", f"{len(c['objects'])} (listed at the end)"],
+            ["fingerprint", fp["digest"]],
+            ["objects fingerprinted", f"{len(fp['objects'])} (listed at the end)"],
             ["inventory read from", read],
         ],
     )
@@ -198,7 +198,7 @@ def _fingerprint(r: dict[str, Any]) -> Section:
         ["kind", "object", "uid", "content hash"],
         [
             [o["kind"], f"{o['namespace']}/{o['name']}" if o["namespace"] else o["name"], o["uid"], o["content"]]
-            for o in r["cluster"]["objects"]
+            for o in r["fingerprint"]["objects"]
         ],
     )
     return s
@@ -319,7 +319,7 @@ def _findings(r: dict[str, Any]) -> Section:
                 f["id"],
                 _scope(f),
                 f["message"],
-                ", ".join(f["objects"] or []) or "-",
+                ", ".join(objects_text(f["objects"] or [])) or "-",
                 f["remediation"],
             ]
             for f in fs
@@ -432,7 +432,8 @@ def _diff(r: dict[str, Any]) -> Section:
     if d is None:
         s.p("Not requested: `--against OLDER_PLAN` compares this plan with an earlier one.")
         return s
-    s.p(f"Against {d['a']['cluster']} (digest {short(d['a']['digest'])}); this plan: {short(d['b']['digest'])}.")
+    against = d["a"]["cluster"]["name"]
+    s.p(f"Against {against} (digest {short(d['a']['digest'])}); this plan: {short(d['b']['digest'])}.")
     if d["identical"]:
         s.p("No differences: the plans are the same (ordering and digests aside).")
         return s

@@ -15,14 +15,16 @@ drops bearer tokens and JWTs should an API error ever quote one.
 JSON (`-o json`), `formatVersion` 1; new keys may appear, an incompatible change bumps it:
 
     formatVersion, tool {name, version},
-    cluster {name, kubernetesVersion, fingerprintDigest, objects [{kind, namespace, name, uid, content}],
-             source {kind: plan|snapshot|live, location, takenAt}},
+    cluster {name, kubernetesVersion, source: plan|snapshot|live, location, context, takenAt} (the cluster
+             object of every command's JSON: name and version as the plan recorded them, the rest from the
+             cluster read for this report, null from the plan alone),
+    fingerprint {digest, objects [{kind, namespace, name, uid, content}]},
     identity {username, groups, via} | null (not recorded: only a live run asks the API server),
     plan {path, digest, edited, previousDigests, applicable, parameters},
     inventory {consumers [{kind, apiVersion, namespace, name, pools, totals, pods, source}],
                pools [{name, nodes, allocatable, requested, consumers}], source: plan|snapshot|live,
                consumerCount} | null (a plan made before `review` was recorded, and no cluster given),
-    findings [{id, severity, message, objects, remediation, scope: cluster|pool, pools}],
+    findings [{id, severity, message, objects [{kind, namespace, name}], remediation, scope: cluster|pool, pools}],
     deviceClasses [{name, resource, manifest}],
     capacity [{pool, resource, before, after, demand, fits, deviceClass, sharingReplicas, afterSource}] | null,
     capacitySource: plan (recorded at planning time) | snapshot | live | null,
@@ -45,20 +47,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
+from migrate.checks.model import finding_json
 from migrate.checks.run import Readiness
+from migrate.cluster.state import cluster_object
 from migrate.execute.actions import verifying_actions
 from migrate.execute.journal import DONE, FAILED, ROLLED_BACK, STARTED, Progress, Record
 from migrate.plan.scope import stage_blockers
+from migrate.plan.view import excluded_pools_json, plan_cluster
 from migrate.secrets import scrub
 
 FORMAT_VERSION = 1
-
-
-@dataclass(frozen=True)
-class Source:
-    kind: str  # "plan" (offline, the plan alone), "snapshot" or "live"
-    location: str | None = None
-    taken_at: str | None = None
 
 
 @dataclass(frozen=True)
@@ -71,12 +69,11 @@ class FingerprintObject:
 
 
 @dataclass(frozen=True)
-class Cluster:
-    name: str
-    kubernetes_version: str | None
-    fingerprint_digest: str | None
+class Fingerprint:
+    """What the plan depends on (the plan's `fingerprint`)."""
+
+    digest: str | None
     objects: list[FingerprintObject]
-    source: Source
 
 
 @dataclass(frozen=True)
@@ -248,7 +245,8 @@ class Verification:
 @dataclass(frozen=True)
 class Report:
     tool: dict[str, str]
-    cluster: Cluster
+    cluster: dict[str, Any]  # the cluster object (`cluster.state.cluster_object`)
+    fingerprint: Fingerprint
     identity: Identity | None
     plan: PlanInfo
     inventory: InventorySection | None
@@ -305,10 +303,11 @@ def build_report(
 ) -> Report:
     """The report of `plan`; `readiness` from the cluster as read now, `records` from `journal`."""
     fp = plan.get("fingerprint") or {}
-    source = Source("plan")
-    if readiness is not None:
+    cluster = plan_cluster(plan)  # the plan alone: its name and server version
+    if readiness is not None:  # and where the cluster read for this report came from
         src = readiness.inventory.state.source
-        source = Source(src.kind, src.location, src.taken_at)
+        cluster = cluster_object(cluster["name"], cluster["kubernetesVersion"], src.kind, src.location, src.context,
+                                 src.taken_at)  # fmt: skip
     edited = plan.get("edited") or {}
     # What the plan recorded for review at planning time (plans made before it have no `review`).
     raw_review = plan.get("review")
@@ -316,10 +315,9 @@ def build_report(
     planned = _recorded_capacity(review)
     return Report(
         tool={"name": "dra-migrate", "version": tool_version},
-        cluster=Cluster(
-            name=str(plan.get("cluster")),
-            kubernetes_version=fp.get("kubernetesVersion"),
-            fingerprint_digest=fp.get("digest"),
+        cluster=cluster,
+        fingerprint=Fingerprint(
+            digest=fp.get("digest"),
             objects=[
                 FingerprintObject(
                     str(o.get("kind")),
@@ -330,7 +328,6 @@ def build_report(
                 )
                 for o in fp.get("objects") or []
             ],
-            source=source,
         ),
         identity=identity,
         plan=PlanInfo(
@@ -343,14 +340,20 @@ def build_report(
         ),
         inventory=_inventory(readiness) if readiness is not None else _planned_inventory(review),
         findings=[
-            {k: f.get(k) for k in ("id", "severity", "message", "objects", "remediation", "scope", "pools") if k in f}
+            finding_json(
+                {
+                    k: f.get(k)
+                    for k in ("id", "severity", "message", "objects", "remediation", "scope", "pools")
+                    if k in f
+                }
+            )
             for f in plan.get("findings") or []
         ],
         device_classes=_device_classes(plan),
         capacity=_capacity(readiness) if readiness is not None else planned,
-        capacity_source=source.kind if readiness is not None else ("plan" if planned is not None else None),
+        capacity_source=cluster["source"] if readiness is not None else ("plan" if planned is not None else None),
         capacity_changes=_capacity_changes(planned, _capacity(readiness)) if readiness and planned else None,
-        excluded_pools=[dict(x) for x in review.get("excludedPools") or []],
+        excluded_pools=excluded_pools_json(review.get("excludedPools") or []),
         summary=dict(plan.get("summary") or {}),
         stages=[_stage(s, plan.get("findings") or []) for s in plan.get("stages") or []],
         diff=diff,

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from migrate.checks.context import parse_feature_gates
-from migrate.checks.model import Finding
+from migrate.checks.model import Finding, ObjectRef
 from migrate.checks.run import assess
 from migrate.cluster.snapshot import load_snapshot
 from migrate.cluster.state import ClusterState, SourceInfo, StateBuilder
@@ -18,6 +18,10 @@ from tests.unit.helpers import container, node, obj, pod, pod_spec, template
 ROOT = Path(__file__).resolve().parents[2]
 GPU = "nvidia.com/gpu"
 POOL = "cloud.google.com/gke-nodepool"
+
+
+def _text(objects: tuple[ObjectRef, ...]) -> tuple[str, ...]:
+    return tuple(map(str, objects))
 
 
 def fixture(name: str) -> ClusterState:
@@ -134,7 +138,7 @@ def test_driver_version_too_old() -> None:
     )
     f = findings(old, "driver-version-too-old")
     assert [x.severity.value for x in f] == ["blocker"]
-    assert f[0].objects == ("ClusterPolicy cluster-policy", "Node a")
+    assert _text(f[0].objects) == ("ClusterPolicy cluster-policy", "Node a")
     assert (
         findings(make(gpu_node("a"), cluster_policy(driver={"version": "580.95.05"})), "driver-version-too-old") == []
     )
@@ -155,14 +159,14 @@ def test_dual_advertising() -> None:
     # The DRA chart's default placement: slices beside device-plugin allocatable, no claim yet -> a warning
     # that names the danger; once a claim holds one of those devices -> a blocker.
     f = findings(make(gpu_node("a", n=4), slice_for("a", 4), gpu_node("b")), "dual-advertising")
-    assert [(x.severity.value, x.objects) for x in f] == [("warning", ("Node a",))]
+    assert [(x.severity.value, _text(x.objects)) for x in f] == [("warning", ("Node a",))]
     assert "allocatable twice" in f[0].message and "ResourceClaims" in f[0].message
     claim = obj("resource.k8s.io/v1", "ResourceClaim", "c", {})
     claim["status"] = {
         "allocation": {"devices": {"results": [{"driver": "gpu.nvidia.com", "pool": "a", "device": "gpu-0"}]}}
     }
     f = findings(make(gpu_node("a", n=4), slice_for("a", 4), gpu_node("b"), claim), "dual-advertising")
-    assert [(x.severity.value, x.objects) for x in f] == [("blocker", ("Node a",))]
+    assert [(x.severity.value, _text(x.objects)) for x in f] == [("blocker", ("Node a",))]
     assert findings(fixture("half-migrated"), "dual-advertising") == []
     assert severities(fixture("upstream-stack"), "dual-advertising") == ["warning"]
     assert findings(fixture("upstream-ready"), "dual-advertising") == []
@@ -189,14 +193,14 @@ def _kubelet(n: dict[str, Any], version: str) -> dict[str, Any]:
 def test_kubelet_version_unsupported(kubelet: str, gates: dict[str, bool], blocked: bool) -> None:
     state = make(_kubelet(gpu_node("a"), kubelet), _kubelet(gpu_node("b"), "v1.37.2"))
     f = findings(state, "kubelet-version-unsupported", feature_gates=gates)
-    assert [(x.severity.value, x.objects) for x in f] == ([("blocker", ("Node a",))] if blocked else [])
+    assert [(x.severity.value, _text(x.objects)) for x in f] == ([("blocker", ("Node a",))] if blocked else [])
 
 
 def test_kubelet_skew_counts_nothing_after_and_on_fixtures() -> None:
     r = assess(fixture("upstream-stack"))
     old = [c for c in r.capacity if c.pool == "h100old"]
     assert [(c.before, c.after, c.fits, c.after_source) for c in old] == [(16, 0, False, "excluded")]
-    assert [f.objects for f in r.findings if f.id == "kubelet-version-unsupported"] == [
+    assert [_text(f.objects) for f in r.findings if f.id == "kubelet-version-unsupported"] == [
         ("Node aks-h100old-81477113-vmss000000", "Node aks-h100old-81477113-vmss000001")
     ]
     assert severities(fixture("upstream-ready"), "kubelet-version-unsupported") == []
@@ -228,7 +232,7 @@ def test_dra_plugin_placement_unknown() -> None:
     managed = _ds(DRA_DS, affinity=_affinity([{"key": "feature.node.kubernetes.io/pci-10de.present",
                                               "operator": "In", "values": ["true"]}]))  # fmt: skip
     f = findings(make(gpu_node("a"), managed), "dra-plugin-placement-unknown")
-    assert [(x.severity.value, x.objects) for x in f] == [("blocker", ("Node a",))]
+    assert [(x.severity.value, _text(x.objects)) for x in f] == [("blocker", ("Node a",))]
     # matchFields and Gt cannot be satisfied by a label either.
     gt = _ds(DRA_DS, affinity=_affinity([{"key": "gpu-gen", "operator": "Gt", "values": ["3"]}]))
     assert severities(make(gpu_node("a"), gt), "dra-plugin-placement-unknown") == ["blocker"]
@@ -249,7 +253,7 @@ def test_dra_plugin_placement_unknown() -> None:
 def test_device_plugin_placement_unknown() -> None:
     standalone = _ds("nvidia-device-plugin-daemonset", ns="kube-system")
     f = findings(make(gpu_node("a"), standalone), "device-plugin-placement-unknown")
-    assert [(x.severity.value, x.objects) for x in f] == [("blocker", ("Node a",))]
+    assert [(x.severity.value, _text(x.objects)) for x in f] == [("blocker", ("Node a",))]
     assert severities(fixture("h100-homogeneous"), "device-plugin-placement-unknown") == ["blocker"]
     notin = _ds("nvidia-device-plugin-daemonset", ns="kube-system", affinity=_affinity(
         [{"key": "nvidia.com/gpu.deploy.device-plugin", "operator": "NotIn", "values": ["false"]}]))  # fmt: skip
@@ -330,7 +334,7 @@ def test_dynamic_mig_unpredicted() -> None:
     gated = _ds(DRA_DS, nodeSelector={"nvidia.com/dra-kubelet-plugin": "true"})
     gated["spec"]["template"]["spec"]["containers"][0]["args"] = ["--feature-gates=DynamicMIG=true"]
     f = findings(make(gpu_node("a"), gated), "dynamic-mig-unpredicted")
-    assert [(x.severity.value, x.objects) for x in f] == [("blocker", ("Node a",))]
+    assert [(x.severity.value, _text(x.objects)) for x in f] == [("blocker", ("Node a",))]
     plain = _ds(DRA_DS, nodeSelector={"nvidia.com/dra-kubelet-plugin": "true"})
     assert findings(make(gpu_node("a"), plain), "dynamic-mig-unpredicted") == []
     # Published slices give the count: nothing to predict.
@@ -363,7 +367,7 @@ def test_shared_gpu_capacity_loss_blocks_when_consumers_no_longer_fit() -> None:
     # demo's A100 pool: 2 nodes x 8 GPUs shared 4 ways (64 allocatable) hold 17 one-GPU requests;
     # under DRA 16 whole GPUs serve them.
     f = findings(fixture("demo"), "shared-gpu-capacity-loss")
-    assert [(x.severity.value, x.objects) for x in f] == [("blocker", ("Pool a100-shared-pool",))]
+    assert [(x.severity.value, _text(x.objects)) for x in f] == [("blocker", ("Pool a100-shared-pool",))]
 
 
 def test_shared_gpu_capacity_loss_warns_when_they_still_fit() -> None:
@@ -379,7 +383,7 @@ def test_shared_gpu_capacity_loss_warns_when_they_still_fit() -> None:
 def test_unmapped_gpu_resource() -> None:
     f = findings(fixture("mig-timeslice"), "unmapped-gpu-resource")
     assert len(f) == 1 and "nvidia.com/gpu.shared" in f[0].message
-    assert f[0].objects == ("Deployment ml/tts-api", "Service ml/sd-turbo")
+    assert _text(f[0].objects) == ("Deployment ml/tts-api", "Service ml/sd-turbo")
     assert findings(fixture("demo"), "unmapped-gpu-resource") == []
 
 
@@ -403,7 +407,9 @@ def test_pdb_blocks_drain() -> None:
     )
     pdb["status"] = {"disruptionsAllowed": 0}
     f = findings(make(gpu_node("gpu-1"), p, pdb), "pdb-blocks-drain")
-    assert [(x.severity.value, x.objects) for x in f] == [("warning", ("PodDisruptionBudget ml/llm", "Pod ml/p"))]
+    assert [(x.severity.value, _text(x.objects)) for x in f] == [
+        ("warning", ("PodDisruptionBudget ml/llm", "Pod ml/p"))
+    ]
     pdb["status"] = {"disruptionsAllowed": 1}
     assert findings(make(gpu_node("gpu-1"), p, pdb), "pdb-blocks-drain") == []
     other = obj(
@@ -449,7 +455,7 @@ def test_fractional_gpu_requests_are_flagged_once_per_workload() -> None:
     bare = pod("vgpu", hami)
     (f,) = findings(make(gpu_node("a"), dep, rs, pod("nb-1-x", hami, owner=rs), bare), "fractional-gpu-request")
     assert f.severity.value == "warning"
-    assert f.objects == ("Deployment ml/nb", "Pod ml/vgpu")
+    assert _text(f.objects) == ("Deployment ml/nb", "Pod ml/vgpu")
     assert "nvidia.com/gpucores" in f.message
     whole = pod_spec(container(limits={GPU: 1}))
     assert severities(make(gpu_node("a"), pod("p", whole)), "fractional-gpu-request") == []

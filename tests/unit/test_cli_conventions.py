@@ -12,6 +12,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -19,6 +20,7 @@ from click.testing import CliRunner
 
 from migrate.cli import exitcodes
 from migrate.cli.main import COMMANDS, cli, hoist_global_flags
+from migrate.cluster.state import CLUSTER_KEYS
 from migrate.render import Document, styled, use_color
 from migrate.render.checks import check_document
 from tests.unit.cli import run
@@ -32,7 +34,7 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # Every command line a user can type, to the subcommand (generate's one verb included).
 COMMAND_PATHS = [[n] for n in COMMANDS if n != "generate"] + [["generate", "deviceclasses"]]
 # The commands that print data, and so take -o.
-WITH_OUTPUT = ["inventory", "check", "match", "plan", "show", "diff", "status", "report"]
+WITH_OUTPUT = ["inventory", "check", "match", "plan", "show", "diff", "status", "report", "probe", "rehearse"]
 
 
 def _one_line(stderr: str) -> str:
@@ -63,7 +65,10 @@ def test_a_bad_output_format_exits_1_naming_the_option(command: str) -> None:
     assert "xml" in line
 
 
-@pytest.mark.parametrize("command", ["show", "diff", "status", "report", "apply", "rollback", "unlock", "completion"])
+@pytest.mark.parametrize(
+    "command",
+    ["show", "diff", "status", "report", "apply", "rollback", "unlock", "completion", "rehearse", "probe", "convert"],
+)
 def test_a_missing_argument_exits_1(command: str) -> None:
     r = run(command)
     assert r.code == exitcodes.FAILED
@@ -172,6 +177,96 @@ def test_cluster_is_the_same_object_in_inventory_check_and_match() -> None:
     ]
     assert shapes[0] == shapes[1] == shapes[2]
     assert shapes[0]["kubernetesVersion"] == "v1.37.2"
+
+
+def _json(*args: str) -> dict[str, Any]:
+    r = run(*args, "-o", "json")
+    assert r.code in (0, 2), r.stderr
+    data: dict[str, Any] = json.loads(r.stdout)
+    return data
+
+
+def test_cluster_is_the_same_object_in_every_output(tmp_path: Path) -> None:
+    """Issue 18: one shape, `cluster.state.cluster_object`: the same keys in the same order everywhere; a
+    plan knows its cluster's name and version only, so there the rest is null and `source` is "plan"."""
+    read = _json("inventory", "--snapshot", DEMO)["cluster"]
+    assert list(read)[: len(CLUSTER_KEYS)] == list(CLUSTER_KEYS)
+    assert read["name"] == "gke_acme-ml-demo_us-central1_demo" and read["source"] == "snapshot"
+    core = {k: read[k] for k in CLUSTER_KEYS}
+    plan = str(tmp_path / "p.yaml")
+    planned = _json("plan", "--snapshot", DEMO, "--out", plan)
+    diffed = _json("diff", PLAN, plan)
+    drifted = _json("diff", plan, "--snapshot", DEMO)
+    from_plan = [
+        planned["cluster"],
+        _json("show", plan)["cluster"],
+        _json("status", plan)["cluster"],
+        _json("report", plan)["cluster"],
+        diffed["a"]["cluster"],
+        diffed["b"]["cluster"],
+        drifted["plan"]["cluster"],
+    ]
+    assert all(c == from_plan[0] for c in from_plan), from_plan
+    assert from_plan[0] == {**{k: None for k in CLUSTER_KEYS}, "name": read["name"],
+                            "kubernetesVersion": "v1.37.2", "source": "plan"}  # fmt: skip
+    # Read now: the whole core, as inventory says it.
+    assert drifted["cluster"] == core
+    assert _json("report", plan, "--snapshot", DEMO)["cluster"] == core
+    shown = yaml.safe_load(run("show", plan, "-o", "yaml").stdout)
+    assert shown["cluster"] == from_plan[0]
+
+
+def _refs(findings: list[dict[str, Any]]) -> list[Any]:
+    return [o for f in findings for o in f["objects"]]
+
+
+def test_finding_objects_are_structured_in_every_output(tmp_path: Path) -> None:
+    """Issue 18: `{kind, namespace, name}` in JSON and YAML; the plan file keeps the text its digest covers."""
+    whole, part = str(tmp_path / "whole.yaml"), str(tmp_path / "part.yaml")
+    run("plan", "--snapshot", DEMO, "--out", whole)
+    planned = _json("plan", "--snapshot", DEMO, "--out", part, "--exclude-pools", "a100-shared-pool")
+    pool = {"kind": "Pool", "namespace": None, "name": "a100-shared-pool"}
+    left_out = [f for x in planned["excludedPools"] for f in x["findings"]]
+    assert pool in _refs(left_out)
+    shown = _json("show", whole)
+    outputs = {
+        "plan": left_out,
+        "show": shown["findings"],
+        "show review": [f for x in _json("show", part)["review"]["excludedPools"] for f in x["findings"]],
+        "report": _json("report", whole)["findings"],
+        "report excludedPools": [f for x in _json("report", part)["excludedPools"] for f in x["findings"]],
+        "diff": _json("diff", whole, part)["summary"]["findings"]["removed"],
+        "show yaml": yaml.safe_load(run("show", whole, "-o", "yaml").stdout)["findings"],
+    }
+    for where, findings in outputs.items():
+        refs = _refs(findings)
+        assert refs and all(isinstance(o, dict) and set(o) == {"kind", "namespace", "name"} for o in refs), where
+    assert pool in _refs(shown["findings"]) and pool in outputs["diff"][0]["objects"]
+    # The plan file is unchanged: text, as the digest covers it (and plans written before still load).
+    on_disk = yaml.safe_load(Path(whole).read_text())
+    assert "Pool a100-shared-pool" in _refs(on_disk["findings"]) and isinstance(on_disk["cluster"], str)
+    # Humans read text.
+    assert "Pool a100-shared-pool" in run("report", whole, "-o", "markdown").stdout
+    table = run("diff", whole, part, "-o", "wide").stdout
+    assert "Pool a100-shared-pool" in table and "'kind'" not in table
+
+
+def test_probe_takes_the_output_vocabulary(monkeypatch: pytest.MonkeyPatch) -> None:
+    """probe prints data too: every -o, JSON and YAML with formatVersion; exit 2 still means it failed."""
+    import migrate.cli.probe as probe
+    from migrate.execute.probe import ProbeResult
+
+    devices = [{"name": "gpu-0", "attributes": {"productName": "H100"}, "capacity": {"memory": "80Gi"}}]
+    result = ProbeResult("n1", "gpu.nvidia.com", "gpu.nvidia.com", devices, problems=["the container saw nothing"])
+    monkeypatch.setattr(probe, "live_ops", lambda *_: type("Ops", (), {"kube": None})())
+    monkeypatch.setattr(probe, "run_probe", lambda *_: result)
+    for fmt in ("json", "yaml"):
+        r = run("probe", "--node", "n1", "-o", fmt)
+        data = json.loads(r.stdout) if fmt == "json" else yaml.safe_load(r.stdout)
+        assert r.code == exitcodes.ACTION_NEEDED and data["formatVersion"] == 1 and data["result"] == "failed"
+    assert run("probe", "--node", "n1", "-o", "name").stdout == "gpu-0\n"
+    assert "| gpu-0  |" in run("probe", "--node", "n1", "-o", "markdown").stdout
+    assert "productName=H100" in run("probe", "--node", "n1", "-o", "wide").stdout
 
 
 def test_name_lists_one_name_per_line() -> None:

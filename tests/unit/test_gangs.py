@@ -110,7 +110,7 @@ def test_gang_that_needs_every_node_is_blocked_by_any_wave() -> None:
     s = make(*nodes, job, *workers(job, [f"p-{i}" for i in range(8)], 8))
     assert severities(s, "gang-capacity-after") == ["blocker"]
     [f] = [f for f in assess(s).findings if f.id == "gang-capacity-after"]
-    assert "during p" in f.message and "PyTorchJob ml/big" in f.objects
+    assert "during p" in f.message and "PyTorchJob ml/big" in map(str, f.objects)
 
 
 def test_gang_with_room_elsewhere_is_fine() -> None:

@@ -84,7 +84,14 @@ def test_the_plan_alone_is_a_complete_report() -> None:
     assert data["capacitySource"] == "plan" and data["capacityChanges"] is None
     assert data["inventory"]["source"] == "plan" and data["inventory"]["consumerCount"] == 14
     assert data["inventory"]["consumers"] == [] and data["identity"] is None
-    assert data["cluster"]["source"] == {"kind": "plan", "location": None, "takenAt": None}
+    assert data["cluster"] == {
+        "name": "gke_acme-ml-demo_us-central1_demo",
+        "kubernetesVersion": "v1.37.2",
+        "source": "plan",
+        "location": None,
+        "context": None,
+        "takenAt": None,
+    }
 
 
 def test_a_plan_without_a_review_record_says_what_it_needs(tmp_path: Path) -> None:
@@ -132,6 +139,7 @@ def test_json_contract() -> None:
         "formatVersion",
         "tool",
         "cluster",
+        "fingerprint",
         "identity",
         "plan",
         "inventory",
@@ -155,6 +163,19 @@ def test_json_contract() -> None:
     a100 = next(c for c in data["capacity"] if c["pool"] == "a100-shared-pool")
     assert (a100["before"], a100["after"], a100["fits"]) == (64, 16, False)
     assert [s["name"] for s in data["stages"]] == ["prepare", H100, "pool-l4-pool", "pool-a100-shared-pool"]
+    # The cluster object of every command (issue 18): the plan's name and version, where it was read now.
+    assert data["cluster"] == {
+        "name": "gke_acme-ml-demo_us-central1_demo",
+        "kubernetesVersion": "v1.37.2",
+        "source": "snapshot",
+        "location": DEMO,
+        "context": "gke_acme-ml-demo_us-central1_demo",
+        "takenAt": "2026-11-20T10:00:00Z",
+    }
+    assert data["fingerprint"]["digest"].startswith("sha256:") and data["fingerprint"]["objects"]
+    assert {"kind": "Pool", "namespace": None, "name": "a100-shared-pool"} in [
+        o for f in data["findings"] for o in f["objects"]
+    ]
 
 
 def test_out_writes_the_file(tmp_path: Path) -> None:
