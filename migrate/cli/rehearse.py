@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
 from migrate.cli import exitcodes
-from migrate.cli.options import SourceOptions, load_state, source_options
+from migrate.cli.options import SourceOptions, load_state, output_option, print_data, source_options
 from migrate.errors import InputError
 from migrate.fileio import write_text_atomic
 from migrate.plan import io as plan_io
-from migrate.render import emit, to_json, use_color
+from migrate.render import to_json, to_names, to_yaml
 
 
 @click.command()
@@ -26,8 +27,8 @@ from migrate.render import emit, to_json, use_color
     help="Run the twin this much faster than real time (0.1: ten times); durations are reported unscaled.",
 )
 @click.option("--pending-threshold", default="2m", show_default=True, help="Health gate, as for apply.")
-@click.option("-o", "--output", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True)
-@click.option("--out", "out_file", type=click.Path(path_type=Path), help="Write the result to FILE.")
+@output_option(names="the waves rehearsed (stage/wave)")
+@click.option("--out", "out_file", type=click.Path(path_type=Path), help="Write the result to FILE (-o format).")
 def rehearse(
     plan_file: Path,
     source: SourceOptions,
@@ -61,13 +62,27 @@ def rehearse(
         pending_threshold_s=float(parse_duration(pending_threshold)),
         log=lambda m: click.echo(m, err=True),
     ).to_dict()
-    text = to_json(result) if output == "json" else rehearsal_document(result).render(output, color=False)
+    names = [f"{w['stage']}/{w['wave'] or '-'}" for w in result["waves"]]
     if out_file:
+        text = _file_text(output, result, names)
         write_text_atomic(out_file, text if text.endswith("\n") else text + "\n")
         click.echo(f"wrote {out_file}", err=True)
     else:
-        emit(text if output == "json" else rehearsal_document(result).render(output, color=use_color(sys.stdout)))
+        print_data(output, result, lambda: rehearsal_document(result), lambda: names)
     sys.exit(exitcodes.OK if result["result"] == "ok" else exitcodes.ACTION_NEEDED)
+
+
+def _file_text(output: str, result: dict[str, Any], names: list[str]) -> str:
+    """The result in the `-o` format, for a file: no colour, no terminal width."""
+    from migrate.render.rehearsal import rehearsal_document
+
+    if output == "json":
+        return to_json(result)
+    if output == "yaml":
+        return to_yaml(result)
+    if output == "name":
+        return to_names(names)
+    return rehearsal_document(result).render(output, color=False)
 
 
 @click.group()

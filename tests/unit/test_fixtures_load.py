@@ -166,3 +166,22 @@ def _load_module(path: Path, name: str) -> Any:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: p.stem)
+def test_every_controller_selects_its_own_template(path: Path) -> None:
+    """The API server refuses a workload whose selector does not select its pod template
+    (apps/v1 validation: "`selector` does not match template `labels`"), so a fixture that has one could
+    not exist, and a twin made from it would skip the object."""
+    from ruamel.yaml import YAML
+
+    problems = []
+    for obj in YAML(typ="safe").load(path.read_text())["items"]:
+        spec = obj.get("spec") or {}
+        if obj.get("apiVersion") != "apps/v1" or "template" not in spec:
+            continue
+        wanted = (spec.get("selector") or {}).get("matchLabels") or {}
+        have = ((spec["template"].get("metadata") or {}).get("labels")) or {}
+        if any(have.get(k) != v for k, v in wanted.items()):
+            problems.append(f"{obj['kind']} {obj['metadata'].get('namespace')}/{obj['metadata']['name']}")
+    assert problems == []
