@@ -47,6 +47,10 @@ MIN_TIMEOUT_S = 10  # a scaled timeout never below this: API round trips do not 
 # The twin's kubelets heartbeat in real time: the node lifecycle controller that reads them runs in real
 # time too (its grace period is not scaled), and 2,000 nodes beating every second would load the twin.
 HEARTBEAT_S = 10.0
+# The twin's controllers and scheduler do in minutes what the cluster's did over months (every pod of
+# every workload at once), at their client rate: 20 requests/s for the controller manager by default.
+# One request per node and a few per pod at once need more; the twin is private, so it loads no one.
+MIN_CLIENT_QPS = 50
 STATUS_REPORT_S = 300.0  # kubelet's nodeStatusReportFrequency default (sim/fleet.py)
 
 
@@ -210,7 +214,8 @@ def rehearse(
     if not specs:
         raise InputError(f"{state.source.location}: the snapshot has no GPU nodes to rehearse on", "")
     say("starting the twin's control plane")
-    with Twin.start() as twin, tempfile.TemporaryDirectory(prefix="dra-migrate-rehearsal-") as scratch:
+    qps = max(MIN_CLIENT_QPS, len(specs) // 5)
+    with Twin.start(client_qps=qps) as twin, tempfile.TemporaryDirectory(prefix="dra-migrate-rehearsal-") as scratch:
         api = new_api_client(twin.kubeconfig, "dra-migrate-rehearsal")
         kube = Kube(api)
         timing = twin_timing(time_scale)

@@ -85,11 +85,15 @@ class Twin:
     _scratch: tempfile.TemporaryDirectory[str]
 
     @classmethod
-    def start(cls, timeout: float = 300) -> Twin:
+    def start(cls, timeout: float = 300, client_qps: int | None = None) -> Twin:
+        """`client_qps`: the controller manager's and scheduler's client rate (tools/k8s/up
+        DRA_MIGRATE_CLIENT_QPS); None keeps their defaults, which are sized for small clusters."""
         tools = tools_dir()
         scratch = tempfile.TemporaryDirectory(prefix="dra-migrate-twin-")
         root = Path(scratch.name)
         env = {**os.environ, "DRA_MIGRATE_K8S_CACHE": str(binary_dir(root / "bin"))}
+        if client_qps is not None:
+            env["DRA_MIGRATE_CLIENT_QPS"] = str(client_qps)
         plane = root / "k8s"
         try:
             res = subprocess.run(
