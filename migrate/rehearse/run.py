@@ -136,7 +136,7 @@ def recreate(api: Any, state: ClusterState) -> LoadReport:
         "kubelet-plugin" in str((d.get("metadata") or {}).get("name", "")) for d in state.of("apps/DaemonSet")
     )
     install_nvidia_stack(api, dra_driver=has_dra, cluster_policy=policies[0] if policies else None)
-    return load_workloads(api, state)
+    return load_workloads(api, state, devices_only=True)
 
 
 def read_cluster(kubeconfig: Path) -> ClusterState:
@@ -257,13 +257,18 @@ def rehearse(
         failure=result.failure,
         reasons=ops.reasons,
         after=after,
-        unreproduced=_unreproduced(state, loaded.skipped),
+        unreproduced=_unreproduced(state, loaded),
         real_s_per_wave=REALISTIC.container_start_s + REALISTIC.canary_run_s,
     )
 
 
-def _unreproduced(state: ClusterState, skipped: list[str]) -> list[str]:
-    out = list(skipped)
+def _unreproduced(state: ClusterState, loaded: LoadReport) -> list[str]:
+    out = list(loaded.skipped)
+    if loaded.without_devices:
+        kinds = ", ".join(f"{k.rpartition('/')[2]} {n}" for k, n in sorted(loaded.without_devices.items()))
+        out.append(
+            f"workloads whose pods use no devices are not recreated ({kinds}): the twin plays only the GPU nodes"
+        )
     out.extend(f"{kind}: {n} object(s) not read into the snapshot" for kind, n in sorted(state.skipped.items()))
     if state.other_pods_read:
         out.append(

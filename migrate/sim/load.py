@@ -58,9 +58,19 @@ class LoadReport:
     created: Counter[str] = field(default_factory=Counter)  # kind key -> objects created
     existing: Counter[str] = field(default_factory=Counter)  # kind key -> already there
     skipped: list[str] = field(default_factory=list)  # "<kind> <ns>/<name>: why"
+    without_devices: Counter[str] = field(default_factory=Counter)  # kind key -> left out (devices_only)
 
 
-def load_workloads(api_client: Any, state: ClusterState, *, sa_timeout: float = 30) -> LoadReport:
+def load_workloads(
+    api_client: Any, state: ClusterState, *, sa_timeout: float = 30, devices_only: bool = False
+) -> LoadReport:
+    """Recreate the snapshot's objects on a cluster whose GPU nodes the simulator plays.
+
+    `devices_only` (the twin): workloads whose pods use no devices are left out (counted in
+    `without_devices`): a twin plays only the GPU nodes, so their pods would wait Pending for CPU nodes
+    it does not have, by the thousand on a large fleet, and load its scheduler for nothing. DaemonSets
+    stay: they run on the GPU nodes, and the device plugin's tells where it runs.
+    """
     kube = Kube(api_client)
     report = LoadReport()
     _namespaces(kube, state, sa_timeout)
@@ -78,6 +88,9 @@ def load_workloads(api_client: Any, state: ClusterState, *, sa_timeout: float = 
         for obj in state.of(key):
             if _controller(obj) is not None:
                 continue  # made by its controller (a Deployment's ReplicaSet, a CronJob's Job)
+            if devices_only and key != "apps/DaemonSet" and not uses_devices(obj):
+                report.without_devices[key] += 1
+                continue
             live = _create(kube, kind, _prepare_workload(key, obj), report)
             old_uid = (obj.get("metadata") or {}).get("uid")
             if live is not None and old_uid:
@@ -85,6 +98,22 @@ def load_workloads(api_client: Any, state: ClusterState, *, sa_timeout: float = 
     for pod in state.of("Pod"):
         _load_pod(kube, pod, new_uids, report)
     return report
+
+
+def uses_devices(obj: Any) -> bool:
+    """Whether any pod template in `obj` asks for devices: an `nvidia.com/` resource, or a
+    ResourceClaim (templates sit at many paths in built-in and CRD kinds; search them all)."""
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if k in ("limits", "requests") and isinstance(v, dict) and any(str(r).startswith("nvidia.com/") for r in v):
+                return True
+            if k == "resourceClaims" and v:
+                return True
+            if uses_devices(v):
+                return True
+    elif isinstance(obj, list):
+        return any(uses_devices(v) for v in obj)
+    return False
 
 
 def _namespaces(kube: Kube, state: ClusterState, sa_timeout: float) -> None:

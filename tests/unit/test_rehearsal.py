@@ -181,3 +181,26 @@ def test_the_report_refuses_another_plans_rehearsal_in_one_line(tmp_path: Path) 
     assert r.code == 1 and r.stdout == ""
     [line, *_hint] = [x for x in r.stderr.splitlines() if x.strip()]
     assert "another plan" in line and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("obj", "expected"),
+    [
+        ({"spec": {"template": {"spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}}, True),
+        ({"spec": {"template": {"spec": {"containers": [{"resources": {"requests": {"nvidia.com/mig-1g.10gb": 1}}}]}}}},
+         True),
+        ({"spec": {"template": {"spec": {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}]}}}},
+         True),
+        # A CRD nests its templates deeper (PyTorchJob replica specs): found all the same.
+        ({"spec": {"pytorchReplicaSpecs": {"Worker": {"template": {"spec": {"containers": [
+            {"resources": {"limits": {"nvidia.com/gpu": 8}}}]}}}}}}, True),
+        ({"spec": {"template": {"spec": {"containers": [{"resources": {"limits": {"cpu": "2", "memory": "1Gi"}}}]}}}},
+         False),
+        ({"spec": {"template": {"spec": {"resourceClaims": []}}}}, False),
+        ({"metadata": {"labels": {"nvidia.com/gpu": "true"}}}, False),  # a label is not a request
+    ],
+)  # fmt: skip
+def test_which_workloads_the_twin_recreates(obj: dict[str, Any], expected: bool) -> None:
+    from migrate.sim.load import uses_devices
+
+    assert uses_devices(obj) is expected
