@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What a rehearsal costs on this machine: wall time, peak memory, and the simulator's cost per node.
 
-    python bench/rehearse.py [--sizes 200,2000] [--pods-per-node 10] [--time-scale 0.01] [--out FILE]
+    python bench/rehearse.py [--sizes 200,2000] [--pods-per-node 4] [--time-scale 0.01] [--out FILE]
 
 For each size N: a synthetic fleet of N GPU nodes (bench/gen_fleet.py, deterministic; N/2 CPU nodes the
 twin does not play, N x pods-per-node pods of which about a quarter use GPUs), `plan --snapshot`, then
@@ -207,7 +207,7 @@ def _gpu_pods(snap: Path) -> Any:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="200,2000", help="GPU node counts, comma-separated (the last is quoted)")
-    ap.add_argument("--pods-per-node", type=int, default=10)
+    ap.add_argument("--pods-per-node", type=int, default=4, help="at 10, pools time-slice: no migration")
     ap.add_argument("--time-scale", type=float, default=0.01)
     ap.add_argument("--out", type=Path, help="also write the JSON result here")
     args = ap.parse_args()

@@ -43,7 +43,10 @@ from migrate.sim.stack import install_nvidia_stack
 from migrate.sim.timing import REALISTIC, TimingProfile, profile
 
 Log = Callable[[str], None]
-MIN_TIMEOUT_S = 10  # a scaled timeout never below this: API round trips do not scale
+# A scaled step timeout never below this. API round trips do not scale, nor does the simulator's own work:
+# it plays a wave's kubelets from one process, so a 60-node wave of the 2,000-node fleet took over 10 s of
+# real time to post allocatable 0 — a floor of 10 s failed a wave a real cluster passes.
+MIN_TIMEOUT_S = 60
 # The twin's kubelets heartbeat in real time: the node lifecycle controller that reads them runs in real
 # time too (its grace period is not scaled), and 2,000 nodes beating every second would load the twin.
 HEARTBEAT_S = 10.0
