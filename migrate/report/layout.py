@@ -545,7 +545,7 @@ def _rehearsal(r: dict[str, Any]) -> Section:
     rh = r.get("rehearsal")
     if rh is None:
         s.p(
-            "Not available: no rehearsal given. Run `dra-migrate rehearse PLAN --snapshot FILE -o json --out "
+            "No rehearsal given (it is optional). Run `dra-migrate rehearse PLAN --snapshot FILE -o json --out "
             "R.json`, then pass `--rehearsal R.json`."
         )
         return s
