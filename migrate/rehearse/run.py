@@ -79,11 +79,16 @@ def _scaled(text: str, scale: float, floor: int) -> str:
     return format_duration(max(floor, math.ceil(seconds * scale)))
 
 
+def pool_labels(plan: dict[str, Any]) -> tuple[str, ...]:
+    """The node labels the plan read pools from (its `parameters.poolLabels`)."""
+    return tuple(plan_io.body_of(plan).get("parameters", {}).get("poolLabels") or ())
+
+
 def twin_plan(plan: dict[str, Any], twin_state: ClusterState, scale: float) -> dict[str, Any]:
     """The reviewed plan's stages, fingerprinted on the twin and time-scaled, sealed anew."""
     body = copy.deepcopy(plan_io.body_of(plan))
     body.pop("edited", None)
-    labels = tuple(body.get("parameters", {}).get("poolLabels") or ())
+    labels = pool_labels(plan)
     body["fingerprint"] = fingerprint(twin_state, assess(twin_state, pool_labels=labels))
     for stage in body["stages"]:
         for step in (stage.get("steps") or []) + (stage.get("nodeSteps") or []):
@@ -229,7 +234,7 @@ def rehearse(
             loaded = recreate(api, state)
             say(f"twin: {sum(loaded.created.values())} object(s) recreated, {len(loaded.skipped)} skipped")
             settle(kube, 60 + len(specs) / 10)
-            labels = tuple(plan_io.body_of(plan).get("parameters", {}).get("poolLabels") or ())
+            labels = pool_labels(plan)
             derived = twin_plan(plan, stable_state(twin.kubeconfig, labels, 60 + len(specs) / 10), time_scale)
             path = Path(scratch) / "rehearsal.plan.yaml"
             plan_io.write(derived, path)
