@@ -243,13 +243,19 @@ def test_one_failing_node_stops_the_others_mid_wait(wave3: Rig) -> None:
     """b hangs in its wait for DRA; a fails its drain: b's wait is cancelled at once (not at its timeout),
     its step journaled as interrupted, and the wave rolled back."""
     wave3.ops.fail("wait_dra_ready", "p0-b", "hang")
+    # c hangs too: a lane that ran to its uncordon before a's failure reached it would wait alone at the
+    # barrier below (it broke on a loaded CI machine) — the barrier is for the three cordons at once.
+    wave3.ops.fail("wait_dra_ready", "p0-c", "hang")
     wave3.ops.fail("drain", "p0-a", "permanent")
     wave3.ops.barriers["set_unschedulable"] = threading.Barrier(3, timeout=5)
     result = wave3.run()
     assert result.outcome == FAILED and "p0-a/drain" in (result.failure or "")
     ends = {r["stepId"]: r for r in wave3.records() if r["event"] == "end" and r["phase"] == "apply"}
-    b_steps = [s for s in ends if "/p0-b/" in s]
-    assert not any(s.endswith(("canary", "uncordon")) for s in b_steps), "b stopped at its next boundary"
+    for node in ("p0-b", "p0-c"):
+        steps = [s for s in ends if f"/{node}/" in s]
+        assert not any(s.endswith(("canary", "uncordon")) for s in steps), f"{node} stopped at its next boundary"
+        wait = ends.get(f"pool-p0/{node}/wait-dra-ready")  # absent if a's failure came before it started
+        assert wait is None or wait["result"] == "interrupted"
     interrupted = [r for r in ends.values() if r["result"] == "interrupted"]
     assert all("p0-a" not in r["stepId"] for r in interrupted)
     assert all(s == BEFORE for s in wave3.nodes().values())
