@@ -74,13 +74,15 @@ class Sampler(threading.Thread):
         super().__init__(daemon=True)
         self.pid = pid
         self.peak_tool = 0
+        self.last_tool = 0  # the latest sample: read at each phase, it shows where the memory goes
         self.peak_twin = 0
         self.cpu = 0.0
         self.done = threading.Event()
 
     def run(self) -> None:
         while not self.done.wait(1.0):
-            self.peak_tool = max(self.peak_tool, rss(self.pid))
+            self.last_tool = rss(self.pid)
+            self.peak_tool = max(self.peak_tool, self.last_tool)
             self.peak_twin = max(self.peak_twin, sum(rss(p) for p in twin_pids() if p != self.pid))
             self.cpu = max(self.cpu, cpu_seconds(self.pid))
 
@@ -156,13 +158,19 @@ def one(nodes: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     sampler = Sampler(proc.pid)
     sampler.start()
     phases: dict[str, float] = {}
+    rss_at: dict[str, int] = {}
     tail: list[str] = []
     assert proc.stderr is not None
+    timeline: list[tuple[float, int, str]] = []
     for line in proc.stderr:
         tail = [*tail, line.rstrip()][-5:]
+        timeline.append(
+            (round(time.perf_counter() - started, 1), round(sampler.last_tool / 2**20), line[:100].rstrip())
+        )
         for name, mark in PHASES:
             if name not in phases and mark in line:
                 phases[name] = round(time.perf_counter() - started, 1)
+                rss_at[name] = round(sampler.last_tool / 2**20)
     code = proc.wait()
     wall = time.perf_counter() - started
     sampler.done.set()
@@ -183,6 +191,8 @@ def one(nodes: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         "phases": phases,
         "toolCpuSeconds": round(sampler.cpu, 1),
         "toolPeakRssMiB": round(sampler.peak_tool / 2**20),
+        "toolRssMiBAt": rss_at,
+        "timeline": timeline if args.timeline else None,
         "twinPeakRssMiB": round(sampler.peak_twin / 2**20),
         "rehearsedSeconds": r["rehearsedSeconds"],
         "estimatedDuration": r["estimatedDuration"],
@@ -210,6 +220,7 @@ def main() -> None:
     ap.add_argument("--pods-per-node", type=int, default=4, help="at 10, pools time-slice: no migration")
     ap.add_argument("--time-scale", type=float, default=0.01)
     ap.add_argument("--out", type=Path, help="also write the JSON result here")
+    ap.add_argument("--timeline", action="store_true", help="record each log line with the process's RSS then")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     with tempfile.TemporaryDirectory() as tmp:

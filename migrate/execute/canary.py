@@ -88,6 +88,28 @@ def container(image: str, command: str, devices: int) -> dict[str, Any]:
     }
 
 
+def seen_published(saw: str, slices: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """The devices of `slices` (the newest generation of each pool) that the canary's message names, by
+    their `uuid` attribute or their name when they publish none: what the canary was given, when its claim
+    was deleted before it could be read (a finished pod's generated claim goes at once)."""
+    newest: dict[tuple[str, str], int] = {}
+    for s in slices:
+        spec = s.get("spec") or {}
+        key = (str(spec.get("driver", "")), str((spec.get("pool") or {}).get("name", "")))
+        newest[key] = max(newest.get(key, 0), int((spec.get("pool") or {}).get("generation", 0)))
+    found: list[dict[str, str]] = []
+    for s in slices:
+        spec = s.get("spec") or {}
+        driver, pool = str(spec.get("driver", "")), str((spec.get("pool") or {}).get("name", ""))
+        if int((spec.get("pool") or {}).get("generation", 0)) != newest[(driver, pool)]:
+            continue
+        for d in spec.get("devices") or []:
+            ident = str(((d.get("attributes") or {}).get("uuid") or {}).get("string") or d.get("name", ""))
+            if ident and ident in saw:
+                found.append({"driver": driver, "pool": pool, "device": str(d.get("name", "")), "id": ident})
+    return found
+
+
 @dataclass(frozen=True)
 class Verdict:
     """`state` is "pending" (keep waiting), "ok" or "failed"; `reason` says why in the kubelet's words

@@ -50,6 +50,12 @@ EVICTION_WORKERS = 32
 # Waits poll quickly at first, then less often: a wave of 200 nodes each polling every 0.5 s would ask for
 # 400+ requests a second, throttled by the client's rate limit and costing every other lane its turn.
 POLL_GROWTH = 1.5
+# A canary the scheduler placed by the device plugin on a node whose allocatable is already 0 was
+# scheduled from a view older than the node's status: the scheduler works from its informer cache,
+# snapshotted at the start of each cycle (k8s.io/kubernetes@v1.37.2 pkg/scheduler/schedule_one.go,
+# UpdateSnapshot), so a status update it has not yet received is invisible to it. Such a canary is made
+# again, this many times in all, before the step fails (seen on a 2,000-node twin whose scheduler lagged).
+CANARY_ATTEMPTS = 3
 POLL_CAP_S = 2.0
 
 
@@ -359,10 +365,20 @@ class LiveOps:
             after = {"pod": f"{ns}/{_meta(out).get('name') or manifest['metadata']['generateName']}", "node": node}
             return Change(f"Node {node}", {}, after, dry_run=True)
         self._delete_canaries(node=node)  # one left by an interrupted run
-        with self._cleanup(token):
-            name = str(_meta(self.kube.create(pods, manifest)).get("name", ""))
-            allocated = self._await_canary(node, ns, name, resource, deadline, timeout_s, cancel)
-            return self._judge_canary(node, ns, name, allocated, deadline, timeout_s, cancel)
+        attempt = 1
+        while True:
+            with self._cleanup(token):
+                name = str(_meta(self.kube.create(pods, manifest)).get("name", ""))
+                try:
+                    allocated = self._await_canary(node, ns, name, resource, deadline, timeout_s, cancel)
+                except _SchedulerBehind as behind:
+                    if attempt >= CANARY_ATTEMPTS or time.monotonic() >= deadline:
+                        raise behind.failed(attempt) from None
+                else:
+                    return self._judge_canary(node, ns, name, allocated, deadline, timeout_s, cancel)
+            attempt += 1  # the stale canary is deleted (leaving the block); give the scheduler a poll
+            cancel.wait(min(self.poll_s, max(deadline - time.monotonic(), 0.0)))
+            cancel.check()
 
     def _await_canary(
         self, node: str, ns: str, name: str, resource: str, deadline: float, timeout_s: float, cancel: Cancel = NEVER
@@ -383,19 +399,21 @@ class LiveOps:
                 results = ((((claim or {}).get("status") or {}).get("allocation") or {}).get("devices") or {}).get(
                     "results"
                 )
-                if not results:
-                    raise StepFailed(
-                        f"canary pod {ns}/{name} was bound to {node} but its claim {ns}/{claim_name} shows no "
-                        "allocation (deleted or deallocated before it could be read)",
-                        "run the step again; if it repeats, check the resourceclaim controller's log",
-                        {"pod": f"{ns}/{name}", "claim": claim_name},
-                    )
-                devices = [{k: r.get(k) for k in ("driver", "pool", "device")} for r in results]
                 after = {"pod": f"{ns}/{name}", "node": node, "resource": resource, "claim": claim_name}
+                if not results:
+                    # The pod finished before its claim was read: the resourceclaim controller deletes a
+                    # terminal pod's generated claim (k8s.io/kubernetes@v1.37.2
+                    # pkg/controller/resourceclaim/controller.go L1650-1668). A canary runs a second or
+                    # two, a poll can be longer: it is judged by the node's published devices instead.
+                    return Change(f"Node {node}", {}, {**after, "devices": None})
+                devices = [{k: r.get(k) for k in ("driver", "pool", "device")} for r in results]
                 return Change(f"Node {node}", {}, {**after, "devices": devices})
             if bound:
                 # The scheduler writes extendedResourceClaimStatus before it binds (KEP-5004 PreBind),
-                # so a bound pod without it got the resource from the device plugin.
+                # so a bound pod without it got the resource from the device plugin — from a stale view
+                # if the node no longer offers it (see CANARY_ATTEMPTS).
+                if self._allocatable(node, resource) == 0:
+                    raise _SchedulerBehind(ns, name, node, resource)
                 raise StepFailed(
                     f"canary pod {ns}/{name} on node {node} was served by the device plugin, not DRA "
                     f"(no extendedResourceClaimStatus): {resource} is still advertised by the node",
@@ -422,14 +440,21 @@ class LiveOps:
             cancel.check()
             delay = min(delay * POLL_GROWTH, self.poll_cap_s)
 
+    def _allocatable(self, node: str, resource: str) -> int:
+        alloc = (self._node(node).get("status") or {}).get("allocatable") or {}
+        return quantity_int(alloc.get(resource, "0"))
+
     def _judge_canary(
         self, node: str, ns: str, name: str, allocated: Change, deadline: float, timeout_s: float, cancel: Cancel
     ) -> Change:
-        """Until the kubelet has run the canary: ok when it Succeeded naming every allocated device."""
+        """Until the kubelet has run the canary: ok when it Succeeded naming every allocated device — or,
+        its claim gone before it was read, naming one of the node's published devices."""
+        claim_gone = allocated.after.get("devices") is None
         results = list(allocated.after.get("devices") or [])
-        drivers = sorted({str(r.get("driver")) for r in results})
         slices: list[Obj] = []
-        for d in drivers:
+        if claim_gone:
+            slices, _ = self.kube.list_all(SLICES, [("fieldSelector", f"spec.nodeName={node}")])
+        for d in sorted({str(r.get("driver")) for r in results}):
             items, _ = self.kube.list_all(SLICES, [("fieldSelector", f"spec.driver={d}")])
             slices.extend(items)
         ids = canary_check.expected_ids(results, slices)
@@ -438,6 +463,19 @@ class LiveOps:
             pod = self.kube.get(path)
             events = self._pod_events(ns, pod)
             v = canary_check.verdict(pod, ids, events)
+            if v.state == "ok" and claim_gone:
+                seen = canary_check.seen_published(v.saw, slices)
+                if seen:
+                    devices = [{k: d[k] for k in ("driver", "pool", "device")} for d in seen]
+                    after = {**allocated.after, "devices": devices, "saw": v.saw, "expected": [d["id"] for d in seen]}
+                    return Change(allocated.target, {}, {**after, "claimGone": True})
+                v = canary_check.Verdict(
+                    "failed",
+                    f"its claim was gone before it could be read, and the container named none of node {node}'s "
+                    f"published devices: {v.saw.strip() or 'no output'}",
+                    v.saw,
+                    v.exit_code,
+                )
             if v.state == "ok":
                 return Change(allocated.target, {}, {**allocated.after, "saw": v.saw, "expected": ids})
             expired = time.monotonic() >= deadline
@@ -621,6 +659,24 @@ def live_ops(
 
 
 # -- helpers ---------------------------------------------------------------------------------------
+
+
+class _SchedulerBehind(Exception):
+    """The canary was bound by the device plugin to a node whose allocatable is already 0 (a temporary
+    error: the scheduler had not seen the node's status yet); `failed` is the step's error once retries end."""
+
+    def __init__(self, ns: str, name: str, node: str, resource: str) -> None:
+        super().__init__(f"{ns}/{name}")
+        self.ns, self.name, self.node, self.resource = ns, name, node, resource
+
+    def failed(self, attempts: int) -> StepFailed:
+        return StepFailed(
+            f"canary pod {self.ns}/{self.name} on node {self.node} was served by the device plugin, not DRA, "
+            f"{attempts} time(s), although the node's allocatable {self.resource} is 0: the scheduler is "
+            "placing pods from a view older than the node's status",
+            "check the scheduler's load (its queue and client rate), then run apply again to resume",
+            {"pod": f"{self.ns}/{self.name}", "node": self.node, "attempts": attempts},
+        )
 
 
 def _meta(obj: Mapping[str, Any]) -> dict[str, Any]:

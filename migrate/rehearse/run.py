@@ -48,13 +48,26 @@ Log = Callable[[str], None]
 # real time to post allocatable 0 — a floor of 10 s failed a wave a real cluster passes.
 MIN_TIMEOUT_S = 60
 # The twin's kubelets heartbeat in real time: the node lifecycle controller that reads them runs in real
-# time too (its grace period is not scaled), and 2,000 nodes beating every second would load the twin.
+# time too (its grace period is not scaled). Kubelet renews every 10 s against a 50 s grace
+# (pkg/kubelet/apis/config/v1beta1/defaults.go; KCM --node-monitor-grace-period); the twin keeps that
+# ratio but beats no more than MAX_RENEWALS_PER_S in all: 2,000 nodes at 10 s are 200 writes a second,
+# which on 2 cores took CPU the scheduler and the controllers needed.
 HEARTBEAT_S = 10.0
+MAX_RENEWALS_PER_S = 50
+GRACE_PER_HEARTBEAT = 5
 # The twin's controllers and scheduler do in minutes what the cluster's did over months (every pod of
 # every workload at once), at their client rate: 20 requests/s for the controller manager by default.
 # One request per node and a few per pod at once need more; the twin is private, so it loads no one.
 MIN_CLIENT_QPS = 50
+# The executor's polls of the twin, all lanes together, at most this many a second once they have grown
+# to their cap (see _scaled_ops).
+POLL_BUDGET_PER_S = 100
 STATUS_REPORT_S = 300.0  # kubelet's nodeStatusReportFrequency default (sim/fleet.py)
+
+
+def twin_heartbeat_s(nodes: int) -> float:
+    """Seconds between a simulated kubelet's Lease renewals: kubelet's 10 s, longer for a big twin."""
+    return max(HEARTBEAT_S, nodes / MAX_RENEWALS_PER_S)
 
 
 def twin_timing(scale: float) -> TimingProfile:
@@ -120,13 +133,28 @@ class _WatchingOps:
         return pending
 
 
-def _scaled_ops(kubeconfig: Path, scale: float) -> LiveOps:
+def largest_wave(plan: dict[str, Any]) -> int:
+    """Nodes in the plan's largest wave: the executor's lanes at once."""
+    sizes = [len(w.get("nodes") or []) for s in plan_io.body_of(plan).get("stages") or [] for w in s.get("waves") or []]
+    return max(sizes, default=1)
+
+
+def _scaled_ops(kubeconfig: Path, scale: float, lanes: int) -> LiveOps:
     """Live ops on the twin whose polls are scaled with its clock: a 2 s poll at scale 0.01 would read
-    as 200 s of rehearsed time. The twin is a private control plane, so the faster polls load no one."""
-    ops = live_ops(kubeconfig, None)
-    ops.poll_s = max(0.02, ops.poll_s * scale)
-    ops.poll_cap_s = max(0.1, POLL_CAP_S * scale)
+    as 200 s of rehearsed time — but no faster than POLL_BUDGET_PER_S for all `lanes` together. The
+    executor and the simulated kubelets share one Python process: 80 lanes polling every 0.1 s were 800
+    requests a second, which starved the kubelets of the interpreter (a wave of the 2,000-node fleet
+    failed wait-dra-ready after 60 s, its nodes' status never posted). The pool fits every lane."""
+    ops = live_ops(kubeconfig, None, parallelism=lanes)
+    ops.poll_s, ops.poll_cap_s = scaled_polls(ops.poll_s, scale, lanes)
     return ops
+
+
+def scaled_polls(first_s: float, scale: float, lanes: int) -> tuple[float, float]:
+    """(first poll, poll cap) for `lanes` at `scale`: the executor's own scaled, the cap no lower than
+    all lanes together at POLL_BUDGET_PER_S, the first poll as far below the cap as the executor's is."""
+    cap = max(0.1, POLL_CAP_S * scale, lanes / POLL_BUDGET_PER_S)
+    return max(0.02, first_s * scale, cap * first_s / POLL_CAP_S), cap
 
 
 def _scheduler_reason(pod: dict[str, Any]) -> str:
@@ -223,12 +251,16 @@ def rehearse(
         raise InputError(f"{state.source.location}: the snapshot has no GPU nodes to rehearse on", "")
     say("starting the twin's control plane")
     qps = max(MIN_CLIENT_QPS, len(specs) // 5)
-    with Twin.start(client_qps=qps) as twin, tempfile.TemporaryDirectory(prefix="dra-migrate-rehearsal-") as scratch:
+    heartbeat = twin_heartbeat_s(len(specs))
+    with (
+        Twin.start(client_qps=qps, node_grace_s=round(heartbeat * GRACE_PER_HEARTBEAT), audit=False) as twin,
+        tempfile.TemporaryDirectory(prefix="dra-migrate-rehearsal-") as scratch,
+    ):
         api = new_api_client(twin.kubeconfig, "dra-migrate-rehearsal")
         kube = Kube(api)
         timing = twin_timing(time_scale)
         with SimulatedFleet(
-            twin.kubeconfig, specs, heartbeat_seconds=HEARTBEAT_S, status_report_seconds=STATUS_REPORT_S, timing=timing
+            twin.kubeconfig, specs, heartbeat_seconds=heartbeat, status_report_seconds=STATUS_REPORT_S, timing=timing
         ) as fleet:
             say(f"twin: {len(fleet.node_names)} simulated GPU node(s)")
             loaded = recreate(api, state)
@@ -238,7 +270,7 @@ def rehearse(
             derived = twin_plan(plan, stable_state(twin.kubeconfig, labels, 60 + len(specs) / 10), time_scale)
             path = Path(scratch) / "rehearsal.plan.yaml"
             plan_io.write(derived, path)
-            ops = _WatchingOps(_scaled_ops(twin.kubeconfig, time_scale))
+            ops = _WatchingOps(_scaled_ops(twin.kubeconfig, time_scale, largest_wave(derived)))
             session = ApplySession(
                 Plan.from_dict(plan_io.load(path)),
                 path,

@@ -85,15 +85,27 @@ class Twin:
     _scratch: tempfile.TemporaryDirectory[str]
 
     @classmethod
-    def start(cls, timeout: float = 300, client_qps: int | None = None) -> Twin:
+    def start(
+        cls,
+        timeout: float = 300,
+        client_qps: int | None = None,
+        node_grace_s: int | None = None,
+        audit: bool = True,
+    ) -> Twin:
         """`client_qps`: the controller manager's and scheduler's client rate (tools/k8s/up
-        DRA_MIGRATE_CLIENT_QPS); None keeps their defaults, which are sized for small clusters."""
+        DRA_MIGRATE_CLIENT_QPS); None keeps their defaults, which are sized for small clusters.
+        `node_grace_s`: the node lifecycle controller's grace (DRA_MIGRATE_NODE_GRACE), for kubelets that
+        renew their Leases less often than kubelet's 10 s. `audit`: False turns the audit log off (nobody
+        reads the twin's, and it is written for every request)."""
         tools = tools_dir()
         scratch = tempfile.TemporaryDirectory(prefix="dra-migrate-twin-")
         root = Path(scratch.name)
         env = {**os.environ, "DRA_MIGRATE_K8S_CACHE": str(binary_dir(root / "bin"))}
         if client_qps is not None:
             env["DRA_MIGRATE_CLIENT_QPS"] = str(client_qps)
+        if node_grace_s is not None:
+            env["DRA_MIGRATE_NODE_GRACE"] = str(node_grace_s)
+        env["DRA_MIGRATE_AUDIT"] = "1" if audit else "0"
         plane = root / "k8s"
         try:
             res = subprocess.run(

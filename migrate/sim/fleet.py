@@ -53,7 +53,13 @@ LEASE_NAMESPACE = "kube-node-lease"
 LEASE_DURATION_SECONDS = 40  # kubelet's default nodeLeaseDurationSeconds
 MAX_DEVICES_PER_SLICE = 128  # resource.k8s.io/v1 ResourceSliceMaxDevices (dra-facts.md §1.2)
 KUBELET_VERSION = "v1.37.2"
-HEARTBEAT_WORKERS = 8  # lease renewals at once (see _heartbeat_loop); within urllib3's default pool of 10
+HEARTBEAT_WORKERS = 8  # lease renewals at once (see _heartbeat_loop)
+TIMER_WORKERS = 8  # delayed calls at once: plugin starts and exits, status syncs, pod starts and deletes
+REGISTER_WORKERS = 8  # nodes registered at once on start (each a handful of requests in a row)
+# Every thread that talks to the API server at once keeps a connection: heartbeat and timer workers, the
+# two watches and a caller's (set_device_plugin...); the registration workers run before all of them.
+# Beyond its pool urllib3 opens a connection per request and warns "Connection pool is full".
+POOL_SIZE = HEARTBEAT_WORKERS + TIMER_WORKERS + 4
 TIMER_RETRIES, TIMER_RETRY_S = 10, 1.0  # a delayed call (status sync, slice wipe, pod start) that failed
 
 
@@ -82,6 +88,9 @@ class _NodeState:
     posted: dict[str, int] | None = None  # device-plugin capacity/allocatable last posted
     status_posted_at: float = 0.0  # time.monotonic() of the last heartbeat's status post
     pods: set[str] = field(default_factory=set)  # uids with a pending start or final delete
+    # One kubelet's state is changed by the watches, the heartbeat and the timers' workers; each node has
+    # its own lock (as each kubelet is its own process), so one node's API calls never hold up another's.
+    lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -132,7 +141,7 @@ class SimulatedFleet:
             s.name: _NodeState(s, i, sync_phase=sync_phase(s.name, timing.node_status_sync_s))
             for i, s in enumerate(specs)
         }
-        self._lock = threading.RLock()  # guards _NodeState and the apply steps, which watch and heartbeat share
+        self._streams_lock = threading.Lock()  # guards _streams (per-node state has each node's own lock)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._streams: set[WatchStream] = set()
@@ -148,7 +157,7 @@ class SimulatedFleet:
     @property
     def kube(self) -> Kube:
         if self._kube is None:
-            self._kube = Kube(new_api_client(self.kubeconfig))
+            self._kube = Kube(new_api_client(self.kubeconfig, pool_size=POOL_SIZE))
         return self._kube
 
     def start(self) -> None:
@@ -157,15 +166,14 @@ class SimulatedFleet:
             return
         self._started = True
         self._stop.clear()
-        for st in self._nodes.values():
-            self._register(st)
+        self._register_all()
         loops: list[tuple[Callable[[], None], str]] = [
             (self._heartbeat_loop, "heartbeat"),
             (self._watch_nodes, "nodes"),
             (self._watch_pods, "pods"),
         ]
         if self._own_timers:
-            loops.append((lambda: self.timers.run(self._stop), "timers"))
+            loops.append((lambda: self.timers.run(self._stop, workers=TIMER_WORKERS), "timers"))
         for run, name in loops:
             t = threading.Thread(target=run, name=f"sim-{name}", daemon=True)
             t.start()
@@ -175,7 +183,7 @@ class SimulatedFleet:
     def stop(self, timeout: float = 10) -> None:
         """Stop the threads and wait for them. Leaves the objects in place, as a stopped kubelet does."""
         self._stop.set()
-        with self._lock:
+        with self._streams_lock:
             streams = list(self._streams)
         for s in streams:
             s.close()
@@ -216,6 +224,17 @@ class SimulatedFleet:
 
     # -- node registration and status ----------------------------------------------------------
 
+    def _register_all(self) -> None:
+        """Register every node, a few at once: one after the other, 2,000 nodes took 3.5 minutes (each is
+        a handful of requests in a row: the Node, its Lease, its status, its slices)."""
+        nodes = list(self._nodes.values())
+        if len(nodes) <= 1:
+            for st in nodes:
+                self._register(st)
+            return
+        with ThreadPoolExecutor(max_workers=REGISTER_WORKERS, thread_name_prefix="sim-register") as pool:
+            list(pool.map(self._register, nodes))  # the first failure is raised here, as before
+
     def _register(self, st: _NodeState) -> None:
         path = path_of("v1", "nodes", st.name)
         existing = self.kube.get_or_none(path)
@@ -246,7 +265,7 @@ class SimulatedFleet:
         comes up as its labels say), otherwise after the profile's delays, as the DaemonSets would."""
         dp = device_plugin_enabled(labels)
         dra = dra_plugin_enabled(labels)
-        with self._lock:
+        with st.lock:
             if force:
                 self._cancel(st.dp_timer, st.dra_timer, st.wipe_timer)
                 st.device_plugin, st.dp_running, st.dp_stopped_at = dp, dp, None
@@ -293,7 +312,7 @@ class SimulatedFleet:
     def _device_plugin_up(self, st: _NodeState, running: bool) -> None:
         """The device plugin's pod has registered (`running`) or exited. Kubelet posts the change at its
         next status sync, and once more when the stopped plugin's capacity grace has passed."""
-        with self._lock:
+        with st.lock:
             if st.gone or st.device_plugin != running:
                 return  # the labels changed again meanwhile
             now = self.timers.clock()
@@ -309,7 +328,7 @@ class SimulatedFleet:
         self._after(due - self.timers.clock(), fn)
 
     def _status_sync(self, st: _NodeState) -> None:
-        with self._lock:
+        with st.lock:
             if not st.gone:
                 self._patch_node_status(st, resources=True)
 
@@ -317,7 +336,7 @@ class SimulatedFleet:
         """The DRA plugin has started and publishes its slice, or has exited: kubelet then wipes its
         slices after the wiping delay, unless a plugin registers again first (dra_plugin_manager.go
         L151-180 cancels the pending wipe)."""
-        with self._lock:
+        with st.lock:
             if st.gone or st.dra_plugin != running:
                 return
             st.dra_running = running
@@ -330,7 +349,7 @@ class SimulatedFleet:
             log.info("%s: DRA plugin %s", st.name, "published" if running else "stopped")
 
     def _wipe_slices(self, st: _NodeState) -> None:
-        with self._lock:
+        with st.lock:
             if not st.dra_running and not st.gone:
                 self._delete_slices(st)
                 log.info("%s: DRA slices wiped", st.name)
@@ -478,7 +497,7 @@ class SimulatedFleet:
         try:
             self._renew_lease(st)
             if time.monotonic() - st.status_posted_at >= self.status_report_seconds:
-                with self._lock:
+                with st.lock:
                     self._patch_node_status(st)
                 st.status_posted_at = time.monotonic()
         except Exception as e:
@@ -524,7 +543,7 @@ class SimulatedFleet:
         handle: Callable[[str, dict[str, Any]], None],
     ) -> str:
         stream = self.kube.watch(path, rv, query, timeout_seconds=240)
-        with self._lock:
+        with self._streams_lock:
             self._streams.add(stream)
         try:
             if self._stop.is_set():
@@ -542,7 +561,7 @@ class SimulatedFleet:
             return rv
         finally:
             stream.close()
-            with self._lock:
+            with self._streams_lock:
                 self._streams.discard(stream)
 
     def _handle(self, handle: Callable[[str, dict[str, Any]], None], kind: str, obj: dict[str, Any]) -> None:
@@ -576,7 +595,7 @@ class SimulatedFleet:
         meta = pod.get("metadata") or {}
         uid = str(meta.get("uid", ""))
         if kind == "DELETED":
-            with self._lock:
+            with st.lock:
                 st.pods.discard(uid)
             return
         if meta.get("deletionTimestamp"):
@@ -597,7 +616,7 @@ class SimulatedFleet:
 
     def _claim_pod_action(self, st: _NodeState, key: str) -> bool:
         """True the first time a pod's start or delete is seen (watch events repeat; one timer each)."""
-        with self._lock:
+        with st.lock:
             if key in st.pods:
                 return False
             st.pods.add(key)
@@ -627,7 +646,7 @@ class SimulatedFleet:
         st.pods.discard(f"start/{meta.get('uid')}")
         path = path_of("v1", "pods", str(meta.get("name")), namespace=str(meta.get("namespace")))
         now = now_rfc3339()
-        with self._lock:
+        with st.lock:
             ip = st.host_ip if spec.get("hostNetwork") else st.pod_ip()
         try:
             if is_canary(pod):

@@ -25,6 +25,7 @@ import itertools
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields, replace
 
 # Kubernetes' default terminationGracePeriodSeconds (k8s.io/api@v0.37.2 core/v1/types.go L3987,
@@ -239,23 +240,48 @@ class Timers:
         """Run every call due by the clock now, in due order (ties: scheduling order). Returns how many."""
         ran = 0
         while (entry := self._pop_due(self.clock())) is not None:
-            fn, entry.fn = entry.fn, None  # type: ignore[assignment]
             ran += 1
-            try:
-                fn()
-            except Exception as e:
-                self.on_error(e)
+            self._call(self._take(entry))
         return ran
 
-    def run(self, stop: threading.Event, idle_s: float = 1.0) -> None:
-        """Run calls as they fall due until `stop` is set (wake up on new calls and at least every idle_s)."""
-        while not stop.is_set():
-            self.run_due()
-            with self._cond:
-                self._drop_cancelled()
-                wait = idle_s if not self._heap else min(max(self._heap[0].due - self.clock(), 0.0), idle_s)
-                if wait > 0:
-                    self._cond.wait(wait)
+    def run(self, stop: threading.Event, idle_s: float = 1.0, workers: int = 1) -> None:
+        """Run calls as they fall due until `stop` is set (wake up on new calls and at least every idle_s).
+
+        With `workers` > 1, due calls run on that many threads: most are API calls that wait on the server,
+        and in a fleet of thousands of nodes one thread's queue of them outgrows a step's timeout (a wave of
+        80 nodes switching plugins at once). Calls due together may then run in any order: callers that
+        need an order keep it themselves (the fleet's calls check the node's state under its lock)."""
+        if workers <= 1:
+            while not stop.is_set():
+                self.run_due()
+                self._idle(idle_s)
+            return
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sim-timer")
+        try:
+            while not stop.is_set():
+                while (entry := self._pop_due(self.clock())) is not None:
+                    pool.submit(self._call, self._take(entry))
+                self._idle(idle_s)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    @staticmethod
+    def _take(entry: _Entry) -> Callable[[], None]:
+        fn, entry.fn = entry.fn, None  # type: ignore[assignment]
+        return fn
+
+    def _call(self, fn: Callable[[], None]) -> None:
+        try:
+            fn()
+        except Exception as e:
+            self.on_error(e)
+
+    def _idle(self, idle_s: float) -> None:
+        with self._cond:
+            self._drop_cancelled()
+            wait = idle_s if not self._heap else min(max(self._heap[0].due - self.clock(), 0.0), idle_s)
+            if wait > 0:
+                self._cond.wait(wait)
 
     def wake(self) -> None:
         with self._cond:

@@ -1,0 +1,153 @@
+"""The canary's two races with the control plane, each found by a 2,000-node rehearsal failing a wave
+whose nodes were fine.
+
+1. The scheduler's view of a node lags its status: wait-dra-ready reads allocatable 0 from the API
+   server, the scheduler has not received it yet and places the canary by the device plugin (a temporary
+   error: make the canary again). An API server fake binds the first canaries without
+   extendedResourceClaimStatus while the node's allocatable is already 0.
+2. The canary finishes before its claim is read: the resourceclaim controller deletes a terminal pod's
+   generated claim at once, so the allocation is gone (judge by the node's published devices).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from migrate.execute.canary import seen_published
+from migrate.execute.contract import StepFailed
+from migrate.execute.ops import CANARY_ATTEMPTS, LiveOps
+
+NODE, GPU, NS = "gpu-1", "nvidia.com/gpu", "default"
+
+
+def slice_of(generation: int, *devices: tuple[str, str]) -> dict[str, Any]:
+    return {
+        "spec": {
+            "driver": "gpu.nvidia.com",
+            "nodeName": NODE,
+            "pool": {"name": NODE, "generation": generation, "resourceSliceCount": 1},
+            "devices": [{"name": n, "attributes": {"uuid": {"string": u}}} for n, u in devices],
+        }
+    }
+
+
+SLICE = slice_of(2, ("gpu-0", "GPU-aaaa"), ("gpu-1", "GPU-bbbb"))
+
+
+class LaggingScheduler:
+    """Pods, a node and one claim. The first `stale` canaries are bound as the device plugin would have
+    them; later ones get a DRA claim and succeed naming its device."""
+
+    def __init__(self, stale: int, allocatable: str = "0", claim_gone: bool = False, saw: str = "GPU 0: gpu-0") -> None:
+        self.stale = stale
+        self.allocatable = allocatable
+        self.claim_gone = claim_gone
+        self.saw = saw
+        self.slices = [SLICE]
+        self.created: list[str] = []
+        self.pods: dict[str, dict[str, Any]] = {}
+        self.deleted: list[str] = []
+
+    def create(self, path: str, body: dict[str, Any], query: Any = ()) -> dict[str, Any]:
+        name = f"{body['metadata']['generateName']}{len(self.created)}"
+        self.created.append(name)
+        saw = self.saw
+        by_dra = len(self.created) > self.stale
+        status: dict[str, Any] = {"phase": "Pending"}
+        if by_dra:
+            status = {
+                "phase": "Succeeded",
+                "extendedResourceClaimStatus": {"resourceClaimName": f"{name}-gpu"},
+                "containerStatuses": [{"name": "canary", "state": {"terminated": {"exitCode": 0, "message": saw}}}],
+            }
+        self.pods[name] = {
+            **body,
+            "metadata": {**body["metadata"], "name": name, "uid": f"uid-{name}"},
+            "spec": {**body["spec"], "nodeName": NODE},
+            "status": status,
+        }
+        return self.pods[name]
+
+    def get(self, path: str) -> dict[str, Any]:
+        found = self.get_or_none(path)
+        assert found is not None, path
+        return found
+
+    def get_or_none(self, path: str) -> dict[str, Any] | None:
+        if path == f"/api/v1/nodes/{NODE}":
+            return {"metadata": {"name": NODE, "labels": {}}, "status": {"allocatable": {GPU: self.allocatable}}}
+        name = path.rsplit("/", 1)[-1]
+        if "/resourceclaims/" in path:
+            if self.claim_gone:
+                return None
+            devices = {"results": [{"driver": "gpu.nvidia.com", "pool": NODE, "device": "gpu-0", "request": "r"}]}
+            return {"status": {"allocation": {"devices": devices}}}
+        return self.pods.get(name)
+
+    def list_all(self, path: str, query: Any = ()) -> tuple[list[dict[str, Any]], str]:
+        if path.endswith("/pods"):
+            return [p for n, p in self.pods.items() if n not in self.deleted], "1"
+        if path.endswith("/resourceslices"):
+            return self.slices, "1"
+        return [], "1"
+
+    def delete(self, path: str, body: Any = None) -> None:
+        self.deleted.append(path.rsplit("/", 1)[-1])
+
+
+def ops_on(fake: LaggingScheduler) -> LiveOps:
+    ops = LiveOps(None, poll_s=0.001, poll_cap_s=0.001)
+    ops.kube = fake  # type: ignore[assignment]
+    return ops
+
+
+def test_a_canary_placed_from_a_stale_view_is_made_again_and_passes() -> None:
+    fake = LaggingScheduler(stale=CANARY_ATTEMPTS - 1, saw="GPU 0: NVIDIA A100 (UUID: GPU-aaaa)")
+    change = ops_on(fake).canary(NODE, GPU, "pause", 10)
+    assert change.after["devices"] == [{"driver": "gpu.nvidia.com", "pool": NODE, "device": "gpu-0"}]
+    assert len(fake.created) == CANARY_ATTEMPTS
+    assert set(fake.deleted) >= set(fake.created), "every canary deleted, the stale ones too"
+
+
+def test_a_scheduler_that_stays_behind_fails_the_step_and_says_so() -> None:
+    fake = LaggingScheduler(stale=99)
+    with pytest.raises(StepFailed, match=f"{CANARY_ATTEMPTS} time.*allocatable nvidia.com/gpu is 0") as err:
+        ops_on(fake).canary(NODE, GPU, "pause", 10)
+    assert "scheduler" in err.value.hint
+    assert len(fake.created) == CANARY_ATTEMPTS and set(fake.deleted) >= set(fake.created)
+
+
+def test_a_node_that_still_offers_the_resource_fails_at_once() -> None:
+    """Allocatable above 0: the device plugin really serves it — permanent, no second canary."""
+    fake = LaggingScheduler(stale=99, allocatable="8")
+    with pytest.raises(StepFailed, match=r"served by the device plugin, not DRA \(no extendedResourceClaimStatus"):
+        ops_on(fake).canary(NODE, GPU, "pause", 10)
+    assert len(fake.created) == 1
+
+
+# -- the claim gone before it was read -----------------------------------------------------------
+
+
+def test_a_canary_whose_claim_is_gone_is_judged_by_the_nodes_published_devices() -> None:
+    fake = LaggingScheduler(stale=0, claim_gone=True, saw="GPU 0: NVIDIA H100 (UUID: GPU-bbbb)")
+    change = ops_on(fake).canary(NODE, GPU, "pause", 10)
+    assert change.after["claimGone"] is True
+    assert change.after["devices"] == [{"driver": "gpu.nvidia.com", "pool": NODE, "device": "gpu-1"}]
+    assert change.after["expected"] == ["GPU-bbbb"]
+
+
+def test_a_canary_whose_claim_is_gone_and_saw_no_device_of_the_node_fails() -> None:
+    fake = LaggingScheduler(stale=0, claim_gone=True, saw="GPU 0: NVIDIA H100 (UUID: GPU-elsewhere)")
+    with pytest.raises(StepFailed, match=r"claim was gone.*none of node gpu-1's published devices.*GPU-elsewhere"):
+        ops_on(fake).canary(NODE, GPU, "pause", 10)
+
+
+def test_only_the_newest_generation_of_a_pool_counts() -> None:
+    old = slice_of(1, ("gpu-0", "GPU-old"))
+    assert seen_published("GPU-old", [old, SLICE]) == []
+    assert seen_published("GPU-aaaa GPU-bbbb", [old, SLICE]) == [
+        {"driver": "gpu.nvidia.com", "pool": NODE, "device": "gpu-0", "id": "GPU-aaaa"},
+        {"driver": "gpu.nvidia.com", "pool": NODE, "device": "gpu-1", "id": "GPU-bbbb"},
+    ]

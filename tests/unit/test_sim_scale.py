@@ -1,0 +1,178 @@
+"""What lets one process play thousands of simulated kubelets beside the executor (issue 16, "scale").
+
+Each of these failed a 2,000-node rehearsal before it was fixed: one thread running every delayed call,
+one lock for every node, and the executor's scaled polls starving the simulator of the interpreter.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from migrate.execute.ops import POLL_CAP_S
+from migrate.rehearse.run import (
+    GRACE_PER_HEARTBEAT,
+    MAX_RENEWALS_PER_S,
+    POLL_BUDGET_PER_S,
+    scaled_polls,
+    twin_heartbeat_s,
+)
+from migrate.sim.fleet import SimulatedFleet
+from migrate.sim.spec import GpuNodeSpec
+from migrate.sim.timing import INSTANT, Timers
+
+# -- the timers' workers ---------------------------------------------------------------------------
+
+
+def _run_timers(timers: Timers, workers: int) -> tuple[threading.Event, threading.Thread]:
+    stop = threading.Event()
+    t = threading.Thread(target=timers.run, args=(stop,), kwargs={"idle_s": 0.05, "workers": workers}, daemon=True)
+    t.start()
+    return stop, t
+
+
+def test_timer_workers_run_calls_due_together_at_once() -> None:
+    """Three calls that can only finish together (a barrier of three) finish on three workers."""
+    errors: list[BaseException] = []
+    timers = Timers(on_error=errors.append)
+    barrier = threading.Barrier(3, timeout=5)
+    done: list[int] = []
+
+    def meet(i: int) -> None:
+        barrier.wait()
+        done.append(i)
+
+    for i in range(3):
+        timers.call_later(0, lambda i=i: meet(i))  # type: ignore[misc]
+    stop, t = _run_timers(timers, workers=3)
+    deadline = time.monotonic() + 5
+    while len(done) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    stop.set()
+    timers.wake()
+    t.join(5)
+    assert sorted(done) == [0, 1, 2] and not errors
+
+
+def test_one_timer_thread_runs_them_one_after_the_other() -> None:
+    """The contrast: with one worker the same three calls cannot meet (the barrier breaks)."""
+    errors: list[BaseException] = []
+    timers = Timers(on_error=errors.append)
+    barrier = threading.Barrier(3, timeout=0.2)
+
+    def meet() -> None:
+        barrier.wait()
+
+    for _ in range(3):
+        timers.call_later(0, meet)
+    stop, t = _run_timers(timers, workers=1)
+    deadline = time.monotonic() + 5
+    while len(errors) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    stop.set()
+    timers.wake()
+    t.join(5)
+    assert len(errors) == 3 and all(isinstance(e, threading.BrokenBarrierError) for e in errors)
+
+
+def test_a_failing_call_on_a_worker_is_reported_and_the_others_run() -> None:
+    errors: list[BaseException] = []
+    timers = Timers(on_error=errors.append)
+    ran = threading.Event()
+
+    def boom() -> None:
+        raise RuntimeError("boom")
+
+    timers.call_later(0, boom)
+    timers.call_later(0.05, ran.set)
+    stop, t = _run_timers(timers, workers=4)
+    assert ran.wait(5)
+    stop.set()
+    timers.wake()
+    t.join(5)
+    assert [str(e) for e in errors] == ["boom"]
+    assert not t.is_alive(), "stop ends the workers too"
+
+
+# -- one lock per node -------------------------------------------------------------------------------
+
+
+class StuckKube:
+    """An API server that answers every node's status patch but n1's, which hangs until released."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.entered = threading.Event()
+        self.patched: list[str] = []
+
+    def strategic_patch(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        node = path.split("/")[4]
+        if node == "n1":
+            self.entered.set()
+            assert self.release.wait(10), "never released"
+        self.patched.append(node)
+        return body
+
+    def list_all(self, path: str, query: Any = ()) -> tuple[list[dict[str, Any]], str]:
+        return [], "1"
+
+    def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        return body
+
+    def delete(self, path: str, body: Any = None) -> None:
+        return None
+
+
+def test_a_node_whose_api_call_hangs_does_not_hold_up_another_node() -> None:
+    """n1's status post hangs (inside its kubelet's lock); n2's still goes through at once. With one
+    lock for the fleet, n2 waited for n1 — at 2,000 nodes every delayed call queued behind the slowest."""
+    timers = Timers()
+    fleet = SimulatedFleet(
+        "unused", [GpuNodeSpec.small(n, gpus=1) for n in ("n1", "n2")], timing=INSTANT, timers=timers
+    )
+    fake = StuckKube()
+    fleet._kube = fake  # type: ignore[assignment]
+    n1, n2 = fleet._nodes["n1"], fleet._nodes["n2"]
+    stuck = threading.Thread(target=fleet._reconcile, args=(n1, n1.spec.labels), kwargs={"force": True}, daemon=True)
+    stuck.start()
+    try:
+        assert fake.entered.wait(5)
+        other = threading.Thread(
+            target=fleet._reconcile, args=(n2, n2.spec.labels), kwargs={"force": True}, daemon=True
+        )
+        other.start()
+        other.join(2)
+        assert not other.is_alive() and fake.patched == ["n2"], "n2 waited for n1's lock"
+    finally:
+        fake.release.set()
+        stuck.join(5)
+    assert sorted(fake.patched) == ["n1", "n2"]
+
+
+# -- the twin's rates --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("lanes", [1, 8, 80, 400])
+@pytest.mark.parametrize("scale", [0.01, 0.05, 0.1, 1.0])
+def test_all_lanes_together_poll_the_twin_within_the_budget(lanes: int, scale: float) -> None:
+    first, cap = scaled_polls(0.5, scale, lanes)
+    assert lanes / cap <= POLL_BUDGET_PER_S + 1e-9, "steady polls of every lane within the budget"
+    assert 0 < first <= cap
+    assert cap <= max(0.1, POLL_CAP_S * scale, lanes / POLL_BUDGET_PER_S) + 1e-9, "no slower than needed"
+
+
+def test_a_small_wave_keeps_the_scaled_polls() -> None:
+    """Where the budget does not bind, polls are the executor's own, scaled (the rehearsed duration's grain)."""
+    assert scaled_polls(0.5, 0.05, 8) == (0.025, 0.1)
+    assert scaled_polls(0.5, 1.0, 8) == (0.5, POLL_CAP_S)
+
+
+@pytest.mark.parametrize(("nodes", "heartbeat"), [(3, 10.0), (200, 10.0), (500, 10.0), (2000, 40.0), (5000, 100.0)])
+def test_a_big_twin_beats_slower_within_the_renewal_budget(nodes: int, heartbeat: float) -> None:
+    assert twin_heartbeat_s(nodes) == heartbeat
+    assert nodes / heartbeat <= max(MAX_RENEWALS_PER_S, nodes / 10)  # kubelet's 10 s for a small twin
+    # The controller's grace keeps kubelet's ratio (10 s renewals, 50 s grace).
+    assert heartbeat * GRACE_PER_HEARTBEAT >= 50
