@@ -75,8 +75,10 @@ def twin_timing(scale: float) -> TimingProfile:
 
     A canary that ends sooner after binding than the executor reads its claim loses the claim: the
     resourceclaim controller deletes a generated claim once its pod is terminal (k8s.io/kubernetes@v1.37.2
-    pkg/controller/resourceclaim/controller.go L1650-1668). Scaling those two would fail canaries a real
-    cluster passes; they cost about 1.5 s of real time per wave, reported as 1.5 s / scale.
+    pkg/controller/resourceclaim/controller.go L1650-1668). The executor then judges it by the node's
+    published devices only (ops.LiveOps._judge_canary); scaled, nearly every canary would take that
+    weaker path, which a real cluster rarely does. They cost about 1.5 s of real time per wave, reported
+    as 1.5 s, not 1.5 s / scale.
     """
     return replace(
         profile("realistic", scale),
