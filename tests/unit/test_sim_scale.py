@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -27,11 +28,18 @@ from migrate.sim.timing import INSTANT, Timers
 # -- the timers' workers ---------------------------------------------------------------------------
 
 
-def _run_timers(timers: Timers, workers: int) -> tuple[threading.Event, threading.Thread]:
+def _run_timers_until(timers: Timers, workers: int, done: Callable[[], bool]) -> threading.Thread:
+    """Run `timers` on `workers` until `done()` (at most 5 s), then stop them; the stopped runner's thread."""
     stop = threading.Event()
     t = threading.Thread(target=timers.run, args=(stop,), kwargs={"idle_s": 0.05, "workers": workers}, daemon=True)
     t.start()
-    return stop, t
+    deadline = time.monotonic() + 5
+    while not done() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    stop.set()
+    timers.wake()
+    t.join(5)
+    return t
 
 
 def test_timer_workers_run_calls_due_together_at_once() -> None:
@@ -47,13 +55,7 @@ def test_timer_workers_run_calls_due_together_at_once() -> None:
 
     for i in range(3):
         timers.call_later(0, lambda i=i: meet(i))  # type: ignore[misc]
-    stop, t = _run_timers(timers, workers=3)
-    deadline = time.monotonic() + 5
-    while len(done) < 3 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    stop.set()
-    timers.wake()
-    t.join(5)
+    _run_timers_until(timers, 3, lambda: len(done) == 3)
     assert sorted(done) == [0, 1, 2] and not errors
 
 
@@ -68,13 +70,7 @@ def test_one_timer_thread_runs_them_one_after_the_other() -> None:
 
     for _ in range(3):
         timers.call_later(0, meet)
-    stop, t = _run_timers(timers, workers=1)
-    deadline = time.monotonic() + 5
-    while len(errors) < 3 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    stop.set()
-    timers.wake()
-    t.join(5)
+    _run_timers_until(timers, 1, lambda: len(errors) == 3)
     assert len(errors) == 3 and all(isinstance(e, threading.BrokenBarrierError) for e in errors)
 
 
@@ -88,12 +84,8 @@ def test_a_failing_call_on_a_worker_is_reported_and_the_others_run() -> None:
 
     timers.call_later(0, boom)
     timers.call_later(0.05, ran.set)
-    stop, t = _run_timers(timers, workers=4)
-    assert ran.wait(5)
-    stop.set()
-    timers.wake()
-    t.join(5)
-    assert [str(e) for e in errors] == ["boom"]
+    t = _run_timers_until(timers, 4, ran.is_set)
+    assert ran.is_set() and [str(e) for e in errors] == ["boom"]
     assert not t.is_alive(), "stop ends the workers too"
 
 
