@@ -143,6 +143,19 @@ def expected_ids(results: Iterable[Mapping[str, Any]], slices: Iterable[Mapping[
     return out
 
 
+def judged_by_node(v: Verdict, slices: Iterable[Mapping[str, Any]], node: str) -> tuple[Verdict, list[dict[str, str]]]:
+    """An ok verdict of a canary whose claim was gone before it was read stays ok only if the container
+    named one of the node's published devices (`slices`); with the devices it named."""
+    seen = seen_published(v.saw, slices)
+    if seen:
+        return v, seen
+    reason = (
+        f"its claim was gone before it could be read, and the container named none of node {node}'s "
+        f"published devices: {v.saw.strip() or 'no output'}"
+    )
+    return Verdict("failed", reason, v.saw, v.exit_code), []
+
+
 def verdict(pod: Mapping[str, Any], ids: list[str], events: Iterable[Mapping[str, Any]] = ()) -> Verdict:
     """Judge the canary pod now: ok only on Succeeded + exit 0 + a message naming every id in `ids`."""
     status = pod.get("status") or {}

@@ -228,10 +228,6 @@ class SimulatedFleet:
         """Register every node, a few at once: one after the other, 2,000 nodes took 3.5 minutes (each is
         a handful of requests in a row: the Node, its Lease, its status, its slices)."""
         nodes = list(self._nodes.values())
-        if len(nodes) <= 1:
-            for st in nodes:
-                self._register(st)
-            return
         with ThreadPoolExecutor(max_workers=REGISTER_WORKERS, thread_name_prefix="sim-register") as pool:
             list(pool.map(self._register, nodes))  # the first failure is raised here, as before
 
