@@ -10,12 +10,12 @@ install:
 
 # The report pairs the example plan with the fixture it was made from (a test keeps them in step).
 demo: install
-	$(PY) -m migrate inventory --snapshot $(DEMO)
-	$(PY) -m migrate report plans/demo-example.yaml --snapshot fixtures/clusters/demo.yaml -o html \
+	$(PY) -m dra_migrate inventory --snapshot $(DEMO)
+	$(PY) -m dra_migrate report plans/demo-example.yaml --snapshot fixtures/clusters/demo.yaml -o html \
 		--out plans/demo.report.html
 
 lint: install
-	$(PY) -m ruff check migrate tests bench tools fixtures
+	$(PY) -m ruff check dra_migrate tests bench tools fixtures
 	$(PY) -m mypy
 
 # The control plane is built once per machine into ~/.cache/dra-migrate (tools/k8s/build).

@@ -1,5 +1,5 @@
 """Cutover benchmark: `apply` on a real control plane with simulated GPU nodes playing the realistic
-timing profile (migrate/sim/timing.py), time-scaled to fit the machine.
+timing profile (dra_migrate/sim/timing.py), time-scaled to fit the machine.
 
     python bench/apply.py --nodes 200 --max-unavailable 100% --time-scale 0.05
     python bench/apply.py --nodes 2000 --max-unavailable 10% --time-scale 0.05 --heartbeat 20
@@ -14,7 +14,7 @@ Per wave it reports, from the journal and the API server's audit log:
     its nodes did not wait for one another), and wall / slowest (goal <= 1.2);
   * apiRequestsPerNode: requests of the tool's user agent during the wave (audit log), per node;
   * journalRecordsPerNode: the wave's step records, per node;
-  * estimateSeconds: migrate.plan.estimate for the same wave with the same scaled profile, the model
+  * estimateSeconds: dra_migrate.plan.estimate for the same wave with the same scaled profile, the model
     matching the runner seen (concurrent when a wave's nodes overlap in the journal, else sequential),
     and estimate / wall (goal within 0.75..1.25).
 Also the executor's own per-node time for the instant steps (cordon, two label switches, uncordon)
@@ -45,14 +45,14 @@ sys.path.insert(0, str(ROOT / "tests" / "integration"))
 
 import controlplane  # noqa: E402
 
-from migrate.cluster.live import USER_AGENT  # noqa: E402
-from migrate.plan import io as plan_io  # noqa: E402
-from migrate.plan.estimate import ExecutorCosts, plan_estimate  # noqa: E402
-from migrate.sim.fleet import SimulatedFleet  # noqa: E402
-from migrate.sim.kube import Kube, new_api_client, path_of  # noqa: E402
-from migrate.sim.spec import GpuNodeSpec  # noqa: E402
-from migrate.sim.stack import PAUSE_IMAGE, ensure_namespace, install_nvidia_stack  # noqa: E402
-from migrate.sim.timing import REALISTIC, profile  # noqa: E402
+from dra_migrate.cluster.live import USER_AGENT  # noqa: E402
+from dra_migrate.plan import io as plan_io  # noqa: E402
+from dra_migrate.plan.estimate import ExecutorCosts, plan_estimate  # noqa: E402
+from dra_migrate.sim.fleet import SimulatedFleet  # noqa: E402
+from dra_migrate.sim.kube import Kube, new_api_client, path_of  # noqa: E402
+from dra_migrate.sim.spec import GpuNodeSpec  # noqa: E402
+from dra_migrate.sim.stack import PAUSE_IMAGE, ensure_namespace, install_nvidia_stack  # noqa: E402
+from dra_migrate.sim.timing import REALISTIC, profile  # noqa: E402
 
 INSTANT_STEPS = ("cordon", "disable-device-plugin", "enable-dra-plugin", "uncordon")
 NAMESPACE = "bench-work"
@@ -107,7 +107,7 @@ def run(cp: controlplane.ControlPlane, args: argparse.Namespace, tmp: Path) -> d
         wait_running(kube, len(specs) * args.pods_per_node)
         setup_s = time.perf_counter() - started
         plan = tmp / "plan.yaml"
-        cli = [sys.executable, "-m", "migrate"]
+        cli = [sys.executable, "-m", "dra_migrate"]
         plan_args = ["--out", str(plan), "--soak", "0s", "--max-unavailable", args.max_unavailable]
         subprocess.run([*cli, "plan", "--kubeconfig", str(cp.kubeconfig), *plan_args],
                        check=True, cwd=ROOT, capture_output=True)  # fmt: skip

@@ -1,6 +1,6 @@
 """CEL engines for DRA selectors, measured on the conformance cases and on speed (issue 14 item 4).
 
-Engines: migrate.dra.cel (cel-python plus this project's checker, Kubernetes libraries and cel-go
+Engines: dra_migrate.dra.cel (cel-python plus this project's checker, Kubernetes libraries and cel-go
 semantics), and the bare PyPI engines `cel-python` (celpy), `common-expression-language` (import `cel`,
 Rust) and `cel-expr-python` (Google's cel-cpp bindings). The bare engines get the device as a plain map
 (`device.driver`, `device.attributes[domain][name]`, ...) and no Kubernetes library; their verdict is
@@ -169,9 +169,9 @@ def bare_verdict(compile_: Callable[[str], Compiled], expression: str, device: d
 
 def conformance(engines: dict[str, Callable[[str], Compiled]]) -> dict[str, collections.Counter[str]]:
     cases = load()
-    out: dict[str, collections.Counter[str]] = {"migrate.dra.cel": collections.Counter()}
+    out: dict[str, collections.Counter[str]] = {"dra_migrate.dra.cel": collections.Counter()}
     for c, a in cases:
-        out["migrate.dra.cel"][outcome(verdict(c["expression"], c["device"]), a["verdict"])] += 1
+        out["dra_migrate.dra.cel"][outcome(verdict(c["expression"], c["device"]), a["verdict"])] += 1
     for name in engines:
         counts: collections.Counter[str] = collections.Counter()
         for ours, (_, a) in zip(_isolated_verdicts(name, len(cases)), cases, strict=True):
@@ -207,22 +207,22 @@ def _worker(engine: str, start: int) -> None:
 def speed(engines: dict[str, Callable[[str], Compiled]]) -> dict[str, float]:
     devices = fleet()
     out: dict[str, float] = {}
-    from migrate.dra.cel import compile_selector
+    from dra_migrate.dra.cel import compile_selector
 
     selectors = [compile_selector(e) for e in CLASSES]
     start = time.perf_counter()
     for s in selectors:
         for d in devices:
             s.matches(d, DRIVER)
-    out["migrate.dra.cel"] = time.perf_counter() - start
+    out["dra_migrate.dra.cel"] = time.perf_counter() - start
     # The same evaluator without its per-attribute-set cache: every device evaluated.
-    from migrate.dra.cel import Selector
+    from dra_migrate.dra.cel import Selector
 
     start = time.perf_counter()
     for s in selectors:
         for d in devices[:2000]:
             Selector._evaluate(s, d["attributes"], d["capacity"], DRIVER)
-    out["migrate.dra.cel (uncached, extrapolated)"] = (time.perf_counter() - start) * len(devices) / 2000
+    out["dra_migrate.dra.cel (uncached, extrapolated)"] = (time.perf_counter() - start) * len(devices) / 2000
     plain = [plain_device(d) for d in devices]
     for name, compile_ in engines.items():
         programs = [compile_(e.replace("'^NVIDIA H100.*$'", "'^NVIDIA H100.*$'")) for e in CLASSES]

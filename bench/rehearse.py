@@ -32,7 +32,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 PAGE = os.sysconf("SC_PAGE_SIZE")
 TICKS = os.sysconf("SC_CLK_TCK")
-TWIN_MARK = "dra-migrate-twin-"  # migrate/rehearse/twin.py: the twin's scratch directory prefix
+TWIN_MARK = "dra-migrate-twin-"  # dra_migrate/rehearse/twin.py: the twin's scratch directory prefix
 PHASES = (
     ("twin-up", "twin:"),  # first "twin: N simulated GPU node(s)" line: control plane up, nodes registered
     ("recreated", "object(s) recreated"),
@@ -147,7 +147,7 @@ def one(nodes: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     snap, plan, result = tmp / f"fleet-{nodes}.jsonl", tmp / f"plan-{nodes}.yaml", tmp / f"rehearsal-{nodes}.json"
     fleet(nodes, args.pods_per_node, snap)
     with_dra_driver(snap)
-    cli = [sys.executable, "-m", "migrate"]
+    cli = [sys.executable, "-m", "dra_migrate"]
     excluded = make_plan(cli, snap, plan)
     started = time.perf_counter()
     proc = subprocess.Popen(

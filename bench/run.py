@@ -37,8 +37,8 @@ print(dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, n)
 
 INVENTORY = """
 import resource, sys, time
-from migrate.cluster.snapshot import load_snapshot
-from migrate.inventory.model import build_inventory
+from dra_migrate.cluster.snapshot import load_snapshot
+from dra_migrate.inventory.model import build_inventory
 t = time.perf_counter()
 inv = build_inventory(load_snapshot(sys.argv[1]))
 dt = time.perf_counter() - t
@@ -47,10 +47,10 @@ print(dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, len(inv.con
 
 PLAN = """
 import io, resource, sys, time
-from migrate.cluster.snapshot import load_snapshot
-from migrate.plan.build import build_plan
-from migrate.plan.params import PlanParams
-from migrate.plan import io as plan_io
+from dra_migrate.cluster.snapshot import load_snapshot
+from dra_migrate.plan.build import build_plan
+from dra_migrate.plan.params import PlanParams
+from dra_migrate.plan import io as plan_io
 t = time.perf_counter()
 plan = plan_io.dumps(plan_io.seal(build_plan(load_snapshot(sys.argv[1]), PlanParams())))
 dt = time.perf_counter() - t
@@ -60,8 +60,8 @@ print(dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, len(plan))
 BASELINE = """
 import resource
 import orjson
-from migrate.cluster.snapshot import load_snapshot
-from migrate.inventory.model import build_inventory
+from dra_migrate.cluster.snapshot import load_snapshot
+from dra_migrate.inventory.model import build_inventory
 print(0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, 0)
 """
 

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CLI = [sys.executable, "-m", "migrate"]
+CLI = [sys.executable, "-m", "dra_migrate"]
 
 CASES: dict[str, tuple[list[str], dict[str, str]]] = {
     "baseline": ([sys.executable, "-c", "import click"], {}),

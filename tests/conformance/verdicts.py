@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from migrate.dra.cel import SelectorError, SelectorEvaluationError, UnsupportedSelectorError, compile_selector
+from dra_migrate.dra.cel import SelectorError, SelectorEvaluationError, UnsupportedSelectorError, compile_selector
 
 HERE = Path(__file__).parent
 

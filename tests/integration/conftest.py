@@ -18,8 +18,8 @@ from typing import Any, NoReturn
 import controlplane
 import pytest
 
-from migrate.sim.kube import Kube, new_api_client, path_of
-from migrate.sim.timing import PROFILES, TimingProfile, profile
+from dra_migrate.sim.kube import Kube, new_api_client, path_of
+from dra_migrate.sim.timing import PROFILES, TimingProfile, profile
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
@@ -37,7 +37,7 @@ def _fail(what: str, err: Exception) -> NoReturn:
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("dra-migrate simulator")
     group.addoption("--sim-timing", choices=sorted(PROFILES), default="instant",
-                    help="timing of fleets made with the sim_timing fixture (migrate/sim/timing.py)")  # fmt: skip
+                    help="timing of fleets made with the sim_timing fixture (dra_migrate/sim/timing.py)")  # fmt: skip
     group.addoption("--sim-time-scale", type=float, default=1.0, help="multiplies every simulated delay")
 
 

@@ -14,7 +14,7 @@ import signal
 import sys
 from typing import Any
 
-from migrate.execute.journal import Journal
+from dra_migrate.execute.journal import Journal
 
 
 def main() -> None:
@@ -28,7 +28,7 @@ def main() -> None:
         return out
 
     Journal.record = record_then_maybe_die  # type: ignore[method-assign]
-    from migrate.cli.main import main as cli
+    from dra_migrate.cli.main import main as cli
 
     sys.argv = ["dra-migrate", *sys.argv[2:]]
     cli()

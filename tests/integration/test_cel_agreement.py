@@ -1,4 +1,4 @@
-"""migrate.dra.cel predicts what the real kube-scheduler (v1.37.2) allocates.
+"""dra_migrate.dra.cel predicts what the real kube-scheduler (v1.37.2) allocates.
 
 Simulated DRA nodes with different products, memory, driver versions and MIG layouts publish their
 devices; for each generated case (DeviceClass selector x request selector x count x target node) the
@@ -24,10 +24,10 @@ import controlplane
 import pytest
 from conftest import wait_for
 
-from migrate.dra.cel import Selector, SelectorEvaluationError, compile_selector
-from migrate.sim.fleet import SimulatedFleet
-from migrate.sim.kube import Kube, path_of
-from migrate.sim.spec import POOL_LABEL, GpuNodeSpec
+from dra_migrate.dra.cel import Selector, SelectorEvaluationError, compile_selector
+from dra_migrate.sim.fleet import SimulatedFleet
+from dra_migrate.sim.kube import Kube, path_of
+from dra_migrate.sim.spec import POOL_LABEL, GpuNodeSpec
 
 pytestmark = pytest.mark.cluster
 

@@ -14,14 +14,14 @@ import pytest
 from conftest import wait_for
 from ruamel.yaml import YAML
 
-from migrate.cluster.kinds import KINDS_BY_KEY, WORKLOAD_CRD_KINDS, kind_key
-from migrate.cluster.templates import TemplateTable
-from migrate.convert.files import convert_text
-from migrate.convert.rewrite import ConvertOptions
-from migrate.sim.fleet import SimulatedFleet
-from migrate.sim.kube import Kube, new_api_client, path_of
-from migrate.sim.spec import GpuNodeSpec
-from migrate.sim.stack import install_crds
+from dra_migrate.cluster.kinds import KINDS_BY_KEY, WORKLOAD_CRD_KINDS, kind_key
+from dra_migrate.cluster.templates import TemplateTable
+from dra_migrate.convert.files import convert_text
+from dra_migrate.convert.rewrite import ConvertOptions
+from dra_migrate.sim.fleet import SimulatedFleet
+from dra_migrate.sim.kube import Kube, new_api_client, path_of
+from dra_migrate.sim.spec import GpuNodeSpec
+from dra_migrate.sim.stack import install_crds
 
 pytestmark = pytest.mark.cluster
 

@@ -22,13 +22,13 @@ import pytest
 from conftest import wait_for
 from deepdiff import DeepDiff
 
-from migrate.execute.journal import journal_path, read_journal
-from migrate.plan import io as plan_io
-from migrate.plan.model import Plan
-from migrate.sim.fleet import SimulatedFleet
-from migrate.sim.kube import Kube, path_of
-from migrate.sim.spec import GpuNodeSpec
-from migrate.sim.stack import DRA_PLUGIN_DAEMONSET, DRA_PLUGIN_NAMESPACE, install_nvidia_stack
+from dra_migrate.execute.journal import journal_path, read_journal
+from dra_migrate.plan import io as plan_io
+from dra_migrate.plan.model import Plan
+from dra_migrate.sim.fleet import SimulatedFleet
+from dra_migrate.sim.kube import Kube, path_of
+from dra_migrate.sim.spec import GpuNodeSpec
+from dra_migrate.sim.stack import DRA_PLUGIN_DAEMONSET, DRA_PLUGIN_NAMESPACE, install_nvidia_stack
 
 pytestmark = pytest.mark.cluster
 
@@ -73,7 +73,7 @@ def cli(
 ) -> subprocess.CompletedProcess[str]:
     """The real CLI in its own process (so a SIGKILL kills only it)."""
     return subprocess.run(
-        [sys.executable, "-m", "migrate", *args],
+        [sys.executable, "-m", "dra_migrate", *args],
         capture_output=True,
         text=True,
         timeout=600,
@@ -365,7 +365,7 @@ def test_f_two_applies_at_once_exactly_one_holds_the_lock(
             [
                 sys.executable,
                 "-m",
-                "migrate",
+                "dra_migrate",
                 "apply",
                 str(plan),
                 "--kubeconfig",
@@ -427,7 +427,7 @@ def test_e_api_faults_the_migration_still_converges(
     assert_migrated(kube, nodes)
     # The journal is consistent: every step started has ended (or was started again and ended).
     records = read_journal(journal_path(plan))
-    from migrate.execute.progress import progress_of
+    from dra_migrate.execute.progress import progress_of
 
     progress = progress_of(Plan.from_dict(plan_io.load(plan)), records)
     assert progress.to_dict()["remaining"] == 0 and progress.progress.current is None
@@ -450,7 +450,7 @@ def test_g_the_api_server_failing_mid_wave_stops_apply_without_rollback_then_res
     with FaultProxy(control_plane, rate=0, seed=3, faults=("500", "drop")) as proxy:
         kc = proxy.kubeconfig(tmp_path / "faulty.kubeconfig")
         proc = subprocess.Popen(
-            [sys.executable, "-m", "migrate", "apply", str(plan), "--kubeconfig", str(kc), "--yes"],
+            [sys.executable, "-m", "dra_migrate", "apply", str(plan), "--kubeconfig", str(kc), "--yes"],
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         deadline = time.monotonic() + 120

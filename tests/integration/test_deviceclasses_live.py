@@ -9,8 +9,8 @@ import controlplane
 import pytest
 from ruamel.yaml import YAML
 
-from migrate.dra.deviceclasses import DeviceClassProposal
-from migrate.sim.kube import ApiError, Kube
+from dra_migrate.dra.deviceclasses import DeviceClassProposal
+from dra_migrate.sim.kube import ApiError, Kube
 from tests.unit.cli import run
 
 pytestmark = pytest.mark.cluster

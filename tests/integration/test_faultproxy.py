@@ -13,7 +13,7 @@ from conftest import wait_for
 from faultproxy import FaultProxy
 from kubernetes import client, config
 
-from migrate.sim.kube import ApiError, Kube, path_of
+from dra_migrate.sim.kube import ApiError, Kube, path_of
 from tests.unit.cli import Result, run
 
 pytestmark = pytest.mark.cluster

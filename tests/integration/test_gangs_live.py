@@ -20,9 +20,9 @@ import controlplane
 import pytest
 from conftest import wait_for
 
-from migrate.sim.fleet import SimulatedFleet
-from migrate.sim.kube import Kube, new_api_client, path_of
-from migrate.sim.spec import GpuNodeSpec
+from dra_migrate.sim.fleet import SimulatedFleet
+from dra_migrate.sim.kube import Kube, new_api_client, path_of
+from dra_migrate.sim.spec import GpuNodeSpec
 
 pytestmark = pytest.mark.cluster
 
@@ -221,10 +221,10 @@ spec:
 def _apply_converted(kube: Kube, ns: str, text: str) -> None:
     from ruamel.yaml import YAML
 
-    from migrate.cluster.kinds import KINDS_BY_KEY, kind_key
-    from migrate.cluster.templates import TemplateTable
-    from migrate.convert.files import convert_text
-    from migrate.convert.rewrite import ConvertOptions
+    from dra_migrate.cluster.kinds import KINDS_BY_KEY, kind_key
+    from dra_migrate.cluster.templates import TemplateTable
+    from dra_migrate.convert.files import convert_text
+    from dra_migrate.convert.rewrite import ConvertOptions
 
     out, result = convert_text(text, "job.yaml", TemplateTable.builtin(), ConvertOptions(gang=True))
     assert result.problems == []

@@ -18,13 +18,13 @@ import controlplane
 import pytest
 from conftest import wait_for
 
-from migrate.cluster.live import PAGE_SIZE, USER_AGENT
-from migrate.cluster.snapshot import load_snapshot
-from migrate.inventory.model import build_inventory
-from migrate.sim.fleet import SimulatedFleet
-from migrate.sim.kube import Kube, path_of
-from migrate.sim.load import load_workloads
-from migrate.sim.spec import specs_from_state
+from dra_migrate.cluster.live import PAGE_SIZE, USER_AGENT
+from dra_migrate.cluster.snapshot import load_snapshot
+from dra_migrate.inventory.model import build_inventory
+from dra_migrate.sim.fleet import SimulatedFleet
+from dra_migrate.sim.kube import Kube, path_of
+from dra_migrate.sim.load import load_workloads
+from dra_migrate.sim.spec import specs_from_state
 from tests.unit.cli import run
 
 pytestmark = pytest.mark.cluster

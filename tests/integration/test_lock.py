@@ -15,9 +15,9 @@ import pytest
 from faultproxy import FAULTS, LOST_RESPONSE, FaultProxy
 from kubernetes import client, config
 
-from migrate.errors import ClusterError
-from migrate.execute.contract import LockHeld
-from migrate.execute.lock import (
+from dra_migrate.errors import ClusterError
+from dra_migrate.execute.contract import LockHeld
+from dra_migrate.execute.lock import (
     DIGEST_ANNOTATION,
     LOCK_ID_ANNOTATION,
     ClusterLock,
@@ -25,7 +25,7 @@ from migrate.execute.lock import (
     micro_time,
     read_lock,
 )
-from migrate.sim.kube import Kube, new_api_client
+from dra_migrate.sim.kube import Kube, new_api_client
 
 pytestmark = pytest.mark.cluster
 

@@ -1,4 +1,4 @@
-"""LiveOps (migrate/execute/ops.py) against the real control plane and simulated GPU nodes.
+"""LiveOps (dra_migrate/execute/ops.py) against the real control plane and simulated GPU nodes.
 
 Every operation must be repeatable (a resumed run repeats the step it was in), must change nothing
 under dry_run, and must fail with a message that names what blocks it.
@@ -15,14 +15,14 @@ import controlplane
 import pytest
 from conftest import wait_for
 
-from migrate.errors import ClusterError
-from migrate.execute.contract import StepFailed
-from migrate.execute.kubeapi import Kube as CoreKube
-from migrate.execute.kubeapi import Unreachable
-from migrate.execute.ops import LiveOps, live_ops
-from migrate.sim.fleet import SimulatedFleet
-from migrate.sim.kube import ApiError, Kube, path_of
-from migrate.sim.spec import LABEL_DEVICE_PLUGIN, LABEL_DRA_KUBELET_PLUGIN, POOL_LABEL, GpuNodeSpec
+from dra_migrate.errors import ClusterError
+from dra_migrate.execute.contract import StepFailed
+from dra_migrate.execute.kubeapi import Kube as CoreKube
+from dra_migrate.execute.kubeapi import Unreachable
+from dra_migrate.execute.ops import LiveOps, live_ops
+from dra_migrate.sim.fleet import SimulatedFleet
+from dra_migrate.sim.kube import ApiError, Kube, path_of
+from dra_migrate.sim.spec import LABEL_DEVICE_PLUGIN, LABEL_DRA_KUBELET_PLUGIN, POOL_LABEL, GpuNodeSpec
 
 pytestmark = pytest.mark.cluster
 

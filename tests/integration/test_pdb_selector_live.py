@@ -1,6 +1,6 @@
 """One meaning of a PodDisruptionBudget selector, checked against the real API server.
 
-`check` (pdb-blocks-drain) and the drain (LiveOps) both ask `migrate.inventory.placement.pdb_selects`
+`check` (pdb-blocks-drain) and the drain (LiveOps) both ask `dra_migrate.inventory.placement.pdb_selects`
 whether a budget covers a pod. Here the real eviction API judges the same budgets on a Running pod of
 a simulated node: a null selector must cover nothing (the eviction goes through), `{}` every pod of the
 namespace, matchLabels/matchExpressions what they say. A dry-run eviction asks without evicting.
@@ -16,11 +16,11 @@ import controlplane
 import pytest
 from conftest import wait_for
 
-from migrate.execute.kubeapi import ApiError
-from migrate.inventory.placement import pdb_selects
-from migrate.sim.fleet import SimulatedFleet
-from migrate.sim.kube import Kube, path_of
-from migrate.sim.spec import GpuNodeSpec
+from dra_migrate.execute.kubeapi import ApiError
+from dra_migrate.inventory.placement import pdb_selects
+from dra_migrate.sim.fleet import SimulatedFleet
+from dra_migrate.sim.kube import Kube, path_of
+from dra_migrate.sim.spec import GpuNodeSpec
 
 pytestmark = pytest.mark.cluster
 

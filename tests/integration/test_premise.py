@@ -19,9 +19,9 @@ import controlplane
 import pytest
 from conftest import wait_for
 
-from migrate.sim.fleet import SimulatedFleet
-from migrate.sim.kube import Kube, path_of
-from migrate.sim.spec import GpuNodeSpec
+from dra_migrate.sim.fleet import SimulatedFleet
+from dra_migrate.sim.kube import Kube, path_of
+from dra_migrate.sim.spec import GpuNodeSpec
 
 pytestmark = pytest.mark.cluster
 

@@ -13,7 +13,7 @@ import controlplane
 import pytest
 from ruamel.yaml import YAML
 
-from migrate.sim.kube import Kube
+from dra_migrate.sim.kube import Kube
 from tests.unit.cli import run
 
 pytestmark = pytest.mark.cluster

@@ -28,9 +28,9 @@ import pytest
 from conftest import wait_for
 from ruamel.yaml import YAML
 
-from migrate.execute.journal import journal_path
-from migrate.plan import io as plan_io
-from migrate.sim.kube import Kube, new_api_client, path_of
+from dra_migrate.execute.journal import journal_path
+from dra_migrate.plan import io as plan_io
+from dra_migrate.sim.kube import Kube, new_api_client, path_of
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 
@@ -121,7 +121,7 @@ def install_dra_daemonset(kube: Kube) -> None:
 def cli(cp: controlplane.ControlPlane, *args: str) -> subprocess.CompletedProcess[str]:
     """The real CLI in its own process."""
     return subprocess.run(
-        [sys.executable, "-m", "migrate", *args, "--kubeconfig", str(cp.kubeconfig)],
+        [sys.executable, "-m", "dra_migrate", *args, "--kubeconfig", str(cp.kubeconfig)],
         capture_output=True, text=True, timeout=900, cwd=ROOT, check=False, stdin=subprocess.DEVNULL,
     )  # fmt: skip
 
@@ -260,7 +260,7 @@ def test_a_pod_runs_through_the_device_plugin(node: RealNode) -> None:
 
 
 def test_apply_moves_the_node_to_dra_and_a_container_uses_its_device(node: RealNode, workdir: Path) -> None:
-    plan = plan_for(node, workdir, "migrate.yaml")
+    plan = plan_for(node, workdir, "dra_migrate.yaml")
     t0 = time.monotonic()
     res = cli(node.cp, "apply", str(plan), "--yes")
     assert res.returncode == 0, res.stderr
@@ -306,7 +306,7 @@ def probe_role(n: RealNode, tmp_path: Path) -> Path:
 
 def probe_cli(kubeconfig: Path, node: str, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "migrate", "probe", "--kubeconfig", str(kubeconfig), "--node", node,
+        [sys.executable, "-m", "dra_migrate", "probe", "--kubeconfig", str(kubeconfig), "--node", node,
          "--canary-image", IMAGE, "-o", "json", *extra],
         capture_output=True, text=True, timeout=600, cwd=ROOT, check=False, stdin=subprocess.DEVNULL,
     )  # fmt: skip
@@ -355,7 +355,7 @@ def test_capacity_is_held_while_allocatable_is_zero_after_the_device_plugin_left
     """Device manager: allocatable 0 at once, capacity kept for endpointStopGracePeriod = 5 min (k8s.io/kubernetes
     v1.37.2 pkg/kubelet/cm/devicemanager/endpoint.go, manager.go GetCapacity). The tier watches the first
     75 s of that window (the whole 5 min would double its run time)."""
-    stopped = epoch(step_end(workdir / "migrate.yaml", "disable-device-plugin")["time"])
+    stopped = epoch(step_end(workdir / "dra_migrate.yaml", "disable-device-plugin")["time"])
     while time.time() - stopped < 75:
         assert gpu_status(node) == (str(DEVICES), "0")
         time.sleep(5)
@@ -368,7 +368,7 @@ def test_rollback_serves_the_device_plugin_again_and_the_kubelet_wipes_the_slice
     node: RealNode, workdir: Path
 ) -> None:
     assert slice_devices(node)
-    res = cli(node.cp, "rollback", str(workdir / "migrate.yaml"), "--yes")
+    res = cli(node.cp, "rollback", str(workdir / "dra_migrate.yaml"), "--yes")
     assert res.returncode == 0, res.stderr
     t0 = time.monotonic()
     back = timed("allocatable back to N", lambda: gpu_status(node) == (str(DEVICES), str(DEVICES)), timeout=60)

@@ -18,14 +18,14 @@ import pytest
 from conftest import wait_for
 from ruamel.yaml import YAML
 
-from migrate.cluster.snapshot import load_snapshot
-from migrate.plan import io as plan_io
-from migrate.plan.params import parse_duration
-from migrate.rehearse.model import end_state
-from migrate.rehearse.run import read_cluster, recreate
-from migrate.sim.fleet import SimulatedFleet
-from migrate.sim.kube import new_api_client
-from migrate.sim.spec import specs_from_state
+from dra_migrate.cluster.snapshot import load_snapshot
+from dra_migrate.plan import io as plan_io
+from dra_migrate.plan.params import parse_duration
+from dra_migrate.rehearse.model import end_state
+from dra_migrate.rehearse.run import read_cluster, recreate
+from dra_migrate.sim.fleet import SimulatedFleet
+from dra_migrate.sim.kube import new_api_client
+from dra_migrate.sim.spec import specs_from_state
 
 pytestmark = pytest.mark.cluster
 
@@ -38,7 +38,7 @@ TOLERANCE = 0.25  # README "Rehearsal": the rehearsed duration is within ±25% o
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "migrate", *args],
+        [sys.executable, "-m", "dra_migrate", *args],
         capture_output=True,
         text=True,
         timeout=540,

@@ -23,8 +23,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from migrate.plan import io as plan_io
-from migrate.report.layout import SECTIONS
+from dra_migrate.plan import io as plan_io
+from dra_migrate.report.layout import SECTIONS
 from tests.unit.cli import run
 from tests.unit.test_report import _journal
 

@@ -2,7 +2,7 @@
 
 Every generated DeviceClass is created for real (then deleted) with device-plugin patterns whose product
 names hold spaces, dots, dashes, quotes and regex metacharacters; a converted manifest's --selector passes
-the server's validation; the server-side validation (migrate.dra.validate) agrees with the offline
+the server's validation; the server-side validation (dra_migrate.dra.validate) agrees with the offline
 verdict where the offline evaluator gives one and settles the selectors it refuses.
 """
 
@@ -15,16 +15,16 @@ import controlplane
 import pytest
 from ruamel.yaml import YAML
 
-from migrate.cluster.live import LiveCluster, LiveOptions
-from migrate.cluster.templates import TemplateTable
-from migrate.convert.files import convert_text
-from migrate.convert.rewrite import ConvertOptions
-from migrate.dra.cel import compile_selector
-from migrate.dra.cel.literals import cel_string
-from migrate.dra.deviceclasses import DeviceClassProposal, _propose
-from migrate.dra.validate import validate_selectors
-from migrate.inventory.model import Inventory
-from migrate.sim.kube import ApiError, Kube
+from dra_migrate.cluster.live import LiveCluster, LiveOptions
+from dra_migrate.cluster.templates import TemplateTable
+from dra_migrate.convert.files import convert_text
+from dra_migrate.convert.rewrite import ConvertOptions
+from dra_migrate.dra.cel import compile_selector
+from dra_migrate.dra.cel.literals import cel_string
+from dra_migrate.dra.deviceclasses import DeviceClassProposal, _propose
+from dra_migrate.dra.validate import validate_selectors
+from dra_migrate.inventory.model import Inventory
+from dra_migrate.sim.kube import ApiError, Kube
 from tests.unit.cli import run
 
 pytestmark = pytest.mark.cluster
@@ -138,7 +138,7 @@ def test_cli_uses_the_server_verdict(
     refused_ok = "['x', 'y'].exists(s, s == 'x')"
     r = run("convert", str(manifest), "--selector", refused_ok, "--kubeconfig", kubeconfig)
     assert r.code == 0, r.stderr
-    with caplog.at_level("WARNING", logger="migrate"):
+    with caplog.at_level("WARNING", logger="dra_migrate"):
         r = run("generate", "deviceclasses", "--kubeconfig", kubeconfig)
     assert r.code == 0, r.stderr
     assert not [rec for rec in caplog.records if "the offline check says" in rec.getMessage()]

@@ -18,14 +18,14 @@ import orjson
 import pytest
 from conftest import wait_for
 
-from migrate.cluster.state import SourceInfo, StateBuilder
-from migrate.sim.fleet import SimulatedFleet
-from migrate.sim.kube import Kube, path_of
-from migrate.sim.load import load_workloads
-from migrate.sim.pods import CANARY_LABEL, NO_DEVICES
-from migrate.sim.spec import GpuNodeSpec
-from migrate.sim.stack import DRA_PLUGIN_DAEMONSET, install_nvidia_stack
-from migrate.sim.timing import REALISTIC, profile
+from dra_migrate.cluster.state import SourceInfo, StateBuilder
+from dra_migrate.sim.fleet import SimulatedFleet
+from dra_migrate.sim.kube import Kube, path_of
+from dra_migrate.sim.load import load_workloads
+from dra_migrate.sim.pods import CANARY_LABEL, NO_DEVICES
+from dra_migrate.sim.spec import GpuNodeSpec
+from dra_migrate.sim.stack import DRA_PLUGIN_DAEMONSET, install_nvidia_stack
+from dra_migrate.sim.timing import REALISTIC, profile
 
 pytestmark = pytest.mark.cluster
 
@@ -309,7 +309,8 @@ def test_cli_runs_until_sigterm(control_plane: controlplane.ControlPlane, kube: 
     snap.write_bytes(orjson.dumps({"apiVersion": "v1", "kind": "List", "items": [node_obj]}))
     env = {**os.environ, "PYTHONPATH": str(controlplane.REPO)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "migrate.sim", "--kubeconfig", str(control_plane.kubeconfig), "--snapshot", str(snap)],
+        [sys.executable, "-m", "dra_migrate.sim", "--kubeconfig", str(control_plane.kubeconfig),
+         "--snapshot", str(snap)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,

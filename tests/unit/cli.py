@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from click.testing import CliRunner
 
-from migrate.cli.main import cli
+from dra_migrate.cli.main import cli
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from migrate.cluster.state import ClusterState, SourceInfo, StateBuilder
+from dra_migrate.cluster.state import ClusterState, SourceInfo, StateBuilder
 
 _uids = itertools.count(1)
 

@@ -346,7 +346,7 @@ def test_very_deep_nesting_is_one_line(tmp_path: Path, suffix: str, text: str) -
     ],
 )
 def test_credentials_are_scrubbed_from_messages(text: str) -> None:
-    from migrate.secrets import scrub
+    from dra_migrate.secrets import scrub
 
     out = scrub(text)
     assert out is not None and "<redacted>" in out
@@ -358,12 +358,12 @@ def test_log_lines_are_scrubbed() -> None:
     import io
     import logging
 
-    from migrate.secrets import scrub_logs
+    from dra_migrate.secrets import scrub_logs
 
     buf = io.StringIO()
     handler = logging.StreamHandler(buf)
     scrub_logs(handler)
-    log = logging.getLogger("migrate.test-scrub")
+    log = logging.getLogger("dra_migrate.test-scrub")
     log.addHandler(handler)
     try:
         log.warning("request failed: %s", "Authorization: Bearer s3cret-token")

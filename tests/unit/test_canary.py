@@ -1,4 +1,4 @@
-"""The canary's contract (migrate/execute/canary.py): its container wrapper, run by a real shell, and the
+"""The canary's contract (dra_migrate/execute/canary.py): its container wrapper, run by a real shell, and the
 verdict on pod states the kubelet produces."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from migrate.execute import canary
+from dra_migrate.execute import canary
 
 UUID0 = "GPU-11111111-2222-3333-4444-555555555555"
 UUID1 = "GPU-66666666-7777-8888-9999-000000000000"

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from migrate.execute.canary import seen_published
-from migrate.execute.contract import StepFailed
-from migrate.execute.ops import CANARY_ATTEMPTS, LiveOps
+from dra_migrate.execute.canary import seen_published
+from dra_migrate.execute.contract import StepFailed
+from dra_migrate.execute.ops import CANARY_ATTEMPTS, LiveOps
 
 NODE, GPU, NS = "gpu-1", "nvidia.com/gpu", "default"
 

@@ -1,4 +1,4 @@
-"""migrate.dra.cel: DRA selectors evaluated offline with the Kubernetes CEL extensions.
+"""dra_migrate.dra.cel: DRA selectors evaluated offline with the Kubernetes CEL extensions.
 
 Expected values follow kubernetes/kubernetes staging/src/k8s.io/apiserver/pkg/cel/library/quantity.go and
 semverlib.go (their doc examples) and staging/src/k8s.io/dynamic-resource-allocation/cel/compile.go.
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from migrate.dra.cel import (
+from dra_migrate.dra.cel import (
     CEL_SELECTOR_EXPRESSION_MAX_LENGTH,
     SelectorError,
     SelectorEvaluationError,

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from migrate.dra.cel import SelectorError, SelectorEvaluationError, UnsupportedSelectorError, compile_selector
+from dra_migrate.dra.cel import SelectorError, SelectorEvaluationError, UnsupportedSelectorError, compile_selector
 
 FRAGMENTS = [
     "device", ".", "attributes", "capacity", "driver", "allowMultipleAllocations", "['dra.example.com']",

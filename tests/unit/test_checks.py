@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from migrate.checks.context import parse_feature_gates
-from migrate.checks.model import Finding, ObjectRef
-from migrate.checks.run import assess
-from migrate.cluster.snapshot import load_snapshot
-from migrate.cluster.state import ClusterState, SourceInfo, StateBuilder
-from migrate.errors import InputError
+from dra_migrate.checks.context import parse_feature_gates
+from dra_migrate.checks.model import Finding, ObjectRef
+from dra_migrate.checks.run import assess
+from dra_migrate.cluster.snapshot import load_snapshot
+from dra_migrate.cluster.state import ClusterState, SourceInfo, StateBuilder
+from dra_migrate.errors import InputError
 from tests.unit.helpers import container, node, obj, pod, pod_spec, template
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -262,7 +262,7 @@ def test_device_plugin_placement_unknown() -> None:
 
 
 def test_placement_decides_what_each_switch_is() -> None:
-    from migrate.inventory.model import build_inventory
+    from dra_migrate.inventory.model import build_inventory
 
     chart_default = _ds(DRA_DS, tolerations=GPU_TOL, affinity=_affinity(
         [{"key": "nvidia.com/gpu.present", "operator": "In", "values": ["true"]}]))  # fmt: skip
@@ -285,7 +285,7 @@ def test_placement_decides_what_each_switch_is() -> None:
 
 
 def test_pdb_null_selector_selects_nothing_empty_selects_all() -> None:
-    from migrate.inventory.placement import label_selector_matches, pdb_selects
+    from dra_migrate.inventory.placement import label_selector_matches, pdb_selects
 
     p = pod("p", pod_spec(container(requests={GPU: 1})))
     p["metadata"]["labels"] = {"app": "llm"}
@@ -343,7 +343,7 @@ def test_dynamic_mig_unpredicted() -> None:
     counters["spec"]["sharedCounters"] = [{"name": "gpu-0-counter-set", "counters": {"memory": {"value": "80Gi"}}}]
     assert findings(make(running, gated, counters), "dynamic-mig-unpredicted") == []
     # Counters in the slices mark DynamicMIG even when the DaemonSet was not read.
-    from migrate.inventory.model import build_inventory
+    from dra_migrate.inventory.model import build_inventory
 
     assert build_inventory(make(running, counters)).nodes[0].dynamic_mig
 
@@ -435,7 +435,7 @@ def test_gang_workload_split() -> None:
 
 
 def test_every_rule_has_a_test_and_a_readme_entry() -> None:
-    from migrate.checks.registry import RULES
+    from dra_migrate.checks.registry import RULES
 
     assess(make())  # the registry imports its rule modules on the first run
 

@@ -18,11 +18,11 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from migrate.cli import exitcodes
-from migrate.cli.main import COMMANDS, cli, hoist_global_flags
-from migrate.cluster.state import CLUSTER_KEYS
-from migrate.render import Document, styled, use_color
-from migrate.render.checks import check_document
+from dra_migrate.cli import exitcodes
+from dra_migrate.cli.main import COMMANDS, cli, hoist_global_flags
+from dra_migrate.cluster.state import CLUSTER_KEYS
+from dra_migrate.render import Document, styled, use_color
+from dra_migrate.render.checks import check_document
 from tests.unit.cli import run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,7 +88,7 @@ def test_the_codes_that_mean_found_something_stay_2() -> None:
 
 
 def test_ctrl_c_exits_130_without_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
-    import migrate.cli.inventory as inventory
+    import dra_migrate.cli.inventory as inventory
 
     def interrupted(*_: object, **__: object) -> None:
         raise KeyboardInterrupt
@@ -103,7 +103,7 @@ def test_a_closed_stdout_is_not_an_error(tmp_path: Path) -> None:
     """`dra-migrate show PLAN -o json | head -0`: the reader is gone before the first write."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     p = subprocess.Popen(
-        [sys.executable, "-m", "migrate", "show", PLAN, "-o", "json"],
+        [sys.executable, "-m", "dra_migrate", "show", PLAN, "-o", "json"],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -253,8 +253,8 @@ def test_finding_objects_are_structured_in_every_output(tmp_path: Path) -> None:
 
 def test_probe_takes_the_output_vocabulary(monkeypatch: pytest.MonkeyPatch) -> None:
     """probe prints data too: every -o, JSON and YAML with formatVersion; exit 2 still means it failed."""
-    import migrate.cli.probe as probe
-    from migrate.execute.probe import ProbeResult
+    import dra_migrate.cli.probe as probe
+    from dra_migrate.execute.probe import ProbeResult
 
     devices = [{"name": "gpu-0", "attributes": {"productName": "H100"}, "capacity": {"memory": "80Gi"}}]
     result = ProbeResult("n1", "gpu.nvidia.com", "gpu.nvidia.com", devices, problems=["the container saw nothing"])
@@ -422,7 +422,7 @@ def test_colour_means_something() -> None:
 
 
 def test_diff_additions_green_removals_red() -> None:
-    from migrate.render.diff import drift_document
+    from dra_migrate.render.diff import drift_document
 
     r = run("diff", PLAN, "--snapshot", "fixtures/clusters/h100-homogeneous.yaml", "-o", "json")
     text = drift_document(json.loads(r.stdout)).render("table", color=True)
@@ -484,9 +484,10 @@ def test_global_flags_are_accepted_after_the_subcommand() -> None:
 
 def test_version_and_help_import_no_command_module() -> None:
     code = (
-        "import sys; from migrate.cli.main import main\n"
+        "import sys; from dra_migrate.cli.main import main\n"
         "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
-        "heavy = [m for m in ('kubernetes', 'deepdiff', 'celpy', 'migrate.cli.plan', 'tabulate') if m in sys.modules]\n"
+        "heavy = [m for m in ('kubernetes', 'deepdiff', 'celpy', 'dra_migrate.cli.plan', 'tabulate')\n"
+        "         if m in sys.modules]\n"
         "print(heavy, file=sys.stderr)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -525,7 +526,7 @@ class _Terminal:
 
 
 def test_soak_countdown_and_listing_progress_on_a_terminal() -> None:
-    from migrate.cli.progress import TerminalProgress, counted, soak_ticks
+    from dra_migrate.cli.progress import TerminalProgress, counted, soak_ticks
 
     term = _Terminal()
     progress = TerminalProgress(term, every_s=0)  # type: ignore[arg-type]
@@ -540,7 +541,7 @@ def test_soak_countdown_and_listing_progress_on_a_terminal() -> None:
 
 
 def test_no_progress_when_not_a_terminal() -> None:
-    from migrate.cli.progress import TerminalProgress, counted
+    from dra_migrate.cli.progress import TerminalProgress, counted
 
     piped = _Terminal()
     piped.isatty = lambda: False  # type: ignore[method-assign]

@@ -11,9 +11,9 @@ import pytest
 import yaml
 from ruamel.yaml import YAML
 
-from migrate.cli import exitcodes
-from migrate.plan import io as plan_io
-from migrate.plan.scope import stage_blockers
+from dra_migrate.cli import exitcodes
+from dra_migrate.plan import io as plan_io
+from dra_migrate.plan.scope import stage_blockers
 from tests.unit.cli import run
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from migrate.inventory.model import build_inventory
+from dra_migrate.inventory.model import build_inventory
 from tests.unit.helpers import container, node, obj, pod, pod_spec, state, template
 
 GPU = "nvidia.com/gpu"

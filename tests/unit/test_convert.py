@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from migrate.cluster.templates import TemplateTable
-from migrate.convert.files import convert_text, guess_indent
-from migrate.convert.rewrite import ConvertOptions, dns_label
-from migrate.dra.cel import compile_selector
+from dra_migrate.cluster.templates import TemplateTable
+from dra_migrate.convert.files import convert_text, guess_indent
+from dra_migrate.convert.rewrite import ConvertOptions, dns_label
+from dra_migrate.dra.cel import compile_selector
 from tests.unit.cli import run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -507,7 +507,7 @@ def test_symlinks_are_kept_in_place(tmp_path: Path) -> None:
 
 
 def test_in_place_is_all_or_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import migrate.convert.files as files
+    import dra_migrate.convert.files as files
 
     for name in ("a", "b", "c"):
         shutil.copy(MANIFESTS / "pod.yaml", tmp_path / f"{name}.yaml")

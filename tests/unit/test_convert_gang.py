@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from migrate.cluster.templates import TemplateTable
-from migrate.convert.files import convert_text
-from migrate.convert.rewrite import ConvertOptions
+from dra_migrate.cluster.templates import TemplateTable
+from dra_migrate.convert.files import convert_text
+from dra_migrate.convert.rewrite import ConvertOptions
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "fixtures" / "manifests"
 TABLE = TemplateTable.builtin()

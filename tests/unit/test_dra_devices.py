@@ -1,4 +1,4 @@
-"""The devices the NVIDIA DRA driver publishes, or would publish, per GPU node (migrate.dra.devices)."""
+"""The devices the NVIDIA DRA driver publishes, or would publish, per GPU node (dra_migrate.dra.devices)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from migrate.cluster.snapshot import load_snapshot
-from migrate.cluster.state import ClusterState, SourceInfo, StateBuilder
-from migrate.dra.devices import (
+from dra_migrate.cluster.snapshot import load_snapshot
+from dra_migrate.cluster.state import ClusterState, SourceInfo, StateBuilder
+from dra_migrate.dra.devices import (
     NVIDIA_DRIVER,
     NodeDevices,
     mig_device_name,
@@ -22,8 +22,8 @@ from migrate.dra.devices import (
     product_name,
     semver,
 )
-from migrate.inventory.fleet import pool_of
-from migrate.inventory.resources import parse_quantity
+from dra_migrate.inventory.fleet import pool_of
+from dra_migrate.inventory.resources import parse_quantity
 from tests.unit.helpers import resource_slice
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "clusters"
@@ -274,7 +274,7 @@ def test_helpers() -> None:
 
 
 def test_the_core_does_not_import_the_simulator() -> None:
-    code = "import sys, migrate.dra.devices; sys.exit(any(m.startswith('migrate.sim') for m in sys.modules))"
+    code = "import sys, dra_migrate.dra.devices; sys.exit(any(m.startswith('dra_migrate.sim') for m in sys.modules))"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
 
 
@@ -328,7 +328,7 @@ def test_fixture_mixed_mig_prediction_agrees_with_the_published_slices() -> None
     ],
 )
 def test_h200_and_b200_profile_tables(product: str, profile: str, gi: int, memory: str) -> None:
-    from migrate.dra.devices import resource_profile
+    from dra_migrate.dra.devices import resource_profile
 
     devices = predict_devices(_mixed(product, 1, {resource_profile(profile): 1}))
     assert len(devices) == 1
@@ -354,7 +354,7 @@ def test_blackwell_profile_names_are_kept() -> None:
 
 
 def test_blackwell_resource_names_get_distinct_classes() -> None:
-    from migrate.dra.deviceclasses import class_name_for, mig_profile_of
+    from dra_migrate.dra.deviceclasses import class_name_for, mig_profile_of
 
     assert mig_profile_of("nvidia.com/mig-1g.23gb.me.all") == "1g.23gb+me.all"
     assert mig_profile_of("nvidia.com/mig-1g.23gb-me") == "1g.23gb-me"

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from migrate.plan.build import build_plan
-from migrate.plan.estimate import (
+from dra_migrate.plan.build import build_plan
+from dra_migrate.plan.estimate import (
     ExecutorCosts,
     evicted_grace_periods,
     format_seconds,
@@ -15,9 +15,9 @@ from migrate.plan.estimate import (
     plan_estimate,
     wave_estimate,
 )
-from migrate.plan.params import PlanParams, parse_duration
-from migrate.sim.spec import GpuNodeSpec
-from migrate.sim.timing import REALISTIC, profile
+from dra_migrate.plan.params import PlanParams, parse_duration
+from dra_migrate.sim.spec import GpuNodeSpec
+from dra_migrate.sim.timing import REALISTIC, profile
 from tests.unit.helpers import container, node, pod, pod_spec, state
 
 GPU = container(limits={"nvidia.com/gpu": 1})

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from migrate.cluster.kinds import kind_key
-from migrate.cluster.snapshot import load_snapshot
-from migrate.cluster.state import ClusterState
+from dra_migrate.cluster.kinds import kind_key
+from dra_migrate.cluster.snapshot import load_snapshot
+from dra_migrate.cluster.state import ClusterState
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures" / "clusters"

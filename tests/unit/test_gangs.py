@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from migrate.checks.run import assess
-from migrate.dra.gangfit import fits
-from migrate.inventory.model import build_inventory
+from dra_migrate.checks.run import assess
+from dra_migrate.dra.gangfit import fits
+from dra_migrate.inventory.model import build_inventory
 from tests.unit.helpers import container, obj, pod, pod_spec, template
 from tests.unit.test_checks import GPU, gpu_node, make, severities
 
@@ -165,8 +165,8 @@ def test_gang_scheduling_unavailable(
 
 
 def _plan(*objects: dict[str, Any], **params: Any) -> dict[str, Any]:
-    from migrate.plan.build import build_plan
-    from migrate.plan.params import PlanParams
+    from dra_migrate.plan.build import build_plan
+    from dra_migrate.plan.params import PlanParams
 
     return build_plan(make(*objects), PlanParams(**params))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from migrate.execute.ops import group_pending
+from dra_migrate.execute.ops import group_pending
 
 
 def _pod(name: str, *, group: str | None = None, owner: tuple[str, str] | None = None) -> dict[str, Any]:

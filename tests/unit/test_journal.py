@@ -10,8 +10,8 @@ from typing import Any
 import orjson
 import pytest
 
-from migrate.errors import InputError
-from migrate.execute.journal import Journal, Progress, journal_path, read_journal
+from dra_migrate.errors import InputError
+from dra_migrate.execute.journal import Journal, Progress, journal_path, read_journal
 
 DIGEST = "sha256:" + "a" * 64
 OTHER = "sha256:" + "b" * 64
@@ -281,7 +281,7 @@ def _rec(seq: int, event: str = "start", **fields: Any) -> dict[str, Any]:
 
 
 def test_the_validating_reader_accepts_this_plans_journal(tmp_path: Path) -> None:
-    from migrate.execute.journal import read_records
+    from dra_migrate.execute.journal import read_records
 
     path = tmp_path / "j.jsonl"
     with Journal.open(path, plan_digest=DIGEST) as j:
@@ -307,7 +307,7 @@ def test_the_validating_reader_accepts_this_plans_journal(tmp_path: Path) -> Non
 def test_the_validating_reader_refuses_another_plans_or_a_reordered_journal(
     tmp_path: Path, records: list[dict[str, Any]], message: str
 ) -> None:
-    from migrate.execute.journal import read_records
+    from dra_migrate.execute.journal import read_records
 
     path = tmp_path / "j.jsonl"
     _write(path, records)

@@ -17,12 +17,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from migrate.cluster.snapshot import load_snapshot
-from migrate.cluster.templates import TemplateTable
-from migrate.convert.files import convert_text
-from migrate.convert.rewrite import ConvertOptions
-from migrate.errors import InputError
-from migrate.inventory.model import build_inventory
+from dra_migrate.cluster.snapshot import load_snapshot
+from dra_migrate.cluster.templates import TemplateTable
+from dra_migrate.convert.files import convert_text
+from dra_migrate.convert.rewrite import ConvertOptions
+from dra_migrate.errors import InputError
+from dra_migrate.inventory.model import build_inventory
 
 SETTINGS = settings(
     max_examples=int(__import__("os").environ.get("HYPOTHESIS_EXAMPLES", "150")),

@@ -9,9 +9,9 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from migrate.checks.model import ObjectRef, finding_json, objects_json, objects_text
-from migrate.checks.run import assess
-from migrate.cluster.snapshot import load_snapshot
+from dra_migrate.checks.model import ObjectRef, finding_json, objects_json, objects_text
+from dra_migrate.checks.run import assess
+from dra_migrate.cluster.snapshot import load_snapshot
 from tests.unit.cli import run
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from migrate.cluster.snapshot import load_snapshot
-from migrate.errors import InputError
-from migrate.plan import io as plan_io
-from migrate.plan.build import build_plan, node_steps
-from migrate.plan.model import expand
-from migrate.plan.params import DEVICE_PLUGIN_LABEL, DRA_LABEL, PlanParams, parse_duration
+from dra_migrate.cluster.snapshot import load_snapshot
+from dra_migrate.errors import InputError
+from dra_migrate.plan import io as plan_io
+from dra_migrate.plan.build import build_plan, node_steps
+from dra_migrate.plan.model import expand
+from dra_migrate.plan.params import DEVICE_PLUGIN_LABEL, DRA_LABEL, PlanParams, parse_duration
 from tests.unit.cli import run
 
 ROOT = Path(__file__).resolve().parents[2]

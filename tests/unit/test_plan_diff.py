@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from migrate.cluster.snapshot import load_snapshot
-from migrate.plan import io as plan_io
-from migrate.plan.diff import diff_plans
-from migrate.plan.drift import drift
-from migrate.plan.params import DEVICE_PLUGIN_LABEL
+from dra_migrate.cluster.snapshot import load_snapshot
+from dra_migrate.plan import io as plan_io
+from dra_migrate.plan.diff import diff_plans
+from dra_migrate.plan.drift import drift
+from dra_migrate.plan.params import DEVICE_PLUGIN_LABEL
 from tests.unit.cli import Result, run
 
 ROOT = Path(__file__).resolve().parents[2]

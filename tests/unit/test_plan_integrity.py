@@ -23,15 +23,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
-from migrate.checks.run import assess
-from migrate.cluster.snapshot import load_snapshot
-from migrate.errors import InputError
-from migrate.plan import io as plan_io
-from migrate.plan.build import build_plan
-from migrate.plan.drift import drift
-from migrate.plan.fingerprint import dependencies
-from migrate.plan.params import DEVICE_PLUGIN_LABEL, DRA_LABEL, PlanParams
-from migrate.plan.validate import summary_problems, validate
+from dra_migrate.checks.run import assess
+from dra_migrate.cluster.snapshot import load_snapshot
+from dra_migrate.errors import InputError
+from dra_migrate.plan import io as plan_io
+from dra_migrate.plan.build import build_plan
+from dra_migrate.plan.drift import drift
+from dra_migrate.plan.fingerprint import dependencies
+from dra_migrate.plan.params import DEVICE_PLUGIN_LABEL, DRA_LABEL, PlanParams
+from dra_migrate.plan.validate import summary_problems, validate
 from tests.unit import helpers as h
 from tests.unit.cli import run
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from migrate.errors import InputError
-from migrate.plan import io as plan_io
-from migrate.plan.model import Action, Plan, PoolStage, PrepareStage, expand
+from dra_migrate.errors import InputError
+from dra_migrate.plan import io as plan_io
+from dra_migrate.plan.model import Action, Plan, PoolStage, PrepareStage, expand
 
 ROOT = Path(__file__).resolve().parents[2]
 PLANS = [*sorted((ROOT / "tests" / "golden" / "plans").glob("*.yaml")), ROOT / "plans" / "demo-example.yaml"]

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from migrate.cluster.snapshot import load_snapshot
-from migrate.cluster.state import ClusterState, SourceInfo, StateBuilder
-from migrate.errors import InputError
-from migrate.plan.build import build_plan
-from migrate.plan.model import expand
-from migrate.plan.params import PlanParams
+from dra_migrate.cluster.snapshot import load_snapshot
+from dra_migrate.cluster.state import ClusterState, SourceInfo, StateBuilder
+from dra_migrate.errors import InputError
+from dra_migrate.plan.build import build_plan
+from dra_migrate.plan.model import expand
+from dra_migrate.plan.params import PlanParams
 from tests.unit.cli import run
 from tests.unit.helpers import node, obj
 

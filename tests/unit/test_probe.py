@@ -1,12 +1,12 @@
-"""The pure parts of `dra-migrate probe` (migrate/execute/probe.py): what a node publishes, and a selector
+"""The pure parts of `dra-migrate probe` (dra_migrate/execute/probe.py): what a node publishes, and a selector
 none of it satisfies, checked with the project's own CEL evaluator as the scheduler would run it."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from migrate.dra.cel import compile_selector
-from migrate.execute.probe import ProbeResult, mismatch_selector, published_devices
+from dra_migrate.dra.cel import compile_selector
+from dra_migrate.execute.probe import ProbeResult, mismatch_selector, published_devices
 
 DRIVER = "gpu.nvidia.com"
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from migrate.errors import InputError
-from migrate.plan import io as plan_io
-from migrate.rehearse.model import _waves_of, load_rehearsal, real_correction
+from dra_migrate.errors import InputError
+from dra_migrate.plan import io as plan_io
+from dra_migrate.rehearse.model import _waves_of, load_rehearsal, real_correction
 from tests.unit.cli import run
 
 PLAN = "plans/demo-example.yaml"
@@ -201,6 +201,6 @@ def test_the_report_refuses_another_plans_rehearsal_in_one_line(tmp_path: Path) 
     ],
 )  # fmt: skip
 def test_which_workloads_the_twin_recreates(obj: dict[str, Any], expected: bool) -> None:
-    from migrate.sim.load import uses_devices
+    from dra_migrate.sim.load import uses_devices
 
     assert uses_devices(obj) is expected

@@ -12,11 +12,11 @@ import orjson
 import pytest
 from ruamel.yaml import YAML
 
-from migrate.plan import io as plan_io
-from migrate.report.html import render_html
-from migrate.report.identity import PATH, who_am_i
-from migrate.report.layout import SECTIONS
-from migrate.report.model import FORMAT_VERSION, build_report, scrub
+from dra_migrate.plan import io as plan_io
+from dra_migrate.report.html import render_html
+from dra_migrate.report.identity import PATH, who_am_i
+from dra_migrate.report.layout import SECTIONS
+from dra_migrate.report.model import FORMAT_VERSION, build_report, scrub
 from tests.unit.cli import run
 
 ROOT = Path(__file__).resolve().parents[2]

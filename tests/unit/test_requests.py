@@ -1,6 +1,6 @@
 """The per-pod request rule and GPU resource names."""
 
-from migrate.inventory.resources import GpuNames, parse_quantity, pod_requests, quantity_int
+from dra_migrate.inventory.resources import GpuNames, parse_quantity, pod_requests, quantity_int
 from tests.unit.helpers import container
 
 GPU = "nvidia.com/gpu"

@@ -15,18 +15,18 @@ from typing import Any
 
 import pytest
 
-from migrate.errors import InputError
-from migrate.execute.actions import ACTIONS, INVERSES
-from migrate.execute.contract import LockLost
-from migrate.execute.fake import Crash, CrashableJournal, FakeClock, FakeOps
-from migrate.execute.journal import INTERRUPTED, Journal, Progress, read_journal
-from migrate.execute.progress import progress_of
-from migrate.execute.runner import FAILED, OK, STOPPED, ApplyOptions, Runner, RunResult, planned_steps
-from migrate.plan import io as plan_io
-from migrate.plan import validate
-from migrate.plan.build import node_steps
-from migrate.plan.model import Action, Inverse, InverseAction, NodeEntry, Plan, PoolStage, PrepareStage, Step, Wave
-from migrate.plan.params import PlanParams
+from dra_migrate.errors import InputError
+from dra_migrate.execute.actions import ACTIONS, INVERSES
+from dra_migrate.execute.contract import LockLost
+from dra_migrate.execute.fake import Crash, CrashableJournal, FakeClock, FakeOps
+from dra_migrate.execute.journal import INTERRUPTED, Journal, Progress, read_journal
+from dra_migrate.execute.progress import progress_of
+from dra_migrate.execute.runner import FAILED, OK, STOPPED, ApplyOptions, Runner, RunResult, planned_steps
+from dra_migrate.plan import io as plan_io
+from dra_migrate.plan import validate
+from dra_migrate.plan.build import node_steps
+from dra_migrate.plan.model import Action, Inverse, InverseAction, NodeEntry, Plan, PoolStage, PrepareStage, Step, Wave
+from dra_migrate.plan.params import PlanParams
 
 DP, DRA = "nvidia.com/gpu.deploy.device-plugin", "nvidia.com/dra-kubelet-plugin"
 ORIGINAL = {"unschedulable": False, "labels": {DP: "true", DRA: None}}
@@ -148,7 +148,7 @@ def wave3(tmp_path: Path) -> Rig:
 
 
 def test_every_action_and_inverse_is_registered_once() -> None:
-    from migrate.execute.actions import verifying_actions
+    from dra_migrate.execute.actions import verifying_actions
 
     assert verifying_actions() == ("wait-dra-ready", "canary")  # what report's verification reads
     assert set(ACTIONS) == set(Action)

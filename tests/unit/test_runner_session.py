@@ -11,16 +11,16 @@ import orjson
 import pytest
 from test_runner import MIGRATED, make_plan
 
-from migrate.errors import InputError
-from migrate.execute.contract import LockLost
-from migrate.execute.fake import FakeClock, FakeOps
-from migrate.execute.journal import journal_path, read_journal
-from migrate.execute.kubeapi import RateLimit
-from migrate.execute.runner import ApplyOptions
-from migrate.execute.session import ApplySession
-from migrate.plan import io as plan_io
-from migrate.plan.drift import Drift, ObjectChange
-from migrate.plan.model import Plan
+from dra_migrate.errors import InputError
+from dra_migrate.execute.contract import LockLost
+from dra_migrate.execute.fake import FakeClock, FakeOps
+from dra_migrate.execute.journal import journal_path, read_journal
+from dra_migrate.execute.kubeapi import RateLimit
+from dra_migrate.execute.runner import ApplyOptions
+from dra_migrate.execute.session import ApplySession
+from dra_migrate.plan import io as plan_io
+from dra_migrate.plan.drift import Drift, ObjectChange
+from dra_migrate.plan.model import Plan
 
 
 class NoCluster:
@@ -157,7 +157,7 @@ def test_a_first_run_refuses_any_drift_and_a_resumed_run_only_drift_ahead(
         objects=[ObjectChange("Node", "", "p0-a", "changed", None, None),
                  ObjectChange("DeviceClass", "", "gpu", "added", None, None, group="resource.k8s.io")],
     )  # fmt: skip
-    monkeypatch.setattr("migrate.plan.drift.drift", lambda _plan, _state: ours)
+    monkeypatch.setattr("dra_migrate.plan.drift.drift", lambda _plan, _state: ours)
     s = session(path, ops, clock=ops.clock)
     with pytest.raises(InputError, match="stale"):
         s.refuse_if_stale(lambda: None)  # a first run: any drift refuses
@@ -174,7 +174,7 @@ def test_a_first_run_refuses_any_drift_and_a_resumed_run_only_drift_ahead(
     assert s.resuming
     s.refuse_if_stale(lambda: None)  # drift only where this run has been: resume goes on
     ahead = _drift(objects=[ObjectChange("Node", "", "p0-c", "replaced", None, None)])
-    monkeypatch.setattr("migrate.plan.drift.drift", lambda _plan, _state: ahead)
+    monkeypatch.setattr("dra_migrate.plan.drift.drift", lambda _plan, _state: ahead)
     with pytest.raises(InputError, match="in what is left to apply"):
         s.refuse_if_stale(lambda: None)
 
@@ -288,7 +288,7 @@ class _Client:
 
 
 def test_429_waits_what_retry_after_says_and_each_attempt_takes_a_token(monkeypatch: pytest.MonkeyPatch) -> None:
-    from migrate.execute import kubeapi
+    from dra_migrate.execute import kubeapi
 
     slept: list[float] = []
     monkeypatch.setattr(kubeapi.time, "sleep", slept.append)
@@ -315,7 +315,7 @@ def test_staleness_is_checked_once_the_lock_is_held(tmp_path: Path, monkeypatch:
             order.append("lock")
             return self
 
-    monkeypatch.setattr("migrate.plan.drift.drift", lambda _plan, _state: _drift())
+    monkeypatch.setattr("dra_migrate.plan.drift.drift", lambda _plan, _state: _drift())
     s = session(path, ops, clock=ops.clock)
     s.lock_factory = Held
     assert s.apply(ApplyOptions(), read_state=lambda: order.append("read")).ok

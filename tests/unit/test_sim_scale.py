@@ -13,17 +13,17 @@ from typing import Any
 
 import pytest
 
-from migrate.execute.ops import POLL_CAP_S
-from migrate.rehearse.run import (
+from dra_migrate.execute.ops import POLL_CAP_S
+from dra_migrate.rehearse.run import (
     GRACE_PER_HEARTBEAT,
     MAX_RENEWALS_PER_S,
     POLL_BUDGET_PER_S,
     scaled_polls,
     twin_heartbeat_s,
 )
-from migrate.sim.fleet import SimulatedFleet
-from migrate.sim.spec import GpuNodeSpec
-from migrate.sim.timing import INSTANT, Timers
+from dra_migrate.sim.fleet import SimulatedFleet
+from dra_migrate.sim.spec import GpuNodeSpec
+from dra_migrate.sim.timing import INSTANT, Timers
 
 # -- the timers' workers ---------------------------------------------------------------------------
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from migrate.cluster.state import SourceInfo, StateBuilder
-from migrate.sim.spec import (
+from dra_migrate.cluster.state import SourceInfo, StateBuilder
+from dra_migrate.sim.spec import (
     DeviceSpec,
     GpuNodeSpec,
     device_plugin_enabled,

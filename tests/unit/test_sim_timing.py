@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from migrate.execute.ops import CANARY_LABEL as EXECUTOR_CANARY_LABEL
-from migrate.sim.fleet import SimulatedFleet
-from migrate.sim.pods import CANARY_LABEL, NO_DEVICES, canary_status, nvidia_smi_lines
-from migrate.sim.spec import GpuNodeSpec
-from migrate.sim.timing import (
+from dra_migrate.execute.ops import CANARY_LABEL as EXECUTOR_CANARY_LABEL
+from dra_migrate.sim.fleet import SimulatedFleet
+from dra_migrate.sim.pods import CANARY_LABEL, NO_DEVICES, canary_status, nvidia_smi_lines
+from dra_migrate.sim.spec import GpuNodeSpec
+from dra_migrate.sim.timing import (
     INSTANT,
     REALISTIC,
     Timers,

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from migrate.cluster.redact import REDACTED, SnapshotFilter, for_snapshot
-from migrate.cluster.snapshot import load_snapshot, snapshot_header, write_snapshot
-from migrate.cluster.state import SourceInfo
+from dra_migrate.cluster.redact import REDACTED, SnapshotFilter, for_snapshot
+from dra_migrate.cluster.snapshot import load_snapshot, snapshot_header, write_snapshot
+from dra_migrate.cluster.state import SourceInfo
 from tests.unit.cli import run
 from tests.unit.helpers import container, node, obj, pod, pod_spec, template
 

@@ -1,0 +1,41 @@
+"""What every rule may read: the state, its inventory, generated classes, capacity, declared gates."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dra_migrate.cluster.state import ClusterState
+from dra_migrate.dra.capacity import PoolCapacity
+from dra_migrate.dra.deviceclasses import Generation
+from dra_migrate.errors import InputError
+from dra_migrate.inventory.dra import NVIDIA_DRA_DRIVER
+from dra_migrate.inventory.fleet import parse_version
+from dra_migrate.inventory.model import Inventory
+
+__all__ = ["CheckContext", "parse_feature_gates", "parse_version"]
+
+
+def parse_feature_gates(values: tuple[str, ...]) -> dict[str, bool]:
+    """--feature-gate Name=true|false (repeatable, or comma-separated as Kubernetes writes them)."""
+    gates: dict[str, bool] = {}
+    for value in values:
+        for item in value.split(","):
+            name, sep, raw = item.strip().partition("=")
+            if not sep or raw.lower() not in ("true", "false") or not name:
+                raise InputError(f"bad --feature-gate {item!r}", "write it as Name=true or Name=false")
+            gates[name] = raw.lower() == "true"
+    return gates
+
+
+@dataclass
+class CheckContext:
+    state: ClusterState
+    inventory: Inventory
+    generation: Generation
+    capacity: list[PoolCapacity]
+    feature_gates: dict[str, bool] = field(default_factory=dict)
+    dra_driver: str = NVIDIA_DRA_DRIVER  # --dra-driver: the DRA driver whose slices serve the GPUs
+
+    @property
+    def version(self) -> tuple[int, int, int] | None:
+        return parse_version(self.state.source.kubernetes_version)

@@ -1,0 +1,542 @@
+"""The readiness rules. Each is one function, registered with its id and the severities it reports.
+
+Facts each rule rests on are cited beside it (primary sources); README "Checks" lists them for users.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from dra_migrate.checks.context import CheckContext
+from dra_migrate.checks.model import Finding, ObjectRef, Severity
+from dra_migrate.checks.registry import rule
+from dra_migrate.dra.deviceclasses import existing_mappings
+from dra_migrate.inventory.fleet import GpuNode, kubelet_skew
+from dra_migrate.inventory.operator import cluster_policies, dra_plugin_daemonset_objects, switch_keys
+from dra_migrate.inventory.placement import pdb_selects
+
+BLOCKER, WARNING, INFO = Severity.BLOCKER, Severity.WARNING, Severity.INFO
+MIN_VERSION = (1, 34, 2)
+MIN_DRIVER = 580
+GATE = "DRAExtendedResource"
+
+
+def _meta(o: dict[str, Any]) -> dict[str, Any]:
+    m = o.get("metadata")
+    return m if isinstance(m, dict) else {}
+
+
+def _ref(kind: str, o: dict[str, Any]) -> ObjectRef:
+    return ObjectRef.of(kind, o)
+
+
+# resource.k8s.io/v1 is served from 1.34 (k8s.io/api resource/v1 types.go, prerelease-lifecycle-gen
+# introduced=1.34); the NVIDIA DRA driver and GPU Operator require 1.34.2 (dra-driver-nvidia-gpu
+# site/content/docs/prerequisites.md; cloud-native-docs gpu-operator/dra-intro-install.rst).
+@rule("k8s-version-unsupported", BLOCKER, summary="server older than 1.34.2, or resource.k8s.io/v1 not served")
+def k8s_version(ctx: CheckContext) -> Iterator[Finding]:
+    served = ctx.state.source.served_apis
+    version = ctx.version
+    if version is None:
+        yield Finding(
+            "k8s-version-unsupported",
+            BLOCKER,
+            f"the server version is unknown ({ctx.state.source.kubernetes_version or 'not recorded in the snapshot'})",
+            "state it with --kubernetes-version vX.Y.Z, or take the snapshot with dra-migrate snapshot",
+        )
+    elif version < MIN_VERSION:
+        yield Finding(
+            "k8s-version-unsupported",
+            BLOCKER,
+            f"Kubernetes {ctx.state.source.kubernetes_version} is older than 1.34.2, the first release with "
+            "resource.k8s.io/v1 that the NVIDIA DRA driver supports",
+            "upgrade the control plane and nodes to 1.34.2 or later (1.36+ enables DRAExtendedResource by default)",
+        )
+    if served is not None and "resource.k8s.io/v1" not in served:
+        yield Finding(
+            "k8s-version-unsupported",
+            BLOCKER,
+            "the API server does not serve resource.k8s.io/v1",
+            "enable the resource.k8s.io/v1 API (on by default from 1.34) or upgrade",
+        )
+
+
+# KEP-5004 gate DRAExtendedResource: alpha 1.34 (off), beta 1.36 (on), GA 1.37 (locked on)
+# (kubernetes/enhancements keps/sig-scheduling/5004-dra-extended-resource/kep.yaml; pkg/features).
+@rule("extended-resource-unavailable", BLOCKER, summary="the DRAExtendedResource feature is not available")
+def extended_resource(ctx: CheckContext) -> Iterator[Finding]:
+    version, declared = ctx.version, ctx.feature_gates.get(GATE)
+    if version is None or version < (1, 34, 0):
+        return  # k8s-version-unsupported says it
+    minor = version[1]
+    if minor >= 37:
+        return  # GA and locked on: cannot be turned off
+    if minor >= 36 and declared is not False:
+        return  # beta, on by default
+    if minor < 36 and declared is True:
+        return
+    why = "declared off (--feature-gate)" if declared is False else "alpha and off by default before 1.36"
+    yield Finding(
+        "extended-resource-unavailable",
+        BLOCKER,
+        f"{GATE} is {why} on Kubernetes {ctx.state.source.kubernetes_version}: unchanged nvidia.com/gpu requests "
+        "cannot be served by DRA devices",
+        f"enable {GATE}=true on kube-apiserver, kube-scheduler, kube-controller-manager and kubelet (then pass "
+        f"--feature-gate {GATE}=true), or upgrade to 1.36+",
+    )
+
+
+def _major(version: Any) -> int | None:
+    try:
+        return int(str(version).lstrip("v").split(".")[0])
+    except ValueError:
+        return None
+
+
+# NVIDIA driver 580+ for the GPU Operator's DRA workflow (cloud-native-docs gpu-operator/dra-intro-install.rst);
+# the standalone driver documents 565+ (dra-driver-nvidia-gpu prerequisites.md): we hold the stricter floor.
+@rule("driver-version-too-old", BLOCKER, summary="NVIDIA driver older than 580")
+def driver_version(ctx: CheckContext) -> Iterator[Finding]:
+    old: list[tuple[ObjectRef, str]] = []
+    for cp in ctx.state.of("nvidia.com/ClusterPolicy"):
+        v = ((cp.get("spec") or {}).get("driver") or {}).get("version")
+        if v and (m := _major(v)) is not None and m < MIN_DRIVER:
+            old.append((_ref("ClusterPolicy", cp), str(v)))
+    for d in ctx.state.of("nvidia.com/NVIDIADriver"):
+        v = (d.get("spec") or {}).get("version")
+        if v and (m := _major(v)) is not None and m < MIN_DRIVER:
+            old.append((_ref("NVIDIADriver", d), str(v)))
+    for n in ctx.inventory.nodes:
+        v = n.gfd.get("driverVersion") or n.labels.get("nvidia.com/cuda.driver.major")
+        if v and (m := _major(v)) is not None and m < MIN_DRIVER:
+            old.append((ObjectRef("Node", n.name), str(v)))
+    if old:
+        versions = sorted({v for _, v in old})
+        yield Finding(
+            "driver-version-too-old",
+            BLOCKER,
+            f"NVIDIA driver {', '.join(versions)} is older than {MIN_DRIVER}, the minimum for the DRA driver",
+            f"upgrade the NVIDIA driver to {MIN_DRIVER} or later on the listed objects' nodes before migrating",
+            tuple(sorted(o for o, _ in old)),
+        )
+
+
+# The DRA driver hands devices to containers through CDI (dra-driver-nvidia-gpu prerequisites.md).
+@rule("cdi-disabled", BLOCKER, summary="ClusterPolicy spec.cdi.enabled is false")
+def cdi_disabled(ctx: CheckContext) -> Iterator[Finding]:
+    for cp in ctx.state.of("nvidia.com/ClusterPolicy"):
+        if ((cp.get("spec") or {}).get("cdi") or {}).get("enabled") is False:
+            yield Finding(
+                "cdi-disabled",
+                BLOCKER,
+                "CDI is disabled in the ClusterPolicy: the DRA driver injects devices via CDI",
+                "set spec.cdi.enabled: true in the ClusterPolicy (the chart's default)",
+                (_ref("ClusterPolicy", cp),),
+            )
+
+
+@rule("dra-driver-missing", BLOCKER, summary="the gpu.nvidia.com DRA kubelet plugin is not installed")
+def dra_driver_missing(ctx: CheckContext) -> Iterator[Finding]:
+    plugin = ctx.inventory.dra["nvidiaDraPlugin"]
+    has_slices = any(n.dra_devices.get(ctx.dra_driver) for n in ctx.inventory.nodes)
+    if not (plugin["daemonSets"] or has_slices):
+        yield Finding(
+            "dra-driver-missing",
+            BLOCKER,
+            "the NVIDIA DRA kubelet plugin (driver gpu.nvidia.com) is not installed: no DaemonSet of it and no "
+            "ResourceSlices from it",
+            "install the dra-driver-nvidia-gpu chart (gpuResourcesEnabledOverride=true beside the device plugin); "
+            "its default placement runs the plugin on every GPU node, or pass kubeletPlugin.nodeSelector "
+            "nvidia.com/dra-kubelet-plugin=true to switch it per node with a label",
+        )
+
+
+def _nodes_with_claimed_devices(ctx: CheckContext) -> set[str]:
+    """Nodes (pools of the DRA driver are named after the node) with a device an allocated claim holds."""
+    out: set[str] = set()
+    for c in ctx.state.of("resource.k8s.io/ResourceClaim"):
+        results = (((c.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
+        out.update(str(r.get("pool")) for r in results if isinstance(r, dict) and r.get("driver") == ctx.dra_driver)
+    return out
+
+
+# KEP-5004: on a node whose allocatable for the name is > 0 the scheduler serves `nvidia.com/gpu` from the
+# device plugin only (kubernetes pkg/scheduler/framework/plugins/noderesources/fit.go), but the node's DRA
+# slices stay allocatable to explicit ResourceClaims (dynamicresources plugin): two allocators, one GPU.
+# The DRA chart's default placement (dra-driver-nvidia-gpu deployments/helm/dra-driver-nvidia-gpu/values.yaml,
+# kubeletPlugin.affinity on GPU nodes) produces exactly this state on every GPU node before migration.
+@rule(
+    "dual-advertising",
+    BLOCKER,
+    WARNING,
+    summary="a node serves GPUs from the device plugin and publishes DRA slices of the same GPUs",
+)
+def dual_advertising(ctx: CheckContext) -> Iterator[Finding]:
+    nodes = sorted(
+        n.name for n in ctx.inventory.nodes if any(n.allocatable.values()) and n.dra_devices.get(ctx.dra_driver)
+    )
+    if not nodes:
+        return
+    claimed = sorted(set(nodes) & _nodes_with_claimed_devices(ctx))
+    danger = (
+        "the same physical GPU is allocatable twice: to pods requesting a device-plugin resource (the device "
+        "plugin hands it out) and to explicit ResourceClaims (the scheduler allocates it from the "
+        f"{ctx.dra_driver} slices), and neither allocator sees the other's use"
+    )
+    if claimed:
+        yield Finding(
+            "dual-advertising",
+            BLOCKER,
+            f"{len(claimed)} node(s) serve GPUs from the device plugin while ResourceClaims already hold "
+            f"{ctx.dra_driver} devices there: {danger}",
+            "move the claims' pods off these nodes or migrate the nodes now (device plugin off first); until "
+            "then create no ResourceClaims for GPUs on nodes still on the device plugin",
+            tuple(ObjectRef("Node", n) for n in claimed),
+        )
+    rest = [n for n in nodes if n not in claimed]
+    if rest:
+        yield Finding(
+            "dual-advertising",
+            WARNING,
+            f"{len(rest)} node(s) serve GPUs from the device plugin and publish {ctx.dra_driver} ResourceSlices "
+            f"(the DRA chart's default placement): {danger}. No claim holds one yet",
+            "create no GPU ResourceClaims until a node is migrated; the plan turns each node's device plugin off "
+            "before its canary",
+            tuple(ObjectRef("Node", n) for n in rest),
+        )
+
+
+def _to_migrate(n: GpuNode) -> bool:
+    return not (n.dra_plugin_enabled and not n.device_plugin_enabled)
+
+
+@rule(
+    "kubelet-version-unsupported",
+    BLOCKER,
+    summary="a GPU node's kubelet cannot serve a DRA-backed extended resource (before 1.36)",
+)
+def kubelet_version(ctx: CheckContext) -> Iterator[Finding]:
+    by_reason: dict[str, list[str]] = {}
+    for n in ctx.inventory.nodes:
+        why = kubelet_skew(n.kubelet_version, ctx.feature_gates)
+        if why is not None and _to_migrate(n):
+            by_reason.setdefault(why, []).append(n.name)
+    for why, nodes in sorted(by_reason.items()):
+        yield Finding(
+            "kubelet-version-unsupported",
+            BLOCKER,
+            f"{len(nodes)} GPU node(s) run a kubelet that rejects pods whose nvidia.com/gpu DRA serves ({why}): "
+            "after migration such a pod fails admission against the device plugin's leftover allocatable 0. "
+            "The plan leaves these nodes out and capacity after migration does not count them",
+            "upgrade these nodes' kubelets to 1.36+ (or enable DRAExtendedResource=true on them and pass "
+            "--feature-gate DRAExtendedResource=true), then plan again",
+            tuple(ObjectRef("Node", n) for n in sorted(nodes)),
+        )
+
+
+def _unknown_placement(ctx: CheckContext, placement: Callable[[GpuNode], Any]) -> list[tuple[str, list[str]]]:
+    """Nodes still to migrate whose plugin no label can switch (one of the two placements), by reason."""
+    by_why: dict[str, list[str]] = {}
+    for n in ctx.inventory.nodes:
+        p = placement(n)
+        if p is not None and p.mode == "unknown" and _to_migrate(n):
+            by_why.setdefault(p.why, []).append(n.name)
+    return sorted(by_why.items())
+
+
+@rule(
+    "dra-plugin-placement-unknown",
+    BLOCKER,
+    summary="no node label can make the installed DRA kubelet-plugin DaemonSet run on a GPU node",
+)
+def dra_placement(ctx: CheckContext) -> Iterator[Finding]:
+    for why, nodes in _unknown_placement(ctx, lambda n: n.dra_placement):
+        yield Finding(
+            "dra-plugin-placement-unknown",
+            BLOCKER,
+            f"{len(nodes)} GPU node(s) cannot be given the DRA kubelet plugin by a label: {why}. The plan leaves "
+            "them out",
+            'upgrade the DRA chart with kubeletPlugin.nodeSelector {nvidia.com/dra-kubelet-plugin: "true"} (or '
+            "the chart's default affinity, which selects nvidia.com/gpu.present=true), or remove the taint it "
+            "does not tolerate, then plan again",
+            tuple(ObjectRef("Node", n) for n in sorted(nodes)),
+        )
+
+
+@rule(
+    "device-plugin-placement-unknown",
+    BLOCKER,
+    summary="no node label can stop the installed device-plugin DaemonSet on a GPU node",
+)
+def device_plugin_placement(ctx: CheckContext) -> Iterator[Finding]:
+    for why, nodes in _unknown_placement(ctx, lambda n: n.dp_placement):
+        yield Finding(
+            "device-plugin-placement-unknown",
+            BLOCKER,
+            f"{len(nodes)} GPU node(s) cannot have their device plugin switched off by a label: {why}. The plan "
+            "leaves them out",
+            "give the device-plugin DaemonSet a required node affinity such as nvidia.com/gpu.deploy.device-plugin "
+            "NotIn [false] (the GPU Operator's DaemonSet selects that label already), then plan again",
+            tuple(ObjectRef("Node", n) for n in sorted(nodes)),
+        )
+
+
+# DynamicMIG (alpha gate of the NVIDIA DRA driver) publishes the full GPU and every possible MIG placement
+# with shared counters (dra-driver-nvidia-gpu cmd/gpu-kubelet-plugin/driver.go, partitions.go): the
+# device count is not what GFD's labels describe, so an exact prediction is refused.
+@rule(
+    "dynamic-mig-unpredicted",
+    BLOCKER,
+    summary="DynamicMIG is on and the node has no slices yet: its device count cannot be predicted",
+)
+def dynamic_mig(ctx: CheckContext) -> Iterator[Finding]:
+    nodes = sorted(
+        n.name
+        for n in ctx.inventory.nodes
+        if n.dynamic_mig and _to_migrate(n) and not n.dra_devices.get(ctx.dra_driver)
+    )
+    if nodes:
+        yield Finding(
+            "dynamic-mig-unpredicted",
+            BLOCKER,
+            f"{len(nodes)} GPU node(s) will be served by a DRA plugin with DynamicMIG on, which publishes every "
+            "full GPU and every possible MIG placement with shared counters: the exact device count the plan "
+            "waits for cannot be predicted from GFD labels. The plan leaves these nodes out",
+            "let the DRA plugin publish on these nodes first (its slices then give the count), or turn "
+            "DynamicMIG off, then plan again",
+            tuple(ObjectRef("Node", n) for n in nodes),
+        )
+
+
+def _device_plugin_enabled_in(cp: dict[str, Any]) -> bool:
+    return ((cp.get("spec") or {}).get("devicePlugin") or {}).get("enabled") is not False
+
+
+# The GPU Operator keeps the operator-validator's `plugin-validation` init container while
+# devicePlugin.enabled is true cluster-wide (gpu-operator controllers/object_controls.go); it needs node
+# capacity nvidia.com/gpu or nvidia.com/mig-* >= 1 and fails after 30 tries 5 s apart
+# (cmd/nvidia-validator/main.go). Once a device plugin leaves, the kubelet keeps capacity for 5 minutes,
+# then sets it to 0 (kubernetes pkg/kubelet/cm/devicemanager endpoint.go endpointStopGracePeriod).
+@rule(
+    "operator-validator-device-plugin",
+    WARNING,
+    summary="the GPU Operator validator's plugin validation will fail on migrated nodes",
+)
+def operator_validator(ctx: CheckContext) -> Iterator[Finding]:
+    policies = [cp for cp in cluster_policies(ctx.state)[:1] if _device_plugin_enabled_in(cp)]
+    nodes = sorted(n.name for n in ctx.inventory.nodes if _to_migrate(n) and n.device_plugin_enabled)
+    if policies and nodes:
+        yield Finding(
+            "operator-validator-device-plugin",
+            WARNING,
+            f"ClusterPolicy {_meta(policies[0]).get('name')} keeps the operator-validator's plugin validation "
+            "(devicePlugin.enabled is true), which needs nvidia.com/gpu capacity on its node: on a migrated node "
+            "capacity drops to 0 five minutes after the device plugin leaves, and the next restart of that "
+            "node's nvidia-operator-validator pod crash-loops in plugin-validation",
+            "after the last pool is migrated set ClusterPolicy spec.devicePlugin.enabled=false (the operator then "
+            "drops plugin-validation); until then do not restart validator pods on migrated nodes, or label "
+            "those nodes nvidia.com/gpu.deploy.operator-validator=false",
+            (_ref("ClusterPolicy", policies[0]), *(ObjectRef("Node", n) for n in nodes)),
+        )
+
+
+EVICTION_ENV = "NODE_LABEL_FOR_GPU_POD_EVICTION"
+DRA_LABEL = "nvidia.com/dra-kubelet-plugin"  # the GPU Operator docs' recipe label (dra-intro-install.rst)
+
+
+def _driver_manager_env(cp: dict[str, Any]) -> dict[str, str]:
+    env = (((cp.get("spec") or {}).get("driver") or {}).get("manager") or {}).get("env") or []
+    return {str(e.get("name")): str(e.get("value", "")) for e in env if isinstance(e, dict)}
+
+
+# "the NVIDIA Driver Manager is not aware of the DRA driver kubelet plugin": the GPU Operator's DRA
+# recipe sets driver.manager.env NODE_LABEL_FOR_GPU_POD_EVICTION to the label the DRA kubelet plugin
+# DaemonSet selects on, so a driver upgrade switches the plugin off before it unloads the driver
+# (NVIDIA cloud-native-docs gpu-operator/dra-intro-install.rst @ 66160ebc).
+@rule(
+    "driver-manager-eviction-label",
+    WARNING,
+    summary="the GPU Operator's driver manager does not know how to stop the DRA kubelet plugin",
+)
+def driver_manager_label(ctx: CheckContext) -> Iterator[Finding]:
+    policies = cluster_policies(ctx.state)[:1]
+    if not policies or ((policies[0].get("spec") or {}).get("driver") or {}).get("enabled") is False:
+        return
+    cp = policies[0]
+    daemonsets = dra_plugin_daemonset_objects(ctx.state)
+    wanted = sorted({k for ds in daemonsets for k in switch_keys(ds)}) if daemonsets else [DRA_LABEL]
+    value = _driver_manager_env(cp).get(EVICTION_ENV)
+    if wanted and value in wanted:
+        return
+    if wanted:
+        problem = f"{EVICTION_ENV} is {value!r}" if value else f"{EVICTION_ENV} is not set"
+        message = (
+            f"ClusterPolicy {_meta(cp).get('name')}: {problem}, but the DRA kubelet plugin is switched by the "
+            f"label {' or '.join(wanted)}: on a driver upgrade the driver manager unloads the driver while the "
+            "DRA plugin still holds it"
+        )
+        fix = f"set spec.driver.manager.env {EVICTION_ENV}={wanted[0]} in the ClusterPolicy"
+    else:
+        message = (
+            f"ClusterPolicy {_meta(cp).get('name')}: the DRA kubelet plugin runs by node affinity (no label "
+            f"switches it), so the driver manager ({EVICTION_ENV}={value or 'unset'}) cannot stop it before a "
+            "driver upgrade unloads the driver"
+        )
+        fix = (
+            "install the DRA chart with kubeletPlugin.nodeSelector nvidia.com/dra-kubelet-plugin=true and set "
+            f"spec.driver.manager.env {EVICTION_ENV}=nvidia.com/dra-kubelet-plugin, or upgrade drivers by "
+            "draining nodes first"
+        )
+    yield Finding("driver-manager-eviction-label", WARNING, message, fix, (_ref("ClusterPolicy", cp),))
+
+
+# resource/v1 DeviceClassSpec.ExtendedResourceName: "If two device classes have the same name, then the
+# class created later is picked" (k8s.io/api resource/v1 types.go).
+@rule("duplicate-extended-resource-name", WARNING, summary="several DeviceClasses name the same extendedResourceName")
+def duplicate_ern(ctx: CheckContext) -> Iterator[Finding]:
+    for ern, classes in sorted(existing_mappings(ctx.state).items()):
+        if len(classes) > 1:
+            yield Finding(
+                "duplicate-extended-resource-name",
+                WARNING,
+                f"{len(classes)} DeviceClasses map {ern}: the scheduler silently uses the newest",
+                f"keep one class with extendedResourceName {ern} and clear the field on the others",
+                tuple(ObjectRef("DeviceClass", c) for c in classes),
+            )
+
+
+@rule(
+    "shared-gpu-capacity-loss",
+    BLOCKER,
+    WARNING,
+    summary="time-slicing or MPS replicas > 1: under DRA each request takes whole devices",
+)
+def shared_capacity(ctx: CheckContext) -> Iterator[Finding]:
+    for cap in ctx.capacity:
+        if cap.replicas <= 1 or cap.after is None:
+            continue
+        severity = WARNING if cap.fits else BLOCKER
+        verdict = "still fit" if cap.fits else "no longer fit"
+        yield Finding(
+            "shared-gpu-capacity-loss",
+            severity,
+            f"pool {cap.pool}: {cap.resource} is shared {cap.replicas} ways today ({cap.before} allocatable); after "
+            f"migration {cap.after} whole devices serve it, and today's demand of {cap.demand} would {verdict}",
+            "keep this pool on the device plugin, add GPUs, or move its consumers to a shared ResourceClaim "
+            "(GpuConfig sharing.strategy TimeSlicing/MPS) before migrating"
+            if not cap.fits
+            else "expect fewer concurrent consumers per GPU after migration; confirm the headroom is enough",
+            (ObjectRef("Pool", cap.pool),),
+        )
+
+
+@rule("unmapped-gpu-resource", WARNING, summary="a GPU resource name in use that no DeviceClass will map")
+def unmapped(ctx: CheckContext) -> Iterator[Finding]:
+    for ng in ctx.generation.not_generated:
+        if ng.existing_class is not None:
+            continue
+        users = sorted(
+            ObjectRef(c.kind, c.name, c.namespace or None)
+            for c in ctx.inventory.consumers
+            if ng.extended_resource_name in c.totals
+        )
+        yield Finding(
+            "unmapped-gpu-resource",
+            WARNING,
+            f"{ng.extended_resource_name} is in use but no DeviceClass will map it ({ng.reason}); "
+            "its consumers cannot run on migrated nodes unchanged",
+            "convert these workloads to ResourceClaims (dra-migrate convert) or keep their pool on the device plugin",
+            tuple(users),
+        )
+
+
+# "both ClusterPolicy and GPUCluster CRs exist; only one may be present at a time" (NVIDIA/gpu-operator
+# controllers/nodelabeling_controller.go).
+@rule("clusterpolicy-gpucluster-conflict", BLOCKER, summary="both a ClusterPolicy and a GPUCluster exist")
+def cp_gc_conflict(ctx: CheckContext) -> Iterator[Finding]:
+    cps, gcs = ctx.state.of("nvidia.com/ClusterPolicy"), ctx.state.of("nvidia.com/GPUCluster")
+    if cps and gcs:
+        yield Finding(
+            "clusterpolicy-gpucluster-conflict",
+            BLOCKER,
+            "both a ClusterPolicy and a GPUCluster exist: the GPU Operator reconciles neither",
+            "delete one; for a staged migration keep the ClusterPolicy and install the standalone DRA driver",
+            tuple([_ref("ClusterPolicy", o) for o in cps] + [_ref("GPUCluster", o) for o in gcs]),
+        )
+
+
+# "An in-place migration from a standalone DRA driver Helm release or from ClusterPolicy to GPUCluster is
+# not supported" (NVIDIA cloud-native-docs gpu-operator/dra-intro-install.rst).
+@rule("operator-no-in-place-migration", WARNING, summary="a ClusterPolicy-managed cluster cannot move in place")
+def operator_in_place(ctx: CheckContext) -> Iterator[Finding]:
+    cps = ctx.state.of("nvidia.com/ClusterPolicy")
+    if cps:
+        yield Finding(
+            "operator-no-in-place-migration",
+            WARNING,
+            "the GPU Operator manages this cluster through a ClusterPolicy: NVIDIA supports no in-place move to the "
+            "GPUCluster DRA workflow",
+            "migrate node pool by node pool with the standalone DRA driver beside the ClusterPolicy "
+            "(what dra-migrate plan produces)",
+            tuple(_ref("ClusterPolicy", o) for o in cps),
+        )
+
+
+def _pdb_blocks(pdb: dict[str, Any]) -> bool:
+    status = pdb.get("status") or {}
+    if "disruptionsAllowed" in status:
+        return int(status.get("disruptionsAllowed") or 0) == 0
+    spec = pdb.get("spec") or {}
+    return str(spec.get("maxUnavailable", "")) in ("0", "0%")
+
+
+@rule("pdb-blocks-drain", WARNING, summary="a PodDisruptionBudget allowing no disruption covers GPU pods")
+def pdb_blocks(ctx: CheckContext) -> Iterator[Finding]:
+    pods = ctx.state.of("Pod")
+    for pdb in ctx.state.of("policy/PodDisruptionBudget"):
+        if not _pdb_blocks(pdb):
+            continue
+        ns = _meta(pdb).get("namespace")
+        covered = sorted(_ref("Pod", p) for p in pods if (p.get("spec") or {}).get("nodeName") and pdb_selects(pdb, p))
+        if covered:
+            yield Finding(
+                "pdb-blocks-drain",
+                WARNING,
+                f"PodDisruptionBudget {ns}/{_meta(pdb).get('name')} allows no disruption and covers {len(covered)} "
+                "GPU pod(s): a drain through the Eviction API will wait on it",
+                "scale the workload up, relax the budget for the migration window, or schedule the pool last",
+                (_ref("PodDisruptionBudget", pdb), *covered),
+            )
+
+
+GANG_KINDS = {
+    "PyTorchJob",
+    "TFJob",
+    "MPIJob",
+    "XGBoostJob",
+    "PaddleJob",
+    "JAXJob",
+    "JobSet",
+    "LeaderWorkerSet",
+    "RayCluster",
+    "RayJob",
+    "RayService",
+}
+
+
+@rule("gang-workload-split", INFO, summary="a multi-pod training workload runs across pools that migrate apart")
+def gang_split(ctx: CheckContext) -> Iterator[Finding]:
+    for c in ctx.inventory.consumers:
+        volcano = c.kind == "Job" and c.api_version.startswith("batch.volcano.sh/")
+        if (c.kind in GANG_KINDS or volcano) and len(c.pools) > 1:
+            yield Finding(
+                "gang-workload-split",
+                INFO,
+                f"{c.kind} {c.namespace}/{c.name} runs across pools {', '.join(sorted(c.pools))}, which migrate in "
+                "different stages: between them its workers are served by different mechanisms",
+                f"pin it to one pool, or migrate its pools back to back when it is not running "
+                f"(plan --order {','.join(sorted(c.pools))}); within a pool the planner keeps a gang's nodes in one "
+                "wave where the wave is wide enough",
+                (ObjectRef(c.kind, c.name, c.namespace or None),),
+            )

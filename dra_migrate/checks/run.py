@@ -1,0 +1,53 @@
+"""Assemble everything a check needs from one ClusterState, then run the rules."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dra_migrate.checks.context import CheckContext
+from dra_migrate.checks.model import Finding, Severity
+from dra_migrate.checks.registry import run_checks
+from dra_migrate.cluster.state import ClusterState
+from dra_migrate.dra.capacity import ClassSelectors, PoolCapacity, compile_classes, pool_capacity
+from dra_migrate.dra.deviceclasses import Generation, generate
+from dra_migrate.inventory.dra import NVIDIA_DRA_DRIVER
+from dra_migrate.inventory.model import Inventory, build_inventory
+
+FORMAT_VERSION = 1
+
+
+@dataclass
+class Readiness:
+    inventory: Inventory
+    generation: Generation
+    classes: list[ClassSelectors]
+    capacity: list[PoolCapacity]
+    findings: list[Finding]
+
+    @property
+    def blockers(self) -> int:
+        return sum(1 for f in self.findings if f.severity is Severity.BLOCKER)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "formatVersion": FORMAT_VERSION,
+            "kubernetesVersion": self.inventory.state.source.kubernetes_version,
+            "summary": {s.value: sum(1 for f in self.findings if f.severity is s) for s in Severity},
+            "findings": [f.to_dict() for f in self.findings],
+            "capacity": [c.to_dict() for c in self.capacity],
+        }
+
+
+def assess(
+    state: ClusterState,
+    *,
+    pool_labels: tuple[str, ...] = (),
+    feature_gates: dict[str, bool] | None = None,
+    dra_driver: str = NVIDIA_DRA_DRIVER,
+) -> Readiness:
+    inv = build_inventory(state, pool_labels)
+    gen = generate(state, inv, dra_driver)
+    classes = compile_classes(state, [(p.name, p.extended_resource_name, p.selector) for p in gen.proposals])
+    capacity = pool_capacity(state, inv, classes, feature_gates=feature_gates, driver=dra_driver)
+    ctx = CheckContext(state, inv, gen, capacity, feature_gates or {}, dra_driver)
+    return Readiness(inv, gen, classes, capacity, run_checks(ctx))

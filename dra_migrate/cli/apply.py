@@ -1,0 +1,254 @@
+"""`apply`, `rollback`, `status` and `unlock`: running a reviewed plan against a live cluster."""
+
+from __future__ import annotations
+
+import getpass
+import math
+import os
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from dra_migrate.cli import exitcodes
+from dra_migrate.cli.options import SourceOptions, load_state, output_option, print_data, source_options
+from dra_migrate.errors import ClusterError, InputError
+from dra_migrate.execute.journal import journal_path, read_records
+from dra_migrate.execute.kubeapi import DEFAULT_BURST, DEFAULT_QPS, RateLimit
+from dra_migrate.execute.lock import break_lock
+from dra_migrate.execute.ops import live_ops
+from dra_migrate.execute.progress import progress_of
+from dra_migrate.execute.runner import RESUME_HINT, STOPPED, ApplyOptions
+from dra_migrate.execute.session import ApplySession
+from dra_migrate.plan import io as plan_io
+from dra_migrate.plan.model import Action, Plan
+from dra_migrate.plan.params import parse_duration
+from dra_migrate.render import emit, to_json
+from dra_migrate.render.plan import plan_document
+
+_PLAN = click.argument("plan_file", metavar="PLAN", type=click.Path(path_type=Path))
+_LOCK_NS = click.option(
+    "--lock-namespace", default="kube-system", show_default=True, help="Namespace of the lock Lease."
+)
+
+
+_TTY = sys.stderr.isatty()
+
+
+def _log(msg: str) -> None:
+    if _TTY:
+        click.echo("\r\033[K", nl=False, err=True)  # clear the progress bar's line first
+    click.echo(msg, err=True)
+
+
+def _bar(done: int, total: int, step: str) -> None:
+    """A progress bar on stderr when it is a terminal; the log lines say the same otherwise."""
+    if not _TTY or not total:
+        return
+    width = 30
+    filled = width * done // total
+    click.echo(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {step}"[:150], nl=False, err=True)
+
+
+def _actor() -> str:
+    return f"{getpass.getuser()}@{socket.gethostname()}/{os.getpid()}"
+
+
+def _confirm(plan: Plan, yes: bool, what: str) -> None:
+    if yes:
+        return
+    click.echo(plan_document(plan.to_dict()).render("table").split("\nStage ", 1)[0], err=True)
+    if not sys.stdin.isatty():
+        raise InputError(f"{what} needs confirmation", "review the plan with dra-migrate show, then pass --yes")
+    if not click.confirm(f"{what}?", err=True):
+        raise click.Abort()
+
+
+def _load(plan_file: Path) -> Plan:
+    return Plan.from_dict(plan_io.load(plan_file))
+
+
+_PARALLELISM = click.option(
+    "--parallelism", type=click.IntRange(min=1), help="At most N nodes of a wave at once (default: the whole wave)."
+)
+_QPS = click.option(
+    "--qps", type=float, default=DEFAULT_QPS, show_default=True, help="Client-side rate limit (negative: none)."
+)
+_BURST = click.option("--burst", type=click.IntRange(min=1), default=DEFAULT_BURST, show_default=True)
+
+
+def _session(
+    plan: Plan, plan_file: Path, source: SourceOptions, lock_namespace: str, parallelism: int | None,
+    qps: float, burst: int, overrides: dict[str, Any],
+) -> ApplySession:  # fmt: skip
+    """The session; the journal is read and validated here, before anything contacts the cluster."""
+    if source.snapshot:
+        raise InputError("apply and rollback change a live cluster", "drop --snapshot; pass --kubeconfig/--context")
+    if not math.isfinite(qps):
+        raise InputError(f"--qps {qps} is not a rate", "give requests per second, e.g. --qps 50 (negative: no limit)")
+    limit = RateLimit(qps, burst)
+    widest = max((len(w.nodes) for s in plan.stages for w in s.waves), default=1)
+    lanes = min(parallelism or widest, widest)
+    ops = live_ops(source.kubeconfig, source.context, parallelism=lanes, rate_limit=limit)
+    recorded = {**overrides, **({"parallelism": parallelism} if parallelism else {})}
+    if (qps, burst) != (DEFAULT_QPS, DEFAULT_BURST):
+        recorded.update(qps=qps, burst=burst)
+    return ApplySession(
+        plan, plan_file, ops=ops, lock_api=ops.api, actor=_actor(), log=_log, progress=_bar,
+        lock_namespace=lock_namespace, overrides=recorded,
+    )  # fmt: skip
+
+
+@click.command()
+@_PLAN
+@source_options
+@click.option("--stage", help="Run only this stage.")
+@click.option("--until", help="Run every stage up to and including this one.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--dry-run", is_flag=True, help="Send every write as a server-side dry run; change nothing.")
+@click.option("--no-auto-rollback", is_flag=True, help="On a failed step or health gate, leave the wave as it is.")
+@click.option("--drain-timeout", help="Override the plan's drain timeout (e.g. 10m).")
+@click.option("--pending-threshold", default="2m", show_default=True, help="Health gate: GPU pods Pending longer.")
+@_PARALLELISM
+@_QPS
+@_BURST
+@_LOCK_NS
+def apply(
+    plan_file: Path,
+    source: SourceOptions,
+    stage: str | None,
+    until: str | None,
+    yes: bool,
+    dry_run: bool,
+    no_auto_rollback: bool,
+    drain_timeout: str | None,
+    pending_threshold: str,
+    parallelism: int | None,
+    qps: float,
+    burst: int,
+    lock_namespace: str,
+) -> None:
+    """Apply a plan: stage by stage, wave by wave (a wave's nodes at once); resumes from its journal.
+
+    \b
+    Examples:
+      dra-migrate apply plans/x.yaml --dry-run          # server-side dry run, changes nothing
+      dra-migrate apply plans/x.yaml --stage pool-h100 --yes
+      dra-migrate apply plans/x.yaml --parallelism 20 --qps 100   # after a crash: the same command resumes
+    """
+    if stage and until:
+        raise InputError("--stage and --until exclude each other", "pass one")
+    plan = _load(plan_file)
+    timeouts = {str(Action.DRAIN): float(parse_duration(drain_timeout))} if drain_timeout else {}
+    if timeouts.get(str(Action.DRAIN)) == 0:
+        raise InputError("--drain-timeout 0s leaves no time to drain", "give a duration such as 10m")
+    opts = ApplyOptions(
+        stage=stage,
+        until=until,
+        dry_run=dry_run,
+        auto_rollback=not no_auto_rollback,
+        pending_threshold_s=float(parse_duration(pending_threshold)),
+        parallelism=parallelism,
+        timeouts=timeouts,
+    )
+    overrides: dict[str, Any] = {"drainTimeout": drain_timeout} if drain_timeout else {}
+    session = _session(plan, plan_file, source, lock_namespace, parallelism, qps, burst, overrides)
+    # A wrong --stage/--until before the cluster; with one, only the stages it selects must be applicable.
+    selected = session.runner(None).selected_stages(opts, session.done)
+    session.refuse_if_not_applicable(selected if stage or until else None)
+    if dry_run:
+        session.refuse_if_stale(lambda: load_state(source))
+        result = session.dry_run(opts)
+        emit(to_json({"dryRun": True, "changes": [c.__dict__ for c in result.changes], "ok": result.ok}))
+        sys.exit(exitcodes.OK if result.ok else exitcodes.FAILED)
+    _confirm(plan, yes, f"apply {plan_file}" + (" (resuming)" if session.resuming else ""))
+    result = session.apply(opts, read_state=lambda: load_state(source))  # staleness under the lock
+    if result.ok:
+        _log(f"applied: {result.steps_run} step(s) run, {result.steps_skipped} already done")
+        return
+    if result.outcome == STOPPED:
+        raise ClusterError(f"apply stopped: {result.failure}", f"{RESUME_HINT} once the cluster answers")
+    extra = f"; rolled back {len(result.rolled_back)} step(s) of the wave" if result.rolled_back else ""
+    raise InputError(f"apply stopped: {result.failure}{extra}", f"see dra-migrate status {plan_file}")
+
+
+@click.command()
+@_PLAN
+@source_options
+@click.option("--stage", help="Undo only this stage.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@_PARALLELISM
+@_QPS
+@_BURST
+@_LOCK_NS
+def rollback(
+    plan_file: Path,
+    source: SourceOptions,
+    stage: str | None,
+    yes: bool,
+    parallelism: int | None,
+    qps: float,
+    burst: int,
+    lock_namespace: str,
+) -> None:
+    """Undo completed and half-done steps in reverse order, restoring the recorded original values.
+
+    \b
+    Examples:
+      dra-migrate rollback plans/x.yaml --yes
+      dra-migrate rollback plans/x.yaml --stage pool-h100 --yes
+    """
+    plan = _load(plan_file)
+    if not journal_path(plan_file).exists():
+        raise InputError(f"no journal beside {plan_file}: nothing was applied", "nothing to roll back")
+    session = _session(plan, plan_file, source, lock_namespace, parallelism, qps, burst, {})
+    to_undo = session.to_undo(stage)
+    if not to_undo:
+        _log("nothing to roll back")
+        return
+    _confirm(plan, yes, f"roll back {len(to_undo)} step(s) of {plan_file}")
+    result = session.rollback(to_undo, ApplyOptions(parallelism=parallelism))
+    if not result.ok:
+        raise ClusterError(f"{result.failure}", f"see dra-migrate status {plan_file}; run rollback again")
+    _log(f"rolled back {len(result.rolled_back)} step(s)")
+
+
+@click.command()
+@_PLAN
+@output_option(names="the remaining step ids")
+def status(plan_file: Path, output: str) -> None:
+    """Done, current and remaining steps per stage and node, from the plan's journal.
+
+    \b
+    Examples:
+      dra-migrate status plans/x.yaml
+      dra-migrate status plans/x.yaml -o json
+    """
+    from dra_migrate.plan.view import plan_cluster
+    from dra_migrate.render.status import STATUS_FORMAT_VERSION, remaining_steps, status_document
+
+    plan = _load(plan_file)
+    progress = progress_of(plan, read_records(journal_path(plan_file), plan_digest=str(plan.digest)))
+    report = {"formatVersion": STATUS_FORMAT_VERSION, "cluster": plan_cluster(plan), **progress.to_dict()}
+    print_data(output, report, lambda: status_document(report), lambda: remaining_steps(report))
+
+
+@click.command()
+@_PLAN
+@source_options
+@click.option("--lock-id", required=True, help="The lock id that apply's refusal names.")
+@_LOCK_NS
+def unlock(plan_file: Path, source: SourceOptions, lock_id: str, lock_namespace: str) -> None:
+    """Break the cluster lock (only when you know its holder is gone).
+
+    \b
+    Examples:
+      dra-migrate status plans/x.yaml               # names the holder and its lock id
+      dra-migrate unlock plans/x.yaml --lock-id ID
+    """
+    _load(plan_file)
+    ops = live_ops(source.kubeconfig, source.context)
+    break_lock(ops.api, lock_id, namespace=lock_namespace)
+    _log(f"lock {lock_id} broken")

@@ -1,0 +1,134 @@
+"""`dra-migrate convert`: rewrite manifests' device-plugin GPU requests as DRA ResourceClaimTemplates."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import click
+
+from dra_migrate.cli import exitcodes
+from dra_migrate.cluster.templates import TemplateTable
+from dra_migrate.convert.files import FileResult, check_output_paths, convert_files, find_files, write_all
+from dra_migrate.convert.rewrite import MAX_SUBREQUESTS, ConvertOptions
+from dra_migrate.dra.cel import SelectorError, UnsupportedSelectorError, compile_selector
+from dra_migrate.dra.validate import validate_live, worth_reporting
+from dra_migrate.errors import InputError
+from dra_migrate.render import emit
+
+log = logging.getLogger("dra_migrate")
+
+
+def _classes(value: str | None) -> tuple[str, ...]:
+    return tuple(c.strip() for c in (value or "").split(",") if c.strip())
+
+
+@click.command(
+    epilog="""\b
+Examples:
+  dra-migrate convert k8s/                              # a unified diff of what would change
+  dra-migrate convert k8s/ --output-dir converted/      # converted copies under converted/
+  dra-migrate convert k8s/training.yaml --in-place --fallback mig.nvidia.com
+"""
+)
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--in-place", is_flag=True, help="Rewrite the files themselves (atomically).")
+@click.option("--output-dir", "output_dir", type=click.Path(path_type=Path), help="Write converted copies under DIR.")
+@click.option("-o", "--output", "output_flag", hidden=True, help="Refused: -o is a format everywhere else.")
+@click.option("--device-class", help="DeviceClass for every request (default: gpu.nvidia.com; MIG: mig.nvidia.com).")
+@click.option("--fallback", help="CLASS[,CLASS...]: firstAvailable alternatives tried after the first class.")
+@click.option("--selector", help="A CEL selector added to every request (checked to compile).")
+@click.option("--share-across-pod", is_flag=True, help="GPU containers of one pod share one claim (same devices).")
+@click.option("--shared-claim", is_flag=True, help="One ResourceClaim shared by every pod of a workload.")
+@click.option(
+    "--gang",
+    is_flag=True,
+    help="Training workloads: a PodGroup with gang.minCount (Kubernetes 1.37, GenericWorkload), pods wired to it.",
+)
+@click.option("--skip-unconvertible", is_flag=True, help="Leave unconvertible manifests unchanged and exit 0.")
+@click.option("--templates", type=click.Path(path_type=Path), help="Extra pod-template paths for your CRDs.")
+@click.option(
+    "--kubeconfig", type=click.Path(path_type=Path), help="Also validate --selector on this cluster (dry run)."
+)
+@click.option("--context", help="The kubeconfig context for --kubeconfig.")
+def convert(
+    paths: tuple[Path, ...],
+    in_place: bool,
+    output_dir: Path | None,
+    output_flag: str | None,
+    device_class: str | None,
+    fallback: str | None,
+    selector: str | None,
+    share_across_pod: bool,
+    shared_claim: bool,
+    gang: bool,
+    skip_unconvertible: bool,
+    templates: Path | None,
+    kubeconfig: Path | None,
+    context: str | None,
+) -> None:
+    """Rewrite nvidia.com/gpu and nvidia.com/mig-* requests in FILE|DIR as ResourceClaimTemplates.
+
+    Prints a unified diff unless --in-place or --output-dir DIR is given. Nothing is written when any
+    manifest cannot be converted (unless --skip-unconvertible).
+    """
+    if output_flag is not None:
+        # -o was the output directory once; it is a format everywhere else, so refuse rather than guess.
+        raise InputError(
+            f"convert has no -o/--output (got {output_flag!r})",
+            f"write converted copies with --output-dir {output_flag}",
+        )
+    if in_place and output_dir:
+        raise InputError("--in-place and --output-dir exclude each other", "choose one")
+    opts = ConvertOptions(device_class, _classes(fallback), selector, share_across_pod, shared_claim, gang)
+    if len(opts.fallback) + 1 > MAX_SUBREQUESTS:
+        raise InputError(
+            f"--fallback gives {len(opts.fallback)} classes", f"firstAvailable takes at most {MAX_SUBREQUESTS}"
+        )
+    if selector is not None:
+        try:
+            compile_selector(selector)
+        except UnsupportedSelectorError as e:
+            log.warning("--selector: not checked offline: %s", e)
+        except SelectorError as e:
+            raise InputError(f"--selector does not compile: {e}", "fix the CEL expression") from e
+        if kubeconfig or context:  # the API server's own verdict (dry run) wins over the offline one
+            for v in validate_live(kubeconfig, context, [selector]):
+                if v.server == "rejected":
+                    raise InputError(f"--selector is rejected by the API server: {v.server_message}", "fix it")
+                if v in worth_reporting([v]):
+                    log.warning("--selector: %s", v.describe())
+    table = TemplateTable.builtin()
+    if templates:
+        table = table.extended(templates)
+
+    pairs = find_files(paths)
+    if output_dir:
+        check_output_paths(pairs, output_dir)
+    results: list[FileResult] = convert_files(pairs, table, opts)
+    problems = [p for r in results for p in r.problems]
+    for r in results:
+        for w in r.warnings:
+            click.echo(f"warning: {w}", err=True)
+    for p in problems:
+        click.echo(f"{'skipped' if skip_unconvertible else 'error'}: {p}", err=True)
+    if problems and not skip_unconvertible:
+        click.echo(
+            f"error: {len(problems)} unconvertible request(s); nothing written "
+            "(fix them, or pass --skip-unconvertible to convert the rest)",
+            err=True,
+        )
+        raise SystemExit(exitcodes.FAILED)
+
+    for r in results:
+        for s in r.summary:
+            log.info("%s", s)
+    if in_place:  # all files or none
+        write_all([(r.path, r.converted) for r in results if r.changed])
+    elif output_dir:
+        write_all([(output_dir / r.relative, r.converted) for r in results])
+    else:
+        for r in results:
+            emit(r.diff())
+    changed = sum(r.changed for r in results)
+    click.echo(f"converted {changed} of {len(results)} file(s)", err=True)

@@ -1,0 +1,86 @@
+"""`dra-migrate diff`: two plans compared semantically, or one plan against the cluster now (drift)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from dra_migrate.cli import exitcodes
+from dra_migrate.cli.options import SourceOptions, load_state, output_option, print_data, source_options
+from dra_migrate.errors import InputError
+
+
+@click.command(
+    epilog="""\b
+Examples:
+  dra-migrate diff plans/old.yaml plans/new.yaml
+  dra-migrate diff plans/prod.yaml --kubeconfig ~/.kube/config      # drift since the plan was made
+  dra-migrate diff plans/prod.yaml --snapshot today.jsonl -o json || echo "changed"
+
+Exit codes: 0 no differences, 1 error, 2 differences or drift found.
+"""
+)
+@source_options
+@click.argument("plan_a", metavar="PLAN_A", type=click.Path(path_type=Path))
+@click.argument("plan_b", metavar="[PLAN_B]", required=False, type=click.Path(path_type=Path))
+@output_option(names="what differs (plan paths, or drifted objects)")
+@click.option("--allow-edited", is_flag=True, help="Compare hand-edited, not yet rebased plans, marked UNTRUSTED.")
+def diff(source: SourceOptions, plan_a: Path, plan_b: Path | None, output: str, allow_edited: bool) -> None:
+    """Compare PLAN_A with PLAN_B, or PLAN_A with the cluster now (a snapshot or live): exit 2 on differences.
+
+    Without PLAN_B the cluster is read as every command reads it (--snapshot, or --kubeconfig/--context,
+    or kubectl's defaults), and the report says what drifted since the plan was made.
+    """
+    from dra_migrate.plan import io as plan_io
+    from dra_migrate.plan.diff import diff_plans
+    from dra_migrate.plan.drift import drift
+    from dra_migrate.render import Document
+    from dra_migrate.render.diff import drift_document, drift_names, plan_diff_document, plan_diff_names
+
+    banners: list[str] = []
+
+    def load(path: Path) -> dict[str, Any]:
+        if not allow_edited:
+            return plan_io.load(path)
+        review = plan_io.load_for_review(path)
+        if not review.trusted:
+            banners.append(review.banner(path))
+            click.echo(banners[-1], err=True)
+        return review.plan
+
+    def marked(doc: Document) -> Document:
+        for b in reversed(banners):
+            doc.blocks.insert(0, ("line", b))
+        return doc
+
+    a = load(plan_a)
+    if plan_b is not None:
+        if any((source.snapshot, source.kubeconfig, source.context, source.kubernetes_version, source.templates)):
+            raise InputError(
+                "diff takes a second plan or a cluster source, not both",
+                "dra-migrate diff PLAN_A PLAN_B, or dra-migrate diff PLAN --snapshot FILE",
+            )
+        result = diff_plans(a, load(plan_b))
+        report = result.to_dict()
+        changed = not result.empty
+        print_data(
+            output,
+            {"untrusted": banners, **report} if banners else report,
+            lambda: marked(plan_diff_document(report, output == "markdown")),
+            lambda: plan_diff_names(report),
+        )
+    else:
+        found = drift(a, load_state(source))
+        report = found.to_dict()
+        changed = not found.holds
+        print_data(
+            output,
+            {"untrusted": banners, **report} if banners else report,
+            lambda: marked(drift_document(report, output == "markdown")),
+            lambda: drift_names(report),
+        )
+    if changed:
+        sys.exit(exitcodes.ACTION_NEEDED)

@@ -1,0 +1,72 @@
+"""`dra-migrate generate deviceclasses`: the DeviceClasses that map device-plugin names to DRA devices."""
+
+from __future__ import annotations
+
+import io
+import logging
+
+import click
+from ruamel.yaml import YAML
+
+from dra_migrate.cli.options import SourceOptions, load_state, output_option, source_options
+from dra_migrate.inventory.dra import check_driver_name
+from dra_migrate.render import emit, to_json, to_names
+
+log = logging.getLogger("dra_migrate")
+
+
+@click.group(epilog="Example:\n\n  dra-migrate generate deviceclasses --snapshot cluster.yaml")
+def generate() -> None:
+    """Generate manifests."""
+
+
+@generate.command(
+    epilog="""\b
+Examples:
+  dra-migrate generate deviceclasses --snapshot cluster.yaml > deviceclasses.yaml
+  dra-migrate generate deviceclasses --kubeconfig ~/.kube/config | kubectl apply --dry-run=server -f -
+  dra-migrate generate deviceclasses --snapshot cluster.yaml -o name
+"""
+)
+@source_options
+@click.option(
+    "--dra-driver",
+    default="gpu.nvidia.com",
+    show_default=True,
+    metavar="NAME",
+    help="The DRA driver that serves the GPUs (its ResourceSlices' spec.driver).",
+)
+@output_option(formats=("yaml", "json", "name"), default="yaml", names="the DeviceClasses")
+def deviceclasses(source: SourceOptions, dra_driver: str, output: str) -> None:
+    """A YAML stream of DeviceClasses with spec.extendedResourceName, one per device-plugin name in use
+    (json: a v1 List of them)."""
+    from dra_migrate.dra.deviceclasses import generate as generate_classes
+    from dra_migrate.dra.validate import live_selector_warnings
+    from dra_migrate.inventory.model import build_inventory
+
+    driver = check_driver_name(dra_driver)
+    state = load_state(source)
+    gen = generate_classes(state, build_inventory(state), driver)
+    if source.snapshot is None:  # a live cluster: its API server judges the generated selectors (dry run)
+        for line in live_selector_warnings(source.kubeconfig, source.context, [p.selector for p in gen.proposals]):
+            log.warning("%s", line)
+    if output != "yaml":
+        for ng in gen.not_generated:
+            log.warning("not generated: %s: %s", ng.extended_resource_name, ng.reason)
+        proposals = sorted(gen.proposals, key=lambda p: p.name)
+        if output == "name":
+            emit(to_names([f"deviceclass.resource.k8s.io/{p.name}" for p in proposals]))
+        else:
+            emit(to_json({"apiVersion": "v1", "kind": "List", "items": [p.manifest() for p in proposals]}))
+        return
+    out = io.StringIO()
+    for ng in gen.not_generated:
+        out.write(f"# not generated: {ng.extended_resource_name}: {ng.reason}\n")
+        log.warning("not generated: %s: %s", ng.extended_resource_name, ng.reason)
+    yaml = YAML(typ="rt")
+    yaml.width = 4096  # keep CEL expressions on one line
+    yaml.explicit_start = True
+    for p in sorted(gen.proposals, key=lambda p: p.name):
+        out.write(f"# {p.extended_resource_name}: {p.reason}\n")
+        yaml.dump(p.manifest(), out)
+    emit(out.getvalue())

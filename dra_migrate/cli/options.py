@@ -1,0 +1,158 @@
+"""Options shared by every command that reads a cluster, and loading the state they name."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+import shlex
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from dra_migrate.errors import InputError
+from dra_migrate.render import FORMATS, Document, emit, terminal_width, to_json, to_names, to_yaml, use_color
+
+if TYPE_CHECKING:  # imported where used: the kubernetes client and the state model are slow to import
+    from dra_migrate.cluster.state import ClusterState
+    from dra_migrate.cluster.templates import TemplateTable
+
+log = logging.getLogger("dra_migrate")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    snapshot: Path | None
+    kubeconfig: Path | None
+    context: str | None
+    kubernetes_version: str | None
+    templates: Path | None
+
+    def template_table(self) -> TemplateTable:
+        from dra_migrate.cluster.templates import TemplateTable
+
+        table = TemplateTable.builtin()
+        return table.extended(self.templates) if self.templates else table
+
+
+def source_options(f: F) -> F:
+    """--snapshot | --kubeconfig/--context, --kubernetes-version, --templates -> `source: SourceOptions`."""
+
+    @click.option("--snapshot", type=click.Path(path_type=Path), help="Read a snapshot file or directory.")
+    @click.option("--kubeconfig", type=click.Path(path_type=Path), help="Read a live cluster (default: as kubectl).")
+    @click.option("--context", help="The kubeconfig context to use.")
+    @click.option("--kubernetes-version", help="The server version a snapshot came from (e.g. v1.37.2).")
+    @click.option("--templates", type=click.Path(path_type=Path), help="Extra pod-template paths for your CRDs.")
+    @functools.wraps(f)
+    def wrapper(
+        *args: Any,
+        snapshot: Path | None,
+        kubeconfig: Path | None,
+        context: str | None,
+        kubernetes_version: str | None,
+        templates: Path | None,
+        **kwargs: Any,
+    ) -> Any:
+        if snapshot and (kubeconfig or context):
+            raise InputError("--snapshot cannot be combined with --kubeconfig/--context", "choose one source")
+        src = SourceOptions(snapshot, kubeconfig, context, kubernetes_version, templates)
+        return f(*args, source=src, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def output_option(
+    formats: tuple[str, ...] = FORMATS, default: str = "table", names: str = "", deprecated_format: bool = False
+) -> Callable[[F], F]:
+    """`-o/--output FORMAT`, the same vocabulary on every command that prints data (README "Output").
+
+    `names`: what `-o name` lists. `deprecated_format`: also accept the old `--format` (hidden)."""
+    help_text = "Output format" + ("; table fits the terminal, wide shows every column" if "wide" in formats else "")
+    if "name" in formats and names:
+        help_text += f"; name lists {names}"
+    option = click.option(
+        "-o",
+        "--output",
+        "output",
+        type=click.Choice(formats),
+        default=default,
+        show_default=True,
+        help=help_text + ".",
+    )
+    if not deprecated_format:
+        return option
+
+    def both(f: F) -> F:
+        legacy = click.option("--format", "legacy_format", type=click.Choice(formats), hidden=True, default=None)
+
+        @functools.wraps(f)
+        def wrapper(*args: Any, output: str, legacy_format: str | None, **kwargs: Any) -> Any:
+            if legacy_format is not None:
+                click.echo(f"warning: --format is deprecated: use -o/--output {legacy_format}", err=True)
+                output = legacy_format
+            return f(*args, output=output, **kwargs)
+
+        return option(legacy(wrapper))  # type: ignore[return-value]
+
+    return both
+
+
+def next_step(command: str) -> None:
+    """The closing `next:` line (stderr) that names the command to run after this one."""
+    click.echo(f"next: {re.sub(' {2,}', ' ', command).strip()}", err=True)
+
+
+def source_args(src: SourceOptions) -> str:
+    """The source options as the user gave them, for a `next:` line."""
+    given = [
+        ("--snapshot", src.snapshot),
+        ("--kubeconfig", src.kubeconfig),
+        ("--context", src.context),
+        ("--kubernetes-version", src.kubernetes_version),
+        ("--templates", src.templates),
+    ]
+    return " ".join(f"{flag} {shlex.quote(str(value))}" for flag, value in given if value)
+
+
+def print_data(
+    output: str, data: Any, document: Callable[[], Document], names: Callable[[], list[str]] | None = None
+) -> None:
+    """Print `data` in the `-o` format; the human formats are built from the same data, so they agree."""
+    if output == "json":
+        emit(to_json(data))
+    elif output == "yaml":
+        emit(to_yaml(data))
+    elif output == "name":
+        emit(to_names(names() if names is not None else []))
+    else:
+        emit(document().render(output, color=use_color(sys.stdout), width=terminal_width(sys.stdout)))
+
+
+def load_state(src: SourceOptions) -> ClusterState:
+    from dra_migrate.cli.progress import TerminalProgress, counted
+    from dra_migrate.cluster.live import LiveCluster, LiveOptions, read_objects
+    from dra_migrate.cluster.snapshot import load_snapshot
+    from dra_migrate.cluster.state import StateBuilder
+
+    templates = src.template_table()
+    if src.snapshot:
+        state = load_snapshot(src.snapshot, kubernetes_version=src.kubernetes_version, templates=templates)
+    else:
+        cluster = LiveCluster(LiveOptions(src.kubeconfig, src.context))
+        info, objects = read_objects(cluster, templates)
+        builder = StateBuilder(info, templates)
+        builder.add_all(counted(objects, TerminalProgress()))  # a large fleet takes a while: say so
+        state = builder.state
+        log.info("read %d objects from %s in %d API requests", state.count(), cluster.server, cluster.requests)
+    if src.snapshot and not state.of("Node"):
+        # A live cluster may have no nodes yet; a snapshot without them was exported incompletely.
+        raise InputError(
+            f"{state.source.location}: no Node objects found",
+            "a snapshot must include the nodes (kubectl get nodes -o yaml)",
+        )
+    return state

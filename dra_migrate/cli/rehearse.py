@@ -1,0 +1,129 @@
+"""`dra-migrate rehearse PLAN` and `dra-migrate twin build|status`: a plan run on a twin of the cluster."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from dra_migrate.cli import exitcodes
+from dra_migrate.cli.options import SourceOptions, load_state, output_option, print_data, source_options
+from dra_migrate.errors import InputError
+from dra_migrate.fileio import write_text_atomic
+from dra_migrate.plan import io as plan_io
+from dra_migrate.render import to_json, to_names, to_yaml
+
+
+@click.command()
+@click.argument("plan_file", metavar="PLAN", type=click.Path(path_type=Path))
+@source_options
+@click.option(
+    "--time-scale",
+    type=float,
+    default=0.1,
+    show_default=True,
+    help="Run the twin this much faster than real time (0.1: ten times); durations are reported unscaled.",
+)
+@click.option("--pending-threshold", default="2m", show_default=True, help="Health gate, as for apply.")
+@output_option(names="the waves rehearsed (stage/wave)")
+@click.option("--out", "out_file", type=click.Path(path_type=Path), help="Write the result to FILE (-o format).")
+def rehearse(
+    plan_file: Path,
+    source: SourceOptions,
+    time_scale: float,
+    pending_threshold: str,
+    output: str,
+    out_file: Path | None,
+) -> None:
+    """Run PLAN on a private twin made from the cluster's snapshot, and report what happened.
+
+    \b
+    Examples:
+      dra-migrate rehearse plan.yaml --snapshot cluster.jsonl
+      dra-migrate rehearse plan.yaml --snapshot cluster.jsonl -o json --out rehearsal.json
+      dra-migrate rehearse plan.yaml --kubeconfig ~/.kube/config   # reads the cluster once, read-only
+
+    Exit codes: 0 the rehearsal passed, 2 it failed (a stalled drain, a failed canary or health gate), 1 error.
+    """
+    from dra_migrate.plan.params import parse_duration
+    from dra_migrate.rehearse.run import rehearse as run_rehearsal
+    from dra_migrate.render.rehearsal import rehearsal_document
+
+    if not source.snapshot and not source.kubeconfig and not source.context:
+        raise InputError("rehearse needs the cluster's state", "pass --snapshot FILE (or --kubeconfig to read it)")
+    plan = plan_io.load(plan_file)
+    state = load_state(source)
+    result = run_rehearsal(
+        plan,
+        state,
+        time_scale=time_scale,
+        pending_threshold_s=float(parse_duration(pending_threshold)),
+        log=lambda m: click.echo(m, err=True),
+    ).to_dict()
+    names = [f"{w['stage']}/{w['wave'] or '-'}" for w in result["waves"]]
+    if out_file:
+        text = _file_text(output, result, names)
+        write_text_atomic(out_file, text if text.endswith("\n") else text + "\n")
+        click.echo(f"wrote {out_file}", err=True)
+    else:
+        print_data(output, result, lambda: rehearsal_document(result), lambda: names)
+    sys.exit(exitcodes.OK if result["result"] == "ok" else exitcodes.ACTION_NEEDED)
+
+
+def _file_text(output: str, result: dict[str, Any], names: list[str]) -> str:
+    """The result in the `-o` format, for a file: no colour, no terminal width."""
+    from dra_migrate.render.rehearsal import rehearsal_document
+
+    if output == "json":
+        return to_json(result)
+    if output == "yaml":
+        return to_yaml(result)
+    if output == "name":
+        return to_names(names)
+    return rehearsal_document(result).render(output, color=False)
+
+
+@click.group()
+def twin() -> None:
+    """The control-plane binaries rehearsals run on.
+
+    \b
+    Examples:
+      dra-migrate twin status
+      dra-migrate twin build
+    """
+
+
+@twin.command("build")
+def twin_build() -> None:
+    """Build etcd, kube-apiserver, kube-scheduler and kube-controller-manager into the user's cache.
+
+    \b
+    Examples:
+      dra-migrate twin build
+      DRA_MIGRATE_K8S_CACHE=/srv/cache dra-migrate twin build
+    """
+    from dra_migrate.rehearse.twin import build
+
+    sys.exit(exitcodes.OK if build() == 0 else exitcodes.FAILED)
+
+
+@twin.command("status")
+def twin_status() -> None:
+    """Where each binary the twin needs was found (cache, KUBEBUILDER_ASSETS, PATH), or that it is missing.
+
+    \b
+    Examples:
+      dra-migrate twin status
+      KUBEBUILDER_ASSETS=/usr/local/kubebuilder/bin dra-migrate twin status
+    """
+    from dra_migrate.rehearse.twin import BUILD_HINT, find_binaries
+
+    found = find_binaries()
+    for name, (path, where) in found.items():
+        click.echo(f"{name:25} {where:18} {path or '-'}")
+    if any(p is None for p, _ in found.values()):
+        click.echo(f"error: binaries missing; {BUILD_HINT}", err=True)
+        sys.exit(exitcodes.FAILED)

@@ -1,0 +1,129 @@
+"""`dra-migrate report PLAN`: the audit report for change review, as Markdown, HTML or JSON."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import click
+
+from dra_migrate import __version__
+from dra_migrate.checks.run import Readiness, assess
+from dra_migrate.cli.options import SourceOptions, load_state, output_option, source_options
+from dra_migrate.errors import ClusterError, InputError
+from dra_migrate.execute.journal import journal_path, read_records
+from dra_migrate.fileio import write_text_atomic
+from dra_migrate.plan import io as plan_io
+from dra_migrate.plan.diff import diff_plans
+from dra_migrate.render import emit
+from dra_migrate.report.model import Identity, build_report
+from dra_migrate.report.render import FORMATS, render
+
+log = logging.getLogger("dra_migrate")
+
+
+@click.command(
+    epilog="""\b
+Examples:
+  dra-migrate report plans/prod.yaml > prod.report.md
+  dra-migrate report plans/prod.yaml -o html --out prod.report.html
+  dra-migrate report plans/prod.yaml --rehearsal prod.rehearsal.json -o html --out prod.report.html
+  dra-migrate report plans/prod.yaml --kubeconfig ~/.kube/config -o html --out after.html   # and what changed
+"""
+)
+@click.argument("plan_file", metavar="PLAN", type=click.Path(path_type=Path))
+@click.option(
+    "--journal",
+    "journal_file",
+    type=click.Path(path_type=Path),
+    help="The apply journal (default: <PLAN>.journal.jsonl beside the plan, when it exists).",
+)
+@click.option("--against", type=click.Path(path_type=Path), metavar="OLDER_PLAN", help="Diff against an older plan.")
+@click.option(
+    "--rehearsal",
+    "rehearsal_file",
+    type=click.Path(path_type=Path),
+    help="A rehearsal of this plan (`rehearse PLAN -o json --out FILE`): adds its section.",
+)
+@output_option(formats=FORMATS, default="markdown", deprecated_format=True)
+@click.option("--out", type=click.Path(path_type=Path), help="Write the report to FILE (default: stdout).")
+@source_options
+def report(
+    plan_file: Path,
+    journal_file: Path | None,
+    against: Path | None,
+    rehearsal_file: Path | None,
+    output: str,
+    out: Path | None,
+    source: SourceOptions,
+) -> None:
+    """Write the audit report of PLAN: cluster, identity, findings, DeviceClasses, capacity, stages and
+    waves, a rehearsal of it (--rehearsal), the diff against an older plan, the execution timeline and the
+    final verification.
+
+    The plan alone is enough, offline: it records the capacity and inventory summary it was made from.
+    With the cluster (--snapshot FILE, or --kubeconfig/--context to read it live, which also records who
+    you are through a SelfSubjectReview) the report adds every consumer and what changed since.
+    """
+    plan = plan_io.load(plan_file)
+    live = source.kubeconfig is not None or source.context is not None
+    readiness: Readiness | None = None
+    identity: Identity | None = None
+    if source.snapshot or live:
+        readiness = assess(
+            load_state(source),
+            pool_labels=tuple(plan["parameters"].get("poolLabels") or ()),
+            dra_driver=str(plan["parameters"].get("draDriver") or "gpu.nvidia.com"),
+        )
+    if live:
+        identity = _identity(source)
+    older = diff_plans(plan_io.load(against), plan).to_dict() if against is not None else None
+    if journal_file is None and journal_path(plan_file).exists():
+        journal_file = journal_path(plan_file)
+    if journal_file is not None and not journal_file.exists():
+        raise InputError(f"journal {journal_file} does not exist", "check the path, or leave --journal out")
+    records = (
+        read_records(journal_file, plan_digest=str(plan["digest"]), require_owner=False)
+        if journal_file is not None
+        else None
+    )
+    rehearsal = None
+    if rehearsal_file is not None:
+        from dra_migrate.rehearse.model import load_rehearsal
+
+        rehearsal = load_rehearsal(rehearsal_file, str(plan["digest"]))
+    model = build_report(
+        plan,
+        plan_path=str(plan_file),
+        readiness=readiness,
+        identity=identity,
+        diff=older,
+        journal=str(journal_file) if journal_file is not None else None,
+        records=records,
+        rehearsal=rehearsal,
+        tool_version=__version__,
+    )
+    text = render(model, output)
+    if out is None:
+        emit(text)
+    else:
+        _write(out, text)
+        click.echo(f"wrote {out}", err=True)
+
+
+def _identity(source: SourceOptions) -> Identity | None:
+    """Who the API server says we are; None (with a warning) when it will not say."""
+    from dra_migrate.cluster.live import LiveCluster, LiveOptions
+    from dra_migrate.execute.kubeapi import Kube
+    from dra_migrate.report.identity import who_am_i
+
+    try:
+        return who_am_i(Kube(LiveCluster(LiveOptions(source.kubeconfig, source.context)).api, retries=2))
+    except ClusterError as e:
+        log.warning("identity not recorded: SelfSubjectReview failed: %s", e)
+        return None
+
+
+def _write(path: Path, text: str) -> None:
+    """Beside the target, then renamed: a failure never leaves half a report."""
+    write_text_atomic(path, text)

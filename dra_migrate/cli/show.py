@@ -1,0 +1,44 @@
+"""`dra-migrate show PLAN`: what a plan will do, summary first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from dra_migrate.cli.options import output_option, print_data
+
+
+@click.command(
+    epilog="""\b
+Examples:
+  dra-migrate show plans/prod-20261201-101500.yaml
+  dra-migrate show plans/prod-20261201-101500.yaml -o wide
+  dra-migrate show plans/prod-20261201-101500.yaml -o json | jq '.findings[] | {id, scope, pools}'
+  dra-migrate show plans/edited.yaml --allow-edited      # look at a hand edit before rebasing it
+"""
+)
+@click.argument("plan_file", metavar="PLAN", type=click.Path(path_type=Path))
+@output_option(names="the stages")
+@click.option("--allow-edited", is_flag=True, help="Show a hand-edited, not yet rebased plan, marked UNTRUSTED.")
+def show(plan_file: Path, output: str, allow_edited: bool) -> None:
+    """Show a plan: pools, nodes, waves, disruption and duration, which stages can be applied, then each
+    stage with its steps' parameters and its nodes."""
+    from dra_migrate.plan import io as plan_io
+    from dra_migrate.plan.view import plan_json
+    from dra_migrate.render import Document
+    from dra_migrate.render.plan import plan_document
+
+    review = plan_io.load_for_review(plan_file) if allow_edited else plan_io.Review(plan_io.load(plan_file), [])
+    plan, banner = review.plan, None if review.trusted else review.banner(plan_file)
+    if banner:
+        click.echo(banner, err=True)
+
+    def document() -> Document:
+        doc = plan_document(plan)
+        if banner:
+            doc.blocks.insert(0, ("line", banner))
+        return doc
+
+    data = plan_json(plan) if banner is None else {"untrusted": banner, **plan_json(plan)}
+    print_data(output, data, document, lambda: [st["name"] for st in plan["stages"]])

@@ -1,0 +1,244 @@
+"""Reading and writing snapshot files.
+
+Accepted on read (see README "Snapshots"):
+  * what `kubectl get ... -o yaml|json` writes: one object or a `v1 List`;
+  * a multi-document YAML stream of such;
+  * a directory of such files (*.yaml, *.yml, *.json, *.jsonl), read in name order;
+  * the ClusterSnapshot format that `dra-migrate snapshot` writes, as one YAML/JSON document
+    ({apiVersion: dra-migrate.io/v1alpha1, kind: ClusterSnapshot, metadata, items}) or as JSON Lines
+    (.jsonl: the header without `items` on the first line, then one object per line), which is streamed
+    so a large fleet is never held in memory twice.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from dra_migrate.cluster.state import ClusterState, SourceInfo, StateBuilder, paused_gc
+from dra_migrate.cluster.templates import TemplateTable
+from dra_migrate.cluster.validate import MAX_DEPTH, depth_exceeds
+from dra_migrate.cluster.yamlio import load_yaml_documents
+from dra_migrate.errors import InputError
+
+SNAPSHOT_API_VERSION = "dra-migrate.io/v1alpha1"
+SNAPSHOT_KIND = "ClusterSnapshot"
+_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")
+
+
+def load_snapshot(
+    path: Path | str,
+    *,
+    kubernetes_version: str | None = None,
+    templates: TemplateTable | None = None,
+) -> ClusterState:
+    """Read a snapshot file or directory into a ClusterState.
+
+    `kubernetes_version` states (or overrides) the server version the snapshot came from.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"snapshot {p} does not exist", "check the --snapshot path")
+    files = _snapshot_files(p)
+    builder = StateBuilder(SourceInfo(kind="snapshot", location=str(p)), templates)
+    header: dict[str, Any] = {}
+    with paused_gc():
+        for f in files:
+            if f.suffix == ".jsonl":
+                _load_jsonl(f, builder, header)
+            else:
+                for item in _read_file(f, header):
+                    builder.add(item, where=str(f))
+    state = builder.state
+    meta = header.get("metadata") or {}
+    served = meta.get("servedAPIs")
+    state.source = replace(
+        state.source,
+        context=meta.get("context"),
+        kubernetes_version=kubernetes_version or meta.get("kubernetesVersion"),
+        taken_at=meta.get("takenAt"),
+        served_apis=tuple(served) if isinstance(served, list) else None,
+    )
+    return state
+
+
+def _snapshot_files(p: Path) -> list[Path]:
+    if p.is_dir():
+        files = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in _SUFFIXES)
+        if not files:
+            raise InputError(f"snapshot directory {p} holds no .yaml, .yml, .json or .jsonl files", "check the path")
+        return files
+    return [p]
+
+
+def _read_file(f: Path, header: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    try:
+        data = f.read_bytes()
+    except OSError as e:
+        raise InputError(f"cannot read {f}: {e.strerror}", "check the path and its permissions") from e
+    if f.suffix == ".json" or data.lstrip()[:1] in (b"{", b"["):
+        try:
+            doc = orjson.loads(data)
+        except orjson.JSONDecodeError as e:
+            if "depth limit" in e.msg:  # orjson stops at 1024 levels
+                raise _too_deep(str(f)) from e
+            if f.suffix == ".json":
+                line = data.count(b"\n", 0, e.pos) + 1
+                raise InputError(f"{f}:{line}: invalid JSON ({e.msg})", "fix the file or export it again") from e
+            # Not JSON after all (YAML flow style): fall through to YAML.
+        else:
+            if depth_exceeds(doc):
+                raise _too_deep(str(f))
+            yield from _expand(doc, str(f), header)
+            return
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{f}: not UTF-8 text", "a snapshot is YAML or JSON text") from e
+    for doc in load_yaml_documents(text, str(f)):
+        yield from _expand(doc, str(f), header)
+
+
+# A pod uses devices only through an nvidia.com/ resource name or resourceClaims. The claims are one
+# look-up in the parsed pod; for the names, a C-speed substring test of the raw line spares a
+# Python-level look at the containers of most pods. The test must never miss a name a JSON parser reads:
+# "nvidia.com" itself has no character JSON may escape but by \uXXXX (RFC 8259 §7; `\/` only stands for
+# "/", which follows it), so a line with a \u escape anywhere is looked into as well.
+_GPU_MARK = b"nvidia.com"
+_ESCAPE_MARK = b"\\u"
+
+
+def _load_jsonl(f: Path, builder: StateBuilder, header: dict[str, Any]) -> None:
+    """Stream a JSON Lines snapshot into the builder: the header line, then one object per line.
+
+    This loop is the hot path for large fleets (benchmarked in bench/run.py), so it is kept flat.
+    """
+    loads, add, mark, escape = orjson.loads, builder.add, _GPU_MARK, _ESCAPE_MARK
+    name = str(f)
+    lineno = 0
+    try:
+        with f.open("rb") as fh:
+            for lineno, line in enumerate(fh, 1):
+                try:
+                    obj = loads(line)
+                except orjson.JSONDecodeError as e:
+                    if not line.strip():
+                        continue
+                    if "depth limit" in e.msg:
+                        raise _too_deep(f"{f}:{lineno}") from e
+                    raise InputError(f"{f}:{lineno}: invalid JSON ({e.msg})", "fix the file or export it again") from e
+                if type(obj) is not dict:
+                    raise InputError(
+                        f"{f}:{lineno}: expected a Kubernetes object, found {type(obj).__name__}",
+                        "a .jsonl snapshot holds one object per line",
+                    )
+                kind = obj.get("kind")
+                if kind == "Pod":
+                    # Pods are kept pruned to a fixed shallow shape, so their depth never matters.
+                    spec = obj.get("spec")
+                    claims = isinstance(spec, dict) and bool(spec.get("resourceClaims"))
+                    add(obj, may_request_gpus=claims or mark in line or escape in line, where=f"{name}:{lineno}")
+                    continue
+                # A line nests no deeper than it has brackets: only a line with many is measured.
+                if line.count(b"{") + line.count(b"[") > MAX_DEPTH and depth_exceeds(obj):
+                    raise _too_deep(f"{f}:{lineno}")
+                if kind == SNAPSHOT_KIND:
+                    merge_header(header, obj, f"{name}:{lineno}")
+                else:
+                    add(obj, where=f"{name}:{lineno}")
+    except OSError as e:
+        raise InputError(f"cannot read {f}: {e.strerror}", "check the path and its permissions") from e
+
+
+def _expand(doc: Any, name: str, header: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Objects of one document: a List/ClusterSnapshot is unwrapped, a single object is itself."""
+    if not isinstance(doc, dict):
+        raise InputError(
+            f"{name}: expected a Kubernetes object or List, found a {type(doc).__name__}", "check the file"
+        )
+    kind = doc.get("kind")
+    if kind == SNAPSHOT_KIND:
+        merge_header(header, {k: v for k, v in doc.items() if k != "items"}, name)
+    if kind == SNAPSHOT_KIND or (isinstance(kind, str) and kind.endswith("List") and "items" in doc):
+        items = doc.get("items") or []
+        if not isinstance(items, list):
+            raise InputError(f"{name}: `items` of a {kind} must be a list", "check the file")
+        for item in items:
+            if isinstance(item, dict):
+                yield from _expand(item, name, header) if str(item.get("kind", "")).endswith("List") else [item]
+        return
+    yield doc
+
+
+# What tells one cluster's snapshot from another's: two headers that differ in one of these are two clusters.
+_CLUSTER_IDENTITY = ("server", "context", "kubernetesVersion")
+
+
+def merge_header(header: dict[str, Any], new: dict[str, Any], where: str) -> None:
+    """Take a ClusterSnapshot header; one from another cluster than the headers before it is refused."""
+    meta = new.get("metadata")
+    if meta is not None and not isinstance(meta, dict):
+        raise InputError(f"{where}: the ClusterSnapshot metadata must be a map", "fix the file or export it again")
+    meta = meta or {}
+    old = header.get("metadata")
+    if isinstance(old, dict):
+        for key in _CLUSTER_IDENTITY:
+            a, b = old.get(key), meta.get(key)
+            if a is not None and b is not None and a != b:
+                raise InputError(
+                    f"{where}: a snapshot of {key} {b!r}, but {header.get('_where')} is of {a!r}",
+                    "one snapshot is one cluster: give each cluster's snapshot on its own",
+                )
+        meta = {**old, **{k: v for k, v in meta.items() if v is not None}}
+    header.update({**new, "metadata": meta})
+    header.setdefault("_where", where)
+
+
+def _too_deep(where: str) -> InputError:
+    return InputError(
+        f"{where}: nested deeper than {MAX_DEPTH} levels", "no Kubernetes object nests so deep; fix or export again"
+    )
+
+
+def snapshot_header(source: SourceInfo, tool_version: str) -> dict[str, Any]:
+    return {
+        "apiVersion": SNAPSHOT_API_VERSION,
+        "kind": SNAPSHOT_KIND,
+        "metadata": {
+            "kubernetesVersion": source.kubernetes_version,
+            "server": source.location,
+            "context": source.context,
+            "takenAt": source.taken_at,
+            "toolVersion": tool_version,
+            "servedAPIs": list(source.served_apis) if source.served_apis is not None else None,
+        },
+    }
+
+
+def write_snapshot(out: IO[bytes], header: dict[str, Any], items: Iterable[dict[str, Any]], fmt: str) -> int:
+    """Write a ClusterSnapshot as jsonl (streamed), json or yaml. Returns the number of objects."""
+    n = 0
+    if fmt == "jsonl":
+        out.write(orjson.dumps(header) + b"\n")
+        for item in items:
+            out.write(orjson.dumps(item) + b"\n")
+            n += 1
+        return n
+    collected = list(items)
+    doc = {**header, "items": collected}
+    if fmt == "json":
+        out.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        from ruamel.yaml import YAML
+
+        yaml = YAML(typ="safe", pure=True)
+        yaml.default_flow_style = False
+        buf = io.StringIO()
+        yaml.dump(doc, buf)
+        out.write(buf.getvalue().encode())
+    return len(collected)

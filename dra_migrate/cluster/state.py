@@ -1,0 +1,321 @@
+"""ClusterState: the one model of what was read from a cluster, whatever the source.
+
+Objects are kept as the plain dicts the API returns (JSON), grouped by kind key ("apps/Deployment").
+Objects are pruned on the way in to what the tool reads, so a 100,000-pod fleet fits in memory
+(see `prune`); everything downstream reads the state and never mutates it.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, cast
+
+from dra_migrate.cluster.kinds import KINDS_BY_KEY, kind_key
+from dra_migrate.cluster.templates import TemplateTable
+from dra_migrate.cluster.validate import ObjectChecker, describe
+from dra_migrate.errors import InputError
+
+Obj = dict[str, Any]
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """Where the state came from."""
+
+    kind: str  # "snapshot" or "live"
+    location: str  # the snapshot path, or the API server URL
+    context: str | None = None
+    kubernetes_version: str | None = None  # gitVersion, e.g. "v1.37.2"
+    taken_at: str | None = None  # RFC 3339, when a snapshot was taken
+    # Group/versions the server serves ("resource.k8s.io/v1"); None when unknown (a plain kubectl dump).
+    served_apis: tuple[str, ...] | None = None
+
+    @property
+    def name(self) -> str:
+        """The cluster's short name: the context's last segment, else the snapshot file's stem (what a plan
+        records as `cluster` and names its file after)."""
+        if self.context:
+            return self.context.rsplit("/", 1)[-1]
+        return self.location.rstrip("/").rsplit("/", 1)[-1].split(".", 1)[0] or "cluster"
+
+
+# The keys of the `cluster` object every JSON output carries (README "JSON contract"), in this order.
+CLUSTER_KEYS = ("name", "kubernetesVersion", "source", "location", "context", "takenAt")
+
+
+def cluster_object(
+    name: str,
+    kubernetes_version: str | None,
+    source: str,
+    location: str | None = None,
+    context: str | None = None,
+    taken_at: str | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """The `cluster` object of every JSON output: the same keys everywhere (`CLUSTER_KEYS`), a value null
+    when the output's input does not know it (a plan records only its cluster's name and server version);
+    `extra`, keyed as it is to appear, only where there is more to say (inventory, check, match)."""
+    core = dict(zip(CLUSTER_KEYS, (name, kubernetes_version, source, location, context, taken_at), strict=True))
+    return {**core, **extra}
+
+
+def source_cluster(src: SourceInfo, **extra: Any) -> dict[str, Any]:
+    """The `cluster` object of a state that was read (a snapshot, or live)."""
+    return cluster_object(src.name, src.kubernetes_version, src.kind, src.location, src.context, src.taken_at, **extra)
+
+
+@dataclass
+class ClusterState:
+    source: SourceInfo
+    objects: dict[str, list[Obj]] = field(default_factory=dict)
+    # Kinds the tool does not read, counted (kind key -> count), so users see what was skipped.
+    skipped: Counter[str] = field(default_factory=Counter)
+    # Pods that use no devices (no container names an nvidia.com/ resource, no resourceClaims) are not
+    # kept, only counted per node ("" when unbound): they consume no GPUs, and they are most of a fleet.
+    # Only live (not Succeeded/Failed) pods are counted; this is what a drain of all pods would evict.
+    other_pods: Counter[str] = field(default_factory=Counter)
+    other_pods_read: int = 0  # all of them, any phase
+    templates: TemplateTable = field(default_factory=TemplateTable.builtin)
+
+    # Results of pure functions of this state, computed once (node devices are read by capacity,
+    # matching and planning alike).
+    _memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def memo(self, key: str, compute: Callable[[], T]) -> T:
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return cast(T, self._memo[key])
+
+    def of(self, key: str) -> list[Obj]:
+        return self.objects.get(key, [])
+
+    def all_objects(self) -> Iterator[tuple[str, Obj]]:
+        for key, items in self.objects.items():
+            for obj in items:
+                yield key, obj
+
+    def count(self) -> int:
+        """Objects read, including the pods only counted."""
+        return sum(len(v) for v in self.objects.values()) + self.other_pods_read
+
+
+class StateBuilder:
+    """Collects objects from any source into a ClusterState, checking and pruning each as it arrives.
+
+    Every object is checked for the types of what the tool reads (`dra_migrate.cluster.validate`), and each
+    object is taken once: a second copy of the same (kind, namespace, name) is refused, unless it is the
+    very same object version (same uid and resourceVersion), which is dropped and said on stderr.
+    """
+
+    def __init__(self, source: SourceInfo, templates: TemplateTable | None = None) -> None:
+        self.templates = templates or TemplateTable.builtin()
+        self.state = ClusterState(source=source, templates=self.templates)
+        self._known = set(KINDS_BY_KEY) | set(self.templates.kind_keys())
+        self._pods = self.state.objects.setdefault("Pod", [])
+        self._checker = ObjectChecker(self.templates)
+        # (kind key, namespace, name) -> (uid, resourceVersion, where it was read)
+        self._seen: dict[tuple[str, str, str], tuple[Any, Any, str]] = {}
+        self.duplicates = 0
+
+    def add(self, obj: Obj, *, may_request_gpus: bool = True, where: str = "") -> None:
+        """Add one object. `may_request_gpus=False` is a reader's promise that the object's text names
+        neither an nvidia.com/ resource nor resourceClaims, so a pod need not be looked into.
+        `where` (file:line) names the object's origin in errors."""
+        where = where or self.state.source.location
+        api_version = obj.get("apiVersion")
+        kind = obj.get("kind")
+        if kind == "Pod" and api_version == "v1":  # the bulk of any fleet: skip the generic path
+            if may_request_gpus and uses_devices(obj):
+                self._checker.check("Pod", obj, where)
+                if self._first_copy("Pod", obj, where):
+                    self._pods.append(_prune_pod(obj))
+            else:
+                self._checker.light_pod(obj, where)
+                if self._first_copy("Pod", obj, where):
+                    self._count_other_pod(obj)
+            return
+        if not isinstance(api_version, str) or not isinstance(kind, str):
+            self.state.skipped["(no apiVersion/kind)"] += 1
+            return
+        key = kind_key(api_version, kind)
+        if key not in self._known:
+            self.state.skipped[key] += 1
+            return
+        if key == "ConfigMap" and not is_device_plugin_configmap(obj):
+            return
+        self._checker.check(key, obj, where)
+        if not self._first_copy(key, obj, where):
+            return
+        pruned = prune(key, obj)
+        if pruned is not None:
+            self.state.objects.setdefault(key, []).append(pruned)
+
+    def _first_copy(self, key: str, obj: Obj, where: str) -> bool:
+        """Whether this is the first copy of the object; a conflicting second copy is refused."""
+        meta = obj["metadata"]  # checked: a map with a name
+        ident = (key, meta.get("namespace") or "", meta["name"])
+        uid, version = meta.get("uid"), meta.get("resourceVersion")
+        seen = self._seen.get(ident)
+        if seen is None:
+            self._seen[ident] = (uid, version, where)
+            return True
+        if uid is not None and (uid, version) == seen[:2]:
+            self.duplicates += 1
+            log.warning("%s: %s is also in %s (same uid and version): read once", where, describe(obj), seen[2])
+            return False
+        raise InputError(
+            f"{where}: {describe(obj)} is also in {seen[2]}"
+            + (" with another uid (two clusters?)" if uid != seen[0] else " in another version"),
+            "a snapshot holds each object once: export one cluster once, or remove one copy",
+        )
+
+    def _count_other_pod(self, obj: Obj) -> None:
+        state = self.state
+        state.other_pods_read += 1
+        status = obj.get("status")
+        if isinstance(status, dict) and status.get("phase") in ("Succeeded", "Failed"):
+            return
+        spec = obj.get("spec")
+        node = spec.get("nodeName") if isinstance(spec, dict) else None
+        counts = state.other_pods
+        key = node if isinstance(node, str) else ""
+        counts[key] = counts.get(key, 0) + 1
+
+    def add_all(self, objs: Iterable[Obj]) -> None:
+        for obj in objs:
+            self.add(obj)
+
+
+# Keys of a device-plugin config (k8s-device-plugin api/config/v1/config.go); a ConfigMap whose values
+# parse to one of these is a sharing config, and every other ConfigMap is dropped.
+_DEVICE_PLUGIN_CONFIG_MARKERS = ("sharing:", "flags:", "resources:")
+
+
+def is_device_plugin_configmap(obj: Obj) -> bool:
+    data = obj.get("data")
+    if not isinstance(data, dict):
+        return False
+    return any(
+        isinstance(v, str) and "version:" in v and any(m in v for m in _DEVICE_PLUGIN_CONFIG_MARKERS)
+        for v in data.values()
+    )
+
+
+def prune(key: str, obj: Obj) -> Obj | None:
+    """Drop what the tool never reads. Returns None for objects to discard entirely."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict) and "managedFields" in meta:
+        meta = {k: v for k, v in meta.items() if k != "managedFields"}
+        obj = {**obj, "metadata": meta}
+    if key == "ConfigMap":
+        return obj if is_device_plugin_configmap(obj) else None
+    if key == "Pod":
+        return _prune_pod(obj)
+    return obj
+
+
+_GPU_PREFIX = "nvidia.com/"
+
+
+def uses_devices(pod: Obj) -> bool:
+    """Whether the pod claims DRA devices or any container requests or limits an nvidia.com/ resource."""
+    spec = pod.get("spec")
+    if not isinstance(spec, dict):
+        return False
+    if spec.get("resourceClaims"):
+        return True
+    for key in ("containers", "initContainers"):
+        cs = spec.get(key)
+        for c in cs if isinstance(cs, list) else ():  # a malformed value is refused by the checker
+            res = c.get("resources") if isinstance(c, dict) else None
+            if not isinstance(res, dict):
+                continue
+            for part in (res.get("limits"), res.get("requests")):
+                if isinstance(part, dict) and any(isinstance(k, str) and k.startswith(_GPU_PREFIX) for k in part):
+                    return True
+    return False
+
+
+def _prune_container(c: Any) -> Any:
+    """Name, restartPolicy, and the nvidia.com/ entries of requests and limits: all a GPU pod's container
+    is read for (the per-pod rule in dra_migrate/inventory/resources.py)."""
+    if not isinstance(c, dict):
+        return c
+    out: dict[str, Any] = {"name": c.get("name")}
+    res = c.get("resources")
+    if isinstance(res, dict):
+        kept = {}
+        for part in ("limits", "requests"):
+            values = res.get(part)
+            if isinstance(values, dict):
+                gpu = {k: v for k, v in values.items() if isinstance(k, str) and k.startswith(_GPU_PREFIX)}
+                if gpu:
+                    kept[part] = gpu
+        out["resources"] = kept
+    if "restartPolicy" in c:
+        out["restartPolicy"] = c["restartPolicy"]
+    return out
+
+
+# schedulingGroup: the 1.37 PodGroup a pod belongs to (k8s.io/api@v0.37.2 core/v1 PodSpec.SchedulingGroup).
+_POD_SPEC_KEYS = (
+    "nodeName",
+    "nodeSelector",
+    "affinity",
+    "tolerations",
+    "resourceClaims",
+    "priorityClassName",
+    "schedulingGroup",
+    "terminationGracePeriodSeconds",  # how long its drain takes (dra_migrate/plan/estimate.py)
+)
+_POD_META_KEYS = ("name", "namespace", "uid", "resourceVersion", "ownerReferences", "labels", "deletionTimestamp")
+
+
+def _pick(d: Any, keys: tuple[str, ...]) -> dict[str, Any]:
+    if not isinstance(d, dict):
+        return {}
+    return {k: d[k] for k in keys if k in d}
+
+
+def _prune_pod(obj: Obj) -> Obj:
+    """A GPU pod as kept: identity, owners, labels, placement and resources."""
+    spec = obj.get("spec")
+    new_spec = _pick(spec, _POD_SPEC_KEYS)
+    if isinstance(spec, dict):
+        for ckey in ("containers", "initContainers"):
+            cs = spec.get(ckey)
+            if isinstance(cs, list):
+                new_spec[ckey] = [_prune_container(c) for c in cs]
+    return {
+        "apiVersion": obj.get("apiVersion", "v1"),
+        "kind": "Pod",
+        "metadata": _pick(obj.get("metadata"), _POD_META_KEYS),
+        "spec": new_spec,
+        "status": _pick(obj.get("status"), ("phase", "extendedResourceClaimStatus")),
+    }
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while building large acyclic structures.
+
+    Loading a fleet allocates millions of dicts that all survive; each GC pass re-scans them, which
+    made loading 2-3x slower than parsing. API objects are plain JSON: there are no cycles to collect.
+    On the way out the survivors are frozen (moved out of the collector's generations), or the first
+    collection after re-enabling would scan them all at once.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if was_enabled:
+            gc.enable()

@@ -1,0 +1,336 @@
+"""Snapshot objects mean what they say: every value the tool reads is checked for its type on the way in.
+
+A malformed value is refused with one line naming the file and the object, rather than read as a default
+(a GPU count of "-2" is not "no GPUs"; `replicas: "2"` is not 1). Only what the tool reads is checked, by
+the types of the Kubernetes API (k8s.io/api core/v1 Node, Pod, Container, ResourceRequirements; apps/v1
+`replicas` is an int32): anything the API server would not store is refused; anything it would store and
+the tool does not read is left alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dra_migrate.cluster.quantity import parse_quantity
+from dra_migrate.cluster.templates import ResolvedTemplate, TemplateTable, get_path
+from dra_migrate.errors import InputError
+
+Obj = dict[str, Any]
+GPU_PREFIX = "nvidia.com/"
+HINT = "fix the snapshot, or export it again with kubectl or dra-migrate snapshot"
+
+# Nesting deeper than this is refused before any recursive walk (and before a C parser sees it): a
+# Kubernetes object is a few dozen levels deep, and orjson serialises at most 254 levels.
+MAX_DEPTH = 200
+# A device count beyond this is a typo or an attack, not a node (and would make Python build a huge int).
+MAX_COUNT = 1 << 31
+
+# Container lists by their field name; any other container path (KServe `model`, Argo `container`)
+# holds one container.
+_LIST_FIELDS = ("containers", "initContainers", "sidecars", "ephemeralContainers")
+
+
+class Malformed(Exception):
+    """A value of the wrong type, with the field it sits at."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field} {problem}")
+
+
+def describe(obj: Obj) -> str:
+    """`Kind namespace/name` for messages, whatever the object holds."""
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    name, ns = meta.get("name"), meta.get("namespace")
+    ident = f"{ns}/{name}" if isinstance(ns, str) and ns else str(name) if isinstance(name, str) else "(no name)"
+    return f"{obj.get('kind', '?')} {ident}"
+
+
+def refuse(where: str, obj: Obj, problem: str) -> InputError:
+    return InputError(f"{where}: {describe(obj)}: {problem}", HINT)
+
+
+def _dict(v: Any, field: str) -> dict[str, Any]:
+    if v is None:
+        return {}
+    if not isinstance(v, dict):
+        raise Malformed(field, f"must be a map, not {_type(v)}")
+    return v
+
+
+def _list(v: Any, field: str) -> list[Any]:
+    if v is None:
+        return []
+    if not isinstance(v, list):
+        raise Malformed(field, f"must be a list, not {_type(v)}")
+    return v
+
+
+def _str(v: Any, field: str) -> None:
+    if v is not None and not isinstance(v, str):
+        raise Malformed(field, f"must be a string, not {_type(v)}")
+
+
+def _type(v: Any) -> str:
+    return {dict: "a map", list: "a list", str: "a string", bool: "a boolean"}.get(type(v), type(v).__name__)
+
+
+def _string_map(v: Any, field: str) -> None:
+    if v is None or (type(v) is dict and all(type(k) is str and type(x) is str for k, x in v.items())):
+        return
+    for k, val in _dict(v, field).items():
+        if not isinstance(k, str) or not isinstance(val, str):
+            raise Malformed(f"{field}.{k}", f"must be a string, not {_type(val)}")
+
+
+def check_count(v: Any, field: str) -> None:
+    """An nvidia.com/ quantity: a whole, non-negative number of devices (extended resources are integers)."""
+    if type(v) is str and v.isdigit() and len(v) < 10:  # the common "8", at C speed
+        return
+    q = parse_quantity(v)
+    if q is None:
+        raise Malformed(field, f"is {v!r}, not a quantity")
+    if q < 0:
+        raise Malformed(field, f"is {v!r}: a device count cannot be negative")
+    if q > MAX_COUNT:
+        raise Malformed(field, f"is {v!r}: more devices than any node has")
+    if q != q.to_integral_value():
+        raise Malformed(field, f"is {v!r}: extended resources are whole numbers of devices")
+
+
+def _metadata(obj: Obj) -> None:
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        raise Malformed("metadata", "is missing" if meta is None else f"must be a map, not {_type(meta)}")
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise Malformed("metadata.name", "is missing" if name is None else "must be a non-empty string")
+    for key in ("namespace", "uid", "resourceVersion"):
+        _str(meta.get(key), f"metadata.{key}")
+    _string_map(meta.get("labels"), "metadata.labels")
+    for i, ref in enumerate(_list(meta.get("ownerReferences"), "metadata.ownerReferences")):
+        _dict(ref, f"metadata.ownerReferences[{i}]")
+
+
+def _resources(c: Obj, field: str) -> None:
+    res = _dict(c.get("resources"), f"{field}.resources")
+    for part in ("limits", "requests"):
+        for k, v in _dict(res.get(part), f"{field}.resources.{part}").items():
+            if isinstance(k, str) and k.startswith(GPU_PREFIX):
+                check_count(v, f"{field}.resources.{part}.{k}")
+    _list(res.get("claims"), f"{field}.resources.claims")
+
+
+def _container_ok(c: Any) -> bool:
+    """The well-typed common container, at a glance (the hot path); False sends it to the field-by-field check."""
+    if type(c) is not dict or type(c.get("name", "")) is not str or type(c.get("restartPolicy", "")) is not str:
+        return False
+    res = c.get("resources")
+    if res is None:
+        return True
+    if type(res) is not dict or type(res.get("claims", [])) is not list:
+        return False
+    for part in (res.get("limits"), res.get("requests")):
+        if part is None:
+            continue
+        if type(part) is not dict:
+            return False
+        for k, v in part.items():
+            if type(k) is not str or (
+                k.startswith(GPU_PREFIX) and not (type(v) is str and v.isdigit() and len(v) < 10)
+            ):
+                return False
+    return True
+
+
+def _container(c: Any, field: str) -> None:
+    if _container_ok(c):
+        return
+    if not isinstance(c, dict):
+        raise Malformed(field, f"must be a container (a map), not {_type(c) if c is not None else 'null'}")
+    _str(c.get("name"), f"{field}.name")
+    _str(c.get("restartPolicy"), f"{field}.restartPolicy")
+    _resources(c, field)
+
+
+def _containers_at(base: Obj, path: str, field: str) -> None:
+    value = get_path(base, path)
+    if value is None:
+        return
+    where = f"{field}.{path}" if field else path
+    if path.rsplit(".", 1)[-1] in _LIST_FIELDS:
+        for i, c in enumerate(_list(value, where)):
+            _container(c, f"{where}[{i}]")
+    else:
+        _container(value, where)
+
+
+def _pod_spec(spec: Any, field: str) -> None:
+    spec = _dict(spec, field)
+    for path in ("containers", "initContainers"):
+        _containers_at(spec, path, field)
+    _str(spec.get("nodeName"), f"{field}.nodeName")
+    _string_map(spec.get("nodeSelector"), f"{field}.nodeSelector")
+    _dict(spec.get("affinity"), f"{field}.affinity")
+    _list(spec.get("tolerations"), f"{field}.tolerations")
+    _list(spec.get("resourceClaims"), f"{field}.resourceClaims")
+
+
+def _template(t: ResolvedTemplate) -> None:
+    role = t.role
+    if role.form == "podTemplate":
+        _pod_spec(t.template.get("spec"), f"{t.path}.spec")
+    elif role.form == "podSpec":
+        _pod_spec(t.template, t.path)
+    elif role.form == "resources":
+        where = f"{t.path}.{role.resources}"
+        raw = get_path(t.template, role.resources or "resources")
+        if raw is not None:
+            _resources({"resources": _dict(raw, where)}, where.rpartition(".")[0])
+    for path in role.containers + role.init_containers:
+        _containers_at(t.template, path, t.path)
+    for f in role.replicas:
+        if not f.path:
+            continue
+        raw = get_path(t.root, f.path[2:]) if f.path.startswith("$.") else get_path(t.item, f.path)
+        if raw is None:
+            continue
+        if not isinstance(raw, int) or isinstance(raw, bool) or raw < 0:
+            where = f.path[2:] if f.path.startswith("$.") else _join(t.path, role.template, f.path)
+            raise Malformed(where, f"is {raw!r}: a replica count is a non-negative integer")
+
+
+def _join(path: str, template: str, rel: str) -> str:
+    """The replica field's path in the object: the role item's path (the template path without the
+    template's own part) joined with the factor's relative path."""
+    if template in (".", ""):
+        return f"{path}.{rel}" if path else rel
+    head = path[: -len(template)].rstrip(".") if path.endswith(template) else ""
+    return f"{head}.{rel}" if head else rel
+
+
+def _node(obj: Obj) -> None:
+    spec = _dict(obj.get("spec"), "spec")
+    if "unschedulable" in spec and not isinstance(spec["unschedulable"], bool):
+        raise Malformed("spec.unschedulable", "must be a boolean")
+    _list(spec.get("taints"), "spec.taints")
+    status = _dict(obj.get("status"), "status")
+    for part in ("capacity", "allocatable"):
+        for k, v in _dict(status.get(part), f"status.{part}").items():
+            if isinstance(k, str) and k.startswith(GPU_PREFIX):
+                check_count(v, f"status.{part}.{k}")
+    _list(status.get("conditions"), "status.conditions")
+    _dict(status.get("nodeInfo"), "status.nodeInfo")
+
+
+def _pod_status(obj: Obj) -> None:
+    status = _dict(obj.get("status"), "status")
+    _str(status.get("phase"), "status.phase")
+
+
+_OPTIONAL_TYPES = (("nodeSelector", dict), ("affinity", dict), ("tolerations", list), ("resourceClaims", list))
+
+
+def _pod_ok(obj: Obj) -> bool:
+    """A well-typed GPU pod at a glance (the hot path); False sends it to the field-by-field check."""
+    meta, spec, status = obj.get("metadata"), obj.get("spec"), obj.get("status")
+    if type(meta) is not dict or type(spec) is not dict or not meta.get("name") or type(meta["name"]) is not str:
+        return False
+    if type(meta.get("namespace", "")) is not str or type(meta.get("labels", {})) is not dict:
+        return False
+    if any(type(v) is not str for v in (meta.get("labels") or {}).values()):
+        return False
+    if status is not None and (type(status) is not dict or type(status.get("phase", "")) is not str):
+        return False
+    if type(spec.get("nodeName", "")) is not str:
+        return False
+    for key, typ in _OPTIONAL_TYPES:
+        v = spec.get(key)
+        if v is not None and type(v) is not typ:
+            return False
+    if any(type(v) is not str for v in (spec.get("nodeSelector") or {}).values()):
+        return False
+    refs = meta.get("ownerReferences")
+    if refs is not None and (type(refs) is not list or any(type(r) is not dict for r in refs)):
+        return False
+    if any(type(meta.get(k, "")) is not str for k in ("uid", "resourceVersion")):
+        return False
+    for key in ("containers", "initContainers"):
+        cs = spec.get(key)
+        if cs is None:
+            continue
+        if type(cs) is not list or not all(_container_ok(c) for c in cs):
+            return False
+    return True
+
+
+class ObjectChecker:
+    """Checks objects as a StateBuilder receives them; raises InputError naming `where` and the object."""
+
+    def __init__(self, templates: TemplateTable) -> None:
+        self.templates = templates
+
+    def light_pod(self, obj: Obj, where: str) -> None:
+        """What is read of a pod that uses no devices (it is only counted per node).
+
+        The hot path of a large fleet: the common well-typed pod passes with a few type tests, and
+        only a pod that fails them is looked at field by field for the message."""
+        meta, spec, status = obj.get("metadata"), obj.get("spec"), obj.get("status")
+        if (
+            type(meta) is dict
+            and type(meta.get("name")) is str
+            and type(spec) is dict
+            and type(spec.get("containers")) is list
+            and type(spec.get("nodeName", "")) is str
+            and type(spec.get("initContainers", [])) is list
+            and (status is None or (type(status) is dict and type(status.get("phase", "")) is str))
+            and meta["name"]
+        ):
+            ns, labels = meta.get("namespace", ""), meta.get("labels")
+            if type(ns) is str and (labels is None or type(labels) is dict):
+                return
+        try:
+            _metadata(obj)
+            spec = _dict(obj.get("spec"), "spec")
+            _str(spec.get("nodeName"), "spec.nodeName")
+            for key in ("containers", "initContainers"):  # a map here would hide a GPU request
+                _list(spec.get(key), f"spec.{key}")
+            _pod_status(obj)
+        except Malformed as e:
+            raise refuse(where, obj, str(e)) from None
+
+    def check(self, key: str, obj: Obj, where: str) -> None:
+        if key == "Pod" and _pod_ok(obj):
+            return
+        try:
+            _metadata(obj)
+            if key == "Node":
+                _node(obj)
+            elif key == "Pod":
+                _pod_status(obj)
+            elif key == "ConfigMap":
+                _string_map(obj.get("data"), "data")
+            elif key.startswith("resource.k8s.io/"):
+                _dict(obj.get("spec"), "spec")
+            if self.templates.spec(key) is not None:
+                _dict(obj.get("spec"), "spec")
+                for t in self.templates.resolve(key, obj):
+                    _template(t)
+        except Malformed as e:
+            raise refuse(where, obj, str(e)) from None
+        except RecursionError:
+            raise refuse(where, obj, f"nested deeper than {MAX_DEPTH} levels") from None
+
+
+def depth_exceeds(root: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether maps and lists nest deeper than `limit` (iteratively: never a RecursionError)."""
+    stack: list[tuple[Any, int]] = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values() if isinstance(v, dict | list))
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node if isinstance(v, dict | list))
+    return False

@@ -1,0 +1,400 @@
+"""Manifest files in and out of conversion: reading streams, the unified diff, writing atomically.
+
+Only documents that change are re-serialised; every other document of a stream keeps its exact text, so
+a file with one GPU workload among twenty objects shows a diff of that workload only. A changed
+document goes through ruamel.yaml's round-trip dumper with the indentation guessed from its own text,
+which keeps its comments, key order and quoting (`preserve_quotes`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import io
+import itertools
+import os
+import re
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from dra_migrate.cluster.templates import TemplateTable
+from dra_migrate.convert.rewrite import ClaimNames, ConvertOptions, convert_document
+from dra_migrate.errors import InputError
+from dra_migrate.fileio import write_text_atomic
+
+SUFFIXES = (".yaml", ".yml")
+_MARKER_RE = re.compile(r"^---(?:[ \t].*)?$")
+
+
+@dataclass
+class FileResult:
+    path: Path  # as given (or found under a given directory)
+    relative: Path  # where it goes under `-o DIR`
+    original: str
+    converted: str
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    summary: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return self.converted != self.original
+
+    def diff(self) -> str:
+        return "".join(
+            difflib.unified_diff(
+                self.original.splitlines(keepends=True),
+                self.converted.splitlines(keepends=True),
+                fromfile=f"a/{self.path}",
+                tofile=f"b/{self.path}",
+            )
+        )
+
+
+def find_files(paths: Iterable[Path]) -> list[tuple[Path, Path]]:
+    """(file, path relative to what was given) for each file, or each YAML file under each directory.
+
+    A file reached twice (given twice, inside a given directory too, or through a symlink) is taken once:
+    converting it twice would name its ResourceClaimTemplates twice."""
+    out: list[tuple[Path, Path]] = []
+    seen: set[Path] = set()
+    for p in paths:
+        if p.is_dir():
+            found = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in SUFFIXES)
+            pairs = [(f, f.relative_to(p)) for f in found]
+        elif p.is_file():
+            pairs = [(p, Path(p.name))]
+        else:
+            raise InputError(f"{p}: no such file or directory", "give manifest files or directories")
+        for f, rel in pairs:
+            real = f.resolve()
+            if real not in seen:
+                seen.add(real)
+                out.append((f, rel))
+    return out
+
+
+def check_output_paths(pairs: list[tuple[Path, Path]], output_dir: Path) -> None:
+    """Refuse two inputs that would be written to one output file (two `a.yaml` from two directories)."""
+    first: dict[Path, Path] = {}
+    for f, rel in pairs:
+        target = output_dir / rel
+        if target in first:
+            raise InputError(
+                f"{first[target]} and {f} would both be written to {target}",
+                "give their common parent directory instead, or convert them in separate runs",
+            )
+        first[target] = f
+
+
+def split_documents(text: str) -> list[tuple[str, str]]:
+    """(the `---` line that opens it or "", its text) per document; joining them gives `text` back."""
+    chunks: list[tuple[str, str]] = []
+    marker, body = "", list[str]()
+    for line in text.splitlines(keepends=True):
+        if _MARKER_RE.match(line.rstrip("\r\n")):
+            if marker or body:
+                chunks.append((marker, "".join(body)))
+            marker, body = line, []
+        else:
+            body.append(line)
+    if marker or body:
+        chunks.append((marker, "".join(body)))
+    return chunks
+
+
+def guess_indent(text: str) -> tuple[int, int]:
+    """(mapping indent, dash offset of block sequences) as the document is written; (2, 0) by default.
+
+    ruamel's own guess (`load_yaml_guess_indent`) returns the sequence indent only, and kubectl, Helm and
+    hand-written manifests differ in both, so both are read off the first nested key and first list.
+    """
+    mapping: int | None = None
+    offset: int | None = None
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    for prev, cur in itertools.pairwise(lines):
+        if not prev.rstrip().endswith(":"):
+            continue
+        stripped = prev.lstrip()
+        key_col = len(prev) - len(stripped) + (2 if stripped.startswith("- ") else 0)
+        col = len(cur) - len(cur.lstrip())
+        if cur.lstrip().startswith("- "):
+            if offset is None and col >= key_col:
+                offset = col - key_col
+        elif mapping is None and col > key_col:
+            mapping = col - key_col
+        if mapping is not None and offset is not None:
+            break
+    return mapping or 2, offset or 0
+
+
+def _yaml(indent: int, offset: int) -> YAML:
+    yaml = YAML(typ="rt")
+    yaml.preserve_quotes = True
+    yaml.width = 4096  # never re-wrap long strings (commands, CEL expressions)
+    # ruamel's `sequence` is where an item's content starts, `offset` where its dash sits.
+    yaml.indent(mapping=indent, sequence=offset + 2, offset=offset)
+    return yaml
+
+
+def _dump(yaml: YAML, doc: Any) -> str:
+    out = io.StringIO()
+    yaml.dump(doc, out)
+    return out.getvalue()
+
+
+@dataclass
+class _Doc:
+    marker: str  # the `---` line that opens it, or ""
+    body: str
+    start: int  # the line its content starts on
+    doc: Any = None  # parsed (round-trip), None for a document of comments only
+    yaml: YAML | None = None
+
+
+def _marker_content(marker: str) -> bool:
+    """Whether the `---` line carries content of the document (`--- !!map`, `--- {a: 1}`), not only a comment."""
+    rest = marker.rstrip("\r\n")[3:].strip()
+    return bool(rest) and not rest.startswith("#")
+
+
+def _one_line(e: YAMLError) -> str:
+    problem = getattr(e, "problem", None) or getattr(e, "context", None) or str(e).splitlines()[0]
+    mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+    return f"{problem} (line {mark.line + 1} of the document)" if mark is not None else str(problem)
+
+
+def parse_stream(text: str, name: str) -> list[_Doc]:
+    """The documents of a YAML stream, parsed with the indentation each is written in."""
+    from dra_migrate.cluster.yamlio import MAX_DEPTH, nesting_exceeds
+
+    docs: list[_Doc] = []
+    line = 1
+    for marker, body in split_documents(text):
+        start = line + (1 if marker and not _marker_content(marker) else 0)
+        line = line + (1 if marker else 0) + body.count("\n")
+        d = _Doc(marker, body, start)
+        docs.append(d)
+        if not body.strip() and not _marker_content(marker):
+            continue
+        if not _marker_content(marker) and all(
+            ln.lstrip().startswith("#") or not ln.strip() for ln in body.splitlines()
+        ):
+            continue
+        source = marker + body if _marker_content(marker) else body
+        if nesting_exceeds(source):
+            raise InputError(f"{name}:{start}: nested deeper than {MAX_DEPTH} levels", "fix the manifest")
+        try:
+            indent, offset = guess_indent(body)
+            d.yaml = _yaml(indent, offset)
+            d.doc = d.yaml.load(source)
+        except YAMLError as e:
+            raise InputError(
+                f"{name}: document at line {start}: not valid YAML: {_one_line(e)}", "fix the manifest"
+            ) from e
+        except RecursionError as e:
+            raise InputError(f"{name}:{start}: nested too deeply", "fix the manifest") from e
+    return docs
+
+
+def take_existing_names(docs: list[_Doc], names: ClaimNames) -> None:
+    """Claim and template names the inputs already hold are taken: a new template never replaces one."""
+    for d in docs:
+        doc = d.doc
+        if isinstance(doc, dict) and doc.get("kind") in ("ResourceClaimTemplate", "ResourceClaim"):
+            meta = doc.get("metadata")
+            if isinstance(meta, dict) and isinstance(meta.get("name"), str):
+                names.take(str(meta.get("namespace") or ""), meta["name"])
+
+
+def convert_text(
+    text: str, name: str, table: TemplateTable, opts: ConvertOptions, names: ClaimNames | None = None
+) -> tuple[str, FileResult]:
+    """Convert a YAML stream; a document with a problem is kept as it was (its problems are reported)."""
+    docs = parse_stream(text, name)
+    if names is None:
+        names = ClaimNames()
+        take_existing_names(docs, names)
+    return _convert_docs(docs, text, name, table, opts, names)
+
+
+def _convert_docs(
+    docs: list[_Doc], text: str, name: str, table: TemplateTable, opts: ConvertOptions, names: ClaimNames
+) -> tuple[str, FileResult]:
+    result = FileResult(Path(name), Path(name), text, text)
+    out: list[str] = []
+    for d in docs:
+        if d.doc is None or d.yaml is None:
+            out.append(d.marker + d.body)
+            continue
+        r = convert_document(d.doc, table, opts, names)
+        where = f"{name}:{d.start}"
+        result.problems.extend(f"{where}: {p}" for p in r.problems)
+        result.warnings.extend(f"{where}: {w}" for w in r.warnings)
+        result.summary.extend(f"{where}: {s}" for s in r.summary)
+        if not r.changed:
+            out.append(d.marker + d.body)
+            continue
+        pieces = [_dump(d.yaml, x) for x in r.new_documents]
+        dumped = _dump(d.yaml, d.doc)
+        pieces.append(dumped if _marker_content(d.marker) else keep_original_lines(d.body, dumped))
+        marker = "---\n" if _marker_content(d.marker) else d.marker
+        out.append(marker + "---\n".join(pieces))
+    result.converted = "".join(out)
+    return result.converted, result
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def _is_item(line: str) -> bool:
+    return line.lstrip(" ").startswith("- ") or line.strip() == "-"
+
+
+def keep_original_lines(original: str, dumped: str) -> str:
+    """The dumped document with every line whose content did not change taken verbatim from `original`.
+
+    ruamel.yaml writes one list style for a whole document, and drops comments inside a map it empties; so
+    the lines are matched by content (difflib), matched lines keep their original text, new lines are
+    shifted by the indentation change of their nearest sibling or parent, and full-line comments among
+    removed lines stay where they were. The result is used only when it parses to exactly what ruamel
+    wrote; otherwise ruamel's text is kept as it is.
+    """
+    old = original.splitlines(keepends=True)
+    new = dumped.splitlines(keepends=True)
+    matcher = difflib.SequenceMatcher(None, [x.strip() for x in old], [x.strip() for x in new], autojunk=False)
+    out: list[str] = []
+    # (indent in `dumped`, a list item?, shift to the original) per line of `dumped`
+    placed: list[tuple[int, bool, int]] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            for oi, nj in zip(range(i1, i2), range(j1, j2), strict=True):
+                out.append(old[oi])
+                if old[oi].strip():
+                    placed.append((_indent(new[nj]), _is_item(new[nj]), _indent(old[oi]) - _indent(new[nj])))
+            continue
+        out.extend(x for x in old[i1:i2] if x.lstrip().startswith("#"))
+        for line in new[j1:j2]:
+            if not line.strip():
+                out.append(line)
+                continue
+            ind, item = _indent(line), _is_item(line)
+            # The nearest parent (less indented) or sibling (as indented, and of the same sort: a key
+            # beside `- x` at one column is the list's sibling, not the item's) says the shift.
+            shift = next((sh for i, it, sh in reversed(placed) if i < ind or (i == ind and it == item)), 0)
+            out.append(" " * max(0, ind + shift) + line.lstrip(" "))
+            placed.append((ind, item, shift))
+    merged = "".join(out)
+    if merged.endswith("\n") != dumped.endswith("\n"):
+        merged = merged.rstrip("\n") + ("\n" if dumped.endswith("\n") else "")
+    try:
+        same = _safe_load(merged) == _safe_load(dumped)
+    except YAMLError:
+        same = False
+    return merged if same else dumped
+
+
+def _safe_load(text: str) -> Any:
+    return YAML(typ="safe", pure=True).load(text)
+
+
+def convert_files(pairs: list[tuple[Path, Path]], table: TemplateTable, opts: ConvertOptions) -> list[FileResult]:
+    """Convert every file of one run: names are unique per namespace across all of them."""
+    parsed = []
+    names = ClaimNames()
+    for path, relative in pairs:
+        text = read_manifest(path)
+        docs = parse_stream(text, str(path))
+        take_existing_names(docs, names)
+        parsed.append((path, relative, text, docs))
+    results = []
+    for path, relative, text, docs in parsed:
+        _, result = _convert_docs(docs, text, str(path), table, opts, names)
+        result.path, result.relative = path, relative
+        results.append(result)
+    return results
+
+
+def read_manifest(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"cannot read {path}: {e.strerror}", "check the path") from e
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: not UTF-8 text", "give YAML manifests") from e
+
+
+def convert_file(path: Path, relative: Path, table: TemplateTable, opts: ConvertOptions) -> FileResult:
+    (result,) = convert_files([(path, relative)], table, opts)
+    return result
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace `path` in one step: a reader sees the old file or the new one, never half of one.
+    A symlink stays a symlink: the file it points to is what is rewritten."""
+    write_text_atomic(path.resolve() if path.is_symlink() else path, text)
+
+
+def write_all(files: list[tuple[Path, str]]) -> None:
+    """Write every file or none: each goes to a temporary file beside its target first, and only when all
+    are written are they renamed over their targets. If a rename fails, the targets already replaced get
+    their old text back. A symlink stays a symlink (its target is rewritten)."""
+    targets = [(path.resolve() if path.is_symlink() else path, text) for path, text in files]
+    originals: dict[Path, str | None] = {}
+    temps: list[tuple[Path, Path]] = []
+    try:
+        for target, text in targets:
+            originals[target] = target.read_text(encoding="utf-8") if target.exists() else None
+            temps.append((_write_temp(target, text), target))
+    except OSError as e:
+        for tmp, _ in temps:
+            tmp.unlink(missing_ok=True)
+        raise InputError(
+            f"cannot write {getattr(e, 'filename', '') or 'a file'}: {e.strerror}; nothing written",
+            "check the paths and their permissions",
+        ) from e
+    done: list[Path] = []
+    try:
+        for tmp, target in temps:
+            os.replace(tmp, target)
+            done.append(target)
+    except OSError as e:
+        for target in done:
+            old = originals[target]
+            if old is None:
+                target.unlink(missing_ok=True)
+            else:
+                write_text_atomic(target, old)
+        for tmp, _ in temps:
+            tmp.unlink(missing_ok=True)
+        raise InputError(
+            f"cannot replace {e.filename}: {e.strerror}; nothing changed", "check the paths and their permissions"
+        ) from e
+
+
+def _write_temp(target: Path, text: str) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    mode = target.stat().st_mode & 0o7777 if target.exists() else 0o666 & ~_umask()
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text.encode("utf-8"))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return Path(tmp)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -1,0 +1,849 @@
+"""Rewrite one manifest's device-plugin GPU requests into DRA claims, in place on ruamel round-trip maps.
+
+What a converted pod template looks like (dra-facts.md §1.3-1.4; k8s.io/api core/v1 `PodSpec.ResourceClaims`,
+`ResourceRequirements.Claims`, resource/v1 `ResourceClaimTemplate`):
+
+  * each container that asked for `nvidia.com/gpu: N` (or `nvidia.com/mig-<profile>: N`) loses that key from
+    `requests` and `limits` and gets `resources.claims: [{name: <pod claim>}]`;
+  * the pod gets `spec.resourceClaims: [{name: <pod claim>, resourceClaimTemplateName: <template>}]`;
+  * a ResourceClaimTemplate per distinct request shape of the workload, whose one request is
+    `exactly: {deviceClassName, allocationMode: ExactCount, count: N}` (or `firstAvailable` alternatives).
+
+A template, not a ResourceClaim, because the resourceclaim controller makes one claim per pod from a
+template: every replica and every training worker gets devices of its own, as with the device plugin. A
+claim shared by all pods of a workload (`shared_claim`) is a different program and only done on request.
+
+This module is pure: it decides everything before it mutates anything, so a document with a problem is
+left exactly as it was, and it reports instead of printing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import CommentMark
+from ruamel.yaml.tokens import CommentToken
+
+from dra_migrate.cluster.kinds import kind_key
+from dra_migrate.cluster.templates import ResolvedTemplate, TemplateTable
+from dra_migrate.convert import gang
+from dra_migrate.dra.deviceclasses import DRIVER, MANAGED_BY, SOURCE_ANNOTATION, mig_profile_of
+from dra_migrate.inventory.resources import (
+    DEFAULT_GPU,
+    FRACTIONAL_GPU_RESOURCES,
+    SHARED_GPU,
+    GpuNames,
+    container_requests,
+)
+
+# The NVIDIA DRA driver chart's classes (nvidia-facts.md §4.2, dra-driver-nvidia-gpu
+# deployments/helm/dra-driver-nvidia-gpu/templates/deviceclass-{gpu,mig}.yaml).
+GPU_CLASS = "gpu.nvidia.com"
+MIG_CLASS = "mig.nvidia.com"
+REQUEST_NAME = "gpu"
+# firstAvailable takes at most 8 subrequests (k8s.io/api resource/v1 `FirstAvailableDeviceRequestMaxSize`).
+MAX_SUBREQUESTS = 8
+# Pod claim names and request names are DNS labels; template names are DNS subdomains, but we keep them
+# to a label's 63 characters so they read well next to the generated claim names.
+DNS_LABEL_MAX = 63
+_GPU_STRING_RE = re.compile(r"nvidia\.com/(gpu|mig-)")
+
+
+@dataclass(frozen=True)
+class ConvertOptions:
+    device_class: str | None = None  # overrides the default class for every request
+    fallback: tuple[str, ...] = ()  # further classes, tried in order after the first (firstAvailable)
+    selector: str | None = None  # a CEL selector added to every alternative (compiled by the caller)
+    share_across_pod: bool = False  # GPU containers of one pod reference one claim (they share devices)
+    shared_claim: bool = False  # one ResourceClaim shared by every pod of the workload
+    gang: bool = False  # a PodGroup with gang.minCount for the workload, its pods wired to it (convert/gang.py)
+
+
+@dataclass(frozen=True)
+class Alternative:
+    device_class: str
+    count: int
+    selectors: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request of a claim: `count` devices, tried in the order of `alternatives` (firstAvailable)."""
+
+    name: str
+    alternatives: tuple[Alternative, ...]
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What one pod's claim for one device-plugin name asks for; equal shapes within a workload share a
+    template."""
+
+    resource: str  # the device-plugin name it replaces
+    requests: tuple[Request, ...]
+
+    @property
+    def count(self) -> int:
+        return sum(r.alternatives[0].count for r in self.requests)
+
+
+@dataclass
+class DocResult:
+    changed: bool = False
+    new_documents: list[CommentedMap] = field(default_factory=list)  # go right before the workload
+    problems: list[str] = field(default_factory=list)  # why the document was left unchanged
+    warnings: list[str] = field(default_factory=list)
+    summary: list[str] = field(default_factory=list)  # one line per container converted
+
+
+class ClaimNames:
+    """ResourceClaimTemplate (and ResourceClaim) names taken per namespace, across every document of one
+    conversion run, so two workloads named alike (a Deployment and a Job `llm`, in one file or two)
+    never get one template name. Names already in the inputs are taken too."""
+
+    def __init__(self) -> None:
+        self._taken: dict[str, set[str]] = {}
+
+    def take(self, namespace: str, name: str) -> None:
+        self._taken.setdefault(namespace, set()).add(name)
+
+    def free(self, namespace: str, candidates: list[list[str]], salt: str) -> str:
+        """The first candidate not taken in `namespace`; else the last one with a short hash of `salt`
+        (the workload's kind, name and role: stable across runs)."""
+        taken = self._taken.setdefault(namespace, set())
+        for parts in candidates:
+            name = dns_label("-".join(parts))
+            if name not in taken:
+                taken.add(name)
+                return name
+        base = dns_label("-".join(candidates[-1]), DNS_LABEL_MAX - 7)
+        i = 0
+        while True:
+            digest = hashlib.sha256(f"{salt}/{i}".encode()).hexdigest()[:6]
+            name = f"{base}-{digest}"
+            if name not in taken:
+                taken.add(name)
+                return name
+            i += 1
+
+
+def mig_selector(profile: str) -> str:
+    # The attribute the NVIDIA DRA driver publishes for MIG devices (nvidia-facts.md §4.3, `profile`).
+    return f"device.attributes['{DRIVER}'].profile == '{profile}'"
+
+
+def dns_label(text: str, limit: int = DNS_LABEL_MAX) -> str:
+    """A DNS-1123 label made of `text`; a too-long one is cut and keeps a short hash to stay distinct."""
+    name = re.sub(r"[^a-z0-9-]+", "-", text.lower())
+    name = re.sub(r"-{2,}", "-", name).strip("-") or "x"
+    if len(name) <= limit:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:6]
+    return f"{name[: limit - 7].rstrip('-')}-{digest}"
+
+
+def alternatives_for(resource: str, count: int, opts: ConvertOptions) -> tuple[Alternative, ...]:
+    profile = mig_profile_of(resource)
+    primary = opts.device_class or (MIG_CLASS if profile else GPU_CLASS)
+    alternatives = []
+    for cls in (primary, *opts.fallback):
+        selectors: list[str] = []
+        # mig.nvidia.com matches every MIG device; the profile is what the old name promised.
+        if profile and cls == MIG_CLASS:
+            selectors.append(mig_selector(profile))
+        if opts.selector:
+            selectors.append(opts.selector)
+        alternatives.append(Alternative(cls, count, tuple(selectors)))
+    return tuple(dict.fromkeys(alternatives))
+
+
+def shape_for(resource: str, count: int, opts: ConvertOptions) -> Shape:
+    """A claim of one request for `count` devices."""
+    return Shape(resource, (Request(REQUEST_NAME, alternatives_for(resource, count, opts)),))
+
+
+def _gpu_request_problem(resource: str, opts: ConvertOptions) -> str | None:
+    if resource == SHARED_GPU or resource.endswith(".shared"):
+        return f"{resource} is a time-slicing/MPS shared name: DRA has no replicas, a claim takes whole devices"
+    if resource == DEFAULT_GPU or mig_profile_of(resource) or opts.device_class:
+        return None
+    return f"{resource} is a custom device-plugin name: say which DeviceClass serves it with --device-class"
+
+
+@dataclass
+class _Use:
+    """A container's use of one device-plugin name, in the pod's claim for it."""
+
+    container: dict[str, Any]
+    resource: str
+    pod_claim: str
+    request: str | None  # the claim's request it sees; None: every device of the claim
+
+
+@dataclass
+class _Plan:
+    """The changes to one pod template, decided before anything is touched."""
+
+    resolved: ResolvedTemplate
+    role: str
+    uses: list[_Use] = field(default_factory=list)
+    claims: dict[str, tuple[str, bool]] = field(default_factory=dict)  # pod claim -> (template/claim, is_claim)
+
+
+@dataclass
+class _Demand:
+    """The containers of one pod that ask for one device-plugin name, by kind of container, in order."""
+
+    app: list[tuple[dict[str, Any], int]] = field(default_factory=list)  # app containers and sidecars
+    init: list[tuple[dict[str, Any], int]] = field(default_factory=list)  # regular init containers
+    sidecar_ids: set[int] = field(default_factory=set)
+    effective: int = 0
+
+
+def _demands(
+    app: list[tuple[dict[str, Any], str, int]], init: list[tuple[dict[str, Any], str, int]]
+) -> dict[str, _Demand]:
+    """Per device-plugin name, the pod's effective request by Kubernetes' rule (k8s.io/component-helpers
+    resource/helpers.go `PodRequests`; KEP-753 for sidecars): max(sum of app containers and sidecars,
+    for each regular init container its own request plus the sidecars started before it). Init
+    containers run before the app containers, so the same devices serve both: the kubelet's device
+    manager hands an init container's devices on to the app containers (pkg/kubelet/cm/devicemanager
+    `reusableDevices`), and one claim of the effective size is what the pod held with the device plugin."""
+    out: dict[str, _Demand] = {}
+    sidecars: dict[str, int] = {}
+    peak: dict[str, int] = {}
+    for c, resource, n in init:
+        d = out.setdefault(resource, _Demand())
+        if c.get("restartPolicy") == "Always":
+            sidecars[resource] = sidecars.get(resource, 0) + n
+            peak[resource] = max(peak.get(resource, 0), sidecars[resource])
+            d.app.append((c, n))
+            d.sidecar_ids.add(id(c))
+        else:
+            peak[resource] = max(peak.get(resource, 0), sidecars.get(resource, 0) + n)
+            d.init.append((c, n))
+    for c, resource, n in app:
+        out.setdefault(resource, _Demand()).app.append((c, n))
+    for resource, d in out.items():
+        d.effective = max(sum(n for _, n in d.app), peak.get(resource, 0))
+    return out
+
+
+def _claim_shape(resource: str, d: _Demand, opts: ConvertOptions) -> tuple[Shape, dict[int, str | None]]:
+    """The claim for one name in one pod, and the request each container sees (None: the whole claim).
+
+    One container (with or without init containers), or --share-across-pod: one request of the effective
+    count, seen whole by every container, as the init and app containers shared their devices before.
+    Several app containers each keep devices of their own: a request per container; init containers see
+    the whole claim, and a request `init` adds what an init container needs beyond the app containers.
+    """
+    if opts.share_across_pod or len(d.app) <= 1:
+        shape = shape_for(resource, d.effective, opts)
+        return shape, {id(c): None for c, _ in d.app + d.init}
+    requests: list[Request] = []
+    sees: dict[int, str | None] = {}
+    used: set[str] = set()
+    for c, n in d.app:
+        name = _free_claim_name(dns_label(str(c.get("name") or "container")), used)
+        used.add(name)
+        requests.append(Request(name, alternatives_for(resource, n, opts)))
+        sees[id(c)] = name
+    extra = d.effective - sum(n for _, n in d.app)
+    if extra > 0:
+        name = _free_claim_name("init", used)
+        requests.append(Request(name, alternatives_for(resource, extra, opts)))
+    for c, _ in d.init:
+        sees[id(c)] = None
+    return Shape(resource, tuple(requests)), sees
+
+
+def _pod_claim_name(resource: str, several: bool) -> str:
+    """`gpu` when the pod asks for one device-plugin name; else named after each name."""
+    if not several:
+        return "gpu"
+    return dns_label(resource.removeprefix("nvidia.com/"))
+
+
+def _count_problem(c: dict[str, Any], resource: str) -> str | None:
+    """A device-plugin count must be a positive integer, and equal in requests and limits."""
+    res = c.get("resources")
+    values = {
+        part: res[part][resource]
+        for part in ("requests", "limits")
+        if isinstance(res, dict) and isinstance(res.get(part), dict) and resource in res[part]
+    }
+    for part, raw in values.items():
+        if isinstance(raw, bool) or not (
+            (isinstance(raw, int) and raw > 0) or (isinstance(raw, str) and raw.isdigit() and int(raw) > 0)
+        ):
+            return f"{resource} in {part} is {raw!r}: a device count must be a positive integer"
+    if len({int(v) for v in values.values()}) > 1:
+        return (
+            f"{resource}: requests and limits differ ({values['requests']} and {values['limits']}); "
+            "an extended resource's request must equal its limit"
+        )
+    return None
+
+
+def _fractional(c: dict[str, Any]) -> list[str]:
+    res = c.get("resources")
+    if not isinstance(res, dict):
+        return []
+    found: set[str] = set()
+    for part in ("requests", "limits"):
+        m = res.get(part)
+        if isinstance(m, dict):
+            found.update(k for k in m if isinstance(k, str) and k in FRACTIONAL_GPU_RESOURCES)
+    return sorted(found)
+
+
+def convert_document(
+    doc: Any, table: TemplateTable, opts: ConvertOptions, names: ClaimNames | None = None
+) -> DocResult:
+    """Convert one YAML document (a workload); mutates `doc` only when the result has no problems."""
+    result = DocResult()
+    if not isinstance(doc, dict):
+        return result
+    names = names or ClaimNames()
+    kind = str(doc.get("kind", ""))
+    key = kind_key(str(doc.get("apiVersion", "")), kind)
+    gpu_names = GpuNames()
+    meta: dict[str, Any] = doc["metadata"] if isinstance(doc.get("metadata"), dict) else {}
+    workload = str(meta.get("name") or str(meta.get("generateName") or "").rstrip("-"))
+    namespace = str(meta.get("namespace") or "")
+    label = f"{kind}/{workload or '?'}"
+
+    resolved = _unique(table.resolve(key, doc))
+    covered: set[int] = set()
+    has_gpu = False
+    for r in resolved:
+        for c in r.containers() + r.init_containers():
+            covered.update((id(c), id(c.get("resources"))))
+            has_gpu = has_gpu or _has_gpu_key(c, gpu_names) or bool(_fractional(c))
+    stray = list(_gpu_keys_elsewhere(doc, gpu_names, covered))
+    patches = list(_gpu_patch_strings(doc))
+    if table.spec(key) is None:
+        if stray or patches:
+            where = ", ".join(stray + patches)
+            result.problems.append(
+                f"{label}: kind {key} is not in the pod-template table, GPU requests at {where}: "
+                "add the kind with --templates FILE"
+            )
+        return result
+    for refusal in _kind_problems(key, doc, has_gpu or bool(stray)):
+        result.problems.append(f"{label}: {refusal}")
+    if result.problems:
+        return result
+    for path in patches:
+        result.problems.append(
+            f"{label}: a GPU request inside the string {path} (a pod spec patch) cannot be rewritten safely: "
+            "move the request into the container, or convert it by hand"
+        )
+    for path in stray:
+        result.problems.append(f"{label}: GPU request at {path} is outside every pod template known for {key}")
+
+    plans: list[_Plan] = []
+    by_shape: dict[Shape, str] = {}
+    fallback_used = False
+    for r in resolved:
+        role = _role_name(r)
+        app = r.containers()
+        init = r.init_containers()
+        for c in app + init:
+            fractional = _fractional(c)
+            if fractional:
+                result.problems.append(
+                    f"{label}: container {c.get('name', '?')} ({role}) asks for a fraction of a GPU "
+                    f"({', '.join(fractional)}): a DRA claim (and DRA's extended-resource path) allocates whole "
+                    "devices, so a converted pod would take whole GPUs; keep it on its sharing scheme"
+                )
+        init_ids = {id(c) for c in init}
+        gpu = [(c, container_requests(c, gpu_names), id(c) in init_ids) for c in app + init]
+        gpu = [(c, req, is_init) for c, req, is_init in gpu if req or _has_gpu_key(c, gpu_names)]
+        if not gpu:
+            continue
+        if r.role.form == "resources":
+            result.problems.append(
+                f"{label}: role {role} states its GPUs as {r.path}.{r.role.resources} (a ResourceRequirements, "
+                "not a pod), which has no place for a claim: put the claim in the pod template this kind's pods "
+                "come from (for a TrainJob, its TrainingRuntime), then drop the GPU count here"
+            )
+            continue
+        if r.role.form == "containers":
+            result.problems.append(
+                f"{label}: role {role} keeps bare containers without a pod spec, so there is nowhere to put "
+                "spec.resourceClaims (Argo templates need a podSpecPatch): convert it by hand"
+            )
+            continue
+        if not workload:
+            result.problems.append(f"{label}: has no metadata.name to name its ResourceClaimTemplates after")
+            continue
+        app_uses: list[tuple[dict[str, Any], str, int]] = []
+        init_uses: list[tuple[dict[str, Any], str, int]] = []
+        for c, req, is_init in gpu:
+            cname = str(c.get("name", "container"))
+            bad = [p for p in (_count_problem(c, res) for res in _gpu_keys(c, gpu_names)) if p]
+            if bad:
+                result.problems.extend(f"{label}: container {cname} ({role}): {p}" for p in bad)
+                continue
+            if len(req) > 1:
+                result.problems.append(
+                    f"{label}: container {cname} ({role}) requests {', '.join(sorted(req))}: one claim per container "
+                    "cannot mix device-plugin names; split the container's requests first"
+                )
+                continue
+            ((resource, count),) = req.items()
+            problem = _gpu_request_problem(resource, opts)
+            if problem:
+                result.problems.append(f"{label}: container {cname} ({role}): {problem}")
+                continue
+            (init_uses if is_init else app_uses).append((c, resource, count))
+        plan = _Plan(r, role)
+        existing_claims = {
+            str(x.get("name")) for x in (r.pod_spec().get("resourceClaims") or []) if isinstance(x, dict)
+        }
+        demands = _demands(app_uses, init_uses)
+        for resource, d in demands.items():
+            shape, sees = _claim_shape(resource, d, opts)
+            template = by_shape.get(shape)
+            if template is None:
+                first = not by_shape
+                candidates = [[workload, "gpu"]] if first else []
+                candidates += [[workload, role, "gpu"], [workload, kind, role, "gpu"]]
+                template = names.free(namespace, candidates, f"{key}/{workload}/{role}/{resource}")
+                by_shape[shape] = template
+                result.new_documents.append(_claim_document(template, shape, doc, opts))
+                fallback_used = fallback_used or any(len(q.alternatives) > 1 for q in shape.requests)
+            pod_claim = _free_claim_name(
+                _pod_claim_name(resource, len(demands) > 1), existing_claims | set(plan.claims)
+            )
+            plan.claims[pod_claim] = (template, opts.shared_claim)
+            kind_word = "ResourceClaim" if opts.shared_claim else "ResourceClaimTemplate"
+            for c, n in d.app + d.init:
+                request = sees[id(c)]
+                plan.uses.append(_Use(c, resource, pod_claim, request))
+                what = "sidecar" if id(c) in d.sidecar_ids else "init container" if id(c) in init_ids else "container"
+                result.summary.append(
+                    f"{label}: {role} {what} {c.get('name', 'container')}: {resource}: {n} -> claim {pod_claim}"
+                    + (f" (request {request})" if request else "")
+                    + f" from {kind_word} {template} ({shape.count} per pod)"
+                )
+        if plan.uses:
+            plans.append(plan)
+
+    podgroup = None
+    if opts.gang and plans:
+        why, podgroup = gang.plan(key, doc, resolved, workload, shared_claim=opts.shared_claim)
+        if why:
+            result.problems.append(f"{label}: --gang: {why}")
+    if result.problems:
+        result.new_documents.clear()
+        result.summary.clear()
+        return result
+    if not plans:
+        return result
+    if fallback_used:
+        result.warnings.append(
+            f"{label}: firstAvailable alternatives: replicas may get different devices "
+            f"({', '.join((opts.device_class or '(default)', *opts.fallback))}, in that order)"
+        )
+    if opts.shared_claim:
+        result.warnings.append(f"{label}: --shared-claim: every pod of the workload shares the same devices")
+    result.warnings.extend(f"{label}: {w}" for w in _kind_warnings(key, doc))
+    for plan in plans:
+        _apply(plan)
+    if podgroup is not None:
+        group = str(podgroup["metadata"]["name"])
+        gang.wire(resolved, group)
+        result.new_documents.append(podgroup)
+        count = podgroup["spec"]["schedulingPolicy"]["gang"]["minCount"]
+        result.summary.append(f"{label}: PodGroup {group} (gang.minCount {count}); its pods name it")
+        result.warnings.append(
+            f"{label}: --gang: needs kube-apiserver --runtime-config={gang.API_VERSION}=true and the "
+            "GenericWorkload feature gate on kube-apiserver and kube-scheduler (beta, off by default in 1.37)"
+        )
+    result.changed = True
+    return result
+
+
+# Kinds whose GPU requests a claim cannot carry, with the reason and its source.
+_REFUSED_KINDS = {
+    "serving.knative.dev/Service": "Knative's admission webhook rejects resources.claims in a Revision's containers "
+    "(knative/serving#15332), so the converted Service would be refused at apply time: run it as a Deployment, "
+    "or keep it on the device plugin until Knative accepts claims",
+    "serving.knative.dev/Configuration": "Knative's admission webhook rejects resources.claims (knative/serving#15332)",
+    "serving.knative.dev/Revision": "Knative's admission webhook rejects resources.claims (knative/serving#15332)",
+    "trainer.kubeflow.org/ClusterTrainingRuntime": "a cluster-scoped runtime's pods run in the namespace of each "
+    "TrainJob that uses it, and a ResourceClaimTemplate is namespaced: create the template in each of those "
+    "namespaces and add the claim by hand (or use a namespaced TrainingRuntime)",
+}
+KSERVE_ISVC = "serving.kserve.io/InferenceService"
+KSERVE_MODE = "serving.kserve.io/deploymentMode"
+
+
+def _kind_problems(key: str, doc: dict[str, Any], has_gpu: bool) -> list[str]:
+    why = _REFUSED_KINDS.get(key)
+    return [f"{key}: {why}"] if why and has_gpu else []
+
+
+def _kind_warnings(key: str, doc: dict[str, Any]) -> list[str]:
+    """KServe runs an InferenceService as a Knative Service in Serverless mode (its default unless the
+    annotation or the cluster's inferenceservice-config says RawDeployment/Standard), and Knative's
+    webhook rejects resources.claims (knative/serving#15332)."""
+    if key != KSERVE_ISVC:
+        return []
+    meta = doc.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    mode = annotations.get(KSERVE_MODE) if isinstance(annotations, dict) else None
+    if mode not in (None, "Serverless"):
+        return []
+    said = "is Serverless" if mode else "is not set (KServe's default is Serverless unless the cluster's is not)"
+    return [
+        f"{KSERVE_MODE} {said}: KServe then runs the predictor as a Knative Service, whose webhook rejects "
+        "resources.claims (knative/serving#15332); apply it with deploymentMode RawDeployment"
+    ]
+
+
+def _gpu_keys(c: dict[str, Any], names: GpuNames) -> list[str]:
+    """Device-plugin GPU names in a container's requests and limits, whatever their values."""
+    res = c.get("resources")
+    found: dict[str, None] = {}
+    if isinstance(res, dict):
+        for part in ("requests", "limits"):
+            m = res.get(part)
+            if isinstance(m, dict):
+                found.update((k, None) for k in m if isinstance(k, str) and k in names)
+    return list(found)
+
+
+def _has_gpu_key(c: dict[str, Any], names: GpuNames) -> bool:
+    return bool(_gpu_keys(c, names))
+
+
+# Keys a CRD may use for a GPU count of its own (a shorthand the tool cannot rewrite into a claim).
+_SHORTHAND_KEYS = frozenset({"gpu", "gpus", "numGpus", "numGPUs", "gpuCount", "gpusPerNode", "nvidiaGpu"})
+_SKIP_KEYS = frozenset({"metadata", "nodeSelector", "affinity", "tolerations", "annotations", "labels"})
+
+
+def _names_a_gpu_count(k: Any, v: Any, names: GpuNames) -> bool:
+    if not isinstance(k, str):
+        return False
+    if k in names or k in FRACTIONAL_GPU_RESOURCES:
+        return True
+    return k in _SHORTHAND_KEYS and isinstance(v, int) and not isinstance(v, bool) and v > 0
+
+
+def _gpu_keys_elsewhere(doc: Any, names: GpuNames, covered: set[int], path: str = "") -> Iterator[str]:
+    """Paths of GPU counts outside the containers of known pod templates: a device-plugin name as a key
+    anywhere (a CRD's `resourcesPerNode`, an unknown container path), a fractional-GPU name, or a
+    numeric `gpu:`-like shorthand. Labels, selectors and tolerations name GPUs without asking for them."""
+    if isinstance(doc, dict):
+        if id(doc) in covered:
+            return
+        for k, v in doc.items():
+            p = f"{path}.{k}" if path else str(k)
+            if _names_a_gpu_count(k, v, names):
+                yield p
+            elif k not in _SKIP_KEYS:
+                yield from _gpu_keys_elsewhere(v, names, covered, p)
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            yield from _gpu_keys_elsewhere(v, names, covered, f"{path}[{i}]")
+
+
+def _unique(resolved: list[ResolvedTemplate]) -> list[ResolvedTemplate]:
+    seen: set[int] = set()
+    out = []
+    for r in resolved:
+        if id(r.template) not in seen:
+            seen.add(id(r.template))
+            out.append(r)
+    return out
+
+
+def _role_name(r: ResolvedTemplate) -> str:
+    """A short role name for messages and names: the replica key, the list item's name, or the path's end."""
+    if r.item is not r.root:
+        for field_name in ("name", "groupName"):  # JobSet replicatedJobs, KubeRay workerGroupSpecs
+            name = r.item.get(field_name)
+            if isinstance(name, str) and name:
+                return name
+        head = r.path[: -len(r.role.template)].rstrip(".") if r.role.template not in (".", "") else r.path
+        return head.rsplit(".", 1)[-1]
+    parts = [p for p in r.path.split(".") if p not in ("spec", "template")]
+    last = parts[-1] if parts else "pod"
+    for suffix in ("Template", "GroupSpec", "Spec"):
+        if last.endswith(suffix) and last != suffix:
+            return last[: -len(suffix)]
+    return last
+
+
+def _free_name(primary: list[str], alt: list[str], taken: set[str]) -> str:
+    for parts in (primary, alt):
+        name = dns_label("-".join(parts))
+        if name not in taken:
+            return name
+    base = dns_label("-".join(alt), DNS_LABEL_MAX - 4)
+    i = 2
+    while f"{base}-{i}" in taken:
+        i += 1
+    return f"{base}-{i}"
+
+
+def _free_claim_name(name: str, taken: set[str]) -> str:
+    if name not in taken:
+        return name
+    base = dns_label(name, DNS_LABEL_MAX - 4)
+    i = 2
+    while f"{base}-{i}" in taken:
+        i += 1
+    return f"{base}-{i}"
+
+
+def _gpu_containers(doc: Any, names: GpuNames, path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every mapping with a `resources` block that requests a GPU, wherever it sits in the document."""
+    if isinstance(doc, dict):
+        res = doc.get("resources")
+        if isinstance(res, dict) and container_requests(doc, names):
+            yield path or ".", doc
+        for k, v in doc.items():
+            yield from _gpu_containers(v, names, f"{path}.{k}" if path else str(k))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            yield from _gpu_containers(v, names, f"{path}[{i}]")
+
+
+def _gpu_patch_strings(doc: Any, path: str = "") -> Iterator[str]:
+    """Paths of pod-spec patch strings (Argo `podSpecPatch`) that mention a GPU resource."""
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            p = f"{path}.{k}" if path else str(k)
+            if isinstance(v, str) and str(k).endswith("podSpecPatch") and _GPU_STRING_RE.search(v):
+                yield p
+            else:
+                yield from _gpu_patch_strings(v, p)
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            yield from _gpu_patch_strings(v, f"{path}[{i}]")
+
+
+def _claim_document(name: str, shape: Shape, workload: dict[str, Any], opts: ConvertOptions) -> CommentedMap:
+    meta = CommentedMap()
+    meta["name"] = name
+    ns = (workload.get("metadata") or {}).get("namespace")
+    if ns:
+        meta["namespace"] = ns
+    meta["labels"] = CommentedMap(MANAGED_BY)
+    meta["annotations"] = CommentedMap({SOURCE_ANNOTATION: shape.resource})
+    requests = CommentedSeq()
+    for req in shape.requests:
+        request = CommentedMap()
+        request["name"] = req.name
+        if len(req.alternatives) == 1:
+            request["exactly"] = _device_request(req.alternatives[0], None)
+        else:
+            subs = CommentedSeq()
+            used: set[str] = set()
+            for alt in req.alternatives:
+                sub_name = _free_claim_name(dns_label(alt.device_class.split(".")[0]), used)
+                used.add(sub_name)
+                subs.append(_device_request(alt, sub_name))
+            request["firstAvailable"] = subs
+        requests.append(request)
+    devices = CommentedMap()
+    devices["requests"] = requests
+    claim_spec = CommentedMap()
+    claim_spec["devices"] = devices
+    doc = CommentedMap()
+    doc["apiVersion"] = "resource.k8s.io/v1"
+    if opts.shared_claim:
+        doc["kind"] = "ResourceClaim"
+        doc["metadata"] = meta
+        doc["spec"] = claim_spec
+    else:
+        doc["kind"] = "ResourceClaimTemplate"
+        doc["metadata"] = meta
+        spec = CommentedMap()
+        spec["spec"] = claim_spec
+        doc["spec"] = spec
+    wname = (workload.get("metadata") or {}).get("name", "")
+    note = f"dra-migrate: replaces {shape.resource}: {shape.count} per pod of {workload.get('kind')} {wname}"
+    if any(len(r.alternatives) > 1 for r in shape.requests):
+        note += "\nfirstAvailable: the first class with free devices wins, so replicas may get different devices"
+    doc.yaml_set_start_comment(note)
+    return doc
+
+
+def _device_request(alt: Alternative, name: str | None) -> CommentedMap:
+    out = CommentedMap()
+    if name:
+        out["name"] = name
+    out["deviceClassName"] = alt.device_class
+    if alt.selectors:
+        sels = CommentedSeq()
+        for s in alt.selectors:
+            cel = CommentedMap()
+            cel["expression"] = s
+            sel = CommentedMap()
+            sel["cel"] = cel
+            sels.append(sel)
+        out["selectors"] = sels
+    out["allocationMode"] = "ExactCount"
+    out["count"] = alt.count
+    return out
+
+
+def _apply(plan: _Plan) -> None:
+    pod = plan.resolved.pod_spec()
+    if plan.resolved.role.form == "podTemplate" and not isinstance(plan.resolved.template.get("spec"), dict):
+        return  # unreachable: a template with containers has a spec
+    for use in plan.uses:
+        c, resource, pod_claim = use.container, use.resource, use.pod_claim
+        res = c["resources"]
+        for section in ("limits", "requests"):
+            m = res.get(section)
+            if isinstance(m, dict) and resource in m:
+                carried = _delete_key(m, resource)
+                if not m:
+                    carried = _delete_key(res, section, carried)
+                if carried:
+                    _attach_after_last(res, carried)
+        claims = res.get("claims")
+        if not isinstance(claims, list):
+            claims = CommentedSeq()
+            _insert_after(res, list(res)[-1] if res else None, "claims", claims)
+        if not any(isinstance(x, dict) and x.get("name") == pod_claim for x in claims):
+            entry = CommentedMap()
+            entry["name"] = pod_claim
+            if use.request:
+                entry["request"] = use.request  # core/v1 ResourceClaim.Request: only that request's devices
+            claims.append(entry)
+    pod_claims = pod.get("resourceClaims")
+    if not isinstance(pod_claims, list):
+        pod_claims = CommentedSeq()
+        after = "containers" if "containers" in pod else (list(pod)[-1] if pod else None)
+        _insert_after(pod, after, "resourceClaims", pod_claims)
+    for claim_name, (target, is_claim) in plan.claims.items():
+        entry = CommentedMap()
+        entry["name"] = claim_name
+        entry["resourceClaimName" if is_claim else "resourceClaimTemplateName"] = target
+        pod_claims.append(entry)
+    for use in plan.uses:
+        _move_trailing_comments(use.container["resources"].get("claims"))
+    _move_trailing_comments(pod_claims)
+
+
+def _delete_key(m: dict[str, Any], key: str, carried: str = "") -> str:
+    """Delete `key`, keeping the full-line comments ruamel attached to it (they belong to what follows).
+
+    ruamel stores the comment lines after a value with the key before them; the first line of that token
+    is the key's own end-of-line comment, which goes with it. Returns lines that found no new home.
+    """
+    ca = getattr(m, "ca", None)
+    if ca is not None:
+        keys = list(m)
+        token = (ca.items.pop(key, None) or [None, None, None, None])[2]
+        if isinstance(token, CommentToken) and "\n" in token.value:
+            carried += token.value.split("\n", 1)[1]
+        del m[key]
+        i = keys.index(key)
+        if carried and i > 0:
+            _append_comment(m, keys[i - 1], carried)
+            carried = ""
+        elif carried and i + 1 < len(keys):
+            _comment_before(m, keys[i + 1], carried)
+            carried = ""
+        return carried
+    del m[key]
+    return carried
+
+
+def _append_comment(m: Any, key: str, text: str) -> None:
+    value = m[key]
+    if isinstance(value, CommentedMap) and value:
+        _append_comment(value, list(value)[-1], text)
+        return
+    if isinstance(value, CommentedSeq) and value:
+        last = value[-1]
+        if isinstance(last, CommentedMap) and last:
+            _append_comment(last, list(last)[-1], text)
+            return
+    item = m.ca.items.setdefault(key, [None, None, None, None])
+    token = item[2]
+    if isinstance(token, CommentToken):
+        token.value += text
+    else:
+        item[2] = CommentToken("\n" + text, CommentMark(0), None)
+
+
+def _comment_before(m: Any, key: str, text: str) -> None:
+    item = m.ca.items.setdefault(key, [None, None, None, None])
+    lines = [ln for ln in text.split("\n") if ln.strip()]
+    tokens = [CommentToken(ln.strip() + "\n", CommentMark(len(ln) - len(ln.lstrip())), None) for ln in lines]
+    item[1] = (item[1] or []) + tokens
+
+
+def _attach_after_last(m: CommentedMap, text: str) -> None:
+    keys = list(m)
+    if keys:
+        _append_comment(m, keys[-1], text)
+
+
+def _insert_after(m: Any, after: str | None, key: str, value: Any) -> None:
+    """Insert `key` right after `after`, and carry the full-line comments that followed `after`'s value.
+
+    Those comments were written above the next key (ruamel keeps them with the previous value's last
+    scalar), so they must move below the inserted value to stay where the author put them.
+    """
+    keys = list(m)
+    pos = keys.index(after) + 1 if after in keys else len(keys)
+    if isinstance(m, CommentedMap):
+        m.insert(pos, key, value)
+    else:
+        m[key] = value
+    if after is None or not isinstance(m, CommentedMap):
+        return
+    holder, slot = _last_leaf(m, after)
+    if holder is None:
+        return
+    token = holder.ca.items.get(slot, [None, None, None, None])
+    idx = 0 if isinstance(holder, CommentedSeq) else 2
+    tok = token[idx] if len(token) > idx else None
+    if isinstance(tok, CommentToken) and "\n" in tok.value:
+        own, rest = tok.value.split("\n", 1)
+        if rest.strip():
+            tok.value = own + "\n"
+            _PENDING[id(value)] = _PENDING.get(id(value), "") + rest
+
+
+# Comment text waiting for an inserted collection to get its content (keyed by the collection's id).
+_PENDING: dict[int, str] = {}
+
+
+def _move_trailing_comments(value: Any) -> None:
+    text = _PENDING.pop(id(value), "")
+    if not text or not value:
+        return
+    if isinstance(value, CommentedSeq):
+        last = value[-1]
+        if isinstance(last, CommentedMap) and last:
+            _append_comment(last, list(last)[-1], text)
+
+
+def _last_leaf(m: Any, key: Any) -> tuple[Any, Any]:
+    """The collection and key/index whose comment slot holds what follows `m[key]`'s whole value."""
+    holder, slot = m, key
+    value = m[key]
+    while True:
+        if isinstance(value, CommentedMap) and value:
+            holder, slot = value, list(value)[-1]
+        elif isinstance(value, CommentedSeq) and value:
+            holder, slot = value, len(value) - 1
+        else:
+            return holder, slot
+        value = holder[slot]

@@ -1,0 +1,156 @@
+"""Can a gang still be placed whole, at each point of a migration? Per-node packing, not a sum of totals.
+
+A gang of eight pods that each need 8 GPUs needs eight nodes with 8 free GPUs each; a pool with 64 free
+GPUs spread over sixteen half-used nodes cannot take it. So each point of the migration is a map of what
+every schedulable GPU node can serve, and the gang's pods are packed onto it.
+
+Points (the plan's exact order is not known to `check`, so the points bound every order from below):
+- `before`: every node on the device plugin (its allocatable);
+- `during <pool>`: one wave of that pool out of service (cordoned and drained: its nodes with the most
+  capacity, the width of the plan's default wave), and every other node at the lesser of what it serves
+  through the device plugin and through DRA — it may be on either side at that moment;
+- `after`: every node through DRA (the devices the class mapping the name matches on it).
+
+Packing is best-fit decreasing over identical node shapes: exact for one pod shape on nodes of one shape,
+and a heuristic otherwise that can only err towards "does not fit" (a finding to look at, never a false
+"fits").
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from dra_migrate.cluster.state import ClusterState
+from dra_migrate.dra.capacity import ClassSelectors, class_for, matching_devices
+from dra_migrate.dra.devices import node_devices
+from dra_migrate.inventory.fleet import GpuNode
+from dra_migrate.inventory.gangs import Gang
+
+# The plan's default wave (`plan --max-unavailable 10%`, rounded down, never below one node).
+DEFAULT_WAVE_FRACTION = 0.10
+
+Shape = tuple[tuple[str, int], ...]  # sorted (resource, GPUs) pairs
+NodeCapacity = dict[str, dict[str, int]]  # node -> resource -> GPUs it can serve at that point
+
+
+@dataclass(frozen=True)
+class Point:
+    name: str  # "before", "during <pool>", "after"
+    capacity: NodeCapacity
+
+
+def _shape(resources: dict[str, int]) -> Shape:
+    return tuple(sorted((r, v) for r, v in resources.items() if v > 0))
+
+
+def fits(pods: Iterable[dict[str, int]], capacity: NodeCapacity) -> bool:
+    """Whether every pod gets a node with room for all it asks, no GPU given twice."""
+    free: Counter[Shape] = Counter(_shape(c) for c in capacity.values())
+    for pod in sorted(pods, key=lambda p: (-sum(p.values()), _shape(p))):
+        best: Shape | None = None
+        best_slack = 0
+        for shape in free:
+            have = dict(shape)
+            if all(have.get(r, 0) >= v for r, v in pod.items()):
+                slack = sum(have.values()) - sum(pod.values())
+                if best is None or slack < best_slack or (slack == best_slack and shape < best):
+                    best, best_slack = shape, slack
+        if best is None:
+            return False
+        free[best] -= 1
+        if not free[best]:
+            del free[best]
+        left = dict(best)
+        for r, v in pod.items():
+            left[r] -= v
+        free[_shape(left)] += 1
+    return True
+
+
+def _schedulable(nodes: list[GpuNode]) -> list[GpuNode]:
+    return [n for n in nodes if not n.unschedulable and n.ready is not False]
+
+
+def capacity_before(nodes: list[GpuNode]) -> NodeCapacity:
+    return {n.name: dict(n.allocatable) for n in _schedulable(nodes)}
+
+
+def capacity_after(state: ClusterState, nodes: list[GpuNode], classes: list[ClassSelectors]) -> NodeCapacity:
+    """What each node serves once migrated: per resource it serves today, the devices its class matches."""
+    devices = node_devices(state)
+    out: NodeCapacity = {}
+    for n in _schedulable(nodes):
+        served: dict[str, int] = {}
+        nd = devices.get(n.name)
+        for resource in set(n.capacity) | set(n.allocatable):
+            cls = class_for(resource, classes)
+            served[resource] = len(matching_devices(cls, nd)) if cls is not None and nd is not None else 0
+        out[n.name] = served
+    return out
+
+
+def wave_width(pool_nodes: int, fraction: float = DEFAULT_WAVE_FRACTION) -> int:
+    return max(1, int(pool_nodes * fraction))
+
+
+def migration_points(
+    nodes: list[GpuNode], before: NodeCapacity, after: NodeCapacity, *, fraction: float = DEFAULT_WAVE_FRACTION
+) -> list[Point]:
+    lesser = {n: {r: min(v, after.get(n, {}).get(r, 0)) for r, v in c.items()} for n, c in before.items()}
+    points = [Point("before", before)]
+    pools: dict[str, list[str]] = {}
+    for n in nodes:
+        if n.name in before:
+            pools.setdefault(n.pool, []).append(n.name)
+    for pool, members in sorted(pools.items()):
+        biggest = sorted(members, key=lambda m: (-sum(before[m].values()), m))[: wave_width(len(members), fraction)]
+        out = set(biggest)
+        points.append(Point(f"during {pool}", {n: c for n, c in lesser.items() if n not in out}))
+    points.append(Point("after", after))
+    return points
+
+
+def minus(capacity: NodeCapacity, used: dict[str, dict[str, int]]) -> NodeCapacity:
+    """Capacity less what other pods hold on each node (never below 0)."""
+    return {n: {r: max(0, v - used.get(n, {}).get(r, 0)) for r, v in c.items()} for n, c in capacity.items()}
+
+
+@dataclass(frozen=True)
+class GangVerdict:
+    gang: Gang
+    failed_whole: str | None  # the first point where it cannot be placed even on empty nodes
+    failed_beside_others: str | None  # the first point where it fits only if other pods are evicted
+
+
+def judge(
+    gang: Gang,
+    points: list[Point],
+    requested: dict[str, dict[str, int]],
+    own: dict[str, dict[str, int]],
+    *,
+    free_at: dict[str, NodeCapacity] | None = None,
+) -> GangVerdict:
+    """Where the gang can no longer be placed whole; only points after one where it could (a gang that
+    does not fit before the migration is not the migration's doing). `requested`: what every pod holds per
+    node; `own`: what the gang's pods hold. `free_at` caches each point's capacity less `requested`, so a
+    fleet of gangs costs one subtraction per point, and each gang only gives back its own few nodes."""
+    pods = gang.placement_set()
+    whole = beside = None
+    if not points or not fits(pods, points[0].capacity):
+        return GangVerdict(gang, None, None)
+    cache = free_at if free_at is not None else {}
+    for p in points[1:]:
+        if whole is None and not fits(pods, p.capacity):
+            whole = p.name
+        if beside is None and whole is None:
+            if p.name not in cache:
+                cache[p.name] = minus(p.capacity, requested)
+            free = dict(cache[p.name])
+            for node, held in own.items():
+                if node in p.capacity:
+                    free[node] = {r: min(v, free[node].get(r, 0) + held.get(r, 0)) for r, v in p.capacity[node].items()}
+            if not fits(pods, free):
+                beside = p.name
+    return GangVerdict(gang, whole, beside)

@@ -1,0 +1,268 @@
+"""The step actions: each registered once with its run, the inverse a plan must give it, its dry-run
+behaviour and whether it counts for the final verification (as `checks/registry.py` does for rules).
+
+The runner, `status`, `rollback` and `report` ask this registry; nothing else branches on action names.
+A plan whose step names an action without a registration is refused at load (`plan.model.Action`), and
+a test asserts every `Action` and `InverseAction` has one here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from dra_migrate.errors import InputError
+from dra_migrate.execute.contract import NEVER, Cancel, Change, Ops, StepFailed
+from dra_migrate.plan.model import Action, InverseAction, Step
+
+
+class DryRun(StrEnum):
+    SEND = "send"  # run it with dry_run=True: writes go as server-side dry runs (dryRun=All)
+    SKIP = "skip"  # nothing to do without the real change before it (a wait for it, a canary on it)
+
+
+@dataclass(frozen=True)
+class StepContext:
+    """What one step runs with: its ops, its node (None for cluster-wide steps), the concrete step (its
+    placeholders filled), and the run's settings for it."""
+
+    ops: Ops
+    step: Step
+    node: str | None
+    timeout_s: float
+    dry_run: bool = False
+    cancel: Cancel = NEVER
+    node_uid: str | None = None  # as the plan's fingerprint recorded it
+
+    @property
+    def node_name(self) -> str:
+        if self.node is None:
+            raise InputError(f"step {self.step.id} acts on a node but is not in a pool stage", "regenerate the plan")
+        return self.node
+
+    def param(self, key: str, kind: type | tuple[type, ...], default: Any = ...) -> Any:
+        """A step parameter of the given type, or an InputError naming the step and the parameter."""
+        params = self.step.params
+        if key not in params:
+            if default is not ...:
+                return default
+            raise InputError(f"step {self.step.id}: parameter `{key}` is missing", "regenerate the plan")
+        value = params[key]
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
+            raise InputError(
+                f"step {self.step.id}: parameter `{key}` has the wrong type ({type(value).__name__})",
+                "regenerate the plan",
+            )
+        return value
+
+
+Run = Callable[[StepContext], Change | None]
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    action: Action
+    run: Run
+    inverse: InverseAction | None  # the inverse the plan's step must carry (None: no inverse)
+    dry_run: DryRun
+    verifies: bool  # its success on a node is part of "verified" (report's final verification)
+
+
+@dataclass(frozen=True)
+class InverseSpec:
+    action: InverseAction
+    undo: Callable[[StepContext, Mapping[str, Any]], Change | None] | None  # None: nothing persists to undo
+
+
+ACTIONS: dict[Action, ActionSpec] = {}
+INVERSES: dict[InverseAction, InverseSpec] = {}
+
+
+def action(
+    name: Action, *, inverse: InverseAction | None, dry_run: DryRun, verifies: bool = False
+) -> Callable[[Run], Run]:
+    def register(fn: Run) -> Run:
+        if name in ACTIONS:
+            raise RuntimeError(f"action {name} registered twice")
+        ACTIONS[name] = ActionSpec(name, fn, inverse, dry_run, verifies)
+        return fn
+
+    return register
+
+
+def inverse(name: InverseAction) -> Callable[[Callable[[StepContext, Mapping[str, Any]], Change | None]], Any]:
+    def register(fn: Callable[[StepContext, Mapping[str, Any]], Change | None]) -> Any:
+        if name in INVERSES:
+            raise RuntimeError(f"inverse {name} registered twice")
+        INVERSES[name] = InverseSpec(name, fn)
+        return fn
+
+    return register
+
+
+def spec_of(step: Step) -> ActionSpec:
+    try:
+        return ACTIONS[Action(step.action)]
+    except (KeyError, ValueError):
+        raise InputError(f"unknown step action {step.action!r} in {step.id}", "regenerate the plan") from None
+
+
+def verifying_actions() -> tuple[str, ...]:
+    """The actions whose success on a node makes it "verified", in the order a node runs them."""
+    return tuple(str(a) for a, s in ACTIONS.items() if s.verifies)
+
+
+def run_step(ctx: StepContext) -> Change | None:
+    spec = spec_of(ctx.step)
+    if ctx.dry_run and spec.dry_run is DryRun.SKIP:
+        return None
+    return spec.run(ctx)
+
+
+def undo_step(ctx: StepContext) -> Change | None:
+    """Run the step's inverse with the original values the plan recorded; None when nothing persists."""
+    inv = ctx.step.inverse
+    if inv is None:
+        return None
+    try:
+        spec = INVERSES[InverseAction(inv.action)]
+    except (KeyError, ValueError):
+        raise InputError(f"unknown inverse {inv.action!r} in {ctx.step.id}", "regenerate the plan") from None
+    return spec.undo(ctx, inv.restore) if spec.undo is not None else None
+
+
+# -- the actions ------------------------------------------------------------------------------------
+
+
+@action(Action.CREATE_DEVICECLASS, inverse=InverseAction.DELETE_DEVICECLASS, dry_run=DryRun.SEND)
+def _create_deviceclass(ctx: StepContext) -> Change | None:
+    return ctx.ops.create_device_class(dict(ctx.param("manifest", dict)), dry_run=ctx.dry_run)
+
+
+@action(Action.CONFIRM_DRA_DRIVER, inverse=None, dry_run=DryRun.SEND)
+def _confirm_dra_driver(ctx: StepContext) -> Change | None:
+    if not ctx.ops.dra_driver_installed(ctx.param("driver", str, "gpu.nvidia.com")):
+        raise StepFailed(
+            "the NVIDIA DRA kubelet plugin is not installed",
+            "install the dra-driver-nvidia-gpu chart (kubeletPlugin.nodeSelector nvidia.com/dra-kubelet-plugin=true)",
+        )
+    return None
+
+
+@action(Action.CORDON, inverse=InverseAction.SET_UNSCHEDULABLE, dry_run=DryRun.SEND)
+def _cordon(ctx: StepContext) -> Change | None:
+    _check_node(ctx)  # the precondition of a node's first step
+    return ctx.ops.set_unschedulable(ctx.node_name, True, dry_run=ctx.dry_run)
+
+
+@action(Action.DRAIN, inverse=InverseAction.NONE, dry_run=DryRun.SEND)
+def _drain(ctx: StepContext) -> Change | None:
+    scope = ctx.param("scope", str)
+    if scope not in ("gpu", "all"):
+        raise InputError(f"step {ctx.step.id}: drain scope must be gpu or all, not {scope!r}", "regenerate the plan")
+    return ctx.ops.drain(ctx.node_name, scope, ctx.timeout_s, dry_run=ctx.dry_run, cancel=ctx.cancel)
+
+
+@action(Action.SET_LABEL, inverse=InverseAction.RESTORE_LABEL, dry_run=DryRun.SEND)
+def _set_label(ctx: StepContext) -> Change | None:
+    value = ctx.param("value", (str, type(None)))
+    return ctx.ops.set_label(ctx.node_name, ctx.param("key", str), value, dry_run=ctx.dry_run)
+
+
+@action(Action.WAIT_DRA_READY, inverse=None, dry_run=DryRun.SKIP, verifies=True)
+def _wait_dra_ready(ctx: StepContext) -> Change | None:
+    resources = ctx.param("allocatableZero", list)
+    if not all(isinstance(r, str) for r in resources):
+        raise InputError(f"step {ctx.step.id}: `allocatableZero` must list resource names", "regenerate the plan")
+    return ctx.ops.wait_dra_ready(
+        ctx.node_name,
+        list(resources),
+        ctx.param("devices", int),
+        ctx.timeout_s,
+        driver=ctx.param("driver", str, "gpu.nvidia.com"),
+        cancel=ctx.cancel,
+    )
+
+
+@action(Action.CANARY, inverse=InverseAction.DELETE_POD, dry_run=DryRun.SKIP, verifies=True)
+def _canary(ctx: StepContext) -> Change | None:
+    command = ctx.param("command", (list, type(None)), None)
+    extra: dict[str, Any] = {"command": [str(c) for c in command]} if command else {}
+    return ctx.ops.canary(
+        ctx.node_name, ctx.param("resource", str), ctx.param("image", str), ctx.timeout_s, cancel=ctx.cancel, **extra
+    )
+
+
+@action(Action.UNCORDON, inverse=InverseAction.SET_UNSCHEDULABLE, dry_run=DryRun.SEND)
+def _uncordon(ctx: StepContext) -> Change | None:
+    return ctx.ops.set_unschedulable(ctx.node_name, ctx.param("unschedulable", bool), dry_run=ctx.dry_run)
+
+
+def _check_node(ctx: StepContext) -> None:
+    """The node exists and is the node the plan was made for (same uid)."""
+    state = ctx.ops.node_state(ctx.node_name)
+    if not state.get("exists"):
+        raise StepFailed(f"node {ctx.node_name} no longer exists", "make a new plan: dra-migrate plan")
+    if ctx.node_uid and state.get("uid") != ctx.node_uid:
+        raise StepFailed(f"node {ctx.node_name} was replaced since the plan (uid changed)", "make a new plan")
+
+
+# -- the inverses -----------------------------------------------------------------------------------
+
+
+def _restored(ctx: StepContext, restore: Mapping[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
+    if key not in restore or not isinstance(restore[key], kind):
+        raise InputError(f"step {ctx.step.id}: its inverse has no usable `{key}`", "regenerate the plan")
+    return restore[key]
+
+
+@inverse(InverseAction.SET_UNSCHEDULABLE)
+def _undo_unschedulable(ctx: StepContext, restore: Mapping[str, Any]) -> Change | None:
+    return ctx.ops.set_unschedulable(ctx.node_name, _restored(ctx, restore, "unschedulable", bool))
+
+
+@inverse(InverseAction.RESTORE_LABEL)
+def _undo_label(ctx: StepContext, restore: Mapping[str, Any]) -> Change | None:
+    key = _restored(ctx, restore, "key", str)
+    value = restore.get("value")
+    if value is not None and not isinstance(value, str):
+        raise InputError(f"step {ctx.step.id}: its inverse restores a non-string label value", "regenerate the plan")
+    return ctx.ops.set_label(ctx.node_name, key, value)
+
+
+@inverse(InverseAction.DELETE_DEVICECLASS)
+def _undo_deviceclass(ctx: StepContext, restore: Mapping[str, Any]) -> Change | None:
+    return ctx.ops.delete_device_class(_restored(ctx, restore, "name", str))
+
+
+INVERSES[InverseAction.NONE] = InverseSpec(InverseAction.NONE, None)  # evicted pods come back by themselves
+INVERSES[InverseAction.DELETE_POD] = InverseSpec(InverseAction.DELETE_POD, None)  # the canary deletes its pod
+
+
+# -- preflight --------------------------------------------------------------------------------------
+
+
+class _Rehearsal:
+    """Ops that do nothing: running every action and inverse on it checks each step's parameters the way
+    the real run reads them, before anything is sent to the cluster."""
+
+    def node_state(self, node: str) -> dict[str, Any]:
+        return {"exists": True, "uid": ""}
+
+    def dra_driver_installed(self, driver: str = "gpu.nvidia.com") -> bool:
+        return True
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *args, **kwargs: None
+
+
+def preflight(steps: Iterable[tuple[Step, str | None]]) -> None:
+    """Refuse (InputError naming the step) a plan whose steps or inverses apply could not carry out:
+    a parameter missing or of the wrong type, an unknown action, an inverse without its original value."""
+    ops: Any = _Rehearsal()
+    for step, node in steps:
+        ctx = StepContext(ops, step, node, step.timeout_s)
+        run_step(ctx)
+        undo_step(ctx)

@@ -1,0 +1,236 @@
+"""The canary that proves use: a pod whose container checks the devices it was given.
+
+Scheduling alone proves little: the kubelet still has to admit the pod, the DRA plugin to prepare the
+device (`NodePrepareResources`), the runtime to inject it (CDI) and the container to start and see it. So
+the canary container runs a check command (`sh -c CMD`) that exits 0 only when it sees exactly what it
+asked for, and what it printed becomes its termination message (`terminationMessagePath`, read back from
+`status.containerStatuses[].state.terminated.message`; core/v1 Container docs). The step passes only when
+the pod `Succeeded`, the container exited 0 and the message names every allocated device — by its `uuid`
+attribute from the ResourceSlice, or its device name when it publishes none. Anything else fails with the
+kubelet's own words: admission errors (pod `status.reason`/`message`), `FailedPrepareDynamicResources`
+events (k8s.io/kubernetes v1.37.2 pkg/kubelet/events/event.go, emitted by kuberuntime_manager.go), image
+and container-creation errors (container `waiting.reason`), a non-zero exit.
+
+This module is pure (pod spec in, verdict out); `ops.LiveOps.canary` and `probe` do the API calls.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dra_migrate.plan.params import CANARY_COMMAND, CANARY_IMAGE
+
+# The defaults live with the plan's parameters (they are recorded in every plan).
+DEFAULT_IMAGE = CANARY_IMAGE
+DEFAULT_COMMAND = CANARY_COMMAND
+CONTAINER = "canary"
+TERMINATION_LOG = "/dev/termination-log"
+MESSAGE_LIMIT = 4096  # the kubelet keeps at most 4096 bytes of a termination message (core/v1 Container)
+
+# The wrapper: run the user's command line, keep what it printed (stdout and stderr) as the termination
+# message and in the log, and exit with its status. The command comes in through the environment, so no
+# quoting of it into the wrapper is needed.
+_WRAPPER = (
+    'out=$(sh -c "$DRA_MIGRATE_CANARY_COMMAND" 2>&1); rc=$?; '
+    f"printf '%s\\n' \"$out\" | tail -c {MESSAGE_LIMIT} >{TERMINATION_LOG}; "
+    "printf '%s\\n' \"$out\"; exit $rc"
+)
+
+# Waiting reasons after which the kubelet will not get the container running without a change by someone
+# (pkg/kubelet/images/types.go, pkg/kubelet/kuberuntime: ErrImageNeverPull, CreateContainerConfigError, ...).
+TERMINAL_WAITING = frozenset(
+    {
+        "ErrImagePull",
+        "ImagePullBackOff",
+        "ErrImageNeverPull",
+        "InvalidImageName",
+        "CreateContainerConfigError",
+        "CreateContainerError",
+        "RunContainerError",
+        "CrashLoopBackOff",
+    }
+)
+PREPARE_FAILED = "FailedPrepareDynamicResources"
+# A failed prepare fails the canary at once: the kubelet retries it with its pod-sync backoff (measured on the
+# real node of tests/integration/test_realnode.py: one event in the first 40 s), so waiting for a repeat
+# would only run out the step's timeout, and a plugin that failed a prepare is reason enough to roll back.
+# Any other warning the kubelet has repeated this often is not a blip either.
+REPEATS_TO_FAIL = 3
+
+
+def command_line(argv: Sequence[str] | None) -> str:
+    """The shell command line the canary runs, from a step's `command` (an argv list; the plan records
+    `["sh", "-c", CMD]`): CMD itself for that form, any other argv quoted for sh, the NVIDIA default for none."""
+    if not argv:
+        return DEFAULT_COMMAND
+    args = [str(a) for a in argv]
+    if len(args) == 3 and args[:2] == ["sh", "-c"]:
+        return args[2]
+    return shlex.join(args)
+
+
+def container(image: str, command: str, devices: int) -> dict[str, Any]:
+    """The checking container (without its resource request, which the caller adds)."""
+    return {
+        "name": CONTAINER,
+        "image": image,
+        "command": ["sh", "-c", _WRAPPER],
+        "env": [
+            {"name": "DRA_MIGRATE_CANARY_COMMAND", "value": command},
+            {"name": "DRA_MIGRATE_CANARY_DEVICES", "value": str(devices)},
+        ],
+        "terminationMessagePath": TERMINATION_LOG,
+        # If the wrapper could not write the file (a read-only /dev, no shell), the log tail is the message.
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+    }
+
+
+def seen_published(saw: str, slices: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """The devices of `slices` (the newest generation of each pool) that the canary's message names, by
+    their `uuid` attribute or their name when they publish none: what the canary was given, when its claim
+    was deleted before it could be read (a finished pod's generated claim goes at once)."""
+    newest: dict[tuple[str, str], int] = {}
+    for s in slices:
+        spec = s.get("spec") or {}
+        key = (str(spec.get("driver", "")), str((spec.get("pool") or {}).get("name", "")))
+        newest[key] = max(newest.get(key, 0), int((spec.get("pool") or {}).get("generation", 0)))
+    found: list[dict[str, str]] = []
+    for s in slices:
+        spec = s.get("spec") or {}
+        driver, pool = str(spec.get("driver", "")), str((spec.get("pool") or {}).get("name", ""))
+        if int((spec.get("pool") or {}).get("generation", 0)) != newest[(driver, pool)]:
+            continue
+        for d in spec.get("devices") or []:
+            ident = str(((d.get("attributes") or {}).get("uuid") or {}).get("string") or d.get("name", ""))
+            if ident and ident in saw:
+                found.append({"driver": driver, "pool": pool, "device": str(d.get("name", "")), "id": ident})
+    return found
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """`state` is "pending" (keep waiting), "ok" or "failed"; `reason` says why in the kubelet's words
+    when it failed; `saw` is the container's termination message."""
+
+    state: str
+    reason: str = ""
+    saw: str = ""
+    exit_code: int | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def expected_ids(results: Iterable[Mapping[str, Any]], slices: Iterable[Mapping[str, Any]]) -> list[str]:
+    """For each allocated device (claim `status.allocation.devices.results[]`: driver, pool, device), its
+    `uuid` attribute as published in the newest generation of its pool, or its name when it has none."""
+    published: dict[tuple[str, str, str], tuple[int, Mapping[str, Any]]] = {}
+    for s in slices:
+        spec = s.get("spec") or {}
+        pool = spec.get("pool") or {}
+        gen = int(pool.get("generation", 0))
+        for d in spec.get("devices") or []:
+            key = (str(spec.get("driver", "")), str(pool.get("name", "")), str(d.get("name", "")))
+            if key not in published or published[key][0] < gen:
+                published[key] = (gen, d)
+    out = []
+    for r in results:
+        key = (str(r.get("driver", "")), str(r.get("pool", "")), str(r.get("device", "")))
+        device = published.get(key, (0, {}))[1]
+        uuid = ((device.get("attributes") or {}).get("uuid") or {}).get("string")
+        out.append(str(uuid) if uuid else key[2])
+    return out
+
+
+def judged_by_node(v: Verdict, slices: Iterable[Mapping[str, Any]], node: str) -> tuple[Verdict, list[dict[str, str]]]:
+    """An ok verdict of a canary whose claim was gone before it was read stays ok only if the container
+    named one of the node's published devices (`slices`); with the devices it named."""
+    seen = seen_published(v.saw, slices)
+    if seen:
+        return v, seen
+    reason = (
+        f"its claim was gone before it could be read, and the container named none of node {node}'s "
+        f"published devices: {v.saw.strip() or 'no output'}"
+    )
+    return Verdict("failed", reason, v.saw, v.exit_code), []
+
+
+def verdict(pod: Mapping[str, Any], ids: list[str], events: Iterable[Mapping[str, Any]] = ()) -> Verdict:
+    """Judge the canary pod now: ok only on Succeeded + exit 0 + a message naming every id in `ids`."""
+    status = pod.get("status") or {}
+    phase = status.get("phase", "")
+    cs = _container_status(status)
+    state = cs.get("state") or {}
+    term = state.get("terminated") or (cs.get("lastState") or {}).get("terminated")
+    if term:
+        saw = str(term.get("message") or "").strip()
+        code = int(term.get("exitCode", -1))
+        if code != 0:
+            reason = str(term.get("reason") or "Error")
+            return Verdict("failed", f"the canary container exited {code} ({reason}): {_one_line(saw) or 'no output'}",
+                           saw, code)  # fmt: skip
+        missing = [i for i in ids if i not in saw]
+        if missing:
+            return Verdict(
+                "failed",
+                f"the canary container exited 0 but did not see {', '.join(missing)}: {_one_line(saw) or 'no output'}",
+                saw,
+                code,
+                {"missing": missing},
+            )
+        if phase == "Succeeded":
+            return Verdict("ok", "", saw, code)
+        return Verdict("pending", saw=saw, exit_code=code)
+    if phase == "Failed":
+        # Admission rejections set the pod's own reason and message (pkg/kubelet/lifecycle, e.g.
+        # UnexpectedAdmissionError, OutOf<resource>).
+        reason = str(status.get("reason") or "Failed")
+        message = str(status.get("message") or "")
+        return Verdict("failed", f"the kubelet rejected the canary pod ({reason}): {message}".strip())
+    waiting = state.get("waiting") or {}
+    if waiting.get("reason") in TERMINAL_WAITING:
+        message = str(waiting.get("message") or "")
+        return Verdict("failed", f"the canary container cannot start ({waiting['reason']}): {message}".strip())
+    warning = last_warning(events)
+    if warning and (warning.get("reason") == PREPARE_FAILED or int(warning.get("count") or 1) >= REPEATS_TO_FAIL):
+        return Verdict("failed", _event_text(warning), details={"event": warning.get("reason")})
+    return Verdict("pending")
+
+
+def last_warning(events: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The most recent Warning event of the pod, preferring a failed DRA prepare."""
+    warnings = [e for e in events if e.get("type") == "Warning"]
+    warnings.sort(key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
+    prepare = [e for e in warnings if e.get("reason") == PREPARE_FAILED]
+    chosen = prepare or warnings
+    return chosen[-1] if chosen else None
+
+
+def timed_out(pod: Mapping[str, Any], events: Iterable[Mapping[str, Any]], timeout_s: float) -> str:
+    """Why the canary did not finish in time, from the kubelet's side: its last warning, the container's
+    waiting reason, or the pod's phase."""
+    warning = last_warning(events)
+    if warning:
+        return _event_text(warning)
+    status = pod.get("status") or {}
+    cs = _container_status(status)
+    waiting = (cs.get("state") or {}).get("waiting") or {}
+    if waiting:
+        return f"the canary container is still waiting after {timeout_s:g}s ({waiting.get('reason', '')})"
+    return f"the canary pod is still {status.get('phase') or 'Pending'} after {timeout_s:g}s"
+
+
+def _container_status(status: Mapping[str, Any]) -> Mapping[str, Any]:
+    found: Mapping[str, Any] = next(
+        (c for c in status.get("containerStatuses") or [] if c.get("name") == CONTAINER), {}
+    )
+    return found
+
+
+def _event_text(event: Mapping[str, Any]) -> str:
+    return f"{event.get('reason', '')}: {_one_line(str(event.get('message') or ''))}"
+
+
+def _one_line(text: str) -> str:
+    return " | ".join(line.strip() for line in text.splitlines() if line.strip())

@@ -1,0 +1,204 @@
+"""The interfaces between the runner and what it drives: live operations, the journal, the lock.
+
+Kept in one place so each piece can be built and tested on its own (ops and lock against the real
+control plane, the runner against them).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from dra_migrate.errors import ClusterError, MigrateError
+
+
+class StepFailed(ClusterError):
+    """A step could not reach its goal within its timeout (or its precondition does not hold).
+    `details` says what blocked it, e.g. {"budgets": ["ns/pdb"], "pods": ["ns/pod"]}."""
+
+    def __init__(self, message: str, hint: str = "", details: dict[str, Any] | None = None) -> None:
+        super().__init__(message, hint)
+        self.details = details or {}
+
+
+class LockHeld(ClusterError):
+    """Another apply holds the cluster lock."""
+
+
+class LockLost(ClusterError):
+    """The cluster lock was lost mid-run (broken, taken over, or not renewed in time): stop at once,
+    roll nothing back (another run may own the cluster now)."""
+
+
+class Cancelled(MigrateError):
+    """A wait or a step was told to stop (another node of the wave failed, the lock was lost, apply was
+    interrupted). Not a failure of the step itself: it is journaled as interrupted and runs again on resume."""
+
+
+# kopf's split (kopf docs "Error handling": TemporaryError vs PermanentError): a transient failure says
+# nothing about the step, only that the cluster could not be asked now, so apply stops and a re-run
+# resumes; rolling back through the same unreachable server would only fail half-way. A permanent one
+# (StepFailed: a drain blocked past its timeout, a canary that failed, a node replaced; a request the
+# server refused for good) means the step cannot succeed as planned: the wave is rolled back.
+_TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
+
+
+def is_transient(e: BaseException) -> bool:
+    """True for "stop and resume later": no response (after retries), 5xx or 429 after retries, the lock lost."""
+    from dra_migrate.execute.kubeapi import ApiError, Unreachable
+
+    if isinstance(e, Unreachable | LockLost | Cancelled):
+        return True
+    if isinstance(e, StepFailed):
+        return False
+    return isinstance(e, ApiError) and e.status in _TRANSIENT_STATUS
+
+
+class Cancel:
+    """A cancellation token. `cancel(reason)` wakes every wait on it (and on its children) at once; a
+    step checks it at its boundaries and waits sleep on it (`Clock.sleep`). `guard` is asked too at each
+    check (the cluster lock's `check`), so a lost lock stops a wait within one poll."""
+
+    def __init__(self, parent: Cancel | None = None, guard: Callable[[], None] | None = None) -> None:
+        self._event = threading.Event()
+        self._mutex = threading.Lock()
+        self._children: list[Cancel] = []
+        self._parent = parent
+        self._guard: Callable[[], None] | None = guard if guard is not None else (parent._guard if parent else None)
+        self.reason = ""
+        if parent is not None:
+            parent._adopt(self)
+
+    def _adopt(self, child: Cancel) -> None:
+        with self._mutex:
+            self._children.append(child)
+            cancelled = self._event.is_set()
+        if cancelled:
+            child.cancel(self.reason)
+
+    def cancel(self, reason: str) -> None:
+        with self._mutex:
+            if self._event.is_set():
+                return
+            self.reason = reason
+            self._event.set()
+            children = list(self._children)
+        for c in children:
+            c.cancel(reason)
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def check(self) -> None:
+        """Raise Cancelled when cancelled, or what the guard raises (LockLost)."""
+        if self._guard is not None:
+            self._guard()
+        if self._event.is_set():
+            raise Cancelled(f"stopped: {self.reason}")
+
+    def wait(self, seconds: float) -> bool:
+        """Block up to `seconds` of real time; True when cancelled meanwhile."""
+        return self._event.wait(max(seconds, 0.0))
+
+
+NEVER = Cancel()  # for callers that do not cancel (tests of one operation, the CLI's one-offs)
+
+
+class Clock(Protocol):
+    """Time as the runner and the waits see it: injected, so the fake runs a 10-minute drain in microseconds."""
+
+    def monotonic(self) -> float: ...
+
+    def sleep(self, seconds: float, cancel: Cancel) -> None:
+        """Wait `seconds`, or less when `cancel` is cancelled: then raise Cancelled (or the guard's error)."""
+        ...
+
+
+class SystemClock:
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def sleep(self, seconds: float, cancel: Cancel) -> None:
+        cancel.check()
+        cancel.wait(seconds)
+        cancel.check()
+
+
+SYSTEM_CLOCK = SystemClock()
+
+
+@dataclass(frozen=True)
+class Change:
+    """What a step did to one object: the state before and after (for the journal and for rollback)."""
+
+    target: str  # "Node n1", "DeviceClass x"
+    before: dict[str, Any] = field(default_factory=dict)
+    after: dict[str, Any] = field(default_factory=dict)
+    dry_run: bool = False
+
+
+class Ops(Protocol):
+    """Live operations. Every one re-checks state first, so repeating one is harmless (resume), and
+    `dry_run=True` sends writes as server-side dry runs (`dryRun=All`) and changes nothing."""
+
+    def node_state(self, node: str) -> dict[str, Any]:
+        """{"exists": bool, "uid": str, "unschedulable": bool, "labels": {...},
+        "allocatable": {nvidia.com/*: int}, "ready": bool}"""
+        ...
+
+    def set_unschedulable(self, node: str, value: bool, *, dry_run: bool = False) -> Change: ...
+
+    def set_label(self, node: str, key: str, value: str | None, *, dry_run: bool = False) -> Change:
+        """value None removes the label."""
+        ...
+
+    def drain(
+        self, node: str, scope: str, timeout_s: float, *, dry_run: bool = False, cancel: Cancel = NEVER
+    ) -> Change:
+        """Evict the node's pods through policy/v1 Eviction (scope "gpu": pods that use devices; "all":
+        every pod), skipping DaemonSet and mirror pods, retrying 429s with backoff, until none is left.
+        Raises StepFailed naming the blocking PodDisruptionBudgets and pods after timeout_s."""
+        ...
+
+    def wait_dra_ready(
+        self,
+        node: str,
+        resources: list[str],
+        devices: int,
+        timeout_s: float,
+        *,
+        driver: str = "gpu.nvidia.com",
+        cancel: Cancel = NEVER,
+    ) -> Change:
+        """Until allocatable of `resources` is 0 and the driver's slices for the node hold `devices`."""
+        ...
+
+    def canary(
+        self,
+        node: str,
+        resource: str,
+        image: str,
+        timeout_s: float,
+        *,
+        dry_run: bool = False,
+        cancel: Cancel = NEVER,
+        command: list[str] | None = None,
+    ) -> Change:
+        """A pod requesting 1 of `resource`, pinned by node affinity (not nodeName), must be scheduled on
+        the node with a DRA allocation (pod.status.extendedResourceClaimStatus) and its container, running
+        `command` (default: the NVIDIA check), must succeed naming the allocated devices; then deleted."""
+        ...
+
+    def create_device_class(self, manifest: dict[str, Any], *, dry_run: bool = False) -> Change: ...
+
+    def delete_device_class(self, name: str, *, dry_run: bool = False) -> Change: ...
+
+    def dra_driver_installed(self, driver: str = "gpu.nvidia.com") -> bool: ...
+
+    def pending_gpu_pods(self, older_than_s: float) -> list[str]:
+        """Pods that request GPUs (nvidia.com/* or claims) and stayed Pending longer than older_than_s."""
+        ...

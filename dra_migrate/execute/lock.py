@@ -1,0 +1,485 @@
+"""The cluster lock: one `coordination.k8s.io/v1` Lease that one apply or rollback holds at a time.
+
+The Lease names the holder (`spec.holderIdentity`: `<user>@<host>/<pid>/<lock id>`), the plan
+(annotation `dra-migrate.io/plan-digest`) and the lock id to break it with (`dra-migrate.io/lock-id`).
+It expires `leaseDurationSeconds` after its `renewTime` unless renewed, so a crashed apply does not
+block the cluster for ever.
+
+Every write is atomic on the server: create fails with 409 AlreadyExists when another holder exists,
+and updates and deletes carry the resourceVersion (and uid) they were based on, so of two racing
+writers exactly one wins and the other learns it with a 409 Conflict.
+
+Expiry compares the holder's `renewTime` with this machine's clock (as `kubectl` users read it): two
+machines whose clocks disagree by more than the lease duration could misjudge it. client-go's leader
+election avoids that by watching for a full duration without change; a CLI that must answer at once
+takes the simpler rule and keeps durations well above plausible skew.
+"""
+
+from __future__ import annotations
+
+import getpass
+import logging
+import os
+import secrets
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from types import TracebackType
+from typing import Any
+from urllib.parse import quote
+
+from dra_migrate.errors import ClusterError
+from dra_migrate.execute.contract import LockHeld, LockLost
+from dra_migrate.execute.kubeapi import ApiError, Kube
+
+log = logging.getLogger(__name__)
+
+DIGEST_ANNOTATION = "dra-migrate.io/plan-digest"
+LOCK_ID_ANNOTATION = "dra-migrate.io/lock-id"
+DEFAULT_NAMESPACE = "kube-system"
+DEFAULT_NAME = "dra-migrate"
+DEFAULT_DURATION_S = 60
+_TIMEOUT = (5.0, 30.0)  # connect, read
+_ATTEMPTS = 4  # per operation, for 5xx, 429 and broken connections
+
+
+def new_lock_id() -> str:
+    return secrets.token_hex(8)
+
+
+def holder_identity(lock_id: str) -> str:
+    """`<user>@<host>/<pid>/<lock id>`: who to ask, and which process."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (containers)
+        user = str(os.getuid()) if hasattr(os, "getuid") else "unknown"
+    return f"{user}@{socket.gethostname()}/{os.getpid()}/{lock_id}"
+
+
+def micro_time(t: datetime) -> str:
+    """A Lease MicroTime: RFC 3339 in UTC with microseconds."""
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        t = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return t if t.tzinfo else t.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class LockInfo:
+    """What a Lease says about its holder."""
+
+    namespace: str
+    name: str
+    holder: str
+    plan_digest: str
+    lock_id: str
+    renewed: datetime | None
+    duration_s: int
+    uid: str
+    resource_version: str
+
+    @property
+    def expires(self) -> datetime | None:
+        return self.renewed + timedelta(seconds=self.duration_s) if self.renewed else None
+
+    def expired(self, now: datetime | None = None) -> bool:
+        """A Lease without holder or renew time is free; otherwise it expires duration after its renewal."""
+        if not self.holder or self.expires is None:
+            return True
+        return (now or datetime.now(UTC)) >= self.expires
+
+    def describe(self, now: datetime | None = None) -> str:
+        now = now or datetime.now(UTC)
+        if self.expires is None:
+            when = "no expiry recorded"
+        else:
+            left = (self.expires - now).total_seconds()
+            stamp = self.expires.strftime("%Y-%m-%dT%H:%M:%SZ")
+            when = f"expires {stamp} (in {left:.0f}s)" if left > 0 else f"expired {stamp}"
+        return (
+            f"Lease {self.namespace}/{self.name} held by {self.holder or '(nobody)'}, "
+            f"plan {self.plan_digest or '(unknown)'}, {when}, lock id {self.lock_id or '(none)'}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "namespace": self.namespace,
+            "name": self.name,
+            "holder": self.holder,
+            "planDigest": self.plan_digest,
+            "lockId": self.lock_id,
+            "renewTime": micro_time(self.renewed) if self.renewed else None,
+            "expires": micro_time(self.expires) if self.expires else None,
+            "leaseDurationSeconds": self.duration_s,
+        }
+
+
+def _info(lease: dict[str, Any], namespace: str, name: str) -> LockInfo:
+    meta = lease.get("metadata") or {}
+    spec = lease.get("spec") or {}
+    ann = meta.get("annotations") or {}
+    return LockInfo(
+        namespace=namespace,
+        name=name,
+        holder=str(spec.get("holderIdentity") or ""),
+        plan_digest=str(ann.get(DIGEST_ANNOTATION) or ""),
+        lock_id=str(ann.get(LOCK_ID_ANNOTATION) or ""),
+        renewed=_parse_time(spec.get("renewTime")) or _parse_time(spec.get("acquireTime")),
+        duration_s=int(spec.get("leaseDurationSeconds") or 0),
+        uid=str(meta.get("uid") or ""),
+        resource_version=str(meta.get("resourceVersion") or ""),
+    )
+
+
+# ----------------------------------------------------------------------------------------------------
+# A few JSON requests on the official client's connection (it owns TLS, certificates, tokens, proxies).
+
+
+class _Rest:
+    """The lock's requests, through the shared REST helper (retries on 429, 5xx and broken connections).
+
+    Every lock write is conditional (create is atomic, updates and deletes carry a resourceVersion), so
+    repeating one whose answer was lost cannot overwrite someone else's: at worst it gets a 409 that the
+    caller sorts out by reading the Lease back."""
+
+    def __init__(self, api_client: Any) -> None:
+        self._once = Kube(api_client)
+        self._retried = Kube(api_client, retries=_ATTEMPTS - 1, backoff_s=0.25)
+
+    def request(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
+        """One try (renewal: the renewer's own schedule is the retry)."""
+        return self._once.request(method, path, body=body, timeout=_TIMEOUT)
+
+    def retrying(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
+        return self._retried.request(method, path, body=body, timeout=_TIMEOUT)
+
+    def get_or_none(self, path: str) -> dict[str, Any] | None:
+        try:
+            return self.retrying("GET", path)
+        except ApiError as e:
+            if e.status == 404:
+                return None
+            raise
+
+
+def _lease_path(namespace: str, name: str = "") -> str:
+    path = f"/apis/coordination.k8s.io/v1/namespaces/{quote(namespace, safe='')}/leases"
+    return f"{path}/{quote(name, safe='')}" if name else path
+
+
+def _delete_options(lease: dict[str, Any]) -> dict[str, Any]:
+    meta = lease.get("metadata") or {}
+    return {
+        "apiVersion": "v1",
+        "kind": "DeleteOptions",
+        "preconditions": {"uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")},
+    }
+
+
+def read_lock(api_client: Any, *, namespace: str = DEFAULT_NAMESPACE, name: str = DEFAULT_NAME) -> LockInfo | None:
+    """Who holds the lock (holder, plan digest, expiry, lock id), or None when there is no Lease."""
+    lease = _Rest(api_client).get_or_none(_lease_path(namespace, name))
+    return _info(lease, namespace, name) if lease else None
+
+
+def break_lock(
+    api_client: Any, lock_id: str, *, namespace: str = DEFAULT_NAMESPACE, name: str = DEFAULT_NAME
+) -> LockInfo | None:
+    """Delete the Lease if its lock id is `lock_id` (`dra-migrate unlock PLAN --lock-id ID`); what it
+    said, or None when there was no lock. The id guards against breaking a lock someone took since."""
+    rest = _Rest(api_client)
+    path = _lease_path(namespace, name)
+    for _ in range(_ATTEMPTS):
+        lease = rest.get_or_none(path)
+        if lease is None:
+            return None
+        info = _info(lease, namespace, name)
+        if info.lock_id != lock_id:
+            raise ClusterError(
+                f"the cluster lock's id is {info.lock_id or '(none)'}, not {lock_id}: {info.describe()}",
+                f"check who holds it; to break it pass --lock-id {info.lock_id}" if info.lock_id else "",
+            )
+        try:
+            rest.retrying("DELETE", path, _delete_options(lease))
+        except ApiError as e:
+            if e.status == 404:  # gone meanwhile: nothing left to break
+                return info
+            if e.status == 409:  # renewed or replaced meanwhile: look again
+                continue
+            raise
+        log.info("broke the cluster lock: %s", info.describe())
+        return info
+    raise ClusterError(f"the cluster lock {namespace}/{name} kept changing while breaking it", "try again")
+
+
+class ClusterLock:
+    """The Lease this run holds. `with ClusterLock(api, holder=..., plan_digest=...) as lock:` acquires,
+    renews in the background and releases; the runner checks `lock.lost` (or `lock.check()`) between steps.
+    """
+
+    def __init__(
+        self,
+        api_client: Any,
+        *,
+        namespace: str = DEFAULT_NAMESPACE,
+        name: str = DEFAULT_NAME,
+        holder: str | None = None,
+        plan_digest: str,
+        duration_s: int = DEFAULT_DURATION_S,
+        renew_every_s: float | None = None,
+        lock_id: str | None = None,
+    ) -> None:
+        if duration_s < 1:
+            raise ValueError("duration_s must be at least 1")
+        self._rest = _Rest(api_client)
+        self.namespace = namespace
+        self.name = name
+        self.lock_id = lock_id or new_lock_id()
+        self.holder = holder or holder_identity(self.lock_id)
+        self.plan_digest = plan_digest
+        self.duration_s = duration_s
+        self.renew_every_s = renew_every_s if renew_every_s is not None else duration_s / 3
+        self._path = _lease_path(namespace, name)
+        self._lease: dict[str, Any] | None = None  # the Lease as we last wrote it; None when not held
+        self._mutex = threading.Lock()  # one write at a time between the renewer and release()
+        self._stop = threading.Event()
+        self._lost = threading.Event()
+        self.lost_reason = ""
+        self._thread: threading.Thread | None = None
+        self._on_lost: list[Any] = []  # told the reason the moment the lock is lost (cancels the run's waits)
+
+    # -- state
+
+    @property
+    def held(self) -> bool:
+        return self._lease is not None and not self._lost.is_set()
+
+    @property
+    def lost(self) -> bool:
+        """True once renewal failed for good: someone else holds the Lease, it was broken, or it expired."""
+        return self._lost.is_set()
+
+    def on_lost(self, callback: Any) -> None:
+        """Call `callback(reason)` when the lock is lost (at once if it already is)."""
+        self._on_lost.append(callback)
+        if self._lost.is_set():
+            callback(self.lost_reason)
+
+    def check(self) -> None:
+        """Raise LockLost if the lock was lost: the runner must not take another step without it."""
+        if self._lost.is_set():
+            raise LockLost(
+                f"lost the cluster lock {self.namespace}/{self.name}: {self.lost_reason}",
+                "another apply may be running; check `dra-migrate status` before resuming",
+            )
+
+    def info(self) -> LockInfo | None:
+        return _info(self._lease, self.namespace, self.name) if self._lease else None
+
+    # -- acquire
+
+    def _manifest(self, now: datetime, base: dict[str, Any] | None = None) -> dict[str, Any]:
+        meta: dict[str, Any] = {
+            "name": self.name,
+            "namespace": self.namespace,
+            "labels": {"app.kubernetes.io/managed-by": "dra-migrate"},
+            "annotations": {DIGEST_ANNOTATION: self.plan_digest, LOCK_ID_ANNOTATION: self.lock_id},
+        }
+        spec: dict[str, Any] = {
+            "holderIdentity": self.holder,
+            "leaseDurationSeconds": self.duration_s,
+            "acquireTime": micro_time(now),
+            "renewTime": micro_time(now),
+            "leaseTransitions": 0,
+        }
+        if base is not None:  # a takeover: conditioned on the version we judged expired
+            meta["resourceVersion"] = (base.get("metadata") or {}).get("resourceVersion")
+            spec["leaseTransitions"] = int((base.get("spec") or {}).get("leaseTransitions") or 0) + 1
+        return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta, "spec": spec}
+
+    def _ours(self, lease: dict[str, Any]) -> bool:
+        info = _info(lease, self.namespace, self.name)
+        return info.lock_id == self.lock_id and info.holder == self.holder
+
+    def _held_by_other(self, info: LockInfo | None) -> LockHeld:
+        if info is None:
+            return LockHeld(f"the cluster lock {self.namespace}/{self.name} was taken by another apply just now")
+        hint = f"wait for it to finish; if it is dead, `dra-migrate unlock PLAN --lock-id {info.lock_id}` breaks it"
+        return LockHeld(f"another apply holds the cluster lock: {info.describe()}", hint)
+
+    def acquire(self) -> LockInfo:
+        """Take the lock: create the Lease, or take over an expired one. Raises LockHeld naming the
+        holder, its plan, its expiry and the lock id that `unlock` needs."""
+        if self.held:
+            info = self.info()
+            assert info is not None
+            return info
+        for _ in range(_ATTEMPTS):
+            now = datetime.now(UTC)
+            try:
+                created = self._rest.retrying("POST", _lease_path(self.namespace), self._manifest(now))
+            except ApiError as e:
+                if e.status != 409:
+                    raise
+            else:
+                return self._acquired(created, "acquired")
+            existing = self._rest.get_or_none(self._path)
+            if existing is None:
+                continue  # released between our create and our read: try again
+            if self._ours(existing):
+                # Our create went through but its answer was lost, and the retry met our own Lease.
+                return self._acquired(existing, "acquired")
+            info = _info(existing, self.namespace, self.name)
+            if not info.expired(now):
+                raise self._held_by_other(info)
+            try:
+                taken = self._rest.retrying("PUT", self._path, self._manifest(now, existing))
+            except ApiError as e:
+                if e.status == 404:
+                    continue  # deleted meanwhile: create it
+                if e.status != 409:
+                    raise
+                # Someone else wrote it since we read it (another takeover, or the holder came back) —
+                # unless that was our own PUT whose answer got lost.
+                latest = self._rest.get_or_none(self._path)
+                if latest is not None and self._ours(latest):
+                    return self._acquired(latest, f"took over from {info.holder}")
+                raise self._held_by_other(_info(latest, self.namespace, self.name) if latest else None) from e
+            return self._acquired(taken, f"took over the expired lock of {info.holder}")
+        raise ClusterError(f"the cluster lock {self.namespace}/{self.name} kept changing while acquiring it")
+
+    def _acquired(self, lease: dict[str, Any], how: str) -> LockInfo:
+        self._lease = lease
+        self._lost.clear()
+        self.lost_reason = ""
+        info = _info(lease, self.namespace, self.name)
+        log.info("cluster lock %s: %s", how, info.describe())
+        return info
+
+    # -- renew
+
+    def renew(self) -> bool:
+        """Renew once (what the background thread does). False, with `lost` set, when the lock is gone;
+        ClusterError when the API server could not be asked (the caller tries again)."""
+        with self._mutex:
+            for _ in range(2):
+                if self._lease is None or self._lost.is_set():
+                    return False
+                body = {**self._lease, "spec": {**self._lease["spec"], "renewTime": micro_time(datetime.now(UTC))}}
+                try:
+                    self._lease = self._rest.request("PUT", self._path, body)
+                    return True
+                except ApiError as e:
+                    if e.status == 404:
+                        return self._lose("the Lease was deleted (broken with `dra-migrate unlock`?)")
+                    if e.status != 409:
+                        raise
+                # 409: changed since our last write. Still ours (a renewal landed but its answer was lost)?
+                # Then renew from that version; otherwise someone took it over.
+                latest = self._rest.get_or_none(self._path)
+                if latest is None:
+                    return self._lose("the Lease was deleted (broken with `dra-migrate unlock`?)")
+                if not self._ours(latest):
+                    info = _info(latest, self.namespace, self.name)
+                    return self._lose(f"it is now held by {info.holder} (lock id {info.lock_id})")
+                self._lease = latest
+            raise ClusterError(f"the cluster lock {self.namespace}/{self.name} kept changing while renewing it")
+
+    def _lose(self, reason: str) -> bool:
+        self.lost_reason = reason
+        self._lost.set()
+        log.warning("lost the cluster lock %s/%s: %s", self.namespace, self.name, reason)
+        for callback in list(self._on_lost):
+            callback(f"lost the cluster lock: {reason}")
+        return False
+
+    def start_renewing(self) -> None:
+        """Renew every `renew_every_s` in a daemon thread until release(). Transient failures are retried
+        sooner; when the Lease expires without a successful renewal, or another holder has it, `lost` is set."""
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._renew_loop, name=f"lease-{self.name}", daemon=True)
+        self._thread.start()
+
+    def _renew_loop(self) -> None:
+        last_ok = time.monotonic()
+        wait = self.renew_every_s
+        while not self._stop.wait(wait):
+            try:
+                if not self.renew():
+                    return
+                last_ok = time.monotonic()
+                wait = self.renew_every_s
+            except ClusterError as e:
+                # Judged by our own monotonic clock: the server expires the Lease duration after the last
+                # renewTime we wrote, which was no later than `last_ok`.
+                if time.monotonic() - last_ok >= self.duration_s:
+                    self._lose(f"could not renew it for {self.duration_s}s ({e.message})")
+                    return
+                wait = min(self.renew_every_s, max(0.2, getattr(e, "retry_after", 0.0) or 1.0))
+                log.debug("cluster lock renewal failed: %s; retrying in %.1fs", e.message, wait)
+            except Exception as e:  # a bug must not leave the runner believing it still holds the lock
+                self._lose(f"renewal failed: {e!r}")
+                return
+
+    def _stop_renewing(self) -> None:
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=_TIMEOUT[0] + _TIMEOUT[1] + 1)
+        self._thread = None
+
+    # -- release
+
+    def release(self) -> bool:
+        """Stop renewing and delete the Lease if we still hold it (preconditions: its uid and the
+        resourceVersion we last wrote). True when it is gone; False when someone else holds it now."""
+        self._stop_renewing()
+        with self._mutex:
+            lease, self._lease = self._lease, None
+            if lease is None or self._lost.is_set():
+                return False
+            for _ in range(_ATTEMPTS):
+                try:
+                    self._rest.retrying("DELETE", self._path, _delete_options(lease))
+                    log.info("cluster lock released: %s/%s", self.namespace, self.name)
+                    return True
+                except ApiError as e:
+                    if e.status == 404:  # broken meanwhile, or our delete landed and its answer was lost
+                        return True
+                    if e.status != 409:
+                        raise
+                latest = self._rest.get_or_none(self._path)
+                if latest is None or not self._ours(latest):
+                    return False  # someone else's now: not ours to delete
+                lease = latest  # ours, at a version whose write answer we never saw
+            return False
+
+    def __enter__(self) -> ClusterLock:
+        self.acquire()
+        try:
+            self.start_renewing()
+        except BaseException:
+            self.release()
+            raise
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        try:
+            self.release()
+        except ClusterError as e:
+            # The API server cannot be reached now (the very failure that may have stopped the run): the
+            # Lease expires by itself, and a resume on this machine takes over a dead run's lock at once.
+            # The run's own outcome is what the caller must see, not this.
+            log.warning("could not release the cluster lock (%s); it expires in %ss", e.message, self.duration_s)

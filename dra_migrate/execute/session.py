@@ -1,0 +1,249 @@
+"""One apply (or rollback) session: the policy around the runner, so the CLI only parses, confirms and renders.
+
+In order, and before anything is written:
+1. the journal beside the plan is read and validated (`journal.read_records`): one of another plan, or
+   whose `seq` runs backwards or repeats, is refused before the cluster is contacted;
+2. the plan must be applicable (no blockers);
+3. staleness: a first run (or a failed attempt that changed nothing, or one fully rolled back) refuses
+   a plan the cluster has drifted from, as Terraform refuses a stale plan; a resumed run checks drift
+   for what is still ahead — the nodes it has not touched and the consumers — ignoring what its own
+   steps changed (the nodes it cordoned and relabelled, the DeviceClasses it created);
+4. the cluster lock, taking over one left by a crashed run of the same plan on this machine (a
+   SIGKILLed apply cannot release its Lease; waiting for it to expire would make every resume wait);
+5. the runner, with the runtime overrides (`--drain-timeout`, `--parallelism`, `--qps/--burst`)
+   recorded in the journal's run-start, and the lock's loss cancelling every wait at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from dra_migrate.errors import InputError
+from dra_migrate.execute.actions import preflight
+from dra_migrate.execute.contract import SYSTEM_CLOCK, Clock, LockHeld, Ops
+from dra_migrate.execute.journal import Journal, journal_path, read_records
+from dra_migrate.execute.lock import ClusterLock, break_lock, read_lock
+from dra_migrate.execute.ops import CANARY_PREFIX
+from dra_migrate.execute.progress import progress_of
+from dra_migrate.execute.runner import ApplyOptions, Runner, RunResult, planned_steps
+from dra_migrate.plan.model import Action, Plan, PrepareStage
+
+Log = Callable[[str], None]
+
+
+class ApplySession:
+    """`plan` (typed, digest verified by `plan.io.load`) and the path it was read from (its journal is
+    beside it). `ops` and `lock_api` talk to the cluster; nothing is sent before `apply`/`rollback`."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        plan_path: Path,
+        *,
+        ops: Ops,
+        lock_api: Any,
+        actor: str,
+        log: Log | None = None,
+        progress: Callable[[int, int, str], None] | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+        lock_namespace: str = "kube-system",
+        overrides: Mapping[str, Any] | None = None,
+        lock_factory: Callable[..., Any] = ClusterLock,
+    ) -> None:
+        if not plan.digest:
+            raise InputError(f"{plan_path}: the plan has no digest", "regenerate it with dra-migrate plan")
+        self.plan = plan
+        self.plan_path = plan_path
+        self.journal_path = journal_path(plan_path)
+        self.records = read_records(self.journal_path, plan_digest=plan.digest)  # before any cluster contact
+        preflight((p.step, p.node) for p in planned_steps(plan))
+        self.state = progress_of(plan, self.records)
+        self.ops = ops
+        self.lock_api = lock_api
+        self.actor = actor
+        self.log = log or (lambda _msg: None)
+        self.progress = progress
+        self.clock = clock
+        self.lock_namespace = lock_namespace
+        self.overrides = dict(overrides or {})
+        self.lock_factory = lock_factory
+
+    # -- policy
+
+    @property
+    def done(self) -> set[str]:
+        return self.state.done_steps("apply")
+
+    @property
+    def touched(self) -> set[str]:
+        """Steps whose effects may be on the cluster now: done, half-done, failed, interrupted (not undone)."""
+        return self.state.undoable()
+
+    @property
+    def resuming(self) -> bool:
+        return bool(self.touched)
+
+    def refuse_if_not_applicable(self, stages: list[str] | None = None) -> None:
+        """The whole plan must be applicable, or (`stages`: what --stage/--until selects) every stage
+        run: a pool's blocker stops only its own stage (dra_migrate/plan/scope.py)."""
+        from dra_migrate.plan.scope import stage_blockers
+
+        if stages is None or self.plan.applicable:
+            if not self.plan.applicable:
+                raise InputError(
+                    f"{self.plan_path} is not applicable: blockers {', '.join(self.plan.blockers)}",
+                    "resolve them, then make a new plan (dra-migrate check shows how)",
+                )
+            return
+        pools = {s.name: s.pool for s in self.plan.stages}
+        for name in stages:
+            blocked = stage_blockers(self.plan.findings, pools.get(name))
+            if blocked:
+                raise InputError(
+                    f"{self.plan_path}: stage {name} is not applicable: blockers {', '.join(blocked)}",
+                    "apply the stages no blocker stops (dra-migrate show lists them), or resolve these and plan again",
+                )
+
+    def refuse_if_stale(self, read_state: Callable[[], Any]) -> None:
+        """Terraform's rule: run only the plan that was reviewed, and not once the cluster moved on (for a
+        resumed run: in what is still ahead of it)."""
+        from dra_migrate.plan.drift import drift
+
+        d = _without_canaries(drift(self.plan.to_dict(), read_state()))
+        if self.resuming:
+            d = self._ahead(d)
+        if not d.holds:
+            raise InputError(
+                f"{self.plan_path} is stale: the cluster changed since it was made ({_drift_line(d)})"
+                + (" in what is left to apply" if self.resuming else ""),
+                f"see dra-migrate diff {self.plan_path} --kubeconfig ...; then make a new plan",
+            )
+
+    def _ahead(self, d: Any) -> Any:
+        """The drift that matters to a resumed run: not on nodes its steps touched, not the DeviceClasses
+        it created, not the bare pods its drains removed."""
+        touched_nodes = {p.node for p in planned_steps(self.plan) if p.node and p.id in self.touched}
+        ours = set()
+        for stage in self.plan.stages:
+            if isinstance(stage, PrepareStage):
+                for s in stage.steps:
+                    if s.action == Action.CREATE_DEVICECLASS and s.id in self.touched:
+                        ours.add(str((s.params.get("manifest") or {}).get("metadata", {}).get("name")))
+
+        def keep(o: Any) -> bool:
+            if o.kind == "Node":
+                return bool(o.name not in touched_nodes)
+            if o.kind == "DeviceClass":
+                return bool(o.name not in ours)
+            return bool(o.change != "removed")  # a consumer gone: our drains evict bare pods
+
+        return dataclasses.replace(
+            d,
+            nodes_removed=[n for n in d.nodes_removed if n["node"] not in touched_nodes],
+            nodes_moved=[n for n in d.nodes_moved if n["node"] not in touched_nodes],
+            labels_changed=[n for n in d.labels_changed if n["node"] not in touched_nodes],
+            unschedulable_changed=[n for n in d.unschedulable_changed if n["node"] not in touched_nodes],
+            consumers_removed=[],
+            objects=[o for o in d.objects if keep(o)],
+        )
+
+    # -- runs
+
+    def runner(self, journal: Any, guard: Callable[[], None] | None = None) -> Runner:
+        return Runner(
+            self.plan,
+            self.ops,
+            journal,
+            actor=self.actor,
+            log=self.log,
+            guard=guard,
+            progress=self.progress,
+            clock=self.clock,
+            overrides=self.overrides,
+        )
+
+    def dry_run(self, opts: ApplyOptions) -> RunResult:
+        return self.runner(None).apply(dataclasses.replace(opts, dry_run=True), set(self.done))
+
+    def apply(self, opts: ApplyOptions, *, read_state: Callable[[], Any] | None = None) -> RunResult:
+        """Run the plan under the cluster lock. With `read_state`, staleness is checked once the lock is
+        held (Terraform's order: lock, then refresh), against the journal as it is then: a second apply
+        started at the same moment is refused by the lock, never by the first one's changes."""
+        with self._locked() as lock, Journal.open(self.journal_path, plan_digest=self.plan.digest) as journal:
+            if read_state is not None:
+                self.records = read_records(self.journal_path, plan_digest=str(self.plan.digest))
+                self.state = progress_of(self.plan, self.records)
+                self.refuse_if_stale(read_state)
+            runner = self.runner(journal, guard=lock.check)
+            lock.on_lost(runner.cancel.cancel)  # wake every wait the moment the lock is gone
+            return runner.apply(opts, set(self.done))
+
+    def to_undo(self, stage: str | None) -> list[str]:
+        if stage is not None and stage not in self.plan.stage_names:
+            raise InputError(f"the plan has no stage {stage!r}", f"stages: {', '.join(self.plan.stage_names)}")
+        order = [p.id for p in planned_steps(self.plan) if stage is None or p.stage == stage]
+        undoable = self.touched
+        return [s for s in reversed(order) if s in undoable]
+
+    def rollback(self, steps: list[str], opts: ApplyOptions) -> RunResult:
+        with self._locked() as lock, Journal.open(self.journal_path, plan_digest=self.plan.digest) as journal:
+            runner = self.runner(journal, guard=lock.check)
+            lock.on_lost(runner.cancel.cancel)
+            return runner.rollback(steps, opts)
+
+    def _locked(self) -> Any:
+        """The cluster lock, taking over one left by a crashed run of this plan on this machine.
+        Only a holder on this host whose process is gone, for the same plan, is taken over."""
+        digest = str(self.plan.digest)
+        probe = self.lock_factory(self.lock_api, namespace=self.lock_namespace, plan_digest=digest)
+        try:
+            probe.acquire()
+            probe.release()
+        except LockHeld:
+            info = read_lock(self.lock_api, namespace=self.lock_namespace)
+            if info is None or not crashed_here(info.holder) or info.plan_digest != digest:
+                raise
+            break_lock(self.lock_api, info.lock_id, namespace=self.lock_namespace)
+            self.log(f"took over the lock of a crashed run ({info.holder})")
+        return self.lock_factory(self.lock_api, namespace=self.lock_namespace, plan_digest=digest)
+
+
+def crashed_here(holder: str) -> bool:
+    """holder is `<user>@<host>/<pid>/<id>`: on this host, and that process no longer exists."""
+    try:
+        who, pid, _ = holder.rsplit("/", 2)
+        host = who.split("@", 1)[1]
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return host == socket.gethostname()
+    except (ValueError, IndexError, PermissionError):
+        return False
+    return False
+
+
+def _without_canaries(d: Any) -> Any:
+    """Canary pods are ours (a crash can leave one behind; the node's next canary deletes it): not drift."""
+
+    def canary(o: Any) -> bool:
+        kind, name = (o["kind"], o["name"]) if isinstance(o, dict) else (o.kind, o.name)
+        return bool(kind == "Pod" and str(name).startswith(CANARY_PREFIX))
+
+    return dataclasses.replace(
+        d,
+        consumers_added=[c for c in d.consumers_added if not canary(c)],
+        consumers_removed=[c for c in d.consumers_removed if not canary(c)],
+        objects=[o for o in d.objects if not canary(o)],
+    )
+
+
+def _drift_line(d: Any) -> str:
+    summary = d.to_dict().get("summary") or {}
+    parts = [f"{k}: {v}" for k, v in summary.items() if v and k not in ("statusOnly", "total")]
+    first = next(iter(d.objects), None)
+    named = f"; first: {first.change} {first.kind} {first.namespace}/{first.name}" if first else ""
+    return (", ".join(parts[:4]) or "fingerprint mismatch") + named

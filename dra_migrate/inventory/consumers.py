@@ -1,0 +1,240 @@
+"""GPU consumers: every workload whose pods request a device-plugin GPU resource, counted once.
+
+A consumer is the top owner of its pods (Pod -> ReplicaSet -> Deployment, Pod -> Job -> CronJob,
+Pod -> a CRD), found by following controller ownerReferences through the objects that were read.
+Its templates say what it asks for (per pod, times its replicas); its live pods say where it runs.
+Pods that request GPUs their owner's template does not (a mutating webhook, an owner kind the
+template table does not know) still make a consumer, counted from the pods and marked as such.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from dra_migrate.cluster.state import ClusterState, Obj
+from dra_migrate.cluster.templates import ResolvedTemplate, get_path
+from dra_migrate.inventory.placement import count_selected_nodes
+from dra_migrate.inventory.resources import GpuNames, pod_requests
+
+TERMINAL_PHASES = ("Succeeded", "Failed")
+
+
+@dataclass
+class TemplateUse:
+    path: str
+    replicas: int
+    resources: dict[str, int]  # per pod
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "replicas": self.replicas, "resources": self.resources}
+
+
+@dataclass
+class Consumer:
+    kind: str
+    api_version: str
+    namespace: str
+    name: str
+    uid: str
+    templates: list[TemplateUse] = field(default_factory=list)
+    totals: dict[str, int] = field(default_factory=dict)
+    pools: set[str] = field(default_factory=set)
+    pods: int = 0
+    source: str = "template"  # "template": counted from templates; "pods": from live pods only
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "apiVersion": self.api_version,
+            "namespace": self.namespace,
+            "name": self.name,
+            "templates": [t.to_dict() for t in self.templates],
+            "totals": dict(sorted(self.totals.items())),
+            "pools": sorted(self.pools),
+            "pods": self.pods,
+            "source": self.source,
+            "notes": self.notes,
+        }
+
+
+def _dict(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
+def _list(v: Any) -> list[Any]:
+    return v if isinstance(v, list) else []
+
+
+def _meta(obj: Obj) -> dict[str, Any]:
+    return _dict(obj.get("metadata"))
+
+
+def _controller_ref(obj: Obj) -> dict[str, Any] | None:
+    refs = [r for r in _meta(obj).get("ownerReferences") or [] if isinstance(r, dict)]
+    for r in refs:
+        if r.get("controller"):
+            return r
+    return refs[0] if refs else None
+
+
+class OwnerIndex:
+    """uid -> object, to walk controller ownerReferences up to the top owner."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self.by_uid: dict[str, tuple[str, Obj]] = {}
+        for key, obj in state.all_objects():
+            if key == "Pod":
+                continue  # pods own nothing; they are most of the objects
+            uid = _meta(obj).get("uid")
+            if isinstance(uid, str):
+                self.by_uid[uid] = (key, obj)
+
+    def top(self, key: str, obj: Obj) -> tuple[str, Obj, dict[str, Any] | None]:
+        """(top key, top object, the ownerReference that could not be followed, if any)."""
+        seen: set[int] = set()
+        while id(obj) not in seen:
+            seen.add(id(obj))
+            ref = _controller_ref(obj)
+            if ref is None:
+                return key, obj, None
+            owner = self.by_uid.get(str(ref.get("uid")))
+            if owner is None:
+                return key, obj, ref
+            key, obj = owner
+        return key, obj, None
+
+
+def _replicas(t: ResolvedTemplate, nodes: list[Obj]) -> int:
+    n = 1
+    for f in t.role.replicas:
+        if f.selected_nodes:
+            n *= count_selected_nodes(t.pod_spec(), nodes)
+            continue
+        if f.value is not None:
+            n *= f.value
+            continue
+        raw = None
+        if f.path:
+            raw = get_path(t.root, f.path[2:]) if f.path.startswith("$.") else get_path(t.item, f.path)
+        value = raw if isinstance(raw, int) and not isinstance(raw, bool) else f.default
+        n *= max(0, value + f.add)
+    return n
+
+
+def template_uses(state: ClusterState, key: str, obj: Obj, names: GpuNames) -> list[TemplateUse]:
+    nodes = state.of("Node")
+    out = []
+    for t in state.templates.resolve(key, obj):
+        req = pod_requests(t.containers(), t.init_containers(), names)
+        out.append(TemplateUse(path=t.path, replicas=_replicas(t, nodes), resources=req))
+    return out
+
+
+def _new_consumer(key: str, obj: Obj) -> Consumer:
+    m = _meta(obj)
+    return Consumer(
+        kind=str(obj.get("kind", key.rpartition("/")[2])),
+        api_version=str(obj.get("apiVersion", "")),
+        namespace=str(m.get("namespace", "")),
+        name=str(m.get("name", "")),
+        uid=str(m.get("uid", "")),
+    )
+
+
+def _totals(uses: list[TemplateUse]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for u in uses:
+        for k, v in u.resources.items():
+            out[k] = out.get(k, 0) + v * u.replicas
+    return out
+
+
+def find_consumers(
+    state: ClusterState, names: GpuNames, node_pools: dict[str, str]
+) -> tuple[list[Consumer], dict[str, dict[str, int]]]:
+    """The consumers, and the GPU requests of live pods per node (for pool totals)."""
+    index = OwnerIndex(state)
+    consumers: dict[tuple[str, str, str, str], Consumer] = {}
+
+    def cid(key: str, obj: Obj) -> tuple[str, str, str, str]:
+        m = _meta(obj)
+        return (key, str(m.get("namespace", "")), str(m.get("name", "")), str(m.get("uid", "")))
+
+    for key in state.templates.kind_keys():
+        if key == "Pod" or state.templates.is_blueprint(key):
+            continue  # pods are handled below, with their owners; blueprints are nobody's demand
+        for obj in state.of(key):
+            if index.top(key, obj)[1] is not obj:
+                continue  # owned: counted at its top owner
+            uses = template_uses(state, key, obj, names)
+            if any(u.resources for u in uses):
+                consumer = _new_consumer(key, obj)
+                consumer.templates = [u for u in uses if u.resources]
+                consumer.totals = _totals(consumer.templates)
+                consumers[cid(key, obj)] = consumer
+
+    node_requests: dict[str, dict[str, int]] = {}
+    for pod in state.of("Pod"):
+        spec = _dict(pod.get("spec"))
+        req = pod_requests(_list(spec.get("containers")), _list(spec.get("initContainers")), names)
+        node = spec.get("nodeName")
+        live = _dict(pod.get("status")).get("phase") not in TERMINAL_PHASES
+        if node and live and req:
+            per_node = node_requests.setdefault(str(node), {})
+            for k, v in req.items():
+                per_node[k] = per_node.get(k, 0) + v
+        if not req:
+            # A pod without GPU requests tells nothing about where GPU demand runs (e.g. an old
+            # ReplicaSet's pods mid-rollout), and skipping it keeps the owner walk to GPU pods only.
+            continue
+        top_key, top, missing = index.top("Pod", pod)
+        c: Consumer | None = consumers.get(cid(top_key, top))
+        if c is None and missing is not None and top is pod:
+            c = _consumer_for_missing_owner(consumers, pod, missing)
+        if c is None:
+            c = _pod_consumer(state, top_key, top, req, names)
+            consumers[cid(top_key, top)] = c
+        if c.source == "pods" and live:
+            for k, v in req.items():
+                c.totals[k] = c.totals.get(k, 0) + v
+        if live:
+            c.pods += 1
+            if node:
+                c.pools.add(node_pools.get(str(node), f"(node {node} not found)"))
+    return sorted(consumers.values(), key=lambda c: (c.namespace, c.kind, c.name)), node_requests
+
+
+def _pod_consumer(state: ClusterState, key: str, top: Obj, req: dict[str, int], names: GpuNames) -> Consumer:
+    """A consumer whose GPU requests show only on its pods (or a bare pod)."""
+    c = _new_consumer(key, top)
+    if key == "Pod":
+        c.templates = template_uses(state, key, top, names)
+        c.totals = _totals(c.templates)
+        c.pods = 0
+        return c
+    c.source = "pods"
+    c.notes.append("its pods request GPUs that its template does not show: counted from live pods")
+    return c
+
+
+def _consumer_for_missing_owner(
+    consumers: dict[tuple[str, str, str, str], Consumer], pod: Obj, ref: dict[str, Any]
+) -> Consumer:
+    """Pods whose owner was not read (a kind outside the template table): the owner is the consumer."""
+    ns = str(_meta(pod).get("namespace", ""))
+    key = ("owner:" + str(ref.get("kind")), ns, str(ref.get("name")), str(ref.get("uid")))
+    c = consumers.get(key)
+    if c is None:
+        c = Consumer(
+            kind=str(ref.get("kind", "")),
+            api_version=str(ref.get("apiVersion", "")),
+            namespace=ns,
+            name=str(ref.get("name", "")),
+            uid=str(ref.get("uid", "")),
+            source="pods",
+            notes=[f"owner {ref.get('kind')} was not read (add it with --templates): counted from live pods"],
+        )
+        consumers[key] = c
+    return c

@@ -1,0 +1,242 @@
+"""Gangs: groups of pods that are useful only when all of them (or at least `min_count`) run at once.
+
+A training job that needs eight workers before it makes progress gains nothing from four placed ones: they
+hold GPUs and do no work. Two sources make a gang:
+
+- the 1.37 gang-scheduling API (KEP-4671, `scheduling.k8s.io/v1beta1`): a PodGroup with
+  `spec.schedulingPolicy.gang.minCount`, and the pods that name it in `spec.schedulingGroup.podGroupName`
+  (k8s.io/api@v0.37.2 scheduling/v1beta1/types.go, core/v1 PodSpec.SchedulingGroup). A Workload's
+  `podGroupTemplates[].schedulingPolicy.gang` is the blueprint the workload controller stamps PodGroups
+  from; a Workload whose PodGroups were not read is listed with no pods;
+- the training frameworks, whose controllers (or the gang schedulers they are run with: Volcano,
+  Kueue's all-or-nothing admission) place a job's workers together: Kubeflow's jobs, JobSet,
+  LeaderWorkerSet (each group), RayCluster's worker groups with the head, Volcano Job `minAvailable`.
+
+Each gang says what one of its pods asks for (per role) and how many pods must be placed together.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from dra_migrate.cluster.state import ClusterState, Obj
+from dra_migrate.inventory.consumers import TERMINAL_PHASES, Consumer, OwnerIndex
+from dra_migrate.inventory.resources import GpuNames, pod_requests
+
+PODGROUP = "scheduling.k8s.io/PodGroup"
+WORKLOAD = "scheduling.k8s.io/Workload"
+
+# Kinds whose workers a job needs all at once (Kubeflow training operator, JobSet, LWS, KubeRay).
+FRAMEWORK_GANG_KINDS = frozenset(
+    {"PyTorchJob", "TFJob", "MPIJob", "XGBoostJob", "PaddleJob", "JAXJob", "JobSet", "LeaderWorkerSet", "RayCluster",
+     "RayJob", "RayService", "TrainJob"}
+)  # fmt: skip
+VOLCANO_GROUP = "batch.volcano.sh"
+# Kueue's all-or-nothing admission (waitForPodsReady) works on the workload a queue-name label admits.
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+
+@dataclass(frozen=True)
+class Role:
+    """`count` pods of the gang that each ask for `resources` (GPU resource -> per pod)."""
+
+    count: int
+    resources: dict[str, int]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"count": self.count, "resources": dict(sorted(self.resources.items()))}
+
+
+@dataclass
+class Gang:
+    kind: str  # "PodGroup", "Workload", or the framework's kind
+    namespace: str
+    name: str
+    source: str  # "podgroup", "workload" or "framework"
+    min_count: int  # pods that must be placed together
+    roles: list[Role] = field(default_factory=list)
+    pools: set[str] = field(default_factory=set)
+    live_pods: int = 0  # pods read that are not terminated (running or pending)
+    pod_names: set[str] = field(default_factory=set)  # "namespace/name" of its live pods
+
+    @property
+    def ref(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}"
+
+    @property
+    def pods(self) -> int:
+        return sum(r.count for r in self.roles)
+
+    def placement_set(self) -> list[dict[str, int]]:
+        """The `min_count` pods whose placement decides whether the gang can run: the least demanding
+        ones, as a gang scheduler would be satisfied by any `min_count` of them."""
+        pods = [r.resources for r in self.roles for _ in range(r.count)]
+        pods.sort(key=lambda p: (sum(p.values()), sorted(p.items())))
+        return pods[: self.min_count]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "namespace": self.namespace,
+            "name": self.name,
+            "source": self.source,
+            "minCount": self.min_count,
+            "pods": self.pods,
+            "roles": [r.to_dict() for r in self.roles],
+            "pools": sorted(self.pools),
+            "livePods": self.live_pods,
+        }
+
+
+def _dict(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
+def _list(v: Any) -> list[Any]:
+    return v if isinstance(v, list) else []
+
+
+def _int(v: Any, default: int) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else default
+
+
+def _meta(obj: Obj) -> dict[str, Any]:
+    return _dict(obj.get("metadata"))
+
+
+def _gang_min_count(policy: Any) -> int | None:
+    """minCount of a `schedulingPolicy` that is a gang policy; None for `basic` or anything else."""
+    gang = _dict(_dict(policy).get("gang"))
+    count = gang.get("minCount")
+    return count if isinstance(count, int) and not isinstance(count, bool) and count >= 1 else None
+
+
+def _pod_roles(pods: list[Obj], names: GpuNames) -> list[Role]:
+    shapes: dict[tuple[tuple[str, int], ...], int] = {}
+    for pod in pods:
+        spec = _dict(pod.get("spec"))
+        req = pod_requests(_list(spec.get("containers")), _list(spec.get("initContainers")), names)
+        key = tuple(sorted(req.items()))
+        shapes[key] = shapes.get(key, 0) + 1
+    return _merge_roles([Role(n, dict(k)) for k, n in shapes.items()])
+
+
+def _merge_roles(roles: list[Role]) -> list[Role]:
+    """Roles asking the same (a PyTorchJob's Master and Workers alike) as one."""
+    counts: dict[tuple[tuple[str, int], ...], int] = {}
+    for r in roles:
+        key = tuple(sorted(r.resources.items()))
+        counts[key] = counts.get(key, 0) + r.count
+    return [Role(n, dict(k)) for k, n in sorted(counts.items())]
+
+
+def _live(pod: Obj) -> bool:
+    return _dict(pod.get("status")).get("phase") not in TERMINAL_PHASES
+
+
+def _pod_ref(pod: Obj) -> str:
+    m = _meta(pod)
+    return f"{m.get('namespace', '')}/{m.get('name', '')}"
+
+
+def _podgroup_gangs(state: ClusterState, names: GpuNames, node_pools: dict[str, str]) -> list[Gang]:
+    members: dict[tuple[str, str], list[Obj]] = {}
+    for pod in state.of("Pod"):
+        group = _dict(_dict(pod.get("spec")).get("schedulingGroup")).get("podGroupName")
+        if isinstance(group, str) and _live(pod):
+            members.setdefault((str(_meta(pod).get("namespace", "")), group), []).append(pod)
+    gangs = []
+    for pg in state.of(PODGROUP):
+        m = _meta(pg)
+        min_count = _gang_min_count(_dict(pg.get("spec")).get("schedulingPolicy"))
+        if min_count is None:
+            continue  # a `basic` PodGroup: no all-or-nothing
+        ns, name = str(m.get("namespace", "")), str(m.get("name", ""))
+        pods = members.get((ns, name), [])
+        gang = Gang("PodGroup", ns, name, "podgroup", min_count, _pod_roles(pods, names))
+        _add_pods(gang, pods, node_pools)
+        gangs.append(gang)
+    named = {(g.namespace, g.name) for g in gangs}
+    for wl in state.of(WORKLOAD):
+        m = _meta(wl)
+        ns, name = str(m.get("namespace", "")), str(m.get("name", ""))
+        for tmpl in _list(_dict(wl.get("spec")).get("podGroupTemplates")):
+            min_count = _gang_min_count(_dict(tmpl).get("schedulingPolicy"))
+            if min_count is None:
+                continue
+            # The workload controller names PodGroups after the template; when one was read it stands for it.
+            if any(n == ns and pg.startswith(f"{name}-") for n, pg in named):
+                continue
+            gangs.append(Gang("Workload", ns, f"{name}/{_dict(tmpl).get('name', '')}", "workload", min_count))
+    return gangs
+
+
+def _add_pods(gang: Gang, pods: list[Obj], node_pools: dict[str, str]) -> None:
+    for pod in pods:
+        gang.live_pods += 1
+        gang.pod_names.add(_pod_ref(pod))
+        node = _dict(pod.get("spec")).get("nodeName")
+        if isinstance(node, str) and node in node_pools:
+            gang.pools.add(node_pools[node])
+
+
+def _framework_min_count(state: ClusterState, c: Consumer, total: int) -> int:
+    """Volcano's `spec.minAvailable` and the Kubeflow operator's `runPolicy.schedulingPolicy.minAvailable`
+    lower the count; otherwise every worker is needed."""
+    obj = _find(state, c)
+    spec = _dict(obj.get("spec")) if obj else {}
+    if c.api_version.startswith(f"{VOLCANO_GROUP}/"):
+        return min(total, _int(spec.get("minAvailable"), total))
+    policy = _dict(_dict(spec.get("runPolicy")).get("schedulingPolicy"))
+    return min(total, _int(policy.get("minAvailable"), total))
+
+
+def _find(state: ClusterState, c: Consumer) -> Obj | None:
+    group = c.api_version.rpartition("/")[0] if "/" in c.api_version else ""
+    key = f"{group}/{c.kind}" if group else c.kind
+    for obj in state.of(key):
+        m = _meta(obj)
+        if m.get("name") == c.name and str(m.get("namespace", "")) == c.namespace:
+            return obj
+    return None
+
+
+def _is_framework_gang(state: ClusterState, c: Consumer) -> bool:
+    if c.kind in FRAMEWORK_GANG_KINDS or (c.kind == "Job" and c.api_version.startswith(f"{VOLCANO_GROUP}/")):
+        return True
+    obj = _find(state, c)
+    labels = _dict(_meta(obj).get("labels")) if obj else {}
+    return KUEUE_QUEUE_LABEL in labels and sum(t.replicas for t in c.templates) > 1
+
+
+def find_gangs(
+    state: ClusterState, names: GpuNames, consumers: list[Consumer], node_pools: dict[str, str]
+) -> list[Gang]:
+    """Every gang whose pods ask for device-plugin GPUs, PodGroups first, then the frameworks' jobs."""
+    gangs = [g for g in _podgroup_gangs(state, names, node_pools) if any(r.resources for r in g.roles) or not g.roles]
+    in_podgroup = {p for g in gangs for p in g.pod_names}
+    framework = {(c.kind, c.namespace, c.name): c for c in consumers if _is_framework_gang(state, c)}
+    pods_of: dict[tuple[str, str, str], list[Obj]] = {}
+    index = OwnerIndex(state)
+    for pod in state.of("Pod"):
+        if not _live(pod) or _pod_ref(pod) in in_podgroup:
+            continue
+        _, top, _ = index.top("Pod", pod)
+        m = _meta(top)
+        key = (str(top.get("kind", "")), str(m.get("namespace", "")), str(m.get("name", "")))
+        if key in framework:
+            pods_of.setdefault(key, []).append(pod)
+    for key, c in sorted(framework.items()):
+        roles = _merge_roles(
+            [Role(t.replicas, dict(t.resources)) for t in c.templates if t.replicas > 0 and t.resources]
+        )
+        total = sum(r.count for r in roles)
+        if total < 2:
+            continue  # one pod is no gang
+        gang = Gang(c.kind, c.namespace, c.name, "framework", _framework_min_count(state, c, total), roles)
+        _add_pods(gang, pods_of.get(key, []), node_pools)
+        if not gang.pools:
+            gang.pools = set(c.pools)
+        gangs.append(gang)
+    return gangs

@@ -1,0 +1,106 @@
+"""The inventory: one pure function of a ClusterState, and its JSON contract (README "JSON contract")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from dra_migrate.cluster.state import ClusterState, paused_gc, source_cluster
+from dra_migrate.inventory.consumers import Consumer, find_consumers
+from dra_migrate.inventory.dra import nodes_with_counters, slice_devices_by_node, summarize_dra
+from dra_migrate.inventory.fleet import (
+    GpuNode,
+    Pool,
+    advertised_gpu_names,
+    build_gpu_nodes,
+    build_pools,
+    pool_of,
+)
+from dra_migrate.inventory.gangs import Gang, find_gangs
+from dra_migrate.inventory.operator import (
+    device_plugin_daemonset_objects,
+    dra_plugin_daemonset_objects,
+    dra_plugin_daemonsets,
+    known_gpu_names_from_configs,
+    sharing_configs,
+    summarize_operator,
+)
+from dra_migrate.inventory.resources import GpuNames
+
+# Bumped on any incompatible change to the JSON below; additions keep it.
+FORMAT_VERSION = 1
+
+
+@dataclass
+class Inventory:
+    state: ClusterState
+    gpu_names: GpuNames
+    consumers: list[Consumer]
+    nodes: list[GpuNode]
+    pools: list[Pool]
+    operator: dict[str, Any]
+    dra: dict[str, Any]
+    gangs: list[Gang] = field(default_factory=list)  # inventory/gangs.py
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "formatVersion": FORMAT_VERSION,
+            "cluster": self.cluster_dict(),
+            "consumers": [c.to_dict() for c in self.consumers],
+            "nodes": [n.to_dict() for n in self.nodes],
+            "pools": [p.to_dict() for p in self.pools],
+            "operator": self.operator,
+            "dra": self.dra,
+            "gangs": [g.to_dict() for g in self.gangs],
+        }
+
+    def cluster_dict(self) -> dict[str, Any]:
+        """The `cluster` object every command's JSON carries (inventory, check, match)."""
+        src = self.state.source
+        return source_cluster(
+            src,
+            servedAPIs=list(src.served_apis) if src.served_apis is not None else None,
+            objects={k: len(v) for k, v in sorted(self.state.objects.items())},
+            skipped=dict(sorted(self.state.skipped.items())),
+            # Pods that use no devices: read and counted, not kept (ClusterState.other_pods).
+            podsWithoutDevices=self.state.other_pods_read,
+        )
+
+
+def build_inventory(state: ClusterState, pool_labels: tuple[str, ...] = ()) -> Inventory:
+    with paused_gc():
+        return _build(state, pool_labels)
+
+
+def _build(state: ClusterState, pool_labels: tuple[str, ...]) -> Inventory:
+    nodes_raw = state.of("Node")
+    names = GpuNames(advertised_gpu_names(nodes_raw) | known_gpu_names_from_configs(state))
+    node_pools = {
+        str((n.get("metadata") or {}).get("name")): pool_of(
+            {k: str(v) for k, v in ((n.get("metadata") or {}).get("labels") or {}).items()}, pool_labels
+        )
+        for n in nodes_raw
+    }
+    consumers, node_requests = find_consumers(state, names, node_pools)
+    gpu_nodes = build_gpu_nodes(
+        nodes_raw,
+        names,
+        pool_labels,
+        slice_devices_by_node(state),
+        dra_plugin_daemonset_objects(state),
+        device_plugin_daemonset_objects(state),
+        nodes_with_counters(state),
+    )
+    for g in gpu_nodes:
+        g.requested = dict(sorted(node_requests.get(g.name, {}).items()))
+    configs = sharing_configs(state, [(g.name, g.labels) for g in gpu_nodes])
+    return Inventory(
+        state=state,
+        gpu_names=names,
+        consumers=consumers,
+        nodes=gpu_nodes,
+        pools=build_pools(gpu_nodes),
+        operator=summarize_operator(state, configs),
+        dra=summarize_dra(state, dra_plugin_daemonsets(state)),
+        gangs=find_gangs(state, names, consumers, node_pools),
+    )

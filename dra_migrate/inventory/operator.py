@@ -1,0 +1,462 @@
+"""The NVIDIA stack as the cluster shows it: GPU Operator CRs, device-plugin sharing configs, plugins.
+
+Facts used (primary sources):
+  * ClusterPolicy spec/status fields: NVIDIA/gpu-operator api/nvidia/v1/clusterpolicy_types.go;
+    several ClusterPolicies -> the oldest is used, the others are `ignored`.
+  * device-plugin config format (sharing.timeSlicing|mps.resources[].{name,rename,replicas},
+    renameByDefault, flags.migStrategy): NVIDIA/k8s-device-plugin api/config/v1/{config,sharing}.go.
+  * a node picks a config key with the label nvidia.com/device-plugin.config, else the default key
+    (k8s-device-plugin README "Updating Per-Node Configuration With a Node Label").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from dra_migrate.cluster.state import ClusterState, Obj
+from dra_migrate.cluster.yamlio import load_yaml_documents
+from dra_migrate.errors import InputError
+from dra_migrate.inventory.placement import label_to_deselect, label_to_select, node_selects, settable_label
+from dra_migrate.inventory.resources import DEFAULT_GPU, GPU_PREFIX, SHARED_GPU
+
+CONFIG_LABEL = "nvidia.com/device-plugin.config"
+
+
+@dataclass
+class SharedResource:
+    name: str  # the resource shared (nvidia.com/gpu, nvidia.com/mig-1g.10gb)
+    advertised_as: str  # the name pods request (renamed to <name>.shared or `rename`)
+    replicas: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "advertisedAs": self.advertised_as, "replicas": self.replicas}
+
+
+@dataclass
+class SharingConfig:
+    namespace: str
+    config_map: str
+    key: str
+    strategy: str  # timeSlicing | mps | none
+    resources: list[SharedResource]
+    mig_strategy: str | None
+    fail_requests_greater_than_one: bool
+    nodes: list[str] = field(default_factory=list)
+    is_default: bool = False
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "namespace": self.namespace,
+            "configMap": self.config_map,
+            "key": self.key,
+            "default": self.is_default,
+            "strategy": self.strategy,
+            "resources": [r.to_dict() for r in self.resources],
+            "migStrategy": self.mig_strategy,
+            "failRequestsGreaterThanOne": self.fail_requests_greater_than_one,
+            "nodes": self.nodes,
+            "error": self.error,
+        }
+
+
+def _meta(o: Obj) -> dict[str, Any]:
+    m = o.get("metadata")
+    return m if isinstance(m, dict) else {}
+
+
+def _dig(o: Any, *path: str) -> Any:
+    for p in path:
+        if not isinstance(o, dict):
+            return None
+        o = o.get(p)
+    return o
+
+
+def _name(o: Obj) -> str:
+    return str(_meta(o).get("name", ""))
+
+
+def parse_sharing(text: str, where: str) -> tuple[str, list[SharedResource], str | None, bool]:
+    """(strategy, shared resources, migStrategy, failRequestsGreaterThanOne) of one config key."""
+    docs = list(load_yaml_documents(text, where))
+    cfg = docs[0] if docs else {}
+    if not isinstance(cfg, dict):
+        raise InputError(f"{where}: not a device-plugin config", "check the ConfigMap")
+    sharing = cfg.get("sharing") or {}
+    strategy, block = "none", None
+    for s in ("timeSlicing", "mps"):
+        if isinstance(sharing.get(s), dict) and sharing[s].get("resources"):
+            strategy, block = s, sharing[s]
+    resources: list[SharedResource] = []
+    fail_gt_one = False
+    if block is not None:
+        rename_default = bool(block.get("renameByDefault"))
+        fail_gt_one = bool(block.get("failRequestsGreaterThanOne"))
+        for r in block.get("resources") or []:
+            if not isinstance(r, dict) or not isinstance(r.get("name"), str):
+                continue
+            name = r["name"] if r["name"].startswith(GPU_PREFIX) else GPU_PREFIX + r["name"]
+            rename = r.get("rename")
+            if rename:
+                adv = rename if str(rename).startswith(GPU_PREFIX) else GPU_PREFIX + str(rename)
+            elif rename_default:
+                adv = name + ".shared"  # DefaultSharedResourceNameSuffix, api/config/v1/consts.go
+            else:
+                adv = name
+            resources.append(SharedResource(name, adv, int(r.get("replicas") or 1)))
+    mig = _dig(cfg, "flags", "migStrategy")
+    return strategy, resources, mig if isinstance(mig, str) else None, fail_gt_one
+
+
+def custom_resource_names(text: str, where: str) -> set[str]:
+    """Names a config defines beyond the defaults: resources.gpus[].name / mig[].name, renames."""
+    docs = list(load_yaml_documents(text, where))
+    cfg = docs[0] if docs else {}
+    out: set[str] = set()
+    if not isinstance(cfg, dict):
+        return out
+    for group in ("gpus", "mig"):
+        for r in _dig(cfg, "resources", group) or []:
+            if isinstance(r, dict) and isinstance(r.get("name"), str):
+                out.add(r["name"] if r["name"].startswith(GPU_PREFIX) else GPU_PREFIX + r["name"])
+    try:
+        _, shared, _, _ = parse_sharing(text, where)
+    except InputError:
+        return out
+    out.update(s.advertised_as for s in shared)
+    return out
+
+
+def cluster_policies(state: ClusterState) -> list[Obj]:
+    """ClusterPolicies, the one the operator uses first (oldest; NVIDIA/gpu-operator a6f6dbff0)."""
+    return sorted(
+        state.of("nvidia.com/ClusterPolicy"),
+        key=lambda o: (str(_meta(o).get("creationTimestamp", "")), _name(o)),
+    )
+
+
+def device_plugin_config_ref(state: ClusterState) -> tuple[str | None, str | None, str | None]:
+    """(namespace, ConfigMap name, default key) that the operator's device plugin uses, if any."""
+    policies = cluster_policies(state)
+    if not policies:
+        return None, None, None
+    cp = policies[0]
+    name = _dig(cp, "spec", "devicePlugin", "config", "name")
+    default = _dig(cp, "spec", "devicePlugin", "config", "default")
+    ns = _dig(cp, "status", "namespace")
+    return (ns if isinstance(ns, str) else None, name or None, default or None)
+
+
+def sharing_configs(state: ClusterState, gpu_nodes: list[tuple[str, dict[str, str]]]) -> list[SharingConfig]:
+    """Every device-plugin config key found, with the nodes that use it."""
+    ref_ns, ref_name, ref_default = device_plugin_config_ref(state)
+    out: list[SharingConfig] = []
+    for cm in sorted(state.of("ConfigMap"), key=lambda o: (str(_meta(o).get("namespace")), _name(o))):
+        ns, name = str(_meta(cm).get("namespace", "")), _name(cm)
+        if ref_name and name != ref_name:
+            continue  # the operator names its config; other look-alikes are not in use
+        if ref_ns and ns != ref_ns:
+            continue
+        data = cm.get("data") or {}
+        keys = sorted(k for k, v in data.items() if isinstance(v, str))
+        default_key = ref_default or ("default" if "default" in keys else (keys[0] if len(keys) == 1 else None))
+        for key in keys:
+            sc = _one_config(ns, name, key, data[key])
+            sc.is_default = key == default_key
+            sc.nodes = [n for n, labels in gpu_nodes if _config_key(labels, keys, default_key) == key]
+            out.append(sc)
+    return out
+
+
+def _config_key(labels: dict[str, str], keys: list[str], default_key: str | None) -> str | None:
+    """The key a node uses: its label when the key exists; else the default (an unknown key makes the
+    plugin keep its previous config, which we cannot see, so the default is the best estimate)."""
+    chosen = labels.get(CONFIG_LABEL)
+    return chosen if chosen in keys else default_key
+
+
+def _one_config(ns: str, name: str, key: str, text: str) -> SharingConfig:
+    where = f"ConfigMap {ns}/{name} key {key}"
+    try:
+        strategy, resources, mig, fail = parse_sharing(text, where)
+    except InputError as e:
+        return SharingConfig(ns, name, key, "unknown", [], None, False, error=e.message)
+    return SharingConfig(ns, name, key, strategy, resources, mig, fail)
+
+
+def summarize_operator(state: ClusterState, configs: list[SharingConfig]) -> dict[str, Any]:
+    policies = cluster_policies(state)
+    cp = policies[0] if policies else None
+    return {
+        "clusterPolicy": _policy_summary(cp) if cp else None,
+        "ignoredClusterPolicies": [_name(p) for p in policies[1:]],
+        "nvidiaDrivers": [
+            {
+                "name": _name(d),
+                "version": _dig(d, "spec", "version"),
+                "driverType": _dig(d, "spec", "driverType") or "gpu",
+                "default": bool(_dig(d, "spec", "default")),
+                "state": _dig(d, "status", "state"),
+            }
+            for d in sorted(state.of("nvidia.com/NVIDIADriver"), key=_name)
+        ],
+        "gpuClusters": [
+            {
+                "name": _name(g),
+                "draDriverVersion": _dig(g, "spec", "draDriver", "version"),
+                "state": _dig(g, "status", "state"),
+            }
+            for g in sorted(state.of("nvidia.com/GPUCluster"), key=_name)
+        ],
+        "devicePluginDaemonSets": device_plugin_daemonsets(state),
+        "sharingConfigs": [c.to_dict() for c in configs],
+    }
+
+
+def _policy_summary(cp: Obj) -> dict[str, Any]:
+    spec = cp.get("spec") or {}
+    cdi = _dig(spec, "cdi", "enabled")
+    dp_enabled = _dig(spec, "devicePlugin", "enabled")
+    return {
+        "name": _name(cp),
+        "driverVersion": _dig(spec, "driver", "version"),
+        "driverEnabled": _dig(spec, "driver", "enabled") is not False,
+        "useNvidiaDriverCRD": bool(_dig(spec, "driver", "useNvidiaDriverCRD")),
+        "devicePlugin": {
+            "enabled": dp_enabled is not False,
+            "config": _dig(spec, "devicePlugin", "config"),
+        },
+        "migStrategy": _dig(spec, "mig", "strategy"),
+        # CDI defaults to enabled in the chart (gpu-operator deployments/gpu-operator/values.yaml).
+        "cdiEnabled": cdi is not False,
+        "state": _dig(cp, "status", "state"),
+        "namespace": _dig(cp, "status", "namespace"),
+    }
+
+
+def _images(ds: Obj) -> list[str]:
+    containers = _dig(ds, "spec", "template", "spec", "containers") or []
+    return [str(c.get("image", "")) for c in containers if isinstance(c, dict)]
+
+
+def _is_device_plugin(ds: Obj) -> bool:
+    name = _name(ds)
+    # GPU Feature Discovery ships in the same k8s-device-plugin image; it advertises no resources.
+    if "feature-discovery" in name:
+        return False
+    return "nvidia-device-plugin" in name or any("k8s-device-plugin" in i for i in _images(ds))
+
+
+def _is_dra_plugin(ds: Obj) -> bool:
+    name = _name(ds)
+    return ("dra-driver" in name and "kubelet-plugin" in name) or any(
+        "dra-driver-nvidia-gpu" in i or "k8s-dra-driver-gpu" in i for i in _images(ds)
+    )
+
+
+def _ref_of(ds: Obj) -> str:
+    return f"{_meta(ds).get('namespace', '')}/{_name(ds)}"
+
+
+def device_plugin_daemonset_objects(state: ClusterState) -> list[Obj]:
+    return sorted((d for d in state.of("apps/DaemonSet") if _is_device_plugin(d)), key=_ref_of)
+
+
+def dra_plugin_daemonset_objects(state: ClusterState) -> list[Obj]:
+    return sorted((d for d in state.of("apps/DaemonSet") if _is_dra_plugin(d)), key=_ref_of)
+
+
+def device_plugin_daemonsets(state: ClusterState) -> list[str]:
+    """DaemonSets that run the NVIDIA device plugin (operator-managed or standalone)."""
+    return [_ref_of(d) for d in device_plugin_daemonset_objects(state)]
+
+
+def dra_plugin_daemonsets(state: ClusterState) -> list[str]:
+    """DaemonSets of the NVIDIA DRA kubelet plugin: nvidia-dra-driver-gpu-kubelet-plugin (v25.x),
+    dra-driver-nvidia-gpu-kubelet-plugin (v0.4+), nvidia-dra-driver-kubelet-plugin (GPU Operator)."""
+    return [_ref_of(d) for d in dra_plugin_daemonset_objects(state)]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Per node: what switching a plugin means, from the DaemonSets as installed
+
+# The GPU Operator's device-plugin DaemonSet selects nvidia.com/gpu.deploy.device-plugin=true and the
+# operator keeps a value once set, so "false" keeps it off (gpu-operator
+# assets/state-device-plugin/0500_daemonset.yaml; controllers/state_manager.go).
+OPERATOR_DEVICE_PLUGIN_OFF = ("nvidia.com/gpu.deploy.device-plugin", "false")
+
+
+@dataclass(frozen=True)
+class PluginPlacement:
+    """What the plan must do on one node for one plugin, and why.
+
+    mode: "runs" (the plugin already runs there: nothing to switch on), "off" (it does not run there:
+    nothing to switch off), "label" (set `label`=`value`), "unknown" (no node label can switch it: a
+    blocker), "assumed" (no DaemonSet of it was read: the plan's label parameter is assumed).
+    """
+
+    mode: str
+    daemonset: str | None
+    label: str | None
+    value: str | None
+    why: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "daemonSet": self.daemonset,
+            "label": self.label,
+            "value": self.value,
+            "why": self.why,
+        }
+
+
+def _pod_spec(ds: Obj) -> dict[str, Any]:
+    spec = _dig(ds, "spec", "template", "spec")
+    return spec if isinstance(spec, dict) else {}
+
+
+def switch_keys(ds: Obj) -> list[str]:
+    """The settable node labels a DaemonSet selects on (nodeSelector keys, affinity In/Exists keys)."""
+    spec = _pod_spec(ds)
+    keys = [str(k) for k in spec.get("nodeSelector") or {}]
+    terms = _dig(
+        spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"
+    )
+    for term in terms or []:
+        for e in (term.get("matchExpressions") or []) if isinstance(term, dict) else []:
+            if e.get("operator") in ("In", "Exists"):
+                keys.append(str(e.get("key")))
+    return [k for k in dict.fromkeys(keys) if settable_label(k)]
+
+
+DYNAMIC_MIG_GATE = "DynamicMIG"
+
+
+def dynamic_mig_enabled(ds: Obj) -> bool:
+    """Whether the DRA kubelet plugin runs with the DynamicMIG feature gate on: `DynamicMIG=true` in a
+    container's args or env (the plugin's --feature-gates flag / FEATURE_GATES environment variable,
+    dra-driver-nvidia-gpu cmd/gpu-kubelet-plugin/main.go and pkg/featuregates)."""
+    for c in _dig(ds, "spec", "template", "spec", "containers") or []:
+        if not isinstance(c, dict):
+            continue
+        texts = [str(a) for a in (c.get("args") or []) + (c.get("command") or [])]
+        texts += [str(e.get("value", "")) for e in c.get("env") or [] if isinstance(e, dict)]
+        if any(f"{DYNAMIC_MIG_GATE}=true" in t.replace(" ", "") for t in texts):
+            return True
+    return False
+
+
+def _how_selected(ds: Obj) -> str:
+    spec = _pod_spec(ds)
+    parts = []
+    if spec.get("nodeSelector"):
+        parts.append("nodeSelector " + ", ".join(f"{k}={v}" for k, v in sorted(spec["nodeSelector"].items())))
+    if _dig(spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution"):
+        parts.append("required node affinity")
+    return " and ".join(parts) or "no nodeSelector and no node affinity: every node"
+
+
+def _gpu_allocatable(node: Obj) -> dict[str, int]:
+    alloc = _dig(node, "status", "allocatable") or {}
+    out: dict[str, int] = {}
+    for k, v in alloc.items() if isinstance(alloc, dict) else []:
+        if str(k).startswith(GPU_PREFIX):
+            try:
+                out[str(k)] = int(str(v))
+            except ValueError:
+                out[str(k)] = 1  # a quantity we do not parse: treat it as advertised
+    return out
+
+
+def dra_plugin_placement(node: Obj, daemonsets: list[Obj]) -> PluginPlacement:
+    """Whether the DRA kubelet plugin runs on `node`, or which one label makes one of its DaemonSets run
+    there (the DaemonSet controller's own test: nodeSelector, required node affinity, taints)."""
+    if not daemonsets:
+        return PluginPlacement(
+            "assumed", None, None, None, "no DRA kubelet-plugin DaemonSet was read: the plan's --dra-label is assumed"
+        )
+    for ds in daemonsets:
+        if node_selects(_pod_spec(ds), node, daemon=True):
+            return PluginPlacement(
+                "runs",
+                _ref_of(ds),
+                None,
+                None,
+                f"DaemonSet {_ref_of(ds)} already runs on this node ({_how_selected(ds)})",
+            )
+    for ds in daemonsets:
+        switch = label_to_select(_pod_spec(ds), node)
+        if switch is not None:
+            return PluginPlacement(
+                "label",
+                _ref_of(ds),
+                switch[0],
+                switch[1],
+                f"DaemonSet {_ref_of(ds)} runs on nodes labelled {switch[0]}={switch[1]} ({_how_selected(ds)})",
+            )
+    refs = ", ".join(_ref_of(d) for d in daemonsets)
+    return PluginPlacement(
+        "unknown",
+        refs,
+        None,
+        None,
+        f"no node label that an operator can set makes DaemonSet(s) {refs} run on this node "
+        f"({'; '.join(_how_selected(d) for d in daemonsets)})",
+    )
+
+
+def device_plugin_placement(node: Obj, daemonsets: list[Obj]) -> PluginPlacement:
+    """Whether the device plugin runs on `node`, and which one label stops every DaemonSet of it there."""
+    if not daemonsets:
+        return PluginPlacement(
+            "assumed",
+            None,
+            None,
+            None,
+            "no device-plugin DaemonSet was read: the plan's --device-plugin-label is assumed",
+        )
+    running = [d for d in daemonsets if node_selects(_pod_spec(d), node, daemon=True)]
+    if not running:
+        refs = ", ".join(_ref_of(d) for d in daemonsets)
+        advertised = sorted(k for k, v in _gpu_allocatable(node).items() if v > 0)
+        why = f"DaemonSet(s) {refs} do not run on this node"
+        if advertised:
+            # The DaemonSet controller deletes a pod whose node no longer matches, so its plugin is
+            # leaving; if something else serves these GPUs, wait-dra-ready sees allocatable stay > 0 and
+            # the wave rolls back. A snapshot keeps no device-plugin pods, so it cannot tell which.
+            why += f" (it still advertises {', '.join(advertised)}: the plugin is leaving, or is not ours)"
+        return PluginPlacement("off", refs, None, None, why)
+    switches = {label_to_deselect(_pod_spec(d), node, OPERATOR_DEVICE_PLUGIN_OFF) for d in running}
+    refs = ", ".join(_ref_of(d) for d in running)
+    if len(switches) == 1 and None not in switches:
+        key, value = next(iter(s for s in switches if s is not None))
+        return PluginPlacement(
+            "label",
+            refs,
+            key,
+            value,
+            f"DaemonSet {refs} stops on nodes labelled {key}={value} ({_how_selected(running[0])})",
+        )
+    return PluginPlacement(
+        "unknown",
+        refs,
+        None,
+        None,
+        f"no one node label that an operator can set stops DaemonSet(s) {refs} on this node "
+        f"({'; '.join(_how_selected(d) for d in running)})",
+    )
+
+
+def known_gpu_names_from_configs(state: ClusterState) -> set[str]:
+    names: set[str] = set()
+    for cm in state.of("ConfigMap"):
+        for key, text in (cm.get("data") or {}).items():
+            if isinstance(text, str):
+                try:
+                    names |= custom_resource_names(text, f"ConfigMap {_name(cm)} key {key}")
+                except InputError:
+                    continue
+    return names - {DEFAULT_GPU, SHARED_GPU}

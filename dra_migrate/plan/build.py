@@ -1,0 +1,485 @@
+"""Build a plan from one cluster state: a pure function of the state and the parameters.
+
+Stage 0 `prepare` creates the DeviceClasses `generate deviceclasses` proposes and confirms the DRA
+driver; then one stage per pool, in a safe order (pools whose consumers fit after migration first,
+then the least disruptive), each in waves of at most `max_unavailable` nodes, least-loaded nodes
+first. Per node: cordon, drain, device plugin off, DRA plugin on, wait until the node serves its GPUs
+through DRA only, canary, uncordon — each with the inverse that restores the original values.
+
+What "device plugin off" and "DRA plugin on" mean comes from the DaemonSets as installed
+(`inventory.operator.*_placement`): the label each one selects on, or no step at all when the DRA
+plugin already runs on the node (the DRA chart's default placement) or the device plugin already does
+not. Nodes that cannot be migrated (a kubelet without DRA-backed extended resources, or a plugin no
+label can switch) are left out, each with its reason, in `summary.excludedNodes`; the blockers that say
+so concern only those nodes and do not make the rest of the plan inapplicable.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from dra_migrate import __version__
+from dra_migrate.checks.model import Finding
+from dra_migrate.checks.run import Readiness, assess
+from dra_migrate.cluster.state import ClusterState
+from dra_migrate.dra.capacity import class_for
+from dra_migrate.dra.devices import node_devices
+from dra_migrate.errors import InputError
+from dra_migrate.inventory.fleet import GpuNode, kubelet_skew
+from dra_migrate.inventory.gangs import Gang
+from dra_migrate.plan.estimate import drain_grace_by_node, summary_estimate
+from dra_migrate.plan.fingerprint import fingerprint
+from dra_migrate.plan.model import FORMAT_VERSION, Inverse, NodeEntry, PoolStage, PrepareStage, Stage, Step, Wave
+from dra_migrate.plan.params import PlanParams
+
+
+def build_plan(
+    state: ClusterState, params: PlanParams, *, feature_gates: dict[str, bool] | None = None
+) -> dict[str, Any]:
+    """The plan body (everything but the digests), as the file holds it."""
+    params = params.validate()
+    gates = feature_gates or {}
+    readiness = assess(state, pool_labels=params.pool_labels, feature_gates=gates, dra_driver=params.dra_driver)
+    excluded = excluded_nodes(readiness, gates, params.dra_driver)
+    readiness.__dict__["_excluded"] = excluded
+    selected, excluded_pools = _select_pools(readiness, params)
+    stages = [_prepare(readiness, params)] + [
+        s for pool in _pool_order(readiness, params, selected) for s in _pool_stages(state, readiness, params, pool)
+    ]
+    stages = [s for s in stages if s.pool is None or s.waves]
+    scoped = [{**f.to_record(), **_scope(f, readiness)} for f in readiness.findings]
+    # A finding about left-out pools only concerns no stage of this plan: it is recorded with them.
+    findings = [f for f in scoped if f["scope"] == "cluster" or set(f["pools"]) & set(selected)]
+    left_out = [f for f in scoped if f not in findings]
+    excluded_pools = [{**x, "findings": [f for f in left_out if x["pool"] in f["pools"]]} for x in excluded_pools]
+    return {
+        "formatVersion": FORMAT_VERSION,
+        "tool": {"name": "dra-migrate", "version": __version__},
+        "cluster": state.source.name,
+        "parameters": params.to_dict(),
+        "fingerprint": fingerprint(state, readiness),
+        # As a whole; `apply --stage` may run a stage no blocker stops (`stage_blockers`). A node-scoped
+        # blocker only leaves its node out (summary.excludedNodes).
+        "applicable": not any(f["severity"] == "blocker" and f["id"] not in NODE_SCOPED for f in findings),
+        "findings": findings,
+        "summary": {
+            **_summary(stages, params, state),
+            "gangs": gang_disruption(stages, readiness),
+            "excludedNodes": _excluded_list(readiness, excluded),
+        },
+        "review": _review(readiness, selected, excluded_pools),
+        "stages": [s.to_dict() for s in stages],
+    }
+
+
+# --- partial migrations: which pools, and which blockers stop which stage ------------------------------
+
+
+def _select_pools(readiness: Readiness, params: PlanParams) -> tuple[list[str], list[dict[str, Any]]]:
+    """The pools to plan (--pools, else all, minus --exclude-pools), and the left-out ones with why."""
+    known = [p.name for p in readiness.inventory.pools]
+    for flag, names in (("--pools", params.pools), ("--exclude-pools", params.exclude_pools)):
+        unknown = [p for p in names if p not in known]
+        if unknown:
+            raise InputError(
+                f"{flag} names unknown pool(s): {', '.join(unknown)}", f"pools: {', '.join(known) or 'none'}"
+            )
+    both = sorted(set(params.pools) & set(params.exclude_pools))
+    if both:
+        raise InputError(f"--pools and --exclude-pools both name {', '.join(both)}", "name each pool in one of them")
+    selected: list[str] = []
+    excluded: list[dict[str, Any]] = []
+    for pool in known:
+        if params.pools and pool not in params.pools:
+            excluded.append({"pool": pool, "reason": "not named by --pools"})
+        elif pool in params.exclude_pools:
+            excluded.append({"pool": pool, "reason": "left out by --exclude-pools"})
+        elif not _to_migrate(readiness, pool) and not _has_excluded_nodes(readiness, pool):
+            excluded.append({"pool": pool, "reason": "already served by DRA: nothing to migrate"})
+        else:
+            selected.append(pool)
+    return selected, excluded
+
+
+def _has_excluded_nodes(readiness: Readiness, pool: str) -> bool:
+    """Nodes of the pool left out by a node-scoped blocker: the pool stays planned (its findings with it),
+    though it may have no stage (summary.excludedNodes says why)."""
+    excluded = readiness.__dict__.get("_excluded") or {}
+    return any(n.pool == pool and n.name in excluded for n in readiness.inventory.nodes)
+
+
+def _scope(finding: Finding, readiness: Readiness) -> dict[str, Any]:
+    """`scope: pool` with its `pools` when the finding is about pools or their nodes only (it blocks only
+    those pools' stages); `scope: cluster` otherwise (it blocks the whole plan).
+
+    Objects are `ObjectRef`s (checks/model.py)."""
+    node_pool = {n.name: n.pool for n in readiness.inventory.nodes}
+    pools: set[str] = set()
+    for obj in finding.objects:
+        if obj.kind == "Pool":
+            pools.add(obj.name)
+        elif obj.kind == "Node" and obj.name in node_pool:
+            pools.add(node_pool[obj.name])
+        else:
+            return {"scope": "cluster", "pools": []}
+    return {"scope": "pool", "pools": sorted(pools)} if pools else {"scope": "cluster", "pools": []}
+
+
+def _review(readiness: Readiness, selected: list[str], excluded: list[dict[str, Any]]) -> dict[str, Any]:
+    """What review needs at planning time, so `report PLAN` stands alone: capacity before/after per pool,
+    the inventory summary per pool, the pools planned and those left out with why."""
+    consumers: Counter[str] = Counter(p for c in readiness.inventory.consumers for p in c.pools)
+    return {
+        "pools": selected,
+        "excludedPools": excluded,
+        "capacity": [c.to_dict() for c in readiness.capacity],
+        "inventory": {
+            "consumers": len(readiness.inventory.consumers),
+            "gpuNodes": len(readiness.inventory.nodes),
+            "pools": [
+                {
+                    "name": p.name,
+                    "nodes": len(p.nodes),
+                    "allocatable": dict(sorted(p.allocatable.items())),
+                    "requested": dict(sorted(p.requested.items())),
+                    "consumers": consumers.get(p.name, 0),
+                }
+                for p in readiness.inventory.pools
+            ],
+        },
+    }
+
+
+# Blockers about single nodes: the plan leaves those nodes out rather than refusing the whole fleet.
+NODE_SCOPED = frozenset(
+    {
+        "kubelet-version-unsupported",
+        "dra-plugin-placement-unknown",
+        "device-plugin-placement-unknown",
+        "dynamic-mig-unpredicted",
+    }
+)
+
+
+def excluded_nodes(readiness: Readiness, gates: dict[str, bool], driver: str) -> dict[str, str]:
+    """Node -> why the plan leaves it out (the reasons of the node-scoped blockers)."""
+    out: dict[str, str] = {}
+    for n in readiness.inventory.nodes:
+        if n.dra_plugin_enabled and not n.device_plugin_enabled:
+            continue  # already migrated
+        skew = kubelet_skew(n.kubelet_version, gates)
+        if skew is not None:
+            out[n.name] = f"kubelet-version-unsupported: {skew}"
+        elif n.dp_placement is not None and n.dp_placement.mode == "unknown":
+            out[n.name] = f"device-plugin-placement-unknown: {n.dp_placement.why}"
+        elif n.dra_placement is not None and n.dra_placement.mode == "unknown":
+            out[n.name] = f"dra-plugin-placement-unknown: {n.dra_placement.why}"
+        elif n.dynamic_mig and not n.dra_devices.get(driver):
+            out[n.name] = "dynamic-mig-unpredicted: DynamicMIG is on and the node has no slices to count yet"
+    return out
+
+
+def _excluded_list(readiness: Readiness, excluded: dict[str, str]) -> list[dict[str, str]]:
+    pool_of = {n.name: n.pool for n in readiness.inventory.nodes}
+    return [{"node": n, "pool": pool_of.get(n, ""), "reason": excluded[n]} for n in sorted(excluded)]
+
+
+def _prepare(readiness: Readiness, params: PlanParams) -> Stage:
+    steps = [
+        Step(
+            id=f"prepare/create-deviceclass/{p.name}",
+            action="create-deviceclass",
+            target=f"DeviceClass {p.name}",
+            params={"manifest": p.manifest()},
+            precondition=f"no other DeviceClass maps {p.extended_resource_name}",
+            timeout="30s",
+            inverse=Inverse("delete-deviceclass", {"name": p.name}),
+        )
+        for p in sorted(readiness.generation.proposals, key=lambda p: p.name)
+    ]
+    steps.append(
+        Step(
+            id="prepare/confirm-dra-driver",
+            action="confirm-dra-driver",
+            target=f"Driver {params.dra_driver}",
+            params={"driver": params.dra_driver},
+            precondition="the NVIDIA DRA kubelet plugin DaemonSet exists",
+            timeout="1m",
+            inverse=None,
+        )
+    )
+    return PrepareStage("prepare", tuple(steps))
+
+
+def _pool_fits(readiness: Readiness, pool: str) -> bool:
+    return all(c.fits for c in readiness.capacity if c.pool == pool)
+
+
+def _to_migrate(readiness: Readiness, pool: str) -> list[GpuNode]:
+    """Nodes of the pool still on the device plugin (already migrated ones need no steps), less the
+    excluded ones."""
+    excluded = readiness.__dict__.get("_excluded") or {}
+    return [
+        n
+        for n in readiness.inventory.nodes
+        if n.pool == pool and not (n.dra_plugin_enabled and not n.device_plugin_enabled) and n.name not in excluded
+    ]
+
+
+def _pool_order(readiness: Readiness, params: PlanParams, selected: list[str]) -> list[str]:
+    pools = [p for p in selected if _to_migrate(readiness, p)]
+    unknown = [p for p in params.order if p not in pools]
+    if unknown:
+        raise InputError(
+            f"--order names pools with nothing to migrate: {', '.join(unknown)}", f"pools: {', '.join(pools)}"
+        )
+
+    def safe(pool: str) -> tuple[bool, int, str]:
+        gpu_pods = sum(_gpu_pods(readiness, n.name) for n in _to_migrate(readiness, pool))
+        return (not _pool_fits(readiness, pool), gpu_pods, pool)
+
+    rest = sorted((p for p in pools if p not in params.order), key=safe)
+    return list(params.order) + rest
+
+
+def _gpu_pods(readiness: Readiness, node: str) -> int:
+    """Live pods on the node that use devices (what a `--drain gpu` evicts)."""
+    counts = readiness.__dict__.get("_gpu_pods_by_node")
+    if counts is None:
+        counts = Counter(
+            str((p.get("spec") or {}).get("nodeName"))
+            for p in readiness.inventory.state.of("Pod")
+            if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+        )
+        readiness.__dict__["_gpu_pods_by_node"] = counts
+    return int(counts.get(node, 0))
+
+
+Switch = tuple[str, str] | None  # (label, value) to set, or None: nothing to switch on that node
+
+
+def _dp_switch(n: GpuNode, params: PlanParams) -> Switch:
+    p = n.dp_placement
+    if p is None or p.mode == "assumed":
+        return params.device_plugin_label, params.device_plugin_off
+    return (p.label, p.value) if p.mode == "label" and p.label and p.value is not None else None
+
+
+def _dra_switch(n: GpuNode, params: PlanParams) -> Switch:
+    p = n.dra_placement
+    if p is None or p.mode == "assumed":
+        return params.dra_label, params.dra_on
+    return (p.label, p.value) if p.mode == "label" and p.label and p.value is not None else None
+
+
+def _placement_record(n: GpuNode, params: PlanParams) -> dict[str, Any]:
+    """What the plan does about each plugin on this node, and why (from the DaemonSets as installed)."""
+
+    def one(p: Any, switch: Switch, default_why: str) -> dict[str, Any]:
+        rec = p.to_dict() if p is not None else {"mode": "assumed", "daemonSet": None, "why": default_why}
+        rec["label"], rec["value"] = (switch[0], switch[1]) if switch else (None, None)
+        return rec
+
+    return {
+        "devicePlugin": one(n.dp_placement, _dp_switch(n, params), "no DaemonSet was read"),
+        "draPlugin": one(n.dra_placement, _dra_switch(n, params), "no DaemonSet was read"),
+    }
+
+
+def _groups(nodes: list[GpuNode], params: PlanParams) -> list[tuple[Switch, Switch, list[GpuNode]]]:
+    """Nodes grouped by the labels their switches need. A node with nothing to switch for a plugin (the
+    DRA plugin already runs, the device plugin already does not) joins the largest group: setting that
+    group's label on it changes nothing the DaemonSets act on."""
+    need: dict[tuple[Switch, Switch], list[GpuNode]] = {}
+    for n in nodes:
+        need.setdefault((_dp_switch(n, params), _dra_switch(n, params)), []).append(n)
+    keys = sorted(need, key=lambda k: (-len(need[k]), str(k)))
+    merged: dict[tuple[Switch, Switch], list[GpuNode]] = {}
+    for dp, dra in keys:
+        target = next(
+            (
+                k
+                for k in merged
+                if (dp is None or k[0] is None or k[0] == dp) and (dra is None or k[1] is None or k[1] == dra)
+            ),
+            None,
+        )
+        if target is None:
+            merged[(dp, dra)] = list(need[(dp, dra)])
+            continue
+        combined = (target[0] or dp, target[1] or dra)
+        members = merged.pop(target) + need[(dp, dra)]
+        merged[combined] = members
+    return [(dp, dra, ns) for (dp, dra), ns in merged.items()]
+
+
+def _pool_stages(state: ClusterState, readiness: Readiness, params: PlanParams, pool: str) -> list[Stage]:
+    """One stage per pool, or one per group of its nodes when they need different labels switched."""
+    groups = _groups(_to_migrate(readiness, pool), params)
+    return [
+        _pool_stage(state, readiness, params, pool, f"pool-{pool}" if i == 0 else f"pool-{pool}-{i + 1}", g)
+        for i, g in enumerate(groups)
+    ]
+
+
+def _pool_stage(
+    state: ClusterState,
+    readiness: Readiness,
+    params: PlanParams,
+    pool: str,
+    name: str,
+    group: tuple[Switch, Switch, list[GpuNode]],
+) -> Stage:
+    dp_switch, dra_switch, nodes = group
+    devices = node_devices(state, params.dra_driver)
+    gpu_pods = {n.name: _gpu_pods(readiness, n.name) for n in nodes}
+    ordered = sorted(nodes, key=lambda n: (gpu_pods[n.name], n.name))
+    size = params.wave_size(len(nodes))
+    resources = tuple(sorted({r for n in nodes for r in n.capacity}))
+    keys = [s[0] for s in (dp_switch, dra_switch) if s is not None]
+    waves = []
+    groups = _group_waves(ordered, size, [nodes for _, nodes in _gang_nodes(readiness)])
+    for i, members in enumerate(groups, 1):
+        entries = tuple(
+            NodeEntry(
+                node=n.name,
+                gpu_pods=gpu_pods[n.name],
+                other_pods=state.other_pods.get(n.name, 0),
+                expected_devices=len(devices[n.name].devices) if n.name in devices else 0,
+                resources=tuple(sorted(n.capacity)),
+                canary_resource=_canary_resource(n, readiness),
+                original={"unschedulable": n.unschedulable, "labels": {k: n.labels.get(k) for k in keys}},
+                placement=_placement_record(n, params),
+            )
+            for n in members
+        )
+        evicted = sum(e.gpu_pods + (e.other_pods if params.drain == "all" else 0) for e in entries)
+        soak = params.soak if i < len(groups) else "0s"
+        waves.append(Wave(f"wave-{i}", entries, evicted, soak))
+    return PoolStage(name, pool, resources, node_steps(params, dp_switch, dra_switch), tuple(waves))
+
+
+def _gang_nodes(readiness: Readiness) -> list[tuple[Gang, set[str]]]:
+    """Each gang with the nodes its live pods run on; gangs on one node need no grouping."""
+    where: dict[str, str] = {}
+    for p in readiness.inventory.state.of("Pod"):
+        m, spec = p.get("metadata") or {}, p.get("spec") or {}
+        if isinstance(spec.get("nodeName"), str):
+            where[f"{m.get('namespace', '')}/{m.get('name', '')}"] = spec["nodeName"]
+    out = [(g, {where[p] for p in g.pod_names if p in where}) for g in readiness.inventory.gangs]
+    return [(g, nodes) for g, nodes in out if len(nodes) > 1]
+
+
+def _group_waves(ordered: list[GpuNode], size: int, gangs: list[set[str]]) -> list[list[GpuNode]]:
+    """Waves of at most `size` nodes, least-loaded first, with the nodes of one gang in one wave where the
+    wave is wide enough: a gang evicted once restarts once, while one spread over k waves is broken k times
+    (README "Gangs"). Nodes linked by any gang form one unit; a unit wider than a wave is cut in wave-sized
+    pieces; units are placed first-fit, so waves stay full and keep the least-loaded-first order."""
+    index = {n.name: i for i, n in enumerate(ordered)}
+    parent = list(range(len(ordered)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for gang in gangs:
+        members = sorted(index[n] for n in gang if n in index)
+        for m in members[1:]:
+            parent[root(m)] = root(members[0])
+    units: dict[int, list[GpuNode]] = {}
+    for i, n in enumerate(ordered):
+        units.setdefault(root(i), []).append(n)
+    pieces = [u[j : j + size] for u in units.values() for j in range(0, len(u), size)]
+    waves: list[list[GpuNode]] = []
+    for piece in sorted(pieces, key=lambda p: index[p[0].name]):
+        home = next((w for w in waves if len(w) + len(piece) <= size), None)
+        if home is None:
+            waves.append(list(piece))
+        else:
+            home.extend(piece)
+    return waves
+
+
+def gang_disruption(stages: list[Stage], readiness: Readiness) -> list[dict[str, Any]]:
+    """Per gang, the waves whose drains evict its pods: one is the least a migration can do."""
+    wave_of = {e.node: f"{s.name}/{w.name}" for s in stages for w in s.waves for e in w.nodes}
+    out = []
+    for gang, nodes in _gang_nodes(readiness):
+        waves = sorted({wave_of[n] for n in nodes if n in wave_of})
+        if waves:
+            out.append({"gang": gang.ref, "waves": waves})
+    return out
+
+
+def _canary_resource(node: GpuNode, readiness: Readiness) -> str:
+    """The node's GPU resource that a DeviceClass will map (what its pods will request)."""
+    mapped = [r for r in sorted(node.capacity) if class_for(r, readiness.classes) is not None]
+    return mapped[0] if mapped else sorted(node.capacity)[0] if node.capacity else "nvidia.com/gpu"
+
+
+_DEFAULT = object()
+
+
+def node_steps(params: PlanParams, dp_switch: Any = _DEFAULT, dra_switch: Any = _DEFAULT) -> tuple[Step, ...]:
+    """What every node of a pool stage goes through, in order; `{...}` are the node's own values.
+
+    `dp_switch`/`dra_switch` are the (label, value) that turn the device plugin off and the DRA plugin
+    on, or None when there is nothing to switch: no `enable-dra-plugin` step where the DRA plugin already
+    runs, so the order is then device plugin off, wait, canary. By default the plan's label parameters.
+    """
+    dp = (params.device_plugin_label, params.device_plugin_off) if dp_switch is _DEFAULT else dp_switch
+    dra = (params.dra_label, params.dra_on) if dra_switch is _DEFAULT else dra_switch
+    steps = [
+        Step("cordon", "cordon", "Node", {"unschedulable": True},
+             "the node exists and its uid matches the plan", "30s",
+             Inverse("set-unschedulable", {"unschedulable": "{original.unschedulable}"})),
+        Step("drain", "drain", "Node",
+             {"scope": params.drain, "via": "policy/v1 Eviction", "skip": ["DaemonSet pods", "mirror pods"]},
+             "the node is cordoned", params.drain_timeout,
+             Inverse("none", {"why": "evicted pods are recreated by their controllers"})),
+    ]  # fmt: skip
+    if dp is not None:
+        steps.append(
+            Step("disable-device-plugin", "set-label", "Node", {"key": dp[0], "value": dp[1]},
+                 "no pod on the node requests a device-plugin GPU", "30s",
+                 Inverse("restore-label", {"key": dp[0], "value": f"{{original.labels.{dp[0]}}}"}))
+        )  # fmt: skip
+    if dra is not None:
+        steps.append(
+            Step("enable-dra-plugin", "set-label", "Node", {"key": dra[0], "value": dra[1]},
+                 "the DRA kubelet plugin DaemonSet selects this label", "30s",
+                 Inverse("restore-label", {"key": dra[0], "value": f"{{original.labels.{dra[0]}}}"}))
+        )  # fmt: skip
+    steps += [
+        Step("wait-dra-ready", "wait-dra-ready", "Node",
+             {"allocatableZero": "{node.resources}", "driver": params.dra_driver, "devices": "{node.expectedDevices}"},
+             "the device plugin is off and the DRA kubelet plugin runs on the node", params.ready_timeout, None),
+        Step("canary", "canary", "Node",
+             {"resource": "{node.canaryResource}", "count": 1, "image": params.canary_image,
+              "driver": params.dra_driver, "command": ["sh", "-c", params.canary_command],
+              "placement": "nodeAffinity on kubernetes.io/hostname",
+              "expect": "Succeeded, exit 0, a termination message naming the allocated devices"},
+             "the node serves its GPUs through DRA only", params.canary_timeout,
+             Inverse("delete-pod", {"why": "the canary pod is deleted after its check"})),
+        Step("uncordon", "uncordon", "Node", {"unschedulable": "{original.unschedulable}"},
+             "the canary passed", "30s", Inverse("set-unschedulable", {"unschedulable": True})),
+    ]  # fmt: skip
+    return tuple(steps)
+
+
+def _summary(stages: list[Stage], params: PlanParams, state: ClusterState) -> dict[str, Any]:
+    pool_stages = [s for s in stages if s.pool is not None]
+    gpu_pods = {n.node: n.gpu_pods for s in pool_stages for w in s.waves for n in w.nodes}
+    # The estimate follows the executor's timing model (dra_migrate/plan/estimate.py); the pods' grace
+    # periods it needs are recorded in the summary, so the plan alone gives it (plan/validate.py).
+    drain_grace = drain_grace_by_node(state.of("Pod"), gpu_pods)
+    return {
+        "pools": [s.pool for s in pool_stages],
+        "nodes": sum(len(w.nodes) for s in pool_stages for w in s.waves),
+        "waves": sum(len(s.waves) for s in pool_stages),
+        "evictedPods": sum(w.evicted_pods for s in pool_stages for w in s.waves),
+        **summary_estimate([s.to_dict() for s in stages], drain_grace),
+    }

@@ -1,0 +1,431 @@
+"""A semantic diff of two plans: what a reviewer must look at, summary first, free of noise.
+
+The summary answers the review questions (which stages, waves and nodes came, went or moved; which
+parameters, findings, applicability and DeviceClasses changed); the details list every changed value
+underneath, from deepdiff. Noise that is not a change of the plan is left out: digests (they differ
+whenever anything does), resourceVersions and the fingerprint digest that covers them (they move with
+every heartbeat, see `fingerprint`), and the order of lists whose order means nothing (findings,
+fingerprint objects, the nodes of one wave). The order of stages and steps does mean something: it is
+summarised and listed as "reordered", once, rather than as a cascade of per-index changes.
+
+Both plans are plain dicts as `io.load` returns them; the same pair always gives the same diff.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from deepdiff import DeepDiff
+from deepdiff.helper import NotPresent
+
+from dra_migrate.checks.model import objects_json
+from dra_migrate.plan.view import plan_cluster
+
+FORMAT_VERSION = 1
+
+# Top-level sections in file order, so details read in the order of the plan file.
+_SECTION_ORDER = (
+    "formatVersion",
+    "tool",
+    "cluster",
+    "parameters",
+    "fingerprint",
+    "applicable",
+    "findings",
+    "summary",
+    "stages",
+    "edited",
+)
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_DIGITS = re.compile(r"(\d+)")
+
+
+@dataclass(frozen=True)
+class Detail:
+    """One changed value: where (a readable path), how (added, removed, changed, reordered), from, to."""
+
+    path: str
+    change: str
+    old: Any
+    new: Any
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "change": self.change, "old": self.old, "new": self.new}
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a node runs in a plan: its stage and wave."""
+
+    stage: str
+    wave: str
+
+    def __str__(self) -> str:
+        return f"{self.stage}/{self.wave}"
+
+
+@dataclass
+class PlanDiff:
+    a: dict[str, Any]  # {"cluster", "digest"} of each plan, to say what was compared
+    b: dict[str, Any]
+    stages_added: list[str] = field(default_factory=list)
+    stages_removed: list[str] = field(default_factory=list)
+    stages_moved: list[dict[str, Any]] = field(default_factory=list)  # {stage, from, to}: 1-based positions
+    waves_added: list[dict[str, str]] = field(default_factory=list)  # {stage, wave}
+    waves_removed: list[dict[str, str]] = field(default_factory=list)
+    nodes_added: list[dict[str, str]] = field(default_factory=list)  # {node, stage, wave}
+    nodes_removed: list[dict[str, str]] = field(default_factory=list)
+    nodes_moved: list[dict[str, str]] = field(default_factory=list)  # {node, from, to}: "stage/wave"
+    parameters: list[dict[str, Any]] = field(default_factory=list)  # {name, old, new}
+    findings_added: list[dict[str, Any]] = field(default_factory=list)  # {id, severity, objects}
+    findings_removed: list[dict[str, Any]] = field(default_factory=list)
+    applicable: dict[str, bool] | None = None  # {old, new} when it changed
+    device_classes_added: list[str] = field(default_factory=list)
+    device_classes_removed: list[str] = field(default_factory=list)
+    device_classes_changed: list[str] = field(default_factory=list)
+    details: list[Detail] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        """No difference at all (the summary is drawn from the same changes the details list)."""
+        return not self.details and not self.summary_count
+
+    @property
+    def summary_count(self) -> int:
+        return (
+            len(self.stages_added)
+            + len(self.stages_removed)
+            + len(self.stages_moved)
+            + len(self.waves_added)
+            + len(self.waves_removed)
+            + len(self.nodes_added)
+            + len(self.nodes_removed)
+            + len(self.nodes_moved)
+            + len(self.parameters)
+            + len(self.findings_added)
+            + len(self.findings_removed)
+            + (1 if self.applicable else 0)
+            + len(self.device_classes_added)
+            + len(self.device_classes_removed)
+            + len(self.device_classes_changed)
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "formatVersion": FORMAT_VERSION,
+            "identical": self.empty,
+            "a": self.a,
+            "b": self.b,
+            "summary": {
+                "stages": {"added": self.stages_added, "removed": self.stages_removed, "moved": self.stages_moved},
+                "waves": {"added": self.waves_added, "removed": self.waves_removed},
+                "nodes": {"added": self.nodes_added, "removed": self.nodes_removed, "moved": self.nodes_moved},
+                "parameters": self.parameters,
+                "findings": {"added": self.findings_added, "removed": self.findings_removed},
+                "applicable": self.applicable,
+                "deviceClasses": {
+                    "added": self.device_classes_added,
+                    "removed": self.device_classes_removed,
+                    "changed": self.device_classes_changed,
+                },
+            },
+            "details": [d.to_dict() for d in self.details],
+        }
+
+
+def diff_plans(a: dict[str, Any], b: dict[str, Any]) -> PlanDiff:
+    out = PlanDiff(a=_identity(a), b=_identity(b))
+    _stages(a, b, out)
+    _nodes(a, b, out)
+    _parameters(a, b, out)
+    _findings(a, b, out)
+    if bool(a.get("applicable")) != bool(b.get("applicable")):
+        out.applicable = {"old": bool(a.get("applicable")), "new": bool(b.get("applicable"))}
+    _device_classes(a, b, out)
+    out.details = details(a, b)
+    return out
+
+
+def _identity(plan: dict[str, Any]) -> dict[str, Any]:
+    """What was compared: the plan's cluster object (`view.plan_cluster`) and its digest."""
+    return {"cluster": plan_cluster(plan), "digest": plan.get("digest")}
+
+
+# --- summary ---------------------------------------------------------------------------------------
+
+
+def _stage_names(plan: dict[str, Any]) -> list[str]:
+    return [str(s.get("name")) for s in plan.get("stages") or []]
+
+
+def _pool_stages(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    return [s for s in plan.get("stages") or [] if "waves" in s]
+
+
+def _lcs(xs: list[str], ys: list[str]) -> set[str]:
+    """The longest common subsequence: the items that kept their relative order."""
+    n, m = len(xs), len(ys)
+    table = [[0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n - 1, -1, -1):
+        for j in range(m - 1, -1, -1):
+            table[i][j] = table[i + 1][j + 1] + 1 if xs[i] == ys[j] else max(table[i + 1][j], table[i][j + 1])
+    keep, i, j = set(), 0, 0
+    while i < n and j < m:
+        if xs[i] == ys[j]:
+            keep.add(xs[i])
+            i, j = i + 1, j + 1
+        elif table[i + 1][j] > table[i][j + 1]:
+            i += 1
+        else:  # on a tie keep A's item: the one B brought forward is the one reported moved (as --order does)
+            j += 1
+    return keep
+
+
+def _moved(xs: list[str], ys: list[str]) -> list[str]:
+    """Items of both lists that changed order: the fewest that, moved, turn one order into the other."""
+    common = set(xs) & set(ys)
+    xs_c, ys_c = [x for x in xs if x in common], [y for y in ys if y in common]
+    keep = _lcs(xs_c, ys_c)
+    return [y for y in ys_c if y not in keep]
+
+
+def _stages(a: dict[str, Any], b: dict[str, Any], out: PlanDiff) -> None:
+    names_a, names_b = _stage_names(a), _stage_names(b)
+    out.stages_added = [n for n in names_b if n not in names_a]
+    out.stages_removed = [n for n in names_a if n not in names_b]
+    out.stages_moved = [
+        {"stage": n, "from": names_a.index(n) + 1, "to": names_b.index(n) + 1} for n in _moved(names_a, names_b)
+    ]
+    waves_a = {(str(s["name"]), str(w.get("name"))) for s in _pool_stages(a) for w in s["waves"]}
+    waves_b = {(str(s["name"]), str(w.get("name"))) for s in _pool_stages(b) for w in s["waves"]}
+    order = _stage_rank(names_a, names_b)
+    out.waves_added = [{"stage": s, "wave": w} for s, w in sorted(waves_b - waves_a, key=lambda k: _wave_key(k, order))]
+    out.waves_removed = [
+        {"stage": s, "wave": w} for s, w in sorted(waves_a - waves_b, key=lambda k: _wave_key(k, order))
+    ]
+
+
+def _stage_rank(names_a: list[str], names_b: list[str]) -> dict[str, int]:
+    """Stages in B's order, then those only A has: the order summaries and details follow."""
+    ranked = names_b + [n for n in names_a if n not in names_b]
+    return {n: i for i, n in enumerate(ranked)}
+
+
+def _wave_key(key: tuple[str, str], order: dict[str, int]) -> tuple[int, tuple[tuple[int, int | str], ...]]:
+    return order.get(key[0], len(order)), _natural(key[1])
+
+
+def _natural(text: str) -> tuple[tuple[int, int | str], ...]:
+    """wave-2 before wave-10."""
+    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in _DIGITS.split(text) if p)
+
+
+def _places(plan: dict[str, Any]) -> dict[str, Place]:
+    return {
+        str(n.get("node")): Place(str(s["name"]), str(w.get("name")))
+        for s in _pool_stages(plan)
+        for w in s["waves"]
+        for n in w.get("nodes") or []
+    }
+
+
+def _nodes(a: dict[str, Any], b: dict[str, Any], out: PlanDiff) -> None:
+    pa, pb = _places(a), _places(b)
+    order = _stage_rank(_stage_names(a), _stage_names(b))
+
+    def key(item: tuple[str, Place]) -> tuple[Any, ...]:
+        node, place = item
+        return (*_wave_key((place.stage, place.wave), order), node)
+
+    out.nodes_added = [
+        {"node": n, "stage": p.stage, "wave": p.wave} for n, p in sorted(pb.items(), key=key) if n not in pa
+    ]
+    out.nodes_removed = [
+        {"node": n, "stage": p.stage, "wave": p.wave} for n, p in sorted(pa.items(), key=key) if n not in pb
+    ]
+    out.nodes_moved = [
+        {"node": n, "from": str(pa[n]), "to": str(p)} for n, p in sorted(pb.items(), key=key) if n in pa and pa[n] != p
+    ]
+
+
+def _parameters(a: dict[str, Any], b: dict[str, Any], out: PlanDiff) -> None:
+    pa, pb = a.get("parameters") or {}, b.get("parameters") or {}
+    names = list(pa) + [k for k in pb if k not in pa]  # the file's order, which is PlanParams' order
+    out.parameters = [{"name": k, "old": pa.get(k), "new": pb.get(k)} for k in names if pa.get(k) != pb.get(k)]
+
+
+def _finding_key(f: dict[str, Any]) -> str:
+    """A finding's identity: its id and the objects it concerns (its message may word the same thing anew)."""
+    objects = ", ".join(str(o) for o in f.get("objects") or [])
+    return f"{f.get('id')}: {objects}" if objects else str(f.get("id"))
+
+
+def _findings(a: dict[str, Any], b: dict[str, Any], out: PlanDiff) -> None:
+    fa = {_finding_key(f): f for f in a.get("findings") or []}
+    fb = {_finding_key(f): f for f in b.get("findings") or []}
+
+    def brief(f: dict[str, Any]) -> dict[str, Any]:
+        return {"id": f.get("id"), "severity": f.get("severity"), "objects": objects_json(f.get("objects") or [])}
+
+    out.findings_added = [brief(fb[k]) for k in sorted(set(fb) - set(fa))]
+    out.findings_removed = [brief(fa[k]) for k in sorted(set(fa) - set(fb))]
+
+
+def _class_manifests(plan: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for stage in plan.get("stages") or []:
+        for step in stage.get("steps") or []:
+            if step.get("action") == "create-deviceclass":
+                manifest = (step.get("params") or {}).get("manifest") or {}
+                name = (manifest.get("metadata") or {}).get("name") or str(step.get("target", "")).rpartition(" ")[2]
+                out[str(name)] = manifest
+    return out
+
+
+def _device_classes(a: dict[str, Any], b: dict[str, Any], out: PlanDiff) -> None:
+    ca, cb = _class_manifests(a), _class_manifests(b)
+    out.device_classes_added = sorted(set(cb) - set(ca))
+    out.device_classes_removed = sorted(set(ca) - set(cb))
+    out.device_classes_changed = sorted(n for n in set(ca) & set(cb) if ca[n] != cb[n])
+
+
+# --- details ---------------------------------------------------------------------------------------
+
+
+def _keyed(items: list[Any], key: str) -> dict[str, Any]:
+    """A list of identified items as a mapping, so a path names the item rather than its index."""
+    out: dict[str, Any] = {}
+    for item in items:
+        k = str(item.get(key)) if isinstance(item, dict) else str(item)
+        while k in out:  # not expected from the builder, but a hand-rebased plan must still diff
+            k += "'"
+        out[k] = {f: v for f, v in item.items() if f != key} if isinstance(item, dict) else item
+    return out
+
+
+def _view(plan: dict[str, Any]) -> dict[str, Any]:
+    """The plan as compared: noise removed, identified lists keyed by their identity."""
+    view = {k: v for k, v in plan.items() if k not in ("digests", "digest")}
+    fp = view.get("fingerprint")
+    if isinstance(fp, dict):
+        view["fingerprint"] = {
+            **{k: v for k, v in fp.items() if k not in ("digest", "objects")},
+            "objects": {
+                _object_key(o): {
+                    k: v for k, v in o.items() if k not in ("kind", "group", "namespace", "name", "resourceVersion")
+                }
+                for o in fp.get("objects") or []
+            },
+        }
+    if isinstance(view.get("findings"), list):
+        view["findings"] = {_finding_key(f): {k: v for k, v in f.items() if k != "id"} for f in view["findings"]}
+    if isinstance(view.get("stages"), list):
+        view["stages"] = {str(s.get("name")): _stage_view(s) for s in view["stages"]}
+    return view
+
+
+def _object_key(o: dict[str, Any]) -> str:
+    """ "Job.batch ns/name" (kubectl's kind.group): kinds of different API groups never collide."""
+    ns, group = o.get("namespace"), o.get("group")
+    kind = f"{o.get('kind')}.{group}" if group else str(o.get("kind"))
+    return f"{kind} {ns}/{o.get('name')}" if ns else f"{kind} {o.get('name')}"
+
+
+def _stage_view(stage: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in stage.items() if k != "name"}
+    for steps in ("steps", "nodeSteps"):
+        if isinstance(out.get(steps), list):
+            out[steps] = _keyed(out[steps], "id")
+    if isinstance(out.get("waves"), list):
+        # Nodes are compared under their stage with their wave as a field, so a node that moves to another
+        # wave is one change (its `wave`), not a removal from one wave and an addition to another.
+        waves = out["waves"]
+        out["waves"] = {str(w.get("name")): {k: v for k, v in w.items() if k not in ("name", "nodes")} for w in waves}
+        out["nodes"] = _keyed([{**n, "wave": w.get("name")} for w in waves for n in w.get("nodes") or []], "node")
+    return out
+
+
+def _order_free(level: Any) -> bool:
+    # summary.pools repeats the stage order, which the stages' own "reordered" entry already reports.
+    return bool(level.path() == "root['summary']['pools']")
+
+
+def _plain(value: Any) -> Any:
+    return None if isinstance(value, NotPresent) else value
+
+
+_CHANGE = {
+    "values_changed": "changed",
+    "type_changes": "changed",
+    "dictionary_item_added": "added",
+    "dictionary_item_removed": "removed",
+    "iterable_item_added": "added",
+    "iterable_item_removed": "removed",
+    "attribute_added": "added",
+    "attribute_removed": "removed",
+    "set_item_added": "added",
+    "set_item_removed": "removed",
+}
+
+
+def details(a: dict[str, Any], b: dict[str, Any]) -> list[Detail]:
+    """Every changed value, in the order of the plan file (sections, then stages in B's order)."""
+    va, vb = _view(a), _view(b)
+    # threshold_to_diff_deeper=0: never report a whole mapping as replaced because few of its keys are shared
+    # (a wave whose nodes all changed): each node is listed as added or removed, as the summary counts them.
+    tree = DeepDiff(va, vb, view="tree", ignore_order_func=_order_free, threshold_to_diff_deeper=0)
+    found: list[tuple[list[Any], Detail]] = []
+    for report, levels in tree.items():
+        change = _CHANGE.get(report)
+        if change is None:  # e.g. repetition changes, which only ignore_order reports: not a change here
+            continue
+        for level in levels:
+            segments = level.path(output_format="list")
+            found.append((segments, Detail(_path(segments), change, _plain(level.t1), _plain(level.t2))))
+    found.extend(_reorders(a, b))
+    order = _stage_rank(_stage_names(a), _stage_names(b))
+    found.sort(key=lambda item: _detail_key(item[0], item[1], order))
+    return [d for _, d in found]
+
+
+def _reorders(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[list[Any], Detail]]:
+    """Lists keyed for the comparison whose order still matters: stages and each stage's steps."""
+    out: list[tuple[list[Any], Detail]] = []
+    names_a, names_b = _stage_names(a), _stage_names(b)
+    if _moved(names_a, names_b):
+        out.append((["stages"], Detail("stages", "reordered", names_a, names_b)))
+    stages_a = {str(s.get("name")): s for s in a.get("stages") or []}
+    for stage in b.get("stages") or []:
+        name = str(stage.get("name"))
+        if name not in stages_a:
+            continue
+        for steps in ("steps", "nodeSteps"):
+            ids_a = [str(s.get("id")) for s in stages_a[name].get(steps) or []]
+            ids_b = [str(s.get("id")) for s in stage.get(steps) or []]
+            if _moved(ids_a, ids_b):
+                segments = ["stages", name, steps]
+                out.append((segments, Detail(_path(segments), "reordered", ids_a, ids_b)))
+    return out
+
+
+def _path(segments: list[Any]) -> str:
+    """['stages', 'pool-a', 'waves', 'wave-1', 'nodes', 'n1', 'gpuPods'] -> stages[pool-a].waves[wave-1]...;
+    keys with dots or slashes (label keys) stay whole inside brackets."""
+    out = ""
+    for i, seg in enumerate(segments):
+        if isinstance(seg, int):
+            out += f"[{seg}]"
+        elif isinstance(seg, str) and _IDENT.match(seg):
+            out += seg if i == 0 else f".{seg}"
+        else:
+            out += f"[{seg}]"
+    return out
+
+
+def _detail_key(segments: list[Any], detail: Detail, order: dict[str, int]) -> tuple[Any, ...]:
+    head = str(segments[0]) if segments else ""
+    section = _SECTION_ORDER.index(head) if head in _SECTION_ORDER else len(_SECTION_ORDER)
+    stage = order.get(str(segments[1]), len(order)) if head == "stages" and len(segments) > 1 else -1
+    return section, stage, _natural(detail.path), detail.change

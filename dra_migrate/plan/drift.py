@@ -1,0 +1,246 @@
+"""Drift: has the cluster changed since the plan was made, in a way that makes the plan wrong?
+
+The plan's fingerprint is recomputed from the cluster as it is now (`fingerprint.dependencies`, with
+the plan's own pool labels) and compared object by object: a changed uid is an object replaced, a
+missing one removed, a changed content hash a change the plan depends on. A resourceVersion that moved
+while uid and content stayed is reported as "status only" and is not drift: a Node's moves with every
+heartbeat, a Deployment's with every pod restart (see `fingerprint`'s docstring).
+
+On top of that comparison, what a reviewer needs named: GPU nodes added or removed (or moved to
+another pool), the planned nodes' original values that the inverses would restore (the labels the plan
+switches, whether the node was cordoned), consumers whose specs changed (their GPU requests or
+replicas; the plan holds only their content hash, so the current figures are shown) or that are new,
+and the server version.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from dra_migrate.checks.run import assess
+from dra_migrate.cluster.state import ClusterState, source_cluster
+from dra_migrate.plan.fingerprint import dependencies, identity
+from dra_migrate.plan.view import plan_cluster
+
+FORMAT_VERSION = 1
+
+# Fingerprint kinds that are not GPU consumers (every other kind in a fingerprint is one), by (kind, group):
+# a CRD's kind may be spelt like one of these in another group and still be a consumer.
+_NOT_CONSUMERS = frozenset(
+    {("Node", ""), ("ConfigMap", ""), ("DeviceClass", "resource.k8s.io"), ("ClusterPolicy", "nvidia.com"),
+     ("NVIDIADriver", "nvidia.com"), ("GPUCluster", "nvidia.com"), ("PodDisruptionBudget", "policy")}
+)  # fmt: skip
+
+Key = tuple[str, str, str, str]  # kind, API group ("" for core), namespace, name
+
+
+@dataclass(frozen=True)
+class ObjectChange:
+    """A fingerprint object that differs: replaced (uid), removed, added, changed (content) or status only."""
+
+    kind: str
+    namespace: str
+    name: str
+    change: str
+    planned: dict[str, str] | None  # {uid, resourceVersion, content} at planning time
+    now: dict[str, str] | None
+    group: str = ""  # the API group ("" for the core group): Job of batch and Job of batch.volcano.sh differ
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "group": self.group,
+            "namespace": self.namespace,
+            "name": self.name,
+            "change": self.change,
+            "planned": self.planned,
+            "now": self.now,
+        }
+
+
+@dataclass
+class Drift:
+    plan: dict[str, Any]  # {"cluster" (as the plan recorded it: `view.plan_cluster`), "digest"}
+    cluster: dict[str, Any] = field(default_factory=dict)  # the cluster read now (`cluster.state.source_cluster`)
+    server_version: dict[str, str | None] | None = None  # {planned, now} when it changed
+    nodes_added: list[dict[str, Any]] = field(default_factory=list)  # {node, pool}
+    nodes_removed: list[dict[str, Any]] = field(default_factory=list)  # {node, pool, stage, wave, reason}
+    nodes_moved: list[dict[str, Any]] = field(default_factory=list)  # {node, planned, now}: pools
+    labels_changed: list[dict[str, Any]] = field(default_factory=list)  # {node, key, planned, now}
+    unschedulable_changed: list[dict[str, Any]] = field(default_factory=list)  # {node, planned, now}
+    consumers_added: list[dict[str, Any]] = field(default_factory=list)  # {kind, namespace, name, gpu}
+    consumers_removed: list[dict[str, Any]] = field(default_factory=list)
+    consumers_changed: list[dict[str, Any]] = field(default_factory=list)  # ... plus change: changed|replaced
+    objects: list[ObjectChange] = field(default_factory=list)  # every fingerprint mismatch
+    status_only: list[ObjectChange] = field(default_factory=list)  # resourceVersion moved: not drift
+
+    @property
+    def holds(self) -> bool:
+        return not self.counts()["total"]
+
+    def counts(self) -> dict[str, int]:
+        c = {
+            "serverVersion": 1 if self.server_version else 0,
+            "nodesAdded": len(self.nodes_added),
+            "nodesRemoved": len(self.nodes_removed),
+            "nodesMoved": len(self.nodes_moved),
+            "labelsChanged": len(self.labels_changed),
+            "unschedulableChanged": len(self.unschedulable_changed),
+            "consumersAdded": len(self.consumers_added),
+            "consumersRemoved": len(self.consumers_removed),
+            "consumersChanged": len(self.consumers_changed),
+            "objects": len(self.objects),
+        }
+        return {**c, "total": sum(c.values())}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "formatVersion": FORMAT_VERSION,
+            "cluster": self.cluster,
+            "plan": self.plan,
+            "holds": self.holds,
+            "summary": {**self.counts(), "statusOnly": len(self.status_only)},
+            "serverVersion": self.server_version,
+            "nodes": {"added": self.nodes_added, "removed": self.nodes_removed, "moved": self.nodes_moved},
+            "labelsChanged": self.labels_changed,
+            "unschedulableChanged": self.unschedulable_changed,
+            "consumers": {
+                "added": self.consumers_added,
+                "removed": self.consumers_removed,
+                "changed": self.consumers_changed,
+            },
+            "objects": [o.to_dict() for o in self.objects],
+            "statusOnly": [o.to_dict() for o in self.status_only],
+        }
+
+
+def drift(plan: dict[str, Any], state: ClusterState) -> Drift:
+    """Compare a plan (as `io.load` returns it) with the cluster state now."""
+    params = plan.get("parameters") or {}
+    readiness = assess(
+        state,
+        pool_labels=tuple(str(k) for k in params.get("poolLabels") or []),
+        dra_driver=str(params.get("draDriver") or "gpu.nvidia.com"),
+    )
+    fingerprint = plan.get("fingerprint") or {}
+    planned = {_key(o): o for o in fingerprint.get("objects") or []}
+    now = {_key(o): o for o in dependencies(state, readiness)}
+    out = Drift(
+        plan={"cluster": plan_cluster(plan), "digest": plan.get("digest")}, cluster=source_cluster(state.source)
+    )
+
+    planned_version, now_version = fingerprint.get("kubernetesVersion"), state.source.kubernetes_version
+    if planned_version != now_version:
+        out.server_version = {"planned": planned_version, "now": now_version}
+
+    _objects(planned, now, out)
+
+    gpu_nodes = {n.name: n for n in readiness.inventory.nodes}
+    nodes = {str((n.get("metadata") or {}).get("name")): n for n in state.of("Node")}
+    entries = _planned_nodes(plan)
+    known = set(entries) | {k[3] for k in planned if k[:2] == ("Node", "")}
+    out.nodes_added = [{"node": n, "pool": gpu_nodes[n].pool} for n in sorted(gpu_nodes) if n not in known]
+    for name, (stage, wave, entry) in entries.items():
+        pool = str(stage.get("pool"))
+        if name not in gpu_nodes:
+            reason = "no longer a GPU node" if name in nodes else "deleted"
+            out.nodes_removed.append(
+                {"node": name, "pool": pool, "stage": stage.get("name"), "wave": wave, "reason": reason}
+            )
+            continue
+        if gpu_nodes[name].pool != pool:
+            out.nodes_moved.append({"node": name, "planned": pool, "now": gpu_nodes[name].pool})
+        _originals(name, entry.get("original") or {}, nodes[name], out)
+
+    totals = {
+        identity({"kind": c.kind, "group": _group(c.api_version), "namespace": c.namespace, "name": c.name}):
+        dict(sorted(c.totals.items()))
+        for c in readiness.inventory.consumers
+    }  # fmt: skip
+    _consumers(planned, now, totals, out)
+    return out
+
+
+def _key(o: dict[str, Any]) -> Key:
+    return identity(o)
+
+
+def _group(api_version: str) -> str:
+    return api_version.rpartition("/")[0] if "/" in api_version else ""
+
+
+def _recorded(o: dict[str, Any] | None) -> dict[str, str] | None:
+    if o is None:
+        return None
+    return {k: str(o.get(k) or "") for k in ("uid", "resourceVersion", "content")}
+
+
+def _objects(planned: dict[Key, dict[str, Any]], now: dict[Key, dict[str, Any]], out: Drift) -> None:
+    for key in sorted(set(planned) | set(now)):
+        before, after = planned.get(key), now.get(key)
+        if before is None:
+            change = "added"
+        elif after is None:
+            change = "removed"
+        elif before.get("uid") != after.get("uid"):
+            change = "replaced"
+        elif before.get("content") != after.get("content"):
+            change = "changed"
+        elif before.get("resourceVersion") != after.get("resourceVersion"):
+            out.status_only.append(_change(key, "status only", before, after))
+            continue
+        else:
+            continue
+        out.objects.append(_change(key, change, before, after))
+
+
+def _change(key: Key, change: str, before: dict[str, Any] | None, after: dict[str, Any] | None) -> ObjectChange:
+    kind, group, namespace, name = key
+    return ObjectChange(kind, namespace, name, change, _recorded(before), _recorded(after), group=group)
+
+
+def _planned_nodes(plan: dict[str, Any]) -> dict[str, tuple[dict[str, Any], str, dict[str, Any]]]:
+    """node -> (its pool stage, its wave's name, its entry), in plan order."""
+    out: dict[str, tuple[dict[str, Any], str, dict[str, Any]]] = {}
+    for stage in plan.get("stages") or []:
+        for wave in stage.get("waves") or []:
+            for entry in wave.get("nodes") or []:
+                out[str(entry.get("node"))] = (stage, str(wave.get("name")), entry)
+    return out
+
+
+def _originals(name: str, original: dict[str, Any], node: dict[str, Any], out: Drift) -> None:
+    """The values the plan's inverses restore: if they moved, a rollback would restore stale ones."""
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    for key, value in (original.get("labels") or {}).items():
+        if labels.get(key) != value:
+            out.labels_changed.append({"node": name, "key": key, "planned": value, "now": labels.get(key)})
+    if "unschedulable" in original:
+        cordoned = bool((node.get("spec") or {}).get("unschedulable"))
+        if bool(original["unschedulable"]) != cordoned:
+            out.unschedulable_changed.append(
+                {"node": name, "planned": bool(original["unschedulable"]), "now": cordoned}
+            )
+
+
+def _consumers(
+    planned: dict[Key, dict[str, Any]],
+    now: dict[Key, dict[str, Any]],
+    totals: dict[Key, dict[str, int]],
+    out: Drift,
+) -> None:
+    def named(key: Key) -> dict[str, Any]:
+        return {"kind": key[0], "group": key[1], "namespace": key[2], "name": key[3]}
+
+    before = {k: v for k, v in planned.items() if k[:2] not in _NOT_CONSUMERS}
+    after = {k: v for k, v in now.items() if k[:2] not in _NOT_CONSUMERS}
+    for key in sorted(set(before) | set(after)):
+        if key not in before:
+            out.consumers_added.append({**named(key), "gpu": totals.get(key, {})})
+        elif key not in after:
+            out.consumers_removed.append(named(key))
+        elif before[key].get("uid") != after[key].get("uid"):
+            out.consumers_changed.append({**named(key), "change": "replaced", "gpu": totals.get(key, {})})
+        elif before[key].get("content") != after[key].get("content"):
+            out.consumers_changed.append({**named(key), "change": "changed", "gpu": totals.get(key, {})})

@@ -1,0 +1,94 @@
+"""The cluster fingerprint a plan carries: what it depends on, so apply can refuse a stale plan.
+
+Every object the plan depends on is listed with its uid and resourceVersion (as Terraform records
+what a plan read), plus a hash of the content the plan actually uses. Why both: a Node's
+resourceVersion moves with every status heartbeat and a Deployment's with every pod restart, so a
+resourceVersion alone would call every plan stale within minutes; a changed uid (an object replaced)
+or a changed content hash (labels, taints, GPU capacity, pod templates) is what makes a plan wrong.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import orjson
+
+from dra_migrate.checks.run import Readiness
+from dra_migrate.cluster.state import ClusterState
+
+
+def content_hash(value: Any) -> str:
+    return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+
+
+def _node_content(node: dict[str, Any]) -> dict[str, Any]:
+    meta, spec, status = (node.get(k) or {} for k in ("metadata", "spec", "status"))
+    gpu = {k: v for k, v in (status.get("capacity") or {}).items() if str(k).startswith("nvidia.com/")}
+    return {
+        "labels": meta.get("labels") or {},
+        "taints": spec.get("taints") or [],
+        "unschedulable": bool(spec.get("unschedulable")),
+        "gpuCapacity": gpu,
+    }
+
+
+def _group(api_version: Any) -> str:
+    """The API group of an apiVersion ("batch/v1" -> "batch", "v1" -> "" for the core group)."""
+    text = str(api_version or "")
+    return text.rpartition("/")[0] if "/" in text else ""
+
+
+def _entry(kind: str, obj: dict[str, Any], content: Any, group: str | None = None) -> dict[str, Any]:
+    """One dependency. Its identity is (group, kind, namespace, name): kinds alone collide across API groups
+    (batch/v1 Job and Volcano's batch.volcano.sh Job), and a change to one must not hide behind the other."""
+    meta = obj.get("metadata") or {}
+    return {
+        "kind": kind,
+        "group": _group(obj.get("apiVersion")) if group is None else group,
+        "namespace": meta.get("namespace") or "",
+        "name": meta.get("name") or "",
+        "uid": meta.get("uid") or "",
+        "resourceVersion": meta.get("resourceVersion") or "",
+        "content": content_hash(content),
+    }
+
+
+def dependencies(state: ClusterState, readiness: Readiness) -> list[dict[str, Any]]:
+    """The objects a plan depends on: GPU nodes, GPU consumers, DeviceClasses, the NVIDIA stack's CRs and
+    device-plugin configs, PodDisruptionBudgets."""
+    gpu_nodes = {n.name for n in readiness.inventory.nodes}
+    out = [
+        _entry("Node", n, _node_content(n), group="")
+        for n in state.of("Node")
+        if (n.get("metadata") or {}).get("name") in gpu_nodes
+    ]
+    consumer_ids = {(_group(c.api_version), c.kind, c.namespace, c.name) for c in readiness.inventory.consumers}
+    for key in state.templates.kind_keys():
+        for o in state.of(key):
+            m = o.get("metadata") or {}
+            ident = (_group(o.get("apiVersion")), str(o.get("kind")), str(m.get("namespace") or ""), str(m.get("name")))
+            if ident in consumer_ids:
+                out.append(_entry(str(o.get("kind")), o, o.get("spec")))
+    for key in ("resource.k8s.io/DeviceClass", "nvidia.com/ClusterPolicy", "nvidia.com/NVIDIADriver",
+                "nvidia.com/GPUCluster", "policy/PodDisruptionBudget"):  # fmt: skip
+        group, _, kind = key.rpartition("/")
+        out.extend(_entry(kind, o, o.get("spec"), group=group) for o in state.of(key))
+    out.extend(_entry("ConfigMap", o, o.get("data"), group="") for o in state.of("ConfigMap"))
+    return sorted(out, key=identity)
+
+
+def identity(entry: dict[str, Any]) -> tuple[str, str, str, str]:
+    """A fingerprint object's identity, in the order objects are listed: kind, group, namespace, name."""
+    return (
+        str(entry.get("kind")),
+        str(entry.get("group") or ""),
+        str(entry.get("namespace") or ""),
+        str(entry.get("name")),
+    )
+
+
+def fingerprint(state: ClusterState, readiness: Readiness) -> dict[str, Any]:
+    objects = dependencies(state, readiness)
+    digest = hashlib.sha256(orjson.dumps(objects, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    return {"kubernetesVersion": state.source.kubernetes_version, "digest": f"sha256:{digest}", "objects": objects}

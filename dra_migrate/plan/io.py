@@ -1,0 +1,459 @@
+"""Plan files: YAML written with ruamel.yaml, digested, and refused when edited by hand.
+
+`digest` is sha256 over the canonical serialisation of the whole plan body (everything but the
+digests): JSON with sorted mapping keys, lists in their order — so the order of stages, waves, nodes
+and steps counts, and formatting and comments do not. `digests` holds one digest per top-level
+section, per stage and of the stage order, only so that an edit is refused with the line of the first
+section that no longer matches. Loading is strict about what YAML could smuggle past a digest: NaN
+and infinities (JSON has neither: they would digest as null), duplicate keys, anchors and aliases,
+merge keys, explicit tags, non-string keys, dates and binary values are refused with their line; the
+tool writes none of them. `rebase` re-digests a plan that was edited on purpose, after validating what
+it means (`dra_migrate.plan.validate`), and records the edit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.composer import Composer, ComposerError
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.events import AliasEvent, CollectionStartEvent, ScalarEvent
+from ruamel.yaml.nodes import ScalarNode
+
+from dra_migrate.cluster.yamlio import dumper
+from dra_migrate.errors import InputError
+from dra_migrate.fileio import write_text_atomic
+from dra_migrate.plan.diff import PlanDiff, diff_plans
+from dra_migrate.plan.model import FORMAT_VERSION
+from dra_migrate.plan.validate import Problem, applicable_problems, recompute, validate
+
+_SECTIONS = (
+    "formatVersion",
+    "tool",
+    "cluster",
+    "parameters",
+    "fingerprint",
+    "applicable",
+    "findings",
+    "summary",
+    "review",
+)
+_REQUIRED: dict[str, type | tuple[type, ...]] = {
+    "formatVersion": int,
+    "tool": dict,
+    "cluster": str,
+    "parameters": dict,
+    "fingerprint": dict,
+    "applicable": bool,
+    "findings": list,
+    "summary": dict,
+    "stages": list,
+}
+_OPTIONAL = {"review": dict, "edited": dict, "digests": dict, "digest": str}
+_STAGE_ORDER = "stages"  # the digests entry over the order of the stages
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+# Deepest nesting a plan has is about 12 (a DeviceClass manifest inside a step); far deeper is hostile.
+_MAX_DEPTH = 64
+_REGENERATE = "regenerate it with dra-migrate plan"
+# Integers a plan may hold: what JSON parsers (and orjson, which digests them) carry exactly.
+_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
+
+
+def canonical(body: dict[str, Any]) -> bytes:
+    """The bytes a digest covers: sorted keys, lists in order. Refuses NaN/infinity (JSON has none)."""
+    _check_finite(body)
+    try:
+        return orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
+    except TypeError as e:  # orjson.JSONEncodeError is a TypeError: an integer beyond 64 bits and the like
+        raise InputError(f"a plan holds a value with no canonical form ({e})", _REGENERATE) from e
+
+
+def _digest(value: Any) -> str:
+    return "sha256:" + hashlib.sha256(canonical(value)).hexdigest()
+
+
+def _check_finite(value: Any) -> None:
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+        elif isinstance(v, float) and not math.isfinite(v):
+            raise InputError(f"a plan holds {v!r}, which has no canonical form", _REGENERATE)
+        elif isinstance(v, int) and not isinstance(v, bool) and not _INT_MIN <= v <= _INT_MAX:
+            raise InputError(f"a plan holds the integer {v}, beyond 64 bits: it has no canonical form", _REGENERATE)
+
+
+def section_digests(body: dict[str, Any]) -> dict[str, str]:
+    """Per section, per stage and of the stage order: what the error message names."""
+    out = {k: _digest(body.get(k)) for k in _SECTIONS if k in body}
+    if "edited" in body:
+        out["edited"] = _digest(body["edited"])
+    stages = body.get("stages") or []
+    out[_STAGE_ORDER] = _digest([s.get("name") if isinstance(s, dict) else s for s in stages])
+    for stage in stages:
+        if isinstance(stage, dict):
+            out[f"stages/{stage.get('name')}"] = _digest(stage)
+    return out
+
+
+def seal(body: dict[str, Any]) -> dict[str, Any]:
+    """The plan with its digests: per section (for messages), and one over the whole body."""
+    body = body_of(body)
+    return {**body, "digests": section_digests(body), "digest": _digest(body)}
+
+
+def dumps(plan: dict[str, Any]) -> str:
+    yaml = dumper()
+    buf = io.StringIO()
+    buf.write("# dra-migrate plan: review it, then `dra-migrate apply` it. Edits are refused unless rebased.\n")
+    yaml.dump(plan, buf)
+    return buf.getvalue()
+
+
+def write(plan: dict[str, Any], path: Path) -> None:
+    """Atomically: a crash never leaves half a plan."""
+    write_text_atomic(path, dumps(plan))
+
+
+# --- reading ---------------------------------------------------------------------------------------
+
+
+class _StrictComposer(Composer):
+    """Refuses what the tool never writes and a digest could not see: anchors and aliases (one edit that
+    changes many places, or an alias bomb), explicit tags (`!!binary`, `!!set`, `!!python/...`) and
+    merge keys (`<<`, whose merged values hide behind the keys they fill)."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.parser.peek_event()
+        if isinstance(event, AliasEvent):
+            raise ComposerError(None, None, "YAML aliases are not allowed in a plan", event.start_mark)
+        if isinstance(event, ScalarEvent | CollectionStartEvent):
+            if event.anchor is not None:
+                raise ComposerError(None, None, "YAML anchors are not allowed in a plan", event.start_mark)
+            tag = event.ctag
+            if tag is not None and str(tag) != "!":
+                raise ComposerError(None, None, f"explicit YAML tags ({tag}) are not allowed", event.start_mark)
+        node = super().compose_node(parent, index)
+        if isinstance(node, ScalarNode) and str(node.tag) == _MERGE_TAG:
+            raise ComposerError(None, None, "YAML merge keys (<<) are not allowed in a plan", node.start_mark)
+        return node
+
+
+def _parse(text: str, path: Path) -> CommentedMap:
+    yaml = YAML(typ="rt")
+    yaml.Composer = _StrictComposer
+    yaml.max_depth = _MAX_DEPTH
+    try:
+        doc = yaml.load(text)
+    except MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        problem = str(e.problem or e.context or "invalid YAML").splitlines()[0]
+        raise InputError(f"{where}: not a valid plan file ({problem})", _REGENERATE) from e
+    except YAMLError as e:  # reader errors (control characters) and the like
+        first = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+        raise InputError(f"{path}: not a valid plan file ({first})", _REGENERATE) from e
+    except RecursionError as e:
+        raise InputError(f"{path}: not a valid plan file (nested too deeply)", _REGENERATE) from e
+    if not isinstance(doc, CommentedMap):
+        raise InputError(f"{path}: not a plan (expected a mapping)", _REGENERATE)
+    return doc
+
+
+def _line(node: Any, key: str | int | None = None) -> int:
+    """1-based line of a key in a round-trip-loaded mapping or sequence (0 when unknown)."""
+    try:
+        if isinstance(node, CommentedMap) and key is not None:
+            return int(node.lc.key(key)[0]) + 1
+        if isinstance(node, CommentedSeq) and isinstance(key, int):
+            return int(node.lc.item(key)[0]) + 1
+        return int(node.lc.line) + 1
+    except (AttributeError, KeyError, TypeError, IndexError):
+        return 0
+
+
+def _check_values(doc: CommentedMap, path: Path) -> None:
+    """Only what the tool writes: string keys; strings, integers, finite floats, booleans and nulls."""
+    stack: list[Any] = [doc]
+    while stack:
+        node = stack.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        for key, value in items:
+            if isinstance(node, dict) and not isinstance(key, str):
+                raise InputError(
+                    f"{path}:{_line(node, key)}: a mapping key that is not a string ({key!r})", _REGENERATE
+                )
+            if isinstance(value, dict | list):
+                if type(value) not in (CommentedMap, CommentedSeq):  # !!omap, !!set and other constructed types
+                    raise InputError(f"{path}:{_line(node, key)}: a {type(value).__name__} value", _REGENERATE)
+                stack.append(value)
+            elif isinstance(value, float):
+                if not math.isfinite(value):
+                    raise InputError(
+                        f"{path}:{_line(node, key)}: {value!r} is not a value a plan can hold (NaN or infinity)",
+                        _REGENERATE,
+                    )
+            elif isinstance(value, int) and not isinstance(value, bool) and not _INT_MIN <= value <= _INT_MAX:
+                raise InputError(f"{path}:{_line(node, key)}: the integer {value} is out of range", _REGENERATE)
+            elif not (value is None or isinstance(value, str | int | bool)):
+                raise InputError(
+                    f"{path}:{_line(node, key)}: a {type(value).__name__} value; plans hold strings, numbers, "
+                    "booleans and nulls (quote it)",
+                    _REGENERATE,
+                )
+
+
+def _plain(value: Any) -> Any:
+    """Round-trip loading gives ruamel's types (CommentedMap, ScalarInt, ScalarBoolean, ...): plain types
+    digest and dump like the plan that was written. Iterative: depth is bounded by the parser anyway."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, bool) or value is None:
+        return bool(value) if value is not None else None
+    for plain in (int, float, str):
+        if isinstance(value, plain):
+            return plain(value)
+    return value
+
+
+def _read(path: Path) -> CommentedMap:
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise InputError(f"cannot read plan {path}: {e.strerror or e}", "check the path") from e
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: not a plan file (not UTF-8 text at byte {e.start})", _REGENERATE) from e
+    doc = _parse(text, path)
+    _check_values(doc, path)
+    _check_schema(doc, path)
+    return doc
+
+
+def load(path: Path, *, verify: bool = True) -> dict[str, Any]:
+    """Read and validate a plan; refuse a malformed or edited one with its first problem and line.
+
+    `verify=False` skips the digests (for `rebase` and review of an edited plan), never the rest."""
+    doc = _read(path)
+    if verify:
+        _check_digests(doc, path)
+    plan: dict[str, Any] = _plain(doc)
+    if verify:
+        # The digest already refuses any edit; of a plan sealed anew by hand, every load refuses a false
+        # `applicable` (apply trusts it). The whole meaning is rebase's and review's to check
+        # (`validate`), and the executor's preflight checks every step before the cluster is contacted.
+        _refuse(applicable_problems(plan), doc, path, "the plan is inconsistent")
+    return plan
+
+
+@dataclass(frozen=True)
+class Edit:
+    """A section of a plan that no longer matches its recorded digest."""
+
+    section: str  # "parameters", "stages/pool-a", "stages" (their order), "digests" (none recorded)
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.section} (line {self.line})" if self.line else self.section
+
+
+@dataclass(frozen=True)
+class Review:
+    """A plan to look at, edited or not: `edits` lists the sections whose digests no longer match."""
+
+    plan: dict[str, Any]
+    edits: list[Edit]
+
+    @property
+    def trusted(self) -> bool:
+        return not self.edits
+
+    def banner(self, path: Path) -> str:
+        """One line that cannot be missed above an edited plan's display."""
+        sections = ", ".join(str(e) for e in self.edits[:6]) + (" ..." if len(self.edits) > 6 else "")
+        return (
+            f"EDITED, NOT REBASED, UNTRUSTED: {path} changed since it was made ({sections}); shown as "
+            f"`plan --rebase` would accept it (summary and applicability recomputed); apply refuses it "
+            f"until it is rebased"
+        )
+
+
+def load_for_review(path: Path) -> Review:
+    """A plan as `plan --rebase` would accept it, edited or not, for `show`/`diff --allow-edited`:
+    refused only when rebase would refuse it; `edits` says what changed. Never for apply."""
+    doc = _read(path)
+    found = edits(doc)
+    plan: dict[str, Any] = _plain(doc)
+    if not found:
+        _refuse(validate(plan), doc, path, "the plan is inconsistent")
+        return Review(plan, [])
+    _refuse(validate(body_of(plan), derived=False), doc, path, "the edited plan is not one rebase would accept")
+    return Review({**recompute(body_of(plan)), **{k: plan[k] for k in ("digests", "digest") if k in plan}}, found)
+
+
+def edits(doc: CommentedMap) -> list[Edit]:
+    recorded = doc.get("digests")
+    body = _plain({k: v for k, v in doc.items() if k not in ("digests", "digest")})
+    if not isinstance(recorded, dict) or not isinstance(doc.get("digest"), str):
+        return [Edit("digests", _line(doc, "digests") if "digests" in doc else 0)]
+    recorded = _plain(recorded)
+    expected = section_digests(body)
+    out = [Edit(key, _section_line(doc, key)) for key, value in expected.items() if recorded.get(key) != value]
+    out.extend(Edit(key, _line(doc, "digests")) for key in recorded if key not in expected)
+    if not out and doc["digest"] != _digest(body):
+        out.append(Edit("digest", _line(doc, "digest")))
+    return out
+
+
+def _section_line(doc: CommentedMap, key: str) -> int:
+    if key.startswith("stages/"):
+        return _stage_line(doc, key)
+    return _line(doc, key)
+
+
+def _check_schema(doc: CommentedMap, path: Path) -> None:
+    for key, typ in _REQUIRED.items():
+        if key not in doc:
+            raise InputError(f"{path}: missing `{key}`", "regenerate the plan with dra-migrate plan")
+        if not isinstance(doc[key], typ) or (typ is int and isinstance(doc[key], bool)):
+            raise InputError(f"{path}:{_line(doc, key)}: `{key}` has the wrong type", "regenerate the plan")
+    for key, value in doc.items():
+        if key in _REQUIRED:
+            continue
+        if key not in _OPTIONAL:
+            raise InputError(f"{path}:{_line(doc, key)}: unknown section `{key}`", _REGENERATE)
+        if not isinstance(value, _OPTIONAL[key]):
+            raise InputError(f"{path}:{_line(doc, key)}: `{key}` has the wrong type", _REGENERATE)
+    if doc["formatVersion"] != FORMAT_VERSION:
+        raise InputError(
+            f"{path}:{_line(doc, 'formatVersion')}: plan format {doc['formatVersion']}, "
+            f"this tool reads {FORMAT_VERSION}",
+            "regenerate the plan with this version of dra-migrate",
+        )
+    names = set()
+    for i, stage in enumerate(doc["stages"]):
+        where = f"{path}:{_line(doc['stages'], i)}"
+        if not isinstance(stage, dict) or not isinstance(stage.get("name"), str):
+            raise InputError(f"{where}: a stage needs a `name`", "regenerate the plan")
+        if stage["name"] in names:
+            raise InputError(f"{where}: stage {stage['name']} appears twice", "regenerate the plan")
+        names.add(stage["name"])
+        if "pool" in stage and not isinstance(stage.get("waves"), list):
+            raise InputError(f"{where}: stage {stage['name']} needs `waves`", "regenerate the plan")
+
+
+def _check_digests(doc: CommentedMap, path: Path) -> None:
+    found = edits(doc)
+    if not found:
+        return
+    first = found[0]
+    hint = "regenerate it, or if the edit is intended: dra-migrate plan --rebase " + str(path)
+    if first.section == "digests":
+        raise InputError(f"{path}: the plan has no digest", "regenerate it, or `dra-migrate plan --rebase` it")
+    if first.section == "digest":
+        raise InputError(f"{path}:{first.line}: the plan's digest does not match", "regenerate it")
+    if first.section == _STAGE_ORDER:
+        what = "the stages were reordered"
+    elif first.section in section_digests(_plain({k: v for k, v in doc.items() if k not in ("digests", "digest")})):
+        what = f"`{first.section}` does not match its digest"
+    else:
+        what = f"`{first.section}` was removed"
+    raise InputError(f"{path}:{first.line}: the plan was edited after it was made ({what})", hint)
+
+
+def _stage_line(doc: CommentedMap, key: str) -> int:
+    name = key.split("/", 1)[1]
+    for i, stage in enumerate(doc["stages"]):
+        if isinstance(stage, dict) and stage.get("name") == name:
+            return _line(doc["stages"], i)
+    return _line(doc, "stages")
+
+
+def _problem_line(doc: CommentedMap, problem: Problem) -> int:
+    """The line of the deepest part of a problem's path that the document still has."""
+    node: Any = doc
+    line = 0
+    for seg in problem.path:
+        in_map = isinstance(node, CommentedMap) and seg in node
+        in_seq = isinstance(node, CommentedSeq) and isinstance(seg, int) and 0 <= seg < len(node)
+        if not (in_map or in_seq):
+            break
+        line = _line(node, seg) or line
+        node = node[seg]
+    return line
+
+
+def _refuse(problems: list[Problem], doc: CommentedMap, path: Path, what: str) -> None:
+    if not problems:
+        return
+    p = problems[0]
+    line = _problem_line(doc, p)
+    where = f"{path}:{line}" if line else str(path)
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    raise InputError(f"{where}: {what}: {p}{more}", p.hint or _REGENERATE)
+
+
+def body_of(plan: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in plan.items() if k not in ("digests", "digest")}
+
+
+# --- rebase ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Rebased:
+    """What `plan --rebase` makes of an edited plan: the sealed plan, the sections the edit touched,
+    and a semantic diff — against the original plan when one is given, else against the file as edited
+    (then it shows what rebase itself recomputed: applicability, summary, pods evicted per wave)."""
+
+    plan: dict[str, Any]
+    edited: list[Edit]
+    diff: PlanDiff
+    against_original: bool
+
+
+def rebase_checked(path: Path, against: Path | None = None) -> Rebased:
+    """Validate an intentionally edited plan by what it means, recompute what follows from its stages
+    and findings, re-digest it, and record that it was edited."""
+    doc = _read(path)
+    touched = edits(doc)
+    edited: dict[str, Any] = _plain(doc)
+    previous = edited.get("digest") if isinstance(edited.get("digest"), str) else None
+    body = recompute(body_of(edited))
+    _refuse(validate(body), doc, path, "refusing to rebase")
+    history = [str(d) for d in (body.get("edited") or {}).get("previousDigests") or []]
+    if previous and previous not in history:
+        history.append(previous)
+    body["edited"] = {"previousDigests": history}
+    sealed = seal(body)
+    if against is not None:
+        original = load(against)
+        if original["digest"] not in history:
+            raise InputError(
+                f"{against} is not the plan {path} was edited from (its digest {original['digest'][:19]}... "
+                "is not among the edited plan's previous digests)",
+                "give the plan the edit started from, or leave out --against",
+            )
+        diff = diff_plans(original, sealed)
+    else:
+        diff = diff_plans(edited, sealed)
+    return Rebased(sealed, touched, diff, against is not None)
+
+
+def rebase(path: Path) -> dict[str, Any]:
+    """Validate an intentionally edited plan, re-digest it, and record that it was edited."""
+    return rebase_checked(path).plan

@@ -1,0 +1,535 @@
+"""The Plan model, typed end to end: Plan → PrepareStage | PoolStage → Wave → NodeEntry → Step (+ Inverse).
+
+Plain frozen dataclasses. `to_dict` gives the file's shape (README "Plan files") with its keys in the
+file's order, and `from_dict` reads that shape back strictly: a missing field, an unknown one, or a
+value of the wrong type is an `InputError` naming its path (`stages[2].waves[0].nodes[1].gpuPods`).
+Reading and writing the YAML, and the digests, are `plan/io.py`'s; a plan file goes load → `from_dict`
+→ `to_dict` → dump byte-identically (tests/unit/test_plan_model.py proves it for every golden plan).
+
+Everything in a plan is a function of the cluster state and the parameters: no wall-clock time, so the
+same input always gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, TypeVar
+
+from dra_migrate.errors import InputError
+
+FORMAT_VERSION = 1
+
+
+class Action(StrEnum):
+    """What a step does. The executor registers one implementation per action (`execute/actions.py`)."""
+
+    CREATE_DEVICECLASS = "create-deviceclass"
+    CONFIRM_DRA_DRIVER = "confirm-dra-driver"
+    CORDON = "cordon"
+    DRAIN = "drain"
+    SET_LABEL = "set-label"
+    WAIT_DRA_READY = "wait-dra-ready"
+    CANARY = "canary"
+    UNCORDON = "uncordon"
+
+
+class InverseAction(StrEnum):
+    """How a step is undone. `none` and `delete-pod` leave nothing to undo (evicted pods are recreated by
+    their controllers; the canary deletes its own pod)."""
+
+    SET_UNSCHEDULABLE = "set-unschedulable"
+    RESTORE_LABEL = "restore-label"
+    DELETE_DEVICECLASS = "delete-deviceclass"
+    NONE = "none"
+    DELETE_POD = "delete-pod"
+
+
+# ----------------------------------------------------------------------------------------------------
+# Strict readers: each names the path of what it refuses.
+
+_HINT = "regenerate the plan with dra-migrate plan (or fix the field and dra-migrate plan --rebase it)"
+
+
+def _fail(path: str, what: str) -> InputError:
+    return InputError(f"plan field `{path}`: {what}", _HINT)
+
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _mapping(value: Any, path: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise _fail(path, f"expected a mapping, got {_type_name(value)}")
+    return value
+
+
+def _fields(value: Any, path: str, required: tuple[str, ...], optional: tuple[str, ...] = ()) -> Mapping[str, Any]:
+    doc = _mapping(value, path)
+    for key in required:
+        if key not in doc:
+            raise _fail(f"{path}.{key}" if path else key, "missing")
+    unknown = [k for k in doc if k not in required and k not in optional]
+    if unknown:
+        raise _fail(f"{path}.{unknown[0]}" if path else unknown[0], "unknown field")
+    return doc
+
+
+def _str(value: Any, path: str) -> str:
+    if not isinstance(value, str):
+        raise _fail(path, f"expected a string, got {_type_name(value)}")
+    return value
+
+
+def _int(value: Any, path: str, *, minimum: int = 0) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise _fail(path, f"expected an integer, got {_type_name(value)}")
+    if value < minimum:
+        raise _fail(path, f"must be at least {minimum}, got {value}")
+    return value
+
+
+def _bool(value: Any, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise _fail(path, f"expected true or false, got {_type_name(value)}")
+    return value
+
+
+def _list(value: Any, path: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise _fail(path, f"expected a list, got {_type_name(value)}")
+    return value
+
+
+def _each(doc: Mapping[str, Any], key: str, path: str) -> Iterator[tuple[Any, str]]:
+    """The items of the list `doc[key]`, each with its path."""
+    for i, item in enumerate(_list(doc[key], f"{path}.{key}")):
+        yield item, f"{path}.{key}[{i}]"
+
+
+def _strs(value: Any, path: str) -> tuple[str, ...]:
+    return tuple(_str(v, f"{path}[{i}]") for i, v in enumerate(_list(value, path)))
+
+
+def _finite(value: Any, path: str) -> None:
+    """NaN and infinities have no JSON form (they digest as null): refuse them anywhere."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise _fail(path, f"{value} is not a number apply can use")
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            _finite(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _finite(v, f"{path}[{i}]")
+
+
+def _duration(value: Any, path: str) -> str:
+    from dra_migrate.plan.params import parse_duration
+
+    text = _str(value, path)
+    try:
+        parse_duration(text)
+    except InputError as e:
+        raise _fail(path, e.message) from e
+    return text
+
+
+_E = TypeVar("_E", bound=StrEnum)
+
+
+def _enum(cls: type[_E], value: Any, path: str) -> _E:
+    text = _str(value, path)
+    try:
+        return cls(text)
+    except ValueError:
+        known = ", ".join(m.value for m in cls)
+        raise _fail(path, f"unknown action {text!r} (known: {known})") from None
+
+
+# ----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Inverse:
+    """How to undo a step: the action and the original values it restores."""
+
+    action: str  # an InverseAction
+    restore: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"action": str(self.action), "restore": self.restore}
+
+    @classmethod
+    def from_dict(cls, value: Any, path: str) -> Inverse:
+        doc = _fields(value, path, ("action", "restore"))
+        action = _enum(InverseAction, doc["action"], f"{path}.action")
+        return cls(action, dict(_mapping(doc["restore"], f"{path}.restore")))
+
+
+@dataclass(frozen=True)
+class Step:
+    id: str  # stable: "<stage>/<node>/<action>" or "prepare/<action>/<target>" ("<id>" in a pool's nodeSteps)
+    action: str  # an Action
+    target: str  # "Node <name>", "DeviceClass <name>", "Driver gpu.nvidia.com"
+    params: dict[str, Any]
+    precondition: str
+    timeout: str  # a duration, e.g. "10m"
+    inverse: Inverse | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "action": str(self.action),
+            "target": self.target,
+            "params": self.params,
+            "precondition": self.precondition,
+            "timeout": self.timeout,
+            "inverse": self.inverse.to_dict() if self.inverse else None,
+        }
+
+    @classmethod
+    def from_dict(cls, value: Any, path: str) -> Step:
+        doc = _fields(value, path, ("id", "action", "target", "params", "precondition", "timeout", "inverse"))
+        inverse = doc["inverse"]
+        return cls(
+            id=_str(doc["id"], f"{path}.id"),
+            action=_enum(Action, doc["action"], f"{path}.action"),
+            target=_str(doc["target"], f"{path}.target"),
+            params=dict(_mapping(doc["params"], f"{path}.params")),
+            precondition=_str(doc["precondition"], f"{path}.precondition"),
+            timeout=_duration(doc["timeout"], f"{path}.timeout"),
+            inverse=None if inverse is None else Inverse.from_dict(inverse, f"{path}.inverse"),
+        )
+
+    @property
+    def timeout_s(self) -> float:
+        from dra_migrate.plan.params import parse_duration
+
+        return float(parse_duration(self.timeout))
+
+
+@dataclass(frozen=True)
+class NodeEntry:
+    """One node of a wave: what is known of it, and the original values its steps' inverses restore."""
+
+    node: str
+    gpu_pods: int  # pods a `--drain gpu` evicts
+    other_pods: int  # further pods a `--drain all` evicts
+    expected_devices: int  # gpu.nvidia.com devices its slices must hold
+    resources: tuple[str, ...]  # the device-plugin resources it advertises today (must go to 0)
+    canary_resource: str
+    original: dict[str, Any]  # {"unschedulable": bool, "labels": {key: value or None}}
+    placement: dict[str, Any] = field(default_factory=dict)  # what switching each plugin means here, and why
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "node": self.node,
+            "gpuPods": self.gpu_pods,
+            "otherPods": self.other_pods,
+            "expectedDevices": self.expected_devices,
+            "resources": list(self.resources),
+            "canaryResource": self.canary_resource,
+            "original": self.original,
+            **({"placement": self.placement} if self.placement else {}),
+        }
+
+    @classmethod
+    def from_dict(cls, value: Any, path: str) -> NodeEntry:
+        keys = ("node", "gpuPods", "otherPods", "expectedDevices", "resources", "canaryResource", "original")
+        doc = _fields(value, path, keys, ("placement",))
+        original = _fields(doc["original"], f"{path}.original", ("unschedulable", "labels"))
+        _bool(original["unschedulable"], f"{path}.original.unschedulable")
+        for key, label in _mapping(original["labels"], f"{path}.original.labels").items():
+            if label is not None:
+                _str(label, f"{path}.original.labels.{key}")
+        name = _str(doc["node"], f"{path}.node")
+        if not name:
+            raise _fail(f"{path}.node", "empty node name")
+        return cls(
+            node=name,
+            gpu_pods=_int(doc["gpuPods"], f"{path}.gpuPods"),
+            other_pods=_int(doc["otherPods"], f"{path}.otherPods"),
+            expected_devices=_int(doc["expectedDevices"], f"{path}.expectedDevices"),
+            resources=_strs(doc["resources"], f"{path}.resources"),
+            canary_resource=_str(doc["canaryResource"], f"{path}.canaryResource"),
+            original={"unschedulable": original["unschedulable"], "labels": dict(original["labels"])},
+            placement=dict(_mapping(doc["placement"], f"{path}.placement")) if "placement" in doc else {},
+        )
+
+
+@dataclass(frozen=True)
+class Wave:
+    name: str
+    nodes: tuple[NodeEntry, ...]
+    evicted_pods: int
+    soak_after: str  # soak before the next wave ("0s" for the last)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "evictedPods": self.evicted_pods,
+            "soakAfter": self.soak_after,
+            "nodes": [n.to_dict() for n in self.nodes],
+        }
+
+    @classmethod
+    def from_dict(cls, value: Any, path: str) -> Wave:
+        doc = _fields(value, path, ("name", "evictedPods", "soakAfter", "nodes"))
+        nodes = tuple(NodeEntry.from_dict(n, at) for n, at in _each(doc, "nodes", path))
+        return cls(
+            name=_str(doc["name"], f"{path}.name"),
+            nodes=nodes,
+            evicted_pods=_int(doc["evictedPods"], f"{path}.evictedPods"),
+            soak_after=_duration(doc["soakAfter"], f"{path}.soakAfter"),
+        )
+
+    @property
+    def soak_s(self) -> float:
+        from dra_migrate.plan.params import parse_duration
+
+        return float(parse_duration(self.soak_after))
+
+
+@dataclass(frozen=True)
+class PrepareStage:
+    """The cluster-wide steps before any node is touched (DeviceClasses, the DRA driver), in order."""
+
+    name: str
+    steps: tuple[Step, ...]
+
+    # The shape a pool stage has, so code over both reads alike.
+    pool: None = None
+    resources: tuple[str, ...] = ()
+    waves: tuple[Wave, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "steps": [s.to_dict() for s in self.steps]}
+
+    @classmethod
+    def from_dict(cls, value: Any, path: str) -> PrepareStage:
+        doc = _fields(value, path, ("name", "steps"))
+        steps = tuple(Step.from_dict(s, at) for s, at in _each(doc, "steps", path))
+        return cls(_str(doc["name"], f"{path}.name"), steps)
+
+
+@dataclass(frozen=True)
+class PoolStage:
+    """A pool's nodes in waves. `node_steps` is the step list every node runs, in order, written once
+    (with `{node.*}` and `{original.*}` standing for each node's values: `steps_for`)."""
+
+    name: str
+    pool: str
+    resources: tuple[str, ...]  # GPU resource names the pool's nodes serve
+    node_steps: tuple[Step, ...]
+    waves: tuple[Wave, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "pool": self.pool,
+            "resources": list(self.resources),
+            "nodeSteps": [s.to_dict() for s in self.node_steps],
+            "waves": [w.to_dict() for w in self.waves],
+        }
+
+    @classmethod
+    def from_dict(cls, value: Any, path: str) -> PoolStage:
+        doc = _fields(value, path, ("name", "pool", "resources", "nodeSteps", "waves"))
+        steps = tuple(Step.from_dict(s, at) for s, at in _each(doc, "nodeSteps", path))
+        waves = tuple(Wave.from_dict(w, at) for w, at in _each(doc, "waves", path))
+        return cls(
+            name=_str(doc["name"], f"{path}.name"),
+            pool=_str(doc["pool"], f"{path}.pool"),
+            resources=_strs(doc["resources"], f"{path}.resources"),
+            node_steps=steps,
+            waves=waves,
+        )
+
+    @property
+    def steps(self) -> tuple[Step, ...]:
+        return self.node_steps
+
+    def steps_for(self, node: NodeEntry) -> tuple[Step, ...]:
+        """The concrete steps of one node: placeholders filled, ids `<stage>/<node>/<id>`."""
+        values = node.to_dict()
+        return tuple(
+            Step(
+                id=f"{self.name}/{node.node}/{s.id}",
+                action=s.action,
+                target=f"Node {node.node}",
+                params=_fill(s.params, values),
+                precondition=s.precondition,
+                timeout=s.timeout,
+                inverse=Inverse(s.inverse.action, _fill(s.inverse.restore, values)) if s.inverse else None,
+            )
+            for s in self.node_steps
+        )
+
+
+Stage = PrepareStage | PoolStage
+
+
+def stage_from_dict(value: Any, path: str) -> Stage:
+    doc = _mapping(value, path)
+    return PoolStage.from_dict(doc, path) if "pool" in doc else PrepareStage.from_dict(doc, path)
+
+
+_PLAN_REQUIRED = (
+    "formatVersion", "tool", "cluster", "parameters", "fingerprint", "applicable", "findings", "summary", "stages",
+)  # fmt: skip
+_PLAN_OPTIONAL = ("review", "edited", "digests", "digest")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A whole plan. The sections apply does not act on (tool, parameters, fingerprint, findings,
+    summary, edited) are kept as the mappings the file holds; stages are typed."""
+
+    format_version: int
+    tool: dict[str, Any]
+    cluster: str
+    parameters: dict[str, Any]
+    fingerprint: dict[str, Any]
+    applicable: bool
+    findings: tuple[dict[str, Any], ...]
+    summary: dict[str, Any]
+    stages: tuple[Stage, ...]
+    edited: dict[str, Any] | None = None
+    digests: dict[str, str] | None = None
+    review: dict[str, Any] | None = None  # what review needs at planning time (report PLAN stands alone)
+    digest: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "formatVersion": self.format_version,
+            "tool": self.tool,
+            "cluster": self.cluster,
+            "parameters": self.parameters,
+            "fingerprint": self.fingerprint,
+            "applicable": self.applicable,
+            "findings": list(self.findings),
+            "summary": self.summary,
+            **({"review": self.review} if self.review is not None else {}),
+            "stages": [s.to_dict() for s in self.stages],
+        }
+        if self.edited is not None:
+            out["edited"] = self.edited
+        if self.digests is not None:
+            out["digests"] = self.digests
+        if self.digest is not None:
+            out["digest"] = self.digest
+        return out
+
+    @classmethod
+    def from_dict(cls, value: Any) -> Plan:
+        doc = _fields(value, "", _PLAN_REQUIRED, _PLAN_OPTIONAL)
+        _finite(doc, "")
+        version = _int(doc["formatVersion"], "formatVersion")
+        if version != FORMAT_VERSION:
+            raise _fail("formatVersion", f"plan format {version}, this tool reads {FORMAT_VERSION}")
+        stages = tuple(stage_from_dict(s, f"stages[{i}]") for i, s in enumerate(_list(doc["stages"], "stages")))
+        names = [s.name for s in stages]
+        dup = next((n for n in names if names.count(n) > 1), None)
+        if dup is not None:
+            raise _fail("stages", f"stage {dup} appears twice")
+        _unique_nodes_and_steps(stages)
+        findings = tuple(dict(_mapping(f, f"findings[{i}]")) for i, f in enumerate(_list(doc["findings"], "findings")))
+        edited = doc.get("edited")
+        review = doc.get("review")
+        digests = doc.get("digests")
+        digest = doc.get("digest")
+        return cls(
+            format_version=version,
+            tool=dict(_mapping(doc["tool"], "tool")),
+            cluster=_str(doc["cluster"], "cluster"),
+            parameters=dict(_mapping(doc["parameters"], "parameters")),
+            fingerprint=dict(_mapping(doc["fingerprint"], "fingerprint")),
+            applicable=_bool(doc["applicable"], "applicable"),
+            findings=findings,
+            summary=dict(_mapping(doc["summary"], "summary")),
+            stages=stages,
+            review=None if review is None else dict(_mapping(review, "review")),
+            edited=None if edited is None else dict(_mapping(edited, "edited")),
+            digests=None if digests is None else _digests(digests),
+            digest=None if digest is None else _str(digest, "digest"),
+        )  # fmt: skip
+
+    # -- what apply asks of a plan
+
+    def stage(self, name: str) -> Stage | None:
+        return next((s for s in self.stages if s.name == name), None)
+
+    @property
+    def stage_names(self) -> list[str]:
+        return [s.name for s in self.stages]
+
+    @property
+    def blockers(self) -> list[str]:
+        return [str(f.get("id")) for f in self.findings if f.get("severity") == "blocker"]
+
+    def node_uids(self) -> dict[str, str]:
+        """Node name → uid as the fingerprint recorded them (a node replaced since has another uid)."""
+        out = {}
+        for o in self.fingerprint.get("objects") or []:
+            if isinstance(o, Mapping) and o.get("kind") == "Node" and o.get("uid") and isinstance(o.get("name"), str):
+                out[o["name"]] = str(o["uid"])
+        return out
+
+    def nodes(self) -> Iterator[tuple[PoolStage, Wave, NodeEntry]]:
+        for s in self.stages:
+            if isinstance(s, PoolStage):
+                for w in s.waves:
+                    for n in w.nodes:
+                        yield s, w, n
+
+
+def _unique_nodes_and_steps(stages: tuple[Stage, ...]) -> None:
+    """A node in two waves (or stages), or two steps with one id, would share journal records: refused."""
+    seen: dict[str, str] = {}
+    for i, stage in enumerate(stages):
+        ids = [s.id for s in stage.steps]
+        dup = next((x for x in ids if ids.count(x) > 1), None)
+        if dup is not None:
+            raise _fail(f"stages[{i}]", f"step id {dup} appears twice")
+        for w, wave in enumerate(stage.waves):
+            for n, node in enumerate(wave.nodes):
+                where = f"stages[{i}].waves[{w}].nodes[{n}]"
+                if node.node in seen:
+                    raise _fail(where, f"node {node.node} is already planned at {seen[node.node]}")
+                seen[node.node] = where
+
+
+def _digests(value: Any) -> dict[str, str]:
+    return {k: _str(v, f"digests.{k}") for k, v in _mapping(value, "digests").items()}
+
+
+def _fill(value: Any, node: Mapping[str, Any]) -> Any:
+    """Replace "{node.x}" / "{original.x}" / "{original.labels.<key>}" placeholders with the node's values
+    (`node` in its file shape, NodeEntry.to_dict())."""
+    if isinstance(value, dict):
+        return {k: _fill(v, node) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fill(v, node) for v in value]
+    if isinstance(value, str) and value.startswith("{") and value.endswith("}"):
+        path = value[1:-1]
+        if path.startswith("original.labels."):
+            return (node.get("original") or {}).get("labels", {}).get(path[len("original.labels.") :])
+        if path.startswith("original."):
+            return (node.get("original") or {}).get(path[len("original.") :])
+        if path.startswith("node."):
+            return node.get(path[len("node.") :])
+    return value
+
+
+def expand(stage: dict[str, Any], node: dict[str, Any]) -> list[dict[str, Any]]:
+    """The concrete steps of one node of a pool stage, on file shapes (for code still on dicts)."""
+    steps = []
+    for template in stage.get("nodeSteps") or []:
+        step = _fill(template, node)
+        step["id"] = f"{stage['name']}/{node['node']}/{template['id']}"
+        step["target"] = f"Node {node['node']}"
+        steps.append(step)
+    return steps

@@ -1,0 +1,224 @@
+"""Planning parameters: validated once, recorded in the plan, so a plan says how it was made."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from dra_migrate.errors import InputError
+
+# Node labels from the GPU Operator and the DRA driver docs: the device plugin DaemonSet selects
+# nvidia.com/gpu.deploy.device-plugin=true and an existing non-empty value is kept by the operator, so
+# "false" keeps it off (NVIDIA/gpu-operator controllers/state_manager.go); the standalone DRA chart is
+# installed with kubeletPlugin.nodeSelector nvidia.com/dra-kubelet-plugin=true (GPU Operator docs,
+# dra-intro-install.rst, "standalone DRA driver next to a ClusterPolicy").
+DEVICE_PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"
+DEVICE_PLUGIN_OFF = "false"
+DRA_LABEL = "nvidia.com/dra-kubelet-plugin"
+DRA_ON = "true"
+# The canary proves use (dra_migrate/execute/canary.py). NVIDIA's CDI spec (NVIDIA Container Toolkit, what the
+# DRA driver hands the runtime) mounts the host's nvidia-smi into the container, so any image with a shell
+# will do; the command counts `nvidia-smi -L` lines ("GPU <i>: <name> (UUID: ...)") against the request.
+CANARY_IMAGE = "ubuntu:24.04"
+CANARY_COMMAND = 'nvidia-smi -L && test "$(nvidia-smi -L | grep -c \'^GPU \')" -eq "$DRA_MIGRATE_CANARY_DEVICES"'
+DRA_DRIVER = "gpu.nvidia.com"  # kubernetes-sigs/dra-driver-nvidia-gpu cmd/gpu-kubelet-plugin DriverName
+
+# ASCII digits only (`\d` would take "٣m"), whole string only (`$` would take a trailing newline), and
+# short: a timeout longer than MAX_DURATION is refused anyway, so no number needs more than 6 digits.
+_DURATION_RE = re.compile(r"(?:([0-9]{1,6})h)?(?:([0-9]{1,6})m)?(?:([0-9]{1,6})s)?", re.ASCII)
+_COUNT_RE = re.compile(r"[0-9]{1,9}%?", re.ASCII)
+_DURATION_HINT = "write it like 90s, 5m or 1h30m"
+# Longest timeout or soak a plan may carry: longer is a typo (`1e9h`, `300h`), not a plan.
+MAX_DURATION = 24 * 3600
+
+
+def parse_duration(text: str) -> int:
+    """ "1h30m", "5m", "0s" -> seconds (Go duration subset: h, m, s; no sign, no spaces, no fractions)."""
+    m = _DURATION_RE.fullmatch(text) if isinstance(text, str) else None
+    if m is None or not any(m.groups()):
+        raise InputError(f"bad duration {text!r}", _DURATION_HINT)
+    h, mi, s = (int(g or 0) for g in m.groups())
+    return h * 3600 + mi * 60 + s
+
+
+def checked_duration(name: str, text: object, *, zero_ok: bool = False) -> int:
+    """A duration apply can wait for: parsable, positive (or 0 where `zero_ok`), at most MAX_DURATION.
+    `name` is what the user wrote it as (an option or a plan field), for the message."""
+    try:
+        seconds = parse_duration(text)  # type: ignore[arg-type]  # anything but a str is refused inside
+    except InputError:
+        raise InputError(f"bad {name} {text!r}: not a duration", _DURATION_HINT) from None
+    if seconds == 0 and not zero_ok:
+        raise InputError(f"bad {name} {text!r}: must be longer than 0s", _DURATION_HINT)
+    if seconds > MAX_DURATION:
+        raise InputError(f"bad {name} {text!r}: longer than 24h", "give at most 24h")
+    return seconds
+
+
+# Kubernetes' label syntax, k8s.io/apimachinery v0.37.2 pkg/api/validate/content/kube.go (IsLabelKey, which
+# pkg/util/validation's IsQualifiedName aliases, and IsLabelValue), and IsDNS1123Subdomain for the prefix.
+# Python's fullmatch stands for Go's ^...$ (Go's $ never matches before a trailing newline).
+_LABEL_NAME = re.compile(r"(?:[A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]", re.ASCII)
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*", re.ASCII)
+_LABEL_NAME_MAX, _LABEL_VALUE_MAX, _DNS1123_SUBDOMAIN_MAX = 63, 63, 253
+
+
+def label_key_problem(key: object) -> str | None:
+    """Why `key` is not a valid label key (qualified name), or None when it is."""
+    if not isinstance(key, str) or not key:
+        return "empty" if key == "" else "not a string"
+    parts = key.split("/")
+    if len(parts) > 2:
+        return "more than one '/'"
+    name = parts[-1]
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            return "empty prefix before '/'"
+        if len(prefix) > _DNS1123_SUBDOMAIN_MAX or not _DNS1123_SUBDOMAIN.fullmatch(prefix):
+            return "its prefix is not a DNS subdomain (lower case, digits, '-' and '.')"
+    if not name:
+        return "empty name"
+    if len(name) > _LABEL_NAME_MAX:
+        return f"its name is longer than {_LABEL_NAME_MAX} characters"
+    if not _LABEL_NAME.fullmatch(name):
+        return "its name must be alphanumerics, '-', '_' or '.', starting and ending alphanumeric"
+    return None
+
+
+def label_value_problem(value: object, *, empty_ok: bool = False) -> str | None:
+    """Why `value` is not a label value apply can set, or None. Kubernetes allows "", but a switch label
+    set to "" selects nothing the operator or the DRA chart looks for, so it is refused unless `empty_ok`."""
+    if not isinstance(value, str):
+        return "not a string"
+    if not value:
+        return None if empty_ok else "empty"
+    if len(value) > _LABEL_VALUE_MAX:
+        return f"longer than {_LABEL_VALUE_MAX} characters"
+    if not _LABEL_NAME.fullmatch(value):
+        return "must be alphanumerics, '-', '_' or '.', starting and ending alphanumeric"
+    return None
+
+
+def check_label_key(name: str, key: object) -> None:
+    problem = label_key_problem(key)
+    if problem:
+        raise InputError(f"bad {name} {key!r}: not a Kubernetes label key ({problem})", "e.g. example.com/my-label")
+
+
+def check_label_value(name: str, value: object) -> None:
+    problem = label_value_problem(value)
+    if problem:
+        raise InputError(f"bad {name} {value!r}: not a label value apply can set ({problem})", "e.g. true")
+
+
+def format_duration(seconds: int) -> str:
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    out = (f"{h}h" if h else "") + (f"{m}m" if m else "") + (f"{s}s" if s else "")
+    return out or "0s"
+
+
+@dataclass(frozen=True)
+class PlanParams:
+    max_unavailable: str = "10%"  # N nodes or N% of the pool per wave, at least 1 node
+    soak: str = "5m"
+    drain: str = "gpu"  # gpu | all
+    order: tuple[str, ...] = ()  # pools first in this order; the rest in the safe default order
+    device_plugin_label: str = DEVICE_PLUGIN_LABEL
+    device_plugin_off: str = DEVICE_PLUGIN_OFF
+    dra_label: str = DRA_LABEL
+    dra_on: str = DRA_ON
+    drain_timeout: str = "10m"
+    ready_timeout: str = "5m"
+    canary_timeout: str = "3m"
+    canary_image: str = CANARY_IMAGE
+    canary_command: str = CANARY_COMMAND
+    pool_labels: tuple[str, ...] = ()
+    dra_driver: str = DRA_DRIVER  # --dra-driver: DeviceClasses, wait-dra-ready, the canary, the checks
+    pools: tuple[str, ...] = ()  # plan only these pools (empty: every pool)
+    exclude_pools: tuple[str, ...] = ()  # leave these pools out (a partial migration)
+
+    def validate(self) -> PlanParams:
+        """Refuse, at plan time, any value apply could not carry out; messages name the option."""
+        self._check_types()
+
+        from dra_migrate.inventory.dra import check_driver_name
+
+        check_driver_name(self.dra_driver)
+        if self.drain not in ("gpu", "all"):
+            raise InputError(f"bad --drain {self.drain!r}", "use gpu or all")
+        self.wave_size(10)
+        checked_duration("--soak", self.soak, zero_ok=True)
+        for option, d in (("drain timeout", self.drain_timeout), ("ready timeout", self.ready_timeout),
+                          ("canary timeout", self.canary_timeout)):  # fmt: skip
+            checked_duration(option, d)
+        check_label_key("--device-plugin-label", self.device_plugin_label)
+        check_label_key("--dra-label", self.dra_label)
+        if self.device_plugin_label == self.dra_label:
+            raise InputError("--device-plugin-label and --dra-label are the same label", "give two different keys")
+        check_label_value("device-plugin-off value", self.device_plugin_off)
+        check_label_value("dra-on value", self.dra_on)
+        for key in self.pool_labels:
+            check_label_key("--pool-label", key)
+        for pool in self.order:
+            if not pool.strip():
+                raise InputError("bad --order: an empty pool name", "give pool names, comma-separated")
+        if not self.canary_image.strip() or any(c.isspace() for c in self.canary_image):
+            raise InputError(f"bad canary image {self.canary_image!r}", "give an image reference")
+        if not self.canary_command.strip():
+            raise InputError("empty --canary-command", "give a command line that exits 0 when it sees its devices")
+        return self
+
+    def _check_types(self) -> None:
+        """A plan's `parameters` come from a file: a number where a string belongs is an error, not a crash."""
+        for name, f in self.__dataclass_fields__.items():
+            value = getattr(self, name)
+            if f.type == "tuple[str, ...]":
+                ok = isinstance(value, tuple) and all(isinstance(v, str) for v in value)
+            else:
+                ok = isinstance(value, str)
+            if not ok:
+                raise InputError(f"bad plan parameter {_camel(name)}: {value!r} is not {f.type}", "regenerate the plan")
+
+    def wave_size(self, pool_nodes: int) -> int:
+        text = self.max_unavailable.strip()
+        try:
+            if not _COUNT_RE.fullmatch(text):  # int() alone would take "+5", "1_0" and "٣"
+                raise ValueError
+            if text.endswith("%"):
+                pct = int(text[:-1])
+                if not 0 < pct <= 100:
+                    raise ValueError
+                # Rounded down, as Kubernetes rounds maxUnavailable percentages, but never below one node.
+                return max(1, pool_nodes * pct // 100)
+            n = int(text)
+            if n < 1:
+                raise ValueError
+            return n
+        except ValueError:
+            raise InputError(f"bad --max-unavailable {text!r}", "give a node count (2) or a percentage (10%)") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        return {_camel(k): list(v) if isinstance(v, tuple) else v for k, v in d.items()}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PlanParams:
+        kwargs: dict[str, Any] = {}
+        if not isinstance(d, dict):
+            raise InputError("plan parameters are not a mapping", "regenerate the plan")
+        for k, v in d.items():
+            snake = re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), k)
+            kwargs[snake] = tuple(v) if isinstance(v, list) else v
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(kwargs) - known)
+        if unknown:
+            raise InputError(f"unknown plan parameter {unknown[0]!r}", "regenerate the plan with this version")
+        return cls(**kwargs).validate()
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p.title() for p in rest)

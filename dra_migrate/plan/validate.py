@@ -1,0 +1,582 @@
+"""What a plan means, checked: the rules every plan apply runs must keep, whoever wrote it.
+
+`validate` lists every problem (an empty list: the plan is one apply can carry out as it says);
+`recompute` rewrites what follows from the rest — `applicable` from the findings, each wave's
+`evictedPods` and the `summary` from the stages — so a hand edit cannot make them lie. Both take the
+plan as `io.load` returns it (plain dicts) and never raise on a malformed one.
+
+The rules, and where they come from:
+* the stage `prepare` first and once (apply would otherwise cut nodes over before their DeviceClasses
+  exist), then pool stages `pool-<pool>`, each pool once, each node in one wave of one stage;
+* every pool stage's `nodeSteps` are what `dra_migrate.plan.build.node_steps` makes of the plan's
+  `parameters` — the protocol's order (cordon, drain, device plugin off, DRA on, wait-dra-ready, canary,
+  uncordon), its inverses (each restoring the node's recorded `original` values), the parameters' label
+  keys and values, drain scope and canary image — but for `timeout` (any valid one: a pool may need a
+  longer drain, a rehearsal scales them) and the free text `precondition`;
+* every node records the `original` of exactly the labels its steps switch, as valid label values;
+* durations as apply parses them (`params.checked_duration`), label keys and values as Kubernetes
+  validates them (`params.label_key_problem`), counts as non-negative integers, known fields only.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from dra_migrate.checks.model import Severity
+from dra_migrate.dra.devices import NVIDIA_DRIVER
+from dra_migrate.errors import InputError
+from dra_migrate.plan import build
+from dra_migrate.plan.estimate import summary_estimate
+from dra_migrate.plan.params import (
+    PlanParams,
+    checked_duration,
+    label_key_problem,
+    label_value_problem,
+)
+
+Path = tuple[str | int, ...]
+
+_STEP_KEYS = frozenset({"id", "action", "target", "params", "precondition", "timeout", "inverse"})
+_POOL_STAGE_KEYS = frozenset({"name", "pool", "resources", "nodeSteps", "waves"})
+_PREPARE_KEYS = frozenset({"name", "steps"})
+_WAVE_KEYS = frozenset({"name", "evictedPods", "soakAfter", "nodes"})
+_NODE_KEYS = frozenset({"node", "gpuPods", "otherPods", "expectedDevices", "resources", "canaryResource", "original"})
+_NODE_OPTIONAL = frozenset({"placement"})  # what each plugin switch means on the node, and why (build)
+_FINDING_KEYS = frozenset({"id", "severity", "message", "objects", "remediation", "scope", "pools"})
+_FINDING_REQUIRED = _FINDING_KEYS - {"scope", "pools"}  # plans made before blockers were scoped
+_OBJECT_KEYS = frozenset({"kind", "group", "namespace", "name", "uid", "resourceVersion", "content"})
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*", re.ASCII)
+_SEVERITIES = frozenset(s.value for s in Severity)
+_PLACEHOLDER = re.compile(r"\{(node|original)\.[^{}]+\}")
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: Path  # where in the plan, as keys and list indexes
+    message: str
+    hint: str = ""
+
+    def __str__(self) -> str:
+        return f"{readable(self.path)}: {self.message}" if self.path else self.message
+
+
+def readable(path: Path) -> str:
+    out = ""
+    for seg in path:
+        out += f"[{seg}]" if isinstance(seg, int) else (f".{seg}" if out else str(seg))
+    return out
+
+
+class _Checker:
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+
+    def add(self, path: Path, message: str, hint: str = "") -> None:
+        self.problems.append(Problem(path, message, hint))
+
+    def mapping(self, value: Any, path: Path, keys: frozenset[str], *, required: frozenset[str] | None = None) -> bool:
+        if not isinstance(value, dict):
+            self.add(path, "expected a mapping")
+            return False
+        unknown = sorted(set(value) - keys)
+        if unknown:
+            self.add((*path, unknown[0]), "an unknown field")
+        missing = sorted((keys if required is None else required) - set(value))
+        if missing:
+            self.add(path, f"missing `{missing[0]}`")
+        return not unknown and not missing
+
+    def string(self, value: Any, path: Path, *, empty_ok: bool = False) -> bool:
+        if not isinstance(value, str) or (not empty_ok and not value.strip()):
+            self.add(path, "expected a non-empty string" if not empty_ok else "expected a string")
+            return False
+        return True
+
+    def count(self, value: Any, path: Path) -> bool:
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            self.add(path, f"expected a count (a non-negative integer), not {value!r}")
+            return False
+        return True
+
+    def strings(self, value: Any, path: Path) -> bool:
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            self.add(path, "expected a list of non-empty strings")
+            return False
+        return True
+
+    def duration(self, value: Any, path: Path, *, zero_ok: bool = False) -> None:
+        try:
+            checked_duration(readable(path), value, zero_ok=zero_ok)
+        except InputError as e:
+            self.add(path, e.message.replace(f"bad {readable(path)} ", "", 1), e.hint)
+
+
+def validate(plan: dict[str, Any], *, derived: bool = True) -> list[Problem]:
+    """Every problem of meaning in a plan; `derived=False` skips the values `recompute` rewrites."""
+    c = _Checker()
+    _tool(c, plan.get("tool"))
+    params = _parameters(c, plan.get("parameters"))
+    _fingerprint(c, plan.get("fingerprint"))
+    _findings(c, plan.get("findings"))
+    edited = plan.get("edited")
+    if edited is not None and c.mapping(edited, ("edited",), frozenset({"previousDigests"})):
+        c.strings(edited["previousDigests"], ("edited", "previousDigests"))
+    stages_ok = _stages(c, plan.get("stages"), params)
+    _gangs(c, plan.get("summary"), plan.get("stages"))
+    if derived and stages_ok and not c.problems:
+        _derived(c, plan)
+    return c.problems
+
+
+def _tool(c: _Checker, tool: Any) -> None:
+    if c.mapping(tool, ("tool",), frozenset({"name", "version"})):
+        c.string(tool["name"], ("tool", "name"))
+        c.string(tool["version"], ("tool", "version"))
+
+
+def _parameters(c: _Checker, value: Any) -> PlanParams | None:
+    try:
+        return PlanParams.from_dict(value)
+    except (InputError, TypeError) as e:
+        c.add(("parameters",), e.message if isinstance(e, InputError) else str(e), "regenerate the plan")
+        return None
+
+
+def _fingerprint(c: _Checker, fp: Any) -> None:
+    path: Path = ("fingerprint",)
+    if not c.mapping(fp, path, frozenset({"kubernetesVersion", "digest", "objects"})):
+        return
+    if fp["kubernetesVersion"] is not None:
+        c.string(fp["kubernetesVersion"], (*path, "kubernetesVersion"))
+    c.string(fp["digest"], (*path, "digest"))
+    objects = fp["objects"]
+    if not isinstance(objects, list):
+        c.add((*path, "objects"), "expected a list")
+        return
+    for i, o in enumerate(objects):
+        where = (*path, "objects", i)
+        if c.mapping(o, where, _OBJECT_KEYS, required=_OBJECT_KEYS - {"group"}):
+            for k in _OBJECT_KEYS & set(o):
+                c.string(o[k], (*where, k), empty_ok=k != "kind")
+
+
+def _findings(c: _Checker, findings: Any) -> None:
+    if not isinstance(findings, list):
+        c.add(("findings",), "expected a list")
+        return
+    for i, f in enumerate(findings):
+        where: Path = ("findings", i)
+        if not c.mapping(f, where, _FINDING_KEYS, required=_FINDING_REQUIRED):
+            continue
+        c.string(f["id"], (*where, "id"))
+        if not isinstance(f["severity"], str) or f["severity"] not in _SEVERITIES:
+            c.add((*where, "severity"), f"must be one of {', '.join(sorted(_SEVERITIES))}")
+        c.string(f["message"], (*where, "message"), empty_ok=True)
+        c.string(f["remediation"], (*where, "remediation"), empty_ok=True)
+        if not isinstance(f["objects"], list) or not all(isinstance(o, str) for o in f["objects"]):
+            c.add((*where, "objects"), "expected a list of strings")
+        # scope decides which stages a blocker stops (plan/scope.py): cluster, or pool with its pools.
+        scope, pools = f.get("scope", "cluster"), f.get("pools", [])
+        if scope not in ("cluster", "pool"):
+            c.add((*where, "scope"), "must be cluster or pool")
+        elif not isinstance(pools, list) or not all(isinstance(p, str) and p for p in pools):
+            c.add((*where, "pools"), "expected a list of pool names")
+        elif (scope == "pool") != bool(pools):
+            c.add((*where, "pools"), "a pool-scoped finding names its pools; a cluster-wide one none")
+
+
+def _stages(c: _Checker, stages: Any, params: PlanParams | None) -> bool:
+    before = len(c.problems)
+    if not isinstance(stages, list) or not stages:
+        c.add(("stages",), "expected a list of stages, `prepare` first")
+        return False
+    pools: set[str] = set()
+    nodes: dict[str, Path] = {}
+    for i, stage in enumerate(stages):
+        where: Path = ("stages", i)
+        name = stage.get("name") if isinstance(stage, dict) else None
+        if i == 0 and name != "prepare":
+            c.add(where, f"the first stage must be `prepare`, not {name!r}",
+                  "apply creates the DeviceClasses before any node is cut over: move `prepare` back first")  # fmt: skip
+        elif i > 0 and name == "prepare":
+            c.add(where, "`prepare` must be the first stage, and only once",
+                  "apply creates the DeviceClasses before any node is cut over")  # fmt: skip
+        if name == "prepare":
+            _prepare(c, stage, where)
+        else:
+            _pool_stage(c, stage, where, params, pools, nodes)
+    return len(c.problems) == before
+
+
+def _step_shape(c: _Checker, step: Any, where: Path) -> bool:
+    if not c.mapping(step, where, _STEP_KEYS):
+        return False
+    ok = all(c.string(step[k], (*where, k)) for k in ("id", "action", "target"))
+    c.string(step["precondition"], (*where, "precondition"), empty_ok=True)
+    if not isinstance(step["params"], dict):
+        c.add((*where, "params"), "expected a mapping")
+        ok = False
+    if step["inverse"] is not None and not c.mapping(step["inverse"], (*where, "inverse"),
+                                                     frozenset({"action", "restore"})):  # fmt: skip
+        ok = False
+    return ok
+
+
+def _prepare(c: _Checker, stage: Any, where: Path) -> None:
+    if not c.mapping(stage, where, _PREPARE_KEYS):
+        return
+    steps = stage["steps"]
+    if not isinstance(steps, list):
+        c.add((*where, "steps"), "expected a list of steps")
+        return
+    ids: set[str] = set()
+    confirms = 0
+    for j, step in enumerate(steps):
+        at = (*where, "steps", j)
+        if not _step_shape(c, step, at):
+            continue
+        if step["id"] in ids:
+            c.add((*at, "id"), f"step {step['id']} appears twice")
+        ids.add(step["id"])
+        c.duration(step["timeout"], (*at, "timeout"))
+        if step["action"] == "create-deviceclass":
+            _create_deviceclass(c, step, at)
+        elif step["action"] == "confirm-dra-driver":
+            confirms += 1
+            if step["params"] != {"driver": NVIDIA_DRIVER} or step["inverse"] is not None:
+                c.add(at, f"confirm-dra-driver takes params {{driver: {NVIDIA_DRIVER}}} and no inverse")
+            if j != len(steps) - 1:
+                c.add(at, "confirm-dra-driver must be the last step of `prepare`")
+        else:
+            c.add((*at, "action"), f"unknown action {step['action']!r} in `prepare`",
+                  "prepare creates DeviceClasses and confirms the DRA driver")  # fmt: skip
+    if confirms != 1:
+        c.add((*where, "steps"), "`prepare` must confirm the DRA driver once (confirm-dra-driver)")
+
+
+def _create_deviceclass(c: _Checker, step: dict[str, Any], at: Path) -> None:
+    manifest = step["params"].get("manifest")
+    if set(step["params"]) != {"manifest"} or not isinstance(manifest, dict):
+        c.add((*at, "params"), "create-deviceclass takes params {manifest: <DeviceClass>}")
+        return
+    meta = manifest.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    if manifest.get("apiVersion") != "resource.k8s.io/v1" or manifest.get("kind") != "DeviceClass":
+        c.add((*at, "params", "manifest"), "must be a resource.k8s.io/v1 DeviceClass")
+    if not isinstance(name, str) or len(name) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(name):
+        c.add((*at, "params", "manifest"), f"DeviceClass name {name!r} is not a DNS subdomain")
+        return
+    if step["id"] != f"prepare/create-deviceclass/{name}" or step["target"] != f"DeviceClass {name}":
+        c.add((*at, "id"), f"id and target must name DeviceClass {name}")
+    if step["inverse"] != {"action": "delete-deviceclass", "restore": {"name": name}}:
+        c.add((*at, "inverse"), f"the inverse must delete DeviceClass {name} (delete-deviceclass, restore.name)")
+
+
+def _pool_stage(
+    c: _Checker, stage: Any, where: Path, params: PlanParams | None, pools: set[str], nodes: dict[str, Path]
+) -> None:
+    if not c.mapping(stage, where, _POOL_STAGE_KEYS):
+        return
+    pool = stage["pool"]
+    if not c.string(pool, (*where, "pool")):
+        return
+    # A pool whose nodes need different labels switched has one stage per group (build._pool_stages):
+    # pool-<pool>, pool-<pool>-2, ...
+    if not re.fullmatch(rf"pool-{re.escape(pool)}(-[2-9]|-[1-9][0-9]+)?", str(stage["name"])):
+        c.add((*where, "name"), f"the stage of pool {pool} is named pool-{pool} (or pool-{pool}-N)")
+    if stage["name"] in pools:
+        c.add((*where, "name"), f"stage {stage['name']} appears twice")
+    pools.add(str(stage["name"]))
+    c.strings(stage["resources"], (*where, "resources"))
+    labels = _node_steps(c, stage["nodeSteps"], (*where, "nodeSteps"), params)
+    waves = stage["waves"]
+    if not isinstance(waves, list) or not waves:
+        c.add((*where, "waves"), "expected a list of waves")
+        return
+    names: set[Any] = set()
+    for k, wave in enumerate(waves):
+        at = (*where, "waves", k)
+        if not c.mapping(wave, at, _WAVE_KEYS):
+            continue
+        if c.string(wave["name"], (*at, "name")):
+            if wave["name"] in names:
+                c.add((*at, "name"), f"wave {wave['name']} appears twice in the stage")
+            names.add(wave["name"])
+        c.count(wave["evictedPods"], (*at, "evictedPods"))
+        c.duration(wave["soakAfter"], (*at, "soakAfter"), zero_ok=True)
+        if not isinstance(wave["nodes"], list) or not wave["nodes"]:
+            c.add((*at, "nodes"), "expected a list of nodes (a wave without nodes: remove it)")
+            continue
+        for m, entry in enumerate(wave["nodes"]):
+            _node(c, entry, (*at, "nodes", m), labels, nodes)
+
+
+def _switch(steps: list[Any], step_id: str) -> tuple[str, str] | None:
+    """The (label, value) a stage's plugin switch sets, or None when the stage has no such step (the plugin
+    needs no switching on its nodes, as the DaemonSets were installed)."""
+    for s in steps:
+        if isinstance(s, dict) and s.get("id") == step_id and isinstance(s.get("params"), dict):
+            key, value = s["params"].get("key"), s["params"].get("value")
+            return (key, value) if isinstance(key, str) and isinstance(value, str) else ("", "")
+    return None
+
+
+def _expected_steps(params: PlanParams | None, steps: list[Any]) -> list[dict[str, Any]]:
+    """The protocol: what the builder makes of these parameters and the stage's own plugin switches (its
+    order, params and inverses). The switches' label syntax is `_label_step`'s to check."""
+    dp, dra = _switch(steps, "disable-device-plugin"), _switch(steps, "enable-dra-plugin")
+    return [s.to_dict() for s in build.node_steps(params or PlanParams(), dp, dra)]
+
+
+def _node_steps(c: _Checker, steps: Any, where: Path, params: PlanParams | None) -> frozenset[str] | None:
+    """Check a stage's per-node steps against the protocol; the label keys they switch, when valid."""
+    if not isinstance(steps, list):
+        c.add(where, "expected the list of per-node steps")
+        return None
+    expected = _expected_steps(params, steps)
+    found_ids = [s.get("id") if isinstance(s, dict) else None for s in steps]
+    wanted_ids = [s["id"] for s in expected]
+    if found_ids != wanted_ids:
+        c.add(where, f"per-node steps must be {', '.join(wanted_ids)}, in this order; found "
+              f"{', '.join(str(i) for i in found_ids) or 'none'}",
+              "the order is the protocol's (dra_migrate.plan.build.node_steps): regenerate the plan")  # fmt: skip
+        return None
+    for j, (step, want) in enumerate(zip(steps, expected, strict=True)):
+        at = (*where, j)
+        if not _step_shape(c, step, at):
+            continue
+        for key in ("action", "target"):
+            if step[key] != want[key]:
+                c.add((*at, key), f"must be {want[key]!r} (the protocol's), not {step[key]!r}")
+        if step["action"] == "set-label":
+            _label_step(c, step, at)
+        c.duration(step["timeout"], (*at, "timeout"))
+        if step["inverse"] != want["inverse"]:
+            c.add((*at, "inverse"), f"does not restore what the protocol restores: expected {want['inverse']}",
+                  "each inverse restores the node's recorded `original` values: regenerate the plan")  # fmt: skip
+        reported = any(p.path[: len(at)] == at for p in c.problems)
+        if step["params"] != want["params"] and not reported:
+            c.add((*at, "params"), f"{step['params']!r} is not what the plan's parameters say ({want['params']!r})",
+                  "change `parameters` and the per-node steps together, or regenerate the plan")  # fmt: skip
+    keys = [s["params"].get("key") for s in steps if isinstance(s, dict) and s.get("action") == "set-label"
+            and isinstance(s.get("params"), dict)]  # fmt: skip
+    return frozenset(k for k in keys if isinstance(k, str))
+
+
+def _label_step(c: _Checker, step: dict[str, Any], at: Path) -> None:
+    p = step["params"]
+    if set(p) != {"key", "value"}:
+        c.add((*at, "params"), "set-label takes params {key, value}")
+        return
+    problem = label_key_problem(p["key"])
+    if problem:
+        c.add((*at, "params", "key"), f"{p['key']!r} is not a Kubernetes label key ({problem})")
+        return
+    problem = label_value_problem(p["value"])
+    if problem:
+        c.add((*at, "params", "value"), f"{p['value']!r} is not a label value apply can set ({problem})")
+    restore = {"key": p["key"], "value": f"{{original.labels.{p['key']}}}"}
+    if step["inverse"] != {"action": "restore-label", "restore": restore}:
+        c.add((*at, "inverse"), f"must restore label {p['key']} to the node's original value "
+              f"(restore-label, restore {restore})")  # fmt: skip
+
+
+def _node(c: _Checker, entry: Any, at: Path, labels: frozenset[str] | None, nodes: dict[str, Path]) -> None:
+    if not c.mapping(entry, at, _NODE_KEYS | {"placement"}, required=_NODE_KEYS):
+        return
+    if "placement" in entry and not isinstance(entry["placement"], dict):
+        c.add((*at, "placement"), "expected a mapping (what switching each plugin means on this node)")
+    name = entry["node"]
+    if not isinstance(name, str) or len(name) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(name):
+        c.add((*at, "node"), f"{name!r} is not a Kubernetes node name")
+    elif name in nodes:
+        c.add((*at, "node"), f"node {name} is planned twice (also at {readable(nodes[name])})")
+    else:
+        nodes[name] = at
+    for key in ("gpuPods", "otherPods", "expectedDevices"):
+        c.count(entry[key], (*at, key))
+    c.strings(entry["resources"], (*at, "resources"))
+    if c.string(entry["canaryResource"], (*at, "canaryResource")) and _PLACEHOLDER.search(entry["canaryResource"]):
+        c.add((*at, "canaryResource"), "a placeholder where a resource name belongs")
+    original = entry["original"]
+    if not c.mapping(original, (*at, "original"), frozenset({"unschedulable", "labels"})):
+        return
+    if not isinstance(original["unschedulable"], bool):
+        c.add((*at, "original", "unschedulable"), "expected true or false (the node's cordon state before the plan)")
+    recorded = original["labels"]
+    if not isinstance(recorded, dict):
+        c.add((*at, "original", "labels"), "expected a mapping of label key to value (null: absent)")
+        return
+    if labels is not None and set(recorded) != labels:
+        switched = ", ".join(sorted(labels))
+        c.add((*at, "original", "labels"), f"must record exactly the labels the steps switch ({switched})",
+              "the inverses restore these values: regenerate the plan")  # fmt: skip
+    for key, value in recorded.items():
+        if value is not None and label_value_problem(value, empty_ok=True):
+            c.add((*at, "original", "labels", key), f"{value!r} is not a label value (null: the label was absent)")
+
+
+# --- derived values --------------------------------------------------------------------------------
+
+
+def _scope(stage: dict[str, Any]) -> str:
+    for step in stage.get("nodeSteps") or []:
+        if isinstance(step, dict) and step.get("action") == "drain" and isinstance(step.get("params"), dict):
+            return str(step["params"].get("scope"))
+    return "gpu"
+
+
+def _evicted(entry: dict[str, Any], scope: str) -> int:
+    return int(entry["gpuPods"]) + (int(entry["otherPods"]) if scope == "all" else 0)
+
+
+def _summary(stages: list[dict[str, Any]], drain_grace: Any = None) -> dict[str, Any]:
+    """As `build._summary` computes it, from the file's shapes (test_plan_integrity keeps the two equal);
+    the estimate also reads the drain grace periods the summary records (`estimate.summary_estimate`)."""
+    pool_stages = [s for s in stages if "pool" in s]
+    grace = {
+        str(k): v
+        for k, v in (drain_grace if isinstance(drain_grace, dict) else {}).items()
+        if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= _MAX_GRACE_S
+    }
+    return {
+        "pools": [s["pool"] for s in pool_stages],
+        "nodes": sum(len(w["nodes"]) for s in pool_stages for w in s["waves"]),
+        "waves": sum(len(s["waves"]) for s in pool_stages),
+        "evictedPods": sum(int(w["evictedPods"]) for s in pool_stages for w in s["waves"]),
+        **summary_estimate(stages, grace),
+    }
+
+
+def _recorded_grace(plan: dict[str, Any]) -> Any:
+    summary = plan.get("summary")
+    return summary.get("drainGraceSeconds") if isinstance(summary, dict) else None
+
+
+_MAX_GRACE_S = 2**31 - 1  # terminationGracePeriodSeconds is an int64; anything near it is an edit
+
+
+def _with_recorded_gangs(want: dict[str, Any], plan: dict[str, Any]) -> dict[str, Any]:
+    """`summary.gangs` comes from the state (build.gang_disruption), not the stages: kept as recorded
+    when it is well formed (gang names, and waves the plan has); otherwise it does not follow."""
+    summary = plan.get("summary")
+    gangs = summary.get("gangs") if isinstance(summary, dict) else None
+    waves = {f"{s.get('name')}/{w.get('name')}" for s in _pool_stages_of(plan) for w in s.get("waves") or []}
+    if isinstance(gangs, list) and all(_gang_entry(g, waves) for g in gangs):
+        want = {**want, "gangs": gangs}
+    # `summary.excludedNodes` too comes from the state (nodes left out by a node-scoped blocker): kept as
+    # recorded when well formed, and never naming a node the stages still plan.
+    excluded = summary.get("excludedNodes") if isinstance(summary, dict) else None
+    planned = {n.get("node") for s in _pool_stages_of(plan) for w in s.get("waves") or [] for n in w.get("nodes") or []
+               if isinstance(n, dict)}  # fmt: skip
+    if isinstance(excluded, list) and all(
+        isinstance(e, dict)
+        and set(e) == {"node", "pool", "reason"}
+        and all(isinstance(v, str) for v in e.values())
+        and e["node"] not in planned
+        for e in excluded
+    ):
+        want = {**want, "excludedNodes": excluded}
+    return want
+
+
+def _pool_stages_of(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    stages = plan.get("stages")
+    return [s for s in stages if isinstance(s, dict)] if isinstance(stages, list) else []
+
+
+def _gang_entry(g: Any, waves: set[str]) -> bool:
+    return (
+        isinstance(g, dict)
+        and set(g) == {"gang", "waves"}
+        and isinstance(g["gang"], str)
+        and isinstance(g["waves"], list)
+        and all(isinstance(w, str) and w in waves for w in g["waves"])
+    )
+
+
+def _applicable(plan: dict[str, Any]) -> bool:
+    """As `build` decides it: no blocker but those that only leave their own nodes out (`build.NODE_SCOPED`)."""
+    return not any(
+        isinstance(f, dict) and f.get("severity") == "blocker" and f.get("id") not in build.NODE_SCOPED
+        for f in plan.get("findings") or []
+    )
+
+
+def _derived(c: _Checker, plan: dict[str, Any]) -> None:
+    """`applicable` must follow from the findings (apply trusts it); with `summary=True` also the counts
+    and the estimate (rebase rewrites them; a time-scaled rehearsal plan keeps the reviewed estimate)."""
+    if plan.get("applicable") != _applicable(plan):
+        c.add(("applicable",), "does not follow from the findings (any blocker: false)", "dra-migrate plan --rebase")
+
+
+def applicable_problems(plan: dict[str, Any]) -> list[Problem]:
+    """Only whether `applicable` follows from the findings: what every load checks (apply trusts it)."""
+    c = _Checker()
+    _derived(c, plan)
+    return c.problems
+
+
+def summary_problems(plan: dict[str, Any]) -> list[Problem]:
+    """Where a plan's `evictedPods` and `summary` differ from what its stages say (none after rebase)."""
+    problems = validate(plan)
+    if problems:
+        return problems
+    c = _Checker()
+    for i, stage in enumerate(plan["stages"]):
+        scope = _scope(stage)
+        for k, wave in enumerate(stage.get("waves") or []):
+            want = sum(_evicted(n, scope) for n in wave["nodes"])
+            if wave["evictedPods"] != want:
+                c.add(("stages", i, "waves", k, "evictedPods"), f"is not the sum over its nodes ({want})")
+    summary = plan.get("summary")
+    want_summary = _with_recorded_gangs(_summary(plan["stages"], _recorded_grace(plan)), plan)
+    if summary != want_summary:
+        c.add(("summary",), f"does not follow from the stages ({want_summary})", "dra-migrate plan --rebase")
+    return c.problems
+
+
+def recompute(body: dict[str, Any]) -> dict[str, Any]:
+    """The plan with `applicable`, each wave's `evictedPods` and `summary` as its findings and stages
+    say. A plan whose stages are malformed is returned as it is (validate names the problem)."""
+    if validate(body, derived=False):
+        return body
+    out = dict(body)
+    out["applicable"] = _applicable(body)
+    stages = []
+    for stage in body["stages"]:
+        if "waves" in stage:
+            scope = _scope(stage)
+            waves = [{**w, "evictedPods": sum(_evicted(n, scope) for n in w["nodes"])} for w in stage["waves"]]
+            stage = {**stage, "waves": waves}
+        stages.append(stage)
+    out["stages"] = stages
+    out["summary"] = _with_recorded_gangs(_summary(stages, _recorded_grace(body)), body)
+    return out
+
+
+def _gangs(c: _Checker, summary: Any, stages: Any) -> None:
+    """`summary.gangs` ([{gang, waves: ["<stage>/<wave>"]}]) names waves the plan has."""
+    gangs = summary.get("gangs") if isinstance(summary, dict) else None
+    if gangs is None:
+        return
+    waves = {
+        f"{s.get('name')}/{w.get('name')}"
+        for s in stages if isinstance(s, dict) and isinstance(s.get("waves"), list)
+        for w in s["waves"] if isinstance(w, dict)
+    }  # fmt: skip
+    if not isinstance(gangs, list):
+        c.add(("summary", "gangs"), "expected a list")
+        return
+    for i, g in enumerate(gangs):
+        at: Path = ("summary", "gangs", i)
+        if not c.mapping(g, at, frozenset({"gang", "waves"})):
+            continue
+        c.string(g["gang"], (*at, "gang"))
+        if c.strings(g["waves"], (*at, "waves")):
+            gone = [w for w in g["waves"] if w not in waves]
+            if gone:
+                c.add((*at, "waves"), f"wave {gone[0]} is not in the plan",
+                      "the plan does not record a gang's nodes: regenerate it")  # fmt: skip

@@ -1,0 +1,244 @@
+"""What a rehearsal found, read from the journal of the run on the twin (JSON contract in README "Rehearsal")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from dra_migrate.checks.run import assess
+from dra_migrate.cluster.state import ClusterState
+from dra_migrate.errors import InputError
+from dra_migrate.execute.journal import Record
+from dra_migrate.plan.params import format_duration, parse_duration
+
+FORMAT_VERSION = 1
+
+
+@dataclass
+class WaveResult:
+    stage: str
+    wave: str | None  # None for `prepare`
+    result: str = "ok"  # ok | failed | rolled-back
+    seconds: float = 0.0  # unscaled back to real time
+    stalled_drains: list[dict[str, Any]] = field(default_factory=list)  # [{pod, budgets}]
+    pending_pods: list[dict[str, str]] = field(default_factory=list)  # [{pod, reason}]
+    canaries: list[dict[str, str]] = field(default_factory=list)  # [{node, result}]
+    gate: str | None = None  # ok | failed | None (not reached)
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "stage": self.stage,
+            "wave": self.wave,
+            "result": self.result,
+            "seconds": round(self.seconds, 1),
+            "stalledDrains": self.stalled_drains,
+            "pendingPods": self.pending_pods,
+            "canaries": self.canaries,
+            "gate": self.gate,
+            "error": self.error,
+        }
+
+
+@dataclass
+class Rehearsal:
+    plan_digest: str  # the reviewed plan's, not the twin's re-fingerprinted copy: what the report checks
+    result: str  # ok | failed
+    waves: list[WaveResult]
+    rehearsed_seconds: float
+    estimated_duration: str | None
+    time_scale: float
+    unreproduced: list[str]
+    end_state: dict[str, Any]
+    failure: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "formatVersion": FORMAT_VERSION,
+            "plan": {"digest": self.plan_digest},
+            "result": self.result,
+            "failure": self.failure,
+            "timeScale": self.time_scale,
+            "rehearsedDuration": format_duration(round(self.rehearsed_seconds)),
+            "rehearsedSeconds": round(self.rehearsed_seconds, 1),
+            "estimatedDuration": self.estimated_duration,
+            "waves": [w.to_dict() for w in self.waves],
+            "endState": self.end_state,
+            "unreproduced": self.unreproduced,
+        }
+
+
+def _time(rec: Record) -> float | None:
+    try:
+        return datetime.fromisoformat(str(rec.get("time", "")).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _stalled(details: dict[str, Any]) -> list[dict[str, Any]]:
+    budgets = [str(b) for b in details.get("budgets") or []]
+    return [{"pod": str(p), "budgets": budgets} for p in details.get("pods") or []]
+
+
+def _waves_of(records: list[Record], scale: float, reasons: dict[str, str], real_s: float) -> list[WaveResult]:
+    """Each wave's result, its span unscaled: divided by the scale, less the `real_s` of a wave with
+    canaries that ran at real speed (their pod's start and run; the wave's canaries run at once)."""
+    where: dict[str, tuple[str, str | None]] = {}
+    waves: dict[tuple[str, str | None], WaveResult] = {}
+    spans: dict[tuple[str, str | None], list[float]] = {}
+
+    def wave_of(key: tuple[str, str | None]) -> WaveResult:
+        if key not in waves:
+            waves[key] = WaveResult(key[0], key[1])
+        return waves[key]
+
+    for rec in records:
+        event = rec.get("event")
+        step = str(rec.get("stepId", ""))
+        if event == "start" and rec.get("phase") == "apply":
+            where[step] = (str(rec.get("stage")), rec.get("wave"))
+        key = where.get(step) if step else None
+        if event == "gate":
+            key = (str(rec.get("stage")), rec.get("wave"))
+            w = wave_of(key)
+            w.gate = str(rec.get("result"))
+            w.pending_pods = [{"pod": p, "reason": reasons.get(p, "unknown")} for p in rec.get("pending") or []]
+            if w.gate == "failed":
+                w.result = "failed"
+        if key is None:
+            continue
+        w = wave_of(key)
+        t = _time(rec)
+        if t is not None:
+            spans.setdefault(key, []).append(t)
+        if event != "end":
+            continue
+        if rec.get("phase") == "rollback":
+            w.result = "rolled-back"
+            continue
+        if rec.get("result") == "failed":
+            w.result = "failed"
+            w.error = str(rec.get("error") or "")
+            w.stalled_drains.extend(_stalled(rec.get("details") or {}))
+        if step.endswith("/canary"):
+            w.canaries.append({"node": step.split("/")[1], "result": str(rec.get("result"))})
+    for key, times in spans.items():
+        w = waves[key]
+        w.seconds = (max(times) - min(times)) / scale if times else 0.0
+        if w.canaries:
+            w.seconds = max(w.seconds - real_correction(real_s, scale), 0.0)
+    return list(waves.values())
+
+
+def real_correction(real_s: float, scale: float) -> float:
+    """What dividing `real_s` seconds that ran at real speed by the scale adds, to take off again."""
+    return real_s * (1 / scale - 1)
+
+
+def end_state(after: ClusterState) -> dict[str, Any]:
+    """What the migration left, as the cluster shows it: per GPU node its plugins, cordon, allocatable
+    and published devices; per pool the capacity after and the demand on it."""
+    readiness = assess(after)
+    nodes = readiness.inventory.nodes
+    migrated = [n.name for n in nodes if n.dra_plugin_enabled and not n.device_plugin_enabled]
+    return {
+        "nodesMigrated": len(migrated),
+        "nodes": len(nodes),
+        "nodeStates": [
+            {
+                "name": n.name,
+                "pool": n.pool,
+                "devicePluginEnabled": n.device_plugin_enabled,
+                "draPluginEnabled": n.dra_plugin_enabled,
+                "unschedulable": n.unschedulable,
+                "allocatable": dict(sorted(n.allocatable.items())),
+                "draDevices": dict(sorted(n.dra_devices.items())),
+            }
+            for n in sorted(nodes, key=lambda n: n.name)
+        ],
+        "capacity": [
+            {"pool": c.pool, "resource": c.resource, "after": c.after, "demand": c.demand, "fits": c.fits}
+            for c in readiness.capacity
+        ],
+    }
+
+
+def from_journal(
+    plan: dict[str, Any],
+    records: list[Record],
+    *,
+    time_scale: float,
+    wall_seconds: float,
+    ok: bool,
+    failure: str | None,
+    reasons: dict[str, str],
+    after: ClusterState,
+    unreproduced: list[str],
+    real_s_per_wave: float = 0.0,
+) -> Rehearsal:
+    """`real_s_per_wave`: seconds of each wave with canaries that ran unscaled (`run.twin_timing`)."""
+    estimate = (plan.get("summary") or {}).get("estimatedDuration")
+    if isinstance(estimate, str):
+        parse_duration(estimate)  # an estimate apply could not read is a bad plan, said here too
+    waves = _waves_of(records, time_scale, reasons, real_s_per_wave)
+    corrected = sum(real_correction(real_s_per_wave, time_scale) for w in waves if w.canaries)
+    return Rehearsal(
+        plan_digest=str(plan.get("digest") or ""),
+        result="ok" if ok else "failed",
+        waves=waves,
+        rehearsed_seconds=max(wall_seconds / time_scale - corrected, 0.0),
+        estimated_duration=estimate if isinstance(estimate, str) else None,
+        time_scale=time_scale,
+        unreproduced=unreproduced,
+        end_state=end_state(after),
+        failure=failure,
+    )
+
+
+REQUIRED = ("result", "waves", "rehearsedDuration", "estimatedDuration", "unreproduced", "endState", "plan")
+
+
+def load_rehearsal(path: Path, plan_digest: str) -> dict[str, Any]:
+    """A rehearsal's JSON (`rehearse -o json --out FILE`) for the report: of this plan, or refused.
+
+    A rehearsal of another plan (or of this plan before an edit) says nothing about this one, as a
+    journal of another plan does not (`execute.journal.read_records`).
+    """
+    hint = f"rehearse this plan again: dra-migrate rehearse PLAN --snapshot FILE -o json --out {path}"
+    try:
+        data = orjson.loads(path.read_bytes())
+    except OSError as e:
+        raise InputError(f"rehearsal {path}: {e.strerror or e}", "check the path") from e
+    except orjson.JSONDecodeError as e:
+        raise InputError(f"rehearsal {path} is not JSON: {e}", hint) from e
+    if not isinstance(data, dict) or data.get("formatVersion") != FORMAT_VERSION:
+        version = data.get("formatVersion") if isinstance(data, dict) else None
+        raise InputError(f"rehearsal {path}: formatVersion {version!r}, this dra-migrate reads {FORMAT_VERSION}", hint)
+    missing = [k for k in REQUIRED if k not in data]
+    if missing:
+        raise InputError(f"rehearsal {path} lacks {', '.join(missing)}", hint)
+    if data["result"] not in ("ok", "failed") or not isinstance(data["waves"], list):
+        raise InputError(f"rehearsal {path}: result must be ok or failed and waves a list", hint)
+    for i, w in enumerate(data["waves"]):
+        if not _is_wave(w):
+            raise InputError(f"rehearsal {path}: waves[{i}] is not a wave (stage, wave, result, seconds, lists)", hint)
+    digest = data["plan"].get("digest") if isinstance(data["plan"], dict) else None
+    if digest != plan_digest:
+        theirs = str(digest)[:19]
+        raise InputError(f"rehearsal {path} is of another plan (digest {theirs}, not {plan_digest[:19]})", hint)
+    return data
+
+
+def _is_wave(w: Any) -> bool:
+    return (
+        isinstance(w, dict)
+        and isinstance(w.get("stage"), str)
+        and (w.get("wave") is None or isinstance(w.get("wave"), str))
+        and isinstance(w.get("result"), str)
+        and isinstance(w.get("seconds"), int | float)
+        and all(isinstance(w.get(k), list) for k in ("stalledDrains", "pendingPods"))
+    )

@@ -1,0 +1,325 @@
+"""Run a reviewed plan on a twin and say what happened (README "Rehearsal").
+
+The twin is made from the snapshot: its GPU nodes (labels, taints, capacity, device plugin and DRA plugin as
+the snapshot shows them) are played by the simulator, its namespaces, workloads, PodDisruptionBudgets,
+DeviceClasses and NVIDIA stack objects are created on a private control plane, and the real scheduler and
+controllers place the pods. The plan's stages run unchanged through the real executor; only what ties the
+plan to the real cluster is re-taken on the twin (the fingerprint: uids and versions differ) and its
+durations are scaled by the time scale (soaks, timeouts, the health gate), as the simulator's timings are.
+Durations in the result are unscaled back to real time. Nothing here ever contacts the real cluster.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from dra_migrate.checks.run import assess
+from dra_migrate.cluster.live import LiveCluster, LiveOptions, read_objects
+from dra_migrate.cluster.state import ClusterState, StateBuilder
+from dra_migrate.cluster.templates import TemplateTable
+from dra_migrate.errors import InputError
+from dra_migrate.execute.journal import journal_path, read_journal
+from dra_migrate.execute.ops import POLL_CAP_S, LiveOps, live_ops
+from dra_migrate.execute.runner import ApplyOptions
+from dra_migrate.execute.session import ApplySession
+from dra_migrate.plan import io as plan_io
+from dra_migrate.plan.fingerprint import fingerprint
+from dra_migrate.plan.model import Plan
+from dra_migrate.plan.params import format_duration, parse_duration
+from dra_migrate.rehearse.model import Rehearsal, from_journal
+from dra_migrate.rehearse.twin import Twin
+from dra_migrate.sim.fleet import SimulatedFleet
+from dra_migrate.sim.kube import Kube, new_api_client
+from dra_migrate.sim.load import LoadReport, load_workloads
+from dra_migrate.sim.spec import specs_from_state
+from dra_migrate.sim.stack import install_nvidia_stack
+from dra_migrate.sim.timing import REALISTIC, TimingProfile, profile
+
+Log = Callable[[str], None]
+# A scaled step timeout never below this. API round trips do not scale, nor does the simulator's own work:
+# it plays a wave's kubelets from one process, so a 60-node wave of the 2,000-node fleet took over 10 s of
+# real time to post allocatable 0 — a floor of 10 s failed a wave a real cluster passes.
+MIN_TIMEOUT_S = 60
+# The twin's kubelets heartbeat in real time: the node lifecycle controller that reads them runs in real
+# time too (its grace period is not scaled). Kubelet renews every 10 s against a 50 s grace
+# (pkg/kubelet/apis/config/v1beta1/defaults.go; KCM --node-monitor-grace-period); the twin keeps that
+# ratio but beats no more than MAX_RENEWALS_PER_S in all: 2,000 nodes at 10 s are 200 writes a second,
+# which on 2 cores took CPU the scheduler and the controllers needed.
+HEARTBEAT_S = 10.0
+MAX_RENEWALS_PER_S = 50
+GRACE_PER_HEARTBEAT = 5
+# The twin's controllers and scheduler do in minutes what the cluster's did over months (every pod of
+# every workload at once), at their client rate: 20 requests/s for the controller manager by default.
+# One request per node and a few per pod at once need more; the twin is private, so it loads no one.
+MIN_CLIENT_QPS = 50
+# The executor's polls of the twin, all lanes together, at most this many a second once they have grown
+# to their cap (see _scaled_ops).
+POLL_BUDGET_PER_S = 100
+STATUS_REPORT_S = 300.0  # kubelet's nodeStatusReportFrequency default (sim/fleet.py)
+
+
+def twin_heartbeat_s(nodes: int) -> float:
+    """Seconds between a simulated kubelet's Lease renewals: kubelet's 10 s, longer for a big twin."""
+    return max(HEARTBEAT_S, nodes / MAX_RENEWALS_PER_S)
+
+
+def twin_timing(scale: float) -> TimingProfile:
+    """The realistic profile at `scale`, but a pod's start and a canary's run at their real length.
+
+    A canary that ends sooner after binding than the executor reads its claim loses the claim: the
+    resourceclaim controller deletes a generated claim once its pod is terminal (k8s.io/kubernetes@v1.37.2
+    pkg/controller/resourceclaim/controller.go L1650-1668). The executor then judges it by the node's
+    published devices only (ops.LiveOps._judge_canary); scaled, nearly every canary would take that
+    weaker path, which a real cluster rarely does. They cost about 1.5 s of real time per wave, reported
+    as 1.5 s, not 1.5 s / scale.
+    """
+    return replace(
+        profile("realistic", scale),
+        container_start_s=REALISTIC.container_start_s,
+        canary_run_s=REALISTIC.canary_run_s,
+    )
+
+
+def _scaled(text: str, scale: float, floor: int) -> str:
+    seconds = parse_duration(text)
+    if seconds == 0:
+        return text
+    return format_duration(max(floor, math.ceil(seconds * scale)))
+
+
+def pool_labels(plan: dict[str, Any]) -> tuple[str, ...]:
+    """The node labels the plan read pools from (its `parameters.poolLabels`)."""
+    return tuple(plan_io.body_of(plan).get("parameters", {}).get("poolLabels") or ())
+
+
+def twin_plan(plan: dict[str, Any], twin_state: ClusterState, scale: float) -> dict[str, Any]:
+    """The reviewed plan's stages, fingerprinted on the twin and time-scaled, sealed anew."""
+    body = copy.deepcopy(plan_io.body_of(plan))
+    body.pop("edited", None)
+    labels = pool_labels(plan)
+    body["fingerprint"] = fingerprint(twin_state, assess(twin_state, pool_labels=labels))
+    for stage in body["stages"]:
+        for step in (stage.get("steps") or []) + (stage.get("nodeSteps") or []):
+            step["timeout"] = _scaled(step["timeout"], scale, MIN_TIMEOUT_S)
+        for wave in stage.get("waves") or []:
+            wave["soakAfter"] = _scaled(wave["soakAfter"], scale, 1)
+    return plan_io.seal(body)
+
+
+class _WatchingOps:
+    """The live ops of the twin, noting the scheduler's reason for every pod the health gate finds Pending."""
+
+    def __init__(self, inner: LiveOps) -> None:
+        self._inner = inner
+        self.reasons: dict[str, str] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def pending_gpu_pods(self, older_than_s: float) -> list[str]:
+        pending = self._inner.pending_gpu_pods(older_than_s)
+        for key in pending:
+            if " " in key:  # a gang, one failure for all its pods (execute/ops.group_pending)
+                self.reasons[key] = "the gang waits whole: not all of its pods can be placed at once"
+                continue
+            ns, _, name = key.partition("/")
+            pod = self._inner.kube.get_or_none(f"/api/v1/namespaces/{ns}/pods/{name}") or {}
+            self.reasons[key] = _scheduler_reason(pod)
+        return pending
+
+
+def largest_wave(plan: dict[str, Any]) -> int:
+    """Nodes in the plan's largest wave: the executor's lanes at once."""
+    sizes = [len(w.get("nodes") or []) for s in plan_io.body_of(plan).get("stages") or [] for w in s.get("waves") or []]
+    return max(sizes, default=1)
+
+
+def _scaled_ops(kubeconfig: Path, scale: float, lanes: int) -> LiveOps:
+    """Live ops on the twin whose polls are scaled with its clock: a 2 s poll at scale 0.01 would read
+    as 200 s of rehearsed time — but no faster than POLL_BUDGET_PER_S for all `lanes` together. The
+    executor and the simulated kubelets share one Python process: 80 lanes polling every 0.1 s were 800
+    requests a second, which starved the kubelets of the interpreter (a wave of the 2,000-node fleet
+    failed wait-dra-ready after 60 s, its nodes' status never posted). The pool fits every lane."""
+    ops = live_ops(kubeconfig, None, parallelism=lanes)
+    ops.poll_s, ops.poll_cap_s = scaled_polls(ops.poll_s, scale, lanes)
+    return ops
+
+
+def scaled_polls(first_s: float, scale: float, lanes: int) -> tuple[float, float]:
+    """(first poll, poll cap) for `lanes` at `scale`: the executor's own scaled, the cap no lower than
+    all lanes together at POLL_BUDGET_PER_S, the first poll as far below the cap as the executor's is."""
+    cap = max(0.1, POLL_CAP_S * scale, lanes / POLL_BUDGET_PER_S)
+    return max(0.02, first_s * scale, cap * first_s / POLL_CAP_S), cap
+
+
+def _scheduler_reason(pod: dict[str, Any]) -> str:
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+            return str(cond.get("message") or cond.get("reason") or "unschedulable")
+    return "not yet scheduled"
+
+
+def recreate(api: Any, state: ClusterState) -> LoadReport:
+    """The snapshot's NVIDIA stack (the DRA driver when the snapshot shows it), ClusterPolicy, namespaces,
+    workloads, budgets and classes on the cluster `api` talks to (its GPU nodes: `SimulatedFleet`)."""
+    policies = state.of("nvidia.com/ClusterPolicy")
+    has_dra = bool(state.of("resource.k8s.io/ResourceSlice")) or any(
+        "kubelet-plugin" in str((d.get("metadata") or {}).get("name", "")) for d in state.of("apps/DaemonSet")
+    )
+    install_nvidia_stack(api, dra_driver=has_dra, cluster_policy=policies[0] if policies else None)
+    return load_workloads(api, state, devices_only=True)
+
+
+def read_cluster(kubeconfig: Path) -> ClusterState:
+    """The state of the cluster at `kubeconfig`, read as `snapshot` reads it."""
+    cluster = LiveCluster(LiveOptions(kubeconfig=kubeconfig))
+    info, objects = read_objects(cluster, TemplateTable.builtin())
+    builder = StateBuilder(info)
+    builder.add_all(objects)
+    return builder.state
+
+
+def stable_state(kubeconfig: Path, labels: tuple[str, ...], timeout_s: float) -> ClusterState:
+    """The twin once what a plan fingerprints has stopped moving (two reads a second apart agree).
+
+    Right after the nodes register, the node lifecycle controller lifts their not-ready taints and the
+    kubelets' first status syncs post their GPU capacity, one node after another: a plan fingerprinted
+    in the middle of that is stale a moment later, and apply would rightly refuse it.
+    """
+    deadline = time.monotonic() + timeout_s
+    before: dict[str, Any] | None = None
+    while True:
+        state = read_cluster(kubeconfig)
+        now = fingerprint(state, assess(state, pool_labels=labels))
+        if before is not None and now["digest"] == before["digest"]:
+            return state
+        if before is not None and time.monotonic() >= deadline:
+            moving = _moving(before["objects"], now["objects"])
+            raise InputError(
+                f"the twin did not settle within {timeout_s:.0f}s: {len(moving)} object(s) kept changing "
+                f"(first: {', '.join(moving[:3])})",
+                "run again with --debug to see the simulator's log",
+            )
+        before = now
+        time.sleep(1.0)
+
+
+def _moving(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[str]:
+    def key(o: dict[str, Any]) -> str:
+        ns = str(o.get("namespace") or "")
+        return f"{o.get('kind')} {ns + '/' if ns else ''}{o.get('name')}"
+
+    old = {key(o): o for o in before}
+    new = {key(o): o for o in after}
+    return sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+
+
+def settle(kube: Kube, timeout_s: float) -> None:
+    """Until the scheduler has looked at every pod the controllers made (bound, or reported unschedulable)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        items, _ = kube.list_all("/api/v1/pods", [("fieldSelector", "status.phase=Pending,spec.nodeName=")])
+        if all(_scheduler_reason(p) != "not yet scheduled" for p in items):
+            return
+        time.sleep(0.5)
+
+
+def rehearse(
+    plan: dict[str, Any],
+    state: ClusterState,
+    *,
+    time_scale: float = 0.1,
+    pending_threshold_s: float = 120.0,
+    log: Log | None = None,
+) -> Rehearsal:
+    say = log or (lambda _m: None)
+    if not 0 < time_scale <= 1:
+        raise InputError(f"--time-scale {time_scale} is out of range", "give a factor in (0, 1], e.g. 0.1")
+    if not plan.get("applicable"):
+        blockers = [f["id"] for f in plan.get("findings", []) if f.get("severity") == "blocker"]
+        raise InputError(
+            f"the plan is not applicable (blockers: {', '.join(blockers) or '?'}): apply would refuse it",
+            "resolve the blockers and make a new plan, then rehearse that",
+        )
+    specs = specs_from_state(state)
+    if not specs:
+        raise InputError(f"{state.source.location}: the snapshot has no GPU nodes to rehearse on", "")
+    say("starting the twin's control plane")
+    qps = max(MIN_CLIENT_QPS, len(specs) // 5)
+    heartbeat = twin_heartbeat_s(len(specs))
+    with (
+        Twin.start(client_qps=qps, node_grace_s=round(heartbeat * GRACE_PER_HEARTBEAT), audit=False) as twin,
+        tempfile.TemporaryDirectory(prefix="dra-migrate-rehearsal-") as scratch,
+    ):
+        api = new_api_client(twin.kubeconfig, "dra-migrate-rehearsal")
+        kube = Kube(api)
+        timing = twin_timing(time_scale)
+        with SimulatedFleet(
+            twin.kubeconfig, specs, heartbeat_seconds=heartbeat, status_report_seconds=STATUS_REPORT_S, timing=timing
+        ) as fleet:
+            say(f"twin: {len(fleet.node_names)} simulated GPU node(s)")
+            loaded = recreate(api, state)
+            say(f"twin: {sum(loaded.created.values())} object(s) recreated, {len(loaded.skipped)} skipped")
+            settle(kube, 60 + len(specs) / 10)
+            labels = pool_labels(plan)
+            derived = twin_plan(plan, stable_state(twin.kubeconfig, labels, 60 + len(specs) / 10), time_scale)
+            path = Path(scratch) / "rehearsal.plan.yaml"
+            plan_io.write(derived, path)
+            ops = _WatchingOps(_scaled_ops(twin.kubeconfig, time_scale, largest_wave(derived)))
+            session = ApplySession(
+                Plan.from_dict(plan_io.load(path)),
+                path,
+                ops=ops,
+                lock_api=ops.api,
+                actor="dra-migrate rehearse",
+                log=say,
+            )
+            # The same policy as a real apply: applicable, not stale (against the twin), locked, journaled.
+            session.refuse_if_not_applicable()
+            session.refuse_if_stale(lambda: read_cluster(twin.kubeconfig))
+            started = time.monotonic()
+            result = session.apply(ApplyOptions(pending_threshold_s=pending_threshold_s * time_scale))
+            wall = time.monotonic() - started
+            records = read_journal(journal_path(path))
+            after = read_cluster(twin.kubeconfig)
+        api.close()
+    return from_journal(
+        plan,
+        records,
+        time_scale=time_scale,
+        wall_seconds=wall,
+        ok=result.ok,
+        failure=result.failure,
+        reasons=ops.reasons,
+        after=after,
+        unreproduced=_unreproduced(state, loaded),
+        real_s_per_wave=REALISTIC.container_start_s + REALISTIC.canary_run_s,
+    )
+
+
+def _unreproduced(state: ClusterState, loaded: LoadReport) -> list[str]:
+    out = list(loaded.skipped)
+    if loaded.without_devices:
+        kinds = ", ".join(f"{k.rpartition('/')[2]} {n}" for k, n in sorted(loaded.without_devices.items()))
+        out.append(
+            f"workloads whose pods use no devices are not recreated ({kinds}): the twin plays only the GPU nodes"
+        )
+    out.extend(f"{kind}: {n} object(s) not read into the snapshot" for kind, n in sorted(state.skipped.items()))
+    if state.other_pods_read:
+        out.append(
+            f"{state.other_pods_read} pod(s) without devices: the snapshot counts them, not their specs, so the twin "
+            "runs none of them (their CPU and memory load and their budgets' pods are absent)"
+        )
+    out.append(
+        "pods of built-in controllers (Deployments, StatefulSets, Jobs) are placed by the twin's scheduler, "
+        "not pinned to their nodes in the snapshot"
+    )
+    out.append("ResourceClaims' allocations are not copied: the twin's scheduler allocates anew")
+    return out

@@ -1,0 +1,145 @@
+"""The twin's control plane: the same binaries and scripts as the integration tier (tools/k8s).
+
+Binaries are looked up, in order, in the build cache (`~/.cache/dra-migrate/k8s/v1.37.2`, or
+`DRA_MIGRATE_K8S_CACHE`), in `KUBEBUILDER_ASSETS` (envtest's layout: etcd and kube-apiserver only — it has
+no scheduler or controller manager) and on `PATH`; a missing one is an error that names the command that
+builds it. The scripts come from the checkout (`tools/k8s`) or `DRA_MIGRATE_TOOLS`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from dra_migrate.errors import InputError
+
+K8S_VERSION = os.environ.get("K8S_VERSION", "1.37.2")
+BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+BUILD_HINT = "build them once with: dra-migrate twin build (about 6 minutes on 2 cores)"
+
+
+def tools_dir() -> Path:
+    configured = os.environ.get("DRA_MIGRATE_TOOLS")
+    here = Path(configured) if configured else Path(__file__).resolve().parents[2] / "tools" / "k8s"
+    if not (here / "up").is_file():
+        raise InputError(
+            f"the twin's scripts are not at {here}",
+            "run from a dra-migrate checkout, or set DRA_MIGRATE_TOOLS to its tools/k8s directory",
+        )
+    return here
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("DRA_MIGRATE_K8S_CACHE") or str(Path.home() / ".cache" / "dra-migrate" / "k8s")
+    return Path(root) / f"v{K8S_VERSION}"
+
+
+def find_binaries() -> dict[str, tuple[Path | None, str]]:
+    """Each binary -> (where it was found, which source), or (None, "missing")."""
+    places: list[tuple[str, Path]] = [("cache", cache_dir())]
+    if os.environ.get("KUBEBUILDER_ASSETS"):
+        places.append(("KUBEBUILDER_ASSETS", Path(os.environ["KUBEBUILDER_ASSETS"])))
+    out: dict[str, tuple[Path | None, str]] = {}
+    for name in BINARIES:
+        found: tuple[Path | None, str] = (None, "missing")
+        for source, where in places:
+            if (where / name).is_file() and os.access(where / name, os.X_OK):
+                found = (where / name, source)
+                break
+        else:
+            on_path = shutil.which(name)
+            if on_path:
+                found = (Path(on_path), "PATH")
+        out[name] = found
+    return out
+
+
+def binary_dir(into: Path) -> Path:
+    """A directory laid out as tools/k8s/up expects (`<dir>/v<version>/<binary>`), made of links."""
+    found = find_binaries()
+    missing = [n for n, (p, _) in found.items() if p is None]
+    if missing:
+        raise InputError(f"no {', '.join(missing)} found (build cache, KUBEBUILDER_ASSETS, PATH)", BUILD_HINT)
+    bins = into / f"v{K8S_VERSION}"
+    bins.mkdir(parents=True, exist_ok=True)
+    for name, (path, _) in found.items():
+        assert path is not None
+        link = bins / name
+        if not link.exists():
+            link.symlink_to(path)
+    (bins / ".complete").touch()
+    return into
+
+
+@dataclass
+class Twin:
+    """A running private control plane; `stop` (or leaving the `with`) tears it down."""
+
+    dir: Path
+    kubeconfig: Path
+    _scratch: tempfile.TemporaryDirectory[str]
+
+    @classmethod
+    def start(
+        cls,
+        timeout: float = 300,
+        client_qps: int | None = None,
+        node_grace_s: int | None = None,
+        audit: bool = True,
+    ) -> Twin:
+        """`client_qps`: the controller manager's and scheduler's client rate (tools/k8s/up
+        DRA_MIGRATE_CLIENT_QPS); None keeps their defaults, which are sized for small clusters.
+        `node_grace_s`: the node lifecycle controller's grace (DRA_MIGRATE_NODE_GRACE), for kubelets that
+        renew their Leases less often than kubelet's 10 s. `audit`: False turns the audit log off (nobody
+        reads the twin's, and it is written for every request)."""
+        tools = tools_dir()
+        scratch = tempfile.TemporaryDirectory(prefix="dra-migrate-twin-")
+        root = Path(scratch.name)
+        env = {**os.environ, "DRA_MIGRATE_K8S_CACHE": str(binary_dir(root / "bin"))}
+        if client_qps is not None:
+            env["DRA_MIGRATE_CLIENT_QPS"] = str(client_qps)
+        if node_grace_s is not None:
+            env["DRA_MIGRATE_NODE_GRACE"] = str(node_grace_s)
+        env["DRA_MIGRATE_AUDIT"] = "1" if audit else "0"
+        plane = root / "k8s"
+        try:
+            res = subprocess.run(
+                [str(tools / "up"), str(plane)],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as e:
+            subprocess.run([str(tools / "down"), str(plane)], capture_output=True, check=False)
+            scratch.cleanup()
+            raise InputError(f"the twin's control plane did not start within {timeout:.0f}s", "see --debug") from e
+        if res.returncode != 0:
+            scratch.cleanup()
+            last = (res.stderr.strip().splitlines() or ["(no output)"])[-1]
+            raise InputError(f"the twin's control plane did not start: {last}", BUILD_HINT)
+        return cls(plane, Path(res.stdout.strip().splitlines()[-1]), scratch)
+
+    def stop(self) -> None:
+        subprocess.run([str(tools_dir() / "down"), str(self.dir)], capture_output=True, check=False)
+        self._scratch.cleanup()
+
+    def __enter__(self) -> Twin:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+def build() -> int:
+    """Run the same Go build the tests use, into the user's cache; its output goes to stderr."""
+    return subprocess.run([str(tools_dir() / "build")], stdin=subprocess.DEVNULL, check=False).returncode

@@ -1,0 +1,279 @@
+"""Output for humans and machines: the only place that formats anything.
+
+Formats (`-o`): table (plain text that fits the terminal), wide (every column, nothing shortened),
+markdown (GitHub tables), json, yaml, name (one name per line, for scripts). Data goes to stdout; the
+CLI writes logs to stderr. Colour carries meaning (blocker red, warning yellow, ok green, diff
+additions green and removals red) and is used only on a terminal, never when NO_COLOR is set
+(https://no-color.org).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import sys
+import textwrap
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+import orjson
+
+FORMATS = ("table", "wide", "json", "yaml", "markdown", "name")
+TEXT_FORMATS = ("table", "wide", "markdown")
+
+# ANSI SGR codes per meaning (ECMA-48): the palette every command shares.
+STYLES = {
+    "bad": "31",  # red: blocker, NO, failed, removed
+    "warn": "33",  # yellow: warning
+    "good": "32",  # green: ok, yes, added
+    "heading": "1",  # bold
+    "dim": "2",
+}
+_MIN_CELL = 8  # a shortened column keeps at least this many characters
+_ELLIPSIS = "…"
+
+
+class Styled(str):
+    """A string with a meaning (`STYLES`), rendered in colour on a terminal and plain everywhere else,
+    and optionally a shorter form that a table too wide for the terminal uses first."""
+
+    style: str | None
+    short: str | None
+
+    def __new__(cls, text: str, style: str | None, short: str | None = None) -> Styled:
+        obj = super().__new__(cls, text)
+        obj.style = style
+        obj.short = short
+        return obj
+
+
+def styled(text: Any, style: str | None) -> str:
+    return Styled(str(text), style) if style else str(text)
+
+
+def short(text: str, shorter: str) -> str:
+    return Styled(text, None, shorter) if shorter != text else text
+
+
+SEVERITY_STYLE = {"blocker": "bad", "warning": "warn", "info": "dim"}
+
+
+def severity(value: str) -> str:
+    """BLOCKER in red, WARNING in yellow, INFO dim."""
+    return styled(value.upper(), SEVERITY_STYLE.get(value.lower()))
+
+
+_CHANGE_STYLE = {"added": "good", "removed": "bad", "changed": "warn", "moved": "warn"}
+
+
+def change(word: str) -> str:
+    """A diff's change: added green, removed red (as `diff --color` shows + and - lines)."""
+    return styled(word, _CHANGE_STYLE.get(word))
+
+
+def verdict(ok: bool, yes: str = "yes", no: str = "NO") -> str:
+    return styled(yes, "good") if ok else styled(no, "bad")
+
+
+def paint(text: str, style: str | None, color: bool) -> str:
+    if not color or not style or style not in STYLES:
+        return text
+    return f"\033[{STYLES[style]}m{text}\033[0m"
+
+
+def use_color(stream: TextIO) -> bool:
+    if "NO_COLOR" in os.environ:  # any value, even empty (no-color.org)
+        return False
+    return hasattr(stream, "isatty") and stream.isatty()
+
+
+def terminal_width(stream: TextIO | None = None) -> int | None:
+    """The width tables must fit: $COLUMNS, else the terminal's; None when piped (nothing is shortened)."""
+    env = os.environ.get("COLUMNS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    stream = stream or sys.stdout
+    if hasattr(stream, "isatty") and stream.isatty():
+        return shutil.get_terminal_size((80, 24)).columns
+    return None
+
+
+def to_json(data: Any) -> str:
+    return orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n"
+
+
+def to_yaml(data: Any) -> str:
+    from dra_migrate.cluster.yamlio import dumper
+
+    yaml = dumper()
+    buf = io.StringIO()
+    yaml.dump(data, buf)
+    return buf.getvalue()
+
+
+def to_names(names: Sequence[str]) -> str:
+    return "".join(f"{n}\n" for n in names)
+
+
+def counts(m: dict[str, int]) -> str:
+    """{"nvidia.com/gpu": 8} -> "nvidia.com/gpu=8" (narrow tables: "gpu=8"); empty -> "-"."""
+    full = ", ".join(f"{k}={v}" for k, v in sorted(m.items())) or "-"
+    return short(full, ", ".join(f"{k.removeprefix('nvidia.com/')}={v}" for k, v in sorted(m.items())) or "-")
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list | tuple):
+        return ", ".join(_cell(v) for v in value) or "-"
+    if isinstance(value, dict):  # never a Python repr in a table
+        return ", ".join(f"{k}={_cell(v)}" for k, v in value.items()) or "-"
+    return str(value)
+
+
+def _shorten(text: str, width: int) -> str:
+    if len(text) <= width:
+        return text
+    return text[: max(width - 1, 0)] + _ELLIPSIS
+
+
+class Table:
+    def __init__(self, headers: Sequence[str], rows: Sequence[Sequence[Any]], empty: str, wide: Sequence[str]):
+        self.headers = list(headers)
+        self.rows = [list(r) for r in rows]
+        self.empty = empty
+        self.wide = set(wide)
+
+    def columns(self, fmt: str) -> list[int]:
+        """Indices shown: `table` leaves out the columns marked wide; `wide` and markdown show all."""
+        return [i for i, h in enumerate(self.headers) if fmt != "table" or h not in self.wide]
+
+    def plain(self, fmt: str, color: bool, width: int | None) -> str:
+        cols = self.columns(fmt)
+        header = [self.headers[i].upper() for i in cols]
+        cells = [[(r[i] if i < len(r) else "") for i in cols] for r in self.rows]
+        text = [[_cell(c) for c in row] for row in cells]
+        widths = _widths(header, text)
+        if fmt == "table" and width is not None:
+            if _total(widths) > width:  # the short forms first, then shortening
+                text = [
+                    [getattr(c, "short", None) or t for c, t in zip(raw, row, strict=True)]
+                    for raw, row in zip(cells, text, strict=True)
+                ]
+                widths = _widths(header, text)
+            widths = _fit(widths, [len(h) for h in header], width)
+        lines = [
+            _join([_shorten(h, w) for h, w in zip(header, widths, strict=True)], widths, [None] * len(cols), color)
+        ]
+        for raw, row in zip(cells, text, strict=True):
+            styles = [getattr(c, "style", None) for c in raw]
+            lines.append(_join([_shorten(c, w) for c, w in zip(row, widths, strict=True)], widths, styles, color))
+        return "\n".join(lines)
+
+
+def _widths(header: list[str], text: list[list[str]]) -> list[int]:
+    return [max([len(header[j])] + [len(r[j]) for r in text]) for j in range(len(header))]
+
+
+def _total(widths: list[int]) -> int:
+    return sum(widths) + 2 * (len(widths) - 1)
+
+
+def _fit(widths: list[int], header: list[int], total: int) -> list[int]:
+    """Shrink the widest columns, one character at a time, until the row fits `total` (2-space gaps)."""
+    widths = list(widths)
+    # The first column names the row (a node, a pool, a workload): it is shortened last.
+    floor = [widths[0]] + [min(w, max(_MIN_CELL, min(h, 12))) for w, h in zip(widths[1:], header[1:], strict=True)]
+    while _total(widths) > total:
+        candidates = [j for j, w in enumerate(widths) if w > floor[j]]
+        if not candidates:
+            break
+        j = max(candidates, key=lambda k: widths[k])
+        widths[j] -= 1
+    if _total(widths) > total and widths[0] > _MIN_CELL * 2:
+        widths[0] = max(_MIN_CELL * 2, widths[0] - (_total(widths) - total))
+    return widths
+
+
+def _join(cells: list[str], widths: list[int], styles: list[str | None], color: bool) -> str:
+    parts = [paint(c, s, color) + " " * (w - len(c)) for c, w, s in zip(cells, widths, styles, strict=True)]
+    return "  ".join(parts).rstrip()
+
+
+class Document:
+    """A sequence of headings, paragraphs and tables rendered as plain text or Markdown."""
+
+    def __init__(self) -> None:
+        self.blocks: list[tuple[str, Any]] = []
+
+    def heading(self, text: str) -> None:
+        self.blocks.append(("heading", text))
+
+    def line(self, text: str) -> None:
+        self.blocks.append(("line", text))
+
+    def table(
+        self,
+        headers: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+        empty: str = "(none)",
+        wide: Sequence[str] = (),
+    ) -> None:
+        """`wide`: headers of the columns `-o table` leaves out (`-o wide` and markdown show them)."""
+        self.blocks.append(("table", Table(headers, rows, empty, wide)))
+
+    def render(self, fmt: str, color: bool = False, width: int | None = None) -> str:
+        """fmt: table | wide | markdown. `width` (table only): what lines and tables must fit."""
+        out: list[str] = []
+        fit = width if fmt == "table" else None
+        for kind, value in self.blocks:
+            if kind == "heading":
+                if out:
+                    out.append("")
+                out.append(f"## {value}" if fmt == "markdown" else paint(value, "heading", color))
+            elif kind == "line":
+                out.extend(_wrap(value, fit, color))
+            elif not value.rows:
+                out.append(value.empty)
+            elif fmt == "markdown":
+                out.extend(["", _markdown_table(value), ""])
+            else:
+                out.append(value.plain(fmt, color, fit))
+        return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _wrap(text: str, width: int | None, color: bool) -> list[str]:
+    style = getattr(text, "style", None)
+    if width is None or len(text) <= width:
+        return [paint(str(text), style, color)]
+    indent = " " * (len(text) - len(text.lstrip(" ")))
+    lines = textwrap.wrap(
+        str(text), width, subsequent_indent=indent + "  ", break_long_words=False, break_on_hyphens=False
+    )
+    return [paint(line, style, color) for line in lines] or [""]
+
+
+def _markdown_table(t: Table) -> str:
+    cols = t.columns("markdown")
+    head = [t.headers[i] for i in cols]
+    rows = [[_md_cell(_cell(r[i] if i < len(r) else "")) for i in cols] for r in t.rows]
+    widths = [max([len(head[j]), 3] + [len(r[j]) for r in rows]) for j in range(len(cols))]
+
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(c + " " * (w - len(c)) for c, w in zip(cells, widths, strict=True)) + " |"
+
+    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    return "\n".join([line(head), sep] + [line(r) for r in rows])
+
+
+def _md_cell(value: str) -> str:
+    return value.replace("|", "\\|").replace("\n", " ")
+
+
+def emit(text: str, stream: TextIO | None = None) -> None:
+    (stream or sys.stdout).write(text)

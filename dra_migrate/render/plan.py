@@ -1,0 +1,171 @@
+"""`show PLAN`: summary first (pools, nodes, waves, disruption, duration, what can be applied), then the
+stages with each step's parameters in words (never a raw `{original.…}` placeholder)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dra_migrate.plan.scope import stage_blockers
+from dra_migrate.render import Document, styled, verdict
+
+# Parameters that say how, not what: `-o wide` and `-o json` show them.
+_QUIET_PARAMS = ("skip", "via", "image", "placement", "expect", "driver", "manifest")
+
+# What a per-node placeholder stands for, said as a reviewer reads it (plan/model.py `expand` fills them).
+_PLACEHOLDERS = {
+    "node.resources": "the node's GPU resources",
+    "node.expectedDevices": "the node's expected device count",
+    "node.canaryResource": "the node's canary resource",
+    "original.unschedulable": "the node's original value",
+}
+
+
+def param_value(value: Any) -> str:
+    """A step parameter for a table cell: placeholders in words, lists and maps as text, no reprs."""
+    if isinstance(value, str) and value.startswith("{") and value.endswith("}"):
+        path = value[1:-1]
+        if path.startswith("original.labels."):
+            return "its original value (removed if it had none)"
+        return _PLACEHOLDERS.get(path, path.replace(".", " "))
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "(unset)"
+    if isinstance(value, list | tuple):
+        return ", ".join(param_value(v) for v in value) or "-"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={param_value(v)}" for k, v in value.items()) or "-"
+    return str(value)
+
+
+def step_params(params: dict[str, Any], quiet: bool = True) -> str:
+    """`key=value, ...`; a label step reads `label nvidia.com/...=false`."""
+    shown = {k: v for k, v in params.items() if not (quiet and k in _QUIET_PARAMS)}
+    if set(shown) >= {"key", "value"}:
+        rest = {k: v for k, v in shown.items() if k not in ("key", "value")}
+        head = f"label {shown['key']}={param_value(shown['value'])}"
+        return ", ".join([head] + [f"{k}={param_value(v)}" for k, v in rest.items()])
+    return ", ".join(f"{k}={param_value(v)}" for k, v in shown.items()) or "-"
+
+
+def undo_text(inverse: dict[str, Any] | None) -> str:
+    if not inverse:
+        return "-"
+    restore = inverse.get("restore") or {}
+    if inverse.get("action") == "none":
+        return f"none ({restore.get('why', 'nothing to undo')})" if restore.get("why") else "none"
+    detail = step_params({k: v for k, v in restore.items() if k != "why"}, quiet=False)
+    return str(inverse.get("action")) + (f": {detail}" if detail != "-" else "")
+
+
+def stage_verdict(stage: dict[str, Any], plan: dict[str, Any]) -> str:
+    blocked = stage_blockers(plan["findings"], stage.get("pool"))
+    if not blocked:
+        return verdict(True, "applicable")
+    return verdict(False, no=f"blocked by {', '.join(blocked)}")
+
+
+def plan_document(plan: dict[str, Any]) -> Document:
+    doc = Document()
+    s = plan["summary"]
+    fp = plan["fingerprint"]
+    doc.heading("Plan")
+    state = (
+        verdict(True, "applicable")
+        if plan["applicable"]
+        else verdict(False, no="NOT applicable as a whole: see the blockers and the stages below")
+    )
+    doc.line(
+        f"cluster {plan['cluster']} · Kubernetes {fp.get('kubernetesVersion') or '?'} · "
+        + state
+        + (" · edited and rebased" if plan.get("edited") else "")
+    )
+    doc.line(
+        f"{len(s['pools'])} pool(s), {s['nodes']} node(s), {s['waves']} wave(s), {s['evictedPods']} pod(s) evicted, "
+        f"estimated {s['estimatedDuration']} (soaks included)"
+    )
+    p = plan["parameters"]
+    doc.line(
+        f"waves of at most {p['maxUnavailable']} of a pool · soak {p['soak']} · drain {p['drain']} pods · "
+        f"device plugin off: {p['devicePluginLabel']}={p['devicePluginOff']} · DRA on: {p['draLabel']}={p['draOn']} "
+        "(where no DaemonSet was read; each node's `placement` says what its steps switch)"
+    )
+    excluded = s.get("excludedNodes") or []
+    if excluded:
+        doc.heading(f"Left out ({len(excluded)})")
+        for e in excluded:
+            doc.line(f"{e['node']} ({e['pool']}): {e['reason']}")
+    review = plan.get("review") or {}
+    for x in review.get("excludedPools") or []:
+        about = [f"{f['id']} ({f['severity']})" for f in x.get("findings") or []]
+        doc.line(
+            f"left out: pool {x['pool']}: {x['reason']}" + (f"; its findings: {', '.join(about)}" if about else "")
+        )
+
+    blockers = [f for f in plan["findings"] if f["severity"] == "blocker"]
+    if blockers:
+        doc.heading(f"Blockers ({len(blockers)})")
+        for f in blockers:
+            where = "cluster-wide" if f.get("scope", "cluster") == "cluster" else "pool " + ", ".join(f["pools"])
+            doc.line(styled(f"{f['id']} ({where}): {f['message']}", "bad"))
+
+    doc.heading("Stages")
+    doc.table(
+        ["stage", "pool", "nodes", "waves", "pods evicted", "can apply", "blocked by"],
+        [
+            [
+                st["name"],
+                st.get("pool") or "-",
+                sum(len(w["nodes"]) for w in st.get("waves") or []),
+                len(st.get("waves") or []),
+                sum(w["evictedPods"] for w in st.get("waves") or []),
+                verdict(not stage_blockers(plan["findings"], st.get("pool"))),
+                ", ".join(stage_blockers(plan["findings"], st.get("pool"))) or "-",
+            ]
+            for st in plan["stages"]
+        ],
+        wide=["pool"],
+    )
+
+    doc.heading("Disruption per wave")
+    doc.table(
+        ["stage", "wave", "nodes", "pods evicted", "soak after"],
+        [
+            [st["name"], w["name"], len(w["nodes"]), w["evictedPods"], w["soakAfter"]]
+            for st in plan["stages"]
+            for w in st.get("waves") or []
+        ],
+        empty="Nothing to migrate.",
+    )
+
+    gangs = s.get("gangs") or []
+    if gangs:
+        doc.heading("Disruption per gang")
+        doc.table(
+            ["gang", "waves that evict it", "times broken"],
+            [[g["gang"], ", ".join(g["waves"]), len(g["waves"])] for g in gangs],
+        )
+
+    for st in plan["stages"]:
+        doc.heading(f"Stage {st['name']}")
+        doc.line(stage_verdict(st, plan))
+        if "pool" in st:
+            doc.line(f"pool {st['pool']} · resources {', '.join(st['resources'])} · every node, in order:")
+        # One line per step (wrapped, never cut): the parameters are what a reviewer must read.
+        for i, x in enumerate(st.get("steps") or st.get("nodeSteps") or [], 1):
+            name = x["id"] if "pool" in st else f"{x['action']} {x['target']}"
+            params = step_params(x["params"])
+            what = f"{name}: {params}" if params != "-" else name
+            doc.line(f"  {i}. {what} · timeout {x['timeout']} · undo: {undo_text(x['inverse'])}")
+        if "pool" not in st:
+            continue
+        doc.table(
+            ["wave", "node", "gpu pods", "other pods", "devices expected", "canary requests"],
+            [
+                [w["name"], n["node"], n["gpuPods"], n["otherPods"], n["expectedDevices"], n["canaryResource"]]
+                for w in st["waves"]
+                for n in w["nodes"]
+            ],
+            wide=["other pods", "canary requests"],
+        )
+    return doc

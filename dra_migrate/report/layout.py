@@ -1,0 +1,597 @@
+"""The report's reading order as neutral blocks, which the Markdown and HTML renderings both draw.
+
+One layout for both formats, so they cannot disagree about what a report says; it takes the
+`Report.to_dict()` shape, so the JSON cannot either. Sections whose source was not given say what
+would fill them instead of disappearing: a reviewer sees what the report does not cover.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from dra_migrate.checks.model import objects_text
+from dra_migrate.render import to_yaml
+from dra_migrate.render.checks import CAPACITY_HEADERS, capacity_rows
+from dra_migrate.render.plan import step_params, undo_text
+from dra_migrate.render.rehearsal import (
+    CAPACITY_HEADERS as REHEARSED_CAPACITY_HEADERS,
+)
+from dra_migrate.render.rehearsal import (
+    PENDING_HEADERS,
+    STALLED_HEADERS,
+    WAVE_HEADERS,
+    end_line,
+    pending_rows,
+    stalled_rows,
+    summary_line,
+    wave_rows,
+)
+from dra_migrate.render.rehearsal import capacity_rows as rehearsed_capacity_rows
+
+# Section ids: stable anchors in the HTML, and what the browser test looks for.
+SECTIONS = (
+    ("cluster", "Cluster"),
+    ("identity", "Identity"),
+    ("plan", "Plan"),
+    ("capacity", "Capacity before and after"),
+    ("findings", "Findings"),
+    ("inventory", "Inventory"),
+    ("deviceclasses", "DeviceClasses to create"),
+    ("stages", "Stages and waves"),
+    ("rehearsal", "Rehearsal on a twin"),
+    ("diff", "Changes against an older plan"),
+    ("timeline", "Execution timeline"),
+    ("verification", "Final verification"),
+    ("fingerprint", "Fingerprinted objects"),
+)
+TITLES = dict(SECTIONS)
+NEEDS_CLUSTER = "Not available: this section needs `--snapshot FILE` or a live cluster (`--kubeconfig`/`--context`)."
+
+
+@dataclass
+class Table:
+    headers: list[str]
+    rows: list[list[str]]
+    empty: str = "(none)"
+    css: str = ""  # a class for the HTML rendering ("rollback" sets those rows apart)
+
+
+@dataclass
+class Section:
+    id: str
+    title: str
+    level: int = 2
+    blocks: list[Any] = field(default_factory=list)  # str (a paragraph), Table, Code, Chart, Badge, Section
+
+    def p(self, text: str) -> None:
+        self.blocks.append(text)
+
+    def table(self, headers: list[str], rows: list[list[Any]], empty: str = "(none)", css: str = "") -> None:
+        self.blocks.append(Table(headers, [[_cell(c) for c in r] for r in rows], empty, css))
+
+    def sub(self, id_: str, title: str) -> Section:
+        s = Section(id_, title, self.level + 1)
+        self.blocks.append(s)
+        return s
+
+
+@dataclass
+class Badge:
+    """A verdict in colour (HTML) or bold (Markdown): tone good | bad | warn | note | mute."""
+
+    text: str
+    tone: str
+
+
+@dataclass
+class Code:
+    text: str
+    lang: str = ""
+
+
+@dataclass
+class Chart:
+    """Capacity before and after per pool and resource (the HTML draws it; Markdown has the table)."""
+
+    rows: list[dict[str, Any]]
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+def counts(m: dict[str, int] | None) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted((m or {}).items())) or "-"
+
+
+def short(digest: Any) -> str:
+    return str(digest or "").removeprefix("sha256:")[:12] or "-"
+
+
+def layout(r: dict[str, Any]) -> tuple[str, list[str], list[Section]]:
+    """(title, lead lines, sections) of a report."""
+    title = f"Migration report: {r['cluster']['name']}"
+    plan, cluster = r["plan"], r["cluster"]
+    lead = [
+        f"dra-migrate {r['tool']['version']} · report format {r['formatVersion']} · plan {plan['path']} "
+        f"(digest {short(plan['digest'])}{', edited and rebased' if plan['edited'] else ''}) · "
+        f"Kubernetes {cluster['kubernetesVersion'] or 'version unknown'}",
+        _applicability(r) + f" Verdict: {(r['verification'] or {}).get('verdict', 'not-run (no journal)')}.",
+    ]
+    # Summary and risk first (who, what, capacity, findings), then the detail a reviewer checks it by.
+    sections = [
+        _cluster(r),
+        _identity(r),
+        _plan(r),
+        _capacity(r),
+        _findings(r),
+        _inventory(r),
+        _device_classes(r),
+        _stages(r),
+        _rehearsal(r),
+        _diff(r),
+        _timeline(r),
+        _verification(r),
+        _fingerprint(r),
+    ]
+    return title, lead, sections
+
+
+def _applicability(r: dict[str, Any]) -> str:
+    if r["plan"]["applicable"]:
+        return "Applicable: no blockers."
+    free = [st["name"] for st in r["stages"] if st.get("applicable")]
+    alone = f" Stages that can be applied alone (`apply --stage`): {', '.join(free)}." if free else ""
+    return "NOT applicable as a whole: the plan has blockers (see Findings)." + alone
+
+
+def applicability_badge(r: dict[str, Any]) -> Badge:
+    if r["plan"]["applicable"]:
+        return Badge("applicable", "good")
+    if any(st.get("applicable") for st in r["stages"] if st.get("pool")):
+        return Badge("partly applicable", "warn")
+    return Badge("not applicable", "bad")
+
+
+_VERDICT_TONE = {"verified": "good", "failed": "bad", "rolled-back": "warn", "incomplete": "warn", "not-run": "mute"}
+
+
+def verification_badge(r: dict[str, Any]) -> Badge:
+    verdict = str((r.get("verification") or {}).get("verdict", "not-run"))
+    return Badge(f"verification: {verdict}", _VERDICT_TONE.get(verdict, "note"))
+
+
+def _section(id_: str) -> Section:
+    return Section(id_, TITLES[id_])
+
+
+def _cluster(r: dict[str, Any]) -> Section:
+    c, fp = r["cluster"], r["fingerprint"]
+    s = _section("cluster")
+    read = {
+        "plan": "the plan only (no cluster read for this report)",
+        "snapshot": f"snapshot {c['location']}" + (f", taken {c['takenAt']}" if c.get("takenAt") else ""),
+        "live": f"live cluster {c['location']}",
+    }.get(c["source"], str(c["source"]))
+    s.table(
+        ["", ""],
+        [
+            ["cluster", c["name"]],
+            ["server version", c["kubernetesVersion"] or "unknown"],
+            ["fingerprint", fp["digest"]],
+            ["objects fingerprinted", f"{len(fp['objects'])} (listed at the end)"],
+            ["inventory read from", read],
+        ],
+    )
+    return s
+
+
+def _fingerprint(r: dict[str, Any]) -> Section:
+    s = _section("fingerprint")
+    s.p("What the plan depends on; apply refuses the plan when any of these was replaced or changed since.")
+    s.table(
+        ["kind", "object", "uid", "content hash"],
+        [
+            [o["kind"], f"{o['namespace']}/{o['name']}" if o["namespace"] else o["name"], o["uid"], o["content"]]
+            for o in r["fingerprint"]["objects"]
+        ],
+    )
+    return s
+
+
+def _identity(r: dict[str, Any]) -> Section:
+    s = _section("identity")
+    who = r["identity"]
+    if who is None:
+        s.p(
+            "Not recorded: the identity is asked of the API server (a SelfSubjectReview) only when the report "
+            "reads a live cluster (`--kubeconfig`/`--context`). The journal's actors are in the timeline."
+        )
+    else:
+        s.table(["", ""], [["user", who["username"]], ["groups", ", ".join(who["groups"]) or "-"], ["via", who["via"]]])
+    return s
+
+
+def _plan(r: dict[str, Any]) -> Section:
+    p = r["plan"]
+    s = _section("plan")
+    s.table(
+        ["", ""],
+        [
+            ["file", p["path"]],
+            ["digest", p["digest"]],
+            ["edited", "yes, rebased after a hand edit" if p["edited"] else "no"],
+            *[["earlier digest", d] for d in p["previousDigests"]],
+            ["applicable", p["applicable"]],
+            ["parameters", ", ".join(f"{k}={_value(v)}" for k, v in p["parameters"].items())],
+        ],
+    )
+    s.blocks.append(applicability_badge(r))
+    left = r.get("excludedPools") or []
+    if left:
+        sub = s.sub("excluded", f"Pools left out ({len(left)})")
+        sub.table(
+            ["pool", "why", "its findings"],
+            [
+                [
+                    x["pool"],
+                    x["reason"],
+                    ", ".join(f"{f['id']} ({f['severity']})" for f in x.get("findings") or []) or "-",
+                ]
+                for x in left
+            ],
+        )
+    return s
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, list):
+        return ", ".join(str(x) for x in v) or "-"
+    return _cell(v)
+
+
+def _inventory(r: dict[str, Any]) -> Section:
+    s = _section("inventory")
+    inv = r["inventory"]
+    if inv is None:
+        s.p(NEEDS_CLUSTER)
+        return s
+    if inv.get("source") == "plan":
+        s.p(
+            f"As recorded in the plan at planning time: {inv['consumerCount']} GPU consumer(s) in "
+            f"{len(inv['pools'])} pool(s). The list of consumers needs `--snapshot FILE` or a live cluster."
+        )
+        _pool_table(s, inv)
+        return s
+    cons = inv["consumers"]
+    gpus: dict[str, int] = {}
+    for c in cons:
+        for k, v in c["totals"].items():
+            gpus[k] = gpus.get(k, 0) + v
+    s.p(f"{len(cons)} GPU consumer(s) in {len(inv['pools'])} pool(s); GPUs over all replicas: {counts(gpus)}.")
+    cs = s.sub("consumers", f"Consumers ({len(cons)})")
+    cs.table(
+        ["kind", "namespace", "name", "pools", "GPU totals", "live pods", "counted from"],
+        [
+            [
+                c["kind"],
+                c["namespace"] or "-",
+                c["name"],
+                ", ".join(c["pools"]) or "-",
+                counts(c["totals"]),
+                c["pods"],
+                c["source"],
+            ]
+            for c in cons
+        ],
+        empty="No GPU consumers.",
+    )
+    _pool_table(s, inv)
+    return s
+
+
+def _pool_table(s: Section, inv: dict[str, Any]) -> None:
+    ps = s.sub("pools", "Pools")
+    ps.table(
+        ["pool", "nodes", "allocatable (device plugin)", "requested", "GPU consumers"],
+        [
+            [p["name"], p["nodes"], counts(p["allocatable"]), counts(p["requested"]), p.get("consumers")]
+            for p in inv["pools"]
+        ],
+    )
+
+
+def _findings(r: dict[str, Any]) -> Section:
+    fs = r["findings"]
+    s = _section("findings")
+    by = {sev: sum(1 for f in fs if f["severity"] == sev) for sev in ("blocker", "warning", "info")}
+    s.p(f"At planning time: {by['blocker']} blocker(s), {by['warning']} warning(s), {by['info']} info.")
+    s.table(
+        ["severity", "id", "scope", "finding", "objects", "remediation"],
+        [
+            [
+                f["severity"],
+                f["id"],
+                _scope(f),
+                f["message"],
+                ", ".join(objects_text(f["objects"] or [])) or "-",
+                f["remediation"],
+            ]
+            for f in fs
+        ],
+        empty="No findings.",
+    )
+    return s
+
+
+def _scope(f: dict[str, Any]) -> str:
+    if f.get("scope") == "pool":
+        return "pool " + ", ".join(f.get("pools") or [])
+    return "cluster"
+
+
+def _device_classes(r: dict[str, Any]) -> Section:
+    s = _section("deviceclasses")
+    dcs = r["deviceClasses"]
+    if not dcs:
+        s.p("None: every GPU resource in use is already mapped, or none is in use.")
+    for dc in dcs:
+        s.p(f"{dc['name']} (serves {dc['resource'] or 'no extended resource'}):")
+        s.blocks.append(Code(to_yaml(dc["manifest"]), "yaml"))
+    return s
+
+
+def _capacity(r: dict[str, Any]) -> Section:
+    s = _section("capacity")
+    cap = r["capacity"]
+    if cap is None:
+        s.p(NEEDS_CLUSTER)
+        return s
+    src = r.get("capacitySource")
+    if src == "plan":
+        s.p("As recorded in the plan at planning time (the decision it rests on); no cluster was read for this report.")
+    else:
+        s.p(f"As read now ({src}); what the plan recorded at planning time is compared below.")
+    s.p(
+        "before: what the device plugin advertises today (shared replicas counted); after: the DRA devices the "
+        "mapping DeviceClass matches on the pool's nodes; demand: today's requests."
+    )
+    s.blocks.append(Chart(cap))
+    s.table(CAPACITY_HEADERS, capacity_rows(cap))
+    changes = r.get("capacityChanges")
+    if changes is not None:
+        ch = s.sub("capacity-changes", "Changed since the plan was made")
+        ch.table(
+            ["pool", "resource", "figure", "at planning", "now"],
+            [[c["pool"], c["resource"], c["field"], c["planned"], c["now"]] for c in changes],
+            empty="No change: capacity and demand are as the plan recorded them.",
+        )
+    return s
+
+
+def _stages(r: dict[str, Any]) -> Section:
+    s = _section("stages")
+    sm = r["summary"]
+    s.p(
+        f"{len(sm.get('pools') or [])} pool(s), {sm.get('nodes')} node(s), {sm.get('waves')} wave(s), "
+        f"{sm.get('evictedPods')} pod(s) evicted, estimated {sm.get('estimatedDuration')} (soaks included); "
+        f"at most {r['plan']['parameters'].get('maxUnavailable')} of a pool unavailable at once."
+    )
+    d = s.sub("disruption", "Disruption per wave")
+    d.table(
+        ["stage", "wave", "nodes unavailable", "pods evicted", "soak after", "nodes"],
+        [
+            [st["name"], w["name"], len(w["nodes"]), w["evictedPods"], w["soakAfter"], ", ".join(w["nodes"])]
+            for st in r["stages"]
+            for w in st["waves"]
+        ],
+        empty="Nothing to migrate.",
+    )
+    gangs = sm.get("gangs") or []
+    if gangs:
+        g = s.sub("gangs", "Disruption per gang")
+        g.p(
+            "A gang's pods run all or nothing: it is broken once for every wave that evicts any of them "
+            "(one is the least a migration can do; the planner keeps a gang's nodes in one wave where it can)."
+        )
+        g.table(
+            ["gang", "waves that evict it", "times broken"],
+            [[x["gang"], ", ".join(x["waves"]), len(x["waves"])] for x in gangs],
+        )
+    for st in r["stages"]:
+        sub = s.sub(f"stage-{st['name']}", f"Stage {st['name']}")
+        blocked = st.get("blockedBy") or []
+        sub.blocks.append(Badge("blocked by " + ", ".join(blocked), "bad") if blocked else Badge("applicable", "good"))
+        if st["pool"]:
+            sub.p(f"pool {st['pool']} · resources {', '.join(st['resources'])} · every node, in order:")
+        sub.table(
+            ["step", "action", "target", "sets", "timeout", "undo"],
+            [
+                [
+                    x["id"],
+                    x["action"],
+                    x["target"],
+                    step_params(x.get("params") or {}, quiet=False),
+                    x["timeout"],
+                    undo_text({"action": x["undo"], "restore": x.get("restore") or {}}) if x["undo"] else "-",
+                ]
+                for x in st["steps"]
+            ],
+        )
+    return s
+
+
+def _diff(r: dict[str, Any]) -> Section:
+    s = _section("diff")
+    d = r["diff"]
+    if d is None:
+        s.p("Not requested: `--against OLDER_PLAN` compares this plan with an earlier one.")
+        return s
+    against = d["a"]["cluster"]["name"]
+    s.p(f"Against {against} (digest {short(d['a']['digest'])}); this plan: {short(d['b']['digest'])}.")
+    if d["identical"]:
+        s.p("No differences: the plans are the same (ordering and digests aside).")
+        return s
+    sm = d["summary"]
+    rows: list[list[Any]] = []
+    rows += [["stage", n, "added"] for n in sm["stages"]["added"]]
+    rows += [["stage", n, "removed"] for n in sm["stages"]["removed"]]
+    rows += [["stage", m["stage"], f"moved #{m['from']} -> #{m['to']}"] for m in sm["stages"]["moved"]]
+    rows += [["wave", f"{w['stage']}/{w['wave']}", "added"] for w in sm["waves"]["added"]]
+    rows += [["wave", f"{w['stage']}/{w['wave']}", "removed"] for w in sm["waves"]["removed"]]
+    rows += [["node", n["node"], f"added in {n['stage']}/{n['wave']}"] for n in sm["nodes"]["added"]]
+    rows += [["node", n["node"], f"removed from {n['stage']}/{n['wave']}"] for n in sm["nodes"]["removed"]]
+    rows += [["node", n["node"], f"moved {n['from']} -> {n['to']}"] for n in sm["nodes"]["moved"]]
+    rows += [["parameter", p["name"], f"{_value(p['old'])} -> {_value(p['new'])}"] for p in sm["parameters"]]
+    rows += [["finding", f["id"], f"added ({f['severity']})"] for f in sm["findings"]["added"]]
+    rows += [["finding", f["id"], f"removed ({f['severity']})"] for f in sm["findings"]["removed"]]
+    if sm["applicable"]:
+        rows.append(["applicable", "-", f"{_cell(sm['applicable']['old'])} -> {_cell(sm['applicable']['new'])}"])
+    rows += [["DeviceClass", n, ch] for ch in ("added", "removed", "changed") for n in sm["deviceClasses"][ch]]
+    s.table(["what", "name", "change"], rows, empty="Only details changed (below).")
+    det = s.sub("diff-details", f"Details ({len(d['details'])})")
+    det.table(
+        ["path", "change", "older", "this plan"],
+        [
+            [
+                x["path"],
+                x["change"],
+                "-" if x["change"] == "added" else _short_value(x["old"]),
+                "-" if x["change"] == "removed" else _short_value(x["new"]),
+            ]
+            for x in d["details"]
+        ],
+    )
+    return s
+
+
+def _short_value(v: Any, limit: int = 60) -> str:
+    import orjson
+
+    text = v if isinstance(v, str) else orjson.dumps(v, option=orjson.OPT_SORT_KEYS).decode()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _timeline(r: dict[str, Any]) -> Section:
+    s = _section("timeline")
+    t = r["timeline"]
+    if t is None:
+        s.p("Not run yet: no journal (`--journal FILE`, default `<plan>.journal.jsonl` beside the plan).")
+        return s
+    s.p(
+        f"From {t['journal']}: {len(t['runs'])} run(s), {len(t['apply'])} step(s) applied, "
+        f"{len(t['rollback'])} undone by rollbacks."
+    )
+    runs = s.sub("runs", "Runs")
+    runs.table(
+        ["#", "phase", "started", "ended", "actor", "result", "error"],
+        [
+            [
+                i,
+                x["phase"] + (" (dry run)" if x["dryRun"] else ""),
+                x["started"],
+                x["ended"],
+                x["actor"],
+                x["result"] or "never ended",
+                x["error"],
+            ]
+            for i, x in enumerate(t["runs"], 1)
+        ],
+    )
+    headers = ["step", "action", "target", "started", "ended", "actor", "result", "error"]
+
+    def rows(entries: list[dict[str, Any]]) -> list[list[Any]]:
+        return [
+            [
+                e["stepId"],
+                e["action"],
+                e["target"],
+                e["started"],
+                e["ended"],
+                e["actor"],
+                e["result"] or "never ended",
+                e["error"],
+            ]
+            for e in entries
+        ]
+
+    ap = s.sub("apply-steps", "Applied steps")
+    ap.table(headers, rows(t["apply"]), empty="No step applied.")
+    if t["gates"]:
+        g = s.sub("gates", "Health gates")
+        g.table(
+            ["time", "stage", "wave", "result", "pending GPU pods"],
+            [[x["time"], x["stage"], x["wave"], x["result"], ", ".join(x["pending"]) or "-"] for x in t["gates"]],
+        )
+    rb = s.sub("rollbacks", f"Rollbacks ({len(t['rollback'])} step(s) undone)")
+    if t["rollback"]:
+        rb.p("Steps undone, newest first as they ran; each restored the original value the plan recorded.")
+    rb.table(headers, rows(t["rollback"]), empty="No rollback.", css="rollback")
+    return s
+
+
+def rehearsal_badge(r: dict[str, Any]) -> Badge:
+    result = (r.get("rehearsal") or {}).get("result")
+    return Badge(f"rehearsal: {result or 'not run'}", {"ok": "good", "failed": "bad"}.get(str(result), "mute"))
+
+
+def _rehearsal(r: dict[str, Any]) -> Section:
+    s = _section("rehearsal")
+    rh = r.get("rehearsal")
+    if rh is None:
+        s.p(
+            "No rehearsal given (it is optional). Run `dra-migrate rehearse PLAN --snapshot FILE -o json --out "
+            "R.json`, then pass `--rehearsal R.json`."
+        )
+        return s
+    s.blocks.append(rehearsal_badge(r))
+    s.p(summary_line(rh) + ".")
+    if rh.get("failure"):
+        s.p(f"Stopped: {rh['failure']}")
+    s.p(end_line(rh) + ".")
+    s.table(WAVE_HEADERS, wave_rows(rh), empty="Nothing ran.")
+    stalled, pending = stalled_rows(rh), pending_rows(rh)
+    s.sub("rehearsal-stalled", "Stalled drains").table(STALLED_HEADERS, stalled, empty="No drain stalled.")
+    s.sub("rehearsal-pending", "Pods left Pending").table(PENDING_HEADERS, pending, empty="No pod left Pending.")
+    s.sub("rehearsal-capacity", "Capacity after, as the twin's scheduler saw it").table(
+        REHEARSED_CAPACITY_HEADERS, rehearsed_capacity_rows(rh)
+    )
+    unrepro = s.sub("rehearsal-unreproduced", "What the twin could not reproduce")
+    for line in rh.get("unreproduced") or []:
+        unrepro.p(f"- {line}")
+    return s
+
+
+def _verification(r: dict[str, Any]) -> Section:
+    s = _section("verification")
+    v = r["verification"]
+    if v is None:
+        s.p("Not run yet: no journal, so nothing was applied or verified.")
+        return s
+    last = v["lastRun"]
+    meaning = {
+        "verified": "every planned node's DRA readiness and canary ended ok, and the last run succeeded",
+        "incomplete": "some planned nodes are not migrated yet",
+        "failed": "the last run or a node's readiness or canary failed",
+        "rolled-back": "the last run was a rollback",
+        "not-run": "the journal records no run",
+    }
+    s.p(f"Verdict: {v['verdict']} ({meaning.get(v['verdict'], '')}).")
+    if last:
+        s.p(
+            f"Last run: {last['phase']}{' (dry run)' if last['dryRun'] else ''}, started {last['started'] or '?'}, "
+            f"ended {last['ended'] or 'never'}, result {last['result'] or 'none (interrupted)'}"
+            + (f": {last['error']}" if last["error"] else "")
+            + "."
+        )
+    s.table(
+        ["stage", "wave", "node", "wait-dra-ready", "canary"],
+        [[n["stage"], n["wave"], n["node"], n["waitDraReady"], n["canary"]] for n in v["nodes"]],
+        empty="No nodes to migrate.",
+    )
+    return s

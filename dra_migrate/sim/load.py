@@ -1,0 +1,247 @@
+"""Recreate a snapshot's workloads on a live (simulated) cluster, so that a live inventory of it can be
+compared with the snapshot's and a migration can be rehearsed on a copy.
+
+Top-level objects are created as they were (server-populated fields stripped); what controllers make
+from them (ReplicaSets, their pods, a CronJob's Jobs) is left to the real controllers. Pods owned by a
+CRD kind are created directly, since no operator runs here, with their ownerReference pointing at the
+new owner. ResourceSlices (the fleet publishes them) and ResourceClaims (allocation state) are skipped.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from dra_migrate.cluster.kinds import KINDS_BY_KEY, NVIDIA_KINDS, WORKLOAD_CRD_KINDS, Kind
+from dra_migrate.cluster.state import ClusterState
+from dra_migrate.sim.kube import ApiError, Kube, path_of, strip_server_fields
+from dra_migrate.sim.stack import PAUSE_IMAGE, create_with_status, ensure_namespace, install_crds
+
+Obj = dict[str, Any]
+
+# In creation order: what workloads refer to comes before them.
+_SUPPORT_KINDS = (
+    "resource.k8s.io/DeviceClass",
+    "ConfigMap",
+    "resource.k8s.io/ResourceClaimTemplate",
+    "policy/PodDisruptionBudget",
+)
+_WORKLOAD_KINDS = (
+    *(k.key for k in WORKLOAD_CRD_KINDS),
+    "apps/Deployment",
+    "apps/StatefulSet",
+    "apps/DaemonSet",
+    "batch/CronJob",
+    "batch/Job",
+    "ReplicationController",
+    "apps/ReplicaSet",
+)
+# A pod or Job whose controller is one of these is made by a real controller here.
+_CONTROLLED_BY_BUILTIN = {
+    "ReplicaSet",
+    "StatefulSet",
+    "DaemonSet",
+    "Job",
+    "CronJob",
+    "Deployment",
+    "ReplicationController",
+}
+_CRD_KIND_NAMES = {(k.group, k.kind) for k in WORKLOAD_CRD_KINDS}
+_JOB_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name")
+
+
+@dataclass
+class LoadReport:
+    created: Counter[str] = field(default_factory=Counter)  # kind key -> objects created
+    existing: Counter[str] = field(default_factory=Counter)  # kind key -> already there
+    skipped: list[str] = field(default_factory=list)  # "<kind> <ns>/<name>: why"
+    without_devices: Counter[str] = field(default_factory=Counter)  # kind key -> left out (devices_only)
+
+
+def load_workloads(
+    api_client: Any, state: ClusterState, *, sa_timeout: float = 30, devices_only: bool = False
+) -> LoadReport:
+    """Recreate the snapshot's objects on a cluster whose GPU nodes the simulator plays.
+
+    `devices_only` (the twin): workloads whose pods use no devices are left out (counted in
+    `without_devices`): a twin plays only the GPU nodes, so their pods would wait Pending for CPU nodes
+    it does not have, by the thousand on a large fleet, and load its scheduler for nothing. DaemonSets
+    stay: they run on the GPU nodes, and the device plugin's tells where it runs.
+    """
+    kube = Kube(api_client)
+    report = LoadReport()
+    _namespaces(kube, state, sa_timeout)
+    used = [KINDS_BY_KEY[k] for k in state.objects if k in KINDS_BY_KEY and KINDS_BY_KEY[k].optional]
+    install_crds(api_client, used, versions=_versions_by_kind(state))
+    for kind in NVIDIA_KINDS:
+        for obj in state.of(kind.key):
+            _create(kube, kind, {**strip_server_fields(obj), "status": obj.get("status")}, report, with_status=True)
+    for key in _SUPPORT_KINDS:
+        for obj in state.of(key):
+            _create(kube, KINDS_BY_KEY[key], strip_server_fields(obj), report)
+    new_uids: dict[str, str] = {}  # snapshot uid -> live uid, for the pods of CRD-kind owners
+    for key in _WORKLOAD_KINDS:
+        kind = KINDS_BY_KEY[key]
+        for obj in state.of(key):
+            if _controller(obj) is not None:
+                continue  # made by its controller (a Deployment's ReplicaSet, a CronJob's Job)
+            if devices_only and key != "apps/DaemonSet" and not uses_devices(obj):
+                report.without_devices[key] += 1
+                continue
+            live = _create(kube, kind, _prepare_workload(key, obj), report)
+            old_uid = (obj.get("metadata") or {}).get("uid")
+            if live is not None and old_uid:
+                new_uids[str(old_uid)] = str((live.get("metadata") or {}).get("uid", ""))
+    for pod in state.of("Pod"):
+        _load_pod(kube, pod, new_uids, report)
+    return report
+
+
+def uses_devices(obj: Any) -> bool:
+    """Whether any pod template in `obj` asks for devices: an `nvidia.com/` resource, or a
+    ResourceClaim (templates sit at many paths in built-in and CRD kinds; search them all)."""
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if k in ("limits", "requests") and isinstance(v, dict) and any(str(r).startswith("nvidia.com/") for r in v):
+                return True
+            if k == "resourceClaims" and v:
+                return True
+            if uses_devices(v):
+                return True
+    elif isinstance(obj, list):
+        return any(uses_devices(v) for v in obj)
+    return False
+
+
+def _namespaces(kube: Kube, state: ClusterState, sa_timeout: float) -> None:
+    """Namespaces of everything namespaced, and the service accounts pods will run as.
+
+    ServiceAccount admission rejects a pod whose account does not exist yet; the `default` one comes
+    from the controller manager shortly after the namespace, so wait for it.
+    """
+    accounts: dict[str, set[str]] = {}
+    for _key, obj in state.all_objects():
+        ns = (obj.get("metadata") or {}).get("namespace")
+        if ns:
+            accounts.setdefault(str(ns), {"default"}).update(_service_accounts(obj))
+    for ns, names in sorted(accounts.items()):
+        ensure_namespace(kube, ns)
+        for name in sorted(names - {"default"}):
+            kube.create_or_exists(
+                path_of("v1", "serviceaccounts", namespace=ns),
+                {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": ns}},
+            )
+    deadline = time.monotonic() + sa_timeout
+    for ns in sorted(accounts):
+        while kube.get_or_none(path_of("v1", "serviceaccounts", "default", ns)) is None:
+            if time.monotonic() > deadline:
+                break  # no controller manager: pods will say why they are rejected
+            time.sleep(0.1)
+
+
+def _service_accounts(obj: Any) -> Iterator[str]:
+    """Every serviceAccountName in an object (pod templates sit at many paths; search them all)."""
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if k == "serviceAccountName" and isinstance(v, str) and v:
+                yield v
+            else:
+                yield from _service_accounts(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _service_accounts(v)
+
+
+def _versions_by_kind(state: ClusterState) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for key, obj in state.all_objects():
+        api_version = str(obj.get("apiVersion", ""))
+        if "/" in api_version:
+            out.setdefault(key, set()).add(api_version.split("/", 1)[1])
+    return out
+
+
+def _controller(obj: Mapping[str, Any]) -> Obj | None:
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("controller"):
+            return dict(ref)
+    return None
+
+
+def _prepare_workload(key: str, obj: Mapping[str, Any]) -> Obj:
+    out = strip_server_fields(obj)
+    if key == "batch/Job":
+        # A Job's selector and template labels name the old Job's uid; the API server generates new ones
+        # and rejects a copied selector unless manualSelector is set.
+        spec = dict(out.get("spec") or {})
+        if not spec.get("manualSelector"):
+            spec.pop("selector", None)
+            template = dict(spec.get("template") or {})
+            tmeta = dict(template.get("metadata") or {})
+            tmeta["labels"] = {k: v for k, v in (tmeta.get("labels") or {}).items() if k not in _JOB_LABELS}
+            template["metadata"] = tmeta
+            spec["template"] = template
+        out["spec"] = spec
+    return out
+
+
+def _create(
+    kube: Kube, kind: Kind, obj: Mapping[str, Any], report: LoadReport, *, with_status: bool = False
+) -> Obj | None:
+    """Create one object at its own apiVersion. Returns the live object, or None if it existed or failed.
+
+    `obj` is created as given (strip it first); with_status also writes its `status`.
+    """
+    meta = obj.get("metadata") or {}
+    ns = str(meta.get("namespace", "")) if kind.namespaced else ""
+    api_version = str(obj.get("apiVersion") or kind.api_version)
+    try:
+        if with_status:
+            made = create_with_status(kube, api_version, kind.plural, obj, ns)
+            (report.created if made else report.existing)[kind.key] += 1
+            return None
+        live = kube.create_or_exists(path_of(api_version, kind.plural, namespace=ns), obj)
+    except ApiError as e:
+        report.skipped.append(f"{kind.key} {ns}/{meta.get('name')}: {e}")
+        return None
+    if live is None:
+        report.existing[kind.key] += 1
+        return None
+    report.created[kind.key] += 1
+    return live
+
+
+def _load_pod(kube: Kube, pod: Mapping[str, Any], new_uids: Mapping[str, str], report: LoadReport) -> None:
+    meta = pod.get("metadata") or {}
+    where = f"Pod {meta.get('namespace')}/{meta.get('name')}"
+    if meta.get("deletionTimestamp") or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        report.skipped.append(f"{where}: finished or terminating")
+        return
+    owner = _controller(pod)
+    refs: list[Obj] = []
+    if owner is not None:
+        group = str(owner.get("apiVersion", "")).rpartition("/")[0]
+        if (group, owner.get("kind")) not in _CRD_KIND_NAMES:
+            if owner.get("kind") not in _CONTROLLED_BY_BUILTIN:
+                report.skipped.append(f"{where}: owned by {owner.get('kind')}, which no controller here recreates")
+            return  # a built-in controller makes it
+        uid = new_uids.get(str(owner.get("uid")))
+        if not uid:
+            report.skipped.append(f"{where}: its owner {owner.get('kind')}/{owner.get('name')} was not created")
+            return
+        refs.append({**owner, "uid": uid})
+    body = strip_server_fields(pod)
+    if refs:
+        body["metadata"]["ownerReferences"] = refs
+    # Snapshots keep only what the tool reads of a pod; the API server needs an image per container.
+    spec = dict(body.get("spec") or {})
+    for ckey in ("containers", "initContainers"):
+        if isinstance(spec.get(ckey), list):
+            spec[ckey] = [{"image": PAUSE_IMAGE, **c} for c in spec[ckey]]
+    body["spec"] = spec
+    body.setdefault("apiVersion", "v1")
+    body.setdefault("kind", "Pod")
+    _create(kube, KINDS_BY_KEY["Pod"], body, report)

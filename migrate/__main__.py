@@ -1,4 +1,0 @@
-from migrate.cli.main import main
-
-if __name__ == "__main__":
-    main()
