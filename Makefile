@@ -1,18 +1,43 @@
 # Two set-up commands for a fresh machine: `make demo` and `make test` (README "Quick start").
-PY ?= python3
-DEMO ?= fixtures/clusters/demo.yaml
+#
+# They run the checkout itself (PYTHONPATH) with its dependencies in a virtual environment outside it,
+# ~/.cache/dra-migrate/venv, made with the system's python3: a system Python that refuses pip installs
+# (PEP 668, Debian's and Ubuntu's) works, and nothing is installed into it. The venv holds dependencies
+# only, never this project, so any number of checkouts share it. `make PY=python3 test` uses your own
+# environment instead (it must have the dependencies of pyproject.toml [dev]).
+SYSPY ?= python3
+VENV ?= $(HOME)/.cache/dra-migrate/venv
+PY ?= $(VENV)/bin/python
+DEMO_DIR ?= plans/demo
 export PYTHONDONTWRITEBYTECODE = 1
+export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: install demo test test-unit test-cluster test-realnode lint k8s node browser golden bench
+.PHONY: install deps demo test test-unit test-cluster test-realnode test-package lint k8s node browser golden \
+	bench docs release
 
-install:
-	@$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+# The dependencies of pyproject.toml, read from it; reinstalled when it changes. `deps` is the runtime
+# set (make demo), `install` adds [dev] (tests, lint). A no-op when PY is not the venv's.
+$(VENV)/.runtime: pyproject.toml
+	@$(SYSPY) -m venv $(VENV) || { echo "error: cannot make a venv with $(SYSPY): install python3-venv" \
+		"(Debian/Ubuntu) and retry" >&2; exit 1; }
+	@$(SYSPY) -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))' \
+		> $(VENV)/runtime.txt
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r $(VENV)/runtime.txt
+	@touch $@
 
-# The report pairs the example plan with the fixture it was made from (a test keeps them in step).
-demo: install
-	$(PY) -m dra_migrate inventory --snapshot $(DEMO)
-	$(PY) -m dra_migrate report plans/demo-example.yaml --snapshot fixtures/clusters/demo.yaml -o html \
-		--out plans/demo.report.html
+$(VENV)/.dev: $(VENV)/.runtime
+	@$(SYSPY) -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["dev"]))' \
+		> $(VENV)/dev.txt
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r $(VENV)/dev.txt
+	@touch $@
+
+deps: $(if $(filter $(VENV)/bin/python,$(PY)),$(VENV)/.runtime)
+install: $(if $(filter $(VENV)/bin/python,$(PY)),$(VENV)/.dev)
+
+# The same as the installed tool's `dra-migrate demo`: inventory, check, plan, show and report of the
+# bundled demo fleet, into plans/demo/ (report.html is the audit report).
+demo: deps
+	$(PY) -m dra_migrate demo --dir $(DEMO_DIR) --force
 
 lint: install
 	$(PY) -m ruff check dra_migrate tests bench tools fixtures
@@ -38,6 +63,18 @@ browser:
 
 test: install k8s node browser lint
 	$(PY) -m pytest tests
+
+# The package tier (tests/package): wheel and sdist built, installed into a clean venv outside the checkout.
+test-package: install
+	$(PY) -m pytest -m package tests/package
+
+# Regenerate the generated reference pages (docs/commands.md, docs/rules.md) after changing a command or rule.
+docs: install
+	$(PY) tools/docs/generate
+
+# Wheel, sdist, the container image archive, SHA-256 sums and the krew manifest, into dist/release (docs/release.md).
+release: install
+	tools/release/release
 
 test-unit: install
 	$(PY) -m pytest tests/unit

@@ -54,6 +54,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     ),
     "rehearse": ("dra_migrate.cli.rehearse", "rehearse", "Run a reviewed plan on a private twin of the cluster."),
     "twin": ("dra_migrate.cli.rehearse", "twin", "Build or inspect the twin rehearse runs on."),
+    "demo": (
+        "dra_migrate.cli.demo", "demo", "Run inventory, check, plan and report on a bundled demo fleet (offline)."
+    ),
     "completion": ("dra_migrate.cli.completion", "completion", "Print the shell completion script (bash, zsh, fish)."),
 }
 
@@ -242,3 +245,8 @@ def cli(debug: bool, verbose: bool) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     cli.main(args=list(argv) if argv is not None else None, prog_name="dra-migrate")
+
+
+def kubectl_plugin(argv: Sequence[str] | None = None) -> None:
+    """`kubectl dra-migrate ...`: kubectl runs `kubectl-dra_migrate` from PATH; usage lines say how it was called."""
+    cli.main(args=list(argv) if argv is not None else None, prog_name="kubectl dra-migrate")

@@ -3,7 +3,8 @@
 Binaries are looked up, in order, in the build cache (`~/.cache/dra-migrate/k8s/v1.37.2`, or
 `DRA_MIGRATE_K8S_CACHE`), in `KUBEBUILDER_ASSETS` (envtest's layout: etcd and kube-apiserver only — it has
 no scheduler or controller manager) and on `PATH`; a missing one is an error that names the command that
-builds it. The scripts come from the checkout (`tools/k8s`) or `DRA_MIGRATE_TOOLS`.
+builds it. The scripts (tools/k8s/build, up, down) ship in the package (`dra_migrate.bundled`), or come from
+`DRA_MIGRATE_TOOLS`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from dra_migrate.bundled import bundled
 from dra_migrate.errors import InputError
 
 K8S_VERSION = os.environ.get("K8S_VERSION", "1.37.2")
@@ -25,11 +27,11 @@ BUILD_HINT = "build them once with: dra-migrate twin build (about 6 minutes on 2
 
 def tools_dir() -> Path:
     configured = os.environ.get("DRA_MIGRATE_TOOLS")
-    here = Path(configured) if configured else Path(__file__).resolve().parents[2] / "tools" / "k8s"
+    here = Path(configured) if configured else bundled("tools/k8s/up").parent
     if not (here / "up").is_file():
         raise InputError(
             f"the twin's scripts are not at {here}",
-            "run from a dra-migrate checkout, or set DRA_MIGRATE_TOOLS to its tools/k8s directory",
+            "unset DRA_MIGRATE_TOOLS, or point it at a dra-migrate checkout's tools/k8s directory",
         )
     return here
 
