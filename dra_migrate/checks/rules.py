@@ -36,6 +36,10 @@ def _ref(kind: str, o: dict[str, Any]) -> ObjectRef:
 # site/content/docs/prerequisites.md; cloud-native-docs gpu-operator/dra-intro-install.rst).
 @rule("k8s-version-unsupported", BLOCKER, summary="server older than 1.34.2, or resource.k8s.io/v1 not served")
 def k8s_version(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: blocker. When: server older than 1.34.2, version unknown, or `resource.k8s.io/v1` not served. Rests
+    on: `resource.k8s.io/v1` introduced in 1.34 (k8s.io/api `resource/v1/types.go`); NVIDIA DRA driver and GPU
+    Operator require 1.34.2 (dra-driver-nvidia-gpu `prerequisites.md`, gpu-operator `dra-intro-install.rst`).
+    """
     served = ctx.state.source.served_apis
     version = ctx.version
     if version is None:
@@ -66,6 +70,10 @@ def k8s_version(ctx: CheckContext) -> Iterator[Finding]:
 # (kubernetes/enhancements keps/sig-scheduling/5004-dra-extended-resource/kep.yaml; pkg/features).
 @rule("extended-resource-unavailable", BLOCKER, summary="the DRAExtendedResource feature is not available")
 def extended_resource(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: blocker. When: `DRAExtendedResource` off: 1.34-1.35 unless declared on with `--feature-gate`; 1.36
+    when declared off; never on 1.37 (GA, locked). Rests on: KEP-5004 `kep.yaml` (alpha 1.34, beta 1.36, stable
+    1.37), kubernetes `pkg/features`.
+    """
     version, declared = ctx.version, ctx.feature_gates.get(GATE)
     if version is None or version < (1, 34, 0):
         return  # k8s-version-unsupported says it
@@ -98,6 +106,10 @@ def _major(version: Any) -> int | None:
 # the standalone driver documents 565+ (dra-driver-nvidia-gpu prerequisites.md): we hold the stricter floor.
 @rule("driver-version-too-old", BLOCKER, summary="NVIDIA driver older than 580")
 def driver_version(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: blocker. When: NVIDIA driver < 580 in ClusterPolicy `spec.driver.version`, an NVIDIADriver, or a
+    node's `nvidia.com/cuda.driver-version.full`. Rests on: GPU Operator DRA requirements (580+); the standalone
+    driver documents 565+, we hold the stricter floor.
+    """
     old: list[tuple[ObjectRef, str]] = []
     for cp in ctx.state.of("nvidia.com/ClusterPolicy"):
         v = ((cp.get("spec") or {}).get("driver") or {}).get("version")
@@ -125,6 +137,9 @@ def driver_version(ctx: CheckContext) -> Iterator[Finding]:
 # The DRA driver hands devices to containers through CDI (dra-driver-nvidia-gpu prerequisites.md).
 @rule("cdi-disabled", BLOCKER, summary="ClusterPolicy spec.cdi.enabled is false")
 def cdi_disabled(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: blocker. When: ClusterPolicy `spec.cdi.enabled: false`. Rests on: the DRA driver injects devices
+    through CDI (dra-driver-nvidia-gpu `prerequisites.md`).
+    """
     for cp in ctx.state.of("nvidia.com/ClusterPolicy"):
         if ((cp.get("spec") or {}).get("cdi") or {}).get("enabled") is False:
             yield Finding(
@@ -138,6 +153,9 @@ def cdi_disabled(ctx: CheckContext) -> Iterator[Finding]:
 
 @rule("dra-driver-missing", BLOCKER, summary="the gpu.nvidia.com DRA kubelet plugin is not installed")
 def dra_driver_missing(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: blocker. When: no DaemonSet of the NVIDIA DRA kubelet plugin and no `gpu.nvidia.com` ResourceSlices.
+    Rests on: the scheduler serves DRA requests only from published slices (KEP-4381).
+    """
     plugin = ctx.inventory.dra["nvidiaDraPlugin"]
     has_slices = any(n.dra_devices.get(ctx.dra_driver) for n in ctx.inventory.nodes)
     if not (plugin["daemonSets"] or has_slices):
@@ -173,6 +191,14 @@ def _nodes_with_claimed_devices(ctx: CheckContext) -> set[str]:
     summary="a node serves GPUs from the device plugin and publishes DRA slices of the same GPUs",
 )
 def dual_advertising(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: blocker when an allocated ResourceClaim already holds a device of such a node, else warning. When: a
+    node's device plugin advertises a GPU resource (allocatable > 0) while the DRA driver publishes slices for it —
+    what the DRA chart's default placement does on every GPU node before migration. Rests on: the same physical GPU
+    is then allocatable twice: the scheduler serves `nvidia.com/gpu` from the device plugin where allocatable > 0
+    (kubernetes v1.37.2 `pkg/scheduler/framework/plugins/noderesources/fit.go`) while the slices stay allocatable to
+    explicit claims (`dynamicresources` plugin); chart default: dra-driver-nvidia-gpu v0.4.1 `deployments/helm/dra-
+    driver-nvidia-gpu/values.yaml` `kubeletPlugin.affinity`.
+    """
     nodes = sorted(
         n.name for n in ctx.inventory.nodes if any(n.allocatable.values()) and n.dra_devices.get(ctx.dra_driver)
     )
@@ -217,6 +243,15 @@ def _to_migrate(n: GpuNode) -> bool:
     summary="a GPU node's kubelet cannot serve a DRA-backed extended resource (before 1.36)",
 )
 def kubelet_version(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: blocker (node-scoped: the plan leaves the nodes out). When: a GPU node's
+    `status.nodeInfo.kubeletVersion` is before 1.36 (unless `--feature-gate DRAExtendedResource=true` declares it
+    on), 1.36 with the gate declared off, or before 1.34; an unknown version is not judged. Such nodes add nothing
+    to capacity `after` (`afterSource: excluded`). Rests on: KEP-5004 lists the kubelet among the gate's components
+    (kubernetes/enhancements `keps/sig-scheduling/5004-dra-extended-resource/kep.yaml`); only a kubelet with the
+    gate on drops DRA-backed requests from admission, otherwise the pod fails against the device plugin's leftover
+    allocatable 0 (kubernetes v1.37.2 `pkg/kubelet/lifecycle/predicate.go`); gate stages in
+    `pkg/features/kube_features.go`.
+    """
     by_reason: dict[str, list[str]] = {}
     for n in ctx.inventory.nodes:
         why = kubelet_skew(n.kubelet_version, ctx.feature_gates)
@@ -251,6 +286,14 @@ def _unknown_placement(ctx: CheckContext, placement: Callable[[GpuNode], Any]) -
     summary="no node label can make the installed DRA kubelet-plugin DaemonSet run on a GPU node",
 )
 def dra_placement(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: blocker (node-scoped). When: no node label an operator can set makes an installed DRA kubelet-plugin
+    DaemonSet run on a GPU node (its affinity uses only labels NFD/GFD/the kubelet own, `Gt`/`Lt`, `matchFields`, or
+    a taint it does not tolerate). Rests on: the DaemonSet controller's own test: nodeSelector, required node
+    affinity (ORed terms), taints (kubernetes `pkg/controller/daemon/daemon_controller.go`); DaemonSet names: dra-
+    driver-nvidia-gpu v0.4 chart `dra-driver-nvidia-gpu-kubelet-plugin`, v25.x `nvidia-dra-driver-gpu-kubelet-
+    plugin`, GPU Operator GPUCluster `nvidia-dra-driver-kubelet-plugin` selecting `nvidia.com/gpu.deploy.dra-
+    driver=true` (gpu-operator `manifests/state-dra-driver/0500_daemonset.yaml`).
+    """
     for why, nodes in _unknown_placement(ctx, lambda n: n.dra_placement):
         yield Finding(
             "dra-plugin-placement-unknown",
@@ -270,6 +313,11 @@ def dra_placement(ctx: CheckContext) -> Iterator[Finding]:
     summary="no node label can stop the installed device-plugin DaemonSet on a GPU node",
 )
 def device_plugin_placement(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: blocker (node-scoped). When: no one settable node label stops every device-plugin DaemonSet running on
+    a GPU node (a standalone manifest without selector or affinity runs on every node). Rests on: same DaemonSet
+    test; the operator's DaemonSet selects `nvidia.com/gpu.deploy.device-plugin=true` and the operator keeps a value
+    once set (gpu-operator `assets/state-device-plugin/0500_daemonset.yaml`, `controllers/state_manager.go`).
+    """
     for why, nodes in _unknown_placement(ctx, lambda n: n.dp_placement):
         yield Finding(
             "device-plugin-placement-unknown",
@@ -291,6 +339,11 @@ def device_plugin_placement(ctx: CheckContext) -> Iterator[Finding]:
     summary="DynamicMIG is on and the node has no slices yet: its device count cannot be predicted",
 )
 def dynamic_mig(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: blocker (node-scoped). When: the DRA plugin serving a node runs with `DynamicMIG=true` (container args
+    or env) or its slices carry shared counters, and the node has no slices yet. Rests on: under DynamicMIG the
+    driver publishes the full GPU and every possible MIG placement with counters (dra-driver-nvidia-gpu `cmd/gpu-
+    kubelet-plugin/driver.go`, `partitions.go`): GFD labels do not give the exact count `wait-dra-ready` waits for.
+    """
     nodes = sorted(
         n.name
         for n in ctx.inventory.nodes
@@ -324,6 +377,14 @@ def _device_plugin_enabled_in(cp: dict[str, Any]) -> bool:
     summary="the GPU Operator validator's plugin validation will fail on migrated nodes",
 )
 def operator_validator(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: warning. When: a ClusterPolicy keeps `devicePlugin.enabled` (so the validator keeps its plugin
+    validation) and GPU nodes are still to migrate. Rests on: the validator's `plugin-validation` needs node
+    capacity `nvidia.com/gpu*`/`nvidia.com/mig-*` ≥ 1, 30 tries 5 s apart (gpu-operator `cmd/nvidia-
+    validator/main.go`, kept while devicePlugin is enabled: `controllers/object_controls.go`); capacity drops to 0
+    five minutes after the device plugin leaves (kubernetes `pkg/kubelet/cm/devicemanager/endpoint.go`
+    `endpointStopGracePeriod`), so a later validator restart crash-loops. Remediation: `devicePlugin.enabled=false`
+    after the last pool, or label migrated nodes `nvidia.com/gpu.deploy.operator-validator=false`.
+    """
     policies = [cp for cp in cluster_policies(ctx.state)[:1] if _device_plugin_enabled_in(cp)]
     nodes = sorted(n.name for n in ctx.inventory.nodes if _to_migrate(n) and n.device_plugin_enabled)
     if policies and nodes:
@@ -360,6 +421,12 @@ def _driver_manager_env(cp: dict[str, Any]) -> dict[str, str]:
     summary="the GPU Operator's driver manager does not know how to stop the DRA kubelet plugin",
 )
 def driver_manager_label(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: warning. When: an operator-managed driver (ClusterPolicy `driver.enabled` not false) whose
+    `driver.manager.env` `NODE_LABEL_FOR_GPU_POD_EVICTION` is not a label the DRA kubelet-plugin DaemonSet selects
+    on (or the DaemonSet selects on no settable label at all: the chart default). Rests on: "the NVIDIA Driver
+    Manager is not aware of the DRA driver kubelet plugin": the GPU Operator's DRA recipe sets that variable to the
+    plugin's label (NVIDIA cloud-native-docs `gpu-operator/dra-intro-install.rst` @ 66160ebc).
+    """
     policies = cluster_policies(ctx.state)[:1]
     if not policies or ((policies[0].get("spec") or {}).get("driver") or {}).get("enabled") is False:
         return
@@ -395,6 +462,9 @@ def driver_manager_label(ctx: CheckContext) -> Iterator[Finding]:
 # class created later is picked" (k8s.io/api resource/v1 types.go).
 @rule("duplicate-extended-resource-name", WARNING, summary="several DeviceClasses name the same extendedResourceName")
 def duplicate_ern(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: warning. When: two or more DeviceClasses name the same `extendedResourceName`. Rests on: "the class
+    created later is picked" (k8s.io/api `resource/v1/types.go`).
+    """
     for ern, classes in sorted(existing_mappings(ctx.state).items()):
         if len(classes) > 1:
             yield Finding(
@@ -413,6 +483,11 @@ def duplicate_ern(ctx: CheckContext) -> Iterator[Finding]:
     summary="time-slicing or MPS replicas > 1: under DRA each request takes whole devices",
 )
 def shared_capacity(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: blocker if the pool's demand no longer fits the whole devices after migration, else warning. When:
+    time-slicing or MPS replicas > 1 on the pool's nodes: `nvidia.com/gpu.replicas` for full GPUs,
+    `nvidia.com/mig-<profile>.replicas` for a time-sliced MIG profile. Rests on: DRA has no replicas: one request
+    takes whole devices (dra-driver-nvidia-gpu sharing docs).
+    """
     for cap in ctx.capacity:
         if cap.replicas <= 1 or cap.after is None:
             continue
@@ -433,6 +508,9 @@ def shared_capacity(ctx: CheckContext) -> Iterator[Finding]:
 
 @rule("unmapped-gpu-resource", WARNING, summary="a GPU resource name in use that no DeviceClass will map")
 def unmapped(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: warning. When: a GPU name in use that no DeviceClass will map (`nvidia.com/gpu.shared`, `rename`s,
+    unknown names). Rests on: see `generate deviceclasses`.
+    """
     for ng in ctx.generation.not_generated:
         if ng.existing_class is not None:
             continue
@@ -455,6 +533,9 @@ def unmapped(ctx: CheckContext) -> Iterator[Finding]:
 # controllers/nodelabeling_controller.go).
 @rule("clusterpolicy-gpucluster-conflict", BLOCKER, summary="both a ClusterPolicy and a GPUCluster exist")
 def cp_gc_conflict(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: blocker. When: both a ClusterPolicy and a GPUCluster exist. Rests on: "only one may be present at a
+    time" (gpu-operator `controllers/nodelabeling_controller.go`).
+    """
     cps, gcs = ctx.state.of("nvidia.com/ClusterPolicy"), ctx.state.of("nvidia.com/GPUCluster")
     if cps and gcs:
         yield Finding(
@@ -470,6 +551,9 @@ def cp_gc_conflict(ctx: CheckContext) -> Iterator[Finding]:
 # not supported" (NVIDIA cloud-native-docs gpu-operator/dra-intro-install.rst).
 @rule("operator-no-in-place-migration", WARNING, summary="a ClusterPolicy-managed cluster cannot move in place")
 def operator_in_place(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: warning. When: a ClusterPolicy manages the cluster. Rests on: "an in-place migration … from
+    ClusterPolicy to GPUCluster is not supported" (gpu-operator `dra-intro-install.rst`).
+    """
     cps = ctx.state.of("nvidia.com/ClusterPolicy")
     if cps:
         yield Finding(
@@ -493,6 +577,14 @@ def _pdb_blocks(pdb: dict[str, Any]) -> bool:
 
 @rule("pdb-blocks-drain", WARNING, summary="a PodDisruptionBudget allowing no disruption covers GPU pods")
 def pdb_blocks(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: warning. When: a PodDisruptionBudget allowing no disruption (`status.disruptionsAllowed: 0`, or
+    `maxUnavailable: 0`) selects bound GPU pods; a budget with no selector selects none, `selector: {}` selects
+    every pod of its namespace — the one rule `check` and the drain share
+    (`dra_migrate.inventory.placement.pdb_selects`). Rests on: eviction honours budgets (policy/v1 Eviction API);
+    null vs empty selector: k8s.io/api `policy/v1` `PodDisruptionBudgetSpec.selector`, converted by
+    `metav1.LabelSelectorAsSelector` (nil → nothing, `{}` → everything; apimachinery `pkg/apis/meta/v1/helpers.go`)
+    as the disruption controller does.
+    """
     pods = ctx.state.of("Pod")
     for pdb in ctx.state.of("policy/PodDisruptionBudget"):
         if not _pdb_blocks(pdb):
@@ -527,6 +619,9 @@ GANG_KINDS = {
 
 @rule("gang-workload-split", INFO, summary="a multi-pod training workload runs across pools that migrate apart")
 def gang_split(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: info. When: a multi-pod training workload (Kubeflow jobs, JobSet, LeaderWorkerSet, Ray, Volcano Job)
+    runs in more than one pool. Rests on: each pool migrates in its own stage.
+    """
     for c in ctx.inventory.consumers:
         volcano = c.kind == "Job" and c.api_version.startswith("batch.volcano.sh/")
         if (c.kind in GANG_KINDS or volcano) and len(c.pools) > 1:

@@ -1,4 +1,4 @@
-"""Rules about gangs: all-or-nothing groups of pods through the migration (README "Gangs")."""
+"""Rules about gangs: all-or-nothing groups of pods through the migration (docs/readiness.md "Gangs")."""
 
 from __future__ import annotations
 
@@ -59,6 +59,12 @@ def _own(g: Gang, pods: dict[str, tuple[str, dict[str, int]]]) -> dict[str, dict
     summary="a running or pending gang could no longer be placed whole at some point of the migration",
 )
 def gang_capacity(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: blocker if a running or pending gang could not be placed whole at some point of the migration, warning
+    if only by evicting other pods. When: per-node packing of the gang's `minCount` pods at each point (see "Gangs"
+    in docs/readiness.md). Rests on: the gang plugin holds a PodGroup's pods until `minCount` can be placed
+    (kubernetes v1.37.2 `pkg/scheduler/framework/plugins/gangscheduling/gangscheduling.go`); Volcano and Kueue's
+    all-or-nothing admission do the same for their jobs.
+    """
     gangs = [g for g in ctx.inventory.gangs if g.live_pods and g.placement_set()]
     if not gangs:
         return
@@ -104,6 +110,11 @@ def _uses_scheduling_api(ctx: CheckContext) -> list[ObjectRef]:
 # pkg/controlplane/instance.go betaAPIGroupVersionsDisabledByDefault).
 @rule("gang-scheduling-unavailable", WARNING, summary="Workloads or PodGroups in use where the gang API is not on")
 def gang_scheduling_unavailable(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: warning. When: Workloads, PodGroups or pods with `spec.schedulingGroup` exist, but
+    `scheduling.k8s.io/v1beta1` is not served, or `GenericWorkload` is off (declared, or not declared on a
+    snapshot). Rests on: `GenericWorkload` beta and off by default in 1.37, `scheduling.k8s.io/v1beta1` disabled by
+    default (kubernetes v1.37.2 `pkg/features/kube_features.go`, `pkg/controlplane/instance.go`).
+    """
     refs = _uses_scheduling_api(ctx)
     if not refs:
         return

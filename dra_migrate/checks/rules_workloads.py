@@ -79,6 +79,11 @@ def fractional_users(ctx: CheckContext) -> dict[ObjectRef, set[str]]:
     summary="workloads ask for a fraction of a GPU (HAMi gpucores/gpumem and similar), which DRA cannot serve",
 )
 def fractional_gpu_request(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: warning. When: a workload (or bare pod) asks for part of a GPU: HAMi's `nvidia.com/gpucores` /
+    `nvidia.com/gpumem` / `gpumem-percentage` beside `nvidia.com/gpu`, Alibaba's `aliyun.com/gpu-mem`, Tencent's
+    `tencent.com/vcuda-*`. Rests on: DRA allocates whole devices: one extended-resource unit is one device
+    (KEP-5004); HAMi's names: Project-HAMi/HAMi README "Resource"; `convert` refuses these pods.
+    """
     users = fractional_users(ctx)
     if not users:
         return
