@@ -1,0 +1,150 @@
+"""The image on the real node (issue 23): imported into the node's containerd, it runs as a pod under the
+ServiceAccount of deploy/in-cluster, reads the cluster with the in-cluster credentials the kubelet mounts,
+and does so as uid 65532 on a read-only root filesystem.
+
+Run under the machine-wide lock (one real node per machine):
+  flock /tmp/dra-migrate-realnode.lock python3 -m pytest -m realnode tests/integration/test_image_realnode.py
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import controlplane
+import pytest
+from conftest import wait_for
+from ruamel.yaml import YAML
+
+from dra_migrate import __version__
+from dra_migrate.sim.kube import Kube, new_api_client, path_of
+
+pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
+
+ROOT = Path(__file__).resolve().parents[2]
+NODE_TOOL = ROOT / "tools" / "k8s" / "node"
+IMAGE = f"dra-migrate.local/dra-migrate:{__version__}"
+RBIN = Path(os.environ.get("DRA_MIGRATE_REALNODE_CACHE", Path.home() / ".cache" / "dra-migrate" / "realnode")) / "bin"
+
+
+def _run(*args: str | Path, timeout: float = 900) -> str:
+    r = subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=timeout, check=False)
+    assert r.returncode == 0, f"{args[:2]} exited {r.returncode}:\n{r.stderr[-3000:]}"
+    return r.stdout
+
+
+@pytest.fixture(scope="module")
+def image(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The image archive, built as `make release` builds it (the Debian layer is cached per machine), or
+    DRA_MIGRATE_IMAGE_ARCHIVE: one built before taking the real-node lock, to keep the hold short."""
+    if os.environ.get("DRA_MIGRATE_IMAGE_ARCHIVE"):
+        return Path(os.environ["DRA_MIGRATE_IMAGE_ARCHIVE"])
+    out = tmp_path_factory.mktemp("image")
+    wheel = _run(ROOT / "tools" / "release" / "dist", out).split()[-1]
+    return Path(_run(ROOT / "tools" / "image" / "build", wheel, out).split()[-1])
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory: pytest.TempPathFactory, image: Path) -> Iterator[tuple[controlplane.ControlPlane, Kube]]:
+    if os.geteuid() != 0:
+        pytest.fail("the real-node tier needs root (kubelet, containerd, network namespaces)", pytrace=False)
+    if not controlplane.binaries_present():
+        controlplane.build()
+    cp = controlplane.start(tmp_path_factory.mktemp("imagenode"))
+    api = None
+    try:
+        _run(NODE_TOOL, "up", cp.dir, "--devices", "1", timeout=1800)
+        sock = cp.dir / "node" / "containerd" / "containerd.sock"
+        _run(RBIN / "ctr", "--address", sock, "-n", "k8s.io", "images", "import", "--base-name",
+             IMAGE.rsplit(":", 1)[0], image)  # fmt: skip
+        api = new_api_client(cp.kubeconfig, "dra-migrate-tests")
+        yield cp, Kube(api)
+    finally:
+        if api is not None:
+            api.close()
+        subprocess.run([str(NODE_TOOL), "down", str(cp.dir)], capture_output=True, check=False)
+        controlplane.stop(cp)
+
+
+def _install(kube: Kube, rel: str) -> None:
+    kinds = {"Namespace": ("v1", "namespaces"), "ServiceAccount": ("v1", "serviceaccounts"),
+             "ClusterRole": ("rbac.authorization.k8s.io/v1", "clusterroles"),
+             "ClusterRoleBinding": ("rbac.authorization.k8s.io/v1", "clusterrolebindings")}  # fmt: skip
+    for doc in YAML(typ="safe").load_all((ROOT / rel).read_text()):
+        version, plural = kinds[doc["kind"]]
+        kube.create_or_exists(path_of(version, plural, namespace=doc["metadata"].get("namespace")), doc)
+
+
+def _pod(port: str, script: str) -> dict[str, Any]:
+    """The apply Job's pod settings (deploy/in-cluster/apply-job.yaml), with the host's network: the real
+    node has no kube-proxy, so the API server is reached where it listens, on 127.0.0.1."""
+    return {
+        "metadata": {"name": f"dra-migrate-{uuid.uuid4().hex[:6]}", "namespace": "dra-migrate"},
+        "spec": {
+            "serviceAccountName": "dra-migrate",
+            "restartPolicy": "Never",
+            "hostNetwork": True,
+            "tolerations": [{"operator": "Exists"}],
+            "securityContext": {"runAsNonRoot": True, "runAsUser": 65532, "runAsGroup": 65532},
+            "containers": [
+                {
+                    "name": "tool",
+                    "image": IMAGE,
+                    "imagePullPolicy": "Never",
+                    "command": ["/bin/sh", "-c", script],
+                    "env": [
+                        {"name": "KUBERNETES_SERVICE_HOST", "value": "127.0.0.1"},
+                        {"name": "KUBERNETES_SERVICE_PORT", "value": port},
+                    ],
+                    "securityContext": {
+                        "allowPrivilegeEscalation": False,
+                        "readOnlyRootFilesystem": True,
+                        "capabilities": {"drop": ["ALL"]},
+                    },
+                    "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+                }
+            ],
+            "volumes": [{"name": "tmp", "emptyDir": {}}],
+        },
+    }
+
+
+def test_the_image_reads_the_cluster_in_a_pod_as_its_service_account(
+    node: tuple[controlplane.ControlPlane, Kube],
+) -> None:
+    cp, kube = node
+    for rel in ("deploy/rbac/readonly.yaml", "deploy/in-cluster/serviceaccount.yaml",
+                "deploy/in-cluster/readonly-binding.yaml"):  # fmt: skip
+        _install(kube, rel)
+    wait_for("the ServiceAccount", lambda: kube.get_or_none(path_of("v1", "serviceaccounts", "dra-migrate",
+                                                                    "dra-migrate")))  # fmt: skip
+    port = cp.server.rsplit(":", 1)[1]
+    # The verdict goes to the termination message (the real node serves no pod logs to the API server here).
+    script = (
+        "dra-migrate inventory -o json >/tmp/inv.json 2>/tmp/err; rc=$?; "
+        "if [ $rc -eq 0 ]; then python3 -c 'import json,os; d=json.load(open(\"/tmp/inv.json\")); "
+        "print(d[\"cluster\"][\"source\"], len(d[\"nodes\"]), os.getuid())' >/dev/termination-log; "
+        "else tail -c 2000 /tmp/err >/dev/termination-log; fi; exit $rc"
+    )
+    body = _pod(port, script)
+    path = path_of("v1", "pods", body["metadata"]["name"], "dra-migrate")
+    kube.create(path_of("v1", "pods", namespace="dra-migrate"), body)
+    t0 = time.monotonic()
+
+    def finished() -> dict[str, Any] | None:
+        pod = kube.get(path)
+        return pod if pod["status"].get("phase") in ("Succeeded", "Failed") else None
+
+    pod = wait_for("the tool's pod finished", finished, timeout=180)
+    state = pod["status"]["containerStatuses"][0]["state"]["terminated"]
+    message = state.get("message", "")
+    assert state["exitCode"] == 0, message
+    source, nodes, uid = message.split()
+    assert (source, uid) == ("live", "65532"), message
+    assert int(nodes) >= 1, "the real node is a GPU node: inventory must list it"
+    print(f"\nimage pod ran inventory in-cluster in {time.monotonic() - t0:.1f}s")
