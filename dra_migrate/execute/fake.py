@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dra_migrate.execute.contract import NEVER, Cancel, Change, StepFailed
-from dra_migrate.execute.kubeapi import Unreachable
+from dra_migrate.kube import Unreachable
 from dra_migrate.plan.model import Plan
 
 

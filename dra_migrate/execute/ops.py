@@ -7,12 +7,14 @@ merge patches (RFC 7386; `null` removes a key), and `dry_run=True` sends every w
 the server says would happen.
 
 Transient failures (5xx, 429 outside eviction, a connection refused or reset) are retried inside each
-request by `kubeapi.Kube`; permanent ones (403, 422, ...) surface as `ClusterError` quoting the server.
+request by the API client (`dra_migrate.kube`); permanent ones (403, 422, ...) surface as `ApiError`
+quoting the server.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -26,10 +28,10 @@ from dra_migrate.dra.deviceclasses import MANAGED_BY
 from dra_migrate.errors import InputError
 from dra_migrate.execute import canary as canary_check
 from dra_migrate.execute.contract import NEVER, SYSTEM_CLOCK, Cancel, Change, Clock, StepFailed
-from dra_migrate.execute.kubeapi import ApiError, Kube, Obj, RateLimit, path_of
 from dra_migrate.inventory.gangs import FRAMEWORK_GANG_KINDS
 from dra_migrate.inventory.placement import pdb_selects
 from dra_migrate.inventory.resources import quantity_int
+from dra_migrate.kube import WRITE_RETRIES, ApiError, Kube, Obj, RateLimit, new_api_client, path_of
 
 PODS = "/api/v1/pods"
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
@@ -43,7 +45,6 @@ CANARY_NODE_ANNOTATION = "dra-migrate.io/canary-node"
 CANARY_PREFIX = "dra-migrate-canary-"  # canary pods' generateName
 GPU_PREFIX = "nvidia.com/"
 EVICTION_BACKOFF_CAP_S = 5.0
-REQUEST_RETRIES = 5  # 0.2+0.4+0.8+1.6+3.2 s of backoff: rides out an API server restart or a proxy blip
 # A node's evictions go out at once, as kubectl's evictPods starts one goroutine per pod under one global
 # timeout (k8s.io/kubectl v0.37.2 pkg/drain/drain.go); bounded here, and by the client's rate limit.
 EVICTION_WORKERS = 32
@@ -77,7 +78,7 @@ class LiveOps:
         rate_limit: RateLimit | None = None,
     ) -> None:
         self.api = api_client
-        self.kube = Kube(api_client, retries=REQUEST_RETRIES, rate_limit=rate_limit)
+        self.kube = Kube(api_client, retry=WRITE_RETRIES, rate_limit=rate_limit)
         self.poll_s = poll_s
         self.poll_cap_s = poll_cap_s
         self.canary_namespace = canary_namespace
@@ -636,18 +637,12 @@ def live_ops(
     parallelism: int = 1,
     rate_limit: RateLimit | None = None,
 ) -> LiveOps:
-    """LiveOps on the cluster the tool reads (kubeconfig resolution and user agent of `cluster.live`),
+    """LiveOps on the cluster the tool reads (kubeconfig resolution and user agent of `dra_migrate.kube`),
     with a connection pool wide enough for `parallelism` lanes each evicting several pods at once
     (urllib3 otherwise discards and reopens connections beyond its pool: "Connection pool is full")."""
-    from kubernetes.client import rest
-
-    from dra_migrate.cluster.live import LiveOptions, _api_client
-
-    api = _api_client(LiveOptions(kubeconfig=kubeconfig, context=context))
     wanted = max(parallelism * 2, parallelism + EVICTION_WORKERS)
-    if int(api.configuration.connection_pool_maxsize or 0) < wanted:
-        api.configuration.connection_pool_maxsize = wanted
-        api.rest_client = rest.RESTClientObject(api.configuration)
+    default = (os.cpu_count() or 1) * 5  # the client's own default (kubernetes.client.Configuration)
+    api = new_api_client(kubeconfig, context=context, pool_size=max(wanted, default))
     return LiveOps(api, rate_limit=rate_limit)
 
 
