@@ -13,7 +13,6 @@ from test_runner import MIGRATED, make_plan
 
 from dra_migrate.errors import InputError
 from dra_migrate.execute.contract import LockLost
-from dra_migrate.execute.fake import FakeClock, FakeOps
 from dra_migrate.execute.journal import journal_path, read_journal
 from dra_migrate.execute.runner import ApplyOptions
 from dra_migrate.execute.session import ApplySession
@@ -21,6 +20,7 @@ from dra_migrate.kube import RateLimit
 from dra_migrate.plan import io as plan_io
 from dra_migrate.plan.drift import Drift, ObjectChange
 from dra_migrate.plan.model import Plan
+from dra_migrate.testing.execute import FakeClock, FakeOps
 
 
 class NoCluster:
