@@ -13,7 +13,7 @@ export PYTHONDONTWRITEBYTECODE = 1
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
 .PHONY: install deps demo test test-unit test-cluster test-realnode test-package lint k8s node browser golden \
-	bench docs release
+	bench docs release image-tools
 
 # The dependencies of pyproject.toml, read from it; reinstalled when it changes. `deps` is the runtime
 # set (make demo), `install` adds [dev] (tests, lint). A no-op when PY is not the venv's.
@@ -44,7 +44,7 @@ demo: deps
 lint: install
 	$(PY) -m ruff check dra_migrate tests bench tools fixtures
 	$(PY) -m mypy
-	lint-imports
+	$(PY) -c "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"
 
 # The control plane is built once per machine into ~/.cache/dra-migrate (tools/k8s/build).
 k8s:
@@ -64,11 +64,17 @@ browser:
 		SUDO=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
 		$$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium; }
 
-test: install k8s node browser lint
+test: install k8s node browser image-tools lint
 	$(PY) -m pytest tests
 
+# The image is built without a registry (tools/image/build): Debian's mmdebstrap and umoci, once per machine.
+image-tools:
+	@command -v mmdebstrap >/dev/null 2>&1 && command -v umoci >/dev/null 2>&1 || { \
+		SUDO=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
+		$$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q mmdebstrap umoci; }
+
 # The package tier (tests/package): wheel and sdist built, installed into a clean venv outside the checkout.
-test-package: install
+test-package: install image-tools
 	$(PY) -m pytest -m package tests/package
 
 # Regenerate the generated reference pages (docs/commands.md, docs/rules.md) after changing a command or rule.
@@ -76,7 +82,7 @@ docs: install
 	$(PY) tools/docs/generate
 
 # Wheel, sdist, the container image archive, SHA-256 sums and the krew manifest, into dist/release (docs/release.md).
-release: install
+release: image-tools
 	tools/release/release
 
 test-unit: install

@@ -13,7 +13,7 @@ import controlplane
 import pytest
 from ruamel.yaml import YAML
 
-from dra_migrate.execute.kubeapi import ApiError
+from dra_migrate.kube import ApiError
 from dra_migrate.sim.kube import Kube
 from tests.unit.cli import run
 

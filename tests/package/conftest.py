@@ -7,6 +7,7 @@ Builds go to pytest's temporary directory; third-party wheels are downloaded fro
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -39,3 +40,14 @@ def wheelhouse(dist: tuple[Path, Path]) -> Path:
     run(sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--only-binary=:all:",
         "--dest", WHEELHOUSE, "--find-links", WHEELHOUSE, dist[1])  # fmt: skip
     return WHEELHOUSE
+
+
+@pytest.fixture(scope="session")
+def release(wheelhouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`make release` output (tools/release/release): sdist, wheel, image archive, krew archive and manifest, sums.
+    The image tests use its image, so it is built once per run."""
+    missing = [t for t in ("mmdebstrap", "umoci") if shutil.which(t) is None]
+    if missing:
+        pytest.fail(f"{', '.join(missing)} missing: run `make image-tools` (apt-get install mmdebstrap umoci)")
+    out = tmp_path_factory.mktemp("release")
+    return Path(run(ROOT / "tools" / "release" / "release", out).stdout.split()[-1])
