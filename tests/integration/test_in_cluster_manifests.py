@@ -93,6 +93,7 @@ def test_the_service_account_can_do_what_apply_needs(kube: Kube, installed: list
         ("delete", "pods", "", "default"), ("create", "leases", "coordination.k8s.io", "dra-migrate"),
         ("update", "leases", "coordination.k8s.io", "dra-migrate"), ("create", "deviceclasses", "resource.k8s.io"),
         ("list", "resourceslices", "resource.k8s.io"), ("list", "poddisruptionbudgets", "policy"),
+        ("list", "events", "", "default"),  # the canary reads the kubelet's events (found by the real-node Job)
     ]  # fmt: skip
     for verb, resource, group, *ns in needs:
         assert _allowed(kube, verb, resource, group, ns[0] if ns else None), (verb, resource)
