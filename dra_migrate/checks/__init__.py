@@ -1,1 +1,1 @@
-"""Readiness checks: one function per rule, registered; findings with stable ids (README "Checks")."""
+"""Readiness checks: one function per rule, registered; findings with stable ids (docs/rules.md)."""

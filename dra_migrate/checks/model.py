@@ -1,4 +1,4 @@
-"""Findings: the public contract of `dra-migrate check` (ids and severities are documented in README)."""
+"""Findings: the public contract of `dra-migrate check` (ids and severities: docs/rules.md)."""
 
 from __future__ import annotations
 

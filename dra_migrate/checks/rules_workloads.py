@@ -1,6 +1,6 @@
 """Rules about what workloads ask for (rather than what nodes offer).
 
-Facts each rule rests on are cited beside it (primary sources); README "Checks" lists them for users.
+Facts each rule rests on are cited beside it (primary sources); docs/rules.md is generated from the docstrings.
 """
 
 from __future__ import annotations
