@@ -28,6 +28,7 @@ from dra_migrate.execute import canary as canary_check
 from dra_migrate.execute.contract import NEVER, SYSTEM_CLOCK, Cancel, Change, Clock, StepFailed
 from dra_migrate.execute.kubeapi import ApiError, Kube, Obj, RateLimit, path_of
 from dra_migrate.inventory.gangs import FRAMEWORK_GANG_KINDS
+from dra_migrate.inventory.gitops import gitops_owner
 from dra_migrate.inventory.placement import pdb_selects
 from dra_migrate.inventory.resources import quantity_int
 
@@ -575,6 +576,31 @@ class LiveOps:
             options["dryRun"] = ["All"]
         self.kube.delete(path, options, query=[DRY_RUN] if dry_run else [])
         return Change(f"DeviceClass {name}", before, {"exists": False}, dry_run)
+
+    def set_quota_hard(
+        self, namespace: str, name: str, values: dict[str, str | None], *, dry_run: bool = False
+    ) -> Change:
+        """A JSON merge patch of spec.hard (null removes a key): the quota's other limits are never sent, so
+        a limit someone changed meanwhile is kept. A quota a GitOps controller owns is refused: the
+        controller would revert the patch at its next sync (docs/dependents.md "GitOps")."""
+        path = path_of("v1", "resourcequotas", name, namespace)
+        target = f"ResourceQuota {namespace}/{name}"
+        existing = self.kube.get_or_none(path)
+        if existing is None:
+            raise StepFailed(f"{target} does not exist", "it was removed since the plan was made: re-plan")
+        owner = gitops_owner(existing)
+        if owner is not None:
+            raise StepFailed(
+                f"{target} is owned by {owner}, which would revert a live change",
+                "make the change in the owning repository and re-plan",
+            )
+        hard = (existing.get("spec") or {}).get("hard") or {}
+        before = {"hard": {k: hard.get(k) for k in values}}
+        if all(hard.get(k) == v for k, v in values.items()):
+            return Change(target, before, dict(before), dry_run)
+        out = self.kube.merge_patch(path, {"spec": {"hard": values}}, [DRY_RUN] if dry_run else [])
+        after = (out.get("spec") or {}).get("hard") or {}
+        return Change(target, before, {"hard": {k: after.get(k) for k in values}}, dry_run)
 
     # -- reads -----------------------------------------------------------------------------------
 

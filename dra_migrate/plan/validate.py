@@ -249,11 +249,32 @@ def _prepare(c: _Checker, stage: Any, where: Path) -> None:
                 c.add(at, f"confirm-dra-driver takes params {{driver: {NVIDIA_DRIVER}}} and no inverse")
             if j != len(steps) - 1:
                 c.add(at, "confirm-dra-driver must be the last step of `prepare`")
+        elif step["action"] == "set-quota":
+            _set_quota(c, step, at)
         else:
             c.add((*at, "action"), f"unknown action {step['action']!r} in `prepare`",
                   "prepare creates DeviceClasses and confirms the DRA driver")  # fmt: skip
     if confirms != 1:
         c.add((*where, "steps"), "`prepare` must confirm the DRA driver once (confirm-dra-driver)")
+
+
+def _set_quota(c: _Checker, step: dict[str, Any], at: Path) -> None:
+    """set-quota (plan/dependents.py): params {namespace, name, set: {key: quantity}}; the inverse removes
+    exactly the keys it sets."""
+    p = step["params"]
+    ok = (
+        set(p) == {"namespace", "name", "set"}
+        and all(isinstance(p[k], str) and p[k] for k in ("namespace", "name"))
+        and isinstance(p["set"], dict)
+        and bool(p["set"])
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in p["set"].items())
+    )
+    if not ok:
+        c.add((*at, "params"), "set-quota takes params {namespace, name, set: {limit: quantity}}")
+        return
+    restore = {"namespace": p["namespace"], "name": p["name"], "hard": dict.fromkeys(p["set"])}
+    if step["inverse"] != {"action": "restore-quota", "restore": restore}:
+        c.add((*at, "inverse"), "the inverse must remove the limits it sets (restore-quota, restore.hard: null each)")
 
 
 def _create_deviceclass(c: _Checker, step: dict[str, Any], at: Path) -> None:
