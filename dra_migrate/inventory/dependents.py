@@ -96,6 +96,14 @@ def quota_hard(state: ClusterState, namespace: str, name: str) -> dict[str, str]
     return {}
 
 
+def add_quantities(have: str | None, value: str) -> str:
+    """Two GPU names served by one class share its device limit: their sum. A quantity that is not a whole
+    number is kept as written (the API server refuses it, as it would have refused the original)."""
+    if have is None:
+        return value
+    return str(int(have) + int(value)) if have.isdigit() and value.isdigit() else have
+
+
 def class_by_resource(state: ClusterState, proposals: Iterable[tuple[str, str]]) -> dict[str, str]:
     """Extended resource name -> the DeviceClass that will serve it: the cluster's classes with
     `spec.extendedResourceName`, then the proposals (class name, resource) for names none maps yet."""

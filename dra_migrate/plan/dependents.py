@@ -19,6 +19,7 @@ from __future__ import annotations
 from dra_migrate.checks.run import Readiness
 from dra_migrate.inventory.dependents import (
     REQUESTS,
+    add_quantities,
     class_by_resource,
     device_quota_key,
     gpu_quota_limits,
@@ -31,7 +32,7 @@ def quota_steps(readiness: Readiness) -> list[Step]:
     """One `set-quota` step per quota that gets DRA limits, in (namespace, name) order."""
     state = readiness.inventory.state
     classes = class_by_resource(state, [(p.name, p.extended_resource_name) for p in readiness.generation.proposals])
-    adds: dict[tuple[str, str], dict[str, int | str]] = {}
+    adds: dict[tuple[str, str], dict[str, str]] = {}
     for q in gpu_quota_limits(state):
         cls = classes.get(q.resource)
         if cls is None or q.scoped or q.owner is not None or not q.key.startswith(REQUESTS):
@@ -40,26 +41,16 @@ def quota_steps(readiness: Readiness) -> list[Step]:
         if key in quota_hard(state, q.namespace, q.quota):
             continue  # already limited under DRA: nothing to add
         per = adds.setdefault((q.namespace, q.quota), {})
-        per[key] = _sum(per.get(key), q.value)
+        per[key] = add_quantities(per.get(key), q.value)
     return [
         Step(
             id=f"prepare/set-quota/{ns}/{name}",
             action="set-quota",
             target=f"ResourceQuota {ns}/{name}",
-            params={"namespace": ns, "name": name, "set": {k: str(v) for k, v in sorted(values.items())}},
+            params={"namespace": ns, "name": name, "set": dict(sorted(values.items()))},
             precondition="the DeviceClasses exist; the quota is not owned by a GitOps controller",
             timeout="30s",
             inverse=Inverse("restore-quota", {"namespace": ns, "name": name, "hard": dict.fromkeys(sorted(values))}),
         )
         for (ns, name), values in sorted(adds.items())
     ]
-
-
-def _sum(have: int | str | None, value: str) -> int | str:
-    """Two GPU names served by one class share its device limit: their sum. A quantity that is not a whole
-    number is kept as written (the API server refuses it, as it would have refused the original)."""
-    if have is None:
-        return int(value) if value.isdigit() else value
-    if isinstance(have, int) and value.isdigit():
-        return have + int(value)
-    return have

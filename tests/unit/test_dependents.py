@@ -299,3 +299,37 @@ def test_set_quota_runs_and_rolls_back_through_the_registry(planned: dict[str, A
     assert ops.quotas[("team-a", "gpu")] == {"requests.cpu": "200", "requests.nvidia.com/gpu": "8", key: "8"}
     undo_step(ctx)
     assert ops.quotas[("team-a", "gpu")] == {"requests.cpu": "200", "requests.nvidia.com/gpu": "8"}
+
+
+# -- generate dependents: the change for the owning repository ----------------------------------------
+
+
+def test_generate_dependents_writes_each_change_with_its_owner() -> None:
+    import json
+
+    from tests.unit.cli import run
+
+    r = run("generate", "dependents", "--snapshot", str(FIXTURE), "-o", "json")
+    assert r.code == 0, r.stderr
+    changes = {c["target"]: c for c in json.loads(r.stdout)["changes"]}
+    assert sorted(changes) == ["Kueue Configuration", "ResourceQuota team-a/gpu", "ResourceQuota team-b/gpu"]
+    key = f"{CLASS}.deviceclass.resource.k8s.io/devices"
+    team_b = changes["ResourceQuota team-b/gpu"]
+    assert team_b["gitops"]["name"] == "team-b-quotas" and team_b["manifest"]["spec"]["hard"] == {
+        "requests.nvidia.com/gpu": "4",
+        key: "4",
+    }
+    assert changes["ResourceQuota team-a/gpu"]["gitops"] is None
+    assert changes["ResourceQuota team-a/gpu"]["manifest"]["spec"]["hard"]["requests.cpu"] == "200"  # kept whole
+    mappings = changes["Kueue Configuration"]["manifest"]["resources"]["deviceClassMappings"]
+    assert mappings == [{"name": "nvidia.com/gpu", "deviceClassNames": [CLASS]}]
+    text = run("generate", "dependents", "--snapshot", str(FIXTURE))
+    assert "change it in the repository of argocd Application team-b-quotas" in text.stdout
+
+
+def test_two_names_served_by_one_class_share_its_device_limit() -> None:
+    from dra_migrate.inventory.dependents import add_quantities
+
+    assert add_quantities(None, "4") == "4"
+    assert add_quantities("4", "2") == "6"
+    assert add_quantities("4", "1k") == "4"
