@@ -14,6 +14,7 @@ from dra_migrate.inventory.dependents import (
     class_by_resource,
     dcgm_exporters,
     device_quota_key,
+    flavor_node_labels,
     gpu_queues,
     gpu_quota_limits,
     gpu_rule_exprs,
@@ -123,10 +124,23 @@ def kueue_dra_support(ctx: CheckContext) -> Iterator[Finding]:
         return
     install = kueue_install(ctx.state)
     classes = serving_classes(ctx)
+    flavors = flavor_node_labels(ctx.state)
     for q in queues:
         ref = ObjectRef("kueue.x-k8s.io/ClusterQueue", q.name)
         change = _kueue_change(list(q.resources), classes)
         if q.tas_flavors:
+            # The pools the TAS flavors pin their workloads to: the blocker stops only those pools' stages
+            # (plan --exclude-pools them to migrate the rest); a flavor without nodeLabels could be anywhere.
+            selectors = [flavors.get(f) for f in q.tas_flavors]
+            pools = sorted(
+                {
+                    n.pool
+                    for n in ctx.inventory.nodes
+                    for sel in selectors
+                    if sel and all(n.labels.get(k) == v for k, v in sel.items())
+                }
+            )
+            refs = tuple(ObjectRef("Pool", p) for p in pools) if pools and all(selectors) else (ref,)
             yield Finding(
                 "kueue-dra-support",
                 BLOCKER,
@@ -134,8 +148,8 @@ def kueue_dra_support(ctx: CheckContext) -> Iterator[Finding]:
                 f"({', '.join(q.tas_flavors)}): Kueue's DRA support does not work with TAS (kueue keps/2941-DRA), "
                 "and migrated nodes no longer advertise these resources for TAS to place against",
                 "move the GPU budget to flavors without spec.topologyName before migrating, or keep these pools on "
-                "the device plugin until Kueue supports TAS with DRA",
-                (ref,),
+                "the device plugin until Kueue supports TAS with DRA (plan --exclude-pools)",
+                refs,
             )
             continue
         version = install.version if install else None

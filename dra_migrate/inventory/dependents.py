@@ -175,6 +175,15 @@ def kueue_install(state: ClusterState) -> KueueInstall | None:
     return None
 
 
+def flavor_node_labels(state: ClusterState) -> dict[str, dict[str, str]]:
+    """ResourceFlavor name -> its spec.nodeLabels (the nodes its workloads are pinned to)."""
+    out: dict[str, dict[str, str]] = {}
+    for f in state.of("kueue.x-k8s.io/ResourceFlavor"):
+        labels = _map(_map(f.get("spec")).get("nodeLabels"))
+        out[_meta(f)[1]] = {str(k): str(v) for k, v in labels.items()}
+    return out
+
+
 def gpu_queues(state: ClusterState) -> list[GpuQueue]:
     flavors = {_meta(f)[1]: _map(f.get("spec")) for f in state.of("kueue.x-k8s.io/ResourceFlavor")}
     local: dict[str, list[str]] = {}

@@ -119,7 +119,7 @@ def test_quota_findings(found: list[Finding]) -> None:
 
 def test_kueue_findings(found: list[Finding]) -> None:
     assert sorted(by_id(found, "kueue-dra-support")) == [
-        ("blocker", ("kueue.x-k8s.io/ClusterQueue topo",)),
+        ("blocker", ("Pool train",)),  # the pool its TAS flavor pins workloads to: only that stage is blocked
         ("warning", ("kueue.x-k8s.io/ClusterQueue research",)),
     ]
     research = next(f for f in found if f.id == "kueue-dra-support" and f.severity.value == "warning")
@@ -333,3 +333,22 @@ def test_two_names_served_by_one_class_share_its_device_limit() -> None:
     assert add_quantities(None, "4") == "4"
     assert add_quantities("4", "2") == "6"
     assert add_quantities("4", "1k") == "4"
+
+
+def test_a_tas_flavor_without_node_labels_blocks_the_whole_plan() -> None:
+    flavor = obj("kueue.x-k8s.io/v1beta1", "ResourceFlavor", "tas", {"topologyName": "t"}, namespace=None)
+    cq = obj(
+        "kueue.x-k8s.io/v1beta1",
+        "ClusterQueue",
+        "q",
+        {
+            "resourceGroups": [
+                {"flavors": [{"name": "tas", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 4}]}]}
+            ]
+        },
+        namespace=None,
+    )
+    found = [f for f in assess(_gpu_state(flavor, cq)).findings if f.id == "kueue-dra-support"]
+    assert [(f.severity.value, tuple(map(str, f.objects))) for f in found] == [
+        ("blocker", ("kueue.x-k8s.io/ClusterQueue q",))
+    ]
