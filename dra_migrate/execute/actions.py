@@ -202,8 +202,13 @@ def _uncordon(ctx: StepContext) -> Change | None:
 
 @action(Action.SET_QUOTA, inverse=InverseAction.RESTORE_QUOTA, dry_run=DryRun.SEND)
 def _set_quota(ctx: StepContext) -> Change | None:
+    expect = {k: v for k, v in _hard(ctx, ctx.param("expect", dict)).items() if v is not None}
     return ctx.ops.set_quota_hard(
-        ctx.param("namespace", str), ctx.param("name", str), _hard(ctx, ctx.param("set", dict)), dry_run=ctx.dry_run
+        ctx.param("namespace", str),
+        ctx.param("name", str),
+        _hard(ctx, ctx.param("set", dict)),
+        expect=expect,
+        dry_run=ctx.dry_run,
     )
 
 

@@ -321,7 +321,13 @@ class FakeOps:
         return Change(f"DeviceClass {name}", {"exists": existed}, {"exists": False}, dry_run)
 
     def set_quota_hard(
-        self, namespace: str, name: str, values: dict[str, str | None], *, dry_run: bool = False
+        self,
+        namespace: str,
+        name: str,
+        values: dict[str, str | None],
+        *,
+        expect: dict[str, str] | None = None,
+        dry_run: bool = False,
     ) -> Change:
         target = f"ResourceQuota {namespace}/{name}"
         fault = self._enter("set_quota_hard", f"{namespace}/{name}")
@@ -329,6 +335,8 @@ class FakeOps:
             hard = self.quotas.get((namespace, name))
             if hard is None:
                 raise StepFailed(f"{target} does not exist", "re-plan")
+            if any(hard.get(k) != v for k, v in (expect or {}).items()):
+                raise StepFailed(f"{target}: its GPU limits changed since the plan", "re-plan")
             before = {"hard": {k: hard.get(k) for k in values}}
             if not dry_run:
                 for k, v in values.items():

@@ -578,7 +578,13 @@ class LiveOps:
         return Change(f"DeviceClass {name}", before, {"exists": False}, dry_run)
 
     def set_quota_hard(
-        self, namespace: str, name: str, values: dict[str, str | None], *, dry_run: bool = False
+        self,
+        namespace: str,
+        name: str,
+        values: dict[str, str | None],
+        *,
+        expect: dict[str, str] | None = None,
+        dry_run: bool = False,
     ) -> Change:
         """A JSON merge patch of spec.hard (null removes a key): the quota's other limits are never sent, so
         a limit someone changed meanwhile is kept. A quota a GitOps controller owns is refused: the
@@ -595,6 +601,12 @@ class LiveOps:
                 "make the change in the owning repository and re-plan",
             )
         hard = (existing.get("spec") or {}).get("hard") or {}
+        changed = {k: hard.get(k) for k, v in (expect or {}).items() if str(hard.get(k)) != v}
+        if changed:
+            raise StepFailed(
+                f"{target}: its GPU limits changed since the plan ({_limits(changed)}; planned {_limits(expect)})",
+                "make a new plan: the DRA limit must equal the GPU limit it continues",
+            )
         before = {"hard": {k: hard.get(k) for k in values}}
         if all(hard.get(k) == v for k, v in values.items()):
             return Change(target, before, dict(before), dry_run)
@@ -788,3 +800,7 @@ def _parse_time(text: str) -> datetime | None:
         return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
     except ValueError:
         return None
+
+
+def _limits(values: Mapping[str, Any] | None) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in sorted((values or {}).items()))

@@ -10,6 +10,10 @@ point is a namespace's GPU use unlimited (both limits hold the same N) or blocke
 twice: the claim evaluator subtracts what the pod's requests already count; k8s.io/kubernetes@v1.37.2
 pkg/quota/v1/evaluator/core/resource_claims.go addExtendedResourceQuota).
 
+The step carries the GPU limits its values were derived from (`expect`): if someone changed one since the
+plan, apply stops at the step rather than set a device limit that would now block (or loosen) the
+namespace.
+
 Quotas a GitOps controller owns get no step (apply never patches them live); the quota-continuity finding
 names the change for their repository.
 """
@@ -33,6 +37,7 @@ def quota_steps(readiness: Readiness) -> list[Step]:
     state = readiness.inventory.state
     classes = class_by_resource(state, [(p.name, p.extended_resource_name) for p in readiness.generation.proposals])
     adds: dict[tuple[str, str], dict[str, str]] = {}
+    expect: dict[tuple[str, str], dict[str, str]] = {}
     for q in gpu_quota_limits(state):
         cls = classes.get(q.resource)
         if cls is None or q.scoped or q.owner is not None or not q.key.startswith(REQUESTS):
@@ -42,13 +47,20 @@ def quota_steps(readiness: Readiness) -> list[Step]:
             continue  # already limited under DRA: nothing to add
         per = adds.setdefault((q.namespace, q.quota), {})
         per[key] = add_quantities(per.get(key), q.value)
+        expect.setdefault((q.namespace, q.quota), {})[q.key] = q.value
     return [
         Step(
             id=f"prepare/set-quota/{ns}/{name}",
             action="set-quota",
             target=f"ResourceQuota {ns}/{name}",
-            params={"namespace": ns, "name": name, "set": dict(sorted(values.items()))},
-            precondition="the DeviceClasses exist; the quota is not owned by a GitOps controller",
+            params={
+                "namespace": ns,
+                "name": name,
+                "set": dict(sorted(values.items())),
+                "expect": dict(sorted(expect[(ns, name)].items())),
+            },
+            precondition="the DeviceClasses exist; the GPU limits are still those planned (`expect`); the quota is "
+            "not owned by a GitOps controller",
             timeout="30s",
             inverse=Inverse("restore-quota", {"namespace": ns, "name": name, "hard": dict.fromkeys(sorted(values))}),
         )

@@ -263,14 +263,15 @@ def _set_quota(c: _Checker, step: dict[str, Any], at: Path) -> None:
     exactly the keys it sets."""
     p = step["params"]
     ok = (
-        set(p) == {"namespace", "name", "set"}
+        set(p) == {"namespace", "name", "set", "expect"}
         and all(isinstance(p[k], str) and p[k] for k in ("namespace", "name"))
-        and isinstance(p["set"], dict)
-        and bool(p["set"])
-        and all(isinstance(k, str) and isinstance(v, str) for k, v in p["set"].items())
+        and all(
+            isinstance(p[k], dict) and p[k] and all(isinstance(a, str) and isinstance(b, str) for a, b in p[k].items())
+            for k in ("set", "expect")
+        )
     )
     if not ok:
-        c.add((*at, "params"), "set-quota takes params {namespace, name, set: {limit: quantity}}")
+        c.add((*at, "params"), "set-quota takes params {namespace, name, set: {limit: quantity}, expect: {...}}")
         return
     restore = {"namespace": p["namespace"], "name": p["name"], "hard": dict.fromkeys(p["set"])}
     if step["inverse"] != {"action": "restore-quota", "restore": restore}:

@@ -50,12 +50,12 @@ def quota(kube: Kube, namespace: str, **annotations: str) -> dict[str, Any]:
     )
 
 
-def set_quota_step(namespace: str) -> Step:
+def set_quota_step(namespace: str, expect: str = "2") -> Step:
     return Step(
         id=f"prepare/set-quota/{namespace}/gpu",
         action="set-quota",
         target=f"ResourceQuota {namespace}/gpu",
-        params={"namespace": namespace, "name": "gpu", "set": {NEW: "2"}},
+        params={"namespace": namespace, "name": "gpu", "set": {NEW: "2"}, "expect": {OLD: expect}},
         precondition="",
         timeout="30s",
         inverse=Inverse("restore-quota", {"namespace": namespace, "name": "gpu", "hard": {NEW: None}}),
@@ -120,6 +120,10 @@ def test_set_quota_limits_claims_at_once_and_rolls_back(
         OLD: "2",
         "requests.cpu": "4",
     }
+    # A plan made when the GPU limit was 1 stops rather than set a limit that no longer continues it.
+    with pytest.raises(StepFailed, match="changed since the plan"):
+        run_step(StepContext(ops, set_quota_step(namespace, expect="1"), None, 30.0))
+    assert NEW not in kube.get(path_of("v1", "resourcequotas", "gpu", namespace))["spec"]["hard"]
 
 
 def test_a_gitops_owned_quota_is_never_patched(kube: Kube, ops: LiveOps, namespace: str) -> None:

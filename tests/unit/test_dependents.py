@@ -256,6 +256,7 @@ def test_plan_adds_dra_quota_limits_before_any_node_moves(planned: dict[str, Any
         "namespace": "team-a",
         "name": "gpu",
         "set": {f"{CLASS}.deviceclass.resource.k8s.io/devices": "8"},
+        "expect": {"requests.nvidia.com/gpu": "8"},  # what it continues: apply checks it is unchanged
     }
     assert quota["inverse"] == {
         "action": "restore-quota",
@@ -267,7 +268,7 @@ def test_plan_adds_dra_quota_limits_before_any_node_moves(planned: dict[str, Any
     }
     # The old limit is never removed: no step anywhere touches requests.nvidia.com/gpu.
     every = [s for st in planned["stages"] for s in st.get("steps", []) + st.get("nodeSteps", [])]
-    assert not any("requests.nvidia.com/gpu" in str(s["params"]) for s in every)
+    assert not any("requests.nvidia.com/gpu" in str(s["params"].get("set", "")) for s in every)
 
 
 def test_plan_with_quota_steps_validates_and_a_tampered_inverse_is_refused(planned: dict[str, Any]) -> None:
@@ -283,6 +284,7 @@ def test_plan_with_quota_steps_validates_and_a_tampered_inverse_is_refused(plann
 
 def test_set_quota_runs_and_rolls_back_through_the_registry(planned: dict[str, Any]) -> None:
     from dra_migrate.execute.actions import StepContext, preflight, run_step, undo_step
+    from dra_migrate.execute.contract import StepFailed
     from dra_migrate.execute.fake import FakeClock, FakeOps
     from dra_migrate.plan.model import Step
 
@@ -299,6 +301,11 @@ def test_set_quota_runs_and_rolls_back_through_the_registry(planned: dict[str, A
     assert ops.quotas[("team-a", "gpu")] == {"requests.cpu": "200", "requests.nvidia.com/gpu": "8", key: "8"}
     undo_step(ctx)
     assert ops.quotas[("team-a", "gpu")] == {"requests.cpu": "200", "requests.nvidia.com/gpu": "8"}
+    # Someone raised the GPU limit since the plan: a device limit of 8 would now block; the step stops.
+    ops.quotas[("team-a", "gpu")]["requests.nvidia.com/gpu"] = "16"
+    with pytest.raises(StepFailed, match="changed since the plan"):
+        run_step(ctx)
+    assert key not in ops.quotas[("team-a", "gpu")]
 
 
 # -- generate dependents: the change for the owning repository ----------------------------------------
