@@ -202,7 +202,7 @@ def _uncordon(ctx: StepContext) -> Change | None:
 
 @action(Action.SET_QUOTA, inverse=InverseAction.RESTORE_QUOTA, dry_run=DryRun.SEND)
 def _set_quota(ctx: StepContext) -> Change | None:
-    expect = {k: v for k, v in _hard(ctx, ctx.param("expect", dict)).items() if v is not None}
+    expect = {k: v for k, v in _hard(ctx, ctx.param("continues", dict)).items() if v is not None}
     return ctx.ops.set_quota_hard(
         ctx.param("namespace", str),
         ctx.param("name", str),

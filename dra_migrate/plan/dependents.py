@@ -10,7 +10,7 @@ point is a namespace's GPU use unlimited (both limits hold the same N) or blocke
 twice: the claim evaluator subtracts what the pod's requests already count; k8s.io/kubernetes@v1.37.2
 pkg/quota/v1/evaluator/core/resource_claims.go addExtendedResourceQuota).
 
-The step carries the GPU limits its values were derived from (`expect`): if someone changed one since the
+The step carries the GPU limits its values continue (`continues`): if someone changed one since the
 plan, apply stops at the step rather than set a device limit that would now block (or loosen) the
 namespace.
 
@@ -57,9 +57,9 @@ def quota_steps(readiness: Readiness) -> list[Step]:
                 "namespace": ns,
                 "name": name,
                 "set": dict(sorted(values.items())),
-                "expect": dict(sorted(expect[(ns, name)].items())),
+                "continues": dict(sorted(expect[(ns, name)].items())),
             },
-            precondition="the DeviceClasses exist; the GPU limits are still those planned (`expect`); the quota is "
+            precondition="the DeviceClasses exist; the GPU limits it continues are unchanged; the quota is "
             "not owned by a GitOps controller",
             timeout="30s",
             inverse=Inverse("restore-quota", {"namespace": ns, "name": name, "hard": dict.fromkeys(sorted(values))}),

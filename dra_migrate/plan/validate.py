@@ -263,15 +263,18 @@ def _set_quota(c: _Checker, step: dict[str, Any], at: Path) -> None:
     exactly the keys it sets."""
     p = step["params"]
     ok = (
-        set(p) == {"namespace", "name", "set", "expect"}
+        set(p) == {"namespace", "name", "set", "continues"}
         and all(isinstance(p[k], str) and p[k] for k in ("namespace", "name"))
         and all(
             isinstance(p[k], dict) and p[k] and all(isinstance(a, str) and isinstance(b, str) for a, b in p[k].items())
-            for k in ("set", "expect")
+            for k in ("set", "continues")
         )
     )
     if not ok:
-        c.add((*at, "params"), "set-quota takes params {namespace, name, set: {limit: quantity}, expect: {...}}")
+        c.add(
+            (*at, "params"),
+            "set-quota takes params {namespace, name, set: {limit: quantity}, continues: {limit: quantity}}",
+        )
         return
     restore = {"namespace": p["namespace"], "name": p["name"], "hard": dict.fromkeys(p["set"])}
     if step["inverse"] != {"action": "restore-quota", "restore": restore}:

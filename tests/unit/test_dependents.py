@@ -256,7 +256,7 @@ def test_plan_adds_dra_quota_limits_before_any_node_moves(planned: dict[str, Any
         "namespace": "team-a",
         "name": "gpu",
         "set": {f"{CLASS}.deviceclass.resource.k8s.io/devices": "8"},
-        "expect": {"requests.nvidia.com/gpu": "8"},  # what it continues: apply checks it is unchanged
+        "continues": {"requests.nvidia.com/gpu": "8"},  # what it continues: apply checks it is unchanged
     }
     assert quota["inverse"] == {
         "action": "restore-quota",
