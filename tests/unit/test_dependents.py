@@ -285,8 +285,8 @@ def test_plan_with_quota_steps_validates_and_a_tampered_inverse_is_refused(plann
 def test_set_quota_runs_and_rolls_back_through_the_registry(planned: dict[str, Any]) -> None:
     from dra_migrate.execute.actions import StepContext, preflight, run_step, undo_step
     from dra_migrate.execute.contract import StepFailed
-    from dra_migrate.execute.fake import FakeClock, FakeOps
     from dra_migrate.plan.model import Step
+    from dra_migrate.testing.execute import FakeClock, FakeOps
 
     step = Step.from_dict(planned["stages"][0]["steps"][1], "s")
     preflight([(step, None)])
