@@ -20,6 +20,8 @@ names the change for their repository.
 
 from __future__ import annotations
 
+from typing import Any
+
 from dra_migrate.checks.run import Readiness
 from dra_migrate.inventory.dependents import (
     REQUESTS,
@@ -66,3 +68,27 @@ def quota_steps(readiness: Readiness) -> list[Step]:
         )
         for (ns, name), values in sorted(adds.items())
     ]
+
+
+def set_quota_problems(step: dict[str, Any]) -> list[tuple[str, str]]:
+    """What is wrong with a set-quota step as a plan file holds it: (field, problem). Its params are
+    {namespace, name, set: {limit: quantity}, continues: {limit: quantity}}, and its inverse removes exactly
+    the keys it sets (plan/validate.py asks this of every prepare step of this action)."""
+    p = step.get("params")
+    ok = (
+        isinstance(p, dict)
+        and set(p) == {"namespace", "name", "set", "continues"}
+        and all(isinstance(p[k], str) and p[k] for k in ("namespace", "name"))
+        and all(
+            isinstance(p[k], dict) and p[k] and all(isinstance(a, str) and isinstance(b, str) for a, b in p[k].items())
+            for k in ("set", "continues")
+        )
+    )
+    if not ok or not isinstance(p, dict):
+        return [
+            ("params", "set-quota takes params {namespace, name, set: {limit: quantity}, continues: {limit: quantity}}")
+        ]
+    restore = {"namespace": p["namespace"], "name": p["name"], "hard": dict.fromkeys(p["set"])}
+    if step.get("inverse") != {"action": "restore-quota", "restore": restore}:
+        return [("inverse", "the inverse must remove the limits it sets (restore-quota, restore.hard: null each)")]
+    return []

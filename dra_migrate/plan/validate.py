@@ -28,6 +28,7 @@ from dra_migrate.checks.model import Severity
 from dra_migrate.dra.devices import NVIDIA_DRIVER
 from dra_migrate.errors import InputError
 from dra_migrate.plan import build
+from dra_migrate.plan.dependents import set_quota_problems
 from dra_migrate.plan.estimate import summary_estimate
 from dra_migrate.plan.params import (
     PlanParams,
@@ -250,35 +251,13 @@ def _prepare(c: _Checker, stage: Any, where: Path) -> None:
             if j != len(steps) - 1:
                 c.add(at, "confirm-dra-driver must be the last step of `prepare`")
         elif step["action"] == "set-quota":
-            _set_quota(c, step, at)
+            for field, problem in set_quota_problems(step):
+                c.add((*at, field), problem)
         else:
             c.add((*at, "action"), f"unknown action {step['action']!r} in `prepare`",
                   "prepare creates DeviceClasses and confirms the DRA driver")  # fmt: skip
     if confirms != 1:
         c.add((*where, "steps"), "`prepare` must confirm the DRA driver once (confirm-dra-driver)")
-
-
-def _set_quota(c: _Checker, step: dict[str, Any], at: Path) -> None:
-    """set-quota (plan/dependents.py): params {namespace, name, set: {key: quantity}}; the inverse removes
-    exactly the keys it sets."""
-    p = step["params"]
-    ok = (
-        set(p) == {"namespace", "name", "set", "continues"}
-        and all(isinstance(p[k], str) and p[k] for k in ("namespace", "name"))
-        and all(
-            isinstance(p[k], dict) and p[k] and all(isinstance(a, str) and isinstance(b, str) for a, b in p[k].items())
-            for k in ("set", "continues")
-        )
-    )
-    if not ok:
-        c.add(
-            (*at, "params"),
-            "set-quota takes params {namespace, name, set: {limit: quantity}, continues: {limit: quantity}}",
-        )
-        return
-    restore = {"namespace": p["namespace"], "name": p["name"], "hard": dict.fromkeys(p["set"])}
-    if step["inverse"] != {"action": "restore-quota", "restore": restore}:
-        c.add((*at, "inverse"), "the inverse must remove the limits it sets (restore-quota, restore.hard: null each)")
 
 
 def _create_deviceclass(c: _Checker, step: dict[str, Any], at: Path) -> None:
