@@ -278,8 +278,10 @@ def gitops_owned(ctx: CheckContext) -> Iterator[Finding]:
         if owner is not None:
             owned.setdefault(str(owner), []).append(ObjectRef.of(kind, obj))
 
+    gpu_quotas = {(lim.namespace, lim.quota) for lim in gpu_quota_limits(ctx.state)}
     for q in ctx.state.of("ResourceQuota"):
-        if any(lim.quota == ObjectRef.of("", q).name for lim in gpu_quota_limits(ctx.state)):
+        ref = ObjectRef.of("ResourceQuota", q)
+        if (ref.namespace or "", ref.name) in gpu_quotas:
             note("ResourceQuota", q)
     gpu_nodes = {n.name for n in ctx.inventory.nodes}
     for n in ctx.state.of("Node"):

@@ -359,3 +359,14 @@ def test_a_tas_flavor_without_node_labels_blocks_the_whole_plan() -> None:
     assert [(f.severity.value, tuple(map(str, f.objects))) for f in found] == [
         ("blocker", ("kueue.x-k8s.io/ClusterQueue q",))
     ]
+
+
+def test_gitops_owned_names_only_quotas_that_limit_gpus() -> None:
+    """A quota of the same name in another namespace, without GPU limits, is not the migration's business."""
+    argo = {"argocd.argoproj.io/tracking-id": "a:/ResourceQuota:x/gpu"}
+    gpu = obj(
+        "v1", "ResourceQuota", "gpu", {"hard": {"requests.nvidia.com/gpu": "4"}}, namespace="ml", annotations=argo
+    )
+    cpu = obj("v1", "ResourceQuota", "gpu", {"hard": {"requests.cpu": "4"}}, namespace="other", annotations=argo)
+    found = [f for f in assess(_gpu_state(gpu, cpu)).findings if f.id == "gitops-owned"]
+    assert [tuple(map(str, f.objects)) for f in found] == [("ResourceQuota ml/gpu",)]
