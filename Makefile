@@ -12,8 +12,8 @@ DEMO_DIR ?= plans/demo
 export PYTHONDONTWRITEBYTECODE = 1
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: install deps demo test test-unit test-cluster test-realnode test-package lint k8s node browser golden \
-	bench docs release image-tools
+.PHONY: install deps demo test test-unit test-cluster test-realnode test-package test-policy lint k8s node opa \
+	browser golden bench docs release image-tools
 
 # The dependencies of pyproject.toml, read from it; reinstalled when it changes. `deps` is the runtime
 # set (make demo), `install` adds [dev] (tests, lint). A no-op when PY is not the venv's.
@@ -57,6 +57,11 @@ k8s:
 node: k8s
 	tools/realnode/build
 
+# The policy engine for `dra-migrate policy check` and tests/policy (docs/policy.md): OPA built from the Go
+# module proxy into ~/.cache/dra-migrate/opa (pinned; a no-op when cached).
+opa:
+	tools/opa/build
+
 # The HTML report is checked in headless Chromium (tests/integration/test_report_browser.py): Debian's
 # package, installed once per machine (as root, or through sudo).
 browser:
@@ -64,7 +69,7 @@ browser:
 		SUDO=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
 		$$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium; }
 
-test: install k8s node browser image-tools lint
+test: install k8s node opa browser image-tools lint
 	$(PY) -m pytest tests
 
 # The image is built without a registry (tools/image/build): Debian's mmdebstrap and umoci, once per machine.
@@ -87,6 +92,9 @@ release: image-tools
 
 test-unit: install
 	$(PY) -m pytest tests/unit
+
+test-policy: install opa
+	$(PY) -m pytest tests/policy
 
 test-cluster: install k8s
 	$(PY) -m pytest -m cluster tests/integration
