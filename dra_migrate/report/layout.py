@@ -1,18 +1,18 @@
-"""The report's reading order as neutral blocks, which the Markdown and HTML renderings both draw.
+"""The report's reading order as view-model blocks (render/view.py), which render/ draws as Markdown and HTML.
 
 One layout for both formats, so they cannot disagree about what a report says; it takes the
-`Report.to_dict()` shape, so the JSON cannot either. Sections whose source was not given say what
-would fill them instead of disappearing: a reviewer sees what the report does not cover.
+`Report.to_dict()` shape, so the JSON cannot either. Where a command shows the same thing, the section
+uses that command's view function (findings, capacity), so the command and the report cannot disagree.
+Sections whose source was not given say what would fill them instead of disappearing: a reviewer sees
+what the report does not cover.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
-from dra_migrate.checks.model import objects_text
 from dra_migrate.render import to_yaml
-from dra_migrate.render.checks import CAPACITY_HEADERS, capacity_rows
+from dra_migrate.render.checks import capacity_table, findings_table
 from dra_migrate.render.plan import step_params, undo_text
 from dra_migrate.render.rehearsal import (
     CAPACITY_HEADERS as REHEARSED_CAPACITY_HEADERS,
@@ -28,6 +28,8 @@ from dra_migrate.render.rehearsal import (
     wave_rows,
 )
 from dra_migrate.render.rehearsal import capacity_rows as rehearsed_capacity_rows
+from dra_migrate.render.view import Badge, Chart, Code, Section
+from dra_migrate.render.view import cell as _cell
 
 # Section ids: stable anchors in the HTML, and what the browser test looks for.
 SECTIONS = (
@@ -47,62 +49,6 @@ SECTIONS = (
 )
 TITLES = dict(SECTIONS)
 NEEDS_CLUSTER = "Not available: this section needs `--snapshot FILE` or a live cluster (`--kubeconfig`/`--context`)."
-
-
-@dataclass
-class Table:
-    headers: list[str]
-    rows: list[list[str]]
-    empty: str = "(none)"
-    css: str = ""  # a class for the HTML rendering ("rollback" sets those rows apart)
-
-
-@dataclass
-class Section:
-    id: str
-    title: str
-    level: int = 2
-    blocks: list[Any] = field(default_factory=list)  # str (a paragraph), Table, Code, Chart, Badge, Section
-
-    def p(self, text: str) -> None:
-        self.blocks.append(text)
-
-    def table(self, headers: list[str], rows: list[list[Any]], empty: str = "(none)", css: str = "") -> None:
-        self.blocks.append(Table(headers, [[_cell(c) for c in r] for r in rows], empty, css))
-
-    def sub(self, id_: str, title: str) -> Section:
-        s = Section(id_, title, self.level + 1)
-        self.blocks.append(s)
-        return s
-
-
-@dataclass
-class Badge:
-    """A verdict in colour (HTML) or bold (Markdown): tone good | bad | warn | note | mute."""
-
-    text: str
-    tone: str
-
-
-@dataclass
-class Code:
-    text: str
-    lang: str = ""
-
-
-@dataclass
-class Chart:
-    """Capacity before and after per pool and resource (the HTML draws it; Markdown has the table)."""
-
-    rows: list[dict[str, Any]]
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    return str(value)
 
 
 def counts(m: dict[str, int] | None) -> str:
@@ -311,28 +257,8 @@ def _findings(r: dict[str, Any]) -> Section:
     s = _section("findings")
     by = {sev: sum(1 for f in fs if f["severity"] == sev) for sev in ("blocker", "warning", "info")}
     s.p(f"At planning time: {by['blocker']} blocker(s), {by['warning']} warning(s), {by['info']} info.")
-    s.table(
-        ["severity", "id", "scope", "finding", "objects", "remediation"],
-        [
-            [
-                f["severity"],
-                f["id"],
-                _scope(f),
-                f["message"],
-                ", ".join(objects_text(f["objects"] or [])) or "-",
-                f["remediation"],
-            ]
-            for f in fs
-        ],
-        empty="No findings.",
-    )
+    s.add(findings_table(fs))
     return s
-
-
-def _scope(f: dict[str, Any]) -> str:
-    if f.get("scope") == "pool":
-        return "pool " + ", ".join(f.get("pools") or [])
-    return "cluster"
 
 
 def _device_classes(r: dict[str, Any]) -> Section:
@@ -362,7 +288,7 @@ def _capacity(r: dict[str, Any]) -> Section:
         "mapping DeviceClass matches on the pool's nodes; demand: today's requests."
     )
     s.blocks.append(Chart(cap))
-    s.table(CAPACITY_HEADERS, capacity_rows(cap))
+    s.add(capacity_table(cap))
     changes = r.get("capacityChanges")
     if changes is not None:
         ch = s.sub("capacity-changes", "Changed since the plan was made")
