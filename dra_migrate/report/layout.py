@@ -13,6 +13,7 @@ from typing import Any
 
 from dra_migrate.render import to_yaml
 from dra_migrate.render.checks import capacity_table, findings_table
+from dra_migrate.render.inventory import consumers_note, consumers_table, pools_table
 from dra_migrate.render.plan import step_params, undo_text
 from dra_migrate.render.rehearsal import (
     CAPACITY_HEADERS as REHEARSED_CAPACITY_HEADERS,
@@ -221,35 +222,16 @@ def _inventory(r: dict[str, Any]) -> Section:
             gpus[k] = gpus.get(k, 0) + v
     s.p(f"{len(cons)} GPU consumer(s) in {len(inv['pools'])} pool(s); GPUs over all replicas: {counts(gpus)}.")
     cs = s.sub("consumers", f"Consumers ({len(cons)})")
-    cs.table(
-        ["kind", "namespace", "name", "pools", "GPU totals", "live pods", "counted from"],
-        [
-            [
-                c["kind"],
-                c["namespace"] or "-",
-                c["name"],
-                ", ".join(c["pools"]) or "-",
-                counts(c["totals"]),
-                c["pods"],
-                c["source"],
-            ]
-            for c in cons
-        ],
-        empty="No GPU consumers.",
-    )
+    cs.add(consumers_table(cons))
+    note = consumers_note(cons)
+    if note:
+        cs.p(note)
     _pool_table(s, inv)
     return s
 
 
 def _pool_table(s: Section, inv: dict[str, Any]) -> None:
-    ps = s.sub("pools", "Pools")
-    ps.table(
-        ["pool", "nodes", "allocatable (device plugin)", "requested", "GPU consumers"],
-        [
-            [p["name"], p["nodes"], counts(p["allocatable"]), counts(p["requested"]), p.get("consumers")]
-            for p in inv["pools"]
-        ],
-    )
+    s.sub("pools", "Pools").add(pools_table(inv["pools"]))
 
 
 def _findings(r: dict[str, Any]) -> Section:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from cli import run
 
 from dra_migrate.render.checks import capacity_table, findings_table
+from dra_migrate.render.inventory import pools_table
 from dra_migrate.render.markdown import markdown_table
 from dra_migrate.render.view import Section
 
@@ -39,6 +40,14 @@ def test_check_and_report_show_the_same_findings_and_capacity_tables() -> None:
     assert any("| pool a100-shared-pool" in line for line in c["Findings"])
 
 
+def test_inventory_and_report_show_the_same_consumers_and_pools_tables() -> None:
+    inventory = run("inventory", "--snapshot", SNAPSHOT, "-o", "markdown", env={"NO_COLOR": "1"})
+    report = run("report", PLAN, "--snapshot", SNAPSHOT, "-o", "markdown")
+    i, r = _tables(inventory.stdout), _tables(report.stdout)
+    assert len(i["GPU consumers"]) > 3 and i["GPU consumers"] == r["Consumers"]
+    assert len(i["GPU pools"]) > 3 and i["GPU pools"] == r["Pools"]
+
+
 def test_a_section_shows_a_views_table_as_the_command_does() -> None:
     findings = [
         {"severity": "blocker", "id": "x", "message": "m | pipe", "objects": ["Pool p"], "remediation": "fix",
@@ -47,7 +56,8 @@ def test_a_section_shows_a_views_table_as_the_command_does() -> None:
     ]  # fmt: skip
     capacity = [{"pool": "p", "resource": "nvidia.com/gpu", "before": 8, "sharingReplicas": 1, "after": None,
                  "afterSource": "", "demand": 2, "fits": False, "deviceClass": None}]  # fmt: skip
-    for table in (findings_table(findings), capacity_table(capacity)):
+    pools = [{"name": "p", "nodes": 2, "allocatable": {"nvidia.com/gpu": 16}, "requested": {}, "consumers": 1}]
+    for table in (findings_table(findings), capacity_table(capacity), pools_table(pools)):
         section = Section("s", "S")
         section.add(table)
         assert markdown_table(section.blocks[0]) == markdown_table(table)
