@@ -13,6 +13,7 @@ from typing import Any
 
 from dra_migrate.render import to_yaml
 from dra_migrate.render.checks import capacity_table, findings_table
+from dra_migrate.render.disruption import gangs_table, waves_table
 from dra_migrate.render.inventory import consumers_note, consumers_table, pools_table
 from dra_migrate.render.plan import step_params, undo_text
 from dra_migrate.render.rehearsal import (
@@ -290,16 +291,7 @@ def _stages(r: dict[str, Any]) -> Section:
         f"{sm.get('evictedPods')} pod(s) evicted, estimated {sm.get('estimatedDuration')} (soaks included); "
         f"at most {r['plan']['parameters'].get('maxUnavailable')} of a pool unavailable at once."
     )
-    d = s.sub("disruption", "Disruption per wave")
-    d.table(
-        ["stage", "wave", "nodes unavailable", "pods evicted", "soak after", "nodes"],
-        [
-            [st["name"], w["name"], len(w["nodes"]), w["evictedPods"], w["soakAfter"], ", ".join(w["nodes"])]
-            for st in r["stages"]
-            for w in st["waves"]
-        ],
-        empty="Nothing to migrate.",
-    )
+    s.sub("disruption", "Disruption per wave").add(waves_table(r["stages"]))
     gangs = sm.get("gangs") or []
     if gangs:
         g = s.sub("gangs", "Disruption per gang")
@@ -307,10 +299,7 @@ def _stages(r: dict[str, Any]) -> Section:
             "A gang's pods run all or nothing: it is broken once for every wave that evicts any of them "
             "(one is the least a migration can do; the planner keeps a gang's nodes in one wave where it can)."
         )
-        g.table(
-            ["gang", "waves that evict it", "times broken"],
-            [[x["gang"], ", ".join(x["waves"]), len(x["waves"])] for x in gangs],
-        )
+        g.add(gangs_table(gangs))
     for st in r["stages"]:
         sub = s.sub(f"stage-{st['name']}", f"Stage {st['name']}")
         blocked = st.get("blockedBy") or []

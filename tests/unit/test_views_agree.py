@@ -61,3 +61,12 @@ def test_a_section_shows_a_views_table_as_the_command_does() -> None:
         section = Section("s", "S")
         section.add(table)
         assert markdown_table(section.blocks[0]) == markdown_table(table)
+
+
+def test_show_and_report_show_the_same_disruption_tables() -> None:
+    show = run("show", PLAN, "-o", "markdown", env={"NO_COLOR": "1"})
+    report = run("report", PLAN, "-o", "markdown")
+    assert show.code == 0, show.stderr
+    s, r = _tables(show.stdout), _tables(report.stdout)
+    for heading in ("Disruption per wave", "Disruption per gang"):
+        assert len(s[heading]) > 2 and s[heading] == r[heading], heading
