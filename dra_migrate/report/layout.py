@@ -13,6 +13,7 @@ from typing import Any
 
 from dra_migrate.render import to_yaml
 from dra_migrate.render.checks import capacity_table, findings_table
+from dra_migrate.render.diff import details_table
 from dra_migrate.render.disruption import gangs_table, waves_table
 from dra_migrate.render.inventory import consumers_note, consumers_table, pools_table
 from dra_migrate.render.plan import step_params, undo_text
@@ -330,7 +331,7 @@ def _diff(r: dict[str, Any]) -> Section:
         s.p("Not requested: `--against OLDER_PLAN` compares this plan with an earlier one.")
         return s
     against = d["a"]["cluster"]["name"]
-    s.p(f"Against {against} (digest {short(d['a']['digest'])}); this plan: {short(d['b']['digest'])}.")
+    s.p(f"Against {against} (A, digest {short(d['a']['digest'])}); this plan (B): {short(d['b']['digest'])}.")
     if d["identical"]:
         s.p("No differences: the plans are the same (ordering and digests aside).")
         return s
@@ -351,27 +352,8 @@ def _diff(r: dict[str, Any]) -> Section:
         rows.append(["applicable", "-", f"{_cell(sm['applicable']['old'])} -> {_cell(sm['applicable']['new'])}"])
     rows += [["DeviceClass", n, ch] for ch in ("added", "removed", "changed") for n in sm["deviceClasses"][ch]]
     s.table(["what", "name", "change"], rows, empty="Only details changed (below).")
-    det = s.sub("diff-details", f"Details ({len(d['details'])})")
-    det.table(
-        ["path", "change", "older", "this plan"],
-        [
-            [
-                x["path"],
-                x["change"],
-                "-" if x["change"] == "added" else _short_value(x["old"]),
-                "-" if x["change"] == "removed" else _short_value(x["new"]),
-            ]
-            for x in d["details"]
-        ],
-    )
+    s.sub("diff-details", f"Details ({len(d['details'])})").add(details_table(d["details"]))
     return s
-
-
-def _short_value(v: Any, limit: int = 60) -> str:
-    import orjson
-
-    text = v if isinstance(v, str) else orjson.dumps(v, option=orjson.OPT_SORT_KEYS).decode()
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _timeline(r: dict[str, Any]) -> Section:

@@ -4,7 +4,10 @@ and `report -o markdown` for the demo plan and the snapshot it was made from, ta
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from cli import run
+from test_plan_diff import DEMO, make_plan
 
 from dra_migrate.render.checks import capacity_table, findings_table
 from dra_migrate.render.inventory import pools_table
@@ -70,3 +73,13 @@ def test_show_and_report_show_the_same_disruption_tables() -> None:
     s, r = _tables(show.stdout), _tables(report.stdout)
     for heading in ("Disruption per wave", "Disruption per gang"):
         assert len(s[heading]) > 2 and s[heading] == r[heading], heading
+
+
+def test_diff_and_report_show_the_same_details_table(tmp_path: Path) -> None:
+    a = make_plan(DEMO, tmp_path / "a.yaml")
+    b = make_plan(DEMO, tmp_path / "b.yaml", "--max-unavailable", "2")
+    diff = run("diff", str(a), str(b), "-o", "markdown", env={"NO_COLOR": "1"})
+    report = run("report", str(b), "--against", str(a), "-o", "markdown")
+    assert report.code == 0, report.stderr
+    d, r = _tables(diff.stdout), _tables(report.stdout)
+    assert len(d["Details"]) > 2 and d["Details"] == r["Details"]
