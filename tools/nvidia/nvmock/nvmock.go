@@ -136,22 +136,13 @@ func hash(s string) uint32 {
 	return h
 }
 
-func busID(id string) [32]int8 {
-	var out [32]int8
-	for i, c := range []byte(id) {
-		out[i] = int8(c)
-	}
-	return out
-}
-
-func busIDLegacy(id string) [16]int8 {
-	var out [16]int8
-	for i, c := range []byte(id) {
-		if i < 15 {
-			out[i] = int8(c)
+// fillC copies s into a C char array (int8 or uint8, by go-nvml version), NUL-terminated.
+func fillC[T ~int8 | ~uint8](dst []T, s string) {
+	for i, c := range []byte(s) {
+		if i < len(dst)-1 {
+			dst[i] = T(c)
 		}
 	}
-	return out
 }
 
 // completeDevice adds to a full GPU what the mock leaves out.
@@ -159,10 +150,10 @@ func completeDevice(d *server.Device) {
 	d.GetPciInfoFunc = func() (nvml.PciInfo, nvml.Return) {
 		var bus uint32
 		fmt.Sscanf(d.PciBusID, "0000:%02x:00.0", &bus)
-		return nvml.PciInfo{
-			BusIdLegacy: busIDLegacy(d.PciBusID[4:]), BusId: busID(d.PciBusID),
-			Bus: bus, PciDeviceId: d.Config.PciDeviceId,
-		}, nvml.SUCCESS
+		p := nvml.PciInfo{Bus: bus, PciDeviceId: d.Config.PciDeviceId}
+		fillC(p.BusId[:], d.PciBusID)
+		fillC(p.BusIdLegacy[:], d.PciBusID[4:])
+		return p, nvml.SUCCESS
 	}
 	d.IsMigDeviceHandleFunc = func() (bool, nvml.Return) { return false, nvml.SUCCESS }
 	d.GetMaxMigDeviceCountFunc = func() (int, nvml.Return) {
