@@ -60,4 +60,5 @@ def census(devices: Iterable[Mapping[str, Any]]) -> Counter[str]:
 def census_differences(predicted: Iterable[Mapping[str, Any]], published: Iterable[Mapping[str, Any]]) -> list[str]:
     """Each census entry whose count differs, as `<key>: predicted N, published M`; empty when they agree."""
     p, r = census(predicted), census(published)
-    return [f"{key}: predicted {p.get(key, 0)}, published {r.get(key, 0)}" for key in sorted(set(p) | set(r)) if p.get(key, 0) != r.get(key, 0)]
+    keys = sorted(set(p) | set(r))
+    return [f"{k}: predicted {p.get(k, 0)}, published {r.get(k, 0)}" for k in keys if p.get(k, 0) != r.get(k, 0)]
