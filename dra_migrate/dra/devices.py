@@ -308,7 +308,9 @@ def gpu_layout(labels: Mapping[str, str], *, full_gpus: int | None = None) -> La
         return tuple(out)
     if strategy != "mixed":
         return (None,) * count
-    mig_gpus = max(count - (full_gpus or 0), 0)
+    # Without the device plugin's capacity (its plugin left and the kubelet zeroed it), how many GPUs are
+    # whole is not in the labels: the instances are taken to be on as few GPUs as hold them.
+    mig_gpus = max(count - full_gpus, 0) if full_gpus is not None else _fewest_gpus_holding(labels, count)
     if mig_gpus == 0:
         return (None,) * count
     wanted: list[list[tuple[str, MigProfile]]] = [[] for _ in range(mig_gpus)]
@@ -334,12 +336,27 @@ def gpu_layout(labels: Mapping[str, str], *, full_gpus: int | None = None) -> La
             home.append(inst)
         else:
             min(placed_on, key=len).append(inst)
-    layout: list[tuple[MigInstance, ...] | None] = []
-    for members in placed_on:
-        placed = _place(members) or _place_anyway(members)
-        layout.append(placed if placed else None)
+    # A MIG-enabled GPU the instances do not reach stays a MIG GPU with no devices: the driver publishes
+    # nothing for it (dra-driver-nvidia-gpu v0.4.1 nvlib.go "MIG mode enabled but no configured MIG devices").
+    layout: list[tuple[MigInstance, ...] | None] = [_place(m) or _place_anyway(m) for m in placed_on]
     layout.extend([None] * (count - mig_gpus))
     return tuple(layout)
+
+
+def _fewest_gpus_holding(labels: Mapping[str, str], count: int) -> int:
+    """Under mixed MIG, the fewest of the node's `count` GPUs that hold GFD's MIG instances (first fit, largest
+    first, by our geometry). Exact when every MIG-enabled GPU is needed for its instances; a MIG-enabled GPU
+    with no instances, or instances spread thinner than they pack, cannot be seen in GFD's labels (they count
+    instances per profile and GPUs per product, not per GPU): docs/nvidia-tier.md."""
+    instances = [(p, mig_profile(p, labels)) for p, n in sorted(_mixed_counts(labels).items()) for _ in range(n)]
+    gpus: list[list[tuple[str, MigProfile]]] = []
+    for inst in sorted(instances, key=lambda pg: (-pg[1].size, pg[0])):
+        home = next((g for g in gpus if _place([*g, inst]) is not None), None)
+        if home is not None:
+            home.append(inst)
+        else:
+            gpus.append([inst])
+    return min(len(gpus), count)
 
 
 def _place_anyway(instances: Sequence[tuple[str, MigProfile]]) -> tuple[MigInstance, ...]:

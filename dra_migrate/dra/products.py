@@ -8,9 +8,11 @@ devices built from it.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from decimal import ROUND_HALF_UP, Decimal
 
 LABEL_PRODUCT = "nvidia.com/gpu.product"
 
@@ -68,11 +70,23 @@ def known_product(gfd_product: str) -> Product | None:
     return _PRODUCTS.get(base_product(gfd_product))
 
 
+# NVML names data-centre boards either with spaces (`NVIDIA H100 80GB HBM3`) or as one hyphenated
+# `<model>-<form factor>-<memory>` word (`NVIDIA A100-SXM4-40GB`, `NVIDIA A30-PCIE-24GB`, `Tesla V100-SXM2-16GB`:
+# go-nvml v0.13.4-1 pkg/nvml/mock/gpus/a100.go, a30.go); GFD writes both with hyphens only
+# (k8s-device-plugin v0.18.0 internal/lm/resource.go sanitise). Such a word keeps its hyphens.
+_HYPHENATED_BOARD = re.compile(r"(?<![^-])([A-Z]+\d+[A-Za-z]*)-(SXM\d*|PCIE)-(\d+GB)(?![^-])")
+
+
 def product_name(gfd_product: str) -> str:
-    """`NVIDIA-H100-80GB-HBM3` -> `NVIDIA H100 80GB HBM3` (the DRA driver's productName)."""
+    """`NVIDIA-H100-80GB-HBM3` -> `NVIDIA H100 80GB HBM3` (the DRA driver's productName). A product not in our
+    table gets spaces back, except inside a `<model>-<form factor>-<memory>` board name
+    (`NVIDIA-A30-PCIE-24GB` -> `NVIDIA A30-PCIE-24GB`)."""
     base = base_product(gfd_product)
     known = _PRODUCTS.get(base)
-    return known.name if known else base.replace("-", " ")
+    if known:
+        return known.name
+    kept = _HYPHENATED_BOARD.sub(lambda m: "\0".join(m.groups()), base)
+    return kept.replace("-", " ").replace("\0", "-")
 
 
 def architecture(family: str) -> str:
@@ -201,11 +215,39 @@ def single_profile(gfd_product: str) -> str | None:
     return p.split("-MIG-", 1)[1] if "-MIG-" in p else None
 
 
-def mig_profile(profile: str, labels: Mapping[str, str]) -> MigProfile:
-    """The profile's geometry: from the table, else from its name; GFD's labels for the profile, where the
-    node has them, give its memory, SMs and engines (`nvidia.com/mig-<p>.*` under the mixed strategy,
-    `nvidia.com/gpu.*` under single)."""
+def mig_memory_gb(memory_mib: int, total_mib: int) -> int:
+    """The `<m>gb` of a MIG profile name as go-nvlib derives it from memory (NVIDIA/go-nvlib pkg/nvlib/device/
+    mig_profile.go getMigMemorySizeGB): the instance's share of the GPU's memory rounded up to eighths, times
+    the GPU's memory in whole GiB rounded up, rounded half away from zero."""
+    share = math.ceil(memory_mib / total_mib * 8) / 8
+    return int(Decimal(share * -(-total_mib // 1024)).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+
+
+def _profile_label(profile: str, labels: Mapping[str, str], key: str) -> int | None:
+    if single_profile(labels.get(LABEL_PRODUCT, "")) == profile:
+        value = labels.get(f"nvidia.com/gpu.{key}")
+    else:
+        value = labels.get(f"nvidia.com/mig-{resource_profile(profile)}.{key}")
+    return int(value) if value is not None and value.isdigit() else None
+
+
+def _table_entry(profile: str, labels: Mapping[str, str]) -> MigProfile | None:
+    """The table's geometry for `profile`, unless GFD's memory label for it says the name means another
+    profile here: names follow memory (`mig_memory_gb`), so where a GPU's memory split differs from the board
+    the table describes, the same name can be another instance size (go-nvml's H200 mock names its 1-slice
+    instance, 18432 MiB of 144384, `1g.35gb`: the table's 2-slice `1g.35gb`)."""
     geo = mig_table(labels).get(profile)
+    memory = _profile_label(profile, labels, "memory")
+    if geo is not None and memory is not None and abs(memory - geo.memory_mib) > geo.memory_mib // 10:
+        return None
+    return geo
+
+
+def mig_profile(profile: str, labels: Mapping[str, str]) -> MigProfile:
+    """The profile's geometry: from the table, else from its name and memory; GFD's labels for the profile,
+    where the node has them, give its memory, SMs and engines (`nvidia.com/mig-<p>.*` under the mixed
+    strategy, `nvidia.com/gpu.*` under single)."""
+    geo = _table_entry(profile, labels)
     if geo is None:
         m = PROFILE_RE.match(profile)
         if not m:

@@ -181,6 +181,22 @@ func completeDevice(d *server.Device) {
 	d.GetPersistenceModeFunc = func() (nvml.EnableState, nvml.Return) { return nvml.FEATURE_ENABLED, nvml.SUCCESS }
 	d.GetComputeModeFunc = func() (nvml.ComputeMode, nvml.Return) { return nvml.COMPUTEMODE_DEFAULT, nvml.SUCCESS }
 	d.GetNumaNodeIdFunc = func() (int, nvml.Return) { return 0, nvml.SUCCESS }
+	// Topology as on an HGX board: GPUs in pairs behind one PCIe switch, four per CPU socket. The device
+	// plugin's preferred allocation (go-gpuallocator internal/links GetP2PLink) asks for it.
+	d.GetTopologyCommonAncestorFunc = func(other nvml.Device) (nvml.GpuTopologyLevel, nvml.Return) {
+		o, ok := other.(*server.Device)
+		switch {
+		case !ok:
+			return 0, nvml.ERROR_INVALID_ARGUMENT
+		case o.Index == d.Index:
+			return nvml.TOPOLOGY_INTERNAL, nvml.SUCCESS
+		case o.Index/2 == d.Index/2:
+			return nvml.TOPOLOGY_SINGLE, nvml.SUCCESS
+		case o.Index/4 == d.Index/4:
+			return nvml.TOPOLOGY_NODE, nvml.SUCCESS
+		}
+		return nvml.TOPOLOGY_SYSTEM, nvml.SUCCESS
+	}
 }
 
 // createInstances creates one GPU instance per profile ID, each at the first placement that is free, and one
