@@ -161,7 +161,10 @@ def bring_up(n: NvidiaNode, setup: str) -> None:
             v == "0" for k, v in alloc.items() if k not in advertised
         )
 
-    wait_for(f"the real device plugin to advertise {advertised}", serving, timeout=120)
+    try:
+        wait_for(f"the real device plugin to advertise {advertised}", serving, timeout=120)
+    except AssertionError as e:
+        raise AssertionError(f"{e}; it advertises {nvidia_allocatable(n)}") from None
     MEASURED[f"{setup}: stack up to device plugin serving (s)"] = round(time.monotonic() - t0, 1)
     n.setup = setup
 
@@ -266,7 +269,7 @@ def test_a_real_node_cuts_over_from_the_real_device_plugin_to_the_real_dra_drive
     assert obj["metadata"]["labels"][DP] == "false" and obj["metadata"]["labels"][DRA] == "true"
     # The real device plugin left: allocatable 0, capacity held (kubelet devicemanager's 5-min grace).
     assert obj["status"]["allocatable"][GPU] == "0" and obj["status"]["capacity"][GPU] == "8"
-    assert not pods_of(node, "nvidia-device-plugin-daemonset")
+    wait_for("the device plugin's pod gone", lambda: not pods_of(node, "nvidia-device-plugin-daemonset"), timeout=60)
     published = {d["attributes"]["uuid"]["string"] for d in slice_devices(node)}
     assert len(published) == 8
     end = step_end(plan, "canary")

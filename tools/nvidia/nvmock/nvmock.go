@@ -184,15 +184,16 @@ func completeDevice(d *server.Device) {
 	// Topology as on an HGX board: GPUs in pairs behind one PCIe switch, four per CPU socket. The device
 	// plugin's preferred allocation (go-gpuallocator internal/links GetP2PLink) asks for it.
 	d.GetTopologyCommonAncestorFunc = func(other nvml.Device) (nvml.GpuTopologyLevel, nvml.Return) {
-		o, ok := other.(*server.Device)
+		// `other` may be a go-nvlib wrapper around the mock device: ask it for its index.
+		o, ret := other.GetIndex()
 		switch {
-		case !ok:
-			return 0, nvml.ERROR_INVALID_ARGUMENT
-		case o.Index == d.Index:
+		case ret != nvml.SUCCESS:
+			return 0, ret
+		case o == d.Index:
 			return nvml.TOPOLOGY_INTERNAL, nvml.SUCCESS
-		case o.Index/2 == d.Index/2:
+		case o/2 == d.Index/2:
 			return nvml.TOPOLOGY_SINGLE, nvml.SUCCESS
-		case o.Index/4 == d.Index/4:
+		case o/4 == d.Index/4:
 			return nvml.TOPOLOGY_NODE, nvml.SUCCESS
 		}
 		return nvml.TOPOLOGY_SYSTEM, nvml.SUCCESS
