@@ -33,11 +33,14 @@ type GPU struct {
 	MIG   []int
 }
 
-// Driver versions as go-nvml's dgx mocks (pkg/nvml/mock/dgxa100/dgxa100.go NewWithGPUs).
+// An R580 driver (CUDA 13.0): the minimum of the GPU Operator's DRA workflow (cloud-native-docs
+// gpu-operator/dra-intro-install.rst), which `plan` checks (driver-version-too-old); go-nvml's dgx mocks
+// report 550.54.15.
+// tools/nvidia/build names the driver root's libraries after it.
 const (
-	driverVersion     = "550.54.15"
-	nvmlVersion       = "12.550.54.15"
-	cudaDriverVersion = 12040
+	driverVersion     = "580.95.05"
+	nvmlVersion       = "13.580.95.05"
+	cudaDriverVersion = 13000
 )
 
 func named(c gpus.Config, name string) gpus.Config { c.Name = name; return c }
@@ -279,7 +282,8 @@ func migDevice(parent *server.Device, gi *server.GpuInstance, ci *server.Compute
 	giInfo := parent.Config.MIGProfiles.GpuInstanceProfiles[int(gi.Info.ProfileId)]
 	ciInfo := parent.Config.MIGProfiles.ComputeInstanceProfiles[int(gi.Info.ProfileId)][int(ci.Info.ProfileId)]
 	m := &mock.Device{}
-	uuid := fmt.Sprintf("MIG-%s-%02x%02x", parent.UUID[4:len(parent.UUID)-4], gi.Info.Id, ci.Info.Id)
+	// Unique per parent, GPU instance and compute instance (the device plugin keys its devices by it).
+	uuid := fmt.Sprintf("MIG-%s-%04x-4%03x-8%03x-000000000000", parent.UUID[4:12], parent.Index, gi.Info.Id, ci.Info.Id)
 	m.IsMigDeviceHandleFunc = func() (bool, nvml.Return) { return true, nvml.SUCCESS }
 	m.GetUUIDFunc = func() (string, nvml.Return) { return uuid, nvml.SUCCESS }
 	m.GetDeviceHandleFromMigDeviceHandleFunc = func() (nvml.Device, nvml.Return) { return parent, nvml.SUCCESS }
