@@ -3,7 +3,7 @@ PY ?= python3
 DEMO ?= fixtures/clusters/demo.yaml
 export PYTHONDONTWRITEBYTECODE = 1
 
-.PHONY: install demo test test-unit test-cluster test-realnode test-nvidia lint k8s node nvidia browser golden bench
+.PHONY: install demo test test-unit test-cluster test-realnode test-nvidia test-policy lint k8s node nvidia opa browser golden bench
 
 install:
 	@$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
@@ -38,6 +38,11 @@ node: k8s
 nvidia: node
 	tools/nvidia/build
 
+# The policy engine for `dra-migrate policy check` and tests/policy (docs/policy.md): OPA built from the Go
+# module proxy into ~/.cache/dra-migrate/opa (pinned; a no-op when cached).
+opa:
+	tools/opa/build
+
 # The HTML report is checked in headless Chromium (tests/integration/test_report_browser.py): Debian's
 # package, installed once per machine (as root, or through sudo).
 browser:
@@ -45,11 +50,14 @@ browser:
 		SUDO=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
 		$$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium; }
 
-test: install k8s node nvidia browser lint
+test: install k8s node nvidia opa browser lint
 	$(PY) -m pytest tests
 
 test-unit: install
 	$(PY) -m pytest tests/unit
+
+test-policy: install opa
+	$(PY) -m pytest tests/policy
 
 test-cluster: install k8s
 	$(PY) -m pytest -m cluster tests/integration
