@@ -35,8 +35,8 @@ from dra_migrate.plan.model import Plan
 from dra_migrate.plan.params import format_duration, parse_duration
 from dra_migrate.rehearse.model import Rehearsal, from_journal
 from dra_migrate.rehearse.twin import Twin
-from dra_migrate.sim.fleet import SimulatedFleet
 from dra_migrate.sim.kube import Kube, new_api_client
+from dra_migrate.sim.kwok import KwokFleet
 from dra_migrate.sim.load import LoadReport, load_workloads
 from dra_migrate.sim.spec import specs_from_state
 from dra_migrate.sim.stack import install_nvidia_stack
@@ -55,6 +55,7 @@ MIN_TIMEOUT_S = 60
 HEARTBEAT_S = 10.0
 MAX_RENEWALS_PER_S = 50
 GRACE_PER_HEARTBEAT = 5
+LEASE_PER_HEARTBEAT = 4  # kubelet: a 40 s Lease renewed every 10 s; KWOK renews at a quarter of the duration
 # The twin's controllers and scheduler do in minutes what the cluster's did over months (every pod of
 # every workload at once), at their client rate: 20 requests/s for the controller manager by default.
 # One request per node and a few per pod at once need more; the twin is private, so it loads no one.
@@ -62,7 +63,6 @@ MIN_CLIENT_QPS = 50
 # The executor's polls of the twin, all lanes together, at most this many a second once they have grown
 # to their cap (see _scaled_ops).
 POLL_BUDGET_PER_S = 100
-STATUS_REPORT_S = 300.0  # kubelet's nodeStatusReportFrequency default (sim/fleet.py)
 
 
 def twin_heartbeat_s(nodes: int) -> float:
@@ -261,10 +261,14 @@ def rehearse(
         api = new_api_client(twin.kubeconfig, "dra-migrate-rehearsal")
         kube = Kube(api)
         timing = twin_timing(time_scale)
-        with SimulatedFleet(
-            twin.kubeconfig, specs, heartbeat_seconds=heartbeat, status_report_seconds=STATUS_REPORT_S, timing=timing
+        with KwokFleet(
+            twin.kubeconfig,
+            specs,
+            workdir=Path(scratch) / "kwok",
+            timing=timing,
+            lease_s=round(heartbeat * LEASE_PER_HEARTBEAT),
         ) as fleet:
-            say(f"twin: {len(fleet.node_names)} simulated GPU node(s)")
+            say(f"twin: {len(fleet.node_names)} GPU node(s) played by KWOK")
             loaded = recreate(api, state)
             say(f"twin: {sum(loaded.created.values())} object(s) recreated, {len(loaded.skipped)} skipped")
             settle(kube, 60 + len(specs) / 10)
