@@ -30,8 +30,14 @@ from typing import Any
 from dra_migrate.errors import InputError
 from dra_migrate.sim.kube import ApiError, Kube, new_api_client, now_rfc3339, path_of
 from dra_migrate.sim.pods import CANARY_LABEL, allocated_results, canary_status, claim_name, nvidia_smi_lines
-from dra_migrate.sim.spec import LABEL_DEVICE_PLUGIN, GpuNodeSpec, device_plugin_enabled
-from dra_migrate.sim.stages import KWOK_NODE_SELECTOR, config_documents, node_annotations
+from dra_migrate.sim.spec import (
+    LABEL_DEVICE_PLUGIN,
+    LABEL_DRA_DRIVER,
+    LABEL_DRA_KUBELET_PLUGIN,
+    GpuNodeSpec,
+    device_plugin_enabled,
+)
+from dra_migrate.sim.stages import KWOK_NODE, config_documents, node_annotations
 from dra_migrate.sim.timing import INSTANT, Timers, TimingProfile
 from dra_migrate.sim.watch import watch_forever
 
@@ -60,25 +66,42 @@ def kwok_binary() -> Path:
     raise InputError(f"no kwok v{KWOK_VERSION} found (build cache {cached.parent}, PATH)", BUILD_HINT)
 
 
-def node_manifest(spec: GpuNodeSpec) -> dict[str, Any]:
-    """The Node a twin registers for `spec`: as its kubelet would, with the plugins as its labels say."""
+def addresses(index: int) -> tuple[str, str]:
+    """(host IP, pod CIDR) of the fleet's `index`-th node."""
+    return f"172.{16 + index // 65536}.{index // 256 % 256}.{index % 256}", f"10.{64 + index // 256}.{index % 256}.0/24"
+
+
+def node_manifest(spec: GpuNodeSpec, index: int = 0, fleet: str = "fake") -> dict[str, Any]:
+    """The Node a twin registers for `spec`: as its kubelet would, with the plugins as its labels say.
+
+    `index` (its place in the fleet) gives it its own address and pod range (10.64.0.0/10 holds 16,384
+    /24s): kwok takes a pod's IP from its node's podCIDR and its host IP from the node's addresses."""
     dp_on = device_plugin_enabled(spec.labels)
     capacity = {"cpu": spec.cpu, "memory": spec.memory, "pods": spec.pods, **spec.extra_capacity}
     allocatable = dict(capacity)
     for key, count in spec.device_plugin_resources.items():
         # A plugin switched off by label before this kubelet started is as one stopped long ago: key at 0.
         capacity[key] = allocatable[key] = str(count if dp_on else 0)
-    spec_body: dict[str, Any] = {"taints": [dict(t) for t in spec.taints]} if spec.taints else {}
+    host_ip, pod_cidr = addresses(index)
+    spec_body: dict[str, Any] = {"podCIDR": pod_cidr}
+    if spec.taints:
+        spec_body["taints"] = [dict(t) for t in spec.taints]
     return {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {
             "name": spec.name,
             "labels": dict(spec.labels),
-            "annotations": node_annotations(spec.device_plugin_resources, [d.to_json() for d in spec.devices], dp_on),
+            "annotations": node_annotations(
+                spec.device_plugin_resources, [d.to_json() for d in spec.devices], dp_on, fleet
+            ),
         },
         "spec": spec_body,
-        "status": {"capacity": capacity, "allocatable": allocatable},
+        "status": {
+            "capacity": capacity,
+            "allocatable": allocatable,
+            "addresses": [{"type": "InternalIP", "address": host_ip}, {"type": "Hostname", "address": spec.name}],
+        },
     }
 
 
@@ -97,12 +120,15 @@ class KwokFleet:
         workdir: Path,
         timing: TimingProfile = INSTANT,
         lease_s: int = 40,
+        fleet: str = "fake",
     ) -> None:
         self.kubeconfig = Path(kubeconfig)
         self.specs = {s.name: s for s in nodes}
+        self._index = {name: i for i, name in enumerate(self.specs)}
         self.workdir = workdir
         self.timing = timing
         self.lease_s = lease_s
+        self.fleet = fleet
         self._api = new_api_client(self.kubeconfig, "dra-migrate-twin", pool_size=REGISTER_WORKERS + CANARY_WORKERS + 2)
         self.kube = Kube(self._api)
         self._proc: subprocess.Popen[bytes] | None = None
@@ -126,23 +152,24 @@ class KwokFleet:
         config = self.workdir / "stages.yaml"
         # JSON documents are YAML documents: kwok's --config reads them as a multi-document YAML file.
         config.write_text("".join(f"---\n{json.dumps(doc)}\n" for doc in config_documents(self.timing)))
-        with self.log_path.open("wb") as out:
-            self._proc = subprocess.Popen(
-                [
-                    str(binary),
-                    f"--kubeconfig={self.kubeconfig}",
-                    f"--config={config}",
-                    f"--manage-nodes-with-annotation-selector={KWOK_NODE_SELECTOR}",
-                    f"--node-lease-duration-seconds={self.lease_s}",
-                    "--server-address=",  # no kubelet API: nothing execs into or logs from twin pods
-                ],
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # Ctrl-C reaches us, and we stop kwok in order
-            )
         try:
+            # Nodes first, kwok after: it finds them all in its first list rather than one watch event each.
             self._register_all()
+            with self.log_path.open("wb") as out:
+                self._proc = subprocess.Popen(
+                    [
+                        str(binary),
+                        f"--kubeconfig={self.kubeconfig}",
+                        f"--config={config}",
+                        f"--manage-nodes-with-annotation-selector={KWOK_NODE}={self.fleet}",
+                        f"--node-lease-duration-seconds={self.lease_s}",
+                        "--server-address=",  # no kubelet API: nothing execs into or logs from twin pods
+                    ],
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # Ctrl-C reaches us, and we stop kwok in order
+                )
             self._spawn(self._watch_canaries, "kwok-canaries")
             self._spawn(lambda: self._timers.run(self._stop, workers=CANARY_WORKERS), "kwok-canary-timers")
         except BaseException:
@@ -185,6 +212,13 @@ class KwokFleet:
     def set_device_plugin(self, node: str, enabled: bool) -> None:
         self._label(node, {LABEL_DEVICE_PLUGIN: "true" if enabled else "false"})
 
+    def set_dra_plugin(self, node: str, enabled: bool) -> None:
+        # Disabling clears both DRA labels, or the other one would keep the plugin on.
+        labels: dict[str, str | None] = (
+            {LABEL_DRA_KUBELET_PLUGIN: "true"} if enabled else {LABEL_DRA_KUBELET_PLUGIN: None, LABEL_DRA_DRIVER: None}
+        )
+        self._label(node, labels)
+
     def _label(self, node: str, labels: Mapping[str, str | None]) -> None:
         if node not in self.specs:
             raise KeyError(f"{node} is not a node of this fleet")
@@ -194,11 +228,11 @@ class KwokFleet:
 
     def _register_all(self) -> None:
         with ThreadPoolExecutor(max_workers=REGISTER_WORKERS, thread_name_prefix="kwok-register") as pool:
-            list(pool.map(self._register, self.specs.values()))
+            list(pool.map(self._register, self.specs.values(), range(len(self.specs))))
 
-    def _register(self, spec: GpuNodeSpec) -> None:
+    def _register(self, spec: GpuNodeSpec, index: int) -> None:
         try:
-            self.kube.create(NODES, node_manifest(spec))
+            self.kube.create(NODES, node_manifest(spec, index, self.fleet))
         except ApiError as e:
             if e.status != 409:
                 raise
@@ -233,8 +267,9 @@ class KwokFleet:
             current = self.kube.get_or_none(path)
             if current is None or (current.get("metadata") or {}).get("uid") != meta.get("uid"):
                 return
-            host_ip = "10.0.0.1"
-            status = canary_status(current, self._canary_lines(node, current), host_ip, host_ip, now_rfc3339())
+            host_ip, cidr = addresses(self._index[node])
+            pod_ip = cidr.replace(".0/24", ".254")  # kwok allocates from the bottom of the range
+            status = canary_status(current, self._canary_lines(node, current), host_ip, pod_ip, now_rfc3339())
             self.kube.strategic_patch(path + "/status", {"status": status})
         except ApiError as e:
             if e.status != 404:

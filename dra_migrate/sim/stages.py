@@ -48,7 +48,6 @@ A_WIPE = ANNOTATION + "wipe"
 # KWOK manages the nodes that carry this annotation (kwok --manage-nodes-with-annotation-selector), the
 # convention of KWOK's own documentation.
 KWOK_NODE = "kwok.x-k8s.io/node"
-KWOK_NODE_SELECTOR = f"{KWOK_NODE}=fake"
 MAX_DEVICES_PER_SLICE = 128  # resource.k8s.io/v1 ResourceSliceMaxDevices
 KUBELET_VERSION = "v1.37.2"
 
@@ -56,13 +55,17 @@ Stage = dict[str, Any]
 
 
 def node_annotations(
-    device_plugin_resources: Mapping[str, int], devices: Sequence[Mapping[str, Any]], dp_on: bool
+    device_plugin_resources: Mapping[str, int],
+    devices: Sequence[Mapping[str, Any]],
+    dp_on: bool,
+    fleet: str = "fake",
 ) -> dict[str, str]:
-    """The annotations a twin node is registered with (the stages read and advance them)."""
+    """The annotations a twin node is registered with (the stages read and advance them); `fleet` is the
+    value of the annotation its kwok selects (two fleets on one control plane keep their nodes apart)."""
     if len(devices) > MAX_DEVICES_PER_SLICE:
         raise ValueError(f"{len(devices)} devices do not fit one ResourceSlice (at most {MAX_DEVICES_PER_SLICE})")
     return {
-        KWOK_NODE: "fake",
+        KWOK_NODE: fleet,
         A_DP: "running" if dp_on else "gone",
         A_DP_RESOURCES: json.dumps({k: str(v) for k, v in sorted(device_plugin_resources.items())}),
         # Stopped at registration: a plugin the labels want starts as at boot (dra-plugin-start publishes).
@@ -140,9 +143,6 @@ NODE_READY = (
         f'  - {{type: {t}, status: "{st}", reason: {r}, message: {m}, {_TIMES}}}\n' for t, st, r, m in _CONDITIONS
     )
     + """\
-  addresses:
-  - {type: InternalIP, address: {{ NodeIP | Quote }}}
-  - {type: Hostname, address: {{ .metadata.name | Quote }}}
   daemonEndpoints: {kubeletEndpoint: {Port: 10250}}
   nodeInfo:
     architecture: amd64
@@ -336,7 +336,7 @@ def stages(timing: TimingProfile) -> list[Stage]:
             0,
             [_patch(POD_RUNNING, "status")],
         ),
-        _pod_delete(t),
+        *_pod_deletes(t),
     ]
     return out
 
@@ -345,21 +345,54 @@ def _slice(generation: str, annotations: Mapping[str, str]) -> str:
     return SLICE.replace("GENERATION", generation).replace("ANNOTATIONS", json.dumps(dict(annotations)))
 
 
-def _pod_delete(t: TimingProfile) -> Stage:
-    """A deleted pod is gone after its grace period times the profile's grace factor (kubelet sends
-    SIGTERM and kills at the grace's end; the twin's workloads use all of it)."""
-    stage = _stage(
+POD_TERMINATED = """\
+{{ $now := Now }}
+status:
+  phase: Failed
+  conditions:
+  - {type: Ready, status: "False", reason: PodCompleted, lastTransitionTime: {{ $now | Quote }}}
+  - {type: ContainersReady, status: "False", reason: PodCompleted, lastTransitionTime: {{ $now | Quote }}}
+  containerStatuses:
+  {{ range .spec.containers }}
+  - name: {{ .name | Quote }}
+    image: {{ .image | Quote }}
+    restartCount: 0
+    ready: false
+    started: false
+    state: {terminated: {exitCode: 143, reason: Error, startedAt: {{ $now | Quote }}, finishedAt: {{ $now | Quote }}}}
+  {{ end }}
+"""
+
+
+def _pod_deletes(t: TimingProfile) -> list[Stage]:
+    """A deleted pod that runs is killed at the end of its grace period (times the profile's grace factor:
+    kubelet sends SIGTERM and kills at the grace's end; the twin's workloads use all of it), ends Failed
+    (exit 143), and is then deleted; a pod already finished is deleted at once.
+
+    Ending it before the final delete is what kubelet does (pkg/kubelet/status, terminal phase on
+    deletion) and what lets the Job controller lift its tracking finalizer
+    (batch.kubernetes.io/job-tracking): a pod deleted while it still ran would keep it forever."""
+    factor = t.grace_factor
+    expr = f'((.metadata.deletionGracePeriodSeconds // 30) * {factor * 1000:.6g} | floor | tostring) + "ms"'
+    running = _jq(".status.phase", "NotIn", "Succeeded", "Failed")
+    kill = _stage(
+        "pod-kill",
+        "Pod",
+        [_jq(".metadata.deletionTimestamp", "Exists"), running],
+        0,
+        0,
+        [_patch(POD_TERMINATED, "status"), {"delete": True}],
+    )
+    kill["spec"]["delay"] = {"durationMilliseconds": 0, "durationFrom": {"jq": {"expression": expr}}}
+    gone = _stage(
         "pod-delete",
         "Pod",
-        [_jq(".metadata.deletionTimestamp", "Exists"), _jq(".metadata.finalizers", "DoesNotExist")],
+        [_jq(".metadata.deletionTimestamp", "Exists"), _jq(".status.phase", "In", "Succeeded", "Failed")],
         0,
         0,
         [{"delete": True}],
     )
-    factor = t.grace_factor
-    expr = f'((.metadata.deletionGracePeriodSeconds // 30) * {factor * 1000:.6g} | floor | tostring) + "ms"'
-    stage["spec"]["delay"] = {"durationMilliseconds": 0, "durationFrom": {"jq": {"expression": expr}}}
-    return stage
+    return [kill, gone]
 
 
 def config_documents(timing: TimingProfile) -> list[dict[str, Any]]:
