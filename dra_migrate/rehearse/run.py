@@ -33,6 +33,7 @@ from dra_migrate.plan import io as plan_io
 from dra_migrate.plan.fingerprint import fingerprint
 from dra_migrate.plan.model import Plan
 from dra_migrate.plan.params import format_duration, parse_duration
+from dra_migrate.rehearse.apf import RequestMeter, tool_identity
 from dra_migrate.rehearse.model import Rehearsal, from_journal
 from dra_migrate.rehearse.twin import Twin
 from dra_migrate.sim.kube import Kube, new_api_client
@@ -276,7 +277,10 @@ def rehearse(
             derived = twin_plan(plan, stable_state(twin.kubeconfig, labels, 60 + len(specs) / 10), time_scale)
             path = Path(scratch) / "rehearsal.plan.yaml"
             plan_io.write(derived, path)
-            ops = _WatchingOps(_scaled_ops(twin.kubeconfig, time_scale, largest_wave(derived)))
+            # The executor runs as the tool's ServiceAccount, classified by deploy/apf.yaml's FlowSchema: the
+            # API server then counts its requests apart from the twin's own (kwok, controllers, scheduler).
+            tool_kubeconfig = tool_identity(kube, twin.kubeconfig, Path(scratch))
+            ops = _WatchingOps(_scaled_ops(tool_kubeconfig, time_scale, largest_wave(derived)))
             session = ApplySession(
                 Plan.from_dict(plan_io.load(path)),
                 path,
@@ -288,13 +292,18 @@ def rehearse(
             # The same policy as a real apply: applicable, not stale (against the twin), locked, journaled.
             session.refuse_if_not_applicable()
             session.refuse_if_stale(lambda: read_cluster(twin.kubeconfig))
+            meter = RequestMeter(kube)
+            meter.start()
             started = time.monotonic()
-            result = session.apply(ApplyOptions(pending_threshold_s=pending_threshold_s * time_scale))
-            wall = time.monotonic() - started
+            try:
+                result = session.apply(ApplyOptions(pending_threshold_s=pending_threshold_s * time_scale))
+            finally:
+                wall = time.monotonic() - started
+                meter.stop()
             records = read_journal(journal_path(path))
             after = read_cluster(twin.kubeconfig)
         api.close()
-    return from_journal(
+    rehearsal = from_journal(
         plan,
         records,
         time_scale=time_scale,
@@ -306,6 +315,8 @@ def rehearse(
         unreproduced=_unreproduced(state, loaded),
         real_s_per_wave=REALISTIC.container_start_s + REALISTIC.canary_run_s,
     )
+    rehearsal.api_requests = meter.summary(int(rehearsal.end_state.get("nodesMigrated") or 0))
+    return rehearsal
 
 
 def _unreproduced(state: ClusterState, loaded: LoadReport) -> list[str]:

@@ -247,22 +247,22 @@ def _exclusive(conditions: Sequence[tuple[str, str]]) -> list[tuple[str, dict[st
     return out
 
 
+# The node stages' own conditions, in priority order (see _exclusive).
+NODE_CONDITIONS = [
+    ("node-initialize", f"({READY}) | not"),
+    ("dra-plugin-start", f"{READY} and {DRA_ON} and {_is(A_DRA, 'stopped')}"),
+    ("dra-plugin-stop", f"{READY} and ({DRA_ON} | not) and {_is(A_DRA, 'running')}"),
+    ("device-plugin-stop", f"{READY} and {DP_OFF} and {_is(A_DP, 'running')}"),
+    ("device-plugin-start", f"{READY} and ({DP_OFF} | not) and {_is(A_DP, 'stopped', 'gone')}"),
+    ("device-plugin-gone", f"{READY} and {DP_OFF} and {_is(A_DP, 'stopped')}"),
+]
+
+
 def stages(timing: TimingProfile) -> list[Stage]:
     """The Stages of a twin whose components take `timing`'s durations (already time-scaled)."""
     t = timing
     sync = t.node_status_sync_s
-    match = dict(
-        _exclusive(
-            [
-                ("node-initialize", f"({READY}) | not"),
-                ("dra-plugin-start", f"{READY} and {DRA_ON} and {_is(A_DRA, 'stopped')}"),
-                ("dra-plugin-stop", f"{READY} and ({DRA_ON} | not) and {_is(A_DRA, 'running')}"),
-                ("device-plugin-stop", f"{READY} and {DP_OFF} and {_is(A_DP, 'running')}"),
-                ("device-plugin-start", f"{READY} and ({DP_OFF} | not) and {_is(A_DP, 'stopped', 'gone')}"),
-                ("device-plugin-gone", f"{READY} and {DP_OFF} and {_is(A_DP, 'stopped')}"),
-            ]
-        )
-    )
+    match = dict(_exclusive(NODE_CONDITIONS))
     out = [
         _stage("node-initialize", "Node", [match["node-initialize"]], 0, 0, [_patch(NODE_READY, "status")]),
         # The DRA plugin's pod starts, registers and publishes its slice (a new pool generation).
