@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from dra_migrate.cluster.yamlio import load_yaml_documents
 from dra_migrate.sim.kube import ApiError, Kube, path_of
 
 NAME = "dra-migrate"
@@ -122,9 +123,7 @@ def tool_identity(kube: Kube, admin_kubeconfig: Path, into: Path) -> Path:
 
 def _current_cluster(kubeconfig: Path) -> dict[str, Any]:
     """The server and CA of the kubeconfig's current context (the twin's, written by tools/k8s/up)."""
-    from ruamel.yaml import YAML
-
-    data = YAML(typ="safe").load(kubeconfig.read_text())
+    (data,) = load_yaml_documents(kubeconfig.read_text(), str(kubeconfig))
     contexts = {c["name"]: c["context"] for c in data.get("contexts") or []}
     clusters = {c["name"]: c["cluster"] for c in data.get("clusters") or []}
     return dict(clusters[contexts[data["current-context"]]["cluster"]])

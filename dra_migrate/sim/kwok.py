@@ -28,6 +28,7 @@ from types import TracebackType
 from typing import Any
 
 from dra_migrate.errors import InputError
+from dra_migrate.kube import Informer
 from dra_migrate.sim.kube import ApiError, Kube, new_api_client, now_rfc3339, path_of
 from dra_migrate.sim.pods import CANARY_LABEL, allocated_results, canary_status, claim_name, nvidia_smi_lines
 from dra_migrate.sim.spec import (
@@ -39,7 +40,6 @@ from dra_migrate.sim.spec import (
 )
 from dra_migrate.sim.stages import KWOK_NODE, config_documents, node_annotations
 from dra_migrate.sim.timing import INSTANT, Timers, TimingProfile
-from dra_migrate.sim.watch import watch_forever
 
 log = logging.getLogger("dra_migrate.sim")
 
@@ -135,6 +135,7 @@ class KwokFleet:
         self._stop = threading.Event()
         self._timers = Timers()
         self._threads: list[threading.Thread] = []
+        self._canaries: Informer | None = None
         self._seen: set[str] = set()
         self._seen_lock = threading.Lock()
 
@@ -170,7 +171,11 @@ class KwokFleet:
                     stderr=subprocess.STDOUT,
                     start_new_session=True,  # Ctrl-C reaches us, and we stop kwok in order
                 )
-            self._spawn(self._watch_canaries, "kwok-canaries")
+            # One watch, on canary pods only (one per node of a wave), resumed and re-listed by the Informer.
+            self._canaries = Informer(
+                self.kube, "/api/v1/pods", label_selector=CANARY_LABEL, field_selector="spec.nodeName!="
+            )
+            self._threads.append(self._canaries.run(lambda e: self._on_canary(e.type, e.object), name="kwok-canaries"))
             self._spawn(lambda: self._timers.run(self._stop, workers=CANARY_WORKERS), "kwok-canary-timers")
         except BaseException:
             self.stop()
@@ -184,6 +189,8 @@ class KwokFleet:
     def stop(self, timeout: float = 10) -> None:
         self._stop.set()
         self._timers.wake()
+        if self._canaries is not None:
+            self._canaries.close()
         if self._proc is not None and self._proc.poll() is None:
             self._proc.send_signal(signal.SIGTERM)
             try:
@@ -239,10 +246,6 @@ class KwokFleet:
             # A node of an earlier run keeps its labels (toggles made since are not undone).
 
     # -- the canary ------------------------------------------------------------------------------
-
-    def _watch_canaries(self) -> None:
-        query = [("labelSelector", CANARY_LABEL), ("fieldSelector", "spec.nodeName!=")]
-        watch_forever(self.kube, "/api/v1/pods", query, self._on_canary, self._stop)
 
     def _on_canary(self, kind: str, pod: dict[str, Any]) -> None:
         meta = pod.get("metadata") or {}
