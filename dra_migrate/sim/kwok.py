@@ -14,12 +14,14 @@ a timer per canary; it writes the same status the real kubelet would (`pods.cana
 
 from __future__ import annotations
 
+import ctypes
 import json
 import logging
 import os
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -49,6 +51,7 @@ NODES = "/api/v1/nodes"
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 REGISTER_WORKERS = 8  # nodes created at once (one POST each)
 CANARY_WORKERS = 8
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def kwok_binary() -> Path:
@@ -64,6 +67,13 @@ def kwok_binary() -> Path:
     if on_path:
         return Path(on_path)
     raise InputError(f"no kwok v{KWOK_VERSION} found (build cache {cached.parent}, PATH)", BUILD_HINT)
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when the process that started it dies (Linux PR_SET_PDEATHSIG), so
+    a rehearsal killed outright (SIGKILL, OOM) leaves no kwok behind playing nodes to a dead API server."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def addresses(index: int) -> tuple[str, str]:
@@ -170,6 +180,7 @@ class KwokFleet:
                     stdout=out,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,  # Ctrl-C reaches us, and we stop kwok in order
+                    preexec_fn=_die_with_parent,
                 )
             # One watch, on canary pods only (one per node of a wave), resumed and re-listed by the Informer.
             self._canaries = Informer(
