@@ -3,7 +3,7 @@ PY ?= python3
 DEMO ?= fixtures/clusters/demo.yaml
 export PYTHONDONTWRITEBYTECODE = 1
 
-.PHONY: install demo test test-unit test-cluster test-realnode lint k8s node browser golden bench
+.PHONY: install demo test test-unit test-cluster test-realnode lint k8s kwok node browser golden bench
 
 install:
 	@$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
@@ -25,6 +25,10 @@ lint: install
 k8s:
 	tools/k8s/build
 
+# KWOK, which plays the twin's GPU nodes (docs/twin.md), built once per machine into ~/.cache/dra-migrate/kwok.
+kwok:
+	tools/kwok/build
+
 # The real-node tier (tests/integration/test_realnode.py, README "Real-node tier"): Debian's runc, CNI
 # plugins and busybox-static (apt, as root or through sudo), the kubelet in the control plane's wrapper,
 # containerd 2.x and our GPU plugins from the Go module proxy, the local images; all cached in
@@ -39,13 +43,13 @@ browser:
 		SUDO=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
 		$$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium; }
 
-test: install k8s node browser lint
+test: install k8s kwok node browser lint
 	$(PY) -m pytest tests
 
 test-unit: install
 	$(PY) -m pytest tests/unit
 
-test-cluster: install k8s
+test-cluster: install k8s kwok
 	$(PY) -m pytest -m cluster tests/integration
 
 # Regenerate golden files on purpose, then review the diff before committing.
