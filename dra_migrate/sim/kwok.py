@@ -188,9 +188,21 @@ class KwokFleet:
             )
             self._threads.append(self._canaries.run(lambda e: self._on_canary(e.type, e.object), name="kwok-canaries"))
             self._spawn(lambda: self._timers.run(self._stop, workers=CANARY_WORKERS), "kwok-canary-timers")
+            self._check_started()
         except BaseException:
             self.stop()
             raise
+
+    def _check_started(self, settle_s: float = 2.0) -> None:
+        """kwok refuses a bad configuration by exiting at once: say so, with its last words, rather than
+        rehearse on nodes nobody plays."""
+        assert self._proc is not None
+        try:
+            code = self._proc.wait(settle_s)
+        except subprocess.TimeoutExpired:
+            return
+        last = (self.log_path.read_text(errors="replace").strip().splitlines() or ["(no output)"])[-1]
+        raise InputError(f"kwok exited ({code}) at start: {last[:300]}", "run tools/kwok/build, then rehearse again")
 
     def _spawn(self, fn: Any, name: str) -> None:
         t = threading.Thread(target=fn, name=name, daemon=True)

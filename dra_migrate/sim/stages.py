@@ -402,9 +402,24 @@ PLAY_PARALLELISM = 16
 
 def config_documents(timing: TimingProfile) -> list[dict[str, Any]]:
     """The documents of kwok's --config file: its options and the Stages."""
+    # kwok v0.8.0 defaults a KwokConfiguration only when none is given (pkg/config/vars.go
+    # GetKwokConfiguration): one from a file must carry every default itself (those of
+    # pkg/apis/config/v1alpha1 SetObjectDefaults_KwokConfiguration) — without nodeLeaseParallelism kwok exits.
     options = {
         "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
         "kind": "KwokConfiguration",
-        "options": {"nodePlayStageParallelism": PLAY_PARALLELISM, "podPlayStageParallelism": PLAY_PARALLELISM},
+        "options": {
+            "cidr": "10.0.0.0/24",
+            "manageAllNodes": False,
+            "enableDebuggingHandlers": True,
+            "enableContentionProfiling": False,
+            "enableProfilingHandler": True,
+            "nodePlayStageParallelism": PLAY_PARALLELISM,
+            "podPlayStageParallelism": PLAY_PARALLELISM,
+            "nodeLeaseParallelism": 4,
+            "podsOnNodeSyncParallelism": 1,
+            "enablePodsOnNodeSyncListPager": True,
+            "enablePodsOnNodeSyncStreamWatch": False,
+        },
     }
     return [options, *stages(timing)]
