@@ -11,11 +11,14 @@ Durations in the result are unscaled back to real time. Nothing here ever contac
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
+import signal
 import tempfile
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -232,6 +235,24 @@ def settle(kube: Kube, timeout_s: float) -> None:
         time.sleep(0.5)
 
 
+@contextlib.contextmanager
+def _terminated_as_exit() -> Iterator[None]:
+    """SIGTERM unwinds like Ctrl-C: the twin's control plane and kwok are stopped on the way out (Python's
+    default SIGTERM ends the process at once and left them running)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _exit(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    before = signal.signal(signal.SIGTERM, _exit)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
 def rehearse(
     plan: dict[str, Any],
     state: ClusterState,
@@ -256,6 +277,7 @@ def rehearse(
     qps = max(MIN_CLIENT_QPS, len(specs) // 5)
     heartbeat = twin_heartbeat_s(len(specs))
     with (
+        _terminated_as_exit(),
         Twin.start(client_qps=qps, node_grace_s=round(heartbeat * GRACE_PER_HEARTBEAT), audit=False) as twin,
         tempfile.TemporaryDirectory(prefix="dra-migrate-rehearsal-") as scratch,
     ):
