@@ -3,7 +3,7 @@ PY ?= python3
 DEMO ?= fixtures/clusters/demo.yaml
 export PYTHONDONTWRITEBYTECODE = 1
 
-.PHONY: install demo test test-unit test-cluster test-realnode test-nvidia test-policy lint k8s node nvidia opa browser golden bench
+.PHONY: install demo test test-unit test-cluster test-realnode test-nvidia test-policy lint k8s kwok node nvidia opa browser golden bench
 
 install:
 	@$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
@@ -24,6 +24,10 @@ lint: install
 # The control plane is built once per machine into ~/.cache/dra-migrate (tools/k8s/build).
 k8s:
 	tools/k8s/build
+
+# KWOK, which plays the twin's GPU nodes (docs/twin.md), built once per machine into ~/.cache/dra-migrate/kwok.
+kwok:
+	tools/kwok/build
 
 # The real-node tier (tests/integration/test_realnode.py, README "Real-node tier"): Debian's runc, CNI
 # plugins and busybox-static (apt, as root or through sudo), the kubelet in the control plane's wrapper,
@@ -50,7 +54,7 @@ browser:
 		SUDO=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
 		$$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium; }
 
-test: install k8s node nvidia opa browser lint
+test: install k8s kwok node nvidia opa browser lint
 	$(PY) -m pytest tests
 
 test-unit: install
@@ -59,7 +63,7 @@ test-unit: install
 test-policy: install opa
 	$(PY) -m pytest tests/policy
 
-test-cluster: install k8s
+test-cluster: install k8s kwok
 	$(PY) -m pytest -m cluster tests/integration
 
 # Regenerate golden files on purpose, then review the diff before committing.
