@@ -11,11 +11,14 @@ Durations in the result are unscaled back to real time. Nothing here ever contac
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
+import signal
 import tempfile
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -33,10 +36,11 @@ from dra_migrate.plan import io as plan_io
 from dra_migrate.plan.fingerprint import fingerprint
 from dra_migrate.plan.model import Plan
 from dra_migrate.plan.params import format_duration, parse_duration
+from dra_migrate.rehearse.apf import RequestMeter, tool_identity
 from dra_migrate.rehearse.model import Rehearsal, from_journal
 from dra_migrate.rehearse.twin import Twin
-from dra_migrate.sim.fleet import SimulatedFleet
 from dra_migrate.sim.kube import Kube, new_api_client
+from dra_migrate.sim.kwok import KwokFleet
 from dra_migrate.sim.load import LoadReport, load_workloads
 from dra_migrate.sim.spec import specs_from_state
 from dra_migrate.sim.stack import install_nvidia_stack
@@ -55,6 +59,7 @@ MIN_TIMEOUT_S = 60
 HEARTBEAT_S = 10.0
 MAX_RENEWALS_PER_S = 50
 GRACE_PER_HEARTBEAT = 5
+LEASE_PER_HEARTBEAT = 4  # kubelet: a 40 s Lease renewed every 10 s; KWOK renews at a quarter of the duration
 # The twin's controllers and scheduler do in minutes what the cluster's did over months (every pod of
 # every workload at once), at their client rate: 20 requests/s for the controller manager by default.
 # One request per node and a few per pod at once need more; the twin is private, so it loads no one.
@@ -62,7 +67,6 @@ MIN_CLIENT_QPS = 50
 # The executor's polls of the twin, all lanes together, at most this many a second once they have grown
 # to their cap (see _scaled_ops).
 POLL_BUDGET_PER_S = 100
-STATUS_REPORT_S = 300.0  # kubelet's nodeStatusReportFrequency default (sim/fleet.py)
 
 
 def twin_heartbeat_s(nodes: int) -> float:
@@ -231,6 +235,24 @@ def settle(kube: Kube, timeout_s: float) -> None:
         time.sleep(0.5)
 
 
+@contextlib.contextmanager
+def _terminated_as_exit() -> Iterator[None]:
+    """SIGTERM unwinds like Ctrl-C: the twin's control plane and kwok are stopped on the way out (Python's
+    default SIGTERM ends the process at once and left them running)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _exit(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    before = signal.signal(signal.SIGTERM, _exit)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
 def rehearse(
     plan: dict[str, Any],
     state: ClusterState,
@@ -255,16 +277,21 @@ def rehearse(
     qps = max(MIN_CLIENT_QPS, len(specs) // 5)
     heartbeat = twin_heartbeat_s(len(specs))
     with (
+        _terminated_as_exit(),
         Twin.start(client_qps=qps, node_grace_s=round(heartbeat * GRACE_PER_HEARTBEAT), audit=False) as twin,
         tempfile.TemporaryDirectory(prefix="dra-migrate-rehearsal-") as scratch,
     ):
         api = new_api_client(twin.kubeconfig, "dra-migrate-rehearsal")
         kube = Kube(api)
         timing = twin_timing(time_scale)
-        with SimulatedFleet(
-            twin.kubeconfig, specs, heartbeat_seconds=heartbeat, status_report_seconds=STATUS_REPORT_S, timing=timing
+        with KwokFleet(
+            twin.kubeconfig,
+            specs,
+            workdir=Path(scratch) / "kwok",
+            timing=timing,
+            lease_s=round(heartbeat * LEASE_PER_HEARTBEAT),
         ) as fleet:
-            say(f"twin: {len(fleet.node_names)} simulated GPU node(s)")
+            say(f"twin: {len(fleet.node_names)} GPU node(s) played by KWOK")
             loaded = recreate(api, state)
             say(f"twin: {sum(loaded.created.values())} object(s) recreated, {len(loaded.skipped)} skipped")
             settle(kube, 60 + len(specs) / 10)
@@ -272,7 +299,10 @@ def rehearse(
             derived = twin_plan(plan, stable_state(twin.kubeconfig, labels, 60 + len(specs) / 10), time_scale)
             path = Path(scratch) / "rehearsal.plan.yaml"
             plan_io.write(derived, path)
-            ops = _WatchingOps(_scaled_ops(twin.kubeconfig, time_scale, largest_wave(derived)))
+            # The executor runs as the tool's ServiceAccount, classified by deploy/apf.yaml's FlowSchema: the
+            # API server then counts its requests apart from the twin's own (kwok, controllers, scheduler).
+            tool_kubeconfig = tool_identity(kube, twin.kubeconfig, Path(scratch))
+            ops = _WatchingOps(_scaled_ops(tool_kubeconfig, time_scale, largest_wave(derived)))
             session = ApplySession(
                 Plan.from_dict(plan_io.load(path)),
                 path,
@@ -284,13 +314,18 @@ def rehearse(
             # The same policy as a real apply: applicable, not stale (against the twin), locked, journaled.
             session.refuse_if_not_applicable()
             session.refuse_if_stale(lambda: read_cluster(twin.kubeconfig))
+            meter = RequestMeter(kube)
+            meter.start()
             started = time.monotonic()
-            result = session.apply(ApplyOptions(pending_threshold_s=pending_threshold_s * time_scale))
-            wall = time.monotonic() - started
+            try:
+                result = session.apply(ApplyOptions(pending_threshold_s=pending_threshold_s * time_scale))
+            finally:
+                wall = time.monotonic() - started
+                meter.stop()
             records = read_journal(journal_path(path))
             after = read_cluster(twin.kubeconfig)
         api.close()
-    return from_journal(
+    rehearsal = from_journal(
         plan,
         records,
         time_scale=time_scale,
@@ -302,6 +337,8 @@ def rehearse(
         unreproduced=_unreproduced(state, loaded),
         real_s_per_wave=REALISTIC.container_start_s + REALISTIC.canary_run_s,
     )
+    rehearsal.api_requests = meter.summary(int(rehearsal.end_state.get("nodesMigrated") or 0))
+    return rehearsal
 
 
 def _unreproduced(state: ClusterState, loaded: LoadReport) -> list[str]:
