@@ -18,6 +18,8 @@ BUNDLED = (
     "tools/k8s/build",
     "tools/k8s/up",
     "tools/k8s/down",
+    "tools/kwok/build",
+    "tools/opa/build",
     "fixtures/clusters/demo.yaml",
     "fixtures/clusters/upstream-ready.yaml",
 )

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dra_migrate.bundled import bundled
 from dra_migrate.errors import InputError, MigrateError
 
 OPA_VERSION = "1.22.4"  # pinned: tools/opa/build builds it; the examples are tested against it
@@ -44,7 +45,8 @@ def find_opa() -> Path:
         return Path(found)
     raise InputError(
         "no OPA policy engine found",
-        "build the pinned one with tools/opa/build (from the Go module proxy), install opa, or set DRA_MIGRATE_OPA",
+        f"build the pinned one with {bundled('tools/opa/build')} (from the Go module proxy), install opa, "
+        "or set DRA_MIGRATE_OPA",
     )
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from dra_migrate.bundled import bundled
 from dra_migrate.errors import InputError
 from dra_migrate.kube import Informer
 from dra_migrate.sim.kube import ApiError, Kube, new_api_client, now_rfc3339, path_of
@@ -46,7 +47,11 @@ from dra_migrate.sim.timing import INSTANT, Timers, TimingProfile
 log = logging.getLogger("dra_migrate.sim")
 
 KWOK_VERSION = os.environ.get("KWOK_VERSION", "0.8.0")
-BUILD_HINT = "build it once with: tools/kwok/build (about 3 minutes on 2 cores)"
+
+
+def build_hint() -> str:
+    """The command that builds kwok: the script shipped in the package (or the checkout's tools/kwok/build)."""
+    return f"build it once with: {bundled('tools/kwok/build')} (about 3 minutes on 2 cores; needs Go)"
 NODES = "/api/v1/nodes"
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 REGISTER_WORKERS = 8  # nodes created at once (one POST each)
@@ -66,7 +71,7 @@ def kwok_binary() -> Path:
     on_path = shutil.which("kwok")
     if on_path:
         return Path(on_path)
-    raise InputError(f"no kwok v{KWOK_VERSION} found (build cache {cached.parent}, PATH)", BUILD_HINT)
+    raise InputError(f"no kwok v{KWOK_VERSION} found (build cache {cached.parent}, PATH)", build_hint())
 
 
 def _die_with_parent() -> None:
@@ -202,7 +207,7 @@ class KwokFleet:
         except subprocess.TimeoutExpired:
             return
         last = (self.log_path.read_text(errors="replace").strip().splitlines() or ["(no output)"])[-1]
-        raise InputError(f"kwok exited ({code}) at start: {last[:300]}", "run tools/kwok/build, then rehearse again")
+        raise InputError(f"kwok exited ({code}) at start: {last[:300]}", f"run {bundled('tools/kwok/build')}, then rehearse again")
 
     def _spawn(self, fn: Any, name: str) -> None:
         t = threading.Thread(target=fn, name=name, daemon=True)
