@@ -1,0 +1,111 @@
+"""Finding GPU requests in a manifest: in containers, and where the tool cannot rewrite them.
+
+A GPU request the tool does not understand must never be passed over in silence: a CRD's own count
+(`gpu: "1"` in NVIDIA Dynamo's DynamoGraphDeployment, `gpus: 2`), a device-plugin name as a key under a
+path no pod template covers, or a request written inside a string (an Argo `podSpecPatch`, a manifest
+embedded in a resource template) is reported by path so `convert` can refuse the file.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from dra_migrate.inventory.resources import FRACTIONAL_GPU_RESOURCES, GpuNames
+
+_GPU_STRING_RE = re.compile(r"nvidia\.com/(gpu|mig-)")
+
+
+def count_problem(c: dict[str, Any], resource: str) -> str | None:
+    """A device-plugin count must be a positive integer, and equal in requests and limits."""
+    res = c.get("resources")
+    values = {
+        part: res[part][resource]
+        for part in ("requests", "limits")
+        if isinstance(res, dict) and isinstance(res.get(part), dict) and resource in res[part]
+    }
+    for part, raw in values.items():
+        if isinstance(raw, bool) or not (
+            (isinstance(raw, int) and raw > 0) or (isinstance(raw, str) and raw.isdigit() and int(raw) > 0)
+        ):
+            return f"{resource} in {part} is {raw!r}: a device count must be a positive integer"
+    if len({int(v) for v in values.values()}) > 1:
+        return (
+            f"{resource}: requests and limits differ ({values['requests']} and {values['limits']}); "
+            "an extended resource's request must equal its limit"
+        )
+    return None
+
+
+def fractional(c: dict[str, Any]) -> list[str]:
+    res = c.get("resources")
+    if not isinstance(res, dict):
+        return []
+    found: set[str] = set()
+    for part in ("requests", "limits"):
+        m = res.get(part)
+        if isinstance(m, dict):
+            found.update(k for k in m if isinstance(k, str) and k in FRACTIONAL_GPU_RESOURCES)
+    return sorted(found)
+
+
+def gpu_keys(c: dict[str, Any], names: GpuNames) -> list[str]:
+    """Device-plugin GPU names in a container's requests and limits, whatever their values."""
+    res = c.get("resources")
+    found: dict[str, None] = {}
+    if isinstance(res, dict):
+        for part in ("requests", "limits"):
+            m = res.get(part)
+            if isinstance(m, dict):
+                found.update((k, None) for k in m if isinstance(k, str) and k in names)
+    return list(found)
+
+
+def has_gpu_key(c: dict[str, Any], names: GpuNames) -> bool:
+    return bool(gpu_keys(c, names))
+
+
+# Keys a CRD may use for a GPU count of its own (a shorthand the tool cannot rewrite into a claim).
+_SHORTHAND_KEYS = frozenset({"gpu", "gpus", "numGpus", "numGPUs", "gpuCount", "gpusPerNode", "nvidiaGpu"})
+_SKIP_KEYS = frozenset({"metadata", "nodeSelector", "affinity", "tolerations", "annotations", "labels"})
+
+
+def _names_a_gpu_count(k: Any, v: Any, names: GpuNames) -> bool:
+    if not isinstance(k, str):
+        return False
+    if k in names or k in FRACTIONAL_GPU_RESOURCES:
+        return True
+    return k in _SHORTHAND_KEYS and isinstance(v, int) and not isinstance(v, bool) and v > 0
+
+
+def gpu_keys_elsewhere(doc: Any, names: GpuNames, covered: set[int], path: str = "") -> Iterator[str]:
+    """Paths of GPU counts outside the containers of known pod templates: a device-plugin name as a key
+    anywhere (a CRD's `resourcesPerNode`, an unknown container path), a fractional-GPU name, or a
+    numeric `gpu:`-like shorthand. Labels, selectors and tolerations name GPUs without asking for them."""
+    if isinstance(doc, dict):
+        if id(doc) in covered:
+            return
+        for k, v in doc.items():
+            p = f"{path}.{k}" if path else str(k)
+            if _names_a_gpu_count(k, v, names):
+                yield p
+            elif k not in _SKIP_KEYS:
+                yield from gpu_keys_elsewhere(v, names, covered, p)
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            yield from gpu_keys_elsewhere(v, names, covered, f"{path}[{i}]")
+
+
+def gpu_patch_strings(doc: Any, path: str = "") -> Iterator[str]:
+    """Paths of pod-spec patch strings (Argo `podSpecPatch`) that mention a GPU resource."""
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            p = f"{path}.{k}" if path else str(k)
+            if isinstance(v, str) and str(k).endswith("podSpecPatch") and _GPU_STRING_RE.search(v):
+                yield p
+            else:
+                yield from gpu_patch_strings(v, p)
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            yield from gpu_patch_strings(v, f"{path}[{i}]")
