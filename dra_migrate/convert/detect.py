@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from dra_migrate.inventory.resources import FRACTIONAL_GPU_RESOURCES, GpuNames
+from dra_migrate.inventory.resources import FRACTIONAL_GPU_RESOURCES, GpuNames, parse_quantity
 
 _GPU_STRING_RE = re.compile(r"nvidia\.com/(gpu|mig-)")
 
@@ -66,44 +66,82 @@ def has_gpu_key(c: dict[str, Any], names: GpuNames) -> bool:
     return bool(gpu_keys(c, names))
 
 
-# Keys a CRD may use for a GPU count of its own (a shorthand the tool cannot rewrite into a claim).
-_SHORTHAND_KEYS = frozenset({"gpu", "gpus", "numGpus", "numGPUs", "gpuCount", "gpusPerNode", "nvidiaGpu"})
+# Keys a CRD may use for a GPU count of its own (a shorthand the tool cannot rewrite into a claim): NVIDIA
+# Dynamo's DynamoGraphDeployment writes `resources.limits.gpu: "1"` (a string), others `gpus: 2`.
+_SHORTHAND_KEYS = frozenset(
+    {"gpu", "gpus", "numGpus", "numGPUs", "num_gpus", "gpuCount", "gpusPerNode", "gpusPerWorker", "nvidiaGpu"}
+)
 _SKIP_KEYS = frozenset({"metadata", "nodeSelector", "affinity", "tolerations", "annotations", "labels"})
+# Kinds whose data is an application's own (a `gpus: 2` in a ConfigMap is not a request of the cluster's).
+_DATA_KINDS = frozenset({"ConfigMap", "Secret"})
 
 
-def _names_a_gpu_count(k: Any, v: Any, names: GpuNames) -> bool:
+def _positive_count(v: Any) -> bool:
+    """A GPU count as a CRD writes it: 1, 1.0, "1", "2" (a quantity string) — never a flag or a word."""
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, int | float):
+        return v > 0
+    if isinstance(v, str):
+        q = parse_quantity(v.strip())
+        return q is not None and q > 0
+    return False
+
+
+def _names_a_gpu_count(k: Any, v: Any, names: GpuNames, shorthand: bool) -> bool:
     if not isinstance(k, str):
         return False
     if k in names or k in FRACTIONAL_GPU_RESOURCES:
         return True
-    return k in _SHORTHAND_KEYS and isinstance(v, int) and not isinstance(v, bool) and v > 0
+    return shorthand and k in _SHORTHAND_KEYS and _positive_count(v)
 
 
 def gpu_keys_elsewhere(doc: Any, names: GpuNames, covered: set[int], path: str = "") -> Iterator[str]:
     """Paths of GPU counts outside the containers of known pod templates: a device-plugin name as a key
     anywhere (a CRD's `resourcesPerNode`, an unknown container path), a fractional-GPU name, or a
-    numeric `gpu:`-like shorthand. Labels, selectors and tolerations name GPUs without asking for them."""
+    `gpu:`-like shorthand with a positive count (an integer or a quantity string). Labels, selectors and
+    tolerations name GPUs without asking for them; a ConfigMap's or Secret's own keys are its data."""
+    shorthand = not (isinstance(doc, dict) and doc.get("kind") in _DATA_KINDS and not path)
+    yield from _elsewhere(doc, names, covered, path, shorthand)
+
+
+def _elsewhere(doc: Any, names: GpuNames, covered: set[int], path: str, shorthand: bool) -> Iterator[str]:
     if isinstance(doc, dict):
         if id(doc) in covered:
             return
         for k, v in doc.items():
             p = f"{path}.{k}" if path else str(k)
-            if _names_a_gpu_count(k, v, names):
+            if _names_a_gpu_count(k, v, names, shorthand):
                 yield p
             elif k not in _SKIP_KEYS:
-                yield from gpu_keys_elsewhere(v, names, covered, p)
+                yield from _elsewhere(v, names, covered, p, shorthand)
     elif isinstance(doc, list):
         for i, v in enumerate(doc):
-            yield from gpu_keys_elsewhere(v, names, covered, f"{path}[{i}]")
+            yield from _elsewhere(v, names, covered, f"{path}[{i}]", shorthand)
+
+
+# A GPU request written inside a string: a device-plugin name as a key followed by a count, as YAML or
+# JSON writes it (`nvidia.com/gpu: 1`, `"nvidia.com/mig-1g.10gb":"2"`, `nvidia.com/gpu=1`). Node labels
+# such as `nvidia.com/gpu.count` or `nvidia.com/gpu.product` are not device-plugin names and do not match.
+_GPU_IN_TEXT_RE = re.compile(
+    r"nvidia\.com/(?:gpu(?:\.shared)?|mig-\d+g\.\d+gb(?:[.+][a-z0-9.]+)?)[\"']?\s*[:=]\s*[\"']?0*[1-9]"
+)
 
 
 def gpu_patch_strings(doc: Any, path: str = "") -> Iterator[str]:
-    """Paths of pod-spec patch strings (Argo `podSpecPatch`) that mention a GPU resource."""
+    """Paths of strings that carry a GPU request: a pod-spec patch (Argo `podSpecPatch`) that names a GPU
+    resource at all, or any string (an embedded manifest, a Helm values blob, a JSON patch) that writes a
+    device-plugin GPU name with a count. `metadata` is skipped: kubectl's last-applied-configuration
+    annotation repeats the object itself."""
     if isinstance(doc, dict):
         for k, v in doc.items():
             p = f"{path}.{k}" if path else str(k)
-            if isinstance(v, str) and str(k).endswith("podSpecPatch") and _GPU_STRING_RE.search(v):
-                yield p
+            if k == "metadata" and not path:
+                continue
+            if isinstance(v, str):
+                loose = str(k).endswith("podSpecPatch") and _GPU_STRING_RE.search(v)
+                if loose or _GPU_IN_TEXT_RE.search(v):
+                    yield p
             else:
                 yield from gpu_patch_strings(v, p)
     elif isinstance(doc, list):

@@ -213,12 +213,20 @@ def convert_document(
             has_gpu = has_gpu or has_gpu_key(c, gpu_names) or bool(fractional(c))
     stray = list(gpu_keys_elsewhere(doc, gpu_names, covered))
     patches = list(gpu_patch_strings(doc))
+    if kind in _CAP_KINDS and apiversion_is_core(doc):
+        if stray:  # a cap on requests, not a request: nothing to rewrite, but it stops counting GPUs
+            result.warnings.append(
+                f"{label}: caps {', '.join(stray)}; a DRA claim is not counted by a {kind}, "
+                "so this cap no longer applies to converted pods"
+            )
+        return result
     if table.spec(key) is None:
         if stray or patches:
-            where = ", ".join(stray + patches)
             result.problems.append(
-                f"{label}: kind {key} is not in the pod-template table, GPU requests at {where}: "
-                "add the kind with --templates FILE"
+                f"{label}: kind {key} is not in the pod-template table, and asks for GPUs at "
+                f"{', '.join(stray + patches)}: if its pods are written as pod templates, add the kind with "
+                "--templates FILE; a field of the kind's own (gpu:, gpus:) is the operator's to translate, "
+                "so convert it by hand or with the operator's DRA support"
             )
         return result
     for refusal in _kind_problems(key, doc, has_gpu or bool(stray)):
@@ -227,8 +235,8 @@ def convert_document(
         return result
     for path in patches:
         result.problems.append(
-            f"{label}: a GPU request inside the string {path} (a pod spec patch) cannot be rewritten safely: "
-            "move the request into the container, or convert it by hand"
+            f"{label}: a GPU request inside the string {path} (a patch or an embedded manifest) cannot be "
+            "rewritten safely: move the request into the container, or convert it by hand"
         )
     for path in stray:
         result.problems.append(f"{label}: GPU request at {path} is outside every pod template known for {key}")
@@ -353,6 +361,14 @@ def convert_document(
         )
     result.changed = True
     return result
+
+
+# Core kinds that name a device-plugin GPU as a cap (max, default), not a request: nothing to convert.
+_CAP_KINDS = frozenset({"LimitRange"})
+
+
+def apiversion_is_core(doc: dict[str, Any]) -> bool:
+    return doc.get("apiVersion") == "v1"
 
 
 # Kinds whose GPU requests a claim cannot carry, with the reason and its source.
