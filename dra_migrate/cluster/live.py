@@ -9,6 +9,7 @@ Responses are parsed with orjson straight from the wire, never through the clien
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Iterator
@@ -24,6 +25,8 @@ from dra_migrate.cluster.kinds import ALL_KINDS, Kind
 from dra_migrate.cluster.state import SourceInfo
 from dra_migrate.cluster.templates import TemplateTable
 from dra_migrate.errors import ClusterError, MigrateError
+
+log = logging.getLogger(__name__)
 
 PAGE_SIZE = 500  # kubectl's default --chunk-size
 CONNECT_TIMEOUT = 5.0
@@ -143,7 +146,19 @@ class LiveCluster:
             kubernetes_version=self.version(),
             taken_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             served_apis=served,
+            cluster_uid=self.cluster_uid(),
         )
+
+    def cluster_uid(self) -> str | None:
+        """The kube-system Namespace's uid: the cluster's identity (cluster/identity.py). None, with a
+        warning, when the credentials may not read it (deploy/rbac/readonly.yaml grants it)."""
+        try:
+            ns = self.get("/api/v1/namespaces/kube-system")
+        except ClusterError as e:
+            log.warning("cluster identity not recorded: cannot read namespace kube-system: %s", e)
+            return None
+        uid = (ns.get("metadata") or {}).get("uid") if isinstance(ns, dict) else None
+        return str(uid) if uid else None
 
 
 def kinds_to_read(served: dict[str, frozenset[str]], templates: TemplateTable) -> list[Kind]:

@@ -63,8 +63,14 @@ def load_snapshot(
         kubernetes_version=kubernetes_version or meta.get("kubernetesVersion"),
         taken_at=meta.get("takenAt"),
         served_apis=tuple(served) if isinstance(served, list) else None,
+        cluster_uid=_text(meta.get("clusterUID")),
+        server=_text(meta.get("server")),
     )
     return state
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def _snapshot_files(p: Path) -> list[Path]:
@@ -176,7 +182,7 @@ def _expand(doc: Any, name: str, header: dict[str, Any]) -> Iterator[dict[str, A
 
 
 # What tells one cluster's snapshot from another's: two headers that differ in one of these are two clusters.
-_CLUSTER_IDENTITY = ("server", "context", "kubernetesVersion")
+_CLUSTER_IDENTITY = ("clusterUID", "server", "context", "kubernetesVersion")
 
 
 def merge_header(header: dict[str, Any], new: dict[str, Any], where: str) -> None:
@@ -213,6 +219,7 @@ def snapshot_header(source: SourceInfo, tool_version: str) -> dict[str, Any]:
             "kubernetesVersion": source.kubernetes_version,
             "server": source.location,
             "context": source.context,
+            "clusterUID": source.cluster_uid,  # the kube-system Namespace's uid (cluster/identity.py)
             "takenAt": source.taken_at,
             "toolVersion": tool_version,
             "servedAPIs": list(source.served_apis) if source.served_apis is not None else None,

@@ -57,6 +57,7 @@ def build_plan(
         "formatVersion": FORMAT_VERSION,
         "tool": {"name": "dra-migrate", "version": __version__},
         "cluster": state.source.name,
+        **_identity(state),
         "parameters": params.to_dict(),
         "fingerprint": fingerprint(state, readiness),
         # As a whole; `apply --stage` may run a stage no blocker stops (`stage_blockers`). A node-scoped
@@ -483,3 +484,9 @@ def _summary(stages: list[Stage], params: PlanParams, state: ClusterState) -> di
         "evictedPods": sum(w.evicted_pods for s in pool_stages for w in s.waves),
         **summary_estimate([s.to_dict() for s in stages], drain_grace),
     }
+
+
+def _identity(state: ClusterState) -> dict[str, Any]:
+    """The cluster the plan is made from, when the source knows it (a ClusterSnapshot or a live read)."""
+    identity = state.source.identity
+    return {"clusterIdentity": identity.to_dict()} if identity.uid else {}

@@ -39,6 +39,7 @@ _SECTIONS = (
     "formatVersion",
     "tool",
     "cluster",
+    "clusterIdentity",
     "parameters",
     "fingerprint",
     "applicable",
@@ -57,7 +58,8 @@ _REQUIRED: dict[str, type | tuple[type, ...]] = {
     "summary": dict,
     "stages": list,
 }
-_OPTIONAL = {"review": dict, "edited": dict, "digests": dict, "digest": str}
+# clusterIdentity: the cluster the plan was made from (cluster/identity.py); digested with the body.
+_OPTIONAL = {"clusterIdentity": dict, "review": dict, "edited": dict, "digests": dict, "digest": str}
 _STAGE_ORDER = "stages"  # the digests entry over the order of the stages
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 # Deepest nesting a plan has is about 12 (a DeviceClass manifest inside a step); far deeper is hostile.
