@@ -192,8 +192,11 @@ def _api_client(opts: LiveOptions) -> Any:
     from kubernetes import client, config
     from kubernetes.config.config_exception import ConfigException
 
+    from dra_migrate.cluster.kubeconfig import check_kubeconfig
+
     explicit = opts.kubeconfig is not None
     path = _kubeconfig_paths(opts)
+    check_kubeconfig(path)  # malformed: one line naming the file and the line or key
     try:
         if explicit or _any_exists(path):
             context = opts.context or _first_current_context(path)

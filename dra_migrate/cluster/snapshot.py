@@ -20,6 +20,7 @@ from typing import IO, Any
 
 import orjson
 
+from dra_migrate.cluster.jsondup import duplicate_key
 from dra_migrate.cluster.state import ClusterState, SourceInfo, StateBuilder, paused_gc
 from dra_migrate.cluster.templates import TemplateTable
 from dra_migrate.cluster.validate import MAX_DEPTH, depth_exceeds
@@ -100,6 +101,7 @@ def _read_file(f: Path, header: dict[str, Any]) -> Iterator[dict[str, Any]]:
         else:
             if depth_exceeds(doc):
                 raise _too_deep(str(f))
+            _refuse_duplicate_key(data, doc, str(f))
             yield from _expand(doc, str(f), header)
             return
     try:
@@ -117,6 +119,16 @@ def _read_file(f: Path, header: dict[str, Any]) -> Iterator[dict[str, Any]]:
 # "/", which follows it), so a line with a \u escape anywhere is looked into as well.
 _GPU_MARK = b"nvidia.com"
 _ESCAPE_MARK = b"\\u"
+
+
+def _refuse_duplicate_key(data: bytes, doc: Any, where: str) -> None:
+    """JSON follows YAML's rule: a key given twice in one object is refused, never the last one kept."""
+    key = duplicate_key(data, doc)
+    if key is not None:
+        raise InputError(
+            f"{where}: the key {key!r} appears twice in one object (YAML refuses that too)",
+            "fix the file or export it again",
+        )
 
 
 def _load_jsonl(f: Path, builder: StateBuilder, header: dict[str, Any]) -> None:
@@ -143,6 +155,7 @@ def _load_jsonl(f: Path, builder: StateBuilder, header: dict[str, Any]) -> None:
                         f"{f}:{lineno}: expected a Kubernetes object, found {type(obj).__name__}",
                         "a .jsonl snapshot holds one object per line",
                     )
+                _refuse_duplicate_key(line, obj, f"{name}:{lineno}")
                 kind = obj.get("kind")
                 if kind == "Pod":
                     # Pods are kept pruned to a fixed shallow shape, so their depth never matters.
