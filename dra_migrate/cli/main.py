@@ -36,6 +36,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     ),
     "snapshot": ("dra_migrate.cli.snapshot", "snapshot", "Save a live cluster's state to a file, for offline use."),
     "check": ("dra_migrate.cli.check", "check", "Readiness findings and capacity before/after (exit 2: blockers)."),
+    "explain": ("dra_migrate.cli.explain", "explain", "What a check rule means, why it matters, how to fix it."),
     "generate": ("dra_migrate.cli.generate", "generate", "Generate manifests (DeviceClasses)."),
     "match": ("dra_migrate.cli.match", "match", "Which devices on which pools each DeviceClass selects."),
     "plan": ("dra_migrate.cli.plan", "plan", "Write a migration plan to review and apply."),

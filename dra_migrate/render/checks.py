@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dra_migrate.checks.grouping import SHOWN
 from dra_migrate.checks.model import objects_text
 from dra_migrate.render import Document, styled, verdict
 
@@ -45,7 +46,9 @@ def capacity_rows(capacity: list[dict[str, Any]]) -> list[list[Any]]:
     ]
 
 
-def check_document(report: dict[str, Any], markdown: bool = False) -> Document:
+def check_document(report: dict[str, Any], markdown: bool = False, wide: bool = False) -> Document:
+    """Readiness: findings of one rule and cause as one block (`report["groups"]`), every finding with
+    `wide`; accepted findings apart; capacity per pool."""
     doc = Document()
     s = report["summary"]
     doc.heading("Readiness")
@@ -56,25 +59,60 @@ def check_document(report: dict[str, Any], markdown: bool = False) -> Document:
             "bad" if s["blocker"] else "warn" if s["warning"] else "good",
         )
     )
+    groups = report.get("groups")
+    if wide or groups is None:  # every finding (a report made before groups, or -o wide)
+        groups = [{**f, "count": 1} for f in report["findings"]]
+    limit = 1_000_000 if wide else SHOWN
     doc.heading(f"Findings ({len(report['findings'])})")
     if markdown:
         doc.table(
-            ["severity", "id", "finding", "objects", "remediation"],
+            ["severity", "id", "count", "finding", "objects", "remediation"],
             [
-                [f["severity"], f"`{f['id']}`", f["message"], _objects(f["objects"]), f["remediation"]]
-                for f in report["findings"]
+                [
+                    g["severity"],
+                    f"`{g['id']}`",
+                    g["count"],
+                    _message(g),
+                    _objects(g["objects"], limit),
+                    g["remediation"],
+                ]
+                for g in groups
             ],
             empty="No findings.",
         )
-    elif not report["findings"]:
+    elif not groups:
         doc.line("No findings.")
-    for f in [] if markdown else report["findings"]:
-        # One block per finding: messages are sentences, too long for table cells on a terminal.
-        doc.line(styled(f"{f['severity'].upper():8} {f['id']}", _SEVERITY.get(f["severity"])))
-        doc.line(f"         {f['message']}")
-        if f["objects"]:
-            doc.line(f"         objects: {_objects(f['objects'])}")
-        doc.line(f"         fix: {f['remediation']}")
+    for g in [] if markdown else groups:
+        # One block per group: messages are sentences, too long for table cells on a terminal.
+        count = f" ({g['count']})" if g["count"] > 1 else ""
+        doc.line(styled(f"{g['severity'].upper():8} {g['id']}{count}", _SEVERITY.get(g["severity"])))
+        doc.line(f"         {_message(g)}")
+        if g["objects"]:
+            doc.line(f"         objects: {_objects(g['objects'], limit)}")
+        doc.line(f"         fix: {g['remediation']}")
+    accepted = report.get("accepted") or []
+    if accepted:
+        doc.heading(f"Accepted risks ({len(accepted)}, not counted)")
+        doc.table(
+            ["severity", "id", "objects", "reason", "expires"],
+            [
+                [a["severity"], a["id"], _objects(a["objects"], limit), a["reason"], a["expires"] or "-"]
+                for a in accepted
+            ],
+        )
     doc.heading("Capacity per pool, before and after")
     doc.table(CAPACITY_HEADERS, capacity_rows(report["capacity"]), wide=["device class"])
+    return doc
+
+
+def _message(group: dict[str, Any]) -> str:
+    more = group["count"] - 1
+    return str(group["message"]) + (f" (and {more} more like it)" if more > 0 else "")
+
+
+def rules_document(rules: list[dict[str, Any]]) -> Document:
+    doc = Document()
+    doc.heading(f"Rules ({len(rules)})")
+    doc.table(["id", "severities", "checks"], [[r["id"], ", ".join(r["severities"]), r["summary"]] for r in rules])
+    doc.line("dra-migrate explain RULE says what one means, why it matters and how to fix it.")
     return doc

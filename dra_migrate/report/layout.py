@@ -326,6 +326,23 @@ def _findings(r: dict[str, Any]) -> Section:
         ],
         empty="No findings.",
     )
+    accepted = r.get("acceptedRisks") or []
+    if accepted:
+        s.p(f"Accepted risks ({len(accepted)}): findings the ignore file accepted, not counted above.")
+        s.table(
+            ["severity", "id", "finding", "objects", "reason", "expires"],
+            [
+                [
+                    a["severity"],
+                    a["id"],
+                    a["message"],
+                    ", ".join(objects_text(a["objects"] or [])) or "-",
+                    a["reason"],
+                    a.get("expires") or "-",
+                ]
+                for a in accepted
+            ],
+        )
     return s
 
 

@@ -262,6 +262,8 @@ class Report:
     timeline: Timeline | None = None
     verification: Verification | None = None
     rehearsal: dict[str, Any] | None = None  # `rehearse -o json` of this plan (rehearse.model.load_rehearsal)
+    # Findings the ignore file accepted at planning time, with the reason and expiry (checks/ignore.py).
+    accepted_risks: list[dict[str, Any]] = field(default_factory=list)
     format_version: int = field(default=FORMAT_VERSION)
 
     def to_dict(self) -> dict[str, Any]:
@@ -354,6 +356,7 @@ def build_report(
         capacity_source=cluster["source"] if readiness is not None else ("plan" if planned is not None else None),
         capacity_changes=_capacity_changes(planned, _capacity(readiness)) if readiness and planned else None,
         excluded_pools=excluded_pools_json(review.get("excludedPools") or []),
+        accepted_risks=[finding_json(a) for a in review.get("acceptedRisks") or []],
         summary=dict(plan.get("summary") or {}),
         stages=[_stage(s, plan.get("findings") or []) for s in plan.get("stages") or []],
         diff=diff,

@@ -155,6 +155,7 @@ def test_json_contract() -> None:
         "timeline",
         "verification",
         "rehearsal",
+        "acceptedRisks",
     ]
     assert data["tool"] == {"name": "dra-migrate", "version": "0.1.0"}
     assert data["plan"]["digest"].startswith("sha256:") and data["plan"]["edited"] is False
