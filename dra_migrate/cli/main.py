@@ -22,6 +22,7 @@ import click
 
 from dra_migrate import __version__
 from dra_migrate.cli import exitcodes
+from dra_migrate.cli.interrupts import graceful_interrupts
 from dra_migrate.errors import MigrateError
 from dra_migrate.secrets import scrub, scrub_logs
 
@@ -116,6 +117,7 @@ class Group(click.Group):
         if cmd_name not in self.commands and cmd_name in COMMANDS:
             module, attr, _ = COMMANDS[cmd_name]
             self.commands[cmd_name] = getattr(importlib.import_module(module), attr)
+        graceful_interrupts()  # imports done: a Ctrl-C is the command's to handle (cli/entry.py)
         cmd = self.commands.get(cmd_name)
         return _guard(cmd) if cmd is not None else None
 
