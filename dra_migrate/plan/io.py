@@ -31,6 +31,7 @@ from ruamel.yaml.nodes import ScalarNode
 from dra_migrate.cluster.yamlio import dumper
 from dra_migrate.errors import InputError
 from dra_migrate.fileio import write_text_atomic
+from dra_migrate.plan.consistency import contradictions
 from dra_migrate.plan.diff import PlanDiff, diff_plans
 from dra_migrate.plan.model import FORMAT_VERSION
 from dra_migrate.plan.validate import Problem, applicable_problems, recompute, validate
@@ -437,6 +438,7 @@ def rebase_checked(path: Path, against: Path | None = None) -> Rebased:
     previous = edited.get("digest") if isinstance(edited.get("digest"), str) else None
     body = recompute(body_of(edited))
     _refuse(validate(body), doc, path, "refusing to rebase")
+    _refuse(contradictions(body), doc, path, "refusing to rebase")  # parts that no longer agree (soak, ...)
     history = [str(d) for d in (body.get("edited") or {}).get("previousDigests") or []]
     if previous and previous not in history:
         history.append(previous)

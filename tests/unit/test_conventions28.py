@@ -81,3 +81,39 @@ def test_ctrl_c_at_any_moment_start_up_included_is_one_line_and_130(delay: float
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     assert [ln for ln in err.splitlines() if ln.strip()] == ["error: interrupted"], err
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "says"),
+    [
+        ("soak: 5m", "soak: 10m", "less than parameters.soak 10m"),  # parameters edited, waves not
+        ("drainTimeout: 10m", "drainTimeout: 20m", "parameters.drainTimeout is 20m"),
+    ],
+)
+def test_rebase_refuses_an_edit_that_contradicts_the_rest_of_the_plan(
+    plan: Path, tmp_path: Path, old: str, new: str, says: str
+) -> None:
+    edited = tmp_path / "edited.yaml"
+    text = plan.read_text()
+    assert old in text
+    edited.write_text(text.replace(old, new, 1))
+    r = run("plan", "--rebase", str(edited))
+    assert r.code == 1, r.stderr
+    line = [ln for ln in r.stderr.splitlines() if ln.startswith("error")]
+    assert len(line) == 1 and says in line[0] and f"{edited}:" in line[0], r.stderr
+    # Consistent edits go through: a longer soak on one wave is more caution, not a contradiction.
+    agreeing = tmp_path / "agreeing.yaml"
+    agreeing.write_text(text.replace("soakAfter: 5m", "soakAfter: 15m", 1))
+    assert run("plan", "--rebase", str(agreeing)).code == 0
+
+
+def test_a_wave_grown_past_max_unavailable_contradicts_the_parameters(plan: Path) -> None:
+    from dra_migrate.plan import io as plan_io
+    from dra_migrate.plan.consistency import contradictions
+
+    body = plan_io.body_of(plan_io.load(plan))
+    assert contradictions(body) == []
+    stage = next(s for s in body["stages"] if s.get("pool") and len(s["waves"]) > 1)
+    stage["waves"][0]["nodes"] += stage["waves"][1]["nodes"]  # one wave takes the next one's nodes
+    problems = contradictions(body)
+    assert problems and "more than parameters.maxUnavailable" in problems[0].message
