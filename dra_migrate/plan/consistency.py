@@ -1,9 +1,11 @@
 """What an edited plan must still agree with itself on, for `plan --rebase` (issue 28).
 
 `validate` checks each part of a plan for what it may hold; an edit can still leave two parts saying two
-things: `parameters.soak: 10m` while the waves still soak 5m, a drain timeout in the parameters the drain
-step does not use, a wave grown past `maxUnavailable`. The plan's parameters are what a reviewer reads
-first, so a rebase that would make them untrue is refused with the place that contradicts them.
+things: `parameters.soak: 10m` while the waves still soak 5m, `drainTimeout: 20m` while the drain steps
+still give up after 10m, a wave grown past `maxUnavailable`. Longer soaks and timeouts than the parameters
+(one pool given more patience) agree with them; shorter ones and larger waves do not. The plan's
+parameters are what a reviewer reads first, so a rebase that would make them untrue is refused with the
+place that contradicts them.
 
 Kept apart from validate.py (being split) as one function it can call: `contradictions(body)`.
 """
@@ -66,12 +68,16 @@ def _timeouts(stage: dict[str, Any], where: tuple[Any, ...], parameters: dict[st
             continue
         key = _STEP_TIMEOUTS[str(step["id"])]
         want, got = parameters.get(key), step.get("timeout")
-        if want is not None and got is not None and str(want) != str(got):
+        try:
+            shorter = want is not None and got is not None and parse_duration(str(got)) < parse_duration(str(want))
+        except (InputError, ValueError):
+            continue
+        if shorter:  # a pool given more patience than the default is fine; less than promised is not
             out.append(
                 Problem(
                     (*where, "nodeSteps", k, "timeout"),
-                    f"step {step['id']} times out after {got}, but parameters.{key} is {want}",
-                    "edit both, or plan again with the timeout you want",
+                    f"step {step['id']} times out after {got}, shorter than parameters.{key} {want}",
+                    f"edit parameters.{key} with it, or plan again with the timeout you want",
                 )
             )
     return out

@@ -87,7 +87,7 @@ def test_ctrl_c_at_any_moment_start_up_included_is_one_line_and_130(delay: float
     ("old", "new", "says"),
     [
         ("soak: 5m", "soak: 10m", "less than parameters.soak 10m"),  # parameters edited, waves not
-        ("drainTimeout: 10m", "drainTimeout: 20m", "parameters.drainTimeout is 20m"),
+        ("drainTimeout: 10m", "drainTimeout: 20m", "shorter than parameters.drainTimeout 20m"),
     ],
 )
 def test_rebase_refuses_an_edit_that_contradicts_the_rest_of_the_plan(
