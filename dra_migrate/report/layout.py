@@ -28,6 +28,7 @@ from dra_migrate.render.rehearsal import (
     wave_rows,
 )
 from dra_migrate.render.rehearsal import capacity_rows as rehearsed_capacity_rows
+from dra_migrate.report.accepted import accepted_risks
 
 # Section ids: stable anchors in the HTML, and what the browser test looks for.
 SECTIONS = (
@@ -326,23 +327,7 @@ def _findings(r: dict[str, Any]) -> Section:
         ],
         empty="No findings.",
     )
-    accepted = r.get("acceptedRisks") or []
-    if accepted:
-        s.p(f"Accepted risks ({len(accepted)}): findings the ignore file accepted, not counted above.")
-        s.table(
-            ["severity", "id", "finding", "objects", "reason", "expires"],
-            [
-                [
-                    a["severity"],
-                    a["id"],
-                    a["message"],
-                    ", ".join(objects_text(a["objects"] or [])) or "-",
-                    a["reason"],
-                    a.get("expires") or "-",
-                ]
-                for a in accepted
-            ],
-        )
+    accepted_risks(s, r.get("acceptedRisks") or [])
     return s
 
 
