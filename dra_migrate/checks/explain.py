@@ -136,3 +136,27 @@ RULE_DOCS: dict[str, RuleDoc] = {
 def document(rule_id: str, doc: RuleDoc) -> None:
     """Register the doc of a rule defined outside the seeded table (a new checks module)."""
     RULE_DOCS.setdefault(rule_id, doc)
+
+# The dependents rules (checks/rules_dependents.py; every source in docs/dependents.md).
+_DEPENDENTS = "docs/dependents.md, with every source"
+for _id, _when, _why, _fix in (
+    ("quota-continuity", "a ResourceQuota limits a device-plugin GPU name",
+     "the quota evaluator counts DRA claims under <class>.deviceclass.resource.k8s.io/devices, and a quota with scopes never counts a claim (kubernetes v1.37.2 pkg/quota/v1/evaluator/core/resource_claims.go): a GPU cap written for the device plugin stops capping migrated pods",
+     "add the DRA limit the plan proposes beside the old one before migrating (the finding names it)"),
+    ("kueue-dra-support", "a Kueue ClusterQueue budgets GPUs",
+     "Kueue admits and counts DRA-backed extended resources only in some configurations; a queue that cannot count them stops admitting GPU jobs after the migration (" + _DEPENDENTS + ")",
+     "move the GPU budget to flavors Kueue can count under DRA before migrating, or keep these pools on the device plugin"),
+    ("scheduler-dra-support", "GPU pods run under a scheduler other than kube-scheduler",
+     "a scheduler without DRA support cannot place pods whose GPUs become claims or DRA-backed extended resources (" + _DEPENDENTS + ")",
+     "upgrade that scheduler to a release with DRA support, or keep its pools on the device plugin (plan --exclude-pools)"),
+    ("dcgm-dra-attribution", "a DCGM exporter attributes GPU metrics to pods",
+     "under DRA the exporter needs to read ResourceSlices to map devices to pods; without the permission per-pod GPU metrics go blank (NVIDIA/gpu-operator PR #2697)",
+     "let the exporter get/list/watch resource.k8s.io resourceslices and give it a ServiceAccount token"),
+    ("prometheus-rule-gpu", "alerting or recording rules read GPU extended-resource metrics",
+     "kube-state-metrics' extended-resource series of a migrated node change or vanish, so alerts on them go silent (" + _DEPENDENTS + ")",
+     "rewrite the rules on the DRA series (or DCGM's) before migrating the pools they watch"),
+    ("gitops-owned", "an object the migration changes is owned by a GitOps controller",
+     "Argo CD or Flux reverts a change made outside the repository, undoing the migration step (" + _DEPENDENTS + ")",
+     "make the change in the owning repository (convert and generate write the files); apply does not patch them"),
+):  # fmt: skip
+    document(_id, RuleDoc(when=_when, rests_on=_why, fix=_fix))

@@ -37,6 +37,7 @@ ERRORS = {
     "plan": ["--snapshot", MISSING],
     "show": [MISSING],
     "diff": [MISSING],
+    "policy": ["check", MISSING],
     "apply": [MISSING],
     "rollback": [MISSING],
     "status": [MISSING],
