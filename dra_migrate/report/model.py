@@ -3,9 +3,8 @@
 Built from what the other layers produced — the plan (fingerprint, findings, DeviceClasses, stages and
 waves, and the capacity and inventory summary it recorded for review, so the plan alone is a complete
 report), and when given: the cluster as read now (`Readiness`: every consumer, capacity before and after,
-and what changed in capacity since planning), the
-identity that read it, an older plan (the semantic diff) and the apply journal (timeline, verification).
-A section whose source was not given is None; the renderings say what would fill it.
+and what changed in capacity since planning), the identity that read it, an older plan (the semantic
+diff) and the apply journal (timeline, verification). A section whose source was not given is None.
 
 Nothing secret is copied in: consumers by kind, name, pools and GPU totals only (never pod specs, so no
 container env values or args), the plan's DeviceClass manifests (which hold selectors, nothing else), and
@@ -264,8 +263,7 @@ class Report:
     timeline: Timeline | None = None
     verification: Verification | None = None
     rehearsal: dict[str, Any] | None = None  # `rehearse -o json` of this plan (rehearse.model.load_rehearsal)
-    # Findings the ignore file accepted at planning time, with the reason and expiry (checks/ignore.py).
-    accepted_risks: list[dict[str, Any]] = field(default_factory=list)
+    accepted_risks: list[dict[str, Any]] = field(default_factory=list)  # the ignore file's (checks/ignore.py)
     format_version: int = field(default=FORMAT_VERSION)
 
     def to_dict(self) -> dict[str, Any]:
