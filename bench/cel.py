@@ -9,7 +9,7 @@ environment that has them:
 
     python -m venv --system-site-packages ~/.cache/dra-migrate/celbench-venv
     ~/.cache/dra-migrate/celbench-venv/bin/pip install cel-expr-python==0.1.3 common-expression-language==0.10.0
-    PYTHONPATH=$PWD ~/.cache/dra-migrate/celbench-venv/bin/python bench/cel.py
+    PYTHONPATH=$PWD ~/.cache/dra-migrate/celbench-venv/bin/python bench/cel.py [--nodes 10000]
 
 Speed: 2,000 nodes x 8 devices x 3 classes (the NVIDIA chart's gpu class, a MIG-profile class and a
 product-name pattern), each device evaluated against each class: 48,000 evaluations, compiled once.
@@ -204,8 +204,8 @@ def _worker(engine: str, start: int) -> None:
     signal.alarm(0)
 
 
-def speed(engines: dict[str, Callable[[str], Compiled]]) -> dict[str, float]:
-    devices = fleet()
+def speed(engines: dict[str, Callable[[str], Compiled]], nodes: int = 2000) -> dict[str, float]:
+    devices = fleet(nodes)
     out: dict[str, float] = {}
     from dra_migrate.dra.cel import compile_selector
 
@@ -249,13 +249,17 @@ def main() -> int:
     candidates = {name: factory() for name, factory in ENGINES.items()}
     engines = {k: v for k, v in candidates.items() if v is not None}
     skipped = [k for k, v in candidates.items() if v is None]
+    nodes = int(sys.argv[sys.argv.index("--nodes") + 1]) if "--nodes" in sys.argv else 2000
     conf = conformance(engines)
-    secs = speed(engines)
+    secs = speed(engines, nodes)
+    evaluations = len(CLASSES) * nodes * 8
     report = {
-        "evaluations": len(CLASSES) * 2000 * 8,
+        "nodes": nodes,
+        "evaluations": evaluations,
         "skipped": skipped,
         "conformance": {k: dict(v) for k, v in conf.items()},
         "seconds": {k: round(v, 3) for k, v in secs.items()},
+        "evaluations_per_second": {k: round(evaluations / v) for k, v in secs.items() if v > 0},
     }
     print(json.dumps(report, indent=1))
     return 0

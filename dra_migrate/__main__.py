@@ -1,4 +1,4 @@
-from dra_migrate.cli.main import main
+from dra_migrate.cli.entry import main
 
 if __name__ == "__main__":
     main()

@@ -32,8 +32,15 @@ def rule(rule_id: str, *severities: Severity, summary: str) -> Callable[[RuleFn]
     return register
 
 
-def run_checks(ctx: CheckContext) -> list[Finding]:
+def all_rules() -> list[Rule]:
+    """Every rule, registered (its modules imported), in registration order."""
     from dra_migrate.checks import rules, rules_dependents, rules_gangs, rules_workloads  # noqa: F401  (registers every rule)
+
+    return list(RULES.values())
+
+
+def run_checks(ctx: CheckContext) -> list[Finding]:
+    all_rules()
 
     findings: list[Finding] = []
     for r in RULES.values():

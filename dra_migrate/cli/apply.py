@@ -202,7 +202,9 @@ def rollback(
     """
     plan = _load(plan_file)
     if not journal_path(plan_file).exists():
-        raise InputError(f"no journal beside {plan_file}: nothing was applied", "nothing to roll back")
+        # Nothing was applied, so nothing is to undo: done, exit 0 (docs/exit-codes.md), as with an empty journal.
+        _log(f"nothing to roll back: no journal beside {plan_file} (nothing was applied)")
+        return
     session = _session(plan, plan_file, source, lock_namespace, parallelism, qps, burst, {})
     to_undo = session.to_undo(stage)
     if not to_undo:
@@ -230,7 +232,8 @@ def status(plan_file: Path, output: str) -> None:
     from dra_migrate.render.status import STATUS_FORMAT_VERSION, remaining_steps, status_document
 
     plan = _load(plan_file)
-    progress = progress_of(plan, read_records(journal_path(plan_file), plan_digest=str(plan.digest)))
+    records = read_records(journal_path(plan_file), plan_digest=str(plan.digest), cluster=plan.cluster_identity)
+    progress = progress_of(plan, records)
     report = {"formatVersion": STATUS_FORMAT_VERSION, "cluster": plan_cluster(plan), **progress.to_dict()}
     print_data(output, report, lambda: status_document(report), lambda: remaining_steps(report))
 

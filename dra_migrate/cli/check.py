@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import sys
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
+from dra_migrate.checks.grouping import group_findings
+from dra_migrate.checks.model import objects_json
 from dra_migrate.cli import exitcodes
 from dra_migrate.cli.options import (
     SourceOptions,
@@ -19,7 +23,43 @@ from dra_migrate.cli.options import (
     source_options,
 )
 from dra_migrate.dra.validate import existing_class_selectors, live_selector_warnings
+from dra_migrate.errors import InputError
 from dra_migrate.inventory.dra import check_driver_name
+from dra_migrate.render import Document
+
+if TYPE_CHECKING:
+    from dra_migrate.checks.ignore import Acceptance
+    from dra_migrate.checks.run import Readiness
+
+NOTHING_TO_MIGRATE = "nothing to migrate: no GPU nodes and no workloads requesting GPUs"
+
+
+def nothing_to_migrate(readiness: Readiness) -> bool:
+    """A cluster with no GPU node and no GPU consumer: one line and exit 0, never a misleading blocker."""
+    inv = readiness.inventory
+    return not inv.nodes and not inv.consumers
+
+
+def load_acceptances(ignore_file: Path | None) -> list[Acceptance]:
+    """--ignore-file, else ./.dra-migrate-ignore.yaml when it exists, else none."""
+    from dra_migrate.checks.ignore import DEFAULT_FILE, load_ignore_file
+    from dra_migrate.checks.registry import all_rules
+
+    if ignore_file is None:
+        default = Path(DEFAULT_FILE)
+        if not default.is_file():
+            return []
+        ignore_file = default
+    elif not ignore_file.is_file():
+        raise InputError(f"ignore file {ignore_file} does not exist", "check --ignore-file")
+    return load_ignore_file(ignore_file, [r.id for r in all_rules()])
+
+
+def rule_list() -> list[dict[str, Any]]:
+    """Every registered rule: id, severities, summary (what `check --list-rules` prints)."""
+    from dra_migrate.checks.registry import all_rules
+
+    return [{"id": r.id, "severities": [s.value for s in r.severities], "summary": r.summary} for r in all_rules()]
 
 
 @click.command(
@@ -48,28 +88,62 @@ Exit codes: 0 no blockers, 1 error, 2 blockers found.
     metavar="NAME",
     help="The DRA driver that serves the GPUs (its ResourceSlices' spec.driver).",
 )
+@click.option(
+    "--ignore-file",
+    type=click.Path(path_type=Path),
+    help="Accepted findings (rule, objects, reason, expires); default: ./.dra-migrate-ignore.yaml when it exists.",
+)
+@click.option("--list-rules", is_flag=True, help="List every rule (id, severities, what it checks) and exit.")
 @output_option(names="the ids of the findings")
 def check(
-    source: SourceOptions, pool_labels: tuple[str, ...], feature_gates: tuple[str, ...], dra_driver: str, output: str
+    source: SourceOptions,
+    pool_labels: tuple[str, ...],
+    feature_gates: tuple[str, ...],
+    dra_driver: str,
+    ignore_file: Path | None,
+    list_rules: bool,
+    output: str,
 ) -> None:
-    """Readiness findings (exit 2 when any blocker) and capacity per pool before and after."""
-    from dra_migrate.checks.context import parse_feature_gates
-    from dra_migrate.checks.run import assess
-    from dra_migrate.render.checks import check_document
+    """Readiness findings (exit 2 when any blocker) and capacity per pool before and after.
 
+    Findings of one rule and cause are shown as one, their objects counted (-o wide and -o json give every
+    finding); accepted ones (the ignore file) are shown apart and do not count.
+    """
+    from dra_migrate.checks.context import parse_feature_gates
+    from dra_migrate.checks.ignore import split_accepted
+    from dra_migrate.checks.run import assess
+    from dra_migrate.render.checks import check_document, rules_document
+
+    if list_rules:
+        rules = rule_list()
+        print_data(output, {"rules": rules}, lambda: rules_document(rules), lambda: [r["id"] for r in rules])
+        return
     gates = parse_feature_gates(feature_gates)
     driver = check_driver_name(dra_driver)
+    acceptances = load_acceptances(ignore_file)
     state = load_state(source)
     readiness = assess(state, pool_labels=pool_labels, feature_gates=gates, dra_driver=driver)
+    if nothing_to_migrate(readiness):
+        if output in ("json", "yaml"):
+            print_data(output, {"nothingToMigrate": True, "cluster": readiness.inventory.cluster_dict()}, Document)
+        click.echo(NOTHING_TO_MIGRATE, err=True)
+        return
+    readiness.findings, accepted, expired = split_accepted(readiness.findings, acceptances, dt.date.today())
+    for a in expired:
+        logging.getLogger("dra_migrate").warning(
+            "%s: the acceptance of %s expired on %s: its findings count again", a.where, a.rule, a.expires
+        )
     if source.snapshot is None:  # a live cluster: its API server judges every selector (dry run)
         exprs = existing_class_selectors(state) + [p.selector for p in readiness.generation.proposals]
         for line in live_selector_warnings(source.kubeconfig, source.context, exprs):
             logging.getLogger("dra_migrate").warning("%s", line)
     report: dict[str, Any] = {**readiness.to_dict(), "cluster": readiness.inventory.cluster_dict()}
+    report["groups"] = [g.to_dict() for g in group_findings(report["findings"])]
+    report["accepted"] = [{**a.to_record(), "objects": objects_json(a.finding.objects)} for a in accepted]
     print_data(
         output,
         report,
-        lambda: check_document(report, markdown=output == "markdown"),
+        lambda: check_document(report, markdown=output == "markdown", wide=output == "wide"),
         lambda: list(dict.fromkeys(f["id"] for f in report["findings"])),
     )
     args = source_args(source) + "".join(f" --pool-label {k}" for k in pool_labels)

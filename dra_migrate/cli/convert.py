@@ -9,7 +9,14 @@ import click
 
 from dra_migrate.cli import exitcodes
 from dra_migrate.cluster.templates import TemplateTable
-from dra_migrate.convert.files import FileResult, check_output_paths, convert_files, find_files, write_all
+from dra_migrate.convert.files import (
+    FileResult,
+    check_output_paths,
+    convert_files,
+    convert_text,
+    find_files,
+    write_all,
+)
 from dra_migrate.convert.rewrite import MAX_SUBREQUESTS, ConvertOptions
 from dra_migrate.dra.cel import SelectorError, UnsupportedSelectorError, compile_selector
 from dra_migrate.dra.validate import validate_live, worth_reporting
@@ -29,6 +36,7 @@ Examples:
   dra-migrate convert k8s/                              # a unified diff of what would change
   dra-migrate convert k8s/ --output-dir converted/      # converted copies under converted/
   dra-migrate convert k8s/training.yaml --in-place --fallback mig.nvidia.com
+  helm template x chart/ | dra-migrate convert - | kubectl apply -f -   # stdin to stdout
 """
 )
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
@@ -69,7 +77,8 @@ def convert(
 ) -> None:
     """Rewrite nvidia.com/gpu and nvidia.com/mig-* requests in FILE|DIR as ResourceClaimTemplates.
 
-    Prints a unified diff unless --in-place or --output-dir DIR is given. Nothing is written when any
+    Prints a unified diff unless --in-place or --output-dir DIR is given; `-` reads manifests from stdin
+    and writes the converted stream to stdout. Nothing is written when any
     manifest cannot be converted (unless --skip-unconvertible).
     """
     if output_flag is not None:
@@ -102,6 +111,9 @@ def convert(
     if templates:
         table = table.extended(templates)
 
+    if "-" in [str(p) for p in paths]:
+        _convert_stdin(paths, in_place, output_dir, table, opts, skip_unconvertible)
+        return
     pairs = find_files(paths)
     if output_dir:
         check_output_paths(pairs, output_dir)
@@ -132,3 +144,35 @@ def convert(
             emit(r.diff())
     changed = sum(r.changed for r in results)
     click.echo(f"converted {changed} of {len(results)} file(s)", err=True)
+
+
+def _convert_stdin(
+    paths: tuple[Path, ...],
+    in_place: bool,
+    output_dir: Path | None,
+    table: TemplateTable,
+    opts: ConvertOptions,
+    skip_unconvertible: bool,
+) -> None:
+    """`convert -`: manifests on stdin, the converted stream on stdout (as `kubectl convert -f -`)."""
+    if len(paths) > 1 or in_place or output_dir:
+        raise InputError(
+            "`-` (stdin) is converted alone and written to stdout",
+            "give `-` as the only path, without --in-place or --output-dir",
+        )
+    text = click.get_text_stream("stdin").read()
+    _, result = convert_text(text, "<stdin>", table, opts)
+    for w in result.warnings:
+        click.echo(f"warning: {w}", err=True)
+    for p in result.problems:
+        click.echo(f"{'skipped' if skip_unconvertible else 'error'}: {p}", err=True)
+    if result.problems and not skip_unconvertible:
+        click.echo(
+            f"error: {len(result.problems)} unconvertible request(s); nothing written "
+            "(fix them, or pass --skip-unconvertible to convert the rest)",
+            err=True,
+        )
+        raise SystemExit(exitcodes.FAILED)
+    for s in result.summary:
+        log.info("%s", s)
+    click.echo(result.converted, nl=False)

@@ -28,15 +28,21 @@ Exit codes: 0 no differences, 1 error, 2 differences or drift found.
 @click.argument("plan_b", metavar="[PLAN_B]", required=False, type=click.Path(path_type=Path))
 @output_option(names="what differs (plan paths, or drifted objects)")
 @click.option("--allow-edited", is_flag=True, help="Compare hand-edited, not yet rebased plans, marked UNTRUSTED.")
-def diff(source: SourceOptions, plan_a: Path, plan_b: Path | None, output: str, allow_edited: bool) -> None:
+@click.option(
+    "--allow-other-cluster", is_flag=True, help="Compare plans or a plan and a cluster of two different clusters."
+)
+def diff(
+    source: SourceOptions, plan_a: Path, plan_b: Path | None, output: str, allow_edited: bool, allow_other_cluster: bool
+) -> None:
     """Compare PLAN_A with PLAN_B, or PLAN_A with the cluster now (a snapshot or live): exit 2 on differences.
 
     Without PLAN_B the cluster is read as every command reads it (--snapshot, or --kubeconfig/--context,
     or kubectl's defaults), and the report says what drifted since the plan was made.
     """
+    from dra_migrate.cluster.identity import refuse_other_cluster
     from dra_migrate.plan import io as plan_io
     from dra_migrate.plan.diff import diff_plans
-    from dra_migrate.plan.drift import drift
+    from dra_migrate.plan.drift import drift, plan_identity
     from dra_migrate.render import Document
     from dra_migrate.render.diff import drift_document, drift_names, plan_diff_document, plan_diff_names
 
@@ -63,7 +69,11 @@ def diff(source: SourceOptions, plan_a: Path, plan_b: Path | None, output: str, 
                 "diff takes a second plan or a cluster source, not both",
                 "dra-migrate diff PLAN_A PLAN_B, or dra-migrate diff PLAN --snapshot FILE",
             )
-        result = diff_plans(a, load(plan_b))
+        b = load(plan_b)
+        refuse_other_cluster(
+            plan_identity(a), f"plan {plan_a}", plan_identity(b), f"plan {plan_b}", allow=allow_other_cluster
+        )
+        result = diff_plans(a, b)
         report = result.to_dict()
         changed = not result.empty
         print_data(
@@ -73,7 +83,7 @@ def diff(source: SourceOptions, plan_a: Path, plan_b: Path | None, output: str, 
             lambda: plan_diff_names(report),
         )
     else:
-        found = drift(a, load_state(source))
+        found = drift(a, load_state(source), allow_other_cluster=allow_other_cluster)
         report = found.to_dict()
         changed = not found.holds
         print_data(

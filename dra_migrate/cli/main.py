@@ -22,6 +22,7 @@ import click
 
 from dra_migrate import __version__
 from dra_migrate.cli import exitcodes
+from dra_migrate.cli.interrupts import graceful_interrupts
 from dra_migrate.errors import MigrateError
 from dra_migrate.secrets import scrub, scrub_logs
 
@@ -36,12 +37,15 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     ),
     "snapshot": ("dra_migrate.cli.snapshot", "snapshot", "Save a live cluster's state to a file, for offline use."),
     "check": ("dra_migrate.cli.check", "check", "Readiness findings and capacity before/after (exit 2: blockers)."),
+    "explain": ("dra_migrate.cli.explain", "explain", "What a check rule means, why it matters, how to fix it."),
     "generate": ("dra_migrate.cli.generate", "generate", "Generate manifests (DeviceClasses)."),
     "match": ("dra_migrate.cli.match", "match", "Which devices on which pools each DeviceClass selects."),
     "plan": ("dra_migrate.cli.plan", "plan", "Write a migration plan to review and apply."),
     "show": ("dra_migrate.cli.show", "show", "Show what a plan will do."),
     "diff": (
-        "dra_migrate.cli.diff", "diff", "Compare two plans, or a plan with the cluster now (exit 2: differences)."
+        "dra_migrate.cli.diff",
+        "diff",
+        "Compare two plans, or a plan with the cluster now (exit 2: differences).",
     ),
     "policy": (
         "dra_migrate.cli.policy", "policy", "Check a plan against change-review policies with OPA (exit 2: denied)."
@@ -53,7 +57,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "report": ("dra_migrate.cli.report", "report", "The audit report of a plan (Markdown, HTML, JSON)."),
     "convert": ("dra_migrate.cli.convert", "convert", "Rewrite manifests' GPU requests as ResourceClaimTemplates."),
     "probe": (
-        "dra_migrate.cli.probe", "probe", "Test a node's DRA hardware contract on a live cluster (exit 2: broken)."
+        "dra_migrate.cli.probe",
+        "probe",
+        "Test a node's DRA hardware contract on a live cluster (exit 2: broken).",
     ),
     "rehearse": ("dra_migrate.cli.rehearse", "rehearse", "Run a reviewed plan on a private twin of the cluster."),
     "twin": ("dra_migrate.cli.rehearse", "twin", "Build or inspect the twin rehearse runs on."),
@@ -117,6 +123,7 @@ class Group(click.Group):
         if cmd_name not in self.commands and cmd_name in COMMANDS:
             module, attr, _ = COMMANDS[cmd_name]
             self.commands[cmd_name] = getattr(importlib.import_module(module), attr)
+        graceful_interrupts()  # imports done: a Ctrl-C is the command's to handle (cli/entry.py)
         cmd = self.commands.get(cmd_name)
         return _guard(cmd) if cmd is not None else None
 

@@ -102,6 +102,37 @@ def output_option(
     return both
 
 
+# The format a file's extension names, for `--out FILE` without `-o`.
+_EXTENSION_FORMATS = {
+    ".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown", ".json": "json",
+    ".yaml": "yaml", ".yml": "yaml", ".txt": "table",
+}  # fmt: skip
+
+
+def output_for_file(out: Path | None, output: str, formats: tuple[str, ...]) -> str:
+    """The format to write `--out FILE` in: `-o` when given; else the one FILE's extension names (r.html ->
+    html), so a report is never written as markdown into a .html file. `-o` and an extension that name two
+    formats are refused rather than guessed between."""
+    if out is None:
+        return output
+    named = _EXTENSION_FORMATS.get(out.suffix.lower())
+    if named not in formats:
+        return output
+    ctx = click.get_current_context(silent=True)
+    source = ctx.get_parameter_source("output") if ctx is not None else None
+    explicit = source is not None and source is not click.core.ParameterSource.DEFAULT
+    if ctx is not None and ctx.params.get("legacy_format") is not None:
+        explicit = True
+    if not explicit:
+        return str(named)
+    if output != named:
+        raise InputError(
+            f"-o {output} and --out {out} name two formats ({output} and {named})",
+            f"drop -o to write {named}, or name the file for {output}",
+        )
+    return output
+
+
 def next_step(command: str) -> None:
     """The closing `next:` line (stderr) that names the command to run after this one."""
     click.echo(f"next: {re.sub(' {2,}', ' ', command).strip()}", err=True)

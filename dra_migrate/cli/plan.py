@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from dra_migrate.cli import exitcodes
+from dra_migrate.cli.check import NOTHING_TO_MIGRATE, load_acceptances
 from dra_migrate.cli.options import SourceOptions, load_state, next_step, output_option, print_data, source_options
 from dra_migrate.errors import InputError
 from dra_migrate.plan.params import PlanParams
@@ -37,7 +38,8 @@ Examples:
   dra-migrate plan --kubeconfig ~/.kube/config --exclude-pools a100-shared --out plans/prod.yaml
   dra-migrate plan --snapshot cluster.yaml --pools h100-pool --max-unavailable 2 --soak 10m --detailed-exitcode
 
-Exit codes: 0 written, 1 error, 2 (only with --detailed-exitcode) written but not applicable as a whole.
+Exit codes: 0 written (or nothing to migrate), 1 error; with --detailed-exitcode, as Terraform's:
+0 no changes, 2 changes present, 1 error.
 """
 )
 @source_options
@@ -63,7 +65,16 @@ Exit codes: 0 written, 1 error, 2 (only with --detailed-exitcode) written but no
                    "Default: counts nvidia-smi -L lines.")  # fmt: skip
 @click.option("--rebase", "rebase", type=click.Path(path_type=Path), help="Re-digest an intentionally edited PLAN.")
 @click.option("--against", type=click.Path(path_type=Path), help="With --rebase: the plan the edit started from.")
-@click.option("--detailed-exitcode", is_flag=True, help="Exit 2 when the plan is not applicable (as Terraform).")
+@click.option(
+    "--detailed-exitcode",
+    is_flag=True,
+    help="As Terraform's: exit 0 when the plan changes nothing, 2 when it has changes, 1 on error.",
+)
+@click.option(
+    "--ignore-file",
+    type=click.Path(path_type=Path),
+    help="Accepted findings (default: ./.dra-migrate-ignore.yaml when it exists); recorded as accepted risks.",
+)
 @output_option(formats=("table", "wide", "json", "yaml", "markdown", "name"), names="the plan file written")
 def plan(
     source: SourceOptions,
@@ -85,6 +96,7 @@ def plan(
     rebase: Path | None,
     against: Path | None,
     detailed_exitcode: bool,
+    ignore_file: Path | None,
     output: str,
 ) -> None:
     """Write a migration plan and show its summary (a plan with blockers is written, marked not applicable).
@@ -127,8 +139,19 @@ def plan(
     ).validate()
     if out is not None:
         _refuse_overwrite(out, force)  # before reading the cluster: a refusal costs nothing
+    acceptances = load_acceptances(ignore_file)
     state = load_state(source)
-    body = build_plan(state, params, feature_gates=parse_feature_gates(feature_gates))
+    body = build_plan(
+        state,
+        params,
+        feature_gates=parse_feature_gates(feature_gates),
+        acceptances=acceptances,
+        today=dt.date.today(),
+    )
+    inventory = (body.get("review") or {}).get("inventory") or {}
+    if not inventory.get("gpuNodes") and not inventory.get("consumers"):
+        click.echo(f"{NOTHING_TO_MIGRATE}: no plan written", err=True)
+        return
     path = out or Path("plans") / f"{body['cluster']}-{dt.datetime.now():%Y%m%d-%H%M%S}.yaml"
     _refuse_overwrite(path, force)
     sealed = plan_io.seal(body)
@@ -147,8 +170,14 @@ def plan(
         )
     else:
         next_step(f"resolve the blockers (dra-migrate show {quoted}), then plan again")
-    if detailed_exitcode and not sealed["applicable"]:
+    if detailed_exitcode and has_changes(sealed):
         sys.exit(exitcodes.ACTION_NEEDED)
+
+
+def has_changes(plan: dict[str, Any]) -> bool:
+    """Terraform's "changes present": any step the plan would take (cluster-wide, or on a node)."""
+    stages = plan["stages"]
+    return any(s.get("steps") or any(w.get("nodes") for w in s.get("waves") or []) for s in stages)
 
 
 def _refuse_overwrite(path: Path, force: bool) -> None:

@@ -9,10 +9,20 @@ from typing import Any
 import click
 
 from dra_migrate.cli import exitcodes
-from dra_migrate.cli.options import SourceOptions, load_state, output_option, print_data, source_options
+from dra_migrate.cli.options import (
+    SourceOptions,
+    load_state,
+    output_for_file,
+    output_option,
+    print_data,
+    source_options,
+)
+from dra_migrate.cluster.identity import refuse_other_cluster
 from dra_migrate.errors import InputError
 from dra_migrate.fileio import write_text_atomic
 from dra_migrate.plan import io as plan_io
+from dra_migrate.plan.drift import plan_identity
+from dra_migrate.render import FORMATS as FORMATS_OF_REHEARSE
 from dra_migrate.render import to_json, to_names, to_yaml
 
 
@@ -28,7 +38,12 @@ from dra_migrate.render import to_json, to_names, to_yaml
 )
 @click.option("--pending-threshold", default="2m", show_default=True, help="Health gate, as for apply.")
 @output_option(names="the waves rehearsed (stage/wave)")
-@click.option("--out", "out_file", type=click.Path(path_type=Path), help="Write the result to FILE (-o format).")
+@click.option(
+    "--out",
+    "out_file",
+    type=click.Path(path_type=Path),
+    help="Write the result to FILE (-o format, else the one its extension names).",
+)
 def rehearse(
     plan_file: Path,
     source: SourceOptions,
@@ -53,8 +68,11 @@ def rehearse(
 
     if not source.snapshot and not source.kubeconfig and not source.context:
         raise InputError("rehearse needs the cluster's state", "pass --snapshot FILE (or --kubeconfig to read it)")
+    output = output_for_file(out_file, output, FORMATS_OF_REHEARSE)
     plan = plan_io.load(plan_file)
     state = load_state(source)
+    # A rehearsal of one cluster's plan on another's state says nothing about either.
+    refuse_other_cluster(plan_identity(plan), f"plan {plan_file}", state.source.identity, "the cluster read")
     result = run_rehearsal(
         plan,
         state,

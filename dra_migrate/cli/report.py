@@ -9,12 +9,14 @@ import click
 
 from dra_migrate import __version__
 from dra_migrate.checks.run import Readiness, assess
-from dra_migrate.cli.options import SourceOptions, load_state, output_option, source_options
+from dra_migrate.cli.options import SourceOptions, load_state, output_for_file, output_option, source_options
+from dra_migrate.cluster.identity import refuse_other_cluster
 from dra_migrate.errors import ClusterError, InputError
 from dra_migrate.execute.journal import journal_path, read_records
 from dra_migrate.fileio import write_text_atomic
 from dra_migrate.plan import io as plan_io
 from dra_migrate.plan.diff import diff_plans
+from dra_migrate.plan.drift import plan_identity
 from dra_migrate.render import emit
 from dra_migrate.report.model import Identity, build_report
 from dra_migrate.report.render import FORMATS, render
@@ -46,7 +48,16 @@ Examples:
     help="A rehearsal of this plan (`rehearse PLAN -o json --out FILE`): adds its section.",
 )
 @output_option(formats=FORMATS, default="markdown", deprecated_format=True)
-@click.option("--out", type=click.Path(path_type=Path), help="Write the report to FILE (default: stdout).")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    help="Write the report to FILE (default: stdout); without -o its extension names the format (.html, .md, .json).",
+)
+@click.option(
+    "--allow-other-cluster",
+    is_flag=True,
+    help="Combine a plan, snapshot, older plan or journal of two different clusters (on purpose).",
+)
 @source_options
 def report(
     plan_file: Path,
@@ -55,6 +66,7 @@ def report(
     rehearsal_file: Path | None,
     output: str,
     out: Path | None,
+    allow_other_cluster: bool,
     source: SourceOptions,
 ) -> None:
     """Write the audit report of PLAN: cluster, identity, findings, DeviceClasses, capacity, stages and
@@ -65,25 +77,42 @@ def report(
     With the cluster (--snapshot FILE, or --kubeconfig/--context to read it live, which also records who
     you are through a SelfSubjectReview) the report adds every consumer and what changed since.
     """
+    output = output_for_file(out, output, FORMATS)
     plan = plan_io.load(plan_file)
+    ours = plan_identity(plan)
     live = source.kubeconfig is not None or source.context is not None
     readiness: Readiness | None = None
     identity: Identity | None = None
     if source.snapshot or live:
+        state = load_state(source)
+        refuse_other_cluster(
+            ours, f"plan {plan_file}", state.source.identity, "the cluster read", allow=allow_other_cluster
+        )
         readiness = assess(
-            load_state(source),
+            state,
             pool_labels=tuple(plan["parameters"].get("poolLabels") or ()),
             dra_driver=str(plan["parameters"].get("draDriver") or "gpu.nvidia.com"),
         )
     if live:
         identity = _identity(source)
-    older = diff_plans(plan_io.load(against), plan).to_dict() if against is not None else None
+    older = None
+    if against is not None:
+        older_plan = plan_io.load(against)
+        refuse_other_cluster(
+            plan_identity(older_plan), f"plan {against}", ours, f"plan {plan_file}", allow=allow_other_cluster
+        )
+        older = diff_plans(older_plan, plan).to_dict()
     if journal_file is None and journal_path(plan_file).exists():
         journal_file = journal_path(plan_file)
     if journal_file is not None and not journal_file.exists():
         raise InputError(f"journal {journal_file} does not exist", "check the path, or leave --journal out")
     records = (
-        read_records(journal_file, plan_digest=str(plan["digest"]), require_owner=False)
+        read_records(
+            journal_file,
+            plan_digest=str(plan["digest"]),
+            require_owner=False,
+            cluster=None if allow_other_cluster else ours,
+        )
         if journal_file is not None
         else None
     )

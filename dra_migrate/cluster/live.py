@@ -9,6 +9,7 @@ Requests, retries (reads fail fast when nothing listens), rate limit and errors 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -18,7 +19,10 @@ from typing import Any
 from dra_migrate.cluster.kinds import ALL_KINDS, Kind
 from dra_migrate.cluster.state import SourceInfo
 from dra_migrate.cluster.templates import TemplateTable
+from dra_migrate.errors import MigrateError
 from dra_migrate.kube import DEFAULT_TIMEOUT, READ_RETRIES, Kube, connect, current_context, kubeconfig_paths
+
+log = logging.getLogger(__name__)
 
 _AGGREGATED_DISCOVERY = (
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
@@ -36,6 +40,9 @@ class LiveCluster:
     """A read-only connection to one cluster. Counts the HTTP requests it makes."""
 
     def __init__(self, opts: LiveOptions) -> None:
+        from dra_migrate.cluster.kubeconfig import check_kubeconfig
+
+        check_kubeconfig(kubeconfig_paths(opts.kubeconfig))  # malformed: one line naming the file, line or key
         self.kube: Kube = connect(opts.kubeconfig, opts.context, retry=READ_RETRIES)
         self.context = opts.context or current_context(kubeconfig_paths(opts.kubeconfig))
         self.server = self.kube.server
@@ -99,7 +106,19 @@ class LiveCluster:
             kubernetes_version=self.version(),
             taken_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             served_apis=served,
+            cluster_uid=self.cluster_uid(),
         )
+
+    def cluster_uid(self) -> str | None:
+        """The kube-system Namespace's uid: the cluster's identity (cluster/identity.py). None, with a
+        warning, when the credentials may not read it (deploy/rbac/readonly.yaml grants it)."""
+        try:
+            ns = self.get("/api/v1/namespaces/kube-system")
+        except MigrateError as e:
+            log.warning("cluster identity not recorded: cannot read namespace kube-system: %s", e)
+            return None
+        uid = (ns.get("metadata") or {}).get("uid") if isinstance(ns, dict) else None
+        return str(uid) if uid else None
 
 
 def kinds_to_read(served: dict[str, frozenset[str]], templates: TemplateTable) -> list[Kind]:

@@ -19,6 +19,7 @@ from typing import IO, Any
 
 import orjson
 
+from dra_migrate.cluster.jsondup import duplicate_key
 from dra_migrate.cluster.state import ClusterState, SourceInfo, StateBuilder, paused_gc
 from dra_migrate.cluster.templates import TemplateTable
 from dra_migrate.cluster.validate import MAX_DEPTH, depth_exceeds
@@ -62,8 +63,14 @@ def load_snapshot(
         kubernetes_version=kubernetes_version or meta.get("kubernetesVersion"),
         taken_at=meta.get("takenAt"),
         served_apis=tuple(served) if isinstance(served, list) else None,
+        cluster_uid=_text(meta.get("clusterUID")),
+        server=_text(meta.get("server")),
     )
     return state
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def _snapshot_files(p: Path) -> list[Path]:
@@ -93,6 +100,7 @@ def _read_file(f: Path, header: dict[str, Any]) -> Iterator[dict[str, Any]]:
         else:
             if depth_exceeds(doc):
                 raise _too_deep(str(f))
+            _refuse_duplicate_key(data, doc, str(f))
             yield from _expand(doc, str(f), header)
             return
     try:
@@ -110,6 +118,16 @@ def _read_file(f: Path, header: dict[str, Any]) -> Iterator[dict[str, Any]]:
 # "/", which follows it), so a line with a \u escape anywhere is looked into as well.
 _GPU_MARK = b"nvidia.com"
 _ESCAPE_MARK = b"\\u"
+
+
+def _refuse_duplicate_key(data: bytes, doc: Any, where: str) -> None:
+    """JSON follows YAML's rule: a key given twice in one object is refused, never the last one kept."""
+    key = duplicate_key(data, doc)
+    if key is not None:
+        raise InputError(
+            f"{where}: the key {key!r} appears twice in one object (YAML refuses that too)",
+            "fix the file or export it again",
+        )
 
 
 def _load_jsonl(f: Path, builder: StateBuilder, header: dict[str, Any]) -> None:
@@ -136,6 +154,7 @@ def _load_jsonl(f: Path, builder: StateBuilder, header: dict[str, Any]) -> None:
                         f"{f}:{lineno}: expected a Kubernetes object, found {type(obj).__name__}",
                         "a .jsonl snapshot holds one object per line",
                     )
+                _refuse_duplicate_key(line, obj, f"{name}:{lineno}")
                 kind = obj.get("kind")
                 if kind == "Pod":
                     # Pods are kept pruned to a fixed shallow shape, so their depth never matters.
@@ -175,7 +194,7 @@ def _expand(doc: Any, name: str, header: dict[str, Any]) -> Iterator[dict[str, A
 
 
 # What tells one cluster's snapshot from another's: two headers that differ in one of these are two clusters.
-_CLUSTER_IDENTITY = ("server", "context", "kubernetesVersion")
+_CLUSTER_IDENTITY = ("clusterUID", "server", "context", "kubernetesVersion")
 
 
 def merge_header(header: dict[str, Any], new: dict[str, Any], where: str) -> None:
@@ -212,6 +231,7 @@ def snapshot_header(source: SourceInfo, tool_version: str) -> dict[str, Any]:
             "kubernetesVersion": source.kubernetes_version,
             "server": source.location,
             "context": source.context,
+            "clusterUID": source.cluster_uid,  # the kube-system Namespace's uid (cluster/identity.py)
             "takenAt": source.taken_at,
             "toolVersion": tool_version,
             "servedAPIs": list(source.served_apis) if source.served_apis is not None else None,

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
+from dra_migrate.cluster.identity import ClusterIdentity
 from dra_migrate.cluster.kinds import KINDS_BY_KEY, kind_key
 from dra_migrate.cluster.templates import TemplateTable
 from dra_migrate.cluster.validate import ObjectChecker, describe
@@ -36,6 +37,13 @@ class SourceInfo:
     taken_at: str | None = None  # RFC 3339, when a snapshot was taken
     # Group/versions the server serves ("resource.k8s.io/v1"); None when unknown (a plain kubectl dump).
     served_apis: tuple[str, ...] | None = None
+    cluster_uid: str | None = None  # the kube-system Namespace's uid (cluster/identity.py)
+    server: str | None = None  # the API server URL a snapshot was taken from (live: `location`)
+
+    @property
+    def identity(self) -> ClusterIdentity:
+        server = self.location if self.kind == "live" else self.server
+        return ClusterIdentity(self.cluster_uid, server, self.context)
 
     @property
     def name(self) -> str:

@@ -116,7 +116,9 @@ def _resources(c: Obj, field: str) -> None:
     res = _dict(c.get("resources"), f"{field}.resources")
     for part in ("limits", "requests"):
         for k, v in _dict(res.get(part), f"{field}.resources.{part}").items():
-            if isinstance(k, str) and k.startswith(GPU_PREFIX):
+            if not isinstance(k, str):  # YAML `1: 2`: the API server stores resource names only
+                raise Malformed(f"{field}.resources.{part}", f"has the key {k!r}: a resource name must be a string")
+            if k.startswith(GPU_PREFIX):
                 check_count(v, f"{field}.resources.{part}.{k}")
     _list(res.get("claims"), f"{field}.resources.claims")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import io
 import itertools
+import json
 import os
 import re
 import tempfile
@@ -40,6 +41,8 @@ class FileResult:
     problems: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     summary: list[str] = field(default_factory=list)
+    # (namespace, kind, name) -> the object's content, for every claim or template the output holds
+    claims: dict[tuple[str, str, str], str] = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:
@@ -202,14 +205,29 @@ def parse_stream(text: str, name: str) -> list[_Doc]:
     return docs
 
 
+_CLAIM_KINDS = ("ResourceClaimTemplate", "ResourceClaim")
+
+
+def _claim_key(doc: Any) -> tuple[str, str, str] | None:
+    if not isinstance(doc, dict) or doc.get("kind") not in _CLAIM_KINDS:
+        return None
+    meta = doc.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+        return None
+    return str(meta.get("namespace") or ""), str(doc["kind"]), str(meta["name"])
+
+
+def _content(doc: Any) -> str:
+    """What makes two claim objects the same object: everything but comments and key order."""
+    return json.dumps(doc.get("spec"), sort_keys=True, default=str)
+
+
 def take_existing_names(docs: list[_Doc], names: ClaimNames) -> None:
     """Claim and template names the inputs already hold are taken: a new template never replaces one."""
     for d in docs:
-        doc = d.doc
-        if isinstance(doc, dict) and doc.get("kind") in ("ResourceClaimTemplate", "ResourceClaim"):
-            meta = doc.get("metadata")
-            if isinstance(meta, dict) and isinstance(meta.get("name"), str):
-                names.take(str(meta.get("namespace") or ""), meta["name"])
+        key = _claim_key(d.doc)
+        if key is not None:
+            names.take(key[0], key[2])
 
 
 def convert_text(
@@ -232,6 +250,9 @@ def _convert_docs(
         if d.doc is None or d.yaml is None:
             out.append(d.marker + d.body)
             continue
+        key = _claim_key(d.doc)
+        if key is not None:
+            result.claims[key] = _content(d.doc)
         r = convert_document(d.doc, table, opts, names)
         where = f"{name}:{d.start}"
         result.problems.extend(f"{where}: {p}" for p in r.problems)
@@ -240,6 +261,10 @@ def _convert_docs(
         if not r.changed:
             out.append(d.marker + d.body)
             continue
+        for new_doc in r.new_documents:
+            new_key = _claim_key(new_doc)
+            if new_key is not None:
+                result.claims[new_key] = _content(new_doc)
         pieces = [_dump(d.yaml, x) for x in r.new_documents]
         dumped = _dump(d.yaml, d.doc)
         pieces.append(dumped if _marker_content(d.marker) else keep_original_lines(d.body, dumped))
@@ -305,20 +330,39 @@ def _safe_load(text: str) -> Any:
 
 
 def convert_files(pairs: list[tuple[Path, Path]], table: TemplateTable, opts: ConvertOptions) -> list[FileResult]:
-    """Convert every file of one run: names are unique per namespace across all of them."""
-    parsed = []
-    names = ClaimNames()
-    for path, relative in pairs:
-        text = read_manifest(path)
-        docs = parse_stream(text, str(path))
-        take_existing_names(docs, names)
-        parsed.append((path, relative, text, docs))
+    """Convert every file of one run, each exactly as it would be converted alone.
+
+    Names are chosen within a file only (a file's output never depends on which other files sit beside
+    it); two files that define one claim or template name differently are refused instead, naming both:
+    applied together, the second would silently replace the first's devices."""
     results = []
-    for path, relative, text, docs in parsed:
-        _, result = _convert_docs(docs, text, str(path), table, opts, names)
+    for path, relative in pairs:
+        _, result = convert_text(read_manifest(path), str(path), table, opts)
         result.path, result.relative = path, relative
         results.append(result)
+    refuse_name_clashes(results)
     return results
+
+
+def refuse_name_clashes(results: list[FileResult]) -> None:
+    """A claim or template name defined with different content by two files is a problem of the later
+    file, which is then left unconverted as a whole (so --skip-unconvertible never writes the clash)."""
+    first: dict[tuple[str, str, str], tuple[Path, str]] = {}
+    for r in results:
+        clashes = []
+        for key, content in r.claims.items():
+            seen = first.setdefault(key, (r.path, content))
+            if seen[0] != r.path and seen[1] != content:
+                ns, kind, name = key
+                clashes.append(
+                    f"{r.path}: {kind} {ns + '/' if ns else ''}{name} is also defined, differently, by {seen[0]}: "
+                    "applied together one would replace the other; rename a workload (or the existing object), "
+                    "or convert the files in separate runs"
+                )
+        if clashes:
+            r.problems.extend(clashes)
+            r.converted = r.original
+            r.summary.clear()
 
 
 def read_manifest(path: Path) -> str:

@@ -19,77 +19,62 @@ left exactly as it was, and it reports instead of printing.
 
 from __future__ import annotations
 
-import hashlib
-import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import CommentMark
-from ruamel.yaml.tokens import CommentToken
 
 from dra_migrate.cluster.kinds import kind_key
 from dra_migrate.cluster.templates import ResolvedTemplate, TemplateTable
 from dra_migrate.convert import gang
-from dra_migrate.dra.deviceclasses import DRIVER, MANAGED_BY, SOURCE_ANNOTATION, mig_profile_of
-from dra_migrate.inventory.resources import (
-    DEFAULT_GPU,
-    FRACTIONAL_GPU_RESOURCES,
-    SHARED_GPU,
-    GpuNames,
-    container_requests,
+from dra_migrate.convert.claims import (
+    DNS_LABEL_MAX,
+    GPU_CLASS,
+    MAX_SUBREQUESTS,
+    MIG_CLASS,
+    REQUEST_NAME,
+    Alternative,
+    ClaimNames,
+    ConvertOptions,
+    Request,
+    Shape,
+    alternatives_for,
+    claim_document,
+    dns_label,
+    free_claim_name,
+    mig_selector,
+    shape_for,
 )
+from dra_migrate.convert.comments import attach_after_last, delete_key, insert_after, move_trailing_comments
+from dra_migrate.convert.detect import (
+    count_problem,
+    fractional,
+    gpu_keys,
+    gpu_keys_elsewhere,
+    gpu_patch_strings,
+    has_gpu_key,
+)
+from dra_migrate.dra.deviceclasses import mig_profile_of
+from dra_migrate.inventory.resources import DEFAULT_GPU, SHARED_GPU, GpuNames, container_requests
 
-# The NVIDIA DRA driver chart's classes (nvidia-facts.md §4.2, dra-driver-nvidia-gpu
-# deployments/helm/dra-driver-nvidia-gpu/templates/deviceclass-{gpu,mig}.yaml).
-GPU_CLASS = "gpu.nvidia.com"
-MIG_CLASS = "mig.nvidia.com"
-REQUEST_NAME = "gpu"
-# firstAvailable takes at most 8 subrequests (k8s.io/api resource/v1 `FirstAvailableDeviceRequestMaxSize`).
-MAX_SUBREQUESTS = 8
-# Pod claim names and request names are DNS labels; template names are DNS subdomains, but we keep them
-# to a label's 63 characters so they read well next to the generated claim names.
-DNS_LABEL_MAX = 63
-_GPU_STRING_RE = re.compile(r"nvidia\.com/(gpu|mig-)")
-
-
-@dataclass(frozen=True)
-class ConvertOptions:
-    device_class: str | None = None  # overrides the default class for every request
-    fallback: tuple[str, ...] = ()  # further classes, tried in order after the first (firstAvailable)
-    selector: str | None = None  # a CEL selector added to every alternative (compiled by the caller)
-    share_across_pod: bool = False  # GPU containers of one pod reference one claim (they share devices)
-    shared_claim: bool = False  # one ResourceClaim shared by every pod of the workload
-    gang: bool = False  # a PodGroup with gang.minCount for the workload, its pods wired to it (convert/gang.py)
-
-
-@dataclass(frozen=True)
-class Alternative:
-    device_class: str
-    count: int
-    selectors: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Request:
-    """One request of a claim: `count` devices, tried in the order of `alternatives` (firstAvailable)."""
-
-    name: str
-    alternatives: tuple[Alternative, ...]
-
-
-@dataclass(frozen=True)
-class Shape:
-    """What one pod's claim for one device-plugin name asks for; equal shapes within a workload share a
-    template."""
-
-    resource: str  # the device-plugin name it replaces
-    requests: tuple[Request, ...]
-
-    @property
-    def count(self) -> int:
-        return sum(r.alternatives[0].count for r in self.requests)
+__all__ = [
+    "DNS_LABEL_MAX",
+    "GPU_CLASS",
+    "MAX_SUBREQUESTS",
+    "MIG_CLASS",
+    "REQUEST_NAME",
+    "Alternative",
+    "ClaimNames",
+    "ConvertOptions",
+    "DocResult",
+    "Request",
+    "Shape",
+    "alternatives_for",
+    "convert_document",
+    "dns_label",
+    "mig_selector",
+    "shape_for",
+]
 
 
 @dataclass
@@ -99,72 +84,6 @@ class DocResult:
     problems: list[str] = field(default_factory=list)  # why the document was left unchanged
     warnings: list[str] = field(default_factory=list)
     summary: list[str] = field(default_factory=list)  # one line per container converted
-
-
-class ClaimNames:
-    """ResourceClaimTemplate (and ResourceClaim) names taken per namespace, across every document of one
-    conversion run, so two workloads named alike (a Deployment and a Job `llm`, in one file or two)
-    never get one template name. Names already in the inputs are taken too."""
-
-    def __init__(self) -> None:
-        self._taken: dict[str, set[str]] = {}
-
-    def take(self, namespace: str, name: str) -> None:
-        self._taken.setdefault(namespace, set()).add(name)
-
-    def free(self, namespace: str, candidates: list[list[str]], salt: str) -> str:
-        """The first candidate not taken in `namespace`; else the last one with a short hash of `salt`
-        (the workload's kind, name and role: stable across runs)."""
-        taken = self._taken.setdefault(namespace, set())
-        for parts in candidates:
-            name = dns_label("-".join(parts))
-            if name not in taken:
-                taken.add(name)
-                return name
-        base = dns_label("-".join(candidates[-1]), DNS_LABEL_MAX - 7)
-        i = 0
-        while True:
-            digest = hashlib.sha256(f"{salt}/{i}".encode()).hexdigest()[:6]
-            name = f"{base}-{digest}"
-            if name not in taken:
-                taken.add(name)
-                return name
-            i += 1
-
-
-def mig_selector(profile: str) -> str:
-    # The attribute the NVIDIA DRA driver publishes for MIG devices (nvidia-facts.md §4.3, `profile`).
-    return f"device.attributes['{DRIVER}'].profile == '{profile}'"
-
-
-def dns_label(text: str, limit: int = DNS_LABEL_MAX) -> str:
-    """A DNS-1123 label made of `text`; a too-long one is cut and keeps a short hash to stay distinct."""
-    name = re.sub(r"[^a-z0-9-]+", "-", text.lower())
-    name = re.sub(r"-{2,}", "-", name).strip("-") or "x"
-    if len(name) <= limit:
-        return name
-    digest = hashlib.sha256(name.encode()).hexdigest()[:6]
-    return f"{name[: limit - 7].rstrip('-')}-{digest}"
-
-
-def alternatives_for(resource: str, count: int, opts: ConvertOptions) -> tuple[Alternative, ...]:
-    profile = mig_profile_of(resource)
-    primary = opts.device_class or (MIG_CLASS if profile else GPU_CLASS)
-    alternatives = []
-    for cls in (primary, *opts.fallback):
-        selectors: list[str] = []
-        # mig.nvidia.com matches every MIG device; the profile is what the old name promised.
-        if profile and cls == MIG_CLASS:
-            selectors.append(mig_selector(profile))
-        if opts.selector:
-            selectors.append(opts.selector)
-        alternatives.append(Alternative(cls, count, tuple(selectors)))
-    return tuple(dict.fromkeys(alternatives))
-
-
-def shape_for(resource: str, count: int, opts: ConvertOptions) -> Shape:
-    """A claim of one request for `count` devices."""
-    return Shape(resource, (Request(REQUEST_NAME, alternatives_for(resource, count, opts)),))
 
 
 def _gpu_request_problem(resource: str, opts: ConvertOptions) -> str | None:
@@ -249,13 +168,13 @@ def _claim_shape(resource: str, d: _Demand, opts: ConvertOptions) -> tuple[Shape
     sees: dict[int, str | None] = {}
     used: set[str] = set()
     for c, n in d.app:
-        name = _free_claim_name(dns_label(str(c.get("name") or "container")), used)
+        name = free_claim_name(dns_label(str(c.get("name") or "container")), used)
         used.add(name)
         requests.append(Request(name, alternatives_for(resource, n, opts)))
         sees[id(c)] = name
     extra = d.effective - sum(n for _, n in d.app)
     if extra > 0:
-        name = _free_claim_name("init", used)
+        name = free_claim_name("init", used)
         requests.append(Request(name, alternatives_for(resource, extra, opts)))
     for c, _ in d.init:
         sees[id(c)] = None
@@ -267,39 +186,6 @@ def _pod_claim_name(resource: str, several: bool) -> str:
     if not several:
         return "gpu"
     return dns_label(resource.removeprefix("nvidia.com/"))
-
-
-def _count_problem(c: dict[str, Any], resource: str) -> str | None:
-    """A device-plugin count must be a positive integer, and equal in requests and limits."""
-    res = c.get("resources")
-    values = {
-        part: res[part][resource]
-        for part in ("requests", "limits")
-        if isinstance(res, dict) and isinstance(res.get(part), dict) and resource in res[part]
-    }
-    for part, raw in values.items():
-        if isinstance(raw, bool) or not (
-            (isinstance(raw, int) and raw > 0) or (isinstance(raw, str) and raw.isdigit() and int(raw) > 0)
-        ):
-            return f"{resource} in {part} is {raw!r}: a device count must be a positive integer"
-    if len({int(v) for v in values.values()}) > 1:
-        return (
-            f"{resource}: requests and limits differ ({values['requests']} and {values['limits']}); "
-            "an extended resource's request must equal its limit"
-        )
-    return None
-
-
-def _fractional(c: dict[str, Any]) -> list[str]:
-    res = c.get("resources")
-    if not isinstance(res, dict):
-        return []
-    found: set[str] = set()
-    for part in ("requests", "limits"):
-        m = res.get(part)
-        if isinstance(m, dict):
-            found.update(k for k in m if isinstance(k, str) and k in FRACTIONAL_GPU_RESOURCES)
-    return sorted(found)
 
 
 def convert_document(
@@ -324,15 +210,23 @@ def convert_document(
     for r in resolved:
         for c in r.containers() + r.init_containers():
             covered.update((id(c), id(c.get("resources"))))
-            has_gpu = has_gpu or _has_gpu_key(c, gpu_names) or bool(_fractional(c))
-    stray = list(_gpu_keys_elsewhere(doc, gpu_names, covered))
-    patches = list(_gpu_patch_strings(doc))
+            has_gpu = has_gpu or has_gpu_key(c, gpu_names) or bool(fractional(c))
+    stray = list(gpu_keys_elsewhere(doc, gpu_names, covered))
+    patches = list(gpu_patch_strings(doc))
+    if kind in _CAP_KINDS and apiversion_is_core(doc):
+        if stray:  # a cap on requests, not a request: nothing to rewrite, but it stops counting GPUs
+            result.warnings.append(
+                f"{label}: caps {', '.join(stray)}; a DRA claim is not counted by a {kind}, "
+                "so this cap no longer applies to converted pods"
+            )
+        return result
     if table.spec(key) is None:
         if stray or patches:
-            where = ", ".join(stray + patches)
             result.problems.append(
-                f"{label}: kind {key} is not in the pod-template table, GPU requests at {where}: "
-                "add the kind with --templates FILE"
+                f"{label}: kind {key} is not in the pod-template table, and asks for GPUs at "
+                f"{', '.join(stray + patches)}: if its pods are written as pod templates, add the kind with "
+                "--templates FILE; a field of the kind's own (gpu:, gpus:) is the operator's to translate, "
+                "so convert it by hand or with the operator's DRA support"
             )
         return result
     for refusal in _kind_problems(key, doc, has_gpu or bool(stray)):
@@ -341,8 +235,8 @@ def convert_document(
         return result
     for path in patches:
         result.problems.append(
-            f"{label}: a GPU request inside the string {path} (a pod spec patch) cannot be rewritten safely: "
-            "move the request into the container, or convert it by hand"
+            f"{label}: a GPU request inside the string {path} (a patch or an embedded manifest) cannot be "
+            "rewritten safely: move the request into the container, or convert it by hand"
         )
     for path in stray:
         result.problems.append(f"{label}: GPU request at {path} is outside every pod template known for {key}")
@@ -355,16 +249,16 @@ def convert_document(
         app = r.containers()
         init = r.init_containers()
         for c in app + init:
-            fractional = _fractional(c)
-            if fractional:
+            fractional_names = fractional(c)
+            if fractional_names:
                 result.problems.append(
                     f"{label}: container {c.get('name', '?')} ({role}) asks for a fraction of a GPU "
-                    f"({', '.join(fractional)}): a DRA claim (and DRA's extended-resource path) allocates whole "
+                    f"({', '.join(fractional_names)}): a DRA claim (and DRA's extended-resource path) allocates whole "
                     "devices, so a converted pod would take whole GPUs; keep it on its sharing scheme"
                 )
         init_ids = {id(c) for c in init}
         gpu = [(c, container_requests(c, gpu_names), id(c) in init_ids) for c in app + init]
-        gpu = [(c, req, is_init) for c, req, is_init in gpu if req or _has_gpu_key(c, gpu_names)]
+        gpu = [(c, req, is_init) for c, req, is_init in gpu if req or has_gpu_key(c, gpu_names)]
         if not gpu:
             continue
         if r.role.form == "resources":
@@ -387,7 +281,7 @@ def convert_document(
         init_uses: list[tuple[dict[str, Any], str, int]] = []
         for c, req, is_init in gpu:
             cname = str(c.get("name", "container"))
-            bad = [p for p in (_count_problem(c, res) for res in _gpu_keys(c, gpu_names)) if p]
+            bad = [p for p in (count_problem(c, res) for res in gpu_keys(c, gpu_names)) if p]
             if bad:
                 result.problems.extend(f"{label}: container {cname} ({role}): {p}" for p in bad)
                 continue
@@ -417,11 +311,9 @@ def convert_document(
                 candidates += [[workload, role, "gpu"], [workload, kind, role, "gpu"]]
                 template = names.free(namespace, candidates, f"{key}/{workload}/{role}/{resource}")
                 by_shape[shape] = template
-                result.new_documents.append(_claim_document(template, shape, doc, opts))
+                result.new_documents.append(claim_document(template, shape, doc, opts))
                 fallback_used = fallback_used or any(len(q.alternatives) > 1 for q in shape.requests)
-            pod_claim = _free_claim_name(
-                _pod_claim_name(resource, len(demands) > 1), existing_claims | set(plan.claims)
-            )
+            pod_claim = free_claim_name(_pod_claim_name(resource, len(demands) > 1), existing_claims | set(plan.claims))
             plan.claims[pod_claim] = (template, opts.shared_claim)
             kind_word = "ResourceClaim" if opts.shared_claim else "ResourceClaimTemplate"
             for c, n in d.app + d.init:
@@ -471,6 +363,14 @@ def convert_document(
     return result
 
 
+# Core kinds that name a device-plugin GPU as a cap (max, default), not a request: nothing to convert.
+_CAP_KINDS = frozenset({"LimitRange"})
+
+
+def apiversion_is_core(doc: dict[str, Any]) -> bool:
+    return doc.get("apiVersion") == "v1"
+
+
 # Kinds whose GPU requests a claim cannot carry, with the reason and its source.
 _REFUSED_KINDS = {
     "serving.knative.dev/Service": "Knative's admission webhook rejects resources.claims in a Revision's containers "
@@ -509,53 +409,6 @@ def _kind_warnings(key: str, doc: dict[str, Any]) -> list[str]:
     ]
 
 
-def _gpu_keys(c: dict[str, Any], names: GpuNames) -> list[str]:
-    """Device-plugin GPU names in a container's requests and limits, whatever their values."""
-    res = c.get("resources")
-    found: dict[str, None] = {}
-    if isinstance(res, dict):
-        for part in ("requests", "limits"):
-            m = res.get(part)
-            if isinstance(m, dict):
-                found.update((k, None) for k in m if isinstance(k, str) and k in names)
-    return list(found)
-
-
-def _has_gpu_key(c: dict[str, Any], names: GpuNames) -> bool:
-    return bool(_gpu_keys(c, names))
-
-
-# Keys a CRD may use for a GPU count of its own (a shorthand the tool cannot rewrite into a claim).
-_SHORTHAND_KEYS = frozenset({"gpu", "gpus", "numGpus", "numGPUs", "gpuCount", "gpusPerNode", "nvidiaGpu"})
-_SKIP_KEYS = frozenset({"metadata", "nodeSelector", "affinity", "tolerations", "annotations", "labels"})
-
-
-def _names_a_gpu_count(k: Any, v: Any, names: GpuNames) -> bool:
-    if not isinstance(k, str):
-        return False
-    if k in names or k in FRACTIONAL_GPU_RESOURCES:
-        return True
-    return k in _SHORTHAND_KEYS and isinstance(v, int) and not isinstance(v, bool) and v > 0
-
-
-def _gpu_keys_elsewhere(doc: Any, names: GpuNames, covered: set[int], path: str = "") -> Iterator[str]:
-    """Paths of GPU counts outside the containers of known pod templates: a device-plugin name as a key
-    anywhere (a CRD's `resourcesPerNode`, an unknown container path), a fractional-GPU name, or a
-    numeric `gpu:`-like shorthand. Labels, selectors and tolerations name GPUs without asking for them."""
-    if isinstance(doc, dict):
-        if id(doc) in covered:
-            return
-        for k, v in doc.items():
-            p = f"{path}.{k}" if path else str(k)
-            if _names_a_gpu_count(k, v, names):
-                yield p
-            elif k not in _SKIP_KEYS:
-                yield from _gpu_keys_elsewhere(v, names, covered, p)
-    elif isinstance(doc, list):
-        for i, v in enumerate(doc):
-            yield from _gpu_keys_elsewhere(v, names, covered, f"{path}[{i}]")
-
-
 def _unique(resolved: list[ResolvedTemplate]) -> list[ResolvedTemplate]:
     seen: set[int] = set()
     out = []
@@ -583,121 +436,6 @@ def _role_name(r: ResolvedTemplate) -> str:
     return last
 
 
-def _free_name(primary: list[str], alt: list[str], taken: set[str]) -> str:
-    for parts in (primary, alt):
-        name = dns_label("-".join(parts))
-        if name not in taken:
-            return name
-    base = dns_label("-".join(alt), DNS_LABEL_MAX - 4)
-    i = 2
-    while f"{base}-{i}" in taken:
-        i += 1
-    return f"{base}-{i}"
-
-
-def _free_claim_name(name: str, taken: set[str]) -> str:
-    if name not in taken:
-        return name
-    base = dns_label(name, DNS_LABEL_MAX - 4)
-    i = 2
-    while f"{base}-{i}" in taken:
-        i += 1
-    return f"{base}-{i}"
-
-
-def _gpu_containers(doc: Any, names: GpuNames, path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
-    """Every mapping with a `resources` block that requests a GPU, wherever it sits in the document."""
-    if isinstance(doc, dict):
-        res = doc.get("resources")
-        if isinstance(res, dict) and container_requests(doc, names):
-            yield path or ".", doc
-        for k, v in doc.items():
-            yield from _gpu_containers(v, names, f"{path}.{k}" if path else str(k))
-    elif isinstance(doc, list):
-        for i, v in enumerate(doc):
-            yield from _gpu_containers(v, names, f"{path}[{i}]")
-
-
-def _gpu_patch_strings(doc: Any, path: str = "") -> Iterator[str]:
-    """Paths of pod-spec patch strings (Argo `podSpecPatch`) that mention a GPU resource."""
-    if isinstance(doc, dict):
-        for k, v in doc.items():
-            p = f"{path}.{k}" if path else str(k)
-            if isinstance(v, str) and str(k).endswith("podSpecPatch") and _GPU_STRING_RE.search(v):
-                yield p
-            else:
-                yield from _gpu_patch_strings(v, p)
-    elif isinstance(doc, list):
-        for i, v in enumerate(doc):
-            yield from _gpu_patch_strings(v, f"{path}[{i}]")
-
-
-def _claim_document(name: str, shape: Shape, workload: dict[str, Any], opts: ConvertOptions) -> CommentedMap:
-    meta = CommentedMap()
-    meta["name"] = name
-    ns = (workload.get("metadata") or {}).get("namespace")
-    if ns:
-        meta["namespace"] = ns
-    meta["labels"] = CommentedMap(MANAGED_BY)
-    meta["annotations"] = CommentedMap({SOURCE_ANNOTATION: shape.resource})
-    requests = CommentedSeq()
-    for req in shape.requests:
-        request = CommentedMap()
-        request["name"] = req.name
-        if len(req.alternatives) == 1:
-            request["exactly"] = _device_request(req.alternatives[0], None)
-        else:
-            subs = CommentedSeq()
-            used: set[str] = set()
-            for alt in req.alternatives:
-                sub_name = _free_claim_name(dns_label(alt.device_class.split(".")[0]), used)
-                used.add(sub_name)
-                subs.append(_device_request(alt, sub_name))
-            request["firstAvailable"] = subs
-        requests.append(request)
-    devices = CommentedMap()
-    devices["requests"] = requests
-    claim_spec = CommentedMap()
-    claim_spec["devices"] = devices
-    doc = CommentedMap()
-    doc["apiVersion"] = "resource.k8s.io/v1"
-    if opts.shared_claim:
-        doc["kind"] = "ResourceClaim"
-        doc["metadata"] = meta
-        doc["spec"] = claim_spec
-    else:
-        doc["kind"] = "ResourceClaimTemplate"
-        doc["metadata"] = meta
-        spec = CommentedMap()
-        spec["spec"] = claim_spec
-        doc["spec"] = spec
-    wname = (workload.get("metadata") or {}).get("name", "")
-    note = f"dra-migrate: replaces {shape.resource}: {shape.count} per pod of {workload.get('kind')} {wname}"
-    if any(len(r.alternatives) > 1 for r in shape.requests):
-        note += "\nfirstAvailable: the first class with free devices wins, so replicas may get different devices"
-    doc.yaml_set_start_comment(note)
-    return doc
-
-
-def _device_request(alt: Alternative, name: str | None) -> CommentedMap:
-    out = CommentedMap()
-    if name:
-        out["name"] = name
-    out["deviceClassName"] = alt.device_class
-    if alt.selectors:
-        sels = CommentedSeq()
-        for s in alt.selectors:
-            cel = CommentedMap()
-            cel["expression"] = s
-            sel = CommentedMap()
-            sel["cel"] = cel
-            sels.append(sel)
-        out["selectors"] = sels
-    out["allocationMode"] = "ExactCount"
-    out["count"] = alt.count
-    return out
-
-
 def _apply(plan: _Plan) -> None:
     pod = plan.resolved.pod_spec()
     if plan.resolved.role.form == "podTemplate" and not isinstance(plan.resolved.template.get("spec"), dict):
@@ -708,15 +446,15 @@ def _apply(plan: _Plan) -> None:
         for section in ("limits", "requests"):
             m = res.get(section)
             if isinstance(m, dict) and resource in m:
-                carried = _delete_key(m, resource)
+                carried = delete_key(m, resource)
                 if not m:
-                    carried = _delete_key(res, section, carried)
+                    carried = delete_key(res, section, carried)
                 if carried:
-                    _attach_after_last(res, carried)
+                    attach_after_last(res, carried)
         claims = res.get("claims")
         if not isinstance(claims, list):
             claims = CommentedSeq()
-            _insert_after(res, list(res)[-1] if res else None, "claims", claims)
+            insert_after(res, list(res)[-1] if res else None, "claims", claims)
         if not any(isinstance(x, dict) and x.get("name") == pod_claim for x in claims):
             entry = CommentedMap()
             entry["name"] = pod_claim
@@ -727,123 +465,12 @@ def _apply(plan: _Plan) -> None:
     if not isinstance(pod_claims, list):
         pod_claims = CommentedSeq()
         after = "containers" if "containers" in pod else (list(pod)[-1] if pod else None)
-        _insert_after(pod, after, "resourceClaims", pod_claims)
+        insert_after(pod, after, "resourceClaims", pod_claims)
     for claim_name, (target, is_claim) in plan.claims.items():
         entry = CommentedMap()
         entry["name"] = claim_name
         entry["resourceClaimName" if is_claim else "resourceClaimTemplateName"] = target
         pod_claims.append(entry)
     for use in plan.uses:
-        _move_trailing_comments(use.container["resources"].get("claims"))
-    _move_trailing_comments(pod_claims)
-
-
-def _delete_key(m: dict[str, Any], key: str, carried: str = "") -> str:
-    """Delete `key`, keeping the full-line comments ruamel attached to it (they belong to what follows).
-
-    ruamel stores the comment lines after a value with the key before them; the first line of that token
-    is the key's own end-of-line comment, which goes with it. Returns lines that found no new home.
-    """
-    ca = getattr(m, "ca", None)
-    if ca is not None:
-        keys = list(m)
-        token = (ca.items.pop(key, None) or [None, None, None, None])[2]
-        if isinstance(token, CommentToken) and "\n" in token.value:
-            carried += token.value.split("\n", 1)[1]
-        del m[key]
-        i = keys.index(key)
-        if carried and i > 0:
-            _append_comment(m, keys[i - 1], carried)
-            carried = ""
-        elif carried and i + 1 < len(keys):
-            _comment_before(m, keys[i + 1], carried)
-            carried = ""
-        return carried
-    del m[key]
-    return carried
-
-
-def _append_comment(m: Any, key: str, text: str) -> None:
-    value = m[key]
-    if isinstance(value, CommentedMap) and value:
-        _append_comment(value, list(value)[-1], text)
-        return
-    if isinstance(value, CommentedSeq) and value:
-        last = value[-1]
-        if isinstance(last, CommentedMap) and last:
-            _append_comment(last, list(last)[-1], text)
-            return
-    item = m.ca.items.setdefault(key, [None, None, None, None])
-    token = item[2]
-    if isinstance(token, CommentToken):
-        token.value += text
-    else:
-        item[2] = CommentToken("\n" + text, CommentMark(0), None)
-
-
-def _comment_before(m: Any, key: str, text: str) -> None:
-    item = m.ca.items.setdefault(key, [None, None, None, None])
-    lines = [ln for ln in text.split("\n") if ln.strip()]
-    tokens = [CommentToken(ln.strip() + "\n", CommentMark(len(ln) - len(ln.lstrip())), None) for ln in lines]
-    item[1] = (item[1] or []) + tokens
-
-
-def _attach_after_last(m: CommentedMap, text: str) -> None:
-    keys = list(m)
-    if keys:
-        _append_comment(m, keys[-1], text)
-
-
-def _insert_after(m: Any, after: str | None, key: str, value: Any) -> None:
-    """Insert `key` right after `after`, and carry the full-line comments that followed `after`'s value.
-
-    Those comments were written above the next key (ruamel keeps them with the previous value's last
-    scalar), so they must move below the inserted value to stay where the author put them.
-    """
-    keys = list(m)
-    pos = keys.index(after) + 1 if after in keys else len(keys)
-    if isinstance(m, CommentedMap):
-        m.insert(pos, key, value)
-    else:
-        m[key] = value
-    if after is None or not isinstance(m, CommentedMap):
-        return
-    holder, slot = _last_leaf(m, after)
-    if holder is None:
-        return
-    token = holder.ca.items.get(slot, [None, None, None, None])
-    idx = 0 if isinstance(holder, CommentedSeq) else 2
-    tok = token[idx] if len(token) > idx else None
-    if isinstance(tok, CommentToken) and "\n" in tok.value:
-        own, rest = tok.value.split("\n", 1)
-        if rest.strip():
-            tok.value = own + "\n"
-            _PENDING[id(value)] = _PENDING.get(id(value), "") + rest
-
-
-# Comment text waiting for an inserted collection to get its content (keyed by the collection's id).
-_PENDING: dict[int, str] = {}
-
-
-def _move_trailing_comments(value: Any) -> None:
-    text = _PENDING.pop(id(value), "")
-    if not text or not value:
-        return
-    if isinstance(value, CommentedSeq):
-        last = value[-1]
-        if isinstance(last, CommentedMap) and last:
-            _append_comment(last, list(last)[-1], text)
-
-
-def _last_leaf(m: Any, key: Any) -> tuple[Any, Any]:
-    """The collection and key/index whose comment slot holds what follows `m[key]`'s whole value."""
-    holder, slot = m, key
-    value = m[key]
-    while True:
-        if isinstance(value, CommentedMap) and value:
-            holder, slot = value, list(value)[-1]
-        elif isinstance(value, CommentedSeq) and value:
-            holder, slot = value, len(value) - 1
-        else:
-            return holder, slot
-        value = holder[slot]
+        move_trailing_comments(use.container["resources"].get("claims"))
+    move_trailing_comments(pod_claims)

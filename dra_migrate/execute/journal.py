@@ -25,6 +25,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from dra_migrate.cluster.identity import ClusterIdentity, refuse_other_cluster
 from dra_migrate.errors import InputError
 from dra_migrate.secrets import scrub
 
@@ -93,15 +94,23 @@ def read_journal(path: Path) -> list[Record]:
     return _scan(data, path).records
 
 
-def read_records(path: Path, *, plan_digest: str, require_owner: bool = True) -> list[Record]:
+def read_records(
+    path: Path, *, plan_digest: str, require_owner: bool = True, cluster: ClusterIdentity | None = None
+) -> list[Record]:
     """The journal of the plan whose digest is `plan_digest`, validated: every record is well-formed
     (`JournalRecord.from_dict`), `seq` strictly increases, and no record belongs to another plan. Refuses
     anything else with one line: a journal is one plan's history, and resuming, rolling back or
     reporting from someone else's would act on steps this plan never took. `require_owner`: refuse a
     journal in which no record names its plan (every journal apply writes does); `report` reads such a
-    hand-made one, as it cannot belong to another plan either."""
+    hand-made one, as it cannot belong to another plan either. `cluster`: the plan's cluster; a run that
+    recorded another cluster is refused, naming both."""
     records = read_journal(path)
     validate(records, path, plan_digest=plan_digest, require_owner=require_owner)
+    for r in records:
+        if r.get("event") == "run-start" and "cluster" in r:
+            refuse_other_cluster(
+                cluster, "the plan", ClusterIdentity.from_dict(r["cluster"]), f"{path} (record {r.get('seq')})"
+            )
     return records
 
 

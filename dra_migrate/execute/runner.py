@@ -33,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from dra_migrate.cluster.identity import ClusterIdentity
 from dra_migrate.errors import InputError, MigrateError
 from dra_migrate.execute.actions import StepContext, run_step, undo_step
 from dra_migrate.execute.contract import SYSTEM_CLOCK, Cancel, Cancelled, Change, Clock, Ops, StepFailed, is_transient
@@ -157,8 +158,11 @@ class Runner:
         progress: Callable[[int, int, str], None] | None = None,
         clock: Clock = SYSTEM_CLOCK,
         overrides: Mapping[str, Any] | None = None,
+        cluster: ClusterIdentity | None = None,
     ) -> None:
         self.plan = plan
+        # The cluster this run talks to, as read before it (journalled in run-start; `status` checks it).
+        self.cluster = cluster
         # Told (steps finished, steps selected, step id) after each step: the CLI draws progress from it.
         self.progress = progress or (lambda _done, _total, _step: None)
         # Asked at every step boundary and every wait: raises when the run must not go on (the lock lost).
@@ -173,12 +177,23 @@ class Runner:
         self._done_mutex = threading.Lock()
 
     # ----------------------------------------------------------------------------------------- apply
+    def _cluster_field(self) -> dict[str, Any]:
+        cluster = self.cluster or self.plan.cluster_identity
+        return {"cluster": cluster.to_dict()} if cluster is not None and cluster.uid else {}
+
     def apply(self, opts: ApplyOptions, done: set[str]) -> RunResult:
         """Run the selected stages. `done`: step ids the journal records as done (skipped on resume;
         updated as steps finish and are rolled back)."""
         stages = self.selected_stages(opts, done)
         result = RunResult(ok=True)
-        self._record("run-start", phase="apply", stages=stages, dryRun=opts.dry_run, overrides=self.overrides or None)
+        self._record(
+            "run-start",
+            phase="apply",
+            stages=stages,
+            dryRun=opts.dry_run,
+            overrides=self.overrides or None,
+            **self._cluster_field(),
+        )
         selected = [u for u in units(self.plan) if u.stage in stages]
         tally = _Tally(sum(len(lane) for u in selected for lane in u.lanes), self.progress)
         try:
@@ -358,7 +373,9 @@ class Runner:
             raise InputError(f"the journal names steps the plan does not have: {unknown[0]}", "is this the right plan?")
         wanted = set(to_undo)
         result = RunResult(ok=True)
-        self._record("run-start", phase="rollback", steps=len(to_undo), overrides=self.overrides or None)
+        self._record(
+            "run-start", phase="rollback", steps=len(to_undo), overrides=self.overrides or None, **self._cluster_field()
+        )
         try:
             for unit in reversed(list(units(self.plan))):
                 lanes = tuple(tuple(reversed([p for p in lane if p.id in wanted])) for lane in unit.lanes)

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from dra_migrate.cluster.identity import ClusterIdentity
 from dra_migrate.errors import InputError
 from dra_migrate.execute.actions import preflight
 from dra_migrate.execute.contract import SYSTEM_CLOCK, Clock, LockHeld, Ops
@@ -61,7 +62,8 @@ class ApplySession:
         self.plan = plan
         self.plan_path = plan_path
         self.journal_path = journal_path(plan_path)
-        self.records = read_records(self.journal_path, plan_digest=plan.digest)  # before any cluster contact
+        # before any cluster contact
+        self.records = read_records(self.journal_path, plan_digest=plan.digest, cluster=plan.cluster_identity)
         preflight((p.step, p.node) for p in planned_steps(plan))
         self.state = progress_of(plan, self.records)
         self.ops = ops
@@ -73,6 +75,7 @@ class ApplySession:
         self.lock_namespace = lock_namespace
         self.overrides = dict(overrides or {})
         self.lock_factory = lock_factory
+        self.cluster: ClusterIdentity | None = None  # known once the cluster is read (refuse_if_stale)
 
     # -- policy
 
@@ -115,7 +118,10 @@ class ApplySession:
         resumed run: in what is still ahead of it)."""
         from dra_migrate.plan.drift import drift
 
-        d = _without_canaries(drift(self.plan.to_dict(), read_state()))
+        state = read_state()
+        source = getattr(state, "source", None)  # refused by drift when it is not the plan's cluster
+        self.cluster = source.identity if source is not None else None
+        d = _without_canaries(drift(self.plan.to_dict(), state))
         if self.resuming:
             d = self._ahead(d)
         if not d.holds:
@@ -166,6 +172,7 @@ class ApplySession:
             progress=self.progress,
             clock=self.clock,
             overrides=self.overrides,
+            cluster=self.cluster,
         )
 
     def dry_run(self, opts: ApplyOptions) -> RunResult:

@@ -16,10 +16,13 @@ so concern only those nodes and do not make the rest of the plan inapplicable.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from dra_migrate import __version__
+from dra_migrate.checks.ignore import Acceptance, Accepted, split_accepted
 from dra_migrate.checks.run import Readiness, assess
 from dra_migrate.cluster.state import ClusterState
 from dra_migrate.dra.capacity import class_for
@@ -35,12 +38,21 @@ from dra_migrate.plan.params import PlanParams
 
 
 def build_plan(
-    state: ClusterState, params: PlanParams, *, feature_gates: dict[str, bool] | None = None
+    state: ClusterState,
+    params: PlanParams,
+    *,
+    feature_gates: dict[str, bool] | None = None,
+    acceptances: Sequence[Acceptance] = (),
+    today: dt.date | None = None,
 ) -> dict[str, Any]:
-    """The plan body (everything but the digests), as the file holds it."""
+    """The plan body (everything but the digests), as the file holds it. Findings the ignore file accepts
+    (`acceptances`, unexpired on `today`) do not count; the review section records them as accepted risks."""
     params = params.validate()
     gates = feature_gates or {}
     readiness = assess(state, pool_labels=params.pool_labels, feature_gates=gates, dra_driver=params.dra_driver)
+    accepted: list[Accepted] = []
+    if acceptances:
+        readiness.findings, accepted, _ = split_accepted(readiness.findings, acceptances, today or dt.date.today())
     excluded = excluded_nodes(readiness, gates, params.dra_driver)
     readiness.__dict__["_excluded"] = excluded
     selected, excluded_pools = _select_pools(readiness, params)
@@ -57,6 +69,7 @@ def build_plan(
         "formatVersion": FORMAT_VERSION,
         "tool": {"name": "dra-migrate", "version": __version__},
         "cluster": state.source.name,
+        **_identity(state),
         "parameters": params.to_dict(),
         "fingerprint": fingerprint(state, readiness),
         # As a whole; `apply --stage` may run a stage no blocker stops (`stage_blockers`). A node-scoped
@@ -68,7 +81,10 @@ def build_plan(
             "gangs": gang_disruption(stages, readiness),
             "excludedNodes": _excluded_list(readiness, excluded),
         },
-        "review": _review(readiness, selected, excluded_pools),
+        "review": {
+            **_review(readiness, selected, excluded_pools),
+            **({"acceptedRisks": [a.to_record() for a in accepted]} if accepted else {}),
+        },
         "stages": [s.to_dict() for s in stages],
     }
 
@@ -467,3 +483,9 @@ def _summary(stages: list[Stage], params: PlanParams, state: ClusterState) -> di
         "evictedPods": sum(w.evicted_pods for s in pool_stages for w in s.waves),
         **summary_estimate([s.to_dict() for s in stages], drain_grace),
     }
+
+
+def _identity(state: ClusterState) -> dict[str, Any]:
+    """The cluster the plan is made from, when the source knows it (a ClusterSnapshot or a live read)."""
+    identity = state.source.identity
+    return {"clusterIdentity": identity.to_dict()} if identity.uid else {}

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dra_migrate.checks.run import assess
+from dra_migrate.cluster.identity import ClusterIdentity, refuse_other_cluster
 from dra_migrate.cluster.state import ClusterState, source_cluster
 from dra_migrate.plan.fingerprint import dependencies, identity
 from dra_migrate.plan.view import plan_cluster
@@ -115,8 +116,12 @@ class Drift:
         }
 
 
-def drift(plan: dict[str, Any], state: ClusterState) -> Drift:
-    """Compare a plan (as `io.load` returns it) with the cluster state now."""
+def drift(plan: dict[str, Any], state: ClusterState, *, allow_other_cluster: bool = False) -> Drift:
+    """Compare a plan (as `io.load` returns it) with the cluster state now. Another cluster than the
+    plan's is refused, not reported as drift (everything would differ, and nothing would have drifted)."""
+    refuse_other_cluster(
+        plan_identity(plan), "the plan", state.source.identity, "the cluster read", allow=allow_other_cluster
+    )
     params = plan.get("parameters") or {}
     readiness = assess(
         state,
@@ -244,3 +249,8 @@ def _consumers(
             out.consumers_changed.append({**named(key), "change": "replaced", "gpu": totals.get(key, {})})
         elif before[key].get("content") != after[key].get("content"):
             out.consumers_changed.append({**named(key), "change": "changed", "gpu": totals.get(key, {})})
+
+
+def plan_identity(plan: dict[str, Any]) -> ClusterIdentity | None:
+    """The cluster a plan (as `io.load` returns it) was made from, when it records it."""
+    return ClusterIdentity.from_dict(plan.get("clusterIdentity"))

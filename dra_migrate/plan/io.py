@@ -31,6 +31,7 @@ from ruamel.yaml.nodes import ScalarNode
 from dra_migrate.cluster.yamlio import dumper
 from dra_migrate.errors import InputError
 from dra_migrate.fileio import write_text_atomic
+from dra_migrate.plan.consistency import contradictions
 from dra_migrate.plan.diff import PlanDiff, diff_plans
 from dra_migrate.plan.model import FORMAT_VERSION
 from dra_migrate.plan.validate import Problem, applicable_problems, recompute, validate
@@ -39,6 +40,7 @@ _SECTIONS = (
     "formatVersion",
     "tool",
     "cluster",
+    "clusterIdentity",
     "parameters",
     "fingerprint",
     "applicable",
@@ -57,7 +59,8 @@ _REQUIRED: dict[str, type | tuple[type, ...]] = {
     "summary": dict,
     "stages": list,
 }
-_OPTIONAL = {"review": dict, "edited": dict, "digests": dict, "digest": str}
+# clusterIdentity: the cluster the plan was made from (cluster/identity.py); digested with the body.
+_OPTIONAL = {"clusterIdentity": dict, "review": dict, "edited": dict, "digests": dict, "digest": str}
 _STAGE_ORDER = "stages"  # the digests entry over the order of the stages
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 # Deepest nesting a plan has is about 12 (a DeviceClass manifest inside a step); far deeper is hostile.
@@ -435,6 +438,7 @@ def rebase_checked(path: Path, against: Path | None = None) -> Rebased:
     previous = edited.get("digest") if isinstance(edited.get("digest"), str) else None
     body = recompute(body_of(edited))
     _refuse(validate(body), doc, path, "refusing to rebase")
+    _refuse(contradictions(body), doc, path, "refusing to rebase")  # parts that no longer agree (soak, ...)
     history = [str(d) for d in (body.get("edited") or {}).get("previousDigests") or []]
     if previous and previous not in history:
         history.append(previous)

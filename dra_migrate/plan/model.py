@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, TypeVar
 
+from dra_migrate.cluster.identity import ClusterIdentity
 from dra_migrate.errors import InputError
 
 FORMAT_VERSION = 1
@@ -382,7 +383,7 @@ def stage_from_dict(value: Any, path: str) -> Stage:
 _PLAN_REQUIRED = (
     "formatVersion", "tool", "cluster", "parameters", "fingerprint", "applicable", "findings", "summary", "stages",
 )  # fmt: skip
-_PLAN_OPTIONAL = ("review", "edited", "digests", "digest")
+_PLAN_OPTIONAL = ("clusterIdentity", "review", "edited", "digests", "digest")
 
 
 @dataclass(frozen=True)
@@ -403,12 +404,15 @@ class Plan:
     digests: dict[str, str] | None = None
     review: dict[str, Any] | None = None  # what review needs at planning time (report PLAN stands alone)
     digest: str | None = None
+    # Which cluster it was made from (cluster/identity.py); None in plans made before it was recorded.
+    cluster_identity: ClusterIdentity | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "formatVersion": self.format_version,
             "tool": self.tool,
             "cluster": self.cluster,
+            **({"clusterIdentity": self.cluster_identity.to_dict()} if self.cluster_identity is not None else {}),
             "parameters": self.parameters,
             "fingerprint": self.fingerprint,
             "applicable": self.applicable,
@@ -457,6 +461,8 @@ class Plan:
             edited=None if edited is None else dict(_mapping(edited, "edited")),
             digests=None if digests is None else _digests(digests),
             digest=None if digest is None else _str(digest, "digest"),
+            cluster_identity=ClusterIdentity.from_dict(_mapping(doc["clusterIdentity"], "clusterIdentity"))
+            if "clusterIdentity" in doc else None,
         )  # fmt: skip
 
     # -- what apply asks of a plan

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dra_migrate.checks.grouping import SHOWN
 from dra_migrate.checks.model import objects_text
 from dra_migrate.render import Document, styled, verdict
 from dra_migrate.render.view import Table
@@ -51,7 +52,7 @@ FINDING_HEADERS = ["severity", "id", "scope", "finding", "objects", "remediation
 
 
 def finding_scope(f: dict[str, Any]) -> str:
-    """"cluster", or "pool a, b" for a finding that blocks only some pools' stages."""
+    """ "cluster", or "pool a, b" for a finding that blocks only some pools' stages."""
     if f.get("scope") == "pool":
         return "pool " + ", ".join(f.get("pools") or [])
     return "cluster"
@@ -71,7 +72,9 @@ def capacity_table(capacity: list[dict[str, Any]]) -> Table:
     return Table(CAPACITY_HEADERS, capacity_rows(capacity), wide=frozenset({"device class"}))
 
 
-def check_document(report: dict[str, Any], markdown: bool = False) -> Document:
+def check_document(report: dict[str, Any], markdown: bool = False, wide: bool = False) -> Document:
+    """Readiness: findings of one rule and cause as one block (`report["groups"]`), every finding with
+    `wide`; accepted findings apart; capacity per pool."""
     doc = Document()
     s = report["summary"]
     doc.heading("Readiness")
@@ -82,18 +85,46 @@ def check_document(report: dict[str, Any], markdown: bool = False) -> Document:
             "bad" if s["blocker"] else "warn" if s["warning"] else "good",
         )
     )
+    groups = report.get("groups")
+    if wide or groups is None:  # every finding (a report made before groups, or -o wide)
+        groups = [{**f, "count": 1} for f in report["findings"]]
+    limit = 1_000_000 if wide else SHOWN
     doc.heading(f"Findings ({len(report['findings'])})")
     if markdown:
-        doc.add(findings_table(report["findings"]))
-    elif not report["findings"]:
+        doc.add(findings_table(report["findings"]))  # every finding: the report's table (one rendering path)
+    elif not groups:
         doc.line("No findings.")
-    for f in [] if markdown else report["findings"]:
-        # One block per finding: messages are sentences, too long for table cells on a terminal.
-        doc.line(styled(f"{f['severity'].upper():8} {f['id']}", _SEVERITY.get(f["severity"])))
-        doc.line(f"         {f['message']}")
-        if f["objects"]:
-            doc.line(f"         objects: {_objects(f['objects'])}")
-        doc.line(f"         fix: {f['remediation']}")
+    for g in [] if markdown else groups:
+        # One block per group: messages are sentences, too long for table cells on a terminal.
+        count = f" ({g['count']})" if g["count"] > 1 else ""
+        doc.line(styled(f"{g['severity'].upper():8} {g['id']}{count}", _SEVERITY.get(g["severity"])))
+        doc.line(f"         {_message(g)}")
+        if g["objects"]:
+            doc.line(f"         objects: {_objects(g['objects'], limit)}")
+        doc.line(f"         fix: {g['remediation']}")
+    accepted = report.get("accepted") or []
+    if accepted:
+        doc.heading(f"Accepted risks ({len(accepted)}, not counted)")
+        doc.table(
+            ["severity", "id", "objects", "reason", "expires"],
+            [
+                [a["severity"], a["id"], _objects(a["objects"], limit), a["reason"], a["expires"] or "-"]
+                for a in accepted
+            ],
+        )
     doc.heading("Capacity per pool, before and after")
     doc.add(capacity_table(report["capacity"]))
+    return doc
+
+
+def _message(group: dict[str, Any]) -> str:
+    more = group["count"] - 1
+    return str(group["message"]) + (f" (and {more} more like it)" if more > 0 else "")
+
+
+def rules_document(rules: list[dict[str, Any]]) -> Document:
+    doc = Document()
+    doc.heading(f"Rules ({len(rules)})")
+    doc.table(["id", "severities", "checks"], [[r["id"], ", ".join(r["severities"]), r["summary"]] for r in rules])
+    doc.line("dra-migrate explain RULE says what one means, why it matters and how to fix it.")
     return doc

@@ -33,6 +33,7 @@ from dra_migrate.render.rehearsal import (
 from dra_migrate.render.rehearsal import capacity_rows as rehearsed_capacity_rows
 from dra_migrate.render.view import Badge, Chart, Code, Section
 from dra_migrate.render.view import cell as _cell
+from dra_migrate.report.accepted import accepted_risks
 
 # Section ids: stable anchors in the HTML, and what the browser test looks for.
 SECTIONS = (
@@ -242,6 +243,7 @@ def _findings(r: dict[str, Any]) -> Section:
     by = {sev: sum(1 for f in fs if f["severity"] == sev) for sev in ("blocker", "warning", "info")}
     s.p(f"At planning time: {by['blocker']} blocker(s), {by['warning']} warning(s), {by['info']} info.")
     s.add(findings_table(fs))
+    accepted_risks(s, r.get("acceptedRisks") or [])
     return s
 
 

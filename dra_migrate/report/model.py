@@ -3,9 +3,8 @@
 Built from what the other layers produced — the plan (fingerprint, findings, DeviceClasses, stages and
 waves, and the capacity and inventory summary it recorded for review, so the plan alone is a complete
 report), and when given: the cluster as read now (`Readiness`: every consumer, capacity before and after,
-and what changed in capacity since planning), the
-identity that read it, an older plan (the semantic diff) and the apply journal (timeline, verification).
-A section whose source was not given is None; the renderings say what would fill it.
+and what changed in capacity since planning), the identity that read it, an older plan (the semantic
+diff) and the apply journal (timeline, verification). A section whose source was not given is None.
 
 Nothing secret is copied in: consumers by kind, name, pools and GPU totals only (never pod specs, so no
 container env values or args), the plan's DeviceClass manifests (which hold selectors, nothing else), and
@@ -264,6 +263,7 @@ class Report:
     timeline: Timeline | None = None
     verification: Verification | None = None
     rehearsal: dict[str, Any] | None = None  # `rehearse -o json` of this plan (rehearse.model.load_rehearsal)
+    accepted_risks: list[dict[str, Any]] = field(default_factory=list)  # the ignore file's (checks/ignore.py)
     format_version: int = field(default=FORMAT_VERSION)
 
     def to_dict(self) -> dict[str, Any]:
@@ -356,6 +356,7 @@ def build_report(
         capacity_source=cluster["source"] if readiness is not None else ("plan" if planned is not None else None),
         capacity_changes=_capacity_changes(planned, _capacity(readiness)) if readiness and planned else None,
         excluded_pools=excluded_pools_json(review.get("excludedPools") or []),
+        accepted_risks=[finding_json(a) for a in review.get("acceptedRisks") or []],
         summary=dict(plan.get("summary") or {}),
         stages=[_stage(s, plan.get("findings") or []) for s in plan.get("stages") or []],
         diff=diff,

@@ -207,7 +207,8 @@ class KwokFleet:
         except subprocess.TimeoutExpired:
             return
         last = (self.log_path.read_text(errors="replace").strip().splitlines() or ["(no output)"])[-1]
-        raise InputError(f"kwok exited ({code}) at start: {last[:300]}", f"run {bundled('tools/kwok/build')}, then rehearse again")
+        hint = f"run {bundled('tools/kwok/build')}, then rehearse again"
+        raise InputError(f"kwok exited ({code}) at start: {last[:300]}", hint)
 
     def _spawn(self, fn: Any, name: str) -> None:
         t = threading.Thread(target=fn, name=name, daemon=True)

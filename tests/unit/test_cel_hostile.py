@@ -168,3 +168,55 @@ def test_cost_limit_cases_are_refused_with_a_way_to_check(expression: str) -> No
 )
 def test_runtime_as_kubernetes(expression: str, device: dict[str, Any], expected: bool) -> None:
     assert compile_selector(expression).matches(device, "dra.example.com") is expected
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        # `_==_` is (A, A) in cel-go: cross-type numeric comparison is for the ordering operators only
+        "1.0 == 1",
+        "1 == 1u",
+        "device.attributes['gpu.nvidia.com'].index == 0 && 1u != 1",
+        "{'a': 1} == {'a': 1.0}",
+        "[1] == [1u]",
+        "1 in [1.0]",
+        "1 in {'a': 1}",
+        # `_?_:_` is (bool, A, A): branches of different types do not unify
+        "(true ? 1 : 'a') == 1",
+        "(device.driver == 'x' ? 1.0 : 2) > 0.5",
+        "true ? [1] : []",  # unifies, but a list is not a selector's result
+        # an undeclared reference is refused whatever else the expression uses, optional syntax included
+        "device.attributes['gpu.nvidia.com'].?type.orValue('') == 'gpu' && undeclared",
+        "undeclared.?x.orValue(1) == 1",
+        "[?optional.none()].size() == 0 && y",
+    ],
+)
+def test_compile_errors_are_refused_offline_never_matched(expression: str) -> None:
+    with pytest.raises(SelectorError) as e:
+        compile_selector(expression)
+    assert not isinstance(e.value, UnsupportedSelectorError), e.value
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "dyn(1) == 1.0",  # dyn is checked at run time
+        "1 < 1.5",  # ordering across numeric types is on in Kubernetes
+        "[1] == [dyn(1u)]",
+        "device.attributes['gpu.nvidia.com'].index == 0.0",  # attribute values are `any`
+        "(device.driver == 'x' ? 1 : 2) == 2",
+        "[1, 2].exists(x, x == 2) ? true : false",
+    ],
+)
+def test_what_unifies_still_compiles(expression: str) -> None:
+    compile_selector(expression)
+
+
+def test_optional_syntax_without_undeclared_names_is_still_refused_not_rejected() -> None:
+    """Macro and optMap variables are declared: only a name nothing binds makes the verdict."""
+    for expression in (
+        "device.attributes['gpu.nvidia.com'].?type.orValue('') == 'gpu'",
+        "[1, 2].exists(i, [1, 2][?i].optMap(n, n > 1).orValue(false))",
+    ):
+        with pytest.raises(UnsupportedSelectorError):
+            compile_selector(expression)

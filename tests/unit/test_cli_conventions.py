@@ -21,6 +21,7 @@ from click.testing import CliRunner
 from dra_migrate.cli import exitcodes
 from dra_migrate.cli.main import COMMANDS, cli, hoist_global_flags
 from dra_migrate.cluster.state import CLUSTER_KEYS
+from dra_migrate.plan import io as plan_io
 from dra_migrate.render import Document, styled, use_color
 from dra_migrate.render.checks import check_document
 from tests.unit.cli import run
@@ -329,12 +330,13 @@ def test_plan_default_name_carries_the_time_of_day(tmp_path: Path, monkeypatch: 
 
 
 def test_plan_detailed_exitcode(tmp_path: Path) -> None:
+    """Terraform's meaning (issue 28): 0 no changes, 2 changes present, 1 error — applicability aside."""
+    from dra_migrate.cli.plan import has_changes
+
     blocked = run("plan", "--snapshot", DEMO, "--out", str(tmp_path / "a.yaml"), "--detailed-exitcode")
-    assert blocked.code == exitcodes.ACTION_NEEDED
+    assert blocked.code == exitcodes.ACTION_NEEDED  # changes present (not applicable either)
     plain = run("plan", "--snapshot", DEMO, "--out", str(tmp_path / "b.yaml"))
     assert plain.code == exitcodes.OK
-    half = run("plan", "--snapshot", "fixtures/clusters/half-migrated.yaml", "--out", str(tmp_path / "c.yaml"))
-    assert half.code == 0
     ok = run(
         "plan",
         "--snapshot",
@@ -343,7 +345,11 @@ def test_plan_detailed_exitcode(tmp_path: Path) -> None:
         str(tmp_path / "d.yaml"),
         "--detailed-exitcode",
     )
-    assert ok.code == exitcodes.OK, ok.stdout
+    assert ok.code == exitcodes.ACTION_NEEDED, ok.stdout  # applicable, and it has changes: 2, as Terraform
+    assert has_changes(plan_io.load(tmp_path / "d.yaml"))
+    assert not has_changes({"stages": [{"name": "prepare", "steps": []}, {"name": "p", "waves": [{"nodes": []}]}]})
+    bad = run("plan", "--snapshot", str(tmp_path / "missing.yaml"), "--detailed-exitcode")
+    assert bad.code == exitcodes.FAILED
 
 
 # --- 5. terminals ----------------------------------------------------------------------------------------

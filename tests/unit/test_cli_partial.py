@@ -48,7 +48,7 @@ def _plan(tmp_path: Path, snapshot: Path, *args: str) -> tuple[int, dict[str, An
 
 def test_a_pools_blocker_blocks_only_its_stage(tmp_path: Path, demo_with_dra_driver: Path) -> None:
     code, plan, stdout = _plan(tmp_path, demo_with_dra_driver, "--detailed-exitcode")
-    assert code == exitcodes.ACTION_NEEDED  # not applicable as a whole
+    assert code == exitcodes.ACTION_NEEDED  # changes present (--detailed-exitcode, as Terraform)
     assert plan["applicable"] is False
     blocker = next(f for f in plan["findings"] if f["severity"] == "blocker")
     assert blocker["id"] == "shared-gpu-capacity-loss"
@@ -75,7 +75,7 @@ def test_a_cluster_wide_blocker_blocks_every_stage(tmp_path: Path) -> None:
 
 def test_exclude_pools_makes_the_rest_applicable_and_says_why(tmp_path: Path, demo_with_dra_driver: Path) -> None:
     code, plan, _ = _plan(tmp_path, demo_with_dra_driver, "--exclude-pools", "a100-shared-pool", "--detailed-exitcode")
-    assert code == exitcodes.OK
+    assert code == exitcodes.ACTION_NEEDED  # Terraform's --detailed-exitcode: changes present
     assert plan["applicable"] is True
     assert [s["name"] for s in plan["stages"]] == ["prepare", "pool-h100-pool", "pool-l4-pool"]
     assert plan["summary"]["pools"] == ["h100-pool", "l4-pool"]

@@ -372,6 +372,7 @@ def test_rebase_accepts_legitimate_edits(tmp_path: Path) -> None:
         pool_stage(d)["waves"][0]["soakAfter"] = "1h"
         moved = pool_stage(d, 1)["waves"].pop()["nodes"][0]  # the last wave's node joins the one before
         pool_stage(d, 1)["waves"][-1]["nodes"].append(moved)
+        d["parameters"]["maxUnavailable"] = "2"  # which the parameters must then allow (plan/consistency.py)
         d["parameters"]["drain"] = "all"  # a parameter changed together with its steps
         for s in d["stages"][1:]:
             s["nodeSteps"][1]["params"]["scope"] = "all"

@@ -155,6 +155,7 @@ def test_json_contract() -> None:
         "timeline",
         "verification",
         "rehearsal",
+        "acceptedRisks",
     ]
     assert data["tool"] == {"name": "dra-migrate", "version": "0.1.0"}
     assert data["plan"]["digest"].startswith("sha256:") and data["plan"]["edited"] is False
@@ -352,7 +353,7 @@ def test_an_edited_plan_says_so(tmp_path: Path) -> None:
     path = tmp_path / "p.yaml"
     yaml = YAML()
     doc = yaml.load((ROOT / PLAN).read_text())
-    doc["parameters"]["soak"] = "10m"
+    doc["parameters"]["soak"] = "1m"  # the waves soak 5m, longer: consistent (10m would contradict them)
     with path.open("w") as fh:
         yaml.dump(doc, fh)
     assert run("report", str(path)).code == 1  # an unrebased edit is refused, as everywhere

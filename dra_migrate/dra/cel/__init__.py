@@ -53,7 +53,7 @@ from celpy import celtypes
 from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError
 
-from dra_migrate.dra.cel.checker import ANY, BOOL, DYN, _Checker, _CompileError, _ident_name, _is_ident, _unwrap
+from dra_migrate.dra.cel.checker import _Checker, _CompileError
 from dra_migrate.dra.cel.errors import (
     CEL_SELECTOR_EXPRESSION_MAX_LENGTH,
     SelectorError,
@@ -63,6 +63,7 @@ from dra_migrate.dra.cel.errors import (
 from dra_migrate.dra.cel.library import _FUNCTIONS
 from dra_migrate.dra.cel.literals import LiteralError, canonical, decode
 from dra_migrate.dra.cel.operators import OPERATORS, error_propagating
+from dra_migrate.dra.cel.types import ANY, BOOL, DYN, _ident_name, _is_ident, _unwrap, undeclared_references
 from dra_migrate.dra.cel.values import Quantity, Semver, parse_quantity, parse_semver
 
 __all__ = [
@@ -412,6 +413,7 @@ def _compile(expression: str) -> Selector:
         tree = env.compile(source)
     except CELParseError as e:
         if re.search(r"\.\?|\[\?|\{\?", expression):
+            _refuse_undeclared_without_optional_syntax(env, source)
             raise UnsupportedSelectorError("optional syntax (.?, [?, {?) is not supported offline") from e
         raise SelectorError(f"compilation failed: ERROR: <input>: Syntax error: {e}") from e
     _canonical_literals(tree)
@@ -426,6 +428,20 @@ def _compile(expression: str) -> Selector:
     functions = _functions()
     _fold_constant_conversions(tree, env, functions)
     return Selector(expression, env.program(tree, functions=functions))
+
+
+def _refuse_undeclared_without_optional_syntax(env: celpy.Environment, source: str) -> None:
+    """The API server refuses an undeclared reference whatever else the expression uses; with the optional
+    markers dropped (`.?` -> `.`), the names it reads are the same, so that verdict is given offline."""
+    try:
+        tree = env.compile(re.sub(r"([.\[{])\?", r"\1", source))
+    except CELParseError:
+        return
+    undeclared = undeclared_references(tree)
+    if undeclared:
+        raise SelectorError(
+            f"compilation failed: ERROR: <input>: undeclared reference to '{undeclared[0]}' (in container '')"
+        )
 
 
 @functools.cache

@@ -8,110 +8,46 @@ from typing import Any
 import lark
 
 from dra_migrate.dra.cel.errors import UnsupportedSelectorError
-
-# ---------------------------------------------------------------------------------------------------
-# The static checker: the compile-time errors cel-go's checker reports, on the types we can know.
-
-DYN, BOOL, INT, UINT, DOUBLE = "dyn", "bool", "int", "uint", "double"
-STRING, BYTES, NULL = "string", "bytes", "null_type"
-LIST, MAP, TYPE = "list(dyn)", "map(dyn, dyn)", "type"
-QUANTITY, SEMVER = "kubernetes.Quantity", "kubernetes.Semver"
-DEVICE = "kubernetes.DRADevice"
-ANY = "any"  # compile.go declares attribute values as apiservercel.AnyType (google.protobuf.Any), not dyn
-ATTRS, ATTR_DOMAIN = "map(string, map(string, any))", "map(string, any)"
-CAPS, CAP_DOMAIN = "map(string, map(string, kubernetes.Quantity))", "map(string, kubernetes.Quantity)"
-_NUMERIC = {INT, UINT, DOUBLE}
-
-# name -> overloads (receiver or None for a global call, argument types, result type)
-_Sig = tuple[str | None, tuple[str, ...], str]
-_SIGNATURES: dict[str, list[_Sig]] = {
-    "quantity": [(None, (STRING,), QUANTITY)],
-    "isQuantity": [(None, (STRING,), BOOL)],
-    "semver": [(None, (STRING,), SEMVER), (None, (STRING, BOOL), SEMVER)],
-    "isSemver": [(None, (STRING,), BOOL), (None, (STRING, BOOL), BOOL)],
-    "compareTo": [(QUANTITY, (QUANTITY,), INT), (SEMVER, (SEMVER,), INT)],
-    "isGreaterThan": [(QUANTITY, (QUANTITY,), BOOL), (SEMVER, (SEMVER,), BOOL)],
-    "isLessThan": [(QUANTITY, (QUANTITY,), BOOL), (SEMVER, (SEMVER,), BOOL)],
-    "add": [(QUANTITY, (QUANTITY,), QUANTITY), (QUANTITY, (INT,), QUANTITY)],
-    "sub": [(QUANTITY, (QUANTITY,), QUANTITY), (QUANTITY, (INT,), QUANTITY)],
-    "mul": [(QUANTITY, (INT,), QUANTITY)],
-    "sign": [(None, (QUANTITY,), INT), (QUANTITY, (), INT)],
-    "asInteger": [(QUANTITY, (), INT)],
-    "isInteger": [(QUANTITY, (), BOOL)],
-    "asApproximateFloat": [(QUANTITY, (), DOUBLE)],
-    "major": [(SEMVER, (), INT)],
-    "minor": [(SEMVER, (), INT)],
-    "patch": [(SEMVER, (), INT)],
-    "size": [(None, (DYN,), INT), (STRING, (), INT), (BYTES, (), INT), (LIST, (), INT), (MAP, (), INT)],
-    "contains": [(STRING, (STRING,), BOOL)],
-    "startsWith": [(STRING, (STRING,), BOOL)],
-    "endsWith": [(STRING, (STRING,), BOOL)],
-    "matches": [(STRING, (STRING,), BOOL), (None, (STRING, STRING), BOOL)],
-    "lowerAscii": [(STRING, (), STRING)],
-    "upperAscii": [(STRING, (), STRING)],
-    "charAt": [(STRING, (INT,), STRING)],
-    "indexOf": [(STRING, (STRING,), INT), (STRING, (STRING, INT), INT), (LIST, (DYN,), INT)],
-    "lastIndexOf": [(STRING, (STRING,), INT), (STRING, (STRING, INT), INT), (LIST, (DYN,), INT)],
-    "replace": [(STRING, (STRING, STRING), STRING), (STRING, (STRING, STRING, INT), STRING)],
-    "split": [(STRING, (STRING,), LIST), (STRING, (STRING, INT), LIST)],
-    "substring": [(STRING, (INT,), STRING), (STRING, (INT, INT), STRING)],
-    "trim": [(STRING, (), STRING)],
-    "join": [(LIST, (), STRING), (LIST, (STRING,), STRING)],
-    "find": [(STRING, (STRING,), STRING)],
-    "findAll": [(STRING, (STRING,), LIST), (STRING, (STRING, INT), LIST)],
-    "isSorted": [(LIST, (), BOOL)],
-    # ext.Lists(ListsVersion(3)) (apiserver base.go, 1.34); first/last return optionals (refused)
-    "lists.range": [(None, (INT,), LIST)],
-    # ext.Sets (apiserver base.go, 1.29)
-    "sets.contains": [(None, (LIST, LIST), BOOL)],
-    "sets.equivalent": [(None, (LIST, LIST), BOOL)],
-    "sets.intersects": [(None, (LIST, LIST), BOOL)],
-    "sort": [(LIST, (), LIST)],
-    "slice": [(LIST, (INT, INT), LIST)],
-    "flatten": [(LIST, (), LIST), (LIST, (INT,), LIST)],
-    "distinct": [(LIST, (), LIST)],
-    "reverse": [(LIST, (), LIST)],
-    "sum": [(LIST, (), DYN)],
-    "min": [(LIST, (), DYN)],
-    "max": [(LIST, (), DYN)],
-    "int": [(None, (DYN,), INT)],
-    "uint": [(None, (DYN,), UINT)],
-    "double": [(None, (DYN,), DOUBLE)],
-    "string": [(None, (DYN,), STRING)],
-    "bytes": [(None, (DYN,), BYTES)],
-    "bool": [(None, (DYN,), BOOL)],
-    "dyn": [(None, (DYN,), DYN)],
-    "type": [(None, (DYN,), TYPE)],
-}
-# In the Kubernetes environment (apiserver/pkg/cel/environment/base.go) but not re-implemented here.
-_UNSUPPORTED = {
-    "url", "isURL", "getScheme", "getHost", "getHostname", "getPort", "getEscapedPath", "getQuery",
-    "ip", "isIP", "cidr", "isCIDR", "family", "isUnspecified", "isLoopback", "isLinkLocalMulticast",
-    "isLinkLocalUnicast", "isGlobalUnicast", "containsIP", "containsCIDR", "masked", "prefixLength",
-    "format", "validate", "quote", "reverse", "sets", "strings", "optional",
-    "orValue", "hasValue", "value", "or", "ofNonZeroValue", "none", "of", "image", "isImage",
-    "containerImage", "registry", "repository", "identifier", "tag", "digest", "all", "transformList",
-    "transformMap", "transformMapEntry", "existsOne", "first", "last", "timestamp", "duration", "getFullYear",
-    "getMonth", "getDate", "getDayOfMonth", "getDayOfWeek", "getDayOfYear", "getHours", "getMinutes",
-    "getSeconds", "getMilliseconds",
-}  # fmt: skip
-_MACROS = {"all": BOOL, "exists": BOOL, "exists_one": BOOL, "map": LIST, "filter": LIST, "sortBy": LIST}
-# ext.TwoVarComprehensions (apiserver base.go, 1.32): name -> (result, number of expressions after the vars)
-_MACROS2 = {
-    "all": (BOOL, (1,)), "exists": (BOOL, (1,)), "existsOne": (BOOL, (1,)), "exists_one": (BOOL, (1,)),
-    "transformList": (LIST, (1, 2)),
-    "transformMap": (MAP, (1, 2)), "transformMapEntry": (MAP, (1, 2)),
-}  # fmt: skip
-COST_REFUSAL = (
-    "the API server's cost estimate for this selector is not reproduced offline (it may refuse it as"
-    " 'too complex, exceeds cost limit'); validate it server-side with --kubeconfig"
+from dra_migrate.dra.cel.types import (
+    _DEVICE_FIELDS,
+    _DEVICE_MAP_SIZE,
+    _MACROS,
+    _MACROS2,
+    _MAX_ITERATIONS,
+    _NUMERIC,
+    _SIGNATURES,
+    _TYPE_NAMES,
+    _UNKNOWN_SIZE,
+    _UNSUPPORTED,
+    ANY,
+    ATTR_DOMAIN,
+    ATTRS,
+    BOOL,
+    BYTES,
+    CAP_DOMAIN,
+    CAPS,
+    COST_REFUSAL,
+    DEVICE,
+    DOUBLE,
+    DYN,
+    INT,
+    LIST,
+    MAP,
+    NULL,
+    QUANTITY,
+    STRING,
+    TYPE,
+    UINT,
+    _ident_name,
+    _is_ident,
+    _kind,
+    _loose,
+    _matches,
+    _parameters,
+    _unifiable,
+    _unified,
+    _unwrap,
 )
-# Worst-case iterations past which a selector is refused as maybe over the cost limit (1,000,000 units).
-_MAX_ITERATIONS = 20_000
-_DEVICE_MAP_SIZE = 32  # resourceapi.ResourceSliceMaxAttributesAndCapacitiesPerDevice
-_UNKNOWN_SIZE = 1_000
-_TYPE_NAMES = {"int", "uint", "double", "string", "bool", "bytes", "list", "map", "null_type", "type", "dyn"}
-_DEVICE_FIELDS = {"driver": STRING, "attributes": ATTRS, "capacity": CAPS, "allowMultipleAllocations": BOOL}
 
 
 class _CompileError(Exception):
@@ -119,39 +55,6 @@ class _CompileError(Exception):
         line = getattr(node, "line", None) or getattr(getattr(node, "meta", None), "line", 1)
         column = getattr(node, "column", None) or getattr(getattr(node, "meta", None), "column", 1)
         super().__init__(f"ERROR: <input>:{line}:{column}: {message}")
-
-
-def _kind(t: str) -> str:
-    """The checker type as the family overloads are declared on."""
-    if t.startswith("map("):
-        return MAP
-    if t.startswith("list("):
-        return LIST
-    return t
-
-
-def _parameters(t: str) -> list[str]:
-    """list(int) -> [int]; map(string, map(string, any)) -> [string, map(string, any)]; others []."""
-    if not (t.startswith(("list(", "map(")) and t.endswith(")")):
-        return []
-    body = t[t.index("(") + 1 : -1]
-    out, depth, start = [], 0, 0
-    for i, c in enumerate(body):
-        depth += {"(": 1, ")": -1}.get(c, 0)
-        if c == "," and depth == 0:
-            out.append(body[start:i].strip())
-            start = i + 1
-    out.append(body[start:].strip())
-    return out
-
-
-def _matches(declared: str, actual: str) -> bool:
-    return declared == DYN or actual in (DYN, ANY) or _kind(declared) == _kind(actual)
-
-
-def _loose(t: str) -> bool:
-    """dyn and any: checked at run time."""
-    return t in (DYN, ANY)
 
 
 class _Checker:
@@ -238,9 +141,11 @@ class _Checker:
         if len(node.children) == 1:
             return self.check(node.children[0])
         cond, a, b = (self.check(c) for c in node.children)
-        if cond not in (BOOL, DYN, ANY):
-            raise _CompileError(node, f"found no matching overload for '_?_:_' applied to '({cond}, {a}, {b})'")
-        return a if a == b else DYN
+        # cel-go declares `_?_:_` as (bool, A, A) -> A: both branches must unify, `true ? 1 : 'a'` is refused.
+        if cond not in (BOOL, DYN, ANY) or not _unifiable(a, b):
+            where = next(node.scan_values(lambda v: isinstance(v, lark.Token)), node)
+            raise _CompileError(where, f"found no matching overload for '_?_:_' applied to '({cond}, {a}, {b})'")
+        return _unified(a, b)
 
     def _logical(self, node: lark.Tree[Any], op: str) -> str:
         if len(node.children) == 1:
@@ -266,9 +171,12 @@ class _Checker:
         symbol = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!=", "in": "@in"}[op]
         ok = _loose(a) or _loose(b) or (a in _NUMERIC and b in _NUMERIC)
         if op in ("eq", "ne"):
-            ok = ok or _kind(a) == _kind(b) or NULL in (a, b)
+            # `_==_` is (A, A) -> bool in cel-go: CrossTypeNumericComparisons covers the ordering operators
+            # only, so `1.0 == 1` and `[1] == [1u]` are refused by the API server as no matching overload.
+            ok = _unifiable(a, b)
         elif op == "in":
-            ok = _kind(b) in (LIST, MAP, DYN, ANY)
+            params = _parameters(b)
+            ok = _kind(b) in (DYN, ANY) or (_kind(b) in (LIST, MAP) and (not params or _unifiable(a, params[0])))
         else:
             # Cross-type numeric comparisons are on in Kubernetes; Quantity and Semver have no `<`.
             ok = ok or (a == b and a in (STRING, BYTES, BOOL))
@@ -512,23 +420,6 @@ class _Checker:
             raise _CompileError(name_tok, f"found no matching overload for '{name}' applied to '{shown}'")
         results = {s[2] for s in fits}
         return results.pop() if len(results) == 1 else DYN
-
-
-def _unwrap(node: Any) -> lark.Tree[Any]:
-    """Descend single-child wrapper nodes (expr -> conditionalor -> ... -> member)."""
-    while isinstance(node, lark.Tree) and len(node.children) == 1 and isinstance(node.children[0], lark.Tree):
-        node = node.children[0]
-    assert isinstance(node, lark.Tree)
-    return node
-
-
-def _ident_name(node: Any) -> str | None:
-    inner = _unwrap(node)
-    return str(inner.children[0]) if inner.data == "ident" else None
-
-
-def _is_ident(node: Any, name: str) -> bool:
-    return _ident_name(node) == name
 
 
 def _is_namespace(node: Any) -> bool:

@@ -1,0 +1,162 @@
+# ruff: noqa: E501  (a table of prose: one string per field reads better than split literals)
+"""What each rule means, why it matters and how to fix it: what `dra-migrate explain RULE` and
+`check --list-rules` print (docs/explain.md).
+
+Seeded from the README's rule table (when a rule fires, the fact it rests on) and each rule's remediation;
+a test keeps this table and the registry (checks/registry.py) naming the same rules. A rule added in a
+module of its own may register its doc here with `document(...)` beside its `@rule`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RuleDoc:
+    when: str  # when it fires (what it means)
+    rests_on: str  # the primary source: why it matters
+    fix: str  # how to fix (the finding's own fix line says it for the objects at hand)
+
+
+RULE_DOCS: dict[str, RuleDoc] = {
+    "k8s-version-unsupported": RuleDoc(
+        when="server older than 1.34.2, version unknown, or `resource.k8s.io/v1` not served",
+        rests_on="`resource.k8s.io/v1` introduced in 1.34 (k8s.io/api `resource/v1/types.go`); NVIDIA DRA driver and GPU Operator require 1.34.2 (dra-driver-nvidia-gpu `prerequisites.md`, gpu-operator `dra-intro-install.rst`)",
+        fix="state it with --kubernetes-version vX.Y.Z, or take the snapshot with dra-migrate snapshot",
+    ),
+    "extended-resource-unavailable": RuleDoc(
+        when="`DRAExtendedResource` off: 1.34–1.35 unless declared on with `--feature-gate`; 1.36 when declared off; never on 1.37 (GA, locked)",
+        rests_on="KEP-5004 `kep.yaml` (alpha 1.34, beta 1.36, stable 1.37), kubernetes `pkg/features`",
+        fix="enable …=true on kube-apiserver, kube-scheduler, kube-controller-manager and kubelet (then pass --feature-gate …=true), or upgrade to 1.36+",
+    ),
+    "driver-version-too-old": RuleDoc(
+        when="NVIDIA driver < 580 in ClusterPolicy `spec.driver.version`, an NVIDIADriver, or a node's `nvidia.com/cuda.driver-version.full`",
+        rests_on="GPU Operator DRA requirements (580+); the standalone driver documents 565+, we hold the stricter floor",
+        fix="upgrade the NVIDIA driver to … or later on the listed objects' nodes before migrating",
+    ),
+    "cdi-disabled": RuleDoc(
+        when="ClusterPolicy `spec.cdi.enabled: false`",
+        rests_on="the DRA driver injects devices through CDI (dra-driver-nvidia-gpu `prerequisites.md`)",
+        fix="set spec.cdi.enabled: true in the ClusterPolicy (the chart's default)",
+    ),
+    "dra-driver-missing": RuleDoc(
+        when="no DaemonSet of the NVIDIA DRA kubelet plugin and no `gpu.nvidia.com` ResourceSlices",
+        rests_on="the scheduler serves DRA requests only from published slices (KEP-4381)",
+        fix="install the dra-driver-nvidia-gpu chart (gpuResourcesEnabledOverride=true beside the device plugin); its default placement runs the plugin on every GPU node, or pass kubeletPlugin.nodeSelector nvidia.com/dra-kubelet-plugin=true to switch it per node with a label",
+    ),
+    "dual-advertising": RuleDoc(
+        when="a node's device plugin advertises a GPU resource (allocatable > 0) while the DRA driver publishes slices for it — what the DRA chart's default placement does on every GPU node before migration",
+        rests_on="the same physical GPU is then allocatable twice: the scheduler serves `nvidia.com/gpu` from the device plugin where allocatable > 0 (kubernetes v1.37.2 `pkg/scheduler/framework/plugins/noderesources/fit.go`) while the slices stay allocatable to explicit claims (`dynamicresources` plugin); chart default: dra-driver-nvidia-gpu v0.4.1 `deployments/helm/dra-driver-nvidia-gpu/values.yaml` `kubeletPlugin.affinity`",
+        fix="move the claims' pods off these nodes or migrate the nodes now (device plugin off first); until then create no ResourceClaims for GPUs on nodes still on the device plugin",
+    ),
+    "kubelet-version-unsupported": RuleDoc(
+        when="a GPU node's `status.nodeInfo.kubeletVersion` is before 1.36 (unless `--feature-gate DRAExtendedResource=true` declares it on), 1.36 with the gate declared off, or before 1.34; an unknown version is not judged. Such nodes add nothing to capacity `after` (`afterSource: excluded`)",
+        rests_on="KEP-5004 lists the kubelet among the gate's components (kubernetes/enhancements `keps/sig-scheduling/5004-dra-extended-resource/kep.yaml`); only a kubelet with the gate on drops DRA-backed requests from admission, otherwise the pod fails against the device plugin's leftover allocatable 0 (kubernetes v1.37.2 `pkg/kubelet/lifecycle/predicate.go`); gate stages in `pkg/features/kube_features.go`",
+        fix="upgrade these nodes' kubelets to 1.36+ (or enable DRAExtendedResource=true on them and pass --feature-gate DRAExtendedResource=true), then plan again",
+    ),
+    "dra-plugin-placement-unknown": RuleDoc(
+        when="no node label an operator can set makes an installed DRA kubelet-plugin DaemonSet run on a GPU node (its affinity uses only labels NFD/GFD/the kubelet own, `Gt`/`Lt`, `matchFields`, or a taint it does not tolerate)",
+        rests_on="the DaemonSet controller's own test: nodeSelector, required node affinity (ORed terms), taints (kubernetes `pkg/controller/daemon/daemon_controller.go`); DaemonSet names: dra-driver-nvidia-gpu v0.4 chart `dra-driver-nvidia-gpu-kubelet-plugin`, v25.x `nvidia-dra-driver-gpu-kubelet-plugin`, GPU Operator GPUCluster `nvidia-dra-driver-kubelet-plugin` selecting `nvidia.com/gpu.deploy.dra-driver=true` (gpu-operator `manifests/state-dra-driver/0500_daemonset.yaml`)",
+        fix='upgrade the DRA chart with kubeletPlugin.nodeSelector {nvidia.com/dra-kubelet-plugin: "true"} (or the chart\'s default affinity, which selects nvidia.com/gpu.present=true), or remove the taint it does not tolerate, then plan again',
+    ),
+    "device-plugin-placement-unknown": RuleDoc(
+        when="no one settable node label stops every device-plugin DaemonSet running on a GPU node (a standalone manifest without selector or affinity runs on every node)",
+        rests_on="same DaemonSet test; the operator's DaemonSet selects `nvidia.com/gpu.deploy.device-plugin=true` and the operator keeps a value once set (gpu-operator `assets/state-device-plugin/0500_daemonset.yaml`, `controllers/state_manager.go`)",
+        fix="give the device-plugin DaemonSet a required node affinity such as nvidia.com/gpu.deploy.device-plugin NotIn [false] (the GPU Operator's DaemonSet selects that label already), then plan again",
+    ),
+    "dynamic-mig-unpredicted": RuleDoc(
+        when="the DRA plugin serving a node runs with `DynamicMIG=true` (container args or env) or its slices carry shared counters, and the node has no slices yet",
+        rests_on="under DynamicMIG the driver publishes the full GPU and every possible MIG placement with counters (dra-driver-nvidia-gpu `cmd/gpu-kubelet-plugin/driver.go`, `partitions.go`): GFD labels do not give the exact count `wait-dra-ready` waits for",
+        fix="let the DRA plugin publish on these nodes first (its slices then give the count), or turn DynamicMIG off, then plan again",
+    ),
+    "operator-validator-device-plugin": RuleDoc(
+        when="a ClusterPolicy keeps `devicePlugin.enabled` (so the validator keeps its plugin validation) and GPU nodes are still to migrate",
+        rests_on="the validator's `plugin-validation` needs node capacity `nvidia.com/gpu*`/`nvidia.com/mig-*` ≥ 1, 30 tries 5 s apart (gpu-operator `cmd/nvidia-validator/main.go`, kept while devicePlugin is enabled: `controllers/object_controls.go`); capacity drops to 0 five minutes after the device plugin leaves (kubernetes `pkg/kubelet/cm/devicemanager/endpoint.go` `endpointStopGracePeriod`), so a later validator restart crash-loops. Remediation: `devicePlugin.enabled=false` after the last pool, or label migrated nodes `nvidia.com/gpu.deploy.operator-validator=false`",
+        fix="after the last pool is migrated set ClusterPolicy spec.devicePlugin.enabled=false (the operator then drops plugin-validation); until then do not restart validator pods on migrated nodes, or label those nodes nvidia.com/gpu.deploy.operator-validator=false",
+    ),
+    "driver-manager-eviction-label": RuleDoc(
+        when="an operator-managed driver (ClusterPolicy `driver.enabled` not false) whose `driver.manager.env` `NODE_LABEL_FOR_GPU_POD_EVICTION` is not a label the DRA kubelet-plugin DaemonSet selects on (or the DaemonSet selects on no settable label at all: the chart default)",
+        rests_on="\"the NVIDIA Driver Manager is not aware of the DRA driver kubelet plugin\": the GPU Operator's DRA recipe sets that variable to the plugin's label (NVIDIA cloud-native-docs `gpu-operator/dra-intro-install.rst` @ 66160ebc)",
+        fix="set the driver manager's NODE_LABEL_FOR_GPU_POD_EVICTION to a label the migration sets, or run the migration with the driver manager's eviction off",
+    ),
+    "duplicate-extended-resource-name": RuleDoc(
+        when="two or more DeviceClasses name the same `extendedResourceName`",
+        rests_on='"the class created later is picked" (k8s.io/api `resource/v1/types.go`)',
+        fix="keep one class with extendedResourceName … and clear the field on the others",
+    ),
+    "shared-gpu-capacity-loss": RuleDoc(
+        when="time-slicing or MPS replicas > 1 on the pool's nodes: `nvidia.com/gpu.replicas` for full GPUs, `nvidia.com/mig-<profile>.replicas` for a time-sliced MIG profile",
+        rests_on="DRA has no replicas: one request takes whole devices (dra-driver-nvidia-gpu sharing docs)",
+        fix="keep this pool on the device plugin, add GPUs, or move its consumers to a shared ResourceClaim (GpuConfig sharing.strategy TimeSlicing/MPS) before migrating",
+    ),
+    "unmapped-gpu-resource": RuleDoc(
+        when="a GPU name in use that no DeviceClass will map (`nvidia.com/gpu.shared`, `rename`s, unknown names)",
+        rests_on="see `generate deviceclasses`",
+        fix="convert these workloads to ResourceClaims (dra-migrate convert) or keep their pool on the device plugin",
+    ),
+    "clusterpolicy-gpucluster-conflict": RuleDoc(
+        when="both a ClusterPolicy and a GPUCluster exist",
+        rests_on='"only one may be present at a time" (gpu-operator `controllers/nodelabeling_controller.go`)',
+        fix="delete one; for a staged migration keep the ClusterPolicy and install the standalone DRA driver",
+    ),
+    "operator-no-in-place-migration": RuleDoc(
+        when="a ClusterPolicy manages the cluster",
+        rests_on='"an in-place migration … from ClusterPolicy to GPUCluster is not supported" (gpu-operator `dra-intro-install.rst`)',
+        fix="migrate node pool by node pool with the standalone DRA driver beside the ClusterPolicy (what dra-migrate plan produces)",
+    ),
+    "pdb-blocks-drain": RuleDoc(
+        when="a PodDisruptionBudget allowing no disruption (`status.disruptionsAllowed: 0`, or `maxUnavailable: 0`) selects bound GPU pods; a budget with no selector selects none, `selector: {}` selects every pod of its namespace — the one rule `check` and the drain share (`dra_migrate.inventory.placement.pdb_selects`)",
+        rests_on="eviction honours budgets (policy/v1 Eviction API); null vs empty selector: k8s.io/api `policy/v1` `PodDisruptionBudgetSpec.selector`, converted by `metav1.LabelSelectorAsSelector` (nil → nothing, `{}` → everything; apimachinery `pkg/apis/meta/v1/helpers.go`) as the disruption controller does",
+        fix="scale the workload up, relax the budget for the migration window, or schedule the pool last",
+    ),
+    "fractional-gpu-request": RuleDoc(
+        when="a workload (or bare pod) asks for part of a GPU: HAMi's `nvidia.com/gpucores` / `nvidia.com/gpumem` / `gpumem-percentage` beside `nvidia.com/gpu`, Alibaba's `aliyun.com/gpu-mem`, Tencent's `tencent.com/vcuda-*`",
+        rests_on='DRA allocates whole devices: one extended-resource unit is one device (KEP-5004); HAMi\'s names: Project-HAMi/HAMi README "Resource"; `convert` refuses these pods',
+        fix="keep their pool on the fractional-GPU scheduler (leave it out of the plan), or move them to whole GPUs, MIG devices, or explicit claims with the DRA driver's sharing config; dra-migrate convert refuses them",
+    ),
+    "gang-workload-split": RuleDoc(
+        when="a multi-pod training workload (Kubeflow jobs, JobSet, LeaderWorkerSet, Ray, Volcano Job) runs in more than one pool",
+        rests_on="each pool migrates in its own stage",
+        fix="pin it to one pool, or migrate its pools back to back when it is not running (plan --order …); within a pool the planner keeps a gang's nodes in one wave where the wave is wide enough",
+    ),
+    "gang-capacity-after": RuleDoc(
+        when='per-node packing of the gang\'s `minCount` pods at each point (see "Gangs" below)',
+        rests_on="the gang plugin holds a PodGroup's pods until `minCount` can be placed (kubernetes v1.37.2 `pkg/scheduler/framework/plugins/gangscheduling/gangscheduling.go`); Volcano and Kueue's all-or-nothing admission do the same for their jobs",
+        fix="migrate its pools when it is not running, add nodes of its shape first, or migrate the pool in waves that leave room for it (plan --max-unavailable)",
+    ),
+    "gang-scheduling-unavailable": RuleDoc(
+        when="Workloads, PodGroups or pods with `spec.schedulingGroup` exist, but `scheduling.k8s.io/v1beta1` is not served, or `GenericWorkload` is off (declared, or not declared on a snapshot)",
+        rests_on="`GenericWorkload` beta and off by default in 1.37, `scheduling.k8s.io/v1beta1` disabled by default (kubernetes v1.37.2 `pkg/features/kube_features.go`, `pkg/controlplane/instance.go`)",
+        fix="run kube-apiserver with --runtime-config=…=true and kube-apiserver and kube-scheduler with --feature-gates=…=true, or declare it: --feature-gate …=true",
+    ),
+}
+
+
+def document(rule_id: str, doc: RuleDoc) -> None:
+    """Register the doc of a rule defined outside the seeded table (a new checks module)."""
+    RULE_DOCS.setdefault(rule_id, doc)
+
+# The dependents rules (checks/rules_dependents.py; every source in docs/dependents.md).
+_DEPENDENTS = "docs/dependents.md, with every source"
+for _id, _when, _why, _fix in (
+    ("quota-continuity", "a ResourceQuota limits a device-plugin GPU name",
+     "the quota evaluator counts DRA claims under <class>.deviceclass.resource.k8s.io/devices, and a quota with scopes never counts a claim (kubernetes v1.37.2 pkg/quota/v1/evaluator/core/resource_claims.go): a GPU cap written for the device plugin stops capping migrated pods",
+     "add the DRA limit the plan proposes beside the old one before migrating (the finding names it)"),
+    ("kueue-dra-support", "a Kueue ClusterQueue budgets GPUs",
+     "Kueue admits and counts DRA-backed extended resources only in some configurations; a queue that cannot count them stops admitting GPU jobs after the migration (" + _DEPENDENTS + ")",
+     "move the GPU budget to flavors Kueue can count under DRA before migrating, or keep these pools on the device plugin"),
+    ("scheduler-dra-support", "GPU pods run under a scheduler other than kube-scheduler",
+     "a scheduler without DRA support cannot place pods whose GPUs become claims or DRA-backed extended resources (" + _DEPENDENTS + ")",
+     "upgrade that scheduler to a release with DRA support, or keep its pools on the device plugin (plan --exclude-pools)"),
+    ("dcgm-dra-attribution", "a DCGM exporter attributes GPU metrics to pods",
+     "under DRA the exporter needs to read ResourceSlices to map devices to pods; without the permission per-pod GPU metrics go blank (NVIDIA/gpu-operator PR #2697)",
+     "let the exporter get/list/watch resource.k8s.io resourceslices and give it a ServiceAccount token"),
+    ("prometheus-rule-gpu", "alerting or recording rules read GPU extended-resource metrics",
+     "kube-state-metrics' extended-resource series of a migrated node change or vanish, so alerts on them go silent (" + _DEPENDENTS + ")",
+     "rewrite the rules on the DRA series (or DCGM's) before migrating the pools they watch"),
+    ("gitops-owned", "an object the migration changes is owned by a GitOps controller",
+     "Argo CD or Flux reverts a change made outside the repository, undoing the migration step (" + _DEPENDENTS + ")",
+     "make the change in the owning repository (convert and generate write the files); apply does not patch them"),
+):  # fmt: skip
+    document(_id, RuleDoc(when=_when, rests_on=_why, fix=_fix))

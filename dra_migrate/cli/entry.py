@@ -1,0 +1,54 @@
+"""The console script's entry point: Ctrl-C at any moment, start-up included, is one line and exit 130.
+
+`dra_migrate.cli.main` imports click and, through the commands, a good deal more; an interrupt during those
+imports would print a traceback, and one raised in the middle of importing a C extension can leave the
+interpreter to crash (seen here: SIGSEGV) instead of unwinding. So the first statements of this module —
+which the console script imports before anything else of ours — make a Ctrl-C end the process at once with
+one line; `Group.get_command` hands SIGINT back to Python (`cli/interrupts.py`) once the command's module is
+imported, so a running command gets KeyboardInterrupt and releases what it holds (apply's lock and
+journal, rehearse's twin). Only Python's own start-up (`site`) and the two package `__init__`s (a version
+string) come before: a SIGINT there is the interpreter's.
+"""
+
+import _signal  # type: ignore[import-not-found]  # built in: no Python-level import before the handler
+
+
+def _exit_at_once(_signum: int, _frame: object) -> None:
+    import os
+    import sys
+
+    try:
+        sys.stderr.write("\nerror: interrupted\n")
+        sys.stderr.flush()
+    except BaseException:  # stderr gone, or interrupted again: the exit code says it
+        pass
+    os._exit(130)  # as a shell reports SIGINT (128 + 2): dra_migrate.cli.exitcodes.INTERRUPTED
+
+
+_exit_at_once.dra_migrate_startup = True  # type: ignore[attr-defined]  # what graceful_interrupts replaces
+_signal.signal(_signal.SIGINT, _exit_at_once)
+
+
+def main() -> None:
+    _signal.signal(_signal.SIGINT, _exit_at_once)  # again: main() may run after another handler was set
+    try:
+        from dra_migrate.cli.main import main as run
+
+        run()
+    except KeyboardInterrupt:
+        _exit_at_once(2, None)
+
+
+def kubectl_plugin() -> None:
+    """`kubectl dra-migrate ...` (kubectl runs `kubectl-dra_migrate` from PATH), with the same Ctrl-C handling."""
+    _signal.signal(_signal.SIGINT, _exit_at_once)
+    try:
+        from dra_migrate.cli.main import kubectl_plugin as run
+
+        run()
+    except KeyboardInterrupt:
+        _exit_at_once(2, None)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,39 @@
+"""Duplicate keys in JSON are refused as they are in YAML (ruamel refuses them there).
+
+orjson, like every fast JSON parser, keeps the last of two equal keys in one object, silently: a snapshot
+whose Pod says `"nodeName": "a", "nodeName": "b"` would be read as on node b, while the YAML of the same
+object is refused. A repeated key is found without slowing the common case: the parsed document,
+serialised again, has exactly one `":` per key; the text has more only when a key was dropped (or when it
+writes keys or escapes differently — `"k" :` or a `\\u` escape — and then Python's C scanner, which hands
+every pair to a hook, decides).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+
+
+def duplicate_key(data: bytes, doc: Any) -> str | None:
+    """The first key `data` (the JSON text `doc` was parsed from) repeats within one object, or None."""
+    try:
+        if b"\\u" not in data and data.count(b'":') == orjson.dumps(doc).count(b'":'):
+            return None
+    except orjson.JSONEncodeError:
+        pass  # nested past orjson's limit: the exact check decides (depth is refused on its own)
+    found: list[str] = []
+
+    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out = dict(pairs)
+        if len(out) != len(pairs) and not found:
+            seen: set[str] = set()
+            found.append(next(k for k, _ in pairs if k in seen or seen.add(k)))  # type: ignore[func-returns-value]
+        return out
+
+    try:
+        json.loads(data, object_pairs_hook=pairs_hook)
+    except RecursionError:
+        return None  # too deep to look into: the depth checks refuse it with their own line
+    return found[0] if found else None

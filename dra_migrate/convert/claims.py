@@ -1,0 +1,208 @@
+"""The claims a conversion writes: options, request shapes, names, and the ResourceClaimTemplate documents.
+
+What a converted claim looks like (dra-facts.md §1.3-1.4; k8s.io/api resource/v1 `ResourceClaimTemplate`):
+one request per shape, `exactly: {deviceClassName, allocationMode: ExactCount, count: N}`, or
+`firstAvailable` alternatives when fallback classes are given.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+from dra_migrate.dra.deviceclasses import DRIVER, MANAGED_BY, SOURCE_ANNOTATION, mig_profile_of
+
+# The NVIDIA DRA driver chart's classes (nvidia-facts.md §4.2, dra-driver-nvidia-gpu
+# deployments/helm/dra-driver-nvidia-gpu/templates/deviceclass-{gpu,mig}.yaml).
+GPU_CLASS = "gpu.nvidia.com"
+MIG_CLASS = "mig.nvidia.com"
+REQUEST_NAME = "gpu"
+# firstAvailable takes at most 8 subrequests (k8s.io/api resource/v1 `FirstAvailableDeviceRequestMaxSize`).
+MAX_SUBREQUESTS = 8
+# Pod claim names and request names are DNS labels; template names are DNS subdomains, but we keep them
+# to a label's 63 characters so they read well next to the generated claim names.
+DNS_LABEL_MAX = 63
+
+
+@dataclass(frozen=True)
+class ConvertOptions:
+    device_class: str | None = None  # overrides the default class for every request
+    fallback: tuple[str, ...] = ()  # further classes, tried in order after the first (firstAvailable)
+    selector: str | None = None  # a CEL selector added to every alternative (compiled by the caller)
+    share_across_pod: bool = False  # GPU containers of one pod reference one claim (they share devices)
+    shared_claim: bool = False  # one ResourceClaim shared by every pod of the workload
+    gang: bool = False  # a PodGroup with gang.minCount for the workload, its pods wired to it (convert/gang.py)
+
+
+@dataclass(frozen=True)
+class Alternative:
+    device_class: str
+    count: int
+    selectors: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request of a claim: `count` devices, tried in the order of `alternatives` (firstAvailable)."""
+
+    name: str
+    alternatives: tuple[Alternative, ...]
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What one pod's claim for one device-plugin name asks for; equal shapes within a workload share a
+    template."""
+
+    resource: str  # the device-plugin name it replaces
+    requests: tuple[Request, ...]
+
+    @property
+    def count(self) -> int:
+        return sum(r.alternatives[0].count for r in self.requests)
+
+
+class ClaimNames:
+    """ResourceClaimTemplate (and ResourceClaim) names taken per namespace, across every document of one
+    conversion run, so two workloads named alike (a Deployment and a Job `llm`, in one file or two)
+    never get one template name. Names already in the inputs are taken too."""
+
+    def __init__(self) -> None:
+        self._taken: dict[str, set[str]] = {}
+
+    def take(self, namespace: str, name: str) -> None:
+        self._taken.setdefault(namespace, set()).add(name)
+
+    def free(self, namespace: str, candidates: list[list[str]], salt: str) -> str:
+        """The first candidate not taken in `namespace`; else the last one with a short hash of `salt`
+        (the workload's kind, name and role: stable across runs)."""
+        taken = self._taken.setdefault(namespace, set())
+        for parts in candidates:
+            name = dns_label("-".join(parts))
+            if name not in taken:
+                taken.add(name)
+                return name
+        base = dns_label("-".join(candidates[-1]), DNS_LABEL_MAX - 7)
+        i = 0
+        while True:
+            digest = hashlib.sha256(f"{salt}/{i}".encode()).hexdigest()[:6]
+            name = f"{base}-{digest}"
+            if name not in taken:
+                taken.add(name)
+                return name
+            i += 1
+
+
+def mig_selector(profile: str) -> str:
+    # The attribute the NVIDIA DRA driver publishes for MIG devices (nvidia-facts.md §4.3, `profile`).
+    return f"device.attributes['{DRIVER}'].profile == '{profile}'"
+
+
+def dns_label(text: str, limit: int = DNS_LABEL_MAX) -> str:
+    """A DNS-1123 label made of `text`; a too-long one is cut and keeps a short hash to stay distinct."""
+    name = re.sub(r"[^a-z0-9-]+", "-", text.lower())
+    name = re.sub(r"-{2,}", "-", name).strip("-") or "x"
+    if len(name) <= limit:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:6]
+    return f"{name[: limit - 7].rstrip('-')}-{digest}"
+
+
+def alternatives_for(resource: str, count: int, opts: ConvertOptions) -> tuple[Alternative, ...]:
+    profile = mig_profile_of(resource)
+    primary = opts.device_class or (MIG_CLASS if profile else GPU_CLASS)
+    alternatives = []
+    for cls in (primary, *opts.fallback):
+        selectors: list[str] = []
+        # mig.nvidia.com matches every MIG device; the profile is what the old name promised.
+        if profile and cls == MIG_CLASS:
+            selectors.append(mig_selector(profile))
+        if opts.selector:
+            selectors.append(opts.selector)
+        alternatives.append(Alternative(cls, count, tuple(selectors)))
+    return tuple(dict.fromkeys(alternatives))
+
+
+def shape_for(resource: str, count: int, opts: ConvertOptions) -> Shape:
+    """A claim of one request for `count` devices."""
+    return Shape(resource, (Request(REQUEST_NAME, alternatives_for(resource, count, opts)),))
+
+
+def free_claim_name(name: str, taken: set[str]) -> str:
+    if name not in taken:
+        return name
+    base = dns_label(name, DNS_LABEL_MAX - 4)
+    i = 2
+    while f"{base}-{i}" in taken:
+        i += 1
+    return f"{base}-{i}"
+
+
+def claim_document(name: str, shape: Shape, workload: dict[str, Any], opts: ConvertOptions) -> CommentedMap:
+    meta = CommentedMap()
+    meta["name"] = name
+    ns = (workload.get("metadata") or {}).get("namespace")
+    if ns:
+        meta["namespace"] = ns
+    meta["labels"] = CommentedMap(MANAGED_BY)
+    meta["annotations"] = CommentedMap({SOURCE_ANNOTATION: shape.resource})
+    requests = CommentedSeq()
+    for req in shape.requests:
+        request = CommentedMap()
+        request["name"] = req.name
+        if len(req.alternatives) == 1:
+            request["exactly"] = _device_request(req.alternatives[0], None)
+        else:
+            subs = CommentedSeq()
+            used: set[str] = set()
+            for alt in req.alternatives:
+                sub_name = free_claim_name(dns_label(alt.device_class.split(".")[0]), used)
+                used.add(sub_name)
+                subs.append(_device_request(alt, sub_name))
+            request["firstAvailable"] = subs
+        requests.append(request)
+    devices = CommentedMap()
+    devices["requests"] = requests
+    claim_spec = CommentedMap()
+    claim_spec["devices"] = devices
+    doc = CommentedMap()
+    doc["apiVersion"] = "resource.k8s.io/v1"
+    if opts.shared_claim:
+        doc["kind"] = "ResourceClaim"
+        doc["metadata"] = meta
+        doc["spec"] = claim_spec
+    else:
+        doc["kind"] = "ResourceClaimTemplate"
+        doc["metadata"] = meta
+        spec = CommentedMap()
+        spec["spec"] = claim_spec
+        doc["spec"] = spec
+    wname = (workload.get("metadata") or {}).get("name", "")
+    note = f"dra-migrate: replaces {shape.resource}: {shape.count} per pod of {workload.get('kind')} {wname}"
+    if any(len(r.alternatives) > 1 for r in shape.requests):
+        note += "\nfirstAvailable: the first class with free devices wins, so replicas may get different devices"
+    doc.yaml_set_start_comment(note)
+    return doc
+
+
+def _device_request(alt: Alternative, name: str | None) -> CommentedMap:
+    out = CommentedMap()
+    if name:
+        out["name"] = name
+    out["deviceClassName"] = alt.device_class
+    if alt.selectors:
+        sels = CommentedSeq()
+        for s in alt.selectors:
+            cel = CommentedMap()
+            cel["expression"] = s
+            sel = CommentedMap()
+            sel["cel"] = cel
+            sels.append(sel)
+        out["selectors"] = sels
+    out["allocationMode"] = "ExactCount"
+    out["count"] = alt.count
+    return out

@@ -1,0 +1,149 @@
+"""Finding GPU requests in a manifest: in containers, and where the tool cannot rewrite them.
+
+A GPU request the tool does not understand must never be passed over in silence: a CRD's own count
+(`gpu: "1"` in NVIDIA Dynamo's DynamoGraphDeployment, `gpus: 2`), a device-plugin name as a key under a
+path no pod template covers, or a request written inside a string (an Argo `podSpecPatch`, a manifest
+embedded in a resource template) is reported by path so `convert` can refuse the file.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from dra_migrate.inventory.resources import FRACTIONAL_GPU_RESOURCES, GpuNames, parse_quantity
+
+_GPU_STRING_RE = re.compile(r"nvidia\.com/(gpu|mig-)")
+
+
+def count_problem(c: dict[str, Any], resource: str) -> str | None:
+    """A device-plugin count must be a positive integer, and equal in requests and limits."""
+    res = c.get("resources")
+    values = {
+        part: res[part][resource]
+        for part in ("requests", "limits")
+        if isinstance(res, dict) and isinstance(res.get(part), dict) and resource in res[part]
+    }
+    for part, raw in values.items():
+        if isinstance(raw, bool) or not (
+            (isinstance(raw, int) and raw > 0) or (isinstance(raw, str) and raw.isdigit() and int(raw) > 0)
+        ):
+            return f"{resource} in {part} is {raw!r}: a device count must be a positive integer"
+    if len({int(v) for v in values.values()}) > 1:
+        return (
+            f"{resource}: requests and limits differ ({values['requests']} and {values['limits']}); "
+            "an extended resource's request must equal its limit"
+        )
+    return None
+
+
+def fractional(c: dict[str, Any]) -> list[str]:
+    res = c.get("resources")
+    if not isinstance(res, dict):
+        return []
+    found: set[str] = set()
+    for part in ("requests", "limits"):
+        m = res.get(part)
+        if isinstance(m, dict):
+            found.update(k for k in m if isinstance(k, str) and k in FRACTIONAL_GPU_RESOURCES)
+    return sorted(found)
+
+
+def gpu_keys(c: dict[str, Any], names: GpuNames) -> list[str]:
+    """Device-plugin GPU names in a container's requests and limits, whatever their values."""
+    res = c.get("resources")
+    found: dict[str, None] = {}
+    if isinstance(res, dict):
+        for part in ("requests", "limits"):
+            m = res.get(part)
+            if isinstance(m, dict):
+                found.update((k, None) for k in m if isinstance(k, str) and k in names)
+    return list(found)
+
+
+def has_gpu_key(c: dict[str, Any], names: GpuNames) -> bool:
+    return bool(gpu_keys(c, names))
+
+
+# Keys a CRD may use for a GPU count of its own (a shorthand the tool cannot rewrite into a claim): NVIDIA
+# Dynamo's DynamoGraphDeployment writes `resources.limits.gpu: "1"` (a string), others `gpus: 2`.
+_SHORTHAND_KEYS = frozenset(
+    {"gpu", "gpus", "numGpus", "numGPUs", "num_gpus", "gpuCount", "gpusPerNode", "gpusPerWorker", "nvidiaGpu"}
+)
+_SKIP_KEYS = frozenset({"metadata", "nodeSelector", "affinity", "tolerations", "annotations", "labels"})
+# Kinds whose data is an application's own (a `gpus: 2` in a ConfigMap is not a request of the cluster's).
+_DATA_KINDS = frozenset({"ConfigMap", "Secret"})
+
+
+def _positive_count(v: Any) -> bool:
+    """A GPU count as a CRD writes it: 1, 1.0, "1", "2" (a quantity string) — never a flag or a word."""
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, int | float):
+        return v > 0
+    if isinstance(v, str):
+        q = parse_quantity(v.strip())
+        return q is not None and q > 0
+    return False
+
+
+def _names_a_gpu_count(k: Any, v: Any, names: GpuNames, shorthand: bool) -> bool:
+    if not isinstance(k, str):
+        return False
+    if k in names or k in FRACTIONAL_GPU_RESOURCES:
+        return True
+    return shorthand and k in _SHORTHAND_KEYS and _positive_count(v)
+
+
+def gpu_keys_elsewhere(doc: Any, names: GpuNames, covered: set[int], path: str = "") -> Iterator[str]:
+    """Paths of GPU counts outside the containers of known pod templates: a device-plugin name as a key
+    anywhere (a CRD's `resourcesPerNode`, an unknown container path), a fractional-GPU name, or a
+    `gpu:`-like shorthand with a positive count (an integer or a quantity string). Labels, selectors and
+    tolerations name GPUs without asking for them; a ConfigMap's or Secret's own keys are its data."""
+    shorthand = not (isinstance(doc, dict) and doc.get("kind") in _DATA_KINDS and not path)
+    yield from _elsewhere(doc, names, covered, path, shorthand)
+
+
+def _elsewhere(doc: Any, names: GpuNames, covered: set[int], path: str, shorthand: bool) -> Iterator[str]:
+    if isinstance(doc, dict):
+        if id(doc) in covered:
+            return
+        for k, v in doc.items():
+            p = f"{path}.{k}" if path else str(k)
+            if _names_a_gpu_count(k, v, names, shorthand):
+                yield p
+            elif k not in _SKIP_KEYS:
+                yield from _elsewhere(v, names, covered, p, shorthand)
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            yield from _elsewhere(v, names, covered, f"{path}[{i}]", shorthand)
+
+
+# A GPU request written inside a string: a device-plugin name as a key followed by a count, as YAML or
+# JSON writes it (`nvidia.com/gpu: 1`, `"nvidia.com/mig-1g.10gb":"2"`, `nvidia.com/gpu=1`). Node labels
+# such as `nvidia.com/gpu.count` or `nvidia.com/gpu.product` are not device-plugin names and do not match.
+_GPU_IN_TEXT_RE = re.compile(
+    r"nvidia\.com/(?:gpu(?:\.shared)?|mig-\d+g\.\d+gb(?:[.+][a-z0-9.]+)?)[\"']?\s*[:=]\s*[\"']?0*[1-9]"
+)
+
+
+def gpu_patch_strings(doc: Any, path: str = "") -> Iterator[str]:
+    """Paths of strings that carry a GPU request: a pod-spec patch (Argo `podSpecPatch`) that names a GPU
+    resource at all, or any string (an embedded manifest, a Helm values blob, a JSON patch) that writes a
+    device-plugin GPU name with a count. `metadata` is skipped: kubectl's last-applied-configuration
+    annotation repeats the object itself."""
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            p = f"{path}.{k}" if path else str(k)
+            if k == "metadata" and not path:
+                continue
+            if isinstance(v, str):
+                loose = str(k).endswith("podSpecPatch") and _GPU_STRING_RE.search(v)
+                if loose or _GPU_IN_TEXT_RE.search(v):
+                    yield p
+            else:
+                yield from gpu_patch_strings(v, p)
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            yield from gpu_patch_strings(v, f"{path}[{i}]")

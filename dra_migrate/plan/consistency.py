@@ -1,0 +1,102 @@
+"""What an edited plan must still agree with itself on, for `plan --rebase` (issue 28).
+
+`validate` checks each part of a plan for what it may hold; an edit can still leave two parts saying two
+things: `parameters.soak: 10m` while the waves still soak 5m, `drainTimeout: 20m` while the drain steps
+still give up after 10m, a wave grown past `maxUnavailable`. Longer soaks and timeouts than the parameters
+(one pool given more patience) agree with them; shorter ones and larger waves do not. The plan's
+parameters are what a reviewer reads first, so a rebase that would make them untrue is refused with the
+place that contradicts them.
+
+Kept apart from validate.py (being split) as one function it can call: `contradictions(body)`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dra_migrate.errors import InputError
+from dra_migrate.plan.params import PlanParams, parse_duration
+from dra_migrate.plan.validate import Problem
+
+# Node step id -> the parameter its timeout is (plan/build.py `_node_steps`).
+_STEP_TIMEOUTS = {"drain": "drainTimeout", "wait-dra-ready": "readyTimeout", "canary": "canaryTimeout"}
+
+
+def contradictions(body: dict[str, Any]) -> list[Problem]:
+    """Problems where the stages contradict the parameters (soak, timeouts, wave sizes); [] when the
+    parameters cannot be read (validate reports that)."""
+    try:
+        params = PlanParams.from_dict(body.get("parameters") or {})
+        soak = parse_duration(params.soak)
+    except (InputError, TypeError, ValueError):
+        return []
+    out: list[Problem] = []
+    for i, stage in enumerate(body.get("stages") or []):
+        if not isinstance(stage, dict) or not stage.get("pool"):
+            continue
+        where: tuple[Any, ...] = ("stages", i)
+        out += _soaks(stage, where, soak, params.soak)
+        out += _timeouts(stage, where, body["parameters"])
+        out += _wave_sizes(stage, where, params)
+    return out
+
+
+def _soaks(stage: dict[str, Any], where: tuple[Any, ...], soak: int, text: str) -> list[Problem]:
+    """Every wave but a stage's last soaks at least `parameters.soak` (a longer soak is more caution)."""
+    waves = [w for w in stage.get("waves") or [] if isinstance(w, dict)]
+    out = []
+    for k, wave in enumerate(waves[:-1]):
+        try:
+            after = parse_duration(str(wave.get("soakAfter")))
+        except (InputError, ValueError):
+            continue
+        if after < soak:
+            out.append(
+                Problem(
+                    (*where, "waves", k, "soakAfter"),
+                    f"soaks {wave.get('soakAfter')}, less than parameters.soak {text}",
+                    "edit the waves' soakAfter with parameters.soak, or plan again with --soak",
+                )
+            )
+    return out
+
+
+def _timeouts(stage: dict[str, Any], where: tuple[Any, ...], parameters: dict[str, Any]) -> list[Problem]:
+    out = []
+    for k, step in enumerate(stage.get("nodeSteps") or []):
+        if not isinstance(step, dict) or step.get("id") not in _STEP_TIMEOUTS:
+            continue
+        key = _STEP_TIMEOUTS[str(step["id"])]
+        want, got = parameters.get(key), step.get("timeout")
+        try:
+            shorter = want is not None and got is not None and parse_duration(str(got)) < parse_duration(str(want))
+        except (InputError, ValueError):
+            continue
+        if shorter:  # a pool given more patience than the default is fine; less than promised is not
+            out.append(
+                Problem(
+                    (*where, "nodeSteps", k, "timeout"),
+                    f"step {step['id']} times out after {got}, shorter than parameters.{key} {want}",
+                    f"edit parameters.{key} with it, or plan again with the timeout you want",
+                )
+            )
+    return out
+
+
+def _wave_sizes(stage: dict[str, Any], where: tuple[Any, ...], params: PlanParams) -> list[Problem]:
+    waves = [w for w in stage.get("waves") or [] if isinstance(w, dict)]
+    nodes = sum(len(w.get("nodes") or []) for w in waves)
+    try:
+        limit = params.wave_size(nodes)
+    except InputError:
+        return []
+    return [
+        Problem(
+            (*where, "waves", k, "nodes"),
+            f"{len(w.get('nodes') or [])} nodes in one wave, more than parameters.maxUnavailable "
+            f"{params.max_unavailable} allows ({limit} of the stage's {nodes})",
+            "move nodes to another wave, or raise maxUnavailable with them",
+        )
+        for k, w in enumerate(waves)
+        if len(w.get("nodes") or []) > limit
+    ]
