@@ -48,6 +48,7 @@ ERRORS = {
     "rehearse": [MISSING],
     "twin": ["no-such-subcommand"],
     "completion": ["no-such-shell"],
+    "demo": ["--fleet", "no-such-fleet"],
 }
 
 
