@@ -20,7 +20,8 @@ from typing import Any, TypeVar
 
 from dra_migrate.errors import InputError
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # what `build_plan` makes; the file's form of each version is `plan/wire.py`'s
+READ_VERSIONS = (1, 2)  # the model is the same for both: format 2 only writes it more compactly
 
 
 class Action(StrEnum):
@@ -428,8 +429,8 @@ class Plan:
         doc = _fields(value, "", _PLAN_REQUIRED, _PLAN_OPTIONAL)
         _finite(doc, "")
         version = _int(doc["formatVersion"], "formatVersion")
-        if version != FORMAT_VERSION:
-            raise _fail("formatVersion", f"plan format {version}, this tool reads {FORMAT_VERSION}")
+        if version not in READ_VERSIONS:
+            raise _fail("formatVersion", f"plan format {version}, this tool reads {READ_VERSIONS}")
         stages = tuple(stage_from_dict(s, f"stages[{i}]") for i, s in enumerate(_list(doc["stages"], "stages")))
         names = [s.name for s in stages]
         dup = next((n for n in names if names.count(n) > 1), None)

@@ -1,0 +1,129 @@
+"""Reading and writing plan YAML at C speed (libyaml through PyYAML), for every path that needs no line
+numbers: `show`, `status`, `apply`, `diff`, verification, `plan` itself.
+
+`load` is the strict reader's (`io._parse`, ruamel's round-trip loader, which knows lines) equal in what it
+accepts, never laxer: it refuses duplicate keys, merge keys, aliases, non-string keys and any value
+a plan does not hold (NaN and infinities, integers beyond 64 bits, dates, binary, sets), and hands text
+that might hold an anchor, an explicit tag or nesting deep enough to exhaust libyaml's C stack to the strict
+reader without parsing it. `None` means "ask the strict reader": it either refuses the file with a line
+or, when the suspicion was false (a `&&` in a quoted command), reads it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Hashable
+from typing import Any
+
+import yaml
+from ruamel.yaml.resolver import implicit_resolvers as ruamel_resolvers
+
+from dra_migrate.plan.wire import Line, Row
+
+_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
+_MERGE = "tag:yaml.org,2002:merge"
+# An anchor (`&name`) or a tag (`!x`, `!!x`) where a token starts; a false hit only costs the slow path.
+_ANCHOR_OR_TAG = re.compile(r"(?:^|[\s\[{,])(?:&[^\s&]|![^\s=])")
+_DEEP_INDENT = re.compile(r"^[ \t]{256}", re.M)
+_COMPACT = re.compile(r"(?:[-?][ \t]+){24}")
+_BRACKETS = str.maketrans("", "", "".join(chr(c) for c in range(128) if chr(c) not in "[]{}"))
+_MAX_FLOW_DEPTH = 64
+
+
+class _Refused(Exception):
+    """Something the strict reader refuses (with its line)."""
+
+
+class _Loader(yaml.CSafeLoader):
+    def construct_object(self, node: Any, deep: bool = False) -> Any:
+        if node in self.constructed_objects or node in self.recursive_objects:
+            raise _Refused("alias")
+        return super().construct_object(node, deep=deep)
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> dict[Hashable, Any]:
+        if not isinstance(node, yaml.MappingNode):
+            raise _Refused("not a mapping")
+        out: dict[Hashable, Any] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE:
+                raise _Refused("merge key")
+            key = self.construct_object(key_node, deep=deep)
+            if not isinstance(key, str) or key in out:
+                raise _Refused("key")
+            out[key] = self.construct_object(value_node, deep=deep)
+        return out
+
+
+def _suspicious(text: str) -> bool:
+    if _ANCHOR_OR_TAG.search(text) or _DEEP_INDENT.search(text) or _COMPACT.search(text):
+        return True
+    depth = deepest = 0
+    for c in text.translate(_BRACKETS):
+        depth = depth + 1 if c in "[{" else max(0, depth - 1)
+        deepest = max(deepest, depth)
+    return deepest > _MAX_FLOW_DEPTH
+
+
+def _plain(value: Any) -> bool:
+    """Only what the tool writes: strings, 64-bit integers, finite floats, booleans, nulls, lists, maps."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        t = type(v)
+        if t is dict:
+            stack.extend(v.values())
+        elif t is list:
+            stack.extend(v)
+        elif t is float:
+            if not math.isfinite(v):
+                return False
+        elif t is int:
+            if not _INT_MIN <= v <= _INT_MAX:
+                return False
+        elif not (v is None or t is str or t is bool):
+            return False
+    return True
+
+
+def load(text: str) -> dict[str, Any] | None:
+    """The document as plain values, or None when the strict reader must decide."""
+    if _suspicious(text):
+        return None
+    try:
+        doc = yaml.load(text, Loader=_Loader)  # a safe loader, stricter than SafeLoader
+    except (_Refused, yaml.YAMLError, RecursionError, ValueError, TypeError):
+        return None
+    if type(doc) is not dict or not _plain(doc):
+        return None
+    return doc
+
+
+class _Dumper(yaml.CSafeDumper):
+    def ignore_aliases(self, data: Any) -> bool:
+        return True  # the same object twice is written twice: a plan holds no anchors
+
+
+def _row(dumper: _Dumper, row: Row) -> yaml.Node:
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", row, flow_style=True)
+
+
+def _line(dumper: _Dumper, line: Line) -> yaml.Node:
+    return dumper.represent_mapping("tag:yaml.org,2002:map", line, flow_style=True)
+
+
+_Dumper.add_representer(Row, _row)
+_Dumper.add_representer(Line, _line)
+# libyaml is YAML 1.1 and ruamel (the strict reader, and the YAML most tools read) is 1.2: a string that
+# either would read as a number or a boolean is quoted (`1e3`, `0o17` are strings to 1.1, numbers to 1.2).
+for _versions, _tag, _regexp, _first in ruamel_resolvers:
+    if (1, 2) in _versions and _tag.rsplit(":", 1)[-1] in ("bool", "int", "float"):
+        _Dumper.add_implicit_resolver(_tag, _regexp, _first)
+
+
+def dump(doc: dict[str, Any]) -> str:
+    """Block style, keys in the document's order, table rows on one line each."""
+    text: str = yaml.dump(
+        doc, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=4096
+    )
+    return text
