@@ -54,6 +54,33 @@ class _Loader(yaml.CSafeLoader):
             out[key] = self.construct_object(value_node, deep=deep)
         return out
 
+    def construct_yaml_int(self, node: Any) -> int:
+        """YAML 1.2's integers, as the strict reader reads them (`017` is 17, `0o17` is 15)."""
+        text = str(self.construct_scalar(node)).replace("_", "")
+        sign, digits = (-1, text[1:]) if text.startswith("-") else (1, text.lstrip("+"))
+        base = {"0x": 16, "0o": 8, "0b": 2}.get(digits[:2].lower(), 10)
+        try:
+            return sign * int(digits[2:] if base != 10 else digits, base)
+        except ValueError:
+            raise _Refused("int") from None
+
+    def construct_yaml_float(self, node: Any) -> float:
+        text = str(self.construct_scalar(node))
+        if ":" in text:
+            raise _Refused("sexagesimal")
+        value: float = super().construct_yaml_float(node)
+        return value
+
+
+# Resolve plain scalars as YAML 1.2 does (the strict reader, ruamel, is 1.2; libyaml's PyYAML is 1.1, where
+# `no` is false and `017` is 15): the same table, so both readers see the same values.
+_Loader.yaml_implicit_resolvers = {}
+for _versions, _tag, _regexp, _first in ruamel_resolvers:
+    if (1, 2) in _versions:
+        _Loader.add_implicit_resolver(_tag, _regexp, _first)
+_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
+_Loader.add_constructor("tag:yaml.org,2002:float", _Loader.construct_yaml_float)
+
 
 def _suspicious(text: str) -> bool:
     if _ANCHOR_OR_TAG.search(text) or _DEEP_INDENT.search(text) or _COMPACT.search(text):

@@ -295,7 +295,12 @@ def _read(path: Path) -> _File:
 
 
 def _decode(file: _File) -> dict[str, Any]:
-    plan: dict[str, Any] = wire.decode(file.doc)
+    try:
+        plan: dict[str, Any] = wire.decode(file.doc)
+    except wire.WireError as e:
+        line = _path_line(file.lined, e.at)
+        where = f"{file.path}:{line}" if line else str(file.path)
+        raise InputError(f"{where}: {e.message}", e.hint) from e
     return plan
 
 
@@ -449,9 +454,13 @@ def _stage_line(doc: Any, key: str) -> int:
 def _problem_line(doc: CommentedMap, problem: Problem) -> int:
     """The line of the deepest part of a problem's path that the document still has (a node of the
     model is a row of its stage's table in format 2: `wire.wire_path`)."""
+    return _path_line(doc, wire.wire_path(tuple(problem.path), doc))
+
+
+def _path_line(doc: CommentedMap, path: tuple[str | int, ...]) -> int:
     node: Any = doc
     line = 0
-    for seg in wire.wire_path(tuple(problem.path), doc):
+    for seg in path:
         in_map = isinstance(node, CommentedMap) and seg in node
         in_seq = isinstance(node, CommentedSeq) and isinstance(seg, int) and 0 <= seg < len(node)
         if not (in_map or in_seq):

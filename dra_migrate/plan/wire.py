@@ -47,8 +47,24 @@ class Line(dict[str, Any]):
     """A small mapping written on one line (a wave)."""
 
 
-def _fail(path: str, what: str) -> InputError:
-    return InputError(f"plan field `{path}`: {what}", _HINT)
+class WireError(InputError):
+    """A malformed table of a format-2 file; `at` is where, as keys and indexes (for its line)."""
+
+    def __init__(self, at: tuple[str | int, ...], message: str) -> None:
+        super().__init__(message, _HINT)
+        self.at = at
+
+
+def _at(path: str) -> tuple[str | int, ...]:
+    out: list[str | int] = []
+    for part in path.replace("]", "").replace("[", ".").split("."):
+        if part:
+            out.append(int(part) if part.isdigit() else part)
+    return tuple(out)
+
+
+def _fail(path: str, what: str) -> WireError:
+    return WireError(_at(path), f"plan field `{path}`: {what}")
 
 
 # --- encode: the model's dict -> format 2 ------------------------------------------------------------
@@ -66,7 +82,9 @@ def encode(body: Mapping[str, Any]) -> dict[str, Any]:
         rest = {k: v for k, v in fp.items() if k != "objects"}
         rows = [_object_row(o) for o in objects]
         out["fingerprint"] = {**rest, "objectColumns": Row(OBJECT_COLUMNS), "objects": rows}
-    out["stages"] = [_encode_stage(s, uids) if "pool" in s else s for s in body.get("stages") or []]
+    stages = body.get("stages")
+    if isinstance(stages, list):
+        out["stages"] = [_encode_stage(s, uids) if isinstance(s, Mapping) and "pool" in s else s for s in stages]
     return out
 
 
@@ -80,7 +98,16 @@ def _object_row(o: Any) -> Any:
     return o  # anything else is kept whole (and refused by validation as it would have been)
 
 
-def _encode_stage(stage: Mapping[str, Any], uids: Mapping[str, str]) -> dict[str, Any]:
+def _encode_stage(stage: Mapping[str, Any], uids: Mapping[str, str]) -> Any:
+    """A pool stage as a table; a stage too malformed to be one is written as it is (and refused on
+    reading: a pool stage on disk is a table), so a rebase of a broken edit fails with one line."""
+    try:
+        return _table(stage, uids)
+    except (KeyError, TypeError, AttributeError, ValueError):
+        return stage
+
+
+def _table(stage: Mapping[str, Any], uids: Mapping[str, str]) -> dict[str, Any]:
     waves = stage.get("waves") or []
     nodes = [n for w in waves for n in w.get("nodes") or []]
     keys: list[str] = []
