@@ -2,10 +2,10 @@
 numbers: `show`, `status`, `apply`, `diff`, verification, `plan` itself.
 
 `load` is the strict reader's (`io._parse`, ruamel's round-trip loader, which knows lines) equal in what it
-accepts, never laxer: it refuses duplicate keys, merge keys, aliases, non-string keys and any value
-a plan does not hold (NaN and infinities, integers beyond 64 bits, dates, binary, sets), and hands text
-that might hold an anchor, an explicit tag or nesting deep enough to exhaust libyaml's C stack to the strict
-reader without parsing it. `None` means "ask the strict reader": it either refuses the file with a line
+accepts, never laxer: it refuses duplicate keys, merge keys, non-string keys and any value a plan does
+not hold (NaN and infinities, integers beyond 64 bits, dates, binary, sets), and hands text that might
+hold an anchor (so any alias: an alias needs one), an explicit tag or nesting deep enough to exhaust
+libyaml's C stack to the strict reader without parsing it. Plain scalars resolve as YAML 1.2 (ruamel's). `None` means "ask the strict reader": it either refuses the file with a line
 or, when the suspicion was false (a `&&` in a quoted command), reads it.
 """
 
@@ -26,6 +26,7 @@ _MERGE = "tag:yaml.org,2002:merge"
 # An anchor (`&name`) or a tag (`!x`, `!!x`) where a token starts; a false hit only costs the slow path.
 _ANCHOR_OR_TAG = re.compile(r"(?:^|[\s\[{,])(?:&[^\s&]|![^\s=])")
 _DEEP_INDENT = re.compile(r"^[ \t]{256}", re.M)
+_TWO_COMPACT = re.compile(r"[-?][ \t]+[-?][ \t]")  # cheap: most plans have no `- - ` at all
 _COMPACT = re.compile(r"(?:[-?][ \t]+){24}")
 _BRACKETS = str.maketrans("", "", "".join(chr(c) for c in range(128) if chr(c) not in "[]{}"))
 _MAX_FLOW_DEPTH = 64
@@ -36,11 +37,6 @@ class _Refused(Exception):
 
 
 class _Loader(yaml.CSafeLoader):
-    def construct_object(self, node: Any, deep: bool = False) -> Any:
-        if node in self.constructed_objects or node in self.recursive_objects:
-            raise _Refused("alias")
-        return super().construct_object(node, deep=deep)
-
     def construct_mapping(self, node: Any, deep: bool = False) -> dict[Hashable, Any]:
         if not isinstance(node, yaml.MappingNode):
             raise _Refused("not a mapping")
@@ -76,14 +72,16 @@ class _Loader(yaml.CSafeLoader):
 # `no` is false and `017` is 15): the same table, so both readers see the same values.
 _Loader.yaml_implicit_resolvers = {}
 for _versions, _tag, _regexp, _first in ruamel_resolvers:
-    if (1, 2) in _versions:
-        _Loader.add_implicit_resolver(_tag, _regexp, _first)
+    if (1, 2) in _versions:  # ruamel's patterns are lazily compiled wrappers: compile them once, here
+        _Loader.add_implicit_resolver(_tag, re.compile(_regexp.pattern, _regexp.flags), _first)
 _Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
 _Loader.add_constructor("tag:yaml.org,2002:float", _Loader.construct_yaml_float)
 
 
 def _suspicious(text: str) -> bool:
-    if _ANCHOR_OR_TAG.search(text) or _DEEP_INDENT.search(text) or _COMPACT.search(text):
+    if _ANCHOR_OR_TAG.search(text) or _DEEP_INDENT.search(text):
+        return True
+    if _TWO_COMPACT.search(text) and _COMPACT.search(text):
         return True
     depth = deepest = 0
     for c in text.translate(_BRACKETS):
@@ -145,7 +143,7 @@ _Dumper.add_representer(Line, _line)
 # either would read as a number or a boolean is quoted (`1e3`, `0o17` are strings to 1.1, numbers to 1.2).
 for _versions, _tag, _regexp, _first in ruamel_resolvers:
     if (1, 2) in _versions and _tag.rsplit(":", 1)[-1] in ("bool", "int", "float"):
-        _Dumper.add_implicit_resolver(_tag, _regexp, _first)
+        _Dumper.add_implicit_resolver(_tag, re.compile(_regexp.pattern, _regexp.flags), _first)
 
 
 def dump(doc: dict[str, Any]) -> str:

@@ -72,17 +72,19 @@ _REGENERATE = "regenerate it with dra-migrate plan"
 _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
 
 
-def canonical(body: dict[str, Any]) -> bytes:
-    """The bytes a digest covers: sorted keys, lists in order. Refuses NaN/infinity (JSON has none)."""
-    _check_finite(body)
+def canonical(body: dict[str, Any], *, read: bool = False) -> bytes:
+    """The bytes a digest covers: sorted keys, lists in order. Refuses NaN/infinity (JSON has none);
+    `read`: the values come from a file, whose readers refused those already (`fastyaml`, `_check_values`)."""
+    if not read:
+        _check_finite(body)
     try:
         return orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
     except TypeError as e:  # orjson.JSONEncodeError is a TypeError: an integer beyond 64 bits and the like
         raise InputError(f"a plan holds a value with no canonical form ({e})", _REGENERATE) from e
 
 
-def _digest(value: Any) -> str:
-    return "sha256:" + hashlib.sha256(canonical(value)).hexdigest()
+def _digest(value: Any, *, read: bool = False) -> str:
+    return "sha256:" + hashlib.sha256(canonical(value, read=read)).hexdigest()
 
 
 def _check_finite(value: Any) -> None:
@@ -99,16 +101,18 @@ def _check_finite(value: Any) -> None:
             raise InputError(f"a plan holds the integer {v}, beyond 64 bits: it has no canonical form", _REGENERATE)
 
 
-def section_digests(body: dict[str, Any]) -> dict[str, str]:
+def section_digests(body: dict[str, Any], *, read: bool = False) -> dict[str, str]:
     """Per section, per stage and of the stage order: what the error message names."""
-    out = {k: _digest(body.get(k)) for k in _SECTIONS if k in body}
+    if not read:
+        _check_finite(body)
+    out = {k: _digest(body.get(k), read=True) for k in _SECTIONS if k in body}
     if "edited" in body:
-        out["edited"] = _digest(body["edited"])
+        out["edited"] = _digest(body["edited"], read=True)
     stages = body.get("stages") or []
-    out[_STAGE_ORDER] = _digest([s.get("name") if isinstance(s, dict) else s for s in stages])
+    out[_STAGE_ORDER] = _digest([s.get("name") if isinstance(s, dict) else s for s in stages], read=True)
     for stage in stages:
         if isinstance(stage, dict):
-            out[f"stages/{stage.get('name')}"] = _digest(stage)
+            out[f"stages/{stage.get('name')}"] = _digest(stage, read=True)
     return out
 
 
@@ -117,7 +121,7 @@ def seal(body: dict[str, Any]) -> dict[str, Any]:
     one over the whole body. Always the format `wire.encode` writes."""
     body = {**body_of(body), "formatVersion": wire.WRITES}
     encoded = wire.encode(body)
-    return {**body, "digests": section_digests(encoded), "digest": _digest(encoded)}
+    return {**body, "digests": section_digests(encoded), "digest": _digest(encoded, read=True)}
 
 
 _HEADER = "# dra-migrate plan: review it, then `dra-migrate apply` it. Edits are refused unless rebased.\n"
@@ -379,10 +383,10 @@ def edits(doc: Any) -> list[Edit]:
     if not isinstance(recorded, dict) or not isinstance(doc.get("digest"), str):
         return [Edit("digests", _line(doc, "digests") if "digests" in doc else 0)]
     recorded = _plain(recorded)
-    expected = section_digests(body)
+    expected = section_digests(body, read=True)
     out = [Edit(key, _section_line(doc, key)) for key, value in expected.items() if recorded.get(key) != value]
     out.extend(Edit(key, _line(doc, "digests")) for key in recorded if key not in expected)
-    if not out and doc["digest"] != _digest(body):
+    if not out and doc["digest"] != _digest(body, read=True):
         out.append(Edit("digest", _line(doc, "digest")))
     return out
 
@@ -436,7 +440,7 @@ def _check_digests(doc: Any, path: Path) -> None:
         raise InputError(f"{path}:{first.line}: the plan's digest does not match", "regenerate it")
     if first.section == _STAGE_ORDER:
         what = "the stages were reordered"
-    elif first.section in section_digests(_body(doc)):
+    elif first.section in section_digests(_body(doc), read=True):
         what = f"`{first.section}` does not match its digest"
     else:
         what = f"`{first.section}` was removed"
