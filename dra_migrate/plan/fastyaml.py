@@ -2,11 +2,12 @@
 numbers: `show`, `status`, `apply`, `diff`, verification, `plan` itself.
 
 `load` is the strict reader's (`io._parse`, ruamel's round-trip loader, which knows lines) equal in what it
-accepts, never laxer: it refuses duplicate keys, merge keys, non-string keys and any value a plan does
-not hold (NaN and infinities, integers beyond 64 bits, dates, binary, sets), and hands text that might
-hold an anchor (so any alias: an alias needs one), an explicit tag or nesting deep enough to exhaust
-libyaml's C stack to the strict reader without parsing it. Plain scalars resolve as YAML 1.2 (ruamel's). `None` means "ask the strict reader": it either refuses the file with a line
-or, when the suspicion was false (a `&&` in a quoted command), reads it.
+accepts, never laxer: it refuses duplicate keys, merge keys, non-string keys and any value a plan does not
+hold (NaN and infinities, integers beyond 64 bits, dates, binary, sets), and hands text that might hold an
+anchor (so any alias: an alias needs one), an explicit tag or nesting deep enough to exhaust libyaml's C
+stack to the strict reader without parsing it. Plain scalars resolve as YAML 1.2 (ruamel's). `None` means
+"ask the strict reader": it either refuses the file with a line or, when the suspicion was false (a `&&` in
+a quoted command), reads it.
 """
 
 from __future__ import annotations
