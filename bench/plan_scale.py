@@ -119,6 +119,8 @@ def one(n: int, ppn: int, tmp: Path, env: dict[str, str]) -> dict[str, Any]:
     made = run([*cli, "plan", "--snapshot", str(snap), "--out", str(plan), "--force"], env)
     run([*cli, "plan", "--snapshot", str(snap), "--out", str(other), "--force", "--max-unavailable", "20%"], env)
     r["planCommand"] = made
+    if made["code"] != 0:
+        raise SystemExit(f"plan failed at {n} nodes: {made['err']}")
     r["planBytes"] = plan.stat().st_size
     r["yaml"] = run([py, "-c", YAML_LOAD, str(plan)], env)
     r["yaml2"] = run([py, "-c", YAML_LOAD, str(plan), str(other)], env)
@@ -184,7 +186,7 @@ def table(results: list[dict[str, Any]]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="2000,10000")
-    ap.add_argument("--pods-per-node", type=int, default=10)
+    ap.add_argument("--pods-per-node", type=int, default=4, help="at 10, pools time-slice")
     ap.add_argument("--keep", type=Path, help="keep fleets and plans here (and reuse the fleets)")
     ap.add_argument("--out", type=Path, help="write the results as JSON")
     args = ap.parse_args()

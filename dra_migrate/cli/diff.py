@@ -34,6 +34,7 @@ def diff(source: SourceOptions, plan_a: Path, plan_b: Path | None, output: str, 
     Without PLAN_B the cluster is read as every command reads it (--snapshot, or --kubeconfig/--context,
     or kubectl's defaults), and the report says what drifted since the plan was made.
     """
+    from dra_migrate.cli.progress import Working
     from dra_migrate.plan import io as plan_io
     from dra_migrate.plan.diff import diff_plans
     from dra_migrate.plan.drift import drift
@@ -43,9 +44,10 @@ def diff(source: SourceOptions, plan_a: Path, plan_b: Path | None, output: str, 
     banners: list[str] = []
 
     def load(path: Path) -> dict[str, Any]:
-        if not allow_edited:
-            return plan_io.load(path)
-        review = plan_io.load_for_review(path)
+        with Working(f"reading {path}"):
+            if not allow_edited:
+                return plan_io.load(path)
+            review = plan_io.load_for_review(path)
         if not review.trusted:
             banners.append(review.banner(path))
             click.echo(banners[-1], err=True)

@@ -128,7 +128,10 @@ def plan(
     if out is not None:
         _refuse_overwrite(out, force)  # before reading the cluster: a refusal costs nothing
     state = load_state(source)
-    body = build_plan(state, params, feature_gates=parse_feature_gates(feature_gates))
+    from dra_migrate.cli.progress import Working
+
+    with Working("planning"):
+        body = build_plan(state, params, feature_gates=parse_feature_gates(feature_gates))
     path = out or Path("plans") / f"{body['cluster']}-{dt.datetime.now():%Y%m%d-%H%M%S}.yaml"
     _refuse_overwrite(path, force)
     sealed = plan_io.seal(body)
