@@ -85,7 +85,10 @@ def test_the_fast_reader_sees_what_the_strict_reader_sees(scalar: str) -> None:
         assert type(fast["b"][0]) is type(plain["b"][0])
 
 
-@pytest.mark.parametrize("value", ["1e3", "25724084516e6291", "0o17", "no", "on", "017", "1_000", "null", "true", "1.5", "-", "a: b"])
+QUOTED = ["1e3", "25724084516e6291", "0o17", "no", "on", "017", "1_000", "null", "true", "1.5", "-", "a: b"]
+
+
+@pytest.mark.parametrize("value", QUOTED)
 def test_strings_are_written_so_that_both_readers_read_strings(value: str) -> None:
     text = fastyaml.dump({"a": value})
     assert fastyaml.load(text) == {"a": value}
@@ -115,6 +118,7 @@ def test_show_reads_without_the_round_trip_parser(tmp_path: Path, monkeypatch: A
     """Read-only paths never parse with ruamel unless a refusal needs a line (issue 29 item 3)."""
     calls: list[int] = []
     original = plan_io._strict
+
     def counted(*args: Any) -> Any:
         calls.append(1)
         return original(*args)
