@@ -37,8 +37,10 @@ from ruamel.yaml.nodes import ScalarNode
 from dra_migrate.errors import InputError
 from dra_migrate.fileio import write_text_atomic
 from dra_migrate.plan import fastyaml, wire
+from dra_migrate.plan.derived import applicable_problems
 from dra_migrate.plan.diff import PlanDiff, diff_plans
-from dra_migrate.plan.validate import Problem, applicable_problems, recompute, validate
+from dra_migrate.plan.problems import Problem
+from dra_migrate.plan.validate import recompute, validate
 
 _SECTIONS = (
     "formatVersion",
