@@ -107,5 +107,17 @@ WORKLOAD_CRD_KINDS: tuple[Kind, ...] = (
     Kind("serving.knative.dev", "v1", "Service", "services", namespaced=True, optional=True),
 )
 
-ALL_KINDS: tuple[Kind, ...] = CORE_KINDS + DRA_KINDS + NVIDIA_KINDS + SCHEDULING_KINDS + WORKLOAD_CRD_KINDS
+# What else depends on the GPU resource names (docs/dependents.md): quotas, Kueue queues, alerting rules.
+# ResourceQuota is core (always served); the rest are CRDs, absent where not installed.
+DEPENDENT_KINDS: tuple[Kind, ...] = (
+    Kind("", "v1", "ResourceQuota", "resourcequotas", namespaced=True),
+    Kind("kueue.x-k8s.io", "v1beta1", "ClusterQueue", "clusterqueues", namespaced=False, optional=True),
+    Kind("kueue.x-k8s.io", "v1beta1", "ResourceFlavor", "resourceflavors", namespaced=False, optional=True),
+    Kind("kueue.x-k8s.io", "v1beta1", "LocalQueue", "localqueues", namespaced=True, optional=True),
+    Kind("monitoring.coreos.com", "v1", "PrometheusRule", "prometheusrules", namespaced=True, optional=True),
+)
+
+ALL_KINDS: tuple[Kind, ...] = (
+    CORE_KINDS + DRA_KINDS + NVIDIA_KINDS + SCHEDULING_KINDS + WORKLOAD_CRD_KINDS + DEPENDENT_KINDS
+)
 KINDS_BY_KEY: dict[str, Kind] = {k.key: k for k in ALL_KINDS}

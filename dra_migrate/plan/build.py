@@ -28,6 +28,7 @@ from dra_migrate.dra.devices import node_devices
 from dra_migrate.errors import InputError
 from dra_migrate.inventory.fleet import GpuNode, kubelet_skew
 from dra_migrate.inventory.gangs import Gang
+from dra_migrate.plan.dependents import quota_steps
 from dra_migrate.plan.estimate import drain_grace_by_node, summary_estimate
 from dra_migrate.plan.fingerprint import fingerprint
 from dra_migrate.plan.model import FORMAT_VERSION, Inverse, NodeEntry, PoolStage, PrepareStage, Stage, Step, Wave
@@ -198,6 +199,7 @@ def _prepare(readiness: Readiness, params: PlanParams) -> Stage:
         )
         for p in sorted(readiness.generation.proposals, key=lambda p: p.name)
     ]
+    steps += quota_steps(readiness)  # the DRA quota limits, once the classes exist (plan/dependents.py)
     steps.append(
         Step(
             id="prepare/confirm-dra-driver",

@@ -47,6 +47,7 @@ class Action(StrEnum):
     WAIT_DRA_READY = "wait-dra-ready"
     CANARY = "canary"
     UNCORDON = "uncordon"
+    SET_QUOTA = "set-quota"  # add a namespace's DRA limits before any node moves (plan/dependents.py)
 
 
 class InverseAction(StrEnum):
@@ -56,6 +57,7 @@ class InverseAction(StrEnum):
     SET_UNSCHEDULABLE = "set-unschedulable"
     RESTORE_LABEL = "restore-label"
     DELETE_DEVICECLASS = "delete-deviceclass"
+    RESTORE_QUOTA = "restore-quota"
     NONE = "none"
     DELETE_POD = "delete-pod"
 

@@ -27,6 +27,7 @@ from dra_migrate.checks.model import Severity
 from dra_migrate.dra.devices import NVIDIA_DRIVER
 from dra_migrate.errors import InputError
 from dra_migrate.plan import build
+from dra_migrate.plan.dependents import set_quota_problems
 from dra_migrate.plan.derived import (
     _applicable,
     _derived,
@@ -193,6 +194,9 @@ def _prepare(c: _Checker, stage: Any, where: Path) -> None:
                 c.add(at, f"confirm-dra-driver takes params {{driver: {NVIDIA_DRIVER}}} and no inverse")
             if j != len(steps) - 1:
                 c.add(at, "confirm-dra-driver must be the last step of `prepare`")
+        elif step["action"] == "set-quota":
+            for field, problem in set_quota_problems(step):
+                c.add((*at, field), problem)
         else:
             c.add((*at, "action"), f"unknown action {step['action']!r} in `prepare`",
                   "prepare creates DeviceClasses and confirms the DRA driver")  # fmt: skip
