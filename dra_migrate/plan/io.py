@@ -181,6 +181,8 @@ def _parse(text: str, path: Path) -> CommentedMap:
         raise InputError(f"{path}: not a valid plan file ({first})", _REGENERATE) from e
     except RecursionError as e:
         raise InputError(f"{path}: not a valid plan file (nested too deeply)", _REGENERATE) from e
+    except TypeError as e:  # ruamel on a collection as a mapping key (`? [a]`): unhashable
+        raise InputError(f"{path}: not a valid plan file (a mapping key that is not a string)", _REGENERATE) from e
     if not isinstance(doc, CommentedMap):
         raise InputError(f"{path}: not a plan (expected a mapping)", _REGENERATE)
     return doc

@@ -114,6 +114,16 @@ def test_the_fast_reader_leaves_anything_unusual_to_the_strict_one(text: str) ->
     assert fastyaml.load(text) is None
 
 
+def test_a_collection_as_a_key_is_one_line(tmp_path: Path) -> None:
+    """Found by the mutation test once rows were flow sequences: `? ` before a row made ruamel raise a
+    TypeError (an unhashable key), not a YAMLError."""
+    path = tmp_path / "p.yaml"
+    text = (ROOT / "tests" / "golden" / "plans" / "demo.yaml").read_text()
+    path.write_text(text.replace("  - [gke-demo", "  - ? [gke-demo", 1))
+    with pytest.raises(InputError, match="not a string"):
+        plan_io.load(path)
+
+
 def test_show_reads_without_the_round_trip_parser(tmp_path: Path, monkeypatch: Any) -> None:
     """Read-only paths never parse with ruamel unless a refusal needs a line (issue 29 item 3)."""
     calls: list[int] = []
