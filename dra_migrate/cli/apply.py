@@ -14,6 +14,7 @@ import click
 
 from dra_migrate.cli import exitcodes
 from dra_migrate.cli.options import SourceOptions, load_state, output_option, print_data, source_options
+from dra_migrate.cli.progress import Working
 from dra_migrate.errors import ClusterError, InputError
 from dra_migrate.execute.journal import journal_path, read_records
 from dra_migrate.execute.lock import break_lock
@@ -67,7 +68,8 @@ def _confirm(plan: Plan, yes: bool, what: str) -> None:
 
 
 def _load(plan_file: Path) -> Plan:
-    return Plan.from_dict(plan_io.load(plan_file))
+    with Working(f"reading {plan_file}"):
+        return Plan.from_dict(plan_io.load(plan_file))
 
 
 _PARALLELISM = click.option(

@@ -39,6 +39,7 @@ def diff(
     Without PLAN_B the cluster is read as every command reads it (--snapshot, or --kubeconfig/--context,
     or kubectl's defaults), and the report says what drifted since the plan was made.
     """
+    from dra_migrate.cli.progress import Working
     from dra_migrate.cluster.identity import refuse_other_cluster
     from dra_migrate.plan import io as plan_io
     from dra_migrate.plan.diff import diff_plans
@@ -49,9 +50,10 @@ def diff(
     banners: list[str] = []
 
     def load(path: Path) -> dict[str, Any]:
-        if not allow_edited:
-            return plan_io.load(path)
-        review = plan_io.load_for_review(path)
+        with Working(f"reading {path}"):
+            if not allow_edited:
+                return plan_io.load(path)
+            review = plan_io.load_for_review(path)
         if not review.trusted:
             banners.append(review.banner(path))
             click.echo(banners[-1], err=True)

@@ -141,13 +141,16 @@ def plan(
         _refuse_overwrite(out, force)  # before reading the cluster: a refusal costs nothing
     acceptances = load_acceptances(ignore_file)
     state = load_state(source)
-    body = build_plan(
-        state,
-        params,
-        feature_gates=parse_feature_gates(feature_gates),
-        acceptances=acceptances,
-        today=dt.date.today(),
-    )
+    from dra_migrate.cli.progress import Working
+
+    with Working("planning"):
+        body = build_plan(
+            state,
+            params,
+            feature_gates=parse_feature_gates(feature_gates),
+            acceptances=acceptances,
+            today=dt.date.today(),
+        )
     inventory = (body.get("review") or {}).get("inventory") or {}
     if not inventory.get("gpuNodes") and not inventory.get("consumers"):
         click.echo(f"{NOTHING_TO_MIGRATE}: no plan written", err=True)

@@ -7,6 +7,7 @@ output stay clean. The core never prints: the runner and the readers are handed 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, TextIO
@@ -89,3 +90,37 @@ def counted(objects: Iterator[dict[str, Any]], progress: TerminalProgress) -> It
             yield obj
     finally:
         progress.done()
+
+
+class Working:
+    """`with Working("reading plans/x.yaml"):` around a plan command's work: if it is still running after
+    `after_s` (2 s), a line on the terminal says what and for how long, redrawn until it ends (issue 29:
+    a 10,000-node plan takes seconds to read). Silent when stderr is not a terminal."""
+
+    def __init__(self, what: str, *, after_s: float = 2.0, every_s: float = 0.5, stream: TextIO | None = None):
+        self.progress = TerminalProgress(stream)
+        self.what = what
+        self.after_s = after_s
+        self.every_s = every_s
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _run(self) -> None:
+        started = time.monotonic()
+        if self._stop.wait(self.after_s):
+            return
+        while not self._stop.is_set():
+            self.progress._draw(f"{self.what}: {format_left(time.monotonic() - started)}", force=True)
+            self._stop.wait(self.every_s)
+
+    def __enter__(self) -> Working:
+        if self.progress.live:
+            self._thread = threading.Thread(target=self._run, name="progress", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.progress.done()

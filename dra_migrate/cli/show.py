@@ -24,12 +24,14 @@ Examples:
 def show(plan_file: Path, output: str, allow_edited: bool) -> None:
     """Show a plan: pools, nodes, waves, disruption and duration, which stages can be applied, then each
     stage with its steps' parameters and its nodes."""
+    from dra_migrate.cli.progress import Working
     from dra_migrate.plan import io as plan_io
     from dra_migrate.plan.view import plan_json
     from dra_migrate.render import Document
     from dra_migrate.render.plan import plan_document
 
-    review = plan_io.load_for_review(plan_file) if allow_edited else plan_io.Review(plan_io.load(plan_file), [])
+    with Working(f"reading {plan_file}"):
+        review = plan_io.load_for_review(plan_file) if allow_edited else plan_io.Review(plan_io.load(plan_file), [])
     plan, banner = review.plan, None if review.trusted else review.banner(plan_file)
     if banner:
         click.echo(banner, err=True)

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from dra_migrate.cluster.state import ClusterState
 from dra_migrate.dra.capacity import ClassSelectors, class_for, matching_devices
@@ -45,9 +46,15 @@ def _shape(resources: dict[str, int]) -> Shape:
     return tuple(sorted((r, v) for r, v in resources.items() if v > 0))
 
 
-def fits(pods: Iterable[dict[str, int]], capacity: NodeCapacity) -> bool:
-    """Whether every pod gets a node with room for all it asks, no GPU given twice."""
-    free: Counter[Shape] = Counter(_shape(c) for c in capacity.values())
+def shapes(capacity: NodeCapacity) -> Counter[Shape]:
+    """How many nodes of each shape a capacity map holds: what packing works on."""
+    return Counter(_shape(c) for c in capacity.values())
+
+
+def fits(pods: Iterable[dict[str, int]], capacity: NodeCapacity | Counter[Shape]) -> bool:
+    """Whether every pod gets a node with room for all it asks, no GPU given twice. `capacity` may be
+    given as its `shapes` already (a fleet's points are shaped once, not once per gang: issue 29)."""
+    free: Counter[Shape] = Counter(capacity) if isinstance(capacity, Counter) else shapes(capacity)
     for pod in sorted(pods, key=lambda p: (-sum(p.values()), _shape(p))):
         best: Shape | None = None
         best_slack = 0
@@ -130,27 +137,38 @@ def judge(
     requested: dict[str, dict[str, int]],
     own: dict[str, dict[str, int]],
     *,
-    free_at: dict[str, NodeCapacity] | None = None,
+    free_at: dict[str, Any] | None = None,
 ) -> GangVerdict:
     """Where the gang can no longer be placed whole; only points after one where it could (a gang that
     does not fit before the migration is not the migration's doing). `requested`: what every pod holds per
-    node; `own`: what the gang's pods hold. `free_at` caches each point's capacity less `requested`, so a
-    fleet of gangs costs one subtraction per point, and each gang only gives back its own few nodes."""
+    node; `own`: what the gang's pods hold. `free_at` caches each point's capacity less `requested` and the
+    node shapes of both, so a fleet of gangs costs one subtraction and one shaping per point, and each gang
+    only gives back its own few nodes (shaping per gang made checks quadratic in the fleet: issue 29)."""
     pods = gang.placement_set()
     whole = beside = None
-    if not points or not fits(pods, points[0].capacity):
-        return GangVerdict(gang, None, None)
     cache = free_at if free_at is not None else {}
+
+    def shaped(key: str, capacity: NodeCapacity) -> Counter[Shape]:
+        if key not in cache:
+            cache[key] = shapes(capacity)
+        found: Counter[Shape] = cache[key]
+        return found
+
+    if not points or not fits(pods, shaped(f"whole/{points[0].name}", points[0].capacity)):
+        return GangVerdict(gang, None, None)
     for p in points[1:]:
-        if whole is None and not fits(pods, p.capacity):
+        if whole is None and not fits(pods, shaped(f"whole/{p.name}", p.capacity)):
             whole = p.name
         if beside is None and whole is None:
             if p.name not in cache:
                 cache[p.name] = minus(p.capacity, requested)
-            free = dict(cache[p.name])
-            for node, held in own.items():
+            base: NodeCapacity = cache[p.name]
+            free = Counter(shaped(f"beside/{p.name}", base))
+            for node, held in own.items():  # give back the gang's own few nodes
                 if node in p.capacity:
-                    free[node] = {r: min(v, free[node].get(r, 0) + held.get(r, 0)) for r, v in p.capacity[node].items()}
-            if not fits(pods, free):
+                    free[_shape(base[node])] -= 1
+                    mine = {r: min(v, base[node].get(r, 0) + held.get(r, 0)) for r, v in p.capacity[node].items()}
+                    free[_shape(mine)] += 1
+            if not fits(pods, +free):
                 beside = p.name
     return GangVerdict(gang, whole, beside)

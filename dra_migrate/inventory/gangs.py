@@ -181,10 +181,10 @@ def _add_pods(gang: Gang, pods: list[Obj], node_pools: dict[str, str]) -> None:
             gang.pools.add(node_pools[node])
 
 
-def _framework_min_count(state: ClusterState, c: Consumer, total: int) -> int:
+def _framework_min_count(objects: _Objects, c: Consumer, total: int) -> int:
     """Volcano's `spec.minAvailable` and the Kubeflow operator's `runPolicy.schedulingPolicy.minAvailable`
     lower the count; otherwise every worker is needed."""
-    obj = _find(state, c)
+    obj = objects.find(c)
     spec = _dict(obj.get("spec")) if obj else {}
     if c.api_version.startswith(f"{VOLCANO_GROUP}/"):
         return min(total, _int(spec.get("minAvailable"), total))
@@ -192,20 +192,31 @@ def _framework_min_count(state: ClusterState, c: Consumer, total: int) -> int:
     return min(total, _int(policy.get("minAvailable"), total))
 
 
-def _find(state: ClusterState, c: Consumer) -> Obj | None:
-    group = c.api_version.rpartition("/")[0] if "/" in c.api_version else ""
-    key = f"{group}/{c.kind}" if group else c.kind
-    for obj in state.of(key):
-        m = _meta(obj)
-        if m.get("name") == c.name and str(m.get("namespace", "")) == c.namespace:
-            return obj
-    return None
+class _Objects:
+    """A consumer's own object by (kind key, namespace, name), indexed once per kind on first use: looking
+    each consumer up by a scan of its kind made `find_gangs` quadratic in the fleet (issue 29)."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self._state = state
+        self._by_kind: dict[str, dict[tuple[str, str], Obj]] = {}
+
+    def find(self, c: Consumer) -> Obj | None:
+        group = c.api_version.rpartition("/")[0] if "/" in c.api_version else ""
+        key = f"{group}/{c.kind}" if group else c.kind
+        index = self._by_kind.get(key)
+        if index is None:
+            index = {}
+            for obj in self._state.of(key):
+                m = _meta(obj)
+                index.setdefault((str(m.get("namespace", "")), str(m.get("name"))), obj)  # the first, as a scan
+            self._by_kind[key] = index
+        return index.get((c.namespace, c.name))
 
 
-def _is_framework_gang(state: ClusterState, c: Consumer) -> bool:
+def _is_framework_gang(objects: _Objects, c: Consumer) -> bool:
     if c.kind in FRAMEWORK_GANG_KINDS or (c.kind == "Job" and c.api_version.startswith(f"{VOLCANO_GROUP}/")):
         return True
-    obj = _find(state, c)
+    obj = objects.find(c)
     labels = _dict(_meta(obj).get("labels")) if obj else {}
     return KUEUE_QUEUE_LABEL in labels and sum(t.replicas for t in c.templates) > 1
 
@@ -216,7 +227,8 @@ def find_gangs(
     """Every gang whose pods ask for device-plugin GPUs, PodGroups first, then the frameworks' jobs."""
     gangs = [g for g in _podgroup_gangs(state, names, node_pools) if any(r.resources for r in g.roles) or not g.roles]
     in_podgroup = {p for g in gangs for p in g.pod_names}
-    framework = {(c.kind, c.namespace, c.name): c for c in consumers if _is_framework_gang(state, c)}
+    objects = _Objects(state)
+    framework = {(c.kind, c.namespace, c.name): c for c in consumers if _is_framework_gang(objects, c)}
     pods_of: dict[tuple[str, str, str], list[Obj]] = {}
     index = OwnerIndex(state)
     for pod in state.of("Pod"):
@@ -234,7 +246,7 @@ def find_gangs(
         total = sum(r.count for r in roles)
         if total < 2:
             continue  # one pod is no gang
-        gang = Gang(c.kind, c.namespace, c.name, "framework", _framework_min_count(state, c, total), roles)
+        gang = Gang(c.kind, c.namespace, c.name, "framework", _framework_min_count(objects, c, total), roles)
         _add_pods(gang, pods_of.get(key, []), node_pools)
         if not gang.pools:
             gang.pools = set(c.pools)

@@ -16,7 +16,7 @@ from typing import Any
 
 from dra_migrate.errors import InputError
 from dra_migrate.plan.params import PlanParams, parse_duration
-from dra_migrate.plan.validate import Problem
+from dra_migrate.plan.problems import Problem
 
 # Node step id -> the parameter its timeout is (plan/build.py `_node_steps`).
 _STEP_TIMEOUTS = {"drain": "drainTimeout", "wait-dra-ready": "readyTimeout", "canary": "canaryTimeout"}

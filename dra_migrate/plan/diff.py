@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from deepdiff import DeepDiff
 from deepdiff.helper import NotPresent
 
@@ -372,7 +373,7 @@ _CHANGE = {
 
 def details(a: dict[str, Any], b: dict[str, Any]) -> list[Detail]:
     """Every changed value, in the order of the plan file (sections, then stages in B's order)."""
-    va, vb = _view(a), _view(b)
+    va, vb = _differing(_view(a), _view(b))
     # threshold_to_diff_deeper=0: never report a whole mapping as replaced because few of its keys are shared
     # (a wave whose nodes all changed): each node is listed as added or removed, as the summary counts them.
     tree = DeepDiff(va, vb, view="tree", ignore_order_func=_order_free, threshold_to_diff_deeper=0)
@@ -388,6 +389,35 @@ def details(a: dict[str, Any], b: dict[str, Any]) -> list[Detail]:
     order = _stage_rank(_stage_names(a), _stage_names(b))
     found.sort(key=lambda item: _detail_key(item[0], item[1], order))
     return [d for _, d in found]
+
+
+def _same(x: Any, y: Any) -> bool:
+    """Equal, type for type (1, 1.0 and true differ), as the canonical JSON shows them."""
+    if x is y:
+        return True
+    try:
+        return bool(orjson.dumps(x) == orjson.dumps(y))
+    except TypeError:
+        return False
+
+
+def _differing(a: Any, b: Any) -> tuple[Any, Any]:
+    """The two views with every mapping entry both hold equally left out, at every depth: DeepDiff then
+    walks only what changed (at 2,000 nodes it took 3 s to find two changed waves; issue 29). Paths are
+    kept, since only equal entries go."""
+    if not (isinstance(a, dict) and isinstance(b, dict)):
+        return a, b
+    out_a: dict[Any, Any] = {}
+    out_b: dict[Any, Any] = {}
+    for k, v in a.items():
+        if k not in b:
+            out_a[k] = v
+        elif not _same(v, b[k]):
+            out_a[k], out_b[k] = _differing(v, b[k])
+    for k, v in b.items():
+        if k not in a:
+            out_b[k] = v
+    return out_a, out_b
 
 
 def _reorders(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[list[Any], Detail]]:

@@ -1,7 +1,13 @@
-"""Plan files: YAML written with ruamel.yaml, digested, and refused when edited by hand.
+"""Plan files: YAML in format 2 (`wire.py`), digested, and refused when edited by hand.
 
-`digest` is sha256 over the canonical serialisation of the whole plan body (everything but the
-digests): JSON with sorted mapping keys, lists in their order — so the order of stages, waves, nodes
+The only code that reads or writes a plan file. What is read and written in memory is the model's dict
+(`Plan.to_dict()` shape); `wire.encode`/`wire.decode` turn it into the file's compact form and back,
+and the digests cover the file's form. Reading is libyaml's (`fastyaml.py`) on every path; ruamel's
+round-trip parser runs only to put a line number on a refusal (or when the fast reader suspects an
+anchor or a tag and must let the strict one decide).
+
+`digest` is sha256 over the canonical serialisation of the whole plan body as the file holds it
+(everything but the digests): JSON with sorted mapping keys, lists in their order — so the order of stages, waves, nodes
 and steps counts, and formatting and comments do not. `digests` holds one digest per top-level
 section, per stage and of the stage order, only so that an edit is refused with the line of the first
 section that no longer matches. Loading is strict about what YAML could smuggle past a digest: NaN
@@ -14,8 +20,8 @@ it means (`dra_migrate.plan.validate`), and records the edit.
 from __future__ import annotations
 
 import hashlib
-import io
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,13 +34,14 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.events import AliasEvent, CollectionStartEvent, ScalarEvent
 from ruamel.yaml.nodes import ScalarNode
 
-from dra_migrate.cluster.yamlio import dumper
 from dra_migrate.errors import InputError
 from dra_migrate.fileio import write_text_atomic
+from dra_migrate.plan import fastyaml, wire
 from dra_migrate.plan.consistency import contradictions
+from dra_migrate.plan.derived import applicable_problems
 from dra_migrate.plan.diff import PlanDiff, diff_plans
-from dra_migrate.plan.model import FORMAT_VERSION
-from dra_migrate.plan.validate import Problem, applicable_problems, recompute, validate
+from dra_migrate.plan.problems import Problem
+from dra_migrate.plan.validate import recompute, validate
 
 _SECTIONS = (
     "formatVersion",
@@ -70,17 +77,19 @@ _REGENERATE = "regenerate it with dra-migrate plan"
 _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
 
 
-def canonical(body: dict[str, Any]) -> bytes:
-    """The bytes a digest covers: sorted keys, lists in order. Refuses NaN/infinity (JSON has none)."""
-    _check_finite(body)
+def canonical(body: dict[str, Any], *, read: bool = False) -> bytes:
+    """The bytes a digest covers: sorted keys, lists in order. Refuses NaN/infinity (JSON has none);
+    `read`: the values come from a file, whose readers refused those already (`fastyaml`, `_check_values`)."""
+    if not read:
+        _check_finite(body)
     try:
         return orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
     except TypeError as e:  # orjson.JSONEncodeError is a TypeError: an integer beyond 64 bits and the like
         raise InputError(f"a plan holds a value with no canonical form ({e})", _REGENERATE) from e
 
 
-def _digest(value: Any) -> str:
-    return "sha256:" + hashlib.sha256(canonical(value)).hexdigest()
+def _digest(value: Any, *, read: bool = False) -> str:
+    return "sha256:" + hashlib.sha256(canonical(value, read=read)).hexdigest()
 
 
 def _check_finite(value: Any) -> None:
@@ -97,31 +106,37 @@ def _check_finite(value: Any) -> None:
             raise InputError(f"a plan holds the integer {v}, beyond 64 bits: it has no canonical form", _REGENERATE)
 
 
-def section_digests(body: dict[str, Any]) -> dict[str, str]:
+def section_digests(body: dict[str, Any], *, read: bool = False) -> dict[str, str]:
     """Per section, per stage and of the stage order: what the error message names."""
-    out = {k: _digest(body.get(k)) for k in _SECTIONS if k in body}
+    if not read:
+        _check_finite(body)
+    out = {k: _digest(body.get(k), read=True) for k in _SECTIONS if k in body}
     if "edited" in body:
-        out["edited"] = _digest(body["edited"])
+        out["edited"] = _digest(body["edited"], read=True)
     stages = body.get("stages") or []
-    out[_STAGE_ORDER] = _digest([s.get("name") if isinstance(s, dict) else s for s in stages])
+    out[_STAGE_ORDER] = _digest([s.get("name") if isinstance(s, dict) else s for s in stages], read=True)
     for stage in stages:
         if isinstance(stage, dict):
-            out[f"stages/{stage.get('name')}"] = _digest(stage)
+            out[f"stages/{stage.get('name')}"] = _digest(stage, read=True)
     return out
 
 
 def seal(body: dict[str, Any]) -> dict[str, Any]:
-    """The plan with its digests: per section (for messages), and one over the whole body."""
-    body = body_of(body)
-    return {**body, "digests": section_digests(body), "digest": _digest(body)}
+    """The plan (the model's dict) with the digests of its file form: per section (for messages), and
+    one over the whole body. Always the format `wire.encode` writes."""
+    body = {**body_of(body), "formatVersion": wire.WRITES}
+    encoded = wire.encode(body)
+    return {**body, "digests": section_digests(encoded), "digest": _digest(encoded, read=True)}
+
+
+_HEADER = "# dra-migrate plan: review it, then `dra-migrate apply` it. Edits are refused unless rebased.\n"
 
 
 def dumps(plan: dict[str, Any]) -> str:
-    yaml = dumper()
-    buf = io.StringIO()
-    buf.write("# dra-migrate plan: review it, then `dra-migrate apply` it. Edits are refused unless rebased.\n")
-    yaml.dump(plan, buf)
-    return buf.getvalue()
+    """The file's text of a sealed plan (the model's dict with its digests)."""
+    doc = wire.encode(body_of(plan))
+    doc.update({k: plan[k] for k in ("digests", "digest") if k in plan})
+    return _HEADER + fastyaml.dump(doc)
 
 
 def write(plan: dict[str, Any], path: Path) -> None:
@@ -169,6 +184,8 @@ def _parse(text: str, path: Path) -> CommentedMap:
         raise InputError(f"{path}: not a valid plan file ({first})", _REGENERATE) from e
     except RecursionError as e:
         raise InputError(f"{path}: not a valid plan file (nested too deeply)", _REGENERATE) from e
+    except TypeError as e:  # ruamel on a collection as a mapping key (`? [a]`): unhashable
+        raise InputError(f"{path}: not a valid plan file (a mapping key that is not a string)", _REGENERATE) from e
     if not isinstance(doc, CommentedMap):
         raise InputError(f"{path}: not a plan (expected a mapping)", _REGENERATE)
     return doc
@@ -232,34 +249,86 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _read(path: Path) -> CommentedMap:
+def _text(path: Path) -> str:
     try:
         data = path.read_bytes()
     except OSError as e:
         raise InputError(f"cannot read plan {path}: {e.strerror or e}", "check the path") from e
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise InputError(f"{path}: not a plan file (not UTF-8 text at byte {e.start})", _REGENERATE) from e
+
+
+def _strict(text: str, path: Path) -> CommentedMap:
+    """The round-trip reading, which knows every key's line: refuses with the line of the first problem."""
     doc = _parse(text, path)
     _check_values(doc, path)
-    _check_schema(doc, path)
     return doc
+
+
+@dataclass
+class _File:
+    """A plan file as read: its text and its document (plain values, the file's form)."""
+
+    path: Path
+    text: str
+    doc: dict[str, Any]
+    _lined: CommentedMap | None = None
+
+    @property
+    def lined(self) -> CommentedMap:
+        """The same document with line numbers (parsed only when a refusal needs a line)."""
+        if self._lined is None:
+            self._lined = _strict(self.text, self.path)
+        return self._lined
+
+    def check(self, fn: Callable[[Any], None]) -> None:
+        """Run a check on the document; when it refuses, run it on the lined document so that the
+        refusal names its line (the two hold the same values: `fastyaml.load`)."""
+        try:
+            fn(self.doc)
+        except InputError:
+            fn(self.lined)
+            raise
+
+
+def _read(path: Path) -> _File:
+    text = _text(path)
+    doc = fastyaml.load(text)
+    if doc is None:  # something the fast reader leaves to the strict one: it refuses it, or reads it
+        lined = _strict(text, path)
+        file = _File(path, text, _plain(lined), lined)
+    else:
+        file = _File(path, text, doc)
+    file.check(lambda d: _check_schema(d, path))
+    return file
+
+
+def _decode(file: _File) -> dict[str, Any]:
+    try:
+        plan: dict[str, Any] = wire.decode(file.doc)
+    except wire.WireError as e:
+        line = _path_line(file.lined, e.at)
+        where = f"{file.path}:{line}" if line else str(file.path)
+        raise InputError(f"{where}: {e.message}", e.hint) from e
+    return plan
 
 
 def load(path: Path, *, verify: bool = True) -> dict[str, Any]:
     """Read and validate a plan; refuse a malformed or edited one with its first problem and line.
+    Returns the model's dict (`Plan.from_dict` reads it), with the file's digests.
 
     `verify=False` skips the digests (for `rebase` and review of an edited plan), never the rest."""
-    doc = _read(path)
+    file = _read(path)
     if verify:
-        _check_digests(doc, path)
-    plan: dict[str, Any] = _plain(doc)
+        file.check(lambda d: _check_digests(d, path))
+    plan = _decode(file)
     if verify:
         # The digest already refuses any edit; of a plan sealed anew by hand, every load refuses a false
         # `applicable` (apply trusts it). The whole meaning is rebase's and review's to check
         # (`validate`), and the executor's preflight checks every step before the cluster is contacted.
-        _refuse(applicable_problems(plan), doc, path, "the plan is inconsistent")
+        _refuse(applicable_problems(plan), file, "the plan is inconsistent")
     return plan
 
 
@@ -298,37 +367,44 @@ class Review:
 def load_for_review(path: Path) -> Review:
     """A plan as `plan --rebase` would accept it, edited or not, for `show`/`diff --allow-edited`:
     refused only when rebase would refuse it; `edits` says what changed. Never for apply."""
-    doc = _read(path)
-    found = edits(doc)
-    plan: dict[str, Any] = _plain(doc)
+    file = _read(path)
+    found = edits(file.doc)
+    if found:
+        found = edits(file.lined)  # with their lines, for the banner
+    plan = _decode(file)
     if not found:
-        _refuse(validate(plan), doc, path, "the plan is inconsistent")
+        _refuse(validate(plan), file, "the plan is inconsistent")
         return Review(plan, [])
-    _refuse(validate(body_of(plan), derived=False), doc, path, "the edited plan is not one rebase would accept")
+    _refuse(validate(body_of(plan), derived=False), file, "the edited plan is not one rebase would accept")
     return Review({**recompute(body_of(plan)), **{k: plan[k] for k in ("digests", "digest") if k in plan}}, found)
 
 
-def edits(doc: CommentedMap) -> list[Edit]:
+def _body(doc: Any) -> dict[str, Any]:
+    body = {k: v for k, v in doc.items() if k not in ("digests", "digest")}
+    return _plain(body) if isinstance(doc, CommentedMap) else body
+
+
+def edits(doc: Any) -> list[Edit]:
     recorded = doc.get("digests")
-    body = _plain({k: v for k, v in doc.items() if k not in ("digests", "digest")})
+    body = _body(doc)
     if not isinstance(recorded, dict) or not isinstance(doc.get("digest"), str):
         return [Edit("digests", _line(doc, "digests") if "digests" in doc else 0)]
     recorded = _plain(recorded)
-    expected = section_digests(body)
+    expected = section_digests(body, read=True)
     out = [Edit(key, _section_line(doc, key)) for key, value in expected.items() if recorded.get(key) != value]
     out.extend(Edit(key, _line(doc, "digests")) for key in recorded if key not in expected)
-    if not out and doc["digest"] != _digest(body):
+    if not out and doc["digest"] != _digest(body, read=True):
         out.append(Edit("digest", _line(doc, "digest")))
     return out
 
 
-def _section_line(doc: CommentedMap, key: str) -> int:
+def _section_line(doc: Any, key: str) -> int:
     if key.startswith("stages/"):
         return _stage_line(doc, key)
     return _line(doc, key)
 
 
-def _check_schema(doc: CommentedMap, path: Path) -> None:
+def _check_schema(doc: Any, path: Path) -> None:
     for key, typ in _REQUIRED.items():
         if key not in doc:
             raise InputError(f"{path}: missing `{key}`", "regenerate the plan with dra-migrate plan")
@@ -341,10 +417,10 @@ def _check_schema(doc: CommentedMap, path: Path) -> None:
             raise InputError(f"{path}:{_line(doc, key)}: unknown section `{key}`", _REGENERATE)
         if not isinstance(value, _OPTIONAL[key]):
             raise InputError(f"{path}:{_line(doc, key)}: `{key}` has the wrong type", _REGENERATE)
-    if doc["formatVersion"] != FORMAT_VERSION:
+    if doc["formatVersion"] not in wire.READS:
         raise InputError(
             f"{path}:{_line(doc, 'formatVersion')}: plan format {doc['formatVersion']}, "
-            f"this tool reads {FORMAT_VERSION}",
+            f"this tool reads {', '.join(map(str, wire.READS))}",
             "regenerate the plan with this version of dra-migrate",
         )
     names = set()
@@ -359,7 +435,7 @@ def _check_schema(doc: CommentedMap, path: Path) -> None:
             raise InputError(f"{where}: stage {stage['name']} needs `waves`", "regenerate the plan")
 
 
-def _check_digests(doc: CommentedMap, path: Path) -> None:
+def _check_digests(doc: Any, path: Path) -> None:
     found = edits(doc)
     if not found:
         return
@@ -371,14 +447,14 @@ def _check_digests(doc: CommentedMap, path: Path) -> None:
         raise InputError(f"{path}:{first.line}: the plan's digest does not match", "regenerate it")
     if first.section == _STAGE_ORDER:
         what = "the stages were reordered"
-    elif first.section in section_digests(_plain({k: v for k, v in doc.items() if k not in ("digests", "digest")})):
+    elif first.section in section_digests(_body(doc), read=True):
         what = f"`{first.section}` does not match its digest"
     else:
         what = f"`{first.section}` was removed"
     raise InputError(f"{path}:{first.line}: the plan was edited after it was made ({what})", hint)
 
 
-def _stage_line(doc: CommentedMap, key: str) -> int:
+def _stage_line(doc: Any, key: str) -> int:
     name = key.split("/", 1)[1]
     for i, stage in enumerate(doc["stages"]):
         if isinstance(stage, dict) and stage.get("name") == name:
@@ -387,10 +463,15 @@ def _stage_line(doc: CommentedMap, key: str) -> int:
 
 
 def _problem_line(doc: CommentedMap, problem: Problem) -> int:
-    """The line of the deepest part of a problem's path that the document still has."""
+    """The line of the deepest part of a problem's path that the document still has (a node of the
+    model is a row of its stage's table in format 2: `wire.wire_path`)."""
+    return _path_line(doc, wire.wire_path(tuple(problem.path), doc))
+
+
+def _path_line(doc: CommentedMap, path: tuple[str | int, ...]) -> int:
     node: Any = doc
     line = 0
-    for seg in problem.path:
+    for seg in path:
         in_map = isinstance(node, CommentedMap) and seg in node
         in_seq = isinstance(node, CommentedSeq) and isinstance(seg, int) and 0 <= seg < len(node)
         if not (in_map or in_seq):
@@ -400,12 +481,12 @@ def _problem_line(doc: CommentedMap, problem: Problem) -> int:
     return line
 
 
-def _refuse(problems: list[Problem], doc: CommentedMap, path: Path, what: str) -> None:
+def _refuse(problems: list[Problem], file: _File, what: str) -> None:
     if not problems:
         return
     p = problems[0]
-    line = _problem_line(doc, p)
-    where = f"{path}:{line}" if line else str(path)
+    line = _problem_line(file.lined, p)
+    where = f"{file.path}:{line}" if line else str(file.path)
     more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
     raise InputError(f"{where}: {what}: {p}{more}", p.hint or _REGENERATE)
 
@@ -432,13 +513,13 @@ class Rebased:
 def rebase_checked(path: Path, against: Path | None = None) -> Rebased:
     """Validate an intentionally edited plan by what it means, recompute what follows from its stages
     and findings, re-digest it, and record that it was edited."""
-    doc = _read(path)
-    touched = edits(doc)
-    edited: dict[str, Any] = _plain(doc)
+    file = _read(path)
+    touched = edits(file.lined)  # rebase reports the edited sections with their lines
+    edited = _decode(file)
     previous = edited.get("digest") if isinstance(edited.get("digest"), str) else None
     body = recompute(body_of(edited))
-    _refuse(validate(body), doc, path, "refusing to rebase")
-    _refuse(contradictions(body), doc, path, "refusing to rebase")  # parts that no longer agree (soak, ...)
+    _refuse(validate(body), file, "refusing to rebase")
+    _refuse(contradictions(body), file, "refusing to rebase")  # parts that no longer agree (soak, ...)
     history = [str(d) for d in (body.get("edited") or {}).get("previousDigests") or []]
     if previous and previous not in history:
         history.append(previous)

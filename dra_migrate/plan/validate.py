@@ -21,7 +21,6 @@ The rules, and where they come from:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from dra_migrate.checks.model import Severity
@@ -29,15 +28,21 @@ from dra_migrate.dra.devices import NVIDIA_DRIVER
 from dra_migrate.errors import InputError
 from dra_migrate.plan import build
 from dra_migrate.plan.dependents import set_quota_problems
-from dra_migrate.plan.estimate import summary_estimate
+from dra_migrate.plan.derived import (
+    _applicable,
+    _derived,
+    _evicted,
+    _recorded_grace,
+    _scope,
+    _summary,
+    _with_recorded_gangs,
+)
 from dra_migrate.plan.params import (
     PlanParams,
-    checked_duration,
     label_key_problem,
     label_value_problem,
 )
-
-Path = tuple[str | int, ...]
+from dra_migrate.plan.problems import Path, Problem, _Checker, readable
 
 _STEP_KEYS = frozenset({"id", "action", "target", "params", "precondition", "timeout", "inverse"})
 _POOL_STAGE_KEYS = frozenset({"name", "pool", "resources", "nodeSteps", "waves"})
@@ -51,67 +56,6 @@ _OBJECT_KEYS = frozenset({"kind", "group", "namespace", "name", "uid", "resource
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*", re.ASCII)
 _SEVERITIES = frozenset(s.value for s in Severity)
 _PLACEHOLDER = re.compile(r"\{(node|original)\.[^{}]+\}")
-
-
-@dataclass(frozen=True)
-class Problem:
-    path: Path  # where in the plan, as keys and list indexes
-    message: str
-    hint: str = ""
-
-    def __str__(self) -> str:
-        return f"{readable(self.path)}: {self.message}" if self.path else self.message
-
-
-def readable(path: Path) -> str:
-    out = ""
-    for seg in path:
-        out += f"[{seg}]" if isinstance(seg, int) else (f".{seg}" if out else str(seg))
-    return out
-
-
-class _Checker:
-    def __init__(self) -> None:
-        self.problems: list[Problem] = []
-
-    def add(self, path: Path, message: str, hint: str = "") -> None:
-        self.problems.append(Problem(path, message, hint))
-
-    def mapping(self, value: Any, path: Path, keys: frozenset[str], *, required: frozenset[str] | None = None) -> bool:
-        if not isinstance(value, dict):
-            self.add(path, "expected a mapping")
-            return False
-        unknown = sorted(set(value) - keys)
-        if unknown:
-            self.add((*path, unknown[0]), "an unknown field")
-        missing = sorted((keys if required is None else required) - set(value))
-        if missing:
-            self.add(path, f"missing `{missing[0]}`")
-        return not unknown and not missing
-
-    def string(self, value: Any, path: Path, *, empty_ok: bool = False) -> bool:
-        if not isinstance(value, str) or (not empty_ok and not value.strip()):
-            self.add(path, "expected a non-empty string" if not empty_ok else "expected a string")
-            return False
-        return True
-
-    def count(self, value: Any, path: Path) -> bool:
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            self.add(path, f"expected a count (a non-negative integer), not {value!r}")
-            return False
-        return True
-
-    def strings(self, value: Any, path: Path) -> bool:
-        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-            self.add(path, "expected a list of non-empty strings")
-            return False
-        return True
-
-    def duration(self, value: Any, path: Path, *, zero_ok: bool = False) -> None:
-        try:
-            checked_duration(readable(path), value, zero_ok=zero_ok)
-        except InputError as e:
-            self.add(path, e.message.replace(f"bad {readable(path)} ", "", 1), e.hint)
 
 
 def validate(plan: dict[str, Any], *, derived: bool = True) -> list[Problem]:
@@ -425,102 +369,29 @@ def _node(c: _Checker, entry: Any, at: Path, labels: frozenset[str] | None, node
 # --- derived values --------------------------------------------------------------------------------
 
 
-def _scope(stage: dict[str, Any]) -> str:
-    for step in stage.get("nodeSteps") or []:
-        if isinstance(step, dict) and step.get("action") == "drain" and isinstance(step.get("params"), dict):
-            return str(step["params"].get("scope"))
-    return "gpu"
-
-
-def _evicted(entry: dict[str, Any], scope: str) -> int:
-    return int(entry["gpuPods"]) + (int(entry["otherPods"]) if scope == "all" else 0)
-
-
-def _summary(stages: list[dict[str, Any]], drain_grace: Any = None) -> dict[str, Any]:
-    """As `build._summary` computes it, from the file's shapes (test_plan_integrity keeps the two equal);
-    the estimate also reads the drain grace periods the summary records (`estimate.summary_estimate`)."""
-    pool_stages = [s for s in stages if "pool" in s]
-    grace = {
-        str(k): v
-        for k, v in (drain_grace if isinstance(drain_grace, dict) else {}).items()
-        if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= _MAX_GRACE_S
-    }
-    return {
-        "pools": [s["pool"] for s in pool_stages],
-        "nodes": sum(len(w["nodes"]) for s in pool_stages for w in s["waves"]),
-        "waves": sum(len(s["waves"]) for s in pool_stages),
-        "evictedPods": sum(int(w["evictedPods"]) for s in pool_stages for w in s["waves"]),
-        **summary_estimate(stages, grace),
-    }
-
-
-def _recorded_grace(plan: dict[str, Any]) -> Any:
-    summary = plan.get("summary")
-    return summary.get("drainGraceSeconds") if isinstance(summary, dict) else None
-
-
-_MAX_GRACE_S = 2**31 - 1  # terminationGracePeriodSeconds is an int64; anything near it is an edit
-
-
-def _with_recorded_gangs(want: dict[str, Any], plan: dict[str, Any]) -> dict[str, Any]:
-    """`summary.gangs` comes from the state (build.gang_disruption), not the stages: kept as recorded
-    when it is well formed (gang names, and waves the plan has); otherwise it does not follow."""
-    summary = plan.get("summary")
+def _gangs(c: _Checker, summary: Any, stages: Any) -> None:
+    """`summary.gangs` ([{gang, waves: ["<stage>/<wave>"]}]) names waves the plan has."""
     gangs = summary.get("gangs") if isinstance(summary, dict) else None
-    waves = {f"{s.get('name')}/{w.get('name')}" for s in _pool_stages_of(plan) for w in s.get("waves") or []}
-    if isinstance(gangs, list) and all(_gang_entry(g, waves) for g in gangs):
-        want = {**want, "gangs": gangs}
-    # `summary.excludedNodes` too comes from the state (nodes left out by a node-scoped blocker): kept as
-    # recorded when well formed, and never naming a node the stages still plan.
-    excluded = summary.get("excludedNodes") if isinstance(summary, dict) else None
-    planned = {n.get("node") for s in _pool_stages_of(plan) for w in s.get("waves") or [] for n in w.get("nodes") or []
-               if isinstance(n, dict)}  # fmt: skip
-    if isinstance(excluded, list) and all(
-        isinstance(e, dict)
-        and set(e) == {"node", "pool", "reason"}
-        and all(isinstance(v, str) for v in e.values())
-        and e["node"] not in planned
-        for e in excluded
-    ):
-        want = {**want, "excludedNodes": excluded}
-    return want
-
-
-def _pool_stages_of(plan: dict[str, Any]) -> list[dict[str, Any]]:
-    stages = plan.get("stages")
-    return [s for s in stages if isinstance(s, dict)] if isinstance(stages, list) else []
-
-
-def _gang_entry(g: Any, waves: set[str]) -> bool:
-    return (
-        isinstance(g, dict)
-        and set(g) == {"gang", "waves"}
-        and isinstance(g["gang"], str)
-        and isinstance(g["waves"], list)
-        and all(isinstance(w, str) and w in waves for w in g["waves"])
-    )
-
-
-def _applicable(plan: dict[str, Any]) -> bool:
-    """As `build` decides it: no blocker but those that only leave their own nodes out (`build.NODE_SCOPED`)."""
-    return not any(
-        isinstance(f, dict) and f.get("severity") == "blocker" and f.get("id") not in build.NODE_SCOPED
-        for f in plan.get("findings") or []
-    )
-
-
-def _derived(c: _Checker, plan: dict[str, Any]) -> None:
-    """`applicable` must follow from the findings (apply trusts it); with `summary=True` also the counts
-    and the estimate (rebase rewrites them; a time-scaled rehearsal plan keeps the reviewed estimate)."""
-    if plan.get("applicable") != _applicable(plan):
-        c.add(("applicable",), "does not follow from the findings (any blocker: false)", "dra-migrate plan --rebase")
-
-
-def applicable_problems(plan: dict[str, Any]) -> list[Problem]:
-    """Only whether `applicable` follows from the findings: what every load checks (apply trusts it)."""
-    c = _Checker()
-    _derived(c, plan)
-    return c.problems
+    if gangs is None:
+        return
+    waves = {
+        f"{s.get('name')}/{w.get('name')}"
+        for s in stages if isinstance(s, dict) and isinstance(s.get("waves"), list)
+        for w in s["waves"] if isinstance(w, dict)
+    }  # fmt: skip
+    if not isinstance(gangs, list):
+        c.add(("summary", "gangs"), "expected a list")
+        return
+    for i, g in enumerate(gangs):
+        at: Path = ("summary", "gangs", i)
+        if not c.mapping(g, at, frozenset({"gang", "waves"})):
+            continue
+        c.string(g["gang"], (*at, "gang"))
+        if c.strings(g["waves"], (*at, "waves")):
+            gone = [w for w in g["waves"] if w not in waves]
+            if gone:
+                c.add((*at, "waves"), f"wave {gone[0]} is not in the plan",
+                      "the plan does not record a gang's nodes: regenerate it")  # fmt: skip
 
 
 def summary_problems(plan: dict[str, Any]) -> list[Problem]:
@@ -559,28 +430,3 @@ def recompute(body: dict[str, Any]) -> dict[str, Any]:
     out["stages"] = stages
     out["summary"] = _with_recorded_gangs(_summary(stages, _recorded_grace(body)), body)
     return out
-
-
-def _gangs(c: _Checker, summary: Any, stages: Any) -> None:
-    """`summary.gangs` ([{gang, waves: ["<stage>/<wave>"]}]) names waves the plan has."""
-    gangs = summary.get("gangs") if isinstance(summary, dict) else None
-    if gangs is None:
-        return
-    waves = {
-        f"{s.get('name')}/{w.get('name')}"
-        for s in stages if isinstance(s, dict) and isinstance(s.get("waves"), list)
-        for w in s["waves"] if isinstance(w, dict)
-    }  # fmt: skip
-    if not isinstance(gangs, list):
-        c.add(("summary", "gangs"), "expected a list")
-        return
-    for i, g in enumerate(gangs):
-        at: Path = ("summary", "gangs", i)
-        if not c.mapping(g, at, frozenset({"gang", "waves"})):
-            continue
-        c.string(g["gang"], (*at, "gang"))
-        if c.strings(g["waves"], (*at, "waves")):
-            gone = [w for w in g["waves"] if w not in waves]
-            if gone:
-                c.add((*at, "waves"), f"wave {gone[0]} is not in the plan",
-                      "the plan does not record a gang's nodes: regenerate it")  # fmt: skip

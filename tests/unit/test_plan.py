@@ -53,7 +53,7 @@ def test_plan_loads_and_shows(tmp_path: Path) -> None:
     plan_text(FIXTURES[0], tmp=tmp_path)
     path = tmp_path / f"{FIXTURES[0].stem}.yaml"
     plan = plan_io.load(path)
-    assert plan["formatVersion"] == 1
+    assert plan["formatVersion"] == 2
     r = run("show", str(path))
     assert r.code == 0 and r.stdout.startswith("Plan\n")
     assert "Disruption per wave" in r.stdout

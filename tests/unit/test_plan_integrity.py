@@ -32,6 +32,7 @@ from dra_migrate.plan.drift import drift
 from dra_migrate.plan.fingerprint import dependencies
 from dra_migrate.plan.params import DEVICE_PLUGIN_LABEL, DRA_LABEL, PlanParams
 from dra_migrate.plan.validate import summary_problems, validate
+from dra_migrate.plan.wire import NODE_COLUMNS
 from tests.unit import helpers as h
 from tests.unit.cli import run
 
@@ -94,6 +95,22 @@ def pool_stage(doc: Any, n: int = 0) -> Any:
     return [s for s in doc["stages"] if "pool" in s][n]
 
 
+COL = {c: i for i, c in enumerate(NODE_COLUMNS)}  # a node row's columns (format 2)
+
+
+def row(doc: Any, n: int = 0, stage: int = 0) -> Any:
+    """The n-th node row of a pool stage, as a reviewer edits it in the file."""
+    return pool_stage(doc, stage)["nodes"][n]
+
+
+def rows_of(doc: Any, wave: str, stage: int = 0) -> list[Any]:
+    return [r for r in pool_stage(doc, stage)["nodes"] if r[COL["wave"]] == wave]
+
+
+def first_row_line(path: Path) -> str:
+    return next(ln for ln in path.read_text().splitlines() if ln.startswith("  - [") and ", wave-" in ln)
+
+
 # --- 1. the digest covers the whole meaning ---------------------------------------------------------
 
 
@@ -112,7 +129,7 @@ def test_any_reorder_changes_the_digest(tmp_path: Path, what: str) -> None:
     edits: dict[str, Callable[[Any], None]] = {
         "pool stages": lambda d: swap(d["stages"], 1, 2),
         "waves": lambda d: swap(pool_stage(d)["waves"], 0, 1),
-        "nodes of a wave": lambda d: swap(pool_stage(d)["waves"][0]["nodes"], 0, 1),
+        "nodes of a wave": lambda d: swap(pool_stage(d)["nodes"], 0, 1),
         "per-node steps": lambda d: swap(pool_stage(d)["nodeSteps"], 0, 1),
         "prepare steps": lambda d: swap(d["stages"][0]["steps"], 0, 1),
         "fingerprint objects": lambda d: swap(d["fingerprint"]["objects"], 0, 1),
@@ -129,7 +146,8 @@ def test_equal_files_give_equal_digests_whatever_the_formatting(tmp_path: Path) 
     # Comments, quoting style, flow style and indentation of a list do not change the meaning.
     text = text.replace("devicePluginOff: 'false'", 'devicePluginOff: "false"  # a comment', 1)
     text = text.replace("  order: []\n", "  order: [ ]\n", 1)
-    text = "# reviewed by ops\n" + text.replace("formatVersion: 1\n", "formatVersion: 1   \n", 1)
+    text = "# reviewed by ops\n" + text.replace("formatVersion: 2\n", "formatVersion: 2   \n", 1)
+    text = text.replace("  nodeColumns: [node, uid,", "  nodeColumns: [ node,  uid,", 1)
     path.write_text(text)
     assert plan_io.load(path)["digest"] == digest
 
@@ -137,9 +155,10 @@ def test_equal_files_give_equal_digests_whatever_the_formatting(tmp_path: Path) 
 @pytest.mark.parametrize("token", [".nan", ".NaN", ".inf", "-.inf", "+.Inf"])
 def test_nan_and_infinities_are_refused_with_their_line(tmp_path: Path, token: str) -> None:
     path = demo(tmp_path)
-    needle = f"{DRA_LABEL}: null"
+    needle = first_row_line(path)
+    assert needle.endswith(", null]]")
     line = line_of(path, needle)
-    text_edit(path, needle, f"{DRA_LABEL}: {token}")
+    text_edit(path, needle, needle.replace(", null]]", f", {token}]]"))
     refused(path, f"{path}:{line}:", "NaN or infinity")
     # Even if the digests are recomputed by hand (canonical JSON has no NaN: it would digest as null).
     body = plan_io.body_of(plan_io.load_for_review(demo(tmp_path, "q.yaml")).plan)
@@ -151,20 +170,16 @@ def test_nan_and_infinities_are_refused_with_their_line(tmp_path: Path, token: s
 @pytest.mark.parametrize(
     "old, new, words",
     [
-        # an alias that makes one node's originals another's
-        (
-            "      original:\n        unschedulable: false",
-            "      original: &o\n        unschedulable: false",
-            "anchors",
-        ),
-        ("evictedPods: 1\n", "evictedPods: &n 1\n", "anchors"),
+        # an anchor that could make one node's row another's
+        ("  nodes:\n  - [", "  nodes:\n  - &o [", "anchors"),
+        ("    timeout: 30s\n", "    timeout: &n 30s\n", "anchors"),
         ("  soak: 5m\n", "  soak: 5m\n  <<: {drain: all}\n", "merge keys"),
         ("  drain: gpu\n", "  drain: !!str gpu\n", "tags"),
         ("  drain: gpu\n", "  drain: !!binary Z3B1\n", "tags"),
         ("  order: []\n", "  order: !!set {a}\n", "tags"),
         ("  soak: 5m\n", "  soak: 2024-01-01\n", "date"),
         ("  soak: 5m\n", "  soak: 5m\n  7: x\n", "not a string"),
-        ("evictedPods: 1\n", "evictedPods: 99999999999999999999\n", "out of range"),
+        ("  nodes: 9\n", "  nodes: 99999999999999999999\n", "out of range"),
     ],
 )
 def test_yaml_tricks_are_refused(tmp_path: Path, old: str, new: str, words: str) -> None:
@@ -194,10 +209,10 @@ def test_very_deep_nesting_is_a_one_line_error(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "old, new",
     [
-        ("      gpuPods: 1\n", "      gpuPods: '1'\n"),  # "1" for 1
+        ("wave-1, 0, 1, 2, 8, false, [", "wave-1, 0, '1', 2, 8, false, ["),  # "1" for 1 (a row's gpuPods)
         ("  draOn: 'true'\n", "  draOn: true\n"),  # true for "true"
         ("      count: 1\n", "      count: 1.0\n"),  # 1.0 for 1
-        ("        unschedulable: false\n", "        unschedulable: 0\n"),
+        (", 8, false, [", ", 8, 0, ["),  # 0 for false (a node row's original cordon)
         ("  nodes: 9\n", "  nodes: 0x9\n"),  # same number, other spelling: the value is the same, but summary...
     ],
 )
@@ -311,10 +326,8 @@ HOSTILE_EDITS: list[tuple[str, Callable[[Any], None], str]] = [
      lambda d: pool_stage(d)["nodeSteps"][2]["inverse"]["restore"].update(value="true"), "restore"),
     ("inverse gone", lambda d: pool_stage(d)["nodeSteps"][0].update(inverse=None), "inverse"),
     ("original of another label",
-     lambda d: pool_stage(d)["waves"][0]["nodes"][0]["original"].update(labels={"example.com/x": "1"}),
-     "exactly the labels"),
-    ("original cordon as text",
-     lambda d: pool_stage(d)["waves"][0]["nodes"][0]["original"].update(unschedulable="no"), "true or false"),
+     lambda d: row(d).__setitem__(COL["labels"], {"example.com/x": "1"}), "exactly the labels"),
+    ("original cordon as text", lambda d: row(d).__setitem__(COL["unschedulable"], "no"), "true or false"),
     ("timeout 30 s", lambda d: pool_stage(d)["nodeSteps"][0].update(timeout="30 s"), "not a duration"),
     ("timeout -5m", lambda d: pool_stage(d)["nodeSteps"][1].update(timeout="-5m"), "not a duration"),
     ("timeout 1e9h", lambda d: pool_stage(d)["nodeSteps"][1].update(timeout="1e9h"), "not a duration"),
@@ -333,19 +346,31 @@ HOSTILE_EDITS: list[tuple[str, Callable[[Any], None], str]] = [
     ("label parameter", lambda d: d["parameters"].update(draLabel="bad key"), "label key"),
     ("steps disagree with parameters",
      lambda d: d["parameters"].update(canaryImage="registry.k8s.io/pause:3.9"), "parameters say"),
-    ("negative count", lambda d: pool_stage(d)["waves"][0]["nodes"][0].update(gpuPods=-2), "non-negative"),
-    ("count as text", lambda d: pool_stage(d)["waves"][0]["nodes"][0].update(expectedDevices="8"), "non-negative"),
-    ("node twice",
-     lambda d: pool_stage(d)["waves"][1]["nodes"].append(copy.deepcopy(pool_stage(d)["waves"][0]["nodes"][0])),
-     "planned twice"),
-    ("empty wave", lambda d: pool_stage(d)["waves"][0].update(nodes=[]), "without nodes"),
+    ("negative count", lambda d: row(d).__setitem__(COL["gpuPods"], -2), "non-negative"),
+    ("count as text", lambda d: row(d).__setitem__(COL["expectedDevices"], "8"), "non-negative"),
+    ("node twice", lambda d: pool_stage(d)["nodes"].insert(1, copy.deepcopy(row(d))), "planned twice"),
+    ("empty wave",
+     lambda d: pool_stage(d).update(nodes=[r for r in pool_stage(d)["nodes"] if r[COL["wave"]] != "wave-1"]),
+     "without nodes"),
     ("unknown field", lambda d: pool_stage(d)["nodeSteps"][1].update(force=True), "unknown field"),
-    ("unknown node field", lambda d: pool_stage(d)["waves"][0]["nodes"][0].update(skip=True), "unknown field"),
-    ("gang wave gone", lambda d: pool_stage(d)["waves"][0].update(name="wave-x"), "is not in the plan"),
+    ("extra node column", lambda d: row(d).append(True), "columns"),
+    ("node columns renamed", lambda d: pool_stage(d)["nodeColumns"].__setitem__(0, "name"), "nodeColumns"),
+    ("row of no wave", lambda d: row(d).__setitem__(COL["wave"], "wave-x"), "no wave"),
+    ("rows out of wave order", lambda d: swap(pool_stage(d)["nodes"], 0, -1), "grouped by wave"),
+    ("uid not the fingerprint's", lambda d: row(d).__setitem__(COL["uid"], "1234"), "fingerprint"),
+    ("profile out of range", lambda d: row(d).__setitem__(COL["profile"], 7), "profile"),
+    ("gang wave gone", lambda d: rename_wave(pool_stage(d), "wave-1", "wave-x"), "is not in the plan"),
     ("bad severity", lambda d: d["findings"][0].update(severity="meh"), "severity"),
     ("deviceclass inverse",
      lambda d: d["stages"][0]["steps"][0]["inverse"]["restore"].update(name="other"), "delete DeviceClass"),
 ]  # fmt: skip
+
+
+def rename_wave(stage: Any, old: str, new: str) -> None:
+    next(w for w in stage["waves"] if w["name"] == old)["name"] = new
+    for r in stage["nodes"]:
+        if r[COL["wave"]] == old:
+            r[COL["wave"]] = new
 
 
 @pytest.mark.parametrize("name, change, words", HOSTILE_EDITS, ids=[e[0] for e in HOSTILE_EDITS])
@@ -370,8 +395,9 @@ def test_rebase_accepts_legitimate_edits(tmp_path: Path) -> None:
     def edit(d: Any) -> None:
         swap(d["stages"], 1, 2)  # another pool order
         pool_stage(d)["waves"][0]["soakAfter"] = "1h"
-        moved = pool_stage(d, 1)["waves"].pop()["nodes"][0]  # the last wave's node joins the one before
-        pool_stage(d, 1)["waves"][-1]["nodes"].append(moved)
+        last = pool_stage(d, 1)["waves"].pop()["name"]  # the last wave's node joins the one before
+        for r in rows_of(d, last, stage=1):
+            r[COL["wave"]] = pool_stage(d, 1)["waves"][-1]["name"]
         d["parameters"]["maxUnavailable"] = "2"  # which the parameters must then allow (plan/consistency.py)
         d["parameters"]["drain"] = "all"  # a parameter changed together with its steps
         for s in d["stages"][1:]:

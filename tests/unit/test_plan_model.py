@@ -80,7 +80,7 @@ _DELETE = object()
         (["stages", 1, "waves", 0, "nodes", 0, "original", "labels", "y"], float("nan"), "original.labels.y"),
         (["summary", "x"], float("inf"), "summary.x"),
         (["applicable"], "yes", "applicable"),
-        (["formatVersion"], 2, "formatVersion"),
+        (["formatVersion"], 3, "formatVersion"),
         (["stages2"], [], "stages2"),
         (["stages"], {}, "stages"),
     ],

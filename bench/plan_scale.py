@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""The plan at fleet scale (issue 29 item 4): each phase's time at two fleet sizes, and the ratios.
+
+    python bench/plan_scale.py [--sizes 2000,10000] [--pods-per-node 4] [--keep DIR]
+
+For each size N: a synthetic fleet of N GPU nodes (bench/gen_fleet.py, deterministic; N/2 CPU nodes,
+N pods-per-node pods, N workloads, the DRA driver's DaemonSet added so that pools can be planned), then,
+each in a fresh process:
+  * parse        orjson.loads of every line of the snapshot (the floor any reader pays);
+  * inventory    load_snapshot, build_inventory                  (target: <= 1.5x parse);
+  * plan         load_snapshot, build_plan, seal, dumps          (target: <= 2.5x parse);
+  * yaml         `python -c` loading the plan file with the C YAML loader (the floor for a plan command);
+  * show, show -o json, status, apply's refusal (`apply PLAN --snapshot F`, refused after reading the
+    plan), each a whole `python -m dra_migrate` process             (target: each <= 3x yaml);
+  * yaml x2, diff  two plans (default, and --max-unavailable 20%) loaded, and diffed  (target: <= 2x);
+  * the plan file's bytes per GPU node (target: <= 300); peak memory of `show` above an idle
+    `dra-migrate --version`, over the file's size (target: <= 5x).
+Inside inventory and plan each phase is timed, so a step that grows faster than the fleet shows
+between the two sizes. Times are CPU seconds (user + system) of the process: the machines are shared,
+and wall time there measures the neighbours; wall time is printed beside them. Quote ratios from one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+from rehearse import with_dra_driver  # noqa: E402  (bench/ is not a package)
+
+PARSE = """
+import json, orjson, sys, time
+t = time.process_time()
+with open(sys.argv[1], "rb") as f:
+    for line in f:
+        orjson.loads(line)
+print(json.dumps({"orjson": round(time.process_time() - t, 3)}))
+"""
+
+PHASES = """
+import json, sys, time
+from dra_migrate.cluster.snapshot import load_snapshot
+phases = {}
+def timed(name, fn):
+    t = time.process_time()
+    out = fn()
+    phases[name] = round(time.process_time() - t, 3)
+    return out
+state = timed("load_snapshot", lambda: load_snapshot(sys.argv[1]))
+if sys.argv[2] == "inventory":
+    from dra_migrate.inventory.model import build_inventory
+    timed("build_inventory", lambda: build_inventory(state))
+else:
+    from dra_migrate.plan.build import build_plan
+    from dra_migrate.plan.params import PlanParams
+    from dra_migrate.plan import io as plan_io
+    body = timed("build_plan", lambda: build_plan(state, PlanParams()))
+    sealed = timed("seal", lambda: plan_io.seal(body))
+    text = timed("dumps", lambda: plan_io.dumps(sealed))
+print(json.dumps(phases))
+"""
+
+YAML_LOAD = """
+import sys, yaml
+for p in sys.argv[1:]:
+    with open(p) as f:
+        yaml.load(f, Loader=yaml.CSafeLoader)
+print("{}")
+"""
+
+
+def run(args: list[str], env: dict[str, str]) -> dict[str, Any]:
+    """CPU and wall seconds, peak RSS (bytes) of the process, and the JSON it printed last (if any)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t = time.perf_counter()
+        proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=out, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)  # the child's own rusage
+        wall = time.perf_counter() - t
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        text, errors = out.read().decode(errors="replace"), err.read().decode(errors="replace")
+    last = text.strip().splitlines()[-1] if text.strip() else "{}"
+    try:
+        data = json.loads(last)
+    except ValueError:
+        data = {}
+    return {
+        "cpu": round(usage.ru_utime + usage.ru_stime, 3), "wall": round(wall, 3), "rss": usage.ru_maxrss * 1024,
+        "phases": data if isinstance(data, dict) else {}, "code": proc.returncode,
+        "err": errors.strip().splitlines()[-1:] if proc.returncode else [],
+    }  # fmt: skip
+
+
+def one(n: int, ppn: int, tmp: Path, env: dict[str, str]) -> dict[str, Any]:
+    snap, plan, other = tmp / f"fleet-{n}.jsonl", tmp / f"plan-{n}.yaml", tmp / f"plan-{n}-b.yaml"
+    if not snap.exists():
+        subprocess.run(
+            [sys.executable, str(HERE / "gen_fleet.py"), "--nodes", str(n), "--pods", str(n * ppn),
+             "--workloads", str(max(20, n)), "-o", str(snap)],
+            check=True, stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+        with_dra_driver(snap)
+    py, cli = sys.executable, [sys.executable, "-m", "dra_migrate"]
+    r: dict[str, Any] = {"nodes": n, "snapshotBytes": snap.stat().st_size}
+    r["parse"] = run([py, "-c", PARSE, str(snap)], env)
+    r["inventory"] = run([py, "-c", PHASES, str(snap), "inventory"], env)
+    r["plan"] = run([py, "-c", PHASES, str(snap), "plan"], env)
+    made = run([*cli, "plan", "--snapshot", str(snap), "--out", str(plan), "--force"], env)
+    run([*cli, "plan", "--snapshot", str(snap), "--out", str(other), "--force", "--max-unavailable", "20%"], env)
+    r["planCommand"] = made
+    if made["code"] != 0:
+        raise SystemExit(f"plan failed at {n} nodes: {made['err']}")
+    r["planBytes"] = plan.stat().st_size
+    r["yaml"] = run([py, "-c", YAML_LOAD, str(plan)], env)
+    r["yaml2"] = run([py, "-c", YAML_LOAD, str(plan), str(other)], env)
+    r["idle"] = run([*cli, "--version"], env)
+    r["bare"] = run([py, "-c", "import yaml"], env)
+    r["show"] = run([*cli, "show", str(plan)], env)
+    r["showJson"] = run([*cli, "show", str(plan), "-o", "json"], env)
+    r["status"] = run([*cli, "status", str(plan)], env)
+    r["applyRefusal"] = run([*cli, "apply", str(plan), "--snapshot", str(snap)], env)
+    r["diff"] = run([*cli, "diff", str(plan), str(other)], env)
+    return r
+
+
+def ratios(r: dict[str, Any]) -> dict[str, float]:
+    def q(a: float, b: float) -> float:
+        return round(a / b, 2) if b else float("inf")
+
+    parse = sum(r["parse"]["phases"].values())  # in-process, as inventory and plan (imports excluded)
+    return {
+        "inventory/parse": q(sum(r["inventory"]["phases"].values()), parse),
+        "plan/parse": q(sum(r["plan"]["phases"].values()), parse),
+        "show/yaml": q(r["show"]["cpu"], r["yaml"]["cpu"]),
+        "show -o json/yaml": q(r["showJson"]["cpu"], r["yaml"]["cpu"]),
+        "status/yaml": q(r["status"]["cpu"], r["yaml"]["cpu"]),
+        "apply refusal/yaml": q(r["applyRefusal"]["cpu"], r["yaml"]["cpu"]),
+        "diff/yaml x2": q(r["diff"]["cpu"], r["yaml2"]["cpu"]),
+        "bytes per node": q(r["planBytes"], r["nodes"]),
+        "show memory/file": q(r["show"]["rss"] - r["idle"]["rss"], r["planBytes"]),
+        "yaml memory/file": q(r["yaml"]["rss"] - r["bare"]["rss"], r["planBytes"]),
+    }
+
+
+TARGETS: dict[str, float | None] = {
+    "inventory/parse": 1.5, "plan/parse": 2.5, "show/yaml": 3, "show -o json/yaml": 3, "status/yaml": 3,
+    "apply refusal/yaml": 3, "diff/yaml x2": 2, "bytes per node": 300, "show memory/file": 5,
+    "yaml memory/file": None,
+}  # fmt: skip
+# `yaml memory/file`: what the bare C loader itself needs over `import yaml`, for scale (no target).
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    sizes = [r["nodes"] for r in results]
+    head = "| phase | " + " | ".join(f"{n:,} nodes: CPU s (wall s)" for n in sizes) + " |"
+    lines = [head, "|" + "---|" * (len(sizes) + 1)]
+    rows = ["parse", "inventory", "plan", "yaml", "show", "showJson", "status", "applyRefusal", "yaml2", "diff"]
+    for name in rows:
+        lines.append(
+            f"| {name} | " + " | ".join(f"{r[name]['cpu']:.2f} ({r[name]['wall']:.2f})" for r in results) + " |"
+        )
+        for sub in results[0][name]["phases"]:
+            cells = " | ".join(f"{r[name]['phases'].get(sub, 0):.2f}" for r in results)
+            lines.append(f"| &nbsp;&nbsp;{name}.{sub} | {cells} |")
+    lines.append("")
+    lines.append("| ratio | target | " + " | ".join(f"{n:,} nodes" for n in sizes) + " |")
+    lines.append("|" + "---|" * (len(sizes) + 2))
+    rs = [ratios(r) for r in results]
+    for key, target in TARGETS.items():
+        bound = "-" if target is None else f"<= {target}"
+        lines.append(f"| {key} | {bound} | " + " | ".join(str(x[key]) for x in rs) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="2000,10000")
+    ap.add_argument("--pods-per-node", type=int, default=4, help="at 10, pools time-slice")
+    ap.add_argument("--keep", type=Path, help="keep fleets and plans here (and reuse the fleets)")
+    ap.add_argument("--out", type=Path, help="write the results as JSON")
+    args = ap.parse_args()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # measured as installed: compiled modules cached
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "dra_migrate")], check=True, env=env)
+    with tempfile.TemporaryDirectory() as t:
+        tmp = args.keep or Path(t)
+        tmp.mkdir(parents=True, exist_ok=True)
+        results = []
+        for n in (int(x) for x in args.sizes.split(",")):
+            results.append(one(n, args.pods_per_node, tmp, env))
+            print(f"{n} nodes done", file=sys.stderr)
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=2))
+    failed = [f"{r['nodes']}:{k}" for r in results for k in ("show", "status", "diff") if r[k]["code"] not in (0, 2)]
+    print(table(results))
+    if failed:
+        print(f"\nfailed: {failed}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

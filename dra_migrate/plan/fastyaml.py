@@ -1,0 +1,155 @@
+"""Reading and writing plan YAML at C speed (libyaml through PyYAML), for every path that needs no line
+numbers: `show`, `status`, `apply`, `diff`, verification, `plan` itself.
+
+`load` is the strict reader's (`io._parse`, ruamel's round-trip loader, which knows lines) equal in what it
+accepts, never laxer: it refuses duplicate keys, merge keys, non-string keys and any value a plan does not
+hold (NaN and infinities, integers beyond 64 bits, dates, binary, sets), and hands text that might hold an
+anchor (so any alias: an alias needs one), an explicit tag or nesting deep enough to exhaust libyaml's C
+stack to the strict reader without parsing it. Plain scalars resolve as YAML 1.2 (ruamel's). `None` means
+"ask the strict reader": it either refuses the file with a line or, when the suspicion was false (a `&&` in
+a quoted command), reads it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Hashable
+from typing import Any
+
+import yaml
+from ruamel.yaml.resolver import implicit_resolvers as ruamel_resolvers
+
+from dra_migrate.plan.wire import Line, Row
+
+_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
+_MERGE = "tag:yaml.org,2002:merge"
+# An anchor (`&name`) or a tag (`!x`, `!!x`) where a token starts; a false hit only costs the slow path.
+_ANCHOR_OR_TAG = re.compile(r"(?:^|[\s\[{,])(?:&[^\s&]|![^\s=])")
+_DEEP_INDENT = re.compile(r"^[ \t]{256}", re.M)
+_TWO_COMPACT = re.compile(r"[-?][ \t]+[-?][ \t]")  # cheap: most plans have no `- - ` at all
+_COMPACT = re.compile(r"(?:[-?][ \t]+){24}")
+_BRACKETS = str.maketrans("", "", "".join(chr(c) for c in range(128) if chr(c) not in "[]{}"))
+_MAX_FLOW_DEPTH = 64
+
+
+class _Refused(Exception):
+    """Something the strict reader refuses (with its line)."""
+
+
+class _Loader(yaml.CSafeLoader):
+    def construct_mapping(self, node: Any, deep: bool = False) -> dict[Hashable, Any]:
+        if not isinstance(node, yaml.MappingNode):
+            raise _Refused("not a mapping")
+        out: dict[Hashable, Any] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE:
+                raise _Refused("merge key")
+            key = self.construct_object(key_node, deep=deep)
+            if not isinstance(key, str) or key in out:
+                raise _Refused("key")
+            out[key] = self.construct_object(value_node, deep=deep)
+        return out
+
+    def construct_yaml_int(self, node: Any) -> int:
+        """YAML 1.2's integers, as the strict reader reads them (`017` is 17, `0o17` is 15)."""
+        text = str(self.construct_scalar(node)).replace("_", "")
+        sign, digits = (-1, text[1:]) if text.startswith("-") else (1, text.lstrip("+"))
+        base = {"0x": 16, "0o": 8, "0b": 2}.get(digits[:2].lower(), 10)
+        try:
+            return sign * int(digits[2:] if base != 10 else digits, base)
+        except ValueError:
+            raise _Refused("int") from None
+
+    def construct_yaml_float(self, node: Any) -> float:
+        text = str(self.construct_scalar(node))
+        if ":" in text:
+            raise _Refused("sexagesimal")
+        value: float = super().construct_yaml_float(node)
+        return value
+
+
+# Resolve plain scalars as YAML 1.2 does (the strict reader, ruamel, is 1.2; libyaml's PyYAML is 1.1, where
+# `no` is false and `017` is 15): the same table, so both readers see the same values.
+_Loader.yaml_implicit_resolvers = {}
+for _versions, _tag, _regexp, _first in ruamel_resolvers:
+    if (1, 2) in _versions:  # ruamel's patterns are lazily compiled wrappers: compile them once, here
+        _Loader.add_implicit_resolver(_tag, re.compile(_regexp.pattern, _regexp.flags), _first)
+_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
+_Loader.add_constructor("tag:yaml.org,2002:float", _Loader.construct_yaml_float)
+
+
+def _suspicious(text: str) -> bool:
+    if _ANCHOR_OR_TAG.search(text) or _DEEP_INDENT.search(text):
+        return True
+    if _TWO_COMPACT.search(text) and _COMPACT.search(text):
+        return True
+    depth = deepest = 0
+    for c in text.translate(_BRACKETS):
+        depth = depth + 1 if c in "[{" else max(0, depth - 1)
+        deepest = max(deepest, depth)
+    return deepest > _MAX_FLOW_DEPTH
+
+
+def _plain(value: Any) -> bool:
+    """Only what the tool writes: strings, 64-bit integers, finite floats, booleans, nulls, lists, maps."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        t = type(v)
+        if t is dict:
+            stack.extend(v.values())
+        elif t is list:
+            stack.extend(v)
+        elif t is float:
+            if not math.isfinite(v):
+                return False
+        elif t is int:
+            if not _INT_MIN <= v <= _INT_MAX:
+                return False
+        elif not (v is None or t is str or t is bool):
+            return False
+    return True
+
+
+def load(text: str) -> dict[str, Any] | None:
+    """The document as plain values, or None when the strict reader must decide."""
+    if _suspicious(text):
+        return None
+    try:
+        doc = yaml.load(text, Loader=_Loader)  # a safe loader, stricter than SafeLoader
+    except (_Refused, yaml.YAMLError, RecursionError, ValueError, TypeError):
+        return None
+    if type(doc) is not dict or not _plain(doc):
+        return None
+    return doc
+
+
+class _Dumper(yaml.CSafeDumper):
+    def ignore_aliases(self, data: Any) -> bool:
+        return True  # the same object twice is written twice: a plan holds no anchors
+
+
+def _row(dumper: _Dumper, row: Row) -> yaml.Node:
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", row, flow_style=True)
+
+
+def _line(dumper: _Dumper, line: Line) -> yaml.Node:
+    return dumper.represent_mapping("tag:yaml.org,2002:map", line, flow_style=True)
+
+
+_Dumper.add_representer(Row, _row)
+_Dumper.add_representer(Line, _line)
+# libyaml is YAML 1.1 and ruamel (the strict reader, and the YAML most tools read) is 1.2: a string that
+# either would read as a number or a boolean is quoted (`1e3`, `0o17` are strings to 1.1, numbers to 1.2).
+for _versions, _tag, _regexp, _first in ruamel_resolvers:
+    if (1, 2) in _versions and _tag.rsplit(":", 1)[-1] in ("bool", "int", "float"):
+        _Dumper.add_implicit_resolver(_tag, re.compile(_regexp.pattern, _regexp.flags), _first)
+
+
+def dump(doc: dict[str, Any]) -> str:
+    """Block style, keys in the document's order, table rows on one line each."""
+    text: str = yaml.dump(
+        doc, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=4096
+    )
+    return text

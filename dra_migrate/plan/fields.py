@@ -1,0 +1,126 @@
+"""Strict readers of the plan model's fields (`model.py`): each refuses a value of the wrong shape with an
+`InputError` naming its path (`stages[2].waves[0].nodes[1].gpuPods`). Split out of model.py (issue 29)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from enum import StrEnum
+from typing import Any, TypeVar
+
+from dra_migrate.errors import InputError
+
+_HINT = "regenerate the plan with dra-migrate plan (or fix the field and dra-migrate plan --rebase it)"
+
+
+def _fail(path: str, what: str) -> InputError:
+    return InputError(f"plan field `{path}`: {what}", _HINT)
+
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _mapping(value: Any, path: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping) or not set(map(type, value)) <= {str}:
+        raise _fail(path, f"expected a mapping, got {_type_name(value)}")
+    return value
+
+
+def _fields(value: Any, path: str, required: tuple[str, ...], optional: tuple[str, ...] = ()) -> Mapping[str, Any]:
+    doc = _mapping(value, path)
+    for key in required:
+        if key not in doc:
+            raise _fail(f"{path}.{key}" if path else key, "missing")
+    unknown = [k for k in doc if k not in required and k not in optional]
+    if unknown:
+        raise _fail(f"{path}.{unknown[0]}" if path else unknown[0], "unknown field")
+    return doc
+
+
+def _str(value: Any, path: str) -> str:
+    if not isinstance(value, str):
+        raise _fail(path, f"expected a string, got {_type_name(value)}")
+    return value
+
+
+def _int(value: Any, path: str, *, minimum: int = 0) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise _fail(path, f"expected an integer, got {_type_name(value)}")
+    if value < minimum:
+        raise _fail(path, f"must be at least {minimum}, got {value}")
+    return value
+
+
+def _bool(value: Any, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise _fail(path, f"expected true or false, got {_type_name(value)}")
+    return value
+
+
+def _list(value: Any, path: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise _fail(path, f"expected a list, got {_type_name(value)}")
+    return value
+
+
+def _each(doc: Mapping[str, Any], key: str, path: str) -> Iterator[tuple[Any, str]]:
+    """The items of the list `doc[key]`, each with its path."""
+    for i, item in enumerate(_list(doc[key], f"{path}.{key}")):
+        yield item, f"{path}.{key}[{i}]"
+
+
+def _strs(value: Any, path: str) -> tuple[str, ...]:
+    return tuple(_str(v, f"{path}[{i}]") for i, v in enumerate(_list(value, path)))
+
+
+def _finite(value: Any, path: str) -> None:
+    """NaN and infinities have no JSON form (they digest as null): refuse them anywhere. A walk without
+    paths first (a plan at 10,000 nodes holds ~10^5 values); the path only for the one refused."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        t = type(v)
+        if t is dict:
+            stack.extend(v.values())
+        elif t is list or t is tuple:
+            stack.extend(v)
+        elif (t is float and not math.isfinite(v)) or isinstance(v, Mapping):  # another mapping type: below
+            break
+    else:
+        return
+    _finite_at(value, path)
+
+
+def _finite_at(value: Any, path: str) -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise _fail(path, f"{value} is not a number apply can use")
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            _finite_at(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _finite_at(v, f"{path}[{i}]")
+
+
+def _duration(value: Any, path: str) -> str:
+    from dra_migrate.plan.params import parse_duration
+
+    text = _str(value, path)
+    try:
+        parse_duration(text)
+    except InputError as e:
+        raise _fail(path, e.message) from e
+    return text
+
+
+_E = TypeVar("_E", bound=StrEnum)
+
+
+def _enum(cls: type[_E], value: Any, path: str) -> _E:
+    text = _str(value, path)
+    try:
+        return cls(text)
+    except ValueError:
+        known = ", ".join(m.value for m in cls)
+        raise _fail(path, f"unknown action {text!r} (known: {known})") from None

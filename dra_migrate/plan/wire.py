@@ -1,0 +1,265 @@
+"""Plan file format 2: the shape on disk, for review at fleet size (docs/plan-format.md).
+
+The plan in memory (`Plan.to_dict()`, what `build_plan` makes and `io.load` returns) lists every node of a
+wave with all it carries. On disk that repeats, per node, what every node of a pool shares; format 2
+states it once per stage and keeps, per node, one row of only what differs:
+
+    stages[i] (a pool stage):
+      name, pool, resources, nodeSteps        as the model has them (the steps every node runs, once)
+      waves:       [{name, evictedPods, soakAfter}]          in order
+      labelKeys:   [<label key>...]          the keys of every node's `original.labels`, in order
+      profiles:    [{resources, canaryResource[, placement]}]  what several nodes share, first use first
+      nodeColumns: [node, uid, wave, profile, gpuPods, otherPods, expectedDevices, unschedulable, labels]
+      nodes:       [[<one row per node, columns as named>]...]  grouped by wave, in wave order
+    fingerprint.objects: rows of `fingerprint.objectColumns` (kind, group, namespace, name, uid, ...).
+
+A node's `uid` is the one its fingerprint row records (refused when the two disagree), so a reviewer
+reads it beside the node and apply's uid check and the row cannot differ. `labels` is a list of values
+in `labelKeys` order, or a mapping for a node whose keys differ. Format 1 (every node in full) is read
+as it is. `encode` and `decode` are exact inverses over what `build_plan` and `rebase` make; the digests
+cover the encoded form (`io.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dra_migrate.errors import InputError
+
+WRITES = 2  # the format `encode` writes
+READS = (1, 2)  # the formats `decode` reads
+
+NODE_COLUMNS = (
+    "node", "uid", "wave", "profile", "gpuPods", "otherPods", "expectedDevices", "unschedulable", "labels",
+)  # fmt: skip
+OBJECT_COLUMNS = ("kind", "group", "namespace", "name", "uid", "resourceVersion", "content")
+_PROFILE_KEYS = ("resources", "canaryResource", "placement")
+_POOL_STAGE_KEYS = ("name", "pool", "resources", "nodeSteps", "waves", "labelKeys", "profiles", "nodeColumns", "nodes")
+_HINT = "regenerate the plan with dra-migrate plan"
+
+
+class Row(list[Any]):
+    """A table row (or a short list): written on one line (flow style), so a stage's nodes read as a table."""
+
+
+class Line(dict[str, Any]):
+    """A small mapping written on one line (a wave)."""
+
+
+class WireError(InputError):
+    """A malformed table of a format-2 file; `at` is where, as keys and indexes (for its line)."""
+
+    def __init__(self, at: tuple[str | int, ...], message: str) -> None:
+        super().__init__(message, _HINT)
+        self.at = at
+
+
+def _at(path: str) -> tuple[str | int, ...]:
+    out: list[str | int] = []
+    for part in path.replace("]", "").replace("[", ".").split("."):
+        if part:
+            out.append(int(part) if part.isdigit() else part)
+    return tuple(out)
+
+
+def _fail(path: str, what: str) -> WireError:
+    return WireError(_at(path), f"plan field `{path}`: {what}")
+
+
+# --- encode: the model's dict -> format 2 ------------------------------------------------------------
+
+
+def encode(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The file's form of a plan body (model shape, without digests), format 2."""
+    out = dict(body)
+    out["formatVersion"] = WRITES
+    fp = body.get("fingerprint")
+    uids: dict[str, str] = {}
+    if isinstance(fp, Mapping) and isinstance(fp.get("objects"), list):
+        objects = fp["objects"]
+        uids = {str(o["name"]): str(o.get("uid") or "") for o in objects if _is_node(o)}
+        rest = {k: v for k, v in fp.items() if k != "objects"}
+        rows = [_object_row(o) for o in objects]
+        out["fingerprint"] = {**rest, "objectColumns": Row(OBJECT_COLUMNS), "objects": rows}
+    stages = body.get("stages")
+    if isinstance(stages, list):
+        out["stages"] = [_encode_stage(s, uids) if isinstance(s, Mapping) and "pool" in s else s for s in stages]
+    return out
+
+
+def _is_node(o: Any) -> bool:
+    return isinstance(o, Mapping) and o.get("kind") == "Node" and isinstance(o.get("name"), str)
+
+
+def _object_row(o: Any) -> Any:
+    if isinstance(o, Mapping) and tuple(o) == OBJECT_COLUMNS:
+        return Row(o[k] for k in OBJECT_COLUMNS)
+    return o  # anything else is kept whole (and refused by validation as it would have been)
+
+
+def _encode_stage(stage: Mapping[str, Any], uids: Mapping[str, str]) -> Any:
+    """A pool stage as a table; a stage too malformed to be one is written as it is (and refused on
+    reading: a pool stage on disk is a table), so a rebase of a broken edit fails with one line."""
+    try:
+        return _table(stage, uids)
+    except (KeyError, TypeError, AttributeError, ValueError):
+        return stage
+
+
+def _table(stage: Mapping[str, Any], uids: Mapping[str, str]) -> dict[str, Any]:
+    waves = stage.get("waves") or []
+    nodes = [n for w in waves for n in w.get("nodes") or []]
+    keys: list[str] = []
+    for n in nodes[:1]:
+        keys = list((n.get("original") or {}).get("labels") or {})
+    profiles: list[dict[str, Any]] = []
+    index: dict[bytes, int] = {}
+    rows = []
+    for w in waves:
+        for n in w.get("nodes") or []:
+            profile = {k: n[k] for k in _PROFILE_KEYS if k in n}
+            if profile.get("placement") == {}:
+                del profile["placement"]
+            key = repr(profile).encode()
+            if key not in index:
+                index[key] = len(profiles)
+                profiles.append(profile)
+            original = n.get("original") or {}
+            labels = original.get("labels") or {}
+            cell: Any = Row(labels.values()) if list(labels) == keys else dict(labels)
+            rows.append(
+                Row([n["node"], uids.get(n["node"], ""), w["name"], index[key], n["gpuPods"], n["otherPods"],
+                     n["expectedDevices"], original.get("unschedulable"), cell])
+            )  # fmt: skip
+    head = {k: v for k, v in stage.items() if k not in ("waves",)}
+    return {
+        **head,
+        "waves": [Line((k, v) for k, v in w.items() if k != "nodes") for w in waves],
+        "labelKeys": Row(keys),
+        "profiles": profiles,
+        "nodeColumns": Row(NODE_COLUMNS),
+        "nodes": rows,
+    }
+
+
+# --- decode: format 1 or 2 -> the model's dict -----------------------------------------------------------
+
+
+def decode(wire: Mapping[str, Any]) -> dict[str, Any]:
+    """The model's dict of a file's body (digests left as they are). Refuses a malformed table with the
+    path of the cell; what the cells mean is the model's and `validate`'s to check."""
+    version = wire.get("formatVersion")
+    if version == 1:
+        return dict(wire)
+    out = dict(wire)
+    fp = wire.get("fingerprint")
+    uids: dict[str, str] | None = None
+    if isinstance(fp, Mapping) and "objects" in fp:
+        if fp.get("objectColumns") != list(OBJECT_COLUMNS):
+            raise _fail("fingerprint.objectColumns", f"expected {list(OBJECT_COLUMNS)}")
+        rows = _list(fp["objects"], "fingerprint.objects")
+        objects = [_object(o, f"fingerprint.objects[{i}]") for i, o in enumerate(rows)]
+        out["fingerprint"] = {k: v for k, v in fp.items() if k != "objectColumns"} | {"objects": objects}
+        uids = {o["name"]: str(o.get("uid") or "") for o in objects if _is_node(o)}
+    stages = wire.get("stages")
+    if isinstance(stages, list):
+        out["stages"] = [
+            _decode_stage(s, f"stages[{i}]", uids or {}) if isinstance(s, Mapping) and "pool" in s else s
+            for i, s in enumerate(stages)
+        ]
+    return out
+
+
+def _list(value: Any, path: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise _fail(path, "expected a list")
+    return value
+
+
+def _object(row: Any, path: str) -> Any:
+    if isinstance(row, list):
+        if len(row) != len(OBJECT_COLUMNS):
+            raise _fail(path, f"expected {len(OBJECT_COLUMNS)} columns, got {len(row)}")
+        return dict(zip(OBJECT_COLUMNS, row, strict=True))
+    return row
+
+
+def _decode_stage(stage: Mapping[str, Any], path: str, uids: Mapping[str, str]) -> dict[str, Any]:
+    unknown = [k for k in stage if k not in _POOL_STAGE_KEYS]
+    if unknown:
+        raise _fail(f"{path}.{unknown[0]}", "unknown field")
+    missing = [k for k in _POOL_STAGE_KEYS if k not in stage]
+    if missing:
+        raise _fail(f"{path}.{missing[0]}", "missing")
+    if stage["nodeColumns"] != list(NODE_COLUMNS):
+        raise _fail(f"{path}.nodeColumns", f"expected {list(NODE_COLUMNS)}")
+    keys = _list(stage["labelKeys"], f"{path}.labelKeys")
+    profiles = _list(stage["profiles"], f"{path}.profiles")
+    waves = []
+    position: dict[Any, int] = {}
+    for i, w in enumerate(_list(stage["waves"], f"{path}.waves")):
+        if not isinstance(w, Mapping) or "nodes" in w:
+            raise _fail(f"{path}.waves[{i}]", "expected {name, evictedPods, soakAfter}: nodes are rows of `nodes`")
+        if w.get("name") in position:
+            raise _fail(f"{path}.waves[{i}].name", f"wave {w.get('name')} appears twice")
+        position[w.get("name")] = i
+        waves.append({**w, "nodes": []})
+    last = 0
+    for r, row in enumerate(_list(stage["nodes"], f"{path}.nodes")):
+        at = f"{path}.nodes[{r}]"
+        if not isinstance(row, list) or len(row) != len(NODE_COLUMNS):
+            raise _fail(at, f"expected a row of {len(NODE_COLUMNS)} columns ({', '.join(NODE_COLUMNS)})")
+        name, uid, wave, profile, gpu, other, devices, unschedulable, labels = row
+        if wave not in position:
+            raise _fail(f"{at}[2]", f"no wave {wave!r} in {path}.waves")
+        if position[wave] < last:
+            raise _fail(f"{at}[2]", "rows must be grouped by wave, in wave order")
+        last = position[wave]
+        if isinstance(name, str) and uid != uids.get(name, ""):
+            raise _fail(f"{at}[1]", f"uid {uid!r} is not the one the fingerprint records for node {name}")
+        if not isinstance(profile, int) or isinstance(profile, bool) or not 0 <= profile < len(profiles):
+            raise _fail(f"{at}[3]", f"expected a profile index below {len(profiles)}")
+        prof = profiles[profile]
+        if not isinstance(prof, Mapping) or any(k not in _PROFILE_KEYS for k in prof):
+            raise _fail(f"{path}.profiles[{profile}]", f"expected a mapping of {', '.join(_PROFILE_KEYS)}")
+        if isinstance(labels, list):
+            if len(labels) != len(keys):
+                raise _fail(f"{at}[8]", f"expected {len(keys)} label values (labelKeys)")
+            labels = dict(zip(keys, labels, strict=True))
+        entry = {
+            "node": name, "gpuPods": gpu, "otherPods": other, "expectedDevices": devices,
+            "resources": prof.get("resources"), "canaryResource": prof.get("canaryResource"),
+            "original": {"unschedulable": unschedulable, "labels": labels},
+        }  # fmt: skip
+        if "placement" in prof:
+            entry["placement"] = prof["placement"]
+        waves[position[wave]]["nodes"].append(entry)
+    head = {k: v for k, v in stage.items() if k in ("name", "pool", "resources", "nodeSteps")}
+    return {**head, "waves": waves}
+
+
+def wire_path(path: tuple[str | int, ...], wire: Mapping[str, Any]) -> tuple[str | int, ...]:
+    """Where a model path (`stages[2].waves[1].nodes[3].gpuPods`) lives in a format-2 file, as far as it
+    can be followed: a node is a row of its stage's `nodes`."""
+    if wire.get("formatVersion") == 1 or len(path) < 2 or path[0] != "stages":
+        return path
+    stages = wire.get("stages")
+    i = path[1]
+    if not isinstance(stages, list) or not isinstance(i, int) or not 0 <= i < len(stages):
+        return path
+    stage = stages[i]
+    if not isinstance(stage, Mapping) or "nodes" not in stage or len(path) < 4 or path[2] != "waves":
+        return path
+    w = path[3]
+    if len(path) < 6 or path[4] != "nodes" or not isinstance(w, int):
+        return ("stages", i, "waves", w) if isinstance(w, int) else path[:3]
+    waves = stage.get("waves") or []
+    names = [x.get("name") for x in waves if isinstance(x, Mapping)]
+    rows: list[Any] = stage["nodes"] if isinstance(stage.get("nodes"), list) else []
+    wave = names[w] if 0 <= w < len(names) else None
+    members = [r for r, row in enumerate(rows) if isinstance(row, list) and len(row) > 2 and row[2] == wave]
+    n = path[5]
+    if not isinstance(n, int) or not 0 <= n < len(members):
+        return ("stages", i, "nodes")
+    return ("stages", i, "nodes", members[n])

@@ -1,0 +1,145 @@
+"""Plan file format 2 (issue 29): the compact tables round-trip exactly, format 1 is still read, and the
+fast reader (libyaml) sees exactly the values the strict one (ruamel, which knows lines) sees."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ruamel.yaml import YAML
+
+from dra_migrate.cluster.snapshot import load_snapshot
+from dra_migrate.errors import InputError
+from dra_migrate.plan import fastyaml, wire
+from dra_migrate.plan import io as plan_io
+from dra_migrate.plan.build import build_plan
+from dra_migrate.plan.model import Plan
+from dra_migrate.plan.params import PlanParams
+from tests.unit.cli import run
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = sorted((ROOT / "fixtures" / "clusters").glob("*.yaml"))
+FORMAT1 = ROOT / "tests" / "golden" / "plans-format1" / "demo.yaml"
+
+
+@pytest.mark.parametrize("fixture", FIXTURES, ids=[f.stem for f in FIXTURES])
+def test_decode_inverts_encode_for_every_fixture(fixture: Path) -> None:
+    for params in (PlanParams(), PlanParams(drain="all", max_unavailable="2")):
+        body = build_plan(load_snapshot(fixture), params)
+        encoded = wire.encode(body)
+        assert wire.decode(copy.deepcopy(encoded)) == body
+        assert fastyaml.load(fastyaml.dump(encoded)) == encoded  # the file holds exactly the encoding
+
+
+def test_a_pool_stage_is_one_screen_of_steps_and_a_row_per_node(tmp_path: Path) -> None:
+    text = (ROOT / "tests" / "golden" / "plans" / "demo.yaml").read_text()
+    doc = fastyaml.load(text)
+    assert doc is not None and doc["formatVersion"] == 2
+    stage = next(s for s in doc["stages"] if "pool" in s)
+    assert stage["nodeColumns"] == list(wire.NODE_COLUMNS)
+    uids = {o[3]: o[4] for o in doc["fingerprint"]["objects"] if o[0] == "Node"}
+    for row in stage["nodes"]:
+        line = next(ln for ln in text.splitlines() if ln.startswith(f"  - [{row[0]},"))
+        assert line.endswith("]]")  # one line per node
+        assert row[1] == uids[row[0]]  # the uid beside the name is the fingerprint's
+
+
+def test_format_1_is_read_and_rebase_converts_it(tmp_path: Path) -> None:
+    old = plan_io.load(FORMAT1)
+    assert old["formatVersion"] == 1
+    Plan.from_dict(old)  # the model reads it as it reads format 2
+    assert run("show", str(FORMAT1)).code == 0
+    path = tmp_path / "p.yaml"
+    path.write_bytes(FORMAT1.read_bytes())
+    r = run("plan", "--rebase", str(path))
+    assert r.code == 0, r.stderr
+    new = plan_io.load(path)
+    assert new["formatVersion"] == 2 and new["edited"] == {"previousDigests": [old["digest"]]}
+    assert plan_io.body_of(new)["stages"] == old["stages"]
+
+
+def test_a_forged_format_1_file_is_still_refused(tmp_path: Path) -> None:
+    path = tmp_path / "p.yaml"
+    path.write_text(FORMAT1.read_text().replace("      gpuPods: 1\n", "      gpuPods: 0\n", 1))
+    with pytest.raises(InputError, match="edited"):
+        plan_io.load(path)
+
+
+SCALARS = ["017", "0o17", "0x9", "1_000", "1:20", "1e3", "no", "yes", "on", "off", "y", "n", "true", "False",
+           "~", "null", "", "-0", "+5", "0b11", "09", ".5", "1.", "=", "2026-01-01"]  # fmt: skip
+
+
+@pytest.mark.parametrize("scalar", SCALARS)
+def test_the_fast_reader_sees_what_the_strict_reader_sees(scalar: str) -> None:
+    text = f"a: {scalar}\nb: [{scalar}]\n" if scalar else "a: \n"
+    strict = YAML(typ="rt").load(text)
+    fast = fastyaml.load(text)
+    plain = plan_io._plain(strict)
+    if fast is None:  # left to the strict reader (a date, a bare `=`): never a different value
+        return
+    assert fast == plain
+    assert [type(v) for v in fast.values()] == [type(v) for v in plain.values()]
+    if "b" in fast:
+        assert type(fast["b"][0]) is type(plain["b"][0])
+
+
+QUOTED = ["1e3", "25724084516e6291", "0o17", "no", "on", "017", "1_000", "null", "true", "1.5", "-", "a: b"]
+
+
+@pytest.mark.parametrize("value", QUOTED)
+def test_strings_are_written_so_that_both_readers_read_strings(value: str) -> None:
+    text = fastyaml.dump({"a": value})
+    assert fastyaml.load(text) == {"a": value}
+    assert dict(YAML(typ="rt").load(text)) == {"a": value}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: 1\na: 2\n",  # duplicate key
+        "a: &x 1\nb: *x\n",  # alias
+        "a: {<<: {b: 1}}\n",  # merge key
+        "a: .nan\n",
+        "a: 99999999999999999999\n",
+        "a: !!binary Z3B1\n",
+        "1: a\n",
+        "x: " + "[" * 60_000 + "]" * 60_000 + "\n",  # libyaml would exhaust the C stack
+        "x:\n  " + "- " * 60_000 + "a\n",
+        "x: " + "{a: " * 60_000 + "}" * 60_000 + "\n",
+    ],
+)
+def test_the_fast_reader_leaves_anything_unusual_to_the_strict_one(text: str) -> None:
+    assert fastyaml.load(text) is None
+
+
+def test_a_collection_as_a_key_is_one_line(tmp_path: Path) -> None:
+    """Found by the mutation test once rows were flow sequences: `? ` before a row made ruamel raise a
+    TypeError (an unhashable key), not a YAMLError."""
+    path = tmp_path / "p.yaml"
+    text = (ROOT / "tests" / "golden" / "plans" / "demo.yaml").read_text()
+    path.write_text(text.replace("  - [gke-demo", "  - ? [gke-demo", 1))
+    with pytest.raises(InputError, match="not a string"):
+        plan_io.load(path)
+
+
+def test_show_reads_without_the_round_trip_parser(tmp_path: Path, monkeypatch: Any) -> None:
+    """Read-only paths never parse with ruamel unless a refusal needs a line (issue 29 item 3)."""
+    calls: list[int] = []
+    original = plan_io._strict
+
+    def counted(*args: Any) -> Any:
+        calls.append(1)
+        return original(*args)
+
+    monkeypatch.setattr(plan_io, "_strict", counted)
+    path = ROOT / "tests" / "golden" / "plans" / "demo.yaml"
+    plan_io.load(path)
+    plan_io.load_for_review(path)
+    assert calls == []
+    edited = tmp_path / "p.yaml"
+    edited.write_text(path.read_text().replace("soakAfter: 5m}", "soakAfter: 1m}", 1))
+    with pytest.raises(InputError, match=r"p\.yaml:\d+: the plan was edited"):
+        plan_io.load(edited)
+    assert calls == [1]  # only for the refusal's line
