@@ -69,11 +69,19 @@ def inventory_document(inv: dict[str, Any]) -> Document:
 
     doc.heading(f"GPU pools ({len(inv['pools'])})")
     doc.table(
-        ["pool", "nodes", "allocatable", "requested", "dra devices"],
+        ["pool", "nodes", "allocatable", "requested", "dra devices", "platform", "gpu stack", "strategy", "switching"],
         [
-            [p["name"], len(p["nodes"]), counts(p["allocatable"]), counts(p["requested"]), counts(p["draDevices"])]
+            [
+                p["name"],
+                len(p["nodes"]),
+                counts(p["allocatable"]),
+                counts(p["requested"]),
+                counts(p["draDevices"]),
+                *_platform_cells(p.get("platform")),
+            ]
             for p in inv["pools"]
         ],
+        wide=["switching"],
     )
 
     doc.heading(f"GPU nodes ({len(inv['nodes'])})")
@@ -171,3 +179,13 @@ def _dra(doc: Document, dra: dict[str, Any]) -> None:
         f"ResourceClaims: {len(claims)} ({ext} for extended resources, "
         f"{sum(1 for x in claims if x['allocated'])} allocated); templates: {len(dra['resourceClaimTemplates'])}"
     )
+
+
+def _platform_cells(platform: dict[str, Any] | None) -> list[str]:
+    """platform (its provisioner and group), who manages the GPU stack, the strategy and what it takes."""
+    if not platform:
+        return ["-", "-", "-", "-"]
+    where = platform["platform"]
+    if platform.get("group"):
+        where += f" {platform['provisioner']} {platform['group']}"
+    return [where, platform["stackOwner"], platform["strategy"], platform["switching"]]
