@@ -118,6 +118,7 @@ class PoolPlatform:
     auto_mode: bool = False
     nodes: int = 0
     labels: dict[str, str] = field(default_factory=dict)  # labels every node of the pool shares
+    raw_nodepool: Obj | None = None  # the Karpenter NodePool object, when the pool is one
 
     @property
     def protect_annotation(self) -> str | None:
@@ -375,6 +376,7 @@ def pool_platforms(
             auto_mode=auto_mode,
             nodes=len(members),
             labels=labels,
+            raw_nodepool=karpenter_nodepool(state, lead.group) if lead.provisioner == "karpenter" else None,
         )
     return out
 

@@ -205,9 +205,41 @@ def _stages(c: _Checker, stages: Any, params: PlanParams | None) -> bool:
                   "apply creates the DeviceClasses before any node is cut over")  # fmt: skip
         if name == "prepare":
             _prepare(c, stage, where)
+        elif isinstance(name, str) and name.startswith("provision-"):
+            _provision(c, stage, where, stages[i + 1] if i + 1 < len(stages) else None)
         else:
             _pool_stage(c, stage, where, params, pools, nodes)
     return len(c.problems) == before
+
+
+_PROVISION_ACTIONS = ("await-pool", "canary-pool", "check-pool-capacity")
+
+
+def _provision(c: _Checker, stage: Any, where: Path, following: Any) -> None:
+    """A replace-pool's `provision-<pool>` (plan/strategies.py): the new pool awaited, canaried and checked,
+    in that order, right before the stage `pool-<pool>` that drains the old one."""
+    if not c.mapping(stage, where, _PREPARE_KEYS):
+        return
+    pool = str(stage["name"])[len("provision-") :]
+    if not (isinstance(following, dict) and following.get("name") == f"pool-{pool}"
+            and following.get("strategy") == "replace-pool"):  # fmt: skip
+        c.add((*where, "name"), f"stage provision-{pool} must come right before the replace-pool stage pool-{pool}",
+              "the new pool is proven before the old one is drained: regenerate the plan")  # fmt: skip
+    steps = stage["steps"]
+    if not isinstance(steps, list):
+        c.add((*where, "steps"), "expected a list of steps")
+        return
+    actions = [s.get("action") if isinstance(s, dict) else None for s in steps]
+    if actions != list(_PROVISION_ACTIONS):
+        c.add((*where, "steps"), f"a provision stage's steps are {', '.join(_PROVISION_ACTIONS)}, in this order",
+              "the capacity check must pass before the first drain: regenerate the plan")  # fmt: skip
+    for j, step in enumerate(steps):
+        at = (*where, "steps", j)
+        if _step_shape(c, step, at):
+            c.duration(step["timeout"], (*at, "timeout"))
+            sel = step["params"].get("selector")
+            if not isinstance(sel, dict) or not sel:
+                c.add((*at, "params", "selector"), "expected the new pool's node labels (key: value)")
 
 
 def _step_shape(c: _Checker, step: Any, where: Path) -> bool:
@@ -277,7 +309,10 @@ def _create_deviceclass(c: _Checker, step: dict[str, Any], at: Path) -> None:
 def _pool_stage(
     c: _Checker, stage: Any, where: Path, params: PlanParams | None, pools: set[str], nodes: dict[str, Path]
 ) -> None:
-    if not c.mapping(stage, where, _POOL_STAGE_KEYS):
+    if not c.mapping(stage, where, _POOL_STAGE_KEYS | {"strategy"}, required=_POOL_STAGE_KEYS):
+        return
+    if stage.get("strategy", "in-place") not in ("in-place", "replace-pool"):
+        c.add((*where, "strategy"), f"unknown strategy {stage['strategy']!r} (in-place or replace-pool)")
         return
     pool = stage["pool"]
     if not c.string(pool, (*where, "pool")):
@@ -290,7 +325,10 @@ def _pool_stage(
         c.add((*where, "name"), f"stage {stage['name']} appears twice")
     pools.add(str(stage["name"]))
     c.strings(stage["resources"], (*where, "resources"))
-    labels = _node_steps(c, stage["nodeSteps"], (*where, "nodeSteps"), params)
+    if stage.get("strategy") == "replace-pool":
+        labels: frozenset[str] | None = _replace_steps(c, stage["nodeSteps"], (*where, "nodeSteps"), params)
+    else:
+        labels = _node_steps(c, stage["nodeSteps"], (*where, "nodeSteps"), params)
     waves = stage["waves"]
     if not isinstance(waves, list) or not waves:
         c.add((*where, "waves"), "expected a list of waves")
@@ -365,6 +403,27 @@ def _node_steps(c: _Checker, steps: Any, where: Path, params: PlanParams | None)
     return frozenset(k for k in keys if isinstance(k, str))
 
 
+def _replace_steps(c: _Checker, steps: Any, where: Path, params: PlanParams | None) -> frozenset[str] | None:
+    """A replace-pool stage's node steps are strategies.replace_pool_node_steps' (protect, cordon, drain):
+    they switch no label, so the nodes record none."""
+    from dra_migrate.plan.strategies import replace_pool_node_steps
+
+    if not isinstance(steps, list):
+        c.add(where, "expected the list of per-node steps")
+        return None
+    protect = next((s["params"].get("key") for s in steps if isinstance(s, dict) and s.get("id") == "protect"
+                    and isinstance(s.get("params"), dict)), None)  # fmt: skip
+    expected = [s.to_dict() for s in replace_pool_node_steps(params or PlanParams(), protect)]
+    strip = ("timeout", "precondition")
+    if [{k: v for k, v in s.items() if k not in strip} for s in steps if isinstance(s, dict)] != [
+        {k: v for k, v in s.items() if k not in strip} for s in expected
+    ]:
+        c.add(where, "a replace-pool stage's per-node steps are protect (when the pool has an autoscaler), cordon, "
+              "drain, as dra_migrate.plan.strategies.replace_pool_node_steps makes them",
+              "regenerate the plan")  # fmt: skip
+    return frozenset()
+
+
 def _label_step(c: _Checker, step: dict[str, Any], at: Path) -> None:
     p = step["params"]
     if set(p) != {"key", "value"}:
@@ -401,8 +460,11 @@ def _node(c: _Checker, entry: Any, at: Path, labels: frozenset[str] | None, node
     if c.string(entry["canaryResource"], (*at, "canaryResource")) and _PLACEHOLDER.search(entry["canaryResource"]):
         c.add((*at, "canaryResource"), "a placeholder where a resource name belongs")
     original = entry["original"]
-    if not c.mapping(original, (*at, "original"), frozenset({"unschedulable", "labels"})):
+    keys = frozenset({"unschedulable", "labels"})
+    if not c.mapping(original, (*at, "original"), keys | {"annotations"}, required=keys):
         return
+    if "annotations" in original and not isinstance(original["annotations"], dict):
+        c.add((*at, "original", "annotations"), "expected a mapping of annotation key to value (null: absent)")
     if not isinstance(original["unschedulable"], bool):
         c.add((*at, "original", "unschedulable"), "expected true or false (the node's cordon state before the plan)")
     recorded = original["labels"]
