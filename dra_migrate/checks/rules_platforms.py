@@ -1,0 +1,138 @@
+"""Rules about what a pool's platform cannot do under DRA, and whether its autoscaler can bring up a DRA node
+(inventory/platform.py finds the platform; plan/strategies.py chooses how the pool is cut over). Each fact
+is cited from the platform's documentation; docs/platforms/ has a page per platform."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from dra_migrate.checks.context import CheckContext
+from dra_migrate.checks.model import Finding, ObjectRef, Severity
+from dra_migrate.checks.registry import rule
+from dra_migrate.inventory.fleet import parse_version
+from dra_migrate.inventory.platform import GKE_NO_DEFAULT_PLUGIN, PLATFORM, REPLACE_POOL, SOURCES, PoolPlatform
+
+BLOCKER, WARNING, INFO = Severity.BLOCKER, Severity.WARNING, Severity.INFO
+
+
+def _pools(ctx: CheckContext) -> Iterator[tuple[str, PoolPlatform]]:
+    for p in ctx.inventory.pools:
+        if p.platform is not None:
+            yield p.name, p.platform
+
+
+# "You can't use the following GPU sharing features: Time-sharing GPUs, Multi-instance GPUs, Multi-process
+# Service (MPS)" (GKE, Prepare GKE infrastructure for DRA workloads, Limitations).
+@rule(
+    "platform-sharing-unsupported", BLOCKER, summary="a GKE pool shares its GPUs in a way GKE does not offer with DRA"
+)
+def platform_sharing_unsupported(ctx: CheckContext) -> Iterator[Finding]:
+    for name, p in _pools(ctx):
+        pool = next(x for x in ctx.inventory.pools if x.name == name)
+        mig = sorted(r for r in pool.allocatable if r.startswith("nvidia.com/mig-"))
+        if p.platform != "gke" or not (p.sharing or mig):
+            continue
+        how = ", ".join([*p.sharing, *mig])
+        yield Finding(
+            "platform-sharing-unsupported",
+            BLOCKER,
+            f"pool {name} on GKE shares its GPUs ({how}); GKE offers no time-sharing, MIG or MPS with DRA",
+            f"serve these workloads from whole GPUs (or keep this pool on the device plugin: --exclude-pools {name}); "
+            f"see {SOURCES['gke-dra']}",
+            (ObjectRef("Pool", name),),
+        )
+
+
+@rule("platform-replace-pool", INFO, summary="the platform runs the pool's GPU stack: the plan replaces the pool")
+def platform_replace_pool(ctx: CheckContext) -> Iterator[Finding]:
+    for name, p in _pools(ctx):
+        if p.strategy != REPLACE_POOL:
+            continue
+        yield Finding(
+            "platform-replace-pool",
+            INFO,
+            f"pool {name}: {p.detail}; no node label switches it, so the plan brings up a DRA-ready pool beside it "
+            f"and drains across ({p.switching})",
+            "run the command the plan's provision stage names; the old pool needs quota and headroom for both "
+            f"pools at once ({', '.join(p.sources)})",
+            (ObjectRef("Pool", name),),
+        )
+
+
+@rule(
+    "autoscaler-dra-from-zero",
+    WARNING,
+    summary="the autoscaler of a pool to replace may not provision a DRA node from zero",
+)
+def autoscaler_dra_from_zero(ctx: CheckContext) -> Iterator[Finding]:
+    for name, p in _pools(ctx):
+        if p.strategy != REPLACE_POOL or p.autoscaler is None:
+            continue
+        if p.autoscaler == "karpenter":
+            why = (
+                "Karpenter provisions for pending DRA claims only from v1.15 with its DRA feature gates "
+                f"({SOURCES['eks-devices']}; {SOURCES['karpenter-dra']}), so a pool scaled from zero by pending "
+                "GPU pods may never start"
+            )
+            fix = (
+                "the plan's NodePool asks for its nodes by count (spec.replicas: Karpenter's StaticCapacity feature "
+                f"gate, {SOURCES['karpenter-static']}); or run Karpenter >= 1.15 with its DRA feature gates on"
+            )
+        else:
+            why = (
+                "the cluster autoscaler simulates DRA only with --enable-dynamic-resource-allocation=true, and scales "
+                "a DRA node group from zero only where its cloud provider's node template declares the devices "
+                f"(clusterapi: the capacity.cluster-autoscaler.kubernetes.io/dra-driver annotation, "
+                f"{SOURCES['ca-dra-capi']}; externalgrpc cannot, kubernetes/autoscaler#10277)"
+            )
+            if p.platform == "gke":
+                why += f"; GKE's node auto-provisioning does not create DRA node pools ({SOURCES['gke-dra']})"
+            fix = (
+                "create the new pool with its full node count (the plan's command does), not at zero; keep its "
+                "minimum at that count until the migration is done"
+            )
+        yield Finding(
+            "autoscaler-dra-from-zero",
+            WARNING,
+            f"pool {name} ({p.autoscaler}): {why}",
+            fix + "; the plan marks the old nodes so the autoscaler keeps them until the new pool is proven",
+            (ObjectRef("Pool", name),),
+        )
+
+
+@rule(
+    "platform-plugin-conflict",
+    WARNING,
+    summary="a GKE GPU pool runs both GKE's managed device plugin and a device-plugin DaemonSet",
+)
+def platform_plugin_conflict(ctx: CheckContext) -> Iterator[Finding]:
+    for name, p in _pools(ctx):
+        if p.platform == "gke" and p.owner == PLATFORM and "runs there too" in p.detail:
+            yield Finding(
+                "platform-plugin-conflict",
+                WARNING,
+                f"pool {name}: {p.detail}: two plugins advertise its GPUs",
+                f"GKE pools for the GPU Operator are created with {GKE_NO_DEFAULT_PLUGIN}=true "
+                f"({SOURCES['gke-gpu-operator']}); the plan replaces this pool",
+                (ObjectRef("Pool", name),),
+            )
+
+
+# "EKS Auto Mode includes the NVIDIA DRA driver in the node runtime on Kubernetes version 1.36 and later"
+# (EKS user guide, Use the NVIDIA DRA driver or device plugin on Amazon EKS).
+@rule("eks-auto-mode-dra-version", BLOCKER, summary="EKS Auto Mode nodes serve DRA only from Kubernetes 1.36")
+def eks_auto_mode_version(ctx: CheckContext) -> Iterator[Finding]:
+    version = ctx.version
+    for name, p in _pools(ctx):
+        if p.auto_mode and version is not None and version < (1, 36, 0):
+            yield Finding(
+                "eks-auto-mode-dra-version",
+                BLOCKER,
+                f"pool {name} runs on EKS Auto Mode, whose node runtime includes the NVIDIA DRA driver from "
+                f"Kubernetes 1.36; this cluster is {ctx.state.source.kubernetes_version}",
+                f"upgrade the cluster to 1.36, or move the pool to Karpenter or a managed node group ({SOURCES['eks-dra']})",
+                (ObjectRef("Pool", name),),
+            )
+
+
+__all__ = ["parse_version"]
