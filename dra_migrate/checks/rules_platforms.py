@@ -130,7 +130,8 @@ def eks_auto_mode_version(ctx: CheckContext) -> Iterator[Finding]:
                 BLOCKER,
                 f"pool {name} runs on EKS Auto Mode, whose node runtime includes the NVIDIA DRA driver from "
                 f"Kubernetes 1.36; this cluster is {ctx.state.source.kubernetes_version}",
-                f"upgrade the cluster to 1.36, or move the pool to Karpenter or a managed node group ({SOURCES['eks-dra']})",
+                "upgrade the cluster to 1.36, or move the pool to Karpenter or a managed node group "
+                f"({SOURCES['eks-dra']})",
                 (ObjectRef("Pool", name),),
             )
 

@@ -147,7 +147,7 @@ def test_capacity_check_fails_before_any_drain() -> None:
     step = Step("provision-a3-h100/check-pool-capacity", "check-pool-capacity", "Pool a3-h100-dra",
                 {"selector": {"cloud.google.com/gke-nodepool": "a3-h100-dra"}, "driver": "gpu.nvidia.com",
                  "devices": 12, "from": "Pool a3-h100"}, "", "1m", None)  # fmt: skip
-    with pytest.raises(StepFailed, match="publishes 8 .* needs 12"):
+    with pytest.raises(StepFailed, match=r"publishes 8 .* needs 12"):
         run_step(StepContext(ops, step, None, 60.0))
     _new_pool(ops, clock, nodes=2, devices=8, after_s=0)
     assert run_step(StepContext(ops, step, None, 60.0)) is not None
