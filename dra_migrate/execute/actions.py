@@ -217,7 +217,7 @@ def _selector(ctx: StepContext) -> dict[str, str]:
     return dict(sel)
 
 
-@action(Action.AWAIT_POOL, inverse=InverseAction.NONE, dry_run=DryRun.SKIP, verifies=True)
+@action(Action.AWAIT_POOL, inverse=InverseAction.NONE, dry_run=DryRun.SKIP)
 def _await_pool(ctx: StepContext) -> Change | None:
     ctx.param("command", str)  # what the operator runs: the step shows it, the tool does not run it
     return ctx.ops.wait_pool(
@@ -230,7 +230,7 @@ def _await_pool(ctx: StepContext) -> Change | None:
     )
 
 
-@action(Action.CANARY_POOL, inverse=InverseAction.DELETE_POD, dry_run=DryRun.SKIP, verifies=True)
+@action(Action.CANARY_POOL, inverse=InverseAction.DELETE_POD, dry_run=DryRun.SKIP)
 def _canary_pool(ctx: StepContext) -> Change | None:
     selector, driver = _selector(ctx), ctx.param("driver", str, "gpu.nvidia.com")
     serving = [n for n in ctx.ops.pool_nodes(selector, driver=driver) if n.get("ready") and n.get("devices")]

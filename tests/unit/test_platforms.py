@@ -161,3 +161,46 @@ def test_await_pool_times_out_when_the_command_was_not_run(tmp_path: Path) -> No
         result = Runner(plan, ops, j, actor="test", clock=clock).apply(ApplyOptions(soak_override_s=0), set())
     assert not result.ok and "of 2 node(s) ready" in str(result.failure)
     assert not any(n.unschedulable for n in ops.nodes.values())  # nothing of the old pool was touched
+
+
+def test_replace_pool_run_is_verified_by_the_new_pool(tmp_path: Path) -> None:
+    from dra_migrate.execute.journal import read_journal
+    from dra_migrate.report.model import verification
+
+    plan = _plan("gke-managed", exclude_pools=("l4-ts",))
+    clock = FakeClock()
+    ops = FakeOps.for_plan(plan, clock)
+    _new_pool(ops, clock, nodes=2, devices=8, after_s=0)
+    with Journal.open(tmp_path / "j.jsonl", plan_digest=plan.digest) as j:
+        assert Runner(plan, ops, j, actor="test", clock=clock).apply(ApplyOptions(soak_override_s=0), set()).ok
+    v = verification(plan.to_dict(), read_journal(tmp_path / "j.jsonl"))
+    assert v.verdict == "verified" and {(n.wait_dra_ready, n.canary) for n in v.nodes} == {("ok", "ok")}
+
+
+def test_the_new_pools_nodes_are_not_drift(tmp_path: Path) -> None:
+    import copy
+
+    from ruamel.yaml import YAML
+
+    from dra_migrate.execute.session import _without_new_pools
+    from dra_migrate.plan.drift import drift
+
+    plan = _plan("gke-managed", exclude_pools=("l4-ts",))
+    yaml = YAML()
+    doc = yaml.load((FIXTURES / "gke-managed.yaml").read_text())
+    template = next(o for o in doc["items"] if o["kind"] == "Node")
+    for i in range(2):  # the nodes the emitted gcloud command makes
+        n = copy.deepcopy(template)
+        n["metadata"]["name"] = n["metadata"]["labels"]["kubernetes.io/hostname"] = f"gke-ml-prod-a3-h100-dra-{i}"
+        n["metadata"]["uid"] = f"00000000-0000-0000-0000-00000000000{i}"
+        n["metadata"]["labels"]["cloud.google.com/gke-nodepool"] = "a3-h100-dra"
+        n["metadata"]["labels"]["gke-no-default-nvidia-gpu-device-plugin"] = "true"
+        doc["items"].append(n)
+    with (tmp_path / "now.yaml").open("w") as f:
+        yaml.dump(doc, f)
+    now = load_snapshot(tmp_path / "now.yaml")
+    d = drift(plan.to_dict(), now)
+    assert {n["node"] for n in d.nodes_added} == {"gke-ml-prod-a3-h100-dra-0", "gke-ml-prod-a3-h100-dra-1"}
+    assert _without_new_pools(d, plan, now).holds
+    other = copy.deepcopy(plan.to_dict())  # a plan without the replace-pool stages still sees them as drift
+    assert not _without_new_pools(d, Plan.from_dict(other | {"stages": other["stages"][:1]}), now).holds
