@@ -69,7 +69,8 @@ def inventory_document(inv: dict[str, Any]) -> Document:
 
     doc.heading(f"GPU pools ({len(inv['pools'])})")
     doc.table(
-        ["pool", "nodes", "allocatable", "requested", "dra devices", "platform", "gpu stack", "strategy", "switching"],
+        ["pool", "nodes", "allocatable", "requested", "dra devices", "strategy", "platform", "group", "gpu stack",
+         "switching"],
         [
             [
                 p["name"],
@@ -81,7 +82,7 @@ def inventory_document(inv: dict[str, Any]) -> Document:
             ]
             for p in inv["pools"]
         ],
-        wide=["switching"],
+        wide=["platform", "group", "gpu stack", "switching"],
     )
 
     doc.heading(f"GPU nodes ({len(inv['nodes'])})")
@@ -184,8 +185,6 @@ def _dra(doc: Document, dra: dict[str, Any]) -> None:
 def _platform_cells(platform: dict[str, Any] | None) -> list[str]:
     """platform (its provisioner and group), who manages the GPU stack, the strategy and what it takes."""
     if not platform:
-        return ["-", "-", "-", "-"]
-    where = platform["platform"]
-    if platform.get("group"):
-        where += f" {platform['provisioner']} {platform['group']}"
-    return [where, platform["stackOwner"], platform["strategy"], platform["switching"]]
+        return ["-", "-", "-", "-", "-"]
+    group = f"{platform['provisioner']} {platform['group']}" if platform.get("group") else "-"
+    return [platform["strategy"], platform["platform"], group, platform["stackOwner"], platform["switching"]]
