@@ -244,4 +244,53 @@ def replace_pool_node_steps(params: PlanParams, protect: str | None) -> tuple[St
     return tuple(steps)
 
 
+# --- what a plan file must hold for these stages (plan/validate.py asks) -------------------------------
+
+PROVISION_ACTIONS = ("await-pool", "canary-pool", "check-pool-capacity")
+Problem = tuple[tuple[str | int, ...], str, str]  # (path below the stage, message, hint)
+
+
+def provision_problems(stage: dict[str, Any], following: Any) -> list[Problem]:
+    """`provision-<pool>`: await-pool, canary-pool, check-pool-capacity in that order, each with the new pool's
+    selector, right before the replace-pool stage `pool-<pool>` (the new pool is proven before any drain)."""
+    out: list[Problem] = []
+    pool = str(stage["name"])[len("provision-") :]
+    if not (isinstance(following, dict) and following.get("name") == f"pool-{pool}"
+            and following.get("strategy") == REPLACE_POOL):  # fmt: skip
+        out.append((("name",), f"stage provision-{pool} must come right before the replace-pool stage pool-{pool}",
+                    "the new pool is proven before the old one is drained: regenerate the plan"))  # fmt: skip
+    steps = stage["steps"]
+    if not isinstance(steps, list):
+        return [*out, (("steps",), "expected a list of steps", "")]
+    if [s.get("action") if isinstance(s, dict) else None for s in steps] != list(PROVISION_ACTIONS):
+        out.append((("steps",), f"a provision stage's steps are {', '.join(PROVISION_ACTIONS)}, in this order",
+                    "the capacity check must pass before the first drain: regenerate the plan"))  # fmt: skip
+    for j, step in enumerate(steps):
+        params = step.get("params") if isinstance(step, dict) else None
+        sel = params.get("selector") if isinstance(params, dict) else None
+        if not isinstance(sel, dict) or not sel or not all(isinstance(v, str) for v in sel.values()):
+            out.append((("steps", j, "params", "selector"), "expected the new pool's node labels (key: value)", ""))
+    return out
+
+
+def replace_steps_problem(steps: Any, params: PlanParams) -> str | None:
+    """A replace-pool stage's node steps are `replace_pool_node_steps`' (protect, cordon, drain), but for their
+    timeouts and free-text preconditions."""
+    if not isinstance(steps, list):
+        return "expected the list of per-node steps"
+    protect = next((s["params"].get("key") for s in steps if isinstance(s, dict) and s.get("id") == "protect"
+                    and isinstance(s.get("params"), dict)), None)  # fmt: skip
+    strip = ("timeout", "precondition")
+    found = [{k: v for k, v in s.items() if k not in strip} for s in steps if isinstance(s, dict)]
+    wanted = [
+        {k: v for k, v in s.to_dict().items() if k not in strip} for s in replace_pool_node_steps(params, protect)
+    ]
+    if found != wanted:
+        return (
+            "a replace-pool stage's per-node steps are protect (when the pool has an autoscaler), cordon, drain, "
+            "as dra_migrate.plan.strategies.replace_pool_node_steps makes them"
+        )
+    return None
+
+
 __all__ = ["SOURCES", "STRATEGIES", "choose", "explain", "replace_pool_node_steps", "replace_pool_provision"]

@@ -212,34 +212,17 @@ def _stages(c: _Checker, stages: Any, params: PlanParams | None) -> bool:
     return len(c.problems) == before
 
 
-_PROVISION_ACTIONS = ("await-pool", "canary-pool", "check-pool-capacity")
-
-
 def _provision(c: _Checker, stage: Any, where: Path, following: Any) -> None:
-    """A replace-pool's `provision-<pool>` (plan/strategies.py): the new pool awaited, canaried and checked,
-    in that order, right before the stage `pool-<pool>` that drains the old one."""
+    """A replace-pool's `provision-<pool>`: its rules are the strategy's (`strategies.provision_problems`)."""
+    from dra_migrate.plan.strategies import provision_problems
+
     if not c.mapping(stage, where, _PREPARE_KEYS):
         return
-    pool = str(stage["name"])[len("provision-") :]
-    if not (isinstance(following, dict) and following.get("name") == f"pool-{pool}"
-            and following.get("strategy") == "replace-pool"):  # fmt: skip
-        c.add((*where, "name"), f"stage provision-{pool} must come right before the replace-pool stage pool-{pool}",
-              "the new pool is proven before the old one is drained: regenerate the plan")  # fmt: skip
-    steps = stage["steps"]
-    if not isinstance(steps, list):
-        c.add((*where, "steps"), "expected a list of steps")
-        return
-    actions = [s.get("action") if isinstance(s, dict) else None for s in steps]
-    if actions != list(_PROVISION_ACTIONS):
-        c.add((*where, "steps"), f"a provision stage's steps are {', '.join(_PROVISION_ACTIONS)}, in this order",
-              "the capacity check must pass before the first drain: regenerate the plan")  # fmt: skip
-    for j, step in enumerate(steps):
-        at = (*where, "steps", j)
-        if _step_shape(c, step, at):
-            c.duration(step["timeout"], (*at, "timeout"))
-            sel = step["params"].get("selector")
-            if not isinstance(sel, dict) or not sel:
-                c.add((*at, "params", "selector"), "expected the new pool's node labels (key: value)")
+    for at, message, hint in provision_problems(stage, following):
+        c.add((*where, *at), message, hint)
+    for j, step in enumerate(stage["steps"] if isinstance(stage["steps"], list) else []):
+        if _step_shape(c, step, (*where, "steps", j)):
+            c.duration(step["timeout"], (*where, "steps", j, "timeout"))
 
 
 def _step_shape(c: _Checker, step: Any, where: Path) -> bool:
@@ -327,6 +310,7 @@ def _pool_stage(
     c.strings(stage["resources"], (*where, "resources"))
     if stage.get("strategy") == "replace-pool":
         labels: frozenset[str] | None = _replace_steps(c, stage["nodeSteps"], (*where, "nodeSteps"), params)
+        _protected(c, stage, where)
     else:
         labels = _node_steps(c, stage["nodeSteps"], (*where, "nodeSteps"), params)
     waves = stage["waves"]
@@ -404,24 +388,27 @@ def _node_steps(c: _Checker, steps: Any, where: Path, params: PlanParams | None)
 
 
 def _replace_steps(c: _Checker, steps: Any, where: Path, params: PlanParams | None) -> frozenset[str] | None:
-    """A replace-pool stage's node steps are strategies.replace_pool_node_steps' (protect, cordon, drain):
-    they switch no label, so the nodes record none."""
-    from dra_migrate.plan.strategies import replace_pool_node_steps
+    """A replace-pool stage's node steps (`strategies.replace_steps_problem`): they switch no label."""
+    from dra_migrate.plan.strategies import replace_steps_problem
 
-    if not isinstance(steps, list):
-        c.add(where, "expected the list of per-node steps")
-        return None
-    protect = next((s["params"].get("key") for s in steps if isinstance(s, dict) and s.get("id") == "protect"
-                    and isinstance(s.get("params"), dict)), None)  # fmt: skip
-    expected = [s.to_dict() for s in replace_pool_node_steps(params or PlanParams(), protect)]
-    strip = ("timeout", "precondition")
-    if [{k: v for k, v in s.items() if k not in strip} for s in steps if isinstance(s, dict)] != [
-        {k: v for k, v in s.items() if k not in strip} for s in expected
-    ]:
-        c.add(where, "a replace-pool stage's per-node steps are protect (when the pool has an autoscaler), cordon, "
-              "drain, as dra_migrate.plan.strategies.replace_pool_node_steps makes them",
-              "regenerate the plan")  # fmt: skip
-    return frozenset()
+    problem = replace_steps_problem(steps, params or PlanParams())
+    if problem is not None:
+        c.add(where, problem, "regenerate the plan")
+    return frozenset() if isinstance(steps, list) else None
+
+
+def _protected(c: _Checker, stage: dict[str, Any], where: Path) -> None:
+    """Nodes that record an annotation's original value are protected by a step that sets it (and back)."""
+    steps = stage["nodeSteps"] if isinstance(stage["nodeSteps"], list) else []
+    keys = {s["params"].get("key") for s in steps if isinstance(s, dict) and s.get("id") == "protect"
+            and isinstance(s.get("params"), dict)}  # fmt: skip
+    for k, wave in enumerate(stage["waves"] if isinstance(stage["waves"], list) else []):
+        for m, n in enumerate(wave.get("nodes") or [] if isinstance(wave, dict) else []):
+            recorded = set(((n.get("original") or {}).get("annotations") or {}) if isinstance(n, dict) else {})
+            if recorded != keys:
+                c.add((*where, "waves", k, "nodes", m, "original", "annotations"),
+                      f"must record exactly the annotations the steps set ({', '.join(sorted(keys)) or 'none'})",
+                      "the protect step keeps the autoscaler off the old nodes: regenerate the plan")  # fmt: skip
 
 
 def _label_step(c: _Checker, step: dict[str, Any], at: Path) -> None:

@@ -204,3 +204,28 @@ def test_the_new_pools_nodes_are_not_drift(tmp_path: Path) -> None:
     assert _without_new_pools(d, plan, now).holds
     other = copy.deepcopy(plan.to_dict())  # a plan without the replace-pool stages still sees them as drift
     assert not _without_new_pools(d, Plan.from_dict(other | {"stages": other["stages"][:1]}), now).holds
+
+
+def test_validate_refuses_a_replace_pool_plan_that_drains_before_the_new_pool_is_proven() -> None:
+    import copy
+
+    body = build_plan(_state("gke-managed"), PlanParams(exclude_pools=("l4-ts",)))
+    assert validate.validate(body) == []
+    names = [s["name"] for s in body["stages"]]
+    i = names.index("provision-a3-h100")
+
+    swapped = copy.deepcopy(body)  # the drains first
+    swapped["stages"][i], swapped["stages"][i + 1] = swapped["stages"][i + 1], swapped["stages"][i]
+    assert any("must come right before" in p.message for p in validate.validate(swapped))
+
+    unchecked = copy.deepcopy(body)  # no capacity check
+    unchecked["stages"][i]["steps"].pop()
+    assert any("in this order" in p.message for p in validate.validate(unchecked))
+
+    unprotected = copy.deepcopy(body)  # the autoscaler's annotation dropped
+    unprotected["stages"][i + 1]["nodeSteps"].pop(0)
+    assert any("annotations the steps set" in p.message for p in validate.validate(unprotected))
+
+    unknown = copy.deepcopy(body)
+    unknown["stages"][i + 1]["strategy"] = "yolo"
+    assert any("unknown strategy" in p.message for p in validate.validate(unknown))
