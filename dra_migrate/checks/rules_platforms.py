@@ -5,12 +5,23 @@ is cited from the platform's documentation; docs/platforms/ has a page per platf
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from dra_migrate.checks.context import CheckContext
 from dra_migrate.checks.model import Finding, ObjectRef, Severity
 from dra_migrate.checks.registry import rule
-from dra_migrate.inventory.fleet import parse_version
-from dra_migrate.inventory.platform import GKE_NO_DEFAULT_PLUGIN, PLATFORM, REPLACE_POOL, SOURCES, PoolPlatform
+from dra_migrate.inventory.fleet import DRA_PLUGIN_LABELS, parse_version
+from dra_migrate.inventory.placement import node_selects
+from dra_migrate.inventory.platform import (
+    GKE_NO_DEFAULT_PLUGIN,
+    GROUP_LABEL,
+    PLATFORM,
+    REPLACE_POOL,
+    SOURCES,
+    PoolPlatform,
+    new_node_labels,
+    new_pool_name,
+)
 
 BLOCKER, WARNING, INFO = Severity.BLOCKER, Severity.WARNING, Severity.INFO
 
@@ -116,6 +127,50 @@ def platform_plugin_conflict(ctx: CheckContext) -> Iterator[Finding]:
                 f"({SOURCES['gke-gpu-operator']}); the plan replaces this pool",
                 (ObjectRef("Pool", name),),
             )
+
+
+@rule(
+    "replace-pool-pinned-workloads",
+    BLOCKER,
+    summary="pods of a pool to replace select its nodes by the pool's own name: they cannot follow to the new pool",
+)
+def replace_pool_pinned(ctx: CheckContext) -> Iterator[Finding]:
+    """A pod placed by `nodeSelector`/required affinity on the old pool's name (or anything else the new
+    pool's nodes will not have) would stay Pending once drained: the health gate would roll the wave back."""
+    nodes = {str((n.get("metadata") or {}).get("name")): n for n in ctx.state.of("Node")}
+    for name, p in _pools(ctx):
+        if p.strategy != REPLACE_POOL:
+            continue
+        members = {n.name for n in ctx.inventory.nodes if n.pool == name}
+        stuck: set[str] = set()
+        for pod in ctx.state.of("Pod"):
+            spec = pod.get("spec") or {}
+            node = nodes.get(str(spec.get("nodeName")))
+            if node is None or spec.get("nodeName") not in members:
+                continue
+            meta = node.get("metadata") or {}
+            labels = new_node_labels(name, p, meta.get("labels") or {}, (DRA_PLUGIN_LABELS[0], "true"))
+            if not node_selects(spec, {**node, "metadata": {**meta, "labels": labels}}):
+                stuck.add(_owner_of(pod))
+        if stuck:
+            shown = ", ".join(sorted(stuck)[:5]) + (f" and {len(stuck) - 5} more" if len(stuck) > 5 else "")
+            yield Finding(
+                "replace-pool-pinned-workloads",
+                BLOCKER,
+                f"pool {name} is replaced by {new_pool_name(name, p)}, but {len(stuck)} workload(s) select its nodes "
+                f"by what the new nodes will not carry (e.g. {GROUP_LABEL.get(p.provisioner, 'the pool label')}="
+                f"{name}): {shown}",
+                "select the GPU nodes by what both pools share (the accelerator or instance type, a label of your "
+                f"own on both), or leave the pool out (--exclude-pools {name})",
+                (ObjectRef("Pool", name),),
+            )
+
+
+def _owner_of(pod: dict[str, Any]) -> str:
+    meta = pod.get("metadata") or {}
+    owner = next((r for r in meta.get("ownerReferences") or [] if r.get("controller")), None)
+    what = f"{owner.get('kind')} {owner.get('name')}" if owner else f"Pod {meta.get('name')}"
+    return f"{meta.get('namespace', '')}/{what}"
 
 
 # "EKS Auto Mode includes the NVIDIA DRA driver in the node runtime on Kubernetes version 1.36 and later"

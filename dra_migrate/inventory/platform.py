@@ -381,5 +381,34 @@ def pool_platforms(
     return out
 
 
+# The label that names a node's group, per provisioner: the new pool's nodes carry it with the new name.
+GROUP_LABEL = {
+    "gke-node-pool": GKE_POOL,
+    "eks-node-group": EKS_NODEGROUP,
+    "karpenter": KARPENTER_POOL,
+    "aks-agent-pool": AKS_POOL,
+}
+
+
+def new_pool_name(pool: str, p: PoolPlatform) -> str:
+    """The name of the pool that replaces `pool` (what the emitted command creates)."""
+    if p.provisioner == "aks-agent-pool":
+        # AKS Linux node pool names: lowercase letters and digits, at most 12 characters (az aks nodepool add).
+        return ("".join(ch for ch in pool.lower() if ch.isalnum())[:9] + "dra")[:12]
+    return f"{pool}-dra"
+
+
+def new_node_labels(pool: str, p: PoolPlatform, labels: Mapping[str, str], dra: tuple[str, str]) -> dict[str, str]:
+    """An old node's labels as its replacement in the new pool has them: the new group name, the DRA kubelet
+    plugin's label on, the platform's device plugin off (GKE: gke-no-default-nvidia-gpu-device-plugin)."""
+    out = {**labels, dra[0]: dra[1]}
+    key = GROUP_LABEL.get(p.provisioner)
+    if key:
+        out[key] = new_pool_name(pool, p)
+    if p.platform == "gke":
+        out[GKE_NO_DEFAULT_PLUGIN] = "true"
+    return out
+
+
 def karpenter_nodepool(state: ClusterState, name: str | None) -> Obj | None:
     return next((p for p in state.of("karpenter.sh/NodePool") if _meta(p).get("name") == name), None)

@@ -21,14 +21,12 @@ from typing import Any
 
 from dra_migrate.inventory.platform import (
     AKS_CLUSTER,
-    AKS_POOL,
-    EKS_NODEGROUP,
     GKE_NO_DEFAULT_PLUGIN,
-    GKE_POOL,
-    KARPENTER_POOL,
+    GROUP_LABEL,
     REPLACE_POOL,
     SOURCES,
     PoolPlatform,
+    new_pool_name,
 )
 from dra_migrate.plan.model import Inverse, PrepareStage, Step
 from dra_migrate.plan.params import PlanParams
@@ -87,23 +85,10 @@ def explain(pool: str, p: PoolPlatform | None) -> dict[str, Any]:
 # --- replace-pool: the new pool ---------------------------------------------------------------------
 
 
-def new_pool_name(pool: str, p: PoolPlatform) -> str:
-    if p.provisioner == "aks-agent-pool":
-        # AKS Linux node pool names: lowercase letters and digits, at most 12 characters (az aks nodepool add).
-        return ("".join(ch for ch in pool.lower() if ch.isalnum())[:9] + "dra")[:12]
-    return f"{pool}-dra"
-
-
 def new_pool_selector(pool: str, p: PoolPlatform, params: PlanParams) -> dict[str, str]:
     """The label the new pool's nodes carry, as the emitted command makes them."""
-    new = new_pool_name(pool, p)
-    key = {
-        "gke-node-pool": GKE_POOL,
-        "eks-node-group": EKS_NODEGROUP,
-        "karpenter": KARPENTER_POOL,
-        "aks-agent-pool": AKS_POOL,
-    }.get(p.provisioner)
-    return {key: new} if key else {"dra-migrate.io/replaces": pool, params.dra_label: params.dra_on}
+    key = GROUP_LABEL.get(p.provisioner)
+    return {key: new_pool_name(pool, p)} if key else {"dra-migrate.io/replaces": pool, params.dra_label: params.dra_on}
 
 
 def _labels_arg(labels: dict[str, str], sep: str = ",") -> str:

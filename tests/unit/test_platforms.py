@@ -31,12 +31,12 @@ EXPECTED: dict[str, tuple[dict[str, tuple[str, str, str]], set[str]]] = {
     ),
     "eks-karpenter": (
         {"gpu-h100": ("eks", "platform", "replace-pool")},
-        {"platform-replace-pool", "autoscaler-dra-from-zero"},
+        {"platform-replace-pool", "autoscaler-dra-from-zero", "replace-pool-pinned-workloads"},
     ),
     "eks-device-plugin": ({"p4d-a100": ("eks", "device-plugin-daemonset", "in-place")}, set()),
     "aks-managed": (
         {"h100": ("aks", "platform", "replace-pool")},
-        {"platform-replace-pool", "autoscaler-dra-from-zero"},
+        {"platform-replace-pool", "autoscaler-dra-from-zero", "replace-pool-pinned-workloads"},
     ),
     "openshift": ({"p5.48xlarge": ("openshift", "gpu-operator", "in-place")}, set()),
 }
@@ -46,6 +46,7 @@ PLATFORM_RULES = {
     "autoscaler-dra-from-zero",
     "platform-plugin-conflict",
     "eks-auto-mode-dra-version",
+    "replace-pool-pinned-workloads",
 }
 
 
