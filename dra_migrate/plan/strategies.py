@@ -172,6 +172,25 @@ def _karpenter_manifest(pool: str, p: PoolPlatform, dra: dict[str, str], nodes: 
     }
 
 
+def operator_checks(p: PoolPlatform) -> list[str]:
+    """What the emitted command cannot settle and the operator must check before running it."""
+    out = []
+    if any(i.lower().startswith("bottlerocket") for i in p.os_images):
+        out.append(
+            "the old nodes are Bottlerocket NVIDIA nodes, whose OS runs NVIDIA's device plugin "
+            "(https://bottlerocket.dev/en/os/latest/api/settings/kubelet-device-plugins/): make sure the new "
+            "nodes' image runs the NVIDIA DRA driver and not that plugin (EKS: "
+            "https://docs.aws.amazon.com/eks/latest/userguide/device-management-nvidia-dra-device-plugin.html); "
+            "await-pool fails if they still advertise no DRA devices"
+        )
+    if p.provisioner == "karpenter":
+        out.append(
+            "spec.replicas needs Karpenter's StaticCapacity feature gate (https://karpenter.sh/docs/reference/settings/"
+            "#feature-gates); without it, remove replicas and run Karpenter >= 1.15 with its DRA feature gates"
+        )
+    return out
+
+
 def replace_pool_provision(
     pool: str,
     p: PoolPlatform,
@@ -184,13 +203,15 @@ def replace_pool_provision(
 ) -> PrepareStage:
     """The stage before the old pool's drains: the new pool up, proven, and big enough."""
     command, manifest = platform_command(pool, p, params, cluster)
+    checks = operator_checks(p)
     selector = new_pool_selector(pool, p, params)
     new = new_pool_name(pool, p)
     where = f"Pool {new}"
     steps = (
         Step(f"provision-{pool}/await-pool", "await-pool", where,
              {"platform": p.platform, "provisioner": p.provisioner, "command": command,
-              **({"manifest": manifest} if manifest else {}), "selector": dict(selector), "nodes": max(p.nodes, 1),
+              **({"manifest": manifest} if manifest else {}), **({"check": checks} if checks else {}),
+              "selector": dict(selector), "nodes": max(p.nodes, 1),
               "devicesPerNode": devices_per_node, "driver": params.dra_driver, "sources": list(p.sources)},
              "the operator ran the command above (the tool calls no cloud API)", "30m",
              Inverse("none", {"why": f"the new pool is the platform's: delete pool {new} there to abandon"})),

@@ -69,8 +69,18 @@ def inventory_document(inv: dict[str, Any]) -> Document:
 
     doc.heading(f"GPU pools ({len(inv['pools'])})")
     doc.table(
-        ["pool", "nodes", "allocatable", "requested", "dra devices", "strategy", "platform", "group", "gpu stack",
-         "switching"],
+        [
+            "pool",
+            "nodes",
+            "allocatable",
+            "requested",
+            "dra devices",
+            "strategy",
+            "platform",
+            "group",
+            "gpu stack",
+            "switching",
+        ],
         [
             [
                 p["name"],

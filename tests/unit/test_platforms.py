@@ -230,3 +230,13 @@ def test_validate_refuses_a_replace_pool_plan_that_drains_before_the_new_pool_is
     unknown = copy.deepcopy(body)
     unknown["stages"][i + 1]["strategy"] = "yolo"
     assert any("unknown strategy" in p.message for p in validate.validate(unknown))
+
+
+def test_show_prints_the_platform_command_in_full_and_what_to_check_first() -> None:
+    from dra_migrate.render.plan import plan_document
+
+    doc = plan_document(_plan("eks-karpenter").to_dict())
+    text = doc.render("table", width=None)
+    assert "run on the platform (eks): kubectl apply -f -" in text
+    assert '"replicas": 2' in text and "check first: the old nodes are Bottlerocket" in text
+    assert "protect: annotation karpenter.sh/do-not-disrupt=true" in text
