@@ -232,6 +232,17 @@ def _plan(r: dict[str, Any]) -> Section:
         ],
     )
     s.blocks.append(applicability_badge(r))
+    ways = r.get("strategies") or []
+    if ways:
+        sub = s.sub("strategies", f"How each pool is cut over ({len(ways)})")
+        sub.table(
+            ["pool", "strategy", "platform", "gpu stack", "why", "sources"],
+            [
+                [x["pool"], x["strategy"], x.get("platform") or "-", x.get("stackOwner") or "-", x["why"],
+                 ", ".join(x.get("sources") or []) or "-"]
+                for x in ways
+            ],
+        )  # fmt: skip
     left = r.get("excludedPools") or []
     if left:
         sub = s.sub("excluded", f"Pools left out ({len(left)})")

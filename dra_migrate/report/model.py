@@ -30,6 +30,7 @@ JSON (`-o json`), `formatVersion` 1; new keys may appear, an incompatible change
     capacitySource: plan (recorded at planning time) | snapshot | live | null,
     capacityChanges [{pool, resource, field, planned, now}] | null (since planning; needs the cluster),
     excludedPools [{pool, reason, findings}],
+    strategies [{pool, strategy, platform, stackOwner, why, sources}],
     summary {pools, nodes, waves, evictedPods, estimatedDuration, ...},
     stages [{name, pool, resources, steps [{id, action, target, timeout, undo, params, restore}],
              waves [{name, nodes, evictedPods, soakAfter}], blockedBy, applicable}],
@@ -258,6 +259,8 @@ class Report:
     capacity_source: str | None = None  # "plan" (recorded at planning time), "snapshot" or "live"
     capacity_changes: list[CapacityChange] | None = None  # since planning; None: nothing to compare
     excluded_pools: list[dict[str, Any]] = field(default_factory=list)  # left out of the plan, and why
+    # How each planned pool is cut over, and why (plan review.strategies; plan/strategies.py)
+    strategies: list[dict[str, Any]] = field(default_factory=list)
     diff: dict[str, Any] | None = None
     timeline: Timeline | None = None
     verification: Verification | None = None
@@ -354,6 +357,7 @@ def build_report(
         capacity_source=cluster["source"] if readiness is not None else ("plan" if planned is not None else None),
         capacity_changes=_capacity_changes(planned, _capacity(readiness)) if readiness and planned else None,
         excluded_pools=excluded_pools_json(review.get("excludedPools") or []),
+        strategies=[dict(x) for x in review.get("strategies") or [] if isinstance(x, dict)],
         summary=dict(plan.get("summary") or {}),
         stages=[_stage(s, plan.get("findings") or []) for s in plan.get("stages") or []],
         diff=diff,
