@@ -169,9 +169,12 @@ NODE_SCOPED = frozenset(
 def excluded_nodes(readiness: Readiness, gates: dict[str, bool], driver: str) -> dict[str, str]:
     """Node -> why the plan leaves it out (the reasons of the node-scoped blockers)."""
     out: dict[str, str] = {}
+    replaced = {p.name for p in readiness.inventory.pools if p.platform and p.platform.strategy == REPLACE_POOL}
     for n in readiness.inventory.nodes:
         if n.dra_plugin_enabled and not n.device_plugin_enabled:
             continue  # already migrated
+        if n.pool in replaced:
+            continue  # drained across, not switched: its own plugins and kubelet do not matter
         skew = kubelet_skew(n.kubelet_version, gates)
         if skew is not None:
             out[n.name] = f"kubelet-version-unsupported: {skew}"

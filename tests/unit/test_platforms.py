@@ -240,3 +240,22 @@ def test_show_prints_the_platform_command_in_full_and_what_to_check_first() -> N
     assert "run on the platform (eks): kubectl apply -f -" in text
     assert '"replicas": 2' in text and "check first: the old nodes are Bottlerocket" in text
     assert "protect: annotation karpenter.sh/do-not-disrupt=true" in text
+
+
+def test_a_replaced_pools_old_kubelets_do_not_leave_its_nodes_out(tmp_path: Path) -> None:
+    """In place, a 1.35 kubelet cannot serve DRA-backed nvidia.com/gpu (kubelet-version-unsupported leaves the
+    node out); a replaced pool's nodes are only drained, the new pool's kubelets serve DRA."""
+    from ruamel.yaml import YAML
+
+    yaml = YAML()
+    doc = yaml.load((FIXTURES / "gke-managed.yaml").read_text())
+    for o in doc["items"]:
+        if o["kind"] == "Node":
+            o["status"]["nodeInfo"]["kubeletVersion"] = "v1.35.4"
+    with (tmp_path / "old.yaml").open("w") as f:
+        yaml.dump(doc, f)
+    state = load_snapshot(tmp_path / "old.yaml")
+    body = build_plan(state, PlanParams(exclude_pools=("l4-ts",)))
+    assert body["summary"]["excludedNodes"] == []
+    assert body["summary"]["nodes"] == 2
+    assert "kubelet-version-unsupported" not in {f["id"] for f in body["findings"]}
