@@ -14,9 +14,12 @@ demo: install
 	$(PY) -m dra_migrate report plans/demo-example.yaml --snapshot fixtures/clusters/demo.yaml -o html \
 		--out plans/demo.report.html
 
+# Import contracts (layers; click only in cli/, kubernetes only in kube/, ruamel only in the plan codec and
+# YAML I/O; no test doubles in the product): [tool.importlinter] in pyproject.toml, docs/architecture.md.
 lint: install
 	$(PY) -m ruff check dra_migrate tests bench tools fixtures
 	$(PY) -m mypy
+	lint-imports
 
 # The control plane is built once per machine into ~/.cache/dra-migrate (tools/k8s/build).
 k8s:

@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT / "tests" / "integration"))
 
 import controlplane  # noqa: E402
 
-from dra_migrate.cluster.live import USER_AGENT  # noqa: E402
+from dra_migrate.kube import USER_AGENT  # noqa: E402
 from dra_migrate.plan import io as plan_io  # noqa: E402
 from dra_migrate.plan.estimate import ExecutorCosts, plan_estimate  # noqa: E402
 from dra_migrate.sim.fleet import SimulatedFleet  # noqa: E402

@@ -16,12 +16,12 @@ from dra_migrate.cli import exitcodes
 from dra_migrate.cli.options import SourceOptions, load_state, output_option, print_data, source_options
 from dra_migrate.errors import ClusterError, InputError
 from dra_migrate.execute.journal import journal_path, read_records
-from dra_migrate.execute.kubeapi import DEFAULT_BURST, DEFAULT_QPS, RateLimit
 from dra_migrate.execute.lock import break_lock
 from dra_migrate.execute.ops import live_ops
 from dra_migrate.execute.progress import progress_of
 from dra_migrate.execute.runner import RESUME_HINT, STOPPED, ApplyOptions
 from dra_migrate.execute.session import ApplySession
+from dra_migrate.kube import DEFAULT_BURST, DEFAULT_QPS, RateLimit
 from dra_migrate.plan import io as plan_io
 from dra_migrate.plan.model import Action, Plan
 from dra_migrate.plan.params import parse_duration

@@ -6,9 +6,9 @@ import io
 import logging
 
 import click
-from ruamel.yaml import YAML
 
 from dra_migrate.cli.options import SourceOptions, load_state, output_option, source_options
+from dra_migrate.cluster.yamlio import dump_yaml
 from dra_migrate.inventory.dra import check_driver_name
 from dra_migrate.render import emit, to_json, to_names
 
@@ -63,10 +63,7 @@ def deviceclasses(source: SourceOptions, dra_driver: str, output: str) -> None:
     for ng in gen.not_generated:
         out.write(f"# not generated: {ng.extended_resource_name}: {ng.reason}\n")
         log.warning("not generated: %s: %s", ng.extended_resource_name, ng.reason)
-    yaml = YAML(typ="rt")
-    yaml.width = 4096  # keep CEL expressions on one line
-    yaml.explicit_start = True
     for p in sorted(gen.proposals, key=lambda p: p.name):
         out.write(f"# {p.extended_resource_name}: {p.reason}\n")
-        yaml.dump(p.manifest(), out)
+        out.write(dump_yaml(p.manifest(), explicit_start=True))  # long lines whole: CEL on one line
     emit(out.getvalue())

@@ -114,11 +114,12 @@ def report(
 def _identity(source: SourceOptions) -> Identity | None:
     """Who the API server says we are; None (with a warning) when it will not say."""
     from dra_migrate.cluster.live import LiveCluster, LiveOptions
-    from dra_migrate.execute.kubeapi import Kube
+    from dra_migrate.kube import RetryPolicy
     from dra_migrate.report.identity import who_am_i
 
     try:
-        return who_am_i(Kube(LiveCluster(LiveOptions(source.kubeconfig, source.context)).api, retries=2))
+        cluster = LiveCluster(LiveOptions(source.kubeconfig, source.context))
+        return who_am_i(cluster.kube.with_retry(RetryPolicy(retries=2)))
     except ClusterError as e:
         log.warning("identity not recorded: SelfSubjectReview failed: %s", e)
         return None

@@ -3,34 +3,23 @@
 Config is resolved as kubectl does: --kubeconfig, else $KUBECONFIG (a colon-separated list,
 merged), else ~/.kube/config, else the in-cluster service account. Optional kinds (CRDs, newer
 APIs) are listed only when discovery shows them served; one that is not installed is not an error.
-Responses are parsed with orjson straight from the wire, never through the client's models
-(which cost far more time and memory than the JSON itself).
+Requests, retries (reads fail fast when nothing listens), rate limit and errors are the API client's
+(`dra_migrate.kube`).
 """
 
 from __future__ import annotations
 
-import os
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from dra_migrate import __version__
 from dra_migrate.cluster.kinds import ALL_KINDS, Kind
 from dra_migrate.cluster.state import SourceInfo
 from dra_migrate.cluster.templates import TemplateTable
-from dra_migrate.errors import ClusterError, MigrateError
+from dra_migrate.kube import DEFAULT_TIMEOUT, READ_RETRIES, Kube, connect, current_context, kubeconfig_paths
 
-PAGE_SIZE = 500  # kubectl's default --chunk-size
-CONNECT_TIMEOUT = 5.0
-READ_TIMEOUT = 60.0
-USER_AGENT = f"dra-migrate/{__version__}"
-_ATTEMPTS = 5
-_TRANSIENT = (429, 500, 502, 503, 504)
 _AGGREGATED_DISCOVERY = (
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
     "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
@@ -47,47 +36,22 @@ class LiveCluster:
     """A read-only connection to one cluster. Counts the HTTP requests it makes."""
 
     def __init__(self, opts: LiveOptions) -> None:
-        self.api = _api_client(opts)
-        self.requests = 0
-        self.context = opts.context or _first_current_context(_kubeconfig_paths(opts))
-        self.server = str(self.api.configuration.host)
+        self.kube: Kube = connect(opts.kubeconfig, opts.context, retry=READ_RETRIES)
+        self.context = opts.context or current_context(kubeconfig_paths(opts.kubeconfig))
+        self.server = self.kube.server
+
+    @property
+    def api(self) -> Any:
+        """The underlying ApiClient (for `Kube` wrappers that share the connection)."""
+        return self.kube.api_client
+
+    @property
+    def requests(self) -> int:
+        return self.kube.stats.requests
 
     def get(self, path: str, query: list[tuple[str, Any]] | None = None, accept: str = "application/json") -> Any:
-        """One GET, retried on what is transient: 429 and 5xx (honouring Retry-After) and broken
-        connections, with backoff, a few times; a refused connection fails at once (nothing listens)."""
-        from urllib3.exceptions import HTTPError, NewConnectionError
-
-        method, url, headers, _, _ = self.api.param_serialize(
-            "GET",
-            path,
-            query_params=query or [],
-            header_params={"Accept": accept},
-            auth_settings=["BearerToken"],
-        )
-        delay = 0.2
-        for attempt in range(1, _ATTEMPTS + 1):
-            self.requests += 1
-            try:
-                resp = self.api.call_api(
-                    method, url, header_params=headers, _request_timeout=(CONNECT_TIMEOUT, READ_TIMEOUT)
-                )
-                body = resp.read()
-            except (HTTPError, OSError) as e:
-                refused = isinstance(e, NewConnectionError) or "refused" in str(e).lower()
-                if attempt == _ATTEMPTS or refused:
-                    raise ClusterError(
-                        f"cannot reach the API server at {self.server}: {_reason(e)}",
-                        "check --kubeconfig/--context and that the cluster is reachable",
-                    ) from e
-            else:
-                if resp.status < 400:
-                    return orjson.loads(body)
-                if resp.status not in _TRANSIENT or attempt == _ATTEMPTS:
-                    raise _api_error(resp.status, body, path)
-                delay = max(delay, _retry_after(resp))
-            time.sleep(min(delay, 5.0))
-            delay *= 2
-        raise AssertionError("unreachable")
+        """One GET with the read policy: 429/5xx/broken connections retried, a refused one fails at once."""
+        return self.kube.get(path, query or [], accept=accept, timeout=DEFAULT_TIMEOUT)
 
     def version(self) -> str | None:
         v = self.get("/version")
@@ -120,20 +84,12 @@ class LiveCluster:
 
     def list_kind(self, kind: Kind) -> Iterator[dict[str, Any]]:
         """Every object of a kind, page by page (limit/continue), with apiVersion/kind filled in."""
-        token: str | None = None
-        while True:
-            query: list[tuple[str, Any]] = [("limit", PAGE_SIZE)]
-            if token:
-                query.append(("continue", token))
-            page = self.get(kind.list_path(), query)
+        for page in self.kube.pages(kind.list_path()):
             for item in page.get("items") or []:
                 # List responses omit apiVersion/kind on items; put them back so objects stand alone.
                 item["apiVersion"] = kind.api_version
                 item["kind"] = kind.kind
                 yield item
-            token = (page.get("metadata") or {}).get("continue")
-            if not token:
-                return
 
     def source_info(self, served: tuple[str, ...]) -> SourceInfo:
         return SourceInfo(
@@ -171,93 +127,3 @@ def read_objects(cluster: LiveCluster, templates: TemplateTable) -> tuple[Source
             yield from cluster.list_kind(kind)
 
     return info, stream()
-
-
-def _api_client(opts: LiveOptions) -> Any:
-    from kubernetes import client, config
-    from kubernetes.config.config_exception import ConfigException
-
-    explicit = opts.kubeconfig is not None
-    path = _kubeconfig_paths(opts)
-    try:
-        if explicit or _any_exists(path):
-            context = opts.context or _first_current_context(path)
-            api = config.new_client_from_config(config_file=path, context=context)  # type: ignore[no-untyped-call]
-        elif os.environ.get("KUBERNETES_SERVICE_HOST"):
-            config.load_incluster_config()  # type: ignore[no-untyped-call]
-            api = client.ApiClient()
-        else:
-            raise ClusterError(
-                "no kubeconfig found (looked at $KUBECONFIG, ~/.kube/config and the in-cluster service account)",
-                "pass --kubeconfig PATH or --snapshot PATH",
-            )
-    except ConfigException as e:
-        raise ClusterError(f"cannot use kubeconfig {path}: {e}", "check --kubeconfig and --context") from e
-    except OSError as e:
-        raise ClusterError(f"cannot read kubeconfig {path}: {e.strerror}", "check --kubeconfig") from e
-    api.user_agent = USER_AGENT
-    return api
-
-
-def _kubeconfig_paths(opts: LiveOptions) -> str:
-    """--kubeconfig, else $KUBECONFIG (a list), else ~/.kube/config: as kubectl resolves it."""
-    return str(opts.kubeconfig) if opts.kubeconfig else os.environ.get("KUBECONFIG") or "~/.kube/config"
-
-
-def _first_current_context(paths: str) -> str | None:
-    """kubectl's rule for a merged $KUBECONFIG: the first file that sets current-context wins
-    (kubectl config docs, "Merging kubeconfig files"); the Python client's merger takes a later one."""
-    from dra_migrate.cluster.yamlio import load_yaml_documents
-
-    for p in paths.split(os.pathsep):
-        f = Path(p).expanduser()
-        if not p or not f.is_file():
-            continue
-        try:
-            docs = list(load_yaml_documents(f.read_text(), str(f)))
-        except (OSError, MigrateError):
-            continue  # the client reports an unreadable kubeconfig itself
-        current = docs[0].get("current-context") if docs and isinstance(docs[0], dict) else None
-        if current:
-            return str(current)
-    return None
-
-
-def _retry_after(resp: Any) -> float:
-    try:
-        return float(resp.getheader("Retry-After") or 0)
-    except (TypeError, ValueError, AttributeError):
-        return 0.0
-
-
-def _any_exists(paths: str) -> bool:
-    return any(Path(p).expanduser().exists() for p in paths.split(os.pathsep) if p)
-
-
-def _reason(e: BaseException) -> str:
-    reason = getattr(e, "reason", None)
-    text = str(reason or e)
-    return text.split(": ", 1)[-1] if len(text) > 200 else text
-
-
-def _api_error(status: int, body: bytes, path: str) -> ClusterError:
-    """An error that quotes the API server's Status message and says which permission is missing."""
-    message = ""
-    try:
-        decoded = orjson.loads(body or b"{}")
-        message = str(decoded.get("message", "")) if isinstance(decoded, dict) else ""
-    except orjson.JSONDecodeError:
-        pass
-    resource = path.rsplit("/", 1)[-1]
-    group = path.split("/")[2] if path.startswith("/apis/") else ""
-    if status == 403:
-        return ClusterError(
-            f"forbidden: cannot list {resource} in API group {group!r}: {message or 'RBAC refused'}",
-            f"grant verb 'list' on resource {resource!r} in API group {group!r} "
-            "(deploy/rbac/readonly.yaml holds every permission the tool needs to read)",
-        )
-    if status == 401:
-        return ClusterError(
-            "unauthorized: the API server rejected the credentials", "refresh your kubeconfig credentials"
-        )
-    return ClusterError(f"GET {path} failed: HTTP {status} {message}".rstrip(), "check the API server's health")

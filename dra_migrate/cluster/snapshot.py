@@ -12,7 +12,6 @@ Accepted on read (see README "Snapshots"):
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -23,7 +22,7 @@ import orjson
 from dra_migrate.cluster.state import ClusterState, SourceInfo, StateBuilder, paused_gc
 from dra_migrate.cluster.templates import TemplateTable
 from dra_migrate.cluster.validate import MAX_DEPTH, depth_exceeds
-from dra_migrate.cluster.yamlio import load_yaml_documents
+from dra_migrate.cluster.yamlio import dump_yaml, load_yaml_documents
 from dra_migrate.errors import InputError
 
 SNAPSHOT_API_VERSION = "dra-migrate.io/v1alpha1"
@@ -234,11 +233,5 @@ def write_snapshot(out: IO[bytes], header: dict[str, Any], items: Iterable[dict[
     if fmt == "json":
         out.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
     else:
-        from ruamel.yaml import YAML
-
-        yaml = YAML(typ="safe", pure=True)
-        yaml.default_flow_style = False
-        buf = io.StringIO()
-        yaml.dump(doc, buf)
-        out.write(buf.getvalue().encode())
+        out.write(dump_yaml(doc, keep_order=False).encode())
     return len(collected)

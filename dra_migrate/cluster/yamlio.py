@@ -160,3 +160,14 @@ def dumper(*, keep_order: bool = True, width: int = 4096) -> YAML:
     if keep_order:
         yaml.sort_base_mapping_type_on_output = False  # type: ignore[assignment]
     return yaml
+
+
+def dump_yaml(doc: Any, *, keep_order: bool = True, explicit_start: bool = False, width: int = 4096) -> str:
+    """One document as block-style YAML text (`dumper`); `keep_order=False` sorts mapping keys."""
+    import io
+
+    yaml = dumper(keep_order=keep_order, width=width)
+    yaml.explicit_start = explicit_start
+    buf = io.StringIO()
+    yaml.dump(doc, buf)
+    return buf.getvalue()

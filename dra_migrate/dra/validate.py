@@ -21,6 +21,7 @@ from dra_migrate.cluster.live import LiveCluster, LiveOptions
 from dra_migrate.cluster.state import ClusterState
 from dra_migrate.dra.cel import SelectorError, UnsupportedSelectorError, compile_selector
 from dra_migrate.errors import ClusterError
+from dra_migrate.kube import ApiError, Unreachable
 
 DEVICECLASSES = "/apis/resource.k8s.io/v1/deviceclasses"
 _TIMEOUT = (5.0, 30.0)
@@ -74,29 +75,22 @@ def dry_run_body(expression: str) -> dict[str, Any]:
 
 def server_verdict(cluster: LiveCluster, expression: str) -> tuple[str, str]:
     """("accepted"|"rejected"|"unknown", message) from a dry-run DeviceClass create."""
-    from urllib3.exceptions import HTTPError
-
-    api = cluster.api
-    method, url, headers, body, _ = api.param_serialize(
-        "POST",
-        DEVICECLASSES,
-        query_params=[("dryRun", "All"), ("fieldValidation", "Strict")],
-        header_params={"Accept": "application/json", "Content-Type": "application/json"},
-        body=dry_run_body(expression),
-        auth_settings=["BearerToken"],
-    )
-    cluster.requests += 1
     try:
-        resp = api.call_api(method, url, header_params=headers, body=body, _request_timeout=_TIMEOUT)
-        data = resp.read()
-    except (HTTPError, OSError) as e:
-        return "unknown", f"cannot reach the API server: {type(e).__name__}"
-    if resp.status < 300:
-        return "accepted", ""
-    message = _status_message(data)
-    if resp.status == 422:
-        return "rejected", message
-    return "unknown", f"HTTP {resp.status}: {message}"
+        cluster.kube.request(
+            "POST",
+            DEVICECLASSES,
+            query=[("dryRun", "All"), ("fieldValidation", "Strict")],
+            body=dry_run_body(expression),
+            timeout=_TIMEOUT,
+        )
+    except Unreachable as e:
+        return "unknown", f"cannot reach the API server: {e.message}"
+    except ApiError as e:
+        message = _status_message(e.body)
+        if e.status == 422:
+            return "rejected", message
+        return "unknown", f"HTTP {e.status}: {message}"
+    return "accepted", ""
 
 
 def _status_message(data: bytes) -> str:

@@ -43,18 +43,18 @@ class Cancelled(MigrateError):
 # resumes; rolling back through the same unreachable server would only fail half-way. A permanent one
 # (StepFailed: a drain blocked past its timeout, a canary that failed, a node replaced; a request the
 # server refused for good) means the step cannot succeed as planned: the wave is rolled back.
-_TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
 
 
 def is_transient(e: BaseException) -> bool:
-    """True for "stop and resume later": no response (after retries), 5xx or 429 after retries, the lock lost."""
-    from dra_migrate.execute.kubeapi import ApiError, Unreachable
+    """True for "stop and resume later": a request the API client calls transient (no response, 5xx or
+    429, after its retries; `dra_migrate.kube.errors`), the lock lost, a cancellation."""
+    from dra_migrate.kube import is_transient as request_is_transient
 
-    if isinstance(e, Unreachable | LockLost | Cancelled):
+    if isinstance(e, LockLost | Cancelled):
         return True
     if isinstance(e, StepFailed):
         return False
-    return isinstance(e, ApiError) and e.status in _TRANSIENT_STATUS
+    return request_is_transient(e)
 
 
 class Cancel:

@@ -32,7 +32,7 @@ from urllib.parse import quote
 
 from dra_migrate.errors import ClusterError
 from dra_migrate.execute.contract import LockHeld, LockLost
-from dra_migrate.execute.kubeapi import ApiError, Kube
+from dra_migrate.kube import ApiError, Kube, RetryPolicy
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +153,7 @@ class _Rest:
 
     def __init__(self, api_client: Any) -> None:
         self._once = Kube(api_client)
-        self._retried = Kube(api_client, retries=_ATTEMPTS - 1, backoff_s=0.25)
+        self._retried = self._once.with_retry(RetryPolicy(retries=_ATTEMPTS - 1, backoff_s=0.25))
 
     def request(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
         """One try (renewal: the renewer's own schedule is the retry)."""

@@ -29,7 +29,7 @@ from dra_migrate.cluster.quantity import parse_quantity
 from dra_migrate.dra.deviceclasses import MANAGED_BY
 from dra_migrate.errors import InputError
 from dra_migrate.execute import canary as canary_check
-from dra_migrate.execute.kubeapi import ApiError, Kube, Obj, path_of
+from dra_migrate.kube import ApiError, Kube, Obj, path_of
 
 FORMAT_VERSION = 1
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"

@@ -20,8 +20,9 @@ Resume: running apply again skips steps the journal records as done; a step that
 ended (a crash), or ended interrupted or failed, runs again — every operation re-checks the cluster
 first, so repeating one is harmless.
 
-The runner is a pure orchestrator over `Ops` with an injected `Clock`: `execute/fake.py` drives it in
-milliseconds in the unit tests; `LiveOps` against the real control plane in the integration tests.
+The runner is a pure orchestrator over `Ops` with an injected `Clock`: `dra_migrate.testing.execute`
+(FakeOps, FakeClock) drives it in milliseconds in the unit tests; `LiveOps` against the real control plane
+in the integration tests.
 """
 
 from __future__ import annotations

@@ -1,25 +1,19 @@
-"""A thin JSON REST layer over the `kubernetes` client's connection and auth handling.
-
-The requests, errors and paths are the tool's own (`dra_migrate.execute.kubeapi`, one implementation);
-this module adds what only the simulator needs: watches, its user agent, timestamps, object copies.
+"""The simulator's view of the API client: `dra_migrate.kube` (one implementation of requests, errors,
+retries and watches) plus what only the simulator needs: its user agent, timestamps, object copies.
 """
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import orjson
-from kubernetes import client as k8s_client
-from kubernetes import config as k8s_config
-
 import dra_migrate
-from dra_migrate.execute.kubeapi import ApiError, Obj, Query, path_of
-from dra_migrate.execute.kubeapi import Kube as _Kube
+from dra_migrate import kube as _kube
+from dra_migrate.kube import ApiError, Kube, Obj, Query, WatchStream, path_of
 
+# Its own user agent, so audit logs tell the simulator's writes from the tool's.
 USER_AGENT = f"dra-migrate-sim/{dra_migrate.__version__}"
 
 __all__ = [
@@ -37,76 +31,8 @@ __all__ = [
 
 
 def new_api_client(kubeconfig: Path | str, user_agent: str = USER_AGENT, *, pool_size: int | None = None) -> Any:
-    """An ApiClient for a kubeconfig, with our user agent so audit logs can tell the simulator apart.
-
-    `pool_size`: connections kept open (the client's default is 5 per CPU). A thread that finds the pool
-    empty opens a connection and drops it after one request: a TLS handshake per request."""
-    cfg = k8s_client.Configuration()
-    k8s_config.load_kube_config(config_file=str(kubeconfig), client_configuration=cfg)  # type: ignore[no-untyped-call]
-    if pool_size is not None:
-        cfg.connection_pool_maxsize = pool_size
-    api = k8s_client.ApiClient(cfg)
-    api.user_agent = user_agent
-    return api
-
-
-class Kube(_Kube):
-    """The tool's JSON REST helper (`dra_migrate.execute.kubeapi.Kube`, no retries: the simulator's loops
-    retry on their own) plus watches, which only the simulator needs."""
-
-    def watch(self, path: str, resource_version: str, query: Query = (), *, timeout_seconds: int = 300) -> WatchStream:
-        query = [
-            *query,
-            ("watch", "true"),
-            ("allowWatchBookmarks", "true"),
-            ("timeoutSeconds", timeout_seconds),
-        ]
-        if resource_version:
-            query = [*query, ("resourceVersion", resource_version)]
-        # The read timeout only guards a dead connection: the server ends the watch after
-        # timeoutSeconds and sends bookmarks in between.
-        resp = self._send("GET", path, query, None, None, (10, timeout_seconds + 30))
-        if not 200 <= resp.status <= 299:
-            raise ApiError("WATCH", path, resp.status, resp.read())
-        return WatchStream(resp.response)
-
-
-class WatchStream:
-    """Events of one watch request. `close()` from another thread ends a blocked read at once."""
-
-    def __init__(self, response: Any) -> None:
-        self._response = response
-        self._closed = threading.Event()
-
-    def __iter__(self) -> Iterator[Obj]:
-        buf = b""
-        try:
-            for chunk in self._response.stream(65536, decode_content=True):
-                buf += chunk
-                while b"\n" in buf:
-                    line, buf = buf.split(b"\n", 1)
-                    if line.strip():
-                        event = orjson.loads(line)
-                        if isinstance(event, dict):
-                            yield event
-        except Exception:
-            if not self._closed.is_set():
-                raise
-        finally:
-            self.close()
-
-    def close(self) -> None:
-        if self._closed.is_set():
-            return
-        self._closed.set()
-        try:
-            # shutdown() (urllib3 >= 2.3) unblocks a read waiting in another thread; close() alone does not.
-            shutdown = getattr(self._response, "shutdown", None)
-            if shutdown is not None:
-                shutdown()
-            self._response.release_conn()
-        except Exception:  # closing a dead connection may fail; there is nothing left to do
-            pass
+    """`dra_migrate.kube.new_api_client` with the simulator's user agent by default."""
+    return _kube.new_api_client(kubeconfig, user_agent, pool_size=pool_size)
 
 
 def now_rfc3339(micro: bool = False) -> str:

@@ -18,9 +18,9 @@ import controlplane
 import pytest
 from conftest import wait_for
 
-from dra_migrate.cluster.live import PAGE_SIZE, USER_AGENT
 from dra_migrate.cluster.snapshot import load_snapshot
 from dra_migrate.inventory.model import build_inventory
+from dra_migrate.kube import PAGE_SIZE, USER_AGENT
 from dra_migrate.sim.fleet import SimulatedFleet
 from dra_migrate.sim.kube import Kube, path_of
 from dra_migrate.sim.load import load_workloads

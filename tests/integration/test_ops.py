@@ -17,9 +17,9 @@ from conftest import wait_for
 
 from dra_migrate.errors import ClusterError
 from dra_migrate.execute.contract import StepFailed
-from dra_migrate.execute.kubeapi import Kube as CoreKube
-from dra_migrate.execute.kubeapi import Unreachable
 from dra_migrate.execute.ops import LiveOps, live_ops
+from dra_migrate.kube import Kube as CoreKube
+from dra_migrate.kube import Unreachable
 from dra_migrate.sim.fleet import SimulatedFleet
 from dra_migrate.sim.kube import ApiError, Kube, path_of
 from dra_migrate.sim.spec import LABEL_DEVICE_PLUGIN, LABEL_DRA_KUBELET_PLUGIN, POOL_LABEL, GpuNodeSpec

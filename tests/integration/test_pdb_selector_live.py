@@ -16,8 +16,8 @@ import controlplane
 import pytest
 from conftest import wait_for
 
-from dra_migrate.execute.kubeapi import ApiError
 from dra_migrate.inventory.placement import pdb_selects
+from dra_migrate.kube import ApiError
 from dra_migrate.sim.fleet import SimulatedFleet
 from dra_migrate.sim.kube import Kube, path_of
 from dra_migrate.sim.spec import GpuNodeSpec

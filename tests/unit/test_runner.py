@@ -18,7 +18,6 @@ import pytest
 from dra_migrate.errors import InputError
 from dra_migrate.execute.actions import ACTIONS, INVERSES
 from dra_migrate.execute.contract import LockLost
-from dra_migrate.execute.fake import Crash, CrashableJournal, FakeClock, FakeOps
 from dra_migrate.execute.journal import INTERRUPTED, Journal, Progress, read_journal
 from dra_migrate.execute.progress import progress_of
 from dra_migrate.execute.runner import FAILED, OK, STOPPED, ApplyOptions, Runner, RunResult, planned_steps
@@ -27,6 +26,7 @@ from dra_migrate.plan import validate
 from dra_migrate.plan.build import node_steps
 from dra_migrate.plan.model import Action, Inverse, InverseAction, NodeEntry, Plan, PoolStage, PrepareStage, Step, Wave
 from dra_migrate.plan.params import PlanParams
+from dra_migrate.testing.execute import Crash, CrashableJournal, FakeClock, FakeOps
 
 DP, DRA = "nvidia.com/gpu.deploy.device-plugin", "nvidia.com/dra-kubelet-plugin"
 ORIGINAL = {"unschedulable": False, "labels": {DP: "true", DRA: None}}

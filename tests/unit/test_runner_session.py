@@ -13,14 +13,14 @@ from test_runner import MIGRATED, make_plan
 
 from dra_migrate.errors import InputError
 from dra_migrate.execute.contract import LockLost
-from dra_migrate.execute.fake import FakeClock, FakeOps
 from dra_migrate.execute.journal import journal_path, read_journal
-from dra_migrate.execute.kubeapi import RateLimit
 from dra_migrate.execute.runner import ApplyOptions
 from dra_migrate.execute.session import ApplySession
+from dra_migrate.kube import RateLimit
 from dra_migrate.plan import io as plan_io
 from dra_migrate.plan.drift import Drift, ObjectChange
 from dra_migrate.plan.model import Plan
+from dra_migrate.testing.execute import FakeClock, FakeOps
 
 
 class NoCluster:
@@ -288,17 +288,16 @@ class _Client:
 
 
 def test_429_waits_what_retry_after_says_and_each_attempt_takes_a_token(monkeypatch: pytest.MonkeyPatch) -> None:
-    from dra_migrate.execute import kubeapi
+    from dra_migrate.kube import Kube, RetryPolicy
 
     slept: list[float] = []
-    monkeypatch.setattr(kubeapi.time, "sleep", slept.append)
     taken = []
     limit = RateLimit(1000, 1000)
     monkeypatch.setattr(limit, "acquire", lambda: taken.append(1))
     answers = [_Resp(429, {"Retry-After": "7"}), _Resp(429, {"Retry-After": "120"}), _Resp(200, {})]
-    kube = kubeapi.Kube(_Client(answers), retries=3, rate_limit=limit)
+    kube = Kube(_Client(answers), retries=3, rate_limit=limit, sleep=slept.append)
     assert kube.get("/api/v1/nodes") == {"ok": 1}
-    assert slept == [7.0, kubeapi.MAX_RETRY_AFTER_S]  # as the server said (capped at a minute), not our backoff
+    assert slept == [7.0, RetryPolicy().max_retry_after_s]  # as the server said (capped at a minute), not our backoff
     assert len(taken) == 3
 
 

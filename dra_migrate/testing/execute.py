@@ -11,7 +11,7 @@ permanent (`StepFailed`), at the start of the operation (nothing changed) or mid
 then the failure); `hang` blocks until the wait is cancelled; `crash` stops the process as a SIGKILL
 would (nothing after it reaches the journal: use `CrashableJournal`).
 
-Not used by the product: the CLI only ever builds `LiveOps`.
+Not used by the product (an import contract forbids it): the CLI only ever builds `LiveOps`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dra_migrate.execute.contract import NEVER, Cancel, Change, StepFailed
-from dra_migrate.execute.kubeapi import Unreachable
+from dra_migrate.kube import Unreachable
 from dra_migrate.plan.model import Plan
 
 

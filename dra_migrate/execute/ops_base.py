@@ -1,0 +1,104 @@
+"""What every part of `LiveOps` shares: its connection and clock, the paths it asks for, small
+readers of API objects. `LiveOps` (ops.py) is assembled from the parts: drain (ops_drain.py), canary
+(ops_canary.py), nodes, DRA readiness and DeviceClasses (ops.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from dra_migrate.execute.contract import SYSTEM_CLOCK, Cancel, Clock, StepFailed
+from dra_migrate.inventory.resources import quantity_int
+from dra_migrate.kube import WRITE_RETRIES, Kube, Obj, RateLimit, path_of
+
+PODS = "/api/v1/pods"
+SLICES = "/apis/resource.k8s.io/v1/resourceslices"
+DEVICE_CLASSES = "/apis/resource.k8s.io/v1/deviceclasses"
+DAEMONSETS = "/apis/apps/v1/daemonsets"
+DRY_RUN = ("dryRun", "All")
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"  # kubelet's static pods (kubernetes/kubectl pkg/drain)
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+CANARY_LABEL = "dra-migrate.io/canary"  # one value per canary call: finds a duplicate a retried POST made
+CANARY_NODE_ANNOTATION = "dra-migrate.io/canary-node"
+CANARY_PREFIX = "dra-migrate-canary-"  # canary pods' generateName
+GPU_PREFIX = "nvidia.com/"
+EVICTION_BACKOFF_CAP_S = 5.0
+# A node's evictions go out at once, as kubectl's evictPods starts one goroutine per pod under one global
+# timeout (k8s.io/kubectl v0.37.2 pkg/drain/drain.go); bounded here, and by the client's rate limit.
+EVICTION_WORKERS = 32
+# Waits poll quickly at first, then less often: a wave of 200 nodes each polling every 0.5 s would ask for
+# 400+ requests a second, throttled by the client's rate limit and costing every other lane its turn.
+POLL_GROWTH = 1.5
+# A canary the scheduler placed by the device plugin on a node whose allocatable is already 0 was
+# scheduled from a view older than the node's status: the scheduler works from its informer cache,
+# snapshotted at the start of each cycle (k8s.io/kubernetes@v1.37.2 pkg/scheduler/schedule_one.go,
+# UpdateSnapshot), so a status update it has not yet received is invisible to it. Such a canary is made
+# again, this many times in all, before the step fails (seen on a 2,000-node twin whose scheduler lagged).
+CANARY_ATTEMPTS = 3
+POLL_CAP_S = 2.0
+
+
+class OpsBase:
+    """The state every part of `LiveOps` uses (see LiveOps for the parameters)."""
+
+    def __init__(
+        self,
+        api_client: Any,
+        *,
+        poll_s: float = 0.5,
+        poll_cap_s: float = POLL_CAP_S,
+        canary_namespace: str = "default",
+        clock: Clock = SYSTEM_CLOCK,
+        rate_limit: RateLimit | None = None,
+    ) -> None:
+        self.api = api_client
+        self.kube = Kube(api_client, retry=WRITE_RETRIES, rate_limit=rate_limit)
+        self.poll_s = poll_s
+        self.poll_cap_s = poll_cap_s
+        self.canary_namespace = canary_namespace
+        self.clock = clock
+
+    def _pause(self, seconds: float, deadline: float, cancel: Cancel) -> None:
+        """Sleep until the next poll (not past the deadline); a cancellation ends it at once."""
+        self.clock.sleep(min(seconds, max(deadline - self.clock.monotonic(), 0.0)), cancel)
+
+    def _node(self, node: str) -> Obj:
+        obj = self.kube.get_or_none(path_of("v1", "nodes", node))
+        if obj is None:
+            raise StepFailed(f"node {node} does not exist", "it was removed since the plan was made: re-plan")
+        return obj
+
+
+def _meta(obj: Mapping[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, dict) else {}
+
+
+def _labels(obj: Mapping[str, Any]) -> dict[str, str]:
+    return _meta(obj).get("labels") or {}
+
+
+def _key(pod: Mapping[str, Any]) -> str:
+    return f"{_meta(pod).get('namespace')}/{_meta(pod).get('name')}"
+
+
+def _uid(pod: Mapping[str, Any]) -> str:
+    return str(_meta(pod).get("uid", ""))
+
+
+def _unschedulable(node: Mapping[str, Any]) -> bool:
+    return bool((node.get("spec") or {}).get("unschedulable"))
+
+
+def _gpu_allocatable(node: Mapping[str, Any]) -> dict[str, int]:
+    alloc = (node.get("status") or {}).get("allocatable") or {}
+    return {k: quantity_int(v) for k, v in alloc.items() if k.startswith(GPU_PREFIX)}
+
+
+def _parse_time(text: str) -> datetime | None:
+    try:
+        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    except ValueError:
+        return None

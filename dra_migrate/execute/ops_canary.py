@@ -1,0 +1,262 @@
+"""The canary step: schedule a pod that asks for the GPU resource, see it served by DRA, run it and
+judge its output (dra_migrate/execute/canary.py), delete it (part of `LiveOps`)."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+from dra_migrate.dra.deviceclasses import MANAGED_BY
+from dra_migrate.execute import canary as canary_check
+from dra_migrate.execute.contract import NEVER, Cancel, Change, StepFailed
+from dra_migrate.execute.ops_base import (
+    CANARY_ATTEMPTS,
+    CANARY_LABEL,
+    CANARY_NODE_ANNOTATION,
+    CANARY_PREFIX,
+    DRY_RUN,
+    HOSTNAME_LABEL,
+    POLL_GROWTH,
+    SLICES,
+    OpsBase,
+    _labels,
+    _meta,
+    _uid,
+)
+from dra_migrate.inventory.resources import quantity_int
+from dra_migrate.kube import Obj, path_of
+
+
+class CanaryOps(OpsBase):
+    def canary(
+        self,
+        node: str,
+        resource: str,
+        image: str,
+        timeout_s: float,
+        *,
+        dry_run: bool = False,
+        cancel: Cancel = NEVER,
+        command: list[str] | None = None,
+    ) -> Change:
+        """Schedule, run and judge a pod that proves use (dra_migrate/execute/canary.py); then delete it."""
+        deadline = time.monotonic() + timeout_s
+        ns = self.canary_namespace
+        target_labels = _labels(self._node(node))
+        token = uuid.uuid4().hex[:12]
+        line = canary_check.command_line(command)
+        manifest = _canary_pod(node, target_labels.get(HOSTNAME_LABEL, node), resource, image, token, line)
+        pods = path_of("v1", "pods", namespace=ns)
+        if dry_run:
+            out = self.kube.create(pods, manifest, [DRY_RUN])
+            after = {"pod": f"{ns}/{_meta(out).get('name') or manifest['metadata']['generateName']}", "node": node}
+            return Change(f"Node {node}", {}, after, dry_run=True)
+        self._delete_canaries(node=node)  # one left by an interrupted run
+        attempt = 1
+        while True:
+            with self._cleanup(token):
+                name = str(_meta(self.kube.create(pods, manifest)).get("name", ""))
+                try:
+                    allocated = self._await_canary(node, ns, name, resource, deadline, timeout_s, cancel)
+                except _SchedulerBehind as behind:
+                    if attempt >= CANARY_ATTEMPTS or time.monotonic() >= deadline:
+                        raise behind.failed(attempt) from None
+                else:
+                    return self._judge_canary(node, ns, name, allocated, deadline, timeout_s, cancel)
+            attempt += 1  # the stale canary is deleted (leaving the block); give the scheduler a poll
+            cancel.wait(min(self.poll_s, max(deadline - time.monotonic(), 0.0)))
+            cancel.check()
+
+    def _await_canary(
+        self, node: str, ns: str, name: str, resource: str, deadline: float, timeout_s: float, cancel: Cancel = NEVER
+    ) -> Change:
+        """Until the canary is bound to `node` with a DRA allocation; the Change names the claim and its devices."""
+        path = path_of("v1", "pods", name, ns)
+        delay = self.poll_s
+        while True:
+            pod = self.kube.get(path)
+            bound = (pod.get("spec") or {}).get("nodeName")
+            status = pod.get("status") or {}
+            claim_status = status.get("extendedResourceClaimStatus")
+            if bound and bound != node:
+                raise StepFailed(f"canary pod {ns}/{name} was scheduled to {bound}, not {node}")
+            if bound and claim_status:
+                claim_name = str(claim_status.get("resourceClaimName", ""))
+                claim = self.kube.get_or_none(path_of("resource.k8s.io/v1", "resourceclaims", claim_name, ns))
+                results = ((((claim or {}).get("status") or {}).get("allocation") or {}).get("devices") or {}).get(
+                    "results"
+                )
+                after = {"pod": f"{ns}/{name}", "node": node, "resource": resource, "claim": claim_name}
+                if not results:
+                    # The pod finished before its claim was read: the resourceclaim controller deletes a
+                    # terminal pod's generated claim (k8s.io/kubernetes@v1.37.2
+                    # pkg/controller/resourceclaim/controller.go L1650-1668). A canary runs a second or
+                    # two, a poll can be longer: it is judged by the node's published devices instead.
+                    return Change(f"Node {node}", {}, {**after, "devices": None})
+                devices = [{k: r.get(k) for k in ("driver", "pool", "device")} for r in results]
+                return Change(f"Node {node}", {}, {**after, "devices": devices})
+            if bound:
+                # The scheduler writes extendedResourceClaimStatus before it binds (KEP-5004 PreBind),
+                # so a bound pod without it got the resource from the device plugin — from a stale view
+                # if the node no longer offers it (see CANARY_ATTEMPTS).
+                if self._allocatable(node, resource) == 0:
+                    raise _SchedulerBehind(ns, name, node, resource)
+                raise StepFailed(
+                    f"canary pod {ns}/{name} on node {node} was served by the device plugin, not DRA "
+                    f"(no extendedResourceClaimStatus): {resource} is still advertised by the node",
+                    "check that the device plugin is off on the node and a DeviceClass maps the resource",
+                    {"pod": f"{ns}/{name}", "node": node},
+                )
+            if time.monotonic() >= deadline:
+                message = next(
+                    (
+                        str(c.get("message") or c.get("reason") or "")
+                        for c in status.get("conditions") or []
+                        if c.get("type") == "PodScheduled" and c.get("status") == "False"
+                    ),
+                    "",
+                )
+                raise StepFailed(
+                    f"canary pod {ns}/{name} requesting 1 {resource} was not scheduled to node {node} within "
+                    f"{timeout_s:g}s: {message or 'no scheduling decision yet'}",
+                    "check the node's ResourceSlices and the DeviceClass with extendedResourceName " + resource,
+                    {"pod": f"{ns}/{name}", "node": node, "scheduler": message},
+                )
+            # The canary's deadline is on time.monotonic (its own body): so is this wait.
+            cancel.wait(min(delay, max(deadline - time.monotonic(), 0.0)))
+            cancel.check()
+            delay = min(delay * POLL_GROWTH, self.poll_cap_s)
+
+    def _allocatable(self, node: str, resource: str) -> int:
+        alloc = (self._node(node).get("status") or {}).get("allocatable") or {}
+        return quantity_int(alloc.get(resource, "0"))
+
+    def _judge_canary(
+        self, node: str, ns: str, name: str, allocated: Change, deadline: float, timeout_s: float, cancel: Cancel
+    ) -> Change:
+        """Until the kubelet has run the canary: ok when it Succeeded naming every allocated device — or,
+        its claim gone before it was read, naming one of the node's published devices."""
+        claim_gone = allocated.after.get("devices") is None
+        results = list(allocated.after.get("devices") or [])
+        slices: list[Obj] = []
+        if claim_gone:
+            slices, _ = self.kube.list_all(SLICES, [("fieldSelector", f"spec.nodeName={node}")])
+        for d in sorted({str(r.get("driver")) for r in results}):
+            items, _ = self.kube.list_all(SLICES, [("fieldSelector", f"spec.driver={d}")])
+            slices.extend(items)
+        ids = canary_check.expected_ids(results, slices)
+        path = path_of("v1", "pods", name, ns)
+        while True:
+            pod = self.kube.get(path)
+            events = self._pod_events(ns, pod)
+            v = canary_check.verdict(pod, ids, events)
+            if v.state == "ok" and claim_gone:
+                v, seen = canary_check.judged_by_node(v, slices, node)
+                if seen:
+                    devices = [{k: d[k] for k in ("driver", "pool", "device")} for d in seen]
+                    after = {**allocated.after, "devices": devices, "saw": v.saw, "expected": [d["id"] for d in seen]}
+                    return Change(allocated.target, {}, {**after, "claimGone": True})
+            if v.state == "ok":
+                return Change(allocated.target, {}, {**allocated.after, "saw": v.saw, "expected": ids})
+            expired = time.monotonic() >= deadline
+            if v.state == "failed" or expired:
+                reason = v.reason if v.state == "failed" else canary_check.timed_out(pod, events, timeout_s)
+                raise StepFailed(
+                    f"canary pod {ns}/{name} on node {node} did not prove use of {', '.join(ids)}: {reason}",
+                    "check the DRA kubelet plugin's log on that node and the canary image/command "
+                    "(plan --canary-image/--canary-command)",
+                    {"pod": f"{ns}/{name}", "node": node, "expected": ids, "saw": v.saw, "exitCode": v.exit_code,
+                     "reason": reason},
+                )  # fmt: skip
+            cancel.wait(min(self.poll_s, max(deadline - time.monotonic(), 0.0)))
+            cancel.check()
+
+    def _pod_events(self, ns: str, pod: Obj) -> list[Obj]:
+        uid = _uid(pod)
+        if not uid:
+            return []
+        items, _ = self.kube.list_all(
+            path_of("v1", "events", namespace=ns), [("fieldSelector", f"involvedObject.uid={uid}")]
+        )
+        return items
+
+    @contextlib.contextmanager
+    def _cleanup(self, token: str) -> Iterator[None]:
+        """Delete the canary pod(s) of this call however the block ends; a failed delete is reported,
+        without hiding the error that ended the block."""
+        try:
+            yield
+        except BaseException as e:
+            try:
+                self._delete_canaries(token=token)
+            except Exception as cleanup:
+                e.add_note(f"and deleting the canary pod failed: {cleanup}")
+            raise
+        self._delete_canaries(token=token)
+
+    def _delete_canaries(self, *, token: str = "", node: str = "") -> None:
+        selector = f"{CANARY_LABEL}={token}" if token else CANARY_LABEL
+        ns = self.canary_namespace
+        items, _ = self.kube.list_all(path_of("v1", "pods", namespace=ns), [("labelSelector", selector)])
+        for pod in items:
+            if node and (_meta(pod).get("annotations") or {}).get(CANARY_NODE_ANNOTATION) != node:
+                continue
+            # Grace 0: the canary holds a device; its claim goes with it (the pod owns it).
+            self.kube.delete(
+                path_of("v1", "pods", str(_meta(pod).get("name")), ns),
+                {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0},
+            )
+
+
+class _SchedulerBehind(Exception):
+    """The canary was bound by the device plugin to a node whose allocatable is already 0 (a temporary
+    error: the scheduler had not seen the node's status yet); `failed` is the step's error once retries end."""
+
+    def __init__(self, ns: str, name: str, node: str, resource: str) -> None:
+        super().__init__(f"{ns}/{name}")
+        self.ns, self.name, self.node, self.resource = ns, name, node, resource
+
+    def failed(self, attempts: int) -> StepFailed:
+        return StepFailed(
+            f"canary pod {self.ns}/{self.name} on node {self.node} was served by the device plugin, not DRA, "
+            f"{attempts} time(s), although the node's allocatable {self.resource} is 0: the scheduler is "
+            "placing pods from a view older than the node's status",
+            "check the scheduler's load (its queue and client rate), then run apply again to resume",
+            {"pod": f"{self.ns}/{self.name}", "node": self.node, "attempts": attempts},
+        )
+
+
+def _canary_pod(node: str, hostname: str, resource: str, image: str, token: str, command: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "generateName": CANARY_PREFIX,
+            "labels": {**MANAGED_BY, CANARY_LABEL: token},
+            "annotations": {CANARY_NODE_ANNOTATION: node},
+        },
+        "spec": {
+            # Node affinity, not nodeName: nodeName bypasses the scheduler, which is what must allocate
+            # the device through DRA. The hostname label (read from the node) rather than the node name,
+            # which it may differ from.
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {"matchExpressions": [{"key": HOSTNAME_LABEL, "operator": "In", "values": [hostname]}]}
+                        ]
+                    }
+                }
+            },
+            # Tolerate every taint, the cordon's node.kubernetes.io/unschedulable included: the canary
+            # runs while the node is still cordoned.
+            "tolerations": [{"operator": "Exists"}],
+            "containers": [{**canary_check.container(image, command, 1), "resources": {"limits": {resource: "1"}}}],
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 0,
+            "automountServiceAccountToken": False,
+        },
+    }

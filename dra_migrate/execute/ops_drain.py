@@ -1,0 +1,185 @@
+"""Drain, as `kubectl drain` does it but only through the Eviction API (part of `LiveOps`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from dra_migrate.cluster.state import uses_devices
+from dra_migrate.errors import InputError
+from dra_migrate.execute.contract import NEVER, Cancel, Change, StepFailed
+from dra_migrate.execute.ops_base import (
+    DRY_RUN,
+    EVICTION_BACKOFF_CAP_S,
+    EVICTION_WORKERS,
+    MIRROR_ANNOTATION,
+    PODS,
+    POLL_GROWTH,
+    OpsBase,
+    _key,
+    _meta,
+    _uid,
+)
+from dra_migrate.inventory.placement import pdb_selects
+from dra_migrate.kube import ApiError, Obj, path_of
+
+
+class DrainOps(OpsBase):
+    def drain(
+        self, node: str, scope: str, timeout_s: float, *, dry_run: bool = False, cancel: Cancel = NEVER
+    ) -> Change:
+        """Evict the node's pods in `scope` as `kubectl drain` does, but only through the Eviction API.
+
+        Skipped as kubectl's filters skip them (kubernetes/kubectl pkg/drain/filters.go): DaemonSet pods
+        (their controller ignores unschedulable and would recreate them at once) and mirror pods (the
+        kubelet's static pods; the API object cannot be evicted). Unlike kubectl, pods without a
+        controller are evicted too (no --force needed): the plan lists them for review beforehand.
+        """
+        if scope not in ("gpu", "all"):
+            raise InputError(f"drain scope must be 'gpu' or 'all', not {scope!r}")
+        deadline = self.clock.monotonic() + timeout_s
+        pods = [p for p in self._pods_on(node) if _drainable(p) and (scope == "all" or uses_devices(p))]
+        before = {"pods": sorted(_key(p) for p in pods)}
+        if not pods:
+            return Change(f"Node {node}", before, {"pods": []}, dry_run)
+        # Pods already being deleted need no eviction, only the wait for them to go.
+        to_evict = {_key(p): p for p in pods if not _meta(p).get("deletionTimestamp")}
+        blocked: dict[str, str] = {}
+        delay = self.poll_s
+        while True:
+            for key, reason in self._evict_all(to_evict, dry_run).items():
+                if reason is None:
+                    del to_evict[key]
+                    blocked.pop(key, None)
+                else:
+                    blocked[key] = reason
+            # A dry run changes nothing that would unblock a disruption budget: report at once.
+            if not to_evict:
+                break
+            if dry_run or self.clock.monotonic() >= deadline:
+                raise self._blocked(node, timeout_s, to_evict, blocked, dry_run)
+            self._pause(delay, deadline, cancel)
+            delay = min(delay * 2, EVICTION_BACKOFF_CAP_S)
+        if dry_run:
+            return Change(f"Node {node}", before, {"pods": []}, dry_run=True)
+        self._wait_gone(node, {_uid(p): _key(p) for p in pods}, deadline, timeout_s, cancel)
+        return Change(f"Node {node}", before, {"pods": []})
+
+    def _evict_all(self, pods: Mapping[str, Obj], dry_run: bool) -> dict[str, str | None]:
+        """Evict every pod at once; per pod None (evicted or gone) or why the server refused for now."""
+        if len(pods) <= 1:
+            return {key: self._evict(pod, dry_run) for key, pod in pods.items()}
+        with ThreadPoolExecutor(max_workers=min(len(pods), EVICTION_WORKERS), thread_name_prefix="evict") as pool:
+            reasons = pool.map(lambda pod: self._evict(pod, dry_run), pods.values())
+            return dict(zip(pods, reasons, strict=True))
+
+    def _pods_on(self, node: str) -> list[Obj]:
+        items, _ = self.kube.list_all(PODS, [("fieldSelector", f"spec.nodeName={node}")])
+        return items
+
+    def _evict(self, pod: Obj, dry_run: bool) -> str | None:
+        """None when evicted (or already gone); the server's reason when it refused for now (429)."""
+        meta = _meta(pod)
+        ns, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": ns},
+            # Only this pod: a newer one of the same name (a StatefulSet's) is not ours to evict.
+            "deleteOptions": {"preconditions": {"uid": meta.get("uid")}, **({"dryRun": ["All"]} if dry_run else {})},
+        }
+        path = path_of("v1", "pods", name, ns, sub="eviction")
+        try:
+            # 429 is left out of the request's own retries: here it means a PodDisruptionBudget
+            # forbids the eviction now, and the caller retries on its own schedule.
+            self.kube.request(
+                "POST",
+                path,
+                body=body,
+                query=[DRY_RUN] if dry_run else [],
+                retry_status={500, 502, 503, 504},
+            )
+        except ApiError as e:
+            if e.status == 404:
+                return None  # gone already
+            if e.status == 409 and meta.get("uid"):
+                return None  # the uid precondition failed: this pod is gone, another took its name
+            if e.status == 429:
+                return e.api_message or "Too Many Requests"
+            if e.status == 403 and _namespace_terminating(e):
+                # Admission refuses every create, evictions included, in a namespace being deleted; the
+                # namespace controller deletes the pod soon. kubectl drain does the same: a pod already
+                # marked for deletion only needs waiting for, any other is retried (pkg/drain/drain.go,
+                # NamespaceTerminatingCause).
+                current = self.kube.get_or_none(path_of("v1", "pods", name, ns))
+                if current is None or _uid(current) != _uid(pod) or _meta(current).get("deletionTimestamp"):
+                    return None
+                if dry_run:
+                    return None  # it goes with its namespace: nothing blocks a real drain here
+                return f"namespace {ns} is being deleted"
+            # More than one budget selecting the pod makes the API server refuse every eviction with
+            # a 500 (policy/v1 Eviction docs): no retry helps, the budgets must be fixed.
+            if e.status == 500 and "more than one" in e.api_message.lower():
+                budgets = self._budgets_for(pod)
+                raise StepFailed(
+                    f"cannot evict {ns}/{name}: {e.api_message}",
+                    "leave one PodDisruptionBudget selecting the pod",
+                    {"budgets": budgets, "pods": [f"{ns}/{name}"]},
+                ) from e
+            raise
+        return None
+
+    def _blocked(
+        self, node: str, timeout_s: float, pending: Mapping[str, Obj], reasons: Mapping[str, str], dry_run: bool
+    ) -> StepFailed:
+        budgets = sorted({b for pod in pending.values() for b in self._budgets_for(pod)})
+        pods = sorted(pending)
+        why = f"PodDisruptionBudget {', '.join(budgets)}" if budgets else "the API server"
+        when = "a dry-run eviction" if dry_run else f"{timeout_s:g}s of retries"
+        said = "; ".join(sorted({reasons[k] for k in pods if reasons.get(k)}))
+        return StepFailed(
+            f"drain of node {node}: {len(pods)} pod(s) still there after {when}, eviction refused by {why}: "
+            f"{', '.join(pods)}" + (f" ({said})" if said else ""),
+            "wait until the budget allows a disruption (more replicas ready), or relax the budget, then resume",
+            {"budgets": budgets, "pods": pods},
+        )
+
+    def _budgets_for(self, pod: Obj) -> list[str]:
+        """The PodDisruptionBudgets of the pod's namespace whose selector matches its labels."""
+        ns = str(_meta(pod).get("namespace", ""))
+        items, _ = self.kube.list_all(path_of("policy/v1", "poddisruptionbudgets", namespace=ns))
+        return sorted(f"{ns}/{_meta(b).get('name')}" for b in items if pdb_selects(b, pod))
+
+    def _wait_gone(self, node: str, uids: Mapping[str, str], deadline: float, timeout_s: float, cancel: Cancel) -> None:
+        """Until no evicted pod (by uid: a recreated pod of the same name is another pod) is left on the
+        node, as kubectl drain's waitForDelete does."""
+        delay = self.poll_s
+        while True:
+            left = sorted(uids[_uid(p)] for p in self._pods_on(node) if _uid(p) in uids)
+            if not left:
+                return
+            if self.clock.monotonic() >= deadline:
+                raise StepFailed(
+                    f"drain of node {node}: {len(left)} evicted pod(s) still terminating after {timeout_s:g}s: "
+                    f"{', '.join(left)}",
+                    "check the kubelet on that node and the pods' finalizers, then resume",
+                    {"budgets": [], "pods": left},
+                )
+            self._pause(delay, deadline, cancel)
+            delay = min(delay * POLL_GROWTH, self.poll_cap_s)
+
+
+def _drainable(pod: Mapping[str, Any]) -> bool:
+    """Not a DaemonSet's pod nor a mirror pod: kubectl drain's daemonSetFilter and mirrorPodFilter."""
+    if MIRROR_ANNOTATION in (_meta(pod).get("annotations") or {}):
+        return False
+    for ref in _meta(pod).get("ownerReferences") or []:
+        if ref.get("controller") and ref.get("kind") == "DaemonSet":
+            return False
+    return True
+
+
+def _namespace_terminating(e: ApiError) -> bool:
+    causes = e.details.get("causes") or []
+    return any(isinstance(c, dict) and c.get("reason") == "NamespaceTerminating" for c in causes)

@@ -1,0 +1,94 @@
+"""Connecting to a cluster: kubeconfig resolution as kubectl does it, and the client built from it.
+
+--kubeconfig, else $KUBECONFIG (a colon-separated list, merged), else ~/.kube/config, else the
+in-cluster service account. The context: --context, else the first file of the list that sets
+current-context (kubectl's rule).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from dra_migrate.errors import ClusterError
+from dra_migrate.kube.client import USER_AGENT, WRITE_RETRIES, Kube, RateLimit, RetryPolicy
+
+
+def kubeconfig_paths(kubeconfig: Path | str | None) -> str:
+    """--kubeconfig, else $KUBECONFIG (a list), else ~/.kube/config: as kubectl resolves it."""
+    return str(kubeconfig) if kubeconfig else os.environ.get("KUBECONFIG") or "~/.kube/config"
+
+
+def current_context(paths: str) -> str | None:
+    """kubectl's rule for a merged $KUBECONFIG: the first file that sets current-context wins
+    (kubectl config docs, "Merging kubeconfig files"); the Python client's merger takes a later one."""
+    from kubernetes import config
+
+    for p in paths.split(os.pathsep):
+        f = Path(p).expanduser()
+        if not p or not f.is_file():
+            continue
+        try:
+            _contexts, active = config.list_kube_config_contexts(config_file=str(f))  # type: ignore[no-untyped-call]
+        except Exception:  # no current-context, or unreadable: the client reports a bad kubeconfig itself
+            continue
+        name = active.get("name") if isinstance(active, dict) else None
+        if name:
+            return str(name)
+    return None
+
+
+def new_api_client(
+    kubeconfig: Path | str | None = None,
+    user_agent: str = USER_AGENT,
+    *,
+    context: str | None = None,
+    pool_size: int | None = None,
+) -> Any:
+    """An ApiClient (the `kubernetes` package's) for a kubeconfig, a context and a user agent.
+
+    `pool_size`: connections kept open (the client's default is 5 per CPU). A thread that finds the pool
+    empty opens a connection and drops it after one request: a TLS handshake per request."""
+    from kubernetes import client, config
+    from kubernetes.config.config_exception import ConfigException
+
+    explicit = kubeconfig is not None
+    paths = kubeconfig_paths(kubeconfig)
+    cfg = client.Configuration()
+    try:
+        if explicit or any(Path(p).expanduser().exists() for p in paths.split(os.pathsep) if p):
+            config.load_kube_config(  # type: ignore[no-untyped-call]
+                config_file=paths, context=context or current_context(paths), client_configuration=cfg
+            )
+        elif os.environ.get("KUBERNETES_SERVICE_HOST"):
+            config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+        else:
+            raise ClusterError(
+                "no kubeconfig found (looked at $KUBECONFIG, ~/.kube/config and the in-cluster service account)",
+                "pass --kubeconfig PATH or --snapshot PATH",
+            )
+    except ConfigException as e:
+        raise ClusterError(f"cannot use kubeconfig {paths}: {e}", "check --kubeconfig and --context") from e
+    except OSError as e:
+        raise ClusterError(f"cannot read kubeconfig {paths}: {e.strerror}", "check --kubeconfig") from e
+    if pool_size is not None:
+        cfg.connection_pool_maxsize = pool_size
+    api = client.ApiClient(cfg)
+    api.user_agent = user_agent
+    return api
+
+
+def connect(
+    kubeconfig: Path | str | None = None,
+    context: str | None = None,
+    *,
+    retry: RetryPolicy = WRITE_RETRIES,
+    rate_limit: RateLimit | None = None,
+    user_agent: str = USER_AGENT,
+    pool_size: int | None = None,
+) -> Kube:
+    """The client for a cluster: kubeconfig resolved as kubectl does, our user agent, the retry policy,
+    and a rate limit (the defaults, DEFAULT_QPS/DEFAULT_BURST, unless one is given)."""
+    api = new_api_client(kubeconfig, user_agent, context=context, pool_size=pool_size)
+    return Kube(api, retry=retry, rate_limit=rate_limit if rate_limit is not None else RateLimit())

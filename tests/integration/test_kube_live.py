@@ -1,0 +1,131 @@
+"""The API client (dra_migrate.kube) against a real kube-apiserver: what only the server can show --
+its user agent in the audit log, its Status on a refusal, and the list+watch helper's handling of the
+server's own watch semantics (selectors, bookmarks, timeouts, 410 Gone on a compacted resourceVersion)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.request
+from typing import Any
+
+import controlplane
+import pytest
+from conftest import wait_for
+
+from dra_migrate.kube import ADDED, DELETED, MODIFIED, USER_AGENT, ApiError, Event, Informer, Kube, connect, path_of
+
+pytestmark = pytest.mark.cluster
+
+
+def _cm(name: str, app: str, value: str = "1") -> dict[str, Any]:
+    return {"metadata": {"name": name, "labels": {"app": app}}, "data": {"v": value}}
+
+
+def test_requests_carry_the_tools_user_agent_and_errors_keep_the_servers_status(
+    control_plane: controlplane.ControlPlane, namespace: str
+) -> None:
+    client = connect(control_plane.kubeconfig)
+    client.get(path_of("v1", "configmaps", namespace=namespace))
+    with pytest.raises(ApiError) as err:
+        client.get(path_of("v1", "configmaps", "absent", namespace))
+    e = err.value
+    assert (e.status, e.reason, e.method, e.transient) == (404, "NotFound", "GET", False)
+    assert 'configmaps "absent" not found' in e.api_message
+    events = wait_for(
+        "the audit log to show our requests",
+        lambda: [ev for ev in controlplane.audit_events(control_plane, USER_AGENT) if namespace in ev["requestURI"]],
+    )
+    assert all(ev["userAgent"].startswith(f"{USER_AGENT} ") or ev["userAgent"] == USER_AGENT for ev in events)
+    assert client.stats.requests == 2
+
+
+def test_the_informer_follows_one_kind_by_selector_across_watch_timeouts(
+    control_plane: controlplane.ControlPlane, kube: Kube, namespace: str
+) -> None:
+    path = path_of("v1", "configmaps", namespace=namespace)
+    kube.create(path, _cm("before", "x"))
+    kube.create(path, _cm("other", "y"))  # not selected
+    # timeoutSeconds=1: the server ends each watch after a second, so the informer re-watches several
+    # times during the test, each time from the last resourceVersion it saw (bookmarks included).
+    informer = Informer(connect(control_plane.kubeconfig), path, label_selector="app=x", timeout_seconds=1)
+    seen: list[Event] = []
+    lock = threading.Lock()
+
+    def record(event: Event) -> None:
+        with lock:
+            seen.append(event)
+
+    thread = informer.run(record)
+    try:
+        assert informer.synced.wait(10)
+        kube.create(path, _cm("during", "x"))
+        time.sleep(2.5)  # at least two watch timeouts
+        kube.merge_patch(path_of("v1", "configmaps", "during", namespace), {"data": {"v": "2"}})
+        kube.delete(path_of("v1", "configmaps", "before", namespace))
+
+        def done() -> bool:
+            with lock:
+                return any(e.type == DELETED for e in seen)
+
+        wait_for("the delete to be seen", done)
+    finally:
+        informer.close()
+        thread.join(10)
+    got = [(e.type, e.object["metadata"]["name"]) for e in seen]
+    assert got == [(ADDED, "before"), (ADDED, "during"), (MODIFIED, "during"), (DELETED, "before")]
+    assert informer.lists == 1 and informer.watches >= 3, (informer.lists, informer.watches)
+    assert [o["metadata"]["name"] for o in informer.objects()] == ["during"]
+    assert not thread.is_alive()
+
+
+def test_a_compacted_resource_version_is_410_and_the_informer_lists_again(
+    control_plane: controlplane.ControlPlane, kube: Kube, namespace: str
+) -> None:
+    # Events: kube-apiserver keeps no watch cache for them (DefaultWatchCacheSizes, events: 0), so their
+    # watches are served by etcd itself and a compacted resourceVersion is really gone. (A kind with a
+    # watch cache that has not filled up answers an old resourceVersion with the current objects.)
+    path = path_of("v1", "events", namespace=namespace)
+    created = kube.create(path, _event("a", namespace))
+    _compact(control_plane, int(created["metadata"]["resourceVersion"]))
+    # The server's own answer to a resourceVersion older than its history (the shape the informer must
+    # recognise): an ERROR event, or the watch request itself refused, with a Status of code 410.
+    try:
+        events = list(kube.watch(path, "1", timeout_seconds=2))
+        assert events and events[0]["type"] == "ERROR" and events[0]["object"]["code"] == 410, events
+    except ApiError as e:
+        assert e.status == 410
+
+    informer = Informer(connect(control_plane.kubeconfig), path, timeout_seconds=5)
+    stream = informer.events()
+    assert next(stream).type == ADDED
+    informer.resource_version = "1"  # as if the informer had been away for longer than etcd's history
+    kube.create(path, _event("b", namespace))
+    names = []
+    for event in stream:
+        names.append((event.type, event.object["metadata"]["name"]))
+        if event.object["metadata"]["name"] == "b":
+            break
+    informer.close()
+    assert names == [(ADDED, "b")] and informer.lists == 2
+
+
+def _event(name: str, namespace: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name},
+        "involvedObject": {"kind": "ConfigMap", "name": "x", "namespace": namespace},
+        "reason": "Test",
+        "message": "test",
+        "type": "Normal",
+    }
+
+
+def _compact(cp: controlplane.ControlPlane, revision: int) -> None:
+    """Compact etcd's history up to `revision` (etcd's v3 JSON gateway, loopback, no auth in tools/k8s/up),
+    as kube-apiserver does every 5 minutes (--etcd-compaction-interval): older resourceVersions are gone."""
+    port = controlplane.read_env(cp.dir)["ETCD_PORT"]
+    body = json.dumps({"revision": str(revision), "physical": True}).encode()
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v3/kv/compaction", data=body, method="POST")
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        assert resp.status == 200
