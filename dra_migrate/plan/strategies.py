@@ -250,6 +250,14 @@ def replace_pool_node_steps(params: PlanParams, protect: str | None) -> tuple[St
     return tuple(steps)
 
 
+def verifying_steps(stage: dict[str, Any], node: str, actions: tuple[str, ...]) -> tuple[str, ...]:
+    """The step ids whose success verifies a node (report): its own `actions` (wait-dra-ready, canary); for a
+    replaced pool's node, whose workloads move to the new pool, the new pool's await-pool and canary-pool."""
+    if stage.get("strategy") == REPLACE_POOL:
+        return f"provision-{stage.get('pool')}/await-pool", f"provision-{stage.get('pool')}/canary-pool"
+    return tuple(f"{stage['name']}/{node}/{a}" for a in actions)
+
+
 # --- what a plan file must hold for these stages (plan/validate.py asks) -------------------------------
 
 PROVISION_ACTIONS = ("await-pool", "canary-pool", "check-pool-capacity")
@@ -276,6 +284,26 @@ def provision_problems(stage: dict[str, Any], following: Any) -> list[Problem]:
         sel = params.get("selector") if isinstance(params, dict) else None
         if not isinstance(sel, dict) or not sel or not all(isinstance(v, str) for v in sel.values()):
             out.append((("steps", j, "params", "selector"), "expected the new pool's node labels (key: value)", ""))
+    return out
+
+
+def replace_stage_problems(stage: dict[str, Any], params: PlanParams) -> list[Problem]:
+    """A replace-pool stage: its node steps (`replace_steps_problem`), and its nodes recording the original value
+    of exactly the annotation the protect step sets (dropping the autoscaler's protection is refused)."""
+    if stage.get("strategy") != REPLACE_POOL:
+        return [(("strategy",), f"unknown strategy {stage.get('strategy')!r} (in-place or replace-pool)", "")]
+    steps = stage["nodeSteps"]
+    problem = replace_steps_problem(steps, params)
+    out: list[Problem] = [(("nodeSteps",), problem, "regenerate the plan")] if problem else []
+    keys = {s["params"].get("key") for s in steps if isinstance(s, dict) and s.get("id") == "protect"
+            and isinstance(s.get("params"), dict)} if isinstance(steps, list) else set()  # fmt: skip
+    for k, wave in enumerate(stage["waves"] if isinstance(stage["waves"], list) else []):
+        for m, n in enumerate(wave.get("nodes") or [] if isinstance(wave, dict) else []):
+            recorded = set(((n.get("original") or {}).get("annotations") or {}) if isinstance(n, dict) else {})
+            if recorded != keys:
+                out.append((("waves", k, "nodes", m, "original", "annotations"),
+                            f"must record exactly the annotations the steps set ({', '.join(sorted(keys)) or 'none'})",
+                            "the protect step keeps the autoscaler off: regenerate the plan"))  # fmt: skip
     return out
 
 

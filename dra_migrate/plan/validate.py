@@ -35,6 +35,7 @@ from dra_migrate.plan.params import (
     label_key_problem,
     label_value_problem,
 )
+from dra_migrate.plan.strategies import provision_problems, replace_stage_problems
 
 Path = tuple[str | int, ...]
 
@@ -214,15 +215,12 @@ def _stages(c: _Checker, stages: Any, params: PlanParams | None) -> bool:
 
 def _provision(c: _Checker, stage: Any, where: Path, following: Any) -> None:
     """A replace-pool's `provision-<pool>`: its rules are the strategy's (`strategies.provision_problems`)."""
-    from dra_migrate.plan.strategies import provision_problems
-
-    if not c.mapping(stage, where, _PREPARE_KEYS):
-        return
-    for at, message, hint in provision_problems(stage, following):
-        c.add((*where, *at), message, hint)
-    for j, step in enumerate(stage["steps"] if isinstance(stage["steps"], list) else []):
-        if _step_shape(c, step, (*where, "steps", j)):
-            c.duration(step["timeout"], (*where, "steps", j, "timeout"))
+    if c.mapping(stage, where, _PREPARE_KEYS):
+        for at, message, hint in provision_problems(stage, following):
+            c.add((*where, *at), message, hint)
+        for j, step in enumerate(stage["steps"] if isinstance(stage["steps"], list) else []):
+            if _step_shape(c, step, (*where, "steps", j)):
+                c.duration(step["timeout"], (*where, "steps", j, "timeout"))
 
 
 def _step_shape(c: _Checker, step: Any, where: Path) -> bool:
@@ -294,9 +292,6 @@ def _pool_stage(
 ) -> None:
     if not c.mapping(stage, where, _POOL_STAGE_KEYS | {"strategy"}, required=_POOL_STAGE_KEYS):
         return
-    if stage.get("strategy", "in-place") not in ("in-place", "replace-pool"):
-        c.add((*where, "strategy"), f"unknown strategy {stage['strategy']!r} (in-place or replace-pool)")
-        return
     pool = stage["pool"]
     if not c.string(pool, (*where, "pool")):
         return
@@ -308,11 +303,10 @@ def _pool_stage(
         c.add((*where, "name"), f"stage {stage['name']} appears twice")
     pools.add(str(stage["name"]))
     c.strings(stage["resources"], (*where, "resources"))
-    if stage.get("strategy") == "replace-pool":
-        labels: frozenset[str] | None = _replace_steps(c, stage["nodeSteps"], (*where, "nodeSteps"), params)
-        _protected(c, stage, where)
-    else:
-        labels = _node_steps(c, stage["nodeSteps"], (*where, "nodeSteps"), params)
+    in_place = stage.get("strategy", "in-place") == "in-place"  # else its rules are plan/strategies.py's
+    labels = _node_steps(c, stage["nodeSteps"], (*where, "nodeSteps"), params) if in_place else frozenset()
+    for at, message, hint in [] if in_place else replace_stage_problems(stage, params or PlanParams()):
+        c.add((*where, *at), message, hint)
     waves = stage["waves"]
     if not isinstance(waves, list) or not waves:
         c.add((*where, "waves"), "expected a list of waves")
@@ -387,30 +381,6 @@ def _node_steps(c: _Checker, steps: Any, where: Path, params: PlanParams | None)
     return frozenset(k for k in keys if isinstance(k, str))
 
 
-def _replace_steps(c: _Checker, steps: Any, where: Path, params: PlanParams | None) -> frozenset[str] | None:
-    """A replace-pool stage's node steps (`strategies.replace_steps_problem`): they switch no label."""
-    from dra_migrate.plan.strategies import replace_steps_problem
-
-    problem = replace_steps_problem(steps, params or PlanParams())
-    if problem is not None:
-        c.add(where, problem, "regenerate the plan")
-    return frozenset() if isinstance(steps, list) else None
-
-
-def _protected(c: _Checker, stage: dict[str, Any], where: Path) -> None:
-    """Nodes that record an annotation's original value are protected by a step that sets it (and back)."""
-    steps = stage["nodeSteps"] if isinstance(stage["nodeSteps"], list) else []
-    keys = {s["params"].get("key") for s in steps if isinstance(s, dict) and s.get("id") == "protect"
-            and isinstance(s.get("params"), dict)}  # fmt: skip
-    for k, wave in enumerate(stage["waves"] if isinstance(stage["waves"], list) else []):
-        for m, n in enumerate(wave.get("nodes") or [] if isinstance(wave, dict) else []):
-            recorded = set(((n.get("original") or {}).get("annotations") or {}) if isinstance(n, dict) else {})
-            if recorded != keys:
-                c.add((*where, "waves", k, "nodes", m, "original", "annotations"),
-                      f"must record exactly the annotations the steps set ({', '.join(sorted(keys)) or 'none'})",
-                      "the protect step keeps the autoscaler off the old nodes: regenerate the plan")  # fmt: skip
-
-
 def _label_step(c: _Checker, step: dict[str, Any], at: Path) -> None:
     p = step["params"]
     if set(p) != {"key", "value"}:
@@ -450,8 +420,6 @@ def _node(c: _Checker, entry: Any, at: Path, labels: frozenset[str] | None, node
     keys = frozenset({"unschedulable", "labels"})
     if not c.mapping(original, (*at, "original"), keys | {"annotations"}, required=keys):
         return
-    if "annotations" in original and not isinstance(original["annotations"], dict):
-        c.add((*at, "original", "annotations"), "expected a mapping of annotation key to value (null: absent)")
     if not isinstance(original["unschedulable"], bool):
         c.add((*at, "original", "unschedulable"), "expected true or false (the node's cordon state before the plan)")
     recorded = original["labels"]

@@ -28,6 +28,7 @@ from dra_migrate.render.rehearsal import (
     wave_rows,
 )
 from dra_migrate.render.rehearsal import capacity_rows as rehearsed_capacity_rows
+from dra_migrate.report.platforms import strategies_section
 
 # Section ids: stable anchors in the HTML, and what the browser test looks for.
 SECTIONS = (
@@ -232,17 +233,7 @@ def _plan(r: dict[str, Any]) -> Section:
         ],
     )
     s.blocks.append(applicability_badge(r))
-    ways = r.get("strategies") or []
-    if ways:
-        sub = s.sub("strategies", f"How each pool is cut over ({len(ways)})")
-        sub.table(
-            ["pool", "strategy", "platform", "gpu stack", "why", "sources"],
-            [
-                [x["pool"], x["strategy"], x.get("platform") or "-", x.get("stackOwner") or "-", x["why"],
-                 ", ".join(x.get("sources") or []) or "-"]
-                for x in ways
-            ],
-        )  # fmt: skip
+    strategies_section(s, r.get("strategies") or [])
     left = r.get("excludedPools") or []
     if left:
         sub = s.sub("excluded", f"Pools left out ({len(left)})")

@@ -54,6 +54,7 @@ from dra_migrate.cluster.state import cluster_object
 from dra_migrate.execute.actions import verifying_actions
 from dra_migrate.execute.journal import DONE, FAILED, ROLLED_BACK, STARTED, Progress, Record
 from dra_migrate.plan.scope import stage_blockers
+from dra_migrate.plan.strategies import verifying_steps
 from dra_migrate.plan.view import excluded_pools_json, plan_cluster
 from dra_migrate.secrets import scrub
 
@@ -580,21 +581,11 @@ def verification(plan: dict[str, Any], records: list[Record]) -> Verification:
             for n in wave.get("nodes") or []:
                 node = str(n.get("node"))
                 states = []
-                for step_id in _verified_by(stage, node):
+                for step_id in verifying_steps(stage, node, verifying_actions()):  # wait-dra-ready, canary
                     s = progress.steps.get(step_id)
                     states.append(_NODE_STATE.get(s.status, s.status) if s else "not-run")
                 nodes.append(NodeVerification(node, str(stage["name"]), str(wave.get("name")), states[0], states[1]))
     return Verification(last, _verdict(last, nodes), nodes)
-
-
-def _verified_by(stage: dict[str, Any], node: str) -> tuple[str, str]:
-    """The steps whose success verifies a node: its own wait-dra-ready and canary; for a replaced pool's
-    node (its workloads move to the new pool), the new pool's await-pool and canary-pool (plan/strategies.py)."""
-    if stage.get("strategy") == "replace-pool":
-        provision = f"provision-{stage.get('pool')}"
-        return f"{provision}/await-pool", f"{provision}/canary-pool"
-    ready, canary = (f"{stage['name']}/{node}/{a}" for a in verifying_actions())  # wait-dra-ready, canary
-    return ready, canary
 
 
 def _verdict(last: Run | None, nodes: list[NodeVerification]) -> str:

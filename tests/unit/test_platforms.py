@@ -12,7 +12,7 @@ from dra_migrate.checks.run import assess
 from dra_migrate.cluster.snapshot import load_snapshot
 from dra_migrate.execute.actions import StepContext, run_step
 from dra_migrate.execute.contract import StepFailed
-from dra_migrate.execute.fake import FakeClock, FakeNode, FakeOps
+from dra_migrate.testing.execute import FakeClock, FakeNode, FakeOps
 from dra_migrate.execute.journal import Journal
 from dra_migrate.execute.runner import OK, ApplyOptions, Runner
 from dra_migrate.plan import io as plan_io
