@@ -19,6 +19,7 @@ from dra_migrate.inventory.platform import (
     REPLACE_POOL,
     SOURCES,
     PoolPlatform,
+    controller_version,
     new_node_labels,
     new_pool_name,
 )
@@ -80,7 +81,15 @@ def autoscaler_dra_from_zero(ctx: CheckContext) -> Iterator[Finding]:
         if p.strategy != REPLACE_POOL or p.autoscaler is None:
             continue
         if p.autoscaler == "karpenter":
-            why = (
+            version = controller_version(ctx.state, "karpenter/controller")
+            parsed = parse_version(version)
+            if parsed is not None and parsed >= (1, 15, 0):
+                seen = f"Karpenter {version} can, with its DRA feature gates on (a snapshot cannot show them): "
+            elif parsed is not None:
+                seen = f"Karpenter {version} cannot (before 1.15): "
+            else:
+                seen = ""
+            why = seen + (
                 "Karpenter provisions for pending DRA claims only from v1.15 with its DRA feature gates "
                 f"({SOURCES['eks-devices']}; {SOURCES['karpenter-dra']}), so a pool scaled from zero by pending "
                 "GPU pods may never start"

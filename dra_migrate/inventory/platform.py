@@ -410,5 +410,17 @@ def new_node_labels(pool: str, p: PoolPlatform, labels: Mapping[str, str], dra: 
     return out
 
 
+def controller_version(state: ClusterState, image_part: str) -> str | None:
+    """The version in the image tag of the Deployment whose image contains `image_part` (e.g.
+    "karpenter/controller:1.8.1@sha256:..." -> "1.8.1"), None when there is none or it has no tag."""
+    for d in state.of("apps/Deployment"):
+        for c in ((d.get("spec") or {}).get("template") or {}).get("spec", {}).get("containers") or []:
+            image = str(c.get("image") or "") if isinstance(c, Mapping) else ""
+            if image_part in image:
+                tag = image.split("@")[0].rpartition(":")[2]
+                return tag.lstrip("v") if tag and "/" not in tag else None
+    return None
+
+
 def karpenter_nodepool(state: ClusterState, name: str | None) -> Obj | None:
     return next((p for p in state.of("karpenter.sh/NodePool") if _meta(p).get("name") == name), None)

@@ -12,7 +12,6 @@ from dra_migrate.checks.run import assess
 from dra_migrate.cluster.snapshot import load_snapshot
 from dra_migrate.execute.actions import StepContext, run_step
 from dra_migrate.execute.contract import StepFailed
-from dra_migrate.testing.execute import FakeClock, FakeNode, FakeOps
 from dra_migrate.execute.journal import Journal
 from dra_migrate.execute.runner import OK, ApplyOptions, Runner
 from dra_migrate.plan import io as plan_io
@@ -20,6 +19,7 @@ from dra_migrate.plan import validate
 from dra_migrate.plan.build import build_plan
 from dra_migrate.plan.model import Plan, PoolStage, PrepareStage, Step
 from dra_migrate.plan.params import PlanParams
+from dra_migrate.testing.execute import FakeClock, FakeNode, FakeOps
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "clusters" / "platforms"
 
@@ -259,3 +259,10 @@ def test_a_replaced_pools_old_kubelets_do_not_leave_its_nodes_out(tmp_path: Path
     assert body["summary"]["excludedNodes"] == []
     assert body["summary"]["nodes"] == 2
     assert "kubelet-version-unsupported" not in {f["id"] for f in body["findings"]}
+
+
+def test_the_karpenter_version_decides_what_the_autoscaler_finding_says() -> None:
+    readiness = assess(_state("eks-karpenter"))
+    finding = next(f for f in readiness.findings if f.id == "autoscaler-dra-from-zero")
+    assert "Karpenter 1.8.1 cannot (before 1.15)" in finding.message
+    assert "spec.replicas" in finding.remediation
