@@ -3,7 +3,7 @@ PY ?= python3
 DEMO ?= fixtures/clusters/demo.yaml
 export PYTHONDONTWRITEBYTECODE = 1
 
-.PHONY: install demo test test-unit test-cluster test-realnode lint k8s node browser golden bench
+.PHONY: install demo test test-unit test-cluster test-realnode test-policy lint k8s node opa browser golden bench
 
 install:
 	@$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
@@ -32,6 +32,11 @@ k8s:
 node: k8s
 	tools/realnode/build
 
+# The policy engine for `dra-migrate policy check` and tests/policy (docs/policy.md): OPA built from the Go
+# module proxy into ~/.cache/dra-migrate/opa (pinned; a no-op when cached).
+opa:
+	tools/opa/build
+
 # The HTML report is checked in headless Chromium (tests/integration/test_report_browser.py): Debian's
 # package, installed once per machine (as root, or through sudo).
 browser:
@@ -39,11 +44,14 @@ browser:
 		SUDO=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
 		$$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium; }
 
-test: install k8s node browser lint
+test: install k8s node opa browser lint
 	$(PY) -m pytest tests
 
 test-unit: install
 	$(PY) -m pytest tests/unit
+
+test-policy: install opa
+	$(PY) -m pytest tests/policy
 
 test-cluster: install k8s
 	$(PY) -m pytest -m cluster tests/integration

@@ -33,7 +33,13 @@ def rule(rule_id: str, *severities: Severity, summary: str) -> Callable[[RuleFn]
 
 
 def run_checks(ctx: CheckContext) -> list[Finding]:
-    from dra_migrate.checks import rules, rules_gangs, rules_platforms, rules_workloads  # noqa: F401  (registers every rule)
+    from dra_migrate.checks import (  # noqa: F401  (registers every rule)
+        rules,
+        rules_dependents,
+        rules_gangs,
+        rules_platforms,
+        rules_workloads,
+    )
 
     findings: list[Finding] = []
     for r in RULES.values():

@@ -67,3 +67,43 @@ def deviceclasses(source: SourceOptions, dra_driver: str, output: str) -> None:
         out.write(f"# {p.extended_resource_name}: {p.reason}\n")
         out.write(dump_yaml(p.manifest(), explicit_start=True))  # long lines whole: CEL on one line
     emit(out.getvalue())
+
+
+@generate.command(
+    epilog="""\b
+Examples:
+  dra-migrate generate dependents --snapshot cluster.yaml > dependents.yaml
+  dra-migrate generate dependents --kubeconfig ~/.kube/config -o json | jq '.changes[] | select(.gitops)'
+"""
+)
+@source_options
+@click.option(
+    "--dra-driver",
+    default="gpu.nvidia.com",
+    show_default=True,
+    metavar="NAME",
+    help="The DRA driver that serves the GPUs (its ResourceSlices' spec.driver).",
+)
+@output_option(formats=("yaml", "json", "name"), default="yaml", names="the changed objects")
+def dependents(source: SourceOptions, dra_driver: str, output: str) -> None:
+    """The changes to what else depends on the GPU names (ResourceQuotas with their DRA limit, Kueue's
+    deviceClassMappings), each headed by the GitOps owner whose repository must carry it."""
+    from dra_migrate.convert.dependents import dependent_changes
+    from dra_migrate.dra.deviceclasses import generate as generate_classes
+    from dra_migrate.inventory.model import build_inventory
+
+    state = load_state(source)
+    gen = generate_classes(state, build_inventory(state), check_driver_name(dra_driver))
+    changes = dependent_changes(state, [(p.name, p.extended_resource_name) for p in gen.proposals])
+    if output == "name":
+        emit(to_names([c.target for c in changes]))
+        return
+    if output == "json":
+        emit(to_json({"changes": [c.to_dict() for c in changes]}))
+        return
+    out = io.StringIO()
+    for c in changes:
+        where = f"; change it in the repository of {c.owner}" if c.owner else ""
+        out.write(f"---\n# {c.target}: {c.why}{where}\n")
+        out.write(dump_yaml(c.manifest))
+    emit(out.getvalue() or "# nothing depends on the GPU names\n")

@@ -45,6 +45,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "diff",
         "Compare two plans, or a plan with the cluster now (exit 2: differences).",
     ),
+    "policy": (
+        "dra_migrate.cli.policy", "policy", "Check a plan against change-review policies with OPA (exit 2: denied)."
+    ),
     "apply": ("dra_migrate.cli.apply", "apply", "Apply a plan to a live cluster, resumably."),
     "rollback": ("dra_migrate.cli.apply", "rollback", "Undo applied steps, restoring the recorded originals."),
     "status": ("dra_migrate.cli.apply", "status", "Progress of a plan, from its journal."),

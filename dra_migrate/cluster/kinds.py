@@ -107,6 +107,16 @@ WORKLOAD_CRD_KINDS: tuple[Kind, ...] = (
     Kind("serving.knative.dev", "v1", "Service", "services", namespaced=True, optional=True),
 )
 
+# What else depends on the GPU resource names (docs/dependents.md): quotas, Kueue queues, alerting rules.
+# ResourceQuota is core (always served); the rest are CRDs, absent where not installed.
+DEPENDENT_KINDS: tuple[Kind, ...] = (
+    Kind("", "v1", "ResourceQuota", "resourcequotas", namespaced=True),
+    Kind("kueue.x-k8s.io", "v1beta1", "ClusterQueue", "clusterqueues", namespaced=False, optional=True),
+    Kind("kueue.x-k8s.io", "v1beta1", "ResourceFlavor", "resourceflavors", namespaced=False, optional=True),
+    Kind("kueue.x-k8s.io", "v1beta1", "LocalQueue", "localqueues", namespaced=True, optional=True),
+    Kind("monitoring.coreos.com", "v1", "PrometheusRule", "prometheusrules", namespaced=True, optional=True),
+)
+
 # What the platforms create around GPU nodes (dra_migrate/inventory/platform.py, docs/platforms/): Karpenter's
 # NodePools (karpenter.sh/v1, https://karpenter.sh/docs/concepts/nodepools/) and the OLM objects through which
 # OpenShift installs the GPU Operator (Subscription gpu-operator-certified and its ClusterServiceVersion,
@@ -125,6 +135,6 @@ PLATFORM_KINDS: tuple[Kind, ...] = (
 )
 
 ALL_KINDS: tuple[Kind, ...] = (
-    CORE_KINDS + DRA_KINDS + NVIDIA_KINDS + SCHEDULING_KINDS + WORKLOAD_CRD_KINDS + PLATFORM_KINDS
+    CORE_KINDS + DRA_KINDS + NVIDIA_KINDS + SCHEDULING_KINDS + WORKLOAD_CRD_KINDS + DEPENDENT_KINDS + PLATFORM_KINDS
 )
 KINDS_BY_KEY: dict[str, Kind] = {k.key: k for k in ALL_KINDS}

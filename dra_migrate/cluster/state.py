@@ -274,6 +274,7 @@ _POD_SPEC_KEYS = (
     "priorityClassName",
     "schedulingGroup",
     "terminationGracePeriodSeconds",  # how long its drain takes (dra_migrate/plan/estimate.py)
+    "schedulerName",  # a scheduler other than kube-scheduler must handle DRA itself (checks/rules_dependents.py)
 )
 _POD_META_KEYS = ("name", "namespace", "uid", "resourceVersion", "ownerReferences", "labels", "deletionTimestamp")
 

@@ -261,6 +261,24 @@ def _check_pool_capacity(ctx: StepContext) -> Change | None:
     return Change(ctx.step.target, {}, {"devices": have, "needed": need})
 
 
+@action(Action.SET_QUOTA, inverse=InverseAction.RESTORE_QUOTA, dry_run=DryRun.SEND)
+def _set_quota(ctx: StepContext) -> Change | None:
+    expect = {k: v for k, v in _hard(ctx, ctx.param("continues", dict)).items() if v is not None}
+    return ctx.ops.set_quota_hard(
+        ctx.param("namespace", str),
+        ctx.param("name", str),
+        _hard(ctx, ctx.param("set", dict)),
+        expect=expect,
+        dry_run=ctx.dry_run,
+    )
+
+
+def _hard(ctx: StepContext, values: Mapping[str, Any]) -> dict[str, str | None]:
+    if not all(isinstance(k, str) and (v is None or isinstance(v, str)) for k, v in values.items()):
+        raise InputError(f"step {ctx.step.id}: quota limits must map names to quantities", "regenerate the plan")
+    return dict(values)
+
+
 def _check_node(ctx: StepContext) -> None:
     """The node exists and is the node the plan was made for (same uid)."""
     state = ctx.ops.node_state(ctx.node_name)
@@ -305,6 +323,12 @@ def _undo_annotation(ctx: StepContext, restore: Mapping[str, Any]) -> Change | N
 @inverse(InverseAction.DELETE_DEVICECLASS)
 def _undo_deviceclass(ctx: StepContext, restore: Mapping[str, Any]) -> Change | None:
     return ctx.ops.delete_device_class(_restored(ctx, restore, "name", str))
+
+
+@inverse(InverseAction.RESTORE_QUOTA)
+def _undo_quota(ctx: StepContext, restore: Mapping[str, Any]) -> Change | None:
+    hard = _hard(ctx, _restored(ctx, restore, "hard", dict))
+    return ctx.ops.set_quota_hard(_restored(ctx, restore, "namespace", str), _restored(ctx, restore, "name", str), hard)
 
 
 INVERSES[InverseAction.NONE] = InverseSpec(InverseAction.NONE, None)  # evicted pods come back by themselves

@@ -199,6 +199,20 @@ class Ops(Protocol):
 
     def dra_driver_installed(self, driver: str = "gpu.nvidia.com") -> bool: ...
 
+    def set_quota_hard(
+        self,
+        namespace: str,
+        name: str,
+        values: dict[str, str | None],
+        *,
+        expect: dict[str, str] | None = None,
+        dry_run: bool = False,
+    ) -> Change:
+        """Set (or, for None, remove) keys of a ResourceQuota's spec.hard, leaving its other keys alone.
+        Refuses (StepFailed) a quota that is gone, whose `expect`ed limits changed, or that a GitOps
+        controller owns (it would revert it)."""
+        ...
+
     def pending_gpu_pods(self, older_than_s: float) -> list[str]:
         """Pods that request GPUs (nvidia.com/* or claims) and stayed Pending longer than older_than_s."""
         ...

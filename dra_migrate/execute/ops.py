@@ -48,6 +48,7 @@ from dra_migrate.execute.ops_base import (
 from dra_migrate.execute.ops_canary import CanaryOps
 from dra_migrate.execute.ops_drain import DrainOps
 from dra_migrate.inventory.gangs import FRAMEWORK_GANG_KINDS
+from dra_migrate.inventory.gitops import gitops_owner
 from dra_migrate.inventory.resources import quantity_int
 from dra_migrate.kube import ApiError, Obj, RateLimit, new_api_client, path_of
 
@@ -272,6 +273,43 @@ class LiveOps(DrainOps, CanaryOps):
         self.kube.delete(path, options, query=[DRY_RUN] if dry_run else [])
         return Change(f"DeviceClass {name}", before, {"exists": False}, dry_run)
 
+    def set_quota_hard(
+        self,
+        namespace: str,
+        name: str,
+        values: dict[str, str | None],
+        *,
+        expect: dict[str, str] | None = None,
+        dry_run: bool = False,
+    ) -> Change:
+        """A JSON merge patch of spec.hard (null removes a key): the quota's other limits are never sent, so
+        a limit someone changed meanwhile is kept. A quota a GitOps controller owns is refused: the
+        controller would revert the patch at its next sync (docs/dependents.md "GitOps")."""
+        path = path_of("v1", "resourcequotas", name, namespace)
+        target = f"ResourceQuota {namespace}/{name}"
+        existing = self.kube.get_or_none(path)
+        if existing is None:
+            raise StepFailed(f"{target} does not exist", "it was removed since the plan was made: re-plan")
+        owner = gitops_owner(existing)
+        if owner is not None:
+            raise StepFailed(
+                f"{target} is owned by {owner}, which would revert a live change",
+                "make the change in the owning repository and re-plan",
+            )
+        hard = (existing.get("spec") or {}).get("hard") or {}
+        changed = {k: hard.get(k) for k, v in (expect or {}).items() if str(hard.get(k)) != v}
+        if changed:
+            raise StepFailed(
+                f"{target}: its GPU limits changed since the plan ({_limits(changed)}; planned {_limits(expect)})",
+                "make a new plan: the DRA limit must equal the GPU limit it continues",
+            )
+        before = {"hard": {k: hard.get(k) for k in values}}
+        if all(hard.get(k) == v for k, v in values.items()):
+            return Change(target, before, dict(before), dry_run)
+        out = self.kube.merge_patch(path, {"spec": {"hard": values}}, [DRY_RUN] if dry_run else [])
+        after = (out.get("spec") or {}).get("hard") or {}
+        return Change(target, before, {"hard": {k: after.get(k) for k in values}}, dry_run)
+
     # -- reads -----------------------------------------------------------------------------------
 
     def dra_driver_installed(self, driver: str = "gpu.nvidia.com") -> bool:
@@ -350,3 +388,7 @@ def _pruned(value: Any) -> Any:
     if isinstance(value, list):
         return [_pruned(v) for v in value]
     return value
+
+
+def _limits(values: Mapping[str, Any] | None) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in sorted((values or {}).items()))

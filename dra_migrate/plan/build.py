@@ -31,6 +31,7 @@ from dra_migrate.inventory.fleet import GpuNode, kubelet_skew
 from dra_migrate.inventory.gangs import Gang
 from dra_migrate.inventory.platform import REPLACE_POOL, PoolPlatform
 from dra_migrate.plan import strategies
+from dra_migrate.plan.dependents import quota_steps
 from dra_migrate.plan.estimate import drain_grace_by_node, summary_estimate
 from dra_migrate.plan.fingerprint import fingerprint
 from dra_migrate.plan.model import FORMAT_VERSION, Inverse, NodeEntry, PoolStage, PrepareStage, Stage, Step, Wave
@@ -205,6 +206,7 @@ def _prepare(readiness: Readiness, params: PlanParams) -> Stage:
         )
         for p in sorted(readiness.generation.proposals, key=lambda p: p.name)
     ]
+    steps += quota_steps(readiness)  # the DRA quota limits, once the classes exist (plan/dependents.py)
     steps.append(
         Step(
             id="prepare/confirm-dra-driver",

@@ -34,6 +34,7 @@ class Action(StrEnum):
     WAIT_DRA_READY = "wait-dra-ready"
     CANARY = "canary"
     UNCORDON = "uncordon"
+    SET_QUOTA = "set-quota"  # add a namespace's DRA limits before any node moves (plan/dependents.py)
     # Replace-pool (plan/strategies.py): protect the old nodes from their autoscaler, wait for the new
     # pool the platform command makes, prove it with a canary, check it holds the old pool's demand.
     SET_ANNOTATION = "set-annotation"
@@ -50,6 +51,7 @@ class InverseAction(StrEnum):
     RESTORE_LABEL = "restore-label"
     RESTORE_ANNOTATION = "restore-annotation"
     DELETE_DEVICECLASS = "delete-deviceclass"
+    RESTORE_QUOTA = "restore-quota"
     NONE = "none"
     DELETE_POD = "delete-pod"
 

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from dra_migrate.errors import InputError
 from dra_migrate.inventory.platform import (
     AKS_CLUSTER,
     GKE_NO_DEFAULT_PLUGIN,
@@ -29,7 +30,7 @@ from dra_migrate.inventory.platform import (
     new_pool_name,
 )
 from dra_migrate.plan.model import Inverse, PrepareStage, Step
-from dra_migrate.plan.params import PlanParams
+from dra_migrate.plan.params import PlanParams, checked_duration
 
 IN_PLACE = "in-place"
 
@@ -261,12 +262,15 @@ def verifying_steps(stage: dict[str, Any], node: str, actions: tuple[str, ...]) 
 # --- what a plan file must hold for these stages (plan/validate.py asks) -------------------------------
 
 PROVISION_ACTIONS = ("await-pool", "canary-pool", "check-pool-capacity")
+_STEP_KEYS = frozenset({"id", "action", "target", "params", "precondition", "timeout", "inverse"})
 Problem = tuple[tuple[str | int, ...], str, str]  # (path below the stage, message, hint)
 
 
 def provision_problems(stage: dict[str, Any], following: Any) -> list[Problem]:
     """`provision-<pool>`: await-pool, canary-pool, check-pool-capacity in that order, each with the new pool's
     selector, right before the replace-pool stage `pool-<pool>` (the new pool is proven before any drain)."""
+    if not isinstance(stage, dict) or set(stage) != {"name", "steps"}:
+        return [((), "a provision stage holds exactly {name, steps}", "regenerate the plan")]
     out: list[Problem] = []
     pool = str(stage["name"])[len("provision-") :]
     if not (isinstance(following, dict) and following.get("name") == f"pool-{pool}"
@@ -280,6 +284,13 @@ def provision_problems(stage: dict[str, Any], following: Any) -> list[Problem]:
         out.append((("steps",), f"a provision stage's steps are {', '.join(PROVISION_ACTIONS)}, in this order",
                     "the capacity check must pass before the first drain: regenerate the plan"))  # fmt: skip
     for j, step in enumerate(steps):
+        if not isinstance(step, dict) or set(step) != _STEP_KEYS:
+            out.append((("steps", j), f"a step holds exactly {{{', '.join(sorted(_STEP_KEYS))}}}", ""))
+            continue
+        try:
+            checked_duration(f"stages.{stage['name']}.steps[{j}].timeout", step["timeout"])
+        except InputError as e:
+            out.append((("steps", j, "timeout"), e.message, e.hint))
         params = step.get("params") if isinstance(step, dict) else None
         sel = params.get("selector") if isinstance(params, dict) else None
         if not isinstance(sel, dict) or not sel or not all(isinstance(v, str) for v in sel.values()):

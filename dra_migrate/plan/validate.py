@@ -28,6 +28,7 @@ from dra_migrate.checks.model import Severity
 from dra_migrate.dra.devices import NVIDIA_DRIVER
 from dra_migrate.errors import InputError
 from dra_migrate.plan import build
+from dra_migrate.plan.dependents import set_quota_problems
 from dra_migrate.plan.estimate import summary_estimate
 from dra_migrate.plan.params import (
     PlanParams,
@@ -207,20 +208,11 @@ def _stages(c: _Checker, stages: Any, params: PlanParams | None) -> bool:
         if name == "prepare":
             _prepare(c, stage, where)
         elif isinstance(name, str) and name.startswith("provision-"):
-            _provision(c, stage, where, stages[i + 1] if i + 1 < len(stages) else None)
+            for at, message, hint in provision_problems(stage, stages[i + 1] if i + 1 < len(stages) else None):
+                c.add((*where, *at), message, hint)  # a replace-pool's stage: its rules are plan/strategies.py's
         else:
             _pool_stage(c, stage, where, params, pools, nodes)
     return len(c.problems) == before
-
-
-def _provision(c: _Checker, stage: Any, where: Path, following: Any) -> None:
-    """A replace-pool's `provision-<pool>`: its rules are the strategy's (`strategies.provision_problems`)."""
-    if c.mapping(stage, where, _PREPARE_KEYS):
-        for at, message, hint in provision_problems(stage, following):
-            c.add((*where, *at), message, hint)
-        for j, step in enumerate(stage["steps"] if isinstance(stage["steps"], list) else []):
-            if _step_shape(c, step, (*where, "steps", j)):
-                c.duration(step["timeout"], (*where, "steps", j, "timeout"))
 
 
 def _step_shape(c: _Checker, step: Any, where: Path) -> bool:
@@ -262,6 +254,9 @@ def _prepare(c: _Checker, stage: Any, where: Path) -> None:
                 c.add(at, f"confirm-dra-driver takes params {{driver: {NVIDIA_DRIVER}}} and no inverse")
             if j != len(steps) - 1:
                 c.add(at, "confirm-dra-driver must be the last step of `prepare`")
+        elif step["action"] == "set-quota":
+            for field, problem in set_quota_problems(step):
+                c.add((*at, field), problem)
         else:
             c.add((*at, "action"), f"unknown action {step['action']!r} in `prepare`",
                   "prepare creates DeviceClasses and confirms the DRA driver")  # fmt: skip

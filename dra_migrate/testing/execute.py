@@ -118,6 +118,7 @@ class FakeOps:
         self.poll_s = poll_s
         self.driver_installed = driver_installed
         self.device_classes: dict[str, dict[str, Any]] = {}
+        self.quotas: dict[tuple[str, str], dict[str, str]] = {}  # (namespace, name) -> spec.hard
         self.pending: list[str] = []
         self.faults: dict[tuple[str, str | None], Fault] = {}
         self.journal = journal
@@ -321,6 +322,34 @@ class FakeOps:
                 self.device_classes.pop(name, None)
         self._mid(fault, "delete_device_class", name)
         return Change(f"DeviceClass {name}", {"exists": existed}, {"exists": False}, dry_run)
+
+    def set_quota_hard(
+        self,
+        namespace: str,
+        name: str,
+        values: dict[str, str | None],
+        *,
+        expect: dict[str, str] | None = None,
+        dry_run: bool = False,
+    ) -> Change:
+        target = f"ResourceQuota {namespace}/{name}"
+        fault = self._enter("set_quota_hard", f"{namespace}/{name}")
+        with self._mutex:
+            hard = self.quotas.get((namespace, name))
+            if hard is None:
+                raise StepFailed(f"{target} does not exist", "re-plan")
+            if any(hard.get(k) != v for k, v in (expect or {}).items()):
+                raise StepFailed(f"{target}: its GPU limits changed since the plan", "re-plan")
+            before = {"hard": {k: hard.get(k) for k in values}}
+            if not dry_run:
+                for k, v in values.items():
+                    if v is None:
+                        hard.pop(k, None)
+                    else:
+                        hard[k] = v
+        self._mid(fault, "set_quota_hard", f"{namespace}/{name}")
+        after = before if dry_run else {"hard": {k: hard.get(k) for k in values}}
+        return Change(target, before, after, dry_run)
 
     def dra_driver_installed(self, driver: str = "gpu.nvidia.com") -> bool:
         self._enter("dra_driver_installed", None)

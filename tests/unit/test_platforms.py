@@ -266,3 +266,15 @@ def test_the_karpenter_version_decides_what_the_autoscaler_finding_says() -> Non
     finding = next(f for f in readiness.findings if f.id == "autoscaler-dra-from-zero")
     assert "Karpenter 1.8.1 cannot (before 1.15)" in finding.message
     assert "spec.replicas" in finding.remediation
+
+
+def test_validate_refuses_a_malformed_provision_step() -> None:
+    import copy
+
+    body = build_plan(_state("gke-managed"), PlanParams(exclude_pools=("l4-ts",)))
+    i = [s["name"] for s in body["stages"]].index("provision-a3-h100")
+    bad = copy.deepcopy(body)
+    bad["stages"][i]["steps"][0]["timeout"] = "forever"
+    del bad["stages"][i]["steps"][1]["inverse"]
+    messages = [p.message for p in validate.validate(bad)]
+    assert any("not a duration" in m for m in messages) and any("a step holds exactly" in m for m in messages)

@@ -1,0 +1,306 @@
+"""Rules about what else depends on the GPU resource names: quotas, Kueue, other schedulers, monitoring,
+GitOps ownership (docs/dependents.md, with every source)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from dra_migrate.checks.context import CheckContext
+from dra_migrate.checks.model import Finding, ObjectRef, Severity
+from dra_migrate.checks.registry import rule
+from dra_migrate.cluster.kinds import kind_key
+from dra_migrate.inventory.dependents import (
+    REQUESTS,
+    class_by_resource,
+    dcgm_exporters,
+    device_quota_key,
+    flavor_node_labels,
+    gpu_queues,
+    gpu_quota_limits,
+    gpu_rule_exprs,
+    kueue_install,
+    pods_by_scheduler,
+)
+from dra_migrate.inventory.gitops import gitops_owner
+
+BLOCKER, WARNING, INFO = Severity.BLOCKER, Severity.WARNING, Severity.INFO
+
+
+def serving_classes(ctx: CheckContext) -> dict[str, str]:
+    """Extended resource -> the DeviceClass that serves it after the migration."""
+    return class_by_resource(ctx.state, [(p.name, p.extended_resource_name) for p in ctx.generation.proposals])
+
+
+# The quota evaluator of k8s.io/kubernetes@v1.37.2 (pkg/quota/v1/evaluator/core/resource_claims.go):
+# * every ResourceClaim's devices count under "<class>.deviceclass.resource.k8s.io/devices", the claims the
+#   scheduler makes for extended-resource requests included (KEP-5004 "Resource Quota");
+# * with DRAExtendedResource (GA and locked on in 1.37) a claim of a class whose extendedResourceName is R
+#   also counts under "requests.R", less what its pod's own requests already count;
+# * MatchingScopes returns nothing: a quota with scopes or a scopeSelector never counts a claim.
+@rule(
+    "quota-continuity",
+    INFO,
+    WARNING,
+    summary="a ResourceQuota limits GPUs: the DRA limit the plan adds first, or why none can be expressed",
+)
+def quota_continuity(ctx: CheckContext) -> Iterator[Finding]:
+    classes = serving_classes(ctx)
+    for q in gpu_quota_limits(ctx.state):
+        ref = ObjectRef("ResourceQuota", q.quota, q.namespace)
+        cls = classes.get(q.resource)
+        if not q.key.startswith(REQUESTS):
+            yield Finding(
+                "quota-continuity",
+                WARNING,
+                f"{ref} limits `{q.key}`, which limits nothing: extended resources are only limited as "
+                f"`{REQUESTS}{q.resource}`",
+                f"write the limit as `{REQUESTS}{q.resource}`",
+                (ref,),
+            )
+        elif cls is None:
+            yield Finding(
+                "quota-continuity",
+                WARNING,
+                f"{ref} limits `{q.key}: {q.value}` but no DeviceClass serves {q.resource} after the migration "
+                "(a time-slicing/MPS name has no DRA equivalent): GPUs claimed through DRA are not limited by it",
+                "limit the DeviceClass the workloads will claim instead: `<class>.deviceclass.resource.k8s.io/"
+                "devices` (in devices, not replicas)",
+                (ref,),
+            )
+        elif q.scoped:
+            yield Finding(
+                "quota-continuity",
+                WARNING,
+                f"{ref} limits `{q.key}: {q.value}` with scopes: Kubernetes never counts a ResourceClaim against "
+                "a scoped quota, so workloads converted to ResourceClaimTemplates escape it (pods that keep "
+                f"{q.resource} requests are still counted)",
+                "keep those workloads on extended-resource requests, or limit their namespace with an unscoped "
+                f"quota on `{device_quota_key(cls)}`",
+                (ref,),
+            )
+        else:
+            how = (
+                f"the owning repository must add it ({q.owner}): apply does not patch GitOps-managed objects"
+                if q.owner
+                else "the plan adds it before the first wave (prepare stage)"
+            )
+            yield Finding(
+                "quota-continuity",
+                INFO,
+                f"{ref} limits `{q.key}: {q.value}`; under DRA the same limit is `{device_quota_key(cls)}: "
+                f"{q.value}` (claims of DeviceClass {cls}); `{q.key}` stays, as it still counts pods' requests",
+                how,
+                (ref,),
+            )
+
+
+# Kueue (sigs.k8s.io/kueue@v0.17.0, pkg/features/kube_features.go and keps/2941-DRA): quota for
+# ResourceClaimTemplates needs the DynamicResourceAllocation gate (alpha, v0.14) and
+# `resources.deviceClassMappings` in its Configuration; a template whose class is not mapped makes the
+# workload inadmissible (pkg/dra/claims.go). Extended-resource requests backed by DRA: DRAExtendedResources
+# (alpha, v0.17). Neither works with Topology-Aware Scheduling (keps/2941-DRA "Non-Goals"/limitations).
+KUEUE_DRA = (0, 14, 0)
+KUEUE_DRA_EXTENDED = (0, 17, 0)
+
+
+def _kueue_change(resources: list[str], classes: dict[str, str]) -> str:
+    mappings = ", ".join(f"{{name: {r}, deviceClassNames: [{classes[r]}]}}" for r in sorted(resources) if r in classes)
+    return (
+        "Kueue >= 0.17 with --feature-gates=DynamicResourceAllocation=true,DRAExtendedResources=true and, in its "
+        f"Configuration, resources.deviceClassMappings: [{mappings}] (the ClusterQueue's nominalQuota names stay)"
+    )
+
+
+@rule(
+    "kueue-dra-support",
+    BLOCKER,
+    WARNING,
+    INFO,
+    summary="a Kueue ClusterQueue budgets GPUs: what Kueue needs to admit and count DRA-backed requests",
+)
+def kueue_dra_support(ctx: CheckContext) -> Iterator[Finding]:
+    queues = gpu_queues(ctx.state)
+    if not queues:
+        return
+    install = kueue_install(ctx.state)
+    classes = serving_classes(ctx)
+    flavors = flavor_node_labels(ctx.state)
+    for q in queues:
+        ref = ObjectRef("kueue.x-k8s.io/ClusterQueue", q.name)
+        change = _kueue_change(list(q.resources), classes)
+        if q.tas_flavors:
+            # The pools the TAS flavors pin their workloads to: the blocker stops only those pools' stages
+            # (plan --exclude-pools them to migrate the rest); a flavor without nodeLabels could be anywhere.
+            selectors = [flavors.get(f) for f in q.tas_flavors]
+            pools = sorted(
+                {
+                    n.pool
+                    for n in ctx.inventory.nodes
+                    for sel in selectors
+                    if sel and all(n.labels.get(k) == v for k, v in sel.items())
+                }
+            )
+            refs = tuple(ObjectRef("Pool", p) for p in pools) if pools and all(selectors) else (ref,)
+            yield Finding(
+                "kueue-dra-support",
+                BLOCKER,
+                f"{ref} budgets {', '.join(sorted(q.resources))} through Topology-Aware flavors "
+                f"({', '.join(q.tas_flavors)}): Kueue's DRA support does not work with TAS (kueue keps/2941-DRA), "
+                "and migrated nodes no longer advertise these resources for TAS to place against",
+                "move the GPU budget to flavors without spec.topologyName before migrating, or keep these pools on "
+                "the device plugin until Kueue supports TAS with DRA (plan --exclude-pools)",
+                refs,
+            )
+            continue
+        version = install.version if install else None
+        gates = install.feature_gates if install else {}
+        if version is None or version < KUEUE_DRA or not gates.get("DynamicResourceAllocation"):
+            have = (
+                "no Kueue controller was found"
+                if install is None
+                else f"Kueue {'.'.join(map(str, version)) if version else install.image} "
+                + (
+                    "predates DRA support (0.14)"
+                    if version and version < KUEUE_DRA
+                    else "runs without DynamicResourceAllocation"
+                )
+            )
+            yield Finding(
+                "kueue-dra-support",
+                WARNING,
+                f"{ref} budgets {', '.join(sorted(q.resources))}; {have}: workloads converted to "
+                "ResourceClaimTemplates are not counted against it (pods that keep extended-resource requests are)",
+                f"before converting workloads: {change}",
+                (ref,),
+            )
+        elif version < KUEUE_DRA_EXTENDED or not gates.get("DRAExtendedResources"):
+            yield Finding(
+                "kueue-dra-support",
+                INFO,
+                f"{ref}: Kueue {'.'.join(map(str, version))} counts ResourceClaimTemplates whose DeviceClass is "
+                "mapped (an unmapped class makes the workload inadmissible)",
+                change,
+                (ref,),
+            )
+
+
+# Which schedulers create the claim of an extended-resource request (KEP-5004): kube-scheduler's
+# DynamicResources plugin. KAI Scheduler: kai-scheduler/KAI-Scheduler PR #1943 (merged 2026-07-20; earlier
+# releases reject GPU requests on DRA-only nodes, PR #1938's design "guard removals"). Others: no source
+# says they do.
+_SCHEDULER_SOURCES = {
+    "kai-scheduler": "KAI Scheduler handles DRA-backed extended resources only from kai-scheduler/KAI-Scheduler "
+    "PR #1943 (merged 2026-07-20); earlier releases reject GPU requests on DRA-only nodes",
+    "volcano": "Volcano schedules ResourceClaims (volcano-sh/volcano#3143) but no Volcano source says it creates "
+    "the claim of an extended-resource request (KEP-5004)",
+}
+
+
+@rule("scheduler-dra-support", WARNING, summary="GPU pods of a scheduler other than kube-scheduler")
+def scheduler_dra_support(ctx: CheckContext) -> Iterator[Finding]:
+    for sched, pods in pods_by_scheduler(ctx.state).items():
+        source = next((s for k, s in _SCHEDULER_SOURCES.items() if k in sched), None) or (
+            f"no source says {sched} creates the claim of an extended-resource request (KEP-5004)"
+        )
+        refs = tuple(ObjectRef("Pod", n, ns) for ns, n in pods[:20])
+        yield Finding(
+            "scheduler-dra-support",
+            WARNING,
+            f"{len(pods)} GPU pod(s) use schedulerName {sched}: on migrated nodes only a scheduler that allocates "
+            f"DRA devices can place them. {source}",
+            f"upgrade {sched} to a release that supports DRA-backed extended resources, or keep its pools on the "
+            "device plugin (plan --exclude-pools)",
+            refs,
+        )
+
+
+@rule("dcgm-dra-attribution", WARNING, INFO, summary="DCGM exporter and per-pod GPU metrics under DRA")
+def dcgm_dra_attribution(ctx: CheckContext) -> Iterator[Finding]:
+    for exp in dcgm_exporters(ctx.state):
+        kind, _, name = exp.source.partition(" ")
+        ns, _, short = name.rpartition("/")
+        ref = ObjectRef("apps/DaemonSet" if kind == "DaemonSet" else "nvidia.com/ClusterPolicy", short, ns or None)
+        if exp.dra_attribution:
+            yield Finding(
+                "dcgm-dra-attribution",
+                INFO,
+                f"{exp.source} ({exp.version or 'version unknown'}) attributes DRA-allocated GPUs to pods "
+                "(KUBERNETES_ENABLE_DRA)",
+                "check it may get/list/watch resource.k8s.io resourceslices and has a ServiceAccount token "
+                "(NVIDIA/gpu-operator PR #2697)",
+                (ref,),
+            )
+        else:
+            yield Finding(
+                "dcgm-dra-attribution",
+                WARNING,
+                f"{exp.source} ({exp.version or 'version unknown'}) does not attribute DRA-allocated GPUs to pods: "
+                "after the migration its metrics lose their pod, namespace and container labels",
+                "set KUBERNETES_ENABLE_DRA=true on the exporter (NVIDIA/dcgm-exporter PR #501; ClusterPolicy "
+                "spec.dcgmExporter.env, or the chart's kubernetesDRA.enabled) and grant get/list/watch on "
+                "resource.k8s.io resourceslices (NVIDIA/gpu-operator PR #2697)",
+                (ref,),
+            )
+
+
+@rule("prometheus-rule-gpu", WARNING, summary="alerting/recording rules that read GPU extended-resource metrics")
+def prometheus_rule_gpu(ctx: CheckContext) -> Iterator[Finding]:
+    for e in gpu_rule_exprs(ctx.state):
+        ns, _, name = e.rule_object.partition("/")
+        ref = ObjectRef("monitoring.coreos.com/PrometheusRule", name, ns)
+        what = []
+        if e.terms:
+            what.append(
+                f"reads {', '.join(e.terms)}: migrated nodes advertise no such allocatable, and workloads moved to "
+                "ResourceClaims no longer request it"
+            )
+        if e.per_pod_dcgm:
+            what.append(
+                "reads DCGM metrics by pod: blank unless the exporter attributes DRA GPUs (KUBERNETES_ENABLE_DRA)"
+            )
+        yield Finding(
+            "prometheus-rule-gpu",
+            WARNING,
+            f"{ref} rule {e.rule or '(unnamed)'} `{' '.join(e.expr.split())[:200]}` {'; '.join(what)}",
+            "count GPUs from DCGM series instead of node allocatable (e.g. count by (Hostname) (DCGM_FI_DEV_GPU_UTIL))"
+            ' and allocated GPUs from attributed series (count(DCGM_FI_DEV_GPU_UTIL{pod!=""}))'
+            + (f"; change it in its repository ({e.owner})" if e.owner else ""),
+            (ref,),
+        )
+
+
+@rule("gitops-owned", WARNING, summary="objects the migration changes that a GitOps controller would revert")
+def gitops_owned(ctx: CheckContext) -> Iterator[Finding]:
+    owned: dict[str, list[ObjectRef]] = {}
+
+    def note(kind: str, obj: dict[str, object]) -> None:
+        owner = gitops_owner(obj)
+        if owner is not None:
+            owned.setdefault(str(owner), []).append(ObjectRef.of(kind, obj))
+
+    gpu_quotas = {(lim.namespace, lim.quota) for lim in gpu_quota_limits(ctx.state)}
+    for q in ctx.state.of("ResourceQuota"):
+        ref = ObjectRef.of("ResourceQuota", q)
+        if (ref.namespace or "", ref.name) in gpu_quotas:
+            note("ResourceQuota", q)
+    gpu_nodes = {n.name for n in ctx.inventory.nodes}
+    for n in ctx.state.of("Node"):
+        if ObjectRef.of("Node", n).name in gpu_nodes:
+            note("Node", n)
+    for c in ctx.inventory.consumers:
+        key = kind_key(c.api_version, c.kind)
+        for o in ctx.state.of(key):
+            meta = o.get("metadata") or {}
+            if meta.get("name") == c.name and (meta.get("namespace") or "") == c.namespace:
+                note(key, o)
+    for owner, refs in sorted(owned.items()):
+        refs = sorted(set(refs))
+        yield Finding(
+            "gitops-owned",
+            WARNING,
+            f"{owner} owns {len(refs)} object(s) the migration changes ({', '.join(map(str, refs[:5]))}"
+            f"{', …' if len(refs) > 5 else ''}): it would revert a live change at its next sync",
+            "make the change in the owning repository (convert/generate write the files; quota limits are in the "
+            "quota-continuity findings); apply does not patch them live",
+            tuple(refs[:50]),
+        )

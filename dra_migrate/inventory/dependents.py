@@ -1,0 +1,304 @@
+"""What else names the GPU resources: ResourceQuotas, Kueue queues, alerting rules, the DCGM exporter,
+pods of other schedulers, and which of them a GitOps controller owns (docs/dependents.md).
+
+Pure readers over the ClusterState, tolerant of any shape (these objects are not validated on the way
+in: a field of the wrong type is read as absent). The rules in `checks/rules_dependents.py` judge them and
+`plan/dependents.py` turns the quota continuity into plan steps.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from dra_migrate.cluster.state import ClusterState
+from dra_migrate.inventory.gitops import GitOpsOwner, gitops_owner
+from dra_migrate.inventory.resources import GPU_PREFIX
+
+REQUESTS = "requests."
+# k8s.io/api@v0.37.2 core/v1/types.go: ResourceClaimsPerClass; the quota evaluator counts the devices a
+# ResourceClaim requests from <class> under "<class>.deviceclass.resource.k8s.io/devices"
+# (k8s.io/kubernetes@v1.37.2 pkg/quota/v1/evaluator/core/resource_claims.go V1ResourceByDeviceClass).
+DEVICES_PER_CLASS = ".deviceclass.resource.k8s.io/devices"
+DEFAULT_SCHEDULER = "default-scheduler"
+
+_Obj = Mapping[str, Any]
+
+
+def _map(v: Any) -> Mapping[str, Any]:
+    return v if isinstance(v, Mapping) else {}
+
+
+def _list(v: Any) -> list[Any]:
+    return v if isinstance(v, list) else []
+
+
+def _meta(obj: _Obj) -> tuple[str, str]:
+    m = _map(obj.get("metadata"))
+    return str(m.get("namespace") or ""), str(m.get("name") or "")
+
+
+def device_quota_key(device_class: str) -> str:
+    return f"{device_class}{DEVICES_PER_CLASS}"
+
+
+# -- ResourceQuotas -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QuotaLimit:
+    """One GPU limit of a ResourceQuota: `requests.nvidia.com/gpu: 8`."""
+
+    namespace: str
+    quota: str
+    key: str  # the hard key as written
+    resource: str  # the extended resource it limits (nvidia.com/gpu)
+    value: str  # the quantity as written
+    scoped: bool  # the quota has scopes or a scopeSelector (claims never match a scoped quota)
+    owner: GitOpsOwner | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "namespace": self.namespace,
+            "quota": self.quota,
+            "key": self.key,
+            "resource": self.resource,
+            "value": self.value,
+            "scoped": self.scoped,
+            "gitops": self.owner.to_dict() if self.owner else None,
+        }
+
+
+def gpu_quota_limits(state: ClusterState) -> list[QuotaLimit]:
+    """Every hard limit of every ResourceQuota on an nvidia.com/ extended resource. Extended resources can
+    only be limited as `requests.<name>` (k8s.io/kubernetes@v1.37.2 pkg/quota/v1/evaluator/core/pods.go
+    isExtendedResourceNameForQuota); a bare `nvidia.com/gpu` key limits nothing and is read too, so a rule
+    can say so."""
+    out: list[QuotaLimit] = []
+    for q in state.of("ResourceQuota"):
+        ns, name = _meta(q)
+        spec = _map(q.get("spec"))
+        scoped = bool(_list(spec.get("scopes")) or _map(spec.get("scopeSelector")).get("matchExpressions"))
+        owner = gitops_owner(q)
+        for key, value in sorted(_map(spec.get("hard")).items()):
+            resource = key[len(REQUESTS) :] if key.startswith(REQUESTS) else key
+            if resource.startswith(GPU_PREFIX):
+                out.append(QuotaLimit(ns, name, key, resource, str(value), scoped, owner))
+    return out
+
+
+def quota_hard(state: ClusterState, namespace: str, name: str) -> dict[str, str]:
+    for q in state.of("ResourceQuota"):
+        if _meta(q) == (namespace, name):
+            return {str(k): str(v) for k, v in _map(_map(q.get("spec")).get("hard")).items()}
+    return {}
+
+
+def add_quantities(have: str | None, value: str) -> str:
+    """Two GPU names served by one class share its device limit: their sum. A quantity that is not a whole
+    number is kept as written (the API server refuses it, as it would have refused the original)."""
+    if have is None:
+        return value
+    return str(int(have) + int(value)) if have.isdigit() and value.isdigit() else have
+
+
+def class_by_resource(state: ClusterState, proposals: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Extended resource name -> the DeviceClass that will serve it: the cluster's classes with
+    `spec.extendedResourceName`, then the proposals (class name, resource) for names none maps yet."""
+    out: dict[str, str] = {}
+    for dc in sorted(state.of("resource.k8s.io/DeviceClass"), key=lambda d: _meta(d)[1]):
+        ext = _map(dc.get("spec")).get("extendedResourceName")
+        if isinstance(ext, str) and ext and ext not in out:
+            out[ext] = _meta(dc)[1]
+    for cls, ext in proposals:
+        out.setdefault(ext, cls)
+    return out
+
+
+# -- Kueue --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KueueInstall:
+    deployment: str  # "namespace/name"
+    version: tuple[int, int, int] | None  # from the image tag
+    image: str
+    feature_gates: dict[str, bool]
+
+
+@dataclass(frozen=True)
+class GpuQueue:
+    """A ClusterQueue that budgets GPU resources."""
+
+    name: str
+    resources: dict[str, dict[str, str]]  # GPU resource -> flavor -> nominalQuota
+    tas_flavors: tuple[str, ...]  # its flavors that use Topology-Aware Scheduling (spec.topologyName)
+    local_queues: tuple[str, ...]  # "namespace/name" of the LocalQueues that point at it
+    owner: GitOpsOwner | None
+
+
+_VERSION_TAG = re.compile(r":v?(\d+)\.(\d+)\.(\d+)")
+
+
+def _image_version(image: str) -> tuple[int, int, int] | None:
+    m = _VERSION_TAG.search(image.rsplit("/", 1)[-1])
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
+
+
+def _containers(obj: _Obj) -> list[Mapping[str, Any]]:
+    spec = _map(_map(_map(obj.get("spec")).get("template")).get("spec"))
+    return [c for c in _list(spec.get("containers")) if isinstance(c, Mapping)]
+
+
+def _gates(args: Iterable[Any]) -> dict[str, bool]:
+    out: dict[str, bool] = {}
+    for arg in args:
+        if isinstance(arg, str) and arg.startswith("--feature-gates="):
+            for item in arg.split("=", 1)[1].split(","):
+                k, _, v = item.partition("=")
+                if k.strip():
+                    out[k.strip()] = v.strip().lower() == "true"
+    return out
+
+
+def kueue_install(state: ClusterState) -> KueueInstall | None:
+    """Kueue's controller manager, found by its image (registry.k8s.io/kueue/kueue:vX.Y.Z)."""
+    for d in state.of("apps/Deployment"):
+        for c in _containers(d):
+            image = str(c.get("image") or "")
+            if re.search(r"(^|/)kueue(:|@|$)", image):
+                ns, name = _meta(d)
+                args = _list(c.get("args")) + _list(c.get("command"))
+                return KueueInstall(f"{ns}/{name}", _image_version(image), image, _gates(args))
+    return None
+
+
+def flavor_node_labels(state: ClusterState) -> dict[str, dict[str, str]]:
+    """ResourceFlavor name -> its spec.nodeLabels (the nodes its workloads are pinned to)."""
+    out: dict[str, dict[str, str]] = {}
+    for f in state.of("kueue.x-k8s.io/ResourceFlavor"):
+        labels = _map(_map(f.get("spec")).get("nodeLabels"))
+        out[_meta(f)[1]] = {str(k): str(v) for k, v in labels.items()}
+    return out
+
+
+def gpu_queues(state: ClusterState) -> list[GpuQueue]:
+    flavors = {_meta(f)[1]: _map(f.get("spec")) for f in state.of("kueue.x-k8s.io/ResourceFlavor")}
+    local: dict[str, list[str]] = {}
+    for lq in state.of("kueue.x-k8s.io/LocalQueue"):
+        ns, name = _meta(lq)
+        local.setdefault(str(_map(lq.get("spec")).get("clusterQueue") or ""), []).append(f"{ns}/{name}")
+    out: list[GpuQueue] = []
+    for cq in state.of("kueue.x-k8s.io/ClusterQueue"):
+        name = _meta(cq)[1]
+        resources: dict[str, dict[str, str]] = {}
+        tas: set[str] = set()
+        for group in _list(_map(cq.get("spec")).get("resourceGroups")):
+            for flavor in _list(_map(group).get("flavors")):
+                fname = str(_map(flavor).get("name") or "")
+                for r in _list(_map(flavor).get("resources")):
+                    rname = str(_map(r).get("name") or "")
+                    if rname.startswith(GPU_PREFIX):
+                        resources.setdefault(rname, {})[fname] = str(_map(r).get("nominalQuota"))
+                        if flavors.get(fname, {}).get("topologyName"):
+                            tas.add(fname)
+        if resources:
+            queues = tuple(sorted(local.get(name, [])))
+            out.append(GpuQueue(name, resources, tuple(sorted(tas)), queues, gitops_owner(cq)))
+    return sorted(out, key=lambda q: q.name)
+
+
+# -- monitoring ---------------------------------------------------------------------------------------
+
+# kube-state-metrics writes resource names with `.` and `/` as `_` (resource="nvidia_com_gpu").
+_GPU_TERM = re.compile(r"nvidia[._]com[/_](gpu|mig)[\w.\-+]*")
+_DCGM_BY_POD = re.compile(r"DCGM_FI_\w+[^\n]*\b(pod|namespace|container)\b|\b(pod|namespace|container)\b[^\n]*DCGM_FI_")
+
+
+@dataclass(frozen=True)
+class RuleExpr:
+    rule_object: str  # "namespace/name" of the PrometheusRule
+    rule: str  # alert or record name
+    expr: str
+    terms: tuple[str, ...]  # the GPU resource terms it names
+    per_pod_dcgm: bool  # a DCGM metric read by pod/namespace/container: needs DRA attribution
+    owner: GitOpsOwner | None
+
+
+def gpu_rule_exprs(state: ClusterState) -> list[RuleExpr]:
+    out: list[RuleExpr] = []
+    for pr in state.of("monitoring.coreos.com/PrometheusRule"):
+        ns, name = _meta(pr)
+        owner = gitops_owner(pr)
+        for group in _list(_map(pr.get("spec")).get("groups")):
+            for r in _list(_map(group).get("rules")):
+                expr = _map(r).get("expr")
+                expr = str(expr) if isinstance(expr, str | int) else ""
+                terms = tuple(sorted({m.group(0) for m in _GPU_TERM.finditer(expr)}))
+                per_pod = bool(_DCGM_BY_POD.search(expr))
+                if terms or per_pod:
+                    rule = str(_map(r).get("alert") or _map(r).get("record") or "")
+                    out.append(RuleExpr(f"{ns}/{name}", rule, expr, terms, per_pod, owner))
+    return out
+
+
+@dataclass(frozen=True)
+class DcgmExporter:
+    source: str  # "DaemonSet ns/name" or "ClusterPolicy name"
+    version: str | None
+    dra_attribution: bool  # KUBERNETES_ENABLE_DRA=true or --kubernetes-enable-dra
+
+
+def _truthy(v: Any) -> bool:
+    return str(v).strip().lower() in ("true", "1", "yes")
+
+
+def dcgm_exporters(state: ClusterState) -> list[DcgmExporter]:
+    """The dcgm-exporter DaemonSets, else the ClusterPolicy's dcgmExporter (the operator renders the
+    DaemonSet from it). DRA attribution: the exporter's `--kubernetes-enable-dra` / KUBERNETES_ENABLE_DRA
+    (NVIDIA/dcgm-exporter PR #501), default false."""
+    out: list[DcgmExporter] = []
+    for ds in state.of("apps/DaemonSet"):
+        for c in _containers(ds):
+            image = str(c.get("image") or "")
+            if "dcgm-exporter" not in image:
+                continue
+            env = {str(_map(e).get("name")): _map(e).get("value") for e in _list(c.get("env"))}
+            args = [str(a) for a in _list(c.get("args"))]
+            on = _truthy(env.get("KUBERNETES_ENABLE_DRA")) or any(
+                a == "--kubernetes-enable-dra" or a == "--kubernetes-enable-dra=true" for a in args
+            )
+            tag = image.rsplit(":", 1)[-1] if ":" in image.rsplit("/", 1)[-1] else None
+            ns, name = _meta(ds)
+            out.append(DcgmExporter(f"DaemonSet {ns}/{name}", tag, on))
+    if out:
+        return out
+    for cp in state.of("nvidia.com/ClusterPolicy"):
+        exp = _map(_map(cp.get("spec")).get("dcgmExporter"))
+        if exp.get("enabled") is False:
+            continue
+        env = {str(_map(e).get("name")): _map(e).get("value") for e in _list(exp.get("env"))}
+        version = exp.get("version")
+        out.append(
+            DcgmExporter(
+                f"ClusterPolicy {_meta(cp)[1]}",
+                str(version) if version else None,
+                _truthy(env.get("KUBERNETES_ENABLE_DRA")),
+            )
+        )
+    return out
+
+
+# -- other schedulers ---------------------------------------------------------------------------------
+
+
+def pods_by_scheduler(state: ClusterState) -> dict[str, list[tuple[str, str]]]:
+    """schedulerName -> (namespace, name) of the GPU pods it schedules, for names other than kube-scheduler's."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for p in state.of("Pod"):
+        sched = _map(p.get("spec")).get("schedulerName")
+        if isinstance(sched, str) and sched and sched != DEFAULT_SCHEDULER:
+            out.setdefault(sched, []).append(_meta(p))
+    return {k: sorted(v) for k, v in sorted(out.items())}
