@@ -41,9 +41,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "plan": ("dra_migrate.cli.plan", "plan", "Write a migration plan to review and apply."),
     "show": ("dra_migrate.cli.show", "show", "Show what a plan will do."),
     "diff": (
-        "dra_migrate.cli.diff",
-        "diff",
-        "Compare two plans, or a plan with the cluster now (exit 2: differences).",
+        "dra_migrate.cli.diff", "diff", "Compare two plans, or a plan with the cluster now (exit 2: differences)."
     ),
     "policy": (
         "dra_migrate.cli.policy", "policy", "Check a plan against change-review policies with OPA (exit 2: denied)."
@@ -55,9 +53,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "report": ("dra_migrate.cli.report", "report", "The audit report of a plan (Markdown, HTML, JSON)."),
     "convert": ("dra_migrate.cli.convert", "convert", "Rewrite manifests' GPU requests as ResourceClaimTemplates."),
     "probe": (
-        "dra_migrate.cli.probe",
-        "probe",
-        "Test a node's DRA hardware contract on a live cluster (exit 2: broken).",
+        "dra_migrate.cli.probe", "probe", "Test a node's DRA hardware contract on a live cluster (exit 2: broken)."
     ),
     "rehearse": ("dra_migrate.cli.rehearse", "rehearse", "Run a reviewed plan on a private twin of the cluster."),
     "twin": ("dra_migrate.cli.rehearse", "twin", "Build or inspect the twin rehearse runs on."),
