@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from dra_migrate.checks.context import CheckContext
 from dra_migrate.checks.model import Finding, Severity
@@ -28,12 +29,29 @@ class Readiness:
     def blockers(self) -> int:
         return sum(1 for f in self.findings if f.severity is Severity.BLOCKER)
 
+    def scope_of(self, finding: Finding) -> dict[str, Any]:
+        """`scope: pool` with its `pools` when the finding is about pools or their nodes only (it blocks
+        only those pools' stages); `scope: cluster` otherwise (it blocks the whole plan). `check` and the
+        plan record the same scope, so `check`'s table and the report's Findings agree.
+
+        Objects are `ObjectRef`s (checks/model.py)."""
+        node_pool = {n.name: n.pool for n in self.inventory.nodes}
+        pools: set[str] = set()
+        for obj in finding.objects:
+            if obj.kind == "Pool":
+                pools.add(obj.name)
+            elif obj.kind == "Node" and obj.name in node_pool:
+                pools.add(node_pool[obj.name])
+            else:
+                return {"scope": "cluster", "pools": []}
+        return {"scope": "pool", "pools": sorted(pools)} if pools else {"scope": "cluster", "pools": []}
+
     def to_dict(self) -> dict[str, object]:
         return {
             "formatVersion": FORMAT_VERSION,
             "kubernetesVersion": self.inventory.state.source.kubernetes_version,
             "summary": {s.value: sum(1 for f in self.findings if f.severity is s) for s in Severity},
-            "findings": [f.to_dict() for f in self.findings],
+            "findings": [{**f.to_dict(), **self.scope_of(f)} for f in self.findings],
             "capacity": [c.to_dict() for c in self.capacity],
         }
 

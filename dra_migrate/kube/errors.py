@@ -106,5 +106,5 @@ def _hint(method: str, path: str, status: int) -> str:
             "(deploy/rbac/ holds every permission the tool needs)"
         )
     if status in TRANSIENT_STATUS:
-        return "the API server is overloaded or failing; run the command again (it resumes)"
+        return "the API server is overloaded or failing: try again later"
     return ""

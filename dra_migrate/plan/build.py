@@ -21,7 +21,6 @@ from dataclasses import replace
 from typing import Any
 
 from dra_migrate import __version__
-from dra_migrate.checks.model import Finding
 from dra_migrate.checks.run import Readiness, assess
 from dra_migrate.cluster.state import ClusterState
 from dra_migrate.dra.capacity import class_for
@@ -52,7 +51,7 @@ def build_plan(
         s for pool in _pool_order(readiness, params, selected) for s in _pool_stages(state, readiness, params, pool)
     ]
     stages = [s for s in stages if s.pool is None or s.waves]
-    scoped = [{**f.to_record(), **_scope(f, readiness)} for f in readiness.findings]
+    scoped = [{**f.to_record(), **readiness.scope_of(f)} for f in readiness.findings]
     # A finding about left-out pools only concerns no stage of this plan: it is recorded with them.
     findings = [f for f in scoped if f["scope"] == "cluster" or set(f["pools"]) & set(selected)]
     left_out = [f for f in scoped if f not in findings]
@@ -111,23 +110,6 @@ def _has_excluded_nodes(readiness: Readiness, pool: str) -> bool:
     though it may have no stage (summary.excludedNodes says why)."""
     excluded = readiness.__dict__.get("_excluded") or {}
     return any(n.pool == pool and n.name in excluded for n in readiness.inventory.nodes)
-
-
-def _scope(finding: Finding, readiness: Readiness) -> dict[str, Any]:
-    """`scope: pool` with its `pools` when the finding is about pools or their nodes only (it blocks only
-    those pools' stages); `scope: cluster` otherwise (it blocks the whole plan).
-
-    Objects are `ObjectRef`s (checks/model.py)."""
-    node_pool = {n.name: n.pool for n in readiness.inventory.nodes}
-    pools: set[str] = set()
-    for obj in finding.objects:
-        if obj.kind == "Pool":
-            pools.add(obj.name)
-        elif obj.kind == "Node" and obj.name in node_pool:
-            pools.add(node_pool[obj.name])
-        else:
-            return {"scope": "cluster", "pools": []}
-    return {"scope": "pool", "pools": sorted(pools)} if pools else {"scope": "cluster", "pools": []}
 
 
 def _review(readiness: Readiness, selected: list[str], excluded: list[dict[str, Any]]) -> dict[str, Any]:

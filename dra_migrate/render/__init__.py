@@ -1,5 +1,9 @@
 """Output for humans and machines: the only place that formats anything.
 
+Views are typed blocks (render/view.py: Table, Section, ...) built by one function per view; this
+module draws them as plain text (table, wide) and render/markdown.py and render/html.py as Markdown and
+HTML, for commands and the report alike.
+
 Formats (`-o`): table (plain text that fits the terminal), wide (every column, nothing shortened),
 markdown (GitHub tables), json, yaml, name (one name per line, for scripts). Data goes to stdout; the
 CLI writes logs to stderr. Colour carries meaning (blocker red, warning yellow, ok green, diff
@@ -18,6 +22,10 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 import orjson
+
+from dra_migrate.render.markdown import markdown_table
+from dra_migrate.render.view import Table
+from dra_migrate.render.view import text as _cell
 
 FORMATS = ("table", "wide", "json", "yaml", "markdown", "name")
 TEXT_FORMATS = ("table", "wide", "markdown")
@@ -122,58 +130,33 @@ def counts(m: dict[str, int]) -> str:
     return short(full, ", ".join(f"{k.removeprefix('nvidia.com/')}={v}" for k, v in sorted(m.items())) or "-")
 
 
-def _cell(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, list | tuple):
-        return ", ".join(_cell(v) for v in value) or "-"
-    if isinstance(value, dict):  # never a Python repr in a table
-        return ", ".join(f"{k}={_cell(v)}" for k, v in value.items()) or "-"
-    return str(value)
-
-
 def _shorten(text: str, width: int) -> str:
     if len(text) <= width:
         return text
     return text[: max(width - 1, 0)] + _ELLIPSIS
 
 
-class Table:
-    def __init__(self, headers: Sequence[str], rows: Sequence[Sequence[Any]], empty: str, wide: Sequence[str]):
-        self.headers = list(headers)
-        self.rows = [list(r) for r in rows]
-        self.empty = empty
-        self.wide = set(wide)
-
-    def columns(self, fmt: str) -> list[int]:
-        """Indices shown: `table` leaves out the columns marked wide; `wide` and markdown show all."""
-        return [i for i, h in enumerate(self.headers) if fmt != "table" or h not in self.wide]
-
-    def plain(self, fmt: str, color: bool, width: int | None) -> str:
-        cols = self.columns(fmt)
-        header = [self.headers[i].upper() for i in cols]
-        cells = [[(r[i] if i < len(r) else "") for i in cols] for r in self.rows]
-        text = [[_cell(c) for c in row] for row in cells]
-        widths = _widths(header, text)
-        if fmt == "table" and width is not None:
-            if _total(widths) > width:  # the short forms first, then shortening
-                text = [
-                    [getattr(c, "short", None) or t for c, t in zip(raw, row, strict=True)]
-                    for raw, row in zip(cells, text, strict=True)
-                ]
-                widths = _widths(header, text)
-            widths = _fit(widths, [len(h) for h in header], width)
-        lines = [
-            _join([_shorten(h, w) for h, w in zip(header, widths, strict=True)], widths, [None] * len(cols), color)
-        ]
-        for raw, row in zip(cells, text, strict=True):
-            styles = [getattr(c, "style", None) for c in raw]
-            lines.append(_join([_shorten(c, w) for c, w in zip(row, widths, strict=True)], widths, styles, color))
-        return "\n".join(lines)
+def plain_table(t: Table, fmt: str, color: bool, width: int | None) -> str:
+    """A table as aligned plain text: `table` leaves out wide columns and, given a `width`, uses the cells'
+    short forms and then shortens the widest columns until it fits; `wide` shows everything whole."""
+    cols = t.columns(fmt)
+    header = [t.headers[i].upper() for i in cols]
+    cells = [[(r[i] if i < len(r) else "") for i in cols] for r in t.rows]
+    text = [[_cell(c) for c in row] for row in cells]
+    widths = _widths(header, text)
+    if fmt == "table" and width is not None:
+        if _total(widths) > width:  # the short forms first, then shortening
+            text = [
+                [getattr(c, "short", None) or t for c, t in zip(raw, row, strict=True)]
+                for raw, row in zip(cells, text, strict=True)
+            ]
+            widths = _widths(header, text)
+        widths = _fit(widths, [len(h) for h in header], width)
+    lines = [_join([_shorten(h, w) for h, w in zip(header, widths, strict=True)], widths, [None] * len(cols), color)]
+    for raw, row in zip(cells, text, strict=True):
+        styles = [getattr(c, "style", None) for c in raw]
+        lines.append(_join([_shorten(c, w) for c, w in zip(row, widths, strict=True)], widths, styles, color))
+    return "\n".join(lines)
 
 
 def _widths(header: list[str], text: list[list[str]]) -> list[int]:
@@ -225,7 +208,11 @@ class Document:
         wide: Sequence[str] = (),
     ) -> None:
         """`wide`: headers of the columns `-o table` leaves out (`-o wide` and markdown show them)."""
-        self.blocks.append(("table", Table(headers, rows, empty, wide)))
+        self.add(Table(list(headers), [list(r) for r in rows], empty, frozenset(wide)))
+
+    def add(self, table: Table) -> None:
+        """A table built by a view function (the report shows the same `Table`)."""
+        self.blocks.append(("table", table))
 
     def render(self, fmt: str, color: bool = False, width: int | None = None) -> str:
         """fmt: table | wide | markdown. `width` (table only): what lines and tables must fit."""
@@ -241,9 +228,9 @@ class Document:
             elif not value.rows:
                 out.append(value.empty)
             elif fmt == "markdown":
-                out.extend(["", _markdown_table(value), ""])
+                out.extend(["", markdown_table(value), ""])
             else:
-                out.append(value.plain(fmt, color, fit))
+                out.append(plain_table(value, fmt, color, fit))
         return "\n".join(out).rstrip("\n") + "\n"
 
 
@@ -256,23 +243,6 @@ def _wrap(text: str, width: int | None, color: bool) -> list[str]:
         str(text), width, subsequent_indent=indent + "  ", break_long_words=False, break_on_hyphens=False
     )
     return [paint(line, style, color) for line in lines] or [""]
-
-
-def _markdown_table(t: Table) -> str:
-    cols = t.columns("markdown")
-    head = [t.headers[i] for i in cols]
-    rows = [[_md_cell(_cell(r[i] if i < len(r) else "")) for i in cols] for r in t.rows]
-    widths = [max([len(head[j]), 3] + [len(r[j]) for r in rows]) for j in range(len(cols))]
-
-    def line(cells: list[str]) -> str:
-        return "| " + " | ".join(c + " " * (w - len(c)) for c, w in zip(cells, widths, strict=True)) + " |"
-
-    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
-    return "\n".join([line(head), sep] + [line(r) for r in rows])
-
-
-def _md_cell(value: str) -> str:
-    return value.replace("|", "\\|").replace("\n", " ")
 
 
 def emit(text: str, stream: TextIO | None = None) -> None:

@@ -1,4 +1,5 @@
-"""Findings and capacity as tables (plain text or Markdown)."""
+"""Findings and capacity: the views `check` prints and the report's Findings and Capacity sections show
+(`findings_table`, `capacity_table`: one function each, so the two cannot disagree)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from typing import Any
 
 from dra_migrate.checks.model import objects_text
 from dra_migrate.render import Document, styled, verdict
+from dra_migrate.render.view import Table
 
 
 def _objects(objects: list[Any], limit: int = 4) -> str:
@@ -45,6 +47,30 @@ def capacity_rows(capacity: list[dict[str, Any]]) -> list[list[Any]]:
     ]
 
 
+FINDING_HEADERS = ["severity", "id", "scope", "finding", "objects", "remediation"]
+
+
+def finding_scope(f: dict[str, Any]) -> str:
+    """"cluster", or "pool a, b" for a finding that blocks only some pools' stages."""
+    if f.get("scope") == "pool":
+        return "pool " + ", ".join(f.get("pools") or [])
+    return "cluster"
+
+
+def findings_table(findings: list[dict[str, Any]]) -> Table:
+    """Findings as rows (the JSON form: `finding_json`), every object named."""
+    rows: list[list[Any]] = [
+        [f["severity"], f["id"], finding_scope(f), f["message"], ", ".join(objects_text(f["objects"] or [])) or "-",
+         f["remediation"]]
+        for f in findings
+    ]  # fmt: skip
+    return Table(FINDING_HEADERS, rows, empty="No findings.")
+
+
+def capacity_table(capacity: list[dict[str, Any]]) -> Table:
+    return Table(CAPACITY_HEADERS, capacity_rows(capacity), wide=frozenset({"device class"}))
+
+
 def check_document(report: dict[str, Any], markdown: bool = False) -> Document:
     doc = Document()
     s = report["summary"]
@@ -58,14 +84,7 @@ def check_document(report: dict[str, Any], markdown: bool = False) -> Document:
     )
     doc.heading(f"Findings ({len(report['findings'])})")
     if markdown:
-        doc.table(
-            ["severity", "id", "finding", "objects", "remediation"],
-            [
-                [f["severity"], f"`{f['id']}`", f["message"], _objects(f["objects"]), f["remediation"]]
-                for f in report["findings"]
-            ],
-            empty="No findings.",
-        )
+        doc.add(findings_table(report["findings"]))
     elif not report["findings"]:
         doc.line("No findings.")
     for f in [] if markdown else report["findings"]:
@@ -76,5 +95,5 @@ def check_document(report: dict[str, Any], markdown: bool = False) -> Document:
             doc.line(f"         objects: {_objects(f['objects'])}")
         doc.line(f"         fix: {f['remediation']}")
     doc.heading("Capacity per pool, before and after")
-    doc.table(CAPACITY_HEADERS, capacity_rows(report["capacity"]), wide=["device class"])
+    doc.add(capacity_table(report["capacity"]))
     return doc

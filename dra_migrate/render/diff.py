@@ -12,6 +12,7 @@ import orjson
 
 from dra_migrate.checks.model import objects_text
 from dra_migrate.render import Document, change, styled
+from dra_migrate.render.view import Table
 
 _CELL = 60  # longest value in a details cell; JSON output has the whole value
 
@@ -30,6 +31,21 @@ def _short(digest: Any) -> str:
 
 def _code(text: str, markdown: bool) -> str:
     return f"`{text}`" if markdown else text
+
+
+def details_table(details: list[dict[str, Any]]) -> Table:
+    """Every value that differs between plan A and plan B (`diff` and the report's "Changes against an
+    older plan" show this one table); long values cut to `_CELL` characters (JSON has them whole)."""
+    rows: list[list[Any]] = [
+        [
+            d["path"],
+            change(d["change"]),
+            "-" if d["change"] == "added" else _value(d["old"]),
+            "-" if d["change"] == "removed" else _value(d["new"]),
+        ]
+        for d in details
+    ]
+    return Table(["path", "change", "A", "B"], rows)
 
 
 def plan_diff_document(report: dict[str, Any], markdown: bool = False) -> Document:
@@ -101,18 +117,7 @@ def plan_diff_document(report: dict[str, Any], markdown: bool = False) -> Docume
         doc.table(["class", "change"], class_rows)
 
     doc.heading(f"Details ({len(report['details'])})")
-    doc.table(
-        ["path", "change", "A", "B"],
-        [
-            [
-                _code(d["path"], markdown),
-                change(d["change"]),
-                "-" if d["change"] == "added" else _value(d["old"]),
-                "-" if d["change"] == "removed" else _value(d["new"]),
-            ]
-            for d in report["details"]
-        ],
-    )
+    doc.add(details_table(report["details"]))
     return doc
 
 

@@ -1,10 +1,12 @@
-"""The inventory as tables (plain text or Markdown)."""
+"""The inventory: the views `inventory` prints; the report's Inventory section shows the same consumers
+and pools tables (`consumers_table`, `pools_table`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from dra_migrate.render import Document, counts, styled
+from dra_migrate.render.view import Table
 
 # Kinds that exist in the core, apps or batch groups: a CRD with the same name (Knative's Service,
 # Volcano's Job) is shown with its group so the table is never ambiguous.
@@ -31,6 +33,64 @@ def consumer_names(inv: dict[str, Any]) -> list[str]:
     return [f"{_kind(x)}/{x['namespace'] or '-'}/{x['name']}" for x in inv["consumers"]]
 
 
+CONSUMER_HEADERS = ["namespace", "kind", "name", "gpus (total)", "per pod × replicas", "pods", "pools"]
+POOL_HEADERS = ["pool", "nodes", "allocatable", "requested", "GPU consumers", "dra devices"]
+PLATFORM_HEADERS = ["platform", "strategy", "group", "gpu stack", "switching"]
+
+
+def consumers_table(consumers: list[dict[str, Any]]) -> Table:
+    """GPU consumers (the inventory's JSON form), one row each; `*` marks those counted from live pods."""
+    rows: list[list[Any]] = [
+        [
+            x["namespace"] or "-",
+            _kind(x),
+            x["name"] + (" *" if x["source"] == "pods" else ""),
+            counts(x["totals"]),
+            "; ".join(f"{counts(t['resources'])} × {t['replicas']}" for t in x["templates"]) or "(from pods)",
+            x["pods"],
+            ", ".join(x["pools"]) or "-",
+        ]
+        for x in consumers
+    ]
+    return Table(CONSUMER_HEADERS, rows, empty="No GPU consumers.", wide=frozenset({"per pod × replicas"}))
+
+
+def consumers_note(consumers: list[dict[str, Any]]) -> str | None:
+    if any(x["source"] == "pods" for x in consumers):
+        return "* counted from live pods: the template shows no GPU request (see notes in -o json)"
+    return None
+
+
+def pools_table(pools: list[dict[str, Any]], consumers: list[dict[str, Any]] | None = None) -> Table:
+    """GPU pools: nodes, what the device plugin offers and what is requested, the consumers placed on them
+    (counted from `consumers`, or as a pool records it), and the DRA devices already published."""
+
+    def placed(p: dict[str, Any]) -> Any:
+        if consumers is not None:
+            return sum(1 for c in consumers if p["name"] in c["pools"])
+        return p.get("consumers")
+
+    rows: list[list[Any]] = [
+        [
+            p["name"],
+            len(p["nodes"]) if isinstance(p["nodes"], list) else p["nodes"],
+            counts(p["allocatable"]),
+            counts(p["requested"]),
+            placed(p),
+            counts(p["draDevices"]) if p.get("draDevices") is not None else "-",
+        ]
+        for p in pools
+    ]
+    return Table(POOL_HEADERS, rows)
+
+
+def platforms_table(pools: list[dict[str, Any]]) -> Table:
+    """Per pool: its platform, the strategy the plan uses for it, and (wide) its group, who manages its GPU
+    stack and what switching takes (inventory/platform.py; the report's 'How each pool is cut over')."""
+    rows = [[p["name"], *_platform_cells(p.get("platform"))] for p in pools]
+    return Table(["pool", *PLATFORM_HEADERS], rows, wide=frozenset(PLATFORM_HEADERS[2:]))
+
+
 def inventory_document(inv: dict[str, Any]) -> Document:
     """Build the human view from the inventory's JSON contract, so both always agree."""
     doc = Document()
@@ -48,52 +108,15 @@ def inventory_document(inv: dict[str, Any]) -> Document:
     )
 
     doc.heading(f"GPU consumers ({len(inv['consumers'])})")
-    doc.table(
-        ["namespace", "kind", "name", "gpus (total)", "per pod × replicas", "pods", "pools"],
-        [
-            [
-                x["namespace"] or "-",
-                _kind(x),
-                x["name"] + (" *" if x["source"] == "pods" else ""),
-                counts(x["totals"]),
-                "; ".join(f"{counts(t['resources'])} × {t['replicas']}" for t in x["templates"]) or "(from pods)",
-                x["pods"],
-                ", ".join(x["pools"]) or "-",
-            ]
-            for x in inv["consumers"]
-        ],
-        wide=["per pod × replicas"],
-    )
-    if any(x["source"] == "pods" for x in inv["consumers"]):
-        doc.line("* counted from live pods: the template shows no GPU request (see notes in -o json)")
+    doc.add(consumers_table(inv["consumers"]))
+    note = consumers_note(inv["consumers"])
+    if note:
+        doc.line(note)
 
     doc.heading(f"GPU pools ({len(inv['pools'])})")
-    doc.table(
-        [
-            "pool",
-            "nodes",
-            "allocatable",
-            "requested",
-            "dra devices",
-            "strategy",
-            "platform",
-            "group",
-            "gpu stack",
-            "switching",
-        ],
-        [
-            [
-                p["name"],
-                len(p["nodes"]),
-                counts(p["allocatable"]),
-                counts(p["requested"]),
-                counts(p["draDevices"]),
-                *_platform_cells(p.get("platform")),
-            ]
-            for p in inv["pools"]
-        ],
-        wide=["platform", "group", "gpu stack", "switching"],
-    )
+    doc.add(pools_table(inv["pools"], inv["consumers"]))
+    doc.heading(f"Platforms ({len(inv['pools'])})")
+    doc.add(platforms_table(inv["pools"]))
 
     doc.heading(f"GPU nodes ({len(inv['nodes'])})")
     doc.table(
@@ -197,4 +220,4 @@ def _platform_cells(platform: dict[str, Any] | None) -> list[str]:
     if not platform:
         return ["-", "-", "-", "-", "-"]
     group = f"{platform['provisioner']} {platform['group']}" if platform.get("group") else "-"
-    return [platform["strategy"], platform["platform"], group, platform["stackOwner"], platform["switching"]]
+    return [platform["platform"], platform["strategy"], group, platform["stackOwner"], platform["switching"]]

@@ -8,6 +8,7 @@ from typing import Any
 
 from dra_migrate.plan.scope import stage_blockers
 from dra_migrate.render import Document, styled, verdict
+from dra_migrate.render.disruption import gangs_table, waves_table
 
 # Parameters that say how, not what: `-o wide` and `-o json` show them.
 _QUIET_PARAMS = (
@@ -146,23 +147,12 @@ def plan_document(plan: dict[str, Any]) -> Document:
     )
 
     doc.heading("Disruption per wave")
-    doc.table(
-        ["stage", "wave", "nodes", "pods evicted", "soak after"],
-        [
-            [st["name"], w["name"], len(w["nodes"]), w["evictedPods"], w["soakAfter"]]
-            for st in plan["stages"]
-            for w in st.get("waves") or []
-        ],
-        empty="Nothing to migrate.",
-    )
+    doc.add(waves_table(plan["stages"]))
 
     gangs = s.get("gangs") or []
     if gangs:
         doc.heading("Disruption per gang")
-        doc.table(
-            ["gang", "waves that evict it", "times broken"],
-            [[g["gang"], ", ".join(g["waves"]), len(g["waves"])] for g in gangs],
-        )
+        doc.add(gangs_table(gangs))
 
     for st in plan["stages"]:
         doc.heading(f"Stage {st['name']}")

@@ -1,18 +1,21 @@
-"""The report's reading order as neutral blocks, which the Markdown and HTML renderings both draw.
+"""The report's reading order as view-model blocks (render/view.py), which render/ draws as Markdown and HTML.
 
 One layout for both formats, so they cannot disagree about what a report says; it takes the
-`Report.to_dict()` shape, so the JSON cannot either. Sections whose source was not given say what
-would fill them instead of disappearing: a reviewer sees what the report does not cover.
+`Report.to_dict()` shape, so the JSON cannot either. Where a command shows the same thing, the section
+uses that command's view function (findings, capacity), so the command and the report cannot disagree.
+Sections whose source was not given say what would fill them instead of disappearing: a reviewer sees
+what the report does not cover.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
-from dra_migrate.checks.model import objects_text
 from dra_migrate.render import to_yaml
-from dra_migrate.render.checks import CAPACITY_HEADERS, capacity_rows
+from dra_migrate.render.checks import capacity_table, findings_table
+from dra_migrate.render.diff import details_table
+from dra_migrate.render.disruption import gangs_table, waves_table
+from dra_migrate.render.inventory import consumers_note, consumers_table, pools_table
 from dra_migrate.render.plan import step_params, undo_text
 from dra_migrate.render.rehearsal import (
     CAPACITY_HEADERS as REHEARSED_CAPACITY_HEADERS,
@@ -28,6 +31,8 @@ from dra_migrate.render.rehearsal import (
     wave_rows,
 )
 from dra_migrate.render.rehearsal import capacity_rows as rehearsed_capacity_rows
+from dra_migrate.render.view import Badge, Chart, Code, Section
+from dra_migrate.render.view import cell as _cell
 from dra_migrate.report.platforms import strategies_section
 
 # Section ids: stable anchors in the HTML, and what the browser test looks for.
@@ -48,62 +53,6 @@ SECTIONS = (
 )
 TITLES = dict(SECTIONS)
 NEEDS_CLUSTER = "Not available: this section needs `--snapshot FILE` or a live cluster (`--kubeconfig`/`--context`)."
-
-
-@dataclass
-class Table:
-    headers: list[str]
-    rows: list[list[str]]
-    empty: str = "(none)"
-    css: str = ""  # a class for the HTML rendering ("rollback" sets those rows apart)
-
-
-@dataclass
-class Section:
-    id: str
-    title: str
-    level: int = 2
-    blocks: list[Any] = field(default_factory=list)  # str (a paragraph), Table, Code, Chart, Badge, Section
-
-    def p(self, text: str) -> None:
-        self.blocks.append(text)
-
-    def table(self, headers: list[str], rows: list[list[Any]], empty: str = "(none)", css: str = "") -> None:
-        self.blocks.append(Table(headers, [[_cell(c) for c in r] for r in rows], empty, css))
-
-    def sub(self, id_: str, title: str) -> Section:
-        s = Section(id_, title, self.level + 1)
-        self.blocks.append(s)
-        return s
-
-
-@dataclass
-class Badge:
-    """A verdict in colour (HTML) or bold (Markdown): tone good | bad | warn | note | mute."""
-
-    text: str
-    tone: str
-
-
-@dataclass
-class Code:
-    text: str
-    lang: str = ""
-
-
-@dataclass
-class Chart:
-    """Capacity before and after per pool and resource (the HTML draws it; Markdown has the table)."""
-
-    rows: list[dict[str, Any]]
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    return str(value)
 
 
 def counts(m: dict[str, int] | None) -> str:
@@ -277,35 +226,16 @@ def _inventory(r: dict[str, Any]) -> Section:
             gpus[k] = gpus.get(k, 0) + v
     s.p(f"{len(cons)} GPU consumer(s) in {len(inv['pools'])} pool(s); GPUs over all replicas: {counts(gpus)}.")
     cs = s.sub("consumers", f"Consumers ({len(cons)})")
-    cs.table(
-        ["kind", "namespace", "name", "pools", "GPU totals", "live pods", "counted from"],
-        [
-            [
-                c["kind"],
-                c["namespace"] or "-",
-                c["name"],
-                ", ".join(c["pools"]) or "-",
-                counts(c["totals"]),
-                c["pods"],
-                c["source"],
-            ]
-            for c in cons
-        ],
-        empty="No GPU consumers.",
-    )
+    cs.add(consumers_table(cons))
+    note = consumers_note(cons)
+    if note:
+        cs.p(note)
     _pool_table(s, inv)
     return s
 
 
 def _pool_table(s: Section, inv: dict[str, Any]) -> None:
-    ps = s.sub("pools", "Pools")
-    ps.table(
-        ["pool", "nodes", "allocatable (device plugin)", "requested", "GPU consumers"],
-        [
-            [p["name"], p["nodes"], counts(p["allocatable"]), counts(p["requested"]), p.get("consumers")]
-            for p in inv["pools"]
-        ],
-    )
+    s.sub("pools", "Pools").add(pools_table(inv["pools"]))
 
 
 def _findings(r: dict[str, Any]) -> Section:
@@ -313,28 +243,8 @@ def _findings(r: dict[str, Any]) -> Section:
     s = _section("findings")
     by = {sev: sum(1 for f in fs if f["severity"] == sev) for sev in ("blocker", "warning", "info")}
     s.p(f"At planning time: {by['blocker']} blocker(s), {by['warning']} warning(s), {by['info']} info.")
-    s.table(
-        ["severity", "id", "scope", "finding", "objects", "remediation"],
-        [
-            [
-                f["severity"],
-                f["id"],
-                _scope(f),
-                f["message"],
-                ", ".join(objects_text(f["objects"] or [])) or "-",
-                f["remediation"],
-            ]
-            for f in fs
-        ],
-        empty="No findings.",
-    )
+    s.add(findings_table(fs))
     return s
-
-
-def _scope(f: dict[str, Any]) -> str:
-    if f.get("scope") == "pool":
-        return "pool " + ", ".join(f.get("pools") or [])
-    return "cluster"
 
 
 def _device_classes(r: dict[str, Any]) -> Section:
@@ -364,7 +274,7 @@ def _capacity(r: dict[str, Any]) -> Section:
         "mapping DeviceClass matches on the pool's nodes; demand: today's requests."
     )
     s.blocks.append(Chart(cap))
-    s.table(CAPACITY_HEADERS, capacity_rows(cap))
+    s.add(capacity_table(cap))
     changes = r.get("capacityChanges")
     if changes is not None:
         ch = s.sub("capacity-changes", "Changed since the plan was made")
@@ -384,16 +294,7 @@ def _stages(r: dict[str, Any]) -> Section:
         f"{sm.get('evictedPods')} pod(s) evicted, estimated {sm.get('estimatedDuration')} (soaks included); "
         f"at most {r['plan']['parameters'].get('maxUnavailable')} of a pool unavailable at once."
     )
-    d = s.sub("disruption", "Disruption per wave")
-    d.table(
-        ["stage", "wave", "nodes unavailable", "pods evicted", "soak after", "nodes"],
-        [
-            [st["name"], w["name"], len(w["nodes"]), w["evictedPods"], w["soakAfter"], ", ".join(w["nodes"])]
-            for st in r["stages"]
-            for w in st["waves"]
-        ],
-        empty="Nothing to migrate.",
-    )
+    s.sub("disruption", "Disruption per wave").add(waves_table(r["stages"]))
     gangs = sm.get("gangs") or []
     if gangs:
         g = s.sub("gangs", "Disruption per gang")
@@ -401,10 +302,7 @@ def _stages(r: dict[str, Any]) -> Section:
             "A gang's pods run all or nothing: it is broken once for every wave that evicts any of them "
             "(one is the least a migration can do; the planner keeps a gang's nodes in one wave where it can)."
         )
-        g.table(
-            ["gang", "waves that evict it", "times broken"],
-            [[x["gang"], ", ".join(x["waves"]), len(x["waves"])] for x in gangs],
-        )
+        g.add(gangs_table(gangs))
     for st in r["stages"]:
         sub = s.sub(f"stage-{st['name']}", f"Stage {st['name']}")
         blocked = st.get("blockedBy") or []
@@ -435,7 +333,7 @@ def _diff(r: dict[str, Any]) -> Section:
         s.p("Not requested: `--against OLDER_PLAN` compares this plan with an earlier one.")
         return s
     against = d["a"]["cluster"]["name"]
-    s.p(f"Against {against} (digest {short(d['a']['digest'])}); this plan: {short(d['b']['digest'])}.")
+    s.p(f"Against {against} (A, digest {short(d['a']['digest'])}); this plan (B): {short(d['b']['digest'])}.")
     if d["identical"]:
         s.p("No differences: the plans are the same (ordering and digests aside).")
         return s
@@ -456,27 +354,8 @@ def _diff(r: dict[str, Any]) -> Section:
         rows.append(["applicable", "-", f"{_cell(sm['applicable']['old'])} -> {_cell(sm['applicable']['new'])}"])
     rows += [["DeviceClass", n, ch] for ch in ("added", "removed", "changed") for n in sm["deviceClasses"][ch]]
     s.table(["what", "name", "change"], rows, empty="Only details changed (below).")
-    det = s.sub("diff-details", f"Details ({len(d['details'])})")
-    det.table(
-        ["path", "change", "older", "this plan"],
-        [
-            [
-                x["path"],
-                x["change"],
-                "-" if x["change"] == "added" else _short_value(x["old"]),
-                "-" if x["change"] == "removed" else _short_value(x["new"]),
-            ]
-            for x in d["details"]
-        ],
-    )
+    s.sub("diff-details", f"Details ({len(d['details'])})").add(details_table(d["details"]))
     return s
-
-
-def _short_value(v: Any, limit: int = 60) -> str:
-    import orjson
-
-    text = v if isinstance(v, str) else orjson.dumps(v, option=orjson.OPT_SORT_KEYS).decode()
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _timeline(r: dict[str, Any]) -> Section:

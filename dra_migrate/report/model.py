@@ -21,8 +21,8 @@ JSON (`-o json`), `formatVersion` 1; new keys may appear, an incompatible change
     fingerprint {digest, objects [{kind, namespace, name, uid, content}]},
     identity {username, groups, via} | null (not recorded: only a live run asks the API server),
     plan {path, digest, edited, previousDigests, applicable, parameters},
-    inventory {consumers [{kind, apiVersion, namespace, name, pools, totals, pods, source}],
-               pools [{name, nodes, allocatable, requested, consumers}], source: plan|snapshot|live,
+    inventory {consumers [{kind, apiVersion, namespace, name, pools, totals, pods, source, templates}],
+               pools [{name, nodes, allocatable, requested, consumers, draDevices}], source: plan|snapshot|live,
                consumerCount} | null (a plan made before `review` was recorded, and no cluster given),
     findings [{id, severity, message, objects [{kind, namespace, name}], remediation, scope: cluster|pool, pools}],
     deviceClasses [{name, resource, manifest}],
@@ -105,6 +105,7 @@ class Consumer:
     totals: dict[str, int]
     pods: int
     source: str
+    templates: list[dict[str, Any]] = field(default_factory=list)  # per pod, times replicas (inventory's form)
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,7 @@ class PoolSummary:
     allocatable: dict[str, int]
     requested: dict[str, int]
     consumers: int | None = None  # GPU consumers placed on the pool
+    dra_devices: dict[str, int] | None = None  # devices already published through DRA (read now only)
 
 
 @dataclass(frozen=True)
@@ -380,6 +382,7 @@ def _inventory(r: Readiness) -> InventorySection:
                 dict(sorted(c.totals.items())),
                 c.pods,
                 c.source,
+                [t.to_dict() for t in c.templates],
             )
             for c in r.inventory.consumers
         ],
@@ -390,6 +393,7 @@ def _inventory(r: Readiness) -> InventorySection:
                 dict(sorted(p.allocatable.items())),
                 dict(sorted(p.requested.items())),
                 sum(1 for c in r.inventory.consumers if p.name in c.pools),
+                dict(sorted(p.dra_devices.items())),
             )
             for p in r.inventory.pools
         ],

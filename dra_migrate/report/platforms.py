@@ -3,10 +3,9 @@ dra_migrate/plan/strategies.py; docs/platforms/)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # layout imports this module
-    from dra_migrate.report.layout import Section
+from dra_migrate.render.view import Section
 
 
 def strategies_section(s: Section, ways: list[dict[str, Any]]) -> None:

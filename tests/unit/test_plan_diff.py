@@ -269,7 +269,7 @@ def test_markdown_output(tmp_path: Path) -> None:
     assert r.code == 2
     assert r.stdout.startswith("## Plan diff\n")
     assert r.stdout.index("## Summary") < r.stdout.index("## Nodes") < r.stdout.index("## Details")
-    assert "`parameters.maxUnavailable`" in r.stdout
+    assert "| parameters.maxUnavailable " in r.stdout
 
 
 # --- plan against the cluster: drift ------------------------------------------------------------

@@ -60,7 +60,7 @@ def test_markdown_has_every_section_and_the_issue_contents() -> None:
     fingerprint_digest = plan_io.load(ROOT / PLAN)["fingerprint"]["digest"]
     assert "v1.37.2" in out and fingerprint_digest in out  # server version, fingerprint digest
     # Every consumer by name, with its pools and GPU totals.
-    chat = ["Deployment", "ml-serving", "chat-api", "a100-shared-pool", "nvidia.com/gpu=3", "3", "template"]
+    chat = ["ml-serving", "Deployment", "chat-api", "nvidia.com/gpu=3", "nvidia.com/gpu=1 × 3", "3", "a100-shared-pool"]
     assert chat in _rows(out)
     assert "shared-gpu-capacity-loss" in out and "keep this pool on the device plugin" in out  # remediation
     assert "```yaml\napiVersion: resource.k8s.io/v1\nkind: DeviceClass" in out
@@ -78,7 +78,7 @@ def test_the_plan_alone_is_a_complete_report() -> None:
     assert "As recorded in the plan at planning time" in r.stdout
     a100 = next(row[:6] for row in _rows(r.stdout) if row[:2] == ["a100-shared-pool", "nvidia.com/gpu"])
     assert a100 == ["a100-shared-pool", "nvidia.com/gpu", "64 (4x shared)", "16 (predicted)", "17", "NO"]
-    assert ["h100-pool", "4", "nvidia.com/gpu=32", "nvidia.com/gpu=29", "4"] in _rows(r.stdout)  # pools, consumers
+    assert ["h100-pool", "4", "nvidia.com/gpu=32", "nvidia.com/gpu=29", "4", "-"] in _rows(r.stdout)  # pools, consumers
     assert "Not recorded" in r.stdout  # identity needs a live read
     data = json.loads(run("report", PLAN, "-o", "json").stdout)
     assert data["capacitySource"] == "plan" and data["capacityChanges"] is None
