@@ -29,8 +29,7 @@ JSON (`-o json`), `formatVersion` 1; new keys may appear, an incompatible change
     capacity [{pool, resource, before, after, demand, fits, deviceClass, sharingReplicas, afterSource}] | null,
     capacitySource: plan (recorded at planning time) | snapshot | live | null,
     capacityChanges [{pool, resource, field, planned, now}] | null (since planning; needs the cluster),
-    excludedPools [{pool, reason, findings}],
-    strategies [{pool, strategy, platform, stackOwner, why, sources}],
+    excludedPools [{pool, reason, findings}], strategies [{pool, strategy, platform, stackOwner, why, sources}],
     summary {pools, nodes, waves, evictedPods, estimatedDuration, ...},
     stages [{name, pool, resources, steps [{id, action, target, timeout, undo, params, restore}],
              waves [{name, nodes, evictedPods, soakAfter}], blockedBy, applicable}],
@@ -262,8 +261,7 @@ class Report:
     capacity_source: str | None = None  # "plan" (recorded at planning time), "snapshot" or "live"
     capacity_changes: list[CapacityChange] | None = None  # since planning; None: nothing to compare
     excluded_pools: list[dict[str, Any]] = field(default_factory=list)  # left out of the plan, and why
-    # How each planned pool is cut over, and why (plan review.strategies; plan/strategies.py)
-    strategies: list[dict[str, Any]] = field(default_factory=list)
+    strategies: list[dict[str, Any]] = field(default_factory=list)  # per pool, and why (plan/strategies.py)
     diff: dict[str, Any] | None = None
     timeline: Timeline | None = None
     verification: Verification | None = None
@@ -584,10 +582,8 @@ def verification(plan: dict[str, Any], records: list[Record]) -> Verification:
         for wave in stage.get("waves") or []:
             for n in wave.get("nodes") or []:
                 node = str(n.get("node"))
-                states = []
-                for step_id in verifying_steps(stage, node, verifying_actions()):  # wait-dra-ready, canary
-                    s = progress.steps.get(step_id)
-                    states.append(_NODE_STATE.get(s.status, s.status) if s else "not-run")
+                found = [progress.steps.get(i) for i in verifying_steps(stage, node, verifying_actions())]
+                states = [_NODE_STATE.get(s.status, s.status) if s else "not-run" for s in found]  # ready, canary
                 nodes.append(NodeVerification(node, str(stage["name"]), str(wave.get("name")), states[0], states[1]))
     return Verification(last, _verdict(last, nodes), nodes)
 
