@@ -3,7 +3,7 @@ PY ?= python3
 DEMO ?= fixtures/clusters/demo.yaml
 export PYTHONDONTWRITEBYTECODE = 1
 
-.PHONY: install demo test test-unit test-cluster test-realnode test-policy lint k8s node opa browser golden bench
+.PHONY: install demo test test-unit test-cluster test-realnode test-nvidia test-policy lint k8s kwok node nvidia opa browser golden bench
 
 install:
 	@$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
@@ -25,12 +25,22 @@ lint: install
 k8s:
 	tools/k8s/build
 
+# KWOK, which plays the twin's GPU nodes (docs/twin.md), built once per machine into ~/.cache/dra-migrate/kwok.
+kwok:
+	tools/kwok/build
+
 # The real-node tier (tests/integration/test_realnode.py, README "Real-node tier"): Debian's runc, CNI
 # plugins and busybox-static (apt, as root or through sudo), the kubelet in the control plane's wrapper,
 # containerd 2.x and our GPU plugins from the Go module proxy, the local images; all cached in
 # ~/.cache/dra-migrate, a no-op when done.
 node: k8s
 	tools/realnode/build
+
+# The nvidia tier (tests/integration/test_nvidia.py, docs/nvidia-tier.md): the real NVIDIA device plugin + GFD
+# (k8s-device-plugin v0.18.0) and DRA kubelet plugin (dra-driver-nvidia-gpu v0.4.1) from the Go module proxy on
+# go-nvml's mock NVML, a driver root and the image; cached in ~/.cache/dra-migrate/nvidia, a no-op when done.
+nvidia: node
+	tools/nvidia/build
 
 # The policy engine for `dra-migrate policy check` and tests/policy (docs/policy.md): OPA built from the Go
 # module proxy into ~/.cache/dra-migrate/opa (pinned; a no-op when cached).
@@ -44,7 +54,7 @@ browser:
 		SUDO=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
 		$$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium; }
 
-test: install k8s node opa browser lint
+test: install k8s kwok node nvidia opa browser lint
 	$(PY) -m pytest tests
 
 test-unit: install
@@ -53,12 +63,16 @@ test-unit: install
 test-policy: install opa
 	$(PY) -m pytest tests/policy
 
-test-cluster: install k8s
+test-cluster: install k8s kwok
 	$(PY) -m pytest -m cluster tests/integration
 
 # Regenerate golden files on purpose, then review the diff before committing.
 test-realnode: install node
 	$(PY) -m pytest -m realnode tests/integration/test_realnode.py
+
+# One real node per machine: the tier holds the machine-wide lock while it runs.
+test-nvidia: install nvidia
+	flock /tmp/dra-migrate-realnode.lock $(PY) -m pytest -m nvidia tests/integration/test_nvidia.py
 
 golden: install
 	DRA_MIGRATE_UPDATE_GOLDEN=1 $(PY) -m pytest tests/unit/test_golden.py tests/unit/test_plan.py \

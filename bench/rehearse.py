@@ -2,6 +2,7 @@
 """What a rehearsal costs on this machine: wall time, peak memory, and the simulator's cost per node.
 
     python bench/rehearse.py [--sizes 200,2000] [--pods-per-node 4] [--time-scale 0.01] [--out FILE]
+                             [--plan-args "--pools gpu-l4"]
 
 For each size N: a synthetic fleet of N GPU nodes (bench/gen_fleet.py, deterministic; N/2 CPU nodes the
 twin does not play, N x pods-per-node pods of which about a quarter use GPUs), `plan --snapshot`, then
@@ -123,11 +124,14 @@ def with_dra_driver(snap: Path) -> None:
         fh.write(json.dumps(DRA_DRIVER).encode() + b"\n")
 
 
+PLAN_ARGS: list[str] = []  # --plan-args: more `plan` options, e.g. "--pools gpu-l4 --max-unavailable 25%"
+
+
 def make_plan(cli: list[str], snap: Path, plan: Path) -> list[str]:
     """A plan of the pools that can be migrated; the pools a pool-scoped blocker stops are left out."""
     excluded: list[str] = []
     for _ in range(2):
-        extra = ["--exclude-pools", ",".join(excluded)] if excluded else []
+        extra = (["--exclude-pools", ",".join(excluded)] if excluded else []) + PLAN_ARGS
         made = subprocess.run([*cli, "plan", "--snapshot", str(snap), "--out", str(plan), "--force", *extra],
                               cwd=ROOT, capture_output=True, text=True, check=False)  # fmt: skip
         if made.returncode != 0:
@@ -221,7 +225,9 @@ def main() -> None:
     ap.add_argument("--time-scale", type=float, default=0.01)
     ap.add_argument("--out", type=Path, help="also write the JSON result here")
     ap.add_argument("--timeline", action="store_true", help="record each log line with the process's RSS then")
+    ap.add_argument("--plan-args", default="", help='more `plan` options, e.g. "--pools gpu-l4"')
     args = ap.parse_args()
+    PLAN_ARGS.extend(args.plan_args.split())
     sizes = [int(s) for s in args.sizes.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         runs = [one(n, args, Path(tmp)) for n in sizes]

@@ -30,17 +30,33 @@ Pure data and pure functions; the simulator (`dra_migrate.sim.spec`) publishes t
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from dra_migrate.cluster.state import ClusterState
+from dra_migrate.dra.products import FAMILY_COMPUTE as FAMILY_COMPUTE
+from dra_migrate.dra.products import LABEL_PRODUCT as LABEL_PRODUCT
+from dra_migrate.dra.products import (
+    PROFILE_RE,
+    MigProfile,
+    architecture,
+    base_product,
+    profile_from_resource,
+    single_profile,
+)
+from dra_migrate.dra.products import Product as Product
+from dra_migrate.dra.products import known_product as known_product
+from dra_migrate.dra.products import mig_capable as mig_capable
+from dra_migrate.dra.products import mig_device_name as mig_device_name
+from dra_migrate.dra.products import mig_profile as mig_profile
+from dra_migrate.dra.products import product_name as product_name
+from dra_migrate.dra.products import resource_profile as resource_profile
 
 NVIDIA_DRIVER = "gpu.nvidia.com"
 
-LABEL_PRODUCT = "nvidia.com/gpu.product"
+
 LABEL_COUNT = "nvidia.com/gpu.count"
 LABEL_MEMORY = "nvidia.com/gpu.memory"
 LABEL_REPLICAS = "nvidia.com/gpu.replicas"
@@ -192,252 +208,6 @@ def published_devices(
 
 
 # ---------------------------------------------------------------------------------------------------
-# GPU models
-
-
-@dataclass(frozen=True)
-class Product:
-    name: str  # as NVML reports it: the DRA driver's productName
-    family: str  # GFD's gpu.family
-    compute: tuple[int, int]
-    mig_table: str | None = None  # key of _MIG_TABLES
-
-
-# GFD writes the NVML name with spaces turned into hyphens (nvidia-facts.md §3), which loses the
-# hyphens NVML had; the products we know are mapped back exactly, the rest get spaces.
-_PRODUCTS: dict[str, Product] = {
-    "NVIDIA-H100-80GB-HBM3": Product("NVIDIA H100 80GB HBM3", "hopper", (9, 0), "H100-80GB"),
-    "NVIDIA-H100-PCIe": Product("NVIDIA H100 PCIe", "hopper", (9, 0), "H100-80GB"),
-    "NVIDIA-H200": Product("NVIDIA H200", "hopper", (9, 0), "H200-141GB"),
-    "NVIDIA-H200-141GB-HBM3e": Product("NVIDIA H200 141GB HBM3e", "hopper", (9, 0), "H200-141GB"),
-    "NVIDIA-B200": Product("NVIDIA B200", "blackwell", (10, 0), "B200-180GB"),
-    "NVIDIA-B200-180GB-HBM3e": Product("NVIDIA B200 180GB HBM3e", "blackwell", (10, 0), "B200-180GB"),
-    "NVIDIA-GB200": Product("NVIDIA GB200", "blackwell", (10, 0)),
-    "NVIDIA-A100-SXM4-80GB": Product("NVIDIA A100-SXM4-80GB", "ampere", (8, 0), "A100-80GB"),
-    "NVIDIA-A100-80GB-PCIe": Product("NVIDIA A100 80GB PCIe", "ampere", (8, 0), "A100-80GB"),
-    "NVIDIA-A100-SXM4-40GB": Product("NVIDIA A100-SXM4-40GB", "ampere", (8, 0), "A100-40GB"),
-    "NVIDIA-A100-PCIE-40GB": Product("NVIDIA A100-PCIE-40GB", "ampere", (8, 0), "A100-40GB"),
-    "NVIDIA-A10": Product("NVIDIA A10", "ampere", (8, 6)),
-    "NVIDIA-A10G": Product("NVIDIA A10G", "ampere", (8, 6)),
-    "NVIDIA-L4": Product("NVIDIA L4", "ada-lovelace", (8, 9)),
-    "Tesla-T4": Product("Tesla T4", "turing", (7, 5)),
-}
-FAMILY_COMPUTE = {
-    "pascal": (6, 0),
-    "volta": (7, 0),
-    "turing": (7, 5),
-    "ampere": (8, 0),
-    "ada-lovelace": (8, 9),
-    "hopper": (9, 0),
-    "blackwell": (10, 0),
-}
-
-
-def _base_product(gfd_product: str) -> str:
-    """GFD's product label without the -SHARED and -MIG-<profile> suffixes it may append."""
-    p = gfd_product.removesuffix("-SHARED")
-    return p.split("-MIG-", 1)[0]
-
-
-def known_product(gfd_product: str) -> Product | None:
-    """What we know of a GFD product label (suffixes ignored), or None."""
-    return _PRODUCTS.get(_base_product(gfd_product))
-
-
-def product_name(gfd_product: str) -> str:
-    """`NVIDIA-H100-80GB-HBM3` -> `NVIDIA H100 80GB HBM3` (the DRA driver's productName)."""
-    base = _base_product(gfd_product)
-    known = _PRODUCTS.get(base)
-    return known.name if known else base.replace("-", " ")
-
-
-def _architecture(family: str) -> str:
-    """GFD's family (`ada-lovelace`) as the DRA driver's architecture attribute (`Ada Lovelace`)."""
-    return " ".join(w.capitalize() for w in family.split("-"))
-
-
-# ---------------------------------------------------------------------------------------------------
-# MIG profiles
-
-
-@dataclass(frozen=True)
-class MigProfile:
-    gi_profile_id: int  # NVML GPU-instance profile ID: the second-to-last part of a DRA MIG device name
-    size: int  # memory slices (of 8) it occupies
-    starts: tuple[int, ...]  # valid placement starts
-    memory_mib: int
-    multiprocessors: int
-    copy_engines: int
-    decoders: int
-    encoders: int = 0
-    jpeg_engines: int = 0
-    ofa_engines: int = 0
-
-
-_ALL_1G = (0, 1, 2, 3, 4, 5, 6)
-_EVEN = (0, 2, 4, 6)
-
-# From NVIDIA's MIG User Guide, "Supported MIG Profiles" and the `nvidia-smi mig -lgip` listings in
-# "Getting Started with MIG" (docs.nvidia.com/datacenter/tesla/mig-user-guide/). Memory is the listed GiB
-# times 1024; placements are in memory slices of 8. Names, IDs and sizes are exact; memory, SMs and
-# engines are as close as the guide's rounded figures allow, and GFD's labels, where a node has them, win.
-_MIG_TABLES: dict[str, dict[str, MigProfile]] = {
-    "A100-40GB": {
-        "1g.5gb": MigProfile(19, 1, _ALL_1G, 4864, 14, 1, 0),
-        "1g.5gb+me": MigProfile(20, 1, _ALL_1G, 4864, 14, 1, 1, 0, 1, 1),
-        "1g.10gb": MigProfile(15, 2, _EVEN, 9856, 14, 1, 1),
-        "2g.10gb": MigProfile(14, 2, (0, 2, 4), 9856, 28, 2, 1),
-        "3g.20gb": MigProfile(9, 4, (0, 4), 19968, 42, 3, 2),
-        "4g.20gb": MigProfile(5, 4, (0,), 19968, 56, 4, 2),
-        "7g.40gb": MigProfile(0, 8, (0,), 40320, 98, 7, 5, 0, 1, 1),
-    },
-    "A100-80GB": {
-        "1g.10gb": MigProfile(19, 1, _ALL_1G, 9728, 14, 1, 0),
-        "1g.10gb+me": MigProfile(20, 1, _ALL_1G, 9728, 14, 1, 1, 0, 1, 1),
-        "1g.20gb": MigProfile(15, 2, _EVEN, 19968, 14, 1, 1),
-        "2g.20gb": MigProfile(14, 2, (0, 2, 4), 19968, 28, 2, 1),
-        "3g.40gb": MigProfile(9, 4, (0, 4), 40192, 42, 3, 2),
-        "4g.40gb": MigProfile(5, 4, (0,), 40192, 56, 4, 2),
-        "7g.80gb": MigProfile(0, 8, (0,), 80640, 98, 7, 5, 0, 1, 1),
-    },
-    "H100-80GB": {
-        "1g.10gb": MigProfile(19, 1, _ALL_1G, 9984, 16, 1, 1, 0, 1, 0),
-        "1g.10gb+me": MigProfile(20, 1, _ALL_1G, 9984, 16, 1, 1, 0, 1, 1),
-        "1g.20gb": MigProfile(15, 2, _EVEN, 20096, 26, 1, 1, 0, 1, 0),
-        "2g.20gb": MigProfile(14, 2, (0, 2, 4), 20096, 32, 2, 2, 0, 2, 0),
-        "3g.40gb": MigProfile(9, 4, (0, 4), 40448, 60, 3, 3, 0, 3, 0),
-        "4g.40gb": MigProfile(5, 4, (0,), 40448, 64, 4, 4, 0, 4, 0),
-        "7g.80gb": MigProfile(0, 8, (0,), 81152, 132, 8, 7, 0, 7, 1),
-    },
-}
-
-# H200 and B200: memory (MemorySizeMB, in MiB), multiprocessors and engines of each GPU-instance profile
-# from NVIDIA/go-nvml v0.13.4-1 pkg/nvml/mock/gpus/h200.go (H200_SXM5_141GB, used by mock/dgxh200) and
-# b200.go (B200_SXM5_180GB, used by mock/dgxb200). The mocks list profiles by NVML enum
-# (GPU_INSTANCE_PROFILE_1_SLICE, _1_SLICE_REV1 = +me, _1_SLICE_REV2 = double memory, ...) and do not give
-# the profile IDs NVML returns nor memory-slice sizes that match the hardware (their 3g/7g placements have
-# size 3/7); the IDs (19, 20, 15, 14, 9, 5, 0) and 8-slice geometry are Hopper's, as in the table above.
-# GB200: no upstream table was found (go-nvml has no GB200 mock; NVIDIA/k8s-test-infra
-# pkg/gpu/mocknvml/configs/mock-nvml-config-gb200.yaml gives `mig.max_gpu_instances: 7` only), so its
-# profiles are derived from their names, with GFD's per-profile labels for memory and engines.
-_MIG_TABLES["H200-141GB"] = {
-    "1g.18gb": MigProfile(19, 1, _ALL_1G, 18432, 16, 1, 1, 0, 0, 0),
-    "1g.18gb+me": MigProfile(20, 1, _ALL_1G, 18432, 16, 1, 1, 0, 1, 1),
-    "1g.35gb": MigProfile(15, 2, _EVEN, 35840, 16, 1, 1, 0, 0, 0),
-    "2g.35gb": MigProfile(14, 2, (0, 2, 4), 35840, 32, 2, 1, 0, 0, 0),
-    "3g.71gb": MigProfile(9, 4, (0, 4), 72704, 48, 3, 2, 0, 0, 0),
-    "4g.71gb": MigProfile(5, 4, (0,), 72704, 64, 4, 2, 0, 0, 0),
-    "7g.141gb": MigProfile(0, 8, (0,), 144384, 112, 7, 5, 0, 0, 0),
-}
-_MIG_TABLES["B200-180GB"] = {
-    "1g.23gb": MigProfile(19, 1, _ALL_1G, 23552, 18, 1, 1, 0, 0, 0),
-    "1g.23gb+me": MigProfile(20, 1, _ALL_1G, 23552, 18, 1, 1, 1, 1, 1),
-    "1g.45gb": MigProfile(15, 2, _EVEN, 46080, 18, 1, 1, 0, 0, 0),
-    "2g.45gb": MigProfile(14, 2, (0, 2, 4), 46080, 36, 2, 2, 1, 1, 1),
-    "3g.90gb": MigProfile(9, 4, (0, 4), 92160, 54, 3, 3, 2, 2, 2),
-    "4g.90gb": MigProfile(5, 4, (0,), 92160, 72, 4, 4, 2, 2, 2),
-    "7g.180gb": MigProfile(0, 8, (0,), 184320, 126, 7, 7, 4, 4, 4),
-}
-
-# For profiles not in a table: what the compute-slice count implies (the same on A100 and H100).
-_GI_ID_BY_COMPUTE = {1: 19, 2: 14, 3: 9, 4: 5, 7: 0}
-_SIZE_BY_COMPUTE = {1: 1, 2: 2, 3: 4, 4: 4, 7: 8}
-# Profile names as go-nvlib writes them: <c>g.<m>gb plus an attribute suffix: `+me` (one media-extension
-# set), and on Blackwell `+me.all`, `-me` (no media engines) and `+gfx` (graphics)
-# (NVIDIA/go-nvlib pkg/nvlib/device/mig_profile.go attribute names; MIG user guide, Blackwell profiles).
-_PROFILE_RE = re.compile(r"^(\d+)g\.(\d+)gb(\+me\.all|\+me|-me|\+gfx)?$")
-# The device plugin and GFD write `+` as `.` in resource and label names (`1g.23gb.me.all`).
-_RESOURCE_SUFFIXES = ((".me.all", "+me.all"), (".me", "+me"), (".gfx", "+gfx"))
-
-
-def _mig_table(labels: Mapping[str, str]) -> dict[str, MigProfile]:
-    base = _base_product(labels.get(LABEL_PRODUCT, ""))
-    known = _PRODUCTS.get(base)
-    if known and known.mig_table:
-        return _MIG_TABLES[known.mig_table]
-    if "A100" in base:
-        return _MIG_TABLES["A100-80GB" if "80GB" in base else "A100-40GB"]
-    if "H100" in base:
-        return _MIG_TABLES["H100-80GB"]
-    if "H200" in base:
-        return _MIG_TABLES["H200-141GB"]
-    if "B200" in base and "GB200" not in base:
-        return _MIG_TABLES["B200-180GB"]
-    return {}
-
-
-def mig_capable(gfd_product: str) -> bool:
-    """Whether we know the product's MIG profiles."""
-    return bool(_mig_table({LABEL_PRODUCT: gfd_product}))
-
-
-def _single_profile(gfd_product: str) -> str | None:
-    """The MIG profile GFD appends to the product under the single strategy (`...-MIG-1g.10gb[-SHARED]`)."""
-    p = gfd_product.removesuffix("-SHARED")
-    return p.split("-MIG-", 1)[1] if "-MIG-" in p else None
-
-
-def mig_profile(profile: str, labels: Mapping[str, str]) -> MigProfile:
-    """The profile's geometry: from the table, else from its name; GFD's labels for the profile, where the
-    node has them, give its memory, SMs and engines (`nvidia.com/mig-<p>.*` under the mixed strategy,
-    `nvidia.com/gpu.*` under single)."""
-    geo = _mig_table(labels).get(profile)
-    if geo is None:
-        m = _PROFILE_RE.match(profile)
-        if not m:
-            raise ValueError(f"not a MIG profile name: {profile!r}")
-        compute, mem_gb, media = int(m.group(1)), int(m.group(2)), m.group(3)
-        # Only `+me` has a known ID of its own (20); the Blackwell variants' IDs are not in any source we
-        # read, so they take the base profile's, and their names are a prediction.
-        gi = 20 if media == "+me" and compute == 1 else _GI_ID_BY_COMPUTE.get(compute, 0)
-        size = _SIZE_BY_COMPUTE.get(compute, 8)
-        starts = _ALL_1G if size == 1 else tuple(range(0, 8 - size + 1, size))
-        geo = MigProfile(
-            gi, size, starts, memory_mib=mem_gb * 1024, multiprocessors=0, copy_engines=compute, decoders=0
-        )
-    if _single_profile(labels.get(LABEL_PRODUCT, "")) == profile:
-        prefix = "nvidia.com/gpu."
-    else:
-        prefix = f"nvidia.com/mig-{resource_profile(profile)}."
-
-    def label(key: str, default: int) -> int:
-        value = labels.get(prefix + key)
-        return int(value) if value is not None and value.isdigit() else default
-
-    return replace(
-        geo,
-        memory_mib=label("memory", geo.memory_mib),
-        multiprocessors=label("multiprocessors", geo.multiprocessors),
-        copy_engines=label("engines.copy", geo.copy_engines),
-        decoders=label("engines.decoder", geo.decoders),
-        encoders=label("engines.encoder", geo.encoders),
-        jpeg_engines=label("engines.jpeg", geo.jpeg_engines),
-        ofa_engines=label("engines.ofa", geo.ofa_engines),
-    )
-
-
-def resource_profile(profile: str) -> str:
-    """The profile as the device plugin writes it in resource names and GFD in labels: `+` as `.`
-    (nvidia-facts.md §2)."""
-    return profile.replace("+", ".")
-
-
-def _profile_from_resource(name: str) -> str:
-    for written, profile_suffix in _RESOURCE_SUFFIXES:
-        if name.endswith(written):
-            return name[: -len(written)] + profile_suffix
-    return name
-
-
-def mig_device_name(parent_index: int, profile: str, gi_profile_id: int, start: int) -> str:
-    """The DRA driver's canonical MIG device name: the profile without dots, lower-cased, anything
-    outside [a-z0-9-] as `-` (dra-driver-nvidia-gpu cmd/gpu-kubelet-plugin/mig.go, v0.4.1):
-    `1g.10gb+me` -> `1g10gb-me`, `1g.23gb+me.all` -> `1g23gb-meall`, `1g.23gb-me` -> `1g23gb-me`."""
-    p = re.sub(r"[^a-z0-9-]", "-", profile.replace(".", "").lower())
-    return f"gpu-{parent_index}-mig-{p}-{gi_profile_id}-{start}"
-
-
-# ---------------------------------------------------------------------------------------------------
 # Layout: what each physical GPU of a node is (full, or a list of MIG instances)
 
 
@@ -456,7 +226,7 @@ def mig_strategy(labels: Mapping[str, str]) -> str:
     """The MIG strategy in effect: `single` when GFD reports a `-MIG-<profile>` product, `mixed` when it
     reports per-profile counts, else `none`. The operator's default strategy label is `single` even where
     MIG is off: GFD then reports whole GPUs and a product without the suffix, which is `none` here."""
-    if _single_profile(labels.get(LABEL_PRODUCT, "")) is not None:
+    if single_profile(labels.get(LABEL_PRODUCT, "")) is not None:
         return "single"
     if labels.get(LABEL_MIG_STRATEGY) == "mixed" and _mixed_counts(labels):
         return "mixed"
@@ -468,8 +238,8 @@ def _mixed_counts(labels: Mapping[str, str]) -> dict[str, int]:
     out: dict[str, int] = {}
     for key, value in labels.items():
         if key.startswith("nvidia.com/mig-") and key.endswith(".count") and label_int(value) > 0:
-            profile = _profile_from_resource(key[len("nvidia.com/mig-") : -len(".count")])
-            if _PROFILE_RE.match(profile):
+            profile = profile_from_resource(key[len("nvidia.com/mig-") : -len(".count")])
+            if PROFILE_RE.match(profile):
                 out[profile] = label_int(value)
     return out
 
@@ -521,7 +291,7 @@ def gpu_layout(labels: Mapping[str, str], *, full_gpus: int | None = None) -> La
     """
     strategy = mig_strategy(labels)
     count = label_int(labels.get(LABEL_COUNT, 0))
-    profile = _single_profile(labels.get(LABEL_PRODUCT, ""))
+    profile = single_profile(labels.get(LABEL_PRODUCT, ""))
     if strategy == "single" and profile is not None:
         try:
             geo = mig_profile(profile, labels)
@@ -538,7 +308,9 @@ def gpu_layout(labels: Mapping[str, str], *, full_gpus: int | None = None) -> La
         return tuple(out)
     if strategy != "mixed":
         return (None,) * count
-    mig_gpus = max(count - (full_gpus or 0), 0)
+    # Without the device plugin's capacity (its plugin left and the kubelet zeroed it), how many GPUs are
+    # whole is not in the labels: the instances are taken to be on as few GPUs as hold them.
+    mig_gpus = max(count - full_gpus, 0) if full_gpus is not None else _fewest_gpus_holding(labels, count)
     if mig_gpus == 0:
         return (None,) * count
     wanted: list[list[tuple[str, MigProfile]]] = [[] for _ in range(mig_gpus)]
@@ -564,12 +336,27 @@ def gpu_layout(labels: Mapping[str, str], *, full_gpus: int | None = None) -> La
             home.append(inst)
         else:
             min(placed_on, key=len).append(inst)
-    layout: list[tuple[MigInstance, ...] | None] = []
-    for members in placed_on:
-        placed = _place(members) or _place_anyway(members)
-        layout.append(placed if placed else None)
+    # A MIG-enabled GPU the instances do not reach stays a MIG GPU with no devices: the driver publishes
+    # nothing for it (dra-driver-nvidia-gpu v0.4.1 nvlib.go "MIG mode enabled but no configured MIG devices").
+    layout: list[tuple[MigInstance, ...] | None] = [_place(m) or _place_anyway(m) for m in placed_on]
     layout.extend([None] * (count - mig_gpus))
     return tuple(layout)
+
+
+def _fewest_gpus_holding(labels: Mapping[str, str], count: int) -> int:
+    """Under mixed MIG, the fewest of the node's `count` GPUs that hold GFD's MIG instances (first fit, largest
+    first, by our geometry). Exact when every MIG-enabled GPU is needed for its instances; a MIG-enabled GPU
+    with no instances, or instances spread thinner than they pack, cannot be seen in GFD's labels (they count
+    instances per profile and GPUs per product, not per GPU): docs/nvidia-tier.md."""
+    instances = [(p, mig_profile(p, labels)) for p, n in sorted(_mixed_counts(labels).items()) for _ in range(n)]
+    gpus: list[list[tuple[str, MigProfile]]] = []
+    for inst in sorted(instances, key=lambda pg: (-pg[1].size, pg[0])):
+        home = next((g for g in gpus if _place([*g, inst]) is not None), None)
+        if home is not None:
+            home.append(inst)
+        else:
+            gpus.append([inst])
+    return min(len(gpus), count)
 
 
 def _place_anyway(instances: Sequence[tuple[str, MigProfile]]) -> tuple[MigInstance, ...]:
@@ -660,8 +447,8 @@ def _mig_device(
 
 def _common_attributes(labels: Mapping[str, str]) -> dict[str, dict[str, Any]]:
     """Attributes a full GPU and its MIG devices share (MIG devices repeat the parent's)."""
-    base = _base_product(labels.get(LABEL_PRODUCT, ""))
-    known = _PRODUCTS.get(base)
+    base = base_product(labels.get(LABEL_PRODUCT, ""))
+    known = known_product(base)
     family = labels.get("nvidia.com/gpu.family") or (known.family if known else "")
     compute = known.compute if known else FAMILY_COMPUTE.get(family)
     major = labels.get("nvidia.com/gpu.compute.major")
@@ -674,7 +461,7 @@ def _common_attributes(labels: Mapping[str, str]) -> dict[str, dict[str, Any]]:
         # NVML's brand for data-centre parts; Tesla-branded ones report Tesla.
         attrs["brand"] = _s("Tesla" if base.startswith("Tesla") else "Nvidia")
     if family:
-        attrs["architecture"] = _s(_architecture(family))
+        attrs["architecture"] = _s(architecture(family))
     if compute is not None:
         attrs["cudaComputeCapability"] = {"version": f"{compute[0]}.{compute[1]}.0"}
     driver = labels.get("nvidia.com/cuda.driver-version.full")

@@ -121,7 +121,7 @@ class LiveOps(DrainOps, CanaryOps):
         deadline = self.clock.monotonic() + timeout_s
         delay = self.poll_s
         while True:
-            obj = self._node(node)
+            obj = self._node_now(node)
             alloc = (obj.get("status") or {}).get("allocatable") or {}
             left = {r: quantity_int(alloc[r]) for r in resources if quantity_int(alloc.get(r, "0")) != 0}
             published, incomplete = self._published_devices(node, driver)
@@ -200,7 +200,10 @@ class LiveOps(DrainOps, CanaryOps):
         """Devices in the node's slices of `driver`, counting each pool at its highest generation only
         (older generations are being replaced: resource.k8s.io/v1 ResourcePool.generation), and the
         pools whose newest generation has fewer slices than its resourceSliceCount."""
-        items, _ = self.kube.list_all(SLICES, [("fieldSelector", f"spec.nodeName={node}")])
+        if self.watched is not None:
+            items = self.watched.slices_of(node)
+        else:
+            items, _ = self.kube.list_all(SLICES, [("fieldSelector", f"spec.nodeName={node}")])
         pools: dict[str, list[Obj]] = {}
         for s in items:
             spec = s.get("spec") or {}

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from dra_migrate.execute.contract import SYSTEM_CLOCK, Cancel, Clock, StepFailed
+from dra_migrate.execute.watched import Watched
 from dra_migrate.inventory.resources import quantity_int
 from dra_migrate.kube import WRITE_RETRIES, Kube, Obj, RateLimit, path_of
 
@@ -59,6 +60,29 @@ class OpsBase:
         self.poll_cap_s = poll_cap_s
         self.canary_namespace = canary_namespace
         self.clock = clock
+        # Set by `watch()`: the waits then read watched copies instead of polling (execute/watched.py).
+        self.watched: Watched | None = None
+
+    def watch(self) -> Watched:
+        """Start the informers the waits read (once; `unwatch` ends them)."""
+        if self.watched is None:
+            watched = Watched(self.kube)
+            watched.start()
+            self.watched = watched
+        return self.watched
+
+    def unwatch(self) -> None:
+        if self.watched is not None:
+            self.watched.close()
+            self.watched = None
+
+    def _node_now(self, node: str) -> Obj:
+        """The node as the waits see it: the watched copy when watching, else a GET."""
+        if self.watched is not None:
+            obj = self.watched.node(node)
+            if obj is not None:
+                return obj
+        return self._node(node)
 
     def _pause(self, seconds: float, deadline: float, cancel: Cancel) -> None:
         """Sleep until the next poll (not past the deadline); a cancellation ends it at once."""

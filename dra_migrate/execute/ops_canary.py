@@ -77,7 +77,8 @@ class CanaryOps(OpsBase):
         path = path_of("v1", "pods", name, ns)
         delay = self.poll_s
         while True:
-            pod = self.kube.get(path)
+            # Watched once bound (the pods watch holds bound pods); until then, and when not watching, a GET.
+            pod = (self.watched.pod(ns, name) if self.watched is not None else None) or self.kube.get(path)
             bound = (pod.get("spec") or {}).get("nodeName")
             status = pod.get("status") or {}
             claim_status = status.get("extendedResourceClaimStatus")
@@ -85,7 +86,9 @@ class CanaryOps(OpsBase):
                 raise StepFailed(f"canary pod {ns}/{name} was scheduled to {bound}, not {node}")
             if bound and claim_status:
                 claim_name = str(claim_status.get("resourceClaimName", ""))
-                claim = self.kube.get_or_none(path_of("resource.k8s.io/v1", "resourceclaims", claim_name, ns))
+                claim = (self.watched.claim(ns, claim_name) if self.watched is not None else None) or (
+                    self.kube.get_or_none(path_of("resource.k8s.io/v1", "resourceclaims", claim_name, ns))
+                )
                 results = ((((claim or {}).get("status") or {}).get("allocation") or {}).get("devices") or {}).get(
                     "results"
                 )

@@ -156,7 +156,8 @@ class DrainOps(OpsBase):
         node, as kubectl drain's waitForDelete does."""
         delay = self.poll_s
         while True:
-            left = sorted(uids[_uid(p)] for p in self._pods_on(node) if _uid(p) in uids)
+            on_node = self.watched.pods_on(node) if self.watched is not None else self._pods_on(node)
+            left = sorted(uids[_uid(p)] for p in on_node if _uid(p) in uids)
             if not left:
                 return
             if self.clock.monotonic() >= deadline:

@@ -16,10 +16,11 @@ In order, and before anything is written:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import socket
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -175,7 +176,11 @@ class ApplySession:
         """Run the plan under the cluster lock. With `read_state`, staleness is checked once the lock is
         held (Terraform's order: lock, then refresh), against the journal as it is then: a second apply
         started at the same moment is refused by the lock, never by the first one's changes."""
-        with self._locked() as lock, Journal.open(self.journal_path, plan_digest=self.plan.digest) as journal:
+        with (
+            self._locked() as lock,
+            Journal.open(self.journal_path, plan_digest=self.plan.digest) as journal,
+            self._watching(),
+        ):
             if read_state is not None:
                 self.records = read_records(self.journal_path, plan_digest=str(self.plan.digest))
                 self.state = progress_of(self.plan, self.records)
@@ -192,10 +197,28 @@ class ApplySession:
         return [s for s in reversed(order) if s in undoable]
 
     def rollback(self, steps: list[str], opts: ApplyOptions) -> RunResult:
-        with self._locked() as lock, Journal.open(self.journal_path, plan_digest=self.plan.digest) as journal:
+        with (
+            self._locked() as lock,
+            Journal.open(self.journal_path, plan_digest=self.plan.digest) as journal,
+            self._watching(),
+        ):
             runner = self.runner(journal, guard=lock.check)
             lock.on_lost(runner.cancel.cancel)
             return runner.rollback(steps, opts)
+
+    @contextlib.contextmanager
+    def _watching(self) -> Iterator[None]:
+        """The waits read watched copies of nodes, pods, slices and claims while the run lasts
+        (execute/watched.py); ops without watches (the fakes) poll as before."""
+        watch = getattr(self.ops, "watch", None)
+        if watch is None:
+            yield
+            return
+        watch()
+        try:
+            yield
+        finally:
+            self.ops.unwatch()  # type: ignore[attr-defined]
 
     def _locked(self) -> Any:
         """The cluster lock, taking over one left by a crashed run of this plan on this machine.

@@ -55,6 +55,8 @@ class Rehearsal:
     unreproduced: list[str]
     end_state: dict[str, Any]
     failure: str | None = None
+    # The executor's requests as the twin's API server counted them (rehearse.apf.RequestMeter.summary).
+    api_requests: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -69,6 +71,7 @@ class Rehearsal:
             "waves": [w.to_dict() for w in self.waves],
             "endState": self.end_state,
             "unreproduced": self.unreproduced,
+            **({"apiRequests": self.api_requests} if self.api_requests is not None else {}),
         }
 
 

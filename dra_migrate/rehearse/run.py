@@ -14,9 +14,11 @@ from __future__ import annotations
 import contextlib
 import copy
 import math
+import signal
 import tempfile
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -35,10 +37,11 @@ from dra_migrate.plan import io as plan_io
 from dra_migrate.plan.fingerprint import fingerprint
 from dra_migrate.plan.model import Plan
 from dra_migrate.plan.params import format_duration, parse_duration
+from dra_migrate.rehearse.apf import RequestMeter, tool_identity
 from dra_migrate.rehearse.model import Rehearsal, from_journal
 from dra_migrate.rehearse.twin import Twin
-from dra_migrate.sim.fleet import SimulatedFleet
 from dra_migrate.sim.kube import Kube, new_api_client
+from dra_migrate.sim.kwok import KwokFleet
 from dra_migrate.sim.load import LoadReport, load_workloads
 from dra_migrate.sim.spec import (
     LABEL_DEVICE_PLUGIN,
@@ -63,6 +66,7 @@ MIN_TIMEOUT_S = 60
 HEARTBEAT_S = 10.0
 MAX_RENEWALS_PER_S = 50
 GRACE_PER_HEARTBEAT = 5
+LEASE_PER_HEARTBEAT = 4  # kubelet: a 40 s Lease renewed every 10 s; KWOK renews at a quarter of the duration
 # The twin's controllers and scheduler do in minutes what the cluster's did over months (every pod of
 # every workload at once), at their client rate: 20 requests/s for the controller manager by default.
 # One request per node and a few per pod at once need more; the twin is private, so it loads no one.
@@ -70,7 +74,6 @@ MIN_CLIENT_QPS = 50
 # The executor's polls of the twin, all lanes together, at most this many a second once they have grown
 # to their cap (see _scaled_ops).
 POLL_BUDGET_PER_S = 100
-STATUS_REPORT_S = 300.0  # kubelet's nodeStatusReportFrequency default (sim/fleet.py)
 
 
 def twin_heartbeat_s(nodes: int) -> float:
@@ -246,6 +249,24 @@ def settle(kube: Kube, timeout_s: float) -> None:
         time.sleep(0.5)
 
 
+@contextlib.contextmanager
+def _terminated_as_exit() -> Iterator[None]:
+    """SIGTERM unwinds like Ctrl-C: the twin's control plane and kwok are stopped on the way out (Python's
+    default SIGTERM ends the process at once and left them running)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _exit(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    before = signal.signal(signal.SIGTERM, _exit)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
 def rehearse(
     plan: dict[str, Any],
     state: ClusterState,
@@ -270,6 +291,7 @@ def rehearse(
     qps = max(MIN_CLIENT_QPS, len(specs) // 5)
     heartbeat = twin_heartbeat_s(len(specs))
     with (
+        _terminated_as_exit(),
         Twin.start(client_qps=qps, node_grace_s=round(heartbeat * GRACE_PER_HEARTBEAT), audit=False) as twin,
         tempfile.TemporaryDirectory(prefix="dra-migrate-rehearsal-") as scratch,
     ):
@@ -277,16 +299,16 @@ def rehearse(
         kube = Kube(api)
         timing = twin_timing(time_scale)
         with (
-            SimulatedFleet(
+            KwokFleet(
                 twin.kubeconfig,
                 specs,
-                heartbeat_seconds=heartbeat,
-                status_report_seconds=STATUS_REPORT_S,
+                workdir=Path(scratch) / "kwok",
                 timing=timing,
+                lease_s=round(heartbeat * LEASE_PER_HEARTBEAT),
             ) as fleet,
-            contextlib.ExitStack() as stack,  # the new pools' simulated nodes, once a replace-pool plan asks
+            contextlib.ExitStack() as stack,  # the new pools' nodes, once a replace-pool plan asks for them
         ):
-            say(f"twin: {len(fleet.node_names)} simulated GPU node(s)")
+            say(f"twin: {len(fleet.node_names)} GPU node(s) played by KWOK")
             loaded = recreate(api, state)
             say(f"twin: {sum(loaded.created.values())} object(s) recreated, {len(loaded.skipped)} skipped")
             settle(kube, 60 + len(specs) / 10)
@@ -294,10 +316,23 @@ def rehearse(
             derived = twin_plan(plan, stable_state(twin.kubeconfig, labels, 60 + len(specs) / 10), time_scale)
             path = Path(scratch) / "rehearsal.plan.yaml"
             plan_io.write(derived, path)
-            pools = NewPools(derived, specs, node_devices(state), lambda new: stack.enter_context(SimulatedFleet(
-                twin.kubeconfig, new, heartbeat_seconds=heartbeat, status_report_seconds=STATUS_REPORT_S, timing=timing
-            )), say)  # fmt: skip
-            ops = _WatchingOps(_scaled_ops(twin.kubeconfig, time_scale, largest_wave(derived)), pools.provision)
+            # The executor runs as the tool's ServiceAccount, classified by deploy/apf.yaml's FlowSchema: the
+            # API server then counts its requests apart from the twin's own (kwok, controllers, scheduler).
+            tool_kubeconfig = tool_identity(kube, twin.kubeconfig, Path(scratch))
+
+            made: list[str] = []
+
+            def new_fleet(new: list[GpuNodeSpec]) -> Any:
+                """A replace-pool's new nodes: their own KWOK fleet (its own annotation), beside the twin's."""
+                made.append(new[0].name)
+                n = len(made)  # one fleet per new pool
+                return stack.enter_context(KwokFleet(
+                    twin.kubeconfig, new, workdir=Path(scratch) / f"kwok-new-{n}", timing=timing,
+                    lease_s=round(heartbeat * LEASE_PER_HEARTBEAT), fleet=f"new-pool-{n}",
+                ))  # fmt: skip
+
+            pools = NewPools(derived, specs, node_devices(state), new_fleet, say)
+            ops = _WatchingOps(_scaled_ops(tool_kubeconfig, time_scale, largest_wave(derived)), pools.provision)
             session = ApplySession(
                 Plan.from_dict(plan_io.load(path)),
                 path,
@@ -309,13 +344,18 @@ def rehearse(
             # The same policy as a real apply: applicable, not stale (against the twin), locked, journaled.
             session.refuse_if_not_applicable()
             session.refuse_if_stale(lambda: read_cluster(twin.kubeconfig))
+            meter = RequestMeter(kube)
+            meter.start()
             started = time.monotonic()
-            result = session.apply(ApplyOptions(pending_threshold_s=pending_threshold_s * time_scale))
-            wall = time.monotonic() - started
+            try:
+                result = session.apply(ApplyOptions(pending_threshold_s=pending_threshold_s * time_scale))
+            finally:
+                wall = time.monotonic() - started
+                meter.stop()
             records = read_journal(journal_path(path))
             after = read_cluster(twin.kubeconfig)
         api.close()
-    return from_journal(
+    rehearsal = from_journal(
         plan,
         records,
         time_scale=time_scale,
@@ -327,6 +367,8 @@ def rehearse(
         unreproduced=_unreproduced(state, loaded),
         real_s_per_wave=REALISTIC.container_start_s + REALISTIC.canary_run_s,
     )
+    rehearsal.api_requests = meter.summary(int(rehearsal.end_state.get("nodesMigrated") or 0))
+    return rehearsal
 
 
 class NewPools:

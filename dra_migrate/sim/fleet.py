@@ -1,5 +1,9 @@
 """A fleet of simulated GPU nodes on a real control plane.
 
+Size: the home-made simulator, retired from the twin (rehearse runs on KWOK: sim/kwok.py, sim/stages.py).
+It stays, whole, only for the integration tests' fleets until they move to KwokFleet (docs/twin.md), and is
+then deleted rather than split.
+
 Per node it does what kubelet, the NVIDIA device plugin and the NVIDIA DRA kubelet plugin would do,
 driven by the same node labels that drive the real DaemonSets (see `spec.device_plugin_enabled`):
   * Node Ready with fresh heartbeats and a Lease in kube-node-lease, so the node lifecycle controller

@@ -1,0 +1,102 @@
+"""What the executor's waits read: one list+watch per kind (nodes, bound pods, ResourceSlices,
+ResourceClaims), not a GET per node per poll.
+
+A wave's lanes wait on their nodes concurrently (DRA readiness, evicted pods gone, the canary bound and
+allocated). Polling, each lane asked the API server every poll for its node, its slices and its pods: a
+500-node wave was ~250 requests a second. Here four `kube.Informer`s (resumed from the last
+resourceVersion, re-listed on 410 Gone) keep a local copy, indexed by node, and the waits read it: the API
+server sees four watches however many lanes wait. The copy may lag the server by a watch event; every wait
+reads it until its condition holds, so a lag only delays a wait, never passes one early (what they wait
+for — allocatable 0, a published pool, pods gone, a bound canary — is what the cache shows last).
+Reads that precede a write (a label's old value, for the inverse) still GET: they must be current.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from dra_migrate.kube import DELETED, Event, Informer, Kube, Obj, object_key
+
+log = logging.getLogger("dra_migrate.execute")
+
+NODES = "/api/v1/nodes"
+PODS = "/api/v1/pods"
+SLICES = "/apis/resource.k8s.io/v1/resourceslices"
+CLAIMS = "/apis/resource.k8s.io/v1/resourceclaims"
+SYNC_TIMEOUT_S = 120.0
+
+
+def _node_of(kind: str, obj: Mapping[str, Any]) -> str:
+    return str((obj.get("spec") or {}).get("nodeName") or "") if kind in ("pods", "slices") else ""
+
+
+class Watched:
+    """Informers on the four kinds the waits read; `start` lists them (once), `close` ends the watches."""
+
+    def __init__(self, kube: Kube) -> None:
+        self.kube = kube
+        self.informers = {
+            "nodes": Informer(kube, NODES),
+            "pods": Informer(kube, PODS, field_selector="spec.nodeName!="),  # bound pods only
+            "slices": Informer(kube, SLICES),
+            "claims": Informer(kube, CLAIMS),
+        }
+        self._by_node: dict[str, dict[str, dict[str, Obj]]] = {"pods": {}, "slices": {}}
+        self._where: dict[str, dict[str, str]] = {"pods": {}, "slices": {}}  # object key -> its node
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+
+    def start(self, timeout_s: float = SYNC_TIMEOUT_S) -> None:
+        for kind, informer in self.informers.items():
+            self._threads.append(informer.run(self._indexer(kind), name=f"watch {kind}"))
+        for kind, informer in self.informers.items():
+            if not informer.synced.wait(timeout_s):
+                raise TimeoutError(f"the {kind} watch did not list within {timeout_s:g}s")
+
+    def close(self) -> None:
+        for informer in self.informers.values():
+            informer.close()
+
+    def _indexer(self, kind: str) -> Callable[[Event], None]:
+        return lambda event: self._index(kind, event)
+
+    def _index(self, kind: str, event: Event) -> None:
+        if kind not in self._by_node:
+            return
+        key = object_key(event.object)
+        node = _node_of(kind, event.object)
+        with self._lock:
+            index, where = self._by_node[kind], self._where[kind]
+            before = where.pop(key, None)
+            if before is not None:
+                index[before].pop(key, None)
+            if event.type != DELETED and node:
+                index.setdefault(node, {})[key] = event.object
+                where[key] = node
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    def node(self, name: str) -> Obj | None:
+        return self.informers["nodes"].get(name)
+
+    def pods_on(self, node: str) -> list[Obj]:
+        with self._lock:
+            return list(self._by_node["pods"].get(node, {}).values())
+
+    def slices_of(self, node: str) -> list[Obj]:
+        with self._lock:
+            return list(self._by_node["slices"].get(node, {}).values())
+
+    def pod(self, namespace: str, name: str) -> Obj | None:
+        return self.informers["pods"].get(f"{namespace}/{name}")
+
+    def claim(self, namespace: str, name: str) -> Obj | None:
+        return self.informers["claims"].get(f"{namespace}/{name}")
+
+    @property
+    def requests(self) -> dict[str, int]:
+        """Lists and watch requests made so far, per kind (what the API server saw of the waits)."""
+        return {k: i.lists + i.watches for k, i in self.informers.items()}

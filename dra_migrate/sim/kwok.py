@@ -1,0 +1,314 @@
+"""A fleet of GPU nodes played by KWOK (sigs.k8s.io/kwok) on a real control plane.
+
+`KwokFleet` registers the nodes (labels, taints, capacity, and the annotations the Stages read:
+`dra_migrate.sim.stages.node_annotations`), runs the `kwok` controller built by tools/kwok/build with the
+Stages of the run's timing profile, and plays the one thing a Stage cannot: the canary pod's run.
+
+Why the canary is ours: the canary's container prints `nvidia-smi -L`, one line per device allocated to
+it, with the device's UUID (`dra_migrate.sim.pods`). The UUID is an attribute of the device in the node's
+ResourceSlice; which device is the pod's is in its ResourceClaim's allocation. A Stage's template renders
+from the object it plays only (pkg/utils/lifecycle in kwok v0.8.0), so it cannot join the three. The
+canary controller is one watch on pods with the canary label (they are few: one per node in a wave) and
+a timer per canary; it writes the same status the real kubelet would (`pods.canary_status`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from dra_migrate.errors import InputError
+from dra_migrate.kube import Informer
+from dra_migrate.sim.kube import ApiError, Kube, new_api_client, now_rfc3339, path_of
+from dra_migrate.sim.pods import CANARY_LABEL, allocated_results, canary_status, claim_name, nvidia_smi_lines
+from dra_migrate.sim.spec import (
+    LABEL_DEVICE_PLUGIN,
+    LABEL_DRA_DRIVER,
+    LABEL_DRA_KUBELET_PLUGIN,
+    GpuNodeSpec,
+    device_plugin_enabled,
+)
+from dra_migrate.sim.stages import KWOK_NODE, config_documents, node_annotations
+from dra_migrate.sim.timing import INSTANT, Timers, TimingProfile
+
+log = logging.getLogger("dra_migrate.sim")
+
+KWOK_VERSION = os.environ.get("KWOK_VERSION", "0.8.0")
+BUILD_HINT = "build it once with: tools/kwok/build (about 3 minutes on 2 cores)"
+NODES = "/api/v1/nodes"
+SLICES = "/apis/resource.k8s.io/v1/resourceslices"
+REGISTER_WORKERS = 8  # nodes created at once (one POST each)
+CANARY_WORKERS = 8
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def kwok_binary() -> Path:
+    """The kwok binary: DRA_MIGRATE_KWOK (a file), the build cache, or PATH."""
+    configured = os.environ.get("DRA_MIGRATE_KWOK")
+    if configured:
+        return Path(configured)
+    root = os.environ.get("DRA_MIGRATE_KWOK_CACHE") or str(Path.home() / ".cache" / "dra-migrate" / "kwok")
+    cached = Path(root) / f"v{KWOK_VERSION}" / "kwok"
+    if cached.is_file() and os.access(cached, os.X_OK):
+        return cached
+    on_path = shutil.which("kwok")
+    if on_path:
+        return Path(on_path)
+    raise InputError(f"no kwok v{KWOK_VERSION} found (build cache {cached.parent}, PATH)", BUILD_HINT)
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when the process that started it dies (Linux PR_SET_PDEATHSIG), so
+    a rehearsal killed outright (SIGKILL, OOM) leaves no kwok behind playing nodes to a dead API server."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def addresses(index: int) -> tuple[str, str]:
+    """(host IP, pod CIDR) of the fleet's `index`-th node."""
+    return f"172.{16 + index // 65536}.{index // 256 % 256}.{index % 256}", f"10.{64 + index // 256}.{index % 256}.0/24"
+
+
+def node_manifest(spec: GpuNodeSpec, index: int = 0, fleet: str = "fake") -> dict[str, Any]:
+    """The Node a twin registers for `spec`: as its kubelet would, with the plugins as its labels say.
+
+    `index` (its place in the fleet) gives it its own address and pod range (10.64.0.0/10 holds 16,384
+    /24s): kwok takes a pod's IP from its node's podCIDR and its host IP from the node's addresses."""
+    dp_on = device_plugin_enabled(spec.labels)
+    capacity = {"cpu": spec.cpu, "memory": spec.memory, "pods": spec.pods, **spec.extra_capacity}
+    allocatable = dict(capacity)
+    for key, count in spec.device_plugin_resources.items():
+        # A plugin switched off by label before this kubelet started is as one stopped long ago: key at 0.
+        capacity[key] = allocatable[key] = str(count if dp_on else 0)
+    host_ip, pod_cidr = addresses(index)
+    spec_body: dict[str, Any] = {"podCIDR": pod_cidr}
+    if spec.taints:
+        spec_body["taints"] = [dict(t) for t in spec.taints]
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": spec.name,
+            "labels": dict(spec.labels),
+            "annotations": node_annotations(
+                spec.device_plugin_resources, [d.to_json() for d in spec.devices], dp_on, fleet
+            ),
+        },
+        "spec": spec_body,
+        "status": {
+            "capacity": capacity,
+            "allocatable": allocatable,
+            "addresses": [{"type": "InternalIP", "address": host_ip}, {"type": "Hostname", "address": spec.name}],
+        },
+    }
+
+
+class KwokFleet:
+    """KWOK-played GPU nodes for `nodes` against `kubeconfig`; `start`/`stop` or a `with` block.
+
+    `lease_s`: the nodes' Lease duration (KWOK renews each at a quarter of it); a twin of thousands of
+    nodes renews less often, with the node lifecycle controller's grace raised to match (rehearse.run).
+    `workdir`: where the Stage file and kwok's log go."""
+
+    def __init__(
+        self,
+        kubeconfig: Path | str,
+        nodes: Iterable[GpuNodeSpec],
+        *,
+        workdir: Path,
+        timing: TimingProfile = INSTANT,
+        lease_s: int = 40,
+        fleet: str = "fake",
+    ) -> None:
+        self.kubeconfig = Path(kubeconfig)
+        self.specs = {s.name: s for s in nodes}
+        self._index = {name: i for i, name in enumerate(self.specs)}
+        self.workdir = workdir
+        self.timing = timing
+        self.lease_s = lease_s
+        self.fleet = fleet
+        self._api = new_api_client(self.kubeconfig, "dra-migrate-twin", pool_size=REGISTER_WORKERS + CANARY_WORKERS + 2)
+        self.kube = Kube(self._api)
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._stop = threading.Event()
+        self._timers = Timers()
+        self._threads: list[threading.Thread] = []
+        self._canaries: Informer | None = None
+        self._seen: set[str] = set()
+        self._seen_lock = threading.Lock()
+
+    @property
+    def node_names(self) -> list[str]:
+        return list(self.specs)
+
+    @property
+    def log_path(self) -> Path:
+        return self.workdir / "kwok.log"
+
+    def start(self) -> None:
+        binary = kwok_binary()
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        config = self.workdir / "stages.yaml"
+        # JSON documents are YAML documents: kwok's --config reads them as a multi-document YAML file.
+        config.write_text("".join(f"---\n{json.dumps(doc)}\n" for doc in config_documents(self.timing)))
+        try:
+            # Nodes first, kwok after: it finds them all in its first list rather than one watch event each.
+            self._register_all()
+            with self.log_path.open("wb") as out:
+                self._proc = subprocess.Popen(
+                    [
+                        str(binary),
+                        f"--kubeconfig={self.kubeconfig}",
+                        f"--config={config}",
+                        f"--manage-nodes-with-annotation-selector={KWOK_NODE}={self.fleet}",
+                        f"--node-lease-duration-seconds={self.lease_s}",
+                        "--server-address=",  # no kubelet API: nothing execs into or logs from twin pods
+                    ],
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # Ctrl-C reaches us, and we stop kwok in order
+                    preexec_fn=_die_with_parent,
+                )
+            # One watch, on canary pods only (one per node of a wave), resumed and re-listed by the Informer.
+            self._canaries = Informer(
+                self.kube, "/api/v1/pods", label_selector=CANARY_LABEL, field_selector="spec.nodeName!="
+            )
+            self._threads.append(self._canaries.run(lambda e: self._on_canary(e.type, e.object), name="kwok-canaries"))
+            self._spawn(lambda: self._timers.run(self._stop, workers=CANARY_WORKERS), "kwok-canary-timers")
+            self._check_started()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _check_started(self, settle_s: float = 2.0) -> None:
+        """kwok refuses a bad configuration by exiting at once: say so, with its last words, rather than
+        rehearse on nodes nobody plays."""
+        assert self._proc is not None
+        try:
+            code = self._proc.wait(settle_s)
+        except subprocess.TimeoutExpired:
+            return
+        last = (self.log_path.read_text(errors="replace").strip().splitlines() or ["(no output)"])[-1]
+        raise InputError(f"kwok exited ({code}) at start: {last[:300]}", "run tools/kwok/build, then rehearse again")
+
+    def _spawn(self, fn: Any, name: str) -> None:
+        t = threading.Thread(target=fn, name=name, daemon=True)
+        t.start()
+        self._threads.append(t)
+
+    def stop(self, timeout: float = 10) -> None:
+        self._stop.set()
+        self._timers.wake()
+        if self._canaries is not None:
+            self._canaries.close()
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.send_signal(signal.SIGTERM)
+            try:
+                self._proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        for t in self._threads:
+            t.join(timeout)
+        self._api.close()
+
+    def __enter__(self) -> KwokFleet:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    # -- what tests switch -----------------------------------------------------------------------
+
+    def set_device_plugin(self, node: str, enabled: bool) -> None:
+        self._label(node, {LABEL_DEVICE_PLUGIN: "true" if enabled else "false"})
+
+    def set_dra_plugin(self, node: str, enabled: bool) -> None:
+        # Disabling clears both DRA labels, or the other one would keep the plugin on.
+        labels: dict[str, str | None] = (
+            {LABEL_DRA_KUBELET_PLUGIN: "true"} if enabled else {LABEL_DRA_KUBELET_PLUGIN: None, LABEL_DRA_DRIVER: None}
+        )
+        self._label(node, labels)
+
+    def _label(self, node: str, labels: Mapping[str, str | None]) -> None:
+        if node not in self.specs:
+            raise KeyError(f"{node} is not a node of this fleet")
+        self.kube.merge_patch(path_of("v1", "nodes", node), {"metadata": {"labels": dict(labels)}})
+
+    # -- registration ----------------------------------------------------------------------------
+
+    def _register_all(self) -> None:
+        with ThreadPoolExecutor(max_workers=REGISTER_WORKERS, thread_name_prefix="kwok-register") as pool:
+            list(pool.map(self._register, self.specs.values(), range(len(self.specs))))
+
+    def _register(self, spec: GpuNodeSpec, index: int) -> None:
+        try:
+            self.kube.create(NODES, node_manifest(spec, index, self.fleet))
+        except ApiError as e:
+            if e.status != 409:
+                raise
+            # A node of an earlier run keeps its labels (toggles made since are not undone).
+
+    # -- the canary ------------------------------------------------------------------------------
+
+    def _on_canary(self, kind: str, pod: dict[str, Any]) -> None:
+        meta = pod.get("metadata") or {}
+        node = str((pod.get("spec") or {}).get("nodeName", ""))
+        if kind == "DELETED" or node not in self.specs or meta.get("deletionTimestamp"):
+            return
+        if (pod.get("status") or {}).get("phase") in ("Running", "Succeeded", "Failed"):
+            return
+        uid = str(meta.get("uid", ""))
+        with self._seen_lock:
+            if uid in self._seen:
+                return
+            self._seen.add(uid)
+        delay = self.timing.container_start_s + self.timing.canary_run_s
+        self._timers.call_later(delay, lambda: self._finish_canary(pod))
+
+    def _finish_canary(self, pod: Mapping[str, Any]) -> None:
+        meta = pod.get("metadata") or {}
+        node = str((pod.get("spec") or {}).get("nodeName", ""))
+        path = path_of("v1", "pods", str(meta.get("name")), namespace=str(meta.get("namespace")))
+        try:
+            current = self.kube.get_or_none(path)
+            if current is None or (current.get("metadata") or {}).get("uid") != meta.get("uid"):
+                return
+            host_ip, cidr = addresses(self._index[node])
+            pod_ip = cidr.replace(".0/24", ".254")  # kwok allocates from the bottom of the range
+            status = canary_status(current, self._canary_lines(node, current), host_ip, pod_ip, now_rfc3339())
+            self.kube.strategic_patch(path + "/status", {"status": status})
+        except ApiError as e:
+            if e.status != 404:
+                log.warning("canary %s/%s: %s", meta.get("namespace"), meta.get("name"), e)
+
+    def _canary_lines(self, node: str, pod: Mapping[str, Any]) -> list[str]:
+        name = claim_name(pod)
+        if name is None:
+            return []
+        ns = str((pod.get("metadata") or {}).get("namespace", ""))
+        claim = self.kube.get_or_none(path_of("resource.k8s.io/v1", "resourceclaims", name, ns))
+        results = allocated_results(claim)
+        if not results:
+            return []
+        slices, _ = self.kube.list_all(SLICES, [("fieldSelector", f"spec.nodeName={node}")])
+        return nvidia_smi_lines(results, slices)

@@ -1,0 +1,69 @@
+"""The twin's KWOK Stages and APF objects, as data (the integration tier plays them: test_kwok.py, test_apf.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ruamel.yaml import YAML
+
+from dra_migrate.rehearse.apf import flow_objects
+from dra_migrate.sim.kwok import addresses, node_manifest
+from dra_migrate.sim.spec import LABEL_DEVICE_PLUGIN, GpuNodeSpec
+from dra_migrate.sim.stages import A_DEVICES, A_DP, A_DP_RESOURCES, KWOK_NODE, NODE_CONDITIONS, node_annotations, stages
+from dra_migrate.sim.timing import REALISTIC, profile
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_deploy_apf_yaml_is_the_objects_the_twin_tests() -> None:
+    assert list(YAML(typ="safe").load_all((ROOT / "deploy" / "apf.yaml").read_text())) == flow_objects()
+
+
+def test_stage_delays_are_the_profile_scaled() -> None:
+    by_name = {s["metadata"]["name"]: s["spec"] for s in stages(profile("realistic", 0.1))}
+    grace = by_name["device-plugin-gone"]["delay"]
+    assert grace["durationMilliseconds"] == REALISTIC.capacity_grace_s * 100
+    # jitter up to one status sync: kubelet posts at its next sync, somewhere in the period
+    assert grace["jitterDurationMilliseconds"] == (REALISTIC.capacity_grace_s + REALISTIC.node_status_sync_s) * 100
+    wipe = by_name["dra-plugin-stop"]["delay"]["durationMilliseconds"]
+    assert wipe == (REALISTIC.plugin_exit_s + REALISTIC.slice_wipe_delay_s) * 100
+    assert by_name["pod-start"]["delay"]["durationMilliseconds"] == REALISTIC.container_start_s * 100
+    # the pod's grace period in ms, times the scale
+    assert "* 100 |" in by_name["pod-kill"]["delay"]["durationFrom"]["jq"]["expression"]
+
+
+def test_node_stages_exclude_each_other_in_priority_order() -> None:
+    """KWOK picks at random among matching Stages: each node stage's selector rules out the earlier ones."""
+    node = [s for s in stages(REALISTIC) if s["spec"]["resourceRef"]["kind"] == "Node"]
+    names = [s["metadata"]["name"] for s in node]
+    assert names[0] == "node-initialize" and names[-1] == "device-plugin-gone"
+    assert names == [name for name, _ in NODE_CONDITIONS]
+    for i, s in enumerate(node):
+        (expr,) = s["spec"]["selector"]["matchExpressions"]
+        key = expr["jq"]["key"]
+        assert key.startswith(f"if ({NODE_CONDITIONS[i][1]})")
+        assert all(f"(({earlier}) | not)" in key for _, earlier in NODE_CONDITIONS[:i])
+        assert not any(f"(({later}) | not)" in key for _, later in NODE_CONDITIONS[i + 1 :])
+
+
+def test_a_node_is_registered_with_what_its_stages_read() -> None:
+    spec = GpuNodeSpec.small("n1", gpus=4, labels={LABEL_DEVICE_PLUGIN: "false"})
+    node = node_manifest(spec, 3, fleet="f1")
+    ann = node["metadata"]["annotations"]
+    assert ann[KWOK_NODE] == "f1"
+    assert json.loads(ann[A_DP_RESOURCES]) == {"nvidia.com/gpu": "4"}
+    assert ann[A_DP] == "gone" and node["status"]["allocatable"]["nvidia.com/gpu"] == "0"  # plugin off at boot
+    assert json.loads(ann[A_DEVICES]) == [d.to_json() for d in spec.devices]
+    host_ip, cidr = addresses(3)
+    assert node["spec"]["podCIDR"] == cidr and node["status"]["addresses"][0]["address"] == host_ip
+    assert len({addresses(i) for i in range(10_000)}) == 10_000  # every node of a 10,000-node twin its own
+
+
+def test_more_devices_than_one_slice_holds_is_refused() -> None:
+    try:
+        node_annotations({}, [{"name": f"d{i}"} for i in range(129)], True)
+    except ValueError as e:
+        assert "129 devices" in str(e)
+    else:
+        raise AssertionError("expected ValueError")
