@@ -34,7 +34,13 @@ def rule(rule_id: str, *severities: Severity, summary: str) -> Callable[[RuleFn]
 
 def all_rules() -> list[Rule]:
     """Every rule, registered (its modules imported), in registration order."""
-    from dra_migrate.checks import rules, rules_dependents, rules_gangs, rules_workloads  # noqa: F401  (registers every rule)
+    from dra_migrate.checks import (  # noqa: F401  (registers every rule)
+        rules,
+        rules_dependents,
+        rules_gangs,
+        rules_platforms,
+        rules_workloads,
+    )
 
     return list(RULES.values())
 

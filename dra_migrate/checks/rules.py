@@ -240,6 +240,16 @@ def _to_migrate(n: GpuNode) -> bool:
     return not (n.dra_plugin_enabled and not n.device_plugin_enabled)
 
 
+def _switched_in_place(ctx: CheckContext, n: GpuNode) -> bool:
+    """A node still to migrate whose own plugins and kubelet the plan switches: not one of a pool the plan
+    replaces (plan/strategies.py), whose nodes are only drained, the new pool's nodes serving DRA."""
+    replaced = ctx.__dict__.setdefault(
+        "_replaced_pools",
+        {p.name for p in ctx.inventory.pools if p.platform is not None and p.platform.strategy == "replace-pool"},
+    )
+    return _to_migrate(n) and n.pool not in replaced
+
+
 @rule(
     "kubelet-version-unsupported",
     BLOCKER,
@@ -258,7 +268,7 @@ def kubelet_version(ctx: CheckContext) -> Iterator[Finding]:
     by_reason: dict[str, list[str]] = {}
     for n in ctx.inventory.nodes:
         why = kubelet_skew(n.kubelet_version, ctx.feature_gates)
-        if why is not None and _to_migrate(n):
+        if why is not None and _switched_in_place(ctx, n):
             by_reason.setdefault(why, []).append(n.name)
     for why, nodes in sorted(by_reason.items()):
         yield Finding(
@@ -278,7 +288,7 @@ def _unknown_placement(ctx: CheckContext, placement: Callable[[GpuNode], Any]) -
     by_why: dict[str, list[str]] = {}
     for n in ctx.inventory.nodes:
         p = placement(n)
-        if p is not None and p.mode == "unknown" and _to_migrate(n):
+        if p is not None and p.mode == "unknown" and _switched_in_place(ctx, n):
             by_why.setdefault(p.why, []).append(n.name)
     return sorted(by_why.items())
 

@@ -117,7 +117,24 @@ DEPENDENT_KINDS: tuple[Kind, ...] = (
     Kind("monitoring.coreos.com", "v1", "PrometheusRule", "prometheusrules", namespaced=True, optional=True),
 )
 
+# What the platforms create around GPU nodes (dra_migrate/inventory/platform.py, docs/platforms/): Karpenter's
+# NodePools (karpenter.sh/v1, https://karpenter.sh/docs/concepts/nodepools/) and the OLM objects through which
+# OpenShift installs the GPU Operator (Subscription gpu-operator-certified and its ClusterServiceVersion,
+# https://docs.nvidia.com/datacenter/cloud-native/openshift/latest/install-gpu-ocp.html).
+PLATFORM_KINDS: tuple[Kind, ...] = (
+    Kind("karpenter.sh", "v1", "NodePool", "nodepools", namespaced=False, optional=True),
+    Kind("operators.coreos.com", "v1alpha1", "Subscription", "subscriptions", namespaced=True, optional=True),
+    Kind(
+        "operators.coreos.com",
+        "v1alpha1",
+        "ClusterServiceVersion",
+        "clusterserviceversions",
+        namespaced=True,
+        optional=True,
+    ),
+)
+
 ALL_KINDS: tuple[Kind, ...] = (
-    CORE_KINDS + DRA_KINDS + NVIDIA_KINDS + SCHEDULING_KINDS + WORKLOAD_CRD_KINDS + DEPENDENT_KINDS
+    CORE_KINDS + DRA_KINDS + NVIDIA_KINDS + SCHEDULING_KINDS + WORKLOAD_CRD_KINDS + DEPENDENT_KINDS + PLATFORM_KINDS
 )
 KINDS_BY_KEY: dict[str, Kind] = {k.key: k for k in ALL_KINDS}

@@ -200,6 +200,67 @@ def _uncordon(ctx: StepContext) -> Change | None:
     return ctx.ops.set_unschedulable(ctx.node_name, ctx.param("unschedulable", bool), dry_run=ctx.dry_run)
 
 
+# -- replace-pool (plan/strategies.py) -----------------------------------------------------------------
+
+
+@action(Action.SET_ANNOTATION, inverse=InverseAction.RESTORE_ANNOTATION, dry_run=DryRun.SEND)
+def _set_annotation(ctx: StepContext) -> Change | None:
+    _check_node(ctx)  # the precondition of a replaced pool's node's first step
+    value = ctx.param("value", (str, type(None)))
+    return ctx.ops.set_annotation(ctx.node_name, ctx.param("key", str), value, dry_run=ctx.dry_run)
+
+
+def _selector(ctx: StepContext) -> dict[str, str]:
+    sel = ctx.param("selector", dict)
+    if not sel or not all(isinstance(k, str) and isinstance(v, str) for k, v in sel.items()):
+        raise InputError(f"step {ctx.step.id}: `selector` must map label keys to values", "regenerate the plan")
+    return dict(sel)
+
+
+@action(Action.AWAIT_POOL, inverse=InverseAction.NONE, dry_run=DryRun.SKIP)
+def _await_pool(ctx: StepContext) -> Change | None:
+    ctx.param("command", str)  # what the operator runs: the step shows it, the tool does not run it
+    return ctx.ops.wait_pool(
+        _selector(ctx),
+        ctx.param("nodes", int),
+        ctx.param("devicesPerNode", int),
+        ctx.timeout_s,
+        driver=ctx.param("driver", str, "gpu.nvidia.com"),
+        cancel=ctx.cancel,
+    )
+
+
+@action(Action.CANARY_POOL, inverse=InverseAction.DELETE_POD, dry_run=DryRun.SKIP)
+def _canary_pool(ctx: StepContext) -> Change | None:
+    selector, driver = _selector(ctx), ctx.param("driver", str, "gpu.nvidia.com")
+    serving = [n for n in ctx.ops.pool_nodes(selector, driver=driver) if n.get("ready") and n.get("devices")]
+    if not serving:
+        raise StepFailed(f"no node of the new pool ({selector}) serves {driver} devices", "wait for it, then resume")
+    command = ctx.param("command", (list, type(None)), None)
+    extra: dict[str, Any] = {"command": [str(c) for c in command]} if command else {}
+    return ctx.ops.canary(
+        str(serving[0]["name"]), ctx.param("resource", str), ctx.param("image", str), ctx.timeout_s,
+        cancel=ctx.cancel, **extra,
+    )  # fmt: skip
+
+
+@action(Action.CHECK_POOL_CAPACITY, inverse=InverseAction.NONE, dry_run=DryRun.SKIP)
+def _check_pool_capacity(ctx: StepContext) -> Change | None:
+    """Before the first drain: the new pool's published devices hold the old pool's whole demand."""
+    selector, driver = _selector(ctx), ctx.param("driver", str, "gpu.nvidia.com")
+    need = ctx.param("devices", int)
+    nodes = [n for n in ctx.ops.pool_nodes(selector, driver=driver) if n.get("ready") and not n.get("unschedulable")]
+    have = sum(int(n.get("devices") or 0) for n in nodes)
+    if have < need:
+        raise StepFailed(
+            f"the new pool ({selector}) publishes {have} {driver} device(s) on {len(nodes)} node(s); "
+            f"{ctx.param('from', str, 'the old pool')} needs {need}",
+            "scale the new pool up (or wait for it), then resume: nothing of the old pool was touched",
+            {"devices": have, "needed": need},
+        )
+    return Change(ctx.step.target, {}, {"devices": have, "needed": need})
+
+
 @action(Action.SET_QUOTA, inverse=InverseAction.RESTORE_QUOTA, dry_run=DryRun.SEND)
 def _set_quota(ctx: StepContext) -> Change | None:
     expect = {k: v for k, v in _hard(ctx, ctx.param("continues", dict)).items() if v is not None}
@@ -250,6 +311,15 @@ def _undo_label(ctx: StepContext, restore: Mapping[str, Any]) -> Change | None:
     return ctx.ops.set_label(ctx.node_name, key, value)
 
 
+@inverse(InverseAction.RESTORE_ANNOTATION)
+def _undo_annotation(ctx: StepContext, restore: Mapping[str, Any]) -> Change | None:
+    key = _restored(ctx, restore, "key", str)
+    value = restore.get("value")
+    if value is not None and not isinstance(value, str):
+        raise InputError(f"step {ctx.step.id}: its inverse restores a non-string annotation", "regenerate the plan")
+    return ctx.ops.set_annotation(ctx.node_name, key, value)
+
+
 @inverse(InverseAction.DELETE_DEVICECLASS)
 def _undo_deviceclass(ctx: StepContext, restore: Mapping[str, Any]) -> Change | None:
     return ctx.ops.delete_device_class(_restored(ctx, restore, "name", str))
@@ -277,6 +347,9 @@ class _Rehearsal:
 
     def dra_driver_installed(self, driver: str = "gpu.nvidia.com") -> bool:
         return True
+
+    def pool_nodes(self, selector: dict[str, str], *, driver: str = "gpu.nvidia.com") -> list[dict[str, Any]]:
+        return [{"name": "n", "ready": True, "unschedulable": False, "devices": 1 << 30}]
 
     def __getattr__(self, name: str) -> Any:
         return lambda *args, **kwargs: None

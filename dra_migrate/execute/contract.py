@@ -216,3 +216,28 @@ class Ops(Protocol):
     def pending_gpu_pods(self, older_than_s: float) -> list[str]:
         """Pods that request GPUs (nvidia.com/* or claims) and stayed Pending longer than older_than_s."""
         ...
+
+    # -- replace-pool (plan/strategies.py)
+
+    def set_annotation(self, node: str, key: str, value: str | None, *, dry_run: bool = False) -> Change:
+        """value None removes the annotation."""
+        ...
+
+    def pool_nodes(self, selector: dict[str, str], *, driver: str = "gpu.nvidia.com") -> list[dict[str, Any]]:
+        """The nodes `selector` (label key -> value) selects: [{"name", "ready", "unschedulable", "devices"}],
+        `devices` counted in the driver's ResourceSlices for the node."""
+        ...
+
+    def wait_pool(
+        self,
+        selector: dict[str, str],
+        nodes: int,
+        devices_per_node: int,
+        timeout_s: float,
+        *,
+        driver: str = "gpu.nvidia.com",
+        cancel: Cancel = NEVER,
+    ) -> Change:
+        """Until `nodes` nodes the selector selects are Ready, schedulable and each publishes at least
+        `devices_per_node` devices of the driver (the new pool is up and serves DRA)."""
+        ...

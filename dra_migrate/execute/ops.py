@@ -142,6 +142,60 @@ class LiveOps(DrainOps, CanaryOps):
             self._pause(delay, deadline, cancel)
             delay = min(delay * POLL_GROWTH, self.poll_cap_s)
 
+    # -- replace-pool (plan/strategies.py) ------------------------------------------------------
+
+    def set_annotation(self, node: str, key: str, value: str | None, *, dry_run: bool = False) -> Change:
+        current = ((self._node(node).get("metadata") or {}).get("annotations") or {}).get(key)
+        before = {"annotations": {key: current}}
+        if current == value:
+            return Change(f"Node {node}", before, dict(before), dry_run)
+        out = self._patch_node(node, {"metadata": {"annotations": {key: value}}}, dry_run)
+        after = ((out.get("metadata") or {}).get("annotations") or {}).get(key)
+        return Change(f"Node {node}", before, {"annotations": {key: after}}, dry_run)
+
+    def pool_nodes(self, selector: dict[str, str], *, driver: str = "gpu.nvidia.com") -> list[dict[str, Any]]:
+        query = [("labelSelector", ",".join(f"{k}={v}" for k, v in sorted(selector.items())))]
+        items, _ = self.kube.list_all("/api/v1/nodes", query)
+        out = []
+        for obj in items:
+            name = str((obj.get("metadata") or {}).get("name"))
+            conditions = (obj.get("status") or {}).get("conditions") or []
+            published, incomplete = self._published_devices(name, driver)
+            out.append({
+                "name": name,
+                "ready": any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions),
+                "unschedulable": _unschedulable(obj),
+                "devices": 0 if incomplete else published,
+            })  # fmt: skip
+        return sorted(out, key=lambda n: str(n["name"]))
+
+    def wait_pool(
+        self,
+        selector: dict[str, str],
+        nodes: int,
+        devices_per_node: int,
+        timeout_s: float,
+        *,
+        driver: str = "gpu.nvidia.com",
+        cancel: Cancel = NEVER,
+    ) -> Change:
+        deadline = self.clock.monotonic() + timeout_s
+        delay = self.poll_s
+        while True:
+            seen = self.pool_nodes(selector, driver=driver)
+            ready = [n for n in seen if n["ready"] and not n["unschedulable"] and n["devices"] >= devices_per_node]
+            if len(ready) >= nodes:
+                return Change(f"Pool {selector}", {}, {"nodes": [n["name"] for n in ready]})
+            if self.clock.monotonic() >= deadline:
+                raise StepFailed(
+                    f"the new pool ({selector}) has {len(ready)} of {nodes} node(s) Ready with {devices_per_node} "
+                    f"{driver} device(s) each after {timeout_s:g}s ({len(seen)} node(s) selected)",
+                    "run the platform command the step names, check the DRA driver runs there, then resume",
+                    {"nodes": seen},
+                )
+            self._pause(delay, deadline, cancel)
+            delay = min(delay * POLL_GROWTH, self.poll_cap_s)
+
     def _published_devices(self, node: str, driver: str) -> tuple[int, list[str]]:
         """Devices in the node's slices of `driver`, counting each pool at its highest generation only
         (older generations are being replaced: resource.k8s.io/v1 ResourcePool.generation), and the

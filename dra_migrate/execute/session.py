@@ -121,7 +121,7 @@ class ApplySession:
         state = read_state()
         source = getattr(state, "source", None)  # refused by drift when it is not the plan's cluster
         self.cluster = source.identity if source is not None else None
-        d = _without_canaries(drift(self.plan.to_dict(), state))
+        d = _without_new_pools(_without_canaries(drift(self.plan.to_dict(), state)), self.plan, state)
         if self.resuming:
             d = self._ahead(d)
         if not d.holds:
@@ -268,6 +268,35 @@ def _without_canaries(d: Any) -> Any:
         consumers_added=[c for c in d.consumers_added if not canary(c)],
         consumers_removed=[c for c in d.consumers_removed if not canary(c)],
         objects=[o for o in d.objects if not canary(o)],
+    )
+
+
+def new_pool_selectors(plan: Plan) -> list[dict[str, str]]:
+    """The node labels of the pools a replace-pool plan brings up (its await-pool steps' selectors)."""
+    return [
+        {str(k): str(v) for k, v in (s.params.get("selector") or {}).items()}
+        for stage in plan.stages
+        if isinstance(stage, PrepareStage)
+        for s in stage.steps
+        if s.action == Action.AWAIT_POOL
+    ]
+
+
+def _without_new_pools(d: Any, plan: Plan, state: Any) -> Any:
+    """The new pools' nodes are what a replace-pool plan asks the operator to create (before apply or during
+    its await-pool step): nodes added there are the plan going as planned, not drift."""
+    selectors = new_pool_selectors(plan)
+    if not selectors:
+        return d
+    ours = set()
+    for n in state.of("Node"):
+        labels = (n.get("metadata") or {}).get("labels") or {}
+        if any(all(labels.get(k) == v for k, v in sel.items()) for sel in selectors):
+            ours.add(str((n.get("metadata") or {}).get("name")))
+    return dataclasses.replace(
+        d,
+        nodes_added=[n for n in d.nodes_added if n["node"] not in ours],
+        objects=[o for o in d.objects if not (o.kind == "Node" and o.change == "added" and o.name in ours)],
     )
 
 

@@ -19,6 +19,7 @@ from dra_migrate.inventory.operator import (
     dra_plugin_placement,
     dynamic_mig_enabled,
 )
+from dra_migrate.inventory.platform import PoolPlatform
 from dra_migrate.inventory.resources import GPU_PREFIX, GpuNames, quantity_int
 
 UNPOOLED = "(unpooled)"
@@ -149,6 +150,7 @@ class Pool:
     requested: dict[str, int]
     dra_devices: dict[str, int]
     physical_gpus: int
+    platform: PoolPlatform | None = None  # inventory/platform.py: platform, stack owner, strategy
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -159,6 +161,7 @@ class Pool:
             "requested": self.requested,
             "physicalGpus": self.physical_gpus,
             "draDevices": self.dra_devices,
+            "platform": self.platform.to_dict() if self.platform else None,
         }
 
 

@@ -25,6 +25,7 @@ from dra_migrate.inventory.operator import (
     sharing_configs,
     summarize_operator,
 )
+from dra_migrate.inventory.platform import pool_platforms
 from dra_migrate.inventory.resources import GpuNames
 
 # Bumped on any incompatible change to the JSON below; additions keep it.
@@ -94,13 +95,25 @@ def _build(state: ClusterState, pool_labels: tuple[str, ...]) -> Inventory:
     for g in gpu_nodes:
         g.requested = dict(sorted(node_requests.get(g.name, {}).items()))
     configs = sharing_configs(state, [(g.name, g.labels) for g in gpu_nodes])
+    pools = build_pools(gpu_nodes)
+    platforms = pool_platforms(state, {p.name: p.nodes for p in pools}, {g.name: _dp_daemonset(g) for g in gpu_nodes})
+    for p in pools:
+        p.platform = platforms.get(p.name)
     return Inventory(
         state=state,
         gpu_names=names,
         consumers=consumers,
         nodes=gpu_nodes,
-        pools=build_pools(gpu_nodes),
+        pools=pools,
         operator=summarize_operator(state, configs),
         dra=summarize_dra(state, dra_plugin_daemonsets(state)),
         gangs=find_gangs(state, names, consumers, node_pools),
     )
+
+
+def _dp_daemonset(node: GpuNode) -> str | None:
+    """The device-plugin DaemonSet ("ns/name") that runs on the node, None when none of the cluster's does."""
+    p = node.dp_placement
+    if p is None or p.daemonset is None or p.mode not in ("label", "unknown"):
+        return None
+    return p.daemonset.split(", ")[0]

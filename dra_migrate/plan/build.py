@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as dt
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from dra_migrate import __version__
@@ -30,6 +31,8 @@ from dra_migrate.dra.devices import node_devices
 from dra_migrate.errors import InputError
 from dra_migrate.inventory.fleet import GpuNode, kubelet_skew
 from dra_migrate.inventory.gangs import Gang
+from dra_migrate.inventory.platform import REPLACE_POOL, PoolPlatform
+from dra_migrate.plan import strategies
 from dra_migrate.plan.dependents import quota_steps
 from dra_migrate.plan.estimate import drain_grace_by_node, summary_estimate
 from dra_migrate.plan.fingerprint import fingerprint
@@ -131,6 +134,7 @@ def _review(readiness: Readiness, selected: list[str], excluded: list[dict[str, 
     consumers: Counter[str] = Counter(p for c in readiness.inventory.consumers for p in c.pools)
     return {
         "pools": selected,
+        "strategies": [strategies.explain(p.name, p.platform) for p in readiness.inventory.pools if p.name in selected],
         "excludedPools": excluded,
         "capacity": [c.to_dict() for c in readiness.capacity],
         "inventory": {
@@ -164,9 +168,12 @@ NODE_SCOPED = frozenset(
 def excluded_nodes(readiness: Readiness, gates: dict[str, bool], driver: str) -> dict[str, str]:
     """Node -> why the plan leaves it out (the reasons of the node-scoped blockers)."""
     out: dict[str, str] = {}
+    replaced = {p.name for p in readiness.inventory.pools if p.platform and p.platform.strategy == REPLACE_POOL}
     for n in readiness.inventory.nodes:
         if n.dra_plugin_enabled and not n.device_plugin_enabled:
             continue  # already migrated
+        if n.pool in replaced:
+            continue  # drained across, not switched: its own plugins and kubelet do not matter
         skew = kubelet_skew(n.kubelet_version, gates)
         if skew is not None:
             out[n.name] = f"kubelet-version-unsupported: {skew}"
@@ -314,8 +321,16 @@ def _groups(nodes: list[GpuNode], params: PlanParams) -> list[tuple[Switch, Swit
     return [(dp, dra, ns) for (dp, dra), ns in merged.items()]
 
 
+def _platform_of(readiness: Readiness, pool: str) -> PoolPlatform | None:
+    return next((p.platform for p in readiness.inventory.pools if p.name == pool), None)
+
+
 def _pool_stages(state: ClusterState, readiness: Readiness, params: PlanParams, pool: str) -> list[Stage]:
-    """One stage per pool, or one per group of its nodes when they need different labels switched."""
+    """One stage per pool, or one per group of its nodes when they need different labels switched; a pool
+    the platform's stack serves is replaced instead (plan/strategies.py)."""
+    platform = _platform_of(readiness, pool)
+    if platform is not None and strategies.choose(platform).name == REPLACE_POOL:
+        return _replace_pool_stages(state, readiness, params, pool, platform)
     groups = _groups(_to_migrate(readiness, pool), params)
     return [
         _pool_stage(state, readiness, params, pool, f"pool-{pool}" if i == 0 else f"pool-{pool}-{i + 1}", g)
@@ -358,6 +373,53 @@ def _pool_stage(
         soak = params.soak if i < len(groups) else "0s"
         waves.append(Wave(f"wave-{i}", entries, evicted, soak))
     return PoolStage(name, pool, resources, node_steps(params, dp_switch, dra_switch), tuple(waves))
+
+
+def _replace_pool_stages(
+    state: ClusterState, readiness: Readiness, params: PlanParams, pool: str, platform: PoolPlatform
+) -> list[Stage]:
+    """`provision-<pool>` (the new pool up, proven, big enough), then `pool-<pool>`: the old nodes
+    protected from their autoscaler, cordoned and drained, in the waves an in-place stage would have."""
+    nodes = _to_migrate(readiness, pool)
+    stage = _pool_stage(state, readiness, params, pool, f"pool-{pool}", (None, None, nodes))
+    assert isinstance(stage, PoolStage)
+    protect = platform.protect_annotation
+    annotations = {
+        str((n.get("metadata") or {}).get("name")): (n.get("metadata") or {}).get("annotations") or {}
+        for n in state.of("Node")
+    }
+    waves = tuple(
+        replace(
+            w,
+            nodes=tuple(
+                replace(
+                    e,
+                    placement={},  # no plugin is switched on the old nodes
+                    original={
+                        **e.original,
+                        "annotations": {protect: annotations.get(e.node, {}).get(protect)} if protect else {},
+                    },
+                )
+                for e in w.nodes
+            ),
+        )
+        for w in stage.waves
+    )
+    devices = node_devices(state, params.dra_driver)
+    per_node = max((len(devices[n.name].devices) for n in nodes if n.name in devices), default=0)
+    pool_obj = next(p for p in readiness.inventory.pools if p.name == pool)
+    canary = _canary_resource(nodes[0], readiness) if nodes else "nvidia.com/gpu"
+    provision = strategies.replace_pool_provision(
+        pool,
+        platform,
+        params,
+        state.source.name,
+        devices_per_node=per_node,
+        demand=sum(pool_obj.requested.values()),
+        canary_resource=canary,
+    )
+    steps = strategies.replace_pool_node_steps(params, protect)
+    return [provision, replace(stage, node_steps=steps, waves=waves, strategy=REPLACE_POOL)]
 
 
 def _gang_nodes(readiness: Readiness) -> list[tuple[Gang, set[str]]]:

@@ -49,6 +49,12 @@ class Action(StrEnum):
     CANARY = "canary"
     UNCORDON = "uncordon"
     SET_QUOTA = "set-quota"  # add a namespace's DRA limits before any node moves (plan/dependents.py)
+    # Replace-pool (plan/strategies.py): protect the old nodes from their autoscaler, wait for the new
+    # pool the platform command makes, prove it with a canary, check it holds the old pool's demand.
+    SET_ANNOTATION = "set-annotation"
+    AWAIT_POOL = "await-pool"
+    CANARY_POOL = "canary-pool"
+    CHECK_POOL_CAPACITY = "check-pool-capacity"
 
 
 class InverseAction(StrEnum):
@@ -57,6 +63,7 @@ class InverseAction(StrEnum):
 
     SET_UNSCHEDULABLE = "set-unschedulable"
     RESTORE_LABEL = "restore-label"
+    RESTORE_ANNOTATION = "restore-annotation"
     DELETE_DEVICECLASS = "delete-deviceclass"
     RESTORE_QUOTA = "restore-quota"
     NONE = "none"
@@ -132,7 +139,8 @@ class NodeEntry:
     expected_devices: int  # gpu.nvidia.com devices its slices must hold
     resources: tuple[str, ...]  # the device-plugin resources it advertises today (must go to 0)
     canary_resource: str
-    original: dict[str, Any]  # {"unschedulable": bool, "labels": {key: value or None}}
+    # {"unschedulable": bool, "labels": {key: value or None}[, "annotations": {key: value or None}]}
+    original: dict[str, Any]
     placement: dict[str, Any] = field(default_factory=dict)  # what switching each plugin means here, and why
 
     def to_dict(self) -> dict[str, Any]:
@@ -151,11 +159,12 @@ class NodeEntry:
     def from_dict(cls, value: Any, path: str) -> NodeEntry:
         keys = ("node", "gpuPods", "otherPods", "expectedDevices", "resources", "canaryResource", "original")
         doc = _fields(value, path, keys, ("placement",))
-        original = _fields(doc["original"], f"{path}.original", ("unschedulable", "labels"))
+        original = _fields(doc["original"], f"{path}.original", ("unschedulable", "labels"), ("annotations",))
         _bool(original["unschedulable"], f"{path}.original.unschedulable")
-        for key, label in _mapping(original["labels"], f"{path}.original.labels").items():
-            if label is not None:
-                _str(label, f"{path}.original.labels.{key}")
+        for part in ("labels", "annotations"):
+            for key, value in _mapping(original.get(part, {}), f"{path}.original.{part}").items():
+                if value is not None:
+                    _str(value, f"{path}.original.{part}.{key}")
         name = _str(doc["node"], f"{path}.node")
         if not name:
             raise _fail(f"{path}.node", "empty node name")
@@ -166,7 +175,11 @@ class NodeEntry:
             expected_devices=_int(doc["expectedDevices"], f"{path}.expectedDevices"),
             resources=_strs(doc["resources"], f"{path}.resources"),
             canary_resource=_str(doc["canaryResource"], f"{path}.canaryResource"),
-            original={"unschedulable": original["unschedulable"], "labels": dict(original["labels"])},
+            original={
+                "unschedulable": original["unschedulable"],
+                "labels": dict(original["labels"]),
+                **({"annotations": dict(original["annotations"])} if "annotations" in original else {}),
+            },
             placement=dict(_mapping(doc["placement"], f"{path}.placement")) if "placement" in doc else {},
         )
 
@@ -236,11 +249,15 @@ class PoolStage:
     resources: tuple[str, ...]  # GPU resource names the pool's nodes serve
     node_steps: tuple[Step, ...]
     waves: tuple[Wave, ...]
+    # How the pool is cut over (plan/strategies.py): "in-place" (its nodes switched) is not written, so
+    # plans of in-place pools keep their bytes; "replace-pool" (drained across to a new pool).
+    strategy: str = "in-place"
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "pool": self.pool,
+            **({"strategy": self.strategy} if self.strategy != "in-place" else {}),
             "resources": list(self.resources),
             "nodeSteps": [s.to_dict() for s in self.node_steps],
             "waves": [w.to_dict() for w in self.waves],
@@ -248,7 +265,10 @@ class PoolStage:
 
     @classmethod
     def from_dict(cls, value: Any, path: str) -> PoolStage:
-        doc = _fields(value, path, ("name", "pool", "resources", "nodeSteps", "waves"))
+        doc = _fields(value, path, ("name", "pool", "resources", "nodeSteps", "waves"), ("strategy",))
+        strategy = _str(doc.get("strategy", "in-place"), f"{path}.strategy")
+        if strategy not in ("in-place", "replace-pool"):
+            raise _fail(f"{path}.strategy", f"unknown strategy {strategy!r} (known: in-place, replace-pool)")
         steps = tuple(Step.from_dict(s, at) for s, at in _each(doc, "nodeSteps", path))
         waves = tuple(Wave.from_dict(w, at) for w, at in _each(doc, "waves", path))
         return cls(
@@ -257,6 +277,7 @@ class PoolStage:
             resources=_strs(doc["resources"], f"{path}.resources"),
             node_steps=steps,
             waves=waves,
+            strategy=strategy,
         )
 
     @property
@@ -433,6 +454,8 @@ def _fill(value: Any, node: Mapping[str, Any]) -> Any:
         path = value[1:-1]
         if path.startswith("original.labels."):
             return (node.get("original") or {}).get("labels", {}).get(path[len("original.labels.") :])
+        if path.startswith("original.annotations."):
+            return (node.get("original") or {}).get("annotations", {}).get(path[len("original.annotations.") :])
         if path.startswith("original."):
             return (node.get("original") or {}).get(path[len("original.") :])
         if path.startswith("node."):

@@ -74,6 +74,12 @@ def _sections(findings: dict[str, Any]) -> dict[str, Any]:
 
 
 _PREPARE = _closed({"name": {"const": "prepare"}, "steps": {"type": "array", "items": {"$ref": "#/$defs/step"}}})
+# replace-pool's stage before the old pool's: bring up and prove the new pool (plan/strategies.py).
+_PROVISION = _closed(
+    {"name": {"type": "string", "pattern": "^provision-"},
+     "steps": {"type": "array", "items": {"$ref": "#/$defs/step"}}}
+)  # fmt: skip
+_STRATEGY = {"enum": ["in-place", "replace-pool"]}
 _REQUIRED = ["formatVersion", "tool", "cluster", "parameters", "fingerprint", "applicable", "findings", "summary"]
 
 
@@ -86,8 +92,10 @@ def file_schema() -> dict[str, Any]:
                              {"type": "object", "additionalProperties": _LABEL_VALUE}]},
     }  # fmt: skip
     assert tuple(row_types) == wire.NODE_COLUMNS
-    row = {"type": "array", "prefixItems": list(row_types.values()), "items": False,
-           "minItems": len(row_types), "description": "one node: " + ", ".join(wire.NODE_COLUMNS)}  # fmt: skip
+    annotations = {"anyOf": [{"type": "null"}, {"type": "object", "additionalProperties": _LABEL_VALUE}]}
+    row = {"type": "array", "prefixItems": [*row_types.values(), annotations], "items": False,
+           "minItems": len(row_types), "description": "one node: " + ", ".join(wire.NODE_COLUMNS)
+           + f"[, {wire.ANNOTATIONS_COLUMN}]"}  # fmt: skip
     profile = {"type": "object", "properties": {"resources": {"type": "array", "items": _STR},
                "canaryResource": _STR, "placement": _OBJ}, "required": ["resources", "canaryResource"],
                "additionalProperties": False}  # fmt: skip
@@ -96,9 +104,10 @@ def file_schema() -> dict[str, Any]:
         "name": _STR, "pool": _STR, "resources": {"type": "array", "items": _STR},
         "nodeSteps": {"type": "array", "items": {"$ref": "#/$defs/step"}},
         "waves": {"type": "array", "items": wave}, "labelKeys": {"type": "array", "items": _STR},
-        "profiles": {"type": "array", "items": profile}, "nodeColumns": {"const": list(wire.NODE_COLUMNS)},
-        "nodes": {"type": "array", "items": row},
-    })  # fmt: skip
+        "profiles": {"type": "array", "items": profile},
+        "nodeColumns": {"enum": [list(wire.NODE_COLUMNS), [*wire.NODE_COLUMNS, wire.ANNOTATIONS_COLUMN]]},
+        "nodes": {"type": "array", "items": row}, "strategy": _STRATEGY,
+    }, list(wire.POOL_STAGE_KEYS))  # fmt: skip
     obj_row = {"type": "array", "prefixItems": [_STR] * len(wire.OBJECT_COLUMNS), "items": False,
                "minItems": len(wire.OBJECT_COLUMNS)}  # fmt: skip
     fingerprint = _closed(
@@ -115,7 +124,7 @@ def file_schema() -> dict[str, Any]:
             "cluster": _STR,
             "fingerprint": fingerprint,
             **_sections(_finding(_STR)),
-            "stages": {"type": "array", "items": {"anyOf": [_PREPARE, pool]}},
+            "stages": {"type": "array", "items": {"anyOf": [_PREPARE, _PROVISION, pool]}},
         },
         "required": [*_REQUIRED, "stages", "digests", "digest"],
         "additionalProperties": False,
@@ -131,7 +140,9 @@ def show_schema() -> dict[str, Any]:
             "node": {"type": "string", "minLength": 1}, "gpuPods": _COUNT, "otherPods": _COUNT,
             "expectedDevices": _COUNT, "resources": {"type": "array", "items": _STR}, "canaryResource": _STR,
             "original": _closed({"unschedulable": {"type": "boolean"},
-                                 "labels": {"type": "object", "additionalProperties": _LABEL_VALUE}}),
+                                 "labels": {"type": "object", "additionalProperties": _LABEL_VALUE},
+                                 "annotations": {"type": "object", "additionalProperties": _LABEL_VALUE}},
+                                ["unschedulable", "labels"]),
             "placement": _OBJ,
         },
         "required": ["node", "gpuPods", "otherPods", "expectedDevices", "resources", "canaryResource", "original"],
@@ -142,7 +153,8 @@ def show_schema() -> dict[str, Any]:
     pool = _closed({
         "name": _STR, "pool": _STR, "resources": {"type": "array", "items": _STR},
         "nodeSteps": {"type": "array", "items": {"$ref": "#/$defs/step"}}, "waves": {"type": "array", "items": wave},
-    })  # fmt: skip
+        "strategy": _STRATEGY,
+    }, ["name", "pool", "resources", "nodeSteps", "waves"])  # fmt: skip
     ref = _closed({"kind": _STR, "namespace": {"type": ["string", "null"]}, "name": _STR}, ["kind", "name"])
     ref["additionalProperties"] = True
     cluster = {"type": "object", "properties": {"name": _STR, "kubernetesVersion": {"type": ["string", "null"]},
@@ -161,7 +173,7 @@ def show_schema() -> dict[str, Any]:
             "cluster": cluster,
             "fingerprint": fingerprint,
             **_sections(_finding(ref)),
-            "stages": {"type": "array", "items": {"anyOf": [_PREPARE, pool]}},
+            "stages": {"type": "array", "items": {"anyOf": [_PREPARE, _PROVISION, pool]}},
         },
         "required": [*_REQUIRED, "stages"],
         "additionalProperties": False,

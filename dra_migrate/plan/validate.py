@@ -43,6 +43,7 @@ from dra_migrate.plan.params import (
     label_value_problem,
 )
 from dra_migrate.plan.problems import Path, Problem, _Checker, readable
+from dra_migrate.plan.strategies import provision_problems, replace_stage_problems
 
 _STEP_KEYS = frozenset({"id", "action", "target", "params", "precondition", "timeout", "inverse"})
 _POOL_STAGE_KEYS = frozenset({"name", "pool", "resources", "nodeSteps", "waves"})
@@ -150,6 +151,9 @@ def _stages(c: _Checker, stages: Any, params: PlanParams | None) -> bool:
                   "apply creates the DeviceClasses before any node is cut over")  # fmt: skip
         if name == "prepare":
             _prepare(c, stage, where)
+        elif isinstance(name, str) and name.startswith("provision-"):
+            for at, message, hint in provision_problems(stage, stages[i + 1] if i + 1 < len(stages) else None):
+                c.add((*where, *at), message, hint)  # a replace-pool's stage: its rules are plan/strategies.py's
         else:
             _pool_stage(c, stage, where, params, pools, nodes)
     return len(c.problems) == before
@@ -225,7 +229,7 @@ def _create_deviceclass(c: _Checker, step: dict[str, Any], at: Path) -> None:
 def _pool_stage(
     c: _Checker, stage: Any, where: Path, params: PlanParams | None, pools: set[str], nodes: dict[str, Path]
 ) -> None:
-    if not c.mapping(stage, where, _POOL_STAGE_KEYS):
+    if not c.mapping(stage, where, _POOL_STAGE_KEYS | {"strategy"}, required=_POOL_STAGE_KEYS):
         return
     pool = stage["pool"]
     if not c.string(pool, (*where, "pool")):
@@ -238,7 +242,10 @@ def _pool_stage(
         c.add((*where, "name"), f"stage {stage['name']} appears twice")
     pools.add(str(stage["name"]))
     c.strings(stage["resources"], (*where, "resources"))
-    labels = _node_steps(c, stage["nodeSteps"], (*where, "nodeSteps"), params)
+    in_place = stage.get("strategy", "in-place") == "in-place"  # else its rules are plan/strategies.py's
+    labels = _node_steps(c, stage["nodeSteps"], (*where, "nodeSteps"), params) if in_place else frozenset()
+    for at, message, hint in [] if in_place else replace_stage_problems(stage, params or PlanParams()):
+        c.add((*where, *at), message, hint)
     waves = stage["waves"]
     if not isinstance(waves, list) or not waves:
         c.add((*where, "waves"), "expected a list of waves")
@@ -349,7 +356,8 @@ def _node(c: _Checker, entry: Any, at: Path, labels: frozenset[str] | None, node
     if c.string(entry["canaryResource"], (*at, "canaryResource")) and _PLACEHOLDER.search(entry["canaryResource"]):
         c.add((*at, "canaryResource"), "a placeholder where a resource name belongs")
     original = entry["original"]
-    if not c.mapping(original, (*at, "original"), frozenset({"unschedulable", "labels"})):
+    keys = frozenset({"unschedulable", "labels"})
+    if not c.mapping(original, (*at, "original"), keys | {"annotations"}, required=keys):
         return
     if not isinstance(original["unschedulable"], bool):
         c.add((*at, "original", "unschedulable"), "expected true or false (the node's cordon state before the plan)")

@@ -6,10 +6,13 @@ states it once per stage and keeps, per node, one row of only what differs:
 
     stages[i] (a pool stage):
       name, pool, resources, nodeSteps        as the model has them (the steps every node runs, once)
+      strategy:    replace-pool              only when not in-place (plan/strategies.py)
       waves:       [{name, evictedPods, soakAfter}]          in order
       labelKeys:   [<label key>...]          the keys of every node's `original.labels`, in order
       profiles:    [{resources, canaryResource[, placement]}]  what several nodes share, first use first
-      nodeColumns: [node, uid, wave, profile, gpuPods, otherPods, expectedDevices, unschedulable, labels]
+      nodeColumns: [node, uid, wave, profile, gpuPods, otherPods, expectedDevices, unschedulable, labels
+                    [, annotations]]     annotations: only in a stage whose nodes record original
+                                         annotations (replace-pool's autoscaler annotations, for rollback)
       nodes:       [[<one row per node, columns as named>]...]  grouped by wave, in wave order
     fingerprint.objects: rows of `fingerprint.objectColumns` (kind, group, namespace, name, uid, ...).
 
@@ -35,7 +38,11 @@ NODE_COLUMNS = (
 )  # fmt: skip
 OBJECT_COLUMNS = ("kind", "group", "namespace", "name", "uid", "resourceVersion", "content")
 _PROFILE_KEYS = ("resources", "canaryResource", "placement")
-_POOL_STAGE_KEYS = ("name", "pool", "resources", "nodeSteps", "waves", "labelKeys", "profiles", "nodeColumns", "nodes")
+POOL_STAGE_KEYS = ("name", "pool", "resources", "nodeSteps", "waves", "labelKeys", "profiles", "nodeColumns", "nodes")
+_OPTIONALPOOL_STAGE_KEYS = ("strategy",)
+# The column a stage adds when its nodes record original annotations; absent otherwise, so an in-place
+# plan's rows stay as they were.
+ANNOTATIONS_COLUMN = "annotations"
 _HINT = "regenerate the plan with dra-migrate plan"
 
 
@@ -113,6 +120,8 @@ def _table(stage: Mapping[str, Any], uids: Mapping[str, str]) -> dict[str, Any]:
     keys: list[str] = []
     for n in nodes[:1]:
         keys = list((n.get("original") or {}).get("labels") or {})
+    annotated = any("annotations" in (n.get("original") or {}) for n in nodes)
+    columns = (*NODE_COLUMNS, ANNOTATIONS_COLUMN) if annotated else NODE_COLUMNS
     profiles: list[dict[str, Any]] = []
     index: dict[bytes, int] = {}
     rows = []
@@ -128,17 +137,18 @@ def _table(stage: Mapping[str, Any], uids: Mapping[str, str]) -> dict[str, Any]:
             original = n.get("original") or {}
             labels = original.get("labels") or {}
             cell: Any = Row(labels.values()) if list(labels) == keys else dict(labels)
-            rows.append(
-                Row([n["node"], uids.get(n["node"], ""), w["name"], index[key], n["gpuPods"], n["otherPods"],
-                     n["expectedDevices"], original.get("unschedulable"), cell])
-            )  # fmt: skip
+            row = Row([n["node"], uids.get(n["node"], ""), w["name"], index[key], n["gpuPods"], n["otherPods"],
+                       n["expectedDevices"], original.get("unschedulable"), cell])  # fmt: skip
+            if annotated:
+                row.append(dict(original["annotations"]) if "annotations" in original else None)
+            rows.append(row)
     head = {k: v for k, v in stage.items() if k not in ("waves",)}
     return {
         **head,
         "waves": [Line((k, v) for k, v in w.items() if k != "nodes") for w in waves],
         "labelKeys": Row(keys),
         "profiles": profiles,
-        "nodeColumns": Row(NODE_COLUMNS),
+        "nodeColumns": Row(columns),
         "nodes": rows,
     }
 
@@ -186,14 +196,16 @@ def _object(row: Any, path: str) -> Any:
 
 
 def _decode_stage(stage: Mapping[str, Any], path: str, uids: Mapping[str, str]) -> dict[str, Any]:
-    unknown = [k for k in stage if k not in _POOL_STAGE_KEYS]
+    unknown = [k for k in stage if k not in POOL_STAGE_KEYS + _OPTIONALPOOL_STAGE_KEYS]
     if unknown:
         raise _fail(f"{path}.{unknown[0]}", "unknown field")
-    missing = [k for k in _POOL_STAGE_KEYS if k not in stage]
+    missing = [k for k in POOL_STAGE_KEYS if k not in stage]
     if missing:
         raise _fail(f"{path}.{missing[0]}", "missing")
-    if stage["nodeColumns"] != list(NODE_COLUMNS):
-        raise _fail(f"{path}.nodeColumns", f"expected {list(NODE_COLUMNS)}")
+    annotated = stage["nodeColumns"] == [*NODE_COLUMNS, ANNOTATIONS_COLUMN]
+    if stage["nodeColumns"] != list(NODE_COLUMNS) and not annotated:
+        raise _fail(f"{path}.nodeColumns", f"expected {list(NODE_COLUMNS)} (and optionally {ANNOTATIONS_COLUMN!r})")
+    width = len(NODE_COLUMNS) + (1 if annotated else 0)
     keys = _list(stage["labelKeys"], f"{path}.labelKeys")
     profiles = _list(stage["profiles"], f"{path}.profiles")
     waves = []
@@ -201,6 +213,8 @@ def _decode_stage(stage: Mapping[str, Any], path: str, uids: Mapping[str, str]) 
     for i, w in enumerate(_list(stage["waves"], f"{path}.waves")):
         if not isinstance(w, Mapping) or "nodes" in w:
             raise _fail(f"{path}.waves[{i}]", "expected {name, evictedPods, soakAfter}: nodes are rows of `nodes`")
+        if not isinstance(w.get("name"), str):
+            raise _fail(f"{path}.waves[{i}].name", "expected a wave name (a string)")
         if w.get("name") in position:
             raise _fail(f"{path}.waves[{i}].name", f"wave {w.get('name')} appears twice")
         position[w.get("name")] = i
@@ -208,10 +222,11 @@ def _decode_stage(stage: Mapping[str, Any], path: str, uids: Mapping[str, str]) 
     last = 0
     for r, row in enumerate(_list(stage["nodes"], f"{path}.nodes")):
         at = f"{path}.nodes[{r}]"
-        if not isinstance(row, list) or len(row) != len(NODE_COLUMNS):
-            raise _fail(at, f"expected a row of {len(NODE_COLUMNS)} columns ({', '.join(NODE_COLUMNS)})")
-        name, uid, wave, profile, gpu, other, devices, unschedulable, labels = row
-        if wave not in position:
+        if not isinstance(row, list) or len(row) != width:
+            raise _fail(at, f"expected a row of {width} columns ({', '.join(stage['nodeColumns'])})")
+        name, uid, wave, profile, gpu, other, devices, unschedulable, labels = row[: len(NODE_COLUMNS)]
+        annotations = row[len(NODE_COLUMNS)] if annotated else None
+        if not isinstance(wave, str) or wave not in position:
             raise _fail(f"{at}[2]", f"no wave {wave!r} in {path}.waves")
         if position[wave] < last:
             raise _fail(f"{at}[2]", "rows must be grouped by wave, in wave order")
@@ -232,10 +247,12 @@ def _decode_stage(stage: Mapping[str, Any], path: str, uids: Mapping[str, str]) 
             "resources": prof.get("resources"), "canaryResource": prof.get("canaryResource"),
             "original": {"unschedulable": unschedulable, "labels": labels},
         }  # fmt: skip
+        if annotations is not None:
+            entry["original"]["annotations"] = annotations
         if "placement" in prof:
             entry["placement"] = prof["placement"]
         waves[position[wave]]["nodes"].append(entry)
-    head = {k: v for k, v in stage.items() if k in ("name", "pool", "resources", "nodeSteps")}
+    head = {k: v for k, v in stage.items() if k in ("name", "pool", "resources", "nodeSteps", "strategy")}
     return {**head, "waves": waves}
 
 

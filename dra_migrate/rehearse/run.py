@@ -27,6 +27,7 @@ from dra_migrate.checks.run import assess
 from dra_migrate.cluster.live import LiveCluster, LiveOptions, read_objects
 from dra_migrate.cluster.state import ClusterState, StateBuilder
 from dra_migrate.cluster.templates import TemplateTable
+from dra_migrate.dra.devices import NodeDevices, node_devices
 from dra_migrate.errors import InputError
 from dra_migrate.execute.journal import journal_path, read_journal
 from dra_migrate.execute.ops import POLL_CAP_S, LiveOps, live_ops
@@ -42,7 +43,13 @@ from dra_migrate.rehearse.twin import Twin
 from dra_migrate.sim.kube import Kube, new_api_client
 from dra_migrate.sim.kwok import KwokFleet
 from dra_migrate.sim.load import LoadReport, load_workloads
-from dra_migrate.sim.spec import specs_from_state
+from dra_migrate.sim.spec import (
+    LABEL_DEVICE_PLUGIN,
+    LABEL_DRA_KUBELET_PLUGIN,
+    DeviceSpec,
+    GpuNodeSpec,
+    specs_from_state,
+)
 from dra_migrate.sim.stack import install_nvidia_stack
 from dra_migrate.sim.timing import REALISTIC, TimingProfile, profile
 
@@ -118,14 +125,21 @@ def twin_plan(plan: dict[str, Any], twin_state: ClusterState, scale: float) -> d
 
 
 class _WatchingOps:
-    """The live ops of the twin, noting the scheduler's reason for every pod the health gate finds Pending."""
+    """The live ops of the twin, noting the scheduler's reason for every pod the health gate finds Pending;
+    and, when a replace-pool plan waits for its new pool, making that pool's nodes appear (`provision`)."""
 
-    def __init__(self, inner: LiveOps) -> None:
+    def __init__(self, inner: LiveOps, provision: Callable[[dict[str, str], int], None] | None = None) -> None:
         self._inner = inner
+        self._provision = provision
         self.reasons: dict[str, str] = {}
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
+
+    def wait_pool(self, selector: dict[str, str], nodes: int, *args: Any, **kwargs: Any) -> Any:
+        if self._provision is not None:
+            self._provision(selector, nodes)
+        return self._inner.wait_pool(selector, nodes, *args, **kwargs)
 
     def pending_gpu_pods(self, older_than_s: float) -> list[str]:
         pending = self._inner.pending_gpu_pods(older_than_s)
@@ -284,13 +298,16 @@ def rehearse(
         api = new_api_client(twin.kubeconfig, "dra-migrate-rehearsal")
         kube = Kube(api)
         timing = twin_timing(time_scale)
-        with KwokFleet(
-            twin.kubeconfig,
-            specs,
-            workdir=Path(scratch) / "kwok",
-            timing=timing,
-            lease_s=round(heartbeat * LEASE_PER_HEARTBEAT),
-        ) as fleet:
+        with (
+            KwokFleet(
+                twin.kubeconfig,
+                specs,
+                workdir=Path(scratch) / "kwok",
+                timing=timing,
+                lease_s=round(heartbeat * LEASE_PER_HEARTBEAT),
+            ) as fleet,
+            contextlib.ExitStack() as stack,  # the new pools' nodes, once a replace-pool plan asks for them
+        ):
             say(f"twin: {len(fleet.node_names)} GPU node(s) played by KWOK")
             loaded = recreate(api, state)
             say(f"twin: {sum(loaded.created.values())} object(s) recreated, {len(loaded.skipped)} skipped")
@@ -302,7 +319,20 @@ def rehearse(
             # The executor runs as the tool's ServiceAccount, classified by deploy/apf.yaml's FlowSchema: the
             # API server then counts its requests apart from the twin's own (kwok, controllers, scheduler).
             tool_kubeconfig = tool_identity(kube, twin.kubeconfig, Path(scratch))
-            ops = _WatchingOps(_scaled_ops(tool_kubeconfig, time_scale, largest_wave(derived)))
+
+            made: list[str] = []
+
+            def new_fleet(new: list[GpuNodeSpec]) -> Any:
+                """A replace-pool's new nodes: their own KWOK fleet (its own annotation), beside the twin's."""
+                made.append(new[0].name)
+                n = len(made)  # one fleet per new pool
+                return stack.enter_context(KwokFleet(
+                    twin.kubeconfig, new, workdir=Path(scratch) / f"kwok-new-{n}", timing=timing,
+                    lease_s=round(heartbeat * LEASE_PER_HEARTBEAT), fleet=f"new-pool-{n}",
+                ))  # fmt: skip
+
+            pools = NewPools(derived, specs, node_devices(state), new_fleet, say)
+            ops = _WatchingOps(_scaled_ops(tool_kubeconfig, time_scale, largest_wave(derived)), pools.provision)
             session = ApplySession(
                 Plan.from_dict(plan_io.load(path)),
                 path,
@@ -339,6 +369,68 @@ def rehearse(
     )
     rehearsal.api_requests = meter.summary(int(rehearsal.end_state.get("nodesMigrated") or 0))
     return rehearsal
+
+
+class NewPools:
+    """The twin's side of a replace-pool plan's `await-pool`: the nodes the emitted platform command would make,
+    played by the simulator — the replaced pool's nodes under new names, with the new pool's labels (the
+    step's selector), the DRA kubelet plugin on and the device plugin off (what the platform's own switch,
+    e.g. GKE's gke-no-default-nvidia-gpu-device-plugin=true, does on a real node)."""
+
+    def __init__(
+        self,
+        plan: dict[str, Any],
+        specs: list[GpuNodeSpec],
+        predicted: dict[str, NodeDevices],
+        start: Callable[[list[GpuNodeSpec]], Any],
+        say: Log,
+    ) -> None:
+        self._by_selector: dict[str, list[str]] = {}
+        stages = plan_io.body_of(plan).get("stages") or []
+        for stage in stages:
+            for step in stage.get("steps") or []:
+                if step.get("action") == "await-pool":
+                    pool = str(stage["name"])[len("provision-") :]
+                    old = [n["node"] for s in stages if s.get("pool") == pool for w in s["waves"] for n in w["nodes"]]
+                    self._by_selector[_key(step["params"]["selector"])] = old
+        # A node the platform's stack serves shows no GFD labels: its devices are the planner's prediction (from
+        # its capacity), the devices the plan's await-pool expects of each new node.
+        self._specs = {
+            s.name: s if s.devices or s.name not in predicted else
+            replace(s, devices=tuple(DeviceSpec.from_json(d) for d in predicted[s.name].devices))
+            for s in specs
+        }  # fmt: skip
+        self._start = start
+        self._say = say
+        self._made: set[str] = set()
+
+    def provision(self, selector: dict[str, str], nodes: int) -> None:
+        key = _key(selector)
+        old = [self._specs[n] for n in self._by_selector.get(key, []) if n in self._specs]
+        if key in self._made or not old:
+            return
+        self._made.add(key)
+        base = "-".join(v for v in selector.values())[:40]
+        new = [
+            replace(
+                old[i % len(old)],
+                name=f"{base}-{i}",
+                labels={
+                    **old[i % len(old)].labels,
+                    **selector,
+                    "kubernetes.io/hostname": f"{base}-{i}",
+                    LABEL_DRA_KUBELET_PLUGIN: "true",
+                    LABEL_DEVICE_PLUGIN: "false",
+                },
+            )
+            for i in range(nodes)
+        ]
+        self._say(f"twin: the new pool {selector} appears as its platform command makes it ({nodes} node(s))")
+        self._start(new)
+
+
+def _key(selector: Any) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted(dict(selector).items()))
 
 
 def _unreproduced(state: ClusterState, loaded: LoadReport) -> list[str]:

@@ -35,6 +35,7 @@ def consumer_names(inv: dict[str, Any]) -> list[str]:
 
 CONSUMER_HEADERS = ["namespace", "kind", "name", "gpus (total)", "per pod × replicas", "pods", "pools"]
 POOL_HEADERS = ["pool", "nodes", "allocatable", "requested", "GPU consumers", "dra devices"]
+PLATFORM_HEADERS = ["platform", "strategy", "group", "gpu stack", "switching"]
 
 
 def consumers_table(consumers: list[dict[str, Any]]) -> Table:
@@ -83,6 +84,13 @@ def pools_table(pools: list[dict[str, Any]], consumers: list[dict[str, Any]] | N
     return Table(POOL_HEADERS, rows)
 
 
+def platforms_table(pools: list[dict[str, Any]]) -> Table:
+    """Per pool: its platform, the strategy the plan uses for it, and (wide) its group, who manages its GPU
+    stack and what switching takes (inventory/platform.py; the report's 'How each pool is cut over')."""
+    rows = [[p["name"], *_platform_cells(p.get("platform"))] for p in pools]
+    return Table(["pool", *PLATFORM_HEADERS], rows, wide=frozenset(PLATFORM_HEADERS[2:]))
+
+
 def inventory_document(inv: dict[str, Any]) -> Document:
     """Build the human view from the inventory's JSON contract, so both always agree."""
     doc = Document()
@@ -107,6 +115,8 @@ def inventory_document(inv: dict[str, Any]) -> Document:
 
     doc.heading(f"GPU pools ({len(inv['pools'])})")
     doc.add(pools_table(inv["pools"], inv["consumers"]))
+    doc.heading(f"Platforms ({len(inv['pools'])})")
+    doc.add(platforms_table(inv["pools"]))
 
     doc.heading(f"GPU nodes ({len(inv['nodes'])})")
     doc.table(
@@ -203,3 +213,11 @@ def _dra(doc: Document, dra: dict[str, Any]) -> None:
         f"ResourceClaims: {len(claims)} ({ext} for extended resources, "
         f"{sum(1 for x in claims if x['allocated'])} allocated); templates: {len(dra['resourceClaimTemplates'])}"
     )
+
+
+def _platform_cells(platform: dict[str, Any] | None) -> list[str]:
+    """platform (its provisioner and group), who manages the GPU stack, the strategy and what it takes."""
+    if not platform:
+        return ["-", "-", "-", "-", "-"]
+    group = f"{platform['provisioner']} {platform['group']}" if platform.get("group") else "-"
+    return [platform["platform"], platform["strategy"], group, platform["stackOwner"], platform["switching"]]

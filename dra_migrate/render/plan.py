@@ -3,6 +3,7 @@ stages with each step's parameters in words (never a raw `{original.…}` placeh
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from dra_migrate.plan.scope import stage_blockers
@@ -10,7 +11,9 @@ from dra_migrate.render import Document, styled, verdict
 from dra_migrate.render.disruption import gangs_table, waves_table
 
 # Parameters that say how, not what: `-o wide` and `-o json` show them.
-_QUIET_PARAMS = ("skip", "via", "image", "placement", "expect", "driver", "manifest")
+_QUIET_PARAMS = (
+    "skip", "via", "image", "placement", "expect", "driver", "manifest", "command", "sources", "provisioner", "check",
+)  # fmt: skip
 
 # What a per-node placeholder stands for, said as a reviewer reads it (plan/model.py `expand` fills them).
 _PLACEHOLDERS = {
@@ -25,7 +28,7 @@ def param_value(value: Any) -> str:
     """A step parameter for a table cell: placeholders in words, lists and maps as text, no reprs."""
     if isinstance(value, str) and value.startswith("{") and value.endswith("}"):
         path = value[1:-1]
-        if path.startswith("original.labels."):
+        if path.startswith(("original.labels.", "original.annotations.")):
             return "its original value (removed if it had none)"
         return _PLACEHOLDERS.get(path, path.replace(".", " "))
     if isinstance(value, bool):
@@ -39,12 +42,12 @@ def param_value(value: Any) -> str:
     return str(value)
 
 
-def step_params(params: dict[str, Any], quiet: bool = True) -> str:
-    """`key=value, ...`; a label step reads `label nvidia.com/...=false`."""
+def step_params(params: dict[str, Any], quiet: bool = True, what: str = "label") -> str:
+    """`key=value, ...`; a label step reads `label nvidia.com/...=false` (`what`: "annotation" for those)."""
     shown = {k: v for k, v in params.items() if not (quiet and k in _QUIET_PARAMS)}
     if set(shown) >= {"key", "value"}:
         rest = {k: v for k, v in shown.items() if k not in ("key", "value")}
-        head = f"label {shown['key']}={param_value(shown['value'])}"
+        head = f"{what} {shown['key']}={param_value(shown['value'])}"
         return ", ".join([head] + [f"{k}={param_value(v)}" for k, v in rest.items()])
     return ", ".join(f"{k}={param_value(v)}" for k, v in shown.items()) or "-"
 
@@ -55,8 +58,23 @@ def undo_text(inverse: dict[str, Any] | None) -> str:
     restore = inverse.get("restore") or {}
     if inverse.get("action") == "none":
         return f"none ({restore.get('why', 'nothing to undo')})" if restore.get("why") else "none"
-    detail = step_params({k: v for k, v in restore.items() if k != "why"}, quiet=False)
+    what = "annotation" if inverse.get("action") == "restore-annotation" else "label"
+    detail = step_params({k: v for k, v in restore.items() if k != "why"}, quiet=False, what=what)
     return str(inverse.get("action")) + (f": {detail}" if detail != "-" else "")
+
+
+def _platform_command(doc: Document, params: dict[str, Any]) -> None:
+    """What the operator runs on the platform for a replace-pool (the tool calls no cloud API), in full."""
+    doc.line(f"     run on the platform ({params.get('platform')}): {params.get('command')}")
+    if params.get("manifest"):
+        # JSON is YAML: kubectl applies it as it is.
+        for line in json.dumps(params["manifest"], indent=2).splitlines():
+            doc.line(f"       {line}")
+        doc.line("       EOF")
+    for check in params.get("check") or []:
+        doc.line(f"     check first: {check}")
+    for source in params.get("sources") or []:
+        doc.line(f"     source: {source}")
 
 
 def stage_verdict(stage: dict[str, Any], plan: dict[str, Any]) -> str:
@@ -144,9 +162,11 @@ def plan_document(plan: dict[str, Any]) -> Document:
         # One line per step (wrapped, never cut): the parameters are what a reviewer must read.
         for i, x in enumerate(st.get("steps") or st.get("nodeSteps") or [], 1):
             name = x["id"] if "pool" in st else f"{x['action']} {x['target']}"
-            params = step_params(x["params"])
+            params = step_params(x["params"], what="annotation" if x["action"] == "set-annotation" else "label")
             what = f"{name}: {params}" if params != "-" else name
             doc.line(f"  {i}. {what} · timeout {x['timeout']} · undo: {undo_text(x['inverse'])}")
+            if x["action"] == "await-pool":
+                _platform_command(doc, x["params"])
         if "pool" not in st:
             continue
         doc.table(

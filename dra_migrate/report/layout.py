@@ -34,6 +34,7 @@ from dra_migrate.render.rehearsal import capacity_rows as rehearsed_capacity_row
 from dra_migrate.render.view import Badge, Chart, Code, Section
 from dra_migrate.render.view import cell as _cell
 from dra_migrate.report.accepted import accepted_risks
+from dra_migrate.report.platforms import strategies_section
 
 # Section ids: stable anchors in the HTML, and what the browser test looks for.
 SECTIONS = (
@@ -182,6 +183,7 @@ def _plan(r: dict[str, Any]) -> Section:
         ],
     )
     s.blocks.append(applicability_badge(r))
+    strategies_section(s, r.get("strategies") or [])
     left = r.get("excludedPools") or []
     if left:
         sub = s.sub("excluded", f"Pools left out ({len(left)})")

@@ -28,7 +28,7 @@ JSON (`-o json`), `formatVersion` 1; new keys may appear, an incompatible change
     capacity [{pool, resource, before, after, demand, fits, deviceClass, sharingReplicas, afterSource}] | null,
     capacitySource: plan (recorded at planning time) | snapshot | live | null,
     capacityChanges [{pool, resource, field, planned, now}] | null (since planning; needs the cluster),
-    excludedPools [{pool, reason, findings}],
+    excludedPools [{pool, reason, findings}], strategies [{pool, strategy, platform, stackOwner, why, sources}],
     summary {pools, nodes, waves, evictedPods, estimatedDuration, ...},
     stages [{name, pool, resources, steps [{id, action, target, timeout, undo, params, restore}],
              waves [{name, nodes, evictedPods, soakAfter}], blockedBy, applicable}],
@@ -52,6 +52,7 @@ from dra_migrate.cluster.state import cluster_object
 from dra_migrate.execute.actions import verifying_actions
 from dra_migrate.execute.journal import DONE, FAILED, ROLLED_BACK, STARTED, Progress, Record
 from dra_migrate.plan.scope import stage_blockers
+from dra_migrate.plan.strategies import verifying_steps
 from dra_migrate.plan.view import excluded_pools_json, plan_cluster
 from dra_migrate.secrets import scrub
 
@@ -259,6 +260,7 @@ class Report:
     capacity_source: str | None = None  # "plan" (recorded at planning time), "snapshot" or "live"
     capacity_changes: list[CapacityChange] | None = None  # since planning; None: nothing to compare
     excluded_pools: list[dict[str, Any]] = field(default_factory=list)  # left out of the plan, and why
+    strategies: list[dict[str, Any]] = field(default_factory=list)  # per pool, and why (plan/strategies.py)
     diff: dict[str, Any] | None = None
     timeline: Timeline | None = None
     verification: Verification | None = None
@@ -357,6 +359,7 @@ def build_report(
         capacity_changes=_capacity_changes(planned, _capacity(readiness)) if readiness and planned else None,
         excluded_pools=excluded_pools_json(review.get("excludedPools") or []),
         accepted_risks=[finding_json(a) for a in review.get("acceptedRisks") or []],
+        strategies=[dict(x) for x in review.get("strategies") or [] if isinstance(x, dict)],
         summary=dict(plan.get("summary") or {}),
         stages=[_stage(s, plan.get("findings") or []) for s in plan.get("stages") or []],
         diff=diff,
@@ -580,10 +583,8 @@ def verification(plan: dict[str, Any], records: list[Record]) -> Verification:
         for wave in stage.get("waves") or []:
             for n in wave.get("nodes") or []:
                 node = str(n.get("node"))
-                states = []
-                for action in verifying_actions():  # wait-dra-ready, canary
-                    s = progress.steps.get(f"{stage['name']}/{node}/{action}")
-                    states.append(_NODE_STATE.get(s.status, s.status) if s else "not-run")
+                found = [progress.steps.get(i) for i in verifying_steps(stage, node, verifying_actions())]
+                states = [_NODE_STATE.get(s.status, s.status) if s else "not-run" for s in found]  # ready, canary
                 nodes.append(NodeVerification(node, str(stage["name"]), str(wave.get("name")), states[0], states[1]))
     return Verification(last, _verdict(last, nodes), nodes)
 

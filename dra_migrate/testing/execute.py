@@ -76,6 +76,9 @@ class FakeNode:
     devices: int = 0  # DRA devices the plugin publishes once enabled
     gpu_pods: int = 0
     exists: bool = True
+    annotations: dict[str, str] = field(default_factory=dict)
+    # Replace-pool: a node the platform command makes, which appears after this long on the clock.
+    appears_at: float = 0.0
 
 
 class CrashableJournal:
@@ -356,13 +359,68 @@ class FakeOps:
         self._enter("pending_gpu_pods", None)
         return list(self.pending)
 
+    # -- replace-pool
+
+    def set_annotation(self, node: str, key: str, value: str | None, *, dry_run: bool = False) -> Change:
+        fault = self._enter("set_annotation", node)
+        with self._mutex:
+            n = self._node(node)
+            before = {"annotations": {key: n.annotations.get(key)}}
+            if not dry_run:
+                if value is None:
+                    n.annotations.pop(key, None)
+                else:
+                    n.annotations[key] = value
+        self._mid(fault, "set_annotation", node)
+        return Change(f"Node {node}", before, {"annotations": {key: value}}, dry_run)
+
+    def pool_nodes(self, selector: dict[str, str], *, driver: str = "gpu.nvidia.com") -> list[dict[str, Any]]:
+        self._enter("pool_nodes", None)
+        now = self.clock.monotonic()
+        with self._mutex:
+            chosen = [
+                n
+                for n in self.nodes.values()
+                if n.exists and n.appears_at <= now and all(n.labels.get(k) == v for k, v in selector.items())
+            ]
+            return [
+                {"name": n.name, "ready": True, "unschedulable": n.unschedulable,
+                 "devices": n.devices if n.labels.get(self.dra_label) == self.dra_on else 0}
+                for n in sorted(chosen, key=lambda n: n.name)
+            ]  # fmt: skip
+
+    def wait_pool(
+        self,
+        selector: dict[str, str],
+        nodes: int,
+        devices_per_node: int,
+        timeout_s: float,
+        *,
+        driver: str = "gpu.nvidia.com",
+        cancel: Cancel = NEVER,
+    ) -> Change:
+        fault = self._enter("wait_pool", None, cancel)
+        deadline = self.clock.monotonic() + timeout_s
+        while True:
+            ready = [n for n in self.pool_nodes(selector, driver=driver) if n["devices"] >= devices_per_node]
+            if len(ready) >= nodes:
+                self._mid(fault, "wait_pool", None, cancel)
+                return Change(f"Pool {selector}", {}, {"nodes": [n["name"] for n in ready]})
+            if self.clock.monotonic() >= deadline:
+                raise StepFailed(f"pool {selector}: {len(ready)} of {nodes} node(s) ready after {timeout_s:g}s", "")
+            self.clock.sleep(min(self.poll_s, deadline - self.clock.monotonic()), cancel)
+
     # -- what tests compare
 
     def snapshot(self) -> dict[str, Any]:
         """The state a rollback must restore and an apply must reach, per node, plus the DeviceClasses."""
         return {
             "nodes": {
-                n.name: {"unschedulable": n.unschedulable, "labels": dict(sorted(n.labels.items()))}
+                n.name: {
+                    "unschedulable": n.unschedulable,
+                    "labels": dict(sorted(n.labels.items())),
+                    **({"annotations": dict(sorted(n.annotations.items()))} if n.annotations else {}),
+                }
                 for n in self.nodes.values()
             },
             "deviceClasses": sorted(self.device_classes),

@@ -456,3 +456,29 @@ def test_transient_errors_are_retried_and_permanent_ones_are_not() -> None:
     with pytest.raises(Unreachable, match=r"flaky\.invalid"):
         CoreKube(down, retries=2, backoff_s=0.01).get("/api/v1/nodes")
     assert down.calls == 3
+
+
+# -- replace-pool (plan/strategies.py): what only a real API server shows -----------------------------
+
+
+def test_annotations_are_idempotent_and_null_removes_them(ops: LiveOps, kube: Kube) -> None:
+    key = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
+    first = ops.set_annotation(NODE_B, key, "true")
+    assert first.before == {"annotations": {key: None}} and first.after == {"annotations": {key: "true"}}
+    assert ops.set_annotation(NODE_B, key, "true").before == first.after  # repeated: nothing changes
+    dry = ops.set_annotation(NODE_B, key, None, dry_run=True)
+    assert dry.dry_run and key in kube.get(path_of("v1", "nodes", NODE_B))["metadata"]["annotations"]
+    ops.set_annotation(NODE_B, key, None)  # the inverse: a merge patch with null removes it
+    assert key not in (kube.get(path_of("v1", "nodes", NODE_B))["metadata"].get("annotations") or {})
+
+
+def test_pool_nodes_and_wait_pool_read_the_label_selector_and_the_slices(ops: LiveOps) -> None:
+    _switch_to_dra(ops, NODE_DRA)
+    seen = {n["name"]: n for n in ops.pool_nodes({POOL_LABEL: POOL})}
+    assert set(seen) == {NODE_A, NODE_B, NODE_DRA}
+    assert seen[NODE_DRA]["devices"] == 2 and seen[NODE_DRA]["ready"]
+    assert seen[NODE_B]["devices"] == 0  # still on the device plugin: no slices
+    new_pool = {POOL_LABEL: POOL, LABEL_DRA_KUBELET_PLUGIN: "true"}
+    assert ops.wait_pool(new_pool, 1, 2, 30).after == {"nodes": [NODE_DRA]}
+    with pytest.raises(StepFailed, match="1 of 2 node"):
+        ops.wait_pool(new_pool, 2, 2, 1.0)

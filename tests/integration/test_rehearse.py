@@ -174,3 +174,24 @@ def test_d_the_rehearsed_end_state_is_what_the_same_plan_does_to_the_cluster(
 def _all_scheduled(kubeconfig: Path) -> bool:
     pods = read_cluster(kubeconfig).of("Pod")
     return bool(pods) and all((p.get("spec") or {}).get("nodeName") for p in pods)
+
+
+PLATFORM_FIXTURE = ROOT / "fixtures" / "clusters" / "platforms" / "gke-managed.yaml"
+
+
+def test_e_a_replace_pool_plan_rehearses_end_to_end(control_plane: controlplane.ControlPlane, tmp_path: Path) -> None:
+    """GKE's managed plugin (issue 26): the twin plays the new pool's nodes as the emitted gcloud command makes
+    them once await-pool waits for them; the canary, the capacity check and the drains then run for real."""
+    out = tmp_path / "plan.yaml"
+    res = cli("plan", "--snapshot", str(PLATFORM_FIXTURE), "--exclude-pools", "l4-ts", "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    code, r = _rehearse(out, PLATFORM_FIXTURE, tmp_path)
+    assert (code, r["result"], r["failure"]) == (0, "ok", None)
+    stages = [(w["stage"], w["result"]) for w in r["waves"]]
+    assert stages[:2] == [("prepare", "ok"), ("provision-a3-h100", "ok")] and all(x == "ok" for _, x in stages)
+    nodes = {n["name"]: n for n in r["endState"]["nodeStates"]}
+    new = [n for n in nodes.values() if n["pool"] == "a3-h100-dra"]
+    assert len(new) == 2 and all(n["draDevices"] == {"gpu.nvidia.com": 8} and not n["unschedulable"] for n in new)
+    assert all(n["unschedulable"] for n in nodes.values() if n["pool"] == "a3-h100")  # drained across, kept
+    moved = next(c for c in r["endState"]["capacity"] if c["pool"] == "a3-h100-dra")
+    assert moved["demand"] == 12 and moved["fits"]  # the whole workload followed to the new pool

@@ -443,7 +443,7 @@ def test_every_rule_has_a_test_and_a_documented_reason() -> None:
     here = "".join(p.read_text() for p in Path(__file__).parent.glob("test_*.py"))
     # docs/rules.md is generated from each rule's docstring (tools/docs/generate): when it fires, what it rests on.
     # A rule whose docstring does not say so must be documented by hand in a docs/ page of its topic.
-    by_hand = "".join(p.read_text() for p in (ROOT / "docs").glob("*.md") if p.name != "rules.md")
+    by_hand = "".join(p.read_text() for p in (ROOT / "docs").rglob("*.md") if p.name != "rules.md")
     for rule_id, r in RULES.items():
         assert f'"{rule_id}"' in here, f"no test for {rule_id}"
         doc = " ".join((r.fn.__doc__ or "").split())

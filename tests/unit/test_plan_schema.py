@@ -21,7 +21,7 @@ from dra_migrate.plan.view import plan_json
 from tests.unit.cli import run
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = sorted((ROOT / "fixtures" / "clusters").glob("*.yaml"))
+FIXTURES = sorted((ROOT / "fixtures" / "clusters").rglob("*.yaml"))  # platforms/ too
 PLANS = [*sorted((ROOT / "tests" / "golden" / "plans").glob("*.yaml")), ROOT / "plans" / "demo-example.yaml"]
 
 
@@ -42,7 +42,7 @@ def _validators() -> tuple[Any, Any]:
     )
 
 
-@pytest.mark.parametrize("fixture", FIXTURES, ids=[f.stem for f in FIXTURES])
+@pytest.mark.parametrize("fixture", FIXTURES, ids=[f.relative_to(ROOT / "fixtures").as_posix() for f in FIXTURES])
 def test_every_fixture_plan_satisfies_both_schemas(fixture: Path) -> None:
     file_v, show_v = _validators()
     sealed = plan_io.seal(build_plan(load_snapshot(fixture), PlanParams(drain="all", max_unavailable="2")))

@@ -20,11 +20,11 @@ from dra_migrate.plan.params import PlanParams
 from tests.unit.cli import run
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = sorted((ROOT / "fixtures" / "clusters").glob("*.yaml"))
+FIXTURES = sorted((ROOT / "fixtures" / "clusters").rglob("*.yaml"))  # platforms/ too
 FORMAT1 = ROOT / "tests" / "golden" / "plans-format1" / "demo.yaml"
 
 
-@pytest.mark.parametrize("fixture", FIXTURES, ids=[f.stem for f in FIXTURES])
+@pytest.mark.parametrize("fixture", FIXTURES, ids=[f.relative_to(ROOT / "fixtures").as_posix() for f in FIXTURES])
 def test_decode_inverts_encode_for_every_fixture(fixture: Path) -> None:
     for params in (PlanParams(), PlanParams(drain="all", max_unavailable="2")):
         body = build_plan(load_snapshot(fixture), params)

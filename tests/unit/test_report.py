@@ -151,6 +151,7 @@ def test_json_contract() -> None:
         "capacitySource",
         "capacityChanges",
         "excludedPools",
+        "strategies",
         "diff",
         "timeline",
         "verification",

@@ -1,0 +1,203 @@
+"""Rules about what a pool's platform cannot do under DRA, and whether its autoscaler can bring up a DRA node
+(inventory/platform.py finds the platform; plan/strategies.py chooses how the pool is cut over). Each fact
+is cited from the platform's documentation; docs/platforms/ has a page per platform."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from dra_migrate.checks.context import CheckContext
+from dra_migrate.checks.model import Finding, ObjectRef, Severity
+from dra_migrate.checks.registry import rule
+from dra_migrate.inventory.fleet import DRA_PLUGIN_LABELS, parse_version
+from dra_migrate.inventory.placement import node_selects
+from dra_migrate.inventory.platform import (
+    GKE_NO_DEFAULT_PLUGIN,
+    GROUP_LABEL,
+    PLATFORM,
+    REPLACE_POOL,
+    SOURCES,
+    PoolPlatform,
+    controller_version,
+    new_node_labels,
+    new_pool_name,
+)
+
+BLOCKER, WARNING, INFO = Severity.BLOCKER, Severity.WARNING, Severity.INFO
+
+
+def _pools(ctx: CheckContext) -> Iterator[tuple[str, PoolPlatform]]:
+    for p in ctx.inventory.pools:
+        if p.platform is not None:
+            yield p.name, p.platform
+
+
+# "You can't use the following GPU sharing features: Time-sharing GPUs, Multi-instance GPUs, Multi-process
+# Service (MPS)" (GKE, Prepare GKE infrastructure for DRA workloads, Limitations).
+@rule(
+    "platform-sharing-unsupported", BLOCKER, summary="a GKE pool shares its GPUs in a way GKE does not offer with DRA"
+)
+def platform_sharing_unsupported(ctx: CheckContext) -> Iterator[Finding]:
+    for name, p in _pools(ctx):
+        pool = next(x for x in ctx.inventory.pools if x.name == name)
+        mig = sorted(r for r in pool.allocatable if r.startswith("nvidia.com/mig-"))
+        if p.platform != "gke" or not (p.sharing or mig):
+            continue
+        how = ", ".join([*p.sharing, *mig])
+        yield Finding(
+            "platform-sharing-unsupported",
+            BLOCKER,
+            f"pool {name} on GKE shares its GPUs ({how}); GKE offers no time-sharing, MIG or MPS with DRA",
+            f"serve these workloads from whole GPUs (or keep this pool on the device plugin: --exclude-pools {name}); "
+            f"see {SOURCES['gke-dra']}",
+            (ObjectRef("Pool", name),),
+        )
+
+
+@rule("platform-replace-pool", INFO, summary="the platform runs the pool's GPU stack: the plan replaces the pool")
+def platform_replace_pool(ctx: CheckContext) -> Iterator[Finding]:
+    for name, p in _pools(ctx):
+        if p.strategy != REPLACE_POOL:
+            continue
+        yield Finding(
+            "platform-replace-pool",
+            INFO,
+            f"pool {name}: {p.detail}; no node label switches it, so the plan brings up a DRA-ready pool beside it "
+            f"and drains across ({p.switching})",
+            "run the command the plan's provision stage names; the old pool needs quota and headroom for both "
+            f"pools at once ({', '.join(p.sources)})",
+            (ObjectRef("Pool", name),),
+        )
+
+
+@rule(
+    "autoscaler-dra-from-zero",
+    WARNING,
+    summary="the autoscaler of a pool to replace may not provision a DRA node from zero",
+)
+def autoscaler_dra_from_zero(ctx: CheckContext) -> Iterator[Finding]:
+    for name, p in _pools(ctx):
+        if p.strategy != REPLACE_POOL or p.autoscaler is None:
+            continue
+        if p.autoscaler == "karpenter":
+            version = controller_version(ctx.state, "karpenter/controller")
+            parsed = parse_version(version)
+            if parsed is not None and parsed >= (1, 15, 0):
+                seen = f"Karpenter {version} can, with its DRA feature gates on (a snapshot cannot show them): "
+            elif parsed is not None:
+                seen = f"Karpenter {version} cannot (before 1.15): "
+            else:
+                seen = ""
+            why = seen + (
+                "Karpenter provisions for pending DRA claims only from v1.15 with its DRA feature gates "
+                f"({SOURCES['eks-devices']}; {SOURCES['karpenter-dra']}), so a pool scaled from zero by pending "
+                "GPU pods may never start"
+            )
+            fix = (
+                "the plan's NodePool asks for its nodes by count (spec.replicas: Karpenter's StaticCapacity feature "
+                f"gate, {SOURCES['karpenter-static']}); or run Karpenter >= 1.15 with its DRA feature gates on"
+            )
+        else:
+            why = (
+                "the cluster autoscaler simulates DRA only with --enable-dynamic-resource-allocation=true, and scales "
+                "a DRA node group from zero only where its cloud provider's node template declares the devices "
+                f"(clusterapi: the capacity.cluster-autoscaler.kubernetes.io/dra-driver annotation, "
+                f"{SOURCES['ca-dra-capi']}; externalgrpc cannot, kubernetes/autoscaler#10277)"
+            )
+            if p.platform == "gke":
+                why += f"; GKE's node auto-provisioning does not create DRA node pools ({SOURCES['gke-dra']})"
+            fix = (
+                "create the new pool with its full node count (the plan's command does), not at zero; keep its "
+                "minimum at that count until the migration is done"
+            )
+        yield Finding(
+            "autoscaler-dra-from-zero",
+            WARNING,
+            f"pool {name} ({p.autoscaler}): {why}",
+            fix + "; the plan marks the old nodes so the autoscaler keeps them until the new pool is proven",
+            (ObjectRef("Pool", name),),
+        )
+
+
+@rule(
+    "platform-plugin-conflict",
+    WARNING,
+    summary="a GKE GPU pool runs both GKE's managed device plugin and a device-plugin DaemonSet",
+)
+def platform_plugin_conflict(ctx: CheckContext) -> Iterator[Finding]:
+    for name, p in _pools(ctx):
+        if p.platform == "gke" and p.owner == PLATFORM and "runs there too" in p.detail:
+            yield Finding(
+                "platform-plugin-conflict",
+                WARNING,
+                f"pool {name}: {p.detail}: two plugins advertise its GPUs",
+                f"GKE pools for the GPU Operator are created with {GKE_NO_DEFAULT_PLUGIN}=true "
+                f"({SOURCES['gke-gpu-operator']}); the plan replaces this pool",
+                (ObjectRef("Pool", name),),
+            )
+
+
+@rule(
+    "replace-pool-pinned-workloads",
+    BLOCKER,
+    summary="pods of a pool to replace select its nodes by the pool's own name: they cannot follow to the new pool",
+)
+def replace_pool_pinned(ctx: CheckContext) -> Iterator[Finding]:
+    """A pod placed by `nodeSelector`/required affinity on the old pool's name (or anything else the new
+    pool's nodes will not have) would stay Pending once drained: the health gate would roll the wave back."""
+    nodes = {str((n.get("metadata") or {}).get("name")): n for n in ctx.state.of("Node")}
+    for name, p in _pools(ctx):
+        if p.strategy != REPLACE_POOL:
+            continue
+        members = {n.name for n in ctx.inventory.nodes if n.pool == name}
+        stuck: set[str] = set()
+        for pod in ctx.state.of("Pod"):
+            spec = pod.get("spec") or {}
+            node = nodes.get(str(spec.get("nodeName")))
+            if node is None or spec.get("nodeName") not in members:
+                continue
+            meta = node.get("metadata") or {}
+            labels = new_node_labels(name, p, meta.get("labels") or {}, (DRA_PLUGIN_LABELS[0], "true"))
+            if not node_selects(spec, {**node, "metadata": {**meta, "labels": labels}}):
+                stuck.add(_owner_of(pod))
+        if stuck:
+            shown = ", ".join(sorted(stuck)[:5]) + (f" and {len(stuck) - 5} more" if len(stuck) > 5 else "")
+            yield Finding(
+                "replace-pool-pinned-workloads",
+                BLOCKER,
+                f"pool {name} is replaced by {new_pool_name(name, p)}, but {len(stuck)} workload(s) select its nodes "
+                f"by what the new nodes will not carry (e.g. {GROUP_LABEL.get(p.provisioner, 'the pool label')}="
+                f"{name}): {shown}",
+                "select the GPU nodes by what both pools share (the accelerator or instance type, a label of your "
+                f"own on both), or leave the pool out (--exclude-pools {name})",
+                (ObjectRef("Pool", name),),
+            )
+
+
+def _owner_of(pod: dict[str, Any]) -> str:
+    meta = pod.get("metadata") or {}
+    owner = next((r for r in meta.get("ownerReferences") or [] if r.get("controller")), None)
+    what = f"{owner.get('kind')} {owner.get('name')}" if owner else f"Pod {meta.get('name')}"
+    return f"{meta.get('namespace', '')}/{what}"
+
+
+# "EKS Auto Mode includes the NVIDIA DRA driver in the node runtime on Kubernetes version 1.36 and later"
+# (EKS user guide, Use the NVIDIA DRA driver or device plugin on Amazon EKS).
+@rule("eks-auto-mode-dra-version", BLOCKER, summary="EKS Auto Mode nodes serve DRA only from Kubernetes 1.36")
+def eks_auto_mode_version(ctx: CheckContext) -> Iterator[Finding]:
+    version = ctx.version
+    for name, p in _pools(ctx):
+        if p.auto_mode and version is not None and version < (1, 36, 0):
+            yield Finding(
+                "eks-auto-mode-dra-version",
+                BLOCKER,
+                f"pool {name} runs on EKS Auto Mode, whose node runtime includes the NVIDIA DRA driver from "
+                f"Kubernetes 1.36; this cluster is {ctx.state.source.kubernetes_version}",
+                "upgrade the cluster to 1.36, or move the pool to Karpenter or a managed node group "
+                f"({SOURCES['eks-dra']})",
+                (ObjectRef("Pool", name),),
+            )
+
+
+__all__ = ["parse_version"]

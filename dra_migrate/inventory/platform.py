@@ -1,0 +1,426 @@
+"""Which platform runs each GPU pool, who manages its GPU stack, and what switching it to DRA takes.
+
+Read only from what a snapshot holds: node provider IDs, labels, annotations and OS image; the
+device-plugin DaemonSets and their owners; Karpenter NodePools; the GPU Operator's ClusterPolicy and the
+OLM Subscription that installed it. Each platform fact is cited where it is used (docs/platforms/ has a
+page per platform with the same sources).
+
+The stack owner decides the strategy (`plan/strategies.py`): where the device plugin is a DaemonSet the
+cluster runs (the GPU Operator's or a standalone one), a node label switches it on the node (*in place*);
+where the platform runs it (GKE's managed plugin, EKS Auto Mode, Bottlerocket, AKS managed GPU pools),
+no label the tool may set switches it, so DRA-ready capacity is brought up beside the pool and the pool
+drained across (*replace pool*).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from dra_migrate.cluster.state import ClusterState
+
+Obj = dict[str, Any]
+
+# -- the facts, with their sources ---------------------------------------------------------------------
+
+SOURCES: dict[str, str] = {
+    "gke-dra": "https://cloud.google.com/kubernetes-engine/docs/how-to/set-up-dra",
+    "gke-gpu-operator": "https://cloud.google.com/kubernetes-engine/docs/how-to/gpu-operator",
+    "eks-dra": "https://docs.aws.amazon.com/eks/latest/userguide/device-management-nvidia-dra-device-plugin.html",
+    "eks-devices": "https://docs.aws.amazon.com/eks/latest/userguide/device-management.html",
+    "aks-gpu-operator": "https://learn.microsoft.com/en-us/azure/aks/nvidia-gpu-operator",
+    "aks-managed-gpu": "https://learn.microsoft.com/en-us/azure/aks/aks-managed-gpu-nodes",
+    "aks-driver-mode": "https://learn.microsoft.com/en-us/javascript/api/@azure/arm-containerservice/knownnvidiadrivermode",
+    "openshift-gpu-operator": "https://docs.nvidia.com/datacenter/cloud-native/openshift/latest/install-gpu-ocp.html",
+    "karpenter-annotations": "https://karpenter.sh/docs/reference/annotations/",
+    "karpenter-static": "https://karpenter.sh/docs/concepts/nodepools/#specreplicas",
+    "karpenter-dra": "https://github.com/kubernetes-sigs/karpenter/issues/3228",
+    "ca-faq": "https://github.com/kubernetes/autoscaler/blob/master/cluster-autoscaler/FAQ.md",
+    "ca-dra-capi": "https://github.com/kubernetes/autoscaler/pull/7804",
+    "addon-manager": "https://github.com/kubernetes/kubernetes/blob/master/cluster/addons/addon-manager/README.md",
+}
+
+# GKE: "Disable the GPU device plugin: add the gke-no-default-nvidia-gpu-device-plugin=true node label to the
+# node pool" (SOURCES["gke-dra"], "Create a GKE node pool with GPUs"); the GPU Operator on GKE needs the same.
+GKE_NO_DEFAULT_PLUGIN = "gke-no-default-nvidia-gpu-device-plugin"
+GKE_POOL = "cloud.google.com/gke-nodepool"
+GKE_ACCELERATOR = "cloud.google.com/gke-accelerator"
+GKE_ACCELERATOR_COUNT = "cloud.google.com/gke-accelerator-count"
+# GKE's GPU sharing labels (time-sharing and MIG partitions), which DRA node pools cannot use:
+# "You can't use the following GPU sharing features: Time-sharing GPUs, Multi-instance GPUs, MPS".
+GKE_SHARING_LABELS = (
+    "cloud.google.com/gke-gpu-sharing-strategy",
+    "cloud.google.com/gke-gpu-partition-size",
+    "cloud.google.com/gke-max-shared-clients-per-gpu",
+)
+EKS_NODEGROUP = "eks.amazonaws.com/nodegroup"
+# EKS Auto Mode nodes carry eks.amazonaws.com/compute-type=auto (EKS user guide, "Control if a workload is
+# deployed on EKS Auto Mode nodes").
+EKS_COMPUTE_TYPE = "eks.amazonaws.com/compute-type"
+KARPENTER_POOL = "karpenter.sh/nodepool"
+AKS_POOL = "kubernetes.azure.com/agentpool"
+AKS_CLUSTER = "kubernetes.azure.com/cluster"
+# AKS managed GPU node pools label their nodes for the DCGM exporter AKS installs with the device plugin
+# (SOURCES["aks-managed-gpu"], "Managed GPU components").
+AKS_MANAGED_GPU = "kubernetes.azure.com/dcgm-exporter"
+OPENSHIFT_OS = "node.openshift.io/os_id"
+OPENSHIFT_MACHINE = "machine.openshift.io/machine"
+INSTANCE_TYPE = "node.kubernetes.io/instance-type"
+ZONE = "topology.kubernetes.io/zone"
+# Resources the Kubernetes addon manager owns and puts back as they were ("Reconcile"), e.g. GKE's
+# nvidia-gpu-device-plugin DaemonSets in kube-system (SOURCES["addon-manager"]).
+ADDON_MANAGER = "addonmanager.kubernetes.io/mode"
+
+# What keeps each autoscaler from removing a node: Karpenter's karpenter.sh/do-not-disrupt on a Node
+# "blocks consolidation and drift" (SOURCES["karpenter-annotations"]); the cluster autoscaler's
+# cluster-autoscaler.kubernetes.io/scale-down-disabled: "true" keeps a node from being scaled down
+# (SOURCES["ca-faq"], "How can I prevent Cluster Autoscaler from scaling down a particular node?").
+KARPENTER_DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+CA_SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
+
+PLATFORM, GPU_OPERATOR, DAEMONSET, UNKNOWN = "platform", "gpu-operator", "device-plugin-daemonset", "unknown"
+IN_PLACE, REPLACE_POOL = "in-place", "replace-pool"
+
+
+@dataclass(frozen=True)
+class NodePlatform:
+    """What one node shows of its platform and GPU stack."""
+
+    platform: str  # gke | eks | aks | openshift | generic
+    provisioner: str  # gke-node-pool | eks-node-group | karpenter | aks-agent-pool | openshift-machineset | none
+    group: str | None  # the platform's name for the node's group (node pool, node group, NodePool, MachineSet)
+    os_image: str
+    owner: str  # platform | gpu-operator | device-plugin-daemonset | unknown
+    detail: str  # which component, and how it was recognised
+
+
+@dataclass
+class PoolPlatform:
+    """A pool's platform, who manages its GPU stack, and what switching it takes (`inventory` per pool)."""
+
+    platform: str
+    provisioner: str
+    group: str | None
+    owner: str
+    detail: str
+    autoscaler: str | None  # karpenter | cluster-autoscaler | None
+    strategy: str  # in-place | replace-pool
+    switching: str
+    sources: tuple[str, ...]
+    os_images: tuple[str, ...] = ()
+    instance_type: str | None = None
+    zones: tuple[str, ...] = ()
+    accelerator: str | None = None
+    accelerator_count: int = 0
+    sharing: tuple[str, ...] = ()  # platform GPU-sharing labels its nodes carry (GKE time-sharing/MIG)
+    auto_mode: bool = False
+    nodes: int = 0
+    labels: dict[str, str] = field(default_factory=dict)  # labels every node of the pool shares
+    raw_nodepool: Obj | None = None  # the Karpenter NodePool object, when the pool is one
+
+    @property
+    def protect_annotation(self) -> str | None:
+        """The annotation that keeps the pool's autoscaler from removing its nodes, if it has one."""
+        if self.autoscaler == "karpenter":
+            return KARPENTER_DO_NOT_DISRUPT
+        if self.autoscaler == "cluster-autoscaler":
+            return CA_SCALE_DOWN_DISABLED
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "platform": self.platform,
+            "provisioner": self.provisioner,
+            "group": self.group,
+            "stackOwner": self.owner,
+            "stack": self.detail,
+            "autoscaler": self.autoscaler,
+            "strategy": self.strategy,
+            "switching": self.switching,
+            "sources": list(self.sources),
+        }
+
+
+def _meta(o: Mapping[str, Any]) -> Mapping[str, Any]:
+    m = o.get("metadata")
+    return m if isinstance(m, Mapping) else {}
+
+
+def _name(o: Mapping[str, Any]) -> str:
+    return str(_meta(o).get("name"))
+
+
+def _labels(o: Mapping[str, Any]) -> dict[str, str]:
+    return {str(k): str(v) for k, v in (_meta(o).get("labels") or {}).items()}
+
+
+def which_platform(node: Mapping[str, Any]) -> str:
+    """OpenShift first (it runs on every cloud), then the cloud from the provider ID or its labels."""
+    labels = _labels(node)
+    provider = str((node.get("spec") or {}).get("providerID") or "")
+    if OPENSHIFT_OS in labels:
+        return "openshift"
+    if provider.startswith("gce://") or GKE_POOL in labels:
+        return "gke"
+    if provider.startswith("aws://") or EKS_NODEGROUP in labels or EKS_COMPUTE_TYPE in labels:
+        return "eks"
+    if provider.startswith("azure://") or AKS_POOL in labels:
+        return "aks"
+    return "generic"
+
+
+def _provisioner(node: Mapping[str, Any]) -> tuple[str, str | None]:
+    labels = _labels(node)
+    if KARPENTER_POOL in labels:
+        return "karpenter", labels[KARPENTER_POOL]
+    if GKE_POOL in labels:
+        return "gke-node-pool", labels[GKE_POOL]
+    if EKS_NODEGROUP in labels:
+        return "eks-node-group", labels[EKS_NODEGROUP]
+    if AKS_POOL in labels:
+        return "aks-agent-pool", labels[AKS_POOL]
+    machine = str((_meta(node).get("annotations") or {}).get(OPENSHIFT_MACHINE) or "")
+    if machine:
+        # "openshift-machine-api/<machineset>-<5 random characters>": the Machine API names a MachineSet's
+        # machines after it (openshift/machine-api-operator, MachineSet controller).
+        name = machine.rpartition("/")[2]
+        return "openshift-machineset", name.rpartition("-")[0] or name
+    return "none", None
+
+
+def _os_image(node: Mapping[str, Any]) -> str:
+    return str(((node.get("status") or {}).get("nodeInfo") or {}).get("osImage") or "")
+
+
+def _owner_kinds(obj: Mapping[str, Any]) -> set[str]:
+    return {str(r.get("kind")) for r in _meta(obj).get("ownerReferences") or [] if isinstance(r, Mapping)}
+
+
+def _daemonset_ref(ds: Mapping[str, Any]) -> str:
+    return f"{_meta(ds).get('namespace', '')}/{_meta(ds).get('name', '')}"
+
+
+def olm_gpu_operator(state: ClusterState) -> str | None:
+    """The OLM Subscription that installed the GPU Operator ("ns/name"), if there is one."""
+    for sub in state.of("operators.coreos.com/Subscription"):
+        if str((sub.get("spec") or {}).get("name") or "") == "gpu-operator-certified":
+            return _daemonset_ref(sub)
+    return None
+
+
+def _platform_plugin(platform: str, node: Mapping[str, Any], os_image: str) -> str | None:
+    """The platform's own device plugin on this node, if the node shows one; None otherwise."""
+    labels = _labels(node)
+    if platform == "gke" and GKE_ACCELERATOR in labels and labels.get(GKE_NO_DEFAULT_PLUGIN) != "true":
+        return f"GKE's managed NVIDIA device plugin (the node pool was created without {GKE_NO_DEFAULT_PLUGIN}=true)"
+    if platform == "eks" and labels.get(EKS_COMPUTE_TYPE) == "auto":
+        return "EKS Auto Mode's node runtime (AWS manages the GPU stack on Auto Mode nodes)"
+    if os_image.lower().startswith("bottlerocket"):
+        return f"the device plugin built into the Bottlerocket NVIDIA variant ({os_image})"
+    if platform == "aks" and labels.get(AKS_MANAGED_GPU) == "enabled":
+        return "AKS's managed GPU stack (a managed GPU node pool: AKS installs the device plugin)"
+    return None
+
+
+def _operator_operand(ds: Mapping[str, Any], has_policy: bool) -> bool:
+    """The GPU Operator's device-plugin DaemonSet: owned by the ClusterPolicy, or (a snapshot that dropped the
+    owner) labelled app=nvidia-device-plugin-daemonset as the operator's state-device-plugin manifest labels
+    it, in a cluster that has a ClusterPolicy (gpu-operator assets/state-device-plugin/0500_daemonset.yaml)."""
+    if "ClusterPolicy" in _owner_kinds(ds):
+        return True
+    return has_policy and _labels(ds).get("app") == "nvidia-device-plugin-daemonset"
+
+
+def node_platform(
+    node: Mapping[str, Any], dp_daemonset: Mapping[str, Any] | None, olm: str | None, has_policy: bool = False
+) -> NodePlatform:
+    """`dp_daemonset`: the device-plugin DaemonSet that runs on the node (None: none of the cluster's)."""
+    platform = which_platform(node)
+    provisioner, group = _provisioner(node)
+    os_image = _os_image(node)
+    managed = _platform_plugin(platform, node, os_image)
+    if managed is not None:
+        extra = f"; DaemonSet {_daemonset_ref(dp_daemonset)} runs there too" if dp_daemonset is not None else ""
+        return NodePlatform(platform, provisioner, group, os_image, PLATFORM, managed + extra)
+    if dp_daemonset is None:
+        return NodePlatform(platform, provisioner, group, os_image, UNKNOWN, "no device-plugin DaemonSet was read")
+    ref = _daemonset_ref(dp_daemonset)
+    if _operator_operand(dp_daemonset, has_policy):
+        how = f" installed through OLM (Subscription {olm})" if olm else ""
+        return NodePlatform(platform, provisioner, group, os_image, GPU_OPERATOR, f"GPU Operator{how}: DaemonSet {ref}")
+    if _labels(dp_daemonset).get(ADDON_MANAGER):
+        return NodePlatform(
+            platform, provisioner, group, os_image, PLATFORM, f"DaemonSet {ref}, reconciled by the addon manager"
+        )
+    return NodePlatform(platform, provisioner, group, os_image, DAEMONSET, f"standalone DaemonSet {ref}")
+
+
+def _autoscaler(provisioner: str, platform: str, state: ClusterState) -> str | None:
+    """Karpenter for its NodePools; the cluster autoscaler for cloud node groups (GKE, AKS and EKS run it
+    for node pools with autoscaling on; a snapshot cannot tell which have it on, so they are assumed to,
+    and protecting a node no autoscaler watches costs nothing)."""
+    if provisioner == "karpenter":
+        return "karpenter"
+    if provisioner in ("gke-node-pool", "aks-agent-pool", "eks-node-group"):
+        return "cluster-autoscaler"
+    if provisioner == "openshift-machineset" or any(
+        "cluster-autoscaler" in _meta(d).get("name", "") for d in state.of("apps/Deployment")
+    ):
+        return "cluster-autoscaler"
+    return None
+
+
+def _switching(platform: str, owner: str, detail: str, auto_mode: bool) -> tuple[str, str, tuple[str, ...]]:
+    """(strategy, what switching takes, its sources)."""
+    if owner == PLATFORM:
+        if platform == "gke":
+            return (
+                REPLACE_POOL,
+                (
+                    "create a node pool with gpu-driver-version=disabled and the node label "
+                    f"{GKE_NO_DEFAULT_PLUGIN}=true, install the DRA driver there, then drain this pool across "
+                    "(GKE sets the managed plugin at pool creation; GKE offers no MIG or time-sharing with DRA)"
+                ),
+                (SOURCES["gke-dra"],),
+            )
+        if platform == "eks" and auto_mode:
+            return (
+                REPLACE_POOL,
+                (
+                    "Auto Mode nodes run AWS's GPU stack: bring up DRA capacity (Auto Mode's NVIDIA DRA driver "
+                    "needs Kubernetes 1.36, or a Karpenter/managed node group with the DRA driver) and drain across"
+                ),
+                (SOURCES["eks-devices"], SOURCES["eks-dra"]),
+            )
+        if platform == "aks":
+            return (
+                REPLACE_POOL,
+                (
+                    "an AKS managed GPU pool's driver mode (DevicePlugin or DRA) is the node pool's: add a pool "
+                    "with the DRA driver and drain this one across"
+                ),
+                (SOURCES["aks-managed-gpu"], SOURCES["aks-driver-mode"]),
+            )
+        return (
+            REPLACE_POOL,
+            (f"{detail}: no node label switches it, so bring up DRA-ready nodes beside the pool and drain across"),
+            (SOURCES["eks-dra"],),
+        )
+    if owner == GPU_OPERATOR:
+        src = SOURCES["openshift-gpu-operator"] if platform == "openshift" else SOURCES["gke-gpu-operator"]
+        return (
+            IN_PLACE,
+            ("set the GPU Operator's node labels node by node (device plugin off, DRA kubelet plugin on)"),
+            ((src,) if platform in ("openshift", "gke") else ()),
+        )
+    if owner == DAEMONSET:
+        return IN_PLACE, "relabel node by node so the device-plugin DaemonSet leaves and the DRA plugin starts", ()
+    return IN_PLACE, "the device plugin's owner is not visible: the plan's label parameters are assumed", ()
+
+
+def _common(maps: Iterable[Mapping[str, str]]) -> dict[str, str]:
+    items = list(maps)
+    if not items:
+        return {}
+    out = dict(items[0])
+    for m in items[1:]:
+        out = {k: v for k, v in out.items() if m.get(k) == v}
+    return out
+
+
+def pool_platforms(
+    state: ClusterState,
+    pools: Mapping[str, list[str]],
+    dp_daemonset_of: Mapping[str, str | None],
+) -> dict[str, PoolPlatform]:
+    """Per pool name (its node names): the platform, stack owner and strategy. `dp_daemonset_of` maps a
+    node to the "ns/name" of the device-plugin DaemonSet that runs there (None: none does)."""
+    nodes = {str(_meta(n).get("name")): n for n in state.of("Node")}
+    daemonsets = {_daemonset_ref(d): d for d in state.of("apps/DaemonSet")}
+    olm = olm_gpu_operator(state)
+    has_policy = bool(state.of("nvidia.com/ClusterPolicy"))
+    out: dict[str, PoolPlatform] = {}
+    for pool, names in pools.items():
+        members = [nodes[n] for n in names if n in nodes]
+        per = [
+            node_platform(nodes[n], daemonsets.get(dp_daemonset_of.get(n) or ""), olm, has_policy)
+            for n in names
+            if n in nodes
+        ]
+        if not per:
+            continue
+        # The pool follows its platform-managed nodes if it has any: their stack cannot be switched in place.
+        lead = next((p for p in per if p.owner == PLATFORM), None) or Counter(per).most_common(1)[0][0]
+        labels = _common(_labels(n) for n in members)
+        auto_mode = labels.get(EKS_COMPUTE_TYPE) == "auto"
+        strategy, switching, sources = _switching(lead.platform, lead.owner, lead.detail, auto_mode)
+        count = labels.get(GKE_ACCELERATOR_COUNT, "0")
+        out[pool] = PoolPlatform(
+            platform=lead.platform,
+            provisioner=lead.provisioner,
+            group=lead.group,
+            owner=lead.owner,
+            detail=lead.detail,
+            autoscaler=_autoscaler(lead.provisioner, lead.platform, state),
+            strategy=strategy,
+            switching=switching,
+            sources=sources,
+            os_images=tuple(sorted({p.os_image for p in per if p.os_image})),
+            instance_type=labels.get(INSTANCE_TYPE),
+            zones=tuple(sorted({_labels(n).get(ZONE, "") for n in members} - {""})),
+            accelerator=labels.get(GKE_ACCELERATOR),
+            accelerator_count=int(count) if count.isdigit() else 0,
+            sharing=tuple(sorted({k for n in members for k in _labels(n) if k in GKE_SHARING_LABELS})),
+            auto_mode=auto_mode,
+            nodes=len(members),
+            labels=labels,
+            raw_nodepool=karpenter_nodepool(state, lead.group) if lead.provisioner == "karpenter" else None,
+        )
+    return out
+
+
+# The label that names a node's group, per provisioner: the new pool's nodes carry it with the new name.
+GROUP_LABEL = {
+    "gke-node-pool": GKE_POOL,
+    "eks-node-group": EKS_NODEGROUP,
+    "karpenter": KARPENTER_POOL,
+    "aks-agent-pool": AKS_POOL,
+}
+
+
+def new_pool_name(pool: str, p: PoolPlatform) -> str:
+    """The name of the pool that replaces `pool` (what the emitted command creates)."""
+    if p.provisioner == "aks-agent-pool":
+        # AKS Linux node pool names: lowercase letters and digits, at most 12 characters (az aks nodepool add).
+        return ("".join(ch for ch in pool.lower() if ch.isalnum())[:9] + "dra")[:12]
+    return f"{pool}-dra"
+
+
+def new_node_labels(pool: str, p: PoolPlatform, labels: Mapping[str, str], dra: tuple[str, str]) -> dict[str, str]:
+    """An old node's labels as its replacement in the new pool has them: the new group name, the DRA kubelet
+    plugin's label on, the platform's device plugin off (GKE: gke-no-default-nvidia-gpu-device-plugin)."""
+    out = {**labels, dra[0]: dra[1]}
+    key = GROUP_LABEL.get(p.provisioner)
+    if key:
+        out[key] = new_pool_name(pool, p)
+    if p.platform == "gke":
+        out[GKE_NO_DEFAULT_PLUGIN] = "true"
+    return out
+
+
+def controller_version(state: ClusterState, image_part: str) -> str | None:
+    """The version in the image tag of the Deployment whose image contains `image_part` (e.g.
+    "karpenter/controller:1.8.1@sha256:..." -> "1.8.1"), None when there is none or it has no tag."""
+    for d in state.of("apps/Deployment"):
+        for c in ((d.get("spec") or {}).get("template") or {}).get("spec", {}).get("containers") or []:
+            image = str(c.get("image") or "") if isinstance(c, Mapping) else ""
+            if image_part in image:
+                tag = image.split("@")[0].rpartition(":")[2]
+                return tag.lstrip("v") if tag and "/" not in tag else None
+    return None
+
+
+def karpenter_nodepool(state: ClusterState, name: str | None) -> Obj | None:
+    return next((p for p in state.of("karpenter.sh/NodePool") if _meta(p).get("name") == name), None)

@@ -1,0 +1,341 @@
+"""Cutover strategies, a registry like the rules' and the actions': how one pool goes from the device
+plugin to DRA, chosen per pool from what `inventory/platform.py` found, and explained in the plan.
+
+* **in-place** — the node's stack can be switched on the node (the GPU Operator's or a standalone
+  device-plugin DaemonSet): cordon, drain, device plugin off, DRA plugin on, wait, canary, uncordon
+  (`build.node_steps`).
+* **replace-pool** — the platform owns the node's stack (GKE's managed plugin, EKS Auto Mode, Bottlerocket,
+  AKS managed GPU pools): a stage `provision-<pool>` emits the platform's own command or manifest (the
+  tool never calls a cloud API), waits for the new pool's nodes to appear and serve DRA, proves one with
+  a canary and checks the new pool holds the old pool's whole demand before the first drain; then the
+  old pool's nodes are protected from their autoscaler, cordoned and drained wave by wave. Rollback
+  uncordons them and lifts the protection; the new pool stays (the plan says how to delete it).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from dra_migrate.errors import InputError
+from dra_migrate.inventory.platform import (
+    AKS_CLUSTER,
+    GKE_NO_DEFAULT_PLUGIN,
+    GROUP_LABEL,
+    REPLACE_POOL,
+    SOURCES,
+    PoolPlatform,
+    new_pool_name,
+)
+from dra_migrate.plan.model import Inverse, PrepareStage, Step
+from dra_migrate.plan.params import PlanParams, checked_duration
+
+IN_PLACE = "in-place"
+
+
+@dataclass(frozen=True)
+class Strategy:
+    name: str
+    summary: str
+    applies: Callable[[PoolPlatform | None], bool]
+
+
+STRATEGIES: dict[str, Strategy] = {}
+
+
+def strategy(name: str, summary: str) -> Callable[[Callable[[PoolPlatform | None], bool]], Any]:
+    def register(fn: Callable[[PoolPlatform | None], bool]) -> Any:
+        if name in STRATEGIES:
+            raise RuntimeError(f"strategy {name} registered twice")
+        STRATEGIES[name] = Strategy(name, summary, fn)
+        return fn
+
+    return register
+
+
+@strategy(REPLACE_POOL, "bring up a DRA-ready pool beside this one and drain across")
+def _replace_applies(p: PoolPlatform | None) -> bool:
+    return p is not None and p.strategy == REPLACE_POOL
+
+
+@strategy(IN_PLACE, "switch each node's plugins with node labels, node by node")
+def _in_place_applies(p: PoolPlatform | None) -> bool:
+    return True
+
+
+def choose(p: PoolPlatform | None) -> Strategy:
+    """The first registered strategy that applies (replace-pool before the in-place fallback)."""
+    return next(s for s in STRATEGIES.values() if s.applies(p))
+
+
+def explain(pool: str, p: PoolPlatform | None) -> dict[str, Any]:
+    """Why the pool gets its strategy: recorded in the plan's review section."""
+    s = choose(p)
+    return {
+        "pool": pool,
+        "strategy": s.name,
+        "platform": p.platform if p else None,
+        "stackOwner": p.owner if p else None,
+        "why": (p.detail if p else "no node of the pool was read") + f": {s.summary}",
+        "sources": list(p.sources) if p else [],
+    }
+
+
+# --- replace-pool: the new pool ---------------------------------------------------------------------
+
+
+def new_pool_selector(pool: str, p: PoolPlatform, params: PlanParams) -> dict[str, str]:
+    """The label the new pool's nodes carry, as the emitted command makes them."""
+    key = GROUP_LABEL.get(p.provisioner)
+    return {key: new_pool_name(pool, p)} if key else {"dra-migrate.io/replaces": pool, params.dra_label: params.dra_on}
+
+
+def _labels_arg(labels: dict[str, str], sep: str = ",") -> str:
+    return sep.join(f"{k}={v}" for k, v in labels.items())
+
+
+def platform_command(pool: str, p: PoolPlatform, params: PlanParams, cluster: str) -> tuple[str, dict[str, Any] | None]:
+    """(the command to run, or the manifest to apply) that creates the DRA-ready pool beside `pool`.
+
+    The new nodes carry the DRA kubelet plugin's label (`--dra-label`) and not the device plugin's, so the
+    DRA driver as installed runs on them; every flag comes from the platform's documentation (docs/platforms/).
+    """
+    new = new_pool_name(pool, p)
+    dra = {params.dra_label: params.dra_on}
+    nodes = max(p.nodes, 1)
+    machine = p.instance_type or "MACHINE_TYPE"
+    if p.provisioner == "gke-node-pool":
+        # GKE set-up-dra: gpu-driver-version=disabled, and the node label that keeps GKE's device plugin off.
+        location = p.zones[0] if len(p.zones) == 1 else "LOCATION"
+        accel = f"type={p.accelerator or 'ACCELERATOR'},count={p.accelerator_count or 1},gpu-driver-version=disabled"
+        labels = {GKE_NO_DEFAULT_PLUGIN: "true", **dra}
+        cmd = [
+            "gcloud", "container", "node-pools", "create", new, f"--cluster={cluster}", f"--location={location}",
+            f"--machine-type={machine}", f"--accelerator={accel}", f"--num-nodes={nodes}",
+            f"--node-labels={_labels_arg(labels)}",
+        ]  # fmt: skip
+        return shlex.join(cmd), None
+    if p.provisioner == "karpenter":
+        return f"kubectl apply -f - <<'EOF'  # NodePool {new}, below", _karpenter_manifest(pool, p, dra, nodes)
+    if p.provisioner == "eks-node-group":
+        labels = {**dra, params.device_plugin_label: params.device_plugin_off}
+        cmd = [
+            "eksctl", "create", "nodegroup", f"--cluster={cluster}", f"--name={new}", f"--node-type={machine}",
+            f"--nodes={nodes}", f"--node-labels={_labels_arg(labels)}",
+        ]  # fmt: skip
+        return shlex.join(cmd), None
+    if p.provisioner == "aks-agent-pool":
+        group = _aks_resource_group(p.labels.get(AKS_CLUSTER, ""))
+        labels = {**dra, params.device_plugin_label: params.device_plugin_off}
+        # --gpu-driver none: the GPU Operator brings the driver (learn.microsoft.com aks/nvidia-gpu-operator).
+        cmd = [
+            "az", "aks", "nodepool", "add", "--resource-group", group, "--cluster-name", cluster, "--name", new,
+            "--node-vm-size", machine, "--node-count", str(nodes), "--gpu-driver", "none",
+            "--labels", *(f"{k}={v}" for k, v in labels.items()),
+        ]  # fmt: skip
+        return shlex.join(cmd), None
+    if p.provisioner == "openshift-machineset":
+        return (
+            f"oc get machineset {p.group} -n openshift-machine-api -o yaml | rename it {new}, add the labels "
+            f"{_labels_arg(dra)} to spec.template.spec.metadata.labels, set spec.replicas={nodes} | oc apply -f -"
+        ), None
+    return f"provision {nodes} node(s) like pool {pool} ({machine}) labelled {_labels_arg(dra)}", None
+
+
+def _aks_resource_group(cluster_label: str) -> str:
+    """kubernetes.azure.com/cluster is the node resource group, MC_<group>_<cluster>_<region>; the group is
+    its second part when no name has an underscore (else RESOURCE_GROUP, to fill in)."""
+    parts = cluster_label.split("_")
+    return parts[1] if len(parts) == 4 and parts[0] == "MC" else "RESOURCE_GROUP"
+
+
+def _karpenter_manifest(pool: str, p: PoolPlatform, dra: dict[str, str], nodes: int) -> dict[str, Any]:
+    """The old NodePool's spec under a new name, its nodes labelled for the DRA plugin, with static capacity
+    (`spec.replicas`, Karpenter's StaticCapacity feature gate): Karpenter provisions for DRA claims only from
+    v1.15 with its DRA feature gates (EKS user guide, device management), so the new nodes are asked for by
+    count rather than by pending pods."""
+    old = p.raw_nodepool or {}
+    spec = dict(old.get("spec") or {})
+    template = dict(spec.get("template") or {})
+    meta = dict(template.get("metadata") or {})
+    meta["labels"] = {**dict(meta.get("labels") or {}), **dra}
+    template["metadata"] = meta
+    spec["template"] = template
+    spec["replicas"] = nodes
+    spec.pop("limits", None)  # static NodePools take only limits.nodes (karpenter.sh NodePools, spec.replicas)
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": new_pool_name(pool, p), "labels": {"dra-migrate.io/replaces": pool}},
+        "spec": spec,
+    }
+
+
+def operator_checks(p: PoolPlatform) -> list[str]:
+    """What the emitted command cannot settle and the operator must check before running it."""
+    out = []
+    if any(i.lower().startswith("bottlerocket") for i in p.os_images):
+        out.append(
+            "the old nodes are Bottlerocket NVIDIA nodes, whose OS runs NVIDIA's device plugin "
+            "(https://bottlerocket.dev/en/os/latest/api/settings/kubelet-device-plugins/): make sure the new "
+            "nodes' image runs the NVIDIA DRA driver and not that plugin (EKS: "
+            "https://docs.aws.amazon.com/eks/latest/userguide/device-management-nvidia-dra-device-plugin.html); "
+            "await-pool fails if they still advertise no DRA devices"
+        )
+    if p.provisioner == "karpenter":
+        out.append(
+            "spec.replicas needs Karpenter's StaticCapacity feature gate (https://karpenter.sh/docs/reference/settings/"
+            "#feature-gates); without it, remove replicas and run Karpenter >= 1.15 with its DRA feature gates"
+        )
+    return out
+
+
+def replace_pool_provision(
+    pool: str,
+    p: PoolPlatform,
+    params: PlanParams,
+    cluster: str,
+    *,
+    devices_per_node: int,
+    demand: int,
+    canary_resource: str,
+) -> PrepareStage:
+    """The stage before the old pool's drains: the new pool up, proven, and big enough."""
+    command, manifest = platform_command(pool, p, params, cluster)
+    checks = operator_checks(p)
+    selector = new_pool_selector(pool, p, params)
+    new = new_pool_name(pool, p)
+    where = f"Pool {new}"
+    steps = (
+        Step(f"provision-{pool}/await-pool", "await-pool", where,
+             {"platform": p.platform, "provisioner": p.provisioner, "command": command,
+              **({"manifest": manifest} if manifest else {}), **({"check": checks} if checks else {}),
+              "selector": dict(selector), "nodes": max(p.nodes, 1),
+              "devicesPerNode": devices_per_node, "driver": params.dra_driver, "sources": list(p.sources)},
+             "the operator ran the command above (the tool calls no cloud API)", "30m",
+             Inverse("none", {"why": f"the new pool is the platform's: delete pool {new} there to abandon"})),
+        Step(f"provision-{pool}/canary-pool", "canary-pool", where,
+             {"selector": dict(selector), "resource": canary_resource, "count": 1, "image": params.canary_image,
+              "driver": params.dra_driver, "command": ["sh", "-c", params.canary_command]},
+             "the new pool's nodes serve their GPUs through DRA", params.canary_timeout,
+             Inverse("delete-pod", {"why": "the canary pod is deleted after its check"})),
+        Step(f"provision-{pool}/check-pool-capacity", "check-pool-capacity", where,
+             {"selector": dict(selector), "driver": params.dra_driver, "devices": demand, "from": f"Pool {pool}"},
+             "before the first drain: the new pool holds the old pool's whole demand", "1m",
+             Inverse("none", {"why": "a check changes nothing"})),
+    )  # fmt: skip
+    return PrepareStage(f"provision-{pool}", steps)
+
+
+def replace_pool_node_steps(params: PlanParams, protect: str | None) -> tuple[Step, ...]:
+    """What each old node goes through: protected from its autoscaler (so old capacity stays until the
+    migration is proven and rollback has somewhere to go back to), cordoned, drained. Not uncordoned."""
+    steps = []
+    if protect is not None:
+        steps.append(
+            Step("protect", "set-annotation", "Node", {"key": protect, "value": "true"},
+                 "the node exists and its uid matches the plan", "30s",
+                 Inverse("restore-annotation", {"key": protect, "value": f"{{original.annotations.{protect}}}"}))
+        )  # fmt: skip
+    steps += [
+        Step("cordon", "cordon", "Node", {"unschedulable": True},
+             "the new pool passed its canary and capacity check", "30s",
+             Inverse("set-unschedulable", {"unschedulable": "{original.unschedulable}"})),
+        Step("drain", "drain", "Node",
+             {"scope": params.drain, "via": "policy/v1 Eviction", "skip": ["DaemonSet pods", "mirror pods"]},
+             "the node is cordoned", params.drain_timeout,
+             Inverse("none", {"why": "evicted pods are recreated by their controllers"})),
+    ]  # fmt: skip
+    return tuple(steps)
+
+
+def verifying_steps(stage: dict[str, Any], node: str, actions: tuple[str, ...]) -> tuple[str, ...]:
+    """The step ids whose success verifies a node (report): its own `actions` (wait-dra-ready, canary); for a
+    replaced pool's node, whose workloads move to the new pool, the new pool's await-pool and canary-pool."""
+    if stage.get("strategy") == REPLACE_POOL:
+        return f"provision-{stage.get('pool')}/await-pool", f"provision-{stage.get('pool')}/canary-pool"
+    return tuple(f"{stage['name']}/{node}/{a}" for a in actions)
+
+
+# --- what a plan file must hold for these stages (plan/validate.py asks) -------------------------------
+
+PROVISION_ACTIONS = ("await-pool", "canary-pool", "check-pool-capacity")
+_STEP_KEYS = frozenset({"id", "action", "target", "params", "precondition", "timeout", "inverse"})
+Problem = tuple[tuple[str | int, ...], str, str]  # (path below the stage, message, hint)
+
+
+def provision_problems(stage: dict[str, Any], following: Any) -> list[Problem]:
+    """`provision-<pool>`: await-pool, canary-pool, check-pool-capacity in that order, each with the new pool's
+    selector, right before the replace-pool stage `pool-<pool>` (the new pool is proven before any drain)."""
+    if not isinstance(stage, dict) or set(stage) != {"name", "steps"}:
+        return [((), "a provision stage holds exactly {name, steps}", "regenerate the plan")]
+    out: list[Problem] = []
+    pool = str(stage["name"])[len("provision-") :]
+    if not (isinstance(following, dict) and following.get("name") == f"pool-{pool}"
+            and following.get("strategy") == REPLACE_POOL):  # fmt: skip
+        out.append((("name",), f"stage provision-{pool} must come right before the replace-pool stage pool-{pool}",
+                    "the new pool is proven before the old one is drained: regenerate the plan"))  # fmt: skip
+    steps = stage["steps"]
+    if not isinstance(steps, list):
+        return [*out, (("steps",), "expected a list of steps", "")]
+    if [s.get("action") if isinstance(s, dict) else None for s in steps] != list(PROVISION_ACTIONS):
+        out.append((("steps",), f"a provision stage's steps are {', '.join(PROVISION_ACTIONS)}, in this order",
+                    "the capacity check must pass before the first drain: regenerate the plan"))  # fmt: skip
+    for j, step in enumerate(steps):
+        if not isinstance(step, dict) or set(step) != _STEP_KEYS:
+            out.append((("steps", j), f"a step holds exactly {{{', '.join(sorted(_STEP_KEYS))}}}", ""))
+            continue
+        try:
+            checked_duration(f"stages.{stage['name']}.steps[{j}].timeout", step["timeout"])
+        except InputError as e:
+            out.append((("steps", j, "timeout"), e.message, e.hint))
+        params = step.get("params") if isinstance(step, dict) else None
+        sel = params.get("selector") if isinstance(params, dict) else None
+        if not isinstance(sel, dict) or not sel or not all(isinstance(v, str) for v in sel.values()):
+            out.append((("steps", j, "params", "selector"), "expected the new pool's node labels (key: value)", ""))
+    return out
+
+
+def replace_stage_problems(stage: dict[str, Any], params: PlanParams) -> list[Problem]:
+    """A replace-pool stage: its node steps (`replace_steps_problem`), and its nodes recording the original value
+    of exactly the annotation the protect step sets (dropping the autoscaler's protection is refused)."""
+    if stage.get("strategy") != REPLACE_POOL:
+        return [(("strategy",), f"unknown strategy {stage.get('strategy')!r} (in-place or replace-pool)", "")]
+    steps = stage["nodeSteps"]
+    problem = replace_steps_problem(steps, params)
+    out: list[Problem] = [(("nodeSteps",), problem, "regenerate the plan")] if problem else []
+    keys = {s["params"].get("key") for s in steps if isinstance(s, dict) and s.get("id") == "protect"
+            and isinstance(s.get("params"), dict)} if isinstance(steps, list) else set()  # fmt: skip
+    for k, wave in enumerate(stage["waves"] if isinstance(stage["waves"], list) else []):
+        for m, n in enumerate(wave.get("nodes") or [] if isinstance(wave, dict) else []):
+            recorded = set(((n.get("original") or {}).get("annotations") or {}) if isinstance(n, dict) else {})
+            if recorded != keys:
+                out.append((("waves", k, "nodes", m, "original", "annotations"),
+                            f"must record exactly the annotations the steps set ({', '.join(sorted(keys)) or 'none'})",
+                            "the protect step keeps the autoscaler off: regenerate the plan"))  # fmt: skip
+    return out
+
+
+def replace_steps_problem(steps: Any, params: PlanParams) -> str | None:
+    """A replace-pool stage's node steps are `replace_pool_node_steps`' (protect, cordon, drain), but for their
+    timeouts and free-text preconditions."""
+    if not isinstance(steps, list):
+        return "expected the list of per-node steps"
+    protect = next((s["params"].get("key") for s in steps if isinstance(s, dict) and s.get("id") == "protect"
+                    and isinstance(s.get("params"), dict)), None)  # fmt: skip
+    strip = ("timeout", "precondition")
+    found = [{k: v for k, v in s.items() if k not in strip} for s in steps if isinstance(s, dict)]
+    wanted = [
+        {k: v for k, v in s.to_dict().items() if k not in strip} for s in replace_pool_node_steps(params, protect)
+    ]
+    if found != wanted:
+        return (
+            "a replace-pool stage's per-node steps are protect (when the pool has an autoscaler), cordon, drain, "
+            "as dra_migrate.plan.strategies.replace_pool_node_steps makes them"
+        )
+    return None
+
+
+__all__ = ["SOURCES", "STRATEGIES", "choose", "explain", "replace_pool_node_steps", "replace_pool_provision"]
