@@ -160,3 +160,28 @@ for _id, _when, _why, _fix in (
      "make the change in the owning repository (convert and generate write the files); apply does not patch them"),
 ):  # fmt: skip
     document(_id, RuleDoc(when=_when, rests_on=_why, fix=_fix))
+
+# The platform rules (checks/rules_platforms.py; every source in docs/platforms/, one page a platform).
+_GKE_DRA = "https://cloud.google.com/kubernetes-engine/docs/how-to/set-up-dra"
+_EKS_DRA = "https://docs.aws.amazon.com/eks/latest/userguide/device-management-nvidia-dra-device-plugin.html"
+for _id, _when, _why, _fix in (
+    ("platform-sharing-unsupported", "a GKE pool time-shares or MIG-partitions its GPUs (gke-gpu-sharing-strategy labels)",
+     "GKE offers no GPU time-sharing, MIG or MPS with DRA (" + _GKE_DRA + "): the shared slices have no DRA equivalent there",
+     "keep the pool on GKE's device plugin (plan --exclude-pools), or move its workloads to whole GPUs first"),
+    ("platform-replace-pool", "the platform runs the pool's GPU stack (GKE's managed plugin, AKS's GPU pool, Bottlerocket): the plan replaces the pool",
+     "where the platform owns the node's GPU configuration an in-place label flip is impossible or reverted; DRA needs a node pool created for it (docs/platforms/)",
+     "run the command the plan's provision stage names; secure quota and headroom for both pools at once"),
+    ("replace-pool-pinned-workloads", "pods of a pool to replace select its nodes by something the new pool's nodes will not carry (the pool's own name)",
+     "a drained pod whose nodeSelector or required affinity matches only the old pool stays Pending, and the wave's health gate rolls back",
+     "select by a label both pools carry (e.g. the GPU product) before migrating, or let the new pool carry the old selector"),
+    ("autoscaler-dra-from-zero", "the replaced pool's autoscaler (Karpenter, cluster-autoscaler) may not bring up a DRA node from zero",
+     "Karpenter provisions for DRA claims from 1.15 with its DRA feature gates; cluster-autoscaler simulates DRA only with --enable-dynamic-resource-allocation and a node template that declares the devices (kubernetes/autoscaler#7804; docs/platforms/autoscalers.md)",
+     "configure the autoscaler as the finding says; the plan keeps the old nodes (do-not-disrupt / scale-down-disabled) until the new pool is proven"),
+    ("platform-plugin-conflict", "a GKE GPU pool runs GKE's managed device plugin and a device-plugin DaemonSet at once",
+     "GKE requires gke-no-default-nvidia-gpu-device-plugin=true where the GPU Operator or another plugin runs (" + _GKE_DRA + "); two plugins advertise one GPU twice",
+     "label the pool's nodes gke-no-default-nvidia-gpu-device-plugin=true (a new pool), or remove the DaemonSet from it"),
+    ("eks-auto-mode-dra-version", "EKS Auto Mode nodes on a Kubernetes version before 1.36",
+     "EKS Auto Mode serves DRA only from Kubernetes 1.36 (" + _EKS_DRA + ")",
+     "upgrade the cluster to 1.36 or later, or migrate these pools to managed node groups first"),
+):  # fmt: skip
+    document(_id, RuleDoc(when=_when, rests_on=_why, fix=_fix))

@@ -218,11 +218,19 @@ def _scope(stage: Mapping[str, Any]) -> str:
     return "gpu"
 
 
+# More pods than any node runs: upstream's large-cluster guidance is 110 per node ("Considerations for large
+# clusters", kubernetes.io/docs/setup/best-practices/cluster-large/) and kubelet --max-pods is set per node;
+# a count above this is an edit, refused by plan.validate. The estimate clamps to it so that such an edit
+# is refused with its line instead of allocating a list per pod before validation runs (rebase recomputes
+# the summary first).
+MAX_PODS_PER_NODE = 10_000
+
+
 def entry_grace_periods(entry: Mapping[str, Any], scope: str, drain_grace: Mapping[str, float]) -> list[float]:
     """The grace periods a node entry's drain waits on: its GPU pods at the recorded longest grace (the
     drain waits for the longest), and with scope "all" its other pods at the default."""
-    gpu = int(entry.get("gpuPods") or 0)
-    other = int(entry.get("otherPods") or 0) if scope == "all" else 0
+    gpu = min(int(entry.get("gpuPods") or 0), MAX_PODS_PER_NODE)
+    other = min(int(entry.get("otherPods") or 0), MAX_PODS_PER_NODE) if scope == "all" else 0
     longest = float(drain_grace.get(str(entry.get("node")), DEFAULT_GRACE_S))
     return [longest] * gpu + [float(DEFAULT_GRACE_S)] * other
 

@@ -37,6 +37,7 @@ from dra_migrate.plan.derived import (
     _summary,
     _with_recorded_gangs,
 )
+from dra_migrate.plan.estimate import MAX_PODS_PER_NODE
 from dra_migrate.plan.params import (
     PlanParams,
     label_key_problem,
@@ -351,7 +352,8 @@ def _node(c: _Checker, entry: Any, at: Path, labels: frozenset[str] | None, node
     else:
         nodes[name] = at
     for key in ("gpuPods", "otherPods", "expectedDevices"):
-        c.count(entry[key], (*at, key))
+        if c.count(entry[key], (*at, key)) and key != "expectedDevices" and entry[key] > MAX_PODS_PER_NODE:
+            c.add((*at, key), f"{entry[key]} pods on one node: more than any node runs (at most {MAX_PODS_PER_NODE})")
     c.strings(entry["resources"], (*at, "resources"))
     if c.string(entry["canaryResource"], (*at, "canaryResource")) and _PLACEHOLDER.search(entry["canaryResource"]):
         c.add((*at, "canaryResource"), "a placeholder where a resource name belongs")

@@ -57,6 +57,7 @@ from dra_migrate.plan.view import excluded_pools_json, plan_cluster
 from dra_migrate.secrets import scrub
 
 FORMAT_VERSION = 1
+_FINDING_KEYS = ("id", "severity", "message", "objects", "remediation", "scope", "pools")  # what a report keeps
 
 
 @dataclass(frozen=True)
@@ -343,16 +344,7 @@ def build_report(
             parameters=dict(plan.get("parameters") or {}),
         ),
         inventory=_inventory(readiness) if readiness is not None else _planned_inventory(review),
-        findings=[
-            finding_json(
-                {
-                    k: f.get(k)
-                    for k in ("id", "severity", "message", "objects", "remediation", "scope", "pools")
-                    if k in f
-                }
-            )
-            for f in plan.get("findings") or []
-        ],
+        findings=[finding_json({k: f[k] for k in _FINDING_KEYS if k in f}) for f in plan.get("findings") or []],
         device_classes=_device_classes(plan),
         capacity=_capacity(readiness) if readiness is not None else planned,
         capacity_source=cluster["source"] if readiness is not None else ("plan" if planned is not None else None),

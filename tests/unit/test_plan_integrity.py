@@ -359,6 +359,9 @@ HOSTILE_EDITS: list[tuple[str, Callable[[Any], None], str]] = [
     ("rows out of wave order", lambda d: swap(pool_stage(d)["nodes"], 0, -1), "grouped by wave"),
     ("uid not the fingerprint's", lambda d: row(d).__setitem__(COL["uid"], "1234"), "fingerprint"),
     ("profile out of range", lambda d: row(d).__setitem__(COL["profile"], 7), "profile"),
+    # hypothesis found it: 3.5 billion pods made the summary's estimate allocate a list per pod (MemoryError)
+    ("pods no node runs", lambda d: row(d).__setitem__(COL["gpuPods"], 3_557_079_108), "more than any node runs"),
+    ("wave name a list", lambda d: pool_stage(d)["waves"][0].__setitem__("name", []), "wave name"),
     ("gang wave gone", lambda d: rename_wave(pool_stage(d), "wave-1", "wave-x"), "is not in the plan"),
     ("bad severity", lambda d: d["findings"][0].update(severity="meh"), "severity"),
     ("deviceclass inverse",
