@@ -338,7 +338,7 @@ class Kube:
             ) from e
         if not 200 <= resp.status <= 299:
             raise ApiError("WATCH", path, resp.status, resp.read())
-        return WatchStream(resp.response)
+        return WatchStream(resp.response, path)
 
 
 def path_of(api_version: str, plural: str, name: str = "", namespace: str = "", sub: str = "") -> str:

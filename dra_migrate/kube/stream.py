@@ -8,12 +8,15 @@ from typing import Any
 
 import orjson
 
+from dra_migrate.kube.errors import Unreachable
+
 
 class WatchStream:
     """Events of one watch request. `close()` from another thread ends a blocked read at once."""
 
-    def __init__(self, response: Any) -> None:
+    def __init__(self, response: Any, path: str = "") -> None:
         self._response = response
+        self._path = path
         self._closed = threading.Event()
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
@@ -27,9 +30,18 @@ class WatchStream:
                         event = orjson.loads(line)
                         if isinstance(event, dict):
                             yield event
-        except Exception:
-            if not self._closed.is_set():
-                raise
+        except Exception as e:
+            if self._closed.is_set():
+                return
+            # A connection cut mid-stream (reset, truncated chunk, half a JSON line) is urllib3's or orjson's
+            # error, not the server's answer: transient, so a watcher re-watches from its last
+            # resourceVersion instead of ending (an Informer ends only on a permanent error).
+            raise Unreachable(
+                f"watch {self._path or 'stream'} broke: {type(e).__name__}: {e}",
+                "watching again from the last resourceVersion",
+                method="WATCH",
+                path=self._path,
+            ) from e
         finally:
             self.close()
 

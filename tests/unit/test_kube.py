@@ -5,6 +5,7 @@ Only what a fake can show: the real server's behaviour is in tests/integration/t
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -294,6 +295,36 @@ def test_410_gone_lists_again_and_reports_what_changed_meanwhile(how: str) -> No
     rvs = [c.query.get("resourceVersion") for c in client.calls if c.query.get("watch")]
     assert rvs[:2] == ["10", "60"] and informer.lists == 2
     assert sorted(o["metadata"]["name"] for o in informer.objects()) == ["change", "keep", "later", "new"]
+
+
+class _CutMidStream(FakeResponse):
+    """A watch whose connection breaks after some events: a reset, or half a JSON line then the end."""
+
+    def __init__(self, events: list[dict[str, Any]], cut: BaseException | bytes) -> None:
+        super().__init__(200, events=events)
+        self.cut = cut
+
+    def stream(self, amt: int = 65536, decode_content: bool = True) -> Iterator[bytes]:
+        yield from super().stream(amt, decode_content)
+        if isinstance(self.cut, bytes):
+            yield self.cut  # a truncated event, then the stream ends mid-line
+            yield b"\n"
+        else:
+            raise self.cut
+
+
+@pytest.mark.parametrize("cut", [ProtocolError("Connection broken", ConnectionResetError()), b'{"type":"ADD'])
+def test_a_watch_cut_mid_stream_is_watched_again_not_the_end_of_the_informer(cut: BaseException | bytes) -> None:
+    # Found by the fault-injection cutover test: the cut escaped as urllib3's (or orjson's) own error, the
+    # informer thread ended, and the executor's waits read a cache that never changed again.
+    server = _Server(
+        [_list("10")],
+        [_CutMidStream([{"type": ADDED, "object": _pod("p1", "12")}], cut), _watch((ADDED, _pod("p2", "21")))],
+    )
+    informer, seen, client = _run(server, backoff=RetryPolicy(retries=0, backoff_s=0.001))
+    assert seen == [(ADDED, "a/p1"), (ADDED, "a/p2")]
+    rvs = [c.query.get("resourceVersion") for c in client.calls if c.query.get("watch")]
+    assert rvs[:2] == ["10", "12"] and informer.lists == 1 and informer.failures == 1
 
 
 def test_a_permanent_refusal_ends_the_informer_with_the_error() -> None:
