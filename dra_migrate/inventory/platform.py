@@ -157,16 +157,25 @@ def _labels(o: Mapping[str, Any]) -> dict[str, str]:
 
 
 def which_platform(node: Mapping[str, Any]) -> str:
-    """OpenShift first (it runs on every cloud), then the cloud from the provider ID or its labels."""
+    """OpenShift first (it runs on every cloud), then the cloud from the provider ID, or from its labels
+    where the node records no provider ID.
+
+    The provider ID is the cloud controller's own word (core/v1 NodeSpec.providerID, `<provider>://...`):
+    every GKE, EKS and AKS node has one. A pool label alone is a convention anyone may copy (KWOK and
+    simulated fleets, bare metal named after a cloud's pools), so a node whose provider ID names another
+    provider is not taken for that cloud, and platform rules (which can block a plan) do not fire on it."""
     labels = _labels(node)
     provider = str((node.get("spec") or {}).get("providerID") or "")
     if OPENSHIFT_OS in labels:
         return "openshift"
-    if provider.startswith("gce://") or GKE_POOL in labels:
+    by_provider = {"gce://": "gke", "aws://": "eks", "azure://": "aks"}
+    if provider:
+        return next((p for prefix, p in by_provider.items() if provider.startswith(prefix)), "generic")
+    if GKE_POOL in labels:
         return "gke"
-    if provider.startswith("aws://") or EKS_NODEGROUP in labels or EKS_COMPUTE_TYPE in labels:
+    if EKS_NODEGROUP in labels or EKS_COMPUTE_TYPE in labels:
         return "eks"
-    if provider.startswith("azure://") or AKS_POOL in labels:
+    if AKS_POOL in labels:
         return "aks"
     return "generic"
 

@@ -258,7 +258,10 @@ class SimulatedFleet:
                 "apiVersion": "v1",
                 "kind": "Node",
                 "metadata": {"name": st.name, "labels": dict(st.spec.labels)},
-                "spec": {"taints": [dict(t) for t in st.spec.taints]} if st.spec.taints else {},
+                # A provider ID of its own: the pool label is GKE's, but these nodes are no cloud's (so
+                # platform detection takes them for what they are: inventory/platform.py which_platform).
+                "spec": {"providerID": f"dra-migrate-sim://{st.name}"}
+                | ({"taints": [dict(t) for t in st.spec.taints]} if st.spec.taints else {}),
             }
             existing = self.kube.create(NODES, body)
         else:

@@ -278,3 +278,22 @@ def test_validate_refuses_a_malformed_provision_step() -> None:
     del bad["stages"][i]["steps"][1]["inverse"]
     messages = [p.message for p in validate.validate(bad)]
     assert any("not a duration" in m for m in messages) and any("a step holds exactly" in m for m in messages)
+
+
+@pytest.mark.parametrize(
+    "provider, labels, platform",
+    [
+        ("gce://acme/us-central1-a/n1", {}, "gke"),
+        ("", {"cloud.google.com/gke-nodepool": "a100"}, "gke"),  # no provider ID recorded: the label decides
+        ("kwok://n1", {"cloud.google.com/gke-nodepool": "a100"}, "generic"),  # a copied pool label is no cloud
+        ("aws:///us-east-1a/i-0abc", {"cloud.google.com/gke-nodepool": "a100"}, "eks"),
+        ("azure:///subscriptions/s/vm-0", {}, "aks"),
+    ],
+)
+def test_the_provider_id_decides_the_cloud_a_pool_label_only_without_one(
+    provider: str, labels: dict[str, str], platform: str
+) -> None:
+    from dra_migrate.inventory.platform import which_platform
+
+    node = {"metadata": {"name": "n1", "labels": labels}, "spec": {"providerID": provider} if provider else {}}
+    assert which_platform(node) == platform
