@@ -200,8 +200,8 @@ class LiveOps(DrainOps, CanaryOps):
         """Devices in the node's slices of `driver`, counting each pool at its highest generation only
         (older generations are being replaced: resource.k8s.io/v1 ResourcePool.generation), and the
         pools whose newest generation has fewer slices than its resourceSliceCount."""
-        if self.watched is not None:
-            items = self.watched.slices_of(node)
+        if self.cache is not None:
+            items = self.cache.slices_of(node)
         else:
             items, _ = self.kube.list_all(SLICES, [("fieldSelector", f"spec.nodeName={node}")])
         pools: dict[str, list[Obj]] = {}

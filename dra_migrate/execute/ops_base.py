@@ -76,10 +76,16 @@ class OpsBase:
             self.watched.close()
             self.watched = None
 
+    @property
+    def cache(self) -> Watched | None:
+        """The watched copies the waits read: only while every informer runs (else they read directly)."""
+        watched = self.watched
+        return watched if watched is not None and watched.alive else None
+
     def _node_now(self, node: str) -> Obj:
         """The node as the waits see it: the watched copy when watching, else a GET."""
-        if self.watched is not None:
-            obj = self.watched.node(node)
+        if self.cache is not None:
+            obj = self.cache.node(node)
             if obj is not None:
                 return obj
         return self._node(node)

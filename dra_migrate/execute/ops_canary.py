@@ -78,7 +78,7 @@ class CanaryOps(OpsBase):
         delay = self.poll_s
         while True:
             # Watched once bound (the pods watch holds bound pods); until then, and when not watching, a GET.
-            pod = (self.watched.pod(ns, name) if self.watched is not None else None) or self.kube.get(path)
+            pod = (self.cache.pod(ns, name) if self.cache is not None else None) or self.kube.get(path)
             bound = (pod.get("spec") or {}).get("nodeName")
             status = pod.get("status") or {}
             claim_status = status.get("extendedResourceClaimStatus")
@@ -86,7 +86,7 @@ class CanaryOps(OpsBase):
                 raise StepFailed(f"canary pod {ns}/{name} was scheduled to {bound}, not {node}")
             if bound and claim_status:
                 claim_name = str(claim_status.get("resourceClaimName", ""))
-                claim = (self.watched.claim(ns, claim_name) if self.watched is not None else None) or (
+                claim = (self.cache.claim(ns, claim_name) if self.cache is not None else None) or (
                     self.kube.get_or_none(path_of("resource.k8s.io/v1", "resourceclaims", claim_name, ns))
                 )
                 results = ((((claim or {}).get("status") or {}).get("allocation") or {}).get("devices") or {}).get(

@@ -156,7 +156,7 @@ class DrainOps(OpsBase):
         node, as kubectl drain's waitForDelete does."""
         delay = self.poll_s
         while True:
-            on_node = self.watched.pods_on(node) if self.watched is not None else self._pods_on(node)
+            on_node = self.cache.pods_on(node) if self.cache is not None else self._pods_on(node)
             left = sorted(uids[_uid(p)] for p in on_node if _uid(p) in uids)
             if not left:
                 return

@@ -60,6 +60,12 @@ class Watched:
         for informer in self.informers.values():
             informer.close()
 
+    @property
+    def alive(self) -> bool:
+        """Every informer still runs. One that ended (a permanent refusal, logged) leaves its copies as
+        they were: the waits then read the API server directly (`OpsBase.cache`)."""
+        return bool(self._threads) and all(t.is_alive() for t in self._threads)
+
     def _indexer(self, kind: str) -> Callable[[Event], None]:
         return lambda event: self._index(kind, event)
 

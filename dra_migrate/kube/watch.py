@@ -134,6 +134,11 @@ class Informer:
                 consecutive = self._failed(e, consecutive)
             except KubeError as e:  # Unreachable
                 consecutive = self._failed(e, consecutive)
+            except Exception as e:  # a library's own error on a broken connection or body
+                # Only the API server's permanent refusal ends an informer (above); anything else — a
+                # transport error a client library did not wrap, a body cut mid-JSON — is ridden out like
+                # Unreachable, so no watcher is left reading a cache that no longer changes.
+                consecutive = self._failed(e, consecutive)
 
     def run(self, handle: Callable[[Event], None], *, name: str = "") -> threading.Thread:
         """`events()` on a daemon thread, each passed to `handle`; an error in `handle` is logged, not
