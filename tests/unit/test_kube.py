@@ -327,6 +327,14 @@ def test_a_watch_cut_mid_stream_is_watched_again_not_the_end_of_the_informer(cut
     assert rvs[:2] == ["10", "12"] and informer.lists == 1 and informer.failures == 1
 
 
+def test_a_library_error_that_is_not_the_servers_answer_does_not_end_the_informer() -> None:
+    # Only the API server's permanent refusal ends an informer; an error a client library raised on its own
+    # (here on the list) is ridden out, or the executor's waits would read a cache that never changes.
+    server = _Server([RuntimeError("a library's own error"), _list("10", _pod("p1", "9"))], [])
+    informer, seen, _ = _run(server, backoff=RetryPolicy(retries=0, backoff_s=0.001))
+    assert seen == [(ADDED, "a/p1")] and informer.failures == 1 and informer.lists == 1
+
+
 def test_a_permanent_refusal_ends_the_informer_with_the_error() -> None:
     server = _Server([_list("1")], [FakeResponse(403, status(403, "Forbidden", "cannot watch pods"))])
     with pytest.raises(ApiError, match="cannot watch pods") as err:
