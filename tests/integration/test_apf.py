@@ -3,11 +3,14 @@ and the server's metrics count its requests (what rehearse reports as apiRequest
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import controlplane
 import pytest
 
+from dra_migrate.kube import ApiError
 from dra_migrate.rehearse.apf import NAME, RequestMeter, scrape, tool_identity
 from dra_migrate.sim.kube import Kube, new_api_client
 
@@ -41,3 +44,13 @@ def test_the_tools_requests_are_classified_into_its_flowschema(
     summary = meter.summary(migrated_nodes=5)
     assert summary["toolRequests"] >= 5 and summary["toolRequestsPerMigratedNode"] >= 1.0
     assert summary["toolRejected429"] == 0
+
+
+@pytest.fixture(autouse=True)
+def _no_twin_grant_left(kube: Kube) -> Iterator[None]:
+    """tool_identity binds the tool's ServiceAccount to cluster-admin, as only the private twin does; the
+    control plane is shared, so the grant goes with the test (test_in_cluster_manifests checks that the
+    same ServiceAccount gets nothing beyond deploy/)."""
+    yield
+    with contextlib.suppress(ApiError):
+        kube.delete(f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{NAME}-twin")
