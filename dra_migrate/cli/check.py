@@ -124,8 +124,10 @@ def check(
     state = load_state(source)
     readiness = assess(state, pool_labels=pool_labels, feature_gates=gates, dra_driver=driver)
     if nothing_to_migrate(readiness):
-        if output in ("json", "yaml"):
-            print_data(output, {"nothingToMigrate": True, "cluster": readiness.inventory.cluster_dict()}, Document)
+        if output in ("json", "yaml"):  # the report's own shape, so a consumer reads it as any other
+            readiness.findings = []  # what a GPU-less cluster would be told (a version, a driver) does not apply
+            doc = {**readiness.to_dict(), "groups": [], "accepted": [], "nothingToMigrate": True}
+            print_data(output, {**doc, "cluster": readiness.inventory.cluster_dict()}, Document)
         click.echo(NOTHING_TO_MIGRATE, err=True)
         return
     readiness.findings, accepted, expired = split_accepted(readiness.findings, acceptances, dt.date.today())

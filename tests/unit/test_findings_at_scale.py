@@ -145,6 +145,10 @@ def test_a_cluster_without_gpus_says_so_in_one_line_exits_0_and_writes_no_plan(t
     r = run("check", "--snapshot", str(snap))
     assert r.code == 0 and r.stdout == "" and "nothing to migrate" in r.stderr
     assert len([ln for ln in r.stderr.splitlines() if ln.strip()]) == 1
+    r = run("check", "--snapshot", str(snap), "-o", "json")  # the report's own shape, with no findings
+    doc = json.loads(r.stdout)
+    assert r.code == 0 and doc["nothingToMigrate"] is True and doc["findings"] == [] and doc["groups"] == []
+    assert {"formatVersion", "kubernetesVersion", "summary", "capacity", "cluster"} <= set(doc)
     out = tmp_path / "plan.yaml"
     r = run("plan", "--snapshot", str(snap), "--out", str(out), "--detailed-exitcode")
     assert r.code == 0 and "nothing to migrate" in r.stderr and not out.exists()
