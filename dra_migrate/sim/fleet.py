@@ -258,9 +258,9 @@ class SimulatedFleet:
                 "apiVersion": "v1",
                 "kind": "Node",
                 "metadata": {"name": st.name, "labels": dict(st.spec.labels)},
-                # A provider ID of its own: the pool label is GKE's, but these nodes are no cloud's (so
-                # platform detection takes them for what they are: inventory/platform.py which_platform).
-                "spec": {"providerID": f"dra-migrate-sim://{st.name}"}
+                # The snapshot's provider ID when it recorded one (a replayed GKE node stays GKE's), else one
+                # of its own: a spec's GKE pool label alone does not make it a cloud's (platform.which_platform).
+                "spec": {"providerID": st.spec.provider_id or f"dra-migrate-sim://{st.name}"}
                 | ({"taints": [dict(t) for t in st.spec.taints]} if st.spec.taints else {}),
             }
             existing = self.kube.create(NODES, body)

@@ -83,6 +83,8 @@ class GpuNodeSpec:
     # What the DRA kubelet plugin publishes while it runs.
     devices: tuple[DeviceSpec, ...] = ()
     taints: tuple[dict[str, Any], ...] = ()
+    # The node's spec.providerID as the snapshot recorded it ("" when none): a replayed GKE node stays GKE's.
+    provider_id: str = ""
 
     @classmethod
     def from_node(cls, node: Mapping[str, Any], slices: Sequence[Mapping[str, Any]] = ()) -> GpuNodeSpec:
@@ -119,6 +121,7 @@ class GpuNodeSpec:
             device_plugin_resources=advertised,
             devices=published,
             taints=taints,
+            provider_id=str((node.get("spec") or {}).get("providerID") or ""),
         )
 
     @classmethod
