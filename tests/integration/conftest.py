@@ -73,6 +73,13 @@ def control_plane(
     controlplane.stop(cp)
 
 
+@pytest.fixture(scope="module")
+def real_node_turn() -> Iterator[None]:
+    """This module's turn on the machine's one real node (controlplane.real_node_lock)."""
+    with controlplane.real_node_lock():
+        yield
+
+
 def wait_for(what: str, probe: Callable[[], Any], timeout: float = 10) -> Any:
     """Poll until `probe` returns something truthy; fail with `what` after `timeout` seconds."""
     deadline = time.monotonic() + timeout

@@ -8,12 +8,15 @@ one JSON event per request).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
 import sys
 import tempfile
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +48,29 @@ while os.getppid() == parent:
     time.sleep(1)
 subprocess.run([down, dir], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 """
+
+
+# One real node per machine: its kubelet, containerd and network namespace use fixed host paths. Every
+# fixture that brings one up holds this lock while it is up, so a `make test` and a tier run by hand (or two
+# worktrees' runs) take turns instead of breaking each other's node. A file of its own, not the one the
+# Makefile's `flock` takes around `make test-nvidia`: a second open of that file in the child would wait on
+# its own parent.
+NODE_LOCK = Path(os.environ.get("DRA_MIGRATE_NODE_LOCK", "/tmp/dra-migrate-realnode-node.lock"))
+
+
+@contextmanager
+def real_node_lock() -> Iterator[None]:
+    """Held while a real node is up; waits (saying so on stderr) while another process has one."""
+    with open(NODE_LOCK, "a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"waiting for the real node: another process holds {NODE_LOCK}", file=sys.stderr, flush=True)
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def cache_dir() -> Path:

@@ -2,8 +2,8 @@
 ServiceAccount of deploy/in-cluster, reads the cluster with the in-cluster credentials the kubelet mounts,
 and does so as uid 65532 on a read-only root filesystem.
 
-Run under the machine-wide lock (one real node per machine):
-  flock /tmp/dra-migrate-realnode.lock python3 -m pytest -m realnode tests/integration/test_image_realnode.py
+One real node per machine: the node fixture waits for its turn (controlplane.real_node_lock).
+  python3 -m pytest -m realnode tests/integration/test_image_realnode.py
 """
 
 from __future__ import annotations
@@ -53,7 +53,9 @@ def image(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def node(tmp_path_factory: pytest.TempPathFactory, image: Path) -> Iterator[tuple[controlplane.ControlPlane, Kube]]:
+def node(
+    real_node_turn: None, tmp_path_factory: pytest.TempPathFactory, image: Path
+) -> Iterator[tuple[controlplane.ControlPlane, Kube]]:
     if os.geteuid() != 0:
         pytest.fail("the real-node tier needs root (kubelet, containerd, network namespaces)", pytrace=False)
     if not controlplane.binaries_present():

@@ -68,7 +68,9 @@ class NvidiaNode:
 
 
 @pytest.fixture(scope="module")
-def node(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[NvidiaNode]:
+def node(
+    real_node_turn: None, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[NvidiaNode]:
     if os.geteuid() != 0:
         pytest.fail("the nvidia tier needs root (kubelet, containerd, mknod)", pytrace=False)
     if not controlplane.binaries_present():

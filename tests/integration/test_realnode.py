@@ -56,7 +56,9 @@ class RealNode:
 
 
 @pytest.fixture(scope="module")
-def node(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealNode]:
+def node(
+    real_node_turn: None, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RealNode]:
     if os.geteuid() != 0:
         pytest.fail("the real-node tier needs root (kubelet, containerd, network namespaces)", pytrace=False)
     if not controlplane.binaries_present():
