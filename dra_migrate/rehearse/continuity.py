@@ -324,6 +324,10 @@ class ContinuityWatch:
             self._dra_live,
         )
 
+    def seen(self, kind: str, key: str) -> Obj | None:
+        """The object as the watch last saw it ("namespace/name", or "name" when cluster-scoped)."""
+        return self._informers[kind].get(key)
+
     def stop(self) -> ContinuityCheck:
         for inf in self._informers.values():
             inf.close()
