@@ -12,7 +12,7 @@ pkg/quota/v1/evaluator/core/pods.go and resource_claims.go; KEP-5004 "Resource Q
   `requests.deviceclass.resource.kubernetes.io/C` and, when C's `extendedResourceName` is R, `requests.R`
   (DRAExtendedResource counts such a claim under it too). C is a class with `extendedResourceName: R`, or
   the class the plan's `set-quota` step pairs with R. The new path matters only once DRA devices are
-  published (a ResourceSlice exists): before that no claim can be allocated.
+  published (a ResourceSlice exists) and some class serves R: before that no such claim can be allocated.
 
 Scoped quotas are left out: a claim never matches one (the claim evaluator's MatchingScopes returns nothing).
 
@@ -67,11 +67,26 @@ def _min(values: Iterable[Decimal | None]) -> Decimal | None:
 @dataclass(frozen=True)
 class View:
     """One state of the twin: per (namespace, R) the effective limit of each path; per (queue, flavor, R)
-    Kueue's nominalQuota; whether DRA devices are published."""
+    Kueue's nominalQuota; whether DRA devices are published; the resources some DeviceClass serves (without
+    one, R has no DRA path: kube-scheduler backs an extended-resource request only through a class that
+    maps it, KEP-5004)."""
 
     limits: dict[tuple[str, str], dict[str, Decimal | None]]
     queues: dict[tuple[str, str, str], Decimal | None]
     dra_live: bool
+    served: frozenset[str] = frozenset()
+
+
+def make_view(
+    quotas: Iterable[Obj],
+    classes: Iterable[Obj],
+    pairs: Mapping[str, set[str]],
+    cluster_queues: Iterable[Obj],
+    dra_live: bool,
+) -> View:
+    classes = list(classes)
+    served = frozenset(r for r, cs in serving_classes(classes, pairs).items() if cs)
+    return View(quota_limits(quotas, classes, pairs), queue_quotas(cluster_queues), dra_live, served)
 
 
 def serving_classes(classes: Iterable[Obj], plan_pairs: Mapping[str, set[str]]) -> dict[str, set[str]]:
@@ -219,8 +234,8 @@ class ContinuityCheck:
             now = view.limits.get((ns, r), {OLD: None, NEW: None})
             subject = f"namespace {ns} {r}"
             self._judge(subject, OLD, now.get(OLD), old_before, at_s, cause)
-            preexisting_gap = base.dra_live and had.get(NEW) is None
-            if view.dra_live and not preexisting_gap:
+            preexisting_gap = base.dra_live and r in base.served and had.get(NEW) is None
+            if view.dra_live and r in view.served and not preexisting_gap:
                 self._judge(subject, NEW, now.get(NEW), old_before, at_s, cause)
         for (cq, flavor, r), q in base.queues.items():
             if q is None:
@@ -318,11 +333,7 @@ class ContinuityWatch:
         classes = self._informers["DeviceClass"].objects()
         self._dra_live = bool(self._informers["ResourceSlice"].objects())
         cqs = self._informers["ClusterQueue"].objects() if "ClusterQueue" in self._informers else []
-        return View(
-            quota_limits(self._informers["ResourceQuota"].objects(), classes, self._pairs),
-            queue_quotas(cqs),
-            self._dra_live,
-        )
+        return make_view(self._informers["ResourceQuota"].objects(), classes, self._pairs, cqs, self._dra_live)
 
     def seen(self, kind: str, key: str) -> Obj | None:
         """The object as the watch last saw it ("namespace/name", or "name" when cluster-scoped)."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from dra_migrate.rehearse.continuity import ContinuityCheck, View, plan_pairs, queue_quotas, quota_limits
+from dra_migrate.rehearse.continuity import ContinuityCheck, View, make_view, plan_pairs, quota_limits
 
 R = "nvidia.com/gpu"
 CLASS = "gpu.nvidia.com"  # the driver's class: no extendedResourceName, so its claims count only per class
@@ -36,7 +36,7 @@ def cq(quota_value: Any, flavor: str = "h100") -> dict[str, Any]:
 
 
 def view(quotas: list[dict[str, Any]], *, dra: bool, classes: tuple[dict[str, Any], ...] = (), queues=()) -> View:
-    return View(quota_limits(quotas, classes, PAIRS), queue_quotas(queues), dra)
+    return make_view(quotas, classes, PAIRS, queues, dra)
 
 
 def run(*views: View) -> ContinuityCheck:
@@ -142,3 +142,15 @@ def test_plan_pairs_come_from_set_quota_steps() -> None:
         ]
     }
     assert plan_pairs(body) == {R: {CLASS}}
+
+
+def test_without_a_class_that_serves_the_resource_there_is_no_dra_path_to_limit() -> None:
+    """No class maps R and no set-quota pairs one: kube-scheduler cannot back an R request with DRA, so the
+    new path is not a window even with devices published."""
+    check = ContinuityCheck()
+    for i, dra in enumerate((False, True)):
+        check.observe(make_view([quota({OLD_KEY: "8"})], [], {}, [], dra), float(i), f"event {i}")
+    assert check.violations == {}
+    # ... until a class that maps it appears: then requests.R counts its claims too, so still no window.
+    check.observe(make_view([quota({OLD_KEY: "8"})], [device_class(MAPPED, R)], {}, [], True), 2.0, "event 2")
+    assert check.violations == {}
