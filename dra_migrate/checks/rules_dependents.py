@@ -19,7 +19,7 @@ from dra_migrate.inventory.dependents import (
     gpu_quota_limits,
     gpu_rule_exprs,
     kueue_install,
-    pods_by_scheduler,
+    workloads_by_scheduler,
 )
 from dra_migrate.inventory.gitops import gitops_owner
 
@@ -196,18 +196,20 @@ _SCHEDULER_SOURCES = {
 }
 
 
-@rule("scheduler-dra-support", WARNING, summary="GPU pods of a scheduler other than kube-scheduler")
+@rule("scheduler-dra-support", WARNING, summary="GPU workloads of a scheduler other than kube-scheduler")
 def scheduler_dra_support(ctx: CheckContext) -> Iterator[Finding]:
-    for sched, pods in pods_by_scheduler(ctx.state).items():
+    """Read from the workloads' pod templates as well as their pods: a CronJob between runs or a Deployment
+    scaled to zero has no pod to show its scheduler, and its next pod still lands on a migrated node."""
+    for sched, workloads in workloads_by_scheduler(ctx.inventory.consumers).items():
         source = next((s for k, s in _SCHEDULER_SOURCES.items() if k in sched), None) or (
             f"no source says {sched} creates the claim of an extended-resource request (KEP-5004)"
         )
-        refs = tuple(ObjectRef("Pod", n, ns) for ns, n in pods[:20])
+        refs = tuple(ObjectRef(kind_key(c.api_version, c.kind), c.name, c.namespace or None) for c in workloads[:20])
         yield Finding(
             "scheduler-dra-support",
             WARNING,
-            f"{len(pods)} GPU pod(s) use schedulerName {sched}: on migrated nodes only a scheduler that allocates "
-            f"DRA devices can place them. {source}",
+            f"{len(workloads)} GPU workload(s) use schedulerName {sched} (in their pod templates or pods): on "
+            f"migrated nodes only a scheduler that allocates DRA devices can place them. {source}",
             f"upgrade {sched} to a release that supports DRA-backed extended resources, or keep its pools on the "
             "device plugin (plan --exclude-pools)",
             refs,

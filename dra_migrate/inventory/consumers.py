@@ -18,6 +18,9 @@ from dra_migrate.inventory.placement import count_selected_nodes
 from dra_migrate.inventory.resources import GpuNames, pod_requests
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
+# kube-scheduler's profile name, which the API server writes into a pod spec that names none
+# (k8s.io/api@v0.37.2 core/v1/types.go PodSpec.SchedulerName; pkg/apis/core/v1/defaults.go).
+DEFAULT_SCHEDULER = "default-scheduler"
 
 
 @dataclass
@@ -25,6 +28,9 @@ class TemplateUse:
     path: str
     replicas: int
     resources: dict[str, int]  # per pod
+    # The template's spec.schedulerName when it is not kube-scheduler's: the scheduler its pods will get,
+    # whether or not any pod runs now (a CronJob between runs, a Deployment scaled to 0).
+    scheduler: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "replicas": self.replicas, "resources": self.resources}
@@ -43,6 +49,8 @@ class Consumer:
     pods: int = 0
     source: str = "template"  # "template": counted from templates; "pods": from live pods only
     notes: list[str] = field(default_factory=list)
+    # schedulerNames other than kube-scheduler's, from its GPU templates and its GPU pods
+    schedulers: set[str] = field(default_factory=set)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -56,6 +64,7 @@ class Consumer:
             "pods": self.pods,
             "source": self.source,
             "notes": self.notes,
+            "schedulerNames": sorted(self.schedulers),
         }
 
 
@@ -128,8 +137,14 @@ def template_uses(state: ClusterState, key: str, obj: Obj, names: GpuNames) -> l
     out = []
     for t in state.templates.resolve(key, obj):
         req = pod_requests(t.containers(), t.init_containers(), names)
-        out.append(TemplateUse(path=t.path, replicas=_replicas(t, nodes), resources=req))
+        out.append(TemplateUse(t.path, _replicas(t, nodes), req, other_scheduler(t.pod_spec())))
     return out
+
+
+def other_scheduler(pod_spec: Obj) -> str | None:
+    """The pod spec's schedulerName when it names a scheduler other than kube-scheduler's."""
+    name = pod_spec.get("schedulerName")
+    return name if isinstance(name, str) and name and name != DEFAULT_SCHEDULER else None
 
 
 def _new_consumer(key: str, obj: Obj) -> Consumer:
@@ -173,6 +188,7 @@ def find_consumers(
                 consumer = _new_consumer(key, obj)
                 consumer.templates = [u for u in uses if u.resources]
                 consumer.totals = _totals(consumer.templates)
+                consumer.schedulers = {u.scheduler for u in consumer.templates if u.scheduler}
                 consumers[cid(key, obj)] = consumer
 
     node_requests: dict[str, dict[str, int]] = {}
@@ -196,6 +212,9 @@ def find_consumers(
         if c is None:
             c = _pod_consumer(state, top_key, top, req, names)
             consumers[cid(top_key, top)] = c
+        sched = other_scheduler(spec)
+        if sched:
+            c.schedulers.add(sched)
         if c.source == "pods" and live:
             for k, v in req.items():
                 c.totals[k] = c.totals.get(k, 0) + v
@@ -212,6 +231,7 @@ def _pod_consumer(state: ClusterState, key: str, top: Obj, req: dict[str, int], 
     if key == "Pod":
         c.templates = template_uses(state, key, top, names)
         c.totals = _totals(c.templates)
+        c.schedulers = {u.scheduler for u in c.templates if u.scheduler}
         c.pods = 0
         return c
     c.source = "pods"

@@ -1,5 +1,5 @@
 """What else names the GPU resources: ResourceQuotas, Kueue queues, alerting rules, the DCGM exporter,
-pods of other schedulers, and which of them a GitOps controller owns (docs/dependents.md).
+workloads of other schedulers, and which of them a GitOps controller owns (docs/dependents.md).
 
 Pure readers over the ClusterState, tolerant of any shape (these objects are not validated on the way
 in: a field of the wrong type is read as absent). The rules in `checks/rules_dependents.py` judge them and
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dra_migrate.cluster.state import ClusterState
+from dra_migrate.inventory.consumers import Consumer
 from dra_migrate.inventory.gitops import GitOpsOwner, gitops_owner
 from dra_migrate.inventory.resources import GPU_PREFIX
 
@@ -22,7 +23,6 @@ REQUESTS = "requests."
 # ResourceClaim requests from <class> under "<class>.deviceclass.resource.k8s.io/devices"
 # (k8s.io/kubernetes@v1.37.2 pkg/quota/v1/evaluator/core/resource_claims.go V1ResourceByDeviceClass).
 DEVICES_PER_CLASS = ".deviceclass.resource.k8s.io/devices"
-DEFAULT_SCHEDULER = "default-scheduler"
 
 _Obj = Mapping[str, Any]
 
@@ -294,11 +294,12 @@ def dcgm_exporters(state: ClusterState) -> list[DcgmExporter]:
 # -- other schedulers ---------------------------------------------------------------------------------
 
 
-def pods_by_scheduler(state: ClusterState) -> dict[str, list[tuple[str, str]]]:
-    """schedulerName -> (namespace, name) of the GPU pods it schedules, for names other than kube-scheduler's."""
-    out: dict[str, list[tuple[str, str]]] = {}
-    for p in state.of("Pod"):
-        sched = _map(p.get("spec")).get("schedulerName")
-        if isinstance(sched, str) and sched and sched != DEFAULT_SCHEDULER:
-            out.setdefault(sched, []).append(_meta(p))
-    return {k: sorted(v) for k, v in sorted(out.items())}
+def workloads_by_scheduler(consumers: Iterable[Consumer]) -> dict[str, list[Consumer]]:
+    """schedulerName -> the GPU workloads that name it (other than kube-scheduler's): from their pod
+    templates as well as their pods, so a CronJob between runs, a Job not yet started or a Deployment scaled
+    to zero counts before its next pod lands on a migrated node (inventory/consumers.py Consumer.schedulers)."""
+    out: dict[str, list[Consumer]] = {}
+    for c in consumers:
+        for sched in c.schedulers:
+            out.setdefault(sched, []).append(c)
+    return {k: sorted(v, key=lambda c: (c.namespace, c.kind, c.name)) for k, v in sorted(out.items())}

@@ -57,6 +57,16 @@ class Rehearsal:
     failure: str | None = None
     # The executor's requests as the twin's API server counted them (rehearse.apf.RequestMeter.summary).
     api_requests: dict[str, Any] | None = None
+    # Quota continuity while the plan ran (rehearse/continuity.py ContinuityCheck.to_dict): events seen, the
+    # namespaces and queues watched, and each window of unlimited or blocked GPU use.
+    quota_continuity: dict[str, Any] | None = None
+
+    def judge_continuity(self, checked: dict[str, Any], failure: str | None) -> None:
+        """A window of unlimited or blocked GPU use fails the rehearsal, as a failed wave does."""
+        self.quota_continuity = checked
+        if failure is not None:
+            self.result = "failed"
+            self.failure = f"{self.failure}; {failure}" if self.failure else failure
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -72,6 +82,7 @@ class Rehearsal:
             "endState": self.end_state,
             "unreproduced": self.unreproduced,
             **({"apiRequests": self.api_requests} if self.api_requests is not None else {}),
+            **({"quotaContinuity": self.quota_continuity} if self.quota_continuity is not None else {}),
         }
 
 

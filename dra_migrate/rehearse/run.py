@@ -38,11 +38,13 @@ from dra_migrate.plan.fingerprint import fingerprint
 from dra_migrate.plan.model import Plan
 from dra_migrate.plan.params import format_duration, parse_duration
 from dra_migrate.rehearse.apf import RequestMeter, tool_identity
+from dra_migrate.rehearse.continuity import ContinuityWatch, kueue_served, plan_pairs
 from dra_migrate.rehearse.model import Rehearsal, from_journal
 from dra_migrate.rehearse.twin import Twin
 from dra_migrate.sim.kube import Kube, new_api_client
+from dra_migrate.sim.kueue import FETCH_HINT, KUEUE_VERSION, install_kueue_crds, kueue_crd_dir
 from dra_migrate.sim.kwok import KwokFleet
-from dra_migrate.sim.load import LoadReport, load_workloads
+from dra_migrate.sim.load import DEPENDENT_KEYS, LoadReport, load_dependents, load_workloads
 from dra_migrate.sim.spec import (
     LABEL_DEVICE_PLUGIN,
     LABEL_DRA_KUBELET_PLUGIN,
@@ -186,13 +188,29 @@ def _scheduler_reason(pod: dict[str, Any]) -> str:
 
 def recreate(api: Any, state: ClusterState) -> LoadReport:
     """The snapshot's NVIDIA stack (the DRA driver when the snapshot shows it), ClusterPolicy, namespaces,
-    workloads, budgets and classes on the cluster `api` talks to (its GPU nodes: `SimulatedFleet`)."""
+    workloads, budgets and classes on the cluster `api` talks to (its GPU nodes: `SimulatedFleet`); then its
+    ResourceQuotas and Kueue queues (under Kueue's own CRDs when they are fetched: sim/kueue.py)."""
     policies = state.of("nvidia.com/ClusterPolicy")
     has_dra = bool(state.of("resource.k8s.io/ResourceSlice")) or any(
         "kubelet-plugin" in str((d.get("metadata") or {}).get("name", "")) for d in state.of("apps/DaemonSet")
     )
     install_nvidia_stack(api, dra_driver=has_dra, cluster_policy=policies[0] if policies else None)
-    return load_workloads(api, state, devices_only=True)
+    notes: list[str] = []
+    if any(state.of(k) for k in DEPENDENT_KEYS if k.startswith("kueue.")):
+        crds = kueue_crd_dir()
+        if crds is not None:
+            install_kueue_crds(api, crds)
+        else:
+            notes.append(
+                f"Kueue's CRDs v{KUEUE_VERSION} were not found: its queues were recreated under permissive CRDs "
+                f"(nothing checks their fields); {FETCH_HINT}"
+            )
+    loaded = load_workloads(api, state, devices_only=True)
+    dependents = load_dependents(api, state)
+    loaded.created.update(dependents.created)
+    loaded.existing.update(dependents.existing)
+    loaded.skipped.extend(dependents.skipped + notes)
+    return loaded
 
 
 def read_cluster(kubeconfig: Path) -> ClusterState:
@@ -344,6 +362,9 @@ def rehearse(
             # The same policy as a real apply: applicable, not stale (against the twin), locked, journaled.
             session.refuse_if_not_applicable()
             session.refuse_if_stale(lambda: read_cluster(twin.kubeconfig))
+            # Quota continuity (issue 27): every state of the twin's quotas and queues while the plan runs.
+            continuity = ContinuityWatch(kube, plan_pairs(plan_io.body_of(derived)), kueue=kueue_served(kube))
+            continuity.start()
             meter = RequestMeter(kube)
             meter.start()
             started = time.monotonic()
@@ -352,6 +373,7 @@ def rehearse(
             finally:
                 wall = time.monotonic() - started
                 meter.stop()
+                checked = continuity.stop()
             records = read_journal(journal_path(path))
             after = read_cluster(twin.kubeconfig)
         api.close()
@@ -368,6 +390,7 @@ def rehearse(
         real_s_per_wave=REALISTIC.container_start_s + REALISTIC.canary_run_s,
     )
     rehearsal.api_requests = meter.summary(int(rehearsal.end_state.get("nodesMigrated") or 0))
+    rehearsal.judge_continuity(checked.to_dict(), checked.failure())
     return rehearsal
 
 

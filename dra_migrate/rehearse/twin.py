@@ -19,6 +19,7 @@ from types import TracebackType
 
 from dra_migrate.bundled import bundled
 from dra_migrate.errors import InputError
+from dra_migrate.sim.kueue import fetch_kueue_crds
 
 K8S_VERSION = os.environ.get("K8S_VERSION", "1.37.2")
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
@@ -143,5 +144,7 @@ class Twin:
 
 
 def build() -> int:
-    """Run the same Go build the tests use, into the user's cache; its output goes to stderr."""
-    return subprocess.run([str(tools_dir() / "build")], stdin=subprocess.DEVNULL, check=False).returncode
+    """Run the same Go build the tests use, into the user's cache, and fetch Kueue's CRDs (the twin creates
+    the snapshot's Kueue queues under them: sim/kueue.py); output goes to stderr."""
+    code = subprocess.run([str(tools_dir() / "build")], stdin=subprocess.DEVNULL, check=False).returncode
+    return code or fetch_kueue_crds()

@@ -59,6 +59,28 @@ def capacity_rows(r: dict[str, Any]) -> list[list[Any]]:
     ]
 
 
+CONTINUITY_HEADERS = ["WHAT", "PATH", "WINDOW", "AT", "CAUSE", "BEFORE THE PLAN"]
+
+
+def continuity_line(r: dict[str, Any]) -> str | None:
+    """The quota continuity check in one line (rehearse/continuity.py), None when the rehearsal has none."""
+    qc = r.get("quotaContinuity")
+    if not isinstance(qc, dict):
+        return None
+    ns, queues, bad = len(qc.get("namespaces") or []), len(qc.get("queues") or []), len(qc.get("violations") or [])
+    watched = f"{ns} namespace GPU limit(s) and {queues} Kueue quota(s) watched over {qc.get('events', 0)} state(s)"
+    if bad:
+        return f"quota continuity FAILED: {bad} window(s) of unlimited or blocked GPU use; {watched}"
+    return f"quota continuity ok: no window of unlimited or blocked GPU use; {watched}"
+
+
+def continuity_rows(r: dict[str, Any]) -> list[list[Any]]:
+    return [
+        [v["subject"], v["path"], v["kind"], f"{v['atSeconds']}s", v["cause"], v.get("before") or "-"]
+        for v in (r.get("quotaContinuity") or {}).get("violations") or []
+    ]
+
+
 def rehearsal_document(r: dict[str, Any]) -> Document:
     doc = Document()
     doc.heading("Rehearsal")
@@ -66,6 +88,11 @@ def rehearsal_document(r: dict[str, Any]) -> Document:
     if r.get("failure"):
         doc.line(f"stopped: {r['failure']}")
     doc.line(end_line(r))
+    if line := continuity_line(r):
+        doc.line(line)
+    if rows := continuity_rows(r):
+        doc.heading("Windows of unlimited or blocked GPU use")
+        doc.table(CONTINUITY_HEADERS, rows)
     doc.heading("Waves")
     doc.table(WAVE_HEADERS, wave_rows(r), empty="Nothing ran.")
     if stalled := stalled_rows(r):

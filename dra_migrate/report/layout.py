@@ -21,9 +21,12 @@ from dra_migrate.render.rehearsal import (
     CAPACITY_HEADERS as REHEARSED_CAPACITY_HEADERS,
 )
 from dra_migrate.render.rehearsal import (
+    CONTINUITY_HEADERS,
     PENDING_HEADERS,
     STALLED_HEADERS,
     WAVE_HEADERS,
+    continuity_line,
+    continuity_rows,
     end_line,
     pending_rows,
     stalled_rows,
@@ -437,6 +440,8 @@ def _rehearsal(r: dict[str, Any]) -> Section:
     if rh.get("failure"):
         s.p(f"Stopped: {rh['failure']}")
     s.p(end_line(rh) + ".")
+    if line := continuity_line(rh):
+        s.p(line + ".")
     s.table(WAVE_HEADERS, wave_rows(rh), empty="Nothing ran.")
     stalled, pending = stalled_rows(rh), pending_rows(rh)
     s.sub("rehearsal-stalled", "Stalled drains").table(STALLED_HEADERS, stalled, empty="No drain stalled.")
@@ -444,6 +449,8 @@ def _rehearsal(r: dict[str, Any]) -> Section:
     s.sub("rehearsal-capacity", "Capacity after, as the twin's scheduler saw it").table(
         REHEARSED_CAPACITY_HEADERS, rehearsed_capacity_rows(rh)
     )
+    if rows := continuity_rows(rh):
+        s.sub("rehearsal-quota", "Windows of unlimited or blocked GPU use").table(CONTINUITY_HEADERS, rows)
     unrepro = s.sub("rehearsal-unreproduced", "What the twin could not reproduce")
     for line in rh.get("unreproduced") or []:
         unrepro.p(f"- {line}")

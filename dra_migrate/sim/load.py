@@ -100,6 +100,29 @@ def load_workloads(
     return report
 
 
+# What else names the GPU resources and the plan's quota steps act on (docs/dependents.md): created after the
+# workloads (a quota admitted first would count, and could refuse, the pods the controllers then make).
+DEPENDENT_KEYS = (
+    "kueue.x-k8s.io/ResourceFlavor",
+    "kueue.x-k8s.io/ClusterQueue",
+    "kueue.x-k8s.io/LocalQueue",
+    "ResourceQuota",
+)
+
+
+def load_dependents(api_client: Any, state: ClusterState) -> LoadReport:
+    """The snapshot's ResourceQuotas and Kueue queues, as they were (their status is the controllers' to
+    compute). The Kueue CRDs must be served already (load_workloads installs permissive ones)."""
+    kube = Kube(api_client)
+    report = LoadReport()
+    for key in DEPENDENT_KEYS:
+        for obj in state.of(key):
+            body = strip_server_fields(obj)
+            body.pop("status", None)
+            _create(kube, KINDS_BY_KEY[key], body, report)
+    return report
+
+
 def uses_devices(obj: Any) -> bool:
     """Whether any pod template in `obj` asks for devices: an `nvidia.com/` resource, or a
     ResourceClaim (templates sit at many paths in built-in and CRD kinds; search them all)."""

@@ -18,6 +18,7 @@ from dra_migrate.execute.contract import StepFailed
 from dra_migrate.execute.ops import LiveOps, live_ops
 from dra_migrate.inventory.dependents import device_quota_key
 from dra_migrate.plan.model import Inverse, Step
+from dra_migrate.rehearse.continuity import ContinuityWatch
 from dra_migrate.sim.kube import ApiError, Kube, path_of
 
 pytestmark = pytest.mark.cluster
@@ -131,3 +132,35 @@ def test_a_gitops_owned_quota_is_never_patched(kube: Kube, ops: LiveOps, namespa
     with pytest.raises(StepFailed, match="owned by argocd Application quotas"):
         run_step(StepContext(ops, set_quota_step(namespace), None, 30.0))
     assert NEW not in kube.get(path_of("v1", "resourcequotas", "gpu", namespace))["spec"]["hard"]
+
+
+def test_the_continuity_watch_sees_a_window_between_two_writes(kube: Kube, namespace: str) -> None:
+    """The rehearsal's quota continuity check (rehearse/continuity.py) on the real API server's watch: a GPU
+    limit removed and its replacement written right after (closer than any poll) is a window in which the
+    namespace's pods were unlimited, and is flagged with the write that opened it; adding the new limit
+    before anything is removed (the plan's order) is not."""
+    quota(kube, namespace)
+    path = path_of("v1", "resourcequotas", "gpu", namespace)
+    watch = ContinuityWatch(kube, {"nvidia.com/gpu": {CLASS}}, kueue=False)
+    watch.start()
+    try:
+        kube.merge_patch(path, {"spec": {"hard": {NEW: "2"}}})  # the plan's order: the new limit first
+        kube.merge_patch(path, {"spec": {"hard": {NEW: "2", OLD: None}}})  # hostile: then the old one removed
+        last = kube.merge_patch(path, {"spec": {"hard": {OLD: "2"}}})  # ... and put back at once
+        version = int(last["metadata"]["resourceVersion"])  # etcd's revision: the quota controller's status
+        # update after it is later still
+
+        def seen_version() -> int:
+            return int(
+                ((watch.seen("ResourceQuota", f"{namespace}/gpu") or {}).get("metadata") or {}).get("resourceVersion")
+                or 0
+            )
+
+        wait_for("the watch to see the last write", lambda: seen_version() >= version, timeout=30)
+    finally:
+        checked = watch.stop()
+    mine = [v for v in checked.violations.values() if f" {namespace} " in v.subject]
+    assert [(v.path, v.kind, v.cause, v.before) for v in mine] == [
+        ("old", "unlimited", f"MODIFIED ResourceQuota {namespace}/gpu", "2")
+    ]
+    assert checked.failure() is not None

@@ -25,6 +25,7 @@ from dra_migrate.rehearse.model import end_state
 from dra_migrate.rehearse.run import read_cluster, recreate
 from dra_migrate.sim.fleet import SimulatedFleet
 from dra_migrate.sim.kube import new_api_client
+from dra_migrate.sim.kueue import KUEUE_MODULE, KUEUE_VERSION, kueue_crd_dir
 from dra_migrate.sim.spec import specs_from_state
 
 pytestmark = pytest.mark.cluster
@@ -195,3 +196,70 @@ def test_e_a_replace_pool_plan_rehearses_end_to_end(control_plane: controlplane.
     assert all(n["unschedulable"] for n in nodes.values() if n["pool"] == "a3-h100")  # drained across, kept
     moved = next(c for c in r["endState"]["capacity"] if c["pool"] == "a3-h100-dra")
     assert moved["demand"] == 12 and moved["fits"]  # the whole workload followed to the new pool
+
+
+def _kueue_crds() -> None:
+    """Kueue's released CRDs in the Go module cache, where the twin looks for them (sim/kueue.py): fetched
+    from the module proxy as the control plane's sources are."""
+    res = subprocess.run(
+        ["go", "mod", "download", "-json", f"{KUEUE_MODULE}@v{KUEUE_VERSION}"],
+        capture_output=True, text=True, timeout=300, check=False, cwd="/tmp", env={**os.environ, "GOFLAGS": ""},
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr or res.stdout
+    assert kueue_crd_dir() is not None
+
+
+def test_f_quotas_and_kueue_keep_their_gpu_limits_through_every_wave(
+    control_plane: controlplane.ControlPlane, tmp_path: Path
+) -> None:
+    """Issue 27: a namespace with a GPU quota and a Kueue ClusterQueue budgeting GPUs, rehearsed; every state
+    of the twin's quotas, classes, slices and queues is judged while the plan runs, and the plan's own order
+    (the device limit added in prepare, the old limit kept) leaves no window of unlimited or blocked GPU use."""
+    _kueue_crds()
+    yaml = YAML(typ="safe")
+    snap = yaml.load(FIXTURE.read_text())
+    snap["items"] += [
+        {
+            "apiVersion": "v1",
+            "kind": "ResourceQuota",
+            "metadata": {"name": "gpu", "namespace": "inference", "uid": "rq-1"},
+            "spec": {"hard": {"requests.nvidia.com/gpu": "64", "requests.cpu": "500"}},
+        },
+        {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": "h100", "uid": "rf-1"},
+         "spec": {"nodeLabels": {"pool": "h100"}}},
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "kind": "ClusterQueue",
+            "metadata": {"name": "research", "uid": "cq-1"},
+            "spec": {
+                "namespaceSelector": {},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["nvidia.com/gpu"],
+                        "flavors": [{"name": "h100", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 16}]}],
+                    }
+                ],
+            },
+        },
+        {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue", "spec": {"clusterQueue": "research"},
+         "metadata": {"name": "default", "namespace": "inference", "uid": "lq-1"}},
+    ]  # fmt: skip
+    snapshot = tmp_path / "quotas.yaml"
+    with snapshot.open("w") as fh:
+        yaml.dump(snap, fh)
+    plan = _plan(snapshot, tmp_path)
+    steps = [s for st in plan_io.body_of(plan_io.load(plan))["stages"] for s in st.get("steps") or []]
+    assert [s["params"]["set"] for s in steps if s["action"] == "set-quota"] == [
+        {"gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "64"}
+    ]
+    code, r = _rehearse(plan, snapshot, tmp_path)
+    assert (code, r["result"], r["failure"]) == (0, "ok", None), r["failure"]
+    qc = r["quotaContinuity"]
+    assert qc["namespaces"] == ["inference nvidia.com/gpu"]
+    assert qc["queues"] == ["research h100 nvidia.com/gpu"]
+    assert qc["violations"] == []
+    assert qc["events"] >= 2  # the baseline, and at least the set-quota step's MODIFIED
+    assert not [u for u in r["unreproduced"] if "Kueue" in u or "ResourceQuota" in u], r["unreproduced"]
+    report = cli("report", str(plan), "--rehearsal", str(tmp_path / "rehearsal.json"))
+    assert report.returncode == 0, report.stderr
+    assert "quota continuity ok" in report.stdout

@@ -18,9 +18,10 @@ from dra_migrate.inventory.dependents import (
     gpu_quota_limits,
     gpu_rule_exprs,
     kueue_install,
-    pods_by_scheduler,
+    workloads_by_scheduler,
 )
 from dra_migrate.inventory.gitops import gitops_owner
+from dra_migrate.inventory.model import build_inventory
 from tests.unit.helpers import container, node, obj, pod, pod_spec, state
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -78,7 +79,41 @@ def test_inventory_reads_monitoring_and_schedulers(fleet: ClusterState) -> None:
     ]
     exprs = {e.rule: (e.terms, e.per_pod_dcgm) for e in gpu_rule_exprs(fleet)}
     assert exprs == {"GpuCapacityLow": (("nvidia_com_gpu",), False), "GpuIdleByPod": ((), True)}  # NodeDown: not GPU
-    assert pods_by_scheduler(fleet) == {"kai-scheduler": [("team-b", "kai-job-0")]}
+    by_sched = workloads_by_scheduler(build_inventory(fleet).consumers)
+    assert {k: [(c.namespace, c.name) for c in v] for k, v in by_sched.items()} == {
+        "kai-scheduler": [("team-b", "kai-job-0")]
+    }
+
+
+TEMPLATE_SCHEDULERS = ROOT / "fixtures" / "dependents" / "template-schedulers.yaml"
+
+
+def test_schedulers_declared_only_in_pod_templates_are_inventoried_and_flagged() -> None:
+    """A CronJob between runs, a Deployment and a StatefulSet scaled to zero and a suspended Job have no pod
+    to show their schedulerName; their next pod still lands on a migrated node. Read from the pods alone,
+    only `webhooked` (whose pod a webhook gave a scheduler its template does not name) was found."""
+    fleet = load_snapshot(TEMPLATE_SCHEDULERS)
+    inventory = build_inventory(fleet, ("pool",))
+    named = {(c.namespace, c.name): sorted(c.schedulers) for c in inventory.consumers}
+    assert named == {
+        ("team-a", "nightly"): ["volcano"],
+        ("team-b", "chat"): ["kai-scheduler"],
+        ("team-b", "sweep"): ["my-batch-scheduler"],
+        ("team-c", "shards"): ["my-batch-scheduler"],
+        ("team-c", "explicit-default"): [],  # kube-scheduler, named
+        ("team-d", "webhooked"): ["volcano"],  # from its pod
+    }
+    assert next(c for c in inventory.to_dict()["consumers"] if c["name"] == "nightly")["schedulerNames"] == ["volcano"]
+    found = {
+        f.message.split("schedulerName ")[1].split(" ")[0]: tuple(map(str, f.objects))
+        for f in assess(fleet, pool_labels=("pool",)).findings
+        if f.id == "scheduler-dra-support"
+    }
+    assert found == {
+        "kai-scheduler": ("apps/Deployment team-b/chat",),
+        "my-batch-scheduler": ("batch/Job team-b/sweep", "apps/StatefulSet team-c/shards"),
+        "volcano": ("batch/CronJob team-a/nightly", "apps/ReplicaSet team-d/webhooked"),
+    }
 
 
 @pytest.mark.parametrize(
