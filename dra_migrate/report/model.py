@@ -51,6 +51,7 @@ from dra_migrate.checks.run import Readiness
 from dra_migrate.cluster.state import cluster_object
 from dra_migrate.execute.actions import verifying_actions
 from dra_migrate.execute.journal import DONE, FAILED, ROLLED_BACK, STARTED, Progress, Record
+from dra_migrate.plan.actions import Action
 from dra_migrate.plan.scope import stage_blockers
 from dra_migrate.plan.strategies import verifying_steps
 from dra_migrate.plan.view import excluded_pools_json, plan_cluster
@@ -473,7 +474,7 @@ def _device_classes(plan: dict[str, Any]) -> list[DeviceClass]:
     for stage in plan.get("stages") or []:
         for step in stage.get("steps") or []:
             manifest = (step.get("params") or {}).get("manifest")
-            if step.get("action") == "create-deviceclass" and isinstance(manifest, dict):
+            if step.get("action") == Action.CREATE_DEVICECLASS and isinstance(manifest, dict):
                 meta = manifest.get("metadata") or {}
                 spec = manifest.get("spec") or {}
                 out.append(DeviceClass(str(meta.get("name")), spec.get("extendedResourceName"), manifest))
