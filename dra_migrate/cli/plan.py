@@ -158,8 +158,7 @@ def plan(
         return
     path = out or Path("plans") / f"{plan.cluster}-{dt.datetime.now():%Y%m%d-%H%M%S}.yaml"
     _refuse_overwrite(path, force)
-    sealed = plan_io.seal_plan(plan)
-    plan_io.write(sealed, path)
+    sealed = plan_io.write_sealed(plan, path)
     click.echo(f"wrote {path}", err=True)
     summary = planned(sealed, path)
     print_data(output, summary, lambda: planned_document(summary), lambda: [str(path)])

@@ -134,7 +134,18 @@ def seal(body: dict[str, Any] | Plan) -> dict[str, Any]:
 
 def seal_plan(plan: Plan) -> Plan:
     """The typed plan `build_plan` makes, with the digests of its file form (`seal`)."""
-    sealed = seal(plan.to_dict())
+    return _sealed(plan, seal(plan))
+
+
+def write_sealed(plan: Plan, path: Path) -> Plan:
+    """Seal the typed plan `build_plan` makes and write it (atomically); the sealed plan, typed. The
+    model's mapping is made once, for both the digests and the file."""
+    sealed = seal(plan)
+    write(sealed, path)
+    return _sealed(plan, sealed)
+
+
+def _sealed(plan: Plan, sealed: dict[str, Any]) -> Plan:
     return replace(plan, format_version=wire.WRITES, digests=sealed["digests"], digest=sealed["digest"])
 
 
