@@ -30,7 +30,7 @@ from dra_migrate.inventory.platform import (
     new_pool_name,
 )
 from dra_migrate.plan.actions import PROVISION_ACTIONS, Action, InverseAction
-from dra_migrate.plan.model import Inverse, PrepareStage, Step
+from dra_migrate.plan.model import Inverse, PoolStage, PrepareStage, Step
 from dra_migrate.plan.params import PlanParams, checked_duration
 
 IN_PLACE = "in-place"
@@ -254,12 +254,12 @@ def replace_pool_node_steps(params: PlanParams, protect: str | None) -> tuple[St
     return tuple(steps)
 
 
-def verifying_steps(stage: dict[str, Any], node: str, actions: tuple[str, ...]) -> tuple[str, ...]:
+def verifying_steps(stage: PoolStage, node: str, actions: tuple[str, ...]) -> tuple[str, ...]:
     """The step ids whose success verifies a node (report): its own `actions` (wait-dra-ready, canary); for a
     replaced pool's node, whose workloads move to the new pool, the new pool's await-pool and canary-pool."""
-    if stage.get("strategy") == REPLACE_POOL:
-        return f"provision-{stage.get('pool')}/await-pool", f"provision-{stage.get('pool')}/canary-pool"
-    return tuple(f"{stage['name']}/{node}/{a}" for a in actions)
+    if stage.strategy == REPLACE_POOL:
+        return f"provision-{stage.pool}/{Action.AWAIT_POOL}", f"provision-{stage.pool}/{Action.CANARY_POOL}"
+    return tuple(f"{stage.name}/{node}/{a}" for a in actions)
 
 
 # --- what a plan file must hold for these stages (plan/validate.py asks) -------------------------------

@@ -57,10 +57,8 @@ DEBT: dict[str, int] = {
     "plan/view.py": 1,
     # Commands and views that take `io.load`'s mapping: `show`'s document, the report and the rehearsal
     # (report/layout.py's one is the report model's own `plan` section, a view).
-    "report/model.py": 10,
     "render/plan.py": 9,
     "rehearse/run.py": 6,
-    "cli/report.py": 2,
     "rehearse/model.py": 1,
     "render/disruption.py": 1,
     "report/layout.py": 1,

@@ -174,7 +174,7 @@ def test_replace_pool_run_is_verified_by_the_new_pool(tmp_path: Path) -> None:
     _new_pool(ops, clock, nodes=2, devices=8, after_s=0)
     with Journal.open(tmp_path / "j.jsonl", plan_digest=plan.digest) as j:
         assert Runner(plan, ops, j, actor="test", clock=clock).apply(ApplyOptions(soak_override_s=0), set()).ok
-    v = verification(plan.to_dict(), read_journal(tmp_path / "j.jsonl"))
+    v = verification(plan, read_journal(tmp_path / "j.jsonl"))
     assert v.verdict == "verified" and {(n.wait_dra_ready, n.canary) for n in v.nodes} == {("ok", "ok")}
 
 
