@@ -18,6 +18,7 @@ from dra_migrate.cli import exitcodes
 from dra_migrate.cli.check import NOTHING_TO_MIGRATE, load_acceptances
 from dra_migrate.cli.options import SourceOptions, load_state, next_step, output_option, print_data, source_options
 from dra_migrate.errors import InputError
+from dra_migrate.plan.model import Plan, PrepareStage
 from dra_migrate.plan.params import PlanParams
 
 
@@ -144,26 +145,25 @@ def plan(
     from dra_migrate.cli.progress import Working
 
     with Working("planning"):
-        body = build_plan(
+        plan = build_plan(
             state,
             params,
             feature_gates=parse_feature_gates(feature_gates),
             acceptances=acceptances,
             today=dt.date.today(),
         )
-    inventory = (body.get("review") or {}).get("inventory") or {}
+    inventory = (plan.review or {}).get("inventory") or {}
     if not inventory.get("gpuNodes") and not inventory.get("consumers"):
         click.echo(f"{NOTHING_TO_MIGRATE}: no plan written", err=True)
         return
-    path = out or Path("plans") / f"{body['cluster']}-{dt.datetime.now():%Y%m%d-%H%M%S}.yaml"
+    path = out or Path("plans") / f"{plan.cluster}-{dt.datetime.now():%Y%m%d-%H%M%S}.yaml"
     _refuse_overwrite(path, force)
-    sealed = plan_io.seal(body)
-    plan_io.write(sealed, path)
+    sealed = plan_io.write_sealed(plan, path)
     click.echo(f"wrote {path}", err=True)
     summary = planned(sealed, path)
     print_data(output, summary, lambda: planned_document(summary), lambda: [str(path)])
     quoted = shlex.quote(str(path))
-    if sealed["applicable"]:
+    if sealed.applicable:
         next_step(f"dra-migrate show {quoted}, then dra-migrate apply {quoted} --kubeconfig ...")
     elif any(st["applicable"] for st in summary["stages"] if st["pool"]):
         stage = next(st["name"] for st in summary["stages"] if st["pool"] and st["applicable"])
@@ -177,10 +177,9 @@ def plan(
         sys.exit(exitcodes.ACTION_NEEDED)
 
 
-def has_changes(plan: dict[str, Any]) -> bool:
+def has_changes(plan: Plan) -> bool:
     """Terraform's "changes present": any step the plan would take (cluster-wide, or on a node)."""
-    stages = plan["stages"]
-    return any(s.get("steps") or any(w.get("nodes") for w in s.get("waves") or []) for s in stages)
+    return any((isinstance(s, PrepareStage) and bool(s.steps)) or any(w.nodes for w in s.waves) for s in plan.stages)
 
 
 def _refuse_overwrite(path: Path, force: bool) -> None:
@@ -190,35 +189,35 @@ def _refuse_overwrite(path: Path, force: bool) -> None:
         raise InputError(f"{path} exists", "pass --force to overwrite it, or choose another --out")
 
 
-def planned(plan: dict[str, Any], path: Path) -> dict[str, Any]:
+def planned(plan: Plan, path: Path) -> dict[str, Any]:
     """What `plan` prints: the summary, the blockers and what each stage may do (JSON: this object)."""
     from dra_migrate.plan.scope import stage_blockers
     from dra_migrate.plan.view import excluded_pools_json, plan_cluster
 
-    blockers = [f for f in plan["findings"] if f["severity"] == "blocker"]
-    review = plan.get("review") or {}
+    blockers = [f for f in plan.findings if f["severity"] == "blocker"]
+    review = plan.review or {}
     return {
         "formatVersion": 1,
         "path": str(path),
         "cluster": plan_cluster(plan),
-        "digest": plan["digest"],
-        "applicable": plan["applicable"],
-        "summary": plan["summary"],
+        "digest": plan.digest,
+        "applicable": plan.applicable,
+        "summary": plan.summary,
         "blockers": [
             {"id": f["id"], "scope": f.get("scope", "cluster"), "pools": f.get("pools", []), "message": f["message"]}
             for f in blockers
         ],
         "stages": [
             {
-                "name": s["name"],
-                "pool": s.get("pool"),
-                "nodes": sum(len(w["nodes"]) for w in s.get("waves") or []),
-                "waves": len(s.get("waves") or []),
-                "evictedPods": sum(w["evictedPods"] for w in s.get("waves") or []),
-                "applicable": not stage_blockers(plan["findings"], s.get("pool")),
-                "blockedBy": stage_blockers(plan["findings"], s.get("pool")),
+                "name": s.name,
+                "pool": s.pool,
+                "nodes": sum(len(w.nodes) for w in s.waves),
+                "waves": len(s.waves),
+                "evictedPods": sum(w.evicted_pods for w in s.waves),
+                "applicable": not stage_blockers(plan.findings, s.pool),
+                "blockedBy": stage_blockers(plan.findings, s.pool),
             }
-            for s in plan["stages"]
+            for s in plan.stages
         ],
         "excludedPools": excluded_pools_json(review.get("excludedPools", [])),
     }

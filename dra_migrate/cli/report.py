@@ -17,6 +17,7 @@ from dra_migrate.fileio import write_text_atomic
 from dra_migrate.plan import io as plan_io
 from dra_migrate.plan.diff import diff_plans
 from dra_migrate.plan.drift import plan_identity
+from dra_migrate.plan.model import Plan
 from dra_migrate.render import emit
 from dra_migrate.report.model import Identity, build_report
 from dra_migrate.report.render import FORMATS, render
@@ -79,6 +80,7 @@ def report(
     """
     output = output_for_file(out, output, FORMATS)
     plan = plan_io.load(plan_file)
+    typed = Plan.from_dict(plan)  # what the report reads (the mapping: the identity and diff checks)
     ours = plan_identity(plan)
     live = source.kubeconfig is not None or source.context is not None
     readiness: Readiness | None = None
@@ -109,7 +111,7 @@ def report(
     records = (
         read_records(
             journal_file,
-            plan_digest=str(plan["digest"]),
+            plan_digest=str(typed.digest),
             require_owner=False,
             cluster=None if allow_other_cluster else ours,
         )
@@ -120,9 +122,9 @@ def report(
     if rehearsal_file is not None:
         from dra_migrate.rehearse.model import load_rehearsal
 
-        rehearsal = load_rehearsal(rehearsal_file, str(plan["digest"]))
+        rehearsal = load_rehearsal(rehearsal_file, str(typed.digest))
     model = build_report(
-        plan,
+        typed,
         plan_path=str(plan_file),
         readiness=readiness,
         identity=identity,

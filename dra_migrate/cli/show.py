@@ -43,4 +43,4 @@ def show(plan_file: Path, output: str, allow_edited: bool) -> None:
         return doc
 
     data = plan_json(plan) if banner is None else {"untrusted": banner, **plan_json(plan)}
-    print_data(output, data, document, lambda: [st["name"] for st in plan["stages"]])
+    print_data(output, data, document, lambda: [st["name"] for st in data["stages"]])

@@ -25,19 +25,22 @@ from typing import Any
 from dra_migrate import __version__
 from dra_migrate.checks.ignore import Acceptance, Accepted, split_accepted
 from dra_migrate.checks.run import Readiness, assess
+from dra_migrate.cluster.identity import ClusterIdentity
 from dra_migrate.cluster.state import ClusterState
 from dra_migrate.dra.capacity import class_for
 from dra_migrate.dra.devices import node_devices
 from dra_migrate.errors import InputError
-from dra_migrate.inventory.fleet import GpuNode, kubelet_skew
+from dra_migrate.inventory.fleet import GpuNode
 from dra_migrate.inventory.gangs import Gang
 from dra_migrate.inventory.platform import REPLACE_POOL, PoolPlatform
 from dra_migrate.plan import strategies
-from dra_migrate.plan.dependents import quota_steps
-from dra_migrate.plan.estimate import drain_grace_by_node, summary_estimate
+from dra_migrate.plan.exclusions import NODE_SCOPED, excluded_list, excluded_nodes
 from dra_migrate.plan.fingerprint import fingerprint
-from dra_migrate.plan.model import FORMAT_VERSION, Inverse, NodeEntry, PoolStage, PrepareStage, Stage, Step, Wave
+from dra_migrate.plan.model import FORMAT_VERSION, NodeEntry, Plan, PoolStage, Stage, Wave
 from dra_migrate.plan.params import PlanParams
+from dra_migrate.plan.placement import Switch, placement_record, switch_groups
+from dra_migrate.plan.steps import node_steps, prepare_stage
+from dra_migrate.plan.summary import review_section, summary_section
 
 
 def build_plan(
@@ -47,8 +50,8 @@ def build_plan(
     feature_gates: dict[str, bool] | None = None,
     acceptances: Sequence[Acceptance] = (),
     today: dt.date | None = None,
-) -> dict[str, Any]:
-    """The plan body (everything but the digests), as the file holds it. Findings the ignore file accepts
+) -> Plan:
+    """The typed plan (without digests: `plan.io.seal` adds them when it is written). Findings the ignore file accepts
     (`acceptances`, unexpired on `today`) do not count; the review section records them as accepted risks."""
     params = params.validate()
     gates = feature_gates or {}
@@ -59,7 +62,7 @@ def build_plan(
     excluded = excluded_nodes(readiness, gates, params.dra_driver)
     readiness.__dict__["_excluded"] = excluded
     selected, excluded_pools = _select_pools(readiness, params)
-    stages = [_prepare(readiness, params)] + [
+    stages = [prepare_stage(readiness, params)] + [
         s for pool in _pool_order(readiness, params, selected) for s in _pool_stages(state, readiness, params, pool)
     ]
     stages = [s for s in stages if s.pool is None or s.waves]
@@ -68,28 +71,28 @@ def build_plan(
     findings = [f for f in scoped if f["scope"] == "cluster" or set(f["pools"]) & set(selected)]
     left_out = [f for f in scoped if f not in findings]
     excluded_pools = [{**x, "findings": [f for f in left_out if x["pool"] in f["pools"]]} for x in excluded_pools]
-    return {
-        "formatVersion": FORMAT_VERSION,
-        "tool": {"name": "dra-migrate", "version": __version__},
-        "cluster": state.source.name,
-        **_identity(state),
-        "parameters": params.to_dict(),
-        "fingerprint": fingerprint(state, readiness),
+    return Plan(
+        format_version=FORMAT_VERSION,
+        tool={"name": "dra-migrate", "version": __version__},
+        cluster=state.source.name,
+        cluster_identity=_identity(state),
+        parameters=params.to_dict(),
+        fingerprint=fingerprint(state, readiness),
         # As a whole; `apply --stage` may run a stage no blocker stops (`stage_blockers`). A node-scoped
         # blocker only leaves its node out (summary.excludedNodes).
-        "applicable": not any(f["severity"] == "blocker" and f["id"] not in NODE_SCOPED for f in findings),
-        "findings": findings,
-        "summary": {
-            **_summary(stages, params, state),
+        applicable=not any(f["severity"] == "blocker" and f["id"] not in NODE_SCOPED for f in findings),
+        findings=tuple(findings),
+        summary={
+            **summary_section(stages, params, state),
             "gangs": gang_disruption(stages, readiness),
-            "excludedNodes": _excluded_list(readiness, excluded),
+            "excludedNodes": excluded_list(readiness, excluded),
         },
-        "review": {
-            **_review(readiness, selected, excluded_pools),
+        review={
+            **review_section(readiness, selected, excluded_pools),
             **({"acceptedRisks": [a.to_record() for a in accepted]} if accepted else {}),
         },
-        "stages": [s.to_dict() for s in stages],
-    }
+        stages=tuple(stages),
+    )
 
 
 # --- partial migrations: which pools, and which blockers stop which stage ------------------------------
@@ -126,97 +129,6 @@ def _has_excluded_nodes(readiness: Readiness, pool: str) -> bool:
     though it may have no stage (summary.excludedNodes says why)."""
     excluded = readiness.__dict__.get("_excluded") or {}
     return any(n.pool == pool and n.name in excluded for n in readiness.inventory.nodes)
-
-
-def _review(readiness: Readiness, selected: list[str], excluded: list[dict[str, Any]]) -> dict[str, Any]:
-    """What review needs at planning time, so `report PLAN` stands alone: capacity before/after per pool,
-    the inventory summary per pool, the pools planned and those left out with why."""
-    consumers: Counter[str] = Counter(p for c in readiness.inventory.consumers for p in c.pools)
-    return {
-        "pools": selected,
-        "strategies": [strategies.explain(p.name, p.platform) for p in readiness.inventory.pools if p.name in selected],
-        "excludedPools": excluded,
-        "capacity": [c.to_dict() for c in readiness.capacity],
-        "inventory": {
-            "consumers": len(readiness.inventory.consumers),
-            "gpuNodes": len(readiness.inventory.nodes),
-            "pools": [
-                {
-                    "name": p.name,
-                    "nodes": len(p.nodes),
-                    "allocatable": dict(sorted(p.allocatable.items())),
-                    "requested": dict(sorted(p.requested.items())),
-                    "consumers": consumers.get(p.name, 0),
-                }
-                for p in readiness.inventory.pools
-            ],
-        },
-    }
-
-
-# Blockers about single nodes: the plan leaves those nodes out rather than refusing the whole fleet.
-NODE_SCOPED = frozenset(
-    {
-        "kubelet-version-unsupported",
-        "dra-plugin-placement-unknown",
-        "device-plugin-placement-unknown",
-        "dynamic-mig-unpredicted",
-    }
-)
-
-
-def excluded_nodes(readiness: Readiness, gates: dict[str, bool], driver: str) -> dict[str, str]:
-    """Node -> why the plan leaves it out (the reasons of the node-scoped blockers)."""
-    out: dict[str, str] = {}
-    replaced = {p.name for p in readiness.inventory.pools if p.platform and p.platform.strategy == REPLACE_POOL}
-    for n in readiness.inventory.nodes:
-        if n.dra_plugin_enabled and not n.device_plugin_enabled:
-            continue  # already migrated
-        if n.pool in replaced:
-            continue  # drained across, not switched: its own plugins and kubelet do not matter
-        skew = kubelet_skew(n.kubelet_version, gates)
-        if skew is not None:
-            out[n.name] = f"kubelet-version-unsupported: {skew}"
-        elif n.dp_placement is not None and n.dp_placement.mode == "unknown":
-            out[n.name] = f"device-plugin-placement-unknown: {n.dp_placement.why}"
-        elif n.dra_placement is not None and n.dra_placement.mode == "unknown":
-            out[n.name] = f"dra-plugin-placement-unknown: {n.dra_placement.why}"
-        elif n.dynamic_mig and not n.dra_devices.get(driver):
-            out[n.name] = "dynamic-mig-unpredicted: DynamicMIG is on and the node has no slices to count yet"
-    return out
-
-
-def _excluded_list(readiness: Readiness, excluded: dict[str, str]) -> list[dict[str, str]]:
-    pool_of = {n.name: n.pool for n in readiness.inventory.nodes}
-    return [{"node": n, "pool": pool_of.get(n, ""), "reason": excluded[n]} for n in sorted(excluded)]
-
-
-def _prepare(readiness: Readiness, params: PlanParams) -> Stage:
-    steps = [
-        Step(
-            id=f"prepare/create-deviceclass/{p.name}",
-            action="create-deviceclass",
-            target=f"DeviceClass {p.name}",
-            params={"manifest": p.manifest()},
-            precondition=f"no other DeviceClass maps {p.extended_resource_name}",
-            timeout="30s",
-            inverse=Inverse("delete-deviceclass", {"name": p.name}),
-        )
-        for p in sorted(readiness.generation.proposals, key=lambda p: p.name)
-    ]
-    steps += quota_steps(readiness)  # the DRA quota limits, once the classes exist (plan/dependents.py)
-    steps.append(
-        Step(
-            id="prepare/confirm-dra-driver",
-            action="confirm-dra-driver",
-            target=f"Driver {params.dra_driver}",
-            params={"driver": params.dra_driver},
-            precondition="the NVIDIA DRA kubelet plugin DaemonSet exists",
-            timeout="1m",
-            inverse=None,
-        )
-    )
-    return PrepareStage("prepare", tuple(steps))
 
 
 def _pool_fits(readiness: Readiness, pool: str) -> bool:
@@ -263,63 +175,6 @@ def _gpu_pods(readiness: Readiness, node: str) -> int:
     return int(counts.get(node, 0))
 
 
-Switch = tuple[str, str] | None  # (label, value) to set, or None: nothing to switch on that node
-
-
-def _dp_switch(n: GpuNode, params: PlanParams) -> Switch:
-    p = n.dp_placement
-    if p is None or p.mode == "assumed":
-        return params.device_plugin_label, params.device_plugin_off
-    return (p.label, p.value) if p.mode == "label" and p.label and p.value is not None else None
-
-
-def _dra_switch(n: GpuNode, params: PlanParams) -> Switch:
-    p = n.dra_placement
-    if p is None or p.mode == "assumed":
-        return params.dra_label, params.dra_on
-    return (p.label, p.value) if p.mode == "label" and p.label and p.value is not None else None
-
-
-def _placement_record(n: GpuNode, params: PlanParams) -> dict[str, Any]:
-    """What the plan does about each plugin on this node, and why (from the DaemonSets as installed)."""
-
-    def one(p: Any, switch: Switch, default_why: str) -> dict[str, Any]:
-        rec = p.to_dict() if p is not None else {"mode": "assumed", "daemonSet": None, "why": default_why}
-        rec["label"], rec["value"] = (switch[0], switch[1]) if switch else (None, None)
-        return rec
-
-    return {
-        "devicePlugin": one(n.dp_placement, _dp_switch(n, params), "no DaemonSet was read"),
-        "draPlugin": one(n.dra_placement, _dra_switch(n, params), "no DaemonSet was read"),
-    }
-
-
-def _groups(nodes: list[GpuNode], params: PlanParams) -> list[tuple[Switch, Switch, list[GpuNode]]]:
-    """Nodes grouped by the labels their switches need. A node with nothing to switch for a plugin (the
-    DRA plugin already runs, the device plugin already does not) joins the largest group: setting that
-    group's label on it changes nothing the DaemonSets act on."""
-    need: dict[tuple[Switch, Switch], list[GpuNode]] = {}
-    for n in nodes:
-        need.setdefault((_dp_switch(n, params), _dra_switch(n, params)), []).append(n)
-    keys = sorted(need, key=lambda k: (-len(need[k]), str(k)))
-    merged: dict[tuple[Switch, Switch], list[GpuNode]] = {}
-    for dp, dra in keys:
-        target = next(
-            (
-                k
-                for k in merged
-                if (dp is None or k[0] is None or k[0] == dp) and (dra is None or k[1] is None or k[1] == dra)
-            ),
-            None,
-        )
-        if target is None:
-            merged[(dp, dra)] = list(need[(dp, dra)])
-            continue
-        combined = (target[0] or dp, target[1] or dra)
-        members = merged.pop(target) + need[(dp, dra)]
-        merged[combined] = members
-    return [(dp, dra, ns) for (dp, dra), ns in merged.items()]
-
 
 def _platform_of(readiness: Readiness, pool: str) -> PoolPlatform | None:
     return next((p.platform for p in readiness.inventory.pools if p.name == pool), None)
@@ -331,7 +186,7 @@ def _pool_stages(state: ClusterState, readiness: Readiness, params: PlanParams, 
     platform = _platform_of(readiness, pool)
     if platform is not None and strategies.choose(platform).name == REPLACE_POOL:
         return _replace_pool_stages(state, readiness, params, pool, platform)
-    groups = _groups(_to_migrate(readiness, pool), params)
+    groups = switch_groups(_to_migrate(readiness, pool), params)
     return [
         _pool_stage(state, readiness, params, pool, f"pool-{pool}" if i == 0 else f"pool-{pool}-{i + 1}", g)
         for i, g in enumerate(groups)
@@ -365,7 +220,7 @@ def _pool_stage(
                 resources=tuple(sorted(n.capacity)),
                 canary_resource=_canary_resource(n, readiness),
                 original={"unschedulable": n.unschedulable, "labels": {k: n.labels.get(k) for k in keys}},
-                placement=_placement_record(n, params),
+                placement=placement_record(n, params),
             )
             for n in members
         )
@@ -482,72 +337,9 @@ def _canary_resource(node: GpuNode, readiness: Readiness) -> str:
     return mapped[0] if mapped else sorted(node.capacity)[0] if node.capacity else "nvidia.com/gpu"
 
 
-_DEFAULT = object()
 
 
-def node_steps(params: PlanParams, dp_switch: Any = _DEFAULT, dra_switch: Any = _DEFAULT) -> tuple[Step, ...]:
-    """What every node of a pool stage goes through, in order; `{...}` are the node's own values.
-
-    `dp_switch`/`dra_switch` are the (label, value) that turn the device plugin off and the DRA plugin
-    on, or None when there is nothing to switch: no `enable-dra-plugin` step where the DRA plugin already
-    runs, so the order is then device plugin off, wait, canary. By default the plan's label parameters.
-    """
-    dp = (params.device_plugin_label, params.device_plugin_off) if dp_switch is _DEFAULT else dp_switch
-    dra = (params.dra_label, params.dra_on) if dra_switch is _DEFAULT else dra_switch
-    steps = [
-        Step("cordon", "cordon", "Node", {"unschedulable": True},
-             "the node exists and its uid matches the plan", "30s",
-             Inverse("set-unschedulable", {"unschedulable": "{original.unschedulable}"})),
-        Step("drain", "drain", "Node",
-             {"scope": params.drain, "via": "policy/v1 Eviction", "skip": ["DaemonSet pods", "mirror pods"]},
-             "the node is cordoned", params.drain_timeout,
-             Inverse("none", {"why": "evicted pods are recreated by their controllers"})),
-    ]  # fmt: skip
-    if dp is not None:
-        steps.append(
-            Step("disable-device-plugin", "set-label", "Node", {"key": dp[0], "value": dp[1]},
-                 "no pod on the node requests a device-plugin GPU", "30s",
-                 Inverse("restore-label", {"key": dp[0], "value": f"{{original.labels.{dp[0]}}}"}))
-        )  # fmt: skip
-    if dra is not None:
-        steps.append(
-            Step("enable-dra-plugin", "set-label", "Node", {"key": dra[0], "value": dra[1]},
-                 "the DRA kubelet plugin DaemonSet selects this label", "30s",
-                 Inverse("restore-label", {"key": dra[0], "value": f"{{original.labels.{dra[0]}}}"}))
-        )  # fmt: skip
-    steps += [
-        Step("wait-dra-ready", "wait-dra-ready", "Node",
-             {"allocatableZero": "{node.resources}", "driver": params.dra_driver, "devices": "{node.expectedDevices}"},
-             "the device plugin is off and the DRA kubelet plugin runs on the node", params.ready_timeout, None),
-        Step("canary", "canary", "Node",
-             {"resource": "{node.canaryResource}", "count": 1, "image": params.canary_image,
-              "driver": params.dra_driver, "command": ["sh", "-c", params.canary_command],
-              "placement": "nodeAffinity on kubernetes.io/hostname",
-              "expect": "Succeeded, exit 0, a termination message naming the allocated devices"},
-             "the node serves its GPUs through DRA only", params.canary_timeout,
-             Inverse("delete-pod", {"why": "the canary pod is deleted after its check"})),
-        Step("uncordon", "uncordon", "Node", {"unschedulable": "{original.unschedulable}"},
-             "the canary passed", "30s", Inverse("set-unschedulable", {"unschedulable": True})),
-    ]  # fmt: skip
-    return tuple(steps)
-
-
-def _summary(stages: list[Stage], params: PlanParams, state: ClusterState) -> dict[str, Any]:
-    pool_stages = [s for s in stages if s.pool is not None]
-    gpu_pods = {n.node: n.gpu_pods for s in pool_stages for w in s.waves for n in w.nodes}
-    # The estimate follows the executor's timing model (dra_migrate/plan/estimate.py); the pods' grace
-    # periods it needs are recorded in the summary, so the plan alone gives it (plan/validate.py).
-    drain_grace = drain_grace_by_node(state.of("Pod"), gpu_pods)
-    return {
-        "pools": [s.pool for s in pool_stages],
-        "nodes": sum(len(w.nodes) for s in pool_stages for w in s.waves),
-        "waves": sum(len(s.waves) for s in pool_stages),
-        "evictedPods": sum(w.evicted_pods for s in pool_stages for w in s.waves),
-        **summary_estimate([s.to_dict() for s in stages], drain_grace),
-    }
-
-
-def _identity(state: ClusterState) -> dict[str, Any]:
+def _identity(state: ClusterState) -> ClusterIdentity | None:
     """The cluster the plan is made from, when the source knows it (a ClusterSnapshot or a live read)."""
     identity = state.source.identity
-    return {"clusterIdentity": identity.to_dict()} if identity.uid else {}
+    return identity if identity.uid else None

@@ -15,11 +15,12 @@ from __future__ import annotations
 from typing import Any
 
 from dra_migrate.errors import InputError
+from dra_migrate.plan.actions import TIMEOUT_PARAMETERS
 from dra_migrate.plan.params import PlanParams, parse_duration
 from dra_migrate.plan.problems import Problem
 
-# Node step id -> the parameter its timeout is (plan/build.py `_node_steps`).
-_STEP_TIMEOUTS = {"drain": "drainTimeout", "wait-dra-ready": "readyTimeout", "canary": "canaryTimeout"}
+# Node step action -> the parameter its timeout is: the action registry's (plan/actions.py).
+_STEP_TIMEOUTS = TIMEOUT_PARAMETERS
 
 
 def contradictions(body: dict[str, Any]) -> list[Problem]:
@@ -64,9 +65,9 @@ def _soaks(stage: dict[str, Any], where: tuple[Any, ...], soak: int, text: str) 
 def _timeouts(stage: dict[str, Any], where: tuple[Any, ...], parameters: dict[str, Any]) -> list[Problem]:
     out = []
     for k, step in enumerate(stage.get("nodeSteps") or []):
-        if not isinstance(step, dict) or step.get("id") not in _STEP_TIMEOUTS:
+        if not isinstance(step, dict) or step.get("action") not in _STEP_TIMEOUTS:
             continue
-        key = _STEP_TIMEOUTS[str(step["id"])]
+        key = _STEP_TIMEOUTS[step["action"]]
         want, got = parameters.get(key), step.get("timeout")
         try:
             shorter = want is not None and got is not None and parse_duration(str(got)) < parse_duration(str(want))

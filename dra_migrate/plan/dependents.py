@@ -31,6 +31,7 @@ from dra_migrate.inventory.dependents import (
     gpu_quota_limits,
     quota_hard,
 )
+from dra_migrate.plan.actions import Action, InverseAction
 from dra_migrate.plan.model import Inverse, Step
 
 
@@ -53,7 +54,7 @@ def quota_steps(readiness: Readiness) -> list[Step]:
     return [
         Step(
             id=f"prepare/set-quota/{ns}/{name}",
-            action="set-quota",
+            action=Action.SET_QUOTA,
             target=f"ResourceQuota {ns}/{name}",
             params={
                 "namespace": ns,
@@ -64,7 +65,9 @@ def quota_steps(readiness: Readiness) -> list[Step]:
             precondition="the DeviceClasses exist; the GPU limits it continues are unchanged; the quota is "
             "not owned by a GitOps controller",
             timeout="30s",
-            inverse=Inverse("restore-quota", {"namespace": ns, "name": name, "hard": dict.fromkeys(sorted(values))}),
+            inverse=Inverse(
+                InverseAction.RESTORE_QUOTA, {"namespace": ns, "name": name, "hard": dict.fromkeys(sorted(values))}
+            ),
         )
         for (ns, name), values in sorted(adds.items())
     ]

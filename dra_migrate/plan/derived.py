@@ -7,14 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from dra_migrate.plan import build
+from dra_migrate.plan.actions import Action
 from dra_migrate.plan.estimate import summary_estimate
+from dra_migrate.plan.exclusions import NODE_SCOPED
 from dra_migrate.plan.problems import Problem, _Checker
 
 
 def _scope(stage: dict[str, Any]) -> str:
     for step in stage.get("nodeSteps") or []:
-        if isinstance(step, dict) and step.get("action") == "drain" and isinstance(step.get("params"), dict):
+        if isinstance(step, dict) and step.get("action") == Action.DRAIN and isinstance(step.get("params"), dict):
             return str(step["params"].get("scope"))
     return "gpu"
 
@@ -89,9 +90,9 @@ def _gang_entry(g: Any, waves: set[str]) -> bool:
 
 
 def _applicable(plan: dict[str, Any]) -> bool:
-    """As `build` decides it: no blocker but those that only leave their own nodes out (`build.NODE_SCOPED`)."""
+    """As `build` decides it: no blocker but those that only leave their own nodes out (`NODE_SCOPED`)."""
     return not any(
-        isinstance(f, dict) and f.get("severity") == "blocker" and f.get("id") not in build.NODE_SCOPED
+        isinstance(f, dict) and f.get("severity") == "blocker" and f.get("id") not in NODE_SCOPED
         for f in plan.get("findings") or []
     )
 

@@ -22,6 +22,7 @@ from deepdiff import DeepDiff
 from deepdiff.helper import NotPresent
 
 from dra_migrate.checks.model import objects_json
+from dra_migrate.plan.actions import Action
 from dra_migrate.plan.view import plan_cluster
 
 FORMAT_VERSION = 1
@@ -278,7 +279,7 @@ def _class_manifests(plan: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for stage in plan.get("stages") or []:
         for step in stage.get("steps") or []:
-            if step.get("action") == "create-deviceclass":
+            if step.get("action") == Action.CREATE_DEVICECLASS:
                 manifest = (step.get("params") or {}).get("manifest") or {}
                 name = (manifest.get("metadata") or {}).get("name") or str(step.get("target", "")).rpartition(" ")[2]
                 out[str(name)] = manifest

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dra_migrate.plan.actions import Action, api_requests
 from dra_migrate.plan.params import parse_duration
 from dra_migrate.sim.timing import DEFAULT_GRACE_S, REALISTIC, TimingProfile
 
@@ -47,17 +48,6 @@ class ExecutorCosts:
     qps: float | None = None  # the client's rate limit, when known (None: unbounded)
     # The canary passes when its container has run (`nvidia-smi -L`) and exited 0, not when it is bound.
     canary_waits_for_exit: bool = True
-
-
-# API requests per node and step as `execute.ops` issues them (reads before writes, one poll or two).
-_REQUESTS = {
-    "cordon": 3,  # node state (uid check), read, patch
-    "drain": 2,  # list pods, one list after they are gone (+1 eviction per pod, +1 per further poll)
-    "set-label": 2,  # read, patch (twice per node)
-    "wait-dra-ready": 2,  # node + slices, per poll
-    "canary": 6,  # node, stale canaries, create, poll (pod + claim), list + delete
-    "uncordon": 2,
-}
 
 
 @dataclass(frozen=True)
@@ -111,27 +101,27 @@ def node_estimate(
     run = profile.container_start_s + profile.canary_run_s if costs.canary_waits_for_exit else 0.0
     canary = 3 * rt + costs.scheduling_s + run + poll / 2 + 3 * rt
     steps = {
-        "cordon": 3 * rt,
-        "drain": drain,
+        Action.CORDON: 3 * rt,
+        Action.DRAIN: drain,
         "disable-device-plugin": 2 * rt,
         "enable-dra-plugin": 2 * rt,
-        "wait-dra-ready": wait_ready,
-        "canary": canary,
-        "uncordon": 2 * rt,
+        Action.WAIT_DRA_READY: wait_ready,
+        Action.CANARY: canary,
+        Action.UNCORDON: 2 * rt,
     }
     polls_terminating = math.ceil((terminating + poll / 2) / poll) if evictions and poll > 0 else 0
     polls_ready = math.ceil(wait_ready / poll) if poll > 0 else 1
-    requests = (
-        _REQUESTS["cordon"]
-        + _REQUESTS["drain"]
+    count = (
+        api_requests(Action.CORDON)
+        + api_requests(Action.DRAIN)
         + evictions
         + polls_terminating
-        + 2 * _REQUESTS["set-label"]
-        + _REQUESTS["wait-dra-ready"] * max(polls_ready, 1)
-        + _REQUESTS["canary"]
-        + _REQUESTS["uncordon"]
+        + 2 * api_requests(Action.SET_LABEL)
+        + api_requests(Action.WAIT_DRA_READY) * max(polls_ready, 1)
+        + api_requests(Action.CANARY)
+        + api_requests(Action.UNCORDON)
     )
-    return NodeEstimate(node, steps, requests)
+    return NodeEstimate(node, steps, count)
 
 
 @dataclass(frozen=True)
@@ -180,7 +170,7 @@ def _sequential(per_node: Sequence[NodeEstimate]) -> float:
     total = 0.0
     for step in per_node[0].steps if per_node else ():
         times = [e.steps[step] for e in per_node]
-        total += max(times) if step == "wait-dra-ready" else sum(times)
+        total += max(times) if step == Action.WAIT_DRA_READY else sum(times)
     return total
 
 
@@ -213,7 +203,7 @@ def drain_grace_by_node(pods: Iterable[Mapping[str, Any]], gpu_pods: Mapping[str
 def _scope(stage: Mapping[str, Any]) -> str:
     """The drain scope of a pool stage (its drain step's params), "gpu" by default."""
     for step in stage.get("nodeSteps") or []:
-        if isinstance(step, Mapping) and step.get("action") == "drain":
+        if isinstance(step, Mapping) and step.get("action") == Action.DRAIN:
             return str((step.get("params") or {}).get("scope", "gpu"))
     return "gpu"
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ from dra_migrate.plan import fastyaml, wire
 from dra_migrate.plan.consistency import contradictions
 from dra_migrate.plan.derived import applicable_problems
 from dra_migrate.plan.diff import PlanDiff, diff_plans
+from dra_migrate.plan.model import Plan
 from dra_migrate.plan.problems import Problem
 from dra_migrate.plan.validate import recompute, validate
 
@@ -121,25 +122,46 @@ def section_digests(body: dict[str, Any], *, read: bool = False) -> dict[str, st
     return out
 
 
-def seal(body: dict[str, Any]) -> dict[str, Any]:
-    """The plan (the model's dict) with the digests of its file form: per section (for messages), and
-    one over the whole body. Always the format `wire.encode` writes."""
+def seal(body: dict[str, Any] | Plan) -> dict[str, Any]:
+    """The plan (typed, or the model's dict) with the digests of its file form: per section (for
+    messages), and one over the whole body, as the model's dict. Always the format `wire.encode` writes."""
+    if isinstance(body, Plan):
+        body = body.to_dict()
     body = {**body_of(body), "formatVersion": wire.WRITES}
     encoded = wire.encode(body)
     return {**body, "digests": section_digests(encoded), "digest": _digest(encoded, read=True)}
 
 
+def seal_plan(plan: Plan) -> Plan:
+    """The typed plan `build_plan` makes, with the digests of its file form (`seal`)."""
+    return _sealed(plan, seal(plan))
+
+
+def write_sealed(plan: Plan, path: Path) -> Plan:
+    """Seal the typed plan `build_plan` makes and write it (atomically); the sealed plan, typed. The
+    model's mapping is made once, for both the digests and the file."""
+    sealed = seal(plan)
+    write(sealed, path)
+    return _sealed(plan, sealed)
+
+
+def _sealed(plan: Plan, sealed: dict[str, Any]) -> Plan:
+    return replace(plan, format_version=wire.WRITES, digests=sealed["digests"], digest=sealed["digest"])
+
+
 _HEADER = "# dra-migrate plan: review it, then `dra-migrate apply` it. Edits are refused unless rebased.\n"
 
 
-def dumps(plan: dict[str, Any]) -> str:
-    """The file's text of a sealed plan (the model's dict with its digests)."""
+def dumps(plan: dict[str, Any] | Plan) -> str:
+    """The file's text of a sealed plan (typed, or the model's dict with its digests)."""
+    if isinstance(plan, Plan):
+        plan = plan.to_dict()
     doc = wire.encode(body_of(plan))
     doc.update({k: plan[k] for k in ("digests", "digest") if k in plan})
     return _HEADER + fastyaml.dump(doc)
 
 
-def write(plan: dict[str, Any], path: Path) -> None:
+def write(plan: dict[str, Any] | Plan, path: Path) -> None:
     """Atomically: a crash never leaves half a plan."""
     write_text_atomic(path, dumps(plan))
 

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from dra_migrate.cluster.identity import ClusterIdentity
+from dra_migrate.plan.actions import Action as Action  # the registry's (plan/actions.py), re-exported
+from dra_migrate.plan.actions import InverseAction as InverseAction
 from dra_migrate.plan.fields import (
     _bool,
     _duration,
@@ -35,39 +36,6 @@ from dra_migrate.plan.fields import (
 
 FORMAT_VERSION = 2  # what `build_plan` makes; the file's form of each version is `plan/wire.py`'s
 READ_VERSIONS = (1, 2)  # the model is the same for both: format 2 only writes it more compactly
-
-
-class Action(StrEnum):
-    """What a step does. The executor registers one implementation per action (`execute/actions.py`)."""
-
-    CREATE_DEVICECLASS = "create-deviceclass"
-    CONFIRM_DRA_DRIVER = "confirm-dra-driver"
-    CORDON = "cordon"
-    DRAIN = "drain"
-    SET_LABEL = "set-label"
-    WAIT_DRA_READY = "wait-dra-ready"
-    CANARY = "canary"
-    UNCORDON = "uncordon"
-    SET_QUOTA = "set-quota"  # add a namespace's DRA limits before any node moves (plan/dependents.py)
-    # Replace-pool (plan/strategies.py): protect the old nodes from their autoscaler, wait for the new
-    # pool the platform command makes, prove it with a canary, check it holds the old pool's demand.
-    SET_ANNOTATION = "set-annotation"
-    AWAIT_POOL = "await-pool"
-    CANARY_POOL = "canary-pool"
-    CHECK_POOL_CAPACITY = "check-pool-capacity"
-
-
-class InverseAction(StrEnum):
-    """How a step is undone. `none` and `delete-pod` leave nothing to undo (evicted pods are recreated by
-    their controllers; the canary deletes its own pod)."""
-
-    SET_UNSCHEDULABLE = "set-unschedulable"
-    RESTORE_LABEL = "restore-label"
-    RESTORE_ANNOTATION = "restore-annotation"
-    DELETE_DEVICECLASS = "delete-deviceclass"
-    RESTORE_QUOTA = "restore-quota"
-    NONE = "none"
-    DELETE_POD = "delete-pod"
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,8 @@ from dra_migrate.inventory.platform import (
     PoolPlatform,
     new_pool_name,
 )
-from dra_migrate.plan.model import Inverse, PrepareStage, Step
+from dra_migrate.plan.actions import PROVISION_ACTIONS, Action, InverseAction
+from dra_migrate.plan.model import Inverse, PoolStage, PrepareStage, Step
 from dra_migrate.plan.params import PlanParams, checked_duration
 
 IN_PLACE = "in-place"
@@ -209,22 +210,23 @@ def replace_pool_provision(
     new = new_pool_name(pool, p)
     where = f"Pool {new}"
     steps = (
-        Step(f"provision-{pool}/await-pool", "await-pool", where,
+        Step(f"provision-{pool}/await-pool", Action.AWAIT_POOL, where,
              {"platform": p.platform, "provisioner": p.provisioner, "command": command,
               **({"manifest": manifest} if manifest else {}), **({"check": checks} if checks else {}),
               "selector": dict(selector), "nodes": max(p.nodes, 1),
               "devicesPerNode": devices_per_node, "driver": params.dra_driver, "sources": list(p.sources)},
              "the operator ran the command above (the tool calls no cloud API)", "30m",
-             Inverse("none", {"why": f"the new pool is the platform's: delete pool {new} there to abandon"})),
-        Step(f"provision-{pool}/canary-pool", "canary-pool", where,
+             Inverse(InverseAction.NONE,
+                     {"why": f"the new pool is the platform's: delete pool {new} there to abandon"})),
+        Step(f"provision-{pool}/canary-pool", Action.CANARY_POOL, where,
              {"selector": dict(selector), "resource": canary_resource, "count": 1, "image": params.canary_image,
               "driver": params.dra_driver, "command": ["sh", "-c", params.canary_command]},
              "the new pool's nodes serve their GPUs through DRA", params.canary_timeout,
-             Inverse("delete-pod", {"why": "the canary pod is deleted after its check"})),
-        Step(f"provision-{pool}/check-pool-capacity", "check-pool-capacity", where,
+             Inverse(InverseAction.DELETE_POD, {"why": "the canary pod is deleted after its check"})),
+        Step(f"provision-{pool}/check-pool-capacity", Action.CHECK_POOL_CAPACITY, where,
              {"selector": dict(selector), "driver": params.dra_driver, "devices": demand, "from": f"Pool {pool}"},
              "before the first drain: the new pool holds the old pool's whole demand", "1m",
-             Inverse("none", {"why": "a check changes nothing"})),
+             Inverse(InverseAction.NONE, {"why": "a check changes nothing"})),
     )  # fmt: skip
     return PrepareStage(f"provision-{pool}", steps)
 
@@ -235,33 +237,33 @@ def replace_pool_node_steps(params: PlanParams, protect: str | None) -> tuple[St
     steps = []
     if protect is not None:
         steps.append(
-            Step("protect", "set-annotation", "Node", {"key": protect, "value": "true"},
+            Step("protect", Action.SET_ANNOTATION, "Node", {"key": protect, "value": "true"},
                  "the node exists and its uid matches the plan", "30s",
-                 Inverse("restore-annotation", {"key": protect, "value": f"{{original.annotations.{protect}}}"}))
+                 Inverse(InverseAction.RESTORE_ANNOTATION,
+                         {"key": protect, "value": f"{{original.annotations.{protect}}}"}))
         )  # fmt: skip
     steps += [
-        Step("cordon", "cordon", "Node", {"unschedulable": True},
+        Step("cordon", Action.CORDON, "Node", {"unschedulable": True},
              "the new pool passed its canary and capacity check", "30s",
-             Inverse("set-unschedulable", {"unschedulable": "{original.unschedulable}"})),
-        Step("drain", "drain", "Node",
+             Inverse(InverseAction.SET_UNSCHEDULABLE, {"unschedulable": "{original.unschedulable}"})),
+        Step("drain", Action.DRAIN, "Node",
              {"scope": params.drain, "via": "policy/v1 Eviction", "skip": ["DaemonSet pods", "mirror pods"]},
              "the node is cordoned", params.drain_timeout,
-             Inverse("none", {"why": "evicted pods are recreated by their controllers"})),
+             Inverse(InverseAction.NONE, {"why": "evicted pods are recreated by their controllers"})),
     ]  # fmt: skip
     return tuple(steps)
 
 
-def verifying_steps(stage: dict[str, Any], node: str, actions: tuple[str, ...]) -> tuple[str, ...]:
+def verifying_steps(stage: PoolStage, node: str, actions: tuple[str, ...]) -> tuple[str, ...]:
     """The step ids whose success verifies a node (report): its own `actions` (wait-dra-ready, canary); for a
     replaced pool's node, whose workloads move to the new pool, the new pool's await-pool and canary-pool."""
-    if stage.get("strategy") == REPLACE_POOL:
-        return f"provision-{stage.get('pool')}/await-pool", f"provision-{stage.get('pool')}/canary-pool"
-    return tuple(f"{stage['name']}/{node}/{a}" for a in actions)
+    if stage.strategy == REPLACE_POOL:
+        return f"provision-{stage.pool}/{Action.AWAIT_POOL}", f"provision-{stage.pool}/{Action.CANARY_POOL}"
+    return tuple(f"{stage.name}/{node}/{a}" for a in actions)
 
 
 # --- what a plan file must hold for these stages (plan/validate.py asks) -------------------------------
 
-PROVISION_ACTIONS = ("await-pool", "canary-pool", "check-pool-capacity")
 _STEP_KEYS = frozenset({"id", "action", "target", "params", "precondition", "timeout", "inverse"})
 Problem = tuple[tuple[str | int, ...], str, str]  # (path below the stage, message, hint)
 

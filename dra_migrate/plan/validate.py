@@ -8,7 +8,7 @@ plan as `io.load` returns it (plain dicts) and never raise on a malformed one.
 The rules, and where they come from:
 * the stage `prepare` first and once (apply would otherwise cut nodes over before their DeviceClasses
   exist), then pool stages `pool-<pool>`, each pool once, each node in one wave of one stage;
-* every pool stage's `nodeSteps` are what `dra_migrate.plan.build.node_steps` makes of the plan's
+* every pool stage's `nodeSteps` are what `dra_migrate.plan.steps.node_steps` makes of the plan's
   `parameters` — the protocol's order (cordon, drain, device plugin off, DRA on, wait-dra-ready, canary,
   uncordon), its inverses (each restoring the node's recorded `original` values), the parameters' label
   keys and values, drain scope and canary image — but for `timeout` (any valid one: a pool may need a
@@ -26,7 +26,8 @@ from typing import Any
 from dra_migrate.checks.model import Severity
 from dra_migrate.dra.devices import NVIDIA_DRIVER
 from dra_migrate.errors import InputError
-from dra_migrate.plan import build
+from dra_migrate.plan import steps as build_steps
+from dra_migrate.plan.actions import Action
 from dra_migrate.plan.dependents import set_quota_problems
 from dra_migrate.plan.derived import (
     _applicable,
@@ -191,15 +192,15 @@ def _prepare(c: _Checker, stage: Any, where: Path) -> None:
             c.add((*at, "id"), f"step {step['id']} appears twice")
         ids.add(step["id"])
         c.duration(step["timeout"], (*at, "timeout"))
-        if step["action"] == "create-deviceclass":
+        if step["action"] == Action.CREATE_DEVICECLASS:
             _create_deviceclass(c, step, at)
-        elif step["action"] == "confirm-dra-driver":
+        elif step["action"] == Action.CONFIRM_DRA_DRIVER:
             confirms += 1
             if step["params"] != {"driver": NVIDIA_DRIVER} or step["inverse"] is not None:
                 c.add(at, f"confirm-dra-driver takes params {{driver: {NVIDIA_DRIVER}}} and no inverse")
             if j != len(steps) - 1:
                 c.add(at, "confirm-dra-driver must be the last step of `prepare`")
-        elif step["action"] == "set-quota":
+        elif step["action"] == Action.SET_QUOTA:
             for field, problem in set_quota_problems(step):
                 c.add((*at, field), problem)
         else:
@@ -283,7 +284,7 @@ def _expected_steps(params: PlanParams | None, steps: list[Any]) -> list[dict[st
     """The protocol: what the builder makes of these parameters and the stage's own plugin switches (its
     order, params and inverses). The switches' label syntax is `_label_step`'s to check."""
     dp, dra = _switch(steps, "disable-device-plugin"), _switch(steps, "enable-dra-plugin")
-    return [s.to_dict() for s in build.node_steps(params or PlanParams(), dp, dra)]
+    return [s.to_dict() for s in build_steps.node_steps(params or PlanParams(), dp, dra)]
 
 
 def _node_steps(c: _Checker, steps: Any, where: Path, params: PlanParams | None) -> frozenset[str] | None:
@@ -297,7 +298,7 @@ def _node_steps(c: _Checker, steps: Any, where: Path, params: PlanParams | None)
     if found_ids != wanted_ids:
         c.add(where, f"per-node steps must be {', '.join(wanted_ids)}, in this order; found "
               f"{', '.join(str(i) for i in found_ids) or 'none'}",
-              "the order is the protocol's (dra_migrate.plan.build.node_steps): regenerate the plan")  # fmt: skip
+              "the order is the protocol's (dra_migrate.plan.steps.node_steps): regenerate the plan")  # fmt: skip
         return None
     for j, (step, want) in enumerate(zip(steps, expected, strict=True)):
         at = (*where, j)
@@ -306,7 +307,7 @@ def _node_steps(c: _Checker, steps: Any, where: Path, params: PlanParams | None)
         for key in ("action", "target"):
             if step[key] != want[key]:
                 c.add((*at, key), f"must be {want[key]!r} (the protocol's), not {step[key]!r}")
-        if step["action"] == "set-label":
+        if step["action"] == Action.SET_LABEL:
             _label_step(c, step, at)
         c.duration(step["timeout"], (*at, "timeout"))
         if step["inverse"] != want["inverse"]:
@@ -316,7 +317,7 @@ def _node_steps(c: _Checker, steps: Any, where: Path, params: PlanParams | None)
         if step["params"] != want["params"] and not reported:
             c.add((*at, "params"), f"{step['params']!r} is not what the plan's parameters say ({want['params']!r})",
                   "change `parameters` and the per-node steps together, or regenerate the plan")  # fmt: skip
-    keys = [s["params"].get("key") for s in steps if isinstance(s, dict) and s.get("action") == "set-label"
+    keys = [s["params"].get("key") for s in steps if isinstance(s, dict) and s.get("action") == Action.SET_LABEL
             and isinstance(s.get("params"), dict)]  # fmt: skip
     return frozenset(k for k in keys if isinstance(k, str))
 

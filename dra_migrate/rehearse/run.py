@@ -34,6 +34,7 @@ from dra_migrate.execute.ops import POLL_CAP_S, LiveOps, live_ops
 from dra_migrate.execute.runner import ApplyOptions
 from dra_migrate.execute.session import ApplySession
 from dra_migrate.plan import io as plan_io
+from dra_migrate.plan.actions import Action
 from dra_migrate.plan.fingerprint import fingerprint
 from dra_migrate.plan.model import Plan
 from dra_migrate.plan.params import format_duration, parse_duration
@@ -412,7 +413,7 @@ class NewPools:
         stages = plan_io.body_of(plan).get("stages") or []
         for stage in stages:
             for step in stage.get("steps") or []:
-                if step.get("action") == "await-pool":
+                if step.get("action") == Action.AWAIT_POOL:
                     pool = str(stage["name"])[len("provision-") :]
                     old = [n["node"] for s in stages if s.get("pool") == pool for w in s["waves"] for n in w["nodes"]]
                     self._by_selector[_key(step["params"]["selector"])] = old

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from dra_migrate.plan.actions import Action, InverseAction
 from dra_migrate.plan.scope import stage_blockers
 from dra_migrate.render import Document, styled, verdict
 from dra_migrate.render.disruption import gangs_table, waves_table
@@ -58,7 +59,7 @@ def undo_text(inverse: dict[str, Any] | None) -> str:
     restore = inverse.get("restore") or {}
     if inverse.get("action") == "none":
         return f"none ({restore.get('why', 'nothing to undo')})" if restore.get("why") else "none"
-    what = "annotation" if inverse.get("action") == "restore-annotation" else "label"
+    what = "annotation" if inverse.get("action") == InverseAction.RESTORE_ANNOTATION else "label"
     detail = step_params({k: v for k, v in restore.items() if k != "why"}, quiet=False, what=what)
     return str(inverse.get("action")) + (f": {detail}" if detail != "-" else "")
 
@@ -162,10 +163,10 @@ def plan_document(plan: dict[str, Any]) -> Document:
         # One line per step (wrapped, never cut): the parameters are what a reviewer must read.
         for i, x in enumerate(st.get("steps") or st.get("nodeSteps") or [], 1):
             name = x["id"] if "pool" in st else f"{x['action']} {x['target']}"
-            params = step_params(x["params"], what="annotation" if x["action"] == "set-annotation" else "label")
+            params = step_params(x["params"], what="annotation" if x["action"] == Action.SET_ANNOTATION else "label")
             what = f"{name}: {params}" if params != "-" else name
             doc.line(f"  {i}. {what} · timeout {x['timeout']} · undo: {undo_text(x['inverse'])}")
-            if x["action"] == "await-pool":
+            if x["action"] == Action.AWAIT_POOL:
                 _platform_command(doc, x["params"])
         if "pool" not in st:
             continue

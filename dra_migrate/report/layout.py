@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dra_migrate.plan.actions import Action
 from dra_migrate.render import to_yaml
 from dra_migrate.render.checks import capacity_table, findings_table
 from dra_migrate.render.diff import details_table
@@ -480,7 +481,7 @@ def _verification(r: dict[str, Any]) -> Section:
             + "."
         )
     s.table(
-        ["stage", "wave", "node", "wait-dra-ready", "canary"],
+        ["stage", "wave", "node", Action.WAIT_DRA_READY, Action.CANARY],
         [[n["stage"], n["wave"], n["node"], n["waitDraReady"], n["canary"]] for n in v["nodes"]],
         empty="No nodes to migrate.",
     )

@@ -43,6 +43,7 @@ JSON (`-o json`), `formatVersion` 1; new keys may appear, an incompatible change
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
@@ -51,6 +52,9 @@ from dra_migrate.checks.run import Readiness
 from dra_migrate.cluster.state import cluster_object
 from dra_migrate.execute.actions import verifying_actions
 from dra_migrate.execute.journal import DONE, FAILED, ROLLED_BACK, STARTED, Progress, Record
+from dra_migrate.plan.actions import Action
+from dra_migrate.plan.model import Plan, PrepareStage
+from dra_migrate.plan.model import Stage as PlanStage
 from dra_migrate.plan.scope import stage_blockers
 from dra_migrate.plan.strategies import verifying_steps
 from dra_migrate.plan.view import excluded_pools_json, plan_cluster
@@ -295,7 +299,7 @@ def _plain(value: Any) -> Any:
 
 
 def build_report(
-    plan: dict[str, Any],
+    plan: Plan,
     *,
     plan_path: str,
     readiness: Readiness | None = None,
@@ -307,16 +311,15 @@ def build_report(
     tool_version: str,
 ) -> Report:
     """The report of `plan`; `readiness` from the cluster as read now, `records` from `journal`."""
-    fp = plan.get("fingerprint") or {}
+    fp = plan.fingerprint
     cluster = plan_cluster(plan)  # the plan alone: its name and server version
     if readiness is not None:  # and where the cluster read for this report came from
         src = readiness.inventory.state.source
         cluster = cluster_object(cluster["name"], cluster["kubernetesVersion"], src.kind, src.location, src.context,
                                  src.taken_at)  # fmt: skip
-    edited = plan.get("edited") or {}
+    edited = plan.edited or {}
     # What the plan recorded for review at planning time (plans made before it have no `review`).
-    raw_review = plan.get("review")
-    review: dict[str, Any] = raw_review if isinstance(raw_review, dict) else {}
+    review: dict[str, Any] = plan.review or {}
     planned = _recorded_capacity(review)
     return Report(
         tool={"name": "dra-migrate", "version": tool_version},
@@ -337,14 +340,14 @@ def build_report(
         identity=identity,
         plan=PlanInfo(
             path=plan_path,
-            digest=plan.get("digest"),
-            edited=bool(plan.get("edited")),
+            digest=plan.digest,
+            edited=bool(plan.edited),
             previous_digests=[str(d) for d in edited.get("previousDigests") or []],
-            applicable=bool(plan.get("applicable")),
-            parameters=dict(plan.get("parameters") or {}),
+            applicable=plan.applicable,
+            parameters=dict(plan.parameters),
         ),
         inventory=_inventory(readiness) if readiness is not None else _planned_inventory(review),
-        findings=[finding_json({k: f[k] for k in _FINDING_KEYS if k in f}) for f in plan.get("findings") or []],
+        findings=[finding_json({k: f[k] for k in _FINDING_KEYS if k in f}) for f in plan.findings],
         device_classes=_device_classes(plan),
         capacity=_capacity(readiness) if readiness is not None else planned,
         capacity_source=cluster["source"] if readiness is not None else ("plan" if planned is not None else None),
@@ -352,8 +355,8 @@ def build_report(
         excluded_pools=excluded_pools_json(review.get("excludedPools") or []),
         accepted_risks=[finding_json(a) for a in review.get("acceptedRisks") or []],
         strategies=[dict(x) for x in review.get("strategies") or [] if isinstance(x, dict)],
-        summary=dict(plan.get("summary") or {}),
-        stages=[_stage(s, plan.get("findings") or []) for s in plan.get("stages") or []],
+        summary=dict(plan.summary),
+        stages=[_stage(s, plan.findings) for s in plan.stages],
         diff=diff,
         timeline=timeline(records, journal) if journal is not None and records is not None else None,
         verification=verification(plan, records) if records is not None else None,
@@ -468,48 +471,39 @@ def _capacity(r: Readiness) -> list[Capacity]:
     ]
 
 
-def _device_classes(plan: dict[str, Any]) -> list[DeviceClass]:
+def _device_classes(plan: Plan) -> list[DeviceClass]:
     out = []
-    for stage in plan.get("stages") or []:
-        for step in stage.get("steps") or []:
-            manifest = (step.get("params") or {}).get("manifest")
-            if step.get("action") == "create-deviceclass" and isinstance(manifest, dict):
+    for stage in plan.stages:
+        for step in stage.steps if isinstance(stage, PrepareStage) else ():
+            manifest = step.params.get("manifest")
+            if step.action == Action.CREATE_DEVICECLASS and isinstance(manifest, dict):
                 meta = manifest.get("metadata") or {}
                 spec = manifest.get("spec") or {}
                 out.append(DeviceClass(str(meta.get("name")), spec.get("extendedResourceName"), manifest))
     return out
 
 
-def _stage(s: dict[str, Any], findings: list[dict[str, Any]]) -> Stage:
-    steps = s.get("steps") if "steps" in s else s.get("nodeSteps")
+def _stage(s: PlanStage, findings: Sequence[Mapping[str, Any]]) -> Stage:
     return Stage(
-        name=str(s.get("name")),
-        pool=s.get("pool"),
-        resources=[str(r) for r in s.get("resources") or []],
+        name=s.name,
+        pool=s.pool,
+        resources=list(s.resources),
         steps=[
             StepInfo(
-                str(x.get("id")),
-                str(x.get("action")),
-                str(x.get("target")),
-                str(x.get("timeout")),
-                (x.get("inverse") or {}).get("action"),
+                x.id,
+                str(x.action),
+                x.target,
+                x.timeout,
+                str(x.inverse.action) if x.inverse else None,
                 # The manifest is shown whole under DeviceClasses; here, what the step sets.
-                {k: v for k, v in (x.get("params") or {}).items() if k != "manifest"},
-                dict((x.get("inverse") or {}).get("restore") or {}),
+                {k: v for k, v in x.params.items() if k != "manifest"},
+                dict(x.inverse.restore) if x.inverse else {},
             )
-            for x in steps or []
+            for x in s.steps
         ],
-        waves=[
-            Wave(
-                str(w.get("name")),
-                [str(n.get("node")) for n in w.get("nodes") or []],
-                int(w.get("evictedPods") or 0),
-                str(w.get("soakAfter")),
-            )
-            for w in s.get("waves") or []
-        ],
-        blocked_by=stage_blockers(findings, s.get("pool")),
-        applicable=not stage_blockers(findings, s.get("pool")),
+        waves=[Wave(w.name, [n.node for n in w.nodes], w.evicted_pods, w.soak_after) for w in s.waves],
+        blocked_by=stage_blockers(findings, s.pool),
+        applicable=not stage_blockers(findings, s.pool),
     )
 
 
@@ -559,7 +553,7 @@ def timeline(records: list[Record], journal: str) -> Timeline:
 _NODE_STATE = {DONE: "ok", FAILED: "failed", STARTED: "interrupted", ROLLED_BACK: "rolled-back"}
 
 
-def verification(plan: dict[str, Any], records: list[Record]) -> Verification:
+def verification(plan: Plan, records: list[Record]) -> Verification:
     """The last run's result, and per planned node whether its DRA readiness and canary ended ok (and
     were not rolled back since)."""
     progress = Progress.from_records(records)
@@ -571,13 +565,10 @@ def verification(plan: dict[str, Any], records: list[Record]) -> Verification:
         elif r.get("event") == "run-end" and last is not None:
             last.ended, last.result, last.error = r.get("time"), r.get("result"), scrub(r.get("error"))
     nodes = []
-    for stage in plan.get("stages") or []:
-        for wave in stage.get("waves") or []:
-            for n in wave.get("nodes") or []:
-                node = str(n.get("node"))
-                found = [progress.steps.get(i) for i in verifying_steps(stage, node, verifying_actions())]
-                states = [_NODE_STATE.get(s.status, s.status) if s else "not-run" for s in found]  # ready, canary
-                nodes.append(NodeVerification(node, str(stage["name"]), str(wave.get("name")), states[0], states[1]))
+    for stage, wave, n in plan.nodes():
+        found = [progress.steps.get(i) for i in verifying_steps(stage, n.node, verifying_actions())]
+        states = [_NODE_STATE.get(s.status, s.status) if s else "not-run" for s in found]  # ready, canary
+        nodes.append(NodeVerification(n.node, stage.name, wave.name, states[0], states[1]))
     return Verification(last, _verdict(last, nodes), nodes)
 
 

@@ -31,7 +31,7 @@ def opa() -> Path:
 
 
 def write_plan(tmp: Path, fixture: Path, name: str, **params: Any) -> Path:
-    body = build_plan(load_snapshot(fixture), PlanParams(**params))
+    body = build_plan(load_snapshot(fixture), PlanParams(**params)).to_dict()
     path = tmp / f"{name}.yaml"
     plan_io.write(plan_io.seal(body), path)
     return path
@@ -86,7 +86,7 @@ def test_a_plan_without_its_quota_step_is_denied(tmp_path: Path) -> None:
     """A hand-edited plan that dropped the set-quota step: the quota-continuity policy catches it."""
     body = build_plan(
         load_snapshot(ROOT / "fixtures" / "dependents" / "cluster.yaml"), PlanParams(pool_labels=("pool",))
-    )
+    ).to_dict()
     from dra_migrate.plan.view import plan_json
 
     doc = plan_json(body)

@@ -37,7 +37,7 @@ def test_check_output_matches_the_schema(fixture: Path) -> None:
 
 def test_plan_findings_match_the_finding_definition() -> None:
     state = load_snapshot(ROOT / "fixtures" / "dependents" / "cluster.yaml")
-    shown = plan_json(build_plan(state, PlanParams(pool_labels=("pool",))))
+    shown = plan_json(build_plan(state, PlanParams(pool_labels=("pool",))).to_dict())
     finding = Draft202012Validator({"$defs": SCHEMA["$defs"], "$ref": "#/$defs/finding"})
     assert shown["findings"]
     for f in shown["findings"]:

@@ -331,7 +331,10 @@ def test_plan_default_name_carries_the_time_of_day(tmp_path: Path, monkeypatch: 
 
 def test_plan_detailed_exitcode(tmp_path: Path) -> None:
     """Terraform's meaning (issue 28): 0 no changes, 2 changes present, 1 error — applicability aside."""
+    import dataclasses
+
     from dra_migrate.cli.plan import has_changes
+    from dra_migrate.plan.model import Plan, PoolStage, PrepareStage, Wave
 
     blocked = run("plan", "--snapshot", DEMO, "--out", str(tmp_path / "a.yaml"), "--detailed-exitcode")
     assert blocked.code == exitcodes.ACTION_NEEDED  # changes present (not applicable either)
@@ -346,8 +349,10 @@ def test_plan_detailed_exitcode(tmp_path: Path) -> None:
         "--detailed-exitcode",
     )
     assert ok.code == exitcodes.ACTION_NEEDED, ok.stdout  # applicable, and it has changes: 2, as Terraform
-    assert has_changes(plan_io.load(tmp_path / "d.yaml"))
-    assert not has_changes({"stages": [{"name": "prepare", "steps": []}, {"name": "p", "waves": [{"nodes": []}]}]})
+    loaded = Plan.from_dict(plan_io.load(tmp_path / "d.yaml"))
+    assert has_changes(loaded)
+    empty = (PrepareStage("prepare", ()), PoolStage("p", "p", (), (), (Wave("wave-1", (), 0, "0s"),)))
+    assert not has_changes(dataclasses.replace(loaded, stages=empty))
     bad = run("plan", "--snapshot", str(tmp_path / "missing.yaml"), "--detailed-exitcode")
     assert bad.code == exitcodes.FAILED
 

@@ -275,7 +275,7 @@ def planned(fleet: ClusterState) -> dict[str, Any]:
     from dra_migrate.plan.build import build_plan
     from dra_migrate.plan.params import PlanParams
 
-    return build_plan(fleet, PlanParams(pool_labels=("pool",)))
+    return build_plan(fleet, PlanParams(pool_labels=("pool",))).to_dict()
 
 
 def test_plan_adds_dra_quota_limits_before_any_node_moves(planned: dict[str, Any]) -> None:

@@ -114,7 +114,7 @@ def fleet(graces: dict[str, list[int]], other: dict[str, int] | None = None) -> 
 
 def test_the_plan_summary_holds_each_wave_and_adds_them_up_with_the_soaks() -> None:
     s = fleet({"n1": [30], "n2": [900], "n3": [], "n4": [60]})
-    body = build_plan(s, PlanParams(max_unavailable="2", soak="5m"))
+    body = build_plan(s, PlanParams(max_unavailable="2", soak="5m")).to_dict()
     summary = body["summary"]
     waves = summary["waveEstimates"]
     assert list(waves) == ["pool-pool-a/wave-1", "pool-pool-a/wave-2"]
@@ -129,7 +129,7 @@ def test_the_plan_summary_holds_each_wave_and_adds_them_up_with_the_soaks() -> N
 
 def test_the_estimate_reads_the_pods_grace_periods() -> None:
     def total(grace: int) -> int:
-        body = build_plan(fleet({"n1": [grace], "n2": [30]}), PlanParams(max_unavailable="100%", soak="0s"))
+        body = build_plan(fleet({"n1": [grace], "n2": [30]}), PlanParams(max_unavailable="100%", soak="0s")).to_dict()
         return parse_duration(body["summary"]["estimatedDuration"])
 
     assert total(3600) - total(30) == pytest.approx(3570, abs=1)
@@ -137,14 +137,14 @@ def test_the_estimate_reads_the_pods_grace_periods() -> None:
 
 def test_drain_all_counts_the_other_pods_at_the_default_grace() -> None:
     s = fleet({"n1": [5]}, other={"n1": 3})
-    gpu_only = build_plan(s, PlanParams(drain="gpu", soak="0s"))["summary"]["estimatedDuration"]
-    everything = build_plan(s, PlanParams(drain="all", soak="0s"))["summary"]["estimatedDuration"]
+    gpu_only = build_plan(s, PlanParams(drain="gpu", soak="0s")).to_dict()["summary"]["estimatedDuration"]
+    everything = build_plan(s, PlanParams(drain="all", soak="0s")).to_dict()["summary"]["estimatedDuration"]
     assert parse_duration(everything) - parse_duration(gpu_only) == pytest.approx(25, abs=1)
 
 
 def test_plan_estimate_on_the_files_shape_matches_the_summary() -> None:
     s = fleet({"n1": [30], "n2": [45, 10], "n3": [], "n4": [5]})
-    body = build_plan(s, PlanParams(max_unavailable="1", soak="1m"))
+    body = build_plan(s, PlanParams(max_unavailable="1", soak="1m")).to_dict()
     # Only what differs from the default 30 s is recorded; a node without GPU pods needs nothing.
     assert body["summary"]["drainGraceSeconds"] == {"n2": 45, "n4": 5}
     seconds, waves = plan_estimate(body["stages"], body["summary"]["drainGraceSeconds"])
@@ -156,6 +156,6 @@ def test_a_node_whose_gpu_pods_cannot_be_evicted_records_no_wait() -> None:
     ds = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "ds", "uid": "u"}}
     s = fleet({"n1": []})
     s.objects["Pod"].append(pod("ds-pod", pod_spec(GPU, terminationGracePeriodSeconds=600), owner=ds, node="n1"))
-    body = build_plan(s, PlanParams(soak="0s"))
+    body = build_plan(s, PlanParams(soak="0s")).to_dict()
     assert body["summary"]["drainGraceSeconds"] == {"n1": 0}
     assert parse_duration(body["summary"]["waveEstimates"]["pool-pool-a/wave-1"]["estimate"]) < 20

@@ -168,7 +168,7 @@ def _plan(*objects: dict[str, Any], **params: Any) -> dict[str, Any]:
     from dra_migrate.plan.build import build_plan
     from dra_migrate.plan.params import PlanParams
 
-    return build_plan(make(*objects), PlanParams(**params))
+    return build_plan(make(*objects), PlanParams(**params)).to_dict()
 
 
 def _waves_of(plan: dict[str, Any]) -> list[list[str]]:

@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 from dra_migrate.cluster.snapshot import load_snapshot
 from dra_migrate.errors import InputError
 from dra_migrate.plan import io as plan_io
-from dra_migrate.plan.build import build_plan, node_steps
+from dra_migrate.plan.build import build_plan
 from dra_migrate.plan.model import expand
 from dra_migrate.plan.params import DEVICE_PLUGIN_LABEL, DRA_LABEL, PlanParams, parse_duration
+from dra_migrate.plan.steps import node_steps
 from tests.unit.cli import run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -155,9 +156,9 @@ def test_wave_size() -> None:
 
 def test_blockers_make_a_plan_not_applicable() -> None:
     demo = load_snapshot(ROOT / "fixtures" / "clusters" / "demo.yaml")
-    assert build_plan(demo, PlanParams())["applicable"] is False
+    assert build_plan(demo, PlanParams()).to_dict()["applicable"] is False
     half = load_snapshot(ROOT / "fixtures" / "clusters" / "half-migrated.yaml")
-    plan = build_plan(half, PlanParams())
+    plan = build_plan(half, PlanParams()).to_dict()
     assert plan["applicable"] is True
     # Nodes already on DRA need no steps: only the device-plugin pool is planned.
     assert [s.get("pool") for s in plan["stages"]] == [None, "gpu-h100"]

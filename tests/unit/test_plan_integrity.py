@@ -46,7 +46,7 @@ EXAMPLES = int(os.environ.get("DRA_MIGRATE_HYPOTHESIS_EXAMPLES", "60"))
 @cache
 def _plan_text(*args: str) -> str:
     """The demo plan as `dra-migrate plan` writes it (made once per argument list)."""
-    body = build_plan(load_snapshot(DEMO), PlanParams(**dict(zip(args[::2], args[1::2], strict=True))))
+    body = build_plan(load_snapshot(DEMO), PlanParams(**dict(zip(args[::2], args[1::2], strict=True)))).to_dict()
     return plan_io.dumps(plan_io.seal(body))
 
 
@@ -420,7 +420,7 @@ def test_rebase_accepts_legitimate_edits(tmp_path: Path) -> None:
 def test_rebase_of_an_untouched_plan_changes_nothing_but_edited(fixture: Path, tmp_path: Path) -> None:
     """validate's summary and applicability are the builder's: they never disagree on a real plan."""
     for params in (PlanParams(), PlanParams(drain="all", max_unavailable="2", soak="0s")):
-        body = build_plan(load_snapshot(fixture), params)
+        body = build_plan(load_snapshot(fixture), params).to_dict()
         path = tmp_path / "p.yaml"
         plan_io.write(plan_io.seal(body), path)
         assert validate(plan_io.load(path)) == [] and summary_problems(plan_io.load(path)) == []
@@ -477,7 +477,7 @@ def test_fingerprint_keeps_same_named_objects_of_two_api_groups_apart() -> None:
 
 
 def test_a_change_to_one_job_does_not_hide_behind_the_other_groups_job() -> None:
-    planned = build_plan(_two_jobs("1"), PlanParams())
+    planned = build_plan(_two_jobs("1"), PlanParams()).to_dict()
     found = drift(planned, _two_jobs("2"))
     changed = [(o.kind, o.group, o.change) for o in found.objects]
     assert changed == [("Job", "batch", "changed")]

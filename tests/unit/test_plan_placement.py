@@ -60,7 +60,7 @@ def pool_stages(plan: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_chart_default_placement_needs_no_enable_step() -> None:
-    plan = build_plan(fixture("upstream-stack"), PlanParams())
+    plan = build_plan(fixture("upstream-stack"), PlanParams()).to_dict()
     stages = pool_stages(plan)
     assert stages and all(
         actions(s) == ["cordon", "drain", "disable-device-plugin", "wait-dra-ready", "canary", "uncordon"]
@@ -76,7 +76,7 @@ def test_chart_default_placement_needs_no_enable_step() -> None:
 
 
 def test_old_kubelets_are_left_out_with_the_reason_and_the_rest_stays_applicable() -> None:
-    plan = build_plan(fixture("upstream-stack"), PlanParams())
+    plan = build_plan(fixture("upstream-stack"), PlanParams()).to_dict()
     excluded = plan["summary"]["excludedNodes"]
     assert [(e["pool"], e["reason"].split(":")[0]) for e in excluded] == [
         ("h100old", "kubelet-version-unsupported"),
@@ -87,12 +87,13 @@ def test_old_kubelets_are_left_out_with_the_reason_and_the_rest_stays_applicable
     assert plan["applicable"] is True
     assert any(f["id"] == "kubelet-version-unsupported" for f in plan["findings"])
     # Declared on: nothing is left out.
-    declared = build_plan(fixture("upstream-stack"), PlanParams(), feature_gates={"DRAExtendedResource": True})
+    gates = {"DRAExtendedResource": True}
+    declared = build_plan(fixture("upstream-stack"), PlanParams(), feature_gates=gates).to_dict()
     assert declared["summary"]["excludedNodes"] == []
 
 
 def test_nodeselector_install_sets_the_label_the_daemonset_selects() -> None:
-    plan = build_plan(fixture("upstream-ready"), PlanParams())
+    plan = build_plan(fixture("upstream-ready"), PlanParams()).to_dict()
     for s in pool_stages(plan):
         steps = {x["id"]: x for x in s["nodeSteps"]}
         assert steps["enable-dra-plugin"]["params"] == {"key": "nvidia.com/dra-kubelet-plugin", "value": "true"}
@@ -102,7 +103,7 @@ def test_nodeselector_install_sets_the_label_the_daemonset_selects() -> None:
 
 def test_operator_gpucluster_daemonset_label_is_used() -> None:
     dra = ds("nvidia-dra-driver-kubelet-plugin", nodeSelector={"nvidia.com/gpu.deploy.dra-driver": "true"})
-    plan = build_plan(make(gpu_node("a"), gpu_node("b"), DP, dra), PlanParams(dra_label="ignored.example/x"))
+    plan = build_plan(make(gpu_node("a"), gpu_node("b"), DP, dra), PlanParams(dra_label="ignored.example/x")).to_dict()
     (stage,) = pool_stages(plan)
     steps = {x["id"]: x for x in stage["nodeSteps"]}
     assert steps["enable-dra-plugin"]["params"] == {"key": "nvidia.com/gpu.deploy.dra-driver", "value": "true"}
@@ -114,7 +115,7 @@ def test_operator_gpucluster_daemonset_label_is_used() -> None:
 def test_no_daemonset_read_falls_back_to_the_label_parameters() -> None:
     plan = build_plan(
         make(gpu_node("a")), PlanParams(dra_label="example.com/dra", device_plugin_label="example.com/dp")
-    )
+    ).to_dict()
     (stage,) = pool_stages(plan)
     steps = {x["id"]: x["params"] for x in stage["nodeSteps"]}
     assert steps["enable-dra-plugin"] == {"key": "example.com/dra", "value": "true"}
@@ -130,7 +131,7 @@ def test_nodes_needing_different_labels_get_separate_stages() -> None:
     one["metadata"]["name"] = "dra-driver-a-kubelet-plugin"
     a, b = gpu_node("na", zone="a"), gpu_node("nb", zone="b")
     two["metadata"]["name"] = "dra-driver-b-kubelet-plugin"
-    plan = build_plan(make(a, b, DP, one, two), PlanParams())
+    plan = build_plan(make(a, b, DP, one, two), PlanParams()).to_dict()
     stages = pool_stages(plan)
     assert [s["name"] for s in stages] == ["pool-p", "pool-p-2"]
     keys = sorted(next(x for x in s["nodeSteps"] if x["id"] == "enable-dra-plugin")["params"]["key"] for s in stages)
@@ -139,13 +140,13 @@ def test_nodes_needing_different_labels_get_separate_stages() -> None:
 
 def test_a_node_that_no_label_can_switch_is_left_out() -> None:
     standalone = ds("nvidia-device-plugin-daemonset", ns="kube-system")
-    plan = build_plan(make(gpu_node("a"), standalone), PlanParams())
+    plan = build_plan(make(gpu_node("a"), standalone), PlanParams()).to_dict()
     assert pool_stages(plan) == []
     assert plan["summary"]["excludedNodes"][0]["reason"].startswith("device-plugin-placement-unknown")
 
 
 def test_dra_driver_parameter_reaches_every_step() -> None:
-    plan = build_plan(make(gpu_node("a"), DP), PlanParams(dra_driver="gpu.example.com"))
+    plan = build_plan(make(gpu_node("a"), DP), PlanParams(dra_driver="gpu.example.com")).to_dict()
     assert plan["parameters"]["draDriver"] == "gpu.example.com"
     prepare = plan["stages"][0]["steps"]
     confirm = next(s for s in prepare if s["action"] == "confirm-dra-driver")
@@ -184,10 +185,10 @@ def test_a_switch_never_rewrites_a_label_with_other_meaning() -> None:
     zoned = ds("dra-driver-z-kubelet-plugin", ns="x", affinity={"nodeAffinity": {
         "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
             {"matchExpressions": [{"key": "team", "operator": "In", "values": ["ml"]}]}]}}})  # fmt: skip
-    plan = build_plan(make(gpu_node("a", team="web"), DP, zoned), PlanParams())
+    plan = build_plan(make(gpu_node("a", team="web"), DP, zoned), PlanParams()).to_dict()
     assert pool_stages(plan) == []  # it would have to relabel team=web as team=ml
     assert plan["summary"]["excludedNodes"][0]["reason"].startswith("dra-plugin-placement-unknown")
-    plan = build_plan(make(gpu_node("a"), DP, zoned), PlanParams())  # no team label yet: adding one is fine
+    plan = build_plan(make(gpu_node("a"), DP, zoned), PlanParams()).to_dict()  # no team label yet: adding one is fine
     (stage,) = pool_stages(plan)
     assert next(x for x in stage["nodeSteps"] if x["id"] == "enable-dra-plugin")["params"] == {
         "key": "team",
@@ -199,11 +200,11 @@ def test_a_node_its_device_plugin_daemonset_no_longer_selects_needs_no_device_pl
     # Labelled off, allocatable 0: the device plugin has left; only the DRA plugin needs switching.
     off = gpu_node("b", **{"nvidia.com/gpu.deploy.device-plugin": "false"})
     off["status"]["allocatable"]["nvidia.com/gpu"] = "0"
-    (stage,) = pool_stages(build_plan(make(off, DP), PlanParams()))
+    (stage,) = pool_stages(build_plan(make(off, DP), PlanParams()).to_dict())
     assert "disable-device-plugin" not in actions(stage) and "enable-dra-plugin" in actions(stage)
     # Labelled off but still advertising: recorded as such; wait-dra-ready is what proves it left.
     leaving = gpu_node("a", **{"nvidia.com/gpu.deploy.device-plugin": "false"})
-    (stage,) = pool_stages(build_plan(make(leaving, DP), PlanParams()))
+    (stage,) = pool_stages(build_plan(make(leaving, DP), PlanParams()).to_dict())
     entry = stage["waves"][0]["nodes"][0]
     assert entry["placement"]["devicePlugin"]["mode"] == "off"
     assert "still advertises nvidia.com/gpu" in entry["placement"]["devicePlugin"]["why"]

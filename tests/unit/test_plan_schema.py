@@ -45,7 +45,7 @@ def _validators() -> tuple[Any, Any]:
 @pytest.mark.parametrize("fixture", FIXTURES, ids=[f.relative_to(ROOT / "fixtures").as_posix() for f in FIXTURES])
 def test_every_fixture_plan_satisfies_both_schemas(fixture: Path) -> None:
     file_v, show_v = _validators()
-    sealed = plan_io.seal(build_plan(load_snapshot(fixture), PlanParams(drain="all", max_unavailable="2")))
+    sealed = plan_io.seal(build_plan(load_snapshot(fixture), PlanParams(drain="all", max_unavailable="2")).to_dict())
     file_v.validate(fastyaml.load(plan_io.dumps(sealed)))
     show_v.validate(plan_json(sealed))
 

@@ -27,10 +27,22 @@ FORMAT1 = ROOT / "tests" / "golden" / "plans-format1" / "demo.yaml"
 @pytest.mark.parametrize("fixture", FIXTURES, ids=[f.relative_to(ROOT / "fixtures").as_posix() for f in FIXTURES])
 def test_decode_inverts_encode_for_every_fixture(fixture: Path) -> None:
     for params in (PlanParams(), PlanParams(drain="all", max_unavailable="2")):
-        body = build_plan(load_snapshot(fixture), params)
+        body = build_plan(load_snapshot(fixture), params).to_dict()
         encoded = wire.encode(body)
         assert wire.decode(copy.deepcopy(encoded)) == body
         assert fastyaml.load(fastyaml.dump(encoded)) == encoded  # the file holds exactly the encoding
+
+
+@pytest.mark.parametrize("fixture", FIXTURES[:3], ids=[f.stem for f in FIXTURES[:3]])
+def test_build_returns_the_typed_plan_and_its_file_is_the_models(fixture: Path, tmp_path: Path) -> None:
+    """`build_plan` returns the typed model (issue 29); what `plan` writes of it is exactly the file of the
+    model's mapping, sealed, and reads back as the same typed plan."""
+    plan = build_plan(load_snapshot(fixture), PlanParams(drain="all", max_unavailable="2"))
+    assert isinstance(plan, Plan) and plan.digest is None
+    sealed = plan_io.write_sealed(plan, tmp_path / "p.yaml")
+    assert (tmp_path / "p.yaml").read_text() == plan_io.dumps(plan_io.seal(plan.to_dict()))
+    assert sealed.digest is not None and sealed.digest.startswith("sha256:")
+    assert Plan.from_dict(plan_io.load(tmp_path / "p.yaml")) == sealed
 
 
 def test_a_pool_stage_is_one_screen_of_steps_and_a_row_per_node(tmp_path: Path) -> None:

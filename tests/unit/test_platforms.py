@@ -55,7 +55,7 @@ def _state(name: str) -> Any:
 
 
 def _plan(name: str, **params: Any) -> Plan:
-    body = build_plan(_state(name), PlanParams(**params))
+    body = build_plan(_state(name), PlanParams(**params)).to_dict()
     assert validate.validate(body) == []
     return Plan.from_dict(plan_io.seal(validate.recompute(body)))
 
@@ -174,7 +174,7 @@ def test_replace_pool_run_is_verified_by_the_new_pool(tmp_path: Path) -> None:
     _new_pool(ops, clock, nodes=2, devices=8, after_s=0)
     with Journal.open(tmp_path / "j.jsonl", plan_digest=plan.digest) as j:
         assert Runner(plan, ops, j, actor="test", clock=clock).apply(ApplyOptions(soak_override_s=0), set()).ok
-    v = verification(plan.to_dict(), read_journal(tmp_path / "j.jsonl"))
+    v = verification(plan, read_journal(tmp_path / "j.jsonl"))
     assert v.verdict == "verified" and {(n.wait_dra_ready, n.canary) for n in v.nodes} == {("ok", "ok")}
 
 
@@ -210,7 +210,7 @@ def test_the_new_pools_nodes_are_not_drift(tmp_path: Path) -> None:
 def test_validate_refuses_a_replace_pool_plan_that_drains_before_the_new_pool_is_proven() -> None:
     import copy
 
-    body = build_plan(_state("gke-managed"), PlanParams(exclude_pools=("l4-ts",)))
+    body = build_plan(_state("gke-managed"), PlanParams(exclude_pools=("l4-ts",))).to_dict()
     assert validate.validate(body) == []
     names = [s["name"] for s in body["stages"]]
     i = names.index("provision-a3-h100")
@@ -255,7 +255,7 @@ def test_a_replaced_pools_old_kubelets_do_not_leave_its_nodes_out(tmp_path: Path
     with (tmp_path / "old.yaml").open("w") as f:
         yaml.dump(doc, f)
     state = load_snapshot(tmp_path / "old.yaml")
-    body = build_plan(state, PlanParams(exclude_pools=("l4-ts",)))
+    body = build_plan(state, PlanParams(exclude_pools=("l4-ts",))).to_dict()
     assert body["summary"]["excludedNodes"] == []
     assert body["summary"]["nodes"] == 2
     assert "kubelet-version-unsupported" not in {f["id"] for f in body["findings"]}
@@ -271,7 +271,7 @@ def test_the_karpenter_version_decides_what_the_autoscaler_finding_says() -> Non
 def test_validate_refuses_a_malformed_provision_step() -> None:
     import copy
 
-    body = build_plan(_state("gke-managed"), PlanParams(exclude_pools=("l4-ts",)))
+    body = build_plan(_state("gke-managed"), PlanParams(exclude_pools=("l4-ts",))).to_dict()
     i = [s["name"] for s in body["stages"]].index("provision-a3-h100")
     bad = copy.deepcopy(body)
     bad["stages"][i]["steps"][0]["timeout"] = "forever"

@@ -13,6 +13,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from dra_migrate.plan import io as plan_io
+from dra_migrate.plan.model import Plan
 from dra_migrate.report.html import render_html
 from dra_migrate.report.identity import PATH, who_am_i
 from dra_migrate.report.layout import SECTIONS
@@ -301,7 +302,8 @@ def test_rollback_in_html_and_json(journaled: Path) -> None:
 def test_a_step_that_never_ended_is_shown_as_such(tmp_path: Path) -> None:
     plan = plan_io.load(ROOT / PLAN)
     records = _journal(plan["digest"])[:6]  # run-start, prepare x2, then cordon's start: a crash
-    rep = build_report(plan, plan_path=PLAN, journal="j", records=records, tool_version="0.1.0").to_dict()
+    typed = Plan.from_dict(plan)
+    rep = build_report(typed, plan_path=PLAN, journal="j", records=records, tool_version="0.1.0").to_dict()
     last = rep["timeline"]["apply"][-1]
     assert last["stepId"].endswith("/cordon") and last["result"] is None and last["ended"] is None
     assert rep["timeline"]["runs"][0]["result"] is None
@@ -324,7 +326,8 @@ def test_verified_when_every_node_passed() -> None:
                     ]
                     seq += 2
     records.append({"seq": seq, "time": "t1", "event": "run-end", "phase": "apply", "result": "ok"})
-    v = build_report(plan, plan_path=PLAN, journal="j", records=records, tool_version="0").to_dict()["verification"]
+    typed = Plan.from_dict(plan)
+    v = build_report(typed, plan_path=PLAN, journal="j", records=records, tool_version="0").to_dict()["verification"]
     assert v["verdict"] == "verified"
     assert len(v["nodes"]) == 9 and all(n["canary"] == n["waitDraReady"] == "ok" for n in v["nodes"])
 
@@ -389,7 +392,7 @@ def test_identity_from_a_self_subject_review() -> None:
     who = who_am_i(kube)
     assert kube.calls == [(PATH, {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})]
     plan = plan_io.load(ROOT / PLAN)
-    rep = build_report(plan, plan_path=PLAN, identity=who, tool_version="0.1.0").to_dict()
+    rep = build_report(Plan.from_dict(plan), plan_path=PLAN, identity=who, tool_version="0.1.0").to_dict()
     assert rep["identity"] == {
         "username": "alice@example.com",
         "groups": ["system:authenticated", "sre"],
@@ -473,7 +476,7 @@ def test_html_escapes_everything() -> None:
         {"id": "x", "severity": "warning", "message": evil, "objects": [evil], "remediation": f"`{evil}`"}
     ]
     plan["cluster"] = f"</title>{evil}"
-    html = render_html(build_report(plan, plan_path=evil, tool_version="0").to_dict())
+    html = render_html(build_report(Plan.from_dict(plan), plan_path=evil, tool_version="0").to_dict())
     assert evil not in html and "</title><img" not in html
     assert "&lt;img src=x onerror=alert(1)&gt;" in html
 

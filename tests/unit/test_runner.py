@@ -23,9 +23,9 @@ from dra_migrate.execute.progress import progress_of
 from dra_migrate.execute.runner import FAILED, OK, STOPPED, ApplyOptions, Runner, RunResult, planned_steps
 from dra_migrate.plan import io as plan_io
 from dra_migrate.plan import validate
-from dra_migrate.plan.build import node_steps
 from dra_migrate.plan.model import Action, Inverse, InverseAction, NodeEntry, Plan, PoolStage, PrepareStage, Step, Wave
 from dra_migrate.plan.params import PlanParams
+from dra_migrate.plan.steps import node_steps
 from dra_migrate.testing.execute import Crash, CrashableJournal, FakeClock, FakeOps
 
 DP, DRA = "nvidia.com/gpu.deploy.device-plugin", "nvidia.com/dra-kubelet-plugin"

@@ -1,0 +1,48 @@
+"""Which nodes a plan leaves out, and why: the node-scoped blockers (split out of plan/build.py, issue 29).
+
+A node whose kubelet cannot serve DRA-backed extended resources, or whose plugins no label can switch, is
+left out with its reason (`summary.excludedNodes`); the blockers that say so concern only those nodes and
+do not make the rest of the plan inapplicable (`plan/derived.py` decides applicability the same way).
+"""
+
+from __future__ import annotations
+
+from dra_migrate.checks.run import Readiness
+from dra_migrate.inventory.fleet import kubelet_skew
+from dra_migrate.inventory.platform import REPLACE_POOL
+
+# Blockers about single nodes: the plan leaves those nodes out rather than refusing the whole fleet.
+NODE_SCOPED = frozenset(
+    {
+        "kubelet-version-unsupported",
+        "dra-plugin-placement-unknown",
+        "device-plugin-placement-unknown",
+        "dynamic-mig-unpredicted",
+    }
+)
+
+
+def excluded_nodes(readiness: Readiness, gates: dict[str, bool], driver: str) -> dict[str, str]:
+    """Node -> why the plan leaves it out (the reasons of the node-scoped blockers)."""
+    out: dict[str, str] = {}
+    replaced = {p.name for p in readiness.inventory.pools if p.platform and p.platform.strategy == REPLACE_POOL}
+    for n in readiness.inventory.nodes:
+        if n.dra_plugin_enabled and not n.device_plugin_enabled:
+            continue  # already migrated
+        if n.pool in replaced:
+            continue  # drained across, not switched: its own plugins and kubelet do not matter
+        skew = kubelet_skew(n.kubelet_version, gates)
+        if skew is not None:
+            out[n.name] = f"kubelet-version-unsupported: {skew}"
+        elif n.dp_placement is not None and n.dp_placement.mode == "unknown":
+            out[n.name] = f"device-plugin-placement-unknown: {n.dp_placement.why}"
+        elif n.dra_placement is not None and n.dra_placement.mode == "unknown":
+            out[n.name] = f"dra-plugin-placement-unknown: {n.dra_placement.why}"
+        elif n.dynamic_mig and not n.dra_devices.get(driver):
+            out[n.name] = "dynamic-mig-unpredicted: DynamicMIG is on and the node has no slices to count yet"
+    return out
+
+
+def excluded_list(readiness: Readiness, excluded: dict[str, str]) -> list[dict[str, str]]:
+    pool_of = {n.name: n.pool for n in readiness.inventory.nodes}
+    return [{"node": n, "pool": pool_of.get(n, ""), "reason": excluded[n]} for n in sorted(excluded)]

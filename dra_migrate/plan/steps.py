@@ -1,0 +1,92 @@
+"""The steps a plan's stages run: the cluster-wide `prepare` steps and the step list every node of an
+in-place pool stage runs (split out of plan/build.py, issue 29). `validate` checks a plan's steps
+against these (a stage's `nodeSteps` are the protocol's, in its order).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dra_migrate.checks.run import Readiness
+from dra_migrate.plan.actions import Action, InverseAction
+from dra_migrate.plan.dependents import quota_steps
+from dra_migrate.plan.model import Inverse, PrepareStage, Stage, Step
+from dra_migrate.plan.params import PlanParams
+
+
+def prepare_stage(readiness: Readiness, params: PlanParams) -> Stage:
+    steps = [
+        Step(
+            id=f"prepare/create-deviceclass/{p.name}",
+            action=Action.CREATE_DEVICECLASS,
+            target=f"DeviceClass {p.name}",
+            params={"manifest": p.manifest()},
+            precondition=f"no other DeviceClass maps {p.extended_resource_name}",
+            timeout="30s",
+            inverse=Inverse(InverseAction.DELETE_DEVICECLASS, {"name": p.name}),
+        )
+        for p in sorted(readiness.generation.proposals, key=lambda p: p.name)
+    ]
+    steps += quota_steps(readiness)  # the DRA quota limits, once the classes exist (plan/dependents.py)
+    steps.append(
+        Step(
+            id="prepare/confirm-dra-driver",
+            action=Action.CONFIRM_DRA_DRIVER,
+            target=f"Driver {params.dra_driver}",
+            params={"driver": params.dra_driver},
+            precondition="the NVIDIA DRA kubelet plugin DaemonSet exists",
+            timeout="1m",
+            inverse=None,
+        )
+    )
+    return PrepareStage("prepare", tuple(steps))
+
+
+_DEFAULT = object()
+
+
+def node_steps(params: PlanParams, dp_switch: Any = _DEFAULT, dra_switch: Any = _DEFAULT) -> tuple[Step, ...]:
+    """What every node of a pool stage goes through, in order; `{...}` are the node's own values.
+
+    `dp_switch`/`dra_switch` are the (label, value) that turn the device plugin off and the DRA plugin
+    on, or None when there is nothing to switch: no `enable-dra-plugin` step where the DRA plugin already
+    runs, so the order is then device plugin off, wait, canary. By default the plan's label parameters.
+    """
+    dp = (params.device_plugin_label, params.device_plugin_off) if dp_switch is _DEFAULT else dp_switch
+    dra = (params.dra_label, params.dra_on) if dra_switch is _DEFAULT else dra_switch
+    steps = [
+        Step("cordon", Action.CORDON, "Node", {"unschedulable": True},
+             "the node exists and its uid matches the plan", "30s",
+             Inverse(InverseAction.SET_UNSCHEDULABLE, {"unschedulable": "{original.unschedulable}"})),
+        Step("drain", Action.DRAIN, "Node",
+             {"scope": params.drain, "via": "policy/v1 Eviction", "skip": ["DaemonSet pods", "mirror pods"]},
+             "the node is cordoned", params.drain_timeout,
+             Inverse(InverseAction.NONE, {"why": "evicted pods are recreated by their controllers"})),
+    ]  # fmt: skip
+    if dp is not None:
+        steps.append(
+            Step("disable-device-plugin", Action.SET_LABEL, "Node", {"key": dp[0], "value": dp[1]},
+                 "no pod on the node requests a device-plugin GPU", "30s",
+                 Inverse(InverseAction.RESTORE_LABEL, {"key": dp[0], "value": f"{{original.labels.{dp[0]}}}"}))
+        )  # fmt: skip
+    if dra is not None:
+        steps.append(
+            Step("enable-dra-plugin", Action.SET_LABEL, "Node", {"key": dra[0], "value": dra[1]},
+                 "the DRA kubelet plugin DaemonSet selects this label", "30s",
+                 Inverse(InverseAction.RESTORE_LABEL, {"key": dra[0], "value": f"{{original.labels.{dra[0]}}}"}))
+        )  # fmt: skip
+    steps += [
+        Step("wait-dra-ready", Action.WAIT_DRA_READY, "Node",
+             {"allocatableZero": "{node.resources}", "driver": params.dra_driver, "devices": "{node.expectedDevices}"},
+             "the device plugin is off and the DRA kubelet plugin runs on the node", params.ready_timeout, None),
+        Step("canary", Action.CANARY, "Node",
+             {"resource": "{node.canaryResource}", "count": 1, "image": params.canary_image,
+              "driver": params.dra_driver, "command": ["sh", "-c", params.canary_command],
+              "placement": "nodeAffinity on kubernetes.io/hostname",
+              "expect": "Succeeded, exit 0, a termination message naming the allocated devices"},
+             "the node serves its GPUs through DRA only", params.canary_timeout,
+             Inverse(InverseAction.DELETE_POD, {"why": "the canary pod is deleted after its check"})),
+        Step("uncordon", Action.UNCORDON, "Node", {"unschedulable": "{original.unschedulable}"},
+             "the canary passed", "30s", Inverse(InverseAction.SET_UNSCHEDULABLE, {"unschedulable": True})),
+    ]  # fmt: skip
+    return tuple(steps)

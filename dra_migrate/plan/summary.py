@@ -1,0 +1,57 @@
+"""What a plan says of itself for review: its `summary` (counts and the estimate) and its `review`
+section (capacity, inventory per pool, the pools planned and left out), so `report PLAN` stands alone
+(split out of plan/build.py, issue 29).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from dra_migrate.checks.run import Readiness
+from dra_migrate.cluster.state import ClusterState
+from dra_migrate.plan import strategies
+from dra_migrate.plan.estimate import drain_grace_by_node, summary_estimate
+from dra_migrate.plan.model import Stage
+from dra_migrate.plan.params import PlanParams
+
+
+def review_section(readiness: Readiness, selected: list[str], excluded: list[dict[str, Any]]) -> dict[str, Any]:
+    """What review needs at planning time, so `report PLAN` stands alone: capacity before/after per pool,
+    the inventory summary per pool, the pools planned and those left out with why."""
+    consumers: Counter[str] = Counter(p for c in readiness.inventory.consumers for p in c.pools)
+    return {
+        "pools": selected,
+        "strategies": [strategies.explain(p.name, p.platform) for p in readiness.inventory.pools if p.name in selected],
+        "excludedPools": excluded,
+        "capacity": [c.to_dict() for c in readiness.capacity],
+        "inventory": {
+            "consumers": len(readiness.inventory.consumers),
+            "gpuNodes": len(readiness.inventory.nodes),
+            "pools": [
+                {
+                    "name": p.name,
+                    "nodes": len(p.nodes),
+                    "allocatable": dict(sorted(p.allocatable.items())),
+                    "requested": dict(sorted(p.requested.items())),
+                    "consumers": consumers.get(p.name, 0),
+                }
+                for p in readiness.inventory.pools
+            ],
+        },
+    }
+
+
+def summary_section(stages: list[Stage], params: PlanParams, state: ClusterState) -> dict[str, Any]:
+    pool_stages = [s for s in stages if s.pool is not None]
+    gpu_pods = {n.node: n.gpu_pods for s in pool_stages for w in s.waves for n in w.nodes}
+    # The estimate follows the executor's timing model (dra_migrate/plan/estimate.py); the pods' grace
+    # periods it needs are recorded in the summary, so the plan alone gives it (plan/validate.py).
+    drain_grace = drain_grace_by_node(state.of("Pod"), gpu_pods)
+    return {
+        "pools": [s.pool for s in pool_stages],
+        "nodes": sum(len(w.nodes) for s in pool_stages for w in s.waves),
+        "waves": sum(len(s.waves) for s in pool_stages),
+        "evictedPods": sum(w.evicted_pods for s in pool_stages for w in s.waves),
+        **summary_estimate([s.to_dict() for s in stages], drain_grace),
+    }
