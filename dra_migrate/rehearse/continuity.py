@@ -33,6 +33,7 @@ from dra_migrate.cluster.quantity import parse_quantity
 from dra_migrate.inventory.dependents import DEVICES_PER_CLASS, REQUESTS
 from dra_migrate.inventory.resources import GPU_PREFIX
 from dra_migrate.kube import ApiError, Event, Informer, Kube
+from dra_migrate.plan.actions import Action
 
 # k8s.io/api@v0.37.2 core/v1/types.go ResourceRequestsDeviceClassPrefix (KEP-5004).
 REQUESTS_PER_CLASS = "requests.deviceclass.resource.kubernetes.io/"
@@ -162,7 +163,7 @@ def plan_pairs(plan_body: Mapping[str, Any]) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
     for stage in _list(plan_body.get("stages")):
         for step in _list(_map(stage).get("steps")):
-            if _map(step).get("action") != "set-quota":
+            if _map(step).get("action") != Action.SET_QUOTA:
                 continue
             params = _map(_map(step).get("params"))
             cs = {k[: -len(DEVICES_PER_CLASS)] for k in _map(params.get("set")) if k.endswith(DEVICES_PER_CLASS)}
