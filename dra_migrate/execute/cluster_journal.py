@@ -243,7 +243,9 @@ class ClusterJournal:
     def _ours_or_conflict(self, name: str, seq: int, line: str) -> dict[str, Any]:
         """After a 409: our own write whose answer was lost (the record is there, as we wrote it), or
         another writer's (JournalConflict: nothing more may be written)."""
-        cm = self._kube.get_or_none(_cm_path(self.namespace, name))
+        # Read by list (one name): the journal's readers and writers need list, create and patch only.
+        items, _rv = self._kube.list_all(_cm_path(self.namespace), [("fieldSelector", f"metadata.name={name}")])
+        cm = items[0] if items else None
         data = (cm or {}).get("data") or {}
         newer = [k for k in data if k > _key(seq)]
         if cm is not None and data.get(_key(seq)) == line and not newer:

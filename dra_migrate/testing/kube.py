@@ -128,8 +128,10 @@ class FakeConfigMaps:
         key = (ns, name)
         if call.method == "GET" and not name:
             wanted = dict(p.split("=", 1) for p in call.query.get("labelSelector", "").split(",") if p)
-            items = [o for (n, _), o in sorted(self.objects.items()) if n == ns and all(
-                ((o["metadata"].get("labels") or {}).get(k) == v) for k, v in wanted.items())]  # fmt: skip
+            field_name = call.query.get("fieldSelector", "").removeprefix("metadata.name=")
+            items = [o for (n, name_), o in sorted(self.objects.items()) if n == ns and all(
+                ((o["metadata"].get("labels") or {}).get(k) == v) for k, v in wanted.items())
+                and (not field_name or name_ == field_name)]  # fmt: skip
             return FakeResponse(200, {"kind": "ConfigMapList", "metadata": {"resourceVersion": str(self.rv)},
                                       "items": items})  # fmt: skip
         if call.method == "GET":
