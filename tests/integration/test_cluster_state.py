@@ -101,7 +101,11 @@ def test_two_appliers_contend_one_is_killed_mid_wave_the_other_resumes_from_the_
              "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))},
     )  # fmt: skip
     try:
-        wait_for("the first applier mid-wave", mark.exists, timeout=120)
+        def paused() -> bool:
+            assert a.poll() is None, f"the first applier exited {a.returncode}: {a.communicate()[1][-3000:]}"
+            return mark.exists()
+
+        wait_for("the first applier mid-wave", paused, timeout=120)
 
         # B, on another machine, while A holds the Lease: refused, naming A; nothing written.
         refused = cli("apply", machines["b"] / "plan.yaml", "--yes", *state)
@@ -117,7 +121,8 @@ def test_two_appliers_contend_one_is_killed_mid_wave_the_other_resumes_from_the_
         assert progress["remaining"] > 0, progress
         assert f"{stage['name']}/{wave[0]}/drain" in mid.stdout
     finally:
-        os.kill(a.pid, signal.SIGKILL)  # mid-wave: no cleanup, the Lease left held
+        if a.poll() is None:
+            os.kill(a.pid, signal.SIGKILL)  # mid-wave: no cleanup, the Lease left held
         a.wait(timeout=30)
     assert a.returncode == -signal.SIGKILL
 

@@ -230,6 +230,8 @@ def gpu_workload(kube: Kube, namespace: str, fleet: SimulatedFleet) -> Iterator[
     wait_for("the GPU pod running", lambda: any(p["status"].get("phase") == "Running"
                                                 for p in kube.list_all(pods)[0]), timeout=60)  # fmt: skip
     yield namespace
+    # Gone now, not when the namespace finishes terminating: the next module's plan reads every quota.
+    kube.delete(path_of("v1", "resourcequotas", "gpu", namespace))
     kube.delete(path_of("apps/v1", "deployments", "w", namespace))
     for p in kube.list_all(pods)[0]:
         kube.delete(f"{pods}/{p['metadata']['name']}", {"gracePeriodSeconds": 0})
