@@ -16,7 +16,7 @@ from dra_migrate.cli import exitcodes
 from dra_migrate.cli.options import SourceOptions, load_state, output_option, print_data, source_options
 from dra_migrate.cli.progress import Working
 from dra_migrate.errors import ClusterError, InputError
-from dra_migrate.execute.journal import journal_path, read_records
+from dra_migrate.execute.journals import FILE, IN_CLUSTER, STATES, ClusterStore, FileStore, JournalStore, read_checked
 from dra_migrate.execute.lock import break_lock
 from dra_migrate.execute.ops import live_ops
 from dra_migrate.execute.progress import progress_of
@@ -31,8 +31,22 @@ from dra_migrate.render.plan import plan_document
 
 _PLAN = click.argument("plan_file", metavar="PLAN", type=click.Path(path_type=Path))
 _LOCK_NS = click.option(
-    "--lock-namespace", default="kube-system", show_default=True, help="Namespace of the lock Lease."
+    "--lock-namespace",
+    default="kube-system",
+    show_default=True,
+    help="Namespace of the lock Lease (and of the journal's ConfigMaps with --state in-cluster).",
 )
+_STATE = click.option(
+    "--state",
+    type=click.Choice(STATES),
+    default=FILE,
+    show_default=True,
+    help="Where the journal lives: a file beside the plan, or ConfigMaps in --lock-namespace (docs/in-cluster.md).",
+)
+
+
+def journal_store(state: str, plan_file: Path, api_client: Any, namespace: str) -> JournalStore:
+    return ClusterStore(api_client, namespace) if state == IN_CLUSTER else FileStore(plan_file)
 
 
 _TTY = sys.stderr.isatty()
@@ -83,7 +97,7 @@ _BURST = click.option("--burst", type=click.IntRange(min=1), default=DEFAULT_BUR
 
 def _session(
     plan: Plan, plan_file: Path, source: SourceOptions, lock_namespace: str, parallelism: int | None,
-    qps: float, burst: int, overrides: dict[str, Any],
+    qps: float, burst: int, overrides: dict[str, Any], state: str = FILE,
 ) -> ApplySession:  # fmt: skip
     """The session; the journal is read and validated here, before anything contacts the cluster."""
     if source.snapshot:
@@ -100,6 +114,7 @@ def _session(
     return ApplySession(
         plan, plan_file, ops=ops, lock_api=ops.api, actor=_actor(), log=_log, progress=_bar,
         lock_namespace=lock_namespace, overrides=recorded,
+        store=journal_store(state, plan_file, ops.api, lock_namespace),
     )  # fmt: skip
 
 
@@ -117,6 +132,7 @@ def _session(
 @_QPS
 @_BURST
 @_LOCK_NS
+@_STATE
 def apply(
     plan_file: Path,
     source: SourceOptions,
@@ -131,6 +147,7 @@ def apply(
     qps: float,
     burst: int,
     lock_namespace: str,
+    state: str,
 ) -> None:
     """Apply a plan: stage by stage, wave by wave (a wave's nodes at once); resumes from its journal.
 
@@ -156,7 +173,7 @@ def apply(
         timeouts=timeouts,
     )
     overrides: dict[str, Any] = {"drainTimeout": drain_timeout} if drain_timeout else {}
-    session = _session(plan, plan_file, source, lock_namespace, parallelism, qps, burst, overrides)
+    session = _session(plan, plan_file, source, lock_namespace, parallelism, qps, burst, overrides, state)
     # A wrong --stage/--until before the cluster; with one, only the stages it selects must be applicable.
     selected = session.runner(None).selected_stages(opts, session.done)
     session.refuse_if_not_applicable(selected if stage or until else None)
@@ -185,6 +202,7 @@ def apply(
 @_QPS
 @_BURST
 @_LOCK_NS
+@_STATE
 def rollback(
     plan_file: Path,
     source: SourceOptions,
@@ -194,6 +212,7 @@ def rollback(
     qps: float,
     burst: int,
     lock_namespace: str,
+    state: str,
 ) -> None:
     """Undo completed and half-done steps in reverse order, restoring the recorded original values.
 
@@ -203,11 +222,11 @@ def rollback(
       dra-migrate rollback plans/x.yaml --stage pool-h100 --yes
     """
     plan = _load(plan_file)
-    if not journal_path(plan_file).exists():
+    if state == FILE and not FileStore(plan_file).path.exists():
         # Nothing was applied, so nothing is to undo: done, exit 0 (docs/exit-codes.md), as with an empty journal.
         _log(f"nothing to roll back: no journal beside {plan_file} (nothing was applied)")
         return
-    session = _session(plan, plan_file, source, lock_namespace, parallelism, qps, burst, {})
+    session = _session(plan, plan_file, source, lock_namespace, parallelism, qps, burst, {}, state)
     to_undo = session.to_undo(stage)
     if not to_undo:
         _log("nothing to roll back")
@@ -222,22 +241,39 @@ def rollback(
 @click.command()
 @_PLAN
 @output_option(names="the remaining step ids")
-def status(plan_file: Path, output: str) -> None:
+@_STATE
+@click.option("--kubeconfig", type=click.Path(path_type=Path), help="With --state in-cluster (default: as kubectl).")
+@click.option("--context", help="The kubeconfig context to use (with --state in-cluster).")
+@_LOCK_NS
+def status(
+    plan_file: Path, output: str, state: str, kubeconfig: Path | None, context: str | None, lock_namespace: str
+) -> None:
     """Done, current and remaining steps per stage and node, from the plan's journal.
 
     \b
     Examples:
       dra-migrate status plans/x.yaml
       dra-migrate status plans/x.yaml -o json
+      dra-migrate status plans/x.yaml --state in-cluster --lock-namespace dra-migrate   # an in-cluster Job's
     """
     from dra_migrate.plan.view import plan_cluster
     from dra_migrate.render.status import STATUS_FORMAT_VERSION, remaining_steps, status_document
 
     plan = _load(plan_file)
-    records = read_records(journal_path(plan_file), plan_digest=str(plan.digest), cluster=plan.cluster_identity)
+    store = journal_store(state, plan_file, _reader(state, kubeconfig, context), lock_namespace)
+    records = read_checked(store, plan_digest=str(plan.digest), cluster=plan.cluster_identity)
     progress = progress_of(plan, records)
     report = {"formatVersion": STATUS_FORMAT_VERSION, "cluster": plan_cluster(plan), **progress.to_dict()}
     print_data(output, report, lambda: status_document(report), lambda: remaining_steps(report))
+
+
+def _reader(state: str, kubeconfig: Path | None, context: str | None) -> Any:
+    """The API client that reads an in-cluster journal (None for a file: nothing to connect to)."""
+    if state != IN_CLUSTER:
+        return None
+    from dra_migrate.kube import new_api_client
+
+    return new_api_client(kubeconfig, context=context)
 
 
 @click.command()

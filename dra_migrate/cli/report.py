@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -13,6 +14,7 @@ from dra_migrate.cli.options import SourceOptions, load_state, output_for_file, 
 from dra_migrate.cluster.identity import refuse_other_cluster
 from dra_migrate.errors import ClusterError, InputError
 from dra_migrate.execute.journal import journal_path, read_records
+from dra_migrate.execute.journals import FILE, IN_CLUSTER, STATES, ClusterStore, read_checked
 from dra_migrate.fileio import write_text_atomic
 from dra_migrate.plan import io as plan_io
 from dra_migrate.plan.diff import diff_plans
@@ -59,6 +61,19 @@ Examples:
     is_flag=True,
     help="Combine a plan, snapshot, older plan or journal of two different clusters (on purpose).",
 )
+@click.option(
+    "--state",
+    type=click.Choice(STATES),
+    default=FILE,
+    show_default=True,
+    help="Where the apply journal lives: a file (--journal), or ConfigMaps in --lock-namespace (docs/in-cluster.md).",
+)
+@click.option(
+    "--lock-namespace",
+    default="kube-system",
+    show_default=True,
+    help="With --state in-cluster: the namespace of apply's lock and journal.",
+)
 @source_options
 def report(
     plan_file: Path,
@@ -68,6 +83,8 @@ def report(
     output: str,
     out: Path | None,
     allow_other_cluster: bool,
+    state: str,
+    lock_namespace: str,
     source: SourceOptions,
 ) -> None:
     """Write the audit report of PLAN: cluster, identity, findings, DeviceClasses, capacity, stages and
@@ -79,6 +96,8 @@ def report(
     you are through a SelfSubjectReview) the report adds every consumer and what changed since.
     """
     output = output_for_file(out, output, FORMATS)
+    if state == IN_CLUSTER and (journal_file is not None or source.snapshot):
+        raise InputError("--state in-cluster reads the journal from the cluster", "drop --journal and --snapshot")
     plan = plan_io.load(plan_file)
     typed = Plan.from_dict(plan)  # what the report reads (the mapping: the identity and diff checks)
     ours = plan_identity(plan)
@@ -86,12 +105,12 @@ def report(
     readiness: Readiness | None = None
     identity: Identity | None = None
     if source.snapshot or live:
-        state = load_state(source)
+        cluster_state = load_state(source)
         refuse_other_cluster(
-            ours, f"plan {plan_file}", state.source.identity, "the cluster read", allow=allow_other_cluster
+            ours, f"plan {plan_file}", cluster_state.source.identity, "the cluster read", allow=allow_other_cluster
         )
         readiness = assess(
-            state,
+            cluster_state,
             pool_labels=tuple(plan["parameters"].get("poolLabels") or ()),
             dra_driver=str(plan["parameters"].get("draDriver") or "gpu.nvidia.com"),
         )
@@ -104,20 +123,24 @@ def report(
             plan_identity(older_plan), f"plan {against}", ours, f"plan {plan_file}", allow=allow_other_cluster
         )
         older = diff_plans(older_plan, plan).to_dict()
-    if journal_file is None and journal_path(plan_file).exists():
-        journal_file = journal_path(plan_file)
-    if journal_file is not None and not journal_file.exists():
-        raise InputError(f"journal {journal_file} does not exist", "check the path, or leave --journal out")
-    records = (
-        read_records(
-            journal_file,
-            plan_digest=str(typed.digest),
-            require_owner=False,
-            cluster=None if allow_other_cluster else ours,
+    if state == IN_CLUSTER:
+        records, where = _cluster_records(str(typed.digest), source, lock_namespace, None if allow_other_cluster else ours)
+    else:
+        if journal_file is None and journal_path(plan_file).exists():
+            journal_file = journal_path(plan_file)
+        if journal_file is not None and not journal_file.exists():
+            raise InputError(f"journal {journal_file} does not exist", "check the path, or leave --journal out")
+        records = (
+            read_records(
+                journal_file,
+                plan_digest=str(typed.digest),
+                require_owner=False,
+                cluster=None if allow_other_cluster else ours,
+            )
+            if journal_file is not None
+            else None
         )
-        if journal_file is not None
-        else None
-    )
+        where = str(journal_file) if journal_file is not None else None
     rehearsal = None
     if rehearsal_file is not None:
         from dra_migrate.rehearse.model import load_rehearsal
@@ -129,7 +152,7 @@ def report(
         readiness=readiness,
         identity=identity,
         diff=older,
-        journal=str(journal_file) if journal_file is not None else None,
+        journal=where,
         records=records,
         rehearsal=rehearsal,
         tool_version=__version__,
@@ -159,3 +182,14 @@ def _identity(source: SourceOptions) -> Identity | None:
 def _write(path: Path, text: str) -> None:
     """Beside the target, then renamed: a failure never leaves half a report."""
     write_text_atomic(path, text)
+
+
+def _cluster_records(
+    digest: str, source: SourceOptions, namespace: str, cluster: Any
+) -> tuple[list[Any] | None, str | None]:
+    """The in-cluster journal (`apply --state in-cluster`); none when it has no records (not run yet)."""
+    from dra_migrate.kube import new_api_client
+
+    store = ClusterStore(new_api_client(source.kubeconfig, context=source.context), namespace)
+    records = read_checked(store, plan_digest=digest, require_owner=False, cluster=cluster)
+    return (records, store.where(digest)) if records else (None, None)

@@ -104,18 +104,29 @@ def read_records(
     journal in which no record names its plan (every journal apply writes does); `report` reads such a
     hand-made one, as it cannot belong to another plan either. `cluster`: the plan's cluster; a run that
     recorded another cluster is refused, naming both."""
-    records = read_journal(path)
-    validate(records, path, plan_digest=plan_digest, require_owner=require_owner)
+    return checked(read_journal(path), path, plan_digest=plan_digest, require_owner=require_owner, cluster=cluster)
+
+
+def checked(
+    records: list[Record],
+    where: Path | str,
+    *,
+    plan_digest: str,
+    require_owner: bool = True,
+    cluster: ClusterIdentity | None = None,
+) -> list[Record]:
+    """`read_records`' checks on records read from anywhere (the file, or the in-cluster journal)."""
+    validate(records, where, plan_digest=plan_digest, require_owner=require_owner)
     for r in records:
         if r.get("event") == "run-start" and "cluster" in r:
             refuse_other_cluster(
-                cluster, "the plan", ClusterIdentity.from_dict(r["cluster"]), f"{path} (record {r.get('seq')})"
+                cluster, "the plan", ClusterIdentity.from_dict(r["cluster"]), f"{where} (record {r.get('seq')})"
             )
     return records
 
 
 def validate(
-    records: Sequence[Record], path: Path, *, plan_digest: str, require_owner: bool = True
+    records: Sequence[Record], path: Path | str, *, plan_digest: str, require_owner: bool = True
 ) -> list[JournalRecord]:
     typed = []
     previous = 0

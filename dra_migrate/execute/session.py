@@ -28,7 +28,7 @@ from dra_migrate.cluster.identity import ClusterIdentity
 from dra_migrate.errors import InputError
 from dra_migrate.execute.actions import preflight
 from dra_migrate.execute.contract import SYSTEM_CLOCK, Clock, LockHeld, Ops
-from dra_migrate.execute.journal import Journal, journal_path, read_records
+from dra_migrate.execute.journals import FileStore, JournalStore, read_checked
 from dra_migrate.execute.lock import ClusterLock, break_lock, read_lock
 from dra_migrate.execute.ops import CANARY_PREFIX
 from dra_migrate.execute.progress import progress_of
@@ -56,14 +56,15 @@ class ApplySession:
         lock_namespace: str = "kube-system",
         overrides: Mapping[str, Any] | None = None,
         lock_factory: Callable[..., Any] = ClusterLock,
+        store: JournalStore | None = None,
     ) -> None:
         if not plan.digest:
             raise InputError(f"{plan_path}: the plan has no digest", "regenerate it with dra-migrate plan")
         self.plan = plan
         self.plan_path = plan_path
-        self.journal_path = journal_path(plan_path)
-        # before any cluster contact
-        self.records = read_records(self.journal_path, plan_digest=plan.digest, cluster=plan.cluster_identity)
+        # The journal: beside the plan (read before any cluster contact), or in the cluster (--state).
+        self.store: JournalStore = store or FileStore(plan_path)
+        self.records = read_checked(self.store, plan_digest=plan.digest, cluster=plan.cluster_identity)
         preflight((p.step, p.node) for p in planned_steps(plan))
         self.state = progress_of(plan, self.records)
         self.ops = ops
@@ -184,11 +185,11 @@ class ApplySession:
         started at the same moment is refused by the lock, never by the first one's changes."""
         with (
             self._locked() as lock,
-            Journal.open(self.journal_path, plan_digest=self.plan.digest) as journal,
+            self.store.open(str(self.plan.digest)) as journal,
             self._watching(),
         ):
             if read_state is not None:
-                self.records = read_records(self.journal_path, plan_digest=str(self.plan.digest))
+                self.records = read_checked(self.store, plan_digest=str(self.plan.digest))
                 self.state = progress_of(self.plan, self.records)
                 self.refuse_if_stale(read_state)
             runner = self.runner(journal, guard=lock.check)
@@ -205,7 +206,7 @@ class ApplySession:
     def rollback(self, steps: list[str], opts: ApplyOptions) -> RunResult:
         with (
             self._locked() as lock,
-            Journal.open(self.journal_path, plan_digest=self.plan.digest) as journal,
+            self.store.open(str(self.plan.digest)) as journal,
             self._watching(),
         ):
             runner = self.runner(journal, guard=lock.check)

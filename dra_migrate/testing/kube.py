@@ -88,3 +88,71 @@ class FakeApiClient:
         if isinstance(answer, BaseException):
             raise answer
         return answer
+
+
+class FakeConfigMaps:
+    """ConfigMaps as the API server keeps them, for the in-cluster journal's unit tests: create (409 when
+    the name exists), get, list with an equality label selector, and JSON merge patch (409 when the
+    patch's `metadata.resourceVersion` is not the object's). Each write bumps a cluster-wide
+    resourceVersion. `lose_answer`: the next n writes land but their answer never arrives (a broken
+    connection after the server stored it). Use `client()` as the ApiClient."""
+
+    PREFIX = "/api/v1/namespaces/"
+
+    def __init__(self) -> None:
+        self.objects: dict[tuple[str, str], dict[str, Any]] = {}
+        self.rv = 100
+        self.lose_answer = 0
+        self.writes = 0
+
+    def client(self) -> FakeApiClient:
+        return FakeApiClient(self.handle)
+
+    def _stored(self, obj: dict[str, Any]) -> dict[str, Any]:
+        self.rv += 1
+        self.writes += 1
+        obj["metadata"]["resourceVersion"] = str(self.rv)
+        return orjson.loads(orjson.dumps(obj))  # type: ignore[no-any-return]
+
+    def _answer(self, obj: dict[str, Any], code: int = 200) -> FakeResponse | BaseException:
+        if self.lose_answer > 0:
+            self.lose_answer -= 1
+            return ConnectionResetError("connection reset by peer (the write landed)")
+        return FakeResponse(code, obj)
+
+    def handle(self, call: Call) -> FakeResponse | BaseException:
+        rest = call.path[len(self.PREFIX):].split("/")
+        if not call.path.startswith(self.PREFIX) or len(rest) < 2 or rest[1] != "configmaps":
+            return FakeResponse(404, status(404, "NotFound", f"no such path {call.path}"))
+        ns, name = rest[0], (rest[2] if len(rest) > 2 else "")
+        key = (ns, name)
+        if call.method == "GET" and not name:
+            wanted = dict(p.split("=", 1) for p in call.query.get("labelSelector", "").split(",") if p)
+            field_name = call.query.get("fieldSelector", "").removeprefix("metadata.name=")
+            items = [o for (n, name_), o in sorted(self.objects.items()) if n == ns and all(
+                ((o["metadata"].get("labels") or {}).get(k) == v) for k, v in wanted.items())
+                and (not field_name or name_ == field_name)]  # fmt: skip
+            return FakeResponse(200, {"kind": "ConfigMapList", "metadata": {"resourceVersion": str(self.rv)},
+                                      "items": items})  # fmt: skip
+        if call.method == "GET":
+            obj = self.objects.get(key)
+            return FakeResponse(200, obj) if obj else FakeResponse(404, status(404, "NotFound", f"{name} not found"))
+        if call.method == "POST":
+            body = orjson.loads(orjson.dumps(call.body))
+            key = (ns, body["metadata"]["name"])
+            if key in self.objects:
+                return FakeResponse(409, status(409, "AlreadyExists", f"configmaps {key[1]!r} already exists"))
+            self.objects[key] = self._stored(body)
+            return self._answer(self.objects[key], 201)
+        if call.method == "PATCH":
+            obj = self.objects.get(key)
+            if obj is None:
+                return FakeResponse(404, status(404, "NotFound", f"{name} not found"))
+            patch = call.body
+            want = (patch.get("metadata") or {}).get("resourceVersion")
+            if want is not None and want != obj["metadata"]["resourceVersion"]:
+                return FakeResponse(409, status(409, "Conflict", "the object has been modified"))
+            obj.setdefault("data", {}).update(patch.get("data") or {})
+            self.objects[key] = self._stored(obj)
+            return self._answer(self.objects[key])
+        return FakeResponse(405, status(405, "MethodNotAllowed", call.method))

@@ -8,7 +8,6 @@ One real node per machine: the node fixture waits for its turn (controlplane.rea
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -25,6 +24,8 @@ from conftest import wait_for
 from ruamel.yaml import YAML
 
 from dra_migrate import __version__
+from dra_migrate.execute.cluster_journal import read_cluster_journal
+from dra_migrate.plan import io as plan_io
 from dra_migrate.sim.kube import Kube, new_api_client, path_of
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
@@ -79,7 +80,9 @@ def node(
 def _install(kube: Kube, rel: str) -> None:
     kinds = {"Namespace": ("v1", "namespaces"), "ServiceAccount": ("v1", "serviceaccounts"),
              "ClusterRole": ("rbac.authorization.k8s.io/v1", "clusterroles"),
-             "ClusterRoleBinding": ("rbac.authorization.k8s.io/v1", "clusterrolebindings")}  # fmt: skip
+             "ClusterRoleBinding": ("rbac.authorization.k8s.io/v1", "clusterrolebindings"),
+             "Role": ("rbac.authorization.k8s.io/v1", "roles"),
+             "RoleBinding": ("rbac.authorization.k8s.io/v1", "rolebindings")}  # fmt: skip
     for doc in YAML(typ="safe").load_all((ROOT / rel).read_text()):
         version, plural = kinds[doc["kind"]]
         kube.create_or_exists(path_of(version, plural, namespace=doc["metadata"].get("namespace")), doc)
@@ -155,9 +158,9 @@ def test_the_image_reads_the_cluster_in_a_pod_as_its_service_account(
     print(f"\nimage pod ran inventory in-cluster in {time.monotonic() - t0:.1f}s")
 
 
-def _job(port: str, state: Path, name: str) -> dict[str, Any]:
-    """deploy/in-cluster/apply-job.yaml's Job, with two changes the real node needs: the host's network (see
-    `_pod`) and the journal's directory as a hostPath (the node has no storage provisioner for the claim)."""
+def _job(port: str, name: str) -> dict[str, Any]:
+    """deploy/in-cluster/apply-job.yaml's Job, with one change the real node needs: the host's network (see
+    `_pod`). The plan comes from the ConfigMap and the journal goes to the cluster, as written."""
     doc = next(d for d in YAML(typ="safe").load_all((ROOT / "deploy/in-cluster/apply-job.yaml").read_text())
                if d["kind"] == "Job")  # fmt: skip
     doc["metadata"]["name"] = name
@@ -165,28 +168,26 @@ def _job(port: str, state: Path, name: str) -> dict[str, Any]:
     pod.pop("affinity")  # the one real node is a GPU node: the Job runs beside what it migrates here
     pod["hostNetwork"] = True
     pod["tolerations"] = [{"operator": "Exists"}]  # it cordons this node, then runs on it again to resume
-    pod["volumes"] = [v for v in pod["volumes"] if v["name"] not in ("state", "plan")]
-    pod["volumes"].append({"name": "state", "hostPath": {"path": str(state), "type": "Directory"}})
-    pod.pop("initContainers")  # the plan is put beside its journal by the test, as the init container does
     for c in pod["containers"]:
         c["image"], c["imagePullPolicy"] = IMAGE, "Never"
         c["env"] = _pod(port, "")["spec"]["containers"][0]["env"]
     return doc  # type: ignore[no-any-return]
 
 
-def _records(state: Path) -> list[dict[str, Any]]:
-    path = state / "plan.yaml.journal.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip().endswith("}")]
+def _records(kube: Kube, plan: Path) -> list[dict[str, Any]]:
+    """The Jobs' journal, read from the cluster as `status --state in-cluster` reads it."""
+    return read_cluster_journal(kube.api_client, "dra-migrate", str(plan_io.load(plan)["digest"]))
 
 
-def _ended(state: Path, action: str) -> bool:
-    return any(r.get("event") == "end" and str(r.get("stepId", "")).endswith("/" + action) for r in _records(state))
+def _ended(kube: Kube, plan: Path, action: str) -> bool:
+    return any(r.get("event") == "end" and str(r.get("stepId", "")).endswith("/" + action)
+               for r in _records(kube, plan))  # fmt: skip
 
 
-def _remaining(cp: controlplane.ControlPlane, state: Path) -> list[str]:
-    r = subprocess.run([sys.executable, "-m", "dra_migrate", "status", str(state / "plan.yaml"), "-o", "name"],
+def _remaining(cp: controlplane.ControlPlane, plan: Path) -> list[str]:
+    """`status` on the host, from the journal in the cluster (no file beside the host's copy of the plan)."""
+    r = subprocess.run([sys.executable, "-m", "dra_migrate", "status", str(plan), "-o", "name", "--state", "in-cluster",
+                        "--lock-namespace", "dra-migrate", "--kubeconfig", str(cp.kubeconfig)],
                        capture_output=True, text=True, check=False, env={**os.environ, "NO_COLOR": "1"})  # fmt: skip
     assert r.returncode == 0, r.stderr
     return r.stdout.split()
@@ -200,33 +201,34 @@ def test_a_job_applies_the_plan_and_a_second_resumes_after_the_first_is_killed(
 
     cp, kube = node
     for rel in ("deploy/rbac/readonly.yaml", "deploy/rbac/operator.yaml", "deploy/in-cluster/serviceaccount.yaml",
-                "deploy/in-cluster/readonly-binding.yaml", "deploy/in-cluster/apply-binding.yaml"):  # fmt: skip
+                "deploy/rbac/state.yaml", "deploy/in-cluster/readonly-binding.yaml",
+                "deploy/in-cluster/apply-binding.yaml"):  # fmt: skip
         _install(kube, rel)
     install_dra_daemonset(kube)
     (gpu_node,) = [n for n in kube.list_all("/api/v1/nodes")[0] if n["status"].get("allocatable", {}).get(GPU)]
-    state = tmp_path / "state"
-    state.mkdir()
+    plan_file = tmp_path / "plan.yaml"
     plan = subprocess.run(
         [sys.executable, "-m", "dra_migrate", "plan", "--kubeconfig", str(cp.kubeconfig), "--out",
-         str(state / "plan.yaml"), "--soak", "0s", "--canary-image", BUSYBOX],
+         str(plan_file), "--soak", "0s", "--canary-image", BUSYBOX],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert plan.returncode == 0, plan.stderr
-    os.chown(state, 65532, 65532)
-    os.chown(state / "plan.yaml", 65532, 65532)
+    # As the operator does: kubectl -n dra-migrate create configmap dra-migrate-plan --from-file=plan.yaml=...
+    kube.create(path_of("v1", "configmaps", namespace="dra-migrate"),
+                {"metadata": {"name": "dra-migrate-plan"}, "data": {"plan.yaml": plan_file.read_text()}})  # fmt: skip
     port = cp.server.rsplit(":", 1)[1]
     jobs = path_of("batch/v1", "jobs", namespace="dra-migrate")
     pods = path_of("v1", "pods", namespace="dra-migrate")
 
     # The first Job, killed once the wave has started on the node (cordoned, drained).
-    kube.create(jobs, _job(port, state, "apply-1"))
-    wait_for("the first Job to drain the node", lambda: _ended(state, "drain"), timeout=180)
+    kube.create(jobs, _job(port, "apply-1"))
+    wait_for("the first Job to drain the node", lambda: _ended(kube, plan_file, "drain"), timeout=180)
     for p in kube.list_all(pods, (("labelSelector", "job-name=apply-1"),))[0]:
         kube.delete(f"{pods}/{p['metadata']['name']}", {"gracePeriodSeconds": 0})
     kube.delete(f"{jobs}/apply-1", {"propagationPolicy": "Background"})
     wait_for("the first Job's pod gone", lambda: not kube.list_all(pods, (("labelSelector", "job-name=apply-1"),))[0],
              timeout=60)  # fmt: skip
-    middle = _remaining(cp, state)
+    middle = _remaining(cp, plan_file)
     assert middle and any(s.endswith("/uncordon") for s in middle), middle  # `status` from the host: mid-wave
 
     # A second runner must wait for the killed one's Lease to expire (another pod cannot tell it is gone).
@@ -240,17 +242,19 @@ def test_a_job_applies_the_plan_and_a_second_resumes_after_the_first_is_killed(
         return (datetime.now(UTC) - renewed).total_seconds() > int(spec.get("leaseDurationSeconds") or 0) + 1
 
     wait_for("the killed runner's Lease to expire", lease_free, timeout=120)
-    kube.create(jobs, _job(port, state, "apply-2"))
+    kube.create(jobs, _job(port, "apply-2"))
 
     def succeeded() -> dict[str, Any] | None:
         status = kube.get(f"{jobs}/apply-2").get("status") or {}
-        assert not status.get("failed"), f"the resuming Job failed: {_records(state)[-3:]}"
+        assert not status.get("failed"), f"the resuming Job failed: {_records(kube, plan_file)[-3:]}"
         return status if status.get("succeeded") else None
 
     wait_for("the second Job to finish the plan", succeeded, timeout=300)
-    assert _remaining(cp, state) == []
-    runs = [r for r in _records(state) if r.get("event") == "run-start"]
+    assert _remaining(cp, plan_file) == []
+    assert not list(tmp_path.glob("*.journal.jsonl")), "the journal is in the cluster, not beside the plan"
+    runs = [r for r in _records(kube, plan_file) if r.get("event") == "run-start"]
     assert len(runs) == 2, "the second Job resumed the first's journal, not a new one"
     labels = kube.get(f"/api/v1/nodes/{gpu_node['metadata']['name']}")["metadata"]["labels"]
     assert labels.get(DRA) == "true"
     kube.delete(f"{jobs}/apply-2", {"propagationPolicy": "Background"})
+    kube.delete(path_of("v1", "configmaps", "dra-migrate-plan", "dra-migrate"))

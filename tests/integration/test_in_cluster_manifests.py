@@ -35,8 +35,8 @@ def _docs(*rel: str) -> list[dict[str, Any]]:
 def _path(doc: dict[str, Any]) -> str:
     group_version, kind, ns = doc["apiVersion"], doc["kind"], doc["metadata"].get("namespace")
     plural = {"ServiceAccount": "serviceaccounts", "Namespace": "namespaces", "ClusterRole": "clusterroles",
-              "ClusterRoleBinding": "clusterrolebindings", "Job": "jobs",
-              "PersistentVolumeClaim": "persistentvolumeclaims"}[kind]  # fmt: skip
+              "ClusterRoleBinding": "clusterrolebindings", "Job": "jobs", "Role": "roles",
+              "RoleBinding": "rolebindings", "PersistentVolumeClaim": "persistentvolumeclaims"}[kind]  # fmt: skip
     base = f"/api/{group_version}" if "/" not in group_version else f"/apis/{group_version}"
     return f"{base}/namespaces/{ns}/{plural}" if ns else f"{base}/{plural}"
 
@@ -45,6 +45,7 @@ MANIFESTS = (
     "deploy/rbac/readonly.yaml",
     "deploy/rbac/operator.yaml",
     "deploy/in-cluster/serviceaccount.yaml",
+    "deploy/rbac/state.yaml",
     "deploy/in-cluster/readonly-binding.yaml",
     "deploy/in-cluster/apply-binding.yaml",
     "deploy/in-cluster/apply-job.yaml",
@@ -95,7 +96,11 @@ def test_the_job_runs_the_image_as_the_service_account_without_root(installed: l
     assert pod["serviceAccountName"] == "dra-migrate"
     assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] == 65532
     (apply,) = pod["containers"]
-    assert apply["args"][:3] == ["apply", "/state/plan.yaml", "--yes"]
+    assert apply["args"][:3] == ["apply", "/plan/plan.yaml", "--yes"]
+    args = apply["args"]
+    assert args[args.index("--state") + 1] == "in-cluster"  # the journal beside its Lease, not on a volume
+    assert args[args.index("--lock-namespace") + 1] == job["metadata"]["namespace"]
+    assert all("persistentVolumeClaim" not in v for v in pod["volumes"])
 
 
 def test_the_service_account_can_do_what_apply_needs(kube: Kube, installed: list[dict[str, Any]]) -> None:
@@ -105,6 +110,8 @@ def test_the_service_account_can_do_what_apply_needs(kube: Kube, installed: list
         ("update", "leases", "coordination.k8s.io", "dra-migrate"), ("create", "deviceclasses", "resource.k8s.io"),
         ("list", "resourceslices", "resource.k8s.io"), ("list", "poddisruptionbudgets", "policy"),
         ("list", "events", "", "default"),  # the canary reads the kubelet's events (found by the real-node Job)
+        ("list", "configmaps", "", "dra-migrate"), ("create", "configmaps", "", "dra-migrate"),
+        ("patch", "configmaps", "", "dra-migrate"),  # the in-cluster journal
     ]  # fmt: skip
     for verb, resource, group, *ns in needs:
         assert _allowed(kube, verb, resource, group, ns[0] if ns else None), (verb, resource)
@@ -119,6 +126,14 @@ def test_the_service_account_gets_nothing_it_must_not(kube: Kube, installed: lis
         ("update", "configmaps", ""), ("delete", "namespaces", ""), ("create", "pods/exec", ""),
     ]:  # fmt: skip
         assert not _allowed(kube, verb, resource, group), (verb, resource)
+    # The lock and the journal in their namespace only (deploy/rbac/state.yaml is a Role).
+    for verb, resource, group, ns in [
+        ("create", "leases", "coordination.k8s.io", "kube-system"),
+        ("update", "leases", "coordination.k8s.io", "default"),
+        ("create", "configmaps", "", "kube-system"), ("patch", "configmaps", "", "default"),
+        ("delete", "configmaps", "", "dra-migrate"), ("update", "configmaps", "", "dra-migrate"),
+    ]:  # fmt: skip
+        assert not _allowed(kube, verb, resource, group, ns), (verb, resource, ns)
 
 
 def test_read_only_commands_run_as_the_service_account(

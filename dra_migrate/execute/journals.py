@@ -1,0 +1,75 @@
+"""Where a plan's journal lives (`--state`): a file beside the plan, or ConfigMaps in the cluster.
+
+apply, rollback, status and report ask a `JournalStore` for the records and (apply, rollback) for an
+open journal; what they do with them is the same for both.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+from dra_migrate.cluster.identity import ClusterIdentity
+from dra_migrate.execute.cluster_journal import ClusterJournal, read_cluster_journal, where
+from dra_migrate.execute.journal import Journal, Record, checked, journal_path, read_journal
+
+FILE, IN_CLUSTER = "file", "in-cluster"
+STATES = (FILE, IN_CLUSTER)
+
+
+class JournalStore(Protocol):
+    def where(self, plan_digest: str) -> str: ...
+
+    def records(self, plan_digest: str) -> list[Record]: ...
+
+    def open(self, plan_digest: str) -> Any: ...
+
+
+class FileStore:
+    """`<plan>.journal.jsonl` beside the plan (execute/journal.py)."""
+
+    def __init__(self, plan_path: Path) -> None:
+        self.path = journal_path(plan_path)
+
+    def where(self, plan_digest: str) -> str:
+        return str(self.path)
+
+    def records(self, plan_digest: str) -> list[Record]:
+        return read_journal(self.path)
+
+    def open(self, plan_digest: str) -> Journal:
+        return Journal.open(self.path, plan_digest=plan_digest)
+
+
+class ClusterStore:
+    """ConfigMaps in `namespace`, the lock's (execute/cluster_journal.py)."""
+
+    def __init__(self, api_client: Any, namespace: str) -> None:
+        self.api_client = api_client
+        self.namespace = namespace
+
+    def where(self, plan_digest: str) -> str:
+        return where(self.namespace, plan_digest)
+
+    def records(self, plan_digest: str) -> list[Record]:
+        return read_cluster_journal(self.api_client, self.namespace, plan_digest)
+
+    def open(self, plan_digest: str) -> ClusterJournal:
+        return ClusterJournal.open(self.api_client, self.namespace, plan_digest=plan_digest)
+
+
+def read_checked(
+    store: JournalStore,
+    *,
+    plan_digest: str,
+    require_owner: bool = True,
+    cluster: ClusterIdentity | None = None,
+) -> list[Record]:
+    """The plan's records, validated as `journal.read_records` validates the file's."""
+    return checked(
+        store.records(plan_digest),
+        store.where(plan_digest),
+        plan_digest=plan_digest,
+        require_owner=require_owner,
+        cluster=cluster,
+    )
