@@ -124,7 +124,8 @@ def report(
         )
         older = diff_plans(older_plan, plan).to_dict()
     if state == IN_CLUSTER:
-        records, where = _cluster_records(str(typed.digest), source, lock_namespace, None if allow_other_cluster else ours)
+        guard = None if allow_other_cluster else ours
+        records, where = _cluster_records(str(typed.digest), source, lock_namespace, guard)
     else:
         if journal_file is None and journal_path(plan_file).exists():
             journal_file = journal_path(plan_file)
