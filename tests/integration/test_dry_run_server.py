@@ -128,3 +128,44 @@ def test_what_is_refused_offline_over_the_cost_limit_the_server_refuses_too(
     assert offline_verdict(expression)[0] == "rejected"
     verdict, message = server_verdict(LiveCluster(LiveOptions(control_plane.kubeconfig)), expression)
     assert verdict == "rejected" and "exceeds cost limit" in message, message
+
+
+def test_a_live_snapshot_keeps_the_plugins_configmap_and_drops_a_lookalike(
+    control_plane: controlplane.ControlPlane, kube: Kube, namespace: str, tmp_path: Path
+) -> None:
+    """Issue 28: ConfigMaps by who uses them. The live read lists ConfigMaps after the DaemonSets."""
+    import json
+
+    lookalike = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 8\n"
+    plugin_json = json.dumps({"version": "v1", "flags": {"migStrategy": "single"}})
+    for name, value in (("app-config", lookalike), ("dp-config", plugin_json)):
+        kube.create(
+            path_of("v1", "configmaps", namespace=namespace), {"metadata": {"name": name}, "data": {"k": value}}
+        )
+    labels = {"app": "nvdp"}
+    kube.create(
+        path_of("apps/v1", "daemonsets", namespace=namespace),
+        {
+            "metadata": {"name": "nvdp"},
+            "spec": {
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "nodeSelector": {"never": "here"},
+                        "containers": [{"name": "p", "image": "nvcr.io/nvidia/k8s-device-plugin:v0.18.0"}],
+                        "volumes": [{"name": "cfg", "configMap": {"name": "dp-config"}}],
+                    },
+                },
+            },
+        },
+    )
+    snap = tmp_path / "live.jsonl"
+    r = run("snapshot", "--kubeconfig", str(control_plane.kubeconfig), "--out", str(snap))
+    assert r.code == 0, r.stderr
+    kept = {
+        o["metadata"]["name"]
+        for o in map(json.loads, snap.read_text().splitlines()[1:])
+        if o.get("kind") == "ConfigMap" and o["metadata"].get("namespace") == namespace
+    }
+    assert kept == {"dp-config"}
