@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from dra_migrate.cli import exitcodes
+from dra_migrate.cli.dryrun import DRY_RUN_OPTION, objects_of, server_dry_run
 from dra_migrate.cluster.templates import TemplateTable
 from dra_migrate.convert.files import (
     FileResult,
@@ -38,6 +39,7 @@ Examples:
   dra-migrate convert k8s/ --output-dir converted/      # converted copies under converted/
   dra-migrate convert k8s/training.yaml --in-place --fallback mig.nvidia.com
   helm template x chart/ | dra-migrate convert - | kubectl apply -f -   # stdin to stdout
+  dra-migrate convert k8s/ --kubeconfig ~/.kube/config --dry-run=server   # the API server judges them
 """
 )
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
@@ -60,6 +62,7 @@ Examples:
     "--kubeconfig", type=click.Path(path_type=Path), help="Also validate --selector on this cluster (dry run)."
 )
 @click.option("--context", help="The kubeconfig context for --kubeconfig.")
+@DRY_RUN_OPTION
 def convert(
     paths: tuple[Path, ...],
     in_place: bool,
@@ -75,12 +78,15 @@ def convert(
     templates: Path | None,
     kubeconfig: Path | None,
     context: str | None,
+    dry_run: str | None,
 ) -> None:
     """Rewrite nvidia.com/gpu and nvidia.com/mig-* requests in FILE|DIR as ResourceClaimTemplates.
 
     Prints a unified diff unless --in-place or --output-dir DIR is given; `-` reads manifests from stdin
     and writes the converted stream to stdout. Nothing is written when any
-    manifest cannot be converted (unless --skip-unconvertible).
+    manifest cannot be converted (unless --skip-unconvertible). --dry-run=server first sends every
+    converted object to the API server of --kubeconfig/--context as a server-side dry run (nothing
+    persisted); a rejection is an error and nothing is written.
     """
     if output_flag is not None:
         # -o was the output directory once; it is a format everywhere else, so refuse rather than guess.
@@ -112,8 +118,9 @@ def convert(
     if templates:
         table = table.extended(templates)
 
+    server = (kubeconfig, context) if dry_run else None
     if "-" in [str(p) for p in paths]:
-        _convert_stdin(paths, in_place, output_dir, table, opts, skip_unconvertible)
+        _convert_stdin(paths, in_place, output_dir, table, opts, skip_unconvertible, server)
         return
     pairs = find_files(paths)
     if output_dir:
@@ -136,6 +143,11 @@ def convert(
     for r in results:
         for s in r.summary:
             log.info("%s", s)
+    if server is not None:
+        objects = [o for r in results if r.changed for o in objects_of(r.converted, str(r.path))]
+        if not server_dry_run(*server, objects):
+            click.echo("error: the API server rejects converted manifests; nothing written", err=True)
+            raise SystemExit(exitcodes.FAILED)
     if in_place:  # all files or none
         write_all([(r.path, r.converted) for r in results if r.changed])
     elif output_dir:
@@ -154,6 +166,7 @@ def _convert_stdin(
     table: TemplateTable,
     opts: ConvertOptions,
     skip_unconvertible: bool,
+    server: tuple[Path | None, str | None] | None,
 ) -> None:
     """`convert -`: manifests on stdin, the converted stream on stdout (as `kubectl convert -f -`)."""
     if len(paths) > 1 or in_place or output_dir:
@@ -177,4 +190,7 @@ def _convert_stdin(
         raise SystemExit(exitcodes.FAILED)
     for s in result.summary:
         log.info("%s", s)
+    if server is not None and not server_dry_run(*server, objects_of(result.converted, "<stdin>")):
+        click.echo("error: the API server rejects converted manifests; nothing written", err=True)
+        raise SystemExit(exitcodes.FAILED)
     click.echo(result.converted, nl=False)

@@ -7,8 +7,11 @@ import logging
 
 import click
 
+from dra_migrate.cli import exitcodes
+from dra_migrate.cli.dryrun import DRY_RUN_OPTION, refuse_snapshot, server_dry_run
 from dra_migrate.cli.options import SourceOptions, load_state, output_option, source_options
 from dra_migrate.cluster.yamlio import dump_yaml
+from dra_migrate.dra.deviceclasses import Generation
 from dra_migrate.inventory.dra import check_driver_name
 from dra_migrate.render import emit, to_json, to_names
 
@@ -24,7 +27,7 @@ def generate() -> None:
     epilog="""\b
 Examples:
   dra-migrate generate deviceclasses --snapshot cluster.yaml > deviceclasses.yaml
-  dra-migrate generate deviceclasses --kubeconfig ~/.kube/config | kubectl apply --dry-run=server -f -
+  dra-migrate generate deviceclasses --kubeconfig ~/.kube/config --dry-run=server
   dra-migrate generate deviceclasses --snapshot cluster.yaml -o name
 """
 )
@@ -37,19 +40,33 @@ Examples:
     help="The DRA driver that serves the GPUs (its ResourceSlices' spec.driver).",
 )
 @output_option(formats=("yaml", "json", "name"), default="yaml", names="the DeviceClasses")
-def deviceclasses(source: SourceOptions, dra_driver: str, output: str) -> None:
+@DRY_RUN_OPTION
+def deviceclasses(source: SourceOptions, dra_driver: str, output: str, dry_run: str | None) -> None:
     """A YAML stream of DeviceClasses with spec.extendedResourceName, one per device-plugin name in use
-    (json: a v1 List of them)."""
+    (json: a v1 List of them). --dry-run=server also sends them to the cluster's API server as a dry run:
+    nothing is persisted, and a rejected class makes the command exit 1."""
     from dra_migrate.dra.deviceclasses import generate as generate_classes
     from dra_migrate.dra.validate import live_selector_warnings
     from dra_migrate.inventory.model import build_inventory
 
     driver = check_driver_name(dra_driver)
+    if dry_run:
+        refuse_snapshot(source.snapshot)
     state = load_state(source)
     gen = generate_classes(state, build_inventory(state), driver)
-    if source.snapshot is None:  # a live cluster: its API server judges the generated selectors (dry run)
+    accepted = True
+    if dry_run:  # every class, whole, as `kubectl apply --server-side --dry-run=server` would send it
+        manifests = [("generated", p.manifest()) for p in sorted(gen.proposals, key=lambda p: p.name)]
+        accepted = server_dry_run(source.kubeconfig, source.context, manifests)
+    elif source.snapshot is None:  # a live cluster: its API server judges the generated selectors (dry run)
         for line in live_selector_warnings(source.kubeconfig, source.context, [p.selector for p in gen.proposals]):
             log.warning("%s", line)
+    _emit_classes(gen, output)
+    if not accepted:
+        raise SystemExit(exitcodes.FAILED)
+
+
+def _emit_classes(gen: Generation, output: str) -> None:
     if output != "yaml":
         for ng in gen.not_generated:
             log.warning("not generated: %s: %s", ng.extended_resource_name, ng.reason)

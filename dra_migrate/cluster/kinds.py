@@ -44,7 +44,7 @@ def kind_key(api_version: str, kind: str) -> str:
 CORE_KINDS: tuple[Kind, ...] = (
     Kind("", "v1", "Node", "nodes", namespaced=False),
     Kind("", "v1", "Pod", "pods", namespaced=True),
-    # ConfigMaps are read for device-plugin sharing configs only; others are dropped on ingestion.
+    # ConfigMaps are read for the device plugin's own config only (cluster/configrefs.py); others are dropped.
     Kind("", "v1", "ConfigMap", "configmaps", namespaced=True),
     Kind("", "v1", "ReplicationController", "replicationcontrollers", namespaced=True),
     Kind("apps", "v1", "Deployment", "deployments", namespaced=True),

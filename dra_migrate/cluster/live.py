@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from dra_migrate.cluster.configrefs import ConfigMapsInUse
 from dra_migrate.cluster.kinds import ALL_KINDS, Kind
 from dra_migrate.cluster.state import SourceInfo
 from dra_migrate.cluster.templates import TemplateTable
@@ -142,7 +143,15 @@ def read_objects(cluster: LiveCluster, templates: TemplateTable) -> tuple[Source
     info = cluster.source_info(tuple(sorted(served)))
 
     def stream() -> Iterator[dict[str, Any]]:
-        for kind in kinds_to_read(served, templates):
-            yield from cluster.list_kind(kind)
+        # ConfigMaps last: by then every DaemonSet and ClusterPolicy has been seen, so each ConfigMap is
+        # kept or dropped as it arrives (cluster/configrefs.py) and none is held in memory.
+        kinds = kinds_to_read(served, templates)
+        in_use = ConfigMapsInUse()
+        for kind in [k for k in kinds if k.key != "ConfigMap"]:
+            for obj in cluster.list_kind(kind):
+                in_use.note(obj)
+                yield obj
+        for kind in [k for k in kinds if k.key == "ConfigMap"]:
+            yield from (cm for cm in cluster.list_kind(kind) if in_use.used(cm))
 
     return info, stream()

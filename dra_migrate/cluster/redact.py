@@ -10,9 +10,9 @@ container's other keys. Operator CRs (ClusterPolicy, NVIDIADriver, GPUCluster) k
 which configure the operator and are read by checks, but with credentials scrubbed from them.
 
 A ConfigMap is kept only when a ClusterPolicy (`spec.devicePlugin.config.name`) or a device-plugin
-DaemonSet (a configMap volume) names it: a ConfigMap merely shaped like a device-plugin config is not
-kept. Objects arrive in list order (ConfigMaps before DaemonSets and ClusterPolicies), so the candidate
-ConfigMaps are held back and written at the end, once every reference has been seen.
+DaemonSet (a configMap volume) uses it (cluster/configrefs.py), whatever its text looks like. A live read
+lists ConfigMaps last; objects from anywhere else may come in any order, so a ConfigMap nobody has named
+yet is held back and written at the end, once every reference has been seen.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from dra_migrate.cluster.configrefs import ConfigMapsInUse, is_configmap
 from dra_migrate.cluster.kinds import NVIDIA_KINDS, kind_key
-from dra_migrate.cluster.state import is_device_plugin_configmap
 from dra_migrate.cluster.templates import TemplateTable, get_path
 from dra_migrate.secrets import scrub
 
@@ -93,11 +93,8 @@ def for_snapshot(
 ) -> dict[str, Any] | None:
     """The object as a snapshot stores it (redacted), or None when it is not stored at all.
 
-    ConfigMaps are not decided here (see `SnapshotFilter`): a ConfigMap not shaped like a device-plugin
-    config is dropped, one that is shaped like one is returned for the caller to keep or drop."""
+    ConfigMaps are not decided here: whether one is kept depends on the other objects (`SnapshotFilter`)."""
     key = kind_key(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
-    if key == "ConfigMap" and not is_device_plugin_configmap(obj):
-        return None
     _strip_metadata(obj)
     if key in _OPERATOR_KEYS:
         _walk(obj.get("spec"), keep_env=True)
@@ -108,68 +105,23 @@ def for_snapshot(
     return obj
 
 
-def _meta(o: dict[str, Any]) -> dict[str, Any]:
-    m = o.get("metadata")
-    return m if isinstance(m, dict) else {}
-
-
-def _is_device_plugin_daemonset(ds: dict[str, Any]) -> bool:
-    """Operator-managed or standalone NVIDIA device plugin (as dra_migrate.inventory.operator tells them):
-    its name or image; GPU Feature Discovery ships in the same image but advertises nothing."""
-    name = str(_meta(ds).get("name", ""))
-    if "feature-discovery" in name:
-        return False
-    containers = get_path(ds, "spec.template.spec.containers")
-    images = [str(c.get("image", "")) for c in containers or [] if isinstance(c, dict)]
-    return "nvidia-device-plugin" in name or any("k8s-device-plugin" in i for i in images)
-
-
-def configmaps_named(obj: dict[str, Any]) -> set[tuple[str | None, str]]:
-    """(namespace or None for any, name) of the ConfigMaps a ClusterPolicy or device-plugin DaemonSet uses."""
-    key = kind_key(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
-    out: set[tuple[str | None, str]] = set()
-    if key == "nvidia.com/ClusterPolicy":
-        # gpu-operator api/nvidia/v1 ClusterPolicy: spec.devicePlugin.config.{name,default}; the operands run
-        # in the operator's namespace (status.namespace).
-        name = get_path(obj, "spec.devicePlugin.config.name")
-        ns = get_path(obj, "status.namespace")
-        if isinstance(name, str) and name:
-            out.add((ns if isinstance(ns, str) and ns else None, name))
-    elif key == "apps/DaemonSet" and _is_device_plugin_daemonset(obj):
-        ns = _meta(obj).get("namespace")
-        for v in get_path(obj, "spec.template.spec.volumes") or []:
-            if not isinstance(v, dict):
-                continue
-            refs = [v.get("configMap")]
-            for source in get_path(v, "projected.sources") or []:
-                refs.append(source.get("configMap") if isinstance(source, dict) else None)
-            for ref in refs:
-                if isinstance(ref, dict) and isinstance(ref.get("name"), str):
-                    out.add((ns if isinstance(ns, str) else None, ref["name"]))
-    return out
-
-
 class SnapshotFilter:
-    """Redacts a stream of objects for a snapshot; device-plugin ConfigMaps come last, only when named."""
+    """Redacts a stream of objects for a snapshot; ConfigMaps are kept only when a device plugin uses them."""
 
     def __init__(self, *, keep_env: bool, templates: TemplateTable | None = None) -> None:
         self.keep_env = keep_env
         self.templates = templates or TemplateTable.builtin()
-        self._candidates: list[dict[str, Any]] = []
-        self._named: set[tuple[str | None, str]] = set()
+        self.configmaps = ConfigMapsInUse()
 
     def stream(self, objects: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         for obj in objects:
-            self._named |= configmaps_named(obj)
+            self.configmaps.note(obj)
+            if is_configmap(obj) and not self.configmaps.offer(obj):
+                continue  # held: an object later in the stream may still name it
             kept = for_snapshot(obj, keep_env=self.keep_env, templates=self.templates)
-            if kept is None:
-                continue
-            if kind_key(str(kept.get("apiVersion", "")), str(kept.get("kind", ""))) == "ConfigMap":
-                self._candidates.append(kept)
-                continue
-            yield kept
-        for cm in self._candidates:
-            meta = _meta(cm)
-            name, ns = meta.get("name"), meta.get("namespace")
-            if isinstance(name, str) and ((ns, name) in self._named or (None, name) in self._named):
-                yield cm
+            if kept is not None:
+                yield kept
+        for cm in self.configmaps.release():
+            kept = for_snapshot(cm, keep_env=self.keep_env, templates=self.templates)
+            if kept is not None:
+                yield kept

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
+from dra_migrate.cluster.configrefs import ConfigMapsInUse
 from dra_migrate.cluster.identity import ClusterIdentity
 from dra_migrate.cluster.kinds import KINDS_BY_KEY, kind_key
 from dra_migrate.cluster.templates import TemplateTable
@@ -124,19 +125,27 @@ class StateBuilder:
 
     def __init__(self, source: SourceInfo, templates: TemplateTable | None = None) -> None:
         self.templates = templates or TemplateTable.builtin()
-        self.state = ClusterState(source=source, templates=self.templates)
+        self._state = ClusterState(source=source, templates=self.templates)
+        self._configmaps = ConfigMapsInUse()
         self._known = set(KINDS_BY_KEY) | set(self.templates.kind_keys())
-        self._pods = self.state.objects.setdefault("Pod", [])
+        self._pods = self._state.objects.setdefault("Pod", [])
         self._checker = ObjectChecker(self.templates)
         # (kind key, namespace, name) -> (uid, resourceVersion, where it was read)
         self._seen: dict[tuple[str, str, str], tuple[Any, Any, str]] = {}
         self.duplicates = 0
 
+    @property
+    def state(self) -> ClusterState:
+        """The state so far, with the ConfigMaps held back that a device plugin has since been seen to use."""
+        for cm in self._configmaps.release():
+            self._keep("ConfigMap", cm)
+        return self._state
+
     def add(self, obj: Obj, *, may_request_gpus: bool = True, where: str = "") -> None:
         """Add one object. `may_request_gpus=False` is a reader's promise that the object's text names
         neither an nvidia.com/ resource nor resourceClaims, so a pod need not be looked into.
         `where` (file:line) names the object's origin in errors."""
-        where = where or self.state.source.location
+        where = where or self._state.source.location
         api_version = obj.get("apiVersion")
         kind = obj.get("kind")
         if kind == "Pod" and api_version == "v1":  # the bulk of any fleet: skip the generic path
@@ -150,20 +159,24 @@ class StateBuilder:
                     self._count_other_pod(obj)
             return
         if not isinstance(api_version, str) or not isinstance(kind, str):
-            self.state.skipped["(no apiVersion/kind)"] += 1
+            self._state.skipped["(no apiVersion/kind)"] += 1
             return
         key = kind_key(api_version, kind)
         if key not in self._known:
-            self.state.skipped[key] += 1
-            return
-        if key == "ConfigMap" and not is_device_plugin_configmap(obj):
+            self._state.skipped[key] += 1
             return
         self._checker.check(key, obj, where)
         if not self._first_copy(key, obj, where):
             return
+        self._configmaps.note(obj)
+        if key == "ConfigMap" and not self._configmaps.offer(obj):
+            return  # held until `state`: a DaemonSet or ClusterPolicy read later may use it
+        self._keep(key, obj)
+
+    def _keep(self, key: str, obj: Obj) -> None:
         pruned = prune(key, obj)
         if pruned is not None:
-            self.state.objects.setdefault(key, []).append(pruned)
+            self._state.objects.setdefault(key, []).append(pruned)
 
     def _first_copy(self, key: str, obj: Obj, where: str) -> bool:
         """Whether this is the first copy of the object; a conflicting second copy is refused."""
@@ -185,7 +198,7 @@ class StateBuilder:
         )
 
     def _count_other_pod(self, obj: Obj) -> None:
-        state = self.state
+        state = self._state
         state.other_pods_read += 1
         status = obj.get("status")
         if isinstance(status, dict) and status.get("phase") in ("Succeeded", "Failed"):
@@ -201,29 +214,12 @@ class StateBuilder:
             self.add(obj)
 
 
-# Keys of a device-plugin config (k8s-device-plugin api/config/v1/config.go); a ConfigMap whose values
-# parse to one of these is a sharing config, and every other ConfigMap is dropped.
-_DEVICE_PLUGIN_CONFIG_MARKERS = ("sharing:", "flags:", "resources:")
-
-
-def is_device_plugin_configmap(obj: Obj) -> bool:
-    data = obj.get("data")
-    if not isinstance(data, dict):
-        return False
-    return any(
-        isinstance(v, str) and "version:" in v and any(m in v for m in _DEVICE_PLUGIN_CONFIG_MARKERS)
-        for v in data.values()
-    )
-
-
 def prune(key: str, obj: Obj) -> Obj | None:
     """Drop what the tool never reads. Returns None for objects to discard entirely."""
     meta = obj.get("metadata")
     if isinstance(meta, dict) and "managedFields" in meta:
         meta = {k: v for k, v in meta.items() if k != "managedFields"}
         obj = {**obj, "metadata": meta}
-    if key == "ConfigMap":
-        return obj if is_device_plugin_configmap(obj) else None
     if key == "Pod":
         return _prune_pod(obj)
     return obj

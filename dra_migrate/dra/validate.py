@@ -15,8 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
+from dra_migrate.cluster.dryrun import status_message
 from dra_migrate.cluster.live import LiveCluster, LiveOptions
 from dra_migrate.cluster.state import ClusterState
 from dra_migrate.dra.cel import SelectorError, UnsupportedSelectorError, compile_selector
@@ -86,22 +85,11 @@ def server_verdict(cluster: LiveCluster, expression: str) -> tuple[str, str]:
     except Unreachable as e:
         return "unknown", f"cannot reach the API server: {e.message}"
     except ApiError as e:
-        message = _status_message(e.body)
+        message = status_message(e.body)
         if e.status == 422:
             return "rejected", message
         return "unknown", f"HTTP {e.status}: {message}"
     return "accepted", ""
-
-
-def _status_message(data: bytes) -> str:
-    try:
-        status = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return data[:200].decode(errors="replace")
-    causes = ((status.get("details") or {}).get("causes") or []) if isinstance(status, dict) else []
-    messages = [str(c.get("message", "")) for c in causes if isinstance(c, dict)]
-    text = "; ".join(m for m in messages if m) or str(status.get("message", "") if isinstance(status, dict) else "")
-    return " ".join(text.split())[:400]
 
 
 def validate_selectors(cluster: LiveCluster, expressions: Iterable[str]) -> list[SelectorVerdict]:

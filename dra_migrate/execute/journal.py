@@ -27,6 +27,7 @@ import orjson
 
 from dra_migrate.cluster.identity import ClusterIdentity, refuse_other_cluster
 from dra_migrate.errors import InputError
+from dra_migrate.execute.journal_check import EVENTS, check_line, is_torn
 from dra_migrate.secrets import scrub
 
 log = logging.getLogger(__name__)
@@ -55,8 +56,9 @@ class _Scan:
 
 
 def _scan(data: bytes, path: Path) -> _Scan:
-    """Parse the journal's bytes. Only the last line may be unreadable (a crash mid-write); any other
-    unreadable line means the file was damaged or edited, and resuming from it would be a guess."""
+    """Parse the journal's bytes. Only the last line may be torn (a crash mid-write: `is_torn`); any other
+    malformed line, the last one included, means the file was damaged or edited, and resuming from it
+    would be a guess: refused with one line naming the file, the line and the key (`check_line`)."""
     records: list[Record] = []
     lines = data.split(b"\n")
     # split() leaves b"" after a final newline; a non-empty last piece has no newline: a write cut short.
@@ -65,20 +67,12 @@ def _scan(data: bytes, path: Path) -> _Scan:
         last = i == len(lines) - 1
         if last and not line:
             break
-        try:
-            doc = orjson.loads(line)
-            if not isinstance(doc, dict) or "event" not in doc:
-                raise ValueError("not a journal record")
-        except (orjson.JSONDecodeError, ValueError) as e:
-            # The final line, or the final line before a trailing newline with nothing after it, was the
-            # last write: a crash can leave it torn (even newline-terminated, if blocks reached disk out of order).
-            if last or (i == len(lines) - 2 and not lines[-1]):
-                return _Scan(records, offset, data[offset:], i + 1)
-            raise InputError(
-                f"{path}: line {i + 1} is not a journal record ({e})",
-                "the journal was damaged or edited; restore it, or move it aside to start over",
-            ) from e
-        records.append(doc)
+        # The final line, or the final line before a trailing newline with nothing after it, was the last
+        # write: a crash can leave it torn (even newline-terminated, if blocks reached disk out of order).
+        final = last or (i == len(lines) - 2 and not lines[-1])
+        if final and is_torn(line):
+            return _Scan(records, offset, data[offset:], i + 1)
+        records.append(check_line(line, f"{path}:{i + 1}"))
         offset += len(line) + (0 if last else 1)
     return _Scan(records, offset, b"", 0)
 
@@ -279,6 +273,8 @@ class Journal:
     def _append(self, event: str, fields: dict[str, Any]) -> Record:
         if self._fh.closed:
             raise ValueError(f"journal {self.path} is closed")
+        if event not in EVENTS:
+            raise ValueError(f"unknown journal event {event!r}")
         clash = [k for k in _RESERVED if k in fields]
         if clash:
             raise ValueError(f"journal fields {clash} are set by the journal itself")

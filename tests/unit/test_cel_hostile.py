@@ -220,3 +220,34 @@ def test_optional_syntax_without_undeclared_names_is_still_refused_not_rejected(
     ):
         with pytest.raises(UnsupportedSelectorError):
             compile_selector(expression)
+
+
+# Nested comprehensions over literals: cel-go's estimate is at least the product of the sizes, so these are
+# over resource.k8s.io's CELSelectorExpressionMaxCost (1,000,000) whatever else they use: refused, not declined.
+_TEN = "[0,1,2,3,4,5,6,7,8,9]"
+_SEVEN_DEEP = "".join(f"{_TEN}.all(v{i}, " for i in range(7)) + "true" + ")" * 7  # 10^7 iterations
+_THOUSAND = "[" + ",".join(["0"] * 1001) + "]"
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        _SEVEN_DEEP,
+        f"{_THOUSAND}.exists(a, {_THOUSAND}.exists(b, a != b))",
+        # beside something the offline evaluator declines (join: its cost estimate is not reproduced)
+        f"['x'].join() == 'x' && {_SEVEN_DEEP}",
+        f"{_SEVEN_DEEP} && ['x'].join() == 'x'",
+        f"{_TEN}.map(a, {_THOUSAND}.filter(b, {_THOUSAND}.exists(c, b == c))).size() > 0",
+    ],
+    ids=["7-deep", "1001x1001", "after-declined", "before-declined", "map-filter-exists"],
+)
+def test_selectors_over_the_cost_limit_are_refused_offline(expression: str) -> None:
+    assert len(expression.encode()) <= 10 * 1024  # within the length limit: the cost is what refuses them
+    with pytest.raises(SelectorError, match="exceeds cost limit") as e:
+        compile_selector(expression)
+    assert not isinstance(e.value, UnsupportedSelectorError)
+    assert "1,000,000" in str(e.value)
+
+
+def test_a_comprehension_under_the_cost_limit_still_compiles() -> None:
+    compile_selector(f"{_THOUSAND}.exists(a, a == 0)")  # ~1,000 iterations

@@ -127,9 +127,9 @@ def test_corrupt_middle_line_is_refused_with_its_number(tmp_path: Path) -> None:
     lines = path.read_bytes().splitlines(keepends=True)
     lines[1] = b"{not json\n"
     path.write_bytes(b"".join(lines))
-    with pytest.raises(InputError, match=r"line 2 is not a journal record"):
+    with pytest.raises(InputError, match=r"j.jsonl:2: not a journal record"):
         read_journal(path)
-    with pytest.raises(InputError, match=r"line 2"):
+    with pytest.raises(InputError, match=r"j.jsonl:2: "):
         Journal.open(path)
 
 

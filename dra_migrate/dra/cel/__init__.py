@@ -32,7 +32,9 @@ both); a small static checker reproduces the compile-time errors the API
 server reports (undeclared functions and variables, no matching overload on known types, result not bool);
 the Kubernetes and strings-extension functions are Python functions below. Expressions using the optional
 syntax or libraries not re-implemented (URLs, IP, CIDR, format, sets, image) raise UnsupportedSelectorError,
-a SelectorError, rather than a wrong answer. The runtime cost limit is not estimated.
+a SelectorError, rather than a wrong answer. The API server's cost limit: a selector whose estimated cost is
+provably over it (nested comprehensions over literals, `checker.least_cost`) is refused, whatever else it
+uses; one whose estimate is not reproduced here is declined (UnsupportedSelectorError, check it server-side).
 
 A fleet has thousands of devices with identical attributes (only names and UUIDs differ), so every Selector
 caches its result per (driver, frozen attributes+capacity); the expression is the Selector's own.
@@ -53,8 +55,9 @@ from celpy import celtypes
 from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError
 
-from dra_migrate.dra.cel.checker import _Checker, _CompileError
+from dra_migrate.dra.cel.checker import _Checker, _CompileError, least_cost
 from dra_migrate.dra.cel.errors import (
+    CEL_SELECTOR_EXPRESSION_MAX_COST,
     CEL_SELECTOR_EXPRESSION_MAX_LENGTH,
     SelectorError,
     SelectorEvaluationError,
@@ -421,6 +424,10 @@ def _compile(expression: str) -> Selector:
         output = _Checker().check(tree)
     except _CompileError as e:
         raise SelectorError(f"compilation failed: {e}") from e
+    except UnsupportedSelectorError:
+        _refuse_over_cost_limit(tree)  # the API server refuses it whatever else it uses
+        raise
+    _refuse_over_cost_limit(tree)
     if output not in (BOOL, DYN, ANY):
         raise SelectorError(f"must evaluate to bool or the unknown type, not {output}")
     _rewrite_binds(tree)
@@ -428,6 +435,16 @@ def _compile(expression: str) -> Selector:
     functions = _functions()
     _fold_constant_conversions(tree, env, functions)
     return Selector(expression, env.program(tree, functions=functions))
+
+
+def _refuse_over_cost_limit(tree: lark.Tree[Any]) -> None:
+    """Refused, not declined: the API server's estimate is at least `least_cost`, over its limit."""
+    cost = least_cost(tree)
+    if cost > CEL_SELECTOR_EXPRESSION_MAX_COST:
+        raise SelectorError(
+            f"too complex, exceeds cost limit: the API server's cost estimate is at least {cost:,}, its limit"
+            f" {CEL_SELECTOR_EXPRESSION_MAX_COST:,} (resource.k8s.io CELSelectorExpressionMaxCost)"
+        )
 
 
 def _refuse_undeclared_without_optional_syntax(env: celpy.Environment, source: str) -> None:

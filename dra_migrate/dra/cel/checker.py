@@ -508,3 +508,37 @@ def _validate_regex_literal(name_tok: lark.Token, arg: Any) -> None:
 
 def _ident_name_of_member(node: Any) -> str:
     return _ident_name(node) or "?"
+
+
+_COMPREHENSIONS = frozenset(_MACROS) | frozenset(_MACROS2)
+
+
+def least_cost(node: Any) -> int:
+    """A lower bound of the API server's estimated worst-case cost, from the comprehensions over list and
+    map literals only, whose sizes the estimate knows exactly.
+
+    cel-go's estimate of a comprehension (checker/cost.go, costComprehension) is the range's size times the
+    cost of one iteration (loop condition plus loop step), and an iteration costs at least 1 (the loop
+    condition reads `__result__`); nested comprehensions multiply. Any other part of the expression only
+    adds to that, so past CEL_SELECTOR_EXPRESSION_MAX_COST the selector is refused whatever else it uses."""
+    if not isinstance(node, lark.Tree):
+        return 0
+    parts = [least_cost(c) for c in node.children]
+    if node.data == "member_dot_arg" and len(node.children) > 2 and str(node.children[1]) in _COMPREHENSIONS:
+        args = node.children[2].children if isinstance(node.children[2], lark.Tree) else []
+        size = _literal_size(node.children[0])
+        if args and _ident_name(args[0]) is not None and size is not None:
+            body = max((least_cost(a) for a in args[1:]), default=0)
+            return max(size * max(1, body), least_cost(node.children[0]))
+    return max(parts, default=0)
+
+
+def _literal_size(node: Any) -> int | None:
+    if not isinstance(node, lark.Tree):
+        return None
+    inner = _core(node)
+    if inner.data == "list_lit":
+        return len(inner.children[0].children) if inner.children else 0
+    if inner.data == "map_lit":
+        return len(inner.children[0].children) // 2 if inner.children else 0
+    return None
