@@ -20,13 +20,11 @@ import datetime as dt
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dra_migrate import __version__
 from dra_migrate.checks.ignore import Acceptance, Accepted, split_accepted
-from dra_migrate.checks.run import Readiness, assess
 from dra_migrate.cluster.state import ClusterState
-from dra_migrate.dra.capacity import class_for
 from dra_migrate.dra.devices import node_devices
 from dra_migrate.errors import InputError
 from dra_migrate.inventory.fleet import GpuNode, kubelet_skew
@@ -39,6 +37,9 @@ from dra_migrate.plan.fingerprint import fingerprint
 from dra_migrate.plan.model import FORMAT_VERSION, Inverse, NodeEntry, PoolStage, PrepareStage, Stage, Step, Wave
 from dra_migrate.plan.params import PlanParams
 
+if TYPE_CHECKING:
+    from dra_migrate.checks.run import Readiness
+
 
 def build_plan(
     state: ClusterState,
@@ -50,6 +51,10 @@ def build_plan(
 ) -> dict[str, Any]:
     """The plan body (everything but the digests), as the file holds it. Findings the ignore file accepts
     (`acceptances`, unexpired on `today`) do not count; the review section records them as accepted risks."""
+    # Imported here: the checks pull in the CEL engine, which a command that only reads a plan (show,
+    # status, apply's refusal; they import this module for node_steps) must not pay for at start-up.
+    from dra_migrate.checks.run import assess
+
     params = params.validate()
     gates = feature_gates or {}
     readiness = assess(state, pool_labels=params.pool_labels, feature_gates=gates, dra_driver=params.dra_driver)
@@ -478,6 +483,8 @@ def gang_disruption(stages: list[Stage], readiness: Readiness) -> list[dict[str,
 
 def _canary_resource(node: GpuNode, readiness: Readiness) -> str:
     """The node's GPU resource that a DeviceClass will map (what its pods will request)."""
+    from dra_migrate.dra.capacity import class_for  # the CEL engine's importer: see build_plan
+
     mapped = [r for r in sorted(node.capacity) if class_for(r, readiness.classes) is not None]
     return mapped[0] if mapped else sorted(node.capacity)[0] if node.capacity else "nvidia.com/gpu"
 

@@ -24,7 +24,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from ruamel.yaml import YAML
@@ -39,9 +39,11 @@ from dra_migrate.fileio import write_text_atomic
 from dra_migrate.plan import fastyaml, wire
 from dra_migrate.plan.consistency import contradictions
 from dra_migrate.plan.derived import applicable_problems
-from dra_migrate.plan.diff import PlanDiff, diff_plans
 from dra_migrate.plan.problems import Problem
 from dra_migrate.plan.validate import recompute, validate
+
+if TYPE_CHECKING:
+    from dra_migrate.plan.diff import PlanDiff  # deepdiff (and pydantic) load only for a rebase: see rebase_checked
 
 _SECTIONS = (
     "formatVersion",
@@ -513,6 +515,10 @@ class Rebased:
 def rebase_checked(path: Path, against: Path | None = None) -> Rebased:
     """Validate an intentionally edited plan by what it means, recompute what follows from its stages
     and findings, re-digest it, and record that it was edited."""
+    # Imported here: deepdiff (and the pydantic it imports) costs ~0.2 s at start-up, which every command
+    # that reads a plan (show, status, apply) would pay for a diff only rebase makes.
+    from dra_migrate.plan.diff import diff_plans
+
     file = _read(path)
     touched = edits(file.lined)  # rebase reports the edited sections with their lines
     edited = _decode(file)
