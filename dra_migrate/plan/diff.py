@@ -375,78 +375,93 @@ _CHANGE = {
 def details(a: dict[str, Any], b: dict[str, Any]) -> list[Detail]:
     """Every changed value, in the order of the plan file (sections, then stages in B's order)."""
     va, vb = _differing(_view(a), _view(b))
-    found: list[tuple[list[Any], Detail]] = []
-    _walk(va, vb, [], found)
-    found.extend(_reorders(a, b))
+    walk = _Walk()
+    walk.mapping(va, vb, [])
+    found = walk.found + _list_changes(walk.lists) + _reorders(a, b)
     order = _stage_rank(_stage_names(a), _stage_names(b))
     found.sort(key=lambda item: _detail_key(item[0], item[1], order))
     return [d for _, d in found]
 
 
-def _walk(a: dict[Any, Any], b: dict[Any, Any], at: list[Any], found: list[tuple[list[Any], Detail]]) -> None:
-    """The changes between two mappings, as DeepDiff reports them with threshold_to_diff_deeper=0 (a mapping
+_Found = list[tuple[list[Any], Detail]]
+
+
+class _Walk:
+    """The changes between two views, as DeepDiff reports them with threshold_to_diff_deeper=0 (a mapping
     is never reported as replaced, always looked into): walked here, since a plan's bulk is mappings and
     lists of mappings (stages, waves, the nodes of a stage, summary.gangs), and DeepDiff's bookkeeping costs
-    ~0.2 ms per change (a wave's worth of nodes moved is thousands of changes; issue 29)."""
-    for k, old in a.items():
-        if k in b:
-            _change(old, b[k], [*at, k], found)
-        else:
-            path = [*at, k]
-            found.append((path, Detail(_path(path), "removed", old, None)))
-    for k, new in b.items():
-        if k not in a:
-            path = [*at, k]
-            found.append((path, Detail(_path(path), "added", None, new)))
+    ~0.2 ms per change (a wave's worth of nodes moved is thousands of changes; issue 29). Lists of scalars,
+    which DeepDiff aligns as difflib does, are collected in `lists` for one DeepDiff call."""
 
+    def __init__(self) -> None:
+        self.found: _Found = []
+        self.lists: list[tuple[list[Any], list[Any], list[Any]]] = []  # (path, old, new)
 
-def _change(old: Any, new: Any, path: list[Any], found: list[tuple[list[Any], Detail]]) -> None:
-    if isinstance(old, dict) and isinstance(new, dict):
-        _walk(old, new, path, found)
-    elif isinstance(old, list) and isinstance(new, list):
-        if _order_free(path) or (_all_scalars(old) and _all_scalars(new)):
-            found.extend(_list_changes(old, new, path))
-        else:
-            _pairwise(old, new, path, found)
-    elif type(old) is type(new) and old == new:
-        return  # equal, though written differently (-0.0 and 0.0): DeepDiff reports nothing either
-    else:  # scalars, or a change of type (None to a mapping, a number to a string): one change
-        found.append((path, Detail(_path(path), "changed", old, new)))
+    def mapping(self, a: dict[Any, Any], b: dict[Any, Any], at: list[Any]) -> None:
+        for k, old in a.items():
+            if k in b:
+                self.change(old, b[k], [*at, k])
+            else:
+                self._add([*at, k], "removed", old, None)
+        for k, new in b.items():
+            if k not in a:
+                self._add([*at, k], "added", None, new)
+
+    def change(self, old: Any, new: Any, path: list[Any]) -> None:
+        if isinstance(old, dict) and isinstance(new, dict):
+            self.mapping(old, new, path)
+        elif isinstance(old, list) and isinstance(new, list):
+            if _order_free(path) or (_all_scalars(old) and _all_scalars(new)):
+                self.lists.append((path, old, new))
+            else:
+                self.pairwise(old, new, path)
+        elif type(old) is type(new) and old == new:
+            return  # equal, though written differently (-0.0 and 0.0): DeepDiff reports nothing either
+        else:  # scalars, or a change of type (None to a mapping, a number to a string): one change
+            self._add(path, "changed", old, new)
+
+    def pairwise(self, a: list[Any], b: list[Any], at: list[Any]) -> None:
+        """A list holding mappings or lists, as DeepDiff compares one in order: item i with item i, and what
+        one list has beyond the other's length added or removed (deepdiff 9 `_compare_in_order`)."""
+        for i in range(max(len(a), len(b))):
+            if i >= len(b):
+                self._add([*at, i], "removed", a[i], None)
+            elif i >= len(a):
+                self._add([*at, i], "added", None, b[i])
+            elif not _same(a[i], b[i]):
+                self.change(a[i], b[i], [*at, i])
+
+    def _add(self, path: list[Any], change: str, old: Any, new: Any) -> None:
+        self.found.append((path, Detail(_path(path), change, old, new)))
 
 
 def _all_scalars(items: list[Any]) -> bool:
     return not any(isinstance(v, dict | list) for v in items)
 
 
-def _pairwise(a: list[Any], b: list[Any], at: list[Any], found: list[tuple[list[Any], Detail]]) -> None:
-    """A list holding mappings or lists, as DeepDiff compares one in order: item i with item i, and what
-    one list has beyond the other's length added or removed (deepdiff 9 `_compare_in_order`)."""
-    for i in range(max(len(a), len(b))):
-        path = [*at, i]
-        if i >= len(b):
-            found.append((path, Detail(_path(path), "removed", a[i], None)))
-        elif i >= len(a):
-            found.append((path, Detail(_path(path), "added", None, b[i])))
-        elif not _same(a[i], b[i]):
-            _change(a[i], b[i], path, found)
+def _list_changes(lists: list[tuple[list[Any], list[Any], list[Any]]]) -> _Found:
+    """Lists of scalars (and summary.pools, compared as a set), all in one DeepDiff call: each is a key of
+    the mappings compared, so each is compared on its own, and the call's fixed cost is paid once."""
+    if not lists:
+        return []
+    from deepdiff import DeepDiff  # imported when such a list differs (0.2 s of imports)
 
+    def where(level_path: list[Any]) -> list[Any]:
+        return [*lists[int(level_path[0])][0], *level_path[1:]] if level_path else []
 
-def _list_changes(a: list[Any], b: list[Any], at: list[Any]) -> list[tuple[list[Any], Detail]]:
-    """A list of scalars, which DeepDiff aligns as difflib does (and summary.pools, compared as a set)."""
-    from deepdiff import DeepDiff  # imported on the first such list that differs (0.2 s of imports)
-
-    # threshold_to_diff_deeper=0: never report a whole mapping as replaced because few of its keys are shared.
     tree = DeepDiff(
-        a, b, view="tree", threshold_to_diff_deeper=0,
-        ignore_order_func=lambda level: _order_free([*at, *level.path(output_format="list")]),
+        {str(i): old for i, (_, old, _) in enumerate(lists)},
+        {str(i): new for i, (_, _, new) in enumerate(lists)},
+        view="tree", threshold_to_diff_deeper=0,
+        ignore_order_func=lambda level: _order_free(where(level.path(output_format="list"))),
     )  # fmt: skip
-    found: list[tuple[list[Any], Detail]] = []
+    found: _Found = []
     for report, levels in tree.items():
         change = _CHANGE.get(report)
         if change is None:  # e.g. repetition changes, which only ignore_order reports: not a change here
             continue
         for level in levels:
-            segments = [*at, *level.path(output_format="list")]
+            segments = where(level.path(output_format="list"))
             found.append((segments, Detail(_path(segments), change, _plain(level.t1), _plain(level.t2))))
     return found
 
