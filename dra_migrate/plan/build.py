@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from dra_migrate import __version__
 from dra_migrate.checks.ignore import Acceptance, Accepted, split_accepted
-from dra_migrate.cluster.state import ClusterState
+from dra_migrate.cluster.state import ClusterState, paused_gc
 from dra_migrate.dra.devices import node_devices
 from dra_migrate.errors import InputError
 from dra_migrate.inventory.fleet import GpuNode, kubelet_skew
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from dra_migrate.checks.run import Readiness
 
 
+@paused_gc()  # a fleet's plan is millions of objects: no collector pass rescans them (cluster/state.py)
 def build_plan(
     state: ClusterState,
     params: PlanParams,

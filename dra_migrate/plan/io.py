@@ -34,6 +34,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.events import AliasEvent, CollectionStartEvent, ScalarEvent
 from ruamel.yaml.nodes import ScalarNode
 
+from dra_migrate.cluster.state import paused_gc
 from dra_migrate.errors import InputError
 from dra_migrate.fileio import write_text_atomic
 from dra_migrate.plan import fastyaml, wire
@@ -136,9 +137,10 @@ _HEADER = "# dra-migrate plan: review it, then `dra-migrate apply` it. Edits are
 
 def dumps(plan: dict[str, Any]) -> str:
     """The file's text of a sealed plan (the model's dict with its digests)."""
-    doc = wire.encode(body_of(plan))
-    doc.update({k: plan[k] for k in ("digests", "digest") if k in plan})
-    return _HEADER + fastyaml.dump(doc)
+    with paused_gc(freeze=False):  # the emitter's nodes: rescanning them made writing grow faster than the plan
+        doc = wire.encode(body_of(plan))
+        doc.update({k: plan[k] for k in ("digests", "digest") if k in plan})
+        return _HEADER + fastyaml.dump(doc)
 
 
 def write(plan: dict[str, Any], path: Path) -> None:

@@ -49,3 +49,39 @@ def test_the_checks_visit_each_workload_a_bounded_number_of_times() -> None:
     for 4x the consumers. Linear is 4x (a little more for fixed costs)."""
     small, large = _visits(50), _visits(200)
     assert large <= 5 * small, (small, large)
+
+
+def test_building_and_writing_a_plan_run_no_collector_pass() -> None:
+    """A full pass of the cyclic collector rescans every object built so far, and more passes run the larger
+    the fleet: building and writing a 10,000-node plan spent 13x the GC time of a 2,000-node one. Both
+    pause the collector (and leave it as they found it)."""
+    import gc
+    from pathlib import Path
+
+    from dra_migrate.cluster.snapshot import load_snapshot
+    from dra_migrate.plan import io as plan_io
+    from dra_migrate.plan.build import build_plan
+    from dra_migrate.plan.params import PlanParams
+
+    demo = load_snapshot(Path(__file__).resolve().parents[2] / "fixtures" / "clusters" / "demo.yaml")
+    build_plan(demo, PlanParams())  # imports and memos first: only the work itself is watched
+    passes: list[int] = []
+
+    def watch(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            passes.append(info["generation"])
+
+    assert gc.isenabled()
+    gc.callbacks.append(watch)
+    try:
+        body = build_plan(demo, PlanParams())
+        gc.callbacks.remove(watch)
+        sealed = plan_io.seal(body)  # small (digests): run as anything else runs
+        gc.callbacks.append(watch)
+        text = plan_io.dumps(sealed)
+    finally:
+        if watch in gc.callbacks:
+            gc.callbacks.remove(watch)
+    assert gc.isenabled()
+    assert text.startswith("# dra-migrate plan")
+    assert passes == []
