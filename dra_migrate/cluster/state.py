@@ -308,19 +308,23 @@ def _prune_pod(obj: Obj) -> Obj:
 
 
 @contextmanager
-def paused_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while building large acyclic structures.
+def paused_gc(*, freeze: bool = True) -> Iterator[None]:
+    """Pause the cyclic garbage collector while building large acyclic structures (also a decorator).
 
     Loading a fleet allocates millions of dicts that all survive; each GC pass re-scans them, which
     made loading 2-3x slower than parsing. API objects are plain JSON: there are no cycles to collect.
+    Building a plan and writing it did the same at fleet size: their full passes rescanned everything
+    built so far, more of them the larger the fleet (GC time 13x for 5x the nodes; issue 29).
     On the way out the survivors are frozen (moved out of the collector's generations), or the first
-    collection after re-enabling would scan them all at once.
+    collection after re-enabling would scan them all at once; `freeze=False` for a temporary structure
+    (a document being written), whose garbage the next collection frees. Nested pauses are one pause.
     """
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        gc.freeze()
+        if freeze:
+            gc.freeze()
         if was_enabled:
             gc.enable()

@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dra_migrate.cluster.state import ClusterState
-from dra_migrate.dra.cel.literals import cel_string
 from dra_migrate.errors import InputError
 from dra_migrate.inventory.model import Inventory
 from dra_migrate.inventory.resources import DEFAULT_GPU, GPU_PREFIX, SHARED_GPU
@@ -222,6 +221,8 @@ def _propose(
         field_name = "productName" if group == "gpus" else "profile"
         # cel_string: a CEL literal cel-go accepts (the regex's backslashes doubled, quotes escaped); a bare
         # '\.' inside a CEL string is an invalid escape and kube-apiserver v1.37.2 rejects the class (422).
+        from dra_migrate.dra.cel.literals import cel_string  # the cel package loads the CEL engine: only here
+
         regex = cel_string(_glob_to_regex(pattern))
         selector = f"{base} && {t} == '{dtype}' && {_attr(field_name, driver)}.matches({regex})"
         return DeviceClassProposal(class_name_for(name), name, selector, f"device-plugin pattern {pattern!r}")

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dra_migrate.execute.journal import DONE, FAILED, INTERRUPTED, ROLLED_BACK, STARTED, Progress, Record
-from dra_migrate.execute.runner import planned_steps
+from dra_migrate.execute.runner import planned_step_ids
 from dra_migrate.plan.model import Plan
 from dra_migrate.secrets import scrub
 
@@ -20,7 +20,7 @@ class PlanProgress:
 
     @property
     def step_ids(self) -> list[str]:
-        return [p.id for p in planned_steps(self.plan)]
+        return list(planned_step_ids(self.plan))
 
     def done_steps(self, phase: str = "apply") -> set[str]:
         return self.progress.done_steps(phase)

@@ -122,6 +122,19 @@ def planned_steps(plan: Plan) -> Iterator[PlannedStep]:
                     yield lane[i]
 
 
+def planned_step_ids(plan: Plan) -> Iterator[str]:
+    """The ids of `planned_steps`, in its order, without making the steps: those fill every step's
+    parameters for every node, which `status` (it only counts) paid at fleet size (issue 29)."""
+    for stage in plan.stages:
+        if isinstance(stage, PrepareStage):
+            yield from (s.id for s in stage.steps)
+            continue
+        for wave in stage.waves:
+            for step in stage.node_steps:  # step by step across the wave's nodes, as `planned_steps`
+                for n in wave.nodes:
+                    yield f"{stage.name}/{n.node}/{step.id}"
+
+
 class _Tally:
     """Counters and collections the lanes of a wave update concurrently."""
 

@@ -20,14 +20,12 @@ import datetime as dt
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dra_migrate import __version__
 from dra_migrate.checks.ignore import Acceptance, Accepted, split_accepted
-from dra_migrate.checks.run import Readiness, assess
 from dra_migrate.cluster.identity import ClusterIdentity
-from dra_migrate.cluster.state import ClusterState
-from dra_migrate.dra.capacity import class_for
+from dra_migrate.cluster.state import ClusterState, paused_gc
 from dra_migrate.dra.devices import node_devices
 from dra_migrate.errors import InputError
 from dra_migrate.inventory.fleet import GpuNode
@@ -42,7 +40,11 @@ from dra_migrate.plan.placement import Switch, placement_record, switch_groups
 from dra_migrate.plan.steps import node_steps, prepare_stage
 from dra_migrate.plan.summary import review_section, summary_section
 
+if TYPE_CHECKING:
+    from dra_migrate.checks.run import Readiness
 
+
+@paused_gc()  # a fleet's plan is millions of objects: no collector pass rescans them (cluster/state.py)
 def build_plan(
     state: ClusterState,
     params: PlanParams,
@@ -53,6 +55,10 @@ def build_plan(
 ) -> Plan:
     """The typed plan (without digests: `plan.io.seal` adds them when it is written). Findings the ignore file accepts
     (`acceptances`, unexpired on `today`) do not count; the review section records them as accepted risks."""
+    # Imported here: the checks pull in the CEL engine, which a command that only reads a plan (show,
+    # status, apply's refusal; they import this module for node_steps) must not pay for at start-up.
+    from dra_migrate.checks.run import assess
+
     params = params.validate()
     gates = feature_gates or {}
     readiness = assess(state, pool_labels=params.pool_labels, feature_gates=gates, dra_driver=params.dra_driver)
@@ -333,6 +339,8 @@ def gang_disruption(stages: list[Stage], readiness: Readiness) -> list[dict[str,
 
 def _canary_resource(node: GpuNode, readiness: Readiness) -> str:
     """The node's GPU resource that a DeviceClass will map (what its pods will request)."""
+    from dra_migrate.dra.capacity import class_for  # the CEL engine's importer: see build_plan
+
     mapped = [r for r in sorted(node.capacity) if class_for(r, readiness.classes) is not None]
     return mapped[0] if mapped else sorted(node.capacity)[0] if node.capacity else "nvidia.com/gpu"
 

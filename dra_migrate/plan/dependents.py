@@ -20,9 +20,8 @@ names the change for their repository.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dra_migrate.checks.run import Readiness
 from dra_migrate.inventory.dependents import (
     REQUESTS,
     add_quantities,
@@ -33,6 +32,9 @@ from dra_migrate.inventory.dependents import (
 )
 from dra_migrate.plan.actions import Action, InverseAction
 from dra_migrate.plan.model import Inverse, Step
+
+if TYPE_CHECKING:
+    from dra_migrate.checks.run import Readiness  # the checks pull in the CEL engine: plan/build.py
 
 
 def quota_steps(readiness: Readiness) -> list[Step]:

@@ -2,10 +2,11 @@
 
 The summary answers the review questions (which stages, waves and nodes came, went or moved; which
 parameters, findings, applicability and DeviceClasses changed); the details list every changed value
-underneath, from deepdiff. Noise that is not a change of the plan is left out: digests (they differ
-whenever anything does), resourceVersions and the fingerprint digest that covers them (they move with
-every heartbeat, see `fingerprint`), and the order of lists whose order means nothing (findings,
-fingerprint objects, the nodes of one wave). The order of stages and steps does mean something: it is
+underneath (mappings and lists of them walked here as deepdiff walks them, lists of scalars deepdiff's).
+Noise that is not a change of the plan is left out: digests (they differ whenever anything does),
+resourceVersions and the fingerprint digest that covers them (they move with every heartbeat, see
+`fingerprint`), and the order of lists whose order means nothing (findings, fingerprint objects, the
+nodes of one wave). The order of stages and steps does mean something: it is
 summarised and listed as "reordered", once, rather than as a cascade of per-index changes.
 
 Both plans are plain dicts as `io.load` returns them; the same pair always gives the same diff.
@@ -18,8 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from deepdiff import DeepDiff
-from deepdiff.helper import NotPresent
 
 from dra_migrate.checks.model import objects_json
 from dra_migrate.plan.actions import Action
@@ -349,12 +348,14 @@ def _stage_view(stage: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _order_free(level: Any) -> bool:
+def _order_free(path: list[Any]) -> bool:
     # summary.pools repeats the stage order, which the stages' own "reordered" entry already reports.
-    return bool(level.path() == "root['summary']['pools']")
+    return path == ["summary", "pools"]
 
 
 def _plain(value: Any) -> Any:
+    from deepdiff.helper import NotPresent
+
     return None if isinstance(value, NotPresent) else value
 
 
@@ -375,21 +376,95 @@ _CHANGE = {
 def details(a: dict[str, Any], b: dict[str, Any]) -> list[Detail]:
     """Every changed value, in the order of the plan file (sections, then stages in B's order)."""
     va, vb = _differing(_view(a), _view(b))
-    # threshold_to_diff_deeper=0: never report a whole mapping as replaced because few of its keys are shared
-    # (a wave whose nodes all changed): each node is listed as added or removed, as the summary counts them.
-    tree = DeepDiff(va, vb, view="tree", ignore_order_func=_order_free, threshold_to_diff_deeper=0)
-    found: list[tuple[list[Any], Detail]] = []
+    walk = _Walk()
+    walk.mapping(va, vb, [])
+    found = walk.found + _list_changes(walk.lists) + _reorders(a, b)
+    order = _stage_rank(_stage_names(a), _stage_names(b))
+    found.sort(key=lambda item: _detail_key(item[0], item[1], order))
+    return [d for _, d in found]
+
+
+_Found = list[tuple[list[Any], Detail]]
+
+
+class _Walk:
+    """The changes between two views, as DeepDiff reports them with threshold_to_diff_deeper=0 (a mapping
+    is never reported as replaced, always looked into): walked here, since a plan's bulk is mappings and
+    lists of mappings (stages, waves, the nodes of a stage, summary.gangs), and DeepDiff's bookkeeping costs
+    ~0.2 ms per change (a wave's worth of nodes moved is thousands of changes; issue 29). Lists of scalars,
+    which DeepDiff aligns as difflib does, are collected in `lists` for one DeepDiff call."""
+
+    def __init__(self) -> None:
+        self.found: _Found = []
+        self.lists: list[tuple[list[Any], list[Any], list[Any]]] = []  # (path, old, new)
+
+    def mapping(self, a: dict[Any, Any], b: dict[Any, Any], at: list[Any]) -> None:
+        for k, old in a.items():
+            if k in b:
+                self.change(old, b[k], [*at, k])
+            else:
+                self._add([*at, k], "removed", old, None)
+        for k, new in b.items():
+            if k not in a:
+                self._add([*at, k], "added", None, new)
+
+    def change(self, old: Any, new: Any, path: list[Any]) -> None:
+        if isinstance(old, dict) and isinstance(new, dict):
+            self.mapping(old, new, path)
+        elif isinstance(old, list) and isinstance(new, list):
+            if _order_free(path) or (_all_scalars(old) and _all_scalars(new)):
+                self.lists.append((path, old, new))
+            else:
+                self.pairwise(old, new, path)
+        elif type(old) is type(new) and old == new:
+            return  # equal, though written differently (-0.0 and 0.0): DeepDiff reports nothing either
+        else:  # scalars, or a change of type (None to a mapping, a number to a string): one change
+            self._add(path, "changed", old, new)
+
+    def pairwise(self, a: list[Any], b: list[Any], at: list[Any]) -> None:
+        """A list holding mappings or lists, as DeepDiff compares one in order: item i with item i, and what
+        one list has beyond the other's length added or removed (deepdiff 9 `_compare_in_order`)."""
+        for i in range(max(len(a), len(b))):
+            if i >= len(b):
+                self._add([*at, i], "removed", a[i], None)
+            elif i >= len(a):
+                self._add([*at, i], "added", None, b[i])
+            elif not _same(a[i], b[i]):
+                self.change(a[i], b[i], [*at, i])
+
+    def _add(self, path: list[Any], change: str, old: Any, new: Any) -> None:
+        self.found.append((path, Detail(_path(path), change, old, new)))
+
+
+def _all_scalars(items: list[Any]) -> bool:
+    return not any(isinstance(v, dict | list) for v in items)
+
+
+def _list_changes(lists: list[tuple[list[Any], list[Any], list[Any]]]) -> _Found:
+    """Lists of scalars (and summary.pools, compared as a set), all in one DeepDiff call: each is a key of
+    the mappings compared, so each is compared on its own, and the call's fixed cost is paid once."""
+    if not lists:
+        return []
+    from deepdiff import DeepDiff  # imported when such a list differs (0.2 s of imports)
+
+    def where(level_path: list[Any]) -> list[Any]:
+        return [*lists[int(level_path[0])][0], *level_path[1:]] if level_path else []
+
+    tree = DeepDiff(
+        {str(i): old for i, (_, old, _) in enumerate(lists)},
+        {str(i): new for i, (_, _, new) in enumerate(lists)},
+        view="tree", threshold_to_diff_deeper=0,
+        ignore_order_func=lambda level: _order_free(where(level.path(output_format="list"))),
+    )  # fmt: skip
+    found: _Found = []
     for report, levels in tree.items():
         change = _CHANGE.get(report)
         if change is None:  # e.g. repetition changes, which only ignore_order reports: not a change here
             continue
         for level in levels:
-            segments = level.path(output_format="list")
+            segments = where(level.path(output_format="list"))
             found.append((segments, Detail(_path(segments), change, _plain(level.t1), _plain(level.t2))))
-    found.extend(_reorders(a, b))
-    order = _stage_rank(_stage_names(a), _stage_names(b))
-    found.sort(key=lambda item: _detail_key(item[0], item[1], order))
-    return [d for _, d in found]
+    return found
 
 
 def _same(x: Any, y: Any) -> bool:

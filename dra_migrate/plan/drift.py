@@ -18,7 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from dra_migrate.checks.run import assess
 from dra_migrate.cluster.identity import ClusterIdentity, refuse_other_cluster
 from dra_migrate.cluster.state import ClusterState, source_cluster
 from dra_migrate.plan.fingerprint import dependencies, identity
@@ -122,6 +121,10 @@ def drift(plan: dict[str, Any], state: ClusterState, *, allow_other_cluster: boo
     refuse_other_cluster(
         plan_identity(plan), "the plan", state.source.identity, "the cluster read", allow=allow_other_cluster
     )
+    # Imported here: the checks pull in the CEL engine, which `diff PLAN_A PLAN_B` (it imports this
+    # module for plan_identity) does not need.
+    from dra_migrate.checks.run import assess
+
     params = plan.get("parameters") or {}
     readiness = assess(
         state,

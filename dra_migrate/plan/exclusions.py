@@ -7,9 +7,13 @@ do not make the rest of the plan inapplicable (`plan/derived.py` decides applica
 
 from __future__ import annotations
 
-from dra_migrate.checks.run import Readiness
+from typing import TYPE_CHECKING
+
 from dra_migrate.inventory.fleet import kubelet_skew
 from dra_migrate.inventory.platform import REPLACE_POOL
+
+if TYPE_CHECKING:  # the checks pull in the CEL engine, which show/status/apply (via plan.derived) must not load
+    from dra_migrate.checks.run import Readiness
 
 # Blockers about single nodes: the plan leaves those nodes out rather than refusing the whole fleet.
 NODE_SCOPED = frozenset(

@@ -10,12 +10,14 @@ or a changed content hash (labels, taints, GPU capacity, pod templates) is what 
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from dra_migrate.checks.run import Readiness
 from dra_migrate.cluster.state import ClusterState
+
+if TYPE_CHECKING:
+    from dra_migrate.checks.run import Readiness  # the checks pull in the CEL engine: plan/build.py
 
 
 def content_hash(value: Any) -> str:

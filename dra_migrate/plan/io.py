@@ -24,7 +24,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from ruamel.yaml import YAML
@@ -34,15 +34,18 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.events import AliasEvent, CollectionStartEvent, ScalarEvent
 from ruamel.yaml.nodes import ScalarNode
 
+from dra_migrate.cluster.state import paused_gc
 from dra_migrate.errors import InputError
 from dra_migrate.fileio import write_text_atomic
 from dra_migrate.plan import fastyaml, wire
 from dra_migrate.plan.consistency import contradictions
 from dra_migrate.plan.derived import applicable_problems
-from dra_migrate.plan.diff import PlanDiff, diff_plans
 from dra_migrate.plan.model import Plan
 from dra_migrate.plan.problems import Problem
 from dra_migrate.plan.validate import recompute, validate
+
+if TYPE_CHECKING:
+    from dra_migrate.plan.diff import PlanDiff  # deepdiff (and pydantic) load only for a rebase: see rebase_checked
 
 _SECTIONS = (
     "formatVersion",
@@ -156,9 +159,10 @@ def dumps(plan: dict[str, Any] | Plan) -> str:
     """The file's text of a sealed plan (typed, or the model's dict with its digests)."""
     if isinstance(plan, Plan):
         plan = plan.to_dict()
-    doc = wire.encode(body_of(plan))
-    doc.update({k: plan[k] for k in ("digests", "digest") if k in plan})
-    return _HEADER + fastyaml.dump(doc)
+    with paused_gc(freeze=False):  # the emitter's nodes: rescanning them made writing grow faster than the plan
+        doc = wire.encode(body_of(plan))
+        doc.update({k: plan[k] for k in ("digests", "digest") if k in plan})
+        return _HEADER + fastyaml.dump(doc)
 
 
 def write(plan: dict[str, Any] | Plan, path: Path) -> None:
@@ -535,6 +539,10 @@ class Rebased:
 def rebase_checked(path: Path, against: Path | None = None) -> Rebased:
     """Validate an intentionally edited plan by what it means, recompute what follows from its stages
     and findings, re-digest it, and record that it was edited."""
+    # Imported here: deepdiff (and the pydantic it imports) costs ~0.2 s at start-up, which every command
+    # that reads a plan (show, status, apply) would pay for a diff only rebase makes.
+    from dra_migrate.plan.diff import diff_plans
+
     file = _read(path)
     touched = edits(file.lined)  # rebase reports the edited sections with their lines
     edited = _decode(file)

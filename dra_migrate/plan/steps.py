@@ -5,13 +5,15 @@ against these (a stage's `nodeSteps` are the protocol's, in its order).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dra_migrate.checks.run import Readiness
 from dra_migrate.plan.actions import Action, InverseAction
 from dra_migrate.plan.dependents import quota_steps
 from dra_migrate.plan.model import Inverse, PrepareStage, Stage, Step
 from dra_migrate.plan.params import PlanParams
+
+if TYPE_CHECKING:  # the checks pull in the CEL engine, which show/status/apply (via node_steps) must not load
+    from dra_migrate.checks.run import Readiness
 
 
 def prepare_stage(readiness: Readiness, params: PlanParams) -> Stage:

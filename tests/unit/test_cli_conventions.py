@@ -507,6 +507,24 @@ def test_version_and_help_import_no_command_module() -> None:
         assert p.stderr.strip().splitlines()[-1] == "[]", (args, p.stderr)
 
 
+def test_commands_that_only_read_a_plan_load_no_cel_engine_and_no_deepdiff(tmp_path: Path) -> None:
+    """show, status and apply's refusal stay within a few times a bare YAML load at 10,000 nodes
+    (bench/plan_scale.py) only while they skip the CEL engine and deepdiff at start-up (~0.4 s): an import
+    at the top of any plan module they reach (a split of plan/build.py did so once) fails here."""
+    code = (
+        "import sys; from dra_migrate.cli.main import main\n"
+        "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in ('deepdiff', 'celpy', 'pydantic', 'dra_migrate.dra.cel', 'dra_migrate.checks.run')\n"
+        "         if m in sys.modules]\n"
+        "print(heavy, file=sys.stderr)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    plan = ROOT / "tests" / "golden" / "plans" / "demo.yaml"
+    for args in (["show", str(plan)], ["status", str(plan)], ["show", str(plan), "-o", "json"]):
+        p = subprocess.run([sys.executable, "-c", code, *args], cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert p.stderr.strip().splitlines()[-1] == "[]", (args, p.stderr[-2000:])
+
+
 def test_next_lines_name_the_next_command(tmp_path: Path) -> None:
     inv = run("inventory", "--snapshot", DEMO, "--pool-label", "pool")
     assert f"next: dra-migrate check --snapshot {DEMO} --pool-label pool" in inv.stderr

@@ -99,6 +99,9 @@ def test_json_with_a_key_given_twice_is_refused_as_yaml_is(tmp_path: Path, suffi
         (b'{"\\u0061": 1, "a": 2}', "a"),  # an escape that spells the same key
         (b'{"a": "x\\":", "b": 1}', None),  # a `":` inside a string is not a key
         (b'{"a": [{"k": 1}, {"k": 2}]}', None),  # the same key in two objects is fine
+        (b'{"a":1,"b":{"c":[1,"x"]}}\n', None),  # as orjson writes it (a .jsonl line): the text is the document
+        (b'{"a":1,"b":{"c":1,"c":2}}\n', "c"),  # compact too, but a key was dropped: not its own serialisation
+        (b'{"a":1,"a":1}', "a"),  # the same value twice: still two keys
     ],
 )
 def test_duplicate_key_detection(text: bytes, key: str | None) -> None:

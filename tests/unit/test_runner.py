@@ -404,3 +404,14 @@ def test_ctrl_c_stops_every_lane_and_closes_the_run(wave3: Rig) -> None:
     assert not [r for r in records if r.get("phase") == "rollback"]
     waits = [r for r in records if r["event"] == "end" and r["stepId"].endswith("wait-dra-ready")]
     assert {r["result"] for r in waits if "/p0-a/" not in r["stepId"]} <= {"interrupted"}
+
+
+def test_status_counts_the_planned_steps_without_making_them() -> None:
+    """`status` needs only the ids of the concrete steps, in order: the same as `planned_steps` gives, for a
+    plan of several pools and waves (the ids, not the steps with every node's parameters filled)."""
+    from dra_migrate.execute.runner import planned_step_ids
+
+    plan = make_plan([["a", "b", "c"], ["d"], ["e", "f"]], pools=2)
+    ids = list(planned_step_ids(plan))
+    assert ids == [p.id for p in planned_steps(plan)]
+    assert len(ids) > len(set(p.node for p in planned_steps(plan)))  # several steps per node: order matters
