@@ -34,7 +34,7 @@ from dra_migrate.inventory.gangs import Gang
 from dra_migrate.inventory.platform import REPLACE_POOL, PoolPlatform
 from dra_migrate.plan import strategies
 from dra_migrate.plan.dependents import quota_steps
-from dra_migrate.plan.estimate import drain_grace_by_node, summary_estimate
+from dra_migrate.plan.estimate import drain_grace_by_node, drain_holds, summary_estimate
 from dra_migrate.plan.fingerprint import fingerprint
 from dra_migrate.plan.model import FORMAT_VERSION, Inverse, NodeEntry, PoolStage, PrepareStage, Stage, Step, Wave
 from dra_migrate.plan.params import PlanParams
@@ -538,12 +538,15 @@ def _summary(stages: list[Stage], params: PlanParams, state: ClusterState) -> di
     # The estimate follows the executor's timing model (dra_migrate/plan/estimate.py); the pods' grace
     # periods it needs are recorded in the summary, so the plan alone gives it (plan/validate.py).
     drain_grace = drain_grace_by_node(state.of("Pod"), gpu_pods)
+    # Budgets that can hold a wave's drains make the estimate a range (estimate.drain_holds).
+    waves = [[n.node for n in w.nodes] for s in pool_stages for w in s.waves]
+    holds = drain_holds(state.of("policy/PodDisruptionBudget"), state.of("Pod"), waves)
     return {
         "pools": [s.pool for s in pool_stages],
         "nodes": sum(len(w.nodes) for s in pool_stages for w in s.waves),
         "waves": sum(len(s.waves) for s in pool_stages),
         "evictedPods": sum(w.evicted_pods for s in pool_stages for w in s.waves),
-        **summary_estimate([s.to_dict() for s in stages], drain_grace),
+        **summary_estimate([s.to_dict() for s in stages], drain_grace, holds),
     }
 
 

@@ -57,6 +57,8 @@ class Rehearsal:
     failure: str | None = None
     # The executor's requests as the twin's API server counted them (rehearse.apf.RequestMeter.summary).
     api_requests: dict[str, Any] | None = None
+    # The estimate's high end, when the plan's is a range (budgets that can hold drains: plan.estimate).
+    estimated_max_duration: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -68,6 +70,7 @@ class Rehearsal:
             "rehearsedDuration": format_duration(round(self.rehearsed_seconds)),
             "rehearsedSeconds": round(self.rehearsed_seconds, 1),
             "estimatedDuration": self.estimated_duration,
+            **({"estimatedMaxDuration": self.estimated_max_duration} if self.estimated_max_duration else {}),
             "waves": [w.to_dict() for w in self.waves],
             "endState": self.end_state,
             "unreproduced": self.unreproduced,
@@ -187,6 +190,7 @@ def from_journal(
     estimate = (plan.get("summary") or {}).get("estimatedDuration")
     if isinstance(estimate, str):
         parse_duration(estimate)  # an estimate apply could not read is a bad plan, said here too
+    high = (plan.get("summary") or {}).get("estimatedMaxDuration")
     waves = _waves_of(records, time_scale, reasons, real_s_per_wave)
     corrected = sum(real_correction(real_s_per_wave, time_scale) for w in waves if w.canaries)
     return Rehearsal(
@@ -195,6 +199,7 @@ def from_journal(
         waves=waves,
         rehearsed_seconds=max(wall_seconds / time_scale - corrected, 0.0),
         estimated_duration=estimate if isinstance(estimate, str) else None,
+        estimated_max_duration=high if isinstance(high, str) else None,
         time_scale=time_scale,
         unreproduced=unreproduced,
         end_state=end_state(after),
