@@ -137,7 +137,6 @@ def document(rule_id: str, doc: RuleDoc) -> None:
     """Register the doc of a rule defined outside the seeded table (a new checks module)."""
     RULE_DOCS.setdefault(rule_id, doc)
 
-
 # The dependents rules (checks/rules_dependents.py; every source in docs/dependents.md).
 _DEPENDENTS = "docs/dependents.md, with every source"
 for _id, _when, _why, _fix in (
