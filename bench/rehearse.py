@@ -2,7 +2,7 @@
 """What a rehearsal costs on this machine: wall time, peak memory, and the simulator's cost per node.
 
     python bench/rehearse.py [--sizes 200,2000] [--pods-per-node 4] [--time-scale 0.01] [--out FILE]
-                             [--plan-args "--pools gpu-l4"]
+                             [--plan-args "--pools gpu-l4"] [--watch-twin]
 
 For each size N: a synthetic fleet of N GPU nodes (bench/gen_fleet.py, deterministic; N/2 CPU nodes the
 twin does not play, N x pods-per-node pods of which about a quarter use GPUs), `plan --snapshot`, then
@@ -88,6 +88,98 @@ class Sampler(threading.Thread):
             self.cpu = max(self.cpu, cpu_seconds(self.pid))
 
 
+# Lines of the twin's logs that say a watcher fell behind or a KWOK play failed (counted by TwinWatch).
+LOG_MARKS = {
+    "apiserver.log": ("Forcing", "too old resource version", "Terminating all watchers", "timeout"),
+    "kwok.log": ("retrying for failed job", "Failed to sync lease", "too old resource version", "level=ERROR"),
+}
+TWIN_ANN = "twin.dra-migrate.io/"  # dra_migrate/sim/stages.py ANNOTATION
+
+
+class TwinWatch(threading.Thread):
+    """--watch-twin: every `every` s, how far KWOK is behind the twin's API server, read from outside.
+
+    Backlog: nodes whose device-plugin label is off while the Stages still show the plugin running, and
+    nodes whose DRA label is on while they show it stopped (transitions KWOK has not played yet), pods
+    past their deletion time (a pod-kill not played yet); and counts of the log lines that say a watcher
+    was dropped or a play failed. One list of nodes and one of terminating pods each time (resourceVersion=0:
+    from the API server's watch cache, not etcd)."""
+
+    def __init__(self, every: float = 15.0) -> None:
+        super().__init__(daemon=True)
+        self.every = every
+        # Other sessions' twins share /tmp: only the directories that appear after this one starts are ours.
+        self.before = set(self._glob())
+        self.samples: list[dict[str, Any]] = []
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        started = time.perf_counter()
+        while not self.done.wait(self.every):
+            try:
+                sample = self.sample()
+            except Exception as e:  # the twin is starting or stopping
+                sample = {"error": str(e)[:120]}
+            self.samples.append({"t": round(time.perf_counter() - started), **sample})
+
+    @staticmethod
+    def _glob() -> list[str]:
+        import glob
+
+        return glob.glob("/tmp/dra-migrate-twin-*/k8s/kubeconfig") + glob.glob(
+            "/tmp/dra-migrate-rehearsal-*/kwok/kwok.log"
+        )
+
+    def dirs(self) -> tuple[Path | None, Path | None]:
+        new = [Path(p) for p in self._glob() if p not in self.before]
+        twins = [p.parent for p in new if p.name == "kubeconfig"]
+        kwoks = [p.parent for p in new if p.name == "kwok.log"]
+        return (twins[0] if twins else None, kwoks[0] if kwoks else None)
+
+    def sample(self) -> dict[str, Any]:
+        from datetime import datetime
+
+        twin, kwok = self.dirs()
+        out: dict[str, Any] = {}
+        for where, name in ((twin, "apiserver.log"), (kwok, "kwok.log")):
+            text = _read(str(where / name)) if where else ""
+            out[name] = {m: text.count(m) for m in LOG_MARKS[name] if text.count(m)}
+        if twin is None:
+            return out
+        sys.path.insert(0, str(ROOT))
+        from dra_migrate.sim.kube import Kube, new_api_client
+
+        api = new_api_client(twin / "kubeconfig", "dra-migrate-bench")
+        try:
+            kube = Kube(api)
+            nodes, _ = kube.list_all("/api/v1/nodes", [("resourceVersion", "0")])
+            dp, dra = 0, 0
+            for n in nodes:
+                meta = n.get("metadata") or {}
+                labels, ann = meta.get("labels") or {}, meta.get("annotations") or {}
+                dp += (
+                    labels.get("nvidia.com/gpu.deploy.device-plugin") == "false"
+                    and ann.get(TWIN_ANN + "device-plugin") == "running"
+                )
+                dra += (
+                    labels.get("nvidia.com/dra-kubelet-plugin") == "true"
+                    and ann.get(TWIN_ANN + "dra-plugin") == "stopped"
+                )
+            pods, _ = kube.list_all("/api/v1/pods", [("resourceVersion", "0")])
+            now = time.time()
+            late = []
+            for p in pods:
+                meta = p.get("metadata") or {}
+                if meta.get("deletionTimestamp"):
+                    due = datetime.fromisoformat(meta["deletionTimestamp"].replace("Z", "+00:00")).timestamp()
+                    late.append(now - due)
+            out.update(nodes=len(nodes), dpStopPending=dp, draStartPending=dra, pods=len(pods))
+            out.update(podsPastDeletion=sum(1 for x in late if x > 0), worstPodLateS=round(max(late, default=0), 1))
+        finally:
+            api.close()
+        return out
+
+
 def fleet(nodes: int, pods_per_node: int, out: Path) -> None:
     subprocess.run(
         [sys.executable, str(HERE / "gen_fleet.py"), "--nodes", str(nodes), "--pods", str(nodes * pods_per_node),
@@ -161,6 +253,9 @@ def one(nodes: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     )  # fmt: skip
     sampler = Sampler(proc.pid)
     sampler.start()
+    watch = TwinWatch() if args.watch_twin else None
+    if watch is not None:
+        watch.start()
     phases: dict[str, float] = {}
     rss_at: dict[str, int] = {}
     tail: list[str] = []
@@ -179,6 +274,8 @@ def one(nodes: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     wall = time.perf_counter() - started
     sampler.done.set()
     sampler.join()
+    if watch is not None:
+        watch.done.set()
     if code not in (0, 2):
         raise SystemExit(f"rehearse of {nodes} nodes failed ({code}): {tail}")
     r = json.loads(result.read_text())
@@ -201,6 +298,9 @@ def one(nodes: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         "rehearsedSeconds": r["rehearsedSeconds"],
         "estimatedDuration": r["estimatedDuration"],
         "timeScale": args.time_scale,
+        "apiRequests": r.get("apiRequests"),
+        "waveSeconds": [w["seconds"] for w in waves],
+        "twinWatch": watch.samples if watch is not None else None,
     }
 
 
@@ -225,6 +325,7 @@ def main() -> None:
     ap.add_argument("--time-scale", type=float, default=0.01)
     ap.add_argument("--out", type=Path, help="also write the JSON result here")
     ap.add_argument("--timeline", action="store_true", help="record each log line with the process's RSS then")
+    ap.add_argument("--watch-twin", action="store_true", help="sample KWOK's backlog and the twin's logs (15 s)")
     ap.add_argument("--plan-args", default="", help='more `plan` options, e.g. "--pools gpu-l4"')
     args = ap.parse_args()
     PLAN_ARGS.extend(args.plan_args.split())

@@ -18,6 +18,7 @@ from dra_migrate.cli import exitcodes
 from dra_migrate.cli.check import NOTHING_TO_MIGRATE, load_acceptances
 from dra_migrate.cli.options import SourceOptions, load_state, next_step, output_option, print_data, source_options
 from dra_migrate.errors import InputError
+from dra_migrate.plan.estimate import estimate_text
 from dra_migrate.plan.model import Plan, PrepareStage
 from dra_migrate.plan.params import PlanParams
 
@@ -231,7 +232,7 @@ def planned_document(p: dict[str, Any]) -> Any:
     doc.heading(f"Plan {p['path']}")
     doc.line(
         f"{len(s['pools'])} pool(s), {s['nodes']} node(s), {s['waves']} wave(s), {s['evictedPods']} pod(s) evicted, "
-        f"estimated {s['estimatedDuration']}"
+        f"estimated {estimate_text(s)}"
     )
     doc.line(
         verdict(p["applicable"], "applicable", "NOT applicable as a whole")

@@ -29,6 +29,10 @@ from dra_migrate.execute.ops_base import (
 from dra_migrate.inventory.resources import quantity_int
 from dra_migrate.kube import Obj, path_of
 
+# How often a pending canary's events are read (a failed DRA prepare shows there; kubelet retries it on a
+# backoff of seconds, so a few seconds' delay in seeing it costs nothing).
+EVENTS_EVERY_S = 5.0
+
 
 class CanaryOps(OpsBase):
     def canary(
@@ -147,15 +151,20 @@ class CanaryOps(OpsBase):
         slices: list[Obj] = []
         if claim_gone:
             slices, _ = self.kube.list_all(SLICES, [("fieldSelector", f"spec.nodeName={node}")])
-        for d in sorted({str(r.get("driver")) for r in results}):
-            items, _ = self.kube.list_all(SLICES, [("fieldSelector", f"spec.driver={d}")])
-            slices.extend(items)
+        slices.extend(self._allocated_slices(node, results))
         ids = canary_check.expected_ids(results, slices)
         path = path_of("v1", "pods", name, ns)
+        events: list[Obj] = []
+        events_read = -EVENTS_EVERY_S
         while True:
             pod = self.kube.get(path)
-            events = self._pod_events(ns, pod)
-            v = canary_check.verdict(pod, ids, events)
+            v = canary_check.verdict(pod, ids)
+            bound = bool((pod.get("spec") or {}).get("nodeName"))
+            if v.state == "pending" and bound and time.monotonic() - events_read >= EVENTS_EVERY_S:
+                # Only a bound, pending canary can have kubelet warnings (a failed prepare fails it at once);
+                # events are not indexed by their object, so each read scans the namespace's events.
+                events, events_read = self._pod_events(ns, pod), time.monotonic()
+                v = canary_check.verdict(pod, ids, events)
             if v.state == "ok" and claim_gone:
                 v, seen = canary_check.judged_by_node(v, slices, node)
                 if seen:
@@ -165,6 +174,8 @@ class CanaryOps(OpsBase):
             if v.state == "ok":
                 return Change(allocated.target, {}, {**allocated.after, "saw": v.saw, "expected": ids})
             expired = time.monotonic() >= deadline
+            if expired and v.state != "failed":
+                events = self._pod_events(ns, pod)  # the timeout's message names the kubelet's last warning
             if v.state == "failed" or expired:
                 reason = v.reason if v.state == "failed" else canary_check.timed_out(pod, events, timeout_s)
                 raise StepFailed(
@@ -176,6 +187,23 @@ class CanaryOps(OpsBase):
                 )  # fmt: skip
             cancel.wait(min(self.poll_s, max(deadline - time.monotonic(), 0.0)))
             cancel.check()
+
+    def _allocated_slices(self, node: str, results: list[Obj]) -> list[Obj]:
+        """The slices that publish the allocated devices: the node's own of each driver (one indexed list),
+        and the driver's whole set only when a device is not among them (a pool that is not the node's).
+        Listing every slice of the driver for each canary read 2,000 slices per node of a wave."""
+        out: list[Obj] = []
+        for d in sorted({str(r.get("driver")) for r in results}):
+            items, _ = self.kube.list_all(SLICES, [("fieldSelector", f"spec.driver={d},spec.nodeName={node}")])
+            published = {
+                (str((s.get("spec") or {}).get("pool", {}).get("name")), str(dev.get("name")))
+                for s in items for dev in (s.get("spec") or {}).get("devices") or []
+            }  # fmt: skip
+            wanted = {(str(r.get("pool")), str(r.get("device"))) for r in results if str(r.get("driver")) == d}
+            if not wanted <= published:
+                items, _ = self.kube.list_all(SLICES, [("fieldSelector", f"spec.driver={d}")])
+            out.extend(items)
+        return out
 
     def _pod_events(self, ns: str, pod: Obj) -> list[Obj]:
         uid = _uid(pod)

@@ -37,6 +37,7 @@ from dra_migrate.cluster.identity import ClusterIdentity
 from dra_migrate.errors import InputError, MigrateError
 from dra_migrate.execute.actions import StepContext, run_step, undo_step
 from dra_migrate.execute.contract import SYSTEM_CLOCK, Cancel, Cancelled, Change, Clock, Ops, StepFailed, is_transient
+from dra_migrate.kube import thread_request_seconds
 from dra_migrate.plan.model import Plan, PoolStage, PrepareStage, Step, Wave
 
 Log = Callable[[str], None]
@@ -462,20 +463,24 @@ class Runner:
         self._record("start", phase="apply", stage=ps.stage, wave=ps.wave, node=ps.node, stepId=ps.id,
                      action=str(step.action), target=step.target)  # fmt: skip
         started = self.clock.monotonic()
+        # The step's own API round trips on this thread (a rehearsal counts them at their real length).
+        requests_before = thread_request_seconds()
         try:
             change = run_step(self._context(ps, opts, cancel))
         except MigrateError as e:
             permanent = not is_transient(e)
             details = e.details if isinstance(e, StepFailed) else None
             self._record("end", phase="apply", stepId=ps.id, result="failed" if permanent else "interrupted",
-                         error=str(e), details=details or None)  # fmt: skip
+                         error=str(e), details=details or None,
+                         requestSeconds=round(thread_request_seconds() - requests_before, 3))  # fmt: skip
             raise
         except BaseException as e:
             self._record("end", phase="apply", stepId=ps.id, result="failed", error=f"internal error: {e!r}")
             raise
         result = "dry-run" if opts.dry_run else "ok"
         self._record("end", phase="apply", stepId=ps.id, result=result,
-                     before=change.before if change else None, after=change.after if change else None)  # fmt: skip
+                     before=change.before if change else None, after=change.after if change else None,
+                     requestSeconds=round(thread_request_seconds() - requests_before, 3))  # fmt: skip
         self.log(f"{'would ' if opts.dry_run else ''}{ps.id}: ok ({self.clock.monotonic() - started:.3f}s)")
         return change
 

@@ -25,6 +25,7 @@ from dra_migrate.kube.client import (
     RetryPolicy,
     Stats,
     path_of,
+    thread_request_seconds,
 )
 from dra_migrate.kube.config import connect, current_context, kubeconfig_paths, new_api_client
 from dra_migrate.kube.errors import TRANSIENT_STATUS, ApiError, KubeError, Unreachable, is_transient, rbac_target
@@ -65,4 +66,5 @@ __all__ = [
     "path_of",
     "rbac_target",
     "selector_query",
+    "thread_request_seconds",
 ]

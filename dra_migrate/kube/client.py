@@ -126,6 +126,20 @@ class Stats:
                 setattr(self, name, getattr(self, name) + n)
 
 
+_THREAD = threading.local()
+
+
+def thread_request_seconds() -> float:
+    """Seconds this thread has spent on API round trips (from sending a request to reading its answer), so
+    far. A time-scaled twin counts them at their real length: the twin's clock scales the cluster's
+    components, not the network and the API server (rehearse.model)."""
+    return float(getattr(_THREAD, "seconds", 0.0))
+
+
+def _add_request_seconds(seconds: float) -> None:
+    _THREAD.seconds = thread_request_seconds() + seconds
+
+
 class Kube:
     """JSON requests on one ApiClient (urllib3's pool makes it safe to share between threads).
 
@@ -189,10 +203,12 @@ class Kube:
             if self.rate_limit is not None:
                 self.rate_limit.acquire()
             self.stats.add(requests=1)
+            sent = time.monotonic()
             try:
                 resp = self._send(method, path, query, body, content_type, timeout, accept)
                 data = resp.read()
             except Exception as e:
+                _add_request_seconds(time.monotonic() - sent)
                 if not _is_connection_error(e):
                     raise
                 self.stats.add(unreachable=1)
@@ -206,6 +222,7 @@ class Kube:
                     method=method,
                     path=path,
                 ) from e
+            _add_request_seconds(time.monotonic() - sent)
             if 200 <= resp.status <= 299:
                 out = orjson.loads(data) if data else {}
                 return out if isinstance(out, dict) else {"items": out}

@@ -24,10 +24,17 @@ def _evicted(entry: dict[str, Any], scope: str) -> int:
     return int(entry["gpuPods"]) + (int(entry["otherPods"]) if scope == "all" else 0)
 
 
-def _summary(stages: list[dict[str, Any]], drain_grace: Any = None) -> dict[str, Any]:
+def _summary(stages: list[dict[str, Any]], drain_grace: Any = None, holds: Any = None) -> dict[str, Any]:
     """As `build._summary` computes it, from the file's shapes (test_plan_integrity keeps the two equal);
-    the estimate also reads the drain grace periods the summary records (`estimate.summary_estimate`)."""
+    the estimate also reads the drain grace periods and the budget-held drains the summary records
+    (`estimate.summary_estimate`; holds naming a node the stages do not plan are dropped)."""
     pool_stages = [s for s in stages if "pool" in s]
+    planned = {str(n.get("node")) for s in pool_stages for w in s["waves"] for n in w["nodes"] if isinstance(n, dict)}
+    held = {
+        k: v
+        for k, v in (holds if isinstance(holds, dict) else {}).items()
+        if isinstance(k, str) and isinstance(v, str) and k in planned
+    }
     grace = {
         str(k): v
         for k, v in (drain_grace if isinstance(drain_grace, dict) else {}).items()
@@ -38,13 +45,18 @@ def _summary(stages: list[dict[str, Any]], drain_grace: Any = None) -> dict[str,
         "nodes": sum(len(w["nodes"]) for s in pool_stages for w in s["waves"]),
         "waves": sum(len(s["waves"]) for s in pool_stages),
         "evictedPods": sum(int(w["evictedPods"]) for s in pool_stages for w in s["waves"]),
-        **summary_estimate(stages, grace),
+        **summary_estimate(stages, grace, held),
     }
 
 
 def _recorded_grace(plan: dict[str, Any]) -> Any:
     summary = plan.get("summary")
     return summary.get("drainGraceSeconds") if isinstance(summary, dict) else None
+
+
+def _recorded_holds(plan: dict[str, Any]) -> Any:
+    summary = plan.get("summary")
+    return summary.get("drainHolds") if isinstance(summary, dict) else None
 
 
 _MAX_GRACE_S = 2**31 - 1  # terminationGracePeriodSeconds is an int64; anything near it is an edit

@@ -17,6 +17,13 @@ step:
 Then the soak after the wave and the health gate. Pods whose grace the snapshot does not hold (the
 non-GPU pods a `--drain all` evicts are only counted) are taken at Kubernetes' default 30 s.
 
+What the estimate cannot know it gives as a range. A PodDisruptionBudget that allows fewer disruptions than
+the wave evicts of its pods holds those drains until replacements are Ready elsewhere (image pulls,
+start-up, readiness probes: nothing a plan can see), up to the drain step's timeout, after which the wave
+fails. `drain_holds` records such nodes in the plan (`summary.drainHolds`, node -> budget); the estimate's
+low end takes no wait (`estimatedDuration`), its high end each held drain at its timeout
+(`estimatedMaxDuration`, only in a plan with holds).
+
 A client-side rate limit bounds a wave from below by its requests over the limit's QPS (`qps`).
 The sequential model (`concurrent=False`) is the runner before nodes ran concurrently: every step in
 turn on every node of the wave, so drains and canaries add up across the wave.
@@ -29,6 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dra_migrate.inventory.placement import pdb_selects
 from dra_migrate.plan.actions import Action, api_requests
 from dra_migrate.plan.params import parse_duration
 from dra_migrate.sim.timing import DEFAULT_GRACE_S, REALISTIC, TimingProfile
@@ -61,18 +69,23 @@ class NodeEstimate:
         return sum(self.steps.values())
 
 
+def evicted(pod: Mapping[str, Any]) -> bool:
+    """Whether a drain of the pod's node evicts it (live, neither a DaemonSet pod nor a mirror pod: the
+    executor's filters, after kubectl's)."""
+    if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        return False
+    meta = pod.get("metadata") or {}
+    if MIRROR_ANNOTATION in (meta.get("annotations") or {}):
+        return False
+    return not any(r.get("controller") and r.get("kind") == "DaemonSet" for r in meta.get("ownerReferences") or [])
+
+
 def evicted_grace_periods(pods: Iterable[Mapping[str, Any]], node: str) -> list[float]:
-    """terminationGracePeriodSeconds of the pods a drain of `node` evicts (live, neither DaemonSet
-    pods nor mirror pods: the executor's filters, after kubectl's)."""
+    """terminationGracePeriodSeconds of the pods a drain of `node` evicts (`evicted`)."""
     out = []
     for p in pods:
         spec = p.get("spec") or {}
-        if spec.get("nodeName") != node or (p.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-            continue
-        meta = p.get("metadata") or {}
-        if MIRROR_ANNOTATION in (meta.get("annotations") or {}):
-            continue
-        if any(r.get("controller") and r.get("kind") == "DaemonSet" for r in meta.get("ownerReferences") or []):
+        if spec.get("nodeName") != node or not evicted(p):
             continue
         grace = spec.get("terminationGracePeriodSeconds")
         out.append(float(grace) if isinstance(grace, (int, float)) and grace >= 0 else float(DEFAULT_GRACE_S))
@@ -132,6 +145,7 @@ class WaveEstimate:
     soak_s: float
     slowest: NodeEstimate | None
     requests: int
+    max_seconds: float = 0.0  # the same with every budget-held drain at its timeout (>= seconds)
 
     @property
     def key(self) -> str:
@@ -151,17 +165,27 @@ def wave_estimate(
     profile: TimingProfile = REALISTIC,
     costs: ExecutorCosts = ExecutorCosts(),
     concurrent: bool = True,
+    held: Iterable[str] = (),
+    drain_timeout_s: float = 0.0,
 ) -> WaveEstimate:
-    """A wave of `nodes` (node -> grace periods of the pods its drain evicts)."""
+    """A wave of `nodes` (node -> grace periods of the pods its drain evicts); the drains of `held` nodes
+    can wait on a budget up to `drain_timeout_s` (the range's high end)."""
     size = len(nodes) if concurrent else 1
     # By name, so ties go to the same node whatever the wave's order (a reordered plan is the same plan).
     per_node = [node_estimate(n, nodes[n], wave_size=size, profile=profile, costs=costs) for n in sorted(nodes)]
     slowest = max(per_node, key=lambda e: e.seconds, default=None)
     requests = sum(e.requests for e in per_node) + 1  # + the health gate's list
     seconds = _sequential(per_node) if not concurrent else slowest.seconds if slowest else 0.0
+    held = set(held)
+    extra = {e.node: max(drain_timeout_s - e.steps["drain"], 0.0) if e.node in held else 0.0 for e in per_node}
+    if concurrent:
+        most = max((e.seconds + extra[e.node] for e in per_node), default=0.0)
+    else:
+        most = seconds + sum(extra.values())
     if costs.qps:
         seconds = max(seconds, requests / costs.qps)
-    return WaveEstimate(stage, wave, seconds, soak_s, slowest, requests)
+        most = max(most, seconds)
+    return WaveEstimate(stage, wave, seconds, soak_s, slowest, requests, max(most, seconds))
 
 
 def _sequential(per_node: Sequence[NodeEstimate]) -> float:
@@ -200,12 +224,67 @@ def drain_grace_by_node(pods: Iterable[Mapping[str, Any]], gpu_pods: Mapping[str
     return out
 
 
-def _scope(stage: Mapping[str, Any]) -> str:
-    """The drain scope of a pool stage (its drain step's params), "gpu" by default."""
+def _drain_step(stage: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A pool stage's drain step as the file holds it (empty when it has none)."""
     for step in stage.get("nodeSteps") or []:
         if isinstance(step, Mapping) and step.get("action") == Action.DRAIN:
-            return str((step.get("params") or {}).get("scope", "gpu"))
-    return "gpu"
+            return step
+    return {}
+
+
+def _scope(stage: Mapping[str, Any]) -> str:
+    """The drain scope of a pool stage (its drain step's params), "gpu" by default."""
+    return str((_drain_step(stage).get("params") or {}).get("scope", "gpu"))
+
+
+def _drain_timeout(stage: Mapping[str, Any]) -> float:
+    """The drain step's timeout: how long a budget can hold a drain before the wave fails."""
+    return float(parse_duration(str(_drain_step(stage).get("timeout", "0s"))))
+
+
+def disruptions_allowed(pdb: Mapping[str, Any]) -> int | None:
+    """How many of its pods a budget lets go at once: its `status.disruptionsAllowed` as the disruption
+    controller last wrote it, else `maxUnavailable` when it is a count; None when the snapshot does not say."""
+    status = pdb.get("status") or {}
+    if isinstance(status.get("disruptionsAllowed"), int):
+        return max(int(status["disruptionsAllowed"]), 0)
+    value = (pdb.get("spec") or {}).get("maxUnavailable")
+    if isinstance(value, int):
+        return max(value, 0)
+    return 0 if value == "0%" else None
+
+
+def drain_holds(
+    pdbs: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]], waves: Iterable[Iterable[str]]
+) -> dict[str, str]:
+    """node -> the PodDisruptionBudget ("namespace/name") that can hold its drain: in the node's wave, the
+    drains evict more of the budget's pods than it allows at once (or the snapshot does not say how many
+    it allows). The Eviction API refuses the rest (429) until replacements are Ready elsewhere (policy/v1
+    Eviction; k8s.io/kubernetes@v1.37.2 pkg/registry/core/pod/storage/eviction.go), a wait no plan can
+    size. `pods` are the pods the drains evict (the snapshot keeps those that use devices)."""
+    by_node: dict[str, list[Mapping[str, Any]]] = {}
+    for p in pods:
+        node = (p.get("spec") or {}).get("nodeName")
+        if node and evicted(p):
+            by_node.setdefault(str(node), []).append(p)
+    budgets = list(pdbs)
+    out: dict[str, str] = {}
+    for wave in waves:
+        nodes = list(wave)
+        for pdb in budgets:
+            meta = pdb.get("metadata") or {}
+            ns = meta.get("namespace")
+            covered = {
+                n: sum(1 for p in by_node.get(n, []) if (p.get("metadata") or {}).get("namespace") == ns
+                       and pdb_selects(dict(pdb), dict(p)))
+                for n in nodes
+            }  # fmt: skip
+            allowed = disruptions_allowed(pdb)
+            if sum(covered.values()) and (allowed is None or sum(covered.values()) > allowed):
+                for n in nodes:
+                    if covered[n]:
+                        out.setdefault(n, f"{ns}/{meta.get('name')}")
+    return dict(sorted(out.items()))
 
 
 # More pods than any node runs: upstream's large-cluster guidance is 110 per node ("Considerations for large
@@ -232,34 +311,69 @@ def plan_estimate(
     profile: TimingProfile = REALISTIC,
     costs: ExecutorCosts = ExecutorCosts(),
     concurrent: bool = True,
+    holds: Mapping[str, str] | None = None,
 ) -> tuple[float, list[WaveEstimate]]:
-    """The whole plan (stages in the file's shape, `drain_grace` as `summary.drainGraceSeconds`) in
-    seconds, soaks included, and each wave's estimate. A function of the plan alone, so an edited plan's
-    summary can be checked and recomputed (`plan.validate`)."""
+    """The whole plan (stages in the file's shape, `drain_grace` as `summary.drainGraceSeconds`, `holds` as
+    `summary.drainHolds`) in seconds, soaks included, and each wave's estimate (with its high end). A
+    function of the plan alone, so an edited plan's summary can be checked and recomputed (`plan.validate`)."""
     total = 0.0
     waves: list[WaveEstimate] = []
     for stage in stages:
         if "waves" not in stage:  # prepare: a few requests per step
             total += 3 * costs.request_s * len(stage.get("steps") or [])
             continue
-        scope = _scope(stage)
+        scope, timeout = _scope(stage), _drain_timeout(stage)
         for w in stage.get("waves") or []:
             nodes = {str(n["node"]): entry_grace_periods(n, scope, drain_grace) for n in w.get("nodes") or []}
             soak = float(parse_duration(str(w.get("soakAfter", "0s"))))
             est = wave_estimate(
-                str(stage["name"]), str(w["name"]), nodes, soak, profile=profile, costs=costs, concurrent=concurrent
-            )
+                str(stage["name"]), str(w["name"]), nodes, soak, profile=profile, costs=costs, concurrent=concurrent,
+                held=[n for n in nodes if n in (holds or {})], drain_timeout_s=timeout,
+            )  # fmt: skip
             waves.append(est)
             total += est.seconds + soak + costs.request_s
     return total, waves
 
 
-def summary_estimate(stages: Sequence[Mapping[str, Any]], drain_grace: Mapping[str, int]) -> dict[str, Any]:
-    """The plan summary's estimate fields, from the stages and the recorded drain grace periods."""
-    seconds, waves = plan_estimate(stages, drain_grace)
-    return {
-        "estimatedDuration": format_seconds(seconds),
+def plan_range(
+    stages: Sequence[Mapping[str, Any]], drain_grace: Mapping[str, float], holds: Mapping[str, str]
+) -> tuple[float, float]:
+    """(low, high) seconds of the whole plan: no budget waits, and every held drain at its timeout."""
+    low, waves = plan_estimate(stages, drain_grace, holds=holds)
+    return low, low + sum(w.max_seconds - w.seconds for w in waves)
+
+
+def summary_estimate(
+    stages: Sequence[Mapping[str, Any]], drain_grace: Mapping[str, int], holds: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The plan summary's estimate fields, from the stages, the recorded drain grace periods and the
+    budget-held drains (the range's high end and the holds only when there are any)."""
+    holds = dict(sorted((holds or {}).items()))
+    seconds, waves = plan_estimate(stages, drain_grace, holds=holds)
+    out: dict[str, Any] = {"estimatedDuration": format_seconds(seconds)}
+    if holds:
+        out["estimatedMaxDuration"] = format_seconds(seconds + sum(w.max_seconds - w.seconds for w in waves))
+    out.update(
         # Keyed by "<stage>/<wave>", so a diff of two plans pairs the same waves whatever their order.
-        "waveEstimates": {w.key: w.to_dict() for w in waves},
-        "drainGraceSeconds": dict(sorted(drain_grace.items())),
-    }
+        waveEstimates={w.key: w.to_dict() for w in waves},
+        drainGraceSeconds=dict(sorted(drain_grace.items())),
+    )
+    if holds:
+        out["drainHolds"] = holds
+    return out
+
+
+def estimate_text(summary: Mapping[str, Any], note: str = "") -> str:
+    """The estimate as a reader sees it: a point, or a range with what makes it one; `note` goes in its
+    parentheses (e.g. "soaks included")."""
+    low = str(summary.get("estimatedDuration") or "?")
+    high = summary.get("estimatedMaxDuration")
+    holds = summary.get("drainHolds") or {}
+    if not high or not isinstance(holds, Mapping) or not holds:
+        return f"{low} ({note})" if note else low
+    budgets = sorted(set(map(str, holds.values())))
+    shown = ", ".join(budgets[:3]) + (f" and {len(budgets) - 3} more" if len(budgets) > 3 else "")
+    return (
+        f"{low}–{high} ({note + '; ' if note else ''}PodDisruptionBudget {shown} can hold the drain of "
+        f"{len(holds)} node(s) until replacements are Ready elsewhere, at most until the drain's timeout)"
+    )

@@ -6,14 +6,16 @@ section (capacity, inventory per pool, the pools planned and left out), so `repo
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dra_migrate.checks.run import Readiness
 from dra_migrate.cluster.state import ClusterState
 from dra_migrate.plan import strategies
-from dra_migrate.plan.estimate import drain_grace_by_node, summary_estimate
+from dra_migrate.plan.estimate import drain_grace_by_node, drain_holds, summary_estimate
 from dra_migrate.plan.model import Stage
 from dra_migrate.plan.params import PlanParams
+
+if TYPE_CHECKING:  # the checks pull in the CEL engine (see plan/steps.py)
+    from dra_migrate.checks.run import Readiness
 
 
 def review_section(readiness: Readiness, selected: list[str], excluded: list[dict[str, Any]]) -> dict[str, Any]:
@@ -48,10 +50,13 @@ def summary_section(stages: list[Stage], params: PlanParams, state: ClusterState
     # The estimate follows the executor's timing model (dra_migrate/plan/estimate.py); the pods' grace
     # periods it needs are recorded in the summary, so the plan alone gives it (plan/validate.py).
     drain_grace = drain_grace_by_node(state.of("Pod"), gpu_pods)
+    # Budgets that can hold a wave's drains make the estimate a range (estimate.drain_holds).
+    waves = [[n.node for n in w.nodes] for s in pool_stages for w in s.waves]
+    holds = drain_holds(state.of("policy/PodDisruptionBudget"), state.of("Pod"), waves)
     return {
         "pools": [s.pool for s in pool_stages],
         "nodes": sum(len(w.nodes) for s in pool_stages for w in s.waves),
         "waves": sum(len(s.waves) for s in pool_stages),
         "evictedPods": sum(w.evicted_pods for s in pool_stages for w in s.waves),
-        **summary_estimate([s.to_dict() for s in stages], drain_grace),
+        **summary_estimate([s.to_dict() for s in stages], drain_grace, holds),
     }

@@ -34,6 +34,7 @@ from dra_migrate.plan.derived import (
     _derived,
     _evicted,
     _recorded_grace,
+    _recorded_holds,
     _scope,
     _summary,
     _with_recorded_gangs,
@@ -418,7 +419,7 @@ def summary_problems(plan: dict[str, Any]) -> list[Problem]:
             if wave["evictedPods"] != want:
                 c.add(("stages", i, "waves", k, "evictedPods"), f"is not the sum over its nodes ({want})")
     summary = plan.get("summary")
-    want_summary = _with_recorded_gangs(_summary(plan["stages"], _recorded_grace(plan)), plan)
+    want_summary = _with_recorded_gangs(_summary(plan["stages"], _recorded_grace(plan), _recorded_holds(plan)), plan)
     if summary != want_summary:
         c.add(("summary",), f"does not follow from the stages ({want_summary})", "dra-migrate plan --rebase")
     return c.problems
@@ -439,5 +440,5 @@ def recompute(body: dict[str, Any]) -> dict[str, Any]:
             stage = {**stage, "waves": waves}
         stages.append(stage)
     out["stages"] = stages
-    out["summary"] = _with_recorded_gangs(_summary(stages, _recorded_grace(body)), body)
+    out["summary"] = _with_recorded_gangs(_summary(stages, _recorded_grace(body), _recorded_holds(body)), body)
     return out

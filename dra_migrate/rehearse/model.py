@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -29,6 +30,7 @@ class WaveResult:
     canaries: list[dict[str, str]] = field(default_factory=list)  # [{node, result}]
     gate: str | None = None  # ok | failed | None (not reached)
     error: str | None = None
+    real_s: float = 0.0  # of its span, what ran at real speed (canaries, API round trips): not unscaled
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -36,6 +38,7 @@ class WaveResult:
             "wave": self.wave,
             "result": self.result,
             "seconds": round(self.seconds, 1),
+            "realSeconds": round(self.real_s, 1),
             "stalledDrains": self.stalled_drains,
             "pendingPods": self.pending_pods,
             "canaries": self.canaries,
@@ -67,6 +70,8 @@ class Rehearsal:
         if failure is not None:
             self.result = "failed"
             self.failure = f"{self.failure}; {failure}" if self.failure else failure
+    # The estimate's high end, when the plan's is a range (budgets that can hold drains: plan.estimate).
+    estimated_max_duration: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -78,6 +83,7 @@ class Rehearsal:
             "rehearsedDuration": format_duration(round(self.rehearsed_seconds)),
             "rehearsedSeconds": round(self.rehearsed_seconds, 1),
             "estimatedDuration": self.estimated_duration,
+            **({"estimatedMaxDuration": self.estimated_max_duration} if self.estimated_max_duration else {}),
             "waves": [w.to_dict() for w in self.waves],
             "endState": self.end_state,
             "unreproduced": self.unreproduced,
@@ -99,9 +105,12 @@ def _stalled(details: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _waves_of(records: list[Record], scale: float, reasons: dict[str, str], real_s: float) -> list[WaveResult]:
-    """Each wave's result, its span unscaled: divided by the scale, less the `real_s` of a wave with
-    canaries that ran at real speed (their pod's start and run; the wave's canaries run at once)."""
+    """Each wave's result, its span unscaled: divided by the scale, less what ran at real speed — the
+    `real_s` of a wave with canaries (their pod's start and run; the wave's canaries run at once) and the
+    API round trips of its slowest node (`requestSeconds` of its steps' journal records: the twin's clock
+    scales the cluster's components, not the API server's answers, which took as long as they took)."""
     where: dict[str, tuple[str, str | None]] = {}
+    lanes: dict[tuple[str, str | None], dict[str, list[float]]] = {}  # wave -> node -> [first, last, requests]
     waves: dict[tuple[str, str | None], WaveResult] = {}
     spans: dict[tuple[str, str | None], list[float]] = {}
 
@@ -116,6 +125,8 @@ def _waves_of(records: list[Record], scale: float, reasons: dict[str, str], real
         if event == "start" and rec.get("phase") == "apply":
             where[step] = (str(rec.get("stage")), rec.get("wave"))
         key = where.get(step) if step else None
+        if key is not None and rec.get("phase") == "apply":
+            _lane(lanes.setdefault(key, {}), step, _time(rec), rec.get("requestSeconds"))
         if event == "gate":
             key = (str(rec.get("stage")), rec.get("wave"))
             w = wave_of(key)
@@ -143,9 +154,27 @@ def _waves_of(records: list[Record], scale: float, reasons: dict[str, str], real
     for key, times in spans.items():
         w = waves[key]
         w.seconds = (max(times) - min(times)) / scale if times else 0.0
-        if w.canaries:
-            w.seconds = max(w.seconds - real_correction(real_s, scale), 0.0)
+        w.real_s = (real_s if w.canaries else 0.0) + _slowest_lane_requests(lanes.get(key, {}))
+        w.seconds = max(w.seconds - real_correction(w.real_s, scale), 0.0)
     return list(waves.values())
+
+
+def _lane(nodes: dict[str, list[float]], step: str, t: float | None, requests: Any) -> None:
+    """Note one journal record of `step` ("<stage>/<node>/<action>") on its node's lane: its span and the
+    seconds of API round trips its steps reported."""
+    node = step.split("/")[1] if step.count("/") >= 2 else ""
+    lane = nodes.setdefault(node, [math.inf, -math.inf, 0.0])
+    if t is not None:
+        lane[0], lane[1] = min(lane[0], t), max(lane[1], t)
+    if isinstance(requests, (int, float)) and not isinstance(requests, bool) and requests > 0:
+        lane[2] += float(requests)
+
+
+def _slowest_lane_requests(nodes: dict[str, list[float]]) -> float:
+    """The API round trips of the wave's longest lane: the one its span waited for."""
+    if not nodes:
+        return 0.0
+    return max(nodes.values(), key=lambda lane: lane[1] - lane[0])[2]
 
 
 def real_correction(real_s: float, scale: float) -> float:
@@ -198,14 +227,16 @@ def from_journal(
     estimate = (plan.get("summary") or {}).get("estimatedDuration")
     if isinstance(estimate, str):
         parse_duration(estimate)  # an estimate apply could not read is a bad plan, said here too
+    high = (plan.get("summary") or {}).get("estimatedMaxDuration")
     waves = _waves_of(records, time_scale, reasons, real_s_per_wave)
-    corrected = sum(real_correction(real_s_per_wave, time_scale) for w in waves if w.canaries)
+    corrected = sum(real_correction(w.real_s, time_scale) for w in waves)
     return Rehearsal(
         plan_digest=str(plan.get("digest") or ""),
         result="ok" if ok else "failed",
         waves=waves,
         rehearsed_seconds=max(wall_seconds / time_scale - corrected, 0.0),
         estimated_duration=estimate if isinstance(estimate, str) else None,
+        estimated_max_duration=high if isinstance(high, str) else None,
         time_scale=time_scale,
         unreproduced=unreproduced,
         end_state=end_state(after),

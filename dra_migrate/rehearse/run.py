@@ -33,6 +33,7 @@ from dra_migrate.execute.journal import journal_path, read_journal
 from dra_migrate.execute.ops import POLL_CAP_S, LiveOps, live_ops
 from dra_migrate.execute.runner import ApplyOptions
 from dra_migrate.execute.session import ApplySession
+from dra_migrate.inventory.operator import dra_plugin_daemonset_objects
 from dra_migrate.plan import io as plan_io
 from dra_migrate.plan.actions import Action
 from dra_migrate.plan.fingerprint import fingerprint
@@ -46,6 +47,7 @@ from dra_migrate.sim.kube import Kube, new_api_client
 from dra_migrate.sim.kueue import FETCH_HINT, KUEUE_VERSION, install_kueue_crds, kueue_crd_dir
 from dra_migrate.sim.kwok import KwokFleet
 from dra_migrate.sim.load import DEPENDENT_KEYS, LoadReport, load_dependents, load_workloads
+from dra_migrate.sim.placement import PluginRules
 from dra_migrate.sim.spec import (
     LABEL_DEVICE_PLUGIN,
     LABEL_DRA_KUBELET_PLUGIN,
@@ -192,10 +194,10 @@ def recreate(api: Any, state: ClusterState) -> LoadReport:
     workloads, budgets and classes on the cluster `api` talks to (its GPU nodes: `SimulatedFleet`); then its
     ResourceQuotas and Kueue queues (under Kueue's own CRDs when they are fetched: sim/kueue.py)."""
     policies = state.of("nvidia.com/ClusterPolicy")
-    has_dra = bool(state.of("resource.k8s.io/ResourceSlice")) or any(
-        "kubelet-plugin" in str((d.get("metadata") or {}).get("name", "")) for d in state.of("apps/DaemonSet")
-    )
-    install_nvidia_stack(api, dra_driver=has_dra, cluster_policy=policies[0] if policies else None)
+    # A snapshot's own DRA kubelet-plugin DaemonSet is recreated with the workloads (and places the twin's
+    # plugins, sim.placement); a stand-in is installed only for slices whose DaemonSet was not read.
+    stand_in = bool(state.of("resource.k8s.io/ResourceSlice")) and not dra_plugin_daemonset_objects(state)
+    install_nvidia_stack(api, dra_driver=stand_in, cluster_policy=policies[0] if policies else None)
     notes: list[str] = []
     if any(state.of(k) for k in DEPENDENT_KEYS if k.startswith("kueue.")):
         crds = kueue_crd_dir()
@@ -324,6 +326,9 @@ def rehearse(
                 workdir=Path(scratch) / "kwok",
                 timing=timing,
                 lease_s=round(heartbeat * LEASE_PER_HEARTBEAT),
+                # The plugins run where the cluster's own DaemonSets place them (an upstream chart's node
+                # affinity runs the DRA plugin on every GPU node, no toggle label involved).
+                rules=PluginRules.from_state(state),
             ) as fleet,
             contextlib.ExitStack() as stack,  # the new pools' nodes, once a replace-pool plan asks for them
         ):
@@ -342,7 +347,8 @@ def rehearse(
             made: list[str] = []
 
             def new_fleet(new: list[GpuNodeSpec]) -> Any:
-                """A replace-pool's new nodes: their own KWOK fleet (its own annotation), beside the twin's."""
+                """A replace-pool's new nodes: their own KWOK fleet (its own annotation), beside the twin's. Its
+                plugins follow the toggle labels NewPools sets: the platform's switch, not a DaemonSet."""
                 made.append(new[0].name)
                 n = len(made)  # one fleet per new pool
                 return stack.enter_context(KwokFleet(

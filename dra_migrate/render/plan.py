@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from dra_migrate.plan.actions import Action, InverseAction
+from dra_migrate.plan.estimate import estimate_text
 from dra_migrate.plan.scope import stage_blockers
 from dra_migrate.render import Document, styled, verdict
 from dra_migrate.render.disruption import gangs_table, waves_table
@@ -102,7 +103,7 @@ def plan_document(plan: dict[str, Any]) -> Document:
     )
     doc.line(
         f"{len(s['pools'])} pool(s), {s['nodes']} node(s), {s['waves']} wave(s), {s['evictedPods']} pod(s) evicted, "
-        f"estimated {s['estimatedDuration']} (soaks included)"
+        f"estimated {estimate_text(s, 'soaks included')}"
     )
     p = plan["parameters"]
     doc.line(

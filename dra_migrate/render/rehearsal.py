@@ -17,9 +17,12 @@ CAPACITY_HEADERS = ["pool", "resource", "after", "demand", "fits"]
 
 
 def summary_line(r: dict[str, Any]) -> str:
+    estimate = r.get("estimatedDuration") or "?"
+    if r.get("estimatedMaxDuration"):
+        estimate += f"–{r['estimatedMaxDuration']} (budgets can hold drains)"
     return (
         f"result {str(r['result']).upper()} · rehearsed {r['rehearsedDuration']} (time scale {r.get('timeScale')}, "
-        f"unscaled) · plan's estimate {r.get('estimatedDuration') or '?'}"
+        f"unscaled) · plan's estimate {estimate}"
     )
 
 

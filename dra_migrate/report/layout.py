@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from dra_migrate.plan.actions import Action
+from dra_migrate.plan.estimate import estimate_text
 from dra_migrate.render import to_yaml
 from dra_migrate.render.checks import capacity_table, findings_table
 from dra_migrate.render.diff import details_table
@@ -297,7 +298,7 @@ def _stages(r: dict[str, Any]) -> Section:
     sm = r["summary"]
     s.p(
         f"{len(sm.get('pools') or [])} pool(s), {sm.get('nodes')} node(s), {sm.get('waves')} wave(s), "
-        f"{sm.get('evictedPods')} pod(s) evicted, estimated {sm.get('estimatedDuration')} (soaks included); "
+        f"{sm.get('evictedPods')} pod(s) evicted, estimated {estimate_text(sm, 'soaks included')}; "
         f"at most {r['plan']['parameters'].get('maxUnavailable')} of a pool unavailable at once."
     )
     s.sub("disruption", "Disruption per wave").add(waves_table(r["stages"]))

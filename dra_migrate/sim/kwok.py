@@ -33,14 +33,9 @@ from dra_migrate.bundled import bundled
 from dra_migrate.errors import InputError
 from dra_migrate.kube import Informer
 from dra_migrate.sim.kube import ApiError, Kube, new_api_client, now_rfc3339, path_of
+from dra_migrate.sim.placement import LABEL_RULES, PluginRules
 from dra_migrate.sim.pods import CANARY_LABEL, allocated_results, canary_status, claim_name, nvidia_smi_lines
-from dra_migrate.sim.spec import (
-    LABEL_DEVICE_PLUGIN,
-    LABEL_DRA_DRIVER,
-    LABEL_DRA_KUBELET_PLUGIN,
-    GpuNodeSpec,
-    device_plugin_enabled,
-)
+from dra_migrate.sim.spec import LABEL_DEVICE_PLUGIN, LABEL_DRA_DRIVER, LABEL_DRA_KUBELET_PLUGIN, GpuNodeSpec
 from dra_migrate.sim.stages import KWOK_NODE, config_documents, node_annotations
 from dra_migrate.sim.timing import INSTANT, Timers, TimingProfile
 
@@ -52,6 +47,8 @@ KWOK_VERSION = os.environ.get("KWOK_VERSION", "0.8.0")
 def build_hint() -> str:
     """The command that builds kwok: the script shipped in the package (or the checkout's tools/kwok/build)."""
     return f"build it once with: {bundled('tools/kwok/build')} (about 3 minutes on 2 cores; needs Go)"
+
+
 NODES = "/api/v1/nodes"
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 REGISTER_WORKERS = 8  # nodes created at once (one POST each)
@@ -86,12 +83,16 @@ def addresses(index: int) -> tuple[str, str]:
     return f"172.{16 + index // 65536}.{index // 256 % 256}.{index % 256}", f"10.{64 + index // 256}.{index % 256}.0/24"
 
 
-def node_manifest(spec: GpuNodeSpec, index: int = 0, fleet: str = "fake") -> dict[str, Any]:
-    """The Node a twin registers for `spec`: as its kubelet would, with the plugins as its labels say.
+def node_manifest(
+    spec: GpuNodeSpec, index: int = 0, fleet: str = "fake", rules: PluginRules = LABEL_RULES
+) -> dict[str, Any]:
+    """The Node a twin registers for `spec`: as its kubelet would, with the plugins where `rules` (the
+    cluster's DaemonSets, or the toggle labels) place them.
 
     `index` (its place in the fleet) gives it its own address and pod range (10.64.0.0/10 holds 16,384
     /24s): kwok takes a pod's IP from its node's podCIDR and its host IP from the node's addresses."""
-    dp_on = device_plugin_enabled(spec.labels)
+    taints = [dict(t) for t in spec.taints]
+    dp_on = rules.device_plugin_on({"metadata": {"name": spec.name, "labels": spec.labels}, "spec": {"taints": taints}})
     capacity = {"cpu": spec.cpu, "memory": spec.memory, "pods": spec.pods, **spec.extra_capacity}
     allocatable = dict(capacity)
     for key, count in spec.device_plugin_resources.items():
@@ -99,8 +100,8 @@ def node_manifest(spec: GpuNodeSpec, index: int = 0, fleet: str = "fake") -> dic
         capacity[key] = allocatable[key] = str(count if dp_on else 0)
     host_ip, pod_cidr = addresses(index)
     spec_body: dict[str, Any] = {"podCIDR": pod_cidr}
-    if spec.taints:
-        spec_body["taints"] = [dict(t) for t in spec.taints]
+    if taints:
+        spec_body["taints"] = taints
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -125,7 +126,8 @@ class KwokFleet:
 
     `lease_s`: the nodes' Lease duration (KWOK renews each at a quarter of it); a twin of thousands of
     nodes renews less often, with the node lifecycle controller's grace raised to match (rehearse.run).
-    `workdir`: where the Stage file and kwok's log go."""
+    `workdir`: where the Stage file and kwok's log go. `rules`: where the plugins run (`sim.placement`; the
+    snapshot's DaemonSets in a rehearsal, the toggle labels by default)."""
 
     def __init__(
         self,
@@ -136,6 +138,7 @@ class KwokFleet:
         timing: TimingProfile = INSTANT,
         lease_s: int = 40,
         fleet: str = "fake",
+        rules: PluginRules = LABEL_RULES,
     ) -> None:
         self.kubeconfig = Path(kubeconfig)
         self.specs = {s.name: s for s in nodes}
@@ -144,6 +147,7 @@ class KwokFleet:
         self.timing = timing
         self.lease_s = lease_s
         self.fleet = fleet
+        self.rules = rules
         self._api = new_api_client(self.kubeconfig, "dra-migrate-twin", pool_size=REGISTER_WORKERS + CANARY_WORKERS + 2)
         self.kube = Kube(self._api)
         self._proc: subprocess.Popen[bytes] | None = None
@@ -167,7 +171,7 @@ class KwokFleet:
         self.workdir.mkdir(parents=True, exist_ok=True)
         config = self.workdir / "stages.yaml"
         # JSON documents are YAML documents: kwok's --config reads them as a multi-document YAML file.
-        config.write_text("".join(f"---\n{json.dumps(doc)}\n" for doc in config_documents(self.timing)))
+        config.write_text("".join(f"---\n{json.dumps(doc)}\n" for doc in config_documents(self.timing, self.rules)))
         try:
             # Nodes first, kwok after: it finds them all in its first list rather than one watch event each.
             self._register_all()
@@ -268,7 +272,7 @@ class KwokFleet:
 
     def _register(self, spec: GpuNodeSpec, index: int) -> None:
         try:
-            self.kube.create(NODES, node_manifest(spec, index, self.fleet))
+            self.kube.create(NODES, node_manifest(spec, index, self.fleet, self.rules))
         except ApiError as e:
             if e.status != 409:
                 raise

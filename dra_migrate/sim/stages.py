@@ -7,13 +7,14 @@ those, with the delays of the measured profile (`dra_migrate.sim.timing`, source
 
 * node-initialize: a registered node becomes Ready (its Lease is renewed by KWOK itself,
   `--node-lease-duration-seconds`);
-* device-plugin-stop / -gone / -start: capacity and allocatable of the device plugin's resources follow the
-  placement label `nvidia.com/gpu.deploy.device-plugin` as kubelet's devicemanager posts them: allocatable 0
-  at the next status sync after the plugin's exit, capacity 0 once endpointStopGracePeriod (5 min) has
-  passed, both back at the next sync after it registers again;
-* dra-plugin-start / -stop and slice-wipe: the DRA kubelet plugin publishes the ResourceSlice of the
-  devices predicted from the node's labels (`dra_migrate.dra.devices`) after its start-up, and kubelet
-  wipes it 30 s after the plugin left;
+* device-plugin-stop / -gone / -start: capacity and allocatable of the device plugin's resources follow its
+  DaemonSets' placement (`sim.placement`; the toggle label `nvidia.com/gpu.deploy.device-plugin` when the
+  snapshot has none) as kubelet's devicemanager posts them: allocatable 0 at the next status sync after
+  the plugin's exit, capacity 0 once endpointStopGracePeriod (5 min) has passed, both back at the next
+  sync after it registers again;
+* dra-plugin-start / -stop and slice-wipe: where its DaemonSets place it, the DRA kubelet plugin
+  publishes the ResourceSlice of the devices predicted from the node's labels (`dra_migrate.dra.devices`)
+  after its start-up, and kubelet wipes it 30 s after the plugin left;
 * pod-start / pod-delete: a bound pod runs after its containers' start-up; a deleted one is gone once its
   grace period (time-scaled) has passed.
 
@@ -34,8 +35,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from dra_migrate.sim.placement import LABEL_RULES, PluginRules
 from dra_migrate.sim.pods import CANARY_LABEL
-from dra_migrate.sim.spec import DRA_DRIVER, LABEL_DEVICE_PLUGIN, LABEL_DRA_DRIVER, LABEL_DRA_KUBELET_PLUGIN
+from dra_migrate.sim.spec import DRA_DRIVER
 from dra_migrate.sim.timing import TimingProfile
 
 ANNOTATION = "twin.dra-migrate.io/"
@@ -226,8 +228,6 @@ status:
 
 # Conditions on a Node, as jq booleans.
 READY = 'any(.status.conditions[]?; .type == "Ready" and .status == "True")'
-DP_OFF = f'{_label(LABEL_DEVICE_PLUGIN)} == "false"'
-DRA_ON = f'({_label(LABEL_DRA_KUBELET_PLUGIN)} == "true" or {_label(LABEL_DRA_DRIVER)} == "true")'
 
 
 def _is(annotation: str, *values: str) -> str:
@@ -247,22 +247,29 @@ def _exclusive(conditions: Sequence[tuple[str, str]]) -> list[tuple[str, dict[st
     return out
 
 
-# The node stages' own conditions, in priority order (see _exclusive).
-NODE_CONDITIONS = [
-    ("node-initialize", f"({READY}) | not"),
-    ("dra-plugin-start", f"{READY} and {DRA_ON} and {_is(A_DRA, 'stopped')}"),
-    ("dra-plugin-stop", f"{READY} and ({DRA_ON} | not) and {_is(A_DRA, 'running')}"),
-    ("device-plugin-stop", f"{READY} and {DP_OFF} and {_is(A_DP, 'running')}"),
-    ("device-plugin-start", f"{READY} and ({DP_OFF} | not) and {_is(A_DP, 'stopped', 'gone')}"),
-    ("device-plugin-gone", f"{READY} and {DP_OFF} and {_is(A_DP, 'stopped')}"),
-]
+def node_conditions(rules: PluginRules = LABEL_RULES) -> list[tuple[str, str]]:
+    """The node stages' own conditions, in priority order (see _exclusive). Where a plugin runs is the
+    placement rule of its DaemonSets (`sim.placement`), as the DaemonSet controller applies it."""
+    dra_on, dp_off = rules.dra_on_jq(), f"({rules.device_plugin_on_jq()} | not)"
+    return [
+        ("node-initialize", f"({READY}) | not"),
+        ("dra-plugin-start", f"{READY} and {dra_on} and {_is(A_DRA, 'stopped')}"),
+        ("dra-plugin-stop", f"{READY} and ({dra_on} | not) and {_is(A_DRA, 'running')}"),
+        ("device-plugin-stop", f"{READY} and {dp_off} and {_is(A_DP, 'running')}"),
+        ("device-plugin-start", f"{READY} and ({dp_off} | not) and {_is(A_DP, 'stopped', 'gone')}"),
+        ("device-plugin-gone", f"{READY} and {dp_off} and {_is(A_DP, 'stopped')}"),
+    ]
 
 
-def stages(timing: TimingProfile) -> list[Stage]:
-    """The Stages of a twin whose components take `timing`'s durations (already time-scaled)."""
+NODE_CONDITIONS = node_conditions()
+
+
+def stages(timing: TimingProfile, rules: PluginRules = LABEL_RULES) -> list[Stage]:
+    """The Stages of a twin whose components take `timing`'s durations (already time-scaled), its plugins
+    placed by `rules`."""
     t = timing
     sync = t.node_status_sync_s
-    match = dict(_exclusive(NODE_CONDITIONS))
+    match = dict(_exclusive(node_conditions(rules)))
     out = [
         _stage("node-initialize", "Node", [match["node-initialize"]], 0, 0, [_patch(NODE_READY, "status")]),
         # The DRA plugin's pod starts, registers and publishes its slice (a new pool generation).
@@ -400,7 +407,7 @@ def _pod_deletes(t: TimingProfile) -> list[Stage]:
 PLAY_PARALLELISM = 16
 
 
-def config_documents(timing: TimingProfile) -> list[dict[str, Any]]:
+def config_documents(timing: TimingProfile, rules: PluginRules = LABEL_RULES) -> list[dict[str, Any]]:
     """The documents of kwok's --config file: its options and the Stages."""
     # kwok v0.8.0 defaults a KwokConfiguration only when none is given (pkg/config/vars.go
     # GetKwokConfiguration): one from a file must carry every default itself (those of
@@ -416,10 +423,12 @@ def config_documents(timing: TimingProfile) -> list[dict[str, Any]]:
             "enableProfilingHandler": True,
             "nodePlayStageParallelism": PLAY_PARALLELISM,
             "podPlayStageParallelism": PLAY_PARALLELISM,
-            "nodeLeaseParallelism": 4,
-            "podsOnNodeSyncParallelism": 1,
+            # Leases: a 2,000-node twin renews about 50 a second (rehearse.run.twin_heartbeat_s), one PUT each.
+            "nodeLeaseParallelism": 8,
+            # Each node kwok takes over lists its pods once (kwok's default 1: 2,000 lists in a row at start).
+            "podsOnNodeSyncParallelism": 4,
             "enablePodsOnNodeSyncListPager": True,
             "enablePodsOnNodeSyncStreamWatch": False,
         },
     }
-    return [options, *stages(timing)]
+    return [options, *stages(timing, rules)]

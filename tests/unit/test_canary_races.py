@@ -151,3 +151,73 @@ def test_only_the_newest_generation_of_a_pool_counts() -> None:
         {"driver": "gpu.nvidia.com", "pool": NODE, "device": "gpu-0", "id": "GPU-aaaa"},
         {"driver": "gpu.nvidia.com", "pool": NODE, "device": "gpu-1", "id": "GPU-bbbb"},
     ]
+
+
+# -- light on the API server ---------------------------------------------------------------------
+
+
+class SlowKubelet(LaggingScheduler):
+    """A canary bound at once that runs only after `polls` reads of it; counts the lists it is asked for."""
+
+    def __init__(self, polls: int, warning: str = "") -> None:
+        super().__init__(stale=0, saw="GPU 0: NVIDIA A100 (UUID: GPU-aaaa)")
+        self.polls, self.warning = polls, warning
+        self.reads = 0
+        self.queries: list[tuple[str, str]] = []
+        # Another node's slice of the same driver: the canary never needs it.
+        other = slice_of(1, ("gpu-0", "GPU-other"))
+        other["spec"]["nodeName"] = other["spec"]["pool"]["name"] = "gpu-2"
+        self.slices = [SLICE, other]
+
+    def get(self, path: str) -> dict[str, Any]:
+        pod = super().get(path)
+        if "/pods/" not in path or "status" not in pod:
+            return pod
+        self.reads += 1
+        if self.reads <= self.polls:
+            return {**pod, "status": {**pod["status"], "phase": "Pending", "containerStatuses": []}}
+        return pod
+
+    def list_all(self, path: str, query: Any = ()) -> tuple[list[dict[str, Any]], str]:
+        selector = dict(query).get("fieldSelector", "")
+        self.queries.append((path.rsplit("/", 1)[-1], selector))
+        if path.endswith("/events"):
+            if not self.warning:
+                return [], "1"
+            return [{"type": "Warning", "reason": self.warning, "message": "prepare failed", "count": 1}], "1"
+        if path.endswith("/resourceslices"):
+            wanted = dict(term.split("=", 1) for term in selector.split(",") if "=" in term)
+            return [s for s in self.slices if all(
+                s["spec"].get("nodeName" if k == "spec.nodeName" else "driver") == v for k, v in wanted.items()
+            )], "1"  # fmt: skip
+        return super().list_all(path, query)
+
+
+def test_a_pending_canary_reads_its_events_seldom_and_only_its_nodes_slices() -> None:
+    """A 2,000-node rehearsal: every poll of 60 canaries listed the namespace's events (not indexed: 2 s
+    each on the loaded twin) and every canary listed all 2,000 slices of the driver; the API server fell
+    behind and the scheduler's binds with it."""
+    fake = SlowKubelet(polls=200)
+    change = ops_on(fake).canary(NODE, GPU, "pause", 10)
+    assert change.after["expected"] == ["GPU-aaaa"]
+    events = [q for q in fake.queries if q[0] == "events"]
+    assert fake.reads > 200 and 1 <= len(events) <= 2, (fake.reads, len(events))
+    slices = [sel for kind, sel in fake.queries if kind == "resourceslices"]
+    assert slices == [f"spec.driver=gpu.nvidia.com,spec.nodeName={NODE}"]
+
+
+def test_a_failed_prepare_still_fails_the_canary_at_its_first_pending_read() -> None:
+    fake = SlowKubelet(polls=10_000, warning="FailedPrepareDynamicResources")
+    with pytest.raises(StepFailed, match="FailedPrepareDynamicResources"):
+        ops_on(fake).canary(NODE, GPU, "pause", 10)
+    assert fake.reads <= 3
+
+
+def test_a_device_outside_the_nodes_slices_is_looked_up_in_the_drivers() -> None:
+    fake = SlowKubelet(polls=0)
+    fake.slices = [slice_of(2, ("gpu-0", "GPU-aaaa"))]
+    fake.slices[0]["spec"]["nodeName"] = "elsewhere"  # a pool published by another node or none
+    change = ops_on(fake).canary(NODE, GPU, "pause", 10)
+    assert change.after["expected"] == ["GPU-aaaa"]
+    slices = [sel for kind, sel in fake.queries if kind == "resourceslices"]
+    assert slices == [f"spec.driver=gpu.nvidia.com,spec.nodeName={NODE}", "spec.driver=gpu.nvidia.com"]

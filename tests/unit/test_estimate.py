@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -9,6 +10,8 @@ import pytest
 from dra_migrate.plan.build import build_plan
 from dra_migrate.plan.estimate import (
     ExecutorCosts,
+    drain_holds,
+    estimate_text,
     evicted_grace_periods,
     format_seconds,
     node_estimate,
@@ -16,9 +19,10 @@ from dra_migrate.plan.estimate import (
     wave_estimate,
 )
 from dra_migrate.plan.params import PlanParams, parse_duration
+from dra_migrate.plan.validate import recompute, summary_problems
 from dra_migrate.sim.spec import GpuNodeSpec
 from dra_migrate.sim.timing import REALISTIC, profile
-from tests.unit.helpers import container, node, pod, pod_spec, state
+from tests.unit.helpers import container, node, obj, pod, pod_spec, state
 
 GPU = container(limits={"nvidia.com/gpu": 1})
 FREE = ExecutorCosts(request_s=0, poll_s=0, scheduling_s=0)  # only the cluster's components count
@@ -159,3 +163,71 @@ def test_a_node_whose_gpu_pods_cannot_be_evicted_records_no_wait() -> None:
     body = build_plan(s, PlanParams(soak="0s")).to_dict()
     assert body["summary"]["drainGraceSeconds"] == {"n1": 0}
     assert parse_duration(body["summary"]["waveEstimates"]["pool-pool-a/wave-1"]["estimate"]) < 20
+
+
+# -- what the estimate cannot know: budgets that hold drains -------------------------------------
+
+
+def budget(name: str, labels: dict[str, str], allowed: int | None = None, **spec: Any) -> dict[str, Any]:
+    pdb = obj("policy/v1", "PodDisruptionBudget", name, {"selector": {"matchLabels": labels}, **spec})
+    if allowed is not None:
+        pdb["status"] = {"disruptionsAllowed": allowed}
+    return pdb
+
+
+def labelled(p: dict[str, Any], **labels: str) -> dict[str, Any]:
+    p["metadata"]["labels"] = labels
+    return p
+
+
+def test_a_budget_holds_the_drains_of_a_wave_that_evicts_more_of_its_pods_than_it_allows() -> None:
+    pods = [labelled(gpu_pod(f"web-{n}", n), app="web") for n in ("n1", "n2", "n3")]
+    pods.append(gpu_pod("other", "n4"))
+    one = budget("web", {"app": "web"}, allowed=1)
+    # Two of its pods in one wave, one allowed: both nodes' drains can wait.
+    assert drain_holds([one], pods, [["n1", "n2"], ["n3", "n4"]]) == {"n1": "ml/web", "n2": "ml/web"}
+    # One per wave: each drain is let through.
+    assert drain_holds([one], pods, [["n1"], ["n2"], ["n3", "n4"]]) == {}
+    # None allowed (a slow pod not Ready, or maxUnavailable 0): the first drain already waits.
+    assert drain_holds([budget("web", {"app": "web"}, allowed=0)], pods, [["n1"], ["n4"]]) == {"n1": "ml/web"}
+    # No status in the snapshot: the budget's count says; a minAvailable the snapshot cannot size is a may.
+    assert drain_holds([budget("web", {"app": "web"}, maxUnavailable=2)], pods, [["n1", "n2"]]) == {}
+    assert drain_holds([budget("web", {"app": "web"}, minAvailable=1)], pods, [["n1"]]) == {"n1": "ml/web"}
+    # Another namespace's budget selects none of these pods; a DaemonSet's pod is never evicted.
+    elsewhere = budget("web", {"app": "web"}, allowed=0)
+    elsewhere["metadata"]["namespace"] = "shop"
+    assert drain_holds([elsewhere], pods, [["n1"]]) == {}
+    ds = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "ds", "uid": "u"}}
+    daemon = labelled(pod("ds-web", pod_spec(GPU), owner=ds, node="n4"), app="web")
+    assert drain_holds([budget("web", {"app": "web"}, allowed=0)], [daemon], [["n4"]]) == {}
+
+
+def test_a_held_drain_makes_the_estimate_a_range_up_to_the_drains_timeout() -> None:
+    s = fleet({"n1": [30], "n2": [30]})
+    for p in s.objects["Pod"]:
+        labelled(p, app="web")
+    plain = build_plan(s, PlanParams(max_unavailable="2", soak="0s", drain_timeout="10m")).to_dict()["summary"]
+    assert "estimatedMaxDuration" not in plain and "drainHolds" not in plain  # a point: the plan's shape as before
+    assert estimate_text(plain) == plain["estimatedDuration"]
+    s.objects.setdefault("policy/PodDisruptionBudget", []).append(budget("web", {"app": "web"}, allowed=1))
+    held = build_plan(s, PlanParams(max_unavailable="2", soak="0s", drain_timeout="10m")).to_dict()["summary"]
+    assert held["drainHolds"] == {"n1": "ml/web", "n2": "ml/web"}
+    assert held["estimatedDuration"] == plain["estimatedDuration"]  # the low end: no wait
+    low, high = parse_duration(held["estimatedDuration"]), parse_duration(held["estimatedMaxDuration"])
+    # the held drain (30 s of grace and a poll) stretched to the 10-minute timeout
+    assert high - low == pytest.approx(600 - 30, abs=2)
+    text = estimate_text(held)
+    assert text.startswith(f"{held['estimatedDuration']}–{held['estimatedMaxDuration']}") and "ml/web" in text
+
+
+def test_the_range_follows_from_the_plan_alone_and_an_edit_is_caught() -> None:
+    s = fleet({"n1": [30], "n2": [30]})
+    for p in s.objects["Pod"]:
+        labelled(p, app="web")
+    s.objects.setdefault("policy/PodDisruptionBudget", []).append(budget("web", {"app": "web"}, allowed=0))
+    body = build_plan(s, PlanParams(max_unavailable="1", soak="0s")).to_dict()
+    assert summary_problems(body) == []
+    edited = copy.deepcopy(body)
+    edited["summary"]["estimatedMaxDuration"] = body["summary"]["estimatedDuration"]  # "no wait, ever"
+    assert [p.path for p in summary_problems(edited)] == [("summary",)]
+    assert recompute(edited)["summary"] == body["summary"]

@@ -204,3 +204,22 @@ def test_which_workloads_the_twin_recreates(obj: dict[str, Any], expected: bool)
     from dra_migrate.sim.load import uses_devices
 
     assert uses_devices(obj) is expected
+
+
+def test_the_api_round_trips_of_a_waves_slowest_node_count_at_their_real_length() -> None:
+    """A time-scaled twin scales the cluster's components, not the API server's answers: 2 s of round trips at
+    scale 0.01 counted as 200 s made a wave of a loaded twin look slow (the excess over the estimate)."""
+    scale = 0.01
+    records = [
+        *step(0, 1, "pool-a", "wave-1", NODE_A, "drain", requestSeconds=0.25),
+        *step(1, 3, "pool-a", "wave-1", NODE_A, "wait-dra-ready", requestSeconds=0.5),
+        *step(0, 2, "pool-a", "wave-1", NODE_B, "drain", requestSeconds=1.5),  # more requests, a shorter lane
+    ]
+    (wave,) = _waves_of(records, scale, {}, real_s=0.0)
+    # The wave waited for gpu-a's lane (3 s): its 0.75 s of round trips count as 0.75 s, not 75 s.
+    assert wave.real_s == pytest.approx(0.75)
+    assert wave.seconds == pytest.approx(300 - real_correction(0.75, scale)) == pytest.approx(225.75)
+    assert wave.to_dict()["realSeconds"] == 0.8
+    # A journal without the field (an older run): nothing but the canaries is taken off.
+    plain = [{k: v for k, v in r.items() if k != "requestSeconds"} for r in records]
+    assert _waves_of(plain, scale, {}, real_s=0.0)[0].seconds == pytest.approx(300)
