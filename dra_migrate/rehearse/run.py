@@ -186,7 +186,7 @@ def _scheduler_reason(pod: dict[str, Any]) -> str:
 
 def recreate(api: Any, state: ClusterState) -> LoadReport:
     """The snapshot's NVIDIA stack (the DRA driver when the snapshot shows it), ClusterPolicy, namespaces,
-    workloads, budgets and classes on the cluster `api` talks to (its GPU nodes: `SimulatedFleet`)."""
+    workloads, budgets and classes on the cluster `api` talks to (its GPU nodes: `KwokFleet`)."""
     policies = state.of("nvidia.com/ClusterPolicy")
     has_dra = bool(state.of("resource.k8s.io/ResourceSlice")) or any(
         "kubelet-plugin" in str((d.get("metadata") or {}).get("name", "")) for d in state.of("apps/DaemonSet")
