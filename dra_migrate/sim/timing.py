@@ -10,7 +10,8 @@ measured on a real kubelet (README "A real node") replace the typical ones with 
 
 `--time-scale F` multiplies every duration (the pods' own grace periods included), so F=0.1 plays
 the same sequence ten times faster. The `instant` profile is zeros but for the canary's run: a label
-switch is played as soon as KWOK sees it (Stages without delay), so the integration tests stay fast. A canary is never instant, on a real node or here: once its pod is terminal the
+switch is played as soon as KWOK sees it (Stages without delay), so the integration tests stay
+fast. A canary is never instant, on a real node or here: once its pod is terminal the
 resourceclaim controller deletes its generated claim (k8s.io/kubernetes@v1.37.2
 pkg/controller/resourceclaim/controller.go L1650-1668), so the allocation can only be read while the
 pod is bound and not yet finished — a window a real canary's start and run give (a kubelet v1.37.2
