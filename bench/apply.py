@@ -1,10 +1,10 @@
-"""Cutover benchmark: `apply` on a real control plane with simulated GPU nodes playing the realistic
+"""Cutover benchmark: `apply` on a real control plane with KWOK GPU nodes (sim/kwok.py) playing the realistic
 timing profile (dra_migrate/sim/timing.py), time-scaled to fit the machine.
 
     python bench/apply.py --nodes 200 --max-unavailable 100% --time-scale 0.05
     python bench/apply.py --nodes 2000 --max-unavailable 10% --time-scale 0.05 --heartbeat 20
 
-Starts a control plane (tools/k8s/up, audit log on), a simulated fleet of N one-GPU nodes in one pool
+Starts a control plane (tools/k8s/up, audit log on), a KWOK fleet of N one-GPU nodes in one pool
 (every delay of the realistic profile, and the pods' grace periods, multiplied by --time-scale),
 installs the DRA kubelet plugin's DaemonSet, puts --pods-per-node bare GPU pods with
 terminationGracePeriodSeconds --grace on every node, plans (soak 0s) and applies with the CLI.
@@ -48,8 +48,8 @@ import controlplane  # noqa: E402
 from dra_migrate.kube import USER_AGENT  # noqa: E402
 from dra_migrate.plan import io as plan_io  # noqa: E402
 from dra_migrate.plan.estimate import ExecutorCosts, plan_estimate  # noqa: E402
-from dra_migrate.sim.fleet import SimulatedFleet  # noqa: E402
 from dra_migrate.sim.kube import Kube, new_api_client, path_of  # noqa: E402
+from dra_migrate.sim.kwok import KwokFleet  # noqa: E402
 from dra_migrate.sim.spec import GpuNodeSpec  # noqa: E402
 from dra_migrate.sim.stack import PAUSE_IMAGE, ensure_namespace, install_nvidia_stack  # noqa: E402
 from dra_migrate.sim.timing import REALISTIC, profile  # noqa: E402
@@ -65,7 +65,7 @@ def main() -> None:
     ap.add_argument("--time-scale", type=float, default=0.05, help="multiplies every simulated delay")
     ap.add_argument("--grace", type=int, default=30, help="terminationGracePeriodSeconds of the drained pods")
     ap.add_argument("--pods-per-node", type=int, default=1)
-    ap.add_argument("--heartbeat", type=float, default=10, help="simulated kubelet heartbeat (s); 20 for 2,000")
+    ap.add_argument("--heartbeat", type=float, default=10, help="node Lease renewal (s), by KWOK; 20 for 2,000")
     ap.add_argument("--apply-arg", action="append", default=[], help="extra argument for apply (repeatable)")
     ap.add_argument("--canary-run", type=float, default=REALISTIC.canary_run_s,
                     help="seconds a simulated canary runs (unscaled); longer hides the claim race")  # fmt: skip
@@ -100,7 +100,8 @@ def run(cp: controlplane.ControlPlane, args: argparse.Namespace, tmp: Path) -> d
     api = new_api_client(cp.kubeconfig, "dra-migrate-bench")
     kube = Kube(api)
     started = time.perf_counter()
-    with SimulatedFleet(cp.kubeconfig, specs, heartbeat_seconds=args.heartbeat, timing=timing):
+    # kwok renews a node's Lease at a quarter of its duration.
+    with KwokFleet(cp.kubeconfig, specs, workdir=tmp / "kwok", timing=timing, lease_s=round(4 * args.heartbeat)):
         install_nvidia_stack(api, dra_driver=True)
         wait_untainted(kube, len(specs))
         create_pods(kube, specs, args.pods_per_node, args.grace)

@@ -119,6 +119,12 @@ def twin_plan(plan: dict[str, Any], twin_state: ClusterState, scale: float) -> d
     """The reviewed plan's stages, fingerprinted on the twin and time-scaled, sealed anew."""
     body = copy.deepcopy(plan_io.body_of(plan))
     body.pop("edited", None)
+    # The executor runs it on the twin, a cluster of its own: recorded as the operator's cluster, the plan
+    # was refused by apply's other-cluster check (cluster/identity.py) whenever it came from a live read.
+    body.pop("clusterIdentity", None)
+    twin = twin_state.source.identity
+    if twin.uid:
+        body["clusterIdentity"] = twin.to_dict()
     labels = pool_labels(plan)
     body["fingerprint"] = fingerprint(twin_state, assess(twin_state, pool_labels=labels))
     for stage in body["stages"]:
@@ -191,7 +197,7 @@ def _scheduler_reason(pod: dict[str, Any]) -> str:
 
 def recreate(api: Any, state: ClusterState) -> LoadReport:
     """The snapshot's NVIDIA stack (the DRA driver when the snapshot shows it), ClusterPolicy, namespaces,
-    workloads, budgets and classes on the cluster `api` talks to (its GPU nodes: `SimulatedFleet`); then its
+    workloads, budgets and classes on the cluster `api` talks to (its GPU nodes: `KwokFleet`); then its
     ResourceQuotas and Kueue queues (under Kueue's own CRDs when they are fetched: sim/kueue.py)."""
     policies = state.of("nvidia.com/ClusterPolicy")
     # A snapshot's own DRA kubelet-plugin DaemonSet is recreated with the workloads (and places the twin's

@@ -1,9 +1,10 @@
 """python -m dra_migrate.sim --kubeconfig K --snapshot S [--install-stack] [--load-workloads]
 [--timing T --time-scale F]
 
-Simulates a snapshot's GPU nodes on the cluster K until SIGTERM or SIGINT, then stops cleanly (exit 0).
-Logs go to stderr. `--timing realistic` plays the real components' delays (dra_migrate/sim/timing.py, with
-their upstream sources); `--time-scale 0.1` plays them ten times faster.
+Plays a snapshot's GPU nodes on the cluster K with KWOK (dra_migrate/sim/kwok.py) until SIGTERM or SIGINT,
+then stops cleanly (exit 0); the nodes stay, as a stopped kubelet leaves its Node. Logs go to stderr.
+`--timing realistic` plays the real components' delays (dra_migrate/sim/timing.py, with their upstream
+sources); `--time-scale 0.1` plays them ten times faster.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import argparse
 import logging
 import signal
 import sys
+import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,8 +21,8 @@ from types import FrameType
 
 from dra_migrate.cluster.snapshot import load_snapshot
 from dra_migrate.errors import MigrateError
-from dra_migrate.sim.fleet import SimulatedFleet
 from dra_migrate.sim.kube import new_api_client
+from dra_migrate.sim.kwok import KwokFleet
 from dra_migrate.sim.load import load_workloads
 from dra_migrate.sim.spec import specs_from_state
 from dra_migrate.sim.stack import install_nvidia_stack
@@ -40,7 +42,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="also create the DRA kubelet plugin DaemonSet and the snapshot's ClusterPolicy",
     )
     p.add_argument("--load-workloads", action="store_true", help="also recreate the snapshot's workloads")
-    p.add_argument("--heartbeat-seconds", type=float, default=10.0)
+    p.add_argument(
+        "--heartbeat-seconds", type=_positive_float, default=10.0, help="how often each node's Lease is renewed"
+    )
+    p.add_argument("--fleet", default="sim", help="the kwok.x-k8s.io/node annotation's value on its nodes")
     p.add_argument(
         "--timing",
         choices=sorted(PROFILES),
@@ -90,9 +95,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             log.error("%s has no GPU nodes", args.snapshot)
             return 1
         timing = profile(args.timing, args.time_scale)
-        fleet = SimulatedFleet(args.kubeconfig, specs, heartbeat_seconds=args.heartbeat_seconds, timing=timing)
-        fleet.start()
+        scratch = tempfile.TemporaryDirectory(prefix="dra-migrate-sim-")
+        # kwok renews a Lease at a quarter of its duration.
+        lease_s = max(1, round(4 * args.heartbeat_seconds))
+        fleet = KwokFleet(
+            args.kubeconfig, specs, workdir=Path(scratch.name), timing=timing, lease_s=lease_s, fleet=args.fleet
+        )
         try:
+            fleet.start()
             if args.install_stack or args.load_workloads:
                 api = new_api_client(args.kubeconfig)
                 if args.install_stack:
@@ -104,11 +114,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                     for line in report.skipped:
                         log.warning("skipped %s", line)
                 api.close()
-            log.info("ready: simulating %s", ", ".join(fleet.node_names))
+            log.info("ready: KWOK plays %s", ", ".join(fleet.node_names))
             while not stop.wait(1):
-                pass
+                if not fleet.alive():
+                    log.error("kwok exited; its log: %s", fleet.log_path.read_text(errors="replace")[-2000:])
+                    return 1
         finally:
             fleet.stop()
+            scratch.cleanup()
     except MigrateError as e:
         log.error("%s", e)
         return 1

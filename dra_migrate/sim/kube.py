@@ -11,7 +11,7 @@ from typing import Any
 
 import dra_migrate
 from dra_migrate import kube as _kube
-from dra_migrate.kube import ApiError, Kube, Obj, Query, WatchStream, path_of
+from dra_migrate.kube import ApiError, Kube, Obj, Query, path_of
 
 # Its own user agent, so audit logs tell the simulator's writes from the tool's.
 USER_AGENT = f"dra-migrate-sim/{dra_migrate.__version__}"
@@ -22,7 +22,6 @@ __all__ = [
     "Kube",
     "Obj",
     "Query",
-    "WatchStream",
     "new_api_client",
     "now_rfc3339",
     "path_of",

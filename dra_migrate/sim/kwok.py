@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -36,7 +37,7 @@ from dra_migrate.sim.kube import ApiError, Kube, new_api_client, now_rfc3339, pa
 from dra_migrate.sim.placement import LABEL_RULES, PluginRules
 from dra_migrate.sim.pods import CANARY_LABEL, allocated_results, canary_status, claim_name, nvidia_smi_lines
 from dra_migrate.sim.spec import LABEL_DEVICE_PLUGIN, LABEL_DRA_DRIVER, LABEL_DRA_KUBELET_PLUGIN, GpuNodeSpec
-from dra_migrate.sim.stages import KWOK_NODE, config_documents, node_annotations
+from dra_migrate.sim.stages import A_DP, A_DRA, KWOK_NODE, config_documents, node_annotations
 from dra_migrate.sim.timing import INSTANT, Timers, TimingProfile
 
 log = logging.getLogger("dra_migrate.sim")
@@ -99,7 +100,9 @@ def node_manifest(
         # A plugin switched off by label before this kubelet started is as one stopped long ago: key at 0.
         capacity[key] = allocatable[key] = str(count if dp_on else 0)
     host_ip, pod_cidr = addresses(index)
-    spec_body: dict[str, Any] = {"podCIDR": pod_cidr}
+    # The snapshot's provider ID when it recorded one (a replayed GKE node stays GKE's), else one of KWOK's:
+    # a spec's GKE pool label alone does not make it a cloud's node (inventory.platform.which_platform).
+    spec_body: dict[str, Any] = {"podCIDR": pod_cidr, "providerID": spec.provider_id or f"kwok://{spec.name}"}
     if taints:
         spec_body["taints"] = taints
     return {
@@ -142,7 +145,7 @@ class KwokFleet:
     ) -> None:
         self.kubeconfig = Path(kubeconfig)
         self.specs = {s.name: s for s in nodes}
-        self._index = {name: i for i, name in enumerate(self.specs)}
+        self._index = {name: i for i, name in enumerate(self.specs)}  # a node's addresses (never reused)
         self.workdir = workdir
         self.timing = timing
         self.lease_s = lease_s
@@ -264,6 +267,43 @@ class KwokFleet:
             raise KeyError(f"{node} is not a node of this fleet")
         self.kube.merge_patch(path_of("v1", "nodes", node), {"metadata": {"labels": dict(labels)}})
 
+    # -- nodes added and removed while it runs (the test tier's one fleet, shared by its modules) -----
+
+    def add(self, nodes: Iterable[GpuNodeSpec]) -> None:
+        """Register more nodes; the running kwok plays them as it plays those it started with (they carry
+        the fleet's annotation)."""
+        new = [s for s in nodes if s.name not in self.specs]
+        for spec in new:
+            self._index[spec.name] = len(self._index)
+            self.specs[spec.name] = spec
+        with ThreadPoolExecutor(max_workers=REGISTER_WORKERS, thread_name_prefix="kwok-register") as pool:
+            list(pool.map(self._register, new, [self._index[s.name] for s in new]))
+
+    def remove(self, names: Iterable[str]) -> None:
+        """Delete these nodes (as a scaled-down pool loses them) and stop playing them."""
+        for name in names:
+            self.specs.pop(name, None)
+            try:
+                self.kube.delete(path_of("v1", "nodes", name))
+            except ApiError as e:
+                if e.status != 404:
+                    raise
+
+    def wait_ready(self, names: Iterable[str] | None = None, timeout_s: float = 60) -> None:
+        """Until kwok has made each node Ready with its plugins as its labels place them (the DRA plugin's
+        slice published): the state a kubelet and its DaemonSets reach after boot. Raises TimeoutError."""
+        pending = set(self.specs if names is None else names)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            pending = {n for n in pending if not _settled(self.kube.get_or_none(path_of("v1", "nodes", n)), self.rules)}
+            if not pending:
+                return
+            if not self.alive():
+                raise InputError(f"kwok exited: see {self.log_path}", build_hint())
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{len(pending)} KWOK node(s) not ready after {timeout_s:g}s: {sorted(pending)[:5]}")
+            time.sleep(0.1)
+
     # -- registration ----------------------------------------------------------------------------
 
     def _register_all(self) -> None:
@@ -322,3 +362,16 @@ class KwokFleet:
             return []
         slices, _ = self.kube.list_all(SLICES, [("fieldSelector", f"spec.nodeName={node}")])
         return nvidia_smi_lines(results, slices)
+
+
+def _settled(node: Mapping[str, Any] | None, rules: PluginRules) -> bool:
+    """Ready, and each plugin in the state its placement (`rules`) asks for (the Stages' annotations)."""
+    if node is None:
+        return False
+    meta = node.get("metadata") or {}
+    notes = meta.get("annotations") or {}
+    conditions = (node.get("status") or {}).get("conditions") or []
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    dp = notes.get(A_DP) == "running"
+    dra = notes.get(A_DRA) == "running"
+    return ready and dp == rules.device_plugin_on(node) and dra == rules.dra_on(node)

@@ -1,4 +1,4 @@
-"""Pod statuses a simulated kubelet writes: running containers, and the canary's finished run.
+"""The status the twin writes for the canary's finished run (sim/kwok.py; KWOK's Stages play every other pod).
 
 Pure functions of the pod, the node's addresses and (for the canary) its claim's allocation and the
 node's ResourceSlices; nothing here talks to a cluster.
@@ -25,10 +25,6 @@ CANARY_LABEL = "dra-migrate.io/canary"
 NO_DEVICES = "no devices"
 
 Obj = dict[str, Any]
-
-
-def is_canary(pod: Mapping[str, Any]) -> bool:
-    return CANARY_LABEL in ((pod.get("metadata") or {}).get("labels") or {})
 
 
 def claim_name(pod: Mapping[str, Any]) -> str | None:
@@ -109,44 +105,6 @@ def canary_status(pod: Mapping[str, Any], lines: Sequence[str], host_ip: str, po
         "startTime": now,
         "containerStatuses": containers,
     }
-
-
-def running_status(spec: Mapping[str, Any], host_ip: str, pod_ip: str, now: str) -> Obj:
-    """Every container running and ready; init containers completed (sidecars running)."""
-    containers = [
-        {
-            **_container_base(c, host_ip, now),
-            "ready": True,
-            "started": True,
-            "state": {"running": {"startedAt": now}},
-        }
-        for c in spec.get("containers") or []
-    ]
-    inits = []
-    for c in spec.get("initContainers") or []:
-        base = _container_base(c, host_ip, now)
-        if c.get("restartPolicy") == "Always":  # a sidecar keeps running
-            inits.append({**base, "ready": True, "started": True, "state": {"running": {"startedAt": now}}})
-        else:
-            done = {"exitCode": 0, "reason": "Completed", "startedAt": now, "finishedAt": now}
-            inits.append({**base, "ready": True, "started": False, "state": {"terminated": done}})
-    conditions = [
-        {"type": t, "status": "True", "lastTransitionTime": now}
-        for t in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled")
-    ]
-    status: Obj = {
-        "phase": "Running",
-        "conditions": conditions,
-        "hostIP": host_ip,
-        "hostIPs": [{"ip": host_ip}],
-        "podIP": pod_ip,
-        "podIPs": [{"ip": pod_ip}],
-        "startTime": now,
-        "containerStatuses": containers,
-    }
-    if inits:
-        status["initContainerStatuses"] = inits
-    return status
 
 
 def _container_id(host_ip: str, c: Mapping[str, Any], now: str) -> str:

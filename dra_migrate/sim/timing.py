@@ -1,7 +1,8 @@
-"""How long the simulated components take: one profile table, and the pure timeline rules the
-simulator follows (and the plan's estimate reads, `dra_migrate.plan.estimate`).
+"""How long the twin's components take: one profile table, which the KWOK Stages play
+(`dra_migrate.sim.stages`) and the plan's estimate reads (`dra_migrate.plan.estimate`); and the timers of
+the one component KWOK cannot play, the canary (`dra_migrate.sim.kwok`).
 
-Stdlib only and free of I/O, so the planner can import it without pulling in the simulator.
+Stdlib only and free of I/O, so the planner can import it without pulling in the twin.
 
 Every figure of the realistic profile comes from the upstream component it plays (file and version
 in the comment beside it) or is marked *typical* where upstream gives only an upper bound; figures
@@ -9,8 +10,8 @@ measured on a real kubelet (README "A real node") replace the typical ones with 
 
 `--time-scale F` multiplies every duration (the pods' own grace periods included), so F=0.1 plays
 the same sequence ten times faster. The `instant` profile is zeros but for the canary's run: a label
-switch takes effect inside the watch event that shows it, as the simulator always did, so unit-speed
-tests stay fast. A canary is never instant, on a real node or here: once its pod is terminal the
+switch is played as soon as KWOK sees it (Stages without delay), so the integration tests stay
+fast. A canary is never instant, on a real node or here: once its pod is terminal the
 resourceclaim controller deletes its generated claim (k8s.io/kubernetes@v1.37.2
 pkg/controller/resourceclaim/controller.go L1650-1668), so the allocation can only be read while the
 pod is bound and not yet finished — a window a real canary's start and run give (a kubelet v1.37.2
@@ -19,7 +20,6 @@ with containerd 2.4 on this machine kind ran a pod to Succeeded ~2.6 s after its
 
 from __future__ import annotations
 
-import hashlib
 import heapq
 import itertools
 import threading
@@ -123,44 +123,6 @@ def profile(name: str = "instant", time_scale: float = 1.0) -> TimingProfile:
     except KeyError:
         raise ValueError(f"unknown timing profile {name!r}; known: {', '.join(PROFILES)}") from None
     return base.scaled(time_scale)
-
-
-# ---------------------------------------------------------------------------------------------------
-# Timeline rules (pure)
-
-
-def sync_phase(node: str, period: float) -> float:
-    """Where in the status-sync period this node's kubelet ticks: kubelets start at different times,
-    so a wave's nodes tick spread over the period. Derived from the name: reproducible."""
-    if period <= 0:
-        return 0.0
-    frac = int.from_bytes(hashlib.sha256(node.encode()).digest()[:4], "big") / 2**32
-    return frac * period
-
-
-def next_sync(t: float, phase: float, period: float) -> float:
-    """The first status-sync tick at or after `t` for a kubelet ticking at `phase + k·period`."""
-    if period <= 0:
-        return t
-    k = -((phase - t) // period)  # ceil((t - phase) / period)
-    return phase + k * period
-
-
-def device_plugin_advertised(
-    count: int, running: bool, stopped_at: float | None, now: float, grace_s: float
-) -> tuple[int, int]:
-    """(capacity, allocatable) of a device-plugin resource as kubelet computes them at `now`.
-
-    Running: (N, N). Stopped at `stopped_at`: its devices are marked unhealthy at once, so
-    allocatable is 0 while capacity still counts them until `endpointStopGracePeriod` has passed,
-    then 0 too — the key stays (devicemanager manager.go GetCapacity L472-521, PluginDisconnected
-    L256-283). Never seen running by this kubelet (`stopped_at` None, not running): (0, 0).
-    """
-    if running:
-        return count, count
-    if stopped_at is not None and now - stopped_at < grace_s:
-        return count, 0
-    return 0, 0
 
 
 # ---------------------------------------------------------------------------------------------------

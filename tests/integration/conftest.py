@@ -4,12 +4,16 @@
 kube-scheduler; see tools/k8s/up) per test session. Building the binaries on first use takes minutes
 (~6 min cold); a failed build or start-up is an error for every test that uses the fixture (in CI and
 locally alike) — never a skip. Deselect with ``-m "not cluster"`` to run without it.
+
+``kwok``: one KWOK fleet (dra_migrate/sim/kwok.py) on that control plane per session; each module adds its
+GPU nodes to it and removes them afterwards (``nodes.on_kwok``), so one kwok process plays them all.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -18,7 +22,10 @@ from typing import Any, NoReturn
 import controlplane
 import pytest
 
+from dra_migrate.bundled import bundled
+from dra_migrate.errors import InputError
 from dra_migrate.sim.kube import Kube, new_api_client, path_of
+from dra_migrate.sim.kwok import KwokFleet, kwok_binary
 from dra_migrate.sim.timing import PROFILES, TimingProfile, profile
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
@@ -37,14 +44,14 @@ def _fail(what: str, err: Exception) -> NoReturn:
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("dra-migrate simulator")
     group.addoption("--sim-timing", choices=sorted(PROFILES), default="instant",
-                    help="timing of fleets made with the sim_timing fixture (dra_migrate/sim/timing.py)")  # fmt: skip
+                    help="timing of the session's KWOK fleet (kwok fixture; dra_migrate/sim/timing.py)")  # fmt: skip
     group.addoption("--sim-time-scale", type=float, default=1.0, help="multiplies every simulated delay")
 
 
 @pytest.fixture(scope="session")
 def sim_timing(request: pytest.FixtureRequest) -> TimingProfile:
-    """The simulator's timing for this run (`--sim-timing`, `--sim-time-scale`): pass it as
-    SimulatedFleet(..., timing=sim_timing) to run a module under realistic delays."""
+    """The timing of the session's KWOK fleet (`--sim-timing`, `--sim-time-scale`): `realistic` runs the
+    modules on it under the measured delays."""
     return profile(str(request.config.getoption("--sim-timing")), float(request.config.getoption("--sim-time-scale")))
 
 
@@ -71,6 +78,44 @@ def control_plane(
         _fail("starting the control plane failed", e)
     yield cp
     controlplane.stop(cp)
+
+
+# kwok renews a node's Lease at a quarter of its duration: every 3 s here (tests see a renewal quickly), well
+# inside the node lifecycle controller's grace.
+TEST_LEASE_S = 12
+
+
+@pytest.fixture(scope="session")
+def kwok(
+    request: pytest.FixtureRequest,
+    control_plane: controlplane.ControlPlane,
+    sim_timing: TimingProfile,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[KwokFleet]:
+    """The session's KWOK fleet, started with no nodes: modules add theirs (`nodes.on_kwok`)."""
+    try:
+        kwok_binary()
+    except InputError:
+        capman = request.config.pluginmanager.getplugin("capturemanager")
+        with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
+            print("\nkwok missing; running tools/kwok/build (about 3 minutes cold on 2 cores)", flush=True)
+            build = subprocess.run([str(bundled("tools/kwok/build"))], stdin=subprocess.DEVNULL, check=False)
+        if build.returncode != 0:
+            _fail("building kwok failed", RuntimeError(f"tools/kwok/build exited {build.returncode}"))
+    fleet = KwokFleet(
+        control_plane.kubeconfig,
+        [],
+        workdir=tmp_path_factory.mktemp("kwok"),
+        timing=sim_timing,
+        lease_s=TEST_LEASE_S,
+        fleet=f"tests-{uuid.uuid4().hex[:6]}",
+    )
+    try:
+        fleet.start()
+    except InputError as e:
+        _fail("starting kwok failed", e)
+    yield fleet
+    fleet.stop()
 
 
 @pytest.fixture(scope="module")

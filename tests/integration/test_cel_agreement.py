@@ -20,13 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import controlplane
 import pytest
 from conftest import wait_for
+from nodes import TwinNodes, on_kwok
 
 from dra_migrate.dra.cel import Selector, SelectorEvaluationError, compile_selector
-from dra_migrate.sim.fleet import SimulatedFleet
 from dra_migrate.sim.kube import Kube, path_of
+from dra_migrate.sim.kwok import KwokFleet
 from dra_migrate.sim.spec import POOL_LABEL, GpuNodeSpec
 
 pytestmark = pytest.mark.cluster
@@ -135,8 +135,8 @@ def predict(case: Case) -> dict[str, set[str]]:
 
 
 @pytest.fixture(scope="module")
-def fleet(control_plane: controlplane.ControlPlane, kube: Kube) -> Iterator[SimulatedFleet]:
-    with SimulatedFleet(control_plane.kubeconfig, NODES, heartbeat_seconds=2) as f:
+def fleet(kwok: KwokFleet, kube: Kube) -> Iterator[TwinNodes]:
+    with on_kwok(kwok, NODES) as f:
         for node in NODES:
             f.set_device_plugin(node.name, False)
             f.set_dra_plugin(node.name, True)
@@ -156,8 +156,6 @@ def fleet(control_plane: controlplane.ControlPlane, kube: Kube) -> Iterator[Simu
         finally:
             for family in CLASSES:
                 kube.delete(f"/apis/resource.k8s.io/v1/deviceclasses/{class_name(family)}")
-    for node in NODES:
-        kube.delete(path_of("v1", "nodes", node.name))
 
 
 def _ready(kube: Kube, spec: GpuNodeSpec) -> bool:
@@ -224,7 +222,7 @@ def outcome(kube: Kube, ns: str, name: str) -> tuple[str, str] | None:
     return None
 
 
-def test_offline_cel_agrees_with_kube_scheduler(fleet: SimulatedFleet, kube: Kube, namespace: str) -> None:
+def test_offline_cel_agrees_with_kube_scheduler(fleet: TwinNodes, kube: Kube, namespace: str) -> None:
     claims = path_of("resource.k8s.io/v1", "resourceclaims", namespace=namespace)
     pods = path_of("v1", "pods", namespace=namespace)
     all_cases = cases()

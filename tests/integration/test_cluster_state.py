@@ -21,12 +21,13 @@ from typing import Any
 import controlplane
 import pytest
 from conftest import wait_for
+from nodes import TwinNodes, on_kwok
 
 from dra_migrate.execute.cluster_journal import ClusterJournal, JournalConflict, read_cluster_journal
 from dra_migrate.kube import ApiError
 from dra_migrate.plan import io as plan_io
-from dra_migrate.sim.fleet import SimulatedFleet
 from dra_migrate.sim.kube import Kube, path_of
+from dra_migrate.sim.kwok import KwokFleet
 from dra_migrate.sim.spec import GpuNodeSpec
 from dra_migrate.sim.stack import DRA_PLUGIN_DAEMONSET, DRA_PLUGIN_NAMESPACE, install_nvidia_stack
 
@@ -40,15 +41,13 @@ DIGEST = "sha256:" + "d" * 64
 
 
 @pytest.fixture(scope="module")
-def fleet(control_plane: controlplane.ControlPlane, kube: Kube) -> Iterator[SimulatedFleet]:
+def fleet(kwok: KwokFleet, kube: Kube) -> Iterator[TwinNodes]:
     specs = [GpuNodeSpec.small(f"{POOL}-{i}", gpus=2, pool=POOL, driver_version="580.95.05") for i in range(3)]
-    with SimulatedFleet(control_plane.kubeconfig, specs, heartbeat_seconds=5) as f:
+    with on_kwok(kwok, specs) as f:
         install_nvidia_stack(kube.api_client, dra_driver=True)
         wait_for("nodes ready", lambda: all(not kube.get(path_of("v1", "nodes", n))["spec"].get("taints")
                                             for n in f.node_names), timeout=30)  # fmt: skip
         yield f
-    for name in f.node_names:
-        kube.delete(path_of("v1", "nodes", name))
     kube.delete(path_of("apps/v1", "daemonsets", DRA_PLUGIN_DAEMONSET, DRA_PLUGIN_NAMESPACE))
     classes, _ = kube.list_all(
         "/apis/resource.k8s.io/v1/deviceclasses", [("labelSelector", "app.kubernetes.io/managed-by=dra-migrate")]
@@ -72,7 +71,7 @@ def node_states(kube: Kube, names: list[str]) -> dict[str, Any]:
 
 
 def test_two_appliers_contend_one_is_killed_mid_wave_the_other_resumes_from_the_cluster(
-    control_plane: controlplane.ControlPlane, kube: Kube, fleet: SimulatedFleet, namespace: str, tmp_path: Path
+    control_plane: controlplane.ControlPlane, kube: Kube, fleet: TwinNodes, namespace: str, tmp_path: Path
 ) -> None:
     kc = str(control_plane.kubeconfig)
     before = node_states(kube, fleet.node_names)

@@ -12,14 +12,15 @@ from typing import Any
 import controlplane
 import pytest
 from conftest import wait_for
+from nodes import on_kwok
 from ruamel.yaml import YAML
 
 from dra_migrate.cluster.kinds import KINDS_BY_KEY, WORKLOAD_CRD_KINDS, kind_key
 from dra_migrate.cluster.templates import TemplateTable
 from dra_migrate.convert.files import convert_text
 from dra_migrate.convert.rewrite import ConvertOptions
-from dra_migrate.sim.fleet import SimulatedFleet
 from dra_migrate.sim.kube import Kube, new_api_client, path_of
+from dra_migrate.sim.kwok import KwokFleet
 from dra_migrate.sim.spec import GpuNodeSpec
 from dra_migrate.sim.stack import install_crds
 
@@ -76,10 +77,10 @@ def test_every_converted_object_passes_server_side_dry_run(
 
 
 @pytest.fixture(scope="module")
-def dra_node(control_plane: controlplane.ControlPlane, kube: Kube) -> Iterator[str]:
+def dra_node(kwok: KwokFleet, kube: Kube) -> Iterator[str]:
     created_class = kube.create_or_exists("/apis/resource.k8s.io/v1/deviceclasses", GPU_CLASS) is not None
     spec = GpuNodeSpec.small(NODE, gpus=2, pool=POOL)
-    with SimulatedFleet(control_plane.kubeconfig, [spec], heartbeat_seconds=2) as fleet:
+    with on_kwok(kwok, [spec]) as fleet:
         fleet.set_device_plugin(NODE, enabled=False)
         fleet.set_dra_plugin(NODE, enabled=True)
 
@@ -92,7 +93,6 @@ def dra_node(control_plane: controlplane.ControlPlane, kube: Kube) -> Iterator[s
 
         wait_for("DRA node ready", ready, timeout=30)
         yield NODE
-    kube.delete(path_of("v1", "nodes", NODE))
     if created_class:
         kube.delete("/apis/resource.k8s.io/v1/deviceclasses/gpu.nvidia.com")
 

@@ -21,12 +21,13 @@ import controlplane
 import pytest
 from conftest import wait_for
 from deepdiff import DeepDiff
+from nodes import TwinNodes, on_kwok
 
 from dra_migrate.execute.journal import journal_path, read_journal
 from dra_migrate.plan import io as plan_io
 from dra_migrate.plan.model import Plan
-from dra_migrate.sim.fleet import SimulatedFleet
 from dra_migrate.sim.kube import Kube, path_of
+from dra_migrate.sim.kwok import KwokFleet
 from dra_migrate.sim.spec import GpuNodeSpec
 from dra_migrate.sim.stack import DRA_PLUGIN_DAEMONSET, DRA_PLUGIN_NAMESPACE, install_nvidia_stack
 
@@ -106,8 +107,8 @@ def slices(kube: Kube, names: list[str]) -> dict[str, int]:
 
 
 @pytest.fixture(scope="module")
-def fleet(control_plane: controlplane.ControlPlane, kube: Kube) -> Iterator[SimulatedFleet]:
-    with SimulatedFleet(control_plane.kubeconfig, specs(), heartbeat_seconds=5) as f:
+def fleet(kwok: KwokFleet, kube: Kube) -> Iterator[TwinNodes]:
+    with on_kwok(kwok, specs()) as f:
         install_nvidia_stack(kube.api_client, dra_driver=True)
         wait_for(
             "nodes ready",
@@ -115,8 +116,6 @@ def fleet(control_plane: controlplane.ControlPlane, kube: Kube) -> Iterator[Simu
             timeout=30,
         )
         yield f
-    for name in f.node_names:
-        kube.delete(path_of("v1", "nodes", name))
     # What this module installed must not outlive it: other modules compare whole inventories.
     kube.delete(path_of("apps/v1", "daemonsets", DRA_PLUGIN_DAEMONSET, DRA_PLUGIN_NAMESPACE))
     # A safety net for the modules after this one: no DeviceClass of ours may outlive it.
@@ -128,7 +127,7 @@ def fleet(control_plane: controlplane.ControlPlane, kube: Kube) -> Iterator[Simu
 
 
 @pytest.fixture
-def workloads(kube: Kube, namespace: str, fleet: SimulatedFleet) -> Iterator[str]:
+def workloads(kube: Kube, namespace: str, fleet: TwinNodes) -> Iterator[str]:
     """One GPU Deployment per pool, pinned to it."""
     for pool, kind in POOLS.items():
         resource = "nvidia.com/mig-3g.40gb" if kind == "mig" else "nvidia.com/gpu"
@@ -250,7 +249,7 @@ def rollback_all(cp: controlplane.ControlPlane, plan: Path) -> None:
 
 
 def test_a_full_migration_then_gpu_pods_run_through_dra(
-    control_plane: controlplane.ControlPlane, kube: Kube, fleet: SimulatedFleet, workloads: str, tmp_path: Path
+    control_plane: controlplane.ControlPlane, kube: Kube, fleet: TwinNodes, workloads: str, tmp_path: Path
 ) -> None:
     nodes = fleet.node_names
     before = node_states(kube, nodes)
@@ -285,7 +284,7 @@ def test_a_full_migration_then_gpu_pods_run_through_dra(
 
 
 def test_b_crash_at_every_step_boundary_of_a_concurrent_wave_then_resume(
-    control_plane: controlplane.ControlPlane, kube: Kube, fleet: SimulatedFleet, workloads: str, tmp_path: Path
+    control_plane: controlplane.ControlPlane, kube: Kube, fleet: TwinNodes, workloads: str, tmp_path: Path
 ) -> None:
     """The first pool's wave holds three nodes progressing at once. apply is SIGKILLed at every step
     boundary (start and end) of its first node, while the other two are wherever they are; each run
@@ -315,7 +314,7 @@ def test_b_crash_at_every_step_boundary_of_a_concurrent_wave_then_resume(
 
 
 def test_c_rollback_after_a_full_stage_and_a_half_done_one(
-    control_plane: controlplane.ControlPlane, kube: Kube, fleet: SimulatedFleet, workloads: str, tmp_path: Path
+    control_plane: controlplane.ControlPlane, kube: Kube, fleet: TwinNodes, workloads: str, tmp_path: Path
 ) -> None:
     nodes = fleet.node_names
     before = node_states(kube, nodes)
@@ -334,7 +333,7 @@ def test_c_rollback_after_a_full_stage_and_a_half_done_one(
 
 
 def test_d_a_budget_that_forbids_eviction_stops_and_rolls_back_the_wave(
-    control_plane: controlplane.ControlPlane, kube: Kube, fleet: SimulatedFleet, workloads: str, tmp_path: Path
+    control_plane: controlplane.ControlPlane, kube: Kube, fleet: TwinNodes, workloads: str, tmp_path: Path
 ) -> None:
     nodes = fleet.node_names
     before = node_states(kube, nodes)
@@ -355,7 +354,7 @@ def test_d_a_budget_that_forbids_eviction_stops_and_rolls_back_the_wave(
 
 
 def test_f_two_applies_at_once_exactly_one_holds_the_lock(
-    control_plane: controlplane.ControlPlane, kube: Kube, fleet: SimulatedFleet, workloads: str, tmp_path: Path
+    control_plane: controlplane.ControlPlane, kube: Kube, fleet: TwinNodes, workloads: str, tmp_path: Path
 ) -> None:
     nodes = fleet.node_names
     before = node_states(kube, nodes)
@@ -389,7 +388,7 @@ def test_f_two_applies_at_once_exactly_one_holds_the_lock(
 
 
 def test_dry_run_changes_nothing_and_says_what_would(
-    control_plane: controlplane.ControlPlane, kube: Kube, fleet: SimulatedFleet, workloads: str, tmp_path: Path
+    control_plane: controlplane.ControlPlane, kube: Kube, fleet: TwinNodes, workloads: str, tmp_path: Path
 ) -> None:
     nodes = fleet.node_names
     before = node_states(kube, nodes)
@@ -406,7 +405,7 @@ def test_dry_run_changes_nothing_and_says_what_would(
 
 
 def test_e_api_faults_the_migration_still_converges(
-    control_plane: controlplane.ControlPlane, kube: Kube, fleet: SimulatedFleet, workloads: str, tmp_path: Path
+    control_plane: controlplane.ControlPlane, kube: Kube, fleet: TwinNodes, workloads: str, tmp_path: Path
 ) -> None:
     from faultproxy import FaultProxy
 
@@ -436,7 +435,7 @@ def test_e_api_faults_the_migration_still_converges(
 
 
 def test_g_the_api_server_failing_mid_wave_stops_apply_without_rollback_then_resume_finishes(
-    control_plane: controlplane.ControlPlane, kube: Kube, fleet: SimulatedFleet, workloads: str, tmp_path: Path
+    control_plane: controlplane.ControlPlane, kube: Kube, fleet: TwinNodes, workloads: str, tmp_path: Path
 ) -> None:
     """Every request fails (500 or a dropped connection) once the first drain has started: apply stops,
     journals why, rolls nothing back (it could not), and says to re-run; the re-run finishes."""

@@ -11,6 +11,7 @@ The gate and the API version are off by default in 1.37, so this module starts i
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Iterator
@@ -18,10 +19,11 @@ from typing import Any
 
 import controlplane
 import pytest
-from conftest import wait_for
+from conftest import TEST_LEASE_S, wait_for
+from nodes import TwinNodes, on_kwok
 
-from dra_migrate.sim.fleet import SimulatedFleet
 from dra_migrate.sim.kube import Kube, new_api_client, path_of
+from dra_migrate.sim.kwok import KwokFleet
 from dra_migrate.sim.spec import GpuNodeSpec
 
 pytestmark = pytest.mark.cluster
@@ -59,8 +61,16 @@ def ns(gkube: Kube) -> Iterator[str]:
     gkube.delete(path_of("v1", "namespaces", name))
 
 
-def _fleet(cp: controlplane.ControlPlane, pool: str, names: list[str]) -> SimulatedFleet:
-    return SimulatedFleet(cp.kubeconfig, [GpuNodeSpec.small(n, gpus=1, pool=pool) for n in names], heartbeat_seconds=2)
+@pytest.fixture(scope="module")
+def gang_kwok(gang_plane: controlplane.ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KwokFleet]:
+    """KWOK on this module's own control plane; each test adds its nodes (`_fleet`)."""
+    work = tmp_path_factory.mktemp("kwok-gangs")
+    with KwokFleet(gang_plane.kubeconfig, [], workdir=work, lease_s=TEST_LEASE_S, fleet=f"gangs-{RUN}") as f:
+        yield f
+
+
+def _fleet(kwok: KwokFleet, pool: str, names: list[str]) -> contextlib.AbstractContextManager[TwinNodes]:
+    return on_kwok(kwok, [GpuNodeSpec.small(n, gpus=1, pool=pool) for n in names])
 
 
 def _ready(kube: Kube, names: list[str]) -> bool:
@@ -118,12 +128,12 @@ def _unschedulable(kube: Kube, ns: str) -> int:
 
 
 def test_a_gang_on_half_the_capacity_places_none_then_all_when_room_appears(
-    gang_plane: controlplane.ControlPlane, gkube: Kube, ns: str
+    gang_kwok: KwokFleet, gkube: Kube, ns: str
 ) -> None:
     pool = f"gang-{RUN}"
     first = [f"{pool}-{i}" for i in range(4)]
     more = [f"{pool}-{i}" for i in range(4, 8)]
-    with _fleet(gang_plane, pool, first):
+    with _fleet(gang_kwok, pool, first):
         wait_for("first four nodes schedulable", lambda: _ready(gkube, first), timeout=30)
         _podgroup(gkube, ns, "train", 8)
         for i in range(8):
@@ -132,18 +142,16 @@ def test_a_gang_on_half_the_capacity_places_none_then_all_when_room_appears(
         wait_for("half the gang found unschedulable", lambda: _unschedulable(gkube, ns) >= 4, timeout=60)
         time.sleep(3)  # room for a (wrong) partial bind to show
         assert _bound(gkube, ns) == 0, "a gang with room for half of it must place none"
-        with _fleet(gang_plane, pool, more):
+        with _fleet(gang_kwok, pool, more):
             wait_for("all eight placed once there is room", lambda: _bound(gkube, ns) == 8, timeout=90)
             nodes = {p["spec"]["nodeName"] for p in _pods(gkube, ns)}
             assert nodes == set(first + more)  # one GPU each: every node holds one worker
         for p in _pods(gkube, ns):
             gkube.delete(path_of("v1", "pods", p["metadata"]["name"], ns))
-    for n in first + more:
-        gkube.delete(path_of("v1", "nodes", n))
 
 
 def test_b_the_gang_is_placed_through_dra_backed_extended_resources_on_migrated_nodes(
-    gang_plane: controlplane.ControlPlane, gkube: Kube, ns: str
+    gang_kwok: KwokFleet, gkube: Kube, ns: str
 ) -> None:
     pool = f"gang-dra-{RUN}"
     names = [f"{pool}-{i}" for i in range(4)]
@@ -161,7 +169,7 @@ def test_b_the_gang_is_placed_through_dra_backed_extended_resources_on_migrated_
         },
     )
     try:
-        with _fleet(gang_plane, pool, names) as fleet:
+        with _fleet(gang_kwok, pool, names) as fleet:
             wait_for("nodes schedulable", lambda: _ready(gkube, names), timeout=30)
             for n in names:
                 fleet.set_device_plugin(n, enabled=False)
@@ -192,8 +200,6 @@ def test_b_the_gang_is_placed_through_dra_backed_extended_resources_on_migrated_
             assert len(statuses) == 4 and all(s["resourceClaimName"] for s in statuses)
             for p in _pods(gkube, ns):
                 gkube.delete(path_of("v1", "pods", p["metadata"]["name"], ns))
-        for n in names:
-            gkube.delete(path_of("v1", "nodes", n))
     finally:
         gkube.delete(f"/apis/resource.k8s.io/v1/deviceclasses/{klass}")
 
@@ -235,7 +241,7 @@ def _apply_converted(kube: Kube, ns: str, text: str) -> None:
         kube.create(path_of(doc["apiVersion"], plural, namespace=ns), doc)
 
 
-def test_c_convert_gang_output_gang_schedules(gang_plane: controlplane.ControlPlane, gkube: Kube, ns: str) -> None:
+def test_c_convert_gang_output_gang_schedules(gang_kwok: KwokFleet, gkube: Kube, ns: str) -> None:
     pool = f"gang-conv-{RUN}"
     names = [f"{pool}-{i}" for i in range(4)]
     gkube.create(
@@ -248,7 +254,7 @@ def test_c_convert_gang_output_gang_schedules(gang_plane: controlplane.ControlPl
         },
     )
     try:
-        with _fleet(gang_plane, pool, names) as fleet:
+        with _fleet(gang_kwok, pool, names) as fleet:
             wait_for("nodes schedulable", lambda: _ready(gkube, names), timeout=30)
             for n in names:
                 fleet.set_device_plugin(n, enabled=False)
@@ -283,7 +289,5 @@ def test_c_convert_gang_output_gang_schedules(gang_plane: controlplane.ControlPl
             assert {p["spec"]["nodeName"] for p in _pods(gkube, ns)} == set(names)
             gkube.delete(path_of("batch/v1", "jobs", "fits", ns), {"propagationPolicy": "Background"})
             wait_for("pods gone", lambda: not _pods(gkube, ns), timeout=60)
-        for n in names:
-            gkube.delete(path_of("v1", "nodes", n))
     finally:
         gkube.delete("/apis/resource.k8s.io/v1/deviceclasses/gpu.nvidia.com")

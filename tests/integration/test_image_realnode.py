@@ -21,17 +21,17 @@ from typing import Any
 import controlplane
 import pytest
 from conftest import wait_for
+from realnode import real_node
 from ruamel.yaml import YAML
 
 from dra_migrate import __version__
 from dra_migrate.execute.cluster_journal import read_cluster_journal
 from dra_migrate.plan import io as plan_io
-from dra_migrate.sim.kube import Kube, new_api_client, path_of
+from dra_migrate.sim.kube import Kube, path_of
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 
 ROOT = Path(__file__).resolve().parents[2]
-NODE_TOOL = ROOT / "tools" / "k8s" / "node"
 IMAGE = f"dra-migrate.local/dra-migrate:{__version__}"
 RBIN = Path(os.environ.get("DRA_MIGRATE_REALNODE_CACHE", Path.home() / ".cache" / "dra-migrate" / "realnode")) / "bin"
 
@@ -57,24 +57,12 @@ def image(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def node(
     real_node_turn: None, tmp_path_factory: pytest.TempPathFactory, image: Path
 ) -> Iterator[tuple[controlplane.ControlPlane, Kube]]:
-    if os.geteuid() != 0:
-        pytest.fail("the real-node tier needs root (kubelet, containerd, network namespaces)", pytrace=False)
-    if not controlplane.binaries_present():
-        controlplane.build()
-    cp = controlplane.start(tmp_path_factory.mktemp("imagenode"))
-    api = None
-    try:
-        _run(NODE_TOOL, "up", cp.dir, "--devices", "1", timeout=1800)
+    needs = "kubelet, containerd, network namespaces"
+    with real_node(tmp_path_factory, "real-node", needs, "--devices", "1") as (cp, kube, _):
         sock = cp.dir / "node" / "containerd" / "containerd.sock"
         _run(RBIN / "ctr", "--address", sock, "-n", "k8s.io", "images", "import", "--base-name",
              IMAGE.rsplit(":", 1)[0], image)  # fmt: skip
-        api = new_api_client(cp.kubeconfig, "dra-migrate-tests")
-        yield cp, Kube(api)
-    finally:
-        if api is not None:
-            api.close()
-        subprocess.run([str(NODE_TOOL), "down", str(cp.dir)], capture_output=True, check=False)
-        controlplane.stop(cp)
+        yield cp, kube
 
 
 def _install(kube: Kube, rel: str) -> None:

@@ -12,11 +12,11 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
-from typing import Any
 
 import controlplane
 import pytest
 from conftest import wait_for
+from nodes import CLASSES, finished, gpu_device_class, gpu_status, node, nvidia_smi_line, pod, slices_of
 
 from dra_migrate.sim.kube import Kube, path_of
 from dra_migrate.sim.kwok import KwokFleet
@@ -30,8 +30,6 @@ RUN = uuid.uuid4().hex[:6]  # the control plane is shared with other modules: ke
 SCALE = 0.05  # the 5-minute capacity grace takes 15 s, the 30 s slice wipe 1.5 s, a 60 s pod grace 3 s
 RT = profile("realistic", SCALE)
 DP, DRA, PODS = f"kwok-{RUN}-dp", f"kwok-{RUN}-dra", f"kwok-{RUN}-pods"
-SLICES = "/apis/resource.k8s.io/v1/resourceslices"
-CLASSES = "/apis/resource.k8s.io/v1/deviceclasses"
 
 
 @pytest.fixture(scope="module")
@@ -44,29 +42,6 @@ def fleet(
         yield f
     for name in f.node_names:
         kube.delete(path_of("v1", "nodes", name))
-
-
-def node(kube: Kube, name: str) -> dict[str, Any]:
-    return kube.get(path_of("v1", "nodes", name))
-
-
-def gpu_status(kube: Kube, name: str) -> tuple[str | None, str | None]:
-    status = node(kube, name)["status"]
-    return status.get("capacity", {}).get("nvidia.com/gpu"), status.get("allocatable", {}).get("nvidia.com/gpu")
-
-
-def slices_of(kube: Kube, name: str) -> list[dict[str, Any]]:
-    items, _ = kube.list_all(SLICES, [("fieldSelector", f"spec.nodeName={name}")])
-    return items
-
-
-def _pod(name: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name},
-        "spec": {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}], **spec},
-    }
 
 
 def test_nodes_are_ready_with_their_gpus_and_a_lease(fleet: KwokFleet, kube: Kube) -> None:
@@ -107,6 +82,7 @@ def test_capacity_is_held_while_allocatable_is_zero_then_both_zero_after_the_gra
         <= grace + 2 * (REALISTIC.plugin_exit_s + REALISTIC.node_status_sync_s) * SCALE + 8
     )
     assert seen == {("2", "0"), ("0", "0")}  # the window a real node shows, and nothing else
+    assert "nvidia.com/gpu" in node(kube, DP)["status"]["capacity"]  # the key is kept at 0
     fleet.set_device_plugin(DP, True)
     wait_for("the GPUs back", lambda: gpu_status(kube, DP) == ("2", "2"), timeout=5)
 
@@ -134,7 +110,7 @@ def test_a_bound_pod_runs_and_an_evicted_one_stays_terminating_for_its_grace(
     fleet: KwokFleet, kube: Kube, namespace: str
 ) -> None:
     pods = path_of("v1", "pods", namespace=namespace)
-    kube.create(pods, _pod("graceful", nodeName=PODS, terminationGracePeriodSeconds=60))
+    kube.create(pods, pod("graceful", nodeName=PODS, terminationGracePeriodSeconds=60))
     running = wait_for(
         "Running",
         lambda: (lambda o: o if o["status"].get("phase") == "Running" else None)(kube.get(f"{pods}/graceful")),
@@ -147,53 +123,40 @@ def test_a_bound_pod_runs_and_an_evicted_one_stays_terminating_for_its_grace(
     time.sleep(grace / 2)
     p = kube.get_or_none(f"{pods}/graceful")
     assert p is not None and p["metadata"]["deletionTimestamp"], "Terminating for its grace period"
+    assert p["metadata"]["deletionGracePeriodSeconds"] == 60
     wait_for("the pod gone", lambda: kube.get_or_none(f"{pods}/graceful") is None, timeout=grace + 5)
     assert time.monotonic() - evicted >= grace
 
 
 def test_the_canary_reports_the_device_it_was_allocated(fleet: KwokFleet, kube: Kube, namespace: str) -> None:
     name = f"kwok-canary-{RUN}"
-    spec = {
-        "selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}],
-        "extendedResourceName": "nvidia.com/gpu",
-    }
-    kube.create(
-        CLASSES, {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name}, "spec": spec}
-    )
+    gpu_device_class(kube, name)
     try:
         fleet.set_device_plugin(PODS, False)
         fleet.set_dra_plugin(PODS, True)
         wait_for("DRA only", lambda: gpu_status(kube, PODS)[1] == "0" and slices_of(kube, PODS), timeout=10)
         pods = path_of("v1", "pods", namespace=namespace)
-        body = _pod("canary", nodeSelector={"kubernetes.io/hostname": PODS}, restartPolicy="Never")
+        body = pod(
+            "canary",
+            nodeSelector={"kubernetes.io/hostname": PODS},
+            tolerations=[{"operator": "Exists"}],
+            restartPolicy="Never",
+        )
         body["metadata"]["labels"] = {CANARY_LABEL: "t1"}
         body["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "1"}}
         kube.create(pods, body)
-        done = wait_for(
-            "the canary finished",
-            lambda: (lambda o: o if o["status"].get("phase") in ("Succeeded", "Failed") else None)(
-                kube.get(f"{pods}/canary")
-            ),
-            timeout=15,
-        )
+        done = finished(kube, f"{pods}/canary", timeout=15)
         (published,) = slices_of(kube, PODS)
         terminated = done["status"]["containerStatuses"][0]["state"]["terminated"]
         assert done["status"]["phase"] == "Succeeded" and terminated["exitCode"] == 0
-        lines = {
-            f"GPU 0: {d['attributes']['productName']['string']} (UUID: {d['attributes']['uuid']['string']})"
-            for d in published["spec"]["devices"]
-        }
-        assert terminated["message"] in lines
-        lost = _pod("lost", nodeName=PODS, restartPolicy="Never")  # bound without the scheduler: no claim
+        assert done["status"]["extendedResourceClaimStatus"]["resourceClaimName"]
+        # One line for the one allocated device, as nvidia-smi -L prints it, naming a device the node publishes
+        # (the claim itself is deallocated once the pod is terminal, so the message is what is left to read).
+        assert terminated["message"] in {nvidia_smi_line(d) for d in published["spec"]["devices"]}
+        lost = pod("lost", nodeName=PODS, restartPolicy="Never")  # bound without the scheduler: no claim
         lost["metadata"]["labels"] = {CANARY_LABEL: "t2"}
         kube.create(pods, lost)
-        failed = wait_for(
-            "the device-less canary finished",
-            lambda: (lambda o: o if o["status"].get("phase") in ("Succeeded", "Failed") else None)(
-                kube.get(f"{pods}/lost")
-            ),
-            timeout=10,
-        )
+        failed = finished(kube, f"{pods}/lost", timeout=10)
         terminated = failed["status"]["containerStatuses"][0]["state"]["terminated"]
         assert (failed["status"]["phase"], terminated["exitCode"], terminated["message"]) == ("Failed", 1, NO_DEVICES)
     finally:

@@ -17,12 +17,13 @@ from typing import Any
 import controlplane
 import pytest
 from conftest import wait_for
+from nodes import on_kwok
 
 from dra_migrate.cluster.snapshot import load_snapshot
 from dra_migrate.inventory.model import build_inventory
 from dra_migrate.kube import PAGE_SIZE, USER_AGENT
-from dra_migrate.sim.fleet import SimulatedFleet
 from dra_migrate.sim.kube import Kube, path_of
+from dra_migrate.sim.kwok import KwokFleet
 from dra_migrate.sim.load import load_workloads
 from dra_migrate.sim.spec import specs_from_state
 from tests.unit.cli import run
@@ -57,10 +58,10 @@ def comparable(inv: dict[str, Any], node_names: set[str]) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def demo(control_plane: controlplane.ControlPlane, kube: Kube) -> Iterator[dict[str, Any]]:
+def demo(kwok: KwokFleet, kube: Kube) -> Iterator[dict[str, Any]]:
     state = load_snapshot(DEMO)
     specs = specs_from_state(state)
-    with SimulatedFleet(control_plane.kubeconfig, specs, heartbeat_seconds=5) as fleet:
+    with on_kwok(kwok, specs):
         report = load_workloads(kube.api_client, state)
         assert report.skipped == []
         yield build_inventory(state).to_dict()
@@ -69,8 +70,6 @@ def demo(control_plane: controlplane.ControlPlane, kube: Kube) -> Iterator[dict[
             kube.delete(path_of("v1", "namespaces", ns))
         for cp in state.of("nvidia.com/ClusterPolicy"):
             kube.delete(f"/apis/nvidia.com/v1/clusterpolicies/{cp['metadata']['name']}")
-    for name in fleet.node_names:
-        kube.delete(path_of("v1", "nodes", name))
 
 
 def test_live_inventory_equals_the_snapshot_inventory(

@@ -10,12 +10,8 @@ the canary through the real driver's CDI injection, rollback) is run with the to
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
-import sys
 import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,23 +20,31 @@ from typing import Any
 import controlplane
 import pytest
 from conftest import wait_for
+from realnode import (
+    GPU,
+    IMAGE,
+    ROOT,
+    cli,
+    message,
+    node_obj,
+    real_node,
+    report_measured,
+    run_gpu_pod,
+    set_labels,
+    slice_devices,
+    step_end,
+)
 
 from dra_migrate.dra.census import census_differences
 from dra_migrate.dra.devices import predict_devices
-from dra_migrate.execute.journal import journal_path
 from dra_migrate.plan import io as plan_io
-from dra_migrate.sim.kube import Kube, new_api_client, path_of
+from dra_migrate.sim.kube import Kube, path_of
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode, pytest.mark.nvidia]
 
-ROOT = Path(__file__).resolve().parents[2]
-NODE_TOOL = ROOT / "tools" / "k8s" / "node"
 STACK_TOOL = ROOT / "tools" / "nvidia" / "stack"
-GPU = "nvidia.com/gpu"
 DP, DRA = "nvidia.com/gpu.deploy.device-plugin", "nvidia.com/dra-kubelet-plugin"
-DRIVER = "gpu.nvidia.com"
 NS = "nvidia-gpu-operator"
-IMAGE = "dra-migrate.local/busybox:test"
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 MEASURED: dict[str, float] = {}
 
@@ -71,52 +75,21 @@ class NvidiaNode:
 def node(
     real_node_turn: None, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[NvidiaNode]:
-    if os.geteuid() != 0:
-        pytest.fail("the nvidia tier needs root (kubelet, containerd, mknod)", pytrace=False)
-    if not controlplane.binaries_present():
-        controlplane.build()
-    cp = controlplane.start(tmp_path_factory.mktemp("nvidia"))
-    api = None
+    t0 = time.monotonic()
     try:
-        t0 = time.monotonic()
-        res = subprocess.run(
-            [str(NODE_TOOL), "up", str(cp.dir), "--nvidia"],
-            capture_output=True, text=True, timeout=1800, check=False, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-        if res.returncode != 0:
-            pytest.fail(f"tools/k8s/node up failed (exit {res.returncode}):\n{res.stderr[-4000:]}", pytrace=False)
-        MEASURED["node up (s)"] = round(time.monotonic() - t0, 1)
-        api = new_api_client(cp.kubeconfig, "dra-migrate-tests")
-        yield NvidiaNode(cp, res.stdout.strip().splitlines()[-1], Kube(api))
+        with real_node(tmp_path_factory, "nvidia", "kubelet, containerd, mknod", "--nvidia") as (cp, kube, up):
+            MEASURED["node up (s)"] = round(time.monotonic() - t0, 1)
+            yield NvidiaNode(cp, up.stdout.strip().splitlines()[-1], kube)
     finally:
-        if api is not None:
-            api.close()
-        subprocess.run([str(NODE_TOOL), "down", str(cp.dir)], capture_output=True, check=False)
-        controlplane.stop(cp)
-        reporter = request.config.pluginmanager.getplugin("terminalreporter")
-        if reporter is not None and MEASURED:
-            reporter.write_line("\nnvidia tier measurements: " + json.dumps(MEASURED, indent=1))
+        report_measured(request, "nvidia tier measurements", MEASURED)
 
 
 # -- helpers -------------------------------------------------------------------------------------------
 
 
-def node_obj(n: NvidiaNode) -> dict[str, Any]:
-    return n.kube.get(path_of("v1", "nodes", n.name))
-
-
 def nvidia_allocatable(n: NvidiaNode) -> dict[str, str]:
     alloc = node_obj(n)["status"].get("allocatable") or {}
     return {k: str(v) for k, v in alloc.items() if k.startswith("nvidia.com/")}
-
-
-def set_labels(n: NvidiaNode, values: dict[str, str | None]) -> None:
-    n.kube.merge_patch(path_of("v1", "nodes", n.name), {"metadata": {"labels": values}})
-
-
-def slice_devices(n: NvidiaNode) -> list[dict[str, Any]]:
-    items, _ = n.kube.list_all(SLICES, [("fieldSelector", f"spec.nodeName={n.name}")])
-    return [d for s in items if s["spec"]["driver"] == DRIVER for d in s["spec"].get("devices") or []]
 
 
 def pods_of(n: NvidiaNode, daemonset: str) -> list[dict[str, Any]]:
@@ -126,13 +99,6 @@ def pods_of(n: NvidiaNode, daemonset: str) -> list[dict[str, Any]]:
 
 def only_gpus(resources: dict[str, str], count: str) -> bool:
     return resources.get(GPU) == count and all(v == "0" for k, v in resources.items() if k != GPU)
-
-
-def cli(n: NvidiaNode, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dra_migrate", *args, "--kubeconfig", str(n.cp.kubeconfig)],
-        capture_output=True, text=True, timeout=900, cwd=ROOT, check=False, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
 
 
 def stop_plugins(n: NvidiaNode) -> None:
@@ -185,47 +151,7 @@ def published_by_real_driver(n: NvidiaNode) -> list[dict[str, Any]]:
 
 
 def run_pod(n: NvidiaNode, command: str, timeout: float = 90) -> dict[str, Any]:
-    """A pod requesting nvidia.com/gpu: 1 (the same spec before and after the cutover); returns it finished."""
-    name = f"gpu-{uuid.uuid4().hex[:6]}"
-    n.kube.create(
-        path_of("v1", "pods", namespace="default"),
-        {
-            "metadata": {"name": name},
-            "spec": {
-                "restartPolicy": "Never",
-                "terminationGracePeriodSeconds": 0,
-                "automountServiceAccountToken": False,
-                "containers": [{
-                    "name": "c", "image": IMAGE, "imagePullPolicy": "Never",
-                    "command": ["sh", "-c", f"{{ {command}; }} >/dev/termination-log 2>&1; cat /dev/termination-log"],
-                    "resources": {"limits": {GPU: "1"}},
-                }],
-            },
-        },
-    )  # fmt: skip
-    path = path_of("v1", "pods", name, "default")
-    try:
-
-        def finished() -> dict[str, Any] | None:
-            pod = n.kube.get(path)
-            return pod if pod["status"].get("phase") in ("Succeeded", "Failed") else None
-
-        result: dict[str, Any] = wait_for(f"pod {name} finished", finished, timeout=timeout)
-        return result
-    finally:
-        n.kube.delete(path, {"gracePeriodSeconds": 0})
-
-
-def message(pod: dict[str, Any]) -> str:
-    return str(pod["status"]["containerStatuses"][0]["state"]["terminated"].get("message") or "")
-
-
-def step_end(plan: Path, step: str) -> dict[str, Any]:
-    records = [json.loads(x) for x in journal_path(plan).read_text().splitlines() if x.strip()]
-    ends = [e for e in records if e.get("phase") == "apply" and str(e.get("stepId", "")).endswith("/" + step)
-            and e.get("event") == "end"]  # fmt: skip
-    assert ends, f"no end record of {step} in {journal_path(plan)}"
-    return ends[-1]
+    return run_gpu_pod(n, command, timeout)
 
 
 # -- predictions against the real driver ----------------------------------------------------------------

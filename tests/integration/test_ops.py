@@ -14,14 +14,15 @@ from typing import Any
 import controlplane
 import pytest
 from conftest import wait_for
+from nodes import TwinNodes, on_kwok
 
 from dra_migrate.errors import ClusterError
 from dra_migrate.execute.contract import StepFailed
 from dra_migrate.execute.ops import LiveOps, live_ops
 from dra_migrate.kube import Kube as CoreKube
 from dra_migrate.kube import Unreachable
-from dra_migrate.sim.fleet import SimulatedFleet
 from dra_migrate.sim.kube import ApiError, Kube, path_of
+from dra_migrate.sim.kwok import KwokFleet
 from dra_migrate.sim.spec import LABEL_DEVICE_PLUGIN, LABEL_DRA_KUBELET_PLUGIN, POOL_LABEL, GpuNodeSpec
 
 pytestmark = pytest.mark.cluster
@@ -39,21 +40,19 @@ MANAGED = {"app.kubernetes.io/managed-by": "dra-migrate"}
 
 
 @pytest.fixture(scope="module")
-def fleet(control_plane: controlplane.ControlPlane, kube: Kube) -> Iterator[SimulatedFleet]:
+def fleet(kwok: KwokFleet, kube: Kube) -> Iterator[TwinNodes]:
     specs = [
         GpuNodeSpec.small(NODE_A, gpus=4, pool=POOL),
         GpuNodeSpec.small(NODE_B, gpus=2, pool=POOL),
         GpuNodeSpec.small(NODE_DRA, gpus=2, pool=POOL),
     ]
-    with SimulatedFleet(control_plane.kubeconfig, specs, heartbeat_seconds=2) as f:
+    with on_kwok(kwok, specs) as f:
         wait_for("nodes schedulable", lambda: all(_schedulable(kube, n) for n in f.node_names), timeout=30)
         yield f
-    for name in f.node_names:
-        kube.delete(path_of("v1", "nodes", name))
 
 
 @pytest.fixture
-def ops(control_plane: controlplane.ControlPlane, fleet: SimulatedFleet, namespace: str) -> Iterator[LiveOps]:
+def ops(control_plane: controlplane.ControlPlane, fleet: TwinNodes, namespace: str) -> Iterator[LiveOps]:
     built = live_ops(control_plane.kubeconfig, None)
     yield LiveOps(built.api, poll_s=0.2, canary_namespace=namespace)
     built.api.close()
@@ -322,7 +321,7 @@ def test_drain_blocked_by_a_disruption_budget_names_it(ops: LiveOps, kube: Kube,
 # -- DRA readiness, canary --------------------------------------------------------------------------
 
 
-def test_wait_dra_ready(ops: LiveOps, kube: Kube, fleet: SimulatedFleet) -> None:
+def test_wait_dra_ready(ops: LiveOps, kube: Kube, fleet: TwinNodes) -> None:
     if ops.node_state(NODE_DRA)["allocatable"].get(GPU):  # not switched yet by another test
         started = time.monotonic()
         with pytest.raises(StepFailed) as err:

@@ -2,7 +2,7 @@
 
 `check` (pdb-blocks-drain) and the drain (LiveOps) both ask `dra_migrate.inventory.placement.pdb_selects`
 whether a budget covers a pod. Here the real eviction API judges the same budgets on a Running pod of
-a simulated node: a null selector must cover nothing (the eviction goes through), `{}` every pod of the
+a KWOK node: a null selector must cover nothing (the eviction goes through), `{}` every pod of the
 namespace, matchLabels/matchExpressions what they say. A dry-run eviction asks without evicting.
 """
 
@@ -12,14 +12,14 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-import controlplane
 import pytest
 from conftest import wait_for
+from nodes import TwinNodes, on_kwok
 
 from dra_migrate.inventory.placement import pdb_selects
 from dra_migrate.kube import ApiError
-from dra_migrate.sim.fleet import SimulatedFleet
 from dra_migrate.sim.kube import Kube, path_of
+from dra_migrate.sim.kwok import KwokFleet
 from dra_migrate.sim.spec import GpuNodeSpec
 
 pytestmark = pytest.mark.cluster
@@ -39,11 +39,9 @@ SELECTORS: dict[str, dict[str, Any] | None] = {
 
 
 @pytest.fixture(scope="module")
-def fleet(control_plane: controlplane.ControlPlane, kube: Kube) -> Iterator[SimulatedFleet]:
-    with SimulatedFleet(control_plane.kubeconfig, [GpuNodeSpec.small(NODE, gpus=1, pool=f"pdb-{RUN}")],
-                        heartbeat_seconds=2) as f:  # fmt: skip
+def fleet(kwok: KwokFleet) -> Iterator[TwinNodes]:
+    with on_kwok(kwok, [GpuNodeSpec.small(NODE, gpus=1, pool=f"pdb-{RUN}")]) as f:
         yield f
-    kube.delete(path_of("v1", "nodes", NODE))
 
 
 def _evictable(kube: Kube, ns: str, name: str) -> bool:
@@ -60,7 +58,7 @@ def _evictable(kube: Kube, ns: str, name: str) -> bool:
 
 
 @pytest.mark.parametrize("case", sorted(SELECTORS))
-def test_the_eviction_api_and_pdb_selects_agree(fleet: SimulatedFleet, kube: Kube, namespace: str, case: str) -> None:
+def test_the_eviction_api_and_pdb_selects_agree(fleet: TwinNodes, kube: Kube, namespace: str, case: str) -> None:
     pod = {
         "apiVersion": "v1",
         "kind": "Pod",

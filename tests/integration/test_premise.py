@@ -15,12 +15,12 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-import controlplane
 import pytest
 from conftest import wait_for
+from nodes import TwinNodes, on_kwok
 
-from dra_migrate.sim.fleet import SimulatedFleet
 from dra_migrate.sim.kube import Kube, path_of
+from dra_migrate.sim.kwok import KwokFleet
 from dra_migrate.sim.spec import GpuNodeSpec
 
 pytestmark = pytest.mark.cluster
@@ -35,13 +35,11 @@ POOL_LABEL = "cloud.google.com/gke-nodepool"
 
 
 @pytest.fixture(scope="module")
-def fleet(control_plane: controlplane.ControlPlane, kube: Kube) -> Iterator[SimulatedFleet]:
+def fleet(kwok: KwokFleet, kube: Kube) -> Iterator[TwinNodes]:
     specs = [GpuNodeSpec.small(DP_NODE, gpus=4, pool=POOL), GpuNodeSpec.small(DRA_NODE, gpus=4, pool=POOL)]
-    with SimulatedFleet(control_plane.kubeconfig, specs, heartbeat_seconds=2) as f:
+    with on_kwok(kwok, specs) as f:
         wait_for("nodes schedulable", lambda: all(_schedulable(kube, n) for n in f.node_names), timeout=30)
         yield f
-    for name in f.node_names:
-        kube.delete(path_of("v1", "nodes", name))
 
 
 def _schedulable(kube: Kube, name: str) -> bool:
@@ -93,9 +91,7 @@ def classes_mapping_gpu(kube: Kube) -> list[str]:
     return [c["metadata"]["name"] for c in items if c["spec"].get("extendedResourceName") == GPU]
 
 
-def test_a_without_a_device_class_gpu_pods_use_the_device_plugin(
-    fleet: SimulatedFleet, kube: Kube, namespace: str
-) -> None:
+def test_a_without_a_device_class_gpu_pods_use_the_device_plugin(fleet: TwinNodes, kube: Kube, namespace: str) -> None:
     assert classes_mapping_gpu(kube) == [], "another test left a DeviceClass mapping nvidia.com/gpu"
     create_pod(kube, namespace, gpu_pod("dp", DP_NODE, 1))
     p = wait_for("pod scheduled", lambda: scheduled(kube, namespace, "dp"), timeout=30)
@@ -104,7 +100,7 @@ def test_a_without_a_device_class_gpu_pods_use_the_device_plugin(
 
 
 @pytest.fixture(scope="module")
-def dra_node(fleet: SimulatedFleet, kube: Kube) -> Iterator[str]:
+def dra_node(fleet: TwinNodes, kube: Kube) -> Iterator[str]:
     """The DRA node switched over, and a DeviceClass mapping nvidia.com/gpu to full GPUs."""
     kube.create(
         "/apis/resource.k8s.io/v1/deviceclasses",

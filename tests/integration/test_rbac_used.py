@@ -34,12 +34,13 @@ from typing import Any
 import controlplane
 import pytest
 from conftest import wait_for
+from nodes import TwinNodes, on_kwok
 from ruamel.yaml import YAML
 
 from dra_migrate.cluster.kinds import ALL_KINDS
 from dra_migrate.plan import io as plan_io
-from dra_migrate.sim.fleet import SimulatedFleet
 from dra_migrate.sim.kube import Kube, path_of
+from dra_migrate.sim.kwok import KwokFleet
 from dra_migrate.sim.spec import GpuNodeSpec
 from dra_migrate.sim.stack import DRA_PLUGIN_DAEMONSET, DRA_PLUGIN_NAMESPACE, install_nvidia_stack
 
@@ -80,15 +81,13 @@ def non_resource(role: dict[str, Any]) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def fleet(control_plane: controlplane.ControlPlane, kube: Kube) -> Iterator[SimulatedFleet]:
+def fleet(kwok: KwokFleet, kube: Kube) -> Iterator[TwinNodes]:
     specs = [GpuNodeSpec.small(f"{POOL}-{i}", gpus=2, pool=POOL, driver_version="580.95.05") for i in range(2)]
-    with SimulatedFleet(control_plane.kubeconfig, specs, heartbeat_seconds=5) as f:
+    with on_kwok(kwok, specs) as f:
         install_nvidia_stack(kube.api_client, dra_driver=True)
         wait_for("nodes ready", lambda: all(not kube.get(path_of("v1", "nodes", n))["spec"].get("taints")
                                             for n in f.node_names), timeout=30)  # fmt: skip
         yield f
-    for name in f.node_names:
-        kube.delete(path_of("v1", "nodes", name))
     kube.delete(path_of("apps/v1", "daemonsets", DRA_PLUGIN_DAEMONSET, DRA_PLUGIN_NAMESPACE))
     classes, _ = kube.list_all(
         "/apis/resource.k8s.io/v1/deviceclasses", [("labelSelector", "app.kubernetes.io/managed-by=dra-migrate")]
@@ -174,7 +173,7 @@ def served(kube: Kube) -> set[tuple[str, str]]:
 
 
 def test_the_read_only_role_grants_exactly_what_the_read_only_commands_use(
-    control_plane: controlplane.ControlPlane, kube: Kube, fleet: SimulatedFleet, users: dict[str, Any],
+    control_plane: controlplane.ControlPlane, kube: Kube, fleet: TwinNodes, users: dict[str, Any],
     tmp_path: Path,
 ) -> None:  # fmt: skip
     kc = users["kubeconfigs"]["reader"]
@@ -216,7 +215,7 @@ def test_the_read_only_role_grants_exactly_what_the_read_only_commands_use(
 
 
 @pytest.fixture
-def gpu_workload(kube: Kube, namespace: str, fleet: SimulatedFleet) -> Iterator[str]:
+def gpu_workload(kube: Kube, namespace: str, fleet: TwinNodes) -> Iterator[str]:
     """A GPU quota (the plan adds its DRA limit: set-quota) and a GPU pod on the pool (the drain evicts it)."""
     kube.create(path_of("v1", "resourcequotas", namespace=namespace),
                 {"metadata": {"name": "gpu"}, "spec": {"hard": {"requests.nvidia.com/gpu": "4"}}})  # fmt: skip
@@ -238,7 +237,7 @@ def gpu_workload(kube: Kube, namespace: str, fleet: SimulatedFleet) -> Iterator[
 
 
 def test_the_apply_roles_grant_exactly_what_apply_resume_and_rollback_use(
-    control_plane: controlplane.ControlPlane, kube: Kube, fleet: SimulatedFleet, users: dict[str, Any],
+    control_plane: controlplane.ControlPlane, kube: Kube, fleet: TwinNodes, users: dict[str, Any],
     gpu_workload: str, tmp_path: Path,
 ) -> None:  # fmt: skip
     kc, ns = users["kubeconfigs"]["applier"], users["lock_ns"]

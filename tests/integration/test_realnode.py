@@ -2,7 +2,7 @@
 and rolled back by the tool's own commands, with the kubelet behaviour the cutover relies on measured.
 
 One control plane and one real node for the module (its own, not the session's: `plan` covers every GPU
-node of a cluster, and the other modules' simulated nodes must not be in it). The tests run in file order
+node of a cluster, and the other modules' KWOK nodes must not be in it). The tests run in file order
 and each leaves the node as the next expects: device plugin serving, DRA plugin off.
 
 Measured figures are printed at the end of the module (and kept in MEASURED); README "Real-node tier"
@@ -12,7 +12,6 @@ quotes one run.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -25,24 +24,32 @@ from typing import Any
 
 import controlplane
 import pytest
+import realnode
 from conftest import wait_for
+from realnode import (
+    GPU,
+    IMAGE,
+    ROOT,
+    apply_records,
+    cli,
+    message,
+    node_obj,
+    real_node,
+    report_measured,
+    slice_devices,
+    step_end,
+)
 from ruamel.yaml import YAML
 
-from dra_migrate.execute.journal import journal_path
 from dra_migrate.plan import io as plan_io
-from dra_migrate.sim.kube import Kube, new_api_client, path_of
+from dra_migrate.sim.kube import Kube, path_of
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 
-ROOT = Path(__file__).resolve().parents[2]
-NODE_TOOL = ROOT / "tools" / "k8s" / "node"
-GPU = "nvidia.com/gpu"
 DP, DRA = "nvidia.com/gpu.deploy.device-plugin", "nvidia.com/dra-kubelet-plugin"
-DRIVER = "gpu.nvidia.com"
-IMAGE = "dra-migrate.local/busybox:test"
+NEEDS = "kubelet, containerd, network namespaces"
 PAUSE = "dra-migrate.local/pause:1"
 DEVICES = 2
-SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 CLASS = "gpu-extended.nvidia.com"  # the DeviceClass the plan makes for nvidia.com/gpu
 MEASURED: dict[str, float] = {}
 
@@ -59,34 +66,14 @@ class RealNode:
 def node(
     real_node_turn: None, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RealNode]:
-    if os.geteuid() != 0:
-        pytest.fail("the real-node tier needs root (kubelet, containerd, network namespaces)", pytrace=False)
-    if not controlplane.binaries_present():
-        controlplane.build()
-    cp = controlplane.start(tmp_path_factory.mktemp("realnode"))
-    api = None
+    t0 = time.monotonic()
     try:
-        t0 = time.monotonic()
-        res = subprocess.run(
-            [str(NODE_TOOL), "up", str(cp.dir), "--devices", str(DEVICES)],
-            capture_output=True, text=True, timeout=1800, check=False, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-        if res.returncode != 0:
-            pytest.fail(f"tools/k8s/node up failed (exit {res.returncode}):\n{res.stderr[-4000:]}", pytrace=False)
-        MEASURED["node up (s, incl. cached build check)"] = round(time.monotonic() - t0, 1)
-        name = res.stdout.strip().splitlines()[-1]
-        api = new_api_client(cp.kubeconfig, "dra-migrate-tests")
-        kube = Kube(api)
-        install_dra_daemonset(kube)
-        yield RealNode(cp, name, cp.dir / "node", kube)
+        with real_node(tmp_path_factory, "real-node", NEEDS, "--devices", str(DEVICES)) as (cp, kube, up):
+            MEASURED["node up (s, incl. cached build check)"] = round(time.monotonic() - t0, 1)
+            install_dra_daemonset(kube)
+            yield RealNode(cp, up.stdout.strip().splitlines()[-1], cp.dir / "node", kube)
     finally:
-        if api is not None:
-            api.close()
-        subprocess.run([str(NODE_TOOL), "down", str(cp.dir)], capture_output=True, check=False)
-        controlplane.stop(cp)
-        reporter = request.config.pluginmanager.getplugin("terminalreporter")
-        if reporter is not None and MEASURED:
-            reporter.write_line("\nreal-node measurements: " + json.dumps(MEASURED, indent=1))
+        report_measured(request, "real-node measurements", MEASURED)
 
 
 def install_dra_daemonset(kube: Kube) -> None:
@@ -120,26 +107,9 @@ def install_dra_daemonset(kube: Kube) -> None:
 # -- helpers -------------------------------------------------------------------------------------------
 
 
-def cli(cp: controlplane.ControlPlane, *args: str) -> subprocess.CompletedProcess[str]:
-    """The real CLI in its own process."""
-    return subprocess.run(
-        [sys.executable, "-m", "dra_migrate", *args, "--kubeconfig", str(cp.kubeconfig)],
-        capture_output=True, text=True, timeout=900, cwd=ROOT, check=False, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
-
-
-def node_obj(n: RealNode) -> dict[str, Any]:
-    return n.kube.get(path_of("v1", "nodes", n.name))
-
-
 def gpu_status(n: RealNode) -> tuple[str | None, str | None]:
     st = node_obj(n)["status"]
     return (st.get("capacity") or {}).get(GPU), (st.get("allocatable") or {}).get(GPU)
-
-
-def slice_devices(n: RealNode) -> list[dict[str, Any]]:
-    items, _ = n.kube.list_all(SLICES, [("fieldSelector", f"spec.nodeName={n.name}")])
-    return [d for s in items if s["spec"]["driver"] == DRIVER for d in s["spec"].get("devices") or []]
 
 
 def uuids_published(n: RealNode) -> set[str]:
@@ -147,45 +117,8 @@ def uuids_published(n: RealNode) -> set[str]:
 
 
 def run_gpu_pod(n: RealNode, command: str = "nvidia-smi -L", timeout: float = 60) -> dict[str, Any]:
-    """A pod requesting nvidia.com/gpu: 1 (the same spec before and after the cutover); returns it terminated."""
-    name = f"gpu-{uuid.uuid4().hex[:6]}"
-    pods = path_of("v1", "pods", namespace="default")
-    n.kube.create(
-        pods,
-        {
-            "metadata": {"name": name},
-            "spec": {
-                "restartPolicy": "Never",
-                "terminationGracePeriodSeconds": 0,
-                "automountServiceAccountToken": False,
-                "containers": [
-                    {
-                        "name": "c",
-                        "image": IMAGE,
-                        "imagePullPolicy": "Never",
-                        "command": ["sh", "-c", f"{{ {command}; echo NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES; }}"
-                                    " >/dev/termination-log 2>&1; cat /dev/termination-log"],
-                        "resources": {"limits": {GPU: "1"}},
-                    }
-                ],
-            },
-        },
-    )  # fmt: skip
-    path = path_of("v1", "pods", name, "default")
-    try:
-
-        def finished() -> dict[str, Any] | None:
-            pod = n.kube.get(path)
-            return pod if pod["status"].get("phase") in ("Succeeded", "Failed") else None
-
-        result: dict[str, Any] = wait_for(f"pod {name} finished", finished, timeout=timeout)
-        return result
-    finally:
-        n.kube.delete(path, {"gracePeriodSeconds": 0})
-
-
-def message(pod: dict[str, Any]) -> str:
-    return str(pod["status"]["containerStatuses"][0]["state"]["terminated"].get("message") or "")
+    """`command` in a GPU pod (realnode.run_gpu_pod), then the NVIDIA_VISIBLE_DEVICES it was given."""
+    return realnode.run_gpu_pod(n, f"{command}; echo NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES", timeout)
 
 
 def timed(what: str, probe: Callable[[], Any], timeout: float, poll: float = 0.2) -> float:
@@ -204,21 +137,6 @@ def plan_for(n: RealNode, dir: Path, name: str, *extra: str) -> Path:
     assert res.returncode == 0, res.stderr
     assert plan_io.load(out)["applicable"] is True, res.stdout + res.stderr
     return out
-
-
-def journal(plan: Path) -> list[dict[str, Any]]:
-    return [json.loads(x) for x in journal_path(plan).read_text().splitlines() if x.strip()]
-
-
-def apply_records(plan: Path, step: str) -> list[dict[str, Any]]:
-    return [e for e in journal(plan) if e.get("phase") == "apply" and str(e.get("stepId", "")).endswith("/" + step)]
-
-
-def step_end(plan: Path, step: str) -> dict[str, Any]:
-    """The last `end` record of the step whose id ends with /`step`."""
-    ends = [e for e in apply_records(plan, step) if e.get("event") == "end"]
-    assert ends, f"no end record of {step} in {journal_path(plan)}"
-    return ends[-1]
 
 
 def epoch(stamp: str) -> float:

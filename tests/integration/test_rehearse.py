@@ -15,7 +15,7 @@ from typing import Any
 
 import controlplane
 import pytest
-from conftest import wait_for
+from conftest import TEST_LEASE_S, wait_for
 from ruamel.yaml import YAML
 
 from dra_migrate.cluster.snapshot import load_snapshot
@@ -23,9 +23,9 @@ from dra_migrate.plan import io as plan_io
 from dra_migrate.plan.params import parse_duration
 from dra_migrate.rehearse.model import end_state
 from dra_migrate.rehearse.run import read_cluster, recreate
-from dra_migrate.sim.fleet import SimulatedFleet
 from dra_migrate.sim.kube import new_api_client
 from dra_migrate.sim.kueue import KUEUE_MODULE, KUEUE_VERSION, kueue_crd_dir
+from dra_migrate.sim.kwok import KwokFleet
 from dra_migrate.sim.spec import specs_from_state
 
 pytestmark = pytest.mark.cluster
@@ -142,13 +142,18 @@ def test_c_pods_that_cannot_follow_the_migration_are_listed_with_the_schedulers_
 def test_d_the_rehearsed_end_state_is_what_the_same_plan_does_to_the_cluster(
     control_plane: controlplane.ControlPlane, tmp_path: Path
 ) -> None:
-    """A simulated cluster stands for the operator's: it is rehearsed live (`--kubeconfig`, read once),
+    """A cluster of KWOK nodes stands for the operator's: it is rehearsed live (`--kubeconfig`, read once),
     then the same plan is applied to it. Both must end in the same state, node by node."""
     cp = controlplane.start(tmp_path / "k8s")
     try:
         state = load_snapshot(FIXTURE)
         api = new_api_client(cp.kubeconfig, "dra-migrate-tests")
-        with SimulatedFleet(cp.kubeconfig, specs_from_state(state), heartbeat_seconds=5) as fleet:
+        specs = specs_from_state(state)
+        # Its own kwok and fleet annotation, apart from the twin's that `rehearse` starts beside it.
+        with KwokFleet(
+            cp.kubeconfig, specs, workdir=tmp_path / "kwok", lease_s=TEST_LEASE_S, fleet="operators"
+        ) as fleet:
+            fleet.wait_ready(timeout_s=60)
             recreate(api, state)  # what it skips, the rehearsal skips too (and lists as unreproduced)
             wait_for("the fixture's pods to be placed", lambda: _all_scheduled(cp.kubeconfig), timeout=120)
             plan = tmp_path / "plan.yaml"

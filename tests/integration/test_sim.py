@@ -1,5 +1,7 @@
-"""The simulated GPU fleet against a real control plane (tools/k8s/up): kubelet, device plugin and
-DRA kubelet plugin behaviour per node, the NVIDIA stack installer, workload loading and the CLI."""
+"""GPU nodes played by KWOK on the session's real control plane (tools/k8s/up), instant timing: kubelet,
+device plugin and DRA kubelet plugin behaviour per node as the tool reads it, the NVIDIA stack installer,
+workload loading and the `python -m dra_migrate.sim` CLI. The measured delays and windows, and the canary,
+are test_kwok's."""
 
 from __future__ import annotations
 
@@ -7,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,53 +18,42 @@ import controlplane
 import orjson
 import pytest
 from conftest import wait_for
+from nodes import TwinNodes, gpu_status, node, on_kwok, pod, slices_of
 
 from dra_migrate.cluster.state import SourceInfo, StateBuilder
-from dra_migrate.sim.fleet import SimulatedFleet
 from dra_migrate.sim.kube import Kube, path_of
+from dra_migrate.sim.kwok import KwokFleet
 from dra_migrate.sim.load import load_workloads
-from dra_migrate.sim.pods import CANARY_LABEL, NO_DEVICES
 from dra_migrate.sim.spec import GpuNodeSpec
 from dra_migrate.sim.stack import DRA_PLUGIN_DAEMONSET, install_nvidia_stack
-from dra_migrate.sim.timing import REALISTIC, profile
 
 pytestmark = pytest.mark.cluster
 
 RUN = uuid.uuid4().hex[:6]  # the control plane is shared with other modules: keep our names apart
 POOL = f"sim-{RUN}"
-SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 
 
 @pytest.fixture(scope="module")
-def fleet(control_plane: controlplane.ControlPlane, kube: Kube) -> Iterator[SimulatedFleet]:
+def fleet(kwok: KwokFleet) -> Iterator[TwinNodes]:
     specs = [
         GpuNodeSpec.small(f"{POOL}-h100", gpus=2, pool=POOL),
         GpuNodeSpec.small(f"{POOL}-mig", gpus=2, pool=POOL, mig={"3g.40gb": 1, "2g.20gb": 1, "1g.10gb": 2}),
         GpuNodeSpec.small(f"{POOL}-t4", gpus=2, pool=POOL, product="Tesla-T4", memory_mib=15360, replicas=4),
     ]
-    with SimulatedFleet(control_plane.kubeconfig, specs, heartbeat_seconds=2) as f:
+    with on_kwok(kwok, specs) as f:
         yield f
-    for name in f.node_names:
-        kube.delete(path_of("v1", "nodes", name))
 
 
-def node(kube: Kube, name: str) -> dict[str, Any]:
-    return kube.get(path_of("v1", "nodes", name))
-
-
-def slices_of(kube: Kube, name: str) -> list[dict[str, Any]]:
-    items, _ = kube.list_all(SLICES, [("fieldSelector", f"spec.nodeName={name}")])
-    return items
-
-
-def test_nodes_become_ready_and_schedulable(fleet: SimulatedFleet, kube: Kube) -> None:
+def test_nodes_become_ready_and_schedulable(fleet: TwinNodes, kube: Kube) -> None:
     for name in fleet.node_names:
         n = node(kube, name)
         ready = [c for c in n["status"]["conditions"] if c["type"] == "Ready"]
         assert ready and ready[0]["status"] == "True"
         assert not n["spec"].get("unschedulable")
         lease = kube.get(path_of("coordination.k8s.io/v1", "leases", name, "kube-node-lease"))
-        assert lease["spec"]["holderIdentity"] == name
+        # Held by kwok (its own identity, for every node it plays) where a kubelet holds it as the node: the
+        # node lifecycle controller reads only the renewal, and the tool never reads node Leases.
+        assert lease["spec"]["holderIdentity"] and lease["spec"]["renewTime"]
     assert node(kube, f"{POOL}-h100")["status"]["allocatable"]["nvidia.com/gpu"] == "2"
     assert node(kube, f"{POOL}-t4")["status"]["allocatable"]["nvidia.com/gpu"] == "8"
     assert node(kube, f"{POOL}-mig")["status"]["allocatable"]["nvidia.com/mig-1g.10gb"] == "4"
@@ -77,27 +67,24 @@ def test_nodes_become_ready_and_schedulable(fleet: SimulatedFleet, kube: Kube) -
         wait_for(f"{name} without node.kubernetes.io taints", untainted, timeout=20)
 
 
-def test_heartbeat_renews_the_lease(fleet: SimulatedFleet, kube: Kube) -> None:
+def test_heartbeat_renews_the_lease(fleet: TwinNodes, kube: Kube) -> None:
     path = path_of("coordination.k8s.io/v1", "leases", f"{POOL}-h100", "kube-node-lease")
     first = kube.get(path)["spec"]["renewTime"]
-    wait_for("a renewed lease", lambda: kube.get(path)["spec"]["renewTime"] != first, timeout=6)
+    # kwok renews at a quarter of the Lease's duration (conftest.TEST_LEASE_S: every 3 s).
+    wait_for("a renewed lease", lambda: kube.get(path)["spec"]["renewTime"] != first, timeout=8)
 
 
-def test_device_plugin_label_toggles_allocatable(fleet: SimulatedFleet, kube: Kube) -> None:
+def test_device_plugin_label_toggles_allocatable(fleet: TwinNodes, kube: Kube) -> None:
     name = f"{POOL}-h100"
-
-    def gpus() -> str:
-        return str(node(kube, name)["status"]["allocatable"].get("nvidia.com/gpu"))
-
     fleet.set_device_plugin(name, False)
-    wait_for("allocatable 0", lambda: gpus() == "0", timeout=3)
-    assert node(kube, name)["status"]["capacity"]["nvidia.com/gpu"] == "0"
+    # Instant timing: no capacity grace, both read 0 (the key kept), as after a real node's grace.
+    wait_for("capacity and allocatable 0", lambda: gpu_status(kube, name) == ("0", "0"), timeout=5)
     fleet.set_device_plugin(name, True)
-    wait_for("allocatable 2", lambda: gpus() == "2", timeout=3)
+    wait_for("capacity and allocatable 2", lambda: gpu_status(kube, name) == ("2", "2"), timeout=5)
 
 
 @pytest.mark.parametrize(("suffix", "count"), [("h100", 2), ("mig", 8), ("t4", 2)])
-def test_dra_label_publishes_and_deletes_a_slice(fleet: SimulatedFleet, kube: Kube, suffix: str, count: int) -> None:
+def test_dra_label_publishes_and_deletes_a_slice(fleet: TwinNodes, kube: Kube, suffix: str, count: int) -> None:
     name = f"{POOL}-{suffix}"
     assert slices_of(kube, name) == []
     # Set the label the GPU operator uses (the other toggle is exercised by set_dra_plugin below).
@@ -122,18 +109,9 @@ def test_dra_label_publishes_and_deletes_a_slice(fleet: SimulatedFleet, kube: Ku
     wait_for("no ResourceSlice", lambda: not slices_of(kube, name), timeout=3)
 
 
-def _pod(name: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name},
-        "spec": {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}], **spec},
-    }
-
-
-def test_bound_pod_runs_and_deleted_pod_goes(fleet: SimulatedFleet, kube: Kube, namespace: str) -> None:
+def test_bound_pod_runs_and_deleted_pod_goes(fleet: TwinNodes, kube: Kube, namespace: str) -> None:
     pods = path_of("v1", "pods", namespace=namespace)
-    kube.create(pods, _pod("bound", nodeName=f"{POOL}-mig"))
+    kube.create(pods, pod("bound", nodeName=f"{POOL}-mig"))
     p = wait_for(
         "Running",
         lambda: (lambda o: o if o["status"].get("phase") == "Running" else None)(kube.get(f"{pods}/bound")),
@@ -142,13 +120,13 @@ def test_bound_pod_runs_and_deleted_pod_goes(fleet: SimulatedFleet, kube: Kube, 
     assert p["status"]["podIP"] and p["status"]["startTime"]
     assert {c["type"]: c["status"] for c in p["status"]["conditions"]}["Ready"] == "True"
     assert p["status"]["containerStatuses"][0]["state"]["running"]
-    kube.delete(f"{pods}/bound")  # default grace period: the simulated kubelet finishes it
+    kube.delete(f"{pods}/bound")  # default grace period: KWOK's pod-kill Stage finishes it
     wait_for("pod gone", lambda: kube.get_or_none(f"{pods}/bound") is None, timeout=5)
 
 
-def test_scheduler_places_a_gpu_pod_on_a_device_plugin_node(fleet: SimulatedFleet, kube: Kube, namespace: str) -> None:
+def test_scheduler_places_a_gpu_pod_on_a_device_plugin_node(fleet: TwinNodes, kube: Kube, namespace: str) -> None:
     pods = path_of("v1", "pods", namespace=namespace)
-    body = _pod("gpu", nodeSelector={"cloud.google.com/gke-nodepool": POOL})
+    body = pod("gpu", nodeSelector={"cloud.google.com/gke-nodepool": POOL})
     body["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "1"}}
     kube.create(pods, body)
     p = wait_for(
@@ -159,7 +137,7 @@ def test_scheduler_places_a_gpu_pod_on_a_device_plugin_node(fleet: SimulatedFlee
     assert p["spec"]["nodeName"] in (f"{POOL}-h100", f"{POOL}-t4")
 
 
-def test_install_nvidia_stack(fleet: SimulatedFleet, kube: Kube) -> None:
+def test_install_nvidia_stack(fleet: TwinNodes, kube: Kube) -> None:
     policy = {
         "metadata": {"name": "cluster-policy"},
         "spec": {"devicePlugin": {"enabled": True}},
@@ -187,7 +165,7 @@ def test_install_nvidia_stack(fleet: SimulatedFleet, kube: Kube) -> None:
 GPU_CONTAINER = {"name": "c", "resources": {"limits": {"nvidia.com/gpu": "1"}}}
 
 
-def test_load_workloads(fleet: SimulatedFleet, kube: Kube) -> None:
+def test_load_workloads(fleet: TwinNodes, kube: Kube) -> None:
     ns = f"load-{RUN}"
     template = {
         "metadata": {"labels": {"app": "w"}},
@@ -309,8 +287,15 @@ def test_cli_runs_until_sigterm(control_plane: controlplane.ControlPlane, kube: 
     snap.write_bytes(orjson.dumps({"apiVersion": "v1", "kind": "List", "items": [node_obj]}))
     env = {**os.environ, "PYTHONPATH": str(controlplane.REPO)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "dra_migrate.sim", "--kubeconfig", str(control_plane.kubeconfig),
-         "--snapshot", str(snap)],
+        [
+            sys.executable,
+            "-m",
+            "dra_migrate.sim",
+            "--kubeconfig",
+            str(control_plane.kubeconfig),
+            "--snapshot",
+            str(snap),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,
@@ -326,146 +311,3 @@ def test_cli_runs_until_sigterm(control_plane: controlplane.ControlPlane, kube: 
         if proc.poll() is None:
             proc.kill()
         kube.delete(path_of("v1", "nodes", name))
-
-
-# -- realistic timing, time-scaled -----------------------------------------------------------------
-# At 0.05 the kubelet's 5-minute capacity grace takes 15 s, its 30 s slice wipe 1.5 s, a 60 s pod
-# grace 3 s. Windows are asserted with slack for a loaded machine, never as exact times.
-SCALE = 0.05
-RT = profile("realistic", SCALE)
-RT_DP, RT_DRA, RT_PODS = f"{POOL}-rt-dp", f"{POOL}-rt-dra", f"{POOL}-rt-pods"
-CLASSES = "/apis/resource.k8s.io/v1/deviceclasses"
-
-
-@pytest.fixture(scope="module")
-def realistic(control_plane: controlplane.ControlPlane, kube: Kube) -> Iterator[SimulatedFleet]:
-    specs = [GpuNodeSpec.small(n, gpus=2, pool=f"{POOL}-rt") for n in (RT_DP, RT_DRA, RT_PODS)]
-    with SimulatedFleet(control_plane.kubeconfig, specs, heartbeat_seconds=2, timing=RT) as f:
-        yield f
-    for name in f.node_names:
-        kube.delete(path_of("v1", "nodes", name))
-
-
-def gpu_status(kube: Kube, name: str) -> tuple[str | None, str | None]:
-    status = node(kube, name)["status"]
-    return status.get("capacity", {}).get("nvidia.com/gpu"), status.get("allocatable", {}).get("nvidia.com/gpu")
-
-
-def test_realistic_capacity_is_held_while_allocatable_is_zero(realistic: SimulatedFleet, kube: Kube) -> None:
-    wait_for("the device plugin's GPUs", lambda: gpu_status(kube, RT_DP) == ("2", "2"), timeout=10)
-    switched = time.monotonic()
-    realistic.set_device_plugin(RT_DP, False)
-    wait_for("allocatable 0", lambda: gpu_status(kube, RT_DP)[1] == "0", timeout=5)
-    to_allocatable_zero = time.monotonic() - switched
-    assert to_allocatable_zero <= (REALISTIC.plugin_exit_s + REALISTIC.node_status_sync_s) * SCALE + 2
-    seen: set[tuple[str | None, str | None]] = set()
-
-    def capacity_zero() -> bool:
-        now = gpu_status(kube, RT_DP)
-        seen.add(now)
-        return now == ("0", "0")
-
-    wait_for("capacity 0 after the grace", capacity_zero, timeout=RT.capacity_grace_s + 10)
-    to_capacity_zero = time.monotonic() - switched
-    grace = RT.capacity_grace_s  # 15 s here
-    assert grace <= to_capacity_zero <= grace + (REALISTIC.plugin_exit_s + REALISTIC.node_status_sync_s) * SCALE + 3
-    # Between the two only (capacity 2, allocatable 0) was seen: the window a real node shows.
-    assert seen == {("2", "0"), ("0", "0")}
-    assert "nvidia.com/gpu" in node(kube, RT_DP)["status"]["capacity"]  # the key is kept at 0
-    realistic.set_device_plugin(RT_DP, True)
-    wait_for("the GPUs back", lambda: gpu_status(kube, RT_DP) == ("2", "2"), timeout=5)
-
-
-def test_realistic_slices_are_published_after_start_up_and_wiped_after_the_delay(
-    realistic: SimulatedFleet, kube: Kube
-) -> None:
-    realistic.set_dra_plugin(RT_DRA, True)
-    wait_for("a ResourceSlice", lambda: slices_of(kube, RT_DRA), timeout=5)
-    stopped = time.monotonic()
-    realistic.set_dra_plugin(RT_DRA, False)
-    wipe = (REALISTIC.plugin_exit_s + REALISTIC.slice_wipe_delay_s) * SCALE  # 1.6 s here
-    time.sleep(wipe / 2)
-    assert slices_of(kube, RT_DRA), "kubelet wipes a gone plugin's slices only after its wiping delay"
-    wait_for("the slices wiped", lambda: not slices_of(kube, RT_DRA), timeout=wipe + 5)
-    assert time.monotonic() - stopped >= wipe
-
-
-def test_realistic_evicted_pod_stays_terminating_for_its_grace(
-    realistic: SimulatedFleet, kube: Kube, namespace: str
-) -> None:
-    pods = path_of("v1", "pods", namespace=namespace)
-    kube.create(pods, _pod("graceful", nodeName=RT_PODS, terminationGracePeriodSeconds=60))
-    wait_for("Running", lambda: kube.get(f"{pods}/graceful")["status"].get("phase") == "Running", timeout=5)
-    evicted = time.monotonic()
-    eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "graceful", "namespace": namespace}}
-    kube.create(f"{pods}/graceful/eviction", eviction)
-    grace = RT.termination_s(60)  # 3 s here
-    time.sleep(grace / 2)
-    p = kube.get_or_none(f"{pods}/graceful")
-    assert p is not None and p["metadata"]["deletionTimestamp"], "Terminating for its grace period"
-    assert p["metadata"]["deletionGracePeriodSeconds"] == 60
-    wait_for("the pod gone", lambda: kube.get_or_none(f"{pods}/graceful") is None, timeout=grace + 5)
-    assert time.monotonic() - evicted >= grace
-
-
-def test_realistic_canary_reports_the_devices_it_was_allocated(
-    realistic: SimulatedFleet, kube: Kube, namespace: str
-) -> None:
-    name = f"sim-canary-{RUN}"
-    spec = {
-        "selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}],
-        "extendedResourceName": "nvidia.com/gpu",
-    }
-    kube.create(
-        CLASSES, {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name}, "spec": spec}
-    )
-    try:
-        realistic.set_device_plugin(RT_DRA, False)
-        realistic.set_dra_plugin(RT_DRA, True)
-        wait_for("DRA only", lambda: gpu_status(kube, RT_DRA)[1] == "0" and slices_of(kube, RT_DRA), timeout=10)
-        pods = path_of("v1", "pods", namespace=namespace)
-        body = _pod(
-            "canary",
-            nodeSelector={"kubernetes.io/hostname": RT_DRA},
-            tolerations=[{"operator": "Exists"}],
-            restartPolicy="Never",
-        )
-        body["metadata"]["labels"] = {CANARY_LABEL: "t1"}
-        body["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "1"}}
-        kube.create(pods, body)
-
-        done = wait_for(
-            "the canary finished",
-            lambda: (lambda o: o if o["status"].get("phase") in ("Succeeded", "Failed") else None)(
-                kube.get(f"{pods}/canary")
-            ),
-            timeout=15,
-        )
-        (published,) = slices_of(kube, RT_DRA)
-        terminated = done["status"]["containerStatuses"][0]["state"]["terminated"]
-        assert done["status"]["phase"] == "Succeeded" and terminated["exitCode"] == 0
-        assert done["status"]["extendedResourceClaimStatus"]["resourceClaimName"]
-        # One line for the one allocated device, as nvidia-smi -L prints it, naming a device the node publishes
-        # (the claim itself is deallocated once the pod is terminal, so the message is what is left to read).
-        lines = {
-            f"GPU 0: {d['attributes']['productName']['string']} (UUID: {d['attributes']['uuid']['string']})"
-            for d in published["spec"]["devices"]
-        }
-        assert terminated["message"] in lines
-        # Bound without the scheduler (nodeName): no claim, no devices.
-        lost = _pod("lost", nodeName=RT_DRA, restartPolicy="Never")
-        lost["metadata"]["labels"] = {CANARY_LABEL: "t2"}
-        kube.create(pods, lost)
-        failed = wait_for(
-            "the device-less canary finished",
-            lambda: (lambda o: o if o["status"].get("phase") in ("Succeeded", "Failed") else None)(
-                kube.get(f"{pods}/lost")
-            ),
-            timeout=10,
-        )
-        terminated = failed["status"]["containerStatuses"][0]["state"]["terminated"]
-        assert (failed["status"]["phase"], terminated["exitCode"], terminated["message"]) == ("Failed", 1, NO_DEVICES)
-    finally:
-        kube.delete(f"{CLASSES}/{name}")
-        realistic.set_dra_plugin(RT_DRA, False)
-        realistic.set_device_plugin(RT_DRA, True)

@@ -223,3 +223,24 @@ def test_the_api_round_trips_of_a_waves_slowest_node_count_at_their_real_length(
     # A journal without the field (an older run): nothing but the canaries is taken off.
     plain = [{k: v for k, v in r.items() if k != "requestSeconds"} for r in records]
     assert _waves_of(plain, scale, {}, real_s=0.0)[0].seconds == pytest.approx(300)
+
+
+def test_the_twins_plan_is_of_the_twin_not_of_the_cluster_it_was_made_from() -> None:
+    """A plan made from a live read records that cluster; the executor runs the rehearsal's copy on the twin,
+    whose other-cluster check refused it (test_rehearse test_d failed so) unless the copy names the twin."""
+    from dataclasses import replace
+
+    from dra_migrate.cluster.identity import ClusterIdentity, refuse_other_cluster
+    from dra_migrate.cluster.snapshot import load_snapshot
+    from dra_migrate.plan.drift import plan_identity
+    from dra_migrate.rehearse.run import twin_plan
+
+    body = plan_io.body_of(plan_io.load(Path(PLAN)))
+    operators = ClusterIdentity("uid-operator", "https://prod:6443", "prod")
+    plan = plan_io.seal({**body, "clusterIdentity": operators.to_dict()})
+    state = load_snapshot(Path("fixtures/clusters/demo.yaml"))
+    state.source = replace(state.source, cluster_uid="uid-twin", kind="live", location="https://127.0.0.1:1")
+    derived = twin_plan(plan, state, 0.1)
+    assert plan_identity(derived) == state.source.identity
+    refuse_other_cluster(plan_identity(derived), "the twin's plan", state.source.identity, "the twin")
+    assert plan_io.body_of(derived) and derived["digest"] != plan["digest"]

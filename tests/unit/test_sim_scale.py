@@ -1,7 +1,7 @@
-"""What lets one process play thousands of simulated kubelets beside the executor (issue 16, "scale").
+"""What lets the twin keep up beside the executor at thousands of nodes (issue 16, "scale").
 
-Each of these failed a 2,000-node rehearsal before it was fixed: one thread running every delayed call,
-one lock for every node, and the executor's scaled polls starving the simulator of the interpreter.
+Each of these failed a 2,000-node rehearsal before it was fixed: one thread running every delayed call (the
+canary's timers, sim/kwok.py), and the executor's scaled polls starving the twin.
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
@@ -21,9 +20,7 @@ from dra_migrate.rehearse.run import (
     scaled_polls,
     twin_heartbeat_s,
 )
-from dra_migrate.sim.fleet import SimulatedFleet
-from dra_migrate.sim.spec import GpuNodeSpec
-from dra_migrate.sim.timing import INSTANT, Timers
+from dra_migrate.sim.timing import Timers
 
 # -- the timers' workers ---------------------------------------------------------------------------
 
@@ -87,61 +84,6 @@ def test_a_failing_call_on_a_worker_is_reported_and_the_others_run() -> None:
     t = _run_timers_until(timers, 4, ran.is_set)
     assert ran.is_set() and [str(e) for e in errors] == ["boom"]
     assert not t.is_alive(), "stop ends the workers too"
-
-
-# -- one lock per node -------------------------------------------------------------------------------
-
-
-class StuckKube:
-    """An API server that answers every node's status patch but n1's, which hangs until released."""
-
-    def __init__(self) -> None:
-        self.release = threading.Event()
-        self.entered = threading.Event()
-        self.patched: list[str] = []
-
-    def strategic_patch(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        node = path.split("/")[4]
-        if node == "n1":
-            self.entered.set()
-            assert self.release.wait(10), "never released"
-        self.patched.append(node)
-        return body
-
-    def list_all(self, path: str, query: Any = ()) -> tuple[list[dict[str, Any]], str]:
-        return [], "1"
-
-    def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        return body
-
-    def delete(self, path: str, body: Any = None) -> None:
-        return None
-
-
-def test_a_node_whose_api_call_hangs_does_not_hold_up_another_node() -> None:
-    """n1's status post hangs (inside its kubelet's lock); n2's still goes through at once. With one
-    lock for the fleet, n2 waited for n1 — at 2,000 nodes every delayed call queued behind the slowest."""
-    timers = Timers()
-    fleet = SimulatedFleet(
-        "unused", [GpuNodeSpec.small(n, gpus=1) for n in ("n1", "n2")], timing=INSTANT, timers=timers
-    )
-    fake = StuckKube()
-    fleet._kube = fake  # type: ignore[assignment]
-    n1, n2 = fleet._nodes["n1"], fleet._nodes["n2"]
-    stuck = threading.Thread(target=fleet._reconcile, args=(n1, n1.spec.labels), kwargs={"force": True}, daemon=True)
-    stuck.start()
-    try:
-        assert fake.entered.wait(5)
-        other = threading.Thread(
-            target=fleet._reconcile, args=(n2, n2.spec.labels), kwargs={"force": True}, daemon=True
-        )
-        other.start()
-        other.join(2)
-        assert not other.is_alive() and fake.patched == ["n2"], "n2 waited for n1's lock"
-    finally:
-        fake.release.set()
-        stuck.join(5)
-    assert sorted(fake.patched) == ["n1", "n2"]
 
 
 # -- the twin's rates --------------------------------------------------------------------------------

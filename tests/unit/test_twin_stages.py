@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from ruamel.yaml import YAML
 
+from dra_migrate.inventory.platform import which_platform
 from dra_migrate.rehearse.apf import flow_objects
-from dra_migrate.sim.kwok import addresses, node_manifest
-from dra_migrate.sim.spec import LABEL_DEVICE_PLUGIN, GpuNodeSpec
-from dra_migrate.sim.stages import A_DEVICES, A_DP, A_DP_RESOURCES, KWOK_NODE, NODE_CONDITIONS, node_annotations, stages
+from dra_migrate.sim.kwok import _settled, addresses, node_manifest
+from dra_migrate.sim.spec import LABEL_DEVICE_PLUGIN, LABEL_DRA_KUBELET_PLUGIN, GpuNodeSpec
+from dra_migrate.sim.stages import (
+    A_DEVICES,
+    A_DP,
+    A_DP_RESOURCES,
+    A_DRA,
+    KWOK_NODE,
+    NODE_CONDITIONS,
+    node_annotations,
+    stages,
+)
 from dra_migrate.sim.timing import REALISTIC, profile
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,6 +69,29 @@ def test_a_node_is_registered_with_what_its_stages_read() -> None:
     host_ip, cidr = addresses(3)
     assert node["spec"]["podCIDR"] == cidr and node["status"]["addresses"][0]["address"] == host_ip
     assert len({addresses(i) for i in range(10_000)}) == 10_000  # every node of a 10,000-node twin its own
+
+
+def test_a_node_keeps_the_snapshots_provider_or_is_kwoks_not_a_clouds_by_its_pool_label() -> None:
+    """A replayed GKE node stays GKE's; a spec that only carries a GKE pool label (every test node) is not
+    taken for GKE, so platform rules (which can block a plan) do not fire on a test fleet."""
+    replayed = replace(GpuNodeSpec.small("n1", gpus=1, pool="p"), provider_id="gce://proj/zone/n1")
+    assert node_manifest(replayed)["spec"]["providerID"] == "gce://proj/zone/n1"
+    assert which_platform(node_manifest(replayed)) == "gke"
+    synthetic = node_manifest(GpuNodeSpec.small("n2", gpus=1, pool="p"))
+    assert synthetic["spec"]["providerID"] == "kwok://n2" and which_platform(synthetic) == "generic"
+
+
+def test_a_node_is_ready_for_a_test_once_kwok_runs_each_plugin_its_labels_place() -> None:
+    node = node_manifest(GpuNodeSpec.small("n1", gpus=1, labels={LABEL_DRA_KUBELET_PLUGIN: "true"}))
+    assert not _settled(node) and not _settled(None)  # registered: not Ready yet
+    node["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    assert not _settled(node), "Ready, but the DRA plugin its label places has not published yet"
+    node["metadata"]["annotations"][A_DRA] = "running"
+    assert _settled(node)
+    node["metadata"]["labels"][LABEL_DEVICE_PLUGIN] = "false"
+    assert not _settled(node), "the device plugin switched off, still running"
+    node["metadata"]["annotations"][A_DP] = "stopped"
+    assert _settled(node)
 
 
 def test_more_devices_than_one_slice_holds_is_refused() -> None:
