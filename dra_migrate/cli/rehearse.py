@@ -116,7 +116,7 @@ def twin() -> None:
 
 @twin.command("build")
 def twin_build() -> None:
-    """Build etcd, kube-apiserver, kube-scheduler and kube-controller-manager into the user's cache.
+    """Build etcd, kube-apiserver, kube-scheduler, kube-controller-manager and KWOK into the user's cache.
 
     \b
     Examples:

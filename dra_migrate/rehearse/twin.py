@@ -144,7 +144,11 @@ class Twin:
 
 
 def build() -> int:
-    """Run the same Go build the tests use, into the user's cache, and fetch Kueue's CRDs (the twin creates
-    the snapshot's Kueue queues under them: sim/kueue.py); output goes to stderr."""
-    code = subprocess.run([str(tools_dir() / "build")], stdin=subprocess.DEVNULL, check=False).returncode
-    return code or fetch_kueue_crds()
+    """Run the same Go builds the tests use, into the user's cache: the control plane, then KWOK (which plays
+    the twin's nodes: sim/kwok.py; a no-op when cached), and fetch Kueue's CRDs (the twin creates the
+    snapshot's Kueue queues under them: sim/kueue.py); output goes to stderr."""
+    for script in (tools_dir() / "build", bundled("tools/kwok/build")):
+        code = subprocess.run([str(script)], stdin=subprocess.DEVNULL, check=False).returncode
+        if code:
+            return code
+    return fetch_kueue_crds()
