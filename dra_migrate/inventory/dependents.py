@@ -9,7 +9,7 @@ in: a field of the wrong type is read as absent). The rules in `checks/rules_dep
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -184,6 +184,18 @@ def flavor_node_labels(state: ClusterState) -> dict[str, dict[str, str]]:
     return out
 
 
+def queue_gpu_quotas(cluster_queue: Mapping[str, Any]) -> Iterator[tuple[str, str, Any]]:
+    """(flavor, resource, nominalQuota as written) for each nvidia.com/ resource a ClusterQueue budgets
+    (kueue.x-k8s.io/v1beta1 ClusterQueue spec.resourceGroups[].flavors[].resources[])."""
+    for group in _list(_map(cluster_queue.get("spec")).get("resourceGroups")):
+        for flavor in _list(_map(group).get("flavors")):
+            fname = str(_map(flavor).get("name") or "")
+            for r in _list(_map(flavor).get("resources")):
+                rname = str(_map(r).get("name") or "")
+                if rname.startswith(GPU_PREFIX):
+                    yield fname, rname, _map(r).get("nominalQuota")
+
+
 def gpu_queues(state: ClusterState) -> list[GpuQueue]:
     flavors = {_meta(f)[1]: _map(f.get("spec")) for f in state.of("kueue.x-k8s.io/ResourceFlavor")}
     local: dict[str, list[str]] = {}
@@ -195,15 +207,10 @@ def gpu_queues(state: ClusterState) -> list[GpuQueue]:
         name = _meta(cq)[1]
         resources: dict[str, dict[str, str]] = {}
         tas: set[str] = set()
-        for group in _list(_map(cq.get("spec")).get("resourceGroups")):
-            for flavor in _list(_map(group).get("flavors")):
-                fname = str(_map(flavor).get("name") or "")
-                for r in _list(_map(flavor).get("resources")):
-                    rname = str(_map(r).get("name") or "")
-                    if rname.startswith(GPU_PREFIX):
-                        resources.setdefault(rname, {})[fname] = str(_map(r).get("nominalQuota"))
-                        if flavors.get(fname, {}).get("topologyName"):
-                            tas.add(fname)
+        for fname, rname, quota in queue_gpu_quotas(cq):
+            resources.setdefault(rname, {})[fname] = str(quota)
+            if flavors.get(fname, {}).get("topologyName"):
+                tas.add(fname)
         if resources:
             queues = tuple(sorted(local.get(name, [])))
             out.append(GpuQueue(name, resources, tuple(sorted(tas)), queues, gitops_owner(cq)))

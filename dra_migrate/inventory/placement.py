@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-# Tolerations the DaemonSet controller adds to every daemon pod.
-_DAEMON_TOLERATED = frozenset(
+# Tolerations the DaemonSet controller adds to every daemon pod (the twin's jq placement uses the same set:
+# sim/placement.py).
+DAEMON_TOLERATED = frozenset(
     {
         "node.kubernetes.io/not-ready",
         "node.kubernetes.io/unreachable",
@@ -88,7 +89,7 @@ def node_selects(pod_spec: dict[str, Any], node: dict[str, Any], *, daemon: bool
     for taint in (node.get("spec") or {}).get("taints") or []:
         if taint.get("effect") not in ("NoSchedule", "NoExecute"):
             continue
-        if daemon and taint.get("key") in _DAEMON_TOLERATED:
+        if daemon and taint.get("key") in DAEMON_TOLERATED:
             continue
         if not _tolerates(tolerations, taint):
             return False

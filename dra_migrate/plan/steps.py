@@ -47,6 +47,20 @@ def prepare_stage(readiness: Readiness, params: PlanParams) -> Stage:
 _DEFAULT = object()
 
 
+def cordon_step(precondition: str) -> Step:
+    """Cordon a node; rollback restores its original schedulability (in place and replace-pool alike)."""
+    return Step("cordon", Action.CORDON, "Node", {"unschedulable": True}, precondition, "30s",
+                Inverse(InverseAction.SET_UNSCHEDULABLE, {"unschedulable": "{original.unschedulable}"}))  # fmt: skip
+
+
+def drain_step(params: PlanParams) -> Step:
+    """Evict a cordoned node's pods as kubectl drain does (policy/v1 Eviction, DaemonSet and mirror pods skipped)."""
+    return Step("drain", Action.DRAIN, "Node",
+                {"scope": params.drain, "via": "policy/v1 Eviction", "skip": ["DaemonSet pods", "mirror pods"]},
+                "the node is cordoned", params.drain_timeout,
+                Inverse(InverseAction.NONE, {"why": "evicted pods are recreated by their controllers"}))  # fmt: skip
+
+
 def node_steps(params: PlanParams, dp_switch: Any = _DEFAULT, dra_switch: Any = _DEFAULT) -> tuple[Step, ...]:
     """What every node of a pool stage goes through, in order; `{...}` are the node's own values.
 
@@ -56,15 +70,7 @@ def node_steps(params: PlanParams, dp_switch: Any = _DEFAULT, dra_switch: Any = 
     """
     dp = (params.device_plugin_label, params.device_plugin_off) if dp_switch is _DEFAULT else dp_switch
     dra = (params.dra_label, params.dra_on) if dra_switch is _DEFAULT else dra_switch
-    steps = [
-        Step("cordon", Action.CORDON, "Node", {"unschedulable": True},
-             "the node exists and its uid matches the plan", "30s",
-             Inverse(InverseAction.SET_UNSCHEDULABLE, {"unschedulable": "{original.unschedulable}"})),
-        Step("drain", Action.DRAIN, "Node",
-             {"scope": params.drain, "via": "policy/v1 Eviction", "skip": ["DaemonSet pods", "mirror pods"]},
-             "the node is cordoned", params.drain_timeout,
-             Inverse(InverseAction.NONE, {"why": "evicted pods are recreated by their controllers"})),
-    ]  # fmt: skip
+    steps = [cordon_step("the node exists and its uid matches the plan"), drain_step(params)]
     if dp is not None:
         steps.append(
             Step("disable-device-plugin", Action.SET_LABEL, "Node", {"key": dp[0], "value": dp[1]},

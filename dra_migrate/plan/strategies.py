@@ -32,6 +32,7 @@ from dra_migrate.inventory.platform import (
 from dra_migrate.plan.actions import PROVISION_ACTIONS, Action, InverseAction
 from dra_migrate.plan.model import Inverse, PoolStage, PrepareStage, Step
 from dra_migrate.plan.params import PlanParams, checked_duration
+from dra_migrate.plan.steps import cordon_step, drain_step
 
 IN_PLACE = "in-place"
 
@@ -242,15 +243,7 @@ def replace_pool_node_steps(params: PlanParams, protect: str | None) -> tuple[St
                  Inverse(InverseAction.RESTORE_ANNOTATION,
                          {"key": protect, "value": f"{{original.annotations.{protect}}}"}))
         )  # fmt: skip
-    steps += [
-        Step("cordon", Action.CORDON, "Node", {"unschedulable": True},
-             "the new pool passed its canary and capacity check", "30s",
-             Inverse(InverseAction.SET_UNSCHEDULABLE, {"unschedulable": "{original.unschedulable}"})),
-        Step("drain", Action.DRAIN, "Node",
-             {"scope": params.drain, "via": "policy/v1 Eviction", "skip": ["DaemonSet pods", "mirror pods"]},
-             "the node is cordoned", params.drain_timeout,
-             Inverse(InverseAction.NONE, {"why": "evicted pods are recreated by their controllers"})),
-    ]  # fmt: skip
+    steps += [cordon_step("the new pool passed its canary and capacity check"), drain_step(params)]
     return tuple(steps)
 
 

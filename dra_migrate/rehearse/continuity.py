@@ -30,7 +30,7 @@ from decimal import Decimal
 from typing import Any
 
 from dra_migrate.cluster.quantity import parse_quantity
-from dra_migrate.inventory.dependents import DEVICES_PER_CLASS, REQUESTS
+from dra_migrate.inventory.dependents import DEVICES_PER_CLASS, REQUESTS, queue_gpu_quotas
 from dra_migrate.inventory.resources import GPU_PREFIX
 from dra_migrate.kube import ApiError, Event, Informer, Kube
 from dra_migrate.plan.actions import Action
@@ -148,13 +148,8 @@ def queue_quotas(cluster_queues: Iterable[Obj]) -> dict[tuple[str, str, str], De
     out: dict[tuple[str, str, str], Decimal | None] = {}
     for cq in cluster_queues:
         name = str(_map(cq.get("metadata")).get("name") or "")
-        for group in _list(_map(cq.get("spec")).get("resourceGroups")):
-            for flavor in _list(_map(group).get("flavors")):
-                fname = str(_map(flavor).get("name") or "")
-                for r in _list(_map(flavor).get("resources")):
-                    rname = str(_map(r).get("name") or "")
-                    if rname.startswith(GPU_PREFIX):
-                        out[(name, fname, rname)] = _qty(_map(r).get("nominalQuota"))
+        for fname, rname, quota in queue_gpu_quotas(cq):
+            out[(name, fname, rname)] = _qty(quota)
     return out
 
 

@@ -26,24 +26,13 @@ from typing import Any
 
 from dra_migrate.cluster.state import ClusterState
 from dra_migrate.inventory.operator import device_plugin_daemonset_objects, dra_plugin_daemonset_objects
-from dra_migrate.inventory.placement import node_selects
+from dra_migrate.inventory.placement import DAEMON_TOLERATED, node_selects
 from dra_migrate.sim.spec import (
     LABEL_DEVICE_PLUGIN,
     LABEL_DRA_DRIVER,
     LABEL_DRA_KUBELET_PLUGIN,
     device_plugin_enabled,
     dra_plugin_enabled,
-)
-
-# Taints the DaemonSet controller tolerates on every daemon pod (the set inventory.placement applies).
-DAEMON_TOLERATED = (
-    "node.kubernetes.io/not-ready",
-    "node.kubernetes.io/unreachable",
-    "node.kubernetes.io/disk-pressure",
-    "node.kubernetes.io/memory-pressure",
-    "node.kubernetes.io/pid-pressure",
-    "node.kubernetes.io/unschedulable",
-    "node.kubernetes.io/network-unavailable",
 )
 
 
@@ -120,7 +109,7 @@ def jq_selects(pod_spec: Mapping[str, Any]) -> str:
     tolerations = [t for t in pod_spec.get("tolerations") or [] if isinstance(t, Mapping)]
     allowed = [
         '(.effect != "NoSchedule" and .effect != "NoExecute")',
-        *(f".key == {_lit(k)}" for k in DAEMON_TOLERATED),
+        *(f".key == {_lit(k)}" for k in sorted(DAEMON_TOLERATED)),
         *(_toleration(t) for t in tolerations),
     ]
     parts.append(f"all((.spec.taints // [])[]; {_any(allowed)})")

@@ -12,6 +12,7 @@ from conftest import wait_for
 from dra_migrate.sim.kube import Kube, path_of
 from dra_migrate.sim.kwok import KwokFleet
 from dra_migrate.sim.spec import GpuNodeSpec
+from dra_migrate.sim.stack import DRA_PLUGIN_DAEMONSET, DRA_PLUGIN_NAMESPACE, install_nvidia_stack
 
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 CLASSES = "/apis/resource.k8s.io/v1/deviceclasses"
@@ -54,6 +55,25 @@ def on_kwok(fleet: KwokFleet, specs: Iterable[GpuNodeSpec]) -> Iterator[TwinNode
         yield nodes
     finally:
         fleet.remove(nodes.node_names)
+
+
+@contextlib.contextmanager
+def dra_fleet(fleet: KwokFleet, kube: Kube, specs: Iterable[GpuNodeSpec]) -> Iterator[TwinNodes]:
+    """`specs` on KWOK with the NVIDIA stack installed (the DRA kubelet-plugin DaemonSet) and every node
+    untainted; afterwards the DaemonSet and the DeviceClasses the tool made are gone: the modules after this
+    one compare whole inventories."""
+    with on_kwok(fleet, specs) as f:
+        install_nvidia_stack(kube.api_client, dra_driver=True)
+        wait_for(
+            "nodes ready",
+            lambda: all(not kube.get(path_of("v1", "nodes", n))["spec"].get("taints") for n in f.node_names),
+            timeout=30,
+        )
+        yield f
+    kube.delete(path_of("apps/v1", "daemonsets", DRA_PLUGIN_DAEMONSET, DRA_PLUGIN_NAMESPACE))
+    classes, _ = kube.list_all(CLASSES, [("labelSelector", "app.kubernetes.io/managed-by=dra-migrate")])
+    for c in classes:
+        kube.delete(f"{CLASSES}/{c['metadata']['name']}")
 
 
 def node(kube: Kube, name: str) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from typing import Any
 import controlplane
 import pytest
 from conftest import wait_for
-from nodes import TwinNodes, on_kwok
+from nodes import TwinNodes, dra_fleet
 
 from dra_migrate.execute.cluster_journal import ClusterJournal, JournalConflict, read_cluster_journal
 from dra_migrate.kube import ApiError
@@ -29,7 +29,6 @@ from dra_migrate.plan import io as plan_io
 from dra_migrate.sim.kube import Kube, path_of
 from dra_migrate.sim.kwok import KwokFleet
 from dra_migrate.sim.spec import GpuNodeSpec
-from dra_migrate.sim.stack import DRA_PLUGIN_DAEMONSET, DRA_PLUGIN_NAMESPACE, install_nvidia_stack
 
 pytestmark = pytest.mark.cluster
 
@@ -43,17 +42,8 @@ DIGEST = "sha256:" + "d" * 64
 @pytest.fixture(scope="module")
 def fleet(kwok: KwokFleet, kube: Kube) -> Iterator[TwinNodes]:
     specs = [GpuNodeSpec.small(f"{POOL}-{i}", gpus=2, pool=POOL, driver_version="580.95.05") for i in range(3)]
-    with on_kwok(kwok, specs) as f:
-        install_nvidia_stack(kube.api_client, dra_driver=True)
-        wait_for("nodes ready", lambda: all(not kube.get(path_of("v1", "nodes", n))["spec"].get("taints")
-                                            for n in f.node_names), timeout=30)  # fmt: skip
+    with dra_fleet(kwok, kube, specs) as f:
         yield f
-    kube.delete(path_of("apps/v1", "daemonsets", DRA_PLUGIN_DAEMONSET, DRA_PLUGIN_NAMESPACE))
-    classes, _ = kube.list_all(
-        "/apis/resource.k8s.io/v1/deviceclasses", [("labelSelector", "app.kubernetes.io/managed-by=dra-migrate")]
-    )
-    for c in classes:
-        kube.delete(f"/apis/resource.k8s.io/v1/deviceclasses/{c['metadata']['name']}")
 
 
 def cli(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

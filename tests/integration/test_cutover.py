@@ -21,7 +21,7 @@ import controlplane
 import pytest
 from conftest import wait_for
 from deepdiff import DeepDiff
-from nodes import TwinNodes, on_kwok
+from nodes import TwinNodes, dra_fleet
 
 from dra_migrate.execute.journal import journal_path, read_journal
 from dra_migrate.plan import io as plan_io
@@ -29,7 +29,6 @@ from dra_migrate.plan.model import Plan
 from dra_migrate.sim.kube import Kube, path_of
 from dra_migrate.sim.kwok import KwokFleet
 from dra_migrate.sim.spec import GpuNodeSpec
-from dra_migrate.sim.stack import DRA_PLUGIN_DAEMONSET, DRA_PLUGIN_NAMESPACE, install_nvidia_stack
 
 pytestmark = pytest.mark.cluster
 
@@ -108,22 +107,8 @@ def slices(kube: Kube, names: list[str]) -> dict[str, int]:
 
 @pytest.fixture(scope="module")
 def fleet(kwok: KwokFleet, kube: Kube) -> Iterator[TwinNodes]:
-    with on_kwok(kwok, specs()) as f:
-        install_nvidia_stack(kube.api_client, dra_driver=True)
-        wait_for(
-            "nodes ready",
-            lambda: all(not kube.get(path_of("v1", "nodes", n))["spec"].get("taints") for n in f.node_names),
-            timeout=30,
-        )
+    with dra_fleet(kwok, kube, specs()) as f:
         yield f
-    # What this module installed must not outlive it: other modules compare whole inventories.
-    kube.delete(path_of("apps/v1", "daemonsets", DRA_PLUGIN_DAEMONSET, DRA_PLUGIN_NAMESPACE))
-    # A safety net for the modules after this one: no DeviceClass of ours may outlive it.
-    classes, _ = kube.list_all(
-        "/apis/resource.k8s.io/v1/deviceclasses", [("labelSelector", "app.kubernetes.io/managed-by=dra-migrate")]
-    )
-    for c in classes:
-        kube.delete(f"/apis/resource.k8s.io/v1/deviceclasses/{c['metadata']['name']}")
 
 
 @pytest.fixture
