@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from dra_migrate.cluster.kinds import NVIDIA_KINDS, kind_key
-from dra_migrate.cluster.state import is_device_plugin_configmap
+from dra_migrate.cluster.state import MIG_MANAGER_DEFAULT_CONFIGMAP, is_kept_configmap
 from dra_migrate.cluster.templates import TemplateTable, get_path
 from dra_migrate.secrets import scrub
 
@@ -96,7 +96,7 @@ def for_snapshot(
     ConfigMaps are not decided here (see `SnapshotFilter`): a ConfigMap not shaped like a device-plugin
     config is dropped, one that is shaped like one is returned for the caller to keep or drop."""
     key = kind_key(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
-    if key == "ConfigMap" and not is_device_plugin_configmap(obj):
+    if key == "ConfigMap" and not is_kept_configmap(obj):
         return None
     _strip_metadata(obj)
     if key in _OPERATOR_KEYS:
@@ -133,8 +133,12 @@ def configmaps_named(obj: dict[str, Any]) -> set[tuple[str | None, str]]:
         # in the operator's namespace (status.namespace).
         name = get_path(obj, "spec.devicePlugin.config.name")
         ns = get_path(obj, "status.namespace")
+        where = ns if isinstance(ns, str) and ns else None
         if isinstance(name, str) and name:
-            out.add((ns if isinstance(ns, str) and ns else None, name))
+            out.add((where, name))
+        # The MIG Manager's mig-parted config: spec.migManager.config.name, the operator's own when unset.
+        mig = get_path(obj, "spec.migManager.config.name")
+        out.add((where, mig if isinstance(mig, str) and mig else MIG_MANAGER_DEFAULT_CONFIGMAP))
     elif key == "apps/DaemonSet" and _is_device_plugin_daemonset(obj):
         ns = _meta(obj).get("namespace")
         for v in get_path(obj, "spec.template.spec.volumes") or []:

@@ -156,7 +156,7 @@ class StateBuilder:
         if key not in self._known:
             self.state.skipped[key] += 1
             return
-        if key == "ConfigMap" and not is_device_plugin_configmap(obj):
+        if key == "ConfigMap" and not is_kept_configmap(obj):
             return
         self._checker.check(key, obj, where)
         if not self._first_copy(key, obj, where):
@@ -206,6 +206,26 @@ class StateBuilder:
 _DEVICE_PLUGIN_CONFIG_MARKERS = ("sharing:", "flags:", "resources:")
 
 
+# The MIG Manager's mig-parted config (NVIDIA/mig-parted api/spec/v1: `version`, `mig-configs`): it says which
+# GPU of a mixed-MIG node holds which instances (inventory/migparted.py).
+_MIG_PARTED_MARKER = "mig-configs:"
+# The operator's own MIG Manager config, used when ClusterPolicy spec.migManager.config.name is unset
+# (gpu-operator assets/state-mig-manager).
+MIG_MANAGER_DEFAULT_CONFIGMAP = "default-mig-parted-config"
+
+
+def is_mig_parted_text(text: object) -> bool:
+    return isinstance(text, str) and "version:" in text and _MIG_PARTED_MARKER in text
+
+
+def is_kept_configmap(obj: Obj) -> bool:
+    """ConfigMaps the tool reads: device-plugin configs and MIG Manager configs; others are dropped."""
+    data = obj.get("data")
+    return is_device_plugin_configmap(obj) or (
+        isinstance(data, dict) and any(is_mig_parted_text(v) for v in data.values())
+    )
+
+
 def is_device_plugin_configmap(obj: Obj) -> bool:
     data = obj.get("data")
     if not isinstance(data, dict):
@@ -223,7 +243,7 @@ def prune(key: str, obj: Obj) -> Obj | None:
         meta = {k: v for k, v in meta.items() if k != "managedFields"}
         obj = {**obj, "metadata": meta}
     if key == "ConfigMap":
-        return obj if is_device_plugin_configmap(obj) else None
+        return obj if is_kept_configmap(obj) else None
     if key == "Pod":
         return _prune_pod(obj)
     return obj

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from dra_migrate.cluster.state import ClusterState, Obj
+from dra_migrate.cluster.state import ClusterState, Obj, is_device_plugin_configmap
 from dra_migrate.cluster.yamlio import load_yaml_documents
 from dra_migrate.errors import InputError
 from dra_migrate.inventory.placement import label_to_deselect, label_to_select, node_selects, settable_label
@@ -155,6 +155,8 @@ def sharing_configs(state: ClusterState, gpu_nodes: list[tuple[str, dict[str, st
     out: list[SharingConfig] = []
     for cm in sorted(state.of("ConfigMap"), key=lambda o: (str(_meta(o).get("namespace")), _name(o))):
         ns, name = str(_meta(cm).get("namespace", "")), _name(cm)
+        if not is_device_plugin_configmap(cm):
+            continue  # a MIG Manager config (inventory/migparted.py)
         if ref_name and name != ref_name:
             continue  # the operator names its config; other look-alikes are not in use
         if ref_ns and ns != ref_ns:
@@ -453,6 +455,8 @@ def device_plugin_placement(node: Obj, daemonsets: list[Obj]) -> PluginPlacement
 def known_gpu_names_from_configs(state: ClusterState) -> set[str]:
     names: set[str] = set()
     for cm in state.of("ConfigMap"):
+        if not is_device_plugin_configmap(cm):
+            continue
         for key, text in (cm.get("data") or {}).items():
             if isinstance(text, str):
                 try:
