@@ -113,8 +113,8 @@ def _node_whole_gpus(node: GpuNode, resource: str) -> int:
     replicas = node.gfd.get(_REPLICAS, "")
     if replicas.isdigit() and int(replicas) > 1:
         return 0
-    if resource in node.capacity:
-        return node.capacity[resource]
+    if node.capacity.get(resource):
+        return node.capacity[resource]  # 0 once the kubelet zeroed a departed plugin's capacity: GFD's count then
     count = node.gfd.get("count", "")
     return int(count) if resource == DEFAULT_GPU and count.isdigit() else 0
 

@@ -285,69 +285,15 @@ def test_the_prediction_from_labels_and_capacity_is_what_the_real_driver_publish
         node.kube.delete(path_of("resource.k8s.io/v1", "resourceslices", s["metadata"]["name"]))
 
 
-# -- a full cutover with the real plugins ---------------------------------------------------------------
-
-
-def test_a_real_node_cuts_over_from_the_real_device_plugin_to_the_real_dra_driver_and_back(
-    node: NvidiaNode, tmp_path: Path
-) -> None:
-    bring_up(node, "a100")
-    assert not slice_devices(node)
-    # Before: the real device plugin serves the pod (envvar strategy: it names the GPU in the environment).
-    pod = run_pod(node, "echo NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES")
-    assert pod["status"]["phase"] == "Succeeded", pod["status"]
-    assert "extendedResourceClaimStatus" not in pod["status"]
-    assert "NVIDIA_VISIBLE_DEVICES=GPU-" in message(pod), message(pod)
-
-    plan = tmp_path / "dra_migrate.yaml"
-    res = cli(node, "plan", "--out", str(plan), "--soak", "0s", "--canary-image", IMAGE)
-    assert res.returncode == 0, res.stderr
-    assert plan_io.load(plan)["applicable"] is True, res.stdout + res.stderr
-    t0 = time.monotonic()
-    res = cli(node, "apply", str(plan), "--yes")
-    assert res.returncode == 0, res.stderr
-    MEASURED["apply of the real node (s)"] = round(time.monotonic() - t0, 1)
-    obj = node_obj(node)
-    assert obj["metadata"]["labels"][DP] == "false" and obj["metadata"]["labels"][DRA] == "true"
-    # The real device plugin left: allocatable 0, capacity held (kubelet devicemanager's 5-min grace).
-    assert obj["status"]["allocatable"][GPU] == "0" and obj["status"]["capacity"][GPU] == "8"
-    wait_for("the device plugin's pod gone", lambda: not pods_of(node, "nvidia-device-plugin-daemonset"), timeout=60)
-    published = {d["attributes"]["uuid"]["string"] for d in slice_devices(node)}
-    assert len(published) == 8
-    end = step_end(plan, "canary")
-    assert end["result"] == "ok", end
-    assert end["after"]["expected"] and set(end["after"]["expected"]) <= published
-    # The same pod spec now runs through DRA: the real driver prepared its claim and its CDI spec gave the
-    # container the GPU's device node (and the driver root's nvidia-smi, which lists what it can open).
-    pod = run_pod(node, "ls -l /dev/nvidia[0-9]*; nvidia-smi -L")
-    assert pod["status"]["phase"] == "Succeeded", pod["status"]
-    assert pod["status"]["extendedResourceClaimStatus"]["requestMappings"][0]["resourceName"] == GPU
-    seen = [x.split("UUID: ")[1].rstrip(")") for x in message(pod).splitlines() if x.startswith("GPU ")]
-    assert len(seen) == 1 and seen[0] in published, message(pod)
-    assert message(pod).count(" 195, ") == 1, message(pod)  # one NVIDIA character device node
-
-    t0 = time.monotonic()
-    res = cli(node, "rollback", str(plan), "--yes")
-    assert res.returncode == 0, res.stderr
-    # Resources of earlier setups (nvidia.com/mig-*) stay in the Node's status at 0.
-    wait_for("the real device plugin serving 8 again", lambda: only_gpus(nvidia_allocatable(node), "8"), timeout=120)
-    MEASURED["rollback to the device plugin serving again (s)"] = round(time.monotonic() - t0, 1)
-    obj = node_obj(node)
-    labels = obj["metadata"]["labels"]
-    assert labels[DP] == "true" and DRA not in labels and not obj["spec"].get("unschedulable")
-    assert obj["status"]["capacity"][GPU] == "8"
-    wait_for("DRA plugin pod gone", lambda: not pods_of(node, "dra-driver-nvidia-gpu-kubelet-plugin"), timeout=90)
-    pod = run_pod(node, "echo NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES")
-    assert pod["status"]["phase"] == "Succeeded" and "extendedResourceClaimStatus" not in pod["status"]
-    assert "NVIDIA_VISIBLE_DEVICES=GPU-" in message(pod), message(pod)
-
-
 # -- topology: what each side allocates for a request of several GPUs (issue 24 item 7) -----------------------
 
 PCIE_ROOT = "resource.kubernetes.io/pcieRoot"
 # The kubelet's device-manager checkpoint: which device IDs it gave each container (pkg/kubelet/cm/devicemanager
 # checkpoint; the kubelet's device-plugin directory is fixed, pluginapi.DevicePluginPath).
 CHECKPOINT = Path("/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint")
+# A class of its own (the chart's gpu.nvidia.com selector, no extendedResourceName), removed afterwards: the
+# cutover's plan creates the classes it needs and must not find this one.
+TOPOLOGY_CLASS = "topology-test.gpu.nvidia.com"
 
 
 def gpu_index(n: NvidiaNode) -> dict[str, int]:
@@ -374,7 +320,7 @@ def sleeper(n: NvidiaNode, name: str, resources: dict[str, Any], claim: str | No
 
 
 def claim(n: NvidiaNode, name: str, count: int, same_root: bool) -> None:
-    exactly = {"deviceClassName": "gpu.nvidia.com", "allocationMode": "ExactCount", "count": count}
+    exactly = {"deviceClassName": TOPOLOGY_CLASS, "allocationMode": "ExactCount", "count": count}
     devices: dict[str, Any] = {"requests": [{"name": "gpus", "exactly": exactly}]}
     if same_root:  # what `dra-migrate convert --topology` writes
         devices["constraints"] = [{"requests": ["gpus"], "matchAttribute": PCIE_ROOT}]
@@ -429,7 +375,7 @@ def test_topology_the_device_plugin_picks_a_connected_pair_dra_only_when_the_cla
         stop_plugins(node)
         node.setup = ""
         node.kube.create_or_exists(path_of("resource.k8s.io/v1", "deviceclasses"), {
-            "metadata": {"name": "gpu.nvidia.com"},
+            "metadata": {"name": TOPOLOGY_CLASS},
             "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com' && "
                                                           "device.attributes['gpu.nvidia.com'].type == 'gpu'"}}]},
         })  # fmt: skip
@@ -466,5 +412,71 @@ def test_topology_the_device_plugin_picks_a_connected_pair_dra_only_when_the_cla
         assert "no PCIe root holds as many GPUs as Pod default/inv-quad" in finding["message"], finding["message"]
     finally:
         delete_all(node, pods, claims)
+        node.kube.delete(path_of("resource.k8s.io/v1", "deviceclasses", TOPOLOGY_CLASS))
         stop_plugins(node)
         node.setup = ""
+
+
+# -- a full cutover with the real plugins ---------------------------------------------------------------
+
+
+# Whole-GPU setups: the A100 board, the H100 board, and a GPU type not in dra-migrate's product table.
+CUTOVER_SETUPS = ["a100", "h100", "a30"]
+
+
+@pytest.mark.parametrize("setup", CUTOVER_SETUPS)
+def test_a_real_node_cuts_over_from_the_real_device_plugin_to_the_real_dra_driver_and_back(
+    node: NvidiaNode, tmp_path: Path, setup: str
+) -> None:
+    bring_up(node, setup)
+    gpus = SETUPS[setup][1][GPU]
+    assert not slice_devices(node)
+    # Before: the real device plugin serves the pod (envvar strategy: it names the GPU in the environment).
+    pod = run_pod(node, "echo NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES")
+    assert pod["status"]["phase"] == "Succeeded", pod["status"]
+    assert "extendedResourceClaimStatus" not in pod["status"]
+    assert "NVIDIA_VISIBLE_DEVICES=GPU-" in message(pod), message(pod)
+
+    plan = tmp_path / "dra_migrate.yaml"
+    res = cli(node, "plan", "--out", str(plan), "--soak", "0s", "--canary-image", IMAGE)
+    assert res.returncode == 0, res.stderr
+    assert plan_io.load(plan)["applicable"] is True, res.stdout + res.stderr
+    t0 = time.monotonic()
+    res = cli(node, "apply", str(plan), "--yes")
+    assert res.returncode == 0, res.stderr
+    MEASURED[f"{setup}: apply of the real node (s)"] = round(time.monotonic() - t0, 1)
+    obj = node_obj(node)
+    assert obj["metadata"]["labels"][DP] == "false" and obj["metadata"]["labels"][DRA] == "true"
+    # The real device plugin left: allocatable 0, capacity held (kubelet devicemanager's 5-min grace).
+    assert obj["status"]["allocatable"][GPU] == "0" and obj["status"]["capacity"][GPU] == gpus
+    wait_for("the device plugin's pod gone", lambda: not pods_of(node, "nvidia-device-plugin-daemonset"), timeout=60)
+    published = {d["attributes"]["uuid"]["string"] for d in slice_devices(node)}
+    assert len(published) == int(gpus)
+    end = step_end(plan, "canary")
+    assert end["result"] == "ok", end
+    assert end["after"]["expected"] and set(end["after"]["expected"]) <= published
+    # The same pod spec now runs through DRA: the real driver prepared its claim and its CDI spec gave the
+    # container the GPU's device node (and the driver root's nvidia-smi, which lists what it can open).
+    pod = run_pod(node, "ls -l /dev/nvidia[0-9]*; nvidia-smi -L")
+    assert pod["status"]["phase"] == "Succeeded", pod["status"]
+    assert pod["status"]["extendedResourceClaimStatus"]["requestMappings"][0]["resourceName"] == GPU
+    seen = [x.split("UUID: ")[1].rstrip(")") for x in message(pod).splitlines() if x.startswith("GPU ")]
+    assert len(seen) == 1 and seen[0] in published, message(pod)
+    assert message(pod).count(" 195, ") == 1, message(pod)  # one NVIDIA character device node
+
+    t0 = time.monotonic()
+    res = cli(node, "rollback", str(plan), "--yes")
+    assert res.returncode == 0, res.stderr
+    # Resources of earlier setups (nvidia.com/mig-*) stay in the Node's status at 0.
+    wait_for(
+        f"the real device plugin serving {gpus} again", lambda: only_gpus(nvidia_allocatable(node), gpus), timeout=120
+    )
+    MEASURED[f"{setup}: rollback to the device plugin serving again (s)"] = round(time.monotonic() - t0, 1)
+    obj = node_obj(node)
+    labels = obj["metadata"]["labels"]
+    assert labels[DP] == "true" and DRA not in labels and not obj["spec"].get("unschedulable")
+    assert obj["status"]["capacity"][GPU] == gpus
+    wait_for("DRA plugin pod gone", lambda: not pods_of(node, "dra-driver-nvidia-gpu-kubelet-plugin"), timeout=90)
+    pod = run_pod(node, "echo NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES")
+    assert pod["status"]["phase"] == "Succeeded" and "extendedResourceClaimStatus" not in pod["status"]
+    assert "NVIDIA_VISIBLE_DEVICES=GPU-" in message(pod), message(pod)

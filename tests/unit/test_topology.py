@@ -84,6 +84,8 @@ def test_mig_and_time_sliced_are_not_aligned_by_the_device_plugin() -> None:
 def test_node_size_from_gfd_when_the_device_plugin_is_already_off() -> None:
     off = gpu_node("n1", n=0, count="8")
     assert topology(off, deployment("pair", gpus(2)))["pair"]["nodeGpus"] == [8]
+    zeroed = node("n2", {POOL: "a100", "nvidia.com/gpu.count": "8"}, {GPU: "0"})  # the kubelet zeroed it
+    assert topology(zeroed, deployment("pair", gpus(2)))["pair"]["nodeGpus"] == [8]
 
 
 def test_live_slices_tell_gpus_per_pcie_root_and_nodes_without_it() -> None:
