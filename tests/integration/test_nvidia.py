@@ -303,8 +303,8 @@ def gpu_index(n: NvidiaNode) -> dict[str, int]:
 
 
 def device_plugin_devices(pod_uid: str) -> list[str]:
-    data = json.loads(CHECKPOINT.read_text())["Data"]
-    return sorted(d for e in data["PodDeviceEntries"] if e["PodUID"] == pod_uid for ids in e["DeviceIDs"].values()
+    entries = json.loads(CHECKPOINT.read_text())["Data"].get("PodDeviceEntries") or []  # null before the first
+    return sorted(d for e in entries if e["PodUID"] == pod_uid for ids in (e["DeviceIDs"] or {}).values()
                   for d in ids)  # fmt: skip
 
 
@@ -373,7 +373,7 @@ def test_topology_the_device_plugin_picks_a_connected_pair_dra_only_when_the_cla
 
         # DRA: the device plugin off, the real driver on (as apply leaves a node).
         stop_plugins(node)
-        node.setup = ""
+        node.setup = "a100 (topology)"  # names the timing below; not a setup bring_up knows
         node.kube.create_or_exists(path_of("resource.k8s.io/v1", "deviceclasses"), {
             "metadata": {"name": TOPOLOGY_CLASS},
             "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com' && "
