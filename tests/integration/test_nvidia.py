@@ -177,6 +177,11 @@ def bring_up(n: NvidiaNode, setup: str) -> None:
     if n.setup == setup and nvidia_allocatable(n) == {**{k: "0" for k in nvidia_allocatable(n)}, **SETUPS[setup][1]}:
         return
     stop_plugins(n)
+    # The old device plugin's devices must be seen gone (allocatable 0) before the new one registers: two setups
+    # that advertise the same count (a100 then h100) would otherwise read as "serving" on the stale figure, and a
+    # pod admitted then fails ("no healthy devices present").
+    wait_for("allocatable 0 after the device plugin left",
+             lambda: all(v == "0" for v in nvidia_allocatable(n).values()), timeout=90)  # fmt: skip
     mig, advertised = SETUPS[setup]
     t0 = time.monotonic()
     res = subprocess.run(
