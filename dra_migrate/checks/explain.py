@@ -115,6 +115,11 @@ RULE_DOCS: dict[str, RuleDoc] = {
         rests_on='DRA allocates whole devices: one extended-resource unit is one device (KEP-5004); HAMi\'s names: Project-HAMi/HAMi README "Resource"; `convert` refuses these pods',
         fix="keep their pool on the fractional-GPU scheduler (leave it out of the plan), or move them to whole GPUs, MIG devices, or explicit claims with the DRA driver's sharing config; dra-migrate convert refuses them",
     ),
+    "topology-preferred-allocation": RuleDoc(
+        when="a container asks for 2 or more whole GPUs (`nvidia.com/gpu` or a renamed full-GPU name; not MIG, not time-sliced) and the nodes it can land on have more than that; also says when live slices show no PCIe root holding that many GPUs, or GPUs without `resource.kubernetes.io/pcieRoot`",
+        rests_on="the NVIDIA device plugin's GetPreferredAllocation picks a connected set for full GPUs (k8s-device-plugin v0.18.0 `internal/rm/nvml_manager.go` `alignedAlloc`); DRA takes any N matching devices unless a `matchAttribute` constraint ties them (KEP-4381, k8s.io/api resource/v1 `DeviceConstraint`: a device without the attribute is never chosen); dra-driver-nvidia-gpu v0.4.1 publishes `pcieRoot` only where sysfs resolves the GPU (`cmd/gpu-kubelet-plugin/nvlib.go` `getGpuInfo`)",
+        fix="convert their manifests with `dra-migrate convert --topology` where one PCIe root holds that many GPUs; otherwise accept any placement, or keep these pools on the device plugin",
+    ),
     "gang-workload-split": RuleDoc(
         when="a multi-pod training workload (Kubeflow jobs, JobSet, LeaderWorkerSet, Ray, Volcano Job) runs in more than one pool",
         rests_on="each pool migrates in its own stage",

@@ -13,6 +13,7 @@ from dra_migrate.checks.model import Finding, ObjectRef, Severity
 from dra_migrate.checks.registry import rule
 from dra_migrate.cluster.templates import ResolvedTemplate
 from dra_migrate.inventory.resources import FRACTIONAL_GPU_RESOURCES
+from dra_migrate.inventory.topology import PCIE_ROOT, MultiGpuConsumer
 
 WARNING = Severity.WARNING
 
@@ -98,4 +99,64 @@ def fractional_gpu_request(ctx: CheckContext) -> Iterator[Finding]:
         "GPUs, MIG devices, or explicit claims with the DRA driver's sharing config; dra-migrate convert "
         "refuses them",
         tuple(sorted(users)),
+    )
+
+
+def _topology_text(t: MultiGpuConsumer) -> str:
+    ref = f"{t.kind} {t.namespace}/{t.name}" if t.namespace else f"{t.kind} {t.name}"
+    nodes = "/".join(str(n) for n in t.node_gpus)
+    return f"{ref} ({t.per_container} of {nodes} {t.resource} per container)"
+
+
+# The NVIDIA device plugin answers the kubelet's GetPreferredAllocation for full GPUs with a connected set
+# (k8s-device-plugin v0.18.0 internal/plugin/server.go `GetPreferredAllocation` -> internal/rm/nvml_manager.go
+# `alignedAlloc`, go-gpuallocator's best-effort policy over NVLink/PCIe links). DRA's allocator takes any N
+# devices that match unless a `DeviceConstraint` with `matchAttribute` ties them (KEP-4381; k8s.io/api resource/v1
+# `DeviceConstraint.MatchAttribute`: "A device which does not have that attribute will not be chosen").
+@rule(
+    "topology-preferred-allocation",
+    WARNING,
+    summary="consumers of several but not all of a node's GPUs lose the device plugin's connected allocation",
+)
+def topology_preferred_allocation(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: warning. When: a container asks for 2 or more whole GPUs (`nvidia.com/gpu` or a renamed full-GPU
+    name, not MIG, not time-sliced) and the nodes it can land on have more than that. Rests on: the NVIDIA device
+    plugin's GetPreferredAllocation picks a connected set for full GPUs (k8s-device-plugin v0.18.0
+    internal/rm/nvml_manager.go `alignedAlloc`); under DRA the scheduler takes any N matching devices unless the
+    claim has a `matchAttribute` constraint (KEP-4381, k8s.io/api resource/v1 `DeviceConstraint`), and a pod that
+    keeps `nvidia.com/gpu` through a DeviceClass's extendedResourceName gets none (KEP-5004). The NVIDIA DRA driver
+    publishes `resource.kubernetes.io/pcieRoot` only where sysfs resolves the GPU (dra-driver-nvidia-gpu v0.4.1
+    cmd/gpu-kubelet-plugin/nvlib.go); where live slices show fewer GPUs per root than asked, or none, the
+    constraint cannot be met and the finding says so.
+    """
+    found = ctx.inventory.topology
+    if not found:
+        return
+    shown = ", ".join(_topology_text(t) for t in found[:5]) + (f", and {len(found) - 5} more" if len(found) > 5 else "")
+    message = (
+        f"{len(found)} workload(s) ask for several but not all of a node's GPUs: {shown}. The NVIDIA device plugin "
+        "gave each container a connected set (NVLink peers, one PCIe switch or root); under DRA the scheduler takes "
+        "any free devices unless the claim constrains them, and nvidia.com/gpu served through a DeviceClass gets no "
+        "constraint"
+    )
+    too_big = [t for t in found if t.largest_root is not None and t.per_container > t.largest_root]
+    no_root = [t for t in found if t.nodes_without_root]
+    if too_big:
+        message += (
+            f"; on the live slices no PCIe root holds as many GPUs as {', '.join(_topology_text(t) for t in too_big)}"
+            " asks for, so a pcieRoot constraint would leave it pending"
+        )
+    if no_root:
+        message += (
+            f"; {sum(t.nodes_without_root for t in no_root)} node(s) publish GPUs without {PCIE_ROOT} (no sysfs "
+            "path for their PCI address), which a matchAttribute constraint never chooses"
+        )
+    yield Finding(
+        "topology-preferred-allocation",
+        WARNING,
+        message,
+        "convert their manifests with `dra-migrate convert --topology` (a matchAttribute constraint on "
+        f"{PCIE_ROOT} per request of 2+ GPUs) where one PCIe root holds that many GPUs; otherwise accept any "
+        "placement, or keep these pools on the device plugin",
+        tuple(sorted(ObjectRef(t.kind, t.name, t.namespace or None) for t in found)),
     )

@@ -56,6 +56,12 @@ Examples:
     is_flag=True,
     help="Training workloads: a PodGroup with gang.minCount (Kubernetes 1.37, GenericWorkload), pods wired to it.",
 )
+@click.option(
+    "--topology",
+    is_flag=True,
+    help="Requests for 2+ whole GPUs keep them on one PCIe root (matchAttribute resource.kubernetes.io/pcieRoot), "
+    "as the device plugin's preferred allocation did.",
+)
 @click.option("--skip-unconvertible", is_flag=True, help="Leave unconvertible manifests unchanged and exit 0.")
 @click.option("--templates", type=click.Path(path_type=Path), help="Extra pod-template paths for your CRDs.")
 @click.option(
@@ -74,6 +80,7 @@ def convert(
     share_across_pod: bool,
     shared_claim: bool,
     gang: bool,
+    topology: bool,
     skip_unconvertible: bool,
     templates: Path | None,
     kubeconfig: Path | None,
@@ -96,7 +103,7 @@ def convert(
         )
     if in_place and output_dir:
         raise InputError("--in-place and --output-dir exclude each other", "choose one")
-    opts = ConvertOptions(device_class, _classes(fallback), selector, share_across_pod, shared_claim, gang)
+    opts = ConvertOptions(device_class, _classes(fallback), selector, share_across_pod, shared_claim, gang, topology)
     if len(opts.fallback) + 1 > MAX_SUBREQUESTS:
         raise InputError(
             f"--fallback gives {len(opts.fallback)} classes", f"firstAvailable takes at most {MAX_SUBREQUESTS}"

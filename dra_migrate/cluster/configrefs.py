@@ -14,6 +14,11 @@ and a device-plugin config in JSON or with only `version: v1` looks like nothing
   the inventory tells it (inventory/operator.py), or by the GPU Operator owning it (an ownerReference to a
   ClusterPolicy) under the plugin's `app` label.
 
+One more is read for the prediction of mixed-MIG nodes: the GPU Operator MIG Manager's mig-parted config,
+which says which GPU holds which instances (inventory/migparted.py). The ClusterPolicy names it in
+`spec.migManager.config.name`, the operator's own `default-mig-parted-config` when unset (gpu-operator
+api/nvidia/v1 MIGManagerSpec; assets/state-mig-manager), in the operator's namespace.
+
 Every other ConfigMap is dropped on the way in, by the snapshot writer and by every reader alike.
 """
 
@@ -28,6 +33,7 @@ Obj = dict[str, Any]
 Ref = tuple[str | None, str]  # (namespace, or None for any; name)
 
 _PLUGIN_IMAGE = "k8s-device-plugin"  # nvcr.io/nvidia/k8s-device-plugin, the plugin's one image
+MIG_MANAGER_DEFAULT_CONFIGMAP = "default-mig-parted-config"
 
 
 def _meta(o: Obj) -> dict[str, Any]:
@@ -63,6 +69,21 @@ def is_device_plugin_daemonset(ds: Obj) -> bool:
     return _owned_by_cluster_policy(ds) and app == "nvidia-device-plugin-daemonset"
 
 
+def mig_manager_configmap(policy: Obj) -> Ref:
+    """The MIG Manager's mig-parted ConfigMap a ClusterPolicy names (its operator's default when unset)."""
+    name = get_path(policy, "spec.migManager.config.name")
+    ns = get_path(policy, "status.namespace")
+    where = ns if isinstance(ns, str) and ns else None
+    return (where, name if isinstance(name, str) and name else MIG_MANAGER_DEFAULT_CONFIGMAP)
+
+
+def names(cm: Obj, refs: set[Ref]) -> bool:
+    """Whether the ConfigMap `cm` is one of `refs` (a None namespace matches any)."""
+    meta = _meta(cm)
+    name, ns = meta.get("name"), meta.get("namespace")
+    return isinstance(name, str) and ((ns, name) in refs or (None, name) in refs)
+
+
 def configmaps_named(obj: Obj) -> set[Ref]:
     """The ConfigMaps a ClusterPolicy or a device-plugin DaemonSet uses (none for any other object)."""
     key = kind_key(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
@@ -72,6 +93,7 @@ def configmaps_named(obj: Obj) -> set[Ref]:
         ns = get_path(obj, "status.namespace")
         if isinstance(name, str) and name:
             out.add((ns if isinstance(ns, str) and ns else None, name))
+        out.add(mig_manager_configmap(obj))
     elif key == "apps/DaemonSet" and is_device_plugin_daemonset(obj):
         ns = _meta(obj).get("namespace")
         for v in get_path(obj, "spec.template.spec.volumes") or []:
@@ -106,9 +128,7 @@ class ConfigMapsInUse:
         self._named |= configmaps_named(obj)
 
     def used(self, cm: Obj) -> bool:
-        meta = _meta(cm)
-        name, ns = meta.get("name"), meta.get("namespace")
-        return isinstance(name, str) and ((ns, name) in self._named or (None, name) in self._named)
+        return names(cm, self._named)
 
     def offer(self, cm: Obj) -> bool:
         """Whether the ConfigMap is used now; when not, it is held for `release`."""

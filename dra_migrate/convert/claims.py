@@ -2,7 +2,8 @@
 
 What a converted claim looks like (dra-facts.md §1.3-1.4; k8s.io/api resource/v1 `ResourceClaimTemplate`):
 one request per shape, `exactly: {deviceClassName, allocationMode: ExactCount, count: N}`, or
-`firstAvailable` alternatives when fallback classes are given.
+`firstAvailable` alternatives when fallback classes are given. With `--topology`, a request for several whole
+GPUs also gets a `matchAttribute` constraint on `resource.kubernetes.io/pcieRoot` (see `topology_constraints`).
 """
 
 from __future__ import annotations
@@ -15,12 +16,15 @@ from typing import Any
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from dra_migrate.dra.deviceclasses import DRIVER, MANAGED_BY, SOURCE_ANNOTATION, mig_profile_of
+from dra_migrate.inventory.topology import PCIE_ROOT
 
 # The NVIDIA DRA driver chart's classes (nvidia-facts.md §4.2, dra-driver-nvidia-gpu
 # deployments/helm/dra-driver-nvidia-gpu/templates/deviceclass-{gpu,mig}.yaml).
 GPU_CLASS = "gpu.nvidia.com"
 MIG_CLASS = "mig.nvidia.com"
 REQUEST_NAME = "gpu"
+# The standard PCIe-root attribute the NVIDIA DRA driver publishes where sysfs resolves a GPU (inventory/topology.py).
+PCIE_ROOT_ATTRIBUTE = PCIE_ROOT
 # firstAvailable takes at most 8 subrequests (k8s.io/api resource/v1 `FirstAvailableDeviceRequestMaxSize`).
 MAX_SUBREQUESTS = 8
 # Pod claim names and request names are DNS labels; template names are DNS subdomains, but we keep them
@@ -36,6 +40,7 @@ class ConvertOptions:
     share_across_pod: bool = False  # GPU containers of one pod reference one claim (they share devices)
     shared_claim: bool = False  # one ResourceClaim shared by every pod of the workload
     gang: bool = False  # a PodGroup with gang.minCount for the workload, its pods wired to it (convert/gang.py)
+    topology: bool = False  # requests for several whole GPUs keep them on one PCIe root (matchAttribute)
 
 
 @dataclass(frozen=True)
@@ -167,6 +172,15 @@ def claim_document(name: str, shape: Shape, workload: dict[str, Any], opts: Conv
         requests.append(request)
     devices = CommentedMap()
     devices["requests"] = requests
+    constrained = topology_constraints(shape, opts)
+    if constrained:
+        constraints = CommentedSeq()
+        for req_name in constrained:
+            c = CommentedMap()
+            c["requests"] = CommentedSeq([req_name])
+            c["matchAttribute"] = PCIE_ROOT_ATTRIBUTE
+            constraints.append(c)
+        devices["constraints"] = constraints
     claim_spec = CommentedMap()
     claim_spec["devices"] = devices
     doc = CommentedMap()
@@ -185,8 +199,29 @@ def claim_document(name: str, shape: Shape, workload: dict[str, Any], opts: Conv
     note = f"dra-migrate: replaces {shape.resource}: {shape.count} per pod of {workload.get('kind')} {wname}"
     if any(len(r.alternatives) > 1 for r in shape.requests):
         note += "\nfirstAvailable: the first class with free devices wins, so replicas may get different devices"
+    if constrained:
+        note += (
+            f"\n{PCIE_ROOT_ATTRIBUTE}: the devices of a request share one PCIe root, as the device plugin's preferred"
+            "\nallocation chose; a device without the attribute (no sysfs) is never chosen"
+        )
     doc.yaml_set_start_comment(note)
     return doc
+
+
+def topology_constraints(shape: Shape, opts: ConvertOptions) -> list[str]:
+    """The requests of `shape` that `--topology` constrains to one PCIe root: each asking for 2+ whole GPUs.
+
+    The NVIDIA device plugin answers the kubelet's GetPreferredAllocation for full GPUs with a connected set
+    (k8s-device-plugin v0.18.0 internal/rm/nvml_manager.go `getPreferredAllocation` -> `alignedAlloc`,
+    go-gpuallocator's best-effort policy over NVLink and PCIe links), per container request. Under DRA the
+    scheduler takes any N matching devices unless the claim says otherwise: a `DeviceConstraint` with
+    `matchAttribute` makes every device of the named requests carry the same value (KEP-4381; k8s.io/api
+    resource/v1 types.go `DeviceConstraint.MatchAttribute`). MIG devices and shared replicas are not
+    aligned by the device plugin (`AlignedAllocationSupported` is false for them), so they get nothing.
+    """
+    if not opts.topology or mig_profile_of(shape.resource):
+        return []
+    return [r.name for r in shape.requests if r.alternatives[0].count >= 2]
 
 
 def _device_request(alt: Alternative, name: str | None) -> CommentedMap:

@@ -53,6 +53,7 @@ from dra_migrate.dra.products import mig_device_name as mig_device_name
 from dra_migrate.dra.products import mig_profile as mig_profile
 from dra_migrate.dra.products import product_name as product_name
 from dra_migrate.dra.products import resource_profile as resource_profile
+from dra_migrate.inventory.migparted import GpuMig, mig_parted_configs, node_gpu_mig
 
 NVIDIA_DRIVER = "gpu.nvidia.com"
 
@@ -123,17 +124,22 @@ def node_devices(state: ClusterState, driver: str = NVIDIA_DRIVER) -> dict[str, 
 
 def _node_devices(state: ClusterState, driver: str) -> dict[str, NodeDevices]:
     out: dict[str, NodeDevices] = {}
+    mig_configs: dict[str, Any] | None = None
     for node, slices in gpu_nodes(state, driver):
         name = str((node.get("metadata") or {}).get("name", ""))
         published = published_devices(name, slices, driver)
         if published is not None:
             out[name] = NodeDevices(name, "published", published)
         else:
-            out[name] = NodeDevices(name, "predicted", predict_devices(node))
+            if mig_configs is None:
+                mig_configs = mig_parted_configs(state)
+            out[name] = NodeDevices(name, "predicted", predict_devices(node, mig_configs))
     return out
 
 
-def predict_devices(node: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
+def predict_devices(
+    node: Mapping[str, Any], mig_configs: Mapping[str, Any] | None = None
+) -> tuple[dict[str, Any], ...]:
     """The devices the NVIDIA DRA driver would publish for this Node object, from its GFD labels and
     capacity: product name, memory, architecture, compute capability, driver versions, and under MIG the
     instances per profile (`nvidia.com/mig-<profile>.count` under the mixed strategy, `gpu.count` of the
@@ -146,13 +152,17 @@ def predict_devices(node: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
     Feature Discovery) is predicted as `nvidia.com/gpu` capacity full GPUs with only what is known of them:
     `type`, the placeholders, and no product name, memory, architecture or versions. Its shared
     (`gpu.shared`, replicas unknown) or MIG resources cannot be predicted without labels and give nothing.
+
+    `mig_configs`: the MIG Manager's `mig-configs` (inventory/migparted.py); under mixed MIG the applied one
+    says which GPU holds which instances, which GFD's labels do not.
     """
     meta = node.get("metadata") or {}
     name = str(meta.get("name", ""))
     labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
     capacity = (node.get("status") or {}).get("capacity") or {}
     if LABEL_COUNT in labels:
-        layout = gpu_layout(labels, full_gpus=full_gpus_from_capacity(labels, capacity))
+        per_gpu = node_gpu_mig(labels, mig_configs, _mixed_counts(labels)) if mig_configs else None
+        layout = gpu_layout(labels, full_gpus=full_gpus_from_capacity(labels, capacity), per_gpu_mig=per_gpu)
         return tuple(d.to_json() for d in devices_from_labels(name, labels, layout))
     whole = (None,) * label_int(capacity.get("nvidia.com/gpu", 0))
     return tuple(d.to_json() for d in devices_from_labels(name, {}, whole))
@@ -281,8 +291,11 @@ def _place(instances: Sequence[tuple[str, MigProfile]]) -> tuple[MigInstance, ..
     return tuple(sorted(placed, key=lambda i: i.start))
 
 
-def gpu_layout(labels: Mapping[str, str], *, full_gpus: int | None = None) -> Layout:
+def gpu_layout(labels: Mapping[str, str], *, full_gpus: int | None = None, per_gpu_mig: GpuMig | None = None) -> Layout:
     """The node's GPUs as GFD's labels describe them.
+
+    Mixed MIG with `per_gpu_mig` (each GPU's instances per the applied MIG Manager config, checked against
+    GFD's counts): exactly that, a MIG-enabled GPU without instances publishing nothing.
 
     Mixed MIG: `full_gpus` GPUs (when known from capacity) stay whole; each profile's instances are
     dealt round-robin over the others, so a uniform layout (`all-3g.40gb`) comes back exactly. An
@@ -308,6 +321,8 @@ def gpu_layout(labels: Mapping[str, str], *, full_gpus: int | None = None) -> La
         return tuple(out)
     if strategy != "mixed":
         return (None,) * count
+    if per_gpu_mig is not None and len(per_gpu_mig) == count:
+        return tuple(None if g is None else _instances_of(g, labels) for g in per_gpu_mig)
     # Without the device plugin's capacity (its plugin left and the kubelet zeroed it), how many GPUs are
     # whole is not in the labels: the instances are taken to be on as few GPUs as hold them.
     mig_gpus = max(count - full_gpus, 0) if full_gpus is not None else _fewest_gpus_holding(labels, count)
@@ -341,6 +356,11 @@ def gpu_layout(labels: Mapping[str, str], *, full_gpus: int | None = None) -> La
     layout: list[tuple[MigInstance, ...] | None] = [_place(m) or _place_anyway(m) for m in placed_on]
     layout.extend([None] * (count - mig_gpus))
     return tuple(layout)
+
+
+def _instances_of(profiles: Mapping[str, int], labels: Mapping[str, str]) -> tuple[MigInstance, ...]:
+    wanted = [(p, mig_profile(p, labels)) for p, n in sorted(profiles.items()) for _ in range(n)]
+    return _place(wanted) or _place_anyway(wanted)
 
 
 def _fewest_gpus_holding(labels: Mapping[str, str], count: int) -> int:

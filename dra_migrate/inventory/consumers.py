@@ -15,7 +15,7 @@ from typing import Any
 from dra_migrate.cluster.state import ClusterState, Obj
 from dra_migrate.cluster.templates import ResolvedTemplate, get_path
 from dra_migrate.inventory.placement import count_selected_nodes
-from dra_migrate.inventory.resources import GpuNames, pod_requests
+from dra_migrate.inventory.resources import GpuNames, container_requests, pod_requests
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
 # kube-scheduler's profile name, which the API server writes into a pod spec that names none
@@ -31,6 +31,9 @@ class TemplateUse:
     # The template's spec.schedulerName when it is not kube-scheduler's: the scheduler its pods will get,
     # whether or not any pod runs now (a CronJob between runs, a Deployment scaled to 0).
     scheduler: str | None = None
+    # The most one container (app or init) asks for, per name: what the device plugin allocates at once and
+    # aligns (inventory/topology.py). Not in the JSON of the template; the inventory's `topology` says it.
+    largest_container: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "replicas": self.replicas, "resources": self.resources}
@@ -136,8 +139,19 @@ def template_uses(state: ClusterState, key: str, obj: Obj, names: GpuNames) -> l
     nodes = state.of("Node")
     out = []
     for t in state.templates.resolve(key, obj):
-        req = pod_requests(t.containers(), t.init_containers(), names)
-        out.append(TemplateUse(t.path, _replicas(t, nodes), req, other_scheduler(t.pod_spec())))
+        containers, init = t.containers(), t.init_containers()
+        req = pod_requests(containers, init, names)
+        largest = _largest_container(containers + init, names)
+        out.append(TemplateUse(t.path, _replicas(t, nodes), req, other_scheduler(t.pod_spec()), largest))
+    return out
+
+
+def _largest_container(containers: list[Any], names: GpuNames) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for c in containers:
+        if isinstance(c, dict):
+            for k, v in container_requests(c, names).items():
+                out[k] = max(out.get(k, 0), v)
     return out
 
 

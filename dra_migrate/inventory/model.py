@@ -27,6 +27,7 @@ from dra_migrate.inventory.operator import (
 )
 from dra_migrate.inventory.platform import pool_platforms
 from dra_migrate.inventory.resources import GpuNames
+from dra_migrate.inventory.topology import MultiGpuConsumer, partial_node_consumers, slice_topology
 
 # Bumped on any incompatible change to the JSON below; additions keep it.
 FORMAT_VERSION = 1
@@ -42,6 +43,7 @@ class Inventory:
     operator: dict[str, Any]
     dra: dict[str, Any]
     gangs: list[Gang] = field(default_factory=list)  # inventory/gangs.py
+    topology: list[MultiGpuConsumer] = field(default_factory=list)  # inventory/topology.py
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -53,6 +55,7 @@ class Inventory:
             "operator": self.operator,
             "dra": self.dra,
             "gangs": [g.to_dict() for g in self.gangs],
+            "topology": [t.to_dict() for t in self.topology],
         }
 
     def cluster_dict(self) -> dict[str, Any]:
@@ -108,6 +111,7 @@ def _build(state: ClusterState, pool_labels: tuple[str, ...]) -> Inventory:
         operator=summarize_operator(state, configs),
         dra=summarize_dra(state, dra_plugin_daemonsets(state)),
         gangs=find_gangs(state, names, consumers, node_pools),
+        topology=partial_node_consumers(consumers, gpu_nodes, slice_topology(state)),
     )
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from dra_migrate.cluster.configrefs import mig_manager_configmap
+from dra_migrate.cluster.configrefs import names as is_one_of
 from dra_migrate.cluster.state import ClusterState, Obj
 from dra_migrate.cluster.yamlio import load_yaml_documents
 from dra_migrate.errors import InputError
@@ -152,9 +154,12 @@ def device_plugin_config_ref(state: ClusterState) -> tuple[str | None, str | Non
 def sharing_configs(state: ClusterState, gpu_nodes: list[tuple[str, dict[str, str]]]) -> list[SharingConfig]:
     """Every device-plugin config key found, with the nodes that use it."""
     ref_ns, ref_name, ref_default = device_plugin_config_ref(state)
+    mig_configs = _mig_manager_configmaps(state)
     out: list[SharingConfig] = []
     for cm in sorted(state.of("ConfigMap"), key=lambda o: (str(_meta(o).get("namespace")), _name(o))):
         ns, name = str(_meta(cm).get("namespace", "")), _name(cm)
+        if is_one_of(cm, mig_configs):
+            continue  # the MIG Manager's config (inventory/migparted.py), not the device plugin's
         if ref_name and name != ref_name:
             continue  # the operator names its config; other look-alikes are not in use
         if ref_ns and ns != ref_ns:
@@ -450,9 +455,17 @@ def device_plugin_placement(node: Obj, daemonsets: list[Obj]) -> PluginPlacement
     )
 
 
+def _mig_manager_configmaps(state: ClusterState) -> set[tuple[str | None, str]]:
+    """The MIG Manager configs the ClusterPolicies name: kept with the device plugin's, read by migparted."""
+    return {mig_manager_configmap(p) for p in state.of("nvidia.com/ClusterPolicy")}
+
+
 def known_gpu_names_from_configs(state: ClusterState) -> set[str]:
     names: set[str] = set()
+    mig_configs = _mig_manager_configmaps(state)
     for cm in state.of("ConfigMap"):
+        if is_one_of(cm, mig_configs):
+            continue
         for key, text in (cm.get("data") or {}).items():
             if isinstance(text, str):
                 try:

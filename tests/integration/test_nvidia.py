@@ -10,10 +10,13 @@ the canary through the real driver's CDI injection, rollback) is run with the to
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +40,7 @@ from realnode import (
 
 from dra_migrate.dra.census import census_differences
 from dra_migrate.dra.devices import predict_devices
+from dra_migrate.inventory.migparted import parse_mig_configs
 from dra_migrate.plan import io as plan_io
 from dra_migrate.sim.kube import Kube, path_of
 
@@ -46,7 +50,7 @@ STACK_TOOL = ROOT / "tools" / "nvidia" / "stack"
 DP, DRA = "nvidia.com/gpu.deploy.device-plugin", "nvidia.com/dra-kubelet-plugin"
 NS = "nvidia-gpu-operator"
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
-MEASURED: dict[str, float] = {}
+MEASURED: dict[str, Any] = {}  # timings (s), and what each side allocated (topology)
 
 A100_MIG = {"1g.5gb": "9", "2g.10gb": "1", "3g.20gb": "1", "7g.40gb": "1"}
 # go-nvlib names a MIG profile from its memory share of the GPU (pkg/nvlib/device/mig_profile.go
@@ -60,6 +64,28 @@ SETUPS: dict[str, tuple[str, dict[str, str]]] = {
     "a30": ("none", {GPU: "4"}),
     "h100": ("none", {GPU: "8"}),
     "a100": ("none", {GPU: "8"}),  # last: the cutover runs on it
+}
+
+# The MIG Manager configs (mig-parted format) the mixed setups' layouts would have been applied from: the GPUs of
+# tools/nvidia/nvmock's setups in order. With the device plugin's capacity gone, GFD's labels do not say which GPU
+# holds what (a100-mixed's GPU3 is MIG-enabled with no instances); the applied config does.
+MIG_MANAGER_CONFIGS = {
+    "a100-mixed": """version: v1
+mig-configs:
+  tier:
+    - {devices: all, mig-enabled: false}
+    - {devices: [0], mig-enabled: true, mig-devices: {"7g.40gb": 1}}
+    - {devices: [1], mig-enabled: true, mig-devices: {"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1}}
+    - {devices: [2], mig-enabled: true, mig-devices: {"1g.5gb": 7}}
+    - {devices: [3], mig-enabled: true, mig-devices: {}}
+""",
+    "h200-mig": """version: v1
+mig-configs:
+  tier:
+    - {devices: all, mig-enabled: false}
+    - {devices: [0], mig-enabled: true, mig-devices: {"1g.35gb": 2, "2g.35gb": 1, "3g.88gb": 1}}
+    - {devices: [1], mig-enabled: true, mig-devices: {"7g.141gb": 1}}
+""",
 }
 
 
@@ -118,6 +144,11 @@ def bring_up(n: NvidiaNode, setup: str) -> None:
     if n.setup == setup and nvidia_allocatable(n) == {**{k: "0" for k in nvidia_allocatable(n)}, **SETUPS[setup][1]}:
         return
     stop_plugins(n)
+    # The old device plugin's devices must be seen gone (allocatable 0) before the new one registers: two setups
+    # that advertise the same count (a100 then h100) would otherwise read as "serving" on the stale figure, and a
+    # pod admitted then fails ("no healthy devices present").
+    wait_for("allocatable 0 after the device plugin left",
+             lambda: all(v == "0" for v in nvidia_allocatable(n).values()), timeout=90)  # fmt: skip
     mig, advertised = SETUPS[setup]
     t0 = time.monotonic()
     res = subprocess.run(
@@ -164,10 +195,21 @@ def test_the_prediction_from_labels_and_capacity_is_what_the_real_driver_publish
     bring_up(node, setup)
     # What `match` predicts for a node without slices: from the Node object alone (GFD's labels, the device
     # plugin's capacity), read before the driver runs.
-    predicted = predict_devices(node_obj(node))
+    obj = node_obj(node)
+    predicted = predict_devices(obj)
     published = published_by_real_driver(node)
     assert len(predicted) == len(published)
     assert census_differences(predicted, published) == []
+    if setup in MIG_MANAGER_CONFIGS:
+        # The device plugin already off (its capacity gone): the layout from the MIG Manager's applied config.
+        labels = {
+            **obj["metadata"]["labels"],
+            "nvidia.com/mig.config": "tier",
+            "nvidia.com/mig.config.state": "success",
+        }
+        bare = {"metadata": {**obj["metadata"], "labels": labels}, "status": {**obj["status"], "capacity": {}}}
+        configs = parse_mig_configs(MIG_MANAGER_CONFIGS[setup], setup)
+        assert census_differences(predict_devices(bare, configs), published) == []
     set_labels(node, {DRA: None})
     wait_for("DRA plugin pod gone", lambda: not pods_of(node, "dra-driver-nvidia-gpu-kubelet-plugin"), timeout=90)
     items, _ = node.kube.list_all(SLICES, [("fieldSelector", f"spec.nodeName={node.name}")])
@@ -175,13 +217,151 @@ def test_the_prediction_from_labels_and_capacity_is_what_the_real_driver_publish
         node.kube.delete(path_of("resource.k8s.io/v1", "resourceslices", s["metadata"]["name"]))
 
 
+# -- topology: what each side allocates for a request of several GPUs (issue 24 item 7) -----------------------
+
+PCIE_ROOT = "resource.kubernetes.io/pcieRoot"
+# The kubelet's device-manager checkpoint: which device IDs it gave each container (pkg/kubelet/cm/devicemanager
+# checkpoint; the kubelet's device-plugin directory is fixed, pluginapi.DevicePluginPath).
+CHECKPOINT = Path("/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint")
+# A class of its own (the chart's gpu.nvidia.com selector, no extendedResourceName), removed afterwards: the
+# cutover's plan creates the classes it needs and must not find this one.
+TOPOLOGY_CLASS = "topology-test.gpu.nvidia.com"
+
+
+def gpu_index(n: NvidiaNode) -> dict[str, int]:
+    """UUID -> GPU index of the node's setup (the mock's table, tools/nvidia/stack DIR/node/gpus.txt)."""
+    lines = (n.cp.dir / "node" / "gpus.txt").read_text().splitlines()
+    return {ln.split()[1]: i for i, ln in enumerate(lines)}
+
+
+def device_plugin_devices(pod_uid: str) -> list[str]:
+    entries = json.loads(CHECKPOINT.read_text())["Data"].get("PodDeviceEntries") or []  # null before the first
+    return sorted(d for e in entries if e["PodUID"] == pod_uid for ids in (e["DeviceIDs"] or {}).values()
+                  for d in ids)  # fmt: skip
+
+
+def sleeper(n: NvidiaNode, name: str, resources: dict[str, Any], claim: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "terminationGracePeriodSeconds": 0, "automountServiceAccountToken": False,
+        "containers": [{"name": "c", "image": IMAGE, "imagePullPolicy": "Never", "command": ["sleep", "3600"],
+                        "resources": resources}],
+    }  # fmt: skip
+    if claim:
+        spec["resourceClaims"] = [{"name": "gpus", "resourceClaimName": claim}]
+    return n.kube.create(path_of("v1", "pods", namespace="default"), {"metadata": {"name": name}, "spec": spec})
+
+
+def claim(n: NvidiaNode, name: str, count: int, same_root: bool) -> None:
+    exactly = {"deviceClassName": TOPOLOGY_CLASS, "allocationMode": "ExactCount", "count": count}
+    devices: dict[str, Any] = {"requests": [{"name": "gpus", "exactly": exactly}]}
+    if same_root:  # what `dra-migrate convert --topology` writes
+        devices["constraints"] = [{"requests": ["gpus"], "matchAttribute": PCIE_ROOT}]
+    n.kube.create(path_of("resource.k8s.io/v1", "resourceclaims", namespace="default"),
+                  {"metadata": {"name": name}, "spec": {"devices": devices}})  # fmt: skip
+
+
+def allocated(n: NvidiaNode, name: str) -> list[str] | None:
+    c = n.kube.get(path_of("resource.k8s.io/v1", "resourceclaims", name, "default"))
+    results = ((c.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []
+    return sorted(r["device"] for r in results) or None
+
+
+def unschedulable(n: NvidiaNode, name: str) -> bool:
+    pod = n.kube.get(path_of("v1", "pods", name, "default"))
+    return any(c["type"] == "PodScheduled" and c["status"] == "False" and c.get("reason") == "Unschedulable"
+               for c in pod["status"].get("conditions") or [])  # fmt: skip
+
+
+def delete_all(n: NvidiaNode, pods: list[str], claims: list[str]) -> None:
+    for p in pods:
+        n.kube.delete(path_of("v1", "pods", p, "default"), {"gracePeriodSeconds": 0})
+    wait_for("the test pods gone", lambda: not any(n.kube.get_or_none(path_of("v1", "pods", p, "default"))
+                                                   for p in pods), timeout=90)  # fmt: skip
+    for c in claims:
+        n.kube.delete(path_of("resource.k8s.io/v1", "resourceclaims", c, "default"))
+
+
+def test_topology_the_device_plugin_picks_a_connected_pair_dra_only_when_the_claim_asks(
+    node: NvidiaNode,
+) -> None:
+    """The same request, 2 of 8 GPUs with one already taken, on both sides. The mock's topology: GPUs in pairs
+    behind one PCIe switch, one PCIe root per pair (tools/nvidia/stack's sysfs stand-in)."""
+    bring_up(node, "a100")
+    index = gpu_index(node)
+    pods: list[str] = []
+    claims: list[str] = []
+    try:
+        # Device plugin: one GPU taken, then two asked for. Its GetPreferredAllocation (alignedAlloc) answers
+        # with a pair behind one switch.
+        for name, count in (("dp-one", 1), ("dp-pair", 2)):
+            uid = sleeper(node, name, {"limits": {GPU: str(count)}})["metadata"]["uid"]
+            pods.append(name)
+            got = wait_for(f"{name} allocated", partial(device_plugin_devices, uid), timeout=90)
+            MEASURED[f"topology: device plugin, {count} GPU(s) -> GPU index"] = sorted(index[u] for u in got)
+        pair = MEASURED["topology: device plugin, 2 GPU(s) -> GPU index"]
+        assert isinstance(pair, list) and len(pair) == 2 and pair[0] // 2 == pair[1] // 2, pair
+        delete_all(node, pods, [])
+        pods.clear()
+
+        # DRA: the device plugin off, the real driver on (as apply leaves a node).
+        stop_plugins(node)
+        node.setup = "a100 (topology)"  # names the timing below; not a setup bring_up knows
+        node.kube.create_or_exists(path_of("resource.k8s.io/v1", "deviceclasses"), {
+            "metadata": {"name": TOPOLOGY_CLASS},
+            "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com' && "
+                                                          "device.attributes['gpu.nvidia.com'].type == 'gpu'"}}]},
+        })  # fmt: skip
+        devices = published_by_real_driver(node)
+        roots = {d["name"]: (d["attributes"].get(PCIE_ROOT) or {}).get("string") for d in devices}
+        # The real driver resolved every GPU's PCIe root through the sysfs stand-in: two GPUs per root.
+        assert all(roots.values()) and sorted(Counter(roots.values()).values()) == [2, 2, 2, 2], roots
+        for name, count, same_root in (("dra-one", 1, False), ("dra-any", 2, False), ("dra-root", 2, True)):
+            claim(node, name, count, same_root)
+            claims.append(name)
+            sleeper(node, name, {"claims": [{"name": "gpus"}]}, claim=name)
+            pods.append(name)
+            got = wait_for(f"claim {name} allocated", partial(allocated, node, name), timeout=90)
+            MEASURED[f"topology: DRA {name} -> pcieRoot"] = [roots[d] for d in got]
+        assert len(set(MEASURED["topology: DRA dra-root -> pcieRoot"])) == 1
+        # Four GPUs on one root: none has four, so the claim cannot be allocated and its pod stays pending
+        # (the check's finding says so from the live slices).
+        claim(node, "dra-four", 4, True)
+        claims.append("dra-four")
+        sleeper(node, "dra-four", {"claims": [{"name": "gpus"}]}, claim="dra-four")
+        pods.append("dra-four")
+        wait_for("dra-four unschedulable", lambda: unschedulable(node, "dra-four"), timeout=60)
+        assert allocated(node, "dra-four") is None
+        # The tool, on the live cluster: pods asking nvidia.com/gpu for 2 and 4 of the node's 8 (pending: no
+        # DeviceClass serves the name here) are consumers that lose the connected allocation; from the real
+        # driver's slices it knows a root holds 2, so 4 on one root cannot be met.
+        for name, count in (("inv-pair", 2), ("inv-quad", 4)):
+            sleeper(node, name, {"limits": {GPU: str(count)}})
+            pods.append(name)
+        res = cli(node, "check", "-o", "json")
+        assert res.returncode in (0, 2), res.stderr
+        (finding,) = [f for f in json.loads(res.stdout)["findings"] if f["id"] == "topology-preferred-allocation"]
+        assert {o["name"] for o in finding["objects"]} == {"inv-pair", "inv-quad"}, finding
+        assert "no PCIe root holds as many GPUs as Pod default/inv-quad" in finding["message"], finding["message"]
+    finally:
+        delete_all(node, pods, claims)
+        node.kube.delete(path_of("resource.k8s.io/v1", "deviceclasses", TOPOLOGY_CLASS))
+        stop_plugins(node)
+        node.setup = ""
+
+
 # -- a full cutover with the real plugins ---------------------------------------------------------------
 
 
+# Whole-GPU setups: the A100 board, the H100 board, and a GPU type not in dra-migrate's product table.
+CUTOVER_SETUPS = ["a100", "h100", "a30"]
+
+
+@pytest.mark.parametrize("setup", CUTOVER_SETUPS)
 def test_a_real_node_cuts_over_from_the_real_device_plugin_to_the_real_dra_driver_and_back(
-    node: NvidiaNode, tmp_path: Path
+    node: NvidiaNode, tmp_path: Path, setup: str
 ) -> None:
-    bring_up(node, "a100")
+    bring_up(node, setup)
+    gpus = SETUPS[setup][1][GPU]
     assert not slice_devices(node)
     # Before: the real device plugin serves the pod (envvar strategy: it names the GPU in the environment).
     pod = run_pod(node, "echo NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES")
@@ -196,14 +376,14 @@ def test_a_real_node_cuts_over_from_the_real_device_plugin_to_the_real_dra_drive
     t0 = time.monotonic()
     res = cli(node, "apply", str(plan), "--yes")
     assert res.returncode == 0, res.stderr
-    MEASURED["apply of the real node (s)"] = round(time.monotonic() - t0, 1)
+    MEASURED[f"{setup}: apply of the real node (s)"] = round(time.monotonic() - t0, 1)
     obj = node_obj(node)
     assert obj["metadata"]["labels"][DP] == "false" and obj["metadata"]["labels"][DRA] == "true"
     # The real device plugin left: allocatable 0, capacity held (kubelet devicemanager's 5-min grace).
-    assert obj["status"]["allocatable"][GPU] == "0" and obj["status"]["capacity"][GPU] == "8"
+    assert obj["status"]["allocatable"][GPU] == "0" and obj["status"]["capacity"][GPU] == gpus
     wait_for("the device plugin's pod gone", lambda: not pods_of(node, "nvidia-device-plugin-daemonset"), timeout=60)
     published = {d["attributes"]["uuid"]["string"] for d in slice_devices(node)}
-    assert len(published) == 8
+    assert len(published) == int(gpus)
     end = step_end(plan, "canary")
     assert end["result"] == "ok", end
     assert end["after"]["expected"] and set(end["after"]["expected"]) <= published
@@ -220,12 +400,14 @@ def test_a_real_node_cuts_over_from_the_real_device_plugin_to_the_real_dra_drive
     res = cli(node, "rollback", str(plan), "--yes")
     assert res.returncode == 0, res.stderr
     # Resources of earlier setups (nvidia.com/mig-*) stay in the Node's status at 0.
-    wait_for("the real device plugin serving 8 again", lambda: only_gpus(nvidia_allocatable(node), "8"), timeout=120)
-    MEASURED["rollback to the device plugin serving again (s)"] = round(time.monotonic() - t0, 1)
+    wait_for(
+        f"the real device plugin serving {gpus} again", lambda: only_gpus(nvidia_allocatable(node), gpus), timeout=120
+    )
+    MEASURED[f"{setup}: rollback to the device plugin serving again (s)"] = round(time.monotonic() - t0, 1)
     obj = node_obj(node)
     labels = obj["metadata"]["labels"]
     assert labels[DP] == "true" and DRA not in labels and not obj["spec"].get("unschedulable")
-    assert obj["status"]["capacity"][GPU] == "8"
+    assert obj["status"]["capacity"][GPU] == gpus
     wait_for("DRA plugin pod gone", lambda: not pods_of(node, "dra-driver-nvidia-gpu-kubelet-plugin"), timeout=90)
     pod = run_pod(node, "echo NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES")
     assert pod["status"]["phase"] == "Succeeded" and "extendedResourceClaimStatus" not in pod["status"]

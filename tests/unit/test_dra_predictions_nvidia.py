@@ -107,3 +107,109 @@ def test_census_differences_name_each_count_that_differs() -> None:
         "class=gpu.nvidia.com: predicted 2, published 1",
         "type=gpu: predicted 2, published 1",
     ]
+
+
+# The a100-mixed setup of the nvidia tier: GPU0 7g.40gb, GPU1 all-balanced, GPU2 7 x 1g.5gb, GPU3 MIG on with no
+# instances, GPU4-7 off. The real driver publishes 4 GPUs + 12 MIG devices. With the device plugin's capacity
+# gone, GFD's labels alone predict 17 (GPU3 counted whole); the MIG Manager config the node applied says which
+# GPU holds what.
+A100_MIXED_CONFIG = """\
+version: v1
+mig-configs:
+  all-disabled:
+    - devices: all
+      mig-enabled: false
+  tier-mixed:
+    - devices: all
+      mig-enabled: false
+    - devices: [0]
+      mig-enabled: true
+      mig-devices: {"7g.40gb": 1}
+    - devices: [1]
+      mig-enabled: true
+      mig-devices: {"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1}
+    - devices: [2]
+      mig-enabled: true
+      mig-devices: {"1g.5gb": 7}
+    - devices: [3]
+      mig-enabled: true
+      mig-devices: {}
+"""
+A100_MIXED = {
+    **mixed(8, {"7g.40gb": (1, 40192), "1g.5gb": (9, 4864), "2g.10gb": (1, 9856), "3g.20gb": (1, 19968)}),
+    "nvidia.com/mig.config": "tier-mixed",
+    "nvidia.com/mig.config.state": "success",
+}
+
+
+def _configs(text: str = A100_MIXED_CONFIG) -> dict[str, Any]:
+    from dra_migrate.inventory.migparted import parse_mig_configs
+
+    return parse_mig_configs(text, "test")
+
+
+def test_mixed_mig_without_capacity_takes_each_gpus_instances_from_the_applied_mig_manager_config() -> None:
+    assert classes(predict_devices(node(A100_MIXED))) == {"gpu.nvidia.com": 5, "mig.nvidia.com": 12}  # labels only
+    devices = predict_devices(node(A100_MIXED), _configs())
+    assert classes(devices) == {"gpu.nvidia.com": 4, "mig.nvidia.com": 12}
+    assert census(devices)["profile=1g.5gb"] == 9
+
+
+def test_a_mig_manager_config_that_does_not_match_gfds_counts_is_not_trusted() -> None:
+    # Pending (not applied yet), or a config edited since it was applied: GFD's counts win, the estimate stays.
+    pending = {**A100_MIXED, "nvidia.com/mig.config.state": "pending"}
+    assert classes(predict_devices(node(pending), _configs())) == {"gpu.nvidia.com": 5, "mig.nvidia.com": 12}
+    edited = _configs(A100_MIXED_CONFIG.replace('{"1g.5gb": 7}', '{"1g.5gb": 6}'))
+    assert classes(predict_devices(node(A100_MIXED), edited)) == {"gpu.nvidia.com": 5, "mig.nvidia.com": 12}
+
+
+def test_node_devices_reads_the_mig_manager_configmap_the_cluster_policy_names() -> None:
+    from dra_migrate.cluster.state import SourceInfo, StateBuilder
+    from dra_migrate.dra.devices import node_devices
+
+    def configmap(name: str) -> dict[str, Any]:
+        meta = {"name": name, "namespace": "gpu-operator"}
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"config.yaml": A100_MIXED_CONFIG}}
+
+    policy = {
+        "apiVersion": "nvidia.com/v1",
+        "kind": "ClusterPolicy",
+        "metadata": {"name": "cluster-policy"},
+        "spec": {"migManager": {"enabled": True, "config": {"name": "custom-mig-parted-config"}}},
+        "status": {"namespace": "gpu-operator"},
+    }
+    for objects, gpus in (
+        ([configmap("custom-mig-parted-config"), policy], 4),
+        ([configmap("default-mig-parted-config"), policy], 5),  # not the one the policy names
+        ([configmap("default-mig-parted-config")], 4),  # no policy: the only mig-parted config read
+    ):
+        b = StateBuilder(SourceInfo(kind="snapshot", location="t", kubernetes_version="v1.37.2"))
+        b.add_all([{**node(A100_MIXED), "apiVersion": "v1", "kind": "Node"}, *objects])
+        got = node_devices(b.state)["n1"]
+        assert classes(got.devices) == {"gpu.nvidia.com": gpus, "mig.nvidia.com": 12}, [o["kind"] for o in objects]
+
+
+def test_a_mig_manager_configmap_is_kept_in_snapshots_and_is_no_sharing_config() -> None:
+    from dra_migrate.cluster.redact import SnapshotFilter
+    from dra_migrate.cluster.state import SourceInfo, StateBuilder
+    from dra_migrate.inventory.model import build_inventory
+
+    cm = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "default-mig-parted-config", "namespace": "gpu-operator"},
+        "data": {"config.yaml": A100_MIXED_CONFIG},
+    }
+    policy = {
+        "apiVersion": "nvidia.com/v1",
+        "kind": "ClusterPolicy",
+        "metadata": {"name": "cluster-policy"},
+        "spec": {"migManager": {"enabled": True}},
+        "status": {"namespace": "gpu-operator"},
+    }
+    kept = list(SnapshotFilter(keep_env=False).stream([cm, policy]))
+    assert [o["kind"] for o in kept] == ["ClusterPolicy", "ConfigMap"]  # the operator's default name
+    b = StateBuilder(SourceInfo(kind="snapshot", location="t", kubernetes_version="v1.37.2"))
+    b.add_all([{**node(A100_MIXED), "apiVersion": "v1", "kind": "Node"}, cm, policy])
+    assert len(b.state.of("ConfigMap")) == 1
+    assert build_inventory(b.state).to_dict()["operator"]["sharingConfigs"] == []
