@@ -16,7 +16,17 @@ from dra_migrate.cli import exitcodes
 from dra_migrate.cli.options import SourceOptions, load_state, output_option, print_data, source_options
 from dra_migrate.cli.progress import Working
 from dra_migrate.errors import ClusterError, InputError
-from dra_migrate.execute.journals import FILE, IN_CLUSTER, STATES, ClusterStore, FileStore, JournalStore, read_checked
+from dra_migrate.execute.journals import (
+    AUTO,
+    FILE,
+    IN_CLUSTER,
+    STATES,
+    ClusterStore,
+    FileStore,
+    JournalStore,
+    read_checked,
+    resolve_state,
+)
 from dra_migrate.execute.lock import break_lock
 from dra_migrate.execute.ops import live_ops
 from dra_migrate.execute.progress import progress_of
@@ -39,9 +49,10 @@ _LOCK_NS = click.option(
 _STATE = click.option(
     "--state",
     type=click.Choice(STATES),
-    default=FILE,
+    default=AUTO,
     show_default=True,
-    help="Where the journal lives: a file beside the plan, or ConfigMaps in --lock-namespace (docs/in-cluster.md).",
+    help="Where the journal lives: a file beside the plan, or ConfigMaps in --lock-namespace (docs/in-cluster.md); "
+    "auto: in the cluster when run in a pod on its ServiceAccount, else a file.",
 )
 
 
@@ -157,6 +168,7 @@ def apply(
       dra-migrate apply plans/x.yaml --stage pool-h100 --yes
       dra-migrate apply plans/x.yaml --parallelism 20 --qps 100   # after a crash: the same command resumes
     """
+    state = resolve_state(state, source.kubeconfig, plan_file)
     if stage and until:
         raise InputError("--stage and --until exclude each other", "pass one")
     plan = _load(plan_file)
@@ -221,6 +233,7 @@ def rollback(
       dra-migrate rollback plans/x.yaml --yes
       dra-migrate rollback plans/x.yaml --stage pool-h100 --yes
     """
+    state = resolve_state(state, source.kubeconfig, plan_file)
     plan = _load(plan_file)
     if state == FILE and not FileStore(plan_file).path.exists():
         # Nothing was applied, so nothing is to undo: done, exit 0 (docs/exit-codes.md), as with an empty journal.
@@ -260,6 +273,7 @@ def status(
     from dra_migrate.render.status import STATUS_FORMAT_VERSION, remaining_steps, status_document
 
     plan = _load(plan_file)
+    state = resolve_state(state, kubeconfig, plan_file)
     store = journal_store(state, plan_file, _reader(state, kubeconfig, context), lock_namespace)
     records = read_checked(store, plan_digest=str(plan.digest), cluster=plan.cluster_identity)
     progress = progress_of(plan, records)

@@ -14,7 +14,7 @@ from dra_migrate.cli.options import SourceOptions, load_state, output_for_file, 
 from dra_migrate.cluster.identity import refuse_other_cluster
 from dra_migrate.errors import ClusterError, InputError
 from dra_migrate.execute.journal import journal_path, read_records
-from dra_migrate.execute.journals import FILE, IN_CLUSTER, STATES, ClusterStore, read_checked
+from dra_migrate.execute.journals import AUTO, IN_CLUSTER, STATES, ClusterStore, read_checked, resolve_state
 from dra_migrate.fileio import write_text_atomic
 from dra_migrate.plan import io as plan_io
 from dra_migrate.plan.diff import diff_plans
@@ -64,9 +64,10 @@ Examples:
 @click.option(
     "--state",
     type=click.Choice(STATES),
-    default=FILE,
+    default=AUTO,
     show_default=True,
-    help="Where the apply journal lives: a file (--journal), or ConfigMaps in --lock-namespace (docs/in-cluster.md).",
+    help="Where the apply journal lives: a file (--journal), or ConfigMaps in --lock-namespace (docs/in-cluster.md); "
+    "auto: in the cluster when run in a pod on its ServiceAccount, else a file.",
 )
 @click.option(
     "--lock-namespace",
@@ -96,6 +97,8 @@ def report(
     you are through a SelfSubjectReview) the report adds every consumer and what changed since.
     """
     output = output_for_file(out, output, FORMATS)
+    file_given = journal_file is not None or bool(source.snapshot)
+    state = resolve_state(state, source.kubeconfig, plan_file, file_given=file_given)
     if state == IN_CLUSTER and (journal_file is not None or source.snapshot):
         raise InputError("--state in-cluster reads the journal from the cluster", "drop --journal and --snapshot")
     plan = plan_io.load(plan_file)

@@ -13,8 +13,22 @@ from dra_migrate.cluster.identity import ClusterIdentity
 from dra_migrate.execute.cluster_journal import ClusterJournal, read_cluster_journal, where
 from dra_migrate.execute.journal import Journal, Record, checked, journal_path, read_journal
 
-FILE, IN_CLUSTER = "file", "in-cluster"
-STATES = (FILE, IN_CLUSTER)
+AUTO, FILE, IN_CLUSTER = "auto", "file", "in-cluster"
+STATES = (AUTO, FILE, IN_CLUSTER)
+
+
+def resolve_state(state: str, kubeconfig: Path | None, plan_path: Path, *, file_given: bool = False) -> str:
+    """`auto`: a file beside the plan when there is one (or `file_given`: --journal, --snapshot); else in the
+    cluster when the tool runs there on its pod's own credentials (the apply Job: a killed pod leaves no file
+    behind, and the next one, or anyone with access, must find the journal); else a file. A pod given a
+    kubeconfig works on that cluster as a laptop would: a file."""
+    if state != AUTO:
+        return state
+    if file_given or journal_path(plan_path).exists():
+        return FILE
+    from dra_migrate.kube.config import uses_in_cluster_credentials
+
+    return IN_CLUSTER if uses_in_cluster_credentials(kubeconfig) else FILE
 
 
 class JournalStore(Protocol):

@@ -39,6 +39,22 @@ def current_context(paths: str) -> str | None:
     return None
 
 
+# client-go rest.InClusterConfig (k8s.io/client-go@v0.37.2 rest/config.go): the service's host variable and the
+# ServiceAccount token the kubelet mounts at this path.
+SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
+
+
+def uses_in_cluster_credentials(kubeconfig: Path | str | None = None) -> bool:
+    """Whether the tool runs in a pod on its ServiceAccount: no kubeconfig given or found (kubectl's order:
+    --kubeconfig, $KUBECONFIG, ~/.kube/config), and what rest.InClusterConfig needs is there."""
+    if kubeconfig is not None:
+        return False
+    paths = kubeconfig_paths(None)
+    if any(Path(p).expanduser().exists() for p in paths.split(os.pathsep) if p):
+        return False
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and SERVICE_ACCOUNT_TOKEN.is_file()
+
+
 def new_api_client(
     kubeconfig: Path | str | None = None,
     user_agent: str = USER_AGENT,
