@@ -11,6 +11,7 @@ the canary through the real driver's CDI injection, rollback) is run with the to
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
 from collections import Counter
@@ -123,8 +124,13 @@ def pods_of(n: NvidiaNode, daemonset: str) -> list[dict[str, Any]]:
     return [p for p in items if p["metadata"]["name"].startswith(daemonset + "-")]
 
 
-def only_gpus(resources: dict[str, str], count: str) -> bool:
-    return resources.get(GPU) == count and all(v == "0" for k, v in resources.items() if k != GPU)
+def serving(n: NvidiaNode, advertised: dict[str, str]) -> bool:
+    """The node's allocatable is exactly what the device plugin advertises in the setup (resources of earlier
+    setups stay in the Node's status at 0)."""
+    alloc = nvidia_allocatable(n)
+    return all(alloc.get(k) == v for k, v in advertised.items()) and all(
+        v == "0" for k, v in alloc.items() if k not in advertised
+    )
 
 
 def stop_plugins(n: NvidiaNode) -> None:
@@ -157,15 +163,8 @@ def bring_up(n: NvidiaNode, setup: str) -> None:
     )  # fmt: skip
     assert res.returncode == 0, res.stderr[-4000:]
     set_labels(n, {DP: "true"})
-
-    def serving() -> bool:
-        alloc = nvidia_allocatable(n)
-        return all(alloc.get(k) == v for k, v in advertised.items()) and all(
-            v == "0" for k, v in alloc.items() if k not in advertised
-        )
-
     try:
-        wait_for(f"the real device plugin to advertise {advertised}", serving, timeout=120)
+        wait_for(f"the real device plugin to advertise {advertised}", partial(serving, n, advertised), timeout=120)
     except AssertionError as e:
         raise AssertionError(f"{e}; it advertises {nvidia_allocatable(n)}") from None
     MEASURED[f"{setup}: stack up to device plugin serving (s)"] = round(time.monotonic() - t0, 1)
@@ -179,10 +178,6 @@ def published_by_real_driver(n: NvidiaNode) -> list[dict[str, Any]]:
     devices = wait_for("the real DRA driver to publish", lambda: slice_devices(n) or None, timeout=120)
     MEASURED[f"{n.setup}: DRA plugin on to slices published (s)"] = round(time.monotonic() - t0, 1)
     return list(devices)
-
-
-def run_pod(n: NvidiaNode, command: str, timeout: float = 90) -> dict[str, Any]:
-    return run_gpu_pod(n, command, timeout)
 
 
 # -- predictions against the real driver ----------------------------------------------------------------
@@ -352,8 +347,19 @@ def test_topology_the_device_plugin_picks_a_connected_pair_dra_only_when_the_cla
 # -- a full cutover with the real plugins ---------------------------------------------------------------
 
 
-# Whole-GPU setups: the A100 board, the H100 board, and a GPU type not in dra-migrate's product table.
-CUTOVER_SETUPS = ["a100", "h100", "a30"]
+# The A100 board, the H100 board, a GPU type not in dra-migrate's product table, and the A100 with mixed MIG
+# (MIG devices through DRA: the plan's DeviceClasses for nvidia.com/mig-<profile>).
+CUTOVER_SETUPS = ["a100", "h100", "a30", "a100-mixed"]
+MIG_1G = "nvidia.com/mig-1g.5gb"
+# a100-mixed's GPUs that hold 1g.5gb instances (tools/nvidia/nvmock: GPU1 2 of them, GPU2 7): a MIG device's
+# CDI spec gives the container its parent GPU's device node (/dev/nvidia<minor>).
+MIG_1G_PARENTS = {1, 2}
+NVIDIA_MINORS = re.compile(r"\b195,\s+(\d+)\b")
+
+
+def published_ids(n: NvidiaNode) -> set[str]:
+    """The UUIDs of the real driver's devices on the node (GPU-... and MIG-...)."""
+    return {d["attributes"]["uuid"]["string"] for d in slice_devices(n)}
 
 
 @pytest.mark.parametrize("setup", CUTOVER_SETUPS)
@@ -361,13 +367,15 @@ def test_a_real_node_cuts_over_from_the_real_device_plugin_to_the_real_dra_drive
     node: NvidiaNode, tmp_path: Path, setup: str
 ) -> None:
     bring_up(node, setup)
-    gpus = SETUPS[setup][1][GPU]
+    advertised = SETUPS[setup][1]
+    mig = [r for r in advertised if r != GPU]
     assert not slice_devices(node)
-    # Before: the real device plugin serves the pod (envvar strategy: it names the GPU in the environment).
-    pod = run_pod(node, "echo NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES")
-    assert pod["status"]["phase"] == "Succeeded", pod["status"]
-    assert "extendedResourceClaimStatus" not in pod["status"]
-    assert "NVIDIA_VISIBLE_DEVICES=GPU-" in message(pod), message(pod)
+    # Before: the real device plugin serves the pods (envvar strategy: it names the device in the environment).
+    for resource in [GPU, *([MIG_1G] if mig else [])]:
+        pod = run_gpu_pod(node, "echo NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES", 90, resource)
+        assert pod["status"]["phase"] == "Succeeded", pod["status"]
+        assert "extendedResourceClaimStatus" not in pod["status"]
+        assert re.search(r"NVIDIA_VISIBLE_DEVICES=(GPU|MIG)-", message(pod)), message(pod)
 
     plan = tmp_path / "dra_migrate.yaml"
     res = cli(node, "plan", "--out", str(plan), "--soak", "0s", "--canary-image", IMAGE)
@@ -379,36 +387,46 @@ def test_a_real_node_cuts_over_from_the_real_device_plugin_to_the_real_dra_drive
     MEASURED[f"{setup}: apply of the real node (s)"] = round(time.monotonic() - t0, 1)
     obj = node_obj(node)
     assert obj["metadata"]["labels"][DP] == "false" and obj["metadata"]["labels"][DRA] == "true"
-    # The real device plugin left: allocatable 0, capacity held (kubelet devicemanager's 5-min grace).
-    assert obj["status"]["allocatable"][GPU] == "0" and obj["status"]["capacity"][GPU] == gpus
+    # The real device plugin left: allocatable 0 for every resource it advertised, capacity held (kubelet
+    # devicemanager's 5-min grace).
+    assert {r: obj["status"]["allocatable"][r] for r in advertised} == {r: "0" for r in advertised}
+    assert {r: obj["status"]["capacity"][r] for r in advertised} == advertised
     wait_for("the device plugin's pod gone", lambda: not pods_of(node, "nvidia-device-plugin-daemonset"), timeout=60)
-    published = {d["attributes"]["uuid"]["string"] for d in slice_devices(node)}
-    assert len(published) == int(gpus)
+    published = published_ids(node)
+    assert len(published) == sum(int(v) for v in advertised.values())
     end = step_end(plan, "canary")
     assert end["result"] == "ok", end
     assert end["after"]["expected"] and set(end["after"]["expected"]) <= published
     # The same pod spec now runs through DRA: the real driver prepared its claim and its CDI spec gave the
     # container the GPU's device node (and the driver root's nvidia-smi, which lists what it can open).
-    pod = run_pod(node, "ls -l /dev/nvidia[0-9]*; nvidia-smi -L")
+    pod = run_gpu_pod(node, "ls -l /dev/nvidia[0-9]*; nvidia-smi -L", 90)
     assert pod["status"]["phase"] == "Succeeded", pod["status"]
     assert pod["status"]["extendedResourceClaimStatus"]["requestMappings"][0]["resourceName"] == GPU
     seen = [x.split("UUID: ")[1].rstrip(")") for x in message(pod).splitlines() if x.startswith("GPU ")]
     assert len(seen) == 1 and seen[0] in published, message(pod)
-    assert message(pod).count(" 195, ") == 1, message(pod)  # one NVIDIA character device node
+    assert len(NVIDIA_MINORS.findall(message(pod))) == 1, message(pod)  # one NVIDIA GPU device node
+    if mig:
+        # A pod asking for a MIG profile by its device-plugin name runs through the plan's DeviceClass for it
+        # (extendedResourceName nvidia.com/mig-1g.5gb): its claim is a 1g.5gb device, whose CDI spec gives the
+        # container its parent GPU's device node and the GPU and compute instances' capability device nodes
+        # (/dev/nvidia-caps/nvidia-cap<minor>, major nvidia-caps: tools/nvidia/stack's stand-in 511).
+        pod = run_gpu_pod(node, "ls -l /dev/nvidia[0-9]* /dev/nvidia-caps", 90, MIG_1G)
+        assert pod["status"]["phase"] == "Succeeded", pod["status"]
+        assert pod["status"]["extendedResourceClaimStatus"]["requestMappings"][0]["resourceName"] == MIG_1G
+        minors = {int(m) for m in NVIDIA_MINORS.findall(message(pod))}
+        assert len(minors) == 1 and minors <= MIG_1G_PARENTS, message(pod)
+        assert len(re.findall(r"\b511,\s+\d+", message(pod))) == 2, message(pod)
 
     t0 = time.monotonic()
     res = cli(node, "rollback", str(plan), "--yes")
     assert res.returncode == 0, res.stderr
-    # Resources of earlier setups (nvidia.com/mig-*) stay in the Node's status at 0.
-    wait_for(
-        f"the real device plugin serving {gpus} again", lambda: only_gpus(nvidia_allocatable(node), gpus), timeout=120
-    )
+    wait_for(f"the real device plugin serving {advertised} again", partial(serving, node, advertised), timeout=120)
     MEASURED[f"{setup}: rollback to the device plugin serving again (s)"] = round(time.monotonic() - t0, 1)
     obj = node_obj(node)
     labels = obj["metadata"]["labels"]
     assert labels[DP] == "true" and DRA not in labels and not obj["spec"].get("unschedulable")
-    assert obj["status"]["capacity"][GPU] == gpus
+    assert {r: obj["status"]["capacity"][r] for r in advertised} == advertised
     wait_for("DRA plugin pod gone", lambda: not pods_of(node, "dra-driver-nvidia-gpu-kubelet-plugin"), timeout=90)
-    pod = run_pod(node, "echo NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES")
+    pod = run_gpu_pod(node, "echo NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES", 90)
     assert pod["status"]["phase"] == "Succeeded" and "extendedResourceClaimStatus" not in pod["status"]
     assert "NVIDIA_VISIBLE_DEVICES=GPU-" in message(pod), message(pod)
