@@ -50,6 +50,12 @@ pytestmark = [pytest.mark.cluster, pytest.mark.realnode, pytest.mark.nvidia]
 STACK_TOOL = ROOT / "tools" / "nvidia" / "stack"
 DP, DRA = "nvidia.com/gpu.deploy.device-plugin", "nvidia.com/dra-kubelet-plugin"
 NS = "nvidia-gpu-operator"
+# The standalone charts' DaemonSets (tools/nvidia/stack --placement standalone) and NFD's label they select.
+STANDALONE_DP = "nvdp-nvidia-device-plugin"
+STANDALONE_DAEMONSETS = [("nvidia-device-plugin", STANDALONE_DP),
+                         ("nvidia-dra-driver-gpu", "dra-driver-nvidia-gpu-kubelet-plugin")]  # fmt: skip
+PLUGIN_DAEMONSETS = ["nvidia-device-plugin-daemonset", "dra-driver-nvidia-gpu-kubelet-plugin", STANDALONE_DP]
+NFD_PCI = "feature.node.kubernetes.io/pci-10de.present"
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 MEASURED: dict[str, Any] = {}  # timings (s), and what each side allocated (topology)
 
@@ -120,7 +126,8 @@ def nvidia_allocatable(n: NvidiaNode) -> dict[str, str]:
 
 
 def pods_of(n: NvidiaNode, daemonset: str) -> list[dict[str, Any]]:
-    items, _ = n.kube.list_all(path_of("v1", "pods", namespace=NS))
+    """The DaemonSet's pods, in whichever namespace its placement put it (the operator's or the charts')."""
+    items, _ = n.kube.list_all(path_of("v1", "pods"))
     return [p for p in items if p["metadata"]["name"].startswith(daemonset + "-")]
 
 
@@ -134,20 +141,24 @@ def serving(n: NvidiaNode, advertised: dict[str, str]) -> bool:
 
 
 def stop_plugins(n: NvidiaNode) -> None:
-    """Both plugins off (their labels off), their pods gone and the driver's slices removed: the kubelet
-    would wipe them 30 s later (pkg/kubelet/cm/dra/manager.go defaultWipingDelay); the tier does not wait."""
-    set_labels(n, {DP: "false", DRA: None})
-    wait_for("plugin pods gone", lambda: not pods_of(n, "nvidia-device-plugin-daemonset")
-             and not pods_of(n, "dra-driver-nvidia-gpu-kubelet-plugin"), timeout=90)  # fmt: skip
+    """Both plugins off (their labels off; the standalone charts' DaemonSets, which no label stops, deleted),
+    their pods gone and the driver's slices removed: the kubelet would wipe them 30 s later
+    (pkg/kubelet/cm/dra/manager.go defaultWipingDelay); the tier does not wait."""
+    set_labels(n, {DP: "false", DRA: None, NFD_PCI: None})
+    for ns, name in STANDALONE_DAEMONSETS:
+        n.kube.delete(path_of("apps/v1", "daemonsets", name, ns))
+    wait_for("plugin pods gone", lambda: not any(pods_of(n, ds) for ds in PLUGIN_DAEMONSETS), timeout=90)
     items, _ = n.kube.list_all(SLICES, [("fieldSelector", f"spec.nodeName={n.name}")])
     for s in items:
         n.kube.delete(path_of("resource.k8s.io/v1", "resourceslices", s["metadata"]["name"]))
 
 
-def bring_up(n: NvidiaNode, setup: str) -> None:
+def bring_up(n: NvidiaNode, setup: str, placement: str = "operator") -> None:
     """The stack in `setup`, device plugin serving (allocatable as the real plugin advertises it), DRA plugin
-    off. No-op when the node is there already."""
-    if n.setup == setup and nvidia_allocatable(n) == {**{k: "0" for k in nvidia_allocatable(n)}, **SETUPS[setup][1]}:
+    off (placement "operator": both switched by labels) or running beside it (placement "standalone": both as
+    their charts place them by default). No-op when the node is there already."""
+    setup_name = setup if placement == "operator" else f"{setup} ({placement})"
+    if n.setup == setup_name and serving(n, SETUPS[setup][1]):
         return
     stop_plugins(n)
     # The old device plugin's devices must be seen gone (allocatable 0) before the new one registers: two setups
@@ -158,17 +169,17 @@ def bring_up(n: NvidiaNode, setup: str) -> None:
     mig, advertised = SETUPS[setup]
     t0 = time.monotonic()
     res = subprocess.run(
-        [str(STACK_TOOL), "up", str(n.cp.dir), setup, "--mig-strategy", mig],
+        [str(STACK_TOOL), "up", str(n.cp.dir), setup, "--mig-strategy", mig, "--placement", placement],
         capture_output=True, text=True, timeout=1800, check=False, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert res.returncode == 0, res.stderr[-4000:]
-    set_labels(n, {DP: "true"})
+    set_labels(n, {DP: "true"} if placement == "operator" else {DP: None})
     try:
         wait_for(f"the real device plugin to advertise {advertised}", partial(serving, n, advertised), timeout=120)
     except AssertionError as e:
         raise AssertionError(f"{e}; it advertises {nvidia_allocatable(n)}") from None
-    MEASURED[f"{setup}: stack up to device plugin serving (s)"] = round(time.monotonic() - t0, 1)
-    n.setup = setup
+    MEASURED[f"{setup_name}: stack up to device plugin serving (s)"] = round(time.monotonic() - t0, 1)
+    n.setup = setup_name
 
 
 def published_by_real_driver(n: NvidiaNode) -> list[dict[str, Any]]:
@@ -430,3 +441,98 @@ def test_a_real_node_cuts_over_from_the_real_device_plugin_to_the_real_dra_drive
     pod = run_gpu_pod(node, "echo NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES", 90)
     assert pod["status"]["phase"] == "Succeeded" and "extendedResourceClaimStatus" not in pod["status"]
     assert "NVIDIA_VISIBLE_DEVICES=GPU-" in message(pod), message(pod)
+
+
+# -- the standalone Helm charts' placement (issue 24 item 3: "both the standalone device-plugin Helm install and
+# the GPU Operator's label-driven placement") ----------------------------------------------------------------
+
+# What `check` tells the operator to add to every term of the chart's `affinity` value (checks/rules.py
+# device-plugin-placement-unknown); applied here as `helm upgrade --set-json affinity=...` would apply it.
+SWITCH = {"key": DP, "operator": "NotIn", "values": ["false"]}
+
+
+def daemonset_rolled_out(n: NvidiaNode, ns: str, name: str) -> bool:
+    ds = n.kube.get(path_of("apps/v1", "daemonsets", name, ns))
+    st = ds.get("status") or {}
+    counts = [st.get(k) for k in ("updatedNumberScheduled", "numberReady", "desiredNumberScheduled")]
+    return st.get("observedGeneration") == ds["metadata"]["generation"] and counts == [1, 1, 1]
+
+
+def test_the_standalone_charts_block_until_the_device_plugin_has_a_switch_then_cut_over_and_back(
+    node: NvidiaNode, tmp_path: Path
+) -> None:
+    """The device plugin as k8s-device-plugin v0.18.0's chart renders it and the DRA kubelet plugin as
+    dra-driver-nvidia-gpu v0.4.1's chart places it (tools/nvidia/stack --placement standalone): the chart's
+    default affinity rests on NFD's and the GPU Operator's labels only, so `check` blocks the node until the
+    affinity carries the switch its remediation names; then plan, apply and rollback flip that one label."""
+    setup = "a100"
+    gpus = SETUPS[setup][1][GPU]
+    try:
+        bring_up(node, setup, "standalone")
+        assert pods_of(node, STANDALONE_DP) and DP not in node_obj(node)["metadata"]["labels"]
+        # The DRA chart's default affinity runs its plugin beside the device plugin: it publishes at once.
+        before = wait_for("the real DRA driver to publish", lambda: slice_devices(node) or None, timeout=120)
+        assert len(before) == int(gpus)
+
+        # The chart's default affinity: no label an operator can set stops the device plugin on the node.
+        res = cli(node, "check", "-o", "json")
+        assert res.returncode == 2, res.stdout + res.stderr
+        (f,) = [f for f in json.loads(res.stdout)["findings"] if f["id"] == "device-plugin-placement-unknown"]
+        assert f["severity"] == "blocker" and [o["name"] for o in f["objects"]] == [node.name], f
+        assert f"nvidia-device-plugin/{STANDALONE_DP}" in f["message"] and NFD_PCI in f["message"], f["message"]
+        assert "every nodeSelectorTerm" in f["remediation"], f["remediation"]
+        plan = tmp_path / "blocked.yaml"
+        res = cli(node, "plan", "--out", str(plan), "--soak", "0s", "--canary-image", IMAGE)
+        excluded = plan_io.load(plan)["summary"]["excludedNodes"]
+        assert [(e["node"], e["reason"].split(":")[0]) for e in excluded] == [
+            (node.name, "device-plugin-placement-unknown")
+        ], excluded
+
+        # The remediation, as a `helm upgrade` of the chart's affinity value: the switch in every term.
+        ds_path = path_of("apps/v1", "daemonsets", STANDALONE_DP, "nvidia-device-plugin")
+        affinity = node.kube.get(ds_path)["spec"]["template"]["spec"]["affinity"]
+        for term in affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]:
+            term["matchExpressions"].append(SWITCH)
+        node.kube.merge_patch(ds_path, {"spec": {"template": {"spec": {"affinity": affinity}}}})
+        wait_for("the upgraded device plugin rolled out",
+                 lambda: daemonset_rolled_out(node, "nvidia-device-plugin", STANDALONE_DP), timeout=120)  # fmt: skip
+        wait_for(f"the device plugin serving {gpus}", partial(serving, node, SETUPS[setup][1]), timeout=120)
+        pod = run_gpu_pod(node, "echo NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES", 90)
+        assert pod["status"]["phase"] == "Succeeded" and "extendedResourceClaimStatus" not in pod["status"]
+
+        plan = tmp_path / "dra_migrate.yaml"
+        res = cli(node, "plan", "--out", str(plan), "--soak", "0s", "--canary-image", IMAGE)
+        assert res.returncode == 0, res.stderr
+        doc = plan_io.load(plan)
+        assert doc["applicable"] is True and doc["summary"]["excludedNodes"] == [], res.stdout + res.stderr
+        labels_before = node_obj(node)["metadata"]["labels"]
+        t0 = time.monotonic()
+        res = cli(node, "apply", str(plan), "--yes")
+        assert res.returncode == 0, res.stderr
+        MEASURED[f"{setup} (standalone): apply of the real node (s)"] = round(time.monotonic() - t0, 1)
+        obj = node_obj(node)
+        # The plan flipped the one label the switch reads; the DRA plugin needed none (its chart runs it).
+        assert obj["metadata"]["labels"][DP] == "false" and DRA not in obj["metadata"]["labels"]
+        assert obj["status"]["allocatable"][GPU] == "0" and obj["status"]["capacity"][GPU] == gpus
+        wait_for("the device plugin's pod gone", lambda: not pods_of(node, STANDALONE_DP), timeout=60)
+        published = published_ids(node)
+        assert len(published) == int(gpus)
+        end = step_end(plan, "canary")
+        assert end["result"] == "ok" and set(end["after"]["expected"]) <= published, end
+        pod = run_gpu_pod(node, "nvidia-smi -L", 90)
+        assert pod["status"]["phase"] == "Succeeded", pod["status"]
+        assert pod["status"]["extendedResourceClaimStatus"]["requestMappings"][0]["resourceName"] == GPU
+
+        res = cli(node, "rollback", str(plan), "--yes")
+        assert res.returncode == 0, res.stderr
+        wait_for(f"the device plugin serving {gpus} again", partial(serving, node, SETUPS[setup][1]), timeout=120)
+        obj = node_obj(node)
+        # Restored exactly: the switch label absent again, as before; the DRA plugin still runs (it did before).
+        assert obj["metadata"]["labels"] == labels_before and not obj["spec"].get("unschedulable")
+        assert pods_of(node, STANDALONE_DP) and pods_of(node, "dra-driver-nvidia-gpu-kubelet-plugin")
+        pod = run_gpu_pod(node, "echo NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES", 90)
+        assert pod["status"]["phase"] == "Succeeded" and "extendedResourceClaimStatus" not in pod["status"]
+        assert "NVIDIA_VISIBLE_DEVICES=GPU-" in message(pod), message(pod)
+    finally:
+        stop_plugins(node)
+        node.setup = ""
