@@ -327,9 +327,11 @@ def dra_placement(ctx: CheckContext) -> Iterator[Finding]:
 )
 def device_plugin_placement(ctx: CheckContext) -> Iterator[Finding]:
     """Severity: blocker (node-scoped). When: no one settable node label stops every device-plugin DaemonSet running on
-    a GPU node (a standalone manifest without selector or affinity runs on every node). Rests on: same DaemonSet
-    test; the operator's DaemonSet selects `nvidia.com/gpu.deploy.device-plugin=true` and the operator keeps a value
-    once set (gpu-operator `assets/state-device-plugin/0500_daemonset.yaml`, `controllers/state_manager.go`).
+    a GPU node (a standalone manifest without selector or affinity runs on every node; the k8s-device-plugin chart
+    v0.18.0's default affinity ORs terms on NFD's and the GPU Operator's labels only: its values.yaml). Rests on:
+    same DaemonSet test; the operator's DaemonSet selects `nvidia.com/gpu.deploy.device-plugin=true` and the
+    operator keeps a value once set (gpu-operator `assets/state-device-plugin/0500_daemonset.yaml`,
+    `controllers/state_manager.go`).
     """
     for why, nodes in _unknown_placement(ctx, lambda n: n.dp_placement):
         yield Finding(
@@ -337,8 +339,11 @@ def device_plugin_placement(ctx: CheckContext) -> Iterator[Finding]:
             BLOCKER,
             f"{len(nodes)} GPU node(s) cannot have their device plugin switched off by a label: {why}. The plan "
             "leaves them out",
-            "give the device-plugin DaemonSet a required node affinity such as nvidia.com/gpu.deploy.device-plugin "
-            "NotIn [false] (the GPU Operator's DaemonSet selects that label already), then plan again",
+            'add {key: nvidia.com/gpu.deploy.device-plugin, operator: NotIn, values: ["false"]} to every '
+            "nodeSelectorTerm of the device-plugin DaemonSet's required node affinity (terms are ORed: a term "
+            "without it keeps the plugin running; for the k8s-device-plugin Helm chart, its `affinity` value), "
+            "or give a DaemonSet without affinity that expression; nodes without the label keep the plugin, and "
+            "the GPU Operator's DaemonSet selects that label already. Then plan again",
             tuple(ObjectRef("Node", n) for n in sorted(nodes)),
         )
 

@@ -354,13 +354,29 @@ def dynamic_mig_enabled(ds: Obj) -> bool:
     return False
 
 
-def _how_selected(ds: Obj) -> str:
+def _term_text(term: Any) -> str:
+    """One nodeSelectorTerm as `(key Op [values] AND ...)`: which labels a DaemonSet's placement rests on."""
+    exprs = (term.get("matchExpressions") or []) if isinstance(term, dict) else []
+    fields = (term.get("matchFields") or []) if isinstance(term, dict) else []
+    text = [
+        f"{e.get('key')} {e.get('operator')}" + (f" [{', '.join(map(str, e['values']))}]" if e.get("values") else "")
+        for e in [*exprs, *fields]
+        if isinstance(e, dict)
+    ]
+    return "(" + " AND ".join(text) + ")"
+
+
+def _how_selected(ds: Obj, terms: bool = False) -> str:
+    """How a DaemonSet picks its nodes; with `terms`, its affinity's terms spelled out (where a blocker must say
+    which labels its placement rests on; a plan's per-node `why` keeps the short form)."""
     spec = _pod_spec(ds)
     parts = []
     if spec.get("nodeSelector"):
         parts.append("nodeSelector " + ", ".join(f"{k}={v}" for k, v in sorted(spec["nodeSelector"].items())))
-    if _dig(spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution"):
-        parts.append("required node affinity")
+    required = _dig(spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
+    if required:
+        listed = _dig(required, "nodeSelectorTerms") if terms else None
+        parts.append("required node affinity" + (" " + " OR ".join(map(_term_text, listed)) if listed else ""))
     return " and ".join(parts) or "no nodeSelector and no node affinity: every node"
 
 
@@ -409,7 +425,7 @@ def dra_plugin_placement(node: Obj, daemonsets: list[Obj]) -> PluginPlacement:
         None,
         None,
         f"no node label that an operator can set makes DaemonSet(s) {refs} run on this node "
-        f"({'; '.join(_how_selected(d) for d in daemonsets)})",
+        f"({'; '.join(_how_selected(d, terms=True) for d in daemonsets)})",
     )
 
 
@@ -451,7 +467,7 @@ def device_plugin_placement(node: Obj, daemonsets: list[Obj]) -> PluginPlacement
         None,
         None,
         f"no one node label that an operator can set stops DaemonSet(s) {refs} on this node "
-        f"({'; '.join(_how_selected(d) for d in running)})",
+        f"({'; '.join(_how_selected(d, terms=True) for d in running)})",
     )
 
 

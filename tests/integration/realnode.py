@@ -101,8 +101,8 @@ def cli(on: controlplane.ControlPlane | OnNode, *args: str) -> subprocess.Comple
     )  # fmt: skip
 
 
-def run_gpu_pod(n: OnNode, command: str, timeout: float) -> dict[str, Any]:
-    """A pod requesting nvidia.com/gpu: 1 (the same spec before and after the cutover) that runs `command`
+def run_gpu_pod(n: OnNode, command: str, timeout: float, resource: str = GPU) -> dict[str, Any]:
+    """A pod requesting `resource`: 1 (the same spec before and after the cutover) that runs `command`
     and keeps its output as the termination message; returns it finished."""
     name = f"gpu-{uuid.uuid4().hex[:6]}"
     n.kube.create(
@@ -116,7 +116,7 @@ def run_gpu_pod(n: OnNode, command: str, timeout: float) -> dict[str, Any]:
                 "containers": [{
                     "name": "c", "image": IMAGE, "imagePullPolicy": "Never",
                     "command": ["sh", "-c", f"{{ {command}; }} >/dev/termination-log 2>&1; cat /dev/termination-log"],
-                    "resources": {"limits": {GPU: "1"}},
+                    "resources": {"limits": {resource: "1"}},
                 }],
             },
         },
@@ -128,10 +128,22 @@ def run_gpu_pod(n: OnNode, command: str, timeout: float) -> dict[str, Any]:
             pod = n.kube.get(path)
             return pod if pod["status"].get("phase") in ("Succeeded", "Failed") else None
 
-        result: dict[str, Any] = wait_for(f"pod {name} finished", finished, timeout=timeout)
+        try:
+            result: dict[str, Any] = wait_for(f"pod {name} finished", finished, timeout=timeout)
+        except AssertionError as e:
+            raise AssertionError(f"{e}: {pod_trouble(n, name)}") from None
         return result
     finally:
         n.kube.delete(path, {"gracePeriodSeconds": 0})
+
+
+def pod_trouble(n: OnNode, name: str) -> str:
+    """A stuck pod's status (conditions, container states) and its events: what the kubelet or scheduler said."""
+    pod = n.kube.get(path_of("v1", "pods", name, "default"))
+    status = {k: pod["status"].get(k) for k in ("phase", "conditions", "containerStatuses")}
+    events, _ = n.kube.list_all(path_of("v1", "events", namespace="default"))
+    said = [f"{e.get('reason')}: {e.get('message')}" for e in events if e.get("involvedObject", {}).get("name") == name]
+    return json.dumps({"status": status, "events": said[-5:]})
 
 
 def message(pod: dict[str, Any]) -> str:

@@ -11,6 +11,7 @@ the canary through the real driver's CDI injection, rollback) is run with the to
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
 from collections import Counter
@@ -49,6 +50,12 @@ pytestmark = [pytest.mark.cluster, pytest.mark.realnode, pytest.mark.nvidia]
 STACK_TOOL = ROOT / "tools" / "nvidia" / "stack"
 DP, DRA = "nvidia.com/gpu.deploy.device-plugin", "nvidia.com/dra-kubelet-plugin"
 NS = "nvidia-gpu-operator"
+# The standalone charts' DaemonSets (tools/nvidia/stack --placement standalone) and NFD's label they select.
+STANDALONE_DP = "nvdp-nvidia-device-plugin"
+STANDALONE_DAEMONSETS = [("nvidia-device-plugin", STANDALONE_DP),
+                         ("nvidia-dra-driver-gpu", "dra-driver-nvidia-gpu-kubelet-plugin")]  # fmt: skip
+PLUGIN_DAEMONSETS = ["nvidia-device-plugin-daemonset", "dra-driver-nvidia-gpu-kubelet-plugin", STANDALONE_DP]
+NFD_PCI = "feature.node.kubernetes.io/pci-10de.present"
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 MEASURED: dict[str, Any] = {}  # timings (s), and what each side allocated (topology)
 
@@ -119,29 +126,39 @@ def nvidia_allocatable(n: NvidiaNode) -> dict[str, str]:
 
 
 def pods_of(n: NvidiaNode, daemonset: str) -> list[dict[str, Any]]:
-    items, _ = n.kube.list_all(path_of("v1", "pods", namespace=NS))
+    """The DaemonSet's pods, in whichever namespace its placement put it (the operator's or the charts')."""
+    items, _ = n.kube.list_all(path_of("v1", "pods"))
     return [p for p in items if p["metadata"]["name"].startswith(daemonset + "-")]
 
 
-def only_gpus(resources: dict[str, str], count: str) -> bool:
-    return resources.get(GPU) == count and all(v == "0" for k, v in resources.items() if k != GPU)
+def serving(n: NvidiaNode, advertised: dict[str, str]) -> bool:
+    """The node's allocatable is exactly what the device plugin advertises in the setup (resources of earlier
+    setups stay in the Node's status at 0)."""
+    alloc = nvidia_allocatable(n)
+    return all(alloc.get(k) == v for k, v in advertised.items()) and all(
+        v == "0" for k, v in alloc.items() if k not in advertised
+    )
 
 
 def stop_plugins(n: NvidiaNode) -> None:
-    """Both plugins off (their labels off), their pods gone and the driver's slices removed: the kubelet
-    would wipe them 30 s later (pkg/kubelet/cm/dra/manager.go defaultWipingDelay); the tier does not wait."""
-    set_labels(n, {DP: "false", DRA: None})
-    wait_for("plugin pods gone", lambda: not pods_of(n, "nvidia-device-plugin-daemonset")
-             and not pods_of(n, "dra-driver-nvidia-gpu-kubelet-plugin"), timeout=90)  # fmt: skip
+    """Both plugins off (their labels off; the standalone charts' DaemonSets, which no label stops, deleted),
+    their pods gone and the driver's slices removed: the kubelet would wipe them 30 s later
+    (pkg/kubelet/cm/dra/manager.go defaultWipingDelay); the tier does not wait."""
+    set_labels(n, {DP: "false", DRA: None, NFD_PCI: None})
+    for ns, name in STANDALONE_DAEMONSETS:
+        n.kube.delete(path_of("apps/v1", "daemonsets", name, ns))
+    wait_for("plugin pods gone", lambda: not any(pods_of(n, ds) for ds in PLUGIN_DAEMONSETS), timeout=90)
     items, _ = n.kube.list_all(SLICES, [("fieldSelector", f"spec.nodeName={n.name}")])
     for s in items:
         n.kube.delete(path_of("resource.k8s.io/v1", "resourceslices", s["metadata"]["name"]))
 
 
-def bring_up(n: NvidiaNode, setup: str) -> None:
+def bring_up(n: NvidiaNode, setup: str, placement: str = "operator") -> None:
     """The stack in `setup`, device plugin serving (allocatable as the real plugin advertises it), DRA plugin
-    off. No-op when the node is there already."""
-    if n.setup == setup and nvidia_allocatable(n) == {**{k: "0" for k in nvidia_allocatable(n)}, **SETUPS[setup][1]}:
+    off (placement "operator": both switched by labels) or running beside it (placement "standalone": both as
+    their charts place them by default). No-op when the node is there already."""
+    setup_name = setup if placement == "operator" else f"{setup} ({placement})"
+    if n.setup == setup_name and serving(n, SETUPS[setup][1]):
         return
     stop_plugins(n)
     # The old device plugin's devices must be seen gone (allocatable 0) before the new one registers: two setups
@@ -152,24 +169,17 @@ def bring_up(n: NvidiaNode, setup: str) -> None:
     mig, advertised = SETUPS[setup]
     t0 = time.monotonic()
     res = subprocess.run(
-        [str(STACK_TOOL), "up", str(n.cp.dir), setup, "--mig-strategy", mig],
+        [str(STACK_TOOL), "up", str(n.cp.dir), setup, "--mig-strategy", mig, "--placement", placement],
         capture_output=True, text=True, timeout=1800, check=False, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert res.returncode == 0, res.stderr[-4000:]
-    set_labels(n, {DP: "true"})
-
-    def serving() -> bool:
-        alloc = nvidia_allocatable(n)
-        return all(alloc.get(k) == v for k, v in advertised.items()) and all(
-            v == "0" for k, v in alloc.items() if k not in advertised
-        )
-
+    set_labels(n, {DP: "true"} if placement == "operator" else {DP: None})
     try:
-        wait_for(f"the real device plugin to advertise {advertised}", serving, timeout=120)
+        wait_for(f"the real device plugin to advertise {advertised}", partial(serving, n, advertised), timeout=120)
     except AssertionError as e:
         raise AssertionError(f"{e}; it advertises {nvidia_allocatable(n)}") from None
-    MEASURED[f"{setup}: stack up to device plugin serving (s)"] = round(time.monotonic() - t0, 1)
-    n.setup = setup
+    MEASURED[f"{setup_name}: stack up to device plugin serving (s)"] = round(time.monotonic() - t0, 1)
+    n.setup = setup_name
 
 
 def published_by_real_driver(n: NvidiaNode) -> list[dict[str, Any]]:
@@ -179,10 +189,6 @@ def published_by_real_driver(n: NvidiaNode) -> list[dict[str, Any]]:
     devices = wait_for("the real DRA driver to publish", lambda: slice_devices(n) or None, timeout=120)
     MEASURED[f"{n.setup}: DRA plugin on to slices published (s)"] = round(time.monotonic() - t0, 1)
     return list(devices)
-
-
-def run_pod(n: NvidiaNode, command: str, timeout: float = 90) -> dict[str, Any]:
-    return run_gpu_pod(n, command, timeout)
 
 
 # -- predictions against the real driver ----------------------------------------------------------------
@@ -352,8 +358,19 @@ def test_topology_the_device_plugin_picks_a_connected_pair_dra_only_when_the_cla
 # -- a full cutover with the real plugins ---------------------------------------------------------------
 
 
-# Whole-GPU setups: the A100 board, the H100 board, and a GPU type not in dra-migrate's product table.
-CUTOVER_SETUPS = ["a100", "h100", "a30"]
+# The A100 board, the H100 board, a GPU type not in dra-migrate's product table, and the A100 with mixed MIG
+# (MIG devices through DRA: the plan's DeviceClasses for nvidia.com/mig-<profile>).
+CUTOVER_SETUPS = ["a100", "h100", "a30", "a100-mixed"]
+MIG_1G = "nvidia.com/mig-1g.5gb"
+# a100-mixed's GPUs that hold 1g.5gb instances (tools/nvidia/nvmock: GPU1 2 of them, GPU2 7): a MIG device's
+# CDI spec gives the container its parent GPU's device node (/dev/nvidia<minor>).
+MIG_1G_PARENTS = {1, 2}
+NVIDIA_MINORS = re.compile(r"\b195,\s+(\d+)\b")
+
+
+def published_ids(n: NvidiaNode) -> set[str]:
+    """The UUIDs of the real driver's devices on the node (GPU-... and MIG-...)."""
+    return {d["attributes"]["uuid"]["string"] for d in slice_devices(n)}
 
 
 @pytest.mark.parametrize("setup", CUTOVER_SETUPS)
@@ -361,13 +378,15 @@ def test_a_real_node_cuts_over_from_the_real_device_plugin_to_the_real_dra_drive
     node: NvidiaNode, tmp_path: Path, setup: str
 ) -> None:
     bring_up(node, setup)
-    gpus = SETUPS[setup][1][GPU]
+    advertised = SETUPS[setup][1]
+    mig = [r for r in advertised if r != GPU]
     assert not slice_devices(node)
-    # Before: the real device plugin serves the pod (envvar strategy: it names the GPU in the environment).
-    pod = run_pod(node, "echo NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES")
-    assert pod["status"]["phase"] == "Succeeded", pod["status"]
-    assert "extendedResourceClaimStatus" not in pod["status"]
-    assert "NVIDIA_VISIBLE_DEVICES=GPU-" in message(pod), message(pod)
+    # Before: the real device plugin serves the pods (envvar strategy: it names the device in the environment).
+    for resource in [GPU, *([MIG_1G] if mig else [])]:
+        pod = run_gpu_pod(node, "echo NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES", 90, resource)
+        assert pod["status"]["phase"] == "Succeeded", pod["status"]
+        assert "extendedResourceClaimStatus" not in pod["status"]
+        assert re.search(r"NVIDIA_VISIBLE_DEVICES=(GPU|MIG)-", message(pod)), message(pod)
 
     plan = tmp_path / "dra_migrate.yaml"
     res = cli(node, "plan", "--out", str(plan), "--soak", "0s", "--canary-image", IMAGE)
@@ -379,36 +398,141 @@ def test_a_real_node_cuts_over_from_the_real_device_plugin_to_the_real_dra_drive
     MEASURED[f"{setup}: apply of the real node (s)"] = round(time.monotonic() - t0, 1)
     obj = node_obj(node)
     assert obj["metadata"]["labels"][DP] == "false" and obj["metadata"]["labels"][DRA] == "true"
-    # The real device plugin left: allocatable 0, capacity held (kubelet devicemanager's 5-min grace).
-    assert obj["status"]["allocatable"][GPU] == "0" and obj["status"]["capacity"][GPU] == gpus
+    # The real device plugin left: allocatable 0 for every resource it advertised, capacity held (kubelet
+    # devicemanager's 5-min grace).
+    assert {r: obj["status"]["allocatable"][r] for r in advertised} == {r: "0" for r in advertised}
+    assert {r: obj["status"]["capacity"][r] for r in advertised} == advertised
     wait_for("the device plugin's pod gone", lambda: not pods_of(node, "nvidia-device-plugin-daemonset"), timeout=60)
-    published = {d["attributes"]["uuid"]["string"] for d in slice_devices(node)}
-    assert len(published) == int(gpus)
+    published = published_ids(node)
+    assert len(published) == sum(int(v) for v in advertised.values())
     end = step_end(plan, "canary")
     assert end["result"] == "ok", end
     assert end["after"]["expected"] and set(end["after"]["expected"]) <= published
     # The same pod spec now runs through DRA: the real driver prepared its claim and its CDI spec gave the
     # container the GPU's device node (and the driver root's nvidia-smi, which lists what it can open).
-    pod = run_pod(node, "ls -l /dev/nvidia[0-9]*; nvidia-smi -L")
+    pod = run_gpu_pod(node, "ls -l /dev/nvidia[0-9]*; nvidia-smi -L", 90)
     assert pod["status"]["phase"] == "Succeeded", pod["status"]
     assert pod["status"]["extendedResourceClaimStatus"]["requestMappings"][0]["resourceName"] == GPU
     seen = [x.split("UUID: ")[1].rstrip(")") for x in message(pod).splitlines() if x.startswith("GPU ")]
     assert len(seen) == 1 and seen[0] in published, message(pod)
-    assert message(pod).count(" 195, ") == 1, message(pod)  # one NVIDIA character device node
+    assert len(NVIDIA_MINORS.findall(message(pod))) == 1, message(pod)  # one NVIDIA GPU device node
+    if mig:
+        # A pod asking for a MIG profile by its device-plugin name runs through the plan's DeviceClass for it
+        # (extendedResourceName nvidia.com/mig-1g.5gb): its claim is a 1g.5gb device, whose CDI spec gives the
+        # container its parent GPU's device node and the GPU and compute instances' capability device nodes
+        # (/dev/nvidia-caps/nvidia-cap<minor>, major nvidia-caps: tools/nvidia/stack's stand-in 511).
+        pod = run_gpu_pod(node, "ls -l /dev/nvidia[0-9]* /dev/nvidia-caps", 90, MIG_1G)
+        assert pod["status"]["phase"] == "Succeeded", pod["status"]
+        assert pod["status"]["extendedResourceClaimStatus"]["requestMappings"][0]["resourceName"] == MIG_1G
+        minors = {int(m) for m in NVIDIA_MINORS.findall(message(pod))}
+        assert len(minors) == 1 and minors <= MIG_1G_PARENTS, message(pod)
+        assert len(re.findall(r"\b511,\s+\d+", message(pod))) == 2, message(pod)
 
     t0 = time.monotonic()
     res = cli(node, "rollback", str(plan), "--yes")
     assert res.returncode == 0, res.stderr
-    # Resources of earlier setups (nvidia.com/mig-*) stay in the Node's status at 0.
-    wait_for(
-        f"the real device plugin serving {gpus} again", lambda: only_gpus(nvidia_allocatable(node), gpus), timeout=120
-    )
+    wait_for(f"the real device plugin serving {advertised} again", partial(serving, node, advertised), timeout=120)
     MEASURED[f"{setup}: rollback to the device plugin serving again (s)"] = round(time.monotonic() - t0, 1)
     obj = node_obj(node)
     labels = obj["metadata"]["labels"]
     assert labels[DP] == "true" and DRA not in labels and not obj["spec"].get("unschedulable")
-    assert obj["status"]["capacity"][GPU] == gpus
+    assert {r: obj["status"]["capacity"][r] for r in advertised} == advertised
     wait_for("DRA plugin pod gone", lambda: not pods_of(node, "dra-driver-nvidia-gpu-kubelet-plugin"), timeout=90)
-    pod = run_pod(node, "echo NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES")
+    pod = run_gpu_pod(node, "echo NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES", 90)
     assert pod["status"]["phase"] == "Succeeded" and "extendedResourceClaimStatus" not in pod["status"]
     assert "NVIDIA_VISIBLE_DEVICES=GPU-" in message(pod), message(pod)
+
+
+# -- the standalone Helm charts' placement (issue 24 item 3: "both the standalone device-plugin Helm install and
+# the GPU Operator's label-driven placement") ----------------------------------------------------------------
+
+# What `check` tells the operator to add to every term of the chart's `affinity` value (checks/rules.py
+# device-plugin-placement-unknown); applied here as `helm upgrade --set-json affinity=...` would apply it.
+SWITCH = {"key": DP, "operator": "NotIn", "values": ["false"]}
+
+
+def daemonset_rolled_out(n: NvidiaNode, ns: str, name: str) -> bool:
+    ds = n.kube.get(path_of("apps/v1", "daemonsets", name, ns))
+    st = ds.get("status") or {}
+    counts = [st.get(k) for k in ("updatedNumberScheduled", "numberReady", "desiredNumberScheduled")]
+    return st.get("observedGeneration") == ds["metadata"]["generation"] and counts == [1, 1, 1]
+
+
+def test_the_standalone_charts_block_until_the_device_plugin_has_a_switch_then_cut_over_and_back(
+    node: NvidiaNode, tmp_path: Path
+) -> None:
+    """The device plugin as k8s-device-plugin v0.18.0's chart renders it and the DRA kubelet plugin as
+    dra-driver-nvidia-gpu v0.4.1's chart places it (tools/nvidia/stack --placement standalone): the chart's
+    default affinity rests on NFD's and the GPU Operator's labels only, so `check` blocks the node until the
+    affinity carries the switch its remediation names; then plan, apply and rollback flip that one label."""
+    setup = "a100"
+    gpus = SETUPS[setup][1][GPU]
+    try:
+        bring_up(node, setup, "standalone")
+        assert pods_of(node, STANDALONE_DP) and DP not in node_obj(node)["metadata"]["labels"]
+        # The DRA chart's default affinity runs its plugin beside the device plugin: it publishes at once.
+        before = wait_for("the real DRA driver to publish", lambda: slice_devices(node) or None, timeout=120)
+        assert len(before) == int(gpus)
+
+        # The chart's default affinity: no label an operator can set stops the device plugin on the node.
+        res = cli(node, "check", "-o", "json")
+        assert res.returncode == 2, res.stdout + res.stderr
+        (f,) = [f for f in json.loads(res.stdout)["findings"] if f["id"] == "device-plugin-placement-unknown"]
+        assert f["severity"] == "blocker" and [o["name"] for o in f["objects"]] == [node.name], f
+        assert f"nvidia-device-plugin/{STANDALONE_DP}" in f["message"] and NFD_PCI in f["message"], f["message"]
+        assert "every nodeSelectorTerm" in f["remediation"], f["remediation"]
+        plan = tmp_path / "blocked.yaml"
+        res = cli(node, "plan", "--out", str(plan), "--soak", "0s", "--canary-image", IMAGE)
+        excluded = plan_io.load(plan)["summary"]["excludedNodes"]
+        assert [(e["node"], e["reason"].split(":")[0]) for e in excluded] == [
+            (node.name, "device-plugin-placement-unknown")
+        ], excluded
+
+        # The remediation, as a `helm upgrade` of the chart's affinity value: the switch in every term.
+        ds_path = path_of("apps/v1", "daemonsets", STANDALONE_DP, "nvidia-device-plugin")
+        affinity = node.kube.get(ds_path)["spec"]["template"]["spec"]["affinity"]
+        for term in affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]:
+            term["matchExpressions"].append(SWITCH)
+        node.kube.merge_patch(ds_path, {"spec": {"template": {"spec": {"affinity": affinity}}}})
+        wait_for("the upgraded device plugin rolled out",
+                 lambda: daemonset_rolled_out(node, "nvidia-device-plugin", STANDALONE_DP), timeout=120)  # fmt: skip
+        wait_for(f"the device plugin serving {gpus}", partial(serving, node, SETUPS[setup][1]), timeout=120)
+        pod = run_gpu_pod(node, "echo NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES", 90)
+        assert pod["status"]["phase"] == "Succeeded" and "extendedResourceClaimStatus" not in pod["status"]
+
+        plan = tmp_path / "dra_migrate.yaml"
+        res = cli(node, "plan", "--out", str(plan), "--soak", "0s", "--canary-image", IMAGE)
+        assert res.returncode == 0, res.stderr
+        doc = plan_io.load(plan)
+        assert doc["applicable"] is True and doc["summary"]["excludedNodes"] == [], res.stdout + res.stderr
+        labels_before = node_obj(node)["metadata"]["labels"]
+        t0 = time.monotonic()
+        res = cli(node, "apply", str(plan), "--yes")
+        assert res.returncode == 0, res.stderr
+        MEASURED[f"{setup} (standalone): apply of the real node (s)"] = round(time.monotonic() - t0, 1)
+        obj = node_obj(node)
+        # The plan flipped the one label the switch reads; the DRA plugin needed none (its chart runs it).
+        assert obj["metadata"]["labels"][DP] == "false" and DRA not in obj["metadata"]["labels"]
+        assert obj["status"]["allocatable"][GPU] == "0" and obj["status"]["capacity"][GPU] == gpus
+        wait_for("the device plugin's pod gone", lambda: not pods_of(node, STANDALONE_DP), timeout=60)
+        published = published_ids(node)
+        assert len(published) == int(gpus)
+        end = step_end(plan, "canary")
+        assert end["result"] == "ok" and set(end["after"]["expected"]) <= published, end
+        pod = run_gpu_pod(node, "nvidia-smi -L", 90)
+        assert pod["status"]["phase"] == "Succeeded", pod["status"]
+        assert pod["status"]["extendedResourceClaimStatus"]["requestMappings"][0]["resourceName"] == GPU
+
+        res = cli(node, "rollback", str(plan), "--yes")
+        assert res.returncode == 0, res.stderr
+        wait_for(f"the device plugin serving {gpus} again", partial(serving, node, SETUPS[setup][1]), timeout=120)
+        obj = node_obj(node)
+        # Restored exactly: the switch label absent again, as before; the DRA plugin still runs (it did before).
+        assert obj["metadata"]["labels"] == labels_before and not obj["spec"].get("unschedulable")
+        assert pods_of(node, STANDALONE_DP) and pods_of(node, "dra-driver-nvidia-gpu-kubelet-plugin")
+        pod = run_gpu_pod(node, "echo NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES", 90)
+        assert pod["status"]["phase"] == "Succeeded" and "extendedResourceClaimStatus" not in pod["status"]
+        assert "NVIDIA_VISIBLE_DEVICES=GPU-" in message(pod), message(pod)
+    finally:
+        stop_plugins(node)
+        node.setup = ""

@@ -261,6 +261,41 @@ def test_device_plugin_placement_unknown() -> None:
     assert findings(fixture("demo"), "device-plugin-placement-unknown") == []
 
 
+# The standalone k8s-device-plugin Helm chart v0.18.0 (deployments/helm/nvidia-device-plugin/values.yaml): its
+# DaemonSet's default affinity ORs three terms on labels NFD and the GPU Operator own, and its tolerations.
+CHART_TERMS = [
+    [{"key": "feature.node.kubernetes.io/pci-10de.present", "operator": "In", "values": ["true"]}],
+    [{"key": "feature.node.kubernetes.io/cpu-model.vendor_id", "operator": "In", "values": ["NVIDIA"]}],
+    [{"key": "nvidia.com/gpu.present", "operator": "In", "values": ["true"]}],
+]
+CHART_TOLERATIONS = [{"key": "CriticalAddonsOnly", "operator": "Exists"}, *GPU_TOL]
+SWITCH = {"key": "nvidia.com/gpu.deploy.device-plugin", "operator": "NotIn", "values": ["false"]}
+
+
+def test_the_standalone_chart_device_plugin_cannot_be_switched_off_until_every_term_has_the_switch() -> None:
+    from dra_migrate.inventory.model import build_inventory
+
+    nfd = gpu_node("a", **{"feature.node.kubernetes.io/pci-10de.present": "true"})
+
+    def chart(*terms: list[dict[str, Any]]) -> dict[str, Any]:
+        return _ds("nvdp-nvidia-device-plugin", ns="nvidia-device-plugin", tolerations=CHART_TOLERATIONS,
+                   affinity=_affinity(*terms))  # fmt: skip
+
+    # As the chart installs it: every label it selects on is NFD's or GFD's, so no label stops it.
+    (f,) = findings(make(nfd, chart(*CHART_TERMS)), "device-plugin-placement-unknown")
+    assert (f.severity.value, _text(f.objects)) == ("blocker", ("Node a",))
+    assert "(feature.node.kubernetes.io/pci-10de.present In [true]) OR (" in f.message, f.message
+    assert "every nodeSelectorTerm" in f.remediation and "NotIn" in f.remediation, f.remediation
+    # The switch in one term only: the node still matches another term (pci-10de), so still a blocker.
+    half = chart(CHART_TERMS[0], CHART_TERMS[1], [*CHART_TERMS[2], SWITCH])
+    assert severities(make(nfd, half), "device-plugin-placement-unknown") == ["blocker"]
+    # The remediation applied (the chart's `affinity` value with the switch in every term): the plan flips it.
+    fixed = chart(*[[*t, SWITCH] for t in CHART_TERMS])
+    assert findings(make(nfd, fixed), "device-plugin-placement-unknown") == []
+    p = build_inventory(make(nfd, fixed)).nodes[0].dp_placement
+    assert p is not None and (p.mode, p.label, p.value) == ("label", "nvidia.com/gpu.deploy.device-plugin", "false")
+
+
 def test_placement_decides_what_each_switch_is() -> None:
     from dra_migrate.inventory.model import build_inventory
 
