@@ -17,7 +17,8 @@ and a device-plugin config in JSON or with only `version: v1` looks like nothing
 One more is read for the prediction of mixed-MIG nodes: the GPU Operator MIG Manager's mig-parted config,
 which says which GPU holds which instances (inventory/migparted.py). The ClusterPolicy names it in
 `spec.migManager.config.name`, the operator's own `default-mig-parted-config` when unset (gpu-operator
-api/nvidia/v1 MIGManagerSpec; assets/state-mig-manager), in the operator's namespace.
+api/nvidia/v1 MIGManagerSpec; assets/state-mig-manager), in the operator's namespace; a MIG Manager
+DaemonSet (image k8s-mig-manager, NVIDIA/mig-parted deployments/gpu-operator) mounts it as a volume.
 
 Every other ConfigMap is dropped on the way in, by the snapshot writer and by every reader alike.
 """
@@ -33,6 +34,7 @@ Obj = dict[str, Any]
 Ref = tuple[str | None, str]  # (namespace, or None for any; name)
 
 _PLUGIN_IMAGE = "k8s-device-plugin"  # nvcr.io/nvidia/k8s-device-plugin, the plugin's one image
+_MIG_MANAGER_IMAGE = "k8s-mig-manager"  # nvcr.io/nvidia/cloud-native/k8s-mig-manager
 MIG_MANAGER_DEFAULT_CONFIGMAP = "default-mig-parted-config"
 
 
@@ -84,8 +86,16 @@ def names(cm: Obj, refs: set[Ref]) -> bool:
     return isinstance(name, str) and ((ns, name) in refs or (None, name) in refs)
 
 
+def is_mig_manager_daemonset(ds: Obj) -> bool:
+    """The MIG Manager's DaemonSet (the GPU Operator's nvidia-mig-manager, or one deployed on its own): by its
+    image or name."""
+    containers = get_path(ds, "spec.template.spec.containers")
+    images = [str(c.get("image", "")) for c in containers or [] if isinstance(c, dict)]
+    return "mig-manager" in str(_meta(ds).get("name", "")) or any(_MIG_MANAGER_IMAGE in i for i in images)
+
+
 def configmaps_named(obj: Obj) -> set[Ref]:
-    """The ConfigMaps a ClusterPolicy or a device-plugin DaemonSet uses (none for any other object)."""
+    """The ConfigMaps a ClusterPolicy, a device-plugin or a MIG Manager DaemonSet uses (none for any other)."""
     key = kind_key(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
     out: set[Ref] = set()
     if key == "nvidia.com/ClusterPolicy":
@@ -94,7 +104,7 @@ def configmaps_named(obj: Obj) -> set[Ref]:
         if isinstance(name, str) and name:
             out.add((ns if isinstance(ns, str) and ns else None, name))
         out.add(mig_manager_configmap(obj))
-    elif key == "apps/DaemonSet" and is_device_plugin_daemonset(obj):
+    elif key == "apps/DaemonSet" and (is_device_plugin_daemonset(obj) or is_mig_manager_daemonset(obj)):
         ns = _meta(obj).get("namespace")
         for v in get_path(obj, "spec.template.spec.volumes") or []:
             if not isinstance(v, dict):

@@ -57,8 +57,8 @@ def test_the_wheel_carries_what_commands_need_at_run_time(dist: tuple[Path, Path
         assert any(n == inside or n.startswith(inside + "/") for n in names), rel
     assert not [n for n in names if n.split("/")[0] in ("migrate", "tests", "tools", "fixtures")], "stray top level"
     assert (info.external_attr >> 16) & 0o111, "the twin's scripts lost their executable bit"
-    assert "dra-migrate = dra_migrate.cli.main:main" in scripts
-    assert "kubectl-dra_migrate = dra_migrate.cli.main:kubectl_plugin" in scripts
+    assert "dra-migrate = dra_migrate.cli.entry:main" in scripts
+    assert "kubectl-dra_migrate = dra_migrate.cli.entry:kubectl_plugin" in scripts
     with tarfile.open(dist[0]) as tar:
         sdist = tar.getnames()
     for must in ("LICENSE", "CHANGELOG.md", "setup.py", "tools/k8s/up", "deploy/rbac/readonly.yaml"):

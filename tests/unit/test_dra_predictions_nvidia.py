@@ -178,10 +178,21 @@ def test_node_devices_reads_the_mig_manager_configmap_the_cluster_policy_names()
         "spec": {"migManager": {"enabled": True, "config": {"name": "custom-mig-parted-config"}}},
         "status": {"namespace": "gpu-operator"},
     }
+    mig_manager = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "nvidia-mig-manager", "namespace": "gpu-operator"},
+        "spec": {"template": {"spec": {
+            "containers": [{"name": "mig-manager", "image": "nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.12.1"}],
+            "volumes": [{"name": "config", "configMap": {"name": "default-mig-parted-config"}}],
+        }}},
+    }  # fmt: skip
     for objects, gpus in (
         ([configmap("custom-mig-parted-config"), policy], 4),
         ([configmap("default-mig-parted-config"), policy], 5),  # not the one the policy names
-        ([configmap("default-mig-parted-config")], 4),  # no policy: the only mig-parted config read
+        ([configmap("default-mig-parted-config"), mig_manager], 4),  # no policy: the MIG Manager mounts it
+        # Nothing known to use it: not read, however much it looks like a mig-parted config (cluster/configrefs.py).
+        ([configmap("default-mig-parted-config")], 5),
     ):
         b = StateBuilder(SourceInfo(kind="snapshot", location="t", kubernetes_version="v1.37.2"))
         b.add_all([{**node(A100_MIXED), "apiVersion": "v1", "kind": "Node"}, *objects])

@@ -11,6 +11,7 @@ from ruamel.yaml import YAML
 from dra_migrate.inventory.platform import which_platform
 from dra_migrate.rehearse.apf import flow_objects
 from dra_migrate.sim.kwok import _settled, addresses, node_manifest
+from dra_migrate.sim.placement import LABEL_RULES
 from dra_migrate.sim.spec import LABEL_DEVICE_PLUGIN, LABEL_DRA_KUBELET_PLUGIN, GpuNodeSpec
 from dra_migrate.sim.stages import (
     A_DEVICES,
@@ -82,16 +83,17 @@ def test_a_node_keeps_the_snapshots_provider_or_is_kwoks_not_a_clouds_by_its_poo
 
 
 def test_a_node_is_ready_for_a_test_once_kwok_runs_each_plugin_its_labels_place() -> None:
+    """With no DaemonSet of the cluster's to follow, the toggle labels place the plugins (sim/placement.py)."""
     node = node_manifest(GpuNodeSpec.small("n1", gpus=1, labels={LABEL_DRA_KUBELET_PLUGIN: "true"}))
-    assert not _settled(node) and not _settled(None)  # registered: not Ready yet
+    assert not _settled(node, LABEL_RULES) and not _settled(None, LABEL_RULES)  # registered: not Ready yet
     node["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
-    assert not _settled(node), "Ready, but the DRA plugin its label places has not published yet"
+    assert not _settled(node, LABEL_RULES), "Ready, but the DRA plugin its label places has not published yet"
     node["metadata"]["annotations"][A_DRA] = "running"
-    assert _settled(node)
+    assert _settled(node, LABEL_RULES)
     node["metadata"]["labels"][LABEL_DEVICE_PLUGIN] = "false"
-    assert not _settled(node), "the device plugin switched off, still running"
+    assert not _settled(node, LABEL_RULES), "the device plugin switched off, still running"
     node["metadata"]["annotations"][A_DP] = "stopped"
-    assert _settled(node)
+    assert _settled(node, LABEL_RULES)
 
 
 def test_more_devices_than_one_slice_holds_is_refused() -> None:
