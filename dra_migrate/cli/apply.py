@@ -13,14 +13,19 @@ from typing import Any
 import click
 
 from dra_migrate.cli import exitcodes
-from dra_migrate.cli.options import SourceOptions, load_state, output_option, print_data, source_options
+from dra_migrate.cli.options import (
+    SourceOptions,
+    journal_state_option,
+    load_state,
+    output_option,
+    print_data,
+    source_options,
+)
 from dra_migrate.cli.progress import Working
 from dra_migrate.errors import ClusterError, InputError
 from dra_migrate.execute.journals import (
-    AUTO,
     FILE,
     IN_CLUSTER,
-    STATES,
     ClusterStore,
     FileStore,
     JournalStore,
@@ -46,14 +51,7 @@ _LOCK_NS = click.option(
     show_default=True,
     help="Namespace of the lock Lease (and of the journal's ConfigMaps with --state in-cluster).",
 )
-_STATE = click.option(
-    "--state",
-    type=click.Choice(STATES),
-    default=AUTO,
-    show_default=True,
-    help="Where the journal lives: a file beside the plan, or ConfigMaps in --lock-namespace (docs/in-cluster.md); "
-    "auto: in the cluster when run in a pod on its ServiceAccount, else a file.",
-)
+_STATE = journal_state_option
 
 
 def journal_store(state: str, plan_file: Path, api_client: Any, namespace: str) -> JournalStore:

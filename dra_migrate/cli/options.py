@@ -187,3 +187,21 @@ def load_state(src: SourceOptions) -> ClusterState:
             "a snapshot must include the nodes (kubectl get nodes -o yaml)",
         )
     return state
+
+
+def _journal_state_option() -> Callable[[F], F]:
+    from dra_migrate.execute.journals import AUTO, STATES
+
+    return click.option(
+        "--state",
+        type=click.Choice(STATES),
+        default=AUTO,
+        show_default=True,
+        help="Where apply's journal lives: a file beside the plan (report: or --journal), ConfigMaps in "
+        "--lock-namespace (docs/in-cluster.md), or auto: in the cluster when run in a pod on its ServiceAccount "
+        "and no journal file lies beside the plan, else a file.",
+    )
+
+
+# apply, rollback, status and report: one definition, so their --state cannot drift apart.
+journal_state_option = _journal_state_option()

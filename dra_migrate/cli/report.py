@@ -10,11 +10,18 @@ import click
 
 from dra_migrate import __version__
 from dra_migrate.checks.run import Readiness, assess
-from dra_migrate.cli.options import SourceOptions, load_state, output_for_file, output_option, source_options
+from dra_migrate.cli.options import (
+    SourceOptions,
+    journal_state_option,
+    load_state,
+    output_for_file,
+    output_option,
+    source_options,
+)
 from dra_migrate.cluster.identity import refuse_other_cluster
 from dra_migrate.errors import ClusterError, InputError
 from dra_migrate.execute.journal import journal_path, read_records
-from dra_migrate.execute.journals import AUTO, IN_CLUSTER, STATES, ClusterStore, read_checked, resolve_state
+from dra_migrate.execute.journals import IN_CLUSTER, ClusterStore, read_checked, resolve_state
 from dra_migrate.fileio import write_text_atomic
 from dra_migrate.plan import io as plan_io
 from dra_migrate.plan.diff import diff_plans
@@ -61,14 +68,7 @@ Examples:
     is_flag=True,
     help="Combine a plan, snapshot, older plan or journal of two different clusters (on purpose).",
 )
-@click.option(
-    "--state",
-    type=click.Choice(STATES),
-    default=AUTO,
-    show_default=True,
-    help="Where the apply journal lives: a file (--journal), or ConfigMaps in --lock-namespace (docs/in-cluster.md); "
-    "auto: in the cluster when run in a pod on its ServiceAccount, else a file.",
-)
+@journal_state_option
 @click.option(
     "--lock-namespace",
     default="kube-system",
