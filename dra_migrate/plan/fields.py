@@ -13,8 +13,28 @@ from dra_migrate.errors import InputError
 _HINT = "regenerate the plan with dra-migrate plan (or fix the field and dra-migrate plan --rebase it)"
 
 
-def _fail(path: str, what: str) -> InputError:
-    return InputError(f"plan field `{path}`: {what}", _HINT)
+class PlanFieldError(InputError):
+    """A field of a plan's mapping the model cannot read: `at` is its path as keys and list indexes (the
+    checks of an edited plan report it as a `Problem` there, and `io` finds its line), `reason` the words
+    without the path."""
+
+    def __init__(self, path: str, reason: str, hint: str = _HINT) -> None:
+        super().__init__(f"plan field `{path}`: {reason}", hint)
+        self.at = _at(path)
+        self.reason = reason
+
+
+def _at(path: str) -> tuple[str | int, ...]:
+    """`stages[1].waves[0].nodes[3].wave` as ("stages", 1, "waves", 0, "nodes", 3, "wave")."""
+    out: list[str | int] = []
+    for part in path.replace("]", "").replace("[", ".").split("."):
+        if part:
+            out.append(int(part) if part.isdigit() else part)
+    return tuple(out)
+
+
+def _fail(path: str, what: str, hint: str = _HINT) -> PlanFieldError:
+    return PlanFieldError(path, what, hint)
 
 
 def _type_name(value: Any) -> str:
@@ -49,6 +69,13 @@ def _int(value: Any, path: str, *, minimum: int = 0) -> int:
         raise _fail(path, f"expected an integer, got {_type_name(value)}")
     if value < minimum:
         raise _fail(path, f"must be at least {minimum}, got {value}")
+    return value
+
+
+def _count(value: Any, path: str) -> int:
+    """A count of pods or devices: a non-negative integer (the words validate has always used)."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise _fail(path, f"expected a count (a non-negative integer), not {value!r}")
     return value
 
 
@@ -109,8 +136,8 @@ def _duration(value: Any, path: str) -> str:
     text = _str(value, path)
     try:
         parse_duration(text)
-    except InputError as e:
-        raise _fail(path, e.message) from e
+    except InputError as e:  # the words `params.checked_duration` uses, with the syntax as the hint
+        raise _fail(path, f"{text!r}: not a duration", e.hint) from e
     return text
 
 
@@ -123,4 +150,6 @@ def _enum(cls: type[_E], value: Any, path: str) -> _E:
         return cls(text)
     except ValueError:
         known = ", ".join(m.value for m in cls)
-        raise _fail(path, f"unknown action {text!r} (known: {known})") from None
+        # The hint names where actions come from: the protocol's registry, not a free-form field.
+        hint = "actions are the protocol's (dra_migrate/plan/actions.py): regenerate the plan, or fix the field"
+        raise _fail(path, f"unknown action {text!r} (known: {known})", hint) from None
