@@ -395,6 +395,13 @@ class Plan:
                         yield s, w, n
 
 
+def recorded_cluster(doc: Mapping[str, Any]) -> tuple[Any, Any]:
+    """(cluster name, server version) a plan's mapping records, read without the whole model: `show`'s
+    header needs only these of a plan it prints as it streams."""
+    fingerprint = doc.get("fingerprint")
+    return doc.get("cluster"), fingerprint.get("kubernetesVersion") if isinstance(fingerprint, Mapping) else None
+
+
 def _unique_nodes_and_steps(stages: tuple[Stage, ...]) -> None:
     """A node in two waves (or stages), or two steps with one id, would share journal records: refused."""
     seen: dict[str, str] = {}
