@@ -13,6 +13,7 @@ model has read every field, so a duration here is one `parse_duration` accepts).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from dra_migrate.errors import InputError
@@ -25,10 +26,12 @@ from dra_migrate.plan.problems import Problem
 _STEP_TIMEOUTS = TIMEOUT_PARAMETERS
 
 
-def contradictions(plan: Plan) -> list[Problem]:
+def contradictions(plan: Mapping[str, Any] | Plan) -> list[Problem]:
     """Problems where the stages contradict the parameters (soak, timeouts, wave sizes); [] when the
-    parameters cannot be read (validate reports that)."""
+    parameters, or the plan, cannot be read (validate reports that). A mapping (rebase's, which validate
+    has passed) is read by the codec first."""
     try:
+        plan = plan if isinstance(plan, Plan) else Plan.from_dict(plan)
         params = PlanParams.from_dict(plan.parameters)
         soak = parse_duration(params.soak)
     except (InputError, TypeError, ValueError):

@@ -42,7 +42,8 @@ def _type_name(value: Any) -> str:
 
 
 def _mapping(value: Any, path: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping) or not set(map(type, value)) <= {str}:
+    # `type(...) is dict` first: the ABC check costs ~5x more, and a plan at 10,000 nodes has ~10^5 mappings.
+    if not (type(value) is dict or isinstance(value, Mapping)) or not set(map(type, value)) <= {str}:
         raise _fail(path, f"expected a mapping, got {_type_name(value)}")
     return value
 
@@ -101,6 +102,9 @@ def _strs(value: Any, path: str) -> tuple[str, ...]:
     return tuple(_str(v, f"{path}[{i}]") for i, v in enumerate(_list(value, path)))
 
 
+_SCALARS = frozenset({str, int, bool, type(None)})  # what most values are: no ABC check for them
+
+
 def _finite(value: Any, path: str) -> None:
     """NaN and infinities have no JSON form (they digest as null): refuse them anywhere. A walk without
     paths first (a plan at 10,000 nodes holds ~10^5 values); the path only for the one refused."""
@@ -112,7 +116,10 @@ def _finite(value: Any, path: str) -> None:
             stack.extend(v.values())
         elif t is list or t is tuple:
             stack.extend(v)
-        elif (t is float and not math.isfinite(v)) or isinstance(v, Mapping):  # another mapping type: below
+        elif t is float:
+            if not math.isfinite(v):
+                break
+        elif t not in _SCALARS and isinstance(v, Mapping):  # another mapping type: walked with paths below
             break
     else:
         return
