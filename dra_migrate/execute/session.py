@@ -122,7 +122,7 @@ class ApplySession:
         state = read_state()
         source = getattr(state, "source", None)  # refused by drift when it is not the plan's cluster
         self.cluster = source.identity if source is not None else None
-        d = _without_new_pools(_without_canaries(drift(self.plan.to_dict(), state)), self.plan, state)
+        d = _without_new_pools(_without_canaries(drift(self.plan, state)), self.plan, state)
         if self.resuming:
             d = self._ahead(d)
         if not d.holds:

@@ -7,15 +7,18 @@ still give up after 10m, a wave grown past `maxUnavailable`. Longer soaks and ti
 parameters are what a reviewer reads first, so a rebase that would make them untrue is refused with the
 place that contradicts them.
 
-Kept apart from validate.py (being split) as one function it can call: `contradictions(body)`.
+Kept apart from validate.py as one function it can call: `contradictions(plan)`, on the typed plan (the
+model has read every field, so a duration here is one `parse_duration` accepts).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from dra_migrate.errors import InputError
-from dra_migrate.plan.actions import TIMEOUT_PARAMETERS
+from dra_migrate.plan.actions import TIMEOUT_PARAMETERS, Action
+from dra_migrate.plan.model import Plan, PoolStage
 from dra_migrate.plan.params import PlanParams, parse_duration
 from dra_migrate.plan.problems import Problem
 
@@ -23,70 +26,64 @@ from dra_migrate.plan.problems import Problem
 _STEP_TIMEOUTS = TIMEOUT_PARAMETERS
 
 
-def contradictions(body: dict[str, Any]) -> list[Problem]:
+def contradictions(plan: Mapping[str, Any] | Plan) -> list[Problem]:
     """Problems where the stages contradict the parameters (soak, timeouts, wave sizes); [] when the
-    parameters cannot be read (validate reports that)."""
+    parameters, or the plan, cannot be read (validate reports that). A mapping (rebase's, which validate
+    has passed) is read by the codec first."""
     try:
-        params = PlanParams.from_dict(body.get("parameters") or {})
+        plan = plan if isinstance(plan, Plan) else Plan.from_dict(plan)
+        params = PlanParams.from_dict(plan.parameters)
         soak = parse_duration(params.soak)
     except (InputError, TypeError, ValueError):
         return []
     out: list[Problem] = []
-    for i, stage in enumerate(body.get("stages") or []):
-        if not isinstance(stage, dict) or not stage.get("pool"):
+    for i, stage in enumerate(plan.stages):
+        if not isinstance(stage, PoolStage) or not stage.pool:
             continue
         where: tuple[Any, ...] = ("stages", i)
         out += _soaks(stage, where, soak, params.soak)
-        out += _timeouts(stage, where, body["parameters"])
+        out += _timeouts(stage, where, plan.parameters)
         out += _wave_sizes(stage, where, params)
     return out
 
 
-def _soaks(stage: dict[str, Any], where: tuple[Any, ...], soak: int, text: str) -> list[Problem]:
+def _soaks(stage: PoolStage, where: tuple[Any, ...], soak: int, text: str) -> list[Problem]:
     """Every wave but a stage's last soaks at least `parameters.soak` (a longer soak is more caution)."""
-    waves = [w for w in stage.get("waves") or [] if isinstance(w, dict)]
-    out = []
-    for k, wave in enumerate(waves[:-1]):
-        try:
-            after = parse_duration(str(wave.get("soakAfter")))
-        except (InputError, ValueError):
-            continue
-        if after < soak:
-            out.append(
-                Problem(
-                    (*where, "waves", k, "soakAfter"),
-                    f"soaks {wave.get('soakAfter')}, less than parameters.soak {text}",
-                    "edit the waves' soakAfter with parameters.soak, or plan again with --soak",
-                )
-            )
-    return out
+    return [
+        Problem(
+            (*where, "waves", k, "soakAfter"),
+            f"soaks {wave.soak_after}, less than parameters.soak {text}",
+            "edit the waves' soakAfter with parameters.soak, or plan again with --soak",
+        )
+        for k, wave in enumerate(stage.waves[:-1])
+        if wave.soak_s < soak
+    ]
 
 
-def _timeouts(stage: dict[str, Any], where: tuple[Any, ...], parameters: dict[str, Any]) -> list[Problem]:
+def _timeouts(stage: PoolStage, where: tuple[Any, ...], parameters: dict[str, Any]) -> list[Problem]:
     out = []
-    for k, step in enumerate(stage.get("nodeSteps") or []):
-        if not isinstance(step, dict) or step.get("action") not in _STEP_TIMEOUTS:
+    for k, step in enumerate(stage.node_steps):
+        key = _STEP_TIMEOUTS.get(Action(step.action)) if step.action in _STEP_TIMEOUTS else None
+        if key is None:
             continue
-        key = _STEP_TIMEOUTS[step["action"]]
-        want, got = parameters.get(key), step.get("timeout")
+        want = parameters.get(key)
         try:
-            shorter = want is not None and got is not None and parse_duration(str(got)) < parse_duration(str(want))
+            shorter = want is not None and step.timeout_s < parse_duration(str(want))
         except (InputError, ValueError):
             continue
         if shorter:  # a pool given more patience than the default is fine; less than promised is not
             out.append(
                 Problem(
                     (*where, "nodeSteps", k, "timeout"),
-                    f"step {step['id']} times out after {got}, shorter than parameters.{key} {want}",
+                    f"step {step.id} times out after {step.timeout}, shorter than parameters.{key} {want}",
                     f"edit parameters.{key} with it, or plan again with the timeout you want",
                 )
             )
     return out
 
 
-def _wave_sizes(stage: dict[str, Any], where: tuple[Any, ...], params: PlanParams) -> list[Problem]:
-    waves = [w for w in stage.get("waves") or [] if isinstance(w, dict)]
-    nodes = sum(len(w.get("nodes") or []) for w in waves)
+def _wave_sizes(stage: PoolStage, where: tuple[Any, ...], params: PlanParams) -> list[Problem]:
+    nodes = sum(len(w.nodes) for w in stage.waves)
     try:
         limit = params.wave_size(nodes)
     except InputError:
@@ -94,10 +91,10 @@ def _wave_sizes(stage: dict[str, Any], where: tuple[Any, ...], params: PlanParam
     return [
         Problem(
             (*where, "waves", k, "nodes"),
-            f"{len(w.get('nodes') or [])} nodes in one wave, more than parameters.maxUnavailable "
+            f"{len(w.nodes)} nodes in one wave, more than parameters.maxUnavailable "
             f"{params.max_unavailable} allows ({limit} of the stage's {nodes})",
             "move nodes to another wave, or raise maxUnavailable with them",
         )
-        for k, w in enumerate(waves)
-        if len(w.get("nodes") or []) > limit
+        for k, w in enumerate(stage.waves)
+        if len(w.nodes) > limit
     ]

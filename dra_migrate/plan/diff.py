@@ -9,12 +9,14 @@ resourceVersions and the fingerprint digest that covers them (they move with eve
 nodes of one wave). The order of stages and steps does mean something: it is
 summarised and listed as "reordered", once, rather than as a cascade of per-index changes.
 
-Both plans are plain dicts as `io.load` returns them; the same pair always gives the same diff.
+Both plans are typed (`plan/model.py`), or plain dicts as `io.load` returns them, which the codec reads;
+the same pair always gives the same diff.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +24,7 @@ import orjson
 
 from dra_migrate.checks.model import objects_json
 from dra_migrate.plan.actions import Action
+from dra_migrate.plan.model import Plan
 from dra_migrate.plan.view import plan_cluster
 
 FORMAT_VERSION = 1
@@ -136,33 +139,36 @@ class PlanDiff:
         }
 
 
-def diff_plans(a: dict[str, Any], b: dict[str, Any]) -> PlanDiff:
-    out = PlanDiff(a=_identity(a), b=_identity(b))
-    _stages(a, b, out)
-    _nodes(a, b, out)
-    _parameters(a, b, out)
-    _findings(a, b, out)
-    if bool(a.get("applicable")) != bool(b.get("applicable")):
-        out.applicable = {"old": bool(a.get("applicable")), "new": bool(b.get("applicable"))}
-    _device_classes(a, b, out)
-    out.details = details(a, b)
+def diff_plans(a: Mapping[str, Any] | Plan, b: Mapping[str, Any] | Plan) -> PlanDiff:
+    """The diff of two plans, typed or as `io.load` returns them (then read by the codec): the summary
+    from the typed plans, the details from their file shapes (a walk of every value)."""
+    ta, tb = _typed(a), _typed(b)
+    out = PlanDiff(a=_identity(ta), b=_identity(tb))
+    _stages(ta, tb, out)
+    _nodes(ta, tb, out)
+    _parameters(ta, tb, out)
+    _findings(ta, tb, out)
+    if ta.applicable != tb.applicable:
+        out.applicable = {"old": ta.applicable, "new": tb.applicable}
+    _device_classes(ta, tb, out)
+    out.details = details(_shape(a), _shape(b))
     return out
 
 
-def _identity(plan: dict[str, Any]) -> dict[str, Any]:
+def _typed(plan: Mapping[str, Any] | Plan) -> Plan:
+    return plan if isinstance(plan, Plan) else Plan.from_dict(plan)
+
+
+def _shape(plan: Mapping[str, Any] | Plan) -> dict[str, Any]:
+    return plan.to_dict() if isinstance(plan, Plan) else dict(plan)
+
+
+def _identity(plan: Plan) -> dict[str, Any]:
     """What was compared: the plan's cluster object (`view.plan_cluster`) and its digest."""
-    return {"cluster": plan_cluster(plan), "digest": plan.get("digest")}
+    return {"cluster": plan_cluster(plan), "digest": plan.digest}
 
 
 # --- summary ---------------------------------------------------------------------------------------
-
-
-def _stage_names(plan: dict[str, Any]) -> list[str]:
-    return [str(s.get("name")) for s in plan.get("stages") or []]
-
-
-def _pool_stages(plan: dict[str, Any]) -> list[dict[str, Any]]:
-    return [s for s in plan.get("stages") or [] if "waves" in s]
 
 
 def _lcs(xs: list[str], ys: list[str]) -> set[str]:
@@ -192,15 +198,15 @@ def _moved(xs: list[str], ys: list[str]) -> list[str]:
     return [y for y in ys_c if y not in keep]
 
 
-def _stages(a: dict[str, Any], b: dict[str, Any], out: PlanDiff) -> None:
-    names_a, names_b = _stage_names(a), _stage_names(b)
+def _stages(a: Plan, b: Plan, out: PlanDiff) -> None:
+    names_a, names_b = a.stage_names, b.stage_names
     out.stages_added = [n for n in names_b if n not in names_a]
     out.stages_removed = [n for n in names_a if n not in names_b]
     out.stages_moved = [
         {"stage": n, "from": names_a.index(n) + 1, "to": names_b.index(n) + 1} for n in _moved(names_a, names_b)
     ]
-    waves_a = {(str(s["name"]), str(w.get("name"))) for s in _pool_stages(a) for w in s["waves"]}
-    waves_b = {(str(s["name"]), str(w.get("name"))) for s in _pool_stages(b) for w in s["waves"]}
+    waves_a = {(s.name, w.name) for s in a.pool_stages() for w in s.waves}
+    waves_b = {(s.name, w.name) for s in b.pool_stages() for w in s.waves}
     order = _stage_rank(names_a, names_b)
     out.waves_added = [{"stage": s, "wave": w} for s, w in sorted(waves_b - waves_a, key=lambda k: _wave_key(k, order))]
     out.waves_removed = [
@@ -223,18 +229,13 @@ def _natural(text: str) -> tuple[tuple[int, int | str], ...]:
     return tuple((0, int(p)) if p.isdigit() else (1, p) for p in _DIGITS.split(text) if p)
 
 
-def _places(plan: dict[str, Any]) -> dict[str, Place]:
-    return {
-        str(n.get("node")): Place(str(s["name"]), str(w.get("name")))
-        for s in _pool_stages(plan)
-        for w in s["waves"]
-        for n in w.get("nodes") or []
-    }
+def _places(plan: Plan) -> dict[str, Place]:
+    return {n.node: Place(s.name, w.name) for s, w, n in plan.nodes()}
 
 
-def _nodes(a: dict[str, Any], b: dict[str, Any], out: PlanDiff) -> None:
+def _nodes(a: Plan, b: Plan, out: PlanDiff) -> None:
     pa, pb = _places(a), _places(b)
-    order = _stage_rank(_stage_names(a), _stage_names(b))
+    order = _stage_rank(a.stage_names, b.stage_names)
 
     def key(item: tuple[str, Place]) -> tuple[Any, ...]:
         node, place = item
@@ -251,8 +252,8 @@ def _nodes(a: dict[str, Any], b: dict[str, Any], out: PlanDiff) -> None:
     ]
 
 
-def _parameters(a: dict[str, Any], b: dict[str, Any], out: PlanDiff) -> None:
-    pa, pb = a.get("parameters") or {}, b.get("parameters") or {}
+def _parameters(a: Plan, b: Plan, out: PlanDiff) -> None:
+    pa, pb = a.parameters, b.parameters
     names = list(pa) + [k for k in pb if k not in pa]  # the file's order, which is PlanParams' order
     out.parameters = [{"name": k, "old": pa.get(k), "new": pb.get(k)} for k in names if pa.get(k) != pb.get(k)]
 
@@ -263,9 +264,9 @@ def _finding_key(f: dict[str, Any]) -> str:
     return f"{f.get('id')}: {objects}" if objects else str(f.get("id"))
 
 
-def _findings(a: dict[str, Any], b: dict[str, Any], out: PlanDiff) -> None:
-    fa = {_finding_key(f): f for f in a.get("findings") or []}
-    fb = {_finding_key(f): f for f in b.get("findings") or []}
+def _findings(a: Plan, b: Plan, out: PlanDiff) -> None:
+    fa = {_finding_key(f): f for f in a.findings}
+    fb = {_finding_key(f): f for f in b.findings}
 
     def brief(f: dict[str, Any]) -> dict[str, Any]:
         return {"id": f.get("id"), "severity": f.get("severity"), "objects": objects_json(f.get("objects") or [])}
@@ -274,18 +275,18 @@ def _findings(a: dict[str, Any], b: dict[str, Any], out: PlanDiff) -> None:
     out.findings_removed = [brief(fa[k]) for k in sorted(set(fa) - set(fb))]
 
 
-def _class_manifests(plan: dict[str, Any]) -> dict[str, Any]:
+def _class_manifests(plan: Plan) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for stage in plan.get("stages") or []:
-        for step in stage.get("steps") or []:
-            if step.get("action") == Action.CREATE_DEVICECLASS:
-                manifest = (step.get("params") or {}).get("manifest") or {}
-                name = (manifest.get("metadata") or {}).get("name") or str(step.get("target", "")).rpartition(" ")[2]
+    for stage in plan.stages:
+        for step in stage.steps:
+            if step.action == Action.CREATE_DEVICECLASS:
+                manifest = step.params.get("manifest") or {}
+                name = (manifest.get("metadata") or {}).get("name") or step.target.rpartition(" ")[2]
                 out[str(name)] = manifest
     return out
 
 
-def _device_classes(a: dict[str, Any], b: dict[str, Any], out: PlanDiff) -> None:
+def _device_classes(a: Plan, b: Plan, out: PlanDiff) -> None:
     ca, cb = _class_manifests(a), _class_manifests(b)
     out.device_classes_added = sorted(set(cb) - set(ca))
     out.device_classes_removed = sorted(set(ca) - set(cb))
@@ -379,9 +380,15 @@ def details(a: dict[str, Any], b: dict[str, Any]) -> list[Detail]:
     walk = _Walk()
     walk.mapping(va, vb, [])
     found = walk.found + _list_changes(walk.lists) + _reorders(a, b)
-    order = _stage_rank(_stage_names(a), _stage_names(b))
+    order = _stage_rank(_stage_order(a), _stage_order(b))
     found.sort(key=lambda item: _detail_key(item[0], item[1], order))
     return [d for _, d in found]
+
+
+def _stage_order(doc: dict[str, Any]) -> list[str]:
+    """The stage names of a document `details` compares. The details are a structural walk of the two
+    documents (any two: tests give it generated ones), so they read its shape; the summary reads the model."""
+    return [str(s.get("name")) for s in doc.get("stages") or []]
 
 
 _Found = list[tuple[list[Any], Detail]]
@@ -499,7 +506,7 @@ def _differing(a: Any, b: Any) -> tuple[Any, Any]:
 def _reorders(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[list[Any], Detail]]:
     """Lists keyed for the comparison whose order still matters: stages and each stage's steps."""
     out: list[tuple[list[Any], Detail]] = []
-    names_a, names_b = _stage_names(a), _stage_names(b)
+    names_a, names_b = _stage_order(a), _stage_order(b)
     if _moved(names_a, names_b):
         out.append((["stages"], Detail("stages", "reordered", names_a, names_b)))
     stages_a = {str(s.get("name")): s for s in a.get("stages") or []}

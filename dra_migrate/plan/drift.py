@@ -15,12 +15,14 @@ and the server version.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from dra_migrate.cluster.identity import ClusterIdentity, refuse_other_cluster
 from dra_migrate.cluster.state import ClusterState, source_cluster
 from dra_migrate.plan.fingerprint import dependencies, identity
+from dra_migrate.plan.model import Plan
 from dra_migrate.plan.view import plan_cluster
 
 FORMAT_VERSION = 1
@@ -115,9 +117,11 @@ class Drift:
         }
 
 
-def drift(plan: dict[str, Any], state: ClusterState, *, allow_other_cluster: bool = False) -> Drift:
-    """Compare a plan (as `io.load` returns it) with the cluster state now. Another cluster than the
-    plan's is refused, not reported as drift (everything would differ, and nothing would have drifted)."""
+def drift(plan: Mapping[str, Any] | Plan, state: ClusterState, *, allow_other_cluster: bool = False) -> Drift:
+    """Compare a plan (typed, or as `io.load` returns it: read by the codec) with the cluster state now.
+    Another cluster than the plan's is refused, not reported as drift (everything would differ, and
+    nothing would have drifted)."""
+    plan = plan if isinstance(plan, Plan) else Plan.from_dict(plan)
     refuse_other_cluster(
         plan_identity(plan), "the plan", state.source.identity, "the cluster read", allow=allow_other_cluster
     )
@@ -125,18 +129,16 @@ def drift(plan: dict[str, Any], state: ClusterState, *, allow_other_cluster: boo
     # module for plan_identity) does not need.
     from dra_migrate.checks.run import assess
 
-    params = plan.get("parameters") or {}
+    params = plan.parameters
     readiness = assess(
         state,
         pool_labels=tuple(str(k) for k in params.get("poolLabels") or []),
         dra_driver=str(params.get("draDriver") or "gpu.nvidia.com"),
     )
-    fingerprint = plan.get("fingerprint") or {}
+    fingerprint = plan.fingerprint
     planned = {_key(o): o for o in fingerprint.get("objects") or []}
     now = {_key(o): o for o in dependencies(state, readiness)}
-    out = Drift(
-        plan={"cluster": plan_cluster(plan), "digest": plan.get("digest")}, cluster=source_cluster(state.source)
-    )
+    out = Drift(plan={"cluster": plan_cluster(plan), "digest": plan.digest}, cluster=source_cluster(state.source))
 
     planned_version, now_version = fingerprint.get("kubernetesVersion"), state.source.kubernetes_version
     if planned_version != now_version:
@@ -146,20 +148,19 @@ def drift(plan: dict[str, Any], state: ClusterState, *, allow_other_cluster: boo
 
     gpu_nodes = {n.name: n for n in readiness.inventory.nodes}
     nodes = {str((n.get("metadata") or {}).get("name")): n for n in state.of("Node")}
-    entries = _planned_nodes(plan)
+    entries = {entry.node: (stage, wave, entry) for stage, wave, entry in plan.nodes()}  # in plan order
     known = set(entries) | {k[3] for k in planned if k[:2] == ("Node", "")}
     out.nodes_added = [{"node": n, "pool": gpu_nodes[n].pool} for n in sorted(gpu_nodes) if n not in known]
     for name, (stage, wave, entry) in entries.items():
-        pool = str(stage.get("pool"))
         if name not in gpu_nodes:
             reason = "no longer a GPU node" if name in nodes else "deleted"
             out.nodes_removed.append(
-                {"node": name, "pool": pool, "stage": stage.get("name"), "wave": wave, "reason": reason}
+                {"node": name, "pool": stage.pool, "stage": stage.name, "wave": wave.name, "reason": reason}
             )
             continue
-        if gpu_nodes[name].pool != pool:
-            out.nodes_moved.append({"node": name, "planned": pool, "now": gpu_nodes[name].pool})
-        _originals(name, entry.get("original") or {}, nodes[name], out)
+        if gpu_nodes[name].pool != stage.pool:
+            out.nodes_moved.append({"node": name, "planned": stage.pool, "now": gpu_nodes[name].pool})
+        _originals(name, entry.original, nodes[name], out)
 
     totals = {
         identity({"kind": c.kind, "group": _group(c.api_version), "namespace": c.namespace, "name": c.name}):
@@ -208,16 +209,6 @@ def _change(key: Key, change: str, before: dict[str, Any] | None, after: dict[st
     return ObjectChange(kind, namespace, name, change, _recorded(before), _recorded(after), group=group)
 
 
-def _planned_nodes(plan: dict[str, Any]) -> dict[str, tuple[dict[str, Any], str, dict[str, Any]]]:
-    """node -> (its pool stage, its wave's name, its entry), in plan order."""
-    out: dict[str, tuple[dict[str, Any], str, dict[str, Any]]] = {}
-    for stage in plan.get("stages") or []:
-        for wave in stage.get("waves") or []:
-            for entry in wave.get("nodes") or []:
-                out[str(entry.get("node"))] = (stage, str(wave.get("name")), entry)
-    return out
-
-
 def _originals(name: str, original: dict[str, Any], node: dict[str, Any], out: Drift) -> None:
     """The values the plan's inverses restore: if they moved, a rollback would restore stale ones."""
     labels = (node.get("metadata") or {}).get("labels") or {}
@@ -254,6 +245,8 @@ def _consumers(
             out.consumers_changed.append({**named(key), "change": "changed", "gpu": totals.get(key, {})})
 
 
-def plan_identity(plan: dict[str, Any]) -> ClusterIdentity | None:
-    """The cluster a plan (as `io.load` returns it) was made from, when it records it."""
+def plan_identity(plan: Mapping[str, Any] | Plan) -> ClusterIdentity | None:
+    """The cluster a plan (typed, or as `io.load` returns it) was made from, when it records it."""
+    if isinstance(plan, Plan):
+        return plan.cluster_identity
     return ClusterIdentity.from_dict(plan.get("clusterIdentity"))

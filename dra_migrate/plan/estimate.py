@@ -38,7 +38,7 @@ from typing import Any
 
 from dra_migrate.inventory.placement import pdb_selects
 from dra_migrate.plan.actions import Action, api_requests
-from dra_migrate.plan.params import parse_duration
+from dra_migrate.plan.model import NodeEntry, PoolStage, PrepareStage, Stage, Step, stage_from_dict
 from dra_migrate.sim.timing import DEFAULT_GRACE_S, REALISTIC, TimingProfile
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
@@ -224,22 +224,21 @@ def drain_grace_by_node(pods: Iterable[Mapping[str, Any]], gpu_pods: Mapping[str
     return out
 
 
-def _drain_step(stage: Mapping[str, Any]) -> Mapping[str, Any]:
-    """A pool stage's drain step as the file holds it (empty when it has none)."""
-    for step in stage.get("nodeSteps") or []:
-        if isinstance(step, Mapping) and step.get("action") == Action.DRAIN:
-            return step
-    return {}
+def _drain_step(stage: PoolStage) -> Step | None:
+    """A pool stage's drain step (None when it has none)."""
+    return next((s for s in stage.node_steps if s.action == Action.DRAIN), None)
 
 
-def _scope(stage: Mapping[str, Any]) -> str:
+def drain_scope(stage: PoolStage) -> str:
     """The drain scope of a pool stage (its drain step's params), "gpu" by default."""
-    return str((_drain_step(stage).get("params") or {}).get("scope", "gpu"))
+    step = _drain_step(stage)
+    return str(step.params.get("scope", "gpu")) if step is not None else "gpu"
 
 
-def _drain_timeout(stage: Mapping[str, Any]) -> float:
+def _drain_timeout(stage: PoolStage) -> float:
     """The drain step's timeout: how long a budget can hold a drain before the wave fails."""
-    return float(parse_duration(str(_drain_step(stage).get("timeout", "0s"))))
+    step = _drain_step(stage)
+    return step.timeout_s if step is not None else 0.0
 
 
 def disruptions_allowed(pdb: Mapping[str, Any]) -> int | None:
@@ -295,17 +294,24 @@ def drain_holds(
 MAX_PODS_PER_NODE = 10_000
 
 
-def entry_grace_periods(entry: Mapping[str, Any], scope: str, drain_grace: Mapping[str, float]) -> list[float]:
+def entry_grace_periods(entry: NodeEntry, scope: str, drain_grace: Mapping[str, float]) -> list[float]:
     """The grace periods a node entry's drain waits on: its GPU pods at the recorded longest grace (the
     drain waits for the longest), and with scope "all" its other pods at the default."""
-    gpu = min(int(entry.get("gpuPods") or 0), MAX_PODS_PER_NODE)
-    other = min(int(entry.get("otherPods") or 0), MAX_PODS_PER_NODE) if scope == "all" else 0
-    longest = float(drain_grace.get(str(entry.get("node")), DEFAULT_GRACE_S))
+    gpu = min(entry.gpu_pods, MAX_PODS_PER_NODE)
+    other = min(entry.other_pods, MAX_PODS_PER_NODE) if scope == "all" else 0
+    longest = float(drain_grace.get(entry.node, DEFAULT_GRACE_S))
     return [longest] * gpu + [float(DEFAULT_GRACE_S)] * other
 
 
+def _typed(stages: Sequence[Stage | Mapping[str, Any]]) -> list[Stage]:
+    """Stages as the model has them; a caller holding the file's shapes (bench/apply.py) has the codec
+    read them (`stage_from_dict`), so the estimate itself reads only the model."""
+    return [s if isinstance(s, PoolStage | PrepareStage) else stage_from_dict(s, f"stages[{i}]")
+            for i, s in enumerate(stages)]  # fmt: skip
+
+
 def plan_estimate(
-    stages: Sequence[Mapping[str, Any]],
+    stages: Sequence[Stage | Mapping[str, Any]],
     drain_grace: Mapping[str, float],
     *,
     profile: TimingProfile = REALISTIC,
@@ -313,30 +319,29 @@ def plan_estimate(
     concurrent: bool = True,
     holds: Mapping[str, str] | None = None,
 ) -> tuple[float, list[WaveEstimate]]:
-    """The whole plan (stages in the file's shape, `drain_grace` as `summary.drainGraceSeconds`, `holds` as
+    """The whole plan (its stages, `drain_grace` as `summary.drainGraceSeconds`, `holds` as
     `summary.drainHolds`) in seconds, soaks included, and each wave's estimate (with its high end). A
     function of the plan alone, so an edited plan's summary can be checked and recomputed (`plan.validate`)."""
     total = 0.0
     waves: list[WaveEstimate] = []
-    for stage in stages:
-        if "waves" not in stage:  # prepare: a few requests per step
-            total += 3 * costs.request_s * len(stage.get("steps") or [])
+    for stage in _typed(stages):
+        if not isinstance(stage, PoolStage):  # prepare: a few requests per step
+            total += 3 * costs.request_s * len(stage.steps)
             continue
-        scope, timeout = _scope(stage), _drain_timeout(stage)
-        for w in stage.get("waves") or []:
-            nodes = {str(n["node"]): entry_grace_periods(n, scope, drain_grace) for n in w.get("nodes") or []}
-            soak = float(parse_duration(str(w.get("soakAfter", "0s"))))
+        scope, timeout = drain_scope(stage), _drain_timeout(stage)
+        for w in stage.waves:
+            nodes = {n.node: entry_grace_periods(n, scope, drain_grace) for n in w.nodes}
             est = wave_estimate(
-                str(stage["name"]), str(w["name"]), nodes, soak, profile=profile, costs=costs, concurrent=concurrent,
+                stage.name, w.name, nodes, w.soak_s, profile=profile, costs=costs, concurrent=concurrent,
                 held=[n for n in nodes if n in (holds or {})], drain_timeout_s=timeout,
             )  # fmt: skip
             waves.append(est)
-            total += est.seconds + soak + costs.request_s
+            total += est.seconds + w.soak_s + costs.request_s
     return total, waves
 
 
 def plan_range(
-    stages: Sequence[Mapping[str, Any]], drain_grace: Mapping[str, float], holds: Mapping[str, str]
+    stages: Sequence[Stage], drain_grace: Mapping[str, float], holds: Mapping[str, str]
 ) -> tuple[float, float]:
     """(low, high) seconds of the whole plan: no budget waits, and every held drain at its timeout."""
     low, waves = plan_estimate(stages, drain_grace, holds=holds)
@@ -344,7 +349,7 @@ def plan_range(
 
 
 def summary_estimate(
-    stages: Sequence[Mapping[str, Any]], drain_grace: Mapping[str, int], holds: Mapping[str, str] | None = None
+    stages: Sequence[Stage], drain_grace: Mapping[str, int], holds: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
     """The plan summary's estimate fields, from the stages, the recorded drain grace periods and the
     budget-held drains (the range's high end and the holds only when there are any)."""

@@ -21,6 +21,7 @@ from dra_migrate.plan.actions import Action as Action  # the registry's (plan/ac
 from dra_migrate.plan.actions import InverseAction as InverseAction
 from dra_migrate.plan.fields import (
     _bool,
+    _count,
     _duration,
     _each,
     _enum,
@@ -138,9 +139,9 @@ class NodeEntry:
             raise _fail(f"{path}.node", "empty node name")
         return cls(
             node=name,
-            gpu_pods=_int(doc["gpuPods"], f"{path}.gpuPods"),
-            other_pods=_int(doc["otherPods"], f"{path}.otherPods"),
-            expected_devices=_int(doc["expectedDevices"], f"{path}.expectedDevices"),
+            gpu_pods=_count(doc["gpuPods"], f"{path}.gpuPods"),
+            other_pods=_count(doc["otherPods"], f"{path}.otherPods"),
+            expected_devices=_count(doc["expectedDevices"], f"{path}.expectedDevices"),
             resources=_strs(doc["resources"], f"{path}.resources"),
             canary_resource=_str(doc["canaryResource"], f"{path}.canaryResource"),
             original={
@@ -174,7 +175,7 @@ class Wave:
         return cls(
             name=_str(doc["name"], f"{path}.name"),
             nodes=nodes,
-            evicted_pods=_int(doc["evictedPods"], f"{path}.evictedPods"),
+            evicted_pods=_count(doc["evictedPods"], f"{path}.evictedPods"),
             soak_after=_duration(doc["soakAfter"], f"{path}.soakAfter"),
         )
 
@@ -383,12 +384,22 @@ class Plan:
                 out[o["name"]] = str(o["uid"])
         return out
 
+    def pool_stages(self) -> tuple[PoolStage, ...]:
+        return tuple(s for s in self.stages if isinstance(s, PoolStage))
+
     def nodes(self) -> Iterator[tuple[PoolStage, Wave, NodeEntry]]:
         for s in self.stages:
             if isinstance(s, PoolStage):
                 for w in s.waves:
                     for n in w.nodes:
                         yield s, w, n
+
+
+def recorded_cluster(doc: Mapping[str, Any]) -> tuple[Any, Any]:
+    """(cluster name, server version) a plan's mapping records, read without the whole model: `show`'s
+    header needs only these of a plan it prints as it streams."""
+    fingerprint = doc.get("fingerprint")
+    return doc.get("cluster"), fingerprint.get("kubernetesVersion") if isinstance(fingerprint, Mapping) else None
 
 
 def _unique_nodes_and_steps(stages: tuple[Stage, ...]) -> None:
@@ -403,7 +414,7 @@ def _unique_nodes_and_steps(stages: tuple[Stage, ...]) -> None:
             for n, node in enumerate(wave.nodes):
                 where = f"stages[{i}].waves[{w}].nodes[{n}]"
                 if node.node in seen:
-                    raise _fail(where, f"node {node.node} is already planned at {seen[node.node]}")
+                    raise _fail(where, f"node {node.node} is planned twice (already planned at {seen[node.node]})")
                 seen[node.node] = where
 
 

@@ -61,6 +61,15 @@ def drain_step(params: PlanParams) -> Step:
                 Inverse(InverseAction.NONE, {"why": "evicted pods are recreated by their controllers"}))  # fmt: skip
 
 
+def _label_step(step_id: str, switch: tuple[str, str], precondition: str) -> Step:
+    """Set one label that switches a plugin on the node (its DaemonSet selects on it); rollback restores the
+    label's recorded original value (`{original.labels.<key>}`, null: removed), so validate can check the
+    inverse names the same key the step sets."""
+    key, value = switch
+    return Step(step_id, Action.SET_LABEL, "Node", {"key": key, "value": value}, precondition, "30s",
+                Inverse(InverseAction.RESTORE_LABEL, {"key": key, "value": f"{{original.labels.{key}}}"}))  # fmt: skip
+
+
 def node_steps(params: PlanParams, dp_switch: Any = _DEFAULT, dra_switch: Any = _DEFAULT) -> tuple[Step, ...]:
     """What every node of a pool stage goes through, in order; `{...}` are the node's own values.
 
@@ -72,17 +81,9 @@ def node_steps(params: PlanParams, dp_switch: Any = _DEFAULT, dra_switch: Any = 
     dra = (params.dra_label, params.dra_on) if dra_switch is _DEFAULT else dra_switch
     steps = [cordon_step("the node exists and its uid matches the plan"), drain_step(params)]
     if dp is not None:
-        steps.append(
-            Step("disable-device-plugin", Action.SET_LABEL, "Node", {"key": dp[0], "value": dp[1]},
-                 "no pod on the node requests a device-plugin GPU", "30s",
-                 Inverse(InverseAction.RESTORE_LABEL, {"key": dp[0], "value": f"{{original.labels.{dp[0]}}}"}))
-        )  # fmt: skip
+        steps.append(_label_step("disable-device-plugin", dp, "no pod on the node requests a device-plugin GPU"))
     if dra is not None:
-        steps.append(
-            Step("enable-dra-plugin", Action.SET_LABEL, "Node", {"key": dra[0], "value": dra[1]},
-                 "the DRA kubelet plugin DaemonSet selects this label", "30s",
-                 Inverse(InverseAction.RESTORE_LABEL, {"key": dra[0], "value": f"{{original.labels.{dra[0]}}}"}))
-        )  # fmt: skip
+        steps.append(_label_step("enable-dra-plugin", dra, "the DRA kubelet plugin DaemonSet selects this label"))
     steps += [
         Step("wait-dra-ready", Action.WAIT_DRA_READY, "Node",
              {"allocatableZero": "{node.resources}", "driver": params.dra_driver, "devices": "{node.expectedDevices}"},

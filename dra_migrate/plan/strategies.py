@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dra_migrate.errors import InputError
@@ -30,7 +30,7 @@ from dra_migrate.inventory.platform import (
     new_pool_name,
 )
 from dra_migrate.plan.actions import PROVISION_ACTIONS, Action, InverseAction
-from dra_migrate.plan.model import Inverse, PoolStage, PrepareStage, Step
+from dra_migrate.plan.model import Inverse, PoolStage, PrepareStage, Stage, Step
 from dra_migrate.plan.params import PlanParams, checked_duration
 from dra_migrate.plan.steps import cordon_step, drain_step
 
@@ -257,55 +257,43 @@ def verifying_steps(stage: PoolStage, node: str, actions: tuple[str, ...]) -> tu
 
 # --- what a plan file must hold for these stages (plan/validate.py asks) -------------------------------
 
-_STEP_KEYS = frozenset({"id", "action", "target", "params", "precondition", "timeout", "inverse"})
 Problem = tuple[tuple[str | int, ...], str, str]  # (path below the stage, message, hint)
 
 
-def provision_problems(stage: dict[str, Any], following: Any) -> list[Problem]:
+def provision_problems(stage: PrepareStage, following: Stage | None) -> list[Problem]:
     """`provision-<pool>`: await-pool, canary-pool, check-pool-capacity in that order, each with the new pool's
-    selector, right before the replace-pool stage `pool-<pool>` (the new pool is proven before any drain)."""
-    if not isinstance(stage, dict) or set(stage) != {"name", "steps"}:
-        return [((), "a provision stage holds exactly {name, steps}", "regenerate the plan")]
+    selector, right before the replace-pool stage `pool-<pool>` (the new pool is proven before any drain).
+    The shape of each step is the model's (`Step.from_dict`)."""
     out: list[Problem] = []
-    pool = str(stage["name"])[len("provision-") :]
-    if not (isinstance(following, dict) and following.get("name") == f"pool-{pool}"
-            and following.get("strategy") == REPLACE_POOL):  # fmt: skip
+    pool = stage.name[len("provision-") :]
+    if not (isinstance(following, PoolStage) and following.name == f"pool-{pool}"
+            and following.strategy == REPLACE_POOL):  # fmt: skip
         out.append((("name",), f"stage provision-{pool} must come right before the replace-pool stage pool-{pool}",
                     "the new pool is proven before the old one is drained: regenerate the plan"))  # fmt: skip
-    steps = stage["steps"]
-    if not isinstance(steps, list):
-        return [*out, (("steps",), "expected a list of steps", "")]
-    if [s.get("action") if isinstance(s, dict) else None for s in steps] != list(PROVISION_ACTIONS):
+    if [s.action for s in stage.steps] != list(PROVISION_ACTIONS):
         out.append((("steps",), f"a provision stage's steps are {', '.join(PROVISION_ACTIONS)}, in this order",
                     "the capacity check must pass before the first drain: regenerate the plan"))  # fmt: skip
-    for j, step in enumerate(steps):
-        if not isinstance(step, dict) or set(step) != _STEP_KEYS:
-            out.append((("steps", j), f"a step holds exactly {{{', '.join(sorted(_STEP_KEYS))}}}", ""))
-            continue
+    for j, step in enumerate(stage.steps):
         try:
-            checked_duration(f"stages.{stage['name']}.steps[{j}].timeout", step["timeout"])
+            checked_duration(f"stages.{stage.name}.steps[{j}].timeout", step.timeout)
         except InputError as e:
             out.append((("steps", j, "timeout"), e.message, e.hint))
-        params = step.get("params") if isinstance(step, dict) else None
-        sel = params.get("selector") if isinstance(params, dict) else None
+        sel = step.params.get("selector")
         if not isinstance(sel, dict) or not sel or not all(isinstance(v, str) for v in sel.values()):
             out.append((("steps", j, "params", "selector"), "expected the new pool's node labels (key: value)", ""))
     return out
 
 
-def replace_stage_problems(stage: dict[str, Any], params: PlanParams) -> list[Problem]:
+def replace_stage_problems(stage: PoolStage, params: PlanParams) -> list[Problem]:
     """A replace-pool stage: its node steps (`replace_steps_problem`), and its nodes recording the original value
-    of exactly the annotation the protect step sets (dropping the autoscaler's protection is refused)."""
-    if stage.get("strategy") != REPLACE_POOL:
-        return [(("strategy",), f"unknown strategy {stage.get('strategy')!r} (in-place or replace-pool)", "")]
-    steps = stage["nodeSteps"]
-    problem = replace_steps_problem(steps, params)
+    of exactly the annotation the protect step sets (dropping the autoscaler's protection is refused). The
+    strategy's name is the model's to check (`PoolStage.from_dict`)."""
+    problem = replace_steps_problem(stage.node_steps, params)
     out: list[Problem] = [(("nodeSteps",), problem, "regenerate the plan")] if problem else []
-    keys = {s["params"].get("key") for s in steps if isinstance(s, dict) and s.get("id") == "protect"
-            and isinstance(s.get("params"), dict)} if isinstance(steps, list) else set()  # fmt: skip
-    for k, wave in enumerate(stage["waves"] if isinstance(stage["waves"], list) else []):
-        for m, n in enumerate(wave.get("nodes") or [] if isinstance(wave, dict) else []):
-            recorded = set(((n.get("original") or {}).get("annotations") or {}) if isinstance(n, dict) else {})
+    keys = {str(s.params.get("key")) for s in stage.node_steps if s.id == "protect"}
+    for k, wave in enumerate(stage.waves):
+        for m, n in enumerate(wave.nodes):
+            recorded = set(n.original.get("annotations") or {})
             if recorded != keys:
                 out.append((("waves", k, "nodes", m, "original", "annotations"),
                             f"must record exactly the annotations the steps set ({', '.join(sorted(keys)) or 'none'})",
@@ -313,24 +301,23 @@ def replace_stage_problems(stage: dict[str, Any], params: PlanParams) -> list[Pr
     return out
 
 
-def replace_steps_problem(steps: Any, params: PlanParams) -> str | None:
+def replace_steps_problem(steps: tuple[Step, ...], params: PlanParams) -> str | None:
     """A replace-pool stage's node steps are `replace_pool_node_steps`' (protect, cordon, drain), but for their
     timeouts and free-text preconditions."""
-    if not isinstance(steps, list):
-        return "expected the list of per-node steps"
-    protect = next((s["params"].get("key") for s in steps if isinstance(s, dict) and s.get("id") == "protect"
-                    and isinstance(s.get("params"), dict)), None)  # fmt: skip
-    strip = ("timeout", "precondition")
-    found = [{k: v for k, v in s.items() if k not in strip} for s in steps if isinstance(s, dict)]
-    wanted = [
-        {k: v for k, v in s.to_dict().items() if k not in strip} for s in replace_pool_node_steps(params, protect)
-    ]
+    protect = next((s.params.get("key") for s in steps if s.id == "protect"), None)
+    found = [_but_timing(s) for s in steps]
+    wanted = [_but_timing(s) for s in replace_pool_node_steps(params, protect)]
     if found != wanted:
         return (
             "a replace-pool stage's per-node steps are protect (when the pool has an autoscaler), cordon, drain, "
             "as dra_migrate.plan.strategies.replace_pool_node_steps makes them"
         )
     return None
+
+
+def _but_timing(step: Step) -> Step:
+    """A step without what a pool may change freely (its timeout, its free-text precondition)."""
+    return replace(step, timeout="", precondition="")
 
 
 __all__ = ["SOURCES", "STRATEGIES", "choose", "explain", "replace_pool_node_steps", "replace_pool_provision"]

@@ -58,5 +58,5 @@ def summary_section(stages: list[Stage], params: PlanParams, state: ClusterState
         "nodes": sum(len(w.nodes) for s in pool_stages for w in s.waves),
         "waves": sum(len(s.waves) for s in pool_stages),
         "evictedPods": sum(w.evicted_pods for s in pool_stages for w in s.waves),
-        **summary_estimate([s.to_dict() for s in stages], drain_grace, holds),
+        **summary_estimate(stages, drain_grace, holds),
     }

@@ -3,7 +3,9 @@
 `validate` lists every problem (an empty list: the plan is one apply can carry out as it says);
 `recompute` rewrites what follows from the rest — `applicable` from the findings, each wave's
 `evictedPods` and the `summary` from the stages — so a hand edit cannot make them lie. Both take the
-plan as `io.load` returns it (plain dicts) and never raise on a malformed one.
+plan as `io.load` returns it (plain dicts) and never raise on a malformed one: the codec reads it into the
+typed model first (`Plan.from_dict`, which refuses a field of the wrong shape with its path: a
+`PlanFieldError`, reported here as a `Problem` at that path), and the rules below run on the model.
 
 The rules, and where they come from:
 * the stage `prepare` first and once (apply would otherwise cut nodes over before their DeviceClasses
@@ -21,6 +23,8 @@ The rules, and where they come from:
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from dra_migrate.checks.model import Severity
@@ -32,14 +36,13 @@ from dra_migrate.plan.dependents import set_quota_problems
 from dra_migrate.plan.derived import (
     _applicable,
     _derived,
-    _evicted,
-    _recorded_grace,
-    _recorded_holds,
-    _scope,
-    _summary,
-    _with_recorded_gangs,
+    evicted_in,
+    recomputed_summary,
+    with_evicted_recomputed,
 )
 from dra_migrate.plan.estimate import MAX_PODS_PER_NODE
+from dra_migrate.plan.fields import PlanFieldError
+from dra_migrate.plan.model import NodeEntry, Plan, PoolStage, PrepareStage, Stage, Step
 from dra_migrate.plan.params import (
     PlanParams,
     label_key_problem,
@@ -48,12 +51,6 @@ from dra_migrate.plan.params import (
 from dra_migrate.plan.problems import Path, Problem, _Checker, readable
 from dra_migrate.plan.strategies import provision_problems, replace_stage_problems
 
-_STEP_KEYS = frozenset({"id", "action", "target", "params", "precondition", "timeout", "inverse"})
-_POOL_STAGE_KEYS = frozenset({"name", "pool", "resources", "nodeSteps", "waves"})
-_PREPARE_KEYS = frozenset({"name", "steps"})
-_WAVE_KEYS = frozenset({"name", "evictedPods", "soakAfter", "nodes"})
-_NODE_KEYS = frozenset({"node", "gpuPods", "otherPods", "expectedDevices", "resources", "canaryResource", "original"})
-_NODE_OPTIONAL = frozenset({"placement"})  # what each plugin switch means on the node, and why (build)
 _FINDING_KEYS = frozenset({"id", "severity", "message", "objects", "remediation", "scope", "pools"})
 _FINDING_REQUIRED = _FINDING_KEYS - {"scope", "pools"}  # plans made before blockers were scoped
 _OBJECT_KEYS = frozenset({"kind", "group", "namespace", "name", "uid", "resourceVersion", "content"})
@@ -62,20 +59,37 @@ _SEVERITIES = frozenset(s.value for s in Severity)
 _PLACEHOLDER = re.compile(r"\{(node|original)\.[^{}]+\}")
 
 
-def validate(plan: dict[str, Any], *, derived: bool = True) -> list[Problem]:
+def read(plan: Mapping[str, Any] | Plan) -> Plan | Problem:
+    """The typed plan, or the first field the codec could not read, as a problem at its path."""
+    if isinstance(plan, Plan):
+        return plan
+    try:
+        return Plan.from_dict(plan)
+    except PlanFieldError as e:
+        return Problem(e.at, e.reason, e.hint)
+    except InputError as e:  # a part read by its own type (clusterIdentity): no path of its own
+        return Problem((), e.message, e.hint)
+
+
+def validate(plan: Mapping[str, Any] | Plan, *, derived: bool = True) -> list[Problem]:
     """Every problem of meaning in a plan; `derived=False` skips the values `recompute` rewrites."""
+    model = read(plan)
+    return [model] if isinstance(model, Problem) else _meaning(model, derived=derived)
+
+
+def _meaning(plan: Plan, *, derived: bool) -> list[Problem]:
     c = _Checker()
-    _tool(c, plan.get("tool"))
-    params = _parameters(c, plan.get("parameters"))
-    _fingerprint(c, plan.get("fingerprint"))
-    _findings(c, plan.get("findings"))
-    edited = plan.get("edited")
+    _tool(c, plan.tool)
+    params = _parameters(c, plan.parameters)
+    _fingerprint(c, plan.fingerprint)
+    _findings(c, plan.findings)
+    edited = plan.edited
     if edited is not None and c.mapping(edited, ("edited",), frozenset({"previousDigests"})):
         c.strings(edited["previousDigests"], ("edited", "previousDigests"))
-    stages_ok = _stages(c, plan.get("stages"), params)
-    _gangs(c, plan.get("summary"), plan.get("stages"))
+    stages_ok = _stages(c, plan.stages, params)
+    _gangs(c, plan.summary, plan.stages)
     if derived and stages_ok and not c.problems:
-        _derived(c, plan)
+        _derived(c, plan.applicable, plan.findings)
     return c.problems
 
 
@@ -111,10 +125,8 @@ def _fingerprint(c: _Checker, fp: Any) -> None:
                 c.string(o[k], (*where, k), empty_ok=k != "kind")
 
 
-def _findings(c: _Checker, findings: Any) -> None:
-    if not isinstance(findings, list):
-        c.add(("findings",), "expected a list")
-        return
+def _findings(c: _Checker, findings: Sequence[Any]) -> None:
+    """Each finding's fields (the model keeps findings as the file's mappings, in a list it has read)."""
     for i, f in enumerate(findings):
         where: Path = ("findings", i)
         if not c.mapping(f, where, _FINDING_KEYS, required=_FINDING_REQUIRED):
@@ -136,84 +148,85 @@ def _findings(c: _Checker, findings: Any) -> None:
             c.add((*where, "pools"), "a pool-scoped finding names its pools; a cluster-wide one none")
 
 
-def _stages(c: _Checker, stages: Any, params: PlanParams | None) -> bool:
+def _stages(c: _Checker, stages: tuple[Stage, ...], params: PlanParams | None) -> bool:
     before = len(c.problems)
-    if not isinstance(stages, list) or not stages:
+    if not stages:
         c.add(("stages",), "expected a list of stages, `prepare` first")
         return False
     pools: set[str] = set()
     nodes: dict[str, Path] = {}
     for i, stage in enumerate(stages):
         where: Path = ("stages", i)
-        name = stage.get("name") if isinstance(stage, dict) else None
-        if i == 0 and name != "prepare":
-            c.add(where, f"the first stage must be `prepare`, not {name!r}",
-                  "apply creates the DeviceClasses before any node is cut over: move `prepare` back first")  # fmt: skip
-        elif i > 0 and name == "prepare":
-            c.add(where, "`prepare` must be the first stage, and only once",
-                  "apply creates the DeviceClasses before any node is cut over")  # fmt: skip
-        if name == "prepare":
+        _stage_position(c, stage.name, i, where)
+        following = stages[i + 1] if i + 1 < len(stages) else None
+        if isinstance(stage, PoolStage):
+            if stage.name == "prepare" or stage.name.startswith("provision-"):
+                c.add(where, f"stage {stage.name} holds exactly {{name, steps}}", "regenerate the plan")
+            else:
+                _pool_stage(c, stage, where, params, pools, nodes)
+        elif stage.name == "prepare":
             _prepare(c, stage, where)
-        elif isinstance(name, str) and name.startswith("provision-"):
-            for at, message, hint in provision_problems(stage, stages[i + 1] if i + 1 < len(stages) else None):
+        elif stage.name.startswith("provision-"):
+            for at, message, hint in provision_problems(stage, following):
                 c.add((*where, *at), message, hint)  # a replace-pool's stage: its rules are plan/strategies.py's
         else:
-            _pool_stage(c, stage, where, params, pools, nodes)
+            c.add((*where, "pool"), f"missing `pool`: stage {stage.name} is neither `prepare`, a provision stage "
+                  "nor a pool stage", "regenerate the plan")  # fmt: skip
     return len(c.problems) == before
 
 
-def _step_shape(c: _Checker, step: Any, where: Path) -> bool:
-    if not c.mapping(step, where, _STEP_KEYS):
-        return False
-    ok = all(c.string(step[k], (*where, k)) for k in ("id", "action", "target"))
-    c.string(step["precondition"], (*where, "precondition"), empty_ok=True)
-    if not isinstance(step["params"], dict):
-        c.add((*where, "params"), "expected a mapping")
-        ok = False
-    if step["inverse"] is not None and not c.mapping(step["inverse"], (*where, "inverse"),
-                                                     frozenset({"action", "restore"})):  # fmt: skip
-        ok = False
-    return ok
+def _stage_position(c: _Checker, name: str, i: int, where: Path) -> None:
+    """`prepare` first and once: apply creates the DeviceClasses before any node is cut over."""
+    if i == 0 and name != "prepare":
+        c.add(where, f"the first stage must be `prepare`, not {name!r}",
+              "apply creates the DeviceClasses before any node is cut over: move `prepare` back first")  # fmt: skip
+    elif i > 0 and name == "prepare":
+        c.add(where, "`prepare` must be the first stage, and only once",
+              "apply creates the DeviceClasses before any node is cut over")  # fmt: skip
 
 
-def _prepare(c: _Checker, stage: Any, where: Path) -> None:
-    if not c.mapping(stage, where, _PREPARE_KEYS):
-        return
-    steps = stage["steps"]
-    if not isinstance(steps, list):
-        c.add((*where, "steps"), "expected a list of steps")
-        return
+def _step_names(c: _Checker, step: Step, where: Path) -> bool:
+    """A step's id and target name something (the model has read their types)."""
+    return all([c.string(step.id, (*where, "id")), c.string(step.target, (*where, "target"))])
+
+
+def _inverse(step: Step) -> dict[str, Any] | None:
+    """A step's inverse as the file writes it (what the rules compare and their messages show)."""
+    return step.inverse.to_dict() if step.inverse is not None else None
+
+
+def _prepare(c: _Checker, stage: PrepareStage, where: Path) -> None:
     ids: set[str] = set()
     confirms = 0
-    for j, step in enumerate(steps):
+    for j, step in enumerate(stage.steps):
         at = (*where, "steps", j)
-        if not _step_shape(c, step, at):
+        if not _step_names(c, step, at):
             continue
-        if step["id"] in ids:
-            c.add((*at, "id"), f"step {step['id']} appears twice")
-        ids.add(step["id"])
-        c.duration(step["timeout"], (*at, "timeout"))
-        if step["action"] == Action.CREATE_DEVICECLASS:
+        if step.id in ids:
+            c.add((*at, "id"), f"step {step.id} appears twice")
+        ids.add(step.id)
+        c.duration(step.timeout, (*at, "timeout"))
+        if step.action == Action.CREATE_DEVICECLASS:
             _create_deviceclass(c, step, at)
-        elif step["action"] == Action.CONFIRM_DRA_DRIVER:
+        elif step.action == Action.CONFIRM_DRA_DRIVER:
             confirms += 1
-            if step["params"] != {"driver": NVIDIA_DRIVER} or step["inverse"] is not None:
+            if step.params != {"driver": NVIDIA_DRIVER} or step.inverse is not None:
                 c.add(at, f"confirm-dra-driver takes params {{driver: {NVIDIA_DRIVER}}} and no inverse")
-            if j != len(steps) - 1:
+            if j != len(stage.steps) - 1:
                 c.add(at, "confirm-dra-driver must be the last step of `prepare`")
-        elif step["action"] == Action.SET_QUOTA:
-            for field, problem in set_quota_problems(step):
+        elif step.action == Action.SET_QUOTA:
+            for field, problem in set_quota_problems(step.to_dict()):
                 c.add((*at, field), problem)
         else:
-            c.add((*at, "action"), f"unknown action {step['action']!r} in `prepare`",
+            c.add((*at, "action"), f"unknown action {str(step.action)!r} in `prepare`",
                   "prepare creates DeviceClasses and confirms the DRA driver")  # fmt: skip
     if confirms != 1:
         c.add((*where, "steps"), "`prepare` must confirm the DRA driver once (confirm-dra-driver)")
 
 
-def _create_deviceclass(c: _Checker, step: dict[str, Any], at: Path) -> None:
-    manifest = step["params"].get("manifest")
-    if set(step["params"]) != {"manifest"} or not isinstance(manifest, dict):
+def _create_deviceclass(c: _Checker, step: Step, at: Path) -> None:
+    manifest = step.params.get("manifest")
+    if set(step.params) != {"manifest"} or not isinstance(manifest, dict):
         c.add((*at, "params"), "create-deviceclass takes params {manifest: <DeviceClass>}")
         return
     meta = manifest.get("metadata")
@@ -223,108 +236,102 @@ def _create_deviceclass(c: _Checker, step: dict[str, Any], at: Path) -> None:
     if not isinstance(name, str) or len(name) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(name):
         c.add((*at, "params", "manifest"), f"DeviceClass name {name!r} is not a DNS subdomain")
         return
-    if step["id"] != f"prepare/create-deviceclass/{name}" or step["target"] != f"DeviceClass {name}":
+    if step.id != f"prepare/create-deviceclass/{name}" or step.target != f"DeviceClass {name}":
         c.add((*at, "id"), f"id and target must name DeviceClass {name}")
-    if step["inverse"] != {"action": "delete-deviceclass", "restore": {"name": name}}:
+    if _inverse(step) != {"action": "delete-deviceclass", "restore": {"name": name}}:
         c.add((*at, "inverse"), f"the inverse must delete DeviceClass {name} (delete-deviceclass, restore.name)")
 
 
 def _pool_stage(
-    c: _Checker, stage: Any, where: Path, params: PlanParams | None, pools: set[str], nodes: dict[str, Path]
+    c: _Checker, stage: PoolStage, where: Path, params: PlanParams | None, pools: set[str], nodes: dict[str, Path]
 ) -> None:
-    if not c.mapping(stage, where, _POOL_STAGE_KEYS | {"strategy"}, required=_POOL_STAGE_KEYS):
-        return
-    pool = stage["pool"]
-    if not c.string(pool, (*where, "pool")):
+    if not c.string(stage.pool, (*where, "pool")):
         return
     # A pool whose nodes need different labels switched has one stage per group (build._pool_stages):
     # pool-<pool>, pool-<pool>-2, ...
-    if not re.fullmatch(rf"pool-{re.escape(pool)}(-[2-9]|-[1-9][0-9]+)?", str(stage["name"])):
-        c.add((*where, "name"), f"the stage of pool {pool} is named pool-{pool} (or pool-{pool}-N)")
-    if stage["name"] in pools:
-        c.add((*where, "name"), f"stage {stage['name']} appears twice")
-    pools.add(str(stage["name"]))
-    c.strings(stage["resources"], (*where, "resources"))
-    in_place = stage.get("strategy", "in-place") == "in-place"  # else its rules are plan/strategies.py's
-    labels = _node_steps(c, stage["nodeSteps"], (*where, "nodeSteps"), params) if in_place else frozenset()
+    if not re.fullmatch(rf"pool-{re.escape(stage.pool)}(-[2-9]|-[1-9][0-9]+)?", stage.name):
+        c.add((*where, "name"), f"the stage of pool {stage.pool} is named pool-{stage.pool} (or pool-{stage.pool}-N)")
+    if stage.name in pools:
+        c.add((*where, "name"), f"stage {stage.name} appears twice")
+    pools.add(stage.name)
+    c.strings(list(stage.resources), (*where, "resources"))
+    in_place = stage.strategy == "in-place"  # else its rules are plan/strategies.py's
+    labels = _node_steps(c, stage.node_steps, (*where, "nodeSteps"), params) if in_place else frozenset()
     for at, message, hint in [] if in_place else replace_stage_problems(stage, params or PlanParams()):
         c.add((*where, *at), message, hint)
-    waves = stage["waves"]
-    if not isinstance(waves, list) or not waves:
+    if not stage.waves:
         c.add((*where, "waves"), "expected a list of waves")
         return
-    names: set[Any] = set()
-    for k, wave in enumerate(waves):
+    names: set[str] = set()
+    for k, wave in enumerate(stage.waves):
         at = (*where, "waves", k)
-        if not c.mapping(wave, at, _WAVE_KEYS):
-            continue
-        if c.string(wave["name"], (*at, "name")):
-            if wave["name"] in names:
-                c.add((*at, "name"), f"wave {wave['name']} appears twice in the stage")
-            names.add(wave["name"])
-        c.count(wave["evictedPods"], (*at, "evictedPods"))
-        c.duration(wave["soakAfter"], (*at, "soakAfter"), zero_ok=True)
-        if not isinstance(wave["nodes"], list) or not wave["nodes"]:
+        if c.string(wave.name, (*at, "name")):
+            if wave.name in names:
+                c.add((*at, "name"), f"wave {wave.name} appears twice in the stage")
+            names.add(wave.name)
+        c.duration(wave.soak_after, (*at, "soakAfter"), zero_ok=True)
+        if not wave.nodes:
             c.add((*at, "nodes"), "expected a list of nodes (a wave without nodes: remove it)")
             continue
-        for m, entry in enumerate(wave["nodes"]):
+        for m, entry in enumerate(wave.nodes):
             _node(c, entry, (*at, "nodes", m), labels, nodes)
 
 
-def _switch(steps: list[Any], step_id: str) -> tuple[str, str] | None:
+def _switch(steps: tuple[Step, ...], step_id: str) -> tuple[str, str] | None:
     """The (label, value) a stage's plugin switch sets, or None when the stage has no such step (the plugin
     needs no switching on its nodes, as the DaemonSets were installed)."""
     for s in steps:
-        if isinstance(s, dict) and s.get("id") == step_id and isinstance(s.get("params"), dict):
-            key, value = s["params"].get("key"), s["params"].get("value")
+        if s.id == step_id:
+            key, value = s.params.get("key"), s.params.get("value")
             return (key, value) if isinstance(key, str) and isinstance(value, str) else ("", "")
     return None
 
 
-def _expected_steps(params: PlanParams | None, steps: list[Any]) -> list[dict[str, Any]]:
+def _expected_steps(params: PlanParams | None, steps: tuple[Step, ...]) -> tuple[Step, ...]:
     """The protocol: what the builder makes of these parameters and the stage's own plugin switches (its
     order, params and inverses). The switches' label syntax is `_label_step`'s to check."""
     dp, dra = _switch(steps, "disable-device-plugin"), _switch(steps, "enable-dra-plugin")
-    return [s.to_dict() for s in build_steps.node_steps(params or PlanParams(), dp, dra)]
+    return build_steps.node_steps(params or PlanParams(), dp, dra)
 
 
-def _node_steps(c: _Checker, steps: Any, where: Path, params: PlanParams | None) -> frozenset[str] | None:
+def _node_steps(c: _Checker, steps: tuple[Step, ...], where: Path, params: PlanParams | None) -> frozenset[str] | None:
     """Check a stage's per-node steps against the protocol; the label keys they switch, when valid."""
-    if not isinstance(steps, list):
-        c.add(where, "expected the list of per-node steps")
-        return None
     expected = _expected_steps(params, steps)
-    found_ids = [s.get("id") if isinstance(s, dict) else None for s in steps]
-    wanted_ids = [s["id"] for s in expected]
+    found_ids = [s.id for s in steps]
+    wanted_ids = [s.id for s in expected]
     if found_ids != wanted_ids:
         c.add(where, f"per-node steps must be {', '.join(wanted_ids)}, in this order; found "
-              f"{', '.join(str(i) for i in found_ids) or 'none'}",
+              f"{', '.join(found_ids) or 'none'}",
               "the order is the protocol's (dra_migrate.plan.steps.node_steps): regenerate the plan")  # fmt: skip
         return None
     for j, (step, want) in enumerate(zip(steps, expected, strict=True)):
-        at = (*where, j)
-        if not _step_shape(c, step, at):
-            continue
-        for key in ("action", "target"):
-            if step[key] != want[key]:
-                c.add((*at, key), f"must be {want[key]!r} (the protocol's), not {step[key]!r}")
-        if step["action"] == Action.SET_LABEL:
-            _label_step(c, step, at)
-        c.duration(step["timeout"], (*at, "timeout"))
-        if step["inverse"] != want["inverse"]:
-            c.add((*at, "inverse"), f"does not restore what the protocol restores: expected {want['inverse']}",
-                  "each inverse restores the node's recorded `original` values: regenerate the plan")  # fmt: skip
-        reported = any(p.path[: len(at)] == at for p in c.problems)
-        if step["params"] != want["params"] and not reported:
-            c.add((*at, "params"), f"{step['params']!r} is not what the plan's parameters say ({want['params']!r})",
-                  "change `parameters` and the per-node steps together, or regenerate the plan")  # fmt: skip
-    keys = [s["params"].get("key") for s in steps if isinstance(s, dict) and s.get("action") == Action.SET_LABEL
-            and isinstance(s.get("params"), dict)]  # fmt: skip
-    return frozenset(k for k in keys if isinstance(k, str))
+        _node_step(c, step, want, (*where, j))
+    return frozenset(k for s in steps if s.action == Action.SET_LABEL and isinstance(k := s.params.get("key"), str))
 
 
-def _label_step(c: _Checker, step: dict[str, Any], at: Path) -> None:
-    p = step["params"]
+def _node_step(c: _Checker, step: Step, want: Step, at: Path) -> None:
+    """One per-node step against the protocol's: its action, target, inverse and params (not its timeout,
+    which a pool may lengthen, nor its free-text precondition)."""
+    if not _step_names(c, step, at):
+        return
+    if step.action != want.action:
+        c.add((*at, "action"), f"must be {str(want.action)!r} (the protocol's), not {str(step.action)!r}")
+    if step.target != want.target:
+        c.add((*at, "target"), f"must be {want.target!r} (the protocol's), not {step.target!r}")
+    if step.action == Action.SET_LABEL:
+        _label_step(c, step, at)
+    c.duration(step.timeout, (*at, "timeout"))
+    if _inverse(step) != _inverse(want):
+        c.add((*at, "inverse"), f"does not restore what the protocol restores: expected {_inverse(want)}",
+              "each inverse restores the node's recorded `original` values: regenerate the plan")  # fmt: skip
+    reported = any(p.path[: len(at)] == at for p in c.problems)
+    if step.params != want.params and not reported:
+        c.add((*at, "params"), f"{step.params!r} is not what the plan's parameters say ({want.params!r})",
+              "change `parameters` and the per-node steps together, or regenerate the plan")  # fmt: skip
+
+
+def _label_step(c: _Checker, step: Step, at: Path) -> None:
+    p = step.params
     if set(p) != {"key", "value"}:
         c.add((*at, "params"), "set-label takes params {key, value}")
         return
@@ -336,61 +343,49 @@ def _label_step(c: _Checker, step: dict[str, Any], at: Path) -> None:
     if problem:
         c.add((*at, "params", "value"), f"{p['value']!r} is not a label value apply can set ({problem})")
     restore = {"key": p["key"], "value": f"{{original.labels.{p['key']}}}"}
-    if step["inverse"] != {"action": "restore-label", "restore": restore}:
+    if _inverse(step) != {"action": "restore-label", "restore": restore}:
         c.add((*at, "inverse"), f"must restore label {p['key']} to the node's original value "
               f"(restore-label, restore {restore})")  # fmt: skip
 
 
-def _node(c: _Checker, entry: Any, at: Path, labels: frozenset[str] | None, nodes: dict[str, Path]) -> None:
-    if not c.mapping(entry, at, _NODE_KEYS | {"placement"}, required=_NODE_KEYS):
-        return
-    if "placement" in entry and not isinstance(entry["placement"], dict):
-        c.add((*at, "placement"), "expected a mapping (what switching each plugin means on this node)")
-    name = entry["node"]
-    if not isinstance(name, str) or len(name) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(name):
+def _node(c: _Checker, entry: NodeEntry, at: Path, labels: frozenset[str] | None, nodes: dict[str, Path]) -> None:
+    name = entry.node
+    if len(name) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(name):
         c.add((*at, "node"), f"{name!r} is not a Kubernetes node name")
     elif name in nodes:
         c.add((*at, "node"), f"node {name} is planned twice (also at {readable(nodes[name])})")
     else:
         nodes[name] = at
-    for key in ("gpuPods", "otherPods", "expectedDevices"):
-        if c.count(entry[key], (*at, key)) and key != "expectedDevices" and entry[key] > MAX_PODS_PER_NODE:
-            c.add((*at, key), f"{entry[key]} pods on one node: more than any node runs (at most {MAX_PODS_PER_NODE})")
-    c.strings(entry["resources"], (*at, "resources"))
-    if c.string(entry["canaryResource"], (*at, "canaryResource")) and _PLACEHOLDER.search(entry["canaryResource"]):
+    for key, count in (("gpuPods", entry.gpu_pods), ("otherPods", entry.other_pods)):
+        if count > MAX_PODS_PER_NODE:
+            c.add((*at, key), f"{count} pods on one node: more than any node runs (at most {MAX_PODS_PER_NODE})")
+    c.strings(list(entry.resources), (*at, "resources"))
+    if c.string(entry.canary_resource, (*at, "canaryResource")) and _PLACEHOLDER.search(entry.canary_resource):
         c.add((*at, "canaryResource"), "a placeholder where a resource name belongs")
-    original = entry["original"]
-    keys = frozenset({"unschedulable", "labels"})
-    if not c.mapping(original, (*at, "original"), keys | {"annotations"}, required=keys):
-        return
-    if not isinstance(original["unschedulable"], bool):
-        c.add((*at, "original", "unschedulable"), "expected true or false (the node's cordon state before the plan)")
-    recorded = original["labels"]
-    if not isinstance(recorded, dict):
-        c.add((*at, "original", "labels"), "expected a mapping of label key to value (null: absent)")
-        return
+    _original_labels(c, entry.original["labels"], (*at, "original", "labels"), labels)
+
+
+def _original_labels(c: _Checker, recorded: dict[str, Any], at: Path, labels: frozenset[str] | None) -> None:
+    """A node records the original value of exactly the labels its steps switch (their inverses restore
+    them), each a valid label value or null (absent)."""
     if labels is not None and set(recorded) != labels:
         switched = ", ".join(sorted(labels))
-        c.add((*at, "original", "labels"), f"must record exactly the labels the steps switch ({switched})",
+        c.add(at, f"must record exactly the labels the steps switch ({switched})",
               "the inverses restore these values: regenerate the plan")  # fmt: skip
     for key, value in recorded.items():
         if value is not None and label_value_problem(value, empty_ok=True):
-            c.add((*at, "original", "labels", key), f"{value!r} is not a label value (null: the label was absent)")
+            c.add((*at, key), f"{value!r} is not a label value (null: the label was absent)")
 
 
 # --- derived values --------------------------------------------------------------------------------
 
 
-def _gangs(c: _Checker, summary: Any, stages: Any) -> None:
+def _gangs(c: _Checker, summary: Mapping[str, Any], stages: tuple[Stage, ...]) -> None:
     """`summary.gangs` ([{gang, waves: ["<stage>/<wave>"]}]) names waves the plan has."""
-    gangs = summary.get("gangs") if isinstance(summary, dict) else None
+    gangs = summary.get("gangs")
     if gangs is None:
         return
-    waves = {
-        f"{s.get('name')}/{w.get('name')}"
-        for s in stages if isinstance(s, dict) and isinstance(s.get("waves"), list)
-        for w in s["waves"] if isinstance(w, dict)
-    }  # fmt: skip
+    waves = {f"{s.name}/{w.name}" for s in stages for w in s.waves}
     if not isinstance(gangs, list):
         c.add(("summary", "gangs"), "expected a list")
         return
@@ -406,21 +401,22 @@ def _gangs(c: _Checker, summary: Any, stages: Any) -> None:
                       "the plan does not record a gang's nodes: regenerate it")  # fmt: skip
 
 
-def summary_problems(plan: dict[str, Any]) -> list[Problem]:
+def summary_problems(plan: Mapping[str, Any] | Plan) -> list[Problem]:
     """Where a plan's `evictedPods` and `summary` differ from what its stages say (none after rebase)."""
-    problems = validate(plan)
+    model = read(plan)
+    if isinstance(model, Problem):
+        return [model]
+    problems = _meaning(model, derived=True)
     if problems:
         return problems
     c = _Checker()
-    for i, stage in enumerate(plan["stages"]):
-        scope = _scope(stage)
-        for k, wave in enumerate(stage.get("waves") or []):
-            want = sum(_evicted(n, scope) for n in wave["nodes"])
-            if wave["evictedPods"] != want:
+    for i, stage in enumerate(model.stages):
+        for k, wave in enumerate(stage.waves):
+            want = evicted_in(wave, stage) if isinstance(stage, PoolStage) else 0
+            if wave.evicted_pods != want:
                 c.add(("stages", i, "waves", k, "evictedPods"), f"is not the sum over its nodes ({want})")
-    summary = plan.get("summary")
-    want_summary = _with_recorded_gangs(_summary(plan["stages"], _recorded_grace(plan), _recorded_holds(plan)), plan)
-    if summary != want_summary:
+    want_summary = recomputed_summary(model, model.stages)
+    if model.summary != want_summary:
         c.add(("summary",), f"does not follow from the stages ({want_summary})", "dra-migrate plan --rebase")
     return c.problems
 
@@ -428,17 +424,9 @@ def summary_problems(plan: dict[str, Any]) -> list[Problem]:
 def recompute(body: dict[str, Any]) -> dict[str, Any]:
     """The plan with `applicable`, each wave's `evictedPods` and `summary` as its findings and stages
     say. A plan whose stages are malformed is returned as it is (validate names the problem)."""
-    if validate(body, derived=False):
+    model = read(body)
+    if isinstance(model, Problem) or _meaning(model, derived=False):
         return body
-    out = dict(body)
-    out["applicable"] = _applicable(body)
-    stages = []
-    for stage in body["stages"]:
-        if "waves" in stage:
-            scope = _scope(stage)
-            waves = [{**w, "evictedPods": sum(_evicted(n, scope) for n in w["nodes"])} for w in stage["waves"]]
-            stage = {**stage, "waves": waves}
-        stages.append(stage)
-    out["stages"] = stages
-    out["summary"] = _with_recorded_gangs(_summary(stages, _recorded_grace(body), _recorded_holds(body)), body)
-    return out
+    stages = tuple(with_evicted_recomputed(s) for s in model.stages)
+    summary = recomputed_summary(model, stages)
+    return replace(model, applicable=_applicable(model.findings), stages=stages, summary=summary).to_dict()

@@ -13,7 +13,7 @@ from typing import Any
 
 from dra_migrate.checks.model import findings_json
 from dra_migrate.cluster.state import cluster_object
-from dra_migrate.plan.model import Plan
+from dra_migrate.plan.model import Plan, recorded_cluster
 
 PLAN_SOURCE = "plan"  # `cluster.source` of an output made from the plan alone
 
@@ -21,10 +21,9 @@ PLAN_SOURCE = "plan"  # `cluster.source` of an output made from the plan alone
 def plan_cluster(plan: Mapping[str, Any] | Plan) -> dict[str, Any]:
     """The cluster object of what a plan recorded: its name and server version; where the state was read
     from is not recorded in a plan, so `location`, `context` and `takenAt` are null."""
-    name, fingerprint = (plan.cluster, plan.fingerprint) if isinstance(plan, Plan) else (
-        plan.get("cluster"), plan.get("fingerprint")
+    name, version = (plan.cluster, plan.fingerprint.get("kubernetesVersion")) if isinstance(plan, Plan) else (
+        recorded_cluster(plan)
     )  # fmt: skip
-    version = fingerprint.get("kubernetesVersion") if isinstance(fingerprint, Mapping) else None
     return cluster_object(str(name), None if version is None else str(version), PLAN_SOURCE)
 
 

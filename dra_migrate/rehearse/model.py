@@ -14,6 +14,7 @@ from dra_migrate.checks.run import assess
 from dra_migrate.cluster.state import ClusterState
 from dra_migrate.errors import InputError
 from dra_migrate.execute.journal import Record
+from dra_migrate.plan.model import Plan
 from dra_migrate.plan.params import format_duration, parse_duration
 
 FORMAT_VERSION = 1
@@ -211,7 +212,7 @@ def end_state(after: ClusterState) -> dict[str, Any]:
 
 
 def from_journal(
-    plan: dict[str, Any],
+    plan: Plan,
     records: list[Record],
     *,
     time_scale: float,
@@ -224,14 +225,14 @@ def from_journal(
     real_s_per_wave: float = 0.0,
 ) -> Rehearsal:
     """`real_s_per_wave`: seconds of each wave with canaries that ran unscaled (`run.twin_timing`)."""
-    estimate = (plan.get("summary") or {}).get("estimatedDuration")
+    estimate = plan.summary.get("estimatedDuration")
     if isinstance(estimate, str):
         parse_duration(estimate)  # an estimate apply could not read is a bad plan, said here too
-    high = (plan.get("summary") or {}).get("estimatedMaxDuration")
+    high = plan.summary.get("estimatedMaxDuration")
     waves = _waves_of(records, time_scale, reasons, real_s_per_wave)
     corrected = sum(real_correction(w.real_s, time_scale) for w in waves)
     return Rehearsal(
-        plan_digest=str(plan.get("digest") or ""),
+        plan_digest=plan.digest or "",
         result="ok" if ok else "failed",
         waves=waves,
         rehearsed_seconds=max(wall_seconds / time_scale - corrected, 0.0),

@@ -12,7 +12,6 @@ Durations in the result are unscaled back to real time. Nothing here ever contac
 from __future__ import annotations
 
 import contextlib
-import copy
 import math
 import signal
 import tempfile
@@ -37,7 +36,7 @@ from dra_migrate.inventory.operator import dra_plugin_daemonset_objects
 from dra_migrate.plan import io as plan_io
 from dra_migrate.plan.actions import Action
 from dra_migrate.plan.fingerprint import fingerprint
-from dra_migrate.plan.model import Plan
+from dra_migrate.plan.model import Plan, PoolStage, Stage, Step
 from dra_migrate.plan.params import format_duration, parse_duration
 from dra_migrate.rehearse.apf import RequestMeter, tool_identity
 from dra_migrate.rehearse.continuity import ContinuityWatch, kueue_served, plan_pairs
@@ -110,29 +109,39 @@ def _scaled(text: str, scale: float, floor: int) -> str:
     return format_duration(max(floor, math.ceil(seconds * scale)))
 
 
-def pool_labels(plan: dict[str, Any]) -> tuple[str, ...]:
+def pool_labels(plan: Plan) -> tuple[str, ...]:
     """The node labels the plan read pools from (its `parameters.poolLabels`)."""
-    return tuple(plan_io.body_of(plan).get("parameters", {}).get("poolLabels") or ())
+    return tuple(plan.parameters.get("poolLabels") or ())
 
 
-def twin_plan(plan: dict[str, Any], twin_state: ClusterState, scale: float) -> dict[str, Any]:
+def twin_plan(plan: Plan, twin_state: ClusterState, scale: float) -> Plan:
     """The reviewed plan's stages, fingerprinted on the twin and time-scaled, sealed anew."""
-    body = copy.deepcopy(plan_io.body_of(plan))
-    body.pop("edited", None)
-    # The executor runs it on the twin, a cluster of its own: recorded as the operator's cluster, the plan
-    # was refused by apply's other-cluster check (cluster/identity.py) whenever it came from a live read.
-    body.pop("clusterIdentity", None)
     twin = twin_state.source.identity
-    if twin.uid:
-        body["clusterIdentity"] = twin.to_dict()
     labels = pool_labels(plan)
-    body["fingerprint"] = fingerprint(twin_state, assess(twin_state, pool_labels=labels))
-    for stage in body["stages"]:
-        for step in (stage.get("steps") or []) + (stage.get("nodeSteps") or []):
-            step["timeout"] = _scaled(step["timeout"], scale, MIN_TIMEOUT_S)
-        for wave in stage.get("waves") or []:
-            wave["soakAfter"] = _scaled(wave["soakAfter"], scale, 1)
-    return plan_io.seal(body)
+    derived = replace(
+        plan,
+        edited=None,
+        # The executor runs it on the twin, a cluster of its own: recorded as the operator's cluster, the plan
+        # was refused by apply's other-cluster check (cluster/identity.py) whenever it came from a live read.
+        cluster_identity=twin if twin.uid else None,
+        fingerprint=fingerprint(twin_state, assess(twin_state, pool_labels=labels)),
+        stages=tuple(_time_scaled(stage, scale) for stage in plan.stages),
+        digests=None,
+        digest=None,
+    )
+    return plan_io.seal_plan(derived)
+
+
+def _time_scaled(stage: Stage, scale: float) -> Stage:
+    """A stage with its steps' timeouts and its waves' soaks scaled (floors keep them usable)."""
+
+    def step(s: Step) -> Step:
+        return replace(s, timeout=_scaled(s.timeout, scale, MIN_TIMEOUT_S))
+
+    if isinstance(stage, PoolStage):
+        waves = tuple(replace(w, soak_after=_scaled(w.soak_after, scale, 1)) for w in stage.waves)
+        return replace(stage, node_steps=tuple(map(step, stage.node_steps)), waves=waves)
+    return replace(stage, steps=tuple(map(step, stage.steps)))
 
 
 class _WatchingOps:
@@ -164,9 +173,9 @@ class _WatchingOps:
         return pending
 
 
-def largest_wave(plan: dict[str, Any]) -> int:
+def largest_wave(plan: Plan) -> int:
     """Nodes in the plan's largest wave: the executor's lanes at once."""
-    sizes = [len(w.get("nodes") or []) for s in plan_io.body_of(plan).get("stages") or [] for w in s.get("waves") or []]
+    sizes = [len(w.nodes) for s in plan.stages for w in s.waves]
     return max(sizes, default=1)
 
 
@@ -295,7 +304,7 @@ def _terminated_as_exit() -> Iterator[None]:
 
 
 def rehearse(
-    plan: dict[str, Any],
+    plan: Plan,
     state: ClusterState,
     *,
     time_scale: float = 0.1,
@@ -305,8 +314,8 @@ def rehearse(
     say = log or (lambda _m: None)
     if not 0 < time_scale <= 1:
         raise InputError(f"--time-scale {time_scale} is out of range", "give a factor in (0, 1], e.g. 0.1")
-    if not plan.get("applicable"):
-        blockers = [f["id"] for f in plan.get("findings", []) if f.get("severity") == "blocker"]
+    if not plan.applicable:
+        blockers = plan.blockers
         raise InputError(
             f"the plan is not applicable (blockers: {', '.join(blockers) or '?'}): apply would refuse it",
             "resolve the blockers and make a new plan, then rehearse that",
@@ -376,7 +385,7 @@ def rehearse(
             session.refuse_if_not_applicable()
             session.refuse_if_stale(lambda: read_cluster(twin.kubeconfig))
             # Quota continuity (issue 27): every state of the twin's quotas and queues while the plan runs.
-            continuity = ContinuityWatch(kube, plan_pairs(plan_io.body_of(derived)), kueue=kueue_served(kube))
+            continuity = ContinuityWatch(kube, plan_pairs(derived.to_dict()), kueue=kueue_served(kube))
             continuity.start()
             meter = RequestMeter(kube)
             meter.start()
@@ -415,20 +424,19 @@ class NewPools:
 
     def __init__(
         self,
-        plan: dict[str, Any],
+        plan: Plan,
         specs: list[GpuNodeSpec],
         predicted: dict[str, NodeDevices],
         start: Callable[[list[GpuNodeSpec]], Any],
         say: Log,
     ) -> None:
         self._by_selector: dict[str, list[str]] = {}
-        stages = plan_io.body_of(plan).get("stages") or []
-        for stage in stages:
-            for step in stage.get("steps") or []:
-                if step.get("action") == Action.AWAIT_POOL:
-                    pool = str(stage["name"])[len("provision-") :]
-                    old = [n["node"] for s in stages if s.get("pool") == pool for w in s["waves"] for n in w["nodes"]]
-                    self._by_selector[_key(step["params"]["selector"])] = old
+        for stage in plan.stages:
+            for step in stage.steps:
+                if step.action == Action.AWAIT_POOL:
+                    pool = stage.name[len("provision-") :]
+                    old = [n.node for s, _, n in plan.nodes() if s.pool == pool]
+                    self._by_selector[_key(step.params["selector"])] = old
         # A node the platform's stack serves shows no GFD labels: its devices are the planner's prediction (from
         # its capacity), the devices the plan's await-pool expects of each new node.
         self._specs = {

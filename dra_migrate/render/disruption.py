@@ -3,28 +3,48 @@ function each, so the two cannot disagree)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from dra_migrate.plan.model import PoolStage, Stage, stage_from_dict
 from dra_migrate.render.view import Table
 
 WAVE_HEADERS = ["stage", "wave", "nodes unavailable", "pods evicted", "soak after", "nodes"]
 GANG_HEADERS = ["gang", "waves that evict it", "times broken"]
 
 
-def _node_name(n: Any) -> str:
-    return str(n["node"]) if isinstance(n, dict) else str(n)
+@dataclass(frozen=True)
+class WaveRow:
+    """One wave as the table shows it (from the typed plan, or from the report's own waves)."""
+
+    stage: str
+    wave: str
+    nodes: Sequence[str]
+    evicted_pods: int
+    soak_after: str
 
 
-def waves_table(stages: list[dict[str, Any]]) -> Table:
+def wave_rows(stages: Iterable[Stage | Mapping[str, Any]]) -> list[WaveRow]:
+    """The rows of a plan's pool stages. A stage still in the file's shape (`show`'s, until it reads the
+    model) is read by the codec (`stage_from_dict`), not here."""
+    typed = (s if isinstance(s, Stage) else stage_from_dict(s, f"stages[{i}]") for i, s in enumerate(stages))
+    return [
+        WaveRow(st.name, w.name, [n.node for n in w.nodes], w.evicted_pods, w.soak_after)
+        for st in typed
+        if isinstance(st, PoolStage)
+        for w in st.waves
+    ]
+
+
+def waves_table(waves: Sequence[WaveRow | Stage | Mapping[str, Any]]) -> Table:
     """One row per wave: how many nodes it takes out at once, the pods it evicts, the soak after it, and
-    (wide) its nodes. Stages as the plan or the report holds them (a wave's nodes as entries or names)."""
-    rows: list[list[Any]] = [
-        [st["name"], w["name"], len(w["nodes"]), w["evictedPods"], w["soakAfter"],
-         ", ".join(_node_name(n) for n in w["nodes"])]
-        for st in stages
-        for w in st.get("waves") or []
-    ]  # fmt: skip
-    return Table(WAVE_HEADERS, rows, empty="Nothing to migrate.", wide=frozenset({"nodes"}))
+    (wide) its nodes. Rows (the report's), or a plan's stages (`wave_rows`)."""
+    rows = [w for w in waves if isinstance(w, WaveRow)] + wave_rows(s for s in waves if not isinstance(s, WaveRow))
+    cells: list[list[Any]] = [
+        [w.stage, w.wave, len(w.nodes), w.evicted_pods, w.soak_after, ", ".join(w.nodes)] for w in rows
+    ]
+    return Table(WAVE_HEADERS, cells, empty="Nothing to migrate.", wide=frozenset({"nodes"}))
 
 
 def gangs_table(gangs: list[dict[str, Any]]) -> Table:

@@ -16,7 +16,7 @@ from dra_migrate.plan.estimate import estimate_text
 from dra_migrate.render import to_yaml
 from dra_migrate.render.checks import capacity_table, findings_table
 from dra_migrate.render.diff import details_table
-from dra_migrate.render.disruption import gangs_table, waves_table
+from dra_migrate.render.disruption import WaveRow, gangs_table, waves_table
 from dra_migrate.render.inventory import consumers_note, consumers_table, pools_table
 from dra_migrate.render.plan import step_params, undo_text
 from dra_migrate.render.rehearsal import (
@@ -39,6 +39,7 @@ from dra_migrate.render.rehearsal import capacity_rows as rehearsed_capacity_row
 from dra_migrate.render.view import Badge, Chart, Code, Section
 from dra_migrate.render.view import cell as _cell
 from dra_migrate.report.accepted import accepted_risks
+from dra_migrate.report.model import PlanInfo, Wave, unplain
 from dra_migrate.report.platforms import strategies_section
 
 # Section ids: stable anchors in the HTML, and what the browser test looks for.
@@ -72,10 +73,11 @@ def short(digest: Any) -> str:
 def layout(r: dict[str, Any]) -> tuple[str, list[str], list[Section]]:
     """(title, lead lines, sections) of a report."""
     title = f"Migration report: {r['cluster']['name']}"
-    plan, cluster = r["plan"], r["cluster"]
+    # The report's own `plan` section (what was reported on), read back typed.
+    info, cluster = unplain(PlanInfo, r["plan"]), r["cluster"]
     lead = [
-        f"dra-migrate {r['tool']['version']} · report format {r['formatVersion']} · plan {plan['path']} "
-        f"(digest {short(plan['digest'])}{', edited and rebased' if plan['edited'] else ''}) · "
+        f"dra-migrate {r['tool']['version']} · report format {r['formatVersion']} · plan {info.path} "
+        f"(digest {short(info.digest)}{', edited and rebased' if info.edited else ''}) · "
         f"Kubernetes {cluster['kubernetesVersion'] or 'version unknown'}",
         _applicability(r) + f" Verdict: {(r['verification'] or {}).get('verdict', 'not-run (no journal)')}.",
     ]
@@ -293,6 +295,15 @@ def _capacity(r: dict[str, Any]) -> Section:
     return s
 
 
+def _wave_rows(stages: list[dict[str, Any]]) -> list[WaveRow]:
+    """The report's waves (`report.model.Wave`, read back typed) as the disruption table's rows."""
+    return [
+        WaveRow(st["name"], w.name, w.nodes, w.evicted_pods, w.soak_after)
+        for st in stages
+        for w in (unplain(Wave, doc) for doc in st.get("waves") or [])
+    ]
+
+
 def _stages(r: dict[str, Any]) -> Section:
     s = _section("stages")
     sm = r["summary"]
@@ -301,7 +312,7 @@ def _stages(r: dict[str, Any]) -> Section:
         f"{sm.get('evictedPods')} pod(s) evicted, estimated {estimate_text(sm, 'soaks included')}; "
         f"at most {r['plan']['parameters'].get('maxUnavailable')} of a pool unavailable at once."
     )
-    s.sub("disruption", "Disruption per wave").add(waves_table(r["stages"]))
+    s.sub("disruption", "Disruption per wave").add(waves_table(_wave_rows(r["stages"])))
     gangs = sm.get("gangs") or []
     if gangs:
         g = s.sub("gangs", "Disruption per gang")

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from dra_migrate.checks.model import finding_json
 from dra_migrate.checks.run import Readiness
@@ -281,6 +281,15 @@ class Report:
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(p.capitalize() for p in rest)
+
+
+_D = TypeVar("_D")
+
+
+def unplain(cls: type[_D], doc: Mapping[str, Any]) -> _D:
+    """A flat dataclass of this report back from its document (`_plain`'s inverse): the report's renderers
+    read its sections typed, not by the document's keys."""
+    return cls(**{f.name: doc[_camel(f.name)] for f in fields(cls)})  # type: ignore[arg-type]
 
 
 def _plain(value: Any) -> Any:

@@ -114,6 +114,6 @@ def test_a_wave_grown_past_max_unavailable_contradicts_the_parameters(plan: Path
     body = plan_io.body_of(plan_io.load(plan))
     assert contradictions(body) == []
     stage = next(s for s in body["stages"] if s.get("pool") and len(s["waves"]) > 1)
-    stage["waves"][0]["nodes"] += stage["waves"][1]["nodes"]  # one wave takes the next one's nodes
+    stage["waves"][0]["nodes"] += stage["waves"].pop(1)["nodes"]  # one wave takes the next one's nodes
     problems = contradictions(body)
     assert problems and "more than parameters.maxUnavailable" in problems[0].message

@@ -36,7 +36,7 @@ def _reference(a: dict[str, Any], b: dict[str, Any]) -> list[diff.Detail]:
             new = None if isinstance(level.t2, NotPresent) else level.t2
             found.append((seg, diff.Detail(diff._path(seg), change, old, new)))
     found.extend(diff._reorders(a, b))
-    order = diff._stage_rank(diff._stage_names(a), diff._stage_names(b))
+    order = diff._stage_rank(diff._stage_order(a), diff._stage_order(b))
     found.sort(key=lambda item: diff._detail_key(item[0], item[1], order))
     return [d for _, d in found]
 

@@ -15,6 +15,7 @@ import pytest
 
 from dra_migrate.errors import InputError
 from dra_migrate.plan import io as plan_io
+from dra_migrate.plan.model import Plan
 from dra_migrate.rehearse.model import _waves_of, load_rehearsal, real_correction
 from tests.unit.cli import run
 
@@ -233,14 +234,22 @@ def test_the_twins_plan_is_of_the_twin_not_of_the_cluster_it_was_made_from() -> 
     from dra_migrate.cluster.identity import ClusterIdentity, refuse_other_cluster
     from dra_migrate.cluster.snapshot import load_snapshot
     from dra_migrate.plan.drift import plan_identity
-    from dra_migrate.rehearse.run import twin_plan
+    from dra_migrate.rehearse.run import MIN_TIMEOUT_S, twin_plan
 
     body = plan_io.body_of(plan_io.load(Path(PLAN)))
     operators = ClusterIdentity("uid-operator", "https://prod:6443", "prod")
-    plan = plan_io.seal({**body, "clusterIdentity": operators.to_dict()})
+    plan = Plan.from_dict(plan_io.seal({**body, "clusterIdentity": operators.to_dict()}))
     state = load_snapshot(Path("fixtures/clusters/demo.yaml"))
     state.source = replace(state.source, cluster_uid="uid-twin", kind="live", location="https://127.0.0.1:1")
     derived = twin_plan(plan, state, 0.1)
     assert plan_identity(derived) == state.source.identity
     refuse_other_cluster(plan_identity(derived), "the twin's plan", state.source.identity, "the twin")
-    assert plan_io.body_of(derived) and derived["digest"] != plan["digest"]
+    assert derived.digest and derived.digest != plan.digest
+    # Time-scaled: every soak and timeout of the twin's copy at most the reviewed plan's (or its floor).
+    scaled = {s.name: s for s in derived.pool_stages()}
+    for stage in plan.pool_stages():
+        twin = scaled[stage.name]
+        assert all(a.soak_s <= max(b.soak_s, 1) for a, b in zip(twin.waves, stage.waves, strict=True))
+        floored = [max(b.timeout_s, MIN_TIMEOUT_S) for b in stage.node_steps]
+        assert all(a.timeout_s <= b for a, b in zip(twin.node_steps, floored, strict=True))
+        assert any(a.timeout_s < b.timeout_s for a, b in zip(twin.node_steps, stage.node_steps, strict=True))
