@@ -73,6 +73,7 @@ _REQUIRED: dict[str, type | tuple[type, ...]] = {
 # clusterIdentity: the cluster the plan was made from (cluster/identity.py); digested with the body.
 _OPTIONAL = {"clusterIdentity": dict, "review": dict, "edited": dict, "digests": dict, "digest": str}
 _STAGE_ORDER = "stages"  # the digests entry over the order of the stages
+SECTIONS, STAGE_ORDER = _SECTIONS, _STAGE_ORDER  # what the streaming reader digests (plan/stream.py)
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 # Deepest nesting a plan has is about 12 (a DeviceClass manifest inside a step); far deeper is hostile.
 _MAX_DEPTH = 64
@@ -94,6 +95,11 @@ def canonical(body: dict[str, Any], *, read: bool = False) -> bytes:
 
 def _digest(value: Any, *, read: bool = False) -> str:
     return "sha256:" + hashlib.sha256(canonical(value, read=read)).hexdigest()
+
+
+def check_schema(doc: Any, path: Path) -> None:
+    """The file's sections and stages as `load` requires them (the streaming reader's, on its skeleton)."""
+    _check_schema(doc, path)
 
 
 def _check_finite(value: Any) -> None:

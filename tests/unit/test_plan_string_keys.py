@@ -3,7 +3,8 @@
 
 An AST scan of dra_migrate/ finds every read of a plan field by its key — `x["nodeSteps"]`,
 `x.get("gpuPods")`, `"digests" in x`, `x.pop(...)`, `x.setdefault(...)` — outside the codec: `plan/wire.py`
-(the file format), `plan/io.py` (reading, writing, digests), `plan/model.py` and `plan/fields.py` (the
+(the file format), `plan/io.py` (reading, writing, digests), `plan/stream.py` and `plan/outline.py`
+(`show`'s streaming reader), `plan/model.py` and `plan/fields.py` (the
 typed model's reading of the file's mapping). Two kinds of key are watched:
 
 * PLAN_ONLY: fields only a plan has (no view, report or other document of the tool uses the name), so
@@ -32,7 +33,7 @@ from dra_migrate.plan.params import PlanParams
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "dra_migrate"
-CODEC = {"plan/wire.py", "plan/io.py", "plan/model.py", "plan/fields.py"}
+CODEC = {"plan/wire.py", "plan/io.py", "plan/model.py", "plan/fields.py", "plan/outline.py", "plan/stream.py"}
 PLAN_ONLY = frozenset(
     {"nodeSteps", "soakAfter", "gpuPods", "otherPods", "expectedDevices", "canaryResource", "digests", "labelKeys",
      "nodeColumns", "objectColumns"}
@@ -55,9 +56,8 @@ DEBT: dict[str, int] = {
     "plan/strategies.py": 5,
     "plan/derived.py": 4,
     "plan/view.py": 1,
-    # Commands and views that take `io.load`'s mapping: `show`'s document, the report and the rehearsal
+    # Commands and views that take `io.load`'s mapping: the report and the rehearsal
     # (report/layout.py's one is the report model's own `plan` section, a view).
-    "render/plan.py": 9,
     "rehearse/run.py": 6,
     "rehearse/model.py": 1,
     "render/disruption.py": 1,
