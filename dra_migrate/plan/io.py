@@ -38,11 +38,9 @@ from dra_migrate.cluster.state import paused_gc
 from dra_migrate.errors import InputError
 from dra_migrate.fileio import write_text_atomic
 from dra_migrate.plan import fastyaml, wire
-from dra_migrate.plan.consistency import contradictions
 from dra_migrate.plan.derived import applicable_problems
 from dra_migrate.plan.model import Plan
 from dra_migrate.plan.problems import Problem
-from dra_migrate.plan.validate import recompute, validate
 
 if TYPE_CHECKING:
     from dra_migrate.plan.diff import PlanDiff  # deepdiff (and pydantic) load only for a rebase: see rebase_checked
@@ -399,6 +397,10 @@ class Review:
 def load_for_review(path: Path) -> Review:
     """A plan as `plan --rebase` would accept it, edited or not, for `show`/`diff --allow-edited`:
     refused only when rebase would refuse it; `edits` says what changed. Never for apply."""
+    # Imported here: what an edit means is checked only for review and rebase (~0.1 s of imports that
+    # every load, `diff` and `apply` among them, would otherwise pay).
+    from dra_migrate.plan.validate import recompute, validate
+
     file = _read(path)
     found = edits(file.doc)
     if found:
@@ -546,8 +548,11 @@ def rebase_checked(path: Path, against: Path | None = None) -> Rebased:
     """Validate an intentionally edited plan by what it means, recompute what follows from its stages
     and findings, re-digest it, and record that it was edited."""
     # Imported here: deepdiff (and the pydantic it imports) costs ~0.2 s at start-up, which every command
-    # that reads a plan (show, status, apply) would pay for a diff only rebase makes.
+    # that reads a plan (show, status, apply) would pay for a diff only rebase makes; validate and
+    # consistency as in load_for_review.
+    from dra_migrate.plan.consistency import contradictions
     from dra_migrate.plan.diff import diff_plans
+    from dra_migrate.plan.validate import recompute, validate
 
     file = _read(path)
     touched = edits(file.lined)  # rebase reports the edited sections with their lines
