@@ -132,11 +132,12 @@ def section_digests(body: dict[str, Any], *, read: bool = False) -> dict[str, st
 def seal(body: dict[str, Any] | Plan) -> dict[str, Any]:
     """The plan (typed, or the model's dict) with the digests of its file form: per section (for
     messages), and one over the whole body, as the model's dict. Always the format `wire.encode` writes."""
-    if isinstance(body, Plan):
-        body = body.to_dict()
-    body = {**body_of(body), "formatVersion": wire.WRITES}
-    encoded = wire.encode(body)
-    return {**body, "digests": section_digests(encoded), "digest": _digest(encoded, read=True)}
+    with paused_gc(freeze=False):  # as `dumps`: the file's form is garbage once digested (0.05 s at 10,000 nodes)
+        if isinstance(body, Plan):
+            body = body.to_dict()
+        body = {**body_of(body), "formatVersion": wire.WRITES}
+        encoded = wire.encode(body)
+        return {**body, "digests": section_digests(encoded), "digest": _digest(encoded, read=True)}
 
 
 def seal_plan(plan: Plan) -> Plan:
