@@ -3,6 +3,10 @@
 
     python bench/plan_scale.py [--sizes 2000,10000] [--pods-per-node 4] [--keep DIR]
 
+Two fleets are worth quoting: `--pods-per-node 4` (the default; the snapshot parse is small next to the
+per-node work, so inventory and plan ratios are at their hardest) and `--pods-per-node 50`, the fleet the
+issue's inventory and plan targets were set on (bench/run.py's 2,000 nodes with 100,000 pods).
+
 For each size N: a synthetic fleet of N GPU nodes (bench/gen_fleet.py, deterministic; N/2 CPU nodes,
 N pods-per-node pods, N workloads, the DRA driver's DaemonSet added so that pools can be planned), then,
 each in a fresh process:
@@ -103,7 +107,8 @@ def run(args: list[str], env: dict[str, str]) -> dict[str, Any]:
 
 
 def one(n: int, ppn: int, tmp: Path, env: dict[str, str]) -> dict[str, Any]:
-    snap, plan, other = tmp / f"fleet-{n}.jsonl", tmp / f"plan-{n}.yaml", tmp / f"plan-{n}-b.yaml"
+    # The pods per node are in the name: a --keep directory reused with another density makes new fleets.
+    snap, plan, other = tmp / f"fleet-{n}-{ppn}ppn.jsonl", tmp / f"plan-{n}.yaml", tmp / f"plan-{n}-b.yaml"
     if not snap.exists():
         subprocess.run(
             [sys.executable, str(HERE / "gen_fleet.py"), "--nodes", str(n), "--pods", str(n * ppn),
