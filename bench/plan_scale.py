@@ -3,6 +3,10 @@
 
     python bench/plan_scale.py [--sizes 2000,10000] [--pods-per-node 4] [--keep DIR]
 
+Two fleets are worth quoting: `--pods-per-node 4` (the default; the snapshot parse is small next to the
+per-node work, so inventory and plan ratios are at their hardest) and `--pods-per-node 50`, the fleet the
+issue's inventory and plan targets were set on (bench/run.py's 2,000 nodes with 100,000 pods).
+
 For each size N: a synthetic fleet of N GPU nodes (bench/gen_fleet.py, deterministic; N/2 CPU nodes,
 N pods-per-node pods, N workloads, the DRA driver's DaemonSet added so that pools can be planned), then,
 each in a fresh process:
@@ -14,7 +18,8 @@ each in a fresh process:
     plan), each a whole `python -m dra_migrate` process             (target: each <= 3x yaml);
   * yaml x2, diff  two plans (default, and --max-unavailable 20%) loaded, and diffed  (target: <= 2x);
   * the plan file's bytes per GPU node (target: <= 300); peak memory of `show` above an idle
-    `dra-migrate --version`, over the file's size (target: <= 5x).
+    `dra-migrate --version`, over the file's size (target: <= 5x). Peaks are each process's own VmHWM
+    (see `PEAK`: the rusage of a child carries its parent's over exec).
 Inside inventory and plan each phase is timed, so a step that grows faster than the fleet shows
 between the two sizes. Times are CPU seconds (user + system) of the process: the machines are shared,
 and wall time there measures the neighbours; wall time is printed beside them. Quote ratios from one run.
@@ -79,31 +84,60 @@ print("{}")
 """
 
 
+# Each process measures its own peak. A child's ru_maxrss is no measure of it: on exec Linux carries the
+# high-water mark of the memory image it replaces over (fs/exec.c `exec_mmap` -> `setmax_mm_hiwater_rss`),
+# here the bench's own, which grows with the output it reads back (at 10,000 nodes `idle` and `bare`
+# both measured 31 MB, twice what they use). VmHWM in /proc/self/status is the new image's own peak; the
+# wrapper runs the command (`-m MODULE ...` or `-c CODE ...`) and writes it at exit.
+PEAK = """
+import atexit, os, runpy, sys
+def _peak():
+    with open("/proc/self/status") as f:
+        kb = next(line.split()[1] for line in f if line.startswith("VmHWM:"))
+    with open(os.environ["PLAN_SCALE_PEAK"], "w") as out:
+        out.write(kb)
+atexit.register(_peak)
+rest = sys.argv[1:]
+if rest[0] == "-m":
+    sys.argv = rest[1:]
+    runpy.run_module(rest[1], run_name="__main__", alter_sys=True)
+else:
+    sys.argv = ["-c", *rest[2:]]
+    exec(compile(rest[1], "<string>", "exec"), {"__name__": "__main__"})
+"""
+
+
 def run(args: list[str], env: dict[str, str]) -> dict[str, Any]:
     """CPU and wall seconds, peak RSS (bytes) of the process, and the JSON it printed last (if any)."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, tempfile.TemporaryDirectory() as d:
+        peak = Path(d) / "peak"
         t = time.perf_counter()
-        proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=out, stderr=err)
+        proc = subprocess.Popen(
+            [args[0], "-c", PEAK, *args[1:]], cwd=ROOT, env={**env, "PLAN_SCALE_PEAK": str(peak)}, stdout=out,
+            stderr=err,
+        )  # fmt: skip
         _, status, usage = os.wait4(proc.pid, 0)  # the child's own rusage
         wall = time.perf_counter() - t
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
         text, errors = out.read().decode(errors="replace"), err.read().decode(errors="replace")
+        rss = int(peak.read_text()) * 1024 if peak.exists() else 0
     last = text.strip().splitlines()[-1] if text.strip() else "{}"
     try:
         data = json.loads(last)
     except ValueError:
         data = {}
     return {
-        "cpu": round(usage.ru_utime + usage.ru_stime, 3), "wall": round(wall, 3), "rss": usage.ru_maxrss * 1024,
+        "cpu": round(usage.ru_utime + usage.ru_stime, 3), "wall": round(wall, 3), "rss": rss,
         "phases": data if isinstance(data, dict) else {}, "code": proc.returncode,
         "err": errors.strip().splitlines()[-1:] if proc.returncode else [],
     }  # fmt: skip
 
 
 def one(n: int, ppn: int, tmp: Path, env: dict[str, str]) -> dict[str, Any]:
-    snap, plan, other = tmp / f"fleet-{n}.jsonl", tmp / f"plan-{n}.yaml", tmp / f"plan-{n}-b.yaml"
+    # The pods per node are in the name: a --keep directory reused with another density makes new fleets.
+    snap, plan, other = tmp / f"fleet-{n}-{ppn}ppn.jsonl", tmp / f"plan-{n}.yaml", tmp / f"plan-{n}-b.yaml"
     if not snap.exists():
         subprocess.run(
             [sys.executable, str(HERE / "gen_fleet.py"), "--nodes", str(n), "--pods", str(n * ppn),

@@ -63,7 +63,7 @@ RULE_DOCS: dict[str, RuleDoc] = {
     "device-plugin-placement-unknown": RuleDoc(
         when="no one settable node label stops every device-plugin DaemonSet running on a GPU node (a standalone manifest without selector or affinity runs on every node; the k8s-device-plugin Helm chart v0.18.0 by default ORs three affinity terms on NFD's and the GPU Operator's own labels: `feature.node.kubernetes.io/pci-10de.present`, `feature.node.kubernetes.io/cpu-model.vendor_id`, `nvidia.com/gpu.present`)",
         rests_on="same DaemonSet test; the operator's DaemonSet selects `nvidia.com/gpu.deploy.device-plugin=true` and the operator keeps a value once set (gpu-operator `assets/state-device-plugin/0500_daemonset.yaml`, `controllers/state_manager.go`)",
-        fix='add {key: nvidia.com/gpu.deploy.device-plugin, operator: NotIn, values: ["false"]} to every nodeSelectorTerm of the device-plugin DaemonSet\'s required node affinity (terms are ORed: a term without it keeps the plugin running; for the k8s-device-plugin Helm chart, its `affinity` value: deployments/helm/nvidia-device-plugin/values.yaml), or give a DaemonSet without affinity that expression; nodes without the label keep the plugin, and the GPU Operator\'s DaemonSet selects that label already. Then plan again',
+        fix="add {key: nvidia.com/gpu.deploy.device-plugin, operator: NotIn, values: [\"false\"]} to every nodeSelectorTerm of the device-plugin DaemonSet's required node affinity (terms are ORed: a term without it keeps the plugin running; for the k8s-device-plugin Helm chart, its `affinity` value: deployments/helm/nvidia-device-plugin/values.yaml), or give a DaemonSet without affinity that expression; nodes without the label keep the plugin, and the GPU Operator's DaemonSet selects that label already. Then plan again",
     ),
     "dynamic-mig-unpredicted": RuleDoc(
         when="the DRA plugin serving a node runs with `DynamicMIG=true` (container args or env) or its slices carry shared counters, and the node has no slices yet",
@@ -141,6 +141,7 @@ RULE_DOCS: dict[str, RuleDoc] = {
 def document(rule_id: str, doc: RuleDoc) -> None:
     """Register the doc of a rule defined outside the seeded table (a new checks module)."""
     RULE_DOCS.setdefault(rule_id, doc)
+
 
 # The dependents rules (checks/rules_dependents.py; every source in docs/dependents.md).
 _DEPENDENTS = "docs/dependents.md, with every source"

@@ -40,6 +40,7 @@ from dra_migrate.execute.session import ApplySession
 from dra_migrate.kube import DEFAULT_BURST, DEFAULT_QPS, RateLimit
 from dra_migrate.plan import io as plan_io
 from dra_migrate.plan.model import Action, Plan
+from dra_migrate.plan.outline import outline_of
 from dra_migrate.plan.params import parse_duration
 from dra_migrate.render import emit, to_json
 from dra_migrate.render.plan import plan_document
@@ -83,7 +84,7 @@ def _actor() -> str:
 def _confirm(plan: Plan, yes: bool, what: str) -> None:
     if yes:
         return
-    click.echo(plan_document(plan.to_dict()).render("table").split("\nStage ", 1)[0], err=True)
+    click.echo(plan_document(outline_of(plan)).render("table").split("\nStage ", 1)[0], err=True)
     if not sys.stdin.isatty():
         raise InputError(f"{what} needs confirmation", "review the plan with dra-migrate show, then pass --yes")
     if not click.confirm(f"{what}?", err=True):

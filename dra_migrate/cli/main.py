@@ -48,7 +48,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Compare two plans, or a plan with the cluster now (exit 2: differences).",
     ),
     "policy": (
-        "dra_migrate.cli.policy", "policy", "Check a plan against change-review policies with OPA (exit 2: denied)."
+        "dra_migrate.cli.policy",
+        "policy",
+        "Check a plan against change-review policies with OPA (exit 2: denied).",
     ),
     "apply": ("dra_migrate.cli.apply", "apply", "Apply a plan to a live cluster, resumably."),
     "rollback": ("dra_migrate.cli.apply", "rollback", "Undo applied steps, restoring the recorded originals."),
@@ -64,7 +66,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "rehearse": ("dra_migrate.cli.rehearse", "rehearse", "Run a reviewed plan on a private twin of the cluster."),
     "twin": ("dra_migrate.cli.rehearse", "twin", "Build or inspect the twin rehearse runs on."),
     "demo": (
-        "dra_migrate.cli.demo", "demo", "Run inventory, check, plan and report on a bundled demo fleet (offline)."
+        "dra_migrate.cli.demo",
+        "demo",
+        "Run inventory, check, plan and report on a bundled demo fleet (offline).",
     ),
     "completion": ("dra_migrate.cli.completion", "completion", "Print the shell completion script (bash, zsh, fish)."),
 }

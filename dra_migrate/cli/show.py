@@ -26,9 +26,20 @@ def show(plan_file: Path, output: str, allow_edited: bool) -> None:
     stage with its steps' parameters and its nodes."""
     from dra_migrate.cli.progress import Working
     from dra_migrate.plan import io as plan_io
-    from dra_migrate.plan.view import plan_json
     from dra_migrate.render import Document
     from dra_migrate.render.plan import plan_document
+
+    if output in ("table", "wide", "markdown", "name") and not allow_edited:
+        # A verified plan's outline, its tables streamed a chunk of rows at a time (plan/stream.py): a
+        # 10,000-node plan is never held whole. What does not stream is read by `io.load` (and refused).
+        from dra_migrate.plan.stream import outline
+
+        with Working(f"reading {plan_file}"):
+            drawn = outline(plan_file)
+        print_data(output, None, lambda: plan_document(drawn), lambda: [st.name for st in drawn.stages])
+        return
+    from dra_migrate.plan.outline import outline_of
+    from dra_migrate.plan.view import plan_json
 
     with Working(f"reading {plan_file}"):
         review = plan_io.load_for_review(plan_file) if allow_edited else plan_io.Review(plan_io.load(plan_file), [])
@@ -37,7 +48,7 @@ def show(plan_file: Path, output: str, allow_edited: bool) -> None:
         click.echo(banner, err=True)
 
     def document() -> Document:
-        doc = plan_document(plan)
+        doc = plan_document(outline_of(plan))
         if banner:
             doc.blocks.insert(0, ("line", banner))
         return doc

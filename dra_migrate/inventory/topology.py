@@ -119,11 +119,48 @@ def _node_whole_gpus(node: GpuNode, resource: str) -> int:
     return int(count) if resource == DEFAULT_GPU and count.isdigit() else 0
 
 
+@dataclass
+class _Reach:
+    """What a consumer's candidate nodes say, for one resource: their whole-GPU counts, the most GPUs one
+    PCIe root holds (None: no slices read) and how many of them publish GPUs without a root."""
+
+    counts: set[int]
+    largest_root: int | None = None
+    without_root: int = 0
+
+    def add(self, other: _Reach) -> None:
+        self.counts |= other.counts
+        if other.largest_root is not None:
+            self.largest_root = max(self.largest_root or 0, other.largest_root)
+        self.without_root += other.without_root
+
+
+def _reach_by_pool(nodes: list[GpuNode], topology: dict[str, NodeTopology], resource: str) -> dict[str, _Reach]:
+    """Per pool, what its nodes offer a container asking for whole GPUs of `resource`. Made once per
+    resource, so the consumers are looked up by pool: a scan of every node per consumer grew with
+    consumers x nodes (issue 29: quadratic in the fleet)."""
+    out: dict[str, _Reach] = {}
+    for g in nodes:
+        whole = _node_whole_gpus(g, resource)
+        if not whole:
+            continue
+        reach = out.setdefault(g.pool, _Reach(set()))
+        reach.counts.add(whole)
+        t = topology.get(g.name)
+        if t is None:
+            continue
+        if t.per_root:
+            reach.largest_root = max(reach.largest_root or 0, max(t.per_root.values()))
+        reach.without_root += 1 if t.without_root else 0
+    return out
+
+
 def partial_node_consumers(
     consumers: Iterable[Consumer], nodes: list[GpuNode], topology: dict[str, NodeTopology]
 ) -> list[MultiGpuConsumer]:
     """Consumers with a container asking for 2+ whole GPUs, on nodes with more GPUs than that."""
     out: list[MultiGpuConsumer] = []
+    by_resource: dict[str, dict[str, _Reach]] = {}
     for c in consumers:
         largest: dict[str, int] = {}
         for t in c.templates:
@@ -133,22 +170,19 @@ def partial_node_consumers(
         for resource, n in sorted(largest.items()):
             if n < 2:
                 continue
-            candidates = [g for g in nodes if (not c.pools or g.pool in c.pools) and _node_whole_gpus(g, resource)]
-            counts = {_node_whole_gpus(g, resource) for g in candidates}
-            if not counts or max(counts) <= n:
+            if resource not in by_resource:
+                by_resource[resource] = _reach_by_pool(nodes, topology, resource)
+            pools = by_resource[resource]
+            reach = _Reach(set())
+            for pool in c.pools or pools:
+                if pool in pools:
+                    reach.add(pools[pool])
+            if not reach.counts or max(reach.counts) <= n:
                 continue  # no node known, or it takes whole nodes: nothing was chosen for it
-            known = [topology[g.name] for g in candidates if g.name in topology]
-            roots = [max(t.per_root.values()) for t in known if t.per_root]
             out.append(
                 MultiGpuConsumer(
-                    c.kind,
-                    c.namespace,
-                    c.name,
-                    resource,
-                    n,
-                    tuple(sorted(counts)),
-                    max(roots) if roots else None,
-                    sum(1 for t in known if t.without_root),
+                    c.kind, c.namespace, c.name, resource, n, tuple(sorted(reach.counts)), reach.largest_root,
+                    reach.without_root,
                 )
-            )
+            )  # fmt: skip
     return out

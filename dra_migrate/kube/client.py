@@ -401,4 +401,3 @@ def _reason(e: BaseException) -> str:
     reason = getattr(e, "reason", None)
     text = str(reason or e)
     return text if len(text) <= 300 else text[:300] + "..."
-

@@ -181,7 +181,6 @@ def _gpu_pods(readiness: Readiness, node: str) -> int:
     return int(counts.get(node, 0))
 
 
-
 def _platform_of(readiness: Readiness, pool: str) -> PoolPlatform | None:
     return next((p.platform for p in readiness.inventory.pools if p.name == pool), None)
 
@@ -343,8 +342,6 @@ def _canary_resource(node: GpuNode, readiness: Readiness) -> str:
 
     mapped = [r for r in sorted(node.capacity) if class_for(r, readiness.classes) is not None]
     return mapped[0] if mapped else sorted(node.capacity)[0] if node.capacity else "nvidia.com/gpu"
-
-
 
 
 def _identity(state: ClusterState) -> ClusterIdentity | None:

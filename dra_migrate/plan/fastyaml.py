@@ -153,3 +153,17 @@ def dump(doc: dict[str, Any]) -> str:
         doc, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=4096
     )
     return text
+
+
+def load_rows(text: str) -> list[Any] | None:
+    """A run of table rows (`- [...]` lines cut from a plan, `plan/stream.py`) as plain values, by the
+    same rules as `load`; None when the strict reader must decide (the caller then reads the whole file)."""
+    if _suspicious(text):
+        return None
+    try:
+        rows = yaml.load(text, Loader=_Loader)
+    except (_Refused, yaml.YAMLError, RecursionError, ValueError, TypeError):
+        return None
+    if type(rows) is not list or not _plain(rows):
+        return None
+    return rows

@@ -38,11 +38,9 @@ from dra_migrate.cluster.state import paused_gc
 from dra_migrate.errors import InputError
 from dra_migrate.fileio import write_text_atomic
 from dra_migrate.plan import fastyaml, wire
-from dra_migrate.plan.consistency import contradictions
 from dra_migrate.plan.derived import applicable_problems
 from dra_migrate.plan.model import Plan
 from dra_migrate.plan.problems import Problem
-from dra_migrate.plan.validate import recompute, validate
 
 if TYPE_CHECKING:
     from dra_migrate.plan.diff import PlanDiff  # deepdiff (and pydantic) load only for a rebase: see rebase_checked
@@ -73,6 +71,7 @@ _REQUIRED: dict[str, type | tuple[type, ...]] = {
 # clusterIdentity: the cluster the plan was made from (cluster/identity.py); digested with the body.
 _OPTIONAL = {"clusterIdentity": dict, "review": dict, "edited": dict, "digests": dict, "digest": str}
 _STAGE_ORDER = "stages"  # the digests entry over the order of the stages
+SECTIONS, STAGE_ORDER = _SECTIONS, _STAGE_ORDER  # what the streaming reader digests (plan/stream.py)
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 # Deepest nesting a plan has is about 12 (a DeviceClass manifest inside a step); far deeper is hostile.
 _MAX_DEPTH = 64
@@ -94,6 +93,11 @@ def canonical(body: dict[str, Any], *, read: bool = False) -> bytes:
 
 def _digest(value: Any, *, read: bool = False) -> str:
     return "sha256:" + hashlib.sha256(canonical(value, read=read)).hexdigest()
+
+
+def check_schema(doc: Any, path: Path) -> None:
+    """The file's sections and stages as `load` requires them (the streaming reader's, on its skeleton)."""
+    _check_schema(doc, path)
 
 
 def _check_finite(value: Any) -> None:
@@ -128,11 +132,12 @@ def section_digests(body: dict[str, Any], *, read: bool = False) -> dict[str, st
 def seal(body: dict[str, Any] | Plan) -> dict[str, Any]:
     """The plan (typed, or the model's dict) with the digests of its file form: per section (for
     messages), and one over the whole body, as the model's dict. Always the format `wire.encode` writes."""
-    if isinstance(body, Plan):
-        body = body.to_dict()
-    body = {**body_of(body), "formatVersion": wire.WRITES}
-    encoded = wire.encode(body)
-    return {**body, "digests": section_digests(encoded), "digest": _digest(encoded, read=True)}
+    with paused_gc(freeze=False):  # as `dumps`: the file's form is garbage once digested (0.05 s at 10,000 nodes)
+        if isinstance(body, Plan):
+            body = body.to_dict()
+        body = {**body_of(body), "formatVersion": wire.WRITES}
+        encoded = wire.encode(body)
+        return {**body, "digests": section_digests(encoded), "digest": _digest(encoded, read=True)}
 
 
 def seal_plan(plan: Plan) -> Plan:
@@ -393,6 +398,10 @@ class Review:
 def load_for_review(path: Path) -> Review:
     """A plan as `plan --rebase` would accept it, edited or not, for `show`/`diff --allow-edited`:
     refused only when rebase would refuse it; `edits` says what changed. Never for apply."""
+    # Imported here: what an edit means is checked only for review and rebase (~0.1 s of imports that
+    # every load, `diff` and `apply` among them, would otherwise pay).
+    from dra_migrate.plan.validate import recompute, validate
+
     file = _read(path)
     found = edits(file.doc)
     if found:
@@ -540,8 +549,11 @@ def rebase_checked(path: Path, against: Path | None = None) -> Rebased:
     """Validate an intentionally edited plan by what it means, recompute what follows from its stages
     and findings, re-digest it, and record that it was edited."""
     # Imported here: deepdiff (and the pydantic it imports) costs ~0.2 s at start-up, which every command
-    # that reads a plan (show, status, apply) would pay for a diff only rebase makes.
+    # that reads a plan (show, status, apply) would pay for a diff only rebase makes; validate and
+    # consistency as in load_for_review.
+    from dra_migrate.plan.consistency import contradictions
     from dra_migrate.plan.diff import diff_plans
+    from dra_migrate.plan.validate import recompute, validate
 
     file = _read(path)
     touched = edits(file.lined)  # rebase reports the edited sections with their lines

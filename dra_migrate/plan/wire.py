@@ -166,8 +166,7 @@ def decode(wire: Mapping[str, Any]) -> dict[str, Any]:
     fp = wire.get("fingerprint")
     uids: dict[str, str] | None = None
     if isinstance(fp, Mapping) and "objects" in fp:
-        if fp.get("objectColumns") != list(OBJECT_COLUMNS):
-            raise _fail("fingerprint.objectColumns", f"expected {list(OBJECT_COLUMNS)}")
+        check_object_columns(fp)
         rows = _list(fp["objects"], "fingerprint.objects")
         objects = [_object(o, f"fingerprint.objects[{i}]") for i, o in enumerate(rows)]
         out["fingerprint"] = {k: v for k, v in fp.items() if k != "objectColumns"} | {"objects": objects}
@@ -196,52 +195,68 @@ def _object(row: Any, path: str) -> Any:
 
 
 def _decode_stage(stage: Mapping[str, Any], path: str, uids: Mapping[str, str]) -> dict[str, Any]:
-    unknown = [k for k in stage if k not in POOL_STAGE_KEYS + _OPTIONALPOOL_STAGE_KEYS]
-    if unknown:
-        raise _fail(f"{path}.{unknown[0]}", "unknown field")
-    missing = [k for k in POOL_STAGE_KEYS if k not in stage]
-    if missing:
-        raise _fail(f"{path}.{missing[0]}", "missing")
-    annotated = stage["nodeColumns"] == [*NODE_COLUMNS, ANNOTATIONS_COLUMN]
-    if stage["nodeColumns"] != list(NODE_COLUMNS) and not annotated:
-        raise _fail(f"{path}.nodeColumns", f"expected {list(NODE_COLUMNS)} (and optionally {ANNOTATIONS_COLUMN!r})")
-    width = len(NODE_COLUMNS) + (1 if annotated else 0)
-    keys = _list(stage["labelKeys"], f"{path}.labelKeys")
-    profiles = _list(stage["profiles"], f"{path}.profiles")
-    waves = []
-    position: dict[Any, int] = {}
-    for i, w in enumerate(_list(stage["waves"], f"{path}.waves")):
-        if not isinstance(w, Mapping) or "nodes" in w:
-            raise _fail(f"{path}.waves[{i}]", "expected {name, evictedPods, soakAfter}: nodes are rows of `nodes`")
-        if not isinstance(w.get("name"), str):
-            raise _fail(f"{path}.waves[{i}].name", "expected a wave name (a string)")
-        if w.get("name") in position:
-            raise _fail(f"{path}.waves[{i}].name", f"wave {w.get('name')} appears twice")
-        position[w.get("name")] = i
-        waves.append({**w, "nodes": []})
-    last = 0
+    table = StageTable(stage, path, uids)
     for r, row in enumerate(_list(stage["nodes"], f"{path}.nodes")):
-        at = f"{path}.nodes[{r}]"
-        if not isinstance(row, list) or len(row) != width:
-            raise _fail(at, f"expected a row of {width} columns ({', '.join(stage['nodeColumns'])})")
+        table.row(r, row)
+    return table.stage()
+
+
+class StageTable:
+    """A pool stage's table, read a row at a time: `io.load` hands it every row of a stage, the
+    streaming reader (`plan/stream.py`) its rows as they are read. The stage's head (everything but
+    `nodes`) is checked when it is made, each row as it comes (`WireError` with the cell's path)."""
+
+    def __init__(self, stage: Mapping[str, Any], path: str, uids: Mapping[str, str]) -> None:
+        unknown = [k for k in stage if k not in POOL_STAGE_KEYS + _OPTIONALPOOL_STAGE_KEYS]
+        if unknown:
+            raise _fail(f"{path}.{unknown[0]}", "unknown field")
+        missing = [k for k in POOL_STAGE_KEYS if k not in stage]
+        if missing:
+            raise _fail(f"{path}.{missing[0]}", "missing")
+        self.annotated = stage["nodeColumns"] == [*NODE_COLUMNS, ANNOTATIONS_COLUMN]
+        if stage["nodeColumns"] != list(NODE_COLUMNS) and not self.annotated:
+            raise _fail(f"{path}.nodeColumns", f"expected {list(NODE_COLUMNS)} (and optionally {ANNOTATIONS_COLUMN!r})")
+        self.width = len(NODE_COLUMNS) + (1 if self.annotated else 0)
+        self.path, self.uids, self.columns = path, uids, stage["nodeColumns"]
+        self.keys = _list(stage["labelKeys"], f"{path}.labelKeys")
+        self.profiles = _list(stage["profiles"], f"{path}.profiles")
+        self.head = {k: v for k, v in stage.items() if k in ("name", "pool", "resources", "nodeSteps", "strategy")}
+        self.waves: list[dict[str, Any]] = []
+        self.position: dict[Any, int] = {}
+        for i, w in enumerate(_list(stage["waves"], f"{path}.waves")):
+            if not isinstance(w, Mapping) or "nodes" in w:
+                raise _fail(f"{path}.waves[{i}]", "expected {name, evictedPods, soakAfter}: nodes are rows of `nodes`")
+            if not isinstance(w.get("name"), str):
+                raise _fail(f"{path}.waves[{i}].name", "expected a wave name (a string)")
+            if w.get("name") in self.position:
+                raise _fail(f"{path}.waves[{i}].name", f"wave {w.get('name')} appears twice")
+            self.position[w.get("name")] = i
+            self.waves.append({**w, "nodes": []})
+        self.last = 0
+
+    def entry(self, r: int, row: Any) -> tuple[int, dict[str, Any]]:
+        """Row `r` as the model's node entry, and the index of its wave; refused as `io.load` refuses it."""
+        path, at = self.path, f"{self.path}.nodes[{r}]"
+        if not isinstance(row, list) or len(row) != self.width:
+            raise _fail(at, f"expected a row of {self.width} columns ({', '.join(self.columns)})")
         name, uid, wave, profile, gpu, other, devices, unschedulable, labels = row[: len(NODE_COLUMNS)]
-        annotations = row[len(NODE_COLUMNS)] if annotated else None
-        if not isinstance(wave, str) or wave not in position:
+        annotations = row[len(NODE_COLUMNS)] if self.annotated else None
+        if not isinstance(wave, str) or wave not in self.position:
             raise _fail(f"{at}[2]", f"no wave {wave!r} in {path}.waves")
-        if position[wave] < last:
+        if self.position[wave] < self.last:
             raise _fail(f"{at}[2]", "rows must be grouped by wave, in wave order")
-        last = position[wave]
-        if isinstance(name, str) and uid != uids.get(name, ""):
+        self.last = self.position[wave]
+        if isinstance(name, str) and uid != self.uids.get(name, ""):
             raise _fail(f"{at}[1]", f"uid {uid!r} is not the one the fingerprint records for node {name}")
-        if not isinstance(profile, int) or isinstance(profile, bool) or not 0 <= profile < len(profiles):
-            raise _fail(f"{at}[3]", f"expected a profile index below {len(profiles)}")
-        prof = profiles[profile]
+        if not isinstance(profile, int) or isinstance(profile, bool) or not 0 <= profile < len(self.profiles):
+            raise _fail(f"{at}[3]", f"expected a profile index below {len(self.profiles)}")
+        prof = self.profiles[profile]
         if not isinstance(prof, Mapping) or any(k not in _PROFILE_KEYS for k in prof):
             raise _fail(f"{path}.profiles[{profile}]", f"expected a mapping of {', '.join(_PROFILE_KEYS)}")
         if isinstance(labels, list):
-            if len(labels) != len(keys):
-                raise _fail(f"{at}[8]", f"expected {len(keys)} label values (labelKeys)")
-            labels = dict(zip(keys, labels, strict=True))
+            if len(labels) != len(self.keys):
+                raise _fail(f"{at}[8]", f"expected {len(self.keys)} label values (labelKeys)")
+            labels = dict(zip(self.keys, labels, strict=True))
         entry = {
             "node": name, "gpuPods": gpu, "otherPods": other, "expectedDevices": devices,
             "resources": prof.get("resources"), "canaryResource": prof.get("canaryResource"),
@@ -251,9 +266,30 @@ def _decode_stage(stage: Mapping[str, Any], path: str, uids: Mapping[str, str]) 
             entry["original"]["annotations"] = annotations
         if "placement" in prof:
             entry["placement"] = prof["placement"]
-        waves[position[wave]]["nodes"].append(entry)
-    head = {k: v for k, v in stage.items() if k in ("name", "pool", "resources", "nodeSteps", "strategy")}
-    return {**head, "waves": waves}
+        return self.position[wave], entry
+
+    def row(self, r: int, row: Any) -> None:
+        wave, entry = self.entry(r, row)
+        self.waves[wave]["nodes"].append(entry)
+
+    def stage(self) -> dict[str, Any]:
+        """The model's stage, with the rows given so far in its waves."""
+        return {**self.head, "waves": self.waves}
+
+
+def object_entry(row: Any, path: str) -> Any:
+    """A fingerprint row as the model's object (a row of the wrong width refused)."""
+    return _object(row, path)
+
+
+def check_object_columns(fp: Mapping[str, Any]) -> None:
+    if fp.get("objectColumns") != list(OBJECT_COLUMNS):
+        raise _fail("fingerprint.objectColumns", f"expected {list(OBJECT_COLUMNS)}")
+
+
+def node_uid(o: Any) -> tuple[str, str] | None:
+    """(name, uid) of a fingerprint object that is a Node, as the rows' uids are checked against."""
+    return (o["name"], str(o.get("uid") or "")) if _is_node(o) else None
 
 
 def wire_path(path: tuple[str | int, ...], wire: Mapping[str, Any]) -> tuple[str | int, ...]:

@@ -71,6 +71,7 @@ class Rehearsal:
         if failure is not None:
             self.result = "failed"
             self.failure = f"{self.failure}; {failure}" if self.failure else failure
+
     # The estimate's high end, when the plan's is a range (budgets that can hold drains: plan.estimate).
     estimated_max_duration: str | None = None
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from dra_migrate.plan.actions import Action, InverseAction
 from dra_migrate.plan.estimate import estimate_text
+from dra_migrate.plan.outline import PlanOutline, StageOutline
 from dra_migrate.plan.scope import stage_blockers
 from dra_migrate.render import Document, styled, verdict
 from dra_migrate.render.disruption import gangs_table, waves_table
@@ -79,51 +80,41 @@ def _platform_command(doc: Document, params: dict[str, Any]) -> None:
         doc.line(f"     source: {source}")
 
 
-def stage_verdict(stage: dict[str, Any], plan: dict[str, Any]) -> str:
-    blocked = stage_blockers(plan["findings"], stage.get("pool"))
+def stage_verdict(stage: StageOutline, plan: PlanOutline) -> str:
+    blocked = stage_blockers(plan.findings, stage.pool)
     if not blocked:
         return verdict(True, "applicable")
     return verdict(False, no=f"blocked by {', '.join(blocked)}")
 
 
-def plan_document(plan: dict[str, Any]) -> Document:
+def plan_document(plan: PlanOutline) -> Document:
+    """`show`'s document: the summary, then each stage (`outline_of` for a plan in memory; `show` streams
+    the outline of a file: plan/stream.py)."""
     doc = Document()
-    s = plan["summary"]
-    fp = plan["fingerprint"]
+    s = plan.summary
     doc.heading("Plan")
     state = (
         verdict(True, "applicable")
-        if plan["applicable"]
+        if plan.applicable
         else verdict(False, no="NOT applicable as a whole: see the blockers and the stages below")
     )
     doc.line(
-        f"cluster {plan['cluster']} · Kubernetes {fp.get('kubernetesVersion') or '?'} · "
+        f"cluster {plan.cluster} · Kubernetes {plan.kubernetes_version or '?'} · "
         + state
-        + (" · edited and rebased" if plan.get("edited") else "")
+        + (" · edited and rebased" if plan.edited else "")
     )
     doc.line(
         f"{len(s['pools'])} pool(s), {s['nodes']} node(s), {s['waves']} wave(s), {s['evictedPods']} pod(s) evicted, "
         f"estimated {estimate_text(s, 'soaks included')}"
     )
-    p = plan["parameters"]
+    p = plan.parameters
     doc.line(
         f"waves of at most {p['maxUnavailable']} of a pool · soak {p['soak']} · drain {p['drain']} pods · "
         f"device plugin off: {p['devicePluginLabel']}={p['devicePluginOff']} · DRA on: {p['draLabel']}={p['draOn']} "
         "(where no DaemonSet was read; each node's `placement` says what its steps switch)"
     )
-    excluded = s.get("excludedNodes") or []
-    if excluded:
-        doc.heading(f"Left out ({len(excluded)})")
-        for e in excluded:
-            doc.line(f"{e['node']} ({e['pool']}): {e['reason']}")
-    review = plan.get("review") or {}
-    for x in review.get("excludedPools") or []:
-        about = [f"{f['id']} ({f['severity']})" for f in x.get("findings") or []]
-        doc.line(
-            f"left out: pool {x['pool']}: {x['reason']}" + (f"; its findings: {', '.join(about)}" if about else "")
-        )
-
-    blockers = [f for f in plan["findings"] if f["severity"] == "blocker"]
+    _left_out(doc, plan)
+    blockers = [f for f in plan.findings if f["severity"] == "blocker"]
     if blockers:
         doc.heading(f"Blockers ({len(blockers)})")
         for f in blockers:
@@ -135,49 +126,77 @@ def plan_document(plan: dict[str, Any]) -> Document:
         ["stage", "pool", "nodes", "waves", "pods evicted", "can apply", "blocked by"],
         [
             [
-                st["name"],
-                st.get("pool") or "-",
-                sum(len(w["nodes"]) for w in st.get("waves") or []),
-                len(st.get("waves") or []),
-                sum(w["evictedPods"] for w in st.get("waves") or []),
-                verdict(not stage_blockers(plan["findings"], st.get("pool"))),
-                ", ".join(stage_blockers(plan["findings"], st.get("pool"))) or "-",
+                st.name,
+                st.pool or "-",
+                sum(len(w.nodes) for w in st.waves),
+                len(st.waves),
+                sum(w.evicted_pods for w in st.waves),
+                verdict(not stage_blockers(plan.findings, st.pool)),
+                ", ".join(stage_blockers(plan.findings, st.pool)) or "-",
             ]
-            for st in plan["stages"]
+            for st in plan.stages
         ],
         wide=["pool"],
     )
 
     doc.heading("Disruption per wave")
-    doc.add(waves_table(plan["stages"]))
+    doc.add(waves_table(_wave_view(plan)))
 
     gangs = s.get("gangs") or []
     if gangs:
         doc.heading("Disruption per gang")
         doc.add(gangs_table(gangs))
 
-    for st in plan["stages"]:
-        doc.heading(f"Stage {st['name']}")
-        doc.line(stage_verdict(st, plan))
-        if "pool" in st:
-            doc.line(f"pool {st['pool']} · resources {', '.join(st['resources'])} · every node, in order:")
-        # One line per step (wrapped, never cut): the parameters are what a reviewer must read.
-        for i, x in enumerate(st.get("steps") or st.get("nodeSteps") or [], 1):
-            name = x["id"] if "pool" in st else f"{x['action']} {x['target']}"
-            params = step_params(x["params"], what="annotation" if x["action"] == Action.SET_ANNOTATION else "label")
-            what = f"{name}: {params}" if params != "-" else name
-            doc.line(f"  {i}. {what} · timeout {x['timeout']} · undo: {undo_text(x['inverse'])}")
-            if x["action"] == Action.AWAIT_POOL:
-                _platform_command(doc, x["params"])
-        if "pool" not in st:
-            continue
-        doc.table(
-            ["wave", "node", "gpu pods", "other pods", "devices expected", "canary requests"],
-            [
-                [w["name"], n["node"], n["gpuPods"], n["otherPods"], n["expectedDevices"], n["canaryResource"]]
-                for w in st["waves"]
-                for n in w["nodes"]
-            ],
-            wide=["other pods", "canary requests"],
-        )
+    for st in plan.stages:
+        _stage(doc, st, plan)
     return doc
+
+
+def _left_out(doc: Document, plan: PlanOutline) -> None:
+    excluded = plan.summary.get("excludedNodes") or []
+    if excluded:
+        doc.heading(f"Left out ({len(excluded)})")
+        for e in excluded:
+            doc.line(f"{e['node']} ({e['pool']}): {e['reason']}")
+    for x in plan.review.get("excludedPools") or []:
+        about = [f"{f['id']} ({f['severity']})" for f in x.get("findings") or []]
+        doc.line(
+            f"left out: pool {x['pool']}: {x['reason']}" + (f"; its findings: {', '.join(about)}" if about else "")
+        )
+
+
+def _wave_view(plan: PlanOutline) -> list[dict[str, Any]]:
+    """The stages as `waves_table` takes them (the report's view too: a wave's nodes as names)."""
+    return [
+        {
+            "name": st.name,
+            "waves": [
+                {"name": w.name, "nodes": w.nodes, "evictedPods": w.evicted_pods, "soakAfter": w.soak_after}
+                for w in st.waves
+            ],
+        }
+        for st in plan.stages
+    ]
+
+
+def _stage(doc: Document, st: StageOutline, plan: PlanOutline) -> None:
+    doc.heading(f"Stage {st.name}")
+    doc.line(stage_verdict(st, plan))
+    if st.pool is not None:
+        doc.line(f"pool {st.pool} · resources {', '.join(st.resources)} · every node, in order:")
+    # One line per step (wrapped, never cut): the parameters are what a reviewer must read.
+    for i, x in enumerate(st.steps, 1):
+        name = x.id if st.pool is not None else f"{x.action} {x.target}"
+        params = step_params(x.params, what="annotation" if x.action == Action.SET_ANNOTATION else "label")
+        what = f"{name}: {params}" if params != "-" else name
+        undo = undo_text(x.inverse.to_dict() if x.inverse else None)
+        doc.line(f"  {i}. {what} · timeout {x.timeout} · undo: {undo}")
+        if x.action == Action.AWAIT_POOL:
+            _platform_command(doc, x.params)
+    if st.pool is None:
+        return
+    doc.table(
+        ["wave", "node", "gpu pods", "other pods", "devices expected", "canary requests"],
+        [[n.wave, n.node, n.gpu_pods, n.other_pods, n.expected_devices, n.canary_resource] for n in st.nodes],
+        wide=["other pods", "canary requests"],
+    )

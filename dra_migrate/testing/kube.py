@@ -121,7 +121,7 @@ class FakeConfigMaps:
         return FakeResponse(code, obj)
 
     def handle(self, call: Call) -> FakeResponse | BaseException:
-        rest = call.path[len(self.PREFIX):].split("/")
+        rest = call.path[len(self.PREFIX) :].split("/")
         if not call.path.startswith(self.PREFIX) or len(rest) < 2 or rest[1] != "configmaps":
             return FakeResponse(404, status(404, "NotFound", f"no such path {call.path}"))
         ns, name = rest[0], (rest[2] if len(rest) > 2 else "")

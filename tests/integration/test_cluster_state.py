@@ -90,6 +90,7 @@ def test_two_appliers_contend_one_is_killed_mid_wave_the_other_resumes_from_the_
              "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))},
     )  # fmt: skip
     try:
+
         def paused() -> bool:
             assert a.poll() is None, f"the first applier exited {a.returncode}: {a.communicate()[1][-3000:]}"
             return mark.exists()

@@ -123,8 +123,8 @@ def test_the_image_reads_the_cluster_in_a_pod_as_its_service_account(
     # The verdict goes to the termination message (the real node serves no pod logs to the API server here).
     script = (
         "dra-migrate inventory -o json >/tmp/inv.json 2>/tmp/err; rc=$?; "
-        "if [ $rc -eq 0 ]; then python3 -c 'import json,os; d=json.load(open(\"/tmp/inv.json\")); "
-        "print(d[\"cluster\"][\"source\"], len(d[\"nodes\"]), os.getuid())' >/dev/termination-log; "
+        'if [ $rc -eq 0 ]; then python3 -c \'import json,os; d=json.load(open("/tmp/inv.json")); '
+        'print(d["cluster"]["source"], len(d["nodes"]), os.getuid())\' >/dev/termination-log; '
         "else tail -c 2000 /tmp/err >/dev/termination-log; fi; exit $rc"
     )
     body = _pod(port, script)

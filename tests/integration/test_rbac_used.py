@@ -209,10 +209,20 @@ def gpu_workload(kube: Kube, namespace: str, fleet: TwinNodes) -> Iterator[str]:
     """A GPU quota (the plan adds its DRA limit: set-quota) and a GPU pod on the pool (the drain evicts it)."""
     kube.create(path_of("v1", "resourcequotas", namespace=namespace),
                 {"metadata": {"name": "gpu"}, "spec": {"hard": {"requests.nvidia.com/gpu": "4"}}})  # fmt: skip
-    pod = {"metadata": {"labels": {"app": "w"}}, "spec": {
-        "nodeSelector": {"cloud.google.com/gke-nodepool": POOL}, "terminationGracePeriodSeconds": 0,
-        "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
-                        "resources": {"limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1"}}}]}}
+    pod = {
+        "metadata": {"labels": {"app": "w"}},
+        "spec": {
+            "nodeSelector": {"cloud.google.com/gke-nodepool": POOL},
+            "terminationGracePeriodSeconds": 0,
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "registry.k8s.io/pause:3.10",
+                    "resources": {"limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1"}},
+                }
+            ],
+        },
+    }
     kube.create(path_of("apps/v1", "deployments", namespace=namespace), {"metadata": {"name": "w"}, "spec": {
         "replicas": 1, "selector": {"matchLabels": {"app": "w"}}, "template": pod}})  # fmt: skip
     pods = path_of("v1", "pods", namespace=namespace)

@@ -15,7 +15,9 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_setup_bundles_what_the_code_looks_up() -> None:
     tree = ast.parse((ROOT / "setup.py").read_text())
     listed = next(
-        ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "BUNDLED"  # type: ignore[attr-defined]
+        ast.literal_eval(n.value)
+        for n in tree.body
+        if isinstance(n, ast.Assign) and n.targets[0].id == "BUNDLED"  # type: ignore[attr-defined]
     )
     assert tuple(listed) == bundled.BUNDLED
     manifest = (ROOT / "MANIFEST.in").read_text().split()

@@ -525,6 +525,24 @@ def test_commands_that_only_read_a_plan_load_no_cel_engine_and_no_deepdiff(tmp_p
         assert p.stderr.strip().splitlines()[-1] == "[]", (args, p.stderr[-2000:])
 
 
+def test_diff_and_show_load_no_markdown_tables_journals_or_edit_checks(tmp_path: Path) -> None:
+    """`diff` at 2,000 nodes is held to 2x loading both plans (bench/plan_scale.py), where start-up weighs:
+    tabulate (Markdown only), the journals with the API client (apply, status, report only) and the
+    checks of an edit's meaning (review and rebase only) are imported where they are used."""
+    code = (
+        "import sys; from dra_migrate.cli.main import main\n"
+        "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in ('tabulate', 'dra_migrate.execute.journals', 'dra_migrate.kube',\n"
+        "                     'dra_migrate.plan.validate', 'dra_migrate.plan.consistency') if m in sys.modules]\n"
+        "print(heavy, file=sys.stderr)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    plan = str(ROOT / "tests" / "golden" / "plans" / "demo.yaml")
+    for args in (["diff", plan, plan], ["show", plan], ["show", plan, "-o", "json"]):
+        p = subprocess.run([sys.executable, "-c", code, *args], cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert p.stderr.strip().splitlines()[-1] == "[]", (args, p.stderr[-2000:])
+
+
 def test_next_lines_name_the_next_command(tmp_path: Path) -> None:
     inv = run("inventory", "--snapshot", DEMO, "--pool-label", "pool")
     assert f"next: dra-migrate check --snapshot {DEMO} --pool-label pool" in inv.stderr

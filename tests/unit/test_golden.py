@@ -34,8 +34,6 @@ def test_inventory_golden(fixture: Path, fmt: str) -> None:
     check_golden(GOLDEN / f"{fixture.stem}.{'json' if fmt == 'json' else 'txt'}", r.stdout)
 
 
-
-
 @pytest.mark.parametrize("fixture", FIXTURES, ids=[f.stem for f in FIXTURES])
 @pytest.mark.parametrize("fmt", ["json", "table"])
 def test_check_golden(fixture: Path, fmt: str) -> None:

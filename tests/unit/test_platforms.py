@@ -233,9 +233,10 @@ def test_validate_refuses_a_replace_pool_plan_that_drains_before_the_new_pool_is
 
 
 def test_show_prints_the_platform_command_in_full_and_what_to_check_first() -> None:
+    from dra_migrate.plan.outline import outline_of
     from dra_migrate.render.plan import plan_document
 
-    doc = plan_document(_plan("eks-karpenter").to_dict())
+    doc = plan_document(outline_of(_plan("eks-karpenter")))
     text = doc.render("table", width=None)
     assert "run on the platform (eks): kubectl apply -f -" in text
     assert '"replicas": 2' in text and "check first: the old nodes are Bottlerocket" in text

@@ -136,9 +136,7 @@ def test_the_rehearsal_of_this_plan_is_accepted(tmp_path: Path) -> None:
         (lambda d: d.pop("waves"), "lacks waves"),
     ],
 )
-def test_a_rehearsal_that_is_not_of_this_plan_or_not_one_is_refused(
-    tmp_path: Path, change: Any, message: str
-) -> None:
+def test_a_rehearsal_that_is_not_of_this_plan_or_not_one_is_refused(tmp_path: Path, change: Any, message: str) -> None:
     data = rehearsal_of(demo_digest())
     change(data)
     with pytest.raises(InputError, match=message):

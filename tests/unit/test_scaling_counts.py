@@ -85,3 +85,35 @@ def test_building_and_writing_a_plan_run_no_collector_pass() -> None:
     assert gc.isenabled()
     assert text.startswith("# dra-migrate plan")
     assert passes == []
+
+
+def _topology_lookups(consumers: int, monkeypatch: Any) -> int:
+    from dra_migrate.inventory import topology
+
+    calls = 0
+    real = topology._node_whole_gpus
+
+    def counted(*args: Any) -> int:
+        nonlocal calls
+        calls += 1
+        return real(*args)
+
+    gpu = {"nvidia.com/gpu": "8"}
+    nodes = [node(f"gpu-{i}", {"pool": "p", "nvidia.com/gpu.present": "true"}, gpu) for i in range(consumers // 4 + 1)]
+    spec = pod_spec(container(requests={"nvidia.com/gpu": "2"}, limits={"nvidia.com/gpu": "2"}))
+    deployments = [
+        obj("apps/v1", "Deployment", f"d{i}", {"replicas": 1, "template": template(spec)}, labels={"app": "x"})
+        for i in range(consumers)
+    ]
+    monkeypatch.setattr(topology, "_node_whole_gpus", counted)
+    readiness = assess(state(*nodes, *deployments), pool_labels=("pool",))
+    assert len(readiness.inventory.topology) == consumers  # each takes 2 of a node's 8 GPUs
+    return calls
+
+
+def test_multi_gpu_consumers_look_their_nodes_up_a_bounded_number_of_times(monkeypatch: Any) -> None:
+    """Topology (partial-node multi-GPU consumers) looked at every GPU node once per consumer: 16x the
+    look-ups for 4x the consumers (19 of 72 profiled CPU seconds of `plan` at 10,000 nodes). Each pool's
+    nodes are now summed up once per resource."""
+    small, large = _topology_lookups(50, monkeypatch), _topology_lookups(200, monkeypatch)
+    assert large <= 5 * small, (small, large)

@@ -22,6 +22,7 @@ def test_twin_build_builds_the_control_plane_and_kwok_then_fetches_kueues_crds(
         return subprocess.CompletedProcess(cmd, 0)
 
     monkeypatch.setattr(subprocess, "run", run)
+
     def fetch() -> int:
         ran.append("kueue")
         return 0

@@ -36,9 +36,10 @@ def test_check_and_report_show_the_same_findings_and_capacity_tables() -> None:
     assert report.code == 0, report.stderr
     c, r = _tables(check.stdout), _tables(report.stdout)
     assert c["Findings"] and c["Findings"] == r["Findings"]
-    assert c["Capacity per pool, before and after"] and c["Capacity per pool, before and after"] == r[
-        "Capacity before and after"
-    ]
+    assert (
+        c["Capacity per pool, before and after"]
+        and c["Capacity per pool, before and after"] == r["Capacity before and after"]
+    )
     # Scope is the finding's, not the plan's: check names the pool a pool-scoped blocker stops.
     assert any("| pool a100-shared-pool" in line for line in c["Findings"])
 

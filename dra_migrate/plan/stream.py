@@ -1,0 +1,269 @@
+"""Reading a format-2 plan's tables a chunk of rows at a time, for `show` (issue 29, item 4).
+
+`io.load` parses the whole file into one tree and then the model's mapping: ~40x the file's size at
+10,000 nodes. Here the file's text is cut in two: its skeleton (every line but the rows of
+`fingerprint.objects` and of each pool stage's `nodes`, each run of rows replaced by a marker no file
+holds) is parsed whole, as `io.load` parses the file; the rows are parsed `_CHUNK` lines at a time by
+the same strict reader (`fastyaml.load_rows`), hashed into the digests as they pass, checked by the
+codec's own row check (`wire.StageTable`), and dropped, keeping only the outline `show` draws.
+
+Nothing is shown before every digest is verified. The digests cover the canonical JSON of the file's
+body with sorted keys (`io.canonical`); the skeleton's canonical bytes around each marker, with the
+rows' canonical bytes between them in file order, are the very same bytes (the markers stand where
+the row lists sort, and a table's rows come in the file in the order they sort: fingerprint before
+stages, stages in their order). Anything that is not exactly what the tool writes, or that does not
+verify, is not judged here: `outline` then reads the file with `io.load`, which refuses it with its
+line as every other command does (or reads it, e.g. a format-1 plan).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from dra_migrate.errors import InputError
+from dra_migrate.plan import fastyaml, wire
+from dra_migrate.plan import io as plan_io
+from dra_migrate.plan.derived import applicable_problems
+from dra_migrate.plan.outline import NodeLine, PlanOutline, head_outline, node_line, outline_of, stage_outline
+
+# A run of table rows as the writer puts them (`fastyaml.dump`: a key, then one flow row per line at the
+# key's indentation). A row that spans lines, or any other layout, is simply not cut: the skeleton then
+# fails to read as a plan, and the whole file goes to `io.load`.
+_ROWS = re.compile(r"^( *)(objects|nodes):\n((?:\1- \[[^\n]*\]\n)+)", re.M)
+_CHUNK = 128  # rows parsed at once: libyaml's per-call cost amortised, memory bounded
+_SORTED = orjson.OPT_SORT_KEYS
+
+
+class _NotStreamed(Exception):
+    """The file is not exactly what the tool writes, or does not verify: `io.load` decides."""
+
+
+@dataclass
+class _Block:
+    """One run of rows in the text, and the marker that stands for it in the skeleton."""
+
+    start: int
+    end: int
+    marker: str
+
+
+@dataclass
+class _Digest:
+    """A digest over canonical bytes that hold markers: the bytes around them are hashed in order, the
+    rows of each marker's block in between."""
+
+    expected: str | None  # the digest the file records (None: the whole-body digest, checked last)
+    pieces: list[bytes]  # canonical bytes cut at the markers: one more than `blocks`
+    blocks: list[int]  # the blocks it holds, in order
+    hash: Any = field(default_factory=hashlib.sha256)
+
+    def verified(self) -> str:
+        return "sha256:" + str(self.hash.hexdigest())
+
+
+def outline(path: Path) -> PlanOutline:
+    """The outline of a plan file for `show`, verified: streamed when the file is the tool's format 2,
+    else (and whenever streaming finds anything amiss) from `io.load`, which refuses what it refuses."""
+    found = scan(path)
+    return found if found is not None else outline_of(plan_io.load(path))
+
+
+def scan(path: Path) -> PlanOutline | None:
+    """The streamed outline of a verified format-2 plan; None when it is not one (`io.load` decides)."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    try:
+        return _Stream(text, path).run()
+    except (_NotStreamed, InputError):
+        return None
+
+
+def _marker(value: Any, markers: dict[str, int]) -> bool:
+    return isinstance(value, str) and value in markers
+
+
+class _Stream:
+    def __init__(self, text: str, path: Path) -> None:
+        self.text, self.path = text, path
+        nonce = secrets.token_hex(16)
+        if nonce in text:  # it cannot be (128 random bits), but a marker must never be the file's own
+            raise _NotStreamed
+        self.blocks: list[_Block] = []
+        pieces, pos = [], 0
+        for i, m in enumerate(_ROWS.finditer(text)):
+            marker = f"__dra_migrate_rows_{nonce}_{i}__"
+            pieces += [text[pos : m.end(2) + 1], f" {marker}\n"]
+            self.blocks.append(_Block(m.start(3), m.end(3), marker))
+            pos = m.end(3)
+        pieces.append(text[pos:])
+        doc = fastyaml.load("".join(pieces))
+        if doc is None:
+            raise _NotStreamed
+        plan_io.check_schema(doc, path)
+        if doc.get("formatVersion") != wire.WRITES:
+            raise _NotStreamed
+        self.doc = doc
+
+    def run(self) -> PlanOutline:
+        doc, blocks = self.doc, self.blocks
+        fp = doc["fingerprint"]
+        markers = {b.marker: i for i, b in enumerate(blocks)}
+        owner: dict[int, str] = {}  # block -> "fingerprint" or the stage index
+        if _marker(fp.get("objects"), markers):
+            wire.check_object_columns(fp)
+            owner[markers[fp["objects"]]] = "fingerprint"
+        for s, stage in enumerate(doc["stages"]):
+            if "pool" in stage and _marker(stage.get("nodes"), markers):
+                owner[markers[stage["nodes"]]] = str(s)
+        # Every run of rows is a table's, and the fingerprint's comes first (the stages' rows are checked
+        # against its node uids as they pass).
+        if sorted(owner) != list(range(len(blocks))) or owner.get(0) != "fingerprint":
+            raise _NotStreamed
+        digests = self._digests(markers)
+        uids: dict[str, str] = {}
+        tables: dict[str, wire.StageTable] = {}
+        lines: dict[str, list[NodeLine]] = {}
+        for k, block in enumerate(blocks):
+            for d in digests:
+                if k in d.blocks:
+                    d.hash.update(d.pieces[d.blocks.index(k)] + b"[")
+            self._block(k, block, owner[k], digests, uids, tables, lines)
+            for d in digests:
+                if k in d.blocks:
+                    d.hash.update(b"]")
+        for d in digests:
+            d.hash.update(d.pieces[-1])
+        self._verify(digests)
+        self._unstreamed_tables(tables, lines, uids)
+        if applicable_problems(self._head()):
+            raise _NotStreamed
+        return self._outline(tables, lines)
+
+    def _digests(self, markers: dict[str, int]) -> list[_Digest]:
+        """What `io.edits` compares, each cut at its markers; the whole body's last."""
+        body = plan_io.body_of(self.doc)
+        recorded = self.doc.get("digests")
+        if not isinstance(recorded, dict) or not isinstance(self.doc.get("digest"), str):
+            raise _NotStreamed
+        sections: dict[str, Any] = {k: body.get(k) for k in plan_io.SECTIONS if k in body}
+        if "edited" in body:
+            sections["edited"] = body["edited"]
+        stages = body["stages"]
+        sections[plan_io.STAGE_ORDER] = [s.get("name") for s in stages]
+        sections.update({f"stages/{s.get('name')}": s for s in stages})
+        if set(recorded) != set(sections):
+            raise _NotStreamed
+        out = [self._cut(recorded[key], value, markers) for key, value in sections.items()]
+        return [*out, self._cut(None, body, markers)]
+
+    def _cut(self, expected: Any, value: Any, markers: dict[str, int]) -> _Digest:
+        canon = plan_io.canonical(value, read=True)
+        pieces: list[bytes] = []
+        blocks: list[int] = []
+        pos = 0
+        for m in re.finditer(rb'"(__dra_migrate_rows_[0-9a-f]{32}_[0-9]+__)"', canon):
+            k = markers.get(m.group(1).decode())
+            if k is None or (blocks and k <= blocks[-1]):
+                raise _NotStreamed  # not ours, or out of file order
+            pieces.append(canon[pos : m.start()])
+            blocks.append(k)
+            pos = m.end()
+        pieces.append(canon[pos:])
+        return _Digest(expected, pieces, blocks)
+
+    def _rows(self, block: _Block) -> Iterator[list[Any]]:
+        """The block's rows, `_CHUNK` lines at a time, each chunk exactly one row per line."""
+        text, pos = self.text, block.start
+        while pos < block.end:
+            end, n = pos, 0
+            while n < _CHUNK and end < block.end:
+                end = text.index("\n", end) + 1
+                n += 1
+            rows = fastyaml.load_rows(text[pos:end])
+            if rows is None or len(rows) != n:
+                raise _NotStreamed
+            yield rows
+            pos = end
+
+    def _block(
+        self,
+        k: int,
+        block: _Block,
+        owner: str,
+        digests: list[_Digest],
+        uids: dict[str, str],
+        tables: dict[str, wire.StageTable],
+        lines: dict[str, list[NodeLine]],
+    ) -> None:
+        """Hash, check and take what show needs of one run of rows."""
+        first, r = True, 0
+        if owner != "fingerprint":
+            stage = self.doc["stages"][int(owner)]
+            tables[owner] = table = wire.StageTable(stage, f"stages[{owner}]", uids)
+            lines[owner] = out = []
+            waves = [w["name"] for w in table.waves]
+        for rows in self._rows(block):
+            canon = orjson.dumps(rows, option=_SORTED)[1:-1]  # `io.canonical`'s bytes
+            for d in digests:
+                if k in d.blocks:
+                    d.hash.update(canon if first else b"," + canon)
+            first = False
+            for row in rows:
+                if owner == "fingerprint":
+                    found = wire.node_uid(wire.object_entry(row, f"fingerprint.objects[{r}]"))
+                    if found is not None:
+                        uids[found[0]] = found[1]
+                else:
+                    wave, entry = table.entry(r, row)
+                    out.append(node_line(waves[wave], entry))
+                r += 1
+
+    def _unstreamed_tables(
+        self, tables: dict[str, wire.StageTable], lines: dict[str, list[NodeLine]], uids: dict[str, str]
+    ) -> None:
+        """A pool stage whose rows the skeleton holds (`nodes: []`): read as `io.load` reads it."""
+        for s, stage in enumerate(self.doc["stages"]):
+            if "pool" not in stage or str(s) in tables:
+                continue
+            rows = stage.get("nodes")
+            if not isinstance(rows, list):
+                raise _NotStreamed
+            tables[str(s)] = table = wire.StageTable(stage, f"stages[{s}]", uids)
+            waves = [w["name"] for w in table.waves]
+            lines[str(s)] = []
+            for r, row in enumerate(rows):
+                wave, entry = table.entry(r, row)
+                lines[str(s)].append(node_line(waves[wave], entry))
+
+    def _verify(self, digests: list[_Digest]) -> None:
+        *sections, whole = digests
+        if any(d.verified() != d.expected for d in sections) or whole.verified() != self.doc["digest"]:
+            raise _NotStreamed
+
+    def _head(self) -> dict[str, Any]:
+        return {k: v for k, v in self.doc.items() if k != "stages"}
+
+    def _outline(self, tables: dict[str, wire.StageTable], lines: dict[str, list[NodeLine]]) -> PlanOutline:
+        stages = []
+        for s, stage in enumerate(self.doc["stages"]):
+            path = f"stages[{s}]"
+            if "pool" not in stage:
+                stages.append(stage_outline(stage, path, (), []))
+                continue
+            nodes = tuple(lines[str(s)])
+            names: dict[str, list[str]] = {str(w["name"]): [] for w in tables[str(s)].waves}
+            for n in nodes:
+                names[n.wave].append(n.node)
+            head = {**tables[str(s)].head, "waves": tables[str(s)].waves}
+            stages.append(stage_outline(head, path, nodes, [tuple(v) for v in names.values()]))
+        return head_outline(self.doc, tuple(stages))

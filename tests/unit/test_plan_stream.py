@@ -1,0 +1,150 @@
+"""`show`'s streaming reader of a plan (plan/stream.py): the same outline `io.load` gives of every plan
+it streams, and nothing at all of a plan that is not exactly what the tool wrote.
+
+The hostile cases are the ones `io.load` refuses (tests/unit/test_plan_integrity.py), here against the
+streaming path itself: `scan` must give no outline of them (so `show` falls back to `io.load`, which
+refuses with the line), and `show` must refuse them. An edit that keeps the YAML valid (a changed cell,
+rows reordered or removed) is caught only by the digests: a reader that skipped them would return an
+outline and fail these tests. Chunks are made tiny so that every table spans many of them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dra_migrate.errors import InputError
+from dra_migrate.plan import io as plan_io
+from dra_migrate.plan import stream
+from dra_migrate.plan.outline import outline_of
+from dra_migrate.render.plan import plan_document
+from tests.unit.cli import run
+from tests.unit.test_plan_integrity import FIXTURES, demo
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def _small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stream, "_CHUNK", 3)
+
+
+def _node_rows(text: str) -> list[str]:
+    return [ln for ln in text.splitlines() if ln.startswith("  - [") and ", wave-" in ln]
+
+
+def test_the_streamed_outline_is_io_loads(tmp_path: Path) -> None:
+    """Every committed plan and the plan of every fixture stream, to exactly the outline of `io.load`."""
+    from tests.unit.test_plan_integrity import _plan_text  # the demo plan, as `plan` writes it
+
+    paths = sorted((ROOT / "plans").glob("*.yaml"))
+    for fixture in FIXTURES:
+        out = tmp_path / f"{fixture.stem}.yaml"
+        assert run("plan", "--snapshot", str(fixture), "--out", str(out), "--force").code in (0, 2)
+        paths.append(out)
+    assert _plan_text()  # the helper the hostile cases below edit
+    for path in paths:
+        streamed = stream.scan(path)
+        assert streamed is not None, path
+        assert streamed == outline_of(plan_io.load(path)), path
+
+
+def test_show_draws_the_streamed_outline_as_it_drew_the_loaded_plan(tmp_path: Path) -> None:
+    path = demo(tmp_path)
+    for fmt in ("table", "wide", "markdown"):
+        shown = run("show", str(path), "-o", fmt, env={"COLUMNS": "200"})
+        assert shown.code == 0
+        assert shown.stdout == plan_document(outline_of(plan_io.load(path))).render(
+            fmt, width=200 if fmt == "table" else None
+        )
+
+
+def _edit_cell(text: str) -> str:
+    row = _node_rows(text)[0]
+    return text.replace(row, row.replace(", 0, 1, 2, 8,", ", 0, 1, 3, 8,", 1), 1)
+
+
+def _reorder(text: str) -> str:
+    a, b = [ln for ln in text.splitlines() if ln.startswith("  - [Node, ")][:2]
+    return text.replace(a + "\n" + b, b + "\n" + a, 1)
+
+
+def _reorder_waves(text: str) -> str:
+    a, b = _node_rows(text)[:2]
+    return text.replace(a + "\n" + b, b + "\n" + a, 1)
+
+
+def _remove(text: str) -> str:
+    return text.replace(_node_rows(text)[1] + "\n", "", 1)
+
+
+def _truncate_mid_row(text: str) -> str:
+    row = _node_rows(text)[2]
+    return text[: text.index(row) + len(row) // 2]
+
+
+def _truncate_after_row(text: str) -> str:
+    row = _node_rows(text)[2]
+    return text[: text.index(row) + len(row) + 1]
+
+
+def _nan(text: str) -> str:
+    row = _node_rows(text)[0]
+    return text.replace(row, row.replace(", 0, 1, 2, 8,", ", 0, .nan, 2, 8,", 1), 1)
+
+
+def _duplicate_key_in_row(text: str) -> str:
+    row = _node_rows(text)[0]
+    return text.replace(row, row.replace("['true', null]]", "{a: 'x', a: 'y'}]"), 1)
+
+
+def _duplicate_key_in_skeleton(text: str) -> str:
+    return text.replace("\napplicable:", "\ncluster: other\napplicable:", 1)
+
+
+def _fingerprint_row(text: str) -> str:
+    row = next(ln for ln in text.splitlines() if ln.startswith("  - [Node, "))
+    return text.replace(row, row.replace("'', '',", "'', 'x',", 1), 1)
+
+
+HOSTILE = {
+    "edited cell": _edit_cell,
+    "rows reordered": _reorder,
+    "node rows out of wave order": _reorder_waves,
+    "row removed": _remove,
+    "truncated mid-row": _truncate_mid_row,
+    "truncated after a row": _truncate_after_row,
+    "NaN in a row": _nan,
+    "duplicate key in a row": _duplicate_key_in_row,
+    "duplicate key outside the rows": _duplicate_key_in_skeleton,
+    "edited fingerprint row": _fingerprint_row,
+}
+
+
+@pytest.mark.parametrize("edit", list(HOSTILE), ids=list(HOSTILE))
+def test_a_plan_not_as_written_gives_no_streamed_outline_and_show_refuses_it(tmp_path: Path, edit: str) -> None:
+    path = demo(tmp_path)
+    assert stream.scan(path) is not None  # the untouched plan streams: the path under test is real
+    text = path.read_text()
+    edited = HOSTILE[edit](text)
+    assert edited != text
+    path.write_text(edited)
+    assert stream.scan(path) is None
+    with pytest.raises(InputError) as refused:
+        plan_io.load(path)
+    shown = run("show", str(path))
+    assert shown.code != 0 and shown.stdout == ""
+    assert str(refused.value).split(":", 1)[0] in shown.stderr  # the same refusal, with its place
+
+
+@pytest.mark.parametrize("n", [0, 1])
+def test_a_row_spanning_two_lines_reads_as_io_load_reads_it(tmp_path: Path, n: int) -> None:
+    """YAML lets a flow row continue on the next line. The reader never guesses at one: a table whose
+    first row does is not cut out (the skeleton holds it whole); one cut short by it does not read."""
+    path = demo(tmp_path)
+    row = _node_rows(path.read_text())[n]
+    path.write_text(path.read_text().replace(row, row.replace(", wave-", ",\n    wave-", 1), 1))
+    if n:
+        assert stream.scan(path) is None
+    assert stream.outline(path) == outline_of(plan_io.load(path))  # the same plan: io.load reads it
