@@ -14,8 +14,8 @@ typed model's reading of the file's mapping). Two kinds of key are watched:
   `sealed[...]`, `self.plan[...]`, `stage.get(...)`).
 
 `DEBT` was what was left to move onto the model, module by module, with the exact count; it is empty
-now, so no module outside the codec may read a plan field by key. The scan is proved not to pass vacuously: it flags each planted form,
-and every watched key is a key of a real plan.
+now, so no module outside the codec may read a plan field by key. The scan is proved not to pass
+vacuously: it flags each planted form, and every watched key is a key of a real plan.
 """
 
 from __future__ import annotations
