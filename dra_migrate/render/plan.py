@@ -11,7 +11,7 @@ from dra_migrate.plan.estimate import estimate_text
 from dra_migrate.plan.outline import PlanOutline, StageOutline
 from dra_migrate.plan.scope import stage_blockers
 from dra_migrate.render import Document, styled, verdict
-from dra_migrate.render.disruption import gangs_table, waves_table
+from dra_migrate.render.disruption import WaveRow, gangs_table, waves_table
 
 # Parameters that say how, not what: `-o wide` and `-o json` show them.
 _QUIET_PARAMS = (
@@ -165,17 +165,13 @@ def _left_out(doc: Document, plan: PlanOutline) -> None:
         )
 
 
-def _wave_view(plan: PlanOutline) -> list[dict[str, Any]]:
-    """The stages as `waves_table` takes them (the report's view too: a wave's nodes as names)."""
+def _wave_view(plan: PlanOutline) -> list[WaveRow]:
+    """The pool stages' waves as `waves_table` draws them (the report's rows are the same type)."""
     return [
-        {
-            "name": st.name,
-            "waves": [
-                {"name": w.name, "nodes": w.nodes, "evictedPods": w.evicted_pods, "soakAfter": w.soak_after}
-                for w in st.waves
-            ],
-        }
+        WaveRow(st.name, w.name, list(w.nodes), w.evicted_pods, w.soak_after)
         for st in plan.stages
+        if st.pool is not None
+        for w in st.waves
     ]
 
 
