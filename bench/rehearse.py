@@ -78,10 +78,14 @@ class Sampler(threading.Thread):
         self.last_tool = 0  # the latest sample: read at each phase, it shows where the memory goes
         self.peak_twin = 0
         self.cpu = 0.0
+        self.loads: list[float] = []  # the 1-minute load average, each second: the machine's other work
         self.done = threading.Event()
 
     def run(self) -> None:
         while not self.done.wait(1.0):
+            load = _read("/proc/loadavg").split()
+            if load:
+                self.loads.append(float(load[0]))
             self.last_tool = rss(self.pid)
             self.peak_tool = max(self.peak_tool, self.last_tool)
             self.peak_twin = max(self.peak_twin, sum(rss(p) for p in twin_pids() if p != self.pid))
@@ -295,6 +299,8 @@ def one(nodes: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         "toolRssMiBAt": rss_at,
         "timeline": timeline if args.timeline else None,
         "twinPeakRssMiB": round(sampler.peak_twin / 2**20),
+        "loadAverage1m": {"min": min(sampler.loads, default=None), "max": max(sampler.loads, default=None),
+                          "mean": round(sum(sampler.loads) / len(sampler.loads), 2) if sampler.loads else None},
         "rehearsedSeconds": r["rehearsedSeconds"],
         "estimatedDuration": r["estimatedDuration"],
         "timeScale": args.time_scale,

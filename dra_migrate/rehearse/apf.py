@@ -18,6 +18,7 @@ many it rejected with 429, between two moments and at its busiest.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import threading
@@ -153,7 +154,19 @@ def scrape(kube: Kube) -> dict[str, float]:
             out["toolRejected"] += value
         elif name == "apiserver_request_total":
             out["all"] += value
+            out[BY + _verb_resource(labels)] = out.get(BY + _verb_resource(labels), 0.0) + value
     return out
+
+
+BY = "by:"  # scrape's keys of all requests by verb and resource ("by:PATCH nodes/status")
+_LABEL = re.compile(r'(\w+)="([^"]*)"')
+
+
+def _verb_resource(labels: str) -> str:
+    """"PATCH nodes/status" of an apiserver_request_total sample's labels (verb, resource, subresource)."""
+    found = dict(_LABEL.findall(labels))
+    sub = found.get("subresource", "")
+    return f"{found.get('verb', '?')} {found.get('resource', '') or '-'}{'/' + sub if sub else ''}"
 
 
 class RequestMeter:
@@ -186,14 +199,11 @@ class RequestMeter:
     def summary(self, migrated_nodes: int) -> dict[str, Any]:
         (t0, first), (t1, last) = self.samples[0], self.samples[-1]
         tool = last["tool"] - first["tool"]
-        peak = max(
-            (
-                (b["tool"] - a["tool"]) / (tb - ta)
-                for (ta, a), (tb, b) in zip(self.samples, self.samples[1:], strict=False)
-                if tb > ta
-            ),
-            default=0.0,
-        )
+        peak = _peak(self.samples, "tool")
+        by = {
+            k[len(BY) :]: last[k] - first.get(k, 0.0) for k in last if k.startswith(BY) and last[k] > first.get(k, 0.0)
+        }
+        busiest = sorted(by.items(), key=lambda kv: -kv[1])[:TOP_REQUESTS]
         return {
             "toolRequests": round(tool),
             "toolRequestsPerMigratedNode": round(tool / migrated_nodes, 1) if migrated_nodes else None,
@@ -201,5 +211,22 @@ class RequestMeter:
             "toolMeanRequestsPerSecond": round(tool / (t1 - t0), 1) if t1 > t0 else None,
             "toolRejected429": round(last["toolRejected"] - first["toolRejected"]),
             "allRequests": round(last["all"] - first["all"]),
+            "allPeakRequestsPerSecond": round(_peak(self.samples, "all"), 1),
+            # Every client's requests (KWOK's, the controllers', the scheduler's, the tool's), the busiest
+            # kinds, per migrated node: where a node's writes come from.
+            "allPerMigratedNodeByRequest": (
+                {k: round(v / migrated_nodes, 2) for k, v in busiest} if migrated_nodes else None
+            ),
             "sampleSeconds": self.every_s,
         }
+
+
+TOP_REQUESTS = 12
+
+
+def _peak(samples: list[tuple[float, dict[str, float]]], key: str) -> float:
+    """The busiest interval's rate of `key` between consecutive samples."""
+    return max(
+        ((b[key] - a[key]) / (tb - ta) for (ta, a), (tb, b) in itertools.pairwise(samples) if tb > ta),
+        default=0.0,
+    )

@@ -62,6 +62,19 @@ Log = Callable[[str], None]
 # it plays a wave's kubelets from one process, so a 60-node wave of the 2,000-node fleet took over 10 s of
 # real time to post allocatable 0 — a floor of 10 s failed a wave a real cluster passes.
 MIN_TIMEOUT_S = 60
+# ... plus this much per node of the stage's largest wave, on the twin only. The executor switches a wave's
+# plugins in one step and then waits on every node; how soon the twin plays all of them is the twin's
+# own lag, growing with the wave (one KWOK and one API server play them all), not the cluster's: a real
+# node's kubelet and plugins run on that node. On a loaded 2,000-node twin an 80-node wave had 80 device-
+# plugin stops unplayed 35 s after the switch, writes taking up to 0.7 s each, and one node missed the
+# flat 60 s. The plan's own timeouts (what apply uses on a cluster) are not changed: only the twin's copy.
+TWIN_LAG_PER_WAVE_NODE_S = 1.0
+
+
+def twin_floor_s(wave_nodes: int) -> int:
+    """The least a time-scaled step timeout may be on the twin, for a stage whose largest wave has
+    `wave_nodes` nodes: 60 s, and 1 s more per node (100 nodes: 160 s)."""
+    return MIN_TIMEOUT_S + math.ceil(TWIN_LAG_PER_WAVE_NODE_S * max(0, wave_nodes))
 # The twin's kubelets heartbeat in real time: the node lifecycle controller that reads them runs in real
 # time too (its grace period is not scaled). Kubelet renews every 10 s against a 50 s grace
 # (pkg/kubelet/apis/config/v1beta1/defaults.go; KCM --node-monitor-grace-period); the twin keeps that
@@ -133,10 +146,13 @@ def twin_plan(plan: Plan, twin_state: ClusterState, scale: float) -> Plan:
 
 
 def _time_scaled(stage: Stage, scale: float) -> Stage:
-    """A stage with its steps' timeouts and its waves' soaks scaled (floors keep them usable)."""
+    """A stage with its steps' timeouts and its waves' soaks scaled. Floors keep them usable: a timeout is
+    at least the twin's floor for the stage's largest wave (`twin_floor_s`), a soak at least 1 s."""
+    largest = max((len(w.nodes) for w in stage.waves), default=0) if isinstance(stage, PoolStage) else 0
+    floor = twin_floor_s(largest)
 
     def step(s: Step) -> Step:
-        return replace(s, timeout=_scaled(s.timeout, scale, MIN_TIMEOUT_S))
+        return replace(s, timeout=_scaled(s.timeout, scale, floor))
 
     if isinstance(stage, PoolStage):
         waves = tuple(replace(w, soak_after=_scaled(w.soak_after, scale, 1)) for w in stage.waves)

@@ -20,10 +20,12 @@ import logging
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -52,7 +54,9 @@ def build_hint() -> str:
 
 NODES = "/api/v1/nodes"
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
-REGISTER_WORKERS = 8  # nodes created at once (one POST each)
+# Nodes created at once (one POST each; the API server has no batch create). Each POST waits on admission
+# and etcd far longer than the Python that sends it: at 8, 10,000 nodes took about 3 minutes.
+REGISTER_WORKERS = 32
 CANARY_WORKERS = 8
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
@@ -70,6 +74,28 @@ def kwok_binary() -> Path:
     if on_path:
         return Path(on_path)
     raise InputError(f"no kwok v{KWOK_VERSION} found (build cache {cached.parent}, PATH)", build_hint())
+
+
+START_TIMEOUT_S = 120  # kwok's start: it waits for the API server, then lists the nodes it manages
+
+
+def free_port() -> int:
+    """A loopback port free now (the kernel's pick); kwok binds it a moment later, and exits if it lost it."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+# Straight to loopback, whatever http_proxy says.
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def _answers_ok(url: str) -> bool:
+    try:
+        with _DIRECT.open(url, timeout=2) as resp:
+            return bool(resp.status == 200 and resp.read().strip() == b"ok")
+    except (OSError, ValueError):
+        return False
 
 
 def _die_with_parent() -> None:
@@ -178,6 +204,7 @@ class KwokFleet:
         try:
             # Nodes first, kwok after: it finds them all in its first list rather than one watch event each.
             self._register_all()
+            port = free_port()
             with self.log_path.open("wb") as out:
                 self._proc = subprocess.Popen(
                     [
@@ -186,7 +213,10 @@ class KwokFleet:
                         f"--config={config}",
                         f"--manage-nodes-with-annotation-selector={KWOK_NODE}={self.fleet}",
                         f"--node-lease-duration-seconds={self.lease_s}",
-                        "--server-address=",  # no kubelet API: nothing execs into or logs from twin pods
+                        # Its server on loopback only, for /healthz (the readiness check below): it serves
+                        # once kwok's controllers have started (kwok v0.8.0 pkg/kwok/cmd/root.go runE:
+                        # ctr.Start, then startServer). Nothing execs into or logs from twin pods.
+                        f"--server-address=127.0.0.1:{port}",
                     ],
                     stdin=subprocess.DEVNULL,
                     stdout=out,
@@ -194,28 +224,39 @@ class KwokFleet:
                     start_new_session=True,  # Ctrl-C reaches us, and we stop kwok in order
                     preexec_fn=_die_with_parent,
                 )
+            self.wait_started(f"http://127.0.0.1:{port}/healthz")
             # One watch, on canary pods only (one per node of a wave), resumed and re-listed by the Informer.
             self._canaries = Informer(
                 self.kube, "/api/v1/pods", label_selector=CANARY_LABEL, field_selector="spec.nodeName!="
             )
             self._threads.append(self._canaries.run(lambda e: self._on_canary(e.type, e.object), name="kwok-canaries"))
             self._spawn(lambda: self._timers.run(self._stop, workers=CANARY_WORKERS), "kwok-canary-timers")
-            self._check_started()
         except BaseException:
             self.stop()
             raise
 
-    def _check_started(self, settle_s: float = 2.0) -> None:
-        """kwok refuses a bad configuration by exiting at once: say so, with its last words, rather than
-        rehearse on nodes nobody plays."""
+    def wait_started(self, healthz: str, timeout_s: float = START_TIMEOUT_S) -> None:
+        """Until kwok's /healthz answers: its Stage controllers run (it serves only after starting them).
+
+        Or kwok exits first (a configuration it refuses, a port taken, an API server it cannot reach): say
+        so, with its last words, rather than rehearse on nodes nobody plays. Before, a fixed 2 s wait that
+        returned for any kwok still alive then: every start paid 2 s, and a kwok that died at 3 s was
+        taken for a running one."""
         assert self._proc is not None
-        try:
-            code = self._proc.wait(settle_s)
-        except subprocess.TimeoutExpired:
-            return
-        last = (self.log_path.read_text(errors="replace").strip().splitlines() or ["(no output)"])[-1]
-        hint = f"run {bundled('tools/kwok/build')}, then rehearse again"
-        raise InputError(f"kwok exited ({code}) at start: {last[:300]}", hint)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            code = self._proc.poll()
+            if code is not None:
+                last = (self.log_path.read_text(errors="replace").strip().splitlines() or ["(no output)"])[-1]
+                hint = f"run {bundled('tools/kwok/build')}, then rehearse again"
+                raise InputError(f"kwok exited ({code}) at start: {last[:300]}", hint)
+            if _answers_ok(healthz):
+                return
+            if time.monotonic() > deadline:
+                raise InputError(
+                    f"kwok did not start within {timeout_s:g}s (no answer from {healthz})", f"see {self.log_path}"
+                )
+            time.sleep(0.05)
 
     def _spawn(self, fn: Any, name: str) -> None:
         t = threading.Thread(target=fn, name=name, daemon=True)

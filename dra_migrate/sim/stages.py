@@ -118,10 +118,19 @@ def _annotate(key: str, value: str) -> dict[str, Any]:
     return _patch(json.dumps({"metadata": {"annotations": {key: value}}}))
 
 
-def _dp_resources(value: str) -> str:
+def _dp_resources(value: str, state: str) -> str:
     """A status patch template setting every device-plugin resource of the node in `value`'s fields
-    ("capacity", "allocatable"), each to its count (`count`) or 0."""
-    out = ['{{ $r := index .metadata.annotations "' + A_DP_RESOURCES + '" | fromJson }}', "status:"]
+    ("capacity", "allocatable"), each to its count (`count`) or 0, and the plugin's `state` annotation.
+
+    One PATCH of the status subresource carries both: the API server keeps a status update's metadata and
+    resets only the spec (k8s.io/kubernetes@v1.37.2 pkg/registry/core/node/strategy.go,
+    nodeStatusStrategy.PrepareForUpdate and GetResetFields). Two patches per transition were about a third
+    of the twin's node writes on a 2,000-node rehearsal."""
+    out = [
+        '{{ $r := index .metadata.annotations "' + A_DP_RESOURCES + '" | fromJson }}',
+        f'metadata:\n  annotations:\n    "{A_DP}": {state}',
+        "status:",
+    ]
     for field in value.split(","):
         name, _, what = field.partition("=")
         out.append(f"  {name}:")
@@ -309,7 +318,7 @@ def stages(timing: TimingProfile, rules: PluginRules = LABEL_RULES) -> list[Stag
             [match["device-plugin-stop"]],
             t.plugin_exit_s,
             sync,
-            [_patch(_dp_resources("allocatable=0"), "status"), _annotate(A_DP, "stopped")],
+            [_patch(_dp_resources("allocatable=0", "stopped"), "status")],
         ),
         _stage(
             "device-plugin-start",
@@ -317,7 +326,7 @@ def stages(timing: TimingProfile, rules: PluginRules = LABEL_RULES) -> list[Stag
             [match["device-plugin-start"]],
             t.device_plugin_start_s,
             sync,
-            [_patch(_dp_resources("capacity=count,allocatable=count"), "status"), _annotate(A_DP, "running")],
+            [_patch(_dp_resources("capacity=count,allocatable=count", "running"), "status")],
         ),
         # endpointStopGracePeriod later, capacity reads 0 too (the keys stay).
         _stage(
@@ -326,7 +335,7 @@ def stages(timing: TimingProfile, rules: PluginRules = LABEL_RULES) -> list[Stag
             [match["device-plugin-gone"]],
             t.capacity_grace_s,
             sync,
-            [_patch(_dp_resources("capacity=0,allocatable=0"), "status"), _annotate(A_DP, "gone")],
+            [_patch(_dp_resources("capacity=0,allocatable=0", "gone"), "status")],
         ),
         _stage("slice-wipe", "ResourceSlice", [_jq(_annotation(A_WIPE), "In", "true")], 0, 0, [{"delete": True}]),
         _stage(
@@ -402,9 +411,16 @@ def _pod_deletes(t: TimingProfile) -> list[Stage]:
     return [kill, gone]
 
 
-# Stages played at once (kwok's default is 4 each): most of a play is waiting on the API server, and a wave
-# of a 2,000-node twin switches 80 nodes' plugins together.
-PLAY_PARALLELISM = 16
+# Stages played at once (kwok's default is 4 each; kwok v0.8.0 pkg/kwok/controllers/node_controller.go runs
+# one goroutine per unit, each playing one object's Stage to its end). A play is one or two writes, and
+# nearly all of it is waiting on the API server (0.15-0.7 s a write on a loaded 2,000-node twin). The
+# executor switches a whole wave's plugins in one step: at 16, a wave of 80 nodes played in five rounds
+# of that latency, one after another, and 80 device-plugin stops were still unplayed 35 s after the
+# switch. More units than a wave has nodes (bench/rehearse.py's 2,000-node plan: waves of 60 and 80) let a
+# wave's plays wait on the server together; pods: a wave evicts and restarts a few per node. The workers
+# are goroutines parked on HTTP/2 streams: idle ones cost nothing.
+NODE_PLAY_PARALLELISM = 128
+POD_PLAY_PARALLELISM = 128
 
 
 def config_documents(timing: TimingProfile, rules: PluginRules = LABEL_RULES) -> list[dict[str, Any]]:
@@ -421,8 +437,8 @@ def config_documents(timing: TimingProfile, rules: PluginRules = LABEL_RULES) ->
             "enableDebuggingHandlers": True,
             "enableContentionProfiling": False,
             "enableProfilingHandler": True,
-            "nodePlayStageParallelism": PLAY_PARALLELISM,
-            "podPlayStageParallelism": PLAY_PARALLELISM,
+            "nodePlayStageParallelism": NODE_PLAY_PARALLELISM,
+            "podPlayStageParallelism": POD_PLAY_PARALLELISM,
             # Leases: a 2,000-node twin renews about 50 a second (rehearse.run.twin_heartbeat_s), one PUT each.
             "nodeLeaseParallelism": 8,
             # Each node kwok takes over lists its pods once (kwok's default 1: 2,000 lists in a row at start).

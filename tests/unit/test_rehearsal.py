@@ -232,7 +232,7 @@ def test_the_twins_plan_is_of_the_twin_not_of_the_cluster_it_was_made_from() -> 
     from dra_migrate.cluster.identity import ClusterIdentity, refuse_other_cluster
     from dra_migrate.cluster.snapshot import load_snapshot
     from dra_migrate.plan.drift import plan_identity
-    from dra_migrate.rehearse.run import MIN_TIMEOUT_S, twin_plan
+    from dra_migrate.rehearse.run import twin_floor_s, twin_plan
 
     body = plan_io.body_of(plan_io.load(Path(PLAN)))
     operators = ClusterIdentity("uid-operator", "https://prod:6443", "prod")
@@ -248,6 +248,7 @@ def test_the_twins_plan_is_of_the_twin_not_of_the_cluster_it_was_made_from() -> 
     for stage in plan.pool_stages():
         twin = scaled[stage.name]
         assert all(a.soak_s <= max(b.soak_s, 1) for a, b in zip(twin.waves, stage.waves, strict=True))
-        floored = [max(b.timeout_s, MIN_TIMEOUT_S) for b in stage.node_steps]
+        floor = twin_floor_s(max(len(w.nodes) for w in stage.waves))
+        floored = [max(b.timeout_s, floor) for b in stage.node_steps]
         assert all(a.timeout_s <= b for a, b in zip(twin.node_steps, floored, strict=True))
         assert any(a.timeout_s < b.timeout_s for a, b in zip(twin.node_steps, stage.node_steps, strict=True))

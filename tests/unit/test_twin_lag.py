@@ -1,0 +1,201 @@
+"""What the twin does so a big wave is played in time (issue 25): kwok's start checked by its readiness, one
+write per device-plugin transition, plays in parallel for a whole wave, and a rehearsal-only timeout floor
+that grows with the wave.
+
+The kwok here is a stand-in script (the unit tier runs no binaries); the real one is test_kwok.py's.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import stat
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dra_migrate.errors import InputError
+from dra_migrate.plan import io as plan_io
+from dra_migrate.plan.model import Plan, PoolStage
+from dra_migrate.rehearse.run import MIN_TIMEOUT_S, twin_floor_s, twin_plan
+from dra_migrate.sim.kwok import KwokFleet
+from dra_migrate.sim.stages import A_DP, NODE_PLAY_PARALLELISM, POD_PLAY_PARALLELISM, config_documents, stages
+from dra_migrate.sim.timing import profile
+
+ROOT = Path(__file__).resolve().parents[2]
+PLAN = ROOT / "plans" / "demo-example.yaml"
+
+# -- kwok's start ------------------------------------------------------------------------------
+
+
+def _fake_kwok(tmp_path: Path, body: str) -> Path:
+    """An executable standing in for kwok: `body` runs with `port` (of --server-address) and `marker`."""
+    script = tmp_path / "kwok"
+    script.write_text(
+        f"#!{sys.executable}\n"
+        + textwrap.dedent(
+            """\
+            import http.server, sys, time
+            port = int([a for a in sys.argv if a.startswith("--server-address=")][0].rsplit(":", 1)[1])
+            marker = __file__ + ".serving"
+            """
+        )
+        + textwrap.dedent(body)
+    )
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return script
+
+
+def _kubeconfig(tmp_path: Path) -> Path:
+    kc = tmp_path / "kubeconfig"
+    kc.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    return kc
+
+
+def test_a_kwok_that_dies_after_two_seconds_is_reported_not_taken_for_a_running_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The old check waited a fixed 2 s and took any kwok still alive then for a started one."""
+    fake = _fake_kwok(
+        tmp_path,
+        """\
+        print("E1202 could not list nodes: the server is unreachable", flush=True)
+        time.sleep(2.5)
+        sys.exit(3)
+        """,
+    )
+    monkeypatch.setenv("DRA_MIGRATE_KWOK", str(fake))
+    fleet = KwokFleet(_kubeconfig(tmp_path), [], workdir=tmp_path / "w")
+    with pytest.raises(InputError, match=r"kwok exited \(3\) at start: E1202 could not list nodes"):
+        fleet.start()
+    assert not fleet.alive()
+
+
+def test_start_returns_once_kwok_answers_its_healthz_not_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kwok serves /healthz only once its controllers run; the stand-in starts serving after 2.5 s (the old
+    fixed wait returned at 2 s, before it)."""
+    fake = _fake_kwok(
+        tmp_path,
+        """\
+        time.sleep(2.5)
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(200 if self.path == "/healthz" else 404)
+                self.end_headers()
+                self.wfile.write(b"ok")
+
+            def log_message(self, *a):
+                pass
+
+        srv = http.server.HTTPServer(("127.0.0.1", port), H)
+        open(marker, "w").close()
+        srv.serve_forever()
+        """,
+    )
+    monkeypatch.setenv("DRA_MIGRATE_KWOK", str(fake))
+    fleet = KwokFleet(_kubeconfig(tmp_path), [], workdir=tmp_path / "w")
+    try:
+        fleet.start()
+        assert os.path.exists(str(fake) + ".serving"), "start returned before kwok served"
+        assert fleet.alive()
+    finally:
+        fleet.stop(timeout=2)
+
+
+def test_a_kwok_that_never_answers_is_an_error_naming_its_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = _fake_kwok(tmp_path, "time.sleep(60)\n")
+    monkeypatch.setenv("DRA_MIGRATE_KWOK", str(fake))
+    fleet = KwokFleet(_kubeconfig(tmp_path), [], workdir=tmp_path / "w")
+    monkeypatch.setattr(KwokFleet, "wait_started", _short(KwokFleet.wait_started))
+    started = time.monotonic()
+    with pytest.raises(InputError, match=r"kwok did not start within 1s") as e:
+        fleet.start()
+    assert "kwok.log" in (e.value.hint or "")
+    assert time.monotonic() - started < 30 and not fleet.alive()
+
+
+def _short(wait: object) -> object:
+    def waiting(self: KwokFleet, healthz: str, timeout_s: float = 1) -> None:
+        return wait(self, healthz, 1)  # type: ignore[operator]
+
+    return waiting
+
+
+# -- one write per transition, a wave's plays at once -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("stage", "state"),
+    [("device-plugin-stop", "stopped"), ("device-plugin-start", "running"), ("device-plugin-gone", "gone")],
+)
+def test_a_device_plugin_transition_is_one_status_patch_carrying_its_annotation(stage: str, state: str) -> None:
+    """Before, each transition was two PATCHes of the Node: the status, then the state annotation."""
+    (spec,) = [s["spec"] for s in stages(profile("realistic", 0.01)) if s["metadata"]["name"] == stage]
+    (step,) = spec["steps"]
+    patch = step["patch"]
+    assert patch["subresource"] == "status"
+    assert f'"{A_DP}": {state}' in patch["template"] and "\nstatus:" in patch["template"]
+
+
+def test_kwok_plays_a_whole_wave_of_the_2000_node_bench_at_once() -> None:
+    """bench/rehearse.py's 2,000-node plan switches 80 nodes' plugins in one step; 16 units played them in
+    five rounds of the API server's latency."""
+    (options,) = [d for d in config_documents(profile("realistic", 0.01)) if d["kind"] == "KwokConfiguration"]
+    assert options["options"]["nodePlayStageParallelism"] == NODE_PLAY_PARALLELISM >= 80
+    assert options["options"]["podPlayStageParallelism"] == POD_PLAY_PARALLELISM >= 80
+
+
+# -- the rehearsal's timeout floor ------------------------------------------------------------------
+
+
+def test_the_floor_grows_with_the_wave() -> None:
+    assert twin_floor_s(0) == MIN_TIMEOUT_S
+    assert twin_floor_s(80) > twin_floor_s(10) > MIN_TIMEOUT_S
+    assert twin_floor_s(80) >= MIN_TIMEOUT_S + 80
+
+
+def _timeouts(plan: Plan) -> dict[str, list[float]]:
+    return {s.name: [x.timeout_s for x in (s.node_steps if isinstance(s, PoolStage) else s.steps)] for s in plan.stages}
+
+
+def test_the_twins_timeouts_are_floored_by_each_stages_largest_wave_and_the_plan_keeps_its_own() -> None:
+    """A stage of 80-node waves gets a higher floor than one of 2-node waves; the reviewed plan (what apply
+    runs on a cluster) is not changed."""
+    from dra_migrate.cluster.snapshot import load_snapshot
+
+    plan = plan_io.load(PLAN)
+    body = copy.deepcopy(plan_io.body_of(plan))
+    pools = [s for s in body["stages"] if s.get("waves")]
+    big, small = pools[0], pools[-1]
+    assert big is not small, "the fixture plan has one pool"
+    node = big["waves"][0]["nodes"][0]
+    nodes = [{**node, "node": f"{node['node']}-{i}"} for i in range(80)]
+    big["waves"] = [{**big["waves"][0], "nodes": nodes}]
+    small["waves"] = [{**w, "nodes": (w.get("nodes") or [])[:2]} for w in small["waves"]]
+    sealed = plan_io.seal(body)
+    before = copy.deepcopy(sealed)
+    state = load_snapshot(ROOT / "fixtures" / "clusters" / "demo.yaml")
+    derived = _timeouts(twin_plan(Plan.from_dict(sealed), state, 0.001))  # every scaled timeout below any floor
+    assert set(derived[big["name"]]) - {0.0} == {float(twin_floor_s(80))}  # 0: a step without a timeout
+    small_wave = max(len(w["nodes"]) for w in small["waves"])
+    assert 0 < small_wave <= 2
+    assert set(derived[small["name"]]) - {0.0} == {float(twin_floor_s(small_wave))} != {float(twin_floor_s(80))}
+    assert sealed == before
