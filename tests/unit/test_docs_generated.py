@@ -33,7 +33,9 @@ def test_the_commands_page_has_every_command_and_option() -> None:
 
 def test_readme_is_small_and_its_links_resolve() -> None:
     readme = (ROOT / "README.md").read_text()
-    assert len(readme.encode()) <= 15_500, f"README is {len(readme.encode())} bytes: move reference to docs/"
+    # 17,000: the issues ask for the fleet-scale figures in README itself (two short tables); reference
+    # material still belongs in docs/.
+    assert len(readme.encode()) <= 17_000, f"README is {len(readme.encode())} bytes: move reference to docs/"
     quick = readme.split("## Contributing", 1)[1] if "## Contributing" in readme else ""
     assert re.findall(r"^make \S+", quick, re.M)[:2] == ["make demo", "make test"]
     for target in re.findall(r"\]\(((?:docs/)?[\w./-]+\.(?:md|png|yaml))(?:#[\w-]+)?\)", readme):
