@@ -9,6 +9,7 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from dra_migrate.errors import InputError
+from dra_migrate.plan.wire import field_at as _at
 
 _HINT = "regenerate the plan with dra-migrate plan (or fix the field and dra-migrate plan --rebase it)"
 
@@ -22,15 +23,6 @@ class PlanFieldError(InputError):
         super().__init__(f"plan field `{path}`: {reason}", hint)
         self.at = _at(path)
         self.reason = reason
-
-
-def _at(path: str) -> tuple[str | int, ...]:
-    """`stages[1].waves[0].nodes[3].wave` as ("stages", 1, "waves", 0, "nodes", 3, "wave")."""
-    out: list[str | int] = []
-    for part in path.replace("]", "").replace("[", ".").split("."):
-        if part:
-            out.append(int(part) if part.isdigit() else part)
-    return tuple(out)
 
 
 def _fail(path: str, what: str, hint: str = _HINT) -> PlanFieldError:

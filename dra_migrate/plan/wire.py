@@ -62,7 +62,9 @@ class WireError(InputError):
         self.at = at
 
 
-def _at(path: str) -> tuple[str | int, ...]:
+def field_at(path: str) -> tuple[str | int, ...]:
+    """`stages[1].waves[0].nodes[3].wave` as ("stages", 1, "waves", 0, "nodes", 3, "wave"): where a field
+    is, as keys and indexes (the codec finds its line from them)."""
     out: list[str | int] = []
     for part in path.replace("]", "").replace("[", ".").split("."):
         if part:
@@ -71,7 +73,7 @@ def _at(path: str) -> tuple[str | int, ...]:
 
 
 def _fail(path: str, what: str) -> WireError:
-    return WireError(_at(path), f"plan field `{path}`: {what}")
+    return WireError(field_at(path), f"plan field `{path}`: {what}")
 
 
 # --- encode: the model's dict -> format 2 ------------------------------------------------------------

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from dra_migrate.cluster.state import ClusterState, SourceInfo, StateBuilder
 
@@ -110,3 +113,21 @@ def resource_slice(
             "devices": devices,
         },
     }
+
+
+def unreachable_kubeconfig(tmp_path: Path) -> Path:
+    """A kubeconfig for an API server nobody runs: whatever gets past the offline refusals fails to connect."""
+    kc = tmp_path / "kubeconfig"
+    kc.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    return kc

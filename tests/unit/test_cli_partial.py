@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from ruamel.yaml import YAML
 
 from dra_migrate.cli import exitcodes
 from dra_migrate.plan import io as plan_io
 from dra_migrate.plan.scope import stage_blockers
 from tests.unit.cli import run
+from tests.unit.helpers import unreachable_kubeconfig
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "fixtures" / "clusters" / "demo.yaml"
@@ -157,30 +157,12 @@ def test_the_review_section_records_capacity_and_inventory(tmp_path: Path) -> No
     assert r.code == exitcodes.FAILED and "edited" in r.stderr
 
 
-def _unreachable_kubeconfig(tmp_path: Path) -> Path:
-    """A kubeconfig for an API server nobody runs: whatever gets past the offline refusals fails to connect."""
-    kc = tmp_path / "kubeconfig"
-    kc.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
-                "users": [{"name": "u", "user": {"token": "t"}}],
-                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-                "current-context": "x",
-            }
-        )
-    )
-    return kc
-
-
 def test_apply_stage_runs_an_applicable_stage_beside_a_blocked_pool(tmp_path: Path, demo_with_dra_driver: Path) -> None:
     """The refusal is offline (before the cluster is contacted): a blocked stage is refused naming its
     blocker; the stages no blocker stops get past it, to the cluster (unreachable here)."""
     code, _, _ = _plan(tmp_path, demo_with_dra_driver)
     assert code == 0
-    plan, kc = str(tmp_path / "plan.yaml"), str(_unreachable_kubeconfig(tmp_path))
+    plan, kc = str(tmp_path / "plan.yaml"), str(unreachable_kubeconfig(tmp_path))
     whole = run("apply", plan, "--kubeconfig", kc, "--yes")
     assert whole.code == exitcodes.FAILED and "is not applicable" in whole.stderr
     blocked = run("apply", plan, "--kubeconfig", kc, "--yes", "--stage", "pool-a100-shared-pool", "--dry-run")

@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 from dra_migrate.errors import InputError
 from dra_migrate.plan import io as plan_io
@@ -25,6 +24,7 @@ from dra_migrate.rehearse.run import MIN_TIMEOUT_S, twin_floor_s, twin_plan
 from dra_migrate.sim.kwok import KwokFleet
 from dra_migrate.sim.stages import A_DP, NODE_PLAY_PARALLELISM, POD_PLAY_PARALLELISM, config_documents, stages
 from dra_migrate.sim.timing import profile
+from tests.unit.helpers import unreachable_kubeconfig
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAN = ROOT / "plans" / "demo-example.yaml"
@@ -50,23 +50,6 @@ def _fake_kwok(tmp_path: Path, body: str) -> Path:
     return script
 
 
-def _kubeconfig(tmp_path: Path) -> Path:
-    kc = tmp_path / "kubeconfig"
-    kc.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
-                "users": [{"name": "u", "user": {"token": "t"}}],
-                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-                "current-context": "x",
-            }
-        )
-    )
-    return kc
-
-
 def test_a_kwok_that_dies_after_two_seconds_is_reported_not_taken_for_a_running_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -80,7 +63,7 @@ def test_a_kwok_that_dies_after_two_seconds_is_reported_not_taken_for_a_running_
         """,
     )
     monkeypatch.setenv("DRA_MIGRATE_KWOK", str(fake))
-    fleet = KwokFleet(_kubeconfig(tmp_path), [], workdir=tmp_path / "w")
+    fleet = KwokFleet(unreachable_kubeconfig(tmp_path), [], workdir=tmp_path / "w")
     with pytest.raises(InputError, match=r"kwok exited \(3\) at start: E1202 could not list nodes"):
         fleet.start()
     assert not fleet.alive()
@@ -111,7 +94,7 @@ def test_start_returns_once_kwok_answers_its_healthz_not_before(
         """,
     )
     monkeypatch.setenv("DRA_MIGRATE_KWOK", str(fake))
-    fleet = KwokFleet(_kubeconfig(tmp_path), [], workdir=tmp_path / "w")
+    fleet = KwokFleet(unreachable_kubeconfig(tmp_path), [], workdir=tmp_path / "w")
     try:
         fleet.start()
         assert os.path.exists(str(fake) + ".serving"), "start returned before kwok served"
@@ -123,7 +106,7 @@ def test_start_returns_once_kwok_answers_its_healthz_not_before(
 def test_a_kwok_that_never_answers_is_an_error_naming_its_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake = _fake_kwok(tmp_path, "time.sleep(60)\n")
     monkeypatch.setenv("DRA_MIGRATE_KWOK", str(fake))
-    fleet = KwokFleet(_kubeconfig(tmp_path), [], workdir=tmp_path / "w")
+    fleet = KwokFleet(unreachable_kubeconfig(tmp_path), [], workdir=tmp_path / "w")
     monkeypatch.setattr(KwokFleet, "wait_started", _short(KwokFleet.wait_started))
     started = time.monotonic()
     with pytest.raises(InputError, match=r"kwok did not start within 1s") as e:
