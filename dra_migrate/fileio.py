@@ -4,7 +4,6 @@ converted manifests)."""
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,6 +24,8 @@ def atomic_writer(path: Path) -> Iterator[IO[bytes]]:
     would hide plans and reports from the rest of a change-review team)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_umask()
+    import tempfile  # here: commands that only read (show, status, diff) never load it
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:

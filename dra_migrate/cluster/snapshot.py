@@ -20,11 +20,12 @@ from typing import IO, Any
 import orjson
 
 from dra_migrate.cluster.jsondup import duplicate_key
-from dra_migrate.cluster.state import ClusterState, SourceInfo, StateBuilder, paused_gc
+from dra_migrate.cluster.state import ClusterState, SourceInfo, StateBuilder
 from dra_migrate.cluster.templates import TemplateTable
 from dra_migrate.cluster.validate import MAX_DEPTH, depth_exceeds
 from dra_migrate.cluster.yamlio import dump_yaml, load_yaml_documents
 from dra_migrate.errors import InputError
+from dra_migrate.gcpause import paused_gc
 
 SNAPSHOT_API_VERSION = "dra-migrate.io/v1alpha1"
 SNAPSHOT_KIND = "ClusterSnapshot"

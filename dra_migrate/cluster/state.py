@@ -7,11 +7,9 @@ Objects are pruned on the way in to what the tool reads, so a 100,000-pod fleet 
 
 from __future__ import annotations
 
-import gc
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
@@ -305,26 +303,3 @@ def _prune_pod(obj: Obj) -> Obj:
         "spec": new_spec,
         "status": _pick(obj.get("status"), ("phase", "extendedResourceClaimStatus")),
     }
-
-
-@contextmanager
-def paused_gc(*, freeze: bool = True) -> Iterator[None]:
-    """Pause the cyclic garbage collector while building large acyclic structures (also a decorator).
-
-    Loading a fleet allocates millions of dicts that all survive; each GC pass re-scans them, which
-    made loading 2-3x slower than parsing. API objects are plain JSON: there are no cycles to collect.
-    Building a plan and writing it did the same at fleet size: their full passes rescanned everything
-    built so far, more of them the larger the fleet (GC time 13x for 5x the nodes; issue 29).
-    On the way out the survivors are frozen (moved out of the collector's generations), or the first
-    collection after re-enabling would scan them all at once; `freeze=False` for a temporary structure
-    (a document being written), whose garbage the next collection frees. Nested pauses are one pause.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if freeze:
-            gc.freeze()
-        if was_enabled:
-            gc.enable()

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from dra_migrate.cluster.state import ClusterState, paused_gc, source_cluster
+from dra_migrate.cluster.state import ClusterState, source_cluster
+from dra_migrate.gcpause import paused_gc
 from dra_migrate.inventory.consumers import Consumer, find_consumers
 from dra_migrate.inventory.dra import nodes_with_counters, slice_devices_by_node, summarize_dra
 from dra_migrate.inventory.fleet import (

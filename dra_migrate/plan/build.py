@@ -25,14 +25,16 @@ from typing import TYPE_CHECKING, Any
 from dra_migrate import __version__
 from dra_migrate.checks.ignore import Acceptance, Accepted, split_accepted
 from dra_migrate.cluster.identity import ClusterIdentity
-from dra_migrate.cluster.state import ClusterState, paused_gc
+from dra_migrate.cluster.state import ClusterState
 from dra_migrate.dra.devices import node_devices
 from dra_migrate.errors import InputError
+from dra_migrate.gcpause import paused_gc
 from dra_migrate.inventory.fleet import GpuNode
 from dra_migrate.inventory.gangs import Gang
 from dra_migrate.inventory.platform import REPLACE_POOL, PoolPlatform
 from dra_migrate.plan import strategies
-from dra_migrate.plan.exclusions import NODE_SCOPED, excluded_list, excluded_nodes
+from dra_migrate.plan.derived import NODE_SCOPED
+from dra_migrate.plan.exclusions import excluded_list, excluded_nodes
 from dra_migrate.plan.fingerprint import fingerprint
 from dra_migrate.plan.model import FORMAT_VERSION, NodeEntry, Plan, PoolStage, Stage, Wave
 from dra_migrate.plan.params import PlanParams

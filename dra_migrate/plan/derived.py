@@ -13,9 +13,19 @@ from dataclasses import replace
 from typing import Any
 
 from dra_migrate.plan.estimate import drain_scope, summary_estimate
-from dra_migrate.plan.exclusions import NODE_SCOPED
 from dra_migrate.plan.model import NodeEntry, Plan, PoolStage, Stage, Wave
 from dra_migrate.plan.problems import Problem, _Checker
+
+# Blockers about single nodes: the plan leaves those nodes out rather than refusing the whole fleet. Kept
+# here, beside the applicability it decides, so that reading a plan does not import the inventory.
+NODE_SCOPED = frozenset(
+    {
+        "kubelet-version-unsupported",
+        "dra-plugin-placement-unknown",
+        "device-plugin-placement-unknown",
+        "dynamic-mig-unpredicted",
+    }
+)
 
 
 def _evicted(entry: NodeEntry, scope: str) -> int:

@@ -15,16 +15,6 @@ from dra_migrate.inventory.platform import REPLACE_POOL
 if TYPE_CHECKING:  # the checks pull in the CEL engine, which show/status/apply (via plan.derived) must not load
     from dra_migrate.checks.run import Readiness
 
-# Blockers about single nodes: the plan leaves those nodes out rather than refusing the whole fleet.
-NODE_SCOPED = frozenset(
-    {
-        "kubelet-version-unsupported",
-        "dra-plugin-placement-unknown",
-        "device-plugin-placement-unknown",
-        "dynamic-mig-unpredicted",
-    }
-)
-
 
 def excluded_nodes(readiness: Readiness, gates: dict[str, bool], driver: str) -> dict[str, str]:
     """Node -> why the plan leaves it out (the reasons of the node-scoped blockers)."""

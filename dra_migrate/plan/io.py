@@ -34,9 +34,9 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.events import AliasEvent, CollectionStartEvent, ScalarEvent
 from ruamel.yaml.nodes import ScalarNode
 
-from dra_migrate.cluster.state import paused_gc
 from dra_migrate.errors import InputError
 from dra_migrate.fileio import write_text_atomic
+from dra_migrate.gcpause import paused_gc
 from dra_migrate.plan import fastyaml, wire
 from dra_migrate.plan.derived import applicable_problems
 from dra_migrate.plan.model import Plan

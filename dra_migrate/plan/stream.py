@@ -19,12 +19,12 @@ line as every other command does (or reads it, e.g. a format-1 plan).
 from __future__ import annotations
 
 import hashlib
+import os
 import re
-import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -34,10 +34,16 @@ from dra_migrate.plan import io as plan_io
 from dra_migrate.plan.derived import applicable_problems
 from dra_migrate.plan.outline import NodeLine, PlanOutline, head_outline, node_line, outline_of, stage_outline
 
-# A run of table rows as the writer puts them (`fastyaml.dump`: a key, then one flow row per line at the
-# key's indentation). A row that spans lines, or any other layout, is simply not cut: the skeleton then
-# fails to read as a plan, and the whole file goes to `io.load`.
-_ROWS = re.compile(r"^( *)(objects|nodes):\n((?:\1- \[[^\n]*\]\n)+)", re.M)
+# A run of table rows as the writer puts them (`fastyaml.dump`: a key alone on its line, then one flow row
+# per line at the key's indentation). A row that spans lines, or any other layout, is simply not cut: the
+# skeleton then fails to read as a plan, and the whole file goes to `io.load`.
+_KEY = re.compile(rb"( *)(?:objects|nodes):\n")
+
+
+def _is_row(line: bytes, indent: bytes | None) -> bool:
+    return indent is not None and line.startswith(indent + b"- [") and line.endswith(b"]\n")
+
+
 _CHUNK = 128  # rows parsed at once: libyaml's per-call cost amortised, memory bounded
 _SORTED = orjson.OPT_SORT_KEYS
 
@@ -79,12 +85,9 @@ def outline(path: Path) -> PlanOutline:
 def scan(path: Path) -> PlanOutline | None:
     """The streamed outline of a verified format-2 plan; None when it is not one (`io.load` decides)."""
     try:
-        text = path.read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-    try:
-        return _Stream(text, path).run()
-    except (_NotStreamed, InputError):
+        with path.open("rb") as fh:
+            return _Stream(fh, path).run()
+    except (OSError, _NotStreamed, InputError, UnicodeDecodeError):
         return None
 
 
@@ -93,26 +96,51 @@ def _marker(value: Any, markers: dict[str, int]) -> bool:
 
 
 class _Stream:
-    def __init__(self, text: str, path: Path) -> None:
-        self.text, self.path = text, path
-        nonce = secrets.token_hex(16)
-        if nonce in text:  # it cannot be (128 random bits), but a marker must never be the file's own
-            raise _NotStreamed
+    def __init__(self, fh: BinaryIO, path: Path) -> None:
+        # Two passes over the open file, never all of it in memory: this one keeps the skeleton (the
+        # lines outside the runs of rows) and where each run lies; `_rows` reads the runs back a chunk at
+        # a time. `show`'s peak memory is held to 5x the file's size (issue 29): the whole file as bytes
+        # was 1x of it, as text another. Every cut is at a line's start, never inside a UTF-8 sequence,
+        # so decoding the pieces checks the file's UTF-8 as decoding it whole would.
+        self.fh, self.path = fh, path
+        nonce = os.urandom(16).hex()  # as secrets.token_hex, without its imports (random, hmac, base64)
         self.blocks: list[_Block] = []
-        pieces, pos = [], 0
-        for i, m in enumerate(_ROWS.finditer(text)):
-            marker = f"__dra_migrate_rows_{nonce}_{i}__"
-            pieces += [text[pos : m.end(2) + 1], f" {marker}\n"]
-            self.blocks.append(_Block(m.start(3), m.end(3), marker))
-            pos = m.end(3)
-        pieces.append(text[pos:])
-        doc = fastyaml.load("".join(pieces))
+        skeleton = self._skeleton(nonce)
+        doc = fastyaml.load(skeleton.decode("utf-8"))
         if doc is None:
             raise _NotStreamed
         plan_io.check_schema(doc, path)
         if doc.get("formatVersion") != wire.WRITES:
             raise _NotStreamed
         self.doc = doc
+
+    def _skeleton(self, nonce: str) -> bytes:
+        """The file with each run of rows (`_KEY` line, then `_is_row` lines) replaced by a marker on the
+        key's line; `self.blocks` gets where each run lies."""
+        mark = nonce.encode()
+        lines: list[bytes] = []
+        pos = 0
+        key: bytes | None = None  # the indentation of the table key on the line before, if any
+        block: _Block | None = None
+        for line in self.fh:
+            if mark in line:  # it cannot be (128 random bits), but a marker must never be the file's own
+                raise _NotStreamed
+            start, pos = pos, pos + len(line)
+            if block is not None:
+                if _is_row(line, key):
+                    block.end = pos
+                    continue
+                block, key = None, None
+            if key is not None and _is_row(line, key):
+                marker = f"__dra_migrate_rows_{nonce}_{len(self.blocks)}__"
+                lines[-1] = lines[-1][:-1] + f" {marker}\n".encode()
+                block = _Block(start, pos, marker)
+                self.blocks.append(block)
+                continue
+            lines.append(line)
+            found = _KEY.fullmatch(line)
+            key = found.group(1) if found else None
+        return b"".join(lines)
 
     def run(self) -> PlanOutline:
         doc, blocks = self.doc, self.blocks
@@ -183,17 +211,20 @@ class _Stream:
 
     def _rows(self, block: _Block) -> Iterator[list[Any]]:
         """The block's rows, `_CHUNK` lines at a time, each chunk exactly one row per line."""
-        text, pos = self.text, block.start
+        fh, pos = self.fh, block.start
+        fh.seek(pos)
         while pos < block.end:
-            end, n = pos, 0
-            while n < _CHUNK and end < block.end:
-                end = text.index("\n", end) + 1
-                n += 1
-            rows = fastyaml.load_rows(text[pos:end])
-            if rows is None or len(rows) != n:
+            chunk: list[bytes] = []
+            while len(chunk) < _CHUNK and pos < block.end:
+                line = fh.readline()
+                if not line:
+                    raise _NotStreamed  # the file shrank under us: `io.load` reads what is there now
+                chunk.append(line)
+                pos += len(line)
+            rows = fastyaml.load_rows(b"".join(chunk).decode("utf-8"))
+            if rows is None or len(rows) != len(chunk) or pos > block.end:
                 raise _NotStreamed
             yield rows
-            pos = end
 
     def _block(
         self,

@@ -25,7 +25,6 @@ import itertools
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields, replace
 
 # Kubernetes' default terminationGracePeriodSeconds (k8s.io/api@v0.37.2 core/v1/types.go L3987,
@@ -221,6 +220,9 @@ class Timers:
                 self.run_due()
                 self._idle(idle_s)
             return
+        # Imported here: the planner reads this module's profiles, and `show` must not pay for a pool.
+        from concurrent.futures import ThreadPoolExecutor
+
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sim-timer")
         try:
             while not stop.is_set():

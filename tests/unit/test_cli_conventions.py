@@ -543,6 +543,27 @@ def test_diff_and_show_load_no_markdown_tables_journals_or_edit_checks(tmp_path:
         assert p.stderr.strip().splitlines()[-1] == "[]", (args, p.stderr[-2000:])
 
 
+def test_show_loads_no_cluster_model_inventory_node_specs_thread_pool_or_temp_files(tmp_path: Path) -> None:
+    """`show`'s peak memory is held to 5x the plan file's size (bench/plan_scale.py); at 10,000 nodes the
+    modules it imports weighed as much as the file's rows. Reading a plan needs none of these: the cluster
+    model and the inventory (the plan's own node-scoped blockers and the GC pause used to bring them), the
+    twin's node specs (the estimate reads only its timing profile), a thread pool, or the temp-file module
+    (and `secrets` with it) that only writers use."""
+    code = (
+        "import sys; from dra_migrate.cli.main import main\n"
+        "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in ('dra_migrate.cluster.state', 'dra_migrate.inventory.fleet',\n"
+        "                     'dra_migrate.inventory.platform', 'dra_migrate.sim.spec', 'dra_migrate.dra.devices',\n"
+        "                     'concurrent.futures', 'tempfile', 'secrets') if m in sys.modules]\n"
+        "print(heavy, file=sys.stderr)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    plan = str(ROOT / "tests" / "golden" / "plans" / "demo.yaml")
+    for args in (["show", plan], ["show", plan, "-o", "wide"]):
+        p = subprocess.run([sys.executable, "-c", code, *args], cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert p.returncode == 0 and p.stderr.strip().splitlines()[-1] == "[]", (args, p.stderr[-2000:])
+
+
 def test_next_lines_name_the_next_command(tmp_path: Path) -> None:
     inv = run("inventory", "--snapshot", DEMO, "--pool-label", "pool")
     assert f"next: dra-migrate check --snapshot {DEMO} --pool-label pool" in inv.stderr

@@ -148,3 +148,39 @@ def test_a_row_spanning_two_lines_reads_as_io_load_reads_it(tmp_path: Path, n: i
     if n:
         assert stream.scan(path) is None
     assert stream.outline(path) == outline_of(plan_io.load(path))  # the same plan: io.load reads it
+
+
+@pytest.mark.parametrize("change", ["edit", "truncate", "append"])
+def test_a_file_changed_between_the_skeleton_and_the_rows_gives_no_outline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str
+) -> None:
+    """The reader reads the file twice (the skeleton, then the rows a chunk at a time) so as never to hold
+    it whole. A file rewritten in place between the two must not yield an outline made of both: the
+    digests (or the row bounds) catch it, and `io.load` then reads whatever the file is now. Rows added
+    after the bytes already read leave those bytes as they were, and the outline is the first file's,
+    verified."""
+    path = demo(tmp_path)
+    text = path.read_text()
+    row = _node_rows(text)[-1]
+    skeleton = stream._Stream._skeleton
+
+    def then_change(self: stream._Stream, nonce: str) -> bytes:
+        out = skeleton(self, nonce)
+        if change == "edit":  # same length, one digit of a cell changed: only the digests can tell
+            edited = row.replace("0", "1", 1) if "0" in row else row.replace("1", "0", 1)
+            assert len(edited) == len(row) and edited != row
+            path.write_text(text.replace(row, edited))
+        elif change == "truncate":
+            path.write_text(text[: text.index(row)])
+        else:
+            path.write_text(text.replace(row, row + "\n" + row))
+        return out
+
+    before = tmp_path / "before.yaml"
+    before.write_text(text)
+    monkeypatch.setattr(stream._Stream, "_skeleton", then_change)
+    found = stream.scan(path)
+    if change == "append":
+        assert found == outline_of(plan_io.load(before))
+    else:
+        assert found is None
