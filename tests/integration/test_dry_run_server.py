@@ -112,13 +112,29 @@ def test_dry_run_server_refuses_a_snapshot(tmp_path: Path) -> None:
 
 _TEN = "[0,1,2,3,4,5,6,7,8,9]"
 _THOUSAND = "[" + ",".join(["0"] * 1001) + "]"
+_DEVICE_MAPS = "device.attributes.all(a, device.capacity['d'].all(b, device.attributes['x'].all(c, {})))"
 OVER_COST = [
     "".join(f"{_TEN}.all(v{i}, " for i in range(7)) + "true" + ")" * 7,
     f"{_THOUSAND}.exists(a, {_THOUSAND}.exists(b, a != b))",
+    _DEVICE_MAPS.format("device.capacity.exists(d, true)"),  # 32^4: the maps' declared most entries
 ]
 
 
-@pytest.mark.parametrize("expression", OVER_COST, ids=["7-deep", "1001x1001"])
+def test_three_comprehensions_nested_over_the_device_maps_are_within_the_servers_cost_limit(
+    control_plane: controlplane.ControlPlane,
+) -> None:
+    """The other side of the device-maps case below: one level less (32^3) the server accepts, so the
+    offline refusal of four levels rests on the maps' size, not on nesting alone."""
+    from dra_migrate.cluster.live import LiveCluster, LiveOptions
+    from dra_migrate.dra.validate import offline_verdict, server_verdict
+
+    expression = _DEVICE_MAPS.format("true")
+    assert offline_verdict(expression)[0] != "rejected"
+    verdict, message = server_verdict(LiveCluster(LiveOptions(control_plane.kubeconfig)), expression)
+    assert verdict == "accepted", message
+
+
+@pytest.mark.parametrize("expression", OVER_COST, ids=["7-deep", "1001x1001", "device-maps-4-deep"])
 def test_what_is_refused_offline_over_the_cost_limit_the_server_refuses_too(
     control_plane: controlplane.ControlPlane, expression: str
 ) -> None:

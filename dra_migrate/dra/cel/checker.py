@@ -515,22 +515,61 @@ _COMPREHENSIONS = frozenset(_MACROS) | frozenset(_MACROS2)
 
 def least_cost(node: Any) -> int:
     """A lower bound of the API server's estimated worst-case cost, from the comprehensions over list and
-    map literals only, whose sizes the estimate knows exactly.
+    map literals and over the device's attribute and capacity maps, whose sizes the estimate knows: a
+    literal's own, and for the device's maps their declared most entries (`_device_map_range`).
 
     cel-go's estimate of a comprehension (checker/cost.go, costComprehension) is the range's size times the
     cost of one iteration (loop condition plus loop step), and an iteration costs at least 1 (the loop
     condition reads `__result__`); nested comprehensions multiply. Any other part of the expression only
     adds to that, so past CEL_SELECTOR_EXPRESSION_MAX_COST the selector is refused whatever else it uses."""
+    return _least_cost(node, device_maps=not _rebinds_device(node))
+
+
+def _least_cost(node: Any, *, device_maps: bool) -> int:
     if not isinstance(node, lark.Tree):
         return 0
-    parts = [least_cost(c) for c in node.children]
+    parts = [_least_cost(c, device_maps=device_maps) for c in node.children]
     if node.data == "member_dot_arg" and len(node.children) > 2 and str(node.children[1]) in _COMPREHENSIONS:
         args = node.children[2].children if isinstance(node.children[2], lark.Tree) else []
         size = _literal_size(node.children[0])
+        if size is None and device_maps and _device_map_range(node.children[0]):
+            size = _DEVICE_MAP_SIZE
         if args and _ident_name(args[0]) is not None and size is not None:
-            body = max((least_cost(a) for a in args[1:]), default=0)
-            return max(size * max(1, body), least_cost(node.children[0]))
+            body = max((_least_cost(a, device_maps=device_maps) for a in args[1:]), default=0)
+            return max(size * max(1, body), _least_cost(node.children[0], device_maps=device_maps))
     return max(parts, default=0)
+
+
+def _rebinds_device(node: Any) -> bool:
+    """Whether a comprehension names its variable `device`: then `device.attributes` may be anything, and
+    no size is assumed for it (a lower bound must never be above the API server's estimate)."""
+    if not isinstance(node, lark.Tree):
+        return False
+    if node.data == "member_dot_arg" and len(node.children) > 2 and str(node.children[1]) in _COMPREHENSIONS:
+        args = node.children[2].children if isinstance(node.children[2], lark.Tree) else []
+        if any(_ident_name(a) == "device" for a in args[:2]):
+            return True
+    return any(_rebinds_device(c) for c in node.children)
+
+
+def _device_map_range(node: Any) -> bool:
+    """`device.attributes`, `device.capacity`, or one domain's map of either (`device.attributes["d"]`).
+
+    The API server sizes a comprehension over them by the maps' declared most entries,
+    ResourceSliceMaxAttributesAndCapacitiesPerDevice (32): k8s.io/dynamic-resource-allocation@v0.37.2
+    cel/compile.go declares the outer (by domain) and inner (by name) maps with it and its `sizeEstimator`
+    hands that to cel-go's estimate. Checked on the real API server: four comprehensions nested over them
+    (32^4 iterations) are refused as over the cost limit, three are not
+    (tests/integration/test_dry_run_server.py)."""
+    steps: list[str] = []
+    inner = _core(node)
+    while inner.data in ("member_dot", "member_index"):
+        steps.append(str(inner.children[1]) if inner.data == "member_dot" else "[]")
+        inner = _core(inner.children[0])
+    if not (inner.data == "ident" and str(inner.children[0]) == "device"):
+        return False
+    steps.reverse()
+    return len(steps) in (1, 2) and steps[0] in ("attributes", "capacity")
 
 
 def _literal_size(node: Any) -> int | None:
