@@ -54,7 +54,7 @@ def _dict(v: Any, field: str) -> dict[str, Any]:
     if v is None:
         return {}
     if not isinstance(v, dict):
-        raise Malformed(field, f"must be a map, not {_type(v)}")
+        raise Malformed(field, f"must be a map, not {type_name(v)}")
     return v
 
 
@@ -62,17 +62,21 @@ def _list(v: Any, field: str) -> list[Any]:
     if v is None:
         return []
     if not isinstance(v, list):
-        raise Malformed(field, f"must be a list, not {_type(v)}")
+        raise Malformed(field, f"must be a list, not {type_name(v)}")
     return v
 
 
 def _str(v: Any, field: str) -> None:
     if v is not None and not isinstance(v, str):
-        raise Malformed(field, f"must be a string, not {_type(v)}")
+        raise Malformed(field, f"must be a string, not {type_name(v)}")
 
 
-def _type(v: Any) -> str:
-    return {dict: "a map", list: "a list", str: "a string", bool: "a boolean"}.get(type(v), type(v).__name__)
+def type_name(v: Any) -> str:
+    """What a value is, as an error says it: "a map", "a list", ... (ruamel's CommentedMap is a map)."""
+    for t, name in ((bool, "a boolean"), (str, "a string"), (dict, "a map"), (list, "a list")):
+        if isinstance(v, t):
+            return name
+    return type(v).__name__
 
 
 def _string_map(v: Any, field: str) -> None:
@@ -80,7 +84,7 @@ def _string_map(v: Any, field: str) -> None:
         return
     for k, val in _dict(v, field).items():
         if not isinstance(k, str) or not isinstance(val, str):
-            raise Malformed(f"{field}.{k}", f"must be a string, not {_type(val)}")
+            raise Malformed(f"{field}.{k}", f"must be a string, not {type_name(val)}")
 
 
 def check_count(v: Any, field: str) -> None:
@@ -101,7 +105,7 @@ def check_count(v: Any, field: str) -> None:
 def _metadata(obj: Obj) -> None:
     meta = obj.get("metadata")
     if not isinstance(meta, dict):
-        raise Malformed("metadata", "is missing" if meta is None else f"must be a map, not {_type(meta)}")
+        raise Malformed("metadata", "is missing" if meta is None else f"must be a map, not {type_name(meta)}")
     name = meta.get("name")
     if not isinstance(name, str) or not name:
         raise Malformed("metadata.name", "is missing" if name is None else "must be a non-empty string")
@@ -149,7 +153,7 @@ def _container(c: Any, field: str) -> None:
     if _container_ok(c):
         return
     if not isinstance(c, dict):
-        raise Malformed(field, f"must be a container (a map), not {_type(c) if c is not None else 'null'}")
+        raise Malformed(field, f"must be a container (a map), not {type_name(c) if c is not None else 'null'}")
     _str(c.get("name"), f"{field}.name")
     _str(c.get("restartPolicy"), f"{field}.restartPolicy")
     _resources(c, field)

@@ -26,6 +26,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from dra_migrate.cluster.kinds import kind_key
 from dra_migrate.cluster.templates import ResolvedTemplate, TemplateTable
+from dra_migrate.cluster.validate import type_name
 from dra_migrate.convert import gang
 from dra_migrate.convert.claims import (
     DNS_LABEL_MAX,
@@ -194,6 +195,13 @@ def convert_document(
     """Convert one YAML document (a workload); mutates `doc` only when the result has no problems."""
     result = DocResult()
     if not isinstance(doc, dict):
+        return result
+    not_text = [f for f in ("apiVersion", "kind") if doc.get(f) is not None and not isinstance(doc.get(f), str)]
+    if not_text:  # `kind:` followed by an indented block: a map, which no kind lookup may hash
+        result.problems.append(
+            f"{not_text[0]} is {type_name(doc[not_text[0]])}, not a string: this is not a Kubernetes object"
+            " (the API server refuses it); fix the manifest"
+        )
         return result
     names = names or ClaimNames()
     kind = str(doc.get("kind", ""))

@@ -233,3 +233,35 @@ def test_convert_dash_reads_stdin_and_writes_the_converted_stream_to_stdout() ->
     assert code == 1 and out == "" and "<stdin>:" in err and "resources.limits.gpu" in err
     code, _, err = _stdin(text, "-", "--in-place")
     assert code == 1 and "stdin" in err
+
+
+_POD_BODY = """metadata: {name: p}
+spec:
+  containers:
+  - name: x
+    image: y
+    resources: {limits: {nvidia.com/gpu: 1}}
+"""
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        "apiVersion: v1\nkind:\n  Pod: x\n",  # `kind:` then an indented block: a map (found by fuzzing, atheris)
+        "apiVersion: v1\nkind: [Pod]\n",
+        "apiVersion: {v: 1}\nkind: Pod\n",
+        "apiVersion: v1\nkind: 7\n",
+    ],
+    ids=["kind-map", "kind-list", "apiversion-map", "kind-int"],
+)
+def test_a_manifest_whose_kind_or_apiversion_is_not_a_string_is_a_problem_not_an_internal_error(
+    head: str, tmp_path: Path
+) -> None:
+    """A set lookup of an unhashable `kind` crashed convert ("internal error: TypeError: unhashable type:
+    'CommentedMap'"). The API server refuses such an object; convert names it and writes nothing."""
+    src = tmp_path / "m.yaml"
+    src.write_text(head + _POD_BODY)
+    r = run("convert", str(src), "--output-dir", str(tmp_path / "out"))
+    assert r.code == 1 and "internal error" not in r.stderr, r.stderr
+    assert f"{src}:1: " in r.stderr and "not a string" in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists()
