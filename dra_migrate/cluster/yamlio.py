@@ -78,19 +78,26 @@ def nesting_bound(text: str) -> int:
 
 def nesting_exceeds(text: str, limit: int = MAX_DEPTH) -> bool:
     """Whether the YAML text nests collections deeper than `limit`: read from the parser's event stream
-    (a state machine with a heap stack, not recursion), stopping as soon as the limit is passed."""
+    (a state machine with a heap stack, not recursion), stopping as soon as the limit is passed.
+
+    Text that is not YAML before it gets that deep answers False: the caller's loader then stops at the
+    same error, with its line, before building anything (a caller that checked this outside its own
+    error handling turned such text into an internal error: found by fuzzing `convert`)."""
     from ruamel.yaml.events import CollectionEndEvent, CollectionStartEvent
 
     if nesting_bound(text) <= limit:
         return False
     depth = 0
-    for event in YAML(typ="safe", pure=True).parse(text):
-        if isinstance(event, CollectionStartEvent):
-            depth += 1
-            if depth > limit:
-                return True
-        elif isinstance(event, CollectionEndEvent):
-            depth -= 1
+    try:
+        for event in YAML(typ="safe", pure=True).parse(text):
+            if isinstance(event, CollectionStartEvent):
+                depth += 1
+                if depth > limit:
+                    return True
+            elif isinstance(event, CollectionEndEvent):
+                depth -= 1
+    except YAMLError:
+        return False
     return False
 
 

@@ -265,3 +265,26 @@ def test_a_manifest_whose_kind_or_apiversion_is_not_a_string_is_a_problem_not_an
     assert r.code == 1 and "internal error" not in r.stderr, r.stderr
     assert f"{src}:1: " in r.stderr and "not a string" in r.stderr, r.stderr
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "apiVersion: v1\nkind: Pod\n- a\n" + "[" * 250 + "\n",  # a parser error, then brackets past the depth limit
+        "kind: Pod\nspec: x\n  bad: y\n" + "[" * 250 + "\n",  # a scanner error, the same
+    ],
+    ids=["parser-error", "scanner-error"],
+)
+def test_invalid_yaml_with_deep_brackets_is_refused_with_its_line_not_an_internal_error(
+    text: str, tmp_path: Path
+) -> None:
+    """The depth check reads the parser's events before the document is loaded; text that is not YAML
+    before it gets deep raised there, outside convert's error handling (found by fuzzing, atheris). The
+    snapshot reader, which checked inside its own, must say the same kind of thing."""
+    src = tmp_path / "m.yaml"
+    src.write_text(text)
+    r = run("convert", str(src))
+    assert r.code == 1 and "internal error" not in r.stderr and "not valid YAML" in r.stderr, r.stderr
+    assert "line 3 of the document" in r.stderr, r.stderr
+    s = run("inventory", "--snapshot", str(src))
+    assert s.code == 1 and "internal error" not in s.stderr and f"{src}:3:" in s.stderr, s.stderr
