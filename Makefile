@@ -13,7 +13,7 @@ export PYTHONDONTWRITEBYTECODE = 1
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
 .PHONY: install deps demo test test-unit test-cluster test-realnode test-nvidia test-package test-policy lint \
-	k8s kwok node nvidia opa browser golden bench docs release image-tools
+	k8s kwok node nvidia opa browser golden bench fuzz docs release image-tools
 
 # The dependencies of pyproject.toml, read from it; reinstalled when it changes. `deps` is the runtime
 # set (make demo), `install` adds [dev] (tests, lint). A no-op when PY is not the venv's.
@@ -123,3 +123,8 @@ golden: install
 
 bench: install
 	$(PY) bench/run.py
+
+# Coverage-guided fuzzing of the readers of hostile input (tools/fuzz/targets.py, docs/testing.md); not in
+# `make test`. FUZZ_SECONDS per target (300), FUZZ_TARGETS (snapshot convert plan).
+fuzz: install
+	PY=$(PY) tools/fuzz/run

@@ -202,6 +202,13 @@ def parse_stream(text: str, name: str) -> list[_Doc]:
             ) from e
         except RecursionError as e:
             raise InputError(f"{name}:{start}: nested too deeply", "fix the manifest") from e
+        except TypeError as e:
+            # ruamel's round-trip constructor hashes each key; a key that is itself a tagged map (`? !t a: b`)
+            # is not hashable and raises TypeError, not a YAMLError (found by fuzzing convert, atheris).
+            raise InputError(
+                f"{name}: document at line {start}: a key that is itself a map or a list ({e})",
+                "Kubernetes objects have string keys only: fix the manifest",
+            ) from e
     return docs
 
 

@@ -288,3 +288,13 @@ def test_invalid_yaml_with_deep_brackets_is_refused_with_its_line_not_an_interna
     assert "line 3 of the document" in r.stderr, r.stderr
     s = run("inventory", "--snapshot", str(src))
     assert s.code == 1 and "internal error" not in s.stderr and f"{src}:3:" in s.stderr, s.stderr
+
+
+def test_a_tagged_map_used_as_a_key_is_refused_not_an_internal_error(tmp_path: Path) -> None:
+    """ruamel's round-trip loader raised TypeError ("unhashable type: 'CommentedMap'") on this, which
+    convert turned into an internal error (found by fuzzing, atheris; reduced by hand)."""
+    src = tmp_path / "m.yaml"
+    src.write_text("? !h45x1e: m:\n     e: main {t  \n---   \nrs:\n   # t   rm\n")
+    r = run("convert", str(src))
+    assert r.code == 1 and "internal error" not in r.stderr, r.stderr
+    assert f"{src}: document at line 1: a key that is itself a map or a list" in r.stderr, r.stderr
