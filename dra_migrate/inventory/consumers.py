@@ -23,6 +23,11 @@ TERMINAL_PHASES = ("Succeeded", "Failed")
 DEFAULT_SCHEDULER = "default-scheduler"
 
 
+# "namespace/name" of every pod read -> (its spec.nodeName, its effective GPU requests): worked out once, when
+# the consumers are found, for every later reader (gangs, gang capacity) rather than once per reader.
+PodRequests = dict[str, tuple[Any, dict[str, int]]]
+
+
 @dataclass
 class TemplateUse:
     path: str
@@ -81,6 +86,12 @@ def _list(v: Any) -> list[Any]:
 
 def _meta(obj: Obj) -> dict[str, Any]:
     return _dict(obj.get("metadata"))
+
+
+def pod_ref(pod: Obj) -> str:
+    """A pod's "namespace/name" (the key of `PodRequests`, and of `Gang.pod_names`)."""
+    m = _meta(pod)
+    return f"{m.get('namespace', '')}/{m.get('name', '')}"
 
 
 def _controller_ref(obj: Obj) -> dict[str, Any] | None:
@@ -182,8 +193,8 @@ def _totals(uses: list[TemplateUse]) -> dict[str, int]:
 
 def find_consumers(
     state: ClusterState, names: GpuNames, node_pools: dict[str, str]
-) -> tuple[list[Consumer], dict[str, dict[str, int]]]:
-    """The consumers, and the GPU requests of live pods per node (for pool totals)."""
+) -> tuple[list[Consumer], dict[str, dict[str, int]], PodRequests]:
+    """The consumers, the GPU requests of live pods per node (for pool totals), and every pod's requests."""
     index = OwnerIndex(state)
     consumers: dict[tuple[str, str, str, str], Consumer] = {}
 
@@ -206,10 +217,12 @@ def find_consumers(
                 consumers[cid(key, obj)] = consumer
 
     node_requests: dict[str, dict[str, int]] = {}
+    by_pod: PodRequests = {}
     for pod in state.of("Pod"):
         spec = _dict(pod.get("spec"))
         req = pod_requests(_list(spec.get("containers")), _list(spec.get("initContainers")), names)
         node = spec.get("nodeName")
+        by_pod[pod_ref(pod)] = (node, req)
         live = _dict(pod.get("status")).get("phase") not in TERMINAL_PHASES
         if node and live and req:
             per_node = node_requests.setdefault(str(node), {})
@@ -236,7 +249,7 @@ def find_consumers(
             c.pods += 1
             if node:
                 c.pools.add(node_pools.get(str(node), f"(node {node} not found)"))
-    return sorted(consumers.values(), key=lambda c: (c.namespace, c.kind, c.name)), node_requests
+    return sorted(consumers.values(), key=lambda c: (c.namespace, c.kind, c.name)), node_requests, by_pod
 
 
 def _pod_consumer(state: ClusterState, key: str, top: Obj, req: dict[str, int], names: GpuNames) -> Consumer:
