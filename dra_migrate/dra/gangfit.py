@@ -134,7 +134,7 @@ def capacity_after(state: ClusterState, nodes: list[GpuNode], classes: list[Clas
         nd = devices.get(n.name)
         for resource in set(n.capacity) | set(n.allocatable):
             cls = class_for(resource, classes)
-            served[resource] = len(matching_devices(cls, nd)) if cls is not None and nd is not None else 0
+            served[resource] = len(matching_devices(state, cls, nd)) if cls is not None and nd is not None else 0
         out[n.name] = served
     return out
 

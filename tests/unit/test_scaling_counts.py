@@ -10,7 +10,7 @@ from typing import Any
 
 from dra_migrate.checks.run import assess
 from dra_migrate.cluster.state import ClusterState
-from tests.unit.helpers import container, node, obj, pod_spec, state, template
+from tests.unit.helpers import container, node, obj, pod, pod_spec, state, template
 
 
 class _Counted(list[Any]):
@@ -156,8 +156,6 @@ def test_packing_a_gang_looks_at_the_node_shapes_a_bounded_number_of_times(monke
 def _request_reads(jobs: int, monkeypatch: Any) -> tuple[int, int]:
     """(pods, pod_requests calls) of `assess` on a fleet of running 4-worker PyTorchJobs (gangs) and a PodGroup."""
     from dra_migrate.inventory import consumers, gangs, resources
-    from tests.unit.helpers import pod
-
     calls = 0
     real = resources.pod_requests
 
@@ -192,3 +190,32 @@ def test_each_pods_gpu_requests_are_worked_out_once(monkeypatch: Any) -> None:
     once and keeps them (`Inventory.pod_requests`); the templates add one per template."""
     pods, calls = _request_reads(20, monkeypatch)
     assert calls <= pods + 20 + 2, (pods, calls)
+
+
+def test_each_node_is_matched_against_a_class_once(monkeypatch: Any) -> None:
+    """Pool capacity and the gang check each matched every node's devices against the classes (the
+    check compiles its own): every device was matched twice, a tenth of `plan` at 10,000 nodes. The
+    matches are kept per state, node and selectors."""
+    from dra_migrate.dra import cel
+
+    matched = 0
+    real = cel.Selector.matches
+
+    def counted(self: Any, device: Any, driver: str) -> bool:
+        nonlocal matched
+        matched += 1
+        return real(self, device, driver)
+
+    monkeypatch.setattr(cel.Selector, "matches", counted)
+    nodes = 12
+    gpu = {"nvidia.com/gpu": "8"}
+    labels = {"pool": "p", "nvidia.com/gpu.present": "true", "nvidia.com/gpu.count": "8",
+              "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}  # fmt: skip
+    fleet = [node(f"gpu-{i}", labels, gpu) for i in range(nodes)]
+    spec = pod_spec(container(requests={"nvidia.com/gpu": "8"}, limits={"nvidia.com/gpu": "8"}))
+    job = obj("kubeflow.org/v1", "PyTorchJob", "job",
+              {"pytorchReplicaSpecs": {"Worker": {"replicas": 4, "template": template(spec)}}})  # fmt: skip
+    workers = [pod(f"job-w-{w}", spec, owner=job, node=f"gpu-{w}") for w in range(4)]
+    readiness = assess(state(*fleet, job, *workers), pool_labels=("pool",))
+    assert readiness.inventory.gangs and matched > 0
+    assert matched <= nodes * 8, matched  # each of the fleet's 96 GPUs once, against the one class
