@@ -61,9 +61,13 @@ def fits(pods: Iterable[dict[str, int]], capacity: NodeCapacity | Counter[Shape]
     less room than any other that holds the pod, so the next alike pod lands there too, until it is full
     (the last pods of a run may leave one node part-full). Placing pods one by one made a gang of 1,000
     pods cost 1,000 scans of the shapes (issue 29)."""
+    return fits_runs(Counter(_shape(p) for p in pods), capacity)
+
+
+def fits_runs(runs: Counter[Shape], capacity: NodeCapacity | Counter[Shape]) -> bool:
+    """`fits`, of the pods given as how many ask each shape (`placement_runs`)."""
     free: Counter[Shape] = Counter(capacity) if isinstance(capacity, Counter) else shapes(capacity)
     known: dict[Shape, tuple[dict[str, int], int]] = {}  # a shape's map and total, made once per call
-    runs = Counter(_shape(p) for p in pods)
     for asked, count in sorted(runs.items(), key=lambda run: (-sum(v for _, v in run[0]), run[0])):
         if not _place_run(free, known, asked, count):
             return False
@@ -165,6 +169,21 @@ def minus(capacity: NodeCapacity, used: dict[str, dict[str, int]]) -> NodeCapaci
     return {n: {r: max(0, v - used.get(n, {}).get(r, 0)) for r, v in c.items()} for n, c in capacity.items()}
 
 
+def placement_runs(gang: Gang) -> Counter[Shape]:
+    """`gang.placement_set()` as how many pods ask each shape, made from its roles once per gang rather
+    than as a list of every pod shaped again at every point."""
+    runs: Counter[Shape] = Counter()
+    left = gang.min_count
+    for role in sorted(gang.roles, key=lambda r: (sum(r.resources.values()), sorted(r.resources.items()))):
+        if left <= 0:
+            break
+        take = min(max(role.count, 0), left)
+        if take:
+            runs[_shape(role.resources)] += take
+            left -= take
+    return runs
+
+
 @dataclass(frozen=True)
 class GangVerdict:
     gang: Gang
@@ -185,7 +204,7 @@ def judge(
     node; `own`: what the gang's pods hold. `free_at` caches each point's capacity less `requested` and the
     node shapes of both, so a fleet of gangs costs one subtraction and one shaping per point, and each gang
     only gives back its own few nodes (shaping per gang made checks quadratic in the fleet: issue 29)."""
-    pods = gang.placement_set()
+    pods = placement_runs(gang)
     whole = beside = None
     cache = free_at if free_at is not None else {}
 
@@ -195,10 +214,10 @@ def judge(
         found: Counter[Shape] = cache[key]
         return found
 
-    if not points or not fits(pods, shaped(f"whole/{points[0].name}", points[0].capacity)):
+    if not points or not fits_runs(pods, shaped(f"whole/{points[0].name}", points[0].capacity)):
         return GangVerdict(gang, None, None)
     for p in points[1:]:
-        if whole is None and not fits(pods, shaped(f"whole/{p.name}", p.capacity)):
+        if whole is None and not fits_runs(pods, shaped(f"whole/{p.name}", p.capacity)):
             whole = p.name
         if beside is None and whole is None:
             if p.name not in cache:
@@ -210,6 +229,6 @@ def judge(
                     free[_shape(base[node])] -= 1
                     mine = {r: min(v, base[node].get(r, 0) + held.get(r, 0)) for r, v in p.capacity[node].items()}
                     free[_shape(mine)] += 1
-            if not fits(pods, +free):
+            if not fits_runs(pods, +free):
                 beside = p.name
     return GangVerdict(gang, whole, beside)

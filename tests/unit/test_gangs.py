@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from dra_migrate.checks.run import assess
 from dra_migrate.dra import gangfit
 from dra_migrate.dra.gangfit import fits
+from dra_migrate.inventory.gangs import Gang, Role
 from dra_migrate.inventory.model import build_inventory
 from tests.unit.helpers import container, obj, pod, pod_spec, template
 from tests.unit.test_checks import GPU, gpu_node, make, severities
@@ -96,6 +98,20 @@ def test_packing_a_node_at_a_time_decides_as_one_pod_at_a_time() -> None:
             disagree += 1
     assert disagree == 0, disagree
     assert agree == 3000
+
+
+def test_placement_runs_are_the_placement_set_counted() -> None:
+    """The gang check packs `placement_runs` (made from the roles once per gang): the pods of
+    `placement_set`, counted per shape, whatever the roles, their order and the minCount."""
+    rng = random.Random(37)
+    mig = "nvidia.com/mig-1g.10gb"
+    for _ in range(500):
+        roles = [
+            Role(rng.randint(0, 6), {r: rng.randint(0, 4) for r in rng.sample((GPU, mig), rng.randint(0, 2))})
+            for _ in range(rng.randint(0, 4))
+        ]
+        g = Gang("PyTorchJob", "ns", "j", "framework", rng.randint(1, 20), roles)
+        assert gangfit.placement_runs(g) == Counter(gangfit._shape(p) for p in g.placement_set())
 
 
 # --- inventory -----------------------------------------------------------------------------------------------
