@@ -103,10 +103,14 @@ def _controller_ref(obj: Obj) -> dict[str, Any] | None:
 
 
 class OwnerIndex:
-    """uid -> object, to walk controller ownerReferences up to the top owner."""
+    """uid -> object, to walk controller ownerReferences up to the top owner. Each object's top owner is
+    walked to once: consumers and gangs both ask it of every pod, and a Deployment's pods all share their
+    ReplicaSet's walk (one index serves one inventory: `build_inventory` makes it)."""
 
     def __init__(self, state: ClusterState) -> None:
         self.by_uid: dict[str, tuple[str, Obj]] = {}
+        # id(object) -> its top; the objects are the state's, alive as long as the index
+        self._tops: dict[int, tuple[str, Obj, dict[str, Any] | None]] = {}
         for key, obj in state.all_objects():
             if key == "Pod":
                 continue  # pods own nothing; they are most of the objects
@@ -116,17 +120,28 @@ class OwnerIndex:
 
     def top(self, key: str, obj: Obj) -> tuple[str, Obj, dict[str, Any] | None]:
         """(top key, top object, the ownerReference that could not be followed, if any)."""
-        seen: set[int] = set()
+        seen: list[int] = []
         while id(obj) not in seen:
-            seen.add(id(obj))
+            known = self._tops.get(id(obj))
+            if known is not None:
+                return self._remember(seen, known)
+            seen.append(id(obj))
             ref = _controller_ref(obj)
             if ref is None:
-                return key, obj, None
+                return self._remember(seen, (key, obj, None))
             owner = self.by_uid.get(str(ref.get("uid")))
             if owner is None:
-                return key, obj, ref
+                return self._remember(seen, (key, obj, ref))
             key, obj = owner
-        return key, obj, None
+        return key, obj, None  # a cycle: its answer depends on where the walk began, so it is not kept
+
+    def _remember(
+        self, walked: list[int], found: tuple[str, Obj, dict[str, Any] | None]
+    ) -> tuple[str, Obj, dict[str, Any] | None]:
+        """A walk that ended (no owner, or one not read): every object on it has that same top."""
+        for i in walked:
+            self._tops[i] = found
+        return found
 
 
 def _replicas(t: ResolvedTemplate, nodes: list[Obj]) -> int:
@@ -192,10 +207,10 @@ def _totals(uses: list[TemplateUse]) -> dict[str, int]:
 
 
 def find_consumers(
-    state: ClusterState, names: GpuNames, node_pools: dict[str, str]
+    state: ClusterState, names: GpuNames, node_pools: dict[str, str], index: OwnerIndex | None = None
 ) -> tuple[list[Consumer], dict[str, dict[str, int]], PodRequests]:
     """The consumers, the GPU requests of live pods per node (for pool totals), and every pod's requests."""
-    index = OwnerIndex(state)
+    index = index or OwnerIndex(state)
     consumers: dict[tuple[str, str, str, str], Consumer] = {}
 
     def cid(key: str, obj: Obj) -> tuple[str, str, str, str]:

@@ -215,7 +215,11 @@ def _is_framework_gang(objects: _Objects, c: Consumer) -> bool:
 
 
 def find_gangs(
-    state: ClusterState, requests: PodRequests, consumers: list[Consumer], node_pools: dict[str, str]
+    state: ClusterState,
+    requests: PodRequests,
+    consumers: list[Consumer],
+    node_pools: dict[str, str],
+    index: OwnerIndex | None = None,
 ) -> list[Gang]:
     """Every gang whose pods ask for device-plugin GPUs, PodGroups first, then the frameworks' jobs.
     `requests`: every pod's GPU requests, as `find_consumers` worked them out."""
@@ -224,7 +228,7 @@ def find_gangs(
     objects = _Objects(state)
     framework = {(c.kind, c.namespace, c.name): c for c in consumers if _is_framework_gang(objects, c)}
     pods_of: dict[tuple[str, str, str], list[Obj]] = {}
-    index = OwnerIndex(state)
+    index = index or OwnerIndex(state)
     for pod in state.of("Pod"):
         if not _live(pod) or pod_ref(pod) in in_podgroup:
             continue

@@ -7,7 +7,7 @@ from typing import Any
 
 from dra_migrate.cluster.state import ClusterState, source_cluster
 from dra_migrate.gcpause import paused_gc
-from dra_migrate.inventory.consumers import Consumer, PodRequests, find_consumers
+from dra_migrate.inventory.consumers import Consumer, OwnerIndex, PodRequests, find_consumers
 from dra_migrate.inventory.dra import nodes_with_counters, slice_devices_by_node, summarize_dra
 from dra_migrate.inventory.fleet import (
     GpuNode,
@@ -88,7 +88,8 @@ def _build(state: ClusterState, pool_labels: tuple[str, ...]) -> Inventory:
         )
         for n in nodes_raw
     }
-    consumers, node_requests, pod_requests = find_consumers(state, names, node_pools)
+    owners = OwnerIndex(state)  # one walk to each object's top owner, for consumers and gangs alike
+    consumers, node_requests, pod_requests = find_consumers(state, names, node_pools, owners)
     gpu_nodes = build_gpu_nodes(
         nodes_raw,
         names,
@@ -113,7 +114,7 @@ def _build(state: ClusterState, pool_labels: tuple[str, ...]) -> Inventory:
         pools=pools,
         operator=summarize_operator(state, configs),
         dra=summarize_dra(state, dra_plugin_daemonsets(state)),
-        gangs=find_gangs(state, pod_requests, consumers, node_pools),
+        gangs=find_gangs(state, pod_requests, consumers, node_pools, owners),
         topology=partial_node_consumers(consumers, gpu_nodes, slice_topology(state)),
         pod_requests=pod_requests,
     )

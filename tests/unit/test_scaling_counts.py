@@ -219,3 +219,29 @@ def test_each_node_is_matched_against_a_class_once(monkeypatch: Any) -> None:
     readiness = assess(state(*fleet, job, *workers), pool_labels=("pool",))
     assert readiness.inventory.gangs and matched > 0
     assert matched <= nodes * 8, matched  # each of the fleet's 96 GPUs once, against the one class
+
+
+def test_each_objects_owner_is_looked_up_once(monkeypatch: Any) -> None:
+    """Consumers and gangs each walked every pod up its owners (pod, ReplicaSet, Deployment: three
+    look-ups a pod, twice), and a Deployment's pods each walked their ReplicaSet again. One index now
+    serves the inventory, and each object's top owner is walked to once."""
+    from dra_migrate.inventory import consumers
+
+    lookups = 0
+    real = consumers._controller_ref
+
+    def counted(o: Any) -> Any:
+        nonlocal lookups
+        lookups += 1
+        return real(o)
+
+    monkeypatch.setattr(consumers, "_controller_ref", counted)
+    spec = pod_spec(container(requests={"nvidia.com/gpu": "1"}, limits={"nvidia.com/gpu": "1"}))
+    objects: list[Any] = [node("gpu-0", {"pool": "p", "nvidia.com/gpu.present": "true"}, {"nvidia.com/gpu": "8"})]
+    for d in range(5):
+        deployment = obj("apps/v1", "Deployment", f"d{d}", {"replicas": 8, "template": template(spec)})
+        rs = obj("apps/v1", "ReplicaSet", f"d{d}-rs", {"replicas": 8, "template": template(spec)}, owner=deployment)
+        objects += [deployment, rs, *(pod(f"d{d}-{i}", spec, owner=rs, node="gpu-0") for i in range(8))]
+    readiness = assess(state(*objects), pool_labels=("pool",))
+    assert len(readiness.inventory.consumers) == 5
+    assert lookups <= len(objects), (lookups, len(objects))
