@@ -245,3 +245,27 @@ def test_each_objects_owner_is_looked_up_once(monkeypatch: Any) -> None:
     readiness = assess(state(*objects), pool_labels=("pool",))
     assert len(readiness.inventory.consumers) == 5
     assert lookups <= len(objects), (lookups, len(objects))
+
+
+def _pod_visits_planning(pools: int) -> int:
+    from dra_migrate.plan.build import build_plan
+    from dra_migrate.plan.params import PlanParams
+
+    gpu = {"nvidia.com/gpu": "8"}
+    nodes = [node(f"gpu-{i}", {"pool": f"p{i % pools}", "nvidia.com/gpu.present": "true"}, gpu) for i in range(16)]
+    spec = pod_spec(container(requests={"nvidia.com/gpu": "1"}, limits={"nvidia.com/gpu": "1"}))
+    job = obj("kubeflow.org/v1", "PyTorchJob", "job",
+              {"pytorchReplicaSpecs": {"Worker": {"replicas": 48, "template": template(spec)}}})  # fmt: skip
+    workers = [pod(f"job-w-{w}", spec, owner=job, node=f"gpu-{w % 16}") for w in range(48)]
+    s = state(*nodes, job, *workers)
+    s.objects["Pod"] = _Counted(s.objects["Pod"])
+    _Counted.visits = 0
+    build_plan(s, PlanParams(pool_labels=("pool",)))
+    return _Counted.visits
+
+
+def test_planning_visits_the_pods_a_number_of_times_that_does_not_grow_with_the_pools() -> None:
+    """Each pool's stage read every pod of the fleet again to find the nodes of each gang: pools x pods.
+    The same 48 pods on the same 16 nodes, in 2 pools or in 8, are now visited as often."""
+    two, eight = _pod_visits_planning(2), _pod_visits_planning(8)
+    assert eight <= two, (two, eight)
