@@ -269,3 +269,44 @@ def test_planning_visits_the_pods_a_number_of_times_that_does_not_grow_with_the_
     The same 48 pods on the same 16 nodes, in 2 pools or in 8, are now visited as often."""
     two, eight = _pod_visits_planning(2), _pod_visits_planning(8)
     assert eight <= two, (two, eight)
+
+
+class _Watched(dict[str, Any]):
+    """A pod whose reads are counted."""
+
+    reads = 0
+
+    def get(self, key: str, default: Any = None) -> Any:
+        _Watched.reads += 1
+        return super().get(key, default)
+
+
+def _pod_reads_weighing_budgets(workloads: int) -> int:
+    """Pod reads of `drain_holds` on a fleet of `workloads` namespaces, each a budget and 4 pods on 2 nodes,
+    in 10 waves (the default --max-unavailable 10%)."""
+    from dra_migrate.plan.estimate import drain_holds
+
+    spec = pod_spec(container(requests={"nvidia.com/gpu": "1"}, limits={"nvidia.com/gpu": "1"}))
+    pods, pdbs, nodes = [], [], []
+    for w in range(workloads):
+        pdbs.append(obj("policy/v1", "PodDisruptionBudget", f"b{w}", {"selector": {"matchLabels": {"app": "x"}}},
+                        namespace=f"ns{w}"))  # fmt: skip
+        nodes += [f"n{w}-a", f"n{w}-b"]
+        for i in range(4):
+            p = pod(f"p{w}-{i}", spec, node=nodes[-1 - i % 2])
+            p["metadata"].update(namespace=f"ns{w}", labels={"app": "x"})
+            pods.append(p)
+    watched = [_Watched(p) for p in pods]
+    waves = [nodes[i :: 10] for i in range(10)]
+    _Watched.reads = 0
+    holds = drain_holds(pdbs, watched, waves)
+    assert len(holds) == len(nodes)  # no status: each budget may hold its drains
+    return _Watched.reads
+
+
+def test_weighing_budgets_reads_each_pod_a_bounded_number_of_times() -> None:
+    """Each wave's drains were weighed against every budget by a scan of every node's pods in the wave:
+    budgets x pods, and a fleet's budgets grow with it (one a workload). Each budget now reads only its
+    namespace's pods: 4x the workloads, 4x the reads."""
+    small, large = _pod_reads_weighing_budgets(20), _pod_reads_weighing_budgets(80)
+    assert large <= 5 * small, (small, large)
