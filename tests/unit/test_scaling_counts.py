@@ -310,3 +310,61 @@ def test_weighing_budgets_reads_each_pod_a_bounded_number_of_times() -> None:
     namespace's pods: 4x the workloads, 4x the reads."""
     small, large = _pod_reads_weighing_budgets(20), _pod_reads_weighing_budgets(80)
     assert large <= 5 * small, (small, large)
+
+
+def _budget_checks(workloads: int, monkeypatch: Any) -> int:
+    """pdb_selects calls of `assess` on `workloads` namespaces, each a budget allowing no disruption over
+    its 2 GPU pods."""
+    from dra_migrate.checks import rules
+
+    calls = 0
+    real = rules.pdb_selects
+
+    def counted(*args: Any) -> bool:
+        nonlocal calls
+        calls += 1
+        return real(*args)
+
+    monkeypatch.setattr(rules, "pdb_selects", counted)
+    spec = pod_spec(container(requests={"nvidia.com/gpu": "1"}, limits={"nvidia.com/gpu": "1"}))
+    objects: list[Any] = [node("gpu-0", {"pool": "p", "nvidia.com/gpu.present": "true"}, {"nvidia.com/gpu": "8"})]
+    for w in range(workloads):
+        budget = obj("policy/v1", "PodDisruptionBudget", f"b{w}", {"selector": {}, "maxUnavailable": 0},
+                     namespace=f"ns{w}")  # fmt: skip
+        budget["status"] = {"disruptionsAllowed": 0}
+        objects.append(budget)
+        for i in range(2):
+            p = pod(f"p{w}-{i}", spec, node="gpu-0")
+            p["metadata"]["namespace"] = f"ns{w}"
+            objects.append(p)
+    readiness = assess(state(*objects), pool_labels=("pool",))
+    assert sum(f.id == "pdb-blocks-drain" for f in readiness.findings) == workloads
+    return calls
+
+
+def test_budgets_that_allow_no_disruption_look_at_their_own_namespaces_pods(monkeypatch: Any) -> None:
+    """`pdb-blocks-drain` matched each budget allowing no disruption against every bound pod of the
+    fleet: budgets x pods (a workload's budget with maxUnavailable 0 is common). Each looks at its
+    namespace's pods now: 4x the workloads, 4x the matches."""
+    small, large = _budget_checks(10, monkeypatch), _budget_checks(40, monkeypatch)
+    assert large <= 5 * small, (small, large)
+
+
+def test_replacing_pools_reads_each_pod_once() -> None:
+    """`replace-pool-pinned-workloads` read every pod of the fleet once per pool to replace (pools x
+    pods); it reads the pods once and looks at each pool's nodes' own."""
+    from pathlib import Path
+
+    from dra_migrate.checks import rules_platforms
+    from dra_migrate.checks.context import CheckContext
+    from dra_migrate.cluster.snapshot import load_snapshot
+
+    s = load_snapshot(Path(__file__).resolve().parents[2] / "fixtures" / "clusters" / "platforms" / "gke-managed.yaml")
+    readiness = assess(s)
+    replaced = [p for p in readiness.inventory.pools if p.platform is not None and p.platform.strategy == "replace-pool"]
+    assert len(replaced) == 2
+    s.objects["Pod"] = _Counted(s.objects["Pod"])
+    _Counted.visits = 0
+    ctx = CheckContext(s, readiness.inventory, readiness.generation, readiness.capacity)
+    list(rules_platforms.replace_pool_pinned(ctx))
+    assert 0 < _Counted.visits <= len(s.objects["Pod"]), (_Counted.visits, len(s.objects["Pod"]))
