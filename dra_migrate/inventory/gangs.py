@@ -223,7 +223,8 @@ def find_gangs(
 ) -> list[Gang]:
     """Every gang whose pods ask for device-plugin GPUs, PodGroups first, then the frameworks' jobs.
     `requests`: every pod's GPU requests, as `find_consumers` worked them out."""
-    gangs = [g for g in _podgroup_gangs(state, requests, node_pools) if any(r.resources for r in g.roles) or not g.roles]
+    podgroups = _podgroup_gangs(state, requests, node_pools)
+    gangs = [g for g in podgroups if any(r.resources for r in g.roles) or not g.roles]
     in_podgroup = {p for g in gangs for p in g.pod_names}
     objects = _Objects(state)
     framework = {(c.kind, c.namespace, c.name): c for c in consumers if _is_framework_gang(objects, c)}

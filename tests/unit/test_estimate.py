@@ -234,7 +234,9 @@ def test_the_range_follows_from_the_plan_alone_and_an_edit_is_caught() -> None:
     assert recompute(edited)["summary"] == body["summary"]
 
 
-def _holds_wave_by_wave(pdbs: list[dict[str, Any]], pods: list[dict[str, Any]], waves: list[list[str]]) -> dict[str, str]:
+def _holds_wave_by_wave(
+    pdbs: list[dict[str, Any]], pods: list[dict[str, Any]], waves: list[list[str]]
+) -> dict[str, str]:
     """`drain_holds` as it was written before budgets were indexed by namespace: every wave, every budget."""
     from dra_migrate.inventory.placement import pdb_selects
     from dra_migrate.plan.estimate import disruptions_allowed, evicted
@@ -276,7 +278,8 @@ def test_budgets_hold_the_same_drains_as_when_each_was_checked_wave_by_wave() ->
             kind = rng.choice(("allowed", "count", "percent", "none"))
             spec = {"maxUnavailable": rng.randint(0, 2)} if kind == "count" else {}
             spec = {"maxUnavailable": rng.choice(("0%", "50%"))} if kind == "percent" else spec
-            b = budget(f"b{i}", {"app": rng.choice(("a", "b"))}, rng.randint(0, 2) if kind == "allowed" else None, **spec)
+            allowed = rng.randint(0, 2) if kind == "allowed" else None
+            b = budget(f"b{i}", {"app": rng.choice(("a", "b"))}, allowed, **spec)
             b["metadata"]["namespace"] = rng.choice(("ml", "shop"))
             pdbs.append(b)
         waves = [rng.sample(nodes, rng.randint(1, len(nodes))) for _ in range(rng.randint(1, 4))]

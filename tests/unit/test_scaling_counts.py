@@ -150,7 +150,7 @@ def test_packing_a_gang_looks_at_the_node_shapes_a_bounded_number_of_times(monke
     ~3,000 packings and ~500,000 pod placements (a quarter of `plan`'s checks). Alike pods are now placed a
     node at a time: the shapes looked at grow with the node shapes a run fills, not with its pods."""
     small, large = _shape_visits(64, monkeypatch), _shape_visits(256, monkeypatch)
-    assert 0 < small and large <= small + 8, (small, large)
+    assert small > 0 and large <= small + 8, (small, large)
 
 
 def _request_reads(jobs: int, monkeypatch: Any) -> tuple[int, int]:
@@ -361,7 +361,7 @@ def test_replacing_pools_reads_each_pod_once() -> None:
 
     s = load_snapshot(Path(__file__).resolve().parents[2] / "fixtures" / "clusters" / "platforms" / "gke-managed.yaml")
     readiness = assess(s)
-    replaced = [p for p in readiness.inventory.pools if p.platform is not None and p.platform.strategy == "replace-pool"]
+    replaced = [p for p in readiness.inventory.pools if p.platform and p.platform.strategy == "replace-pool"]
     assert len(replaced) == 2
     s.objects["Pod"] = _Counted(s.objects["Pod"])
     _Counted.visits = 0
