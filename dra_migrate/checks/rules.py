@@ -603,12 +603,17 @@ def pdb_blocks(ctx: CheckContext) -> Iterator[Finding]:
     `metav1.LabelSelectorAsSelector` (nil → nothing, `{}` → everything; apimachinery `pkg/apis/meta/v1/helpers.go`)
     as the disruption controller does.
     """
-    pods = ctx.state.of("Pod")
+    bound: dict[Any, list[dict[str, Any]]] | None = None  # namespace -> its bound pods: a budget selects only there
     for pdb in ctx.state.of("policy/PodDisruptionBudget"):
         if not _pdb_blocks(pdb):
             continue
+        if bound is None:
+            bound = {}
+            for p in ctx.state.of("Pod"):
+                if (p.get("spec") or {}).get("nodeName"):
+                    bound.setdefault(_meta(p).get("namespace"), []).append(p)
         ns = _meta(pdb).get("namespace")
-        covered = sorted(_ref("Pod", p) for p in pods if (p.get("spec") or {}).get("nodeName") and pdb_selects(pdb, p))
+        covered = sorted(_ref("Pod", p) for p in bound.get(ns, []) if pdb_selects(pdb, p))
         if covered:
             yield Finding(
                 "pdb-blocks-drain",

@@ -10,8 +10,8 @@ from dra_migrate.checks.model import Finding, ObjectRef, Severity
 from dra_migrate.checks.registry import rule
 from dra_migrate.dra.capacity import compile_classes
 from dra_migrate.dra.gangfit import capacity_after, capacity_before, judge, migration_points
+from dra_migrate.inventory.consumers import PodRequests
 from dra_migrate.inventory.gangs import PODGROUP, WORKLOAD, Gang
-from dra_migrate.inventory.resources import GpuNames, pod_requests
 
 SCHEDULING_API = "scheduling.k8s.io/v1beta1"
 GENERIC_WORKLOAD = "GenericWorkload"
@@ -25,24 +25,12 @@ def _describe(g: Gang) -> str:
     return f"{g.ref} (minCount {g.min_count} of {g.pods} pods: {shapes})"
 
 
-def _pod_requests_by_ref(ctx: CheckContext, names: GpuNames) -> dict[str, tuple[str, dict[str, int]]]:
-    """ "namespace/name" -> (node, GPU requests) of every bound pod: read once, not once per gang."""
-    out: dict[str, tuple[str, dict[str, int]]] = {}
-    for pod in ctx.state.of("Pod"):
-        meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
-        node = spec.get("nodeName")
-        if isinstance(node, str):
-            req = pod_requests(spec.get("containers") or [], spec.get("initContainers") or [], names)
-            out[f"{meta.get('namespace', '')}/{meta.get('name', '')}"] = (node, req)
-    return out
-
-
-def _own(g: Gang, pods: dict[str, tuple[str, dict[str, int]]]) -> dict[str, dict[str, int]]:
-    """What the gang's own pods hold on each node."""
+def _own(g: Gang, pods: PodRequests) -> dict[str, dict[str, int]]:
+    """What the gang's own pods hold on each node (its bound pods' requests, as the inventory read them)."""
     own: dict[str, dict[str, int]] = {}
     for ref in g.pod_names:
-        if ref in pods:
-            node, req = pods[ref]
+        node, req = pods.get(ref, (None, {}))
+        if isinstance(node, str):
             per = own.setdefault(node, {})
             for r, v in req.items():
                 per[r] = per.get(r, 0) + v
@@ -73,7 +61,7 @@ def gang_capacity(ctx: CheckContext) -> Iterator[Finding]:
     before = capacity_before(ctx.inventory.nodes)
     after = capacity_after(ctx.state, ctx.inventory.nodes, classes)
     points = migration_points(ctx.inventory.nodes, before, after)
-    pods = _pod_requests_by_ref(ctx, ctx.inventory.gpu_names)
+    pods = ctx.inventory.pod_requests
     requested = {n.name: dict(n.requested) for n in ctx.inventory.nodes}
     free_at: dict[str, Any] = {}
     for g in gangs:

@@ -147,12 +147,17 @@ def replace_pool_pinned(ctx: CheckContext) -> Iterator[Finding]:
     """A pod placed by `nodeSelector`/required affinity on the old pool's name (or anything else the new
     pool's nodes will not have) would stay Pending once drained: the health gate would roll the wave back."""
     nodes = {str((n.get("metadata") or {}).get("name")): n for n in ctx.state.of("Node")}
+    pods_on: dict[str, list[dict[str, Any]]] | None = None  # node -> its pods: read once, not once per pool
     for name, p in _pools(ctx):
         if p.strategy != REPLACE_POOL:
             continue
+        if pods_on is None:
+            pods_on = {}
+            for pod in ctx.state.of("Pod"):
+                pods_on.setdefault(str((pod.get("spec") or {}).get("nodeName")), []).append(pod)
         members = {n.name for n in ctx.inventory.nodes if n.pool == name}
         stuck: set[str] = set()
-        for pod in ctx.state.of("Pod"):
+        for pod in (pod for member in sorted(members) for pod in pods_on.get(member, [])):
             spec = pod.get("spec") or {}
             node = nodes.get(str(spec.get("nodeName")))
             if node is None or spec.get("nodeName") not in members:

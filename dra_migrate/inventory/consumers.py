@@ -23,6 +23,11 @@ TERMINAL_PHASES = ("Succeeded", "Failed")
 DEFAULT_SCHEDULER = "default-scheduler"
 
 
+# "namespace/name" of every pod read -> (its spec.nodeName, its effective GPU requests): worked out once, when
+# the consumers are found, for every later reader (gangs, gang capacity) rather than once per reader.
+PodRequests = dict[str, tuple[Any, dict[str, int]]]
+
+
 @dataclass
 class TemplateUse:
     path: str
@@ -83,6 +88,12 @@ def _meta(obj: Obj) -> dict[str, Any]:
     return _dict(obj.get("metadata"))
 
 
+def pod_ref(pod: Obj) -> str:
+    """A pod's "namespace/name" (the key of `PodRequests`, and of `Gang.pod_names`)."""
+    m = _meta(pod)
+    return f"{m.get('namespace', '')}/{m.get('name', '')}"
+
+
 def _controller_ref(obj: Obj) -> dict[str, Any] | None:
     refs = [r for r in _meta(obj).get("ownerReferences") or [] if isinstance(r, dict)]
     for r in refs:
@@ -92,10 +103,14 @@ def _controller_ref(obj: Obj) -> dict[str, Any] | None:
 
 
 class OwnerIndex:
-    """uid -> object, to walk controller ownerReferences up to the top owner."""
+    """uid -> object, to walk controller ownerReferences up to the top owner. Each object's top owner is
+    walked to once: consumers and gangs both ask it of every pod, and a Deployment's pods all share their
+    ReplicaSet's walk (one index serves one inventory: `build_inventory` makes it)."""
 
     def __init__(self, state: ClusterState) -> None:
         self.by_uid: dict[str, tuple[str, Obj]] = {}
+        # id(object) -> its top; the objects are the state's, alive as long as the index
+        self._tops: dict[int, tuple[str, Obj, dict[str, Any] | None]] = {}
         for key, obj in state.all_objects():
             if key == "Pod":
                 continue  # pods own nothing; they are most of the objects
@@ -105,17 +120,28 @@ class OwnerIndex:
 
     def top(self, key: str, obj: Obj) -> tuple[str, Obj, dict[str, Any] | None]:
         """(top key, top object, the ownerReference that could not be followed, if any)."""
-        seen: set[int] = set()
+        seen: list[int] = []
         while id(obj) not in seen:
-            seen.add(id(obj))
+            known = self._tops.get(id(obj))
+            if known is not None:
+                return self._remember(seen, known)
+            seen.append(id(obj))
             ref = _controller_ref(obj)
             if ref is None:
-                return key, obj, None
+                return self._remember(seen, (key, obj, None))
             owner = self.by_uid.get(str(ref.get("uid")))
             if owner is None:
-                return key, obj, ref
+                return self._remember(seen, (key, obj, ref))
             key, obj = owner
-        return key, obj, None
+        return key, obj, None  # a cycle: its answer depends on where the walk began, so it is not kept
+
+    def _remember(
+        self, walked: list[int], found: tuple[str, Obj, dict[str, Any] | None]
+    ) -> tuple[str, Obj, dict[str, Any] | None]:
+        """A walk that ended (no owner, or one not read): every object on it has that same top."""
+        for i in walked:
+            self._tops[i] = found
+        return found
 
 
 def _replicas(t: ResolvedTemplate, nodes: list[Obj]) -> int:
@@ -181,10 +207,10 @@ def _totals(uses: list[TemplateUse]) -> dict[str, int]:
 
 
 def find_consumers(
-    state: ClusterState, names: GpuNames, node_pools: dict[str, str]
-) -> tuple[list[Consumer], dict[str, dict[str, int]]]:
-    """The consumers, and the GPU requests of live pods per node (for pool totals)."""
-    index = OwnerIndex(state)
+    state: ClusterState, names: GpuNames, node_pools: dict[str, str], index: OwnerIndex | None = None
+) -> tuple[list[Consumer], dict[str, dict[str, int]], PodRequests]:
+    """The consumers, the GPU requests of live pods per node (for pool totals), and every pod's requests."""
+    index = index or OwnerIndex(state)
     consumers: dict[tuple[str, str, str, str], Consumer] = {}
 
     def cid(key: str, obj: Obj) -> tuple[str, str, str, str]:
@@ -206,10 +232,12 @@ def find_consumers(
                 consumers[cid(key, obj)] = consumer
 
     node_requests: dict[str, dict[str, int]] = {}
+    by_pod: PodRequests = {}
     for pod in state.of("Pod"):
         spec = _dict(pod.get("spec"))
         req = pod_requests(_list(spec.get("containers")), _list(spec.get("initContainers")), names)
         node = spec.get("nodeName")
+        by_pod[pod_ref(pod)] = (node, req)
         live = _dict(pod.get("status")).get("phase") not in TERMINAL_PHASES
         if node and live and req:
             per_node = node_requests.setdefault(str(node), {})
@@ -236,7 +264,7 @@ def find_consumers(
             c.pods += 1
             if node:
                 c.pools.add(node_pools.get(str(node), f"(node {node} not found)"))
-    return sorted(consumers.values(), key=lambda c: (c.namespace, c.kind, c.name)), node_requests
+    return sorted(consumers.values(), key=lambda c: (c.namespace, c.kind, c.name)), node_requests, by_pod
 
 
 def _pod_consumer(state: ClusterState, key: str, top: Obj, req: dict[str, int], names: GpuNames) -> Consumer:

@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dra_migrate.cluster.state import ClusterState, Obj
-from dra_migrate.inventory.consumers import TERMINAL_PHASES, Consumer, OwnerIndex
-from dra_migrate.inventory.resources import GpuNames, pod_requests
+from dra_migrate.inventory.consumers import TERMINAL_PHASES, Consumer, OwnerIndex, PodRequests, pod_ref
 
 PODGROUP = "scheduling.k8s.io/PodGroup"
 WORKLOAD = "scheduling.k8s.io/Workload"
@@ -112,11 +111,10 @@ def _gang_min_count(policy: Any) -> int | None:
     return count if isinstance(count, int) and not isinstance(count, bool) and count >= 1 else None
 
 
-def _pod_roles(pods: list[Obj], names: GpuNames) -> list[Role]:
+def _pod_roles(pods: list[Obj], requests: PodRequests) -> list[Role]:
     shapes: dict[tuple[tuple[str, int], ...], int] = {}
     for pod in pods:
-        spec = _dict(pod.get("spec"))
-        req = pod_requests(_list(spec.get("containers")), _list(spec.get("initContainers")), names)
+        req = requests[pod_ref(pod)][1]
         key = tuple(sorted(req.items()))
         shapes[key] = shapes.get(key, 0) + 1
     return _merge_roles([Role(n, dict(k)) for k, n in shapes.items()])
@@ -135,12 +133,7 @@ def _live(pod: Obj) -> bool:
     return _dict(pod.get("status")).get("phase") not in TERMINAL_PHASES
 
 
-def _pod_ref(pod: Obj) -> str:
-    m = _meta(pod)
-    return f"{m.get('namespace', '')}/{m.get('name', '')}"
-
-
-def _podgroup_gangs(state: ClusterState, names: GpuNames, node_pools: dict[str, str]) -> list[Gang]:
+def _podgroup_gangs(state: ClusterState, requests: PodRequests, node_pools: dict[str, str]) -> list[Gang]:
     members: dict[tuple[str, str], list[Obj]] = {}
     for pod in state.of("Pod"):
         group = _dict(_dict(pod.get("spec")).get("schedulingGroup")).get("podGroupName")
@@ -154,7 +147,7 @@ def _podgroup_gangs(state: ClusterState, names: GpuNames, node_pools: dict[str, 
             continue  # a `basic` PodGroup: no all-or-nothing
         ns, name = str(m.get("namespace", "")), str(m.get("name", ""))
         pods = members.get((ns, name), [])
-        gang = Gang("PodGroup", ns, name, "podgroup", min_count, _pod_roles(pods, names))
+        gang = Gang("PodGroup", ns, name, "podgroup", min_count, _pod_roles(pods, requests))
         _add_pods(gang, pods, node_pools)
         gangs.append(gang)
     named = {(g.namespace, g.name) for g in gangs}
@@ -175,7 +168,7 @@ def _podgroup_gangs(state: ClusterState, names: GpuNames, node_pools: dict[str, 
 def _add_pods(gang: Gang, pods: list[Obj], node_pools: dict[str, str]) -> None:
     for pod in pods:
         gang.live_pods += 1
-        gang.pod_names.add(_pod_ref(pod))
+        gang.pod_names.add(pod_ref(pod))
         node = _dict(pod.get("spec")).get("nodeName")
         if isinstance(node, str) and node in node_pools:
             gang.pools.add(node_pools[node])
@@ -222,17 +215,23 @@ def _is_framework_gang(objects: _Objects, c: Consumer) -> bool:
 
 
 def find_gangs(
-    state: ClusterState, names: GpuNames, consumers: list[Consumer], node_pools: dict[str, str]
+    state: ClusterState,
+    requests: PodRequests,
+    consumers: list[Consumer],
+    node_pools: dict[str, str],
+    index: OwnerIndex | None = None,
 ) -> list[Gang]:
-    """Every gang whose pods ask for device-plugin GPUs, PodGroups first, then the frameworks' jobs."""
-    gangs = [g for g in _podgroup_gangs(state, names, node_pools) if any(r.resources for r in g.roles) or not g.roles]
+    """Every gang whose pods ask for device-plugin GPUs, PodGroups first, then the frameworks' jobs.
+    `requests`: every pod's GPU requests, as `find_consumers` worked them out."""
+    podgroups = _podgroup_gangs(state, requests, node_pools)
+    gangs = [g for g in podgroups if any(r.resources for r in g.roles) or not g.roles]
     in_podgroup = {p for g in gangs for p in g.pod_names}
     objects = _Objects(state)
     framework = {(c.kind, c.namespace, c.name): c for c in consumers if _is_framework_gang(objects, c)}
     pods_of: dict[tuple[str, str, str], list[Obj]] = {}
-    index = OwnerIndex(state)
+    index = index or OwnerIndex(state)
     for pod in state.of("Pod"):
-        if not _live(pod) or _pod_ref(pod) in in_podgroup:
+        if not _live(pod) or pod_ref(pod) in in_podgroup:
             continue
         _, top, _ = index.top("Pod", pod)
         m = _meta(top)

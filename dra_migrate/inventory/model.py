@@ -7,7 +7,7 @@ from typing import Any
 
 from dra_migrate.cluster.state import ClusterState, source_cluster
 from dra_migrate.gcpause import paused_gc
-from dra_migrate.inventory.consumers import Consumer, find_consumers
+from dra_migrate.inventory.consumers import Consumer, OwnerIndex, PodRequests, find_consumers
 from dra_migrate.inventory.dra import nodes_with_counters, slice_devices_by_node, summarize_dra
 from dra_migrate.inventory.fleet import (
     GpuNode,
@@ -45,6 +45,8 @@ class Inventory:
     dra: dict[str, Any]
     gangs: list[Gang] = field(default_factory=list)  # inventory/gangs.py
     topology: list[MultiGpuConsumer] = field(default_factory=list)  # inventory/topology.py
+    # Every pod's node and GPU requests, read once for the checks that need them per pod (not in the JSON).
+    pod_requests: PodRequests = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -86,7 +88,8 @@ def _build(state: ClusterState, pool_labels: tuple[str, ...]) -> Inventory:
         )
         for n in nodes_raw
     }
-    consumers, node_requests = find_consumers(state, names, node_pools)
+    owners = OwnerIndex(state)  # one walk to each object's top owner, for consumers and gangs alike
+    consumers, node_requests, pod_requests = find_consumers(state, names, node_pools, owners)
     gpu_nodes = build_gpu_nodes(
         nodes_raw,
         names,
@@ -111,8 +114,9 @@ def _build(state: ClusterState, pool_labels: tuple[str, ...]) -> Inventory:
         pools=pools,
         operator=summarize_operator(state, configs),
         dra=summarize_dra(state, dra_plugin_daemonsets(state)),
-        gangs=find_gangs(state, names, consumers, node_pools),
+        gangs=find_gangs(state, pod_requests, consumers, node_pools, owners),
         topology=partial_node_consumers(consumers, gpu_nodes, slice_topology(state)),
+        pod_requests=pod_requests,
     )
 
 

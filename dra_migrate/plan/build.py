@@ -285,14 +285,19 @@ def _replace_pool_stages(
 
 
 def _gang_nodes(readiness: Readiness) -> list[tuple[Gang, set[str]]]:
-    """Each gang with the nodes its live pods run on; gangs on one node need no grouping."""
-    where: dict[str, str] = {}
-    for p in readiness.inventory.state.of("Pod"):
-        m, spec = p.get("metadata") or {}, p.get("spec") or {}
-        if isinstance(spec.get("nodeName"), str):
-            where[f"{m.get('namespace', '')}/{m.get('name', '')}"] = spec["nodeName"]
-    out = [(g, {where[p] for p in g.pod_names if p in where}) for g in readiness.inventory.gangs]
-    return [(g, nodes) for g, nodes in out if len(nodes) > 1]
+    """Each gang with the nodes its live pods run on; gangs on one node need no grouping. Worked out once
+    per plan, from the pods' nodes the inventory read: every pool's stage asks, and each asking read
+    every pod of the fleet again (pools x pods)."""
+    found: list[tuple[Gang, set[str]]] | None = readiness.__dict__.get("_gang_nodes")
+    if found is None:
+        pods = readiness.inventory.pod_requests
+        found = []
+        for g in readiness.inventory.gangs:
+            nodes = {node for node, _ in (pods.get(ref, (None, {})) for ref in g.pod_names) if isinstance(node, str)}
+            if len(nodes) > 1:
+                found.append((g, nodes))
+        readiness.__dict__["_gang_nodes"] = found
+    return found
 
 
 def _group_waves(ordered: list[GpuNode], size: int, gangs: list[set[str]]) -> list[list[GpuNode]]:

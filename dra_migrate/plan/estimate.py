@@ -32,6 +32,7 @@ turn on every node of the wave, so drains and canaries add up across the wave.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -261,28 +262,36 @@ def drain_holds(
     it allows). The Eviction API refuses the rest (429) until replacements are Ready elsewhere (policy/v1
     Eviction; k8s.io/kubernetes@v1.37.2 pkg/registry/core/pod/storage/eviction.go), a wait no plan can
     size. `pods` are the pods the drains evict (the snapshot keeps those that use devices)."""
-    by_node: dict[str, list[Mapping[str, Any]]] = {}
+    # Each budget looks only at its namespace's evicted pods, and adds them up per wave through the node's
+    # wave: scanning every wave's nodes and pods once per budget grew with budgets x (nodes + pods), and a
+    # fleet's budgets grow with it (one a workload is common).
+    by_namespace: dict[Any, list[tuple[str, Mapping[str, Any]]]] = {}
     for p in pods:
         node = (p.get("spec") or {}).get("nodeName")
         if node and evicted(p):
-            by_node.setdefault(str(node), []).append(p)
-    budgets = list(pdbs)
-    out: dict[str, str] = {}
-    for wave in waves:
-        nodes = list(wave)
-        for pdb in budgets:
-            meta = pdb.get("metadata") or {}
-            ns = meta.get("namespace")
-            covered = {
-                n: sum(1 for p in by_node.get(n, []) if (p.get("metadata") or {}).get("namespace") == ns
-                       and pdb_selects(dict(pdb), dict(p)))
-                for n in nodes
-            }  # fmt: skip
-            allowed = disruptions_allowed(pdb)
-            if sum(covered.values()) and (allowed is None or sum(covered.values()) > allowed):
-                for n in nodes:
-                    if covered[n]:
-                        out.setdefault(n, f"{ns}/{meta.get('name')}")
+            by_namespace.setdefault((p.get("metadata") or {}).get("namespace"), []).append((str(node), p))
+    waves_of: dict[str, list[int]] = {}  # node -> the waves it is in (one, in a plan), in order
+    for i, wave in enumerate(waves):
+        for n in dict.fromkeys(wave):
+            waves_of.setdefault(n, []).append(i)
+    # node -> (wave, budget) of the first budget to hold it, in the order of waves, then of budgets
+    first: dict[str, tuple[int, int, str]] = {}
+    for j, pdb in enumerate(pdbs):
+        meta = pdb.get("metadata") or {}
+        ns = meta.get("namespace")
+        covered = Counter(node for node, p in by_namespace.get(ns, ()) if pdb_selects(dict(pdb), dict(p)))
+        per_wave: Counter[int] = Counter()
+        for n, count in covered.items():
+            for i in waves_of.get(n, ()):
+                per_wave[i] += count
+        allowed = disruptions_allowed(pdb)
+        held = {i for i, total in per_wave.items() if total and (allowed is None or total > allowed)}
+        for n in covered:
+            for i in waves_of.get(n, ()):
+                known = first.get(n)
+                if i in held and (known is None or (i, j) < known[:2]):
+                    first[n] = (i, j, f"{ns}/{meta.get('name')}")
+    out = {n: ref for n, (_, _, ref) in first.items()}
     return dict(sorted(out.items()))
 
 

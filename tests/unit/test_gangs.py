@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import random
+from collections import Counter
 from typing import Any
 
 import pytest
 
 from dra_migrate.checks.run import assess
+from dra_migrate.dra import gangfit
 from dra_migrate.dra.gangfit import fits
+from dra_migrate.inventory.gangs import Gang, Role
 from dra_migrate.inventory.model import build_inventory
 from tests.unit.helpers import container, obj, pod, pod_spec, template
 from tests.unit.test_checks import GPU, gpu_node, make, severities
@@ -49,6 +53,65 @@ def test_packing_never_gives_a_gpu_twice_and_mixes_shapes() -> None:
     mixed = {"a": {GPU: 8, "nvidia.com/mig-1g.10gb": 0}, "b": {"nvidia.com/mig-1g.10gb": 7}}
     assert not fits([{GPU: 1, "nvidia.com/mig-1g.10gb": 1}], mixed)
     assert fits([{GPU: 8}, {"nvidia.com/mig-1g.10gb": 7}], mixed)
+
+
+def _one_pod_at_a_time(pods: list[dict[str, int]], capacity: dict[str, dict[str, int]]) -> bool:
+    """Best-fit decreasing as it was written before runs of alike pods were placed a node at a time."""
+    shape = gangfit._shape
+    free = gangfit.shapes(capacity)
+    for p in sorted(pods, key=lambda p: (-sum(p.values()), shape(p))):
+        size, best, best_slack = sum(p.values()), None, 0
+        for s in free:
+            have = dict(s)
+            if all(have.get(r, 0) >= v for r, v in p.items()):
+                slack = sum(have.values()) - size
+                if best is None or slack < best_slack or (slack == best_slack and s < best):
+                    best, best_slack = s, slack
+        if best is None:
+            return False
+        free[best] -= 1
+        if not free[best]:
+            del free[best]
+        left = dict(best)
+        for r, v in p.items():
+            left[r] -= v
+        free[shape(left)] += 1
+    return True
+
+
+def test_packing_a_node_at_a_time_decides_as_one_pod_at_a_time() -> None:
+    """Runs of alike pods are packed a node at a time (issue 29): the verdict is the one-by-one packing's
+    on every fleet and gang, including part-full nodes, several resources and pods that ask for nothing."""
+    rng = random.Random(29)
+    mig = "nvidia.com/mig-1g.10gb"
+    agree = disagree = 0
+    for _ in range(3000):
+        capacity = {
+            f"n{i}": {r: rng.choice((0, 1, 2, 3, 4, 7, 8)) for r in rng.sample((GPU, mig), rng.randint(1, 2))}
+            for i in range(rng.randint(0, 12))
+        }
+        kinds = [{r: rng.randint(1, 5) for r in rng.sample((GPU, mig), rng.randint(0, 2))} for _ in range(3)]
+        pods = [dict(rng.choice(kinds)) for _ in range(rng.randint(1, 40))]
+        if fits(pods, capacity) == _one_pod_at_a_time(pods, capacity):
+            agree += 1
+        else:
+            disagree += 1
+    assert disagree == 0, disagree
+    assert agree == 3000
+
+
+def test_placement_runs_are_the_placement_set_counted() -> None:
+    """The gang check packs `placement_runs` (made from the roles once per gang): the pods of
+    `placement_set`, counted per shape, whatever the roles, their order and the minCount."""
+    rng = random.Random(37)
+    mig = "nvidia.com/mig-1g.10gb"
+    for _ in range(500):
+        roles = [
+            Role(rng.randint(0, 6), {r: rng.randint(0, 4) for r in rng.sample((GPU, mig), rng.randint(0, 2))})
+            for _ in range(rng.randint(0, 4))
+        ]
+        g = Gang("PyTorchJob", "ns", "j", "framework", rng.randint(1, 20), roles)
+        assert gangfit.placement_runs(g) == Counter(gangfit._shape(p) for p in g.placement_set())
 
 
 # --- inventory -----------------------------------------------------------------------------------------------

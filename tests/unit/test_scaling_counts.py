@@ -10,7 +10,7 @@ from typing import Any
 
 from dra_migrate.checks.run import assess
 from dra_migrate.cluster.state import ClusterState
-from tests.unit.helpers import container, node, obj, pod_spec, state, template
+from tests.unit.helpers import container, node, obj, pod, pod_spec, state, template
 
 
 class _Counted(list[Any]):
@@ -117,3 +117,254 @@ def test_multi_gpu_consumers_look_their_nodes_up_a_bounded_number_of_times(monke
     nodes are now summed up once per resource."""
     small, large = _topology_lookups(50, monkeypatch), _topology_lookups(200, monkeypatch)
     assert large <= 5 * small, (small, large)
+
+
+
+def _shape_visits(pods: int, monkeypatch: Any) -> int:
+    from collections import Counter
+
+    from dra_migrate.dra import gangfit
+
+    visits = 0
+
+    class Shapes(Counter[Any]):
+        """gangfit's Counters (node shapes -> how many), counting every shape looked at."""
+
+        def __iter__(self) -> Any:
+            nonlocal visits
+            for shape in super().__iter__():
+                visits += 1
+                yield shape
+
+    monkeypatch.setattr(gangfit, "Counter", Shapes)
+    # Nodes of 8 GPUs, some with 3 taken: two node shapes; a gang of 1-GPU workers and two 4-GPU leaders.
+    capacity = {f"n{i}": {"nvidia.com/gpu": 8 if i % 3 else 5} for i in range(pods // 4)}
+    gang = [{"nvidia.com/gpu": 4}] * 2 + [{"nvidia.com/gpu": 1}] * pods
+    assert gangfit.fits(gang, capacity)
+    assert not gangfit.fits(gang + [{"nvidia.com/gpu": 8}] * pods, capacity)
+    return visits
+
+
+def test_packing_a_gang_looks_at_the_node_shapes_a_bounded_number_of_times(monkeypatch: Any) -> None:
+    """Gang packing looked through the node shapes once per pod: a 50-pods-per-node fleet's gangs asked
+    ~3,000 packings and ~500,000 pod placements (a quarter of `plan`'s checks). Alike pods are now placed a
+    node at a time: the shapes looked at grow with the node shapes a run fills, not with its pods."""
+    small, large = _shape_visits(64, monkeypatch), _shape_visits(256, monkeypatch)
+    assert small > 0 and large <= small + 8, (small, large)
+
+
+def _request_reads(jobs: int, monkeypatch: Any) -> tuple[int, int]:
+    """(pods, pod_requests calls) of `assess` on a fleet of running 4-worker PyTorchJobs (gangs) and a PodGroup."""
+    from dra_migrate.inventory import consumers, gangs, resources
+    calls = 0
+    real = resources.pod_requests
+
+    def counted(*args: Any) -> dict[str, int]:
+        nonlocal calls
+        calls += 1
+        return real(*args)
+
+    from dra_migrate.checks import rules_gangs
+
+    for module in (consumers, gangs, resources, rules_gangs):
+        monkeypatch.setattr(module, "pod_requests", counted, raising=False)
+    gpu = {"nvidia.com/gpu": "8"}
+    nodes = [node(f"gpu-{i}", {"pool": "p", "nvidia.com/gpu.present": "true"}, gpu) for i in range(jobs)]
+    spec = pod_spec(container(requests={"nvidia.com/gpu": "2"}, limits={"nvidia.com/gpu": "2"}))
+    objects: list[Any] = []
+    for j in range(jobs):
+        job = obj("kubeflow.org/v1", "PyTorchJob", f"job-{j}",
+                  {"pytorchReplicaSpecs": {"Worker": {"replicas": 4, "template": template(spec)}}})  # fmt: skip
+        objects += [job, *(pod(f"job-{j}-w-{w}", spec, owner=job, node=f"gpu-{j}") for w in range(4))]
+    grouped = {**spec, "schedulingGroup": {"podGroupName": "pg"}}
+    group = obj("scheduling.k8s.io/v1beta1", "PodGroup", "pg", {"schedulingPolicy": {"gang": {"minCount": 2}}})
+    objects += [group, *(pod(f"pg-{w}", grouped, node="gpu-0") for w in range(2))]
+    readiness = assess(state(*nodes, *objects), pool_labels=("pool",))
+    assert len(readiness.inventory.gangs) == jobs + 1
+    return 4 * jobs + 2, calls
+
+
+def test_each_pods_gpu_requests_are_worked_out_once(monkeypatch: Any) -> None:
+    """Consumers, gangs and the gang-capacity check each worked out every pod's GPU requests (twice
+    per pod on a fleet of gangs: 0.6 s of `plan` at 50 pods per node). The inventory works them out
+    once and keeps them (`Inventory.pod_requests`); the templates add one per template."""
+    pods, calls = _request_reads(20, monkeypatch)
+    assert calls <= pods + 20 + 2, (pods, calls)
+
+
+def test_each_node_is_matched_against_a_class_once(monkeypatch: Any) -> None:
+    """Pool capacity and the gang check each matched every node's devices against the classes (the
+    check compiles its own): every device was matched twice, a tenth of `plan` at 10,000 nodes. The
+    matches are kept per state, node and selectors."""
+    from dra_migrate.dra import cel
+
+    matched = 0
+    real = cel.Selector.matches
+
+    def counted(self: Any, device: Any, driver: str) -> bool:
+        nonlocal matched
+        matched += 1
+        return real(self, device, driver)
+
+    monkeypatch.setattr(cel.Selector, "matches", counted)
+    nodes = 12
+    gpu = {"nvidia.com/gpu": "8"}
+    labels = {"pool": "p", "nvidia.com/gpu.present": "true", "nvidia.com/gpu.count": "8",
+              "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}  # fmt: skip
+    fleet = [node(f"gpu-{i}", labels, gpu) for i in range(nodes)]
+    spec = pod_spec(container(requests={"nvidia.com/gpu": "8"}, limits={"nvidia.com/gpu": "8"}))
+    job = obj("kubeflow.org/v1", "PyTorchJob", "job",
+              {"pytorchReplicaSpecs": {"Worker": {"replicas": 4, "template": template(spec)}}})  # fmt: skip
+    workers = [pod(f"job-w-{w}", spec, owner=job, node=f"gpu-{w}") for w in range(4)]
+    readiness = assess(state(*fleet, job, *workers), pool_labels=("pool",))
+    assert readiness.inventory.gangs and matched > 0
+    assert matched <= nodes * 8, matched  # each of the fleet's 96 GPUs once, against the one class
+
+
+def test_each_objects_owner_is_looked_up_once(monkeypatch: Any) -> None:
+    """Consumers and gangs each walked every pod up its owners (pod, ReplicaSet, Deployment: three
+    look-ups a pod, twice), and a Deployment's pods each walked their ReplicaSet again. One index now
+    serves the inventory, and each object's top owner is walked to once."""
+    from dra_migrate.inventory import consumers
+
+    lookups = 0
+    real = consumers._controller_ref
+
+    def counted(o: Any) -> Any:
+        nonlocal lookups
+        lookups += 1
+        return real(o)
+
+    monkeypatch.setattr(consumers, "_controller_ref", counted)
+    spec = pod_spec(container(requests={"nvidia.com/gpu": "1"}, limits={"nvidia.com/gpu": "1"}))
+    objects: list[Any] = [node("gpu-0", {"pool": "p", "nvidia.com/gpu.present": "true"}, {"nvidia.com/gpu": "8"})]
+    for d in range(5):
+        deployment = obj("apps/v1", "Deployment", f"d{d}", {"replicas": 8, "template": template(spec)})
+        rs = obj("apps/v1", "ReplicaSet", f"d{d}-rs", {"replicas": 8, "template": template(spec)}, owner=deployment)
+        objects += [deployment, rs, *(pod(f"d{d}-{i}", spec, owner=rs, node="gpu-0") for i in range(8))]
+    readiness = assess(state(*objects), pool_labels=("pool",))
+    assert len(readiness.inventory.consumers) == 5
+    assert lookups <= len(objects), (lookups, len(objects))
+
+
+def _pod_visits_planning(pools: int) -> int:
+    from dra_migrate.plan.build import build_plan
+    from dra_migrate.plan.params import PlanParams
+
+    gpu = {"nvidia.com/gpu": "8"}
+    nodes = [node(f"gpu-{i}", {"pool": f"p{i % pools}", "nvidia.com/gpu.present": "true"}, gpu) for i in range(16)]
+    spec = pod_spec(container(requests={"nvidia.com/gpu": "1"}, limits={"nvidia.com/gpu": "1"}))
+    job = obj("kubeflow.org/v1", "PyTorchJob", "job",
+              {"pytorchReplicaSpecs": {"Worker": {"replicas": 48, "template": template(spec)}}})  # fmt: skip
+    workers = [pod(f"job-w-{w}", spec, owner=job, node=f"gpu-{w % 16}") for w in range(48)]
+    s = state(*nodes, job, *workers)
+    s.objects["Pod"] = _Counted(s.objects["Pod"])
+    _Counted.visits = 0
+    build_plan(s, PlanParams(pool_labels=("pool",)))
+    return _Counted.visits
+
+
+def test_planning_visits_the_pods_a_number_of_times_that_does_not_grow_with_the_pools() -> None:
+    """Each pool's stage read every pod of the fleet again to find the nodes of each gang: pools x pods.
+    The same 48 pods on the same 16 nodes, in 2 pools or in 8, are now visited as often."""
+    two, eight = _pod_visits_planning(2), _pod_visits_planning(8)
+    assert eight <= two, (two, eight)
+
+
+class _Watched(dict[str, Any]):
+    """A pod whose reads are counted."""
+
+    reads = 0
+
+    def get(self, key: str, default: Any = None) -> Any:
+        _Watched.reads += 1
+        return super().get(key, default)
+
+
+def _pod_reads_weighing_budgets(workloads: int) -> int:
+    """Pod reads of `drain_holds` on a fleet of `workloads` namespaces, each a budget and 4 pods on 2 nodes,
+    in 10 waves (the default --max-unavailable 10%)."""
+    from dra_migrate.plan.estimate import drain_holds
+
+    spec = pod_spec(container(requests={"nvidia.com/gpu": "1"}, limits={"nvidia.com/gpu": "1"}))
+    pods, pdbs, nodes = [], [], []
+    for w in range(workloads):
+        pdbs.append(obj("policy/v1", "PodDisruptionBudget", f"b{w}", {"selector": {"matchLabels": {"app": "x"}}},
+                        namespace=f"ns{w}"))  # fmt: skip
+        nodes += [f"n{w}-a", f"n{w}-b"]
+        for i in range(4):
+            p = pod(f"p{w}-{i}", spec, node=nodes[-1 - i % 2])
+            p["metadata"].update(namespace=f"ns{w}", labels={"app": "x"})
+            pods.append(p)
+    watched = [_Watched(p) for p in pods]
+    waves = [nodes[i :: 10] for i in range(10)]
+    _Watched.reads = 0
+    holds = drain_holds(pdbs, watched, waves)
+    assert len(holds) == len(nodes)  # no status: each budget may hold its drains
+    return _Watched.reads
+
+
+def test_weighing_budgets_reads_each_pod_a_bounded_number_of_times() -> None:
+    """Each wave's drains were weighed against every budget by a scan of every node's pods in the wave:
+    budgets x pods, and a fleet's budgets grow with it (one a workload). Each budget now reads only its
+    namespace's pods: 4x the workloads, 4x the reads."""
+    small, large = _pod_reads_weighing_budgets(20), _pod_reads_weighing_budgets(80)
+    assert large <= 5 * small, (small, large)
+
+
+def _budget_checks(workloads: int, monkeypatch: Any) -> int:
+    """pdb_selects calls of `assess` on `workloads` namespaces, each a budget allowing no disruption over
+    its 2 GPU pods."""
+    from dra_migrate.checks import rules
+
+    calls = 0
+    real = rules.pdb_selects
+
+    def counted(*args: Any) -> bool:
+        nonlocal calls
+        calls += 1
+        return real(*args)
+
+    monkeypatch.setattr(rules, "pdb_selects", counted)
+    spec = pod_spec(container(requests={"nvidia.com/gpu": "1"}, limits={"nvidia.com/gpu": "1"}))
+    objects: list[Any] = [node("gpu-0", {"pool": "p", "nvidia.com/gpu.present": "true"}, {"nvidia.com/gpu": "8"})]
+    for w in range(workloads):
+        budget = obj("policy/v1", "PodDisruptionBudget", f"b{w}", {"selector": {}, "maxUnavailable": 0},
+                     namespace=f"ns{w}")  # fmt: skip
+        budget["status"] = {"disruptionsAllowed": 0}
+        objects.append(budget)
+        for i in range(2):
+            p = pod(f"p{w}-{i}", spec, node="gpu-0")
+            p["metadata"]["namespace"] = f"ns{w}"
+            objects.append(p)
+    readiness = assess(state(*objects), pool_labels=("pool",))
+    assert sum(f.id == "pdb-blocks-drain" for f in readiness.findings) == workloads
+    return calls
+
+
+def test_budgets_that_allow_no_disruption_look_at_their_own_namespaces_pods(monkeypatch: Any) -> None:
+    """`pdb-blocks-drain` matched each budget allowing no disruption against every bound pod of the
+    fleet: budgets x pods (a workload's budget with maxUnavailable 0 is common). Each looks at its
+    namespace's pods now: 4x the workloads, 4x the matches."""
+    small, large = _budget_checks(10, monkeypatch), _budget_checks(40, monkeypatch)
+    assert large <= 5 * small, (small, large)
+
+
+def test_replacing_pools_reads_each_pod_once() -> None:
+    """`replace-pool-pinned-workloads` read every pod of the fleet once per pool to replace (pools x
+    pods); it reads the pods once and looks at each pool's nodes' own."""
+    from pathlib import Path
+
+    from dra_migrate.checks import rules_platforms
+    from dra_migrate.checks.context import CheckContext
+    from dra_migrate.cluster.snapshot import load_snapshot
+
+    s = load_snapshot(Path(__file__).resolve().parents[2] / "fixtures" / "clusters" / "platforms" / "gke-managed.yaml")
+    readiness = assess(s)
+    replaced = [p for p in readiness.inventory.pools if p.platform and p.platform.strategy == "replace-pool"]
+    assert len(replaced) == 2
+    s.objects["Pod"] = _Counted(s.objects["Pod"])
+    _Counted.visits = 0
+    ctx = CheckContext(s, readiness.inventory, readiness.generation, readiness.capacity)
+    list(rules_platforms.replace_pool_pinned(ctx))
+    assert 0 < _Counted.visits <= len(s.objects["Pod"]), (_Counted.visits, len(s.objects["Pod"]))
