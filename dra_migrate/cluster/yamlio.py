@@ -101,6 +101,16 @@ def nesting_exceeds(text: str, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
+def parser_stopped(e: Exception) -> str:
+    """What to say when ruamel's round-trip parser stops on text with an exception of its own internals
+    rather than a YAMLError: an AssertionError gathering comments (ruamel/yaml/scanner.py
+    `_gather_comments`), a TypeError hashing a tagged map used as a key. Both were found by fuzzing
+    (tools/fuzz): the text is still text it could not read, refused with one line, the type named so that
+    a failure of ours would still show."""
+    detail = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return f"the YAML parser stopped on it ({type(e).__name__}{': ' + detail if detail else ''})"
+
+
 def _flat(text: str) -> str:
     """ruamel's messages span lines (the mark, a snippet); an error is one line."""
     return " ".join(text.split())

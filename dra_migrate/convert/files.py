@@ -174,7 +174,7 @@ def _one_line(e: YAMLError) -> str:
 
 def parse_stream(text: str, name: str) -> list[_Doc]:
     """The documents of a YAML stream, parsed with the indentation each is written in."""
-    from dra_migrate.cluster.yamlio import MAX_DEPTH, nesting_exceeds
+    from dra_migrate.cluster.yamlio import MAX_DEPTH, nesting_exceeds, parser_stopped
 
     docs: list[_Doc] = []
     line = 1
@@ -209,6 +209,8 @@ def parse_stream(text: str, name: str) -> list[_Doc]:
                 f"{name}: document at line {start}: a key that is itself a map or a list ({e})",
                 "Kubernetes objects have string keys only: fix the manifest",
             ) from e
+        except Exception as e:  # only ruamel runs here: its internals stopped on this text
+            raise InputError(f"{name}: document at line {start}: {parser_stopped(e)}", "fix the manifest") from e
     return docs
 
 

@@ -34,6 +34,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.events import AliasEvent, CollectionStartEvent, ScalarEvent
 from ruamel.yaml.nodes import ScalarNode
 
+from dra_migrate.cluster.yamlio import parser_stopped
 from dra_migrate.errors import InputError
 from dra_migrate.fileio import write_text_atomic
 from dra_migrate.gcpause import paused_gc
@@ -217,6 +218,8 @@ def _parse(text: str, path: Path) -> CommentedMap:
         raise InputError(f"{path}: not a valid plan file (nested too deeply)", _REGENERATE) from e
     except TypeError as e:  # ruamel on a collection as a mapping key (`? [a]`): unhashable
         raise InputError(f"{path}: not a valid plan file (a mapping key that is not a string)", _REGENERATE) from e
+    except Exception as e:  # only ruamel runs here: its internals stopped on this text
+        raise InputError(f"{path}: not a valid plan file ({parser_stopped(e)})", _REGENERATE) from e
     if not isinstance(doc, CommentedMap):
         raise InputError(f"{path}: not a plan (expected a mapping)", _REGENERATE)
     return doc

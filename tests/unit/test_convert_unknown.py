@@ -298,3 +298,21 @@ def test_a_tagged_map_used_as_a_key_is_refused_not_an_internal_error(tmp_path: P
     r = run("convert", str(src))
     assert r.code == 1 and "internal error" not in r.stderr, r.stderr
     assert f"{src}: document at line 1: a key that is itself a map or a list" in r.stderr, r.stderr
+
+
+# ruamel's round-trip scanner asserts while gathering the comments of this text (found by fuzzing, atheris)
+_RUAMEL_ASSERTS = "#     \n\n |-  #podSpecPatch:ec\n\n=:\n\n n: dS0ecPatch:ec\n\n=:\n\n"
+
+
+def test_text_the_yaml_parser_stops_on_is_refused_by_convert_and_by_every_plan_reader(tmp_path: Path) -> None:
+    """ruamel stops on some text with an exception of its own internals (AssertionError, TypeError)
+    instead of a YAMLError; convert and the plan readers (`show`, and the review of an edited plan) each
+    turned it into an internal error. Each now refuses it with one line naming the file."""
+    src = tmp_path / "m.yaml"
+    src.write_text(_RUAMEL_ASSERTS)
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(_RUAMEL_ASSERTS + (ROOT / "tests" / "golden" / "plans" / "demo.yaml").read_text())
+    for args in (["convert", str(src)], ["show", str(plan)], ["show", str(plan), "--allow-edited"]):
+        r = run(*args)
+        assert r.code == 1 and "internal error" not in r.stderr, (args, r.stderr)
+        assert "the YAML parser stopped on it (AssertionError)" in r.stderr, (args, r.stderr)
