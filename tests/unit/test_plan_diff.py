@@ -381,3 +381,28 @@ def test_golden(kind: str, fmt: str, tmp_path: Path) -> None:
     assert r.code == 2, r.stderr
     # The drift's `cluster.location` is the snapshot read now, under the test's own directory.
     check_golden(f"{kind}.{'json' if fmt == 'json' else 'txt'}", r.stdout.replace(str(tmp_path), "$TMP"))
+
+
+def test_lists_replaced_pairwise_are_reported_as_deepdiff_reports_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fast path for lists of strings of one length that share none (a gang's waves after a re-plan)
+    gives exactly DeepDiff's changes, on random lists; lists outside it (shared strings, other lengths,
+    other types) still go to DeepDiff, and the two paths are compared on those too."""
+    import random
+
+    from dra_migrate.plan import diff as plan_diff
+
+    rng = random.Random(29)
+    words = [f"pool-a/wave-{i}" for i in range(10)]
+    values: list[Any] = [*words, 1, 1.0, True, None]
+    cases = []
+    for i in range(600):
+        pool = words if i % 2 else values
+        n = rng.randint(1, 6)
+        old = [rng.choice(pool) for _ in range(n)]
+        new = [rng.choice(pool) for _ in range(n if i % 3 else rng.randint(0, 6))]
+        cases.append((["summary", "gangs", i, "waves"], old, new))
+    fast = plan_diff._list_changes(cases)
+    assert any(plan_diff._replaced_pairwise(*c) for c in cases)  # the fast path is exercised
+    monkeypatch.setattr(plan_diff, "_replaced_pairwise", lambda *_: False)
+    slow = plan_diff._list_changes(cases)
+    assert sorted(map(repr, fast)) == sorted(map(repr, slow))
