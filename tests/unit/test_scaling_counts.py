@@ -24,6 +24,22 @@ class _Counted(list[Any]):
             yield item
 
 
+class _Calls:
+    """Counts the calls of a function patched in where the code under test looks it up."""
+
+    def __init__(self, monkeypatch: Any, real: Any, *where: tuple[Any, str]) -> None:
+        self.n = 0
+        for owner, name in where:
+            monkeypatch.setattr(owner, name, self._counting(real), raising=False)
+
+    def _counting(self, real: Any) -> Any:
+        def counted(*args: Any) -> Any:
+            self.n += 1
+            return real(*args)
+
+        return counted
+
+
 def _fleet(consumers: int) -> ClusterState:
     gpu = {"nvidia.com/gpu": "8"}
     nodes = [node(f"gpu-{i}", {"pool": "p", "nvidia.com/gpu.present": "true"}, gpu) for i in range(consumers // 4 + 1)]
@@ -90,14 +106,7 @@ def test_building_and_writing_a_plan_run_no_collector_pass() -> None:
 def _topology_lookups(consumers: int, monkeypatch: Any) -> int:
     from dra_migrate.inventory import topology
 
-    calls = 0
-    real = topology._node_whole_gpus
-
-    def counted(*args: Any) -> int:
-        nonlocal calls
-        calls += 1
-        return real(*args)
-
+    calls = _Calls(monkeypatch, topology._node_whole_gpus, (topology, "_node_whole_gpus"))
     gpu = {"nvidia.com/gpu": "8"}
     nodes = [node(f"gpu-{i}", {"pool": "p", "nvidia.com/gpu.present": "true"}, gpu) for i in range(consumers // 4 + 1)]
     spec = pod_spec(container(requests={"nvidia.com/gpu": "2"}, limits={"nvidia.com/gpu": "2"}))
@@ -105,10 +114,9 @@ def _topology_lookups(consumers: int, monkeypatch: Any) -> int:
         obj("apps/v1", "Deployment", f"d{i}", {"replicas": 1, "template": template(spec)}, labels={"app": "x"})
         for i in range(consumers)
     ]
-    monkeypatch.setattr(topology, "_node_whole_gpus", counted)
     readiness = assess(state(*nodes, *deployments), pool_labels=("pool",))
     assert len(readiness.inventory.topology) == consumers  # each takes 2 of a node's 8 GPUs
-    return calls
+    return calls.n
 
 
 def test_multi_gpu_consumers_look_their_nodes_up_a_bounded_number_of_times(monkeypatch: Any) -> None:
@@ -155,19 +163,11 @@ def test_packing_a_gang_looks_at_the_node_shapes_a_bounded_number_of_times(monke
 
 def _request_reads(jobs: int, monkeypatch: Any) -> tuple[int, int]:
     """(pods, pod_requests calls) of `assess` on a fleet of running 4-worker PyTorchJobs (gangs) and a PodGroup."""
-    from dra_migrate.inventory import consumers, gangs, resources
-    calls = 0
-    real = resources.pod_requests
-
-    def counted(*args: Any) -> dict[str, int]:
-        nonlocal calls
-        calls += 1
-        return real(*args)
-
     from dra_migrate.checks import rules_gangs
+    from dra_migrate.inventory import consumers, gangs, resources
 
-    for module in (consumers, gangs, resources, rules_gangs):
-        monkeypatch.setattr(module, "pod_requests", counted, raising=False)
+    modules = (consumers, gangs, resources, rules_gangs)
+    calls = _Calls(monkeypatch, resources.pod_requests, *((m, "pod_requests") for m in modules))
     gpu = {"nvidia.com/gpu": "8"}
     nodes = [node(f"gpu-{i}", {"pool": "p", "nvidia.com/gpu.present": "true"}, gpu) for i in range(jobs)]
     spec = pod_spec(container(requests={"nvidia.com/gpu": "2"}, limits={"nvidia.com/gpu": "2"}))
@@ -181,7 +181,7 @@ def _request_reads(jobs: int, monkeypatch: Any) -> tuple[int, int]:
     objects += [group, *(pod(f"pg-{w}", grouped, node="gpu-0") for w in range(2))]
     readiness = assess(state(*nodes, *objects), pool_labels=("pool",))
     assert len(readiness.inventory.gangs) == jobs + 1
-    return 4 * jobs + 2, calls
+    return 4 * jobs + 2, calls.n
 
 
 def test_each_pods_gpu_requests_are_worked_out_once(monkeypatch: Any) -> None:
@@ -198,15 +198,7 @@ def test_each_node_is_matched_against_a_class_once(monkeypatch: Any) -> None:
     matches are kept per state, node and selectors."""
     from dra_migrate.dra import cel
 
-    matched = 0
-    real = cel.Selector.matches
-
-    def counted(self: Any, device: Any, driver: str) -> bool:
-        nonlocal matched
-        matched += 1
-        return real(self, device, driver)
-
-    monkeypatch.setattr(cel.Selector, "matches", counted)
+    calls = _Calls(monkeypatch, cel.Selector.matches, (cel.Selector, "matches"))
     nodes = 12
     gpu = {"nvidia.com/gpu": "8"}
     labels = {"pool": "p", "nvidia.com/gpu.present": "true", "nvidia.com/gpu.count": "8",
@@ -217,8 +209,8 @@ def test_each_node_is_matched_against_a_class_once(monkeypatch: Any) -> None:
               {"pytorchReplicaSpecs": {"Worker": {"replicas": 4, "template": template(spec)}}})  # fmt: skip
     workers = [pod(f"job-w-{w}", spec, owner=job, node=f"gpu-{w}") for w in range(4)]
     readiness = assess(state(*fleet, job, *workers), pool_labels=("pool",))
-    assert readiness.inventory.gangs and matched > 0
-    assert matched <= nodes * 8, matched  # each of the fleet's 96 GPUs once, against the one class
+    assert readiness.inventory.gangs and calls.n > 0
+    assert calls.n <= nodes * 8, calls.n  # each of the fleet's 96 GPUs once, against the one class
 
 
 def test_each_objects_owner_is_looked_up_once(monkeypatch: Any) -> None:
@@ -227,15 +219,7 @@ def test_each_objects_owner_is_looked_up_once(monkeypatch: Any) -> None:
     serves the inventory, and each object's top owner is walked to once."""
     from dra_migrate.inventory import consumers
 
-    lookups = 0
-    real = consumers._controller_ref
-
-    def counted(o: Any) -> Any:
-        nonlocal lookups
-        lookups += 1
-        return real(o)
-
-    monkeypatch.setattr(consumers, "_controller_ref", counted)
+    lookups = _Calls(monkeypatch, consumers._controller_ref, (consumers, "_controller_ref"))
     spec = pod_spec(container(requests={"nvidia.com/gpu": "1"}, limits={"nvidia.com/gpu": "1"}))
     objects: list[Any] = [node("gpu-0", {"pool": "p", "nvidia.com/gpu.present": "true"}, {"nvidia.com/gpu": "8"})]
     for d in range(5):
@@ -244,7 +228,7 @@ def test_each_objects_owner_is_looked_up_once(monkeypatch: Any) -> None:
         objects += [deployment, rs, *(pod(f"d{d}-{i}", spec, owner=rs, node="gpu-0") for i in range(8))]
     readiness = assess(state(*objects), pool_labels=("pool",))
     assert len(readiness.inventory.consumers) == 5
-    assert lookups <= len(objects), (lookups, len(objects))
+    assert lookups.n <= len(objects), (lookups.n, len(objects))
 
 
 def _pod_visits_planning(pools: int) -> int:
@@ -317,15 +301,7 @@ def _budget_checks(workloads: int, monkeypatch: Any) -> int:
     its 2 GPU pods."""
     from dra_migrate.checks import rules
 
-    calls = 0
-    real = rules.pdb_selects
-
-    def counted(*args: Any) -> bool:
-        nonlocal calls
-        calls += 1
-        return real(*args)
-
-    monkeypatch.setattr(rules, "pdb_selects", counted)
+    calls = _Calls(monkeypatch, rules.pdb_selects, (rules, "pdb_selects"))
     spec = pod_spec(container(requests={"nvidia.com/gpu": "1"}, limits={"nvidia.com/gpu": "1"}))
     objects: list[Any] = [node("gpu-0", {"pool": "p", "nvidia.com/gpu.present": "true"}, {"nvidia.com/gpu": "8"})]
     for w in range(workloads):
@@ -339,7 +315,7 @@ def _budget_checks(workloads: int, monkeypatch: Any) -> int:
             objects.append(p)
     readiness = assess(state(*objects), pool_labels=("pool",))
     assert sum(f.id == "pdb-blocks-drain" for f in readiness.findings) == workloads
-    return calls
+    return calls.n
 
 
 def test_budgets_that_allow_no_disruption_look_at_their_own_namespaces_pods(monkeypatch: Any) -> None:
