@@ -33,6 +33,11 @@ from dra_migrate.kube import Obj, path_of
 # How often a pending canary's events are read (a failed DRA prepare shows there; kubelet retries it on a
 # backoff of seconds, so a few seconds' delay in seeing it costs nothing).
 EVENTS_EVERY_S = 5.0
+# ... and the first time, this long after the canary was seen bound: at its binding the kubelet has not yet
+# admitted it, let alone tried to prepare its device, so there is nothing to read. A list of events scans
+# the namespace's (they are not indexed by object); read at once, it was one such scan per migrated node
+# that never found anything (a canary runs ~2.6 s on a real node, 0.25 s on the twin: run.twin_timing).
+EVENTS_FIRST_S = 1.0
 
 
 class CanaryOps(OpsBase):
@@ -59,7 +64,8 @@ class CanaryOps(OpsBase):
             out = self.kube.create(pods, manifest, [DRY_RUN])
             after = {"pod": f"{ns}/{_meta(out).get('name') or manifest['metadata']['generateName']}", "node": node}
             return Change(f"Node {node}", {}, after, dry_run=True)
-        self._delete_canaries(node=node)  # one left by an interrupted run
+        if self._leftover_canary(node):
+            self._delete_canaries(node=node)  # one left by an interrupted run
         attempt = 1
         while True:
             with self._cleanup(token):
@@ -208,7 +214,7 @@ class CanaryOps(OpsBase):
         slices.extend(self._allocated_slices(node, results))
         ids = canary_check.expected_ids(results, slices)
         events: list[Obj] = []
-        events_read = -EVENTS_EVERY_S
+        events_read = time.monotonic() - EVENTS_EVERY_S + EVENTS_FIRST_S  # first read EVENTS_FIRST_S from now
         while True:
             if changed is not None:
                 changed.clear()  # before the read: a change after it wakes the wait below
@@ -295,6 +301,19 @@ class CanaryOps(OpsBase):
                 e.add_note(f"and deleting the canary pod failed: {cleanup}")
             raise
         self._delete_canaries(token=token)
+
+    def _leftover_canary(self, node: str) -> bool:
+        """Whether a canary of `node` may be left by an interrupted run. Watching, the pods watch's first
+        list was made after that run ended, so its copy holds any such canary: only then is it listed again
+        and deleted (the read before the delete stays a LIST). Not watching: assume one may be."""
+        cache = self.cache
+        if cache is None:
+            return True
+        ns = self.canary_namespace
+        return any(
+            CANARY_LABEL in _labels(p) and (_meta(p).get("annotations") or {}).get(CANARY_NODE_ANNOTATION) == node
+            for p in cache.pods_in(ns)
+        )
 
     def _delete_canaries(self, *, token: str = "", node: str = "") -> None:
         selector = f"{CANARY_LABEL}={token}" if token else CANARY_LABEL

@@ -131,6 +131,10 @@ class Watched:
         with self._lock:
             return list(self._by_node["slices"].get(node, {}).values())
 
+    def pods_in(self, namespace: str) -> list[Obj]:
+        prefix = f"{namespace}/"
+        return [p for p in self.informers["pods"].objects() if object_key(p).startswith(prefix)]
+
     def pod(self, namespace: str, name: str) -> Obj | None:
         return self.informers["pods"].get(f"{namespace}/{name}")
 

@@ -20,10 +20,10 @@ import pytest
 from dra_migrate.errors import InputError
 from dra_migrate.plan import io as plan_io
 from dra_migrate.plan.model import Plan, PoolStage
-from dra_migrate.rehearse.run import MIN_TIMEOUT_S, twin_floor_s, twin_plan
+from dra_migrate.rehearse.run import CANARY_WINDOW_S, MIN_TIMEOUT_S, canary_real_s, twin_floor_s, twin_plan, twin_timing
 from dra_migrate.sim.kwok import KwokFleet
 from dra_migrate.sim.stages import A_DP, NODE_PLAY_PARALLELISM, POD_PLAY_PARALLELISM, config_documents, stages
-from dra_migrate.sim.timing import profile
+from dra_migrate.sim.timing import REALISTIC, profile
 from tests.unit.helpers import unreachable_kubeconfig
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -182,3 +182,20 @@ def test_the_twins_timeouts_are_floored_by_each_stages_largest_wave_and_the_plan
     assert 0 < small_wave <= 2
     assert set(derived[small["name"]]) - {0.0} == {float(twin_floor_s(small_wave))} != {float(twin_floor_s(80))}
     assert sealed == before
+
+
+# -- the canary's window -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scale", [0.01, 0.05, 0.1, 0.5, 1.0])
+def test_the_twins_canary_runs_scaled_but_never_under_its_window(scale: float) -> None:
+    """The canary's start and run scale like every other delay (they were 1.5 s of real time on every
+    wave's critical path at any scale); a floor keeps its claim readable before the pod ends."""
+    t = twin_timing(scale)
+    window = t.container_start_s + t.canary_run_s
+    scaled = (REALISTIC.container_start_s + REALISTIC.canary_run_s) * scale
+    assert window == pytest.approx(max(scaled, CANARY_WINDOW_S))
+    assert t.container_start_s == pytest.approx(REALISTIC.container_start_s * scale)  # a workload pod's start
+    # What ran unscaled is counted at its real length in the rehearsed duration: only the floor's share.
+    assert canary_real_s(t, scale) == pytest.approx(max(0.0, CANARY_WINDOW_S - scaled))
+    assert window - canary_real_s(t, scale) == pytest.approx(scaled)

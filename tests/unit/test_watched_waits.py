@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -62,15 +62,20 @@ def ops(server: FakeServer) -> Iterator[LiveOps]:
     live.unwatch()
 
 
-def _play_canary(server: FakeServer, step_s: float, saw: str = "GPU 0: H100 (UUID: GPU-aaaa)") -> threading.Thread:
+def _play_canary(
+    server: FakeServer,
+    step_s: float,
+    saw: str = "GPU 0: H100 (UUID: GPU-aaaa)",
+    first: Callable[[dict[str, Any]], bool] = lambda _pod: True,
+) -> threading.Thread:
     """The scheduler (claim allocated, pod bound with its extendedResourceClaimStatus) and the kubelet
     (the pod runs and Succeeds, naming its device), `step_s` apart, for the first canary created."""
 
     def play() -> None:
         deadline = time.monotonic() + 10
-        while not server.objects("/api/v1/pods") and time.monotonic() < deadline:
+        while not [p for p in server.objects("/api/v1/pods") if first(p)] and time.monotonic() < deadline:
             time.sleep(0.005)
-        pod = server.objects("/api/v1/pods")[0]
+        pod = next(p for p in server.objects("/api/v1/pods") if first(p))
         name = pod["metadata"]["name"]
         time.sleep(step_s)
         results = [{"driver": "gpu.nvidia.com", "pool": NODE, "device": "gpu-0", "request": "r"}]
@@ -101,11 +106,32 @@ def test_the_canary_reads_its_pod_node_claim_and_slices_from_the_watches(server:
     assert server.calls("GET", f"{PODS}/{name}", before) == 0, "the canary pod is read from the pods watch"
     assert server.calls("GET", f"{NODES}/{NODE}", before) == 0, "the node's hostname label from the nodes watch"
     assert server.calls("GET", SLICES, before) == 0, "its devices' UUIDs from the slices watch"
+    assert server.calls("GET", PODS, before) == 1, "one list: the cleanup's (no leftover in the pods watch)"
+    assert server.calls("GET", f"/api/v1/namespaces/{NS}/events", before) == 0, "no events: it ran within 1 s"
     asked = [(c.method, c.path) for c in server.client.calls[before:] if "watch" not in c.query]
-    # What is left is the canary's own writes and the reads that precede them: the leftover check, the
-    # create, the events of a bound pending pod (at most once per 5 s), the cleanup's list and delete,
-    # and the claim at most once (its watch is a separate stream from the pod's).
-    assert len(asked) <= 7, asked
+    # What is left is the canary's own writes and the reads that precede them: the create, the cleanup's
+    # list and delete, and the claim at most once (its watch is a separate stream from the pod's).
+    assert len(asked) <= 4, asked
+
+
+def test_a_canary_left_by_an_interrupted_run_is_found_in_the_watch_and_deleted(server: FakeServer) -> None:
+    leftover = {
+        "metadata": {"name": "dra-migrate-canary-old", "labels": {"dra-migrate.io/canary": "0123456789ab"},
+                     "annotations": {"dra-migrate.io/canary-node": NODE}},
+        "spec": {"nodeName": NODE},
+        "status": {"phase": "Running"},
+    }  # fmt: skip
+    server.put(f"{PODS}/dra-migrate-canary-old", leftover)
+    live = LiveOps(server.client, poll_s=0.01, poll_cap_s=0.05)
+    live.watch()
+    try:
+        player = _play_canary(server, step_s=0.2, first=lambda p: p["metadata"]["name"] != "dra-migrate-canary-old")
+        live.canary(NODE, GPU, "pause", 10)
+        player.join(5)
+    finally:
+        live.unwatch()
+    assert server.get(f"{PODS}/dra-migrate-canary-old") is None
+    assert not server.objects("/api/v1/pods")
 
 
 def test_the_canary_wait_ignores_a_stale_copy_until_the_watch_shows_the_end(server: FakeServer, ops: LiveOps) -> None:
