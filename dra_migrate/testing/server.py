@@ -1,5 +1,5 @@
 """An in-memory API server behind `FakeApiClient`, for unit tests of what reads watches: objects by
-collection, GET, LIST (equality field and label selectors), POST (generateName), DELETE, and watches that
+collection, GET, LIST (equality field and label selectors), POST (generateName), PATCH (merge), DELETE, and watches that
 block until a change and resume from a resourceVersion. The test plays the cluster's controllers by
 calling `put`/`remove` (each an event on every open watch of the collection); every request is recorded in
 `client.calls`, so a test counts what the code under test asked. Integration tests use the real control
@@ -11,6 +11,7 @@ import copy
 import itertools
 import queue
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -94,6 +95,7 @@ class FakeServer:
         self._rv = itertools.count(100)
         self._last_rv = 99
         self._lock = threading.Lock()
+        self.latency_s = 0.0  # each answer (but a watch's events) takes this long: a loaded API server
 
     # -- what the test plays ---------------------------------------------------------------------
 
@@ -151,6 +153,8 @@ class FakeServer:
 
     def handle(self, call: Call) -> FakeResponse | BaseException:
         where = Where.of(call.path)
+        if self.latency_s and call.query.get("watch") != "true":
+            time.sleep(self.latency_s)  # not under the lock: requests wait side by side, as on a server
         with self._lock:
             if call.method == "GET" and call.query.get("watch") == "true":
                 return self._watch(where, call.query)
@@ -168,6 +172,10 @@ class FakeServer:
                 del self._objects[where.collection][key]
                 self._emit(where.collection, "DELETED", found, next(self._rv))
                 return FakeResponse(200, copy.deepcopy(found))
+            if call.method == "PATCH":  # a merge patch (strategic ones as merge: lists are replaced)
+                if found is None:
+                    return _not_found(where)
+                return FakeResponse(200, self._store(where.collection, key, _merged(found, call.body), "MODIFIED"))
             if call.method == "POST":
                 body = copy.deepcopy(call.body)
                 meta = body.setdefault("metadata", {})
@@ -187,6 +195,19 @@ class FakeServer:
                 events.put({"type": kind, "object": copy.deepcopy(obj)})
         self._watches.append((where.collection, where.namespace, query, events))
         return _WatchResponse(events)
+
+
+def _merged(obj: Any, patch: Any) -> Any:
+    """RFC 7386: `patch`'s maps merged into `obj`'s, a null removing a key, anything else replacing."""
+    if not isinstance(patch, dict) or not isinstance(obj, dict):
+        return copy.deepcopy(patch)
+    out = copy.deepcopy(obj)
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = _merged(out.get(k), v)
+    return out
 
 
 def _not_found(where: Where) -> FakeResponse:
