@@ -66,6 +66,7 @@ class Cancel:
         self._event = threading.Event()
         self._mutex = threading.Lock()
         self._children: list[Cancel] = []
+        self._wakes: list[threading.Event] = []  # waits on another event too (`wait_or`)
         self._parent = parent
         self._guard: Callable[[], None] | None = guard if guard is not None else (parent._guard if parent else None)
         self.reason = ""
@@ -86,6 +87,9 @@ class Cancel:
             self.reason = reason
             self._event.set()
             children = list(self._children)
+            wakes = list(self._wakes)
+        for w in wakes:
+            w.set()
         for c in children:
             c.cancel(reason)
 
@@ -103,6 +107,21 @@ class Cancel:
     def wait(self, seconds: float) -> bool:
         """Block up to `seconds` of real time; True when cancelled meanwhile."""
         return self._event.wait(max(seconds, 0.0))
+
+    def wait_or(self, event: threading.Event, seconds: float) -> bool:
+        """Block up to `seconds` of real time, or until `event` is set (a watched object changed) or this
+        token is cancelled; True when cancelled. One blocking wait, not a loop of short ones: hundreds of
+        lanes waiting this way cost nothing until something they wait on happens."""
+        with self._mutex:
+            if self._event.is_set():
+                return True
+            self._wakes.append(event)
+        try:
+            event.wait(max(seconds, 0.0))
+        finally:
+            with self._mutex:
+                self._wakes.remove(event)
+        return self._event.is_set()
 
 
 NEVER = Cancel()  # for callers that do not cancel (tests of one operation, the CLI's one-offs)

@@ -120,27 +120,32 @@ class LiveOps(DrainOps, CanaryOps):
     ) -> Change:
         deadline = self.clock.monotonic() + timeout_s
         delay = self.poll_s
-        while True:
-            obj = self._node_now(node)
-            alloc = (obj.get("status") or {}).get("allocatable") or {}
-            left = {r: quantity_int(alloc[r]) for r in resources if quantity_int(alloc.get(r, "0")) != 0}
-            published, incomplete = self._published_devices(node, driver)
-            if not left and published == devices and not incomplete:
-                state = {"allocatable": {r: 0 for r in resources}, "driver": driver, "devices": published}
-                return Change(f"Node {node}", state, dict(state))
-            if self.clock.monotonic() >= deadline:
-                missing = [f"allocatable {r} is still {n} (the device plugin still serves it)" for r, n in left.items()]
-                if incomplete:
-                    missing.append(f"{driver} pool(s) {', '.join(incomplete)} not fully published")
-                if published != devices:
-                    missing.append(f"{driver} ResourceSlices hold {published} device(s), expected {devices}")
-                raise StepFailed(
-                    f"node {node} not ready for DRA after {timeout_s:g}s: {'; '.join(missing)}",
-                    "check the device plugin is off and the DRA kubelet plugin runs on that node",
-                    {"allocatable": left, "devices": published, "expected": devices, "incomplete": incomplete},
-                )
-            self._pause(delay, deadline, cancel)
-            delay = min(delay * POLL_GROWTH, self.poll_cap_s)
+        with self._changes(node) as changed:
+            while True:
+                if changed is not None:
+                    changed.clear()  # before the read: a change after it wakes the pause below
+                obj = self._node_now(node)
+                alloc = (obj.get("status") or {}).get("allocatable") or {}
+                left = {r: quantity_int(alloc[r]) for r in resources if quantity_int(alloc.get(r, "0")) != 0}
+                published, incomplete = self._published_devices(node, driver)
+                if not left and published == devices and not incomplete:
+                    state = {"allocatable": {r: 0 for r in resources}, "driver": driver, "devices": published}
+                    return Change(f"Node {node}", state, dict(state))
+                if self.clock.monotonic() >= deadline:
+                    missing = [
+                        f"allocatable {r} is still {n} (the device plugin still serves it)" for r, n in left.items()
+                    ]
+                    if incomplete:
+                        missing.append(f"{driver} pool(s) {', '.join(incomplete)} not fully published")
+                    if published != devices:
+                        missing.append(f"{driver} ResourceSlices hold {published} device(s), expected {devices}")
+                    raise StepFailed(
+                        f"node {node} not ready for DRA after {timeout_s:g}s: {'; '.join(missing)}",
+                        "check the device plugin is off and the DRA kubelet plugin runs on that node",
+                        {"allocatable": left, "devices": published, "expected": devices, "incomplete": incomplete},
+                    )
+                self._pause(delay, deadline, cancel, changed)
+                delay = min(delay * POLL_GROWTH, self.poll_cap_s)
 
     # -- replace-pool (plan/strategies.py) ------------------------------------------------------
 

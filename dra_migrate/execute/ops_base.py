@@ -5,7 +5,9 @@ readers of API objects. `LiveOps` (ops.py) is assembled from the parts: drain (o
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+import threading
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -90,9 +92,27 @@ class OpsBase:
                 return obj
         return self._node(node)
 
-    def _pause(self, seconds: float, deadline: float, cancel: Cancel) -> None:
-        """Sleep until the next poll (not past the deadline); a cancellation ends it at once."""
-        self.clock.sleep(min(seconds, max(deadline - self.clock.monotonic(), 0.0)), cancel)
+    @contextlib.contextmanager
+    def _changes(self, *keys: str) -> Iterator[threading.Event | None]:
+        """While watching, an event set when a watched object of `keys` changes (`Watched.changes`); None
+        when not watching (the wait then polls)."""
+        watched = self.cache
+        if watched is None:
+            yield None
+            return
+        with watched.changes(*keys) as changed:
+            yield changed
+
+    def _pause(self, seconds: float, deadline: float, cancel: Cancel, changed: threading.Event | None = None) -> None:
+        """Sleep until the next poll (not past the deadline); a cancellation ends it at once. With `changed`
+        (the wait reads watched copies) until what it reads changes, re-reading at least every poll cap
+        (a safety net: a change is woken on, not polled for)."""
+        if changed is None or self.cache is None:
+            self.clock.sleep(min(seconds, max(deadline - self.clock.monotonic(), 0.0)), cancel)
+            return
+        cancel.check()
+        cancel.wait_or(changed, min(self.poll_cap_s, max(deadline - self.clock.monotonic(), 0.0)))
+        cancel.check()
 
     def _node(self, node: str) -> Obj:
         obj = self.kube.get_or_none(path_of("v1", "nodes", node))

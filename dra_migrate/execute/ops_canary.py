@@ -4,6 +4,7 @@ judge its output (dra_migrate/execute/canary.py), delete it (part of `LiveOps`).
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -32,6 +33,11 @@ from dra_migrate.kube import Obj, path_of
 # How often a pending canary's events are read (a failed DRA prepare shows there; kubelet retries it on a
 # backoff of seconds, so a few seconds' delay in seeing it costs nothing).
 EVENTS_EVERY_S = 5.0
+# ... and the first time, this long after the canary was seen bound: at its binding the kubelet has not yet
+# admitted it, let alone tried to prepare its device, so there is nothing to read. A list of events scans
+# the namespace's (they are not indexed by object); read at once, it was one such scan per migrated node
+# that never found anything (a canary runs ~2.6 s on a real node, 0.25 s on the twin: run.twin_timing).
+EVENTS_FIRST_S = 1.0
 
 
 class CanaryOps(OpsBase):
@@ -49,7 +55,7 @@ class CanaryOps(OpsBase):
         """Schedule, run and judge a pod that proves use (dra_migrate/execute/canary.py); then delete it."""
         deadline = time.monotonic() + timeout_s
         ns = self.canary_namespace
-        target_labels = _labels(self._node(node))
+        target_labels = _labels(self._node_now(node))  # its hostname label; nothing is written to the node
         token = uuid.uuid4().hex[:12]
         line = canary_check.command_line(command)
         manifest = _canary_pod(node, target_labels.get(HOSTNAME_LABEL, node), resource, image, token, line)
@@ -58,7 +64,8 @@ class CanaryOps(OpsBase):
             out = self.kube.create(pods, manifest, [DRY_RUN])
             after = {"pod": f"{ns}/{_meta(out).get('name') or manifest['metadata']['generateName']}", "node": node}
             return Change(f"Node {node}", {}, after, dry_run=True)
-        self._delete_canaries(node=node)  # one left by an interrupted run
+        if self._leftover_canary(node):
+            self._delete_canaries(node=node)  # one left by an interrupted run
         attempt = 1
         while True:
             with self._cleanup(token):
@@ -78,11 +85,25 @@ class CanaryOps(OpsBase):
         self, node: str, ns: str, name: str, resource: str, deadline: float, timeout_s: float, cancel: Cancel = NEVER
     ) -> Change:
         """Until the canary is bound to `node` with a DRA allocation; the Change names the claim and its devices."""
-        path = path_of("v1", "pods", name, ns)
+        with self._changes(f"{ns}/{name}") as changed:
+            return self._bound_canary(node, ns, name, resource, deadline, timeout_s, cancel, changed)
+
+    def _bound_canary(
+        self,
+        node: str,
+        ns: str,
+        name: str,
+        resource: str,
+        deadline: float,
+        timeout_s: float,
+        cancel: Cancel,
+        changed: threading.Event | None,
+    ) -> Change:
         delay = self.poll_s
         while True:
-            # Watched once bound (the pods watch holds bound pods); until then, and when not watching, a GET.
-            pod = (self.cache.pod(ns, name) if self.cache is not None else None) or self.kube.get(path)
+            if changed is not None:
+                changed.clear()  # before the read: a change after it wakes the wait below
+            pod = self._canary_now(ns, name, fresh=time.monotonic() >= deadline)
             bound = (pod.get("spec") or {}).get("nodeName")
             status = pod.get("status") or {}
             claim_status = status.get("extendedResourceClaimStatus")
@@ -90,12 +111,7 @@ class CanaryOps(OpsBase):
                 raise StepFailed(f"canary pod {ns}/{name} was scheduled to {bound}, not {node}")
             if bound and claim_status:
                 claim_name = str(claim_status.get("resourceClaimName", ""))
-                claim = (self.cache.claim(ns, claim_name) if self.cache is not None else None) or (
-                    self.kube.get_or_none(path_of("resource.k8s.io/v1", "resourceclaims", claim_name, ns))
-                )
-                results = ((((claim or {}).get("status") or {}).get("allocation") or {}).get("devices") or {}).get(
-                    "results"
-                )
+                results = self._allocation(ns, claim_name)
                 after = {"pod": f"{ns}/{name}", "node": node, "resource": resource, "claim": claim_name}
                 if not results:
                     # The pod finished before its claim was read: the resourceclaim controller deletes a
@@ -132,10 +148,40 @@ class CanaryOps(OpsBase):
                     "check the node's ResourceSlices and the DeviceClass with extendedResourceName " + resource,
                     {"pod": f"{ns}/{name}", "node": node, "scheduler": message},
                 )
-            # The canary's deadline is on time.monotonic (its own body): so is this wait.
-            cancel.wait(min(delay, max(deadline - time.monotonic(), 0.0)))
-            cancel.check()
+            self._canary_pause(delay, deadline, cancel, changed)
             delay = min(delay * POLL_GROWTH, self.poll_cap_s)
+
+    def _canary_now(self, ns: str, name: str, *, fresh: bool = False, seen: bool = False) -> Obj:
+        """The canary pod as the waits see it: the watched copy, a GET when not watching or `fresh` (the
+        timeout's message). Missing from the copy, it is not yet delivered ({}: not yet scheduled) —
+        unless it was `seen` there already: then it was deleted, and the GET says so (404)."""
+        cache = self.cache
+        if cache is not None and not fresh:
+            pod = cache.pod(ns, name)
+            if pod is not None or not seen:
+                return pod or {}
+        return self.kube.get(path_of("v1", "pods", name, ns))
+
+    def _allocation(self, ns: str, claim: str) -> list[Obj]:
+        """The allocated devices of the canary's claim: from the watched copy when it shows them, else a
+        GET (the claims watch may not have delivered the allocation the pod's binding already shows:
+        the two are separate streams), [] when the claim is gone."""
+        cache = self.cache
+        found = cache.claim(ns, claim) if cache is not None else None
+        results = _results(found)
+        if not results:
+            results = _results(self.kube.get_or_none(path_of("resource.k8s.io/v1", "resourceclaims", claim, ns)))
+        return results
+
+    def _canary_pause(self, delay: float, deadline: float, cancel: Cancel, changed: threading.Event | None) -> None:
+        """The canary's deadline is on time.monotonic (its own body): so is this wait. Watching, until the
+        pod changes (at least every poll cap); else one poll."""
+        left = max(deadline - time.monotonic(), 0.0)
+        if changed is not None and self.cache is not None:
+            cancel.wait_or(changed, min(self.poll_cap_s, left))
+        else:
+            cancel.wait(min(delay, left))
+        cancel.check()
 
     def _allocatable(self, node: str, resource: str) -> int:
         alloc = (self._node(node).get("status") or {}).get("allocatable") or {}
@@ -146,18 +192,35 @@ class CanaryOps(OpsBase):
     ) -> Change:
         """Until the kubelet has run the canary: ok when it Succeeded naming every allocated device — or,
         its claim gone before it was read, naming one of the node's published devices."""
+        with self._changes(f"{ns}/{name}") as changed:
+            return self._judged(node, ns, name, allocated, deadline, timeout_s, cancel, changed)
+
+    def _judged(
+        self,
+        node: str,
+        ns: str,
+        name: str,
+        allocated: Change,
+        deadline: float,
+        timeout_s: float,
+        cancel: Cancel,
+        changed: threading.Event | None,
+    ) -> Change:
         claim_gone = allocated.after.get("devices") is None
         results = list(allocated.after.get("devices") or [])
         slices: list[Obj] = []
         if claim_gone:
-            slices, _ = self.kube.list_all(SLICES, [("fieldSelector", f"spec.nodeName={node}")])
+            slices = self._slices_of(node)
         slices.extend(self._allocated_slices(node, results))
         ids = canary_check.expected_ids(results, slices)
-        path = path_of("v1", "pods", name, ns)
         events: list[Obj] = []
-        events_read = -EVENTS_EVERY_S
+        events_read = time.monotonic() - EVENTS_EVERY_S + EVENTS_FIRST_S  # first read EVENTS_FIRST_S from now
         while True:
-            pod = self.kube.get(path)
+            if changed is not None:
+                changed.clear()  # before the read: a change after it wakes the wait below
+            # Watched: the verdict passes only on what the copy shows last, and a canary's end is final
+            # (restartPolicy Never: Succeeded or Failed, a terminated container stays terminated).
+            pod = self._canary_now(ns, name, fresh=time.monotonic() >= deadline, seen=True)
             v = canary_check.verdict(pod, ids)
             bound = bool((pod.get("spec") or {}).get("nodeName"))
             if v.state == "pending" and bound and time.monotonic() - events_read >= EVENTS_EVERY_S:
@@ -185,16 +248,27 @@ class CanaryOps(OpsBase):
                     {"pod": f"{ns}/{name}", "node": node, "expected": ids, "saw": v.saw, "exitCode": v.exit_code,
                      "reason": reason},
                 )  # fmt: skip
-            cancel.wait(min(self.poll_s, max(deadline - time.monotonic(), 0.0)))
-            cancel.check()
+            self._canary_pause(self.poll_s, deadline, cancel, changed)
+
+    def _slices_of(self, node: str) -> list[Obj]:
+        """The node's ResourceSlices: the watched copy (wait-dra-ready passed on it), else one indexed LIST."""
+        cache = self.cache
+        if cache is not None:
+            return cache.slices_of(node)
+        items, _ = self.kube.list_all(SLICES, [("fieldSelector", f"spec.nodeName={node}")])
+        return items
 
     def _allocated_slices(self, node: str, results: list[Obj]) -> list[Obj]:
         """The slices that publish the allocated devices: the node's own of each driver (one indexed list),
         and the driver's whole set only when a device is not among them (a pool that is not the node's).
         Listing every slice of the driver for each canary read 2,000 slices per node of a wave."""
         out: list[Obj] = []
+        cache = self.cache
         for d in sorted({str(r.get("driver")) for r in results}):
-            items, _ = self.kube.list_all(SLICES, [("fieldSelector", f"spec.driver={d},spec.nodeName={node}")])
+            if cache is not None:
+                items = [s for s in cache.slices_of(node) if (s.get("spec") or {}).get("driver") == d]
+            else:
+                items, _ = self.kube.list_all(SLICES, [("fieldSelector", f"spec.driver={d},spec.nodeName={node}")])
             published = {
                 (str((s.get("spec") or {}).get("pool", {}).get("name")), str(dev.get("name")))
                 for s in items for dev in (s.get("spec") or {}).get("devices") or []
@@ -227,6 +301,19 @@ class CanaryOps(OpsBase):
                 e.add_note(f"and deleting the canary pod failed: {cleanup}")
             raise
         self._delete_canaries(token=token)
+
+    def _leftover_canary(self, node: str) -> bool:
+        """Whether a canary of `node` may be left by an interrupted run. Watching, the pods watch's first
+        list was made after that run ended, so its copy holds any such canary: only then is it listed again
+        and deleted (the read before the delete stays a LIST). Not watching: assume one may be."""
+        cache = self.cache
+        if cache is None:
+            return True
+        ns = self.canary_namespace
+        return any(
+            CANARY_LABEL in _labels(p) and (_meta(p).get("annotations") or {}).get(CANARY_NODE_ANNOTATION) == node
+            for p in cache.pods_in(ns)
+        )
 
     def _delete_canaries(self, *, token: str = "", node: str = "") -> None:
         selector = f"{CANARY_LABEL}={token}" if token else CANARY_LABEL
@@ -291,3 +378,9 @@ def _canary_pod(node: str, hostname: str, resource: str, image: str, token: str,
             "automountServiceAccountToken": False,
         },
     }
+
+
+def _results(claim: Obj | None) -> list[Obj]:
+    """A ResourceClaim's allocated devices (status.allocation.devices.results), [] when none."""
+    allocation = ((claim or {}).get("status") or {}).get("allocation") or {}
+    return list((allocation.get("devices") or {}).get("results") or [])

@@ -155,20 +155,23 @@ class DrainOps(OpsBase):
         """Until no evicted pod (by uid: a recreated pod of the same name is another pod) is left on the
         node, as kubectl drain's waitForDelete does."""
         delay = self.poll_s
-        while True:
-            on_node = self.cache.pods_on(node) if self.cache is not None else self._pods_on(node)
-            left = sorted(uids[_uid(p)] for p in on_node if _uid(p) in uids)
-            if not left:
-                return
-            if self.clock.monotonic() >= deadline:
-                raise StepFailed(
-                    f"drain of node {node}: {len(left)} evicted pod(s) still terminating after {timeout_s:g}s: "
-                    f"{', '.join(left)}",
-                    "check the kubelet on that node and the pods' finalizers, then resume",
-                    {"budgets": [], "pods": left},
-                )
-            self._pause(delay, deadline, cancel)
-            delay = min(delay * POLL_GROWTH, self.poll_cap_s)
+        with self._changes(node) as changed:
+            while True:
+                if changed is not None:
+                    changed.clear()  # before the read: a change after it wakes the pause below
+                on_node = self.cache.pods_on(node) if self.cache is not None else self._pods_on(node)
+                left = sorted(uids[_uid(p)] for p in on_node if _uid(p) in uids)
+                if not left:
+                    return
+                if self.clock.monotonic() >= deadline:
+                    raise StepFailed(
+                        f"drain of node {node}: {len(left)} evicted pod(s) still terminating after {timeout_s:g}s: "
+                        f"{', '.join(left)}",
+                        "check the kubelet on that node and the pods' finalizers, then resume",
+                        {"budgets": [], "pods": left},
+                    )
+                self._pause(delay, deadline, cancel, changed)
+                delay = min(delay * POLL_GROWTH, self.poll_cap_s)
 
 
 def _drainable(pod: Mapping[str, Any]) -> bool:

@@ -9,13 +9,22 @@ server sees four watches however many lanes wait. The copy may lag the server by
 reads it until its condition holds, so a lag only delays a wait, never passes one early (what they wait
 for — allocatable 0, a published pool, pods gone, a bound canary — is what the cache shows last).
 Reads that precede a write (a label's old value, for the inverse) still GET: they must be current.
+
+A wait does not poll its copy on a timer either: it subscribes to the keys it reads (a node's name covers
+the node, its bound pods and its slices; "namespace/name" a pod or a claim) and sleeps until an event
+touches one of them (`changes`), re-reading at most every poll cap as a safety net. A growing poll saw a
+change up to one poll (0.8 s on the 2,000-node twin) late, in every wait of every lane of a wave.
+
+The pods watch has no field selector: the canary is read from it from its creation, unbound (it is
+Pending until the scheduler places it), so the canary's wait makes no GET per poll either.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from dra_migrate.kube import DELETED, Event, Informer, Kube, Obj, object_key
@@ -40,7 +49,7 @@ class Watched:
         self.kube = kube
         self.informers = {
             "nodes": Informer(kube, NODES),
-            "pods": Informer(kube, PODS, field_selector="spec.nodeName!="),  # bound pods only
+            "pods": Informer(kube, PODS),  # unbound ones too: the canary is read from its creation
             "slices": Informer(kube, SLICES),
             "claims": Informer(kube, CLAIMS),
         }
@@ -48,6 +57,7 @@ class Watched:
         self._where: dict[str, dict[str, str]] = {"pods": {}, "slices": {}}  # object key -> its node
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
+        self._subscribers: dict[str, set[threading.Event]] = {}  # key -> the waits to wake on its change
 
     def start(self, timeout_s: float = SYNC_TIMEOUT_S) -> None:
         for kind, informer in self.informers.items():
@@ -70,18 +80,43 @@ class Watched:
         return lambda event: self._index(kind, event)
 
     def _index(self, kind: str, event: Event) -> None:
-        if kind not in self._by_node:
-            return
         key = object_key(event.object)
         node = _node_of(kind, event.object)
         with self._lock:
-            index, where = self._by_node[kind], self._where[kind]
-            before = where.pop(key, None)
-            if before is not None:
-                index[before].pop(key, None)
-            if event.type != DELETED and node:
-                index.setdefault(node, {})[key] = event.object
-                where[key] = node
+            before = None
+            if kind in self._by_node:
+                index, where = self._by_node[kind], self._where[kind]
+                before = where.pop(key, None)
+                if before is not None:
+                    index[before].pop(key, None)
+                if event.type != DELETED and node:
+                    index.setdefault(node, {})[key] = event.object
+                    where[key] = node
+            # The change is in the copies now: wake the waits that read it (the object's own key; for a
+            # pod or a slice its node's, before and after a move).
+            for touched in {key, node, before}:
+                for waiter in self._subscribers.get(touched or "", ()):
+                    waiter.set()
+
+    @contextlib.contextmanager
+    def changes(self, *keys: str) -> Iterator[threading.Event]:
+        """An event set whenever a watched object of `keys` changes (a node's name: the node, its bound
+        pods, its slices; "namespace/name": a pod or a claim). Clear it before each read: a change after
+        the clear sets it again, so none is missed between a read and the wait."""
+        waiter = threading.Event()
+        with self._lock:
+            for key in keys:
+                self._subscribers.setdefault(key, set()).add(waiter)
+        try:
+            yield waiter
+        finally:
+            with self._lock:
+                for key in keys:
+                    waiting = self._subscribers.get(key)
+                    if waiting is not None:
+                        waiting.discard(waiter)
+                        if not waiting:
+                            del self._subscribers[key]
 
     # -- reads -----------------------------------------------------------------------------------
 
@@ -95,6 +130,10 @@ class Watched:
     def slices_of(self, node: str) -> list[Obj]:
         with self._lock:
             return list(self._by_node["slices"].get(node, {}).values())
+
+    def pods_in(self, namespace: str) -> list[Obj]:
+        prefix = f"{namespace}/"
+        return [p for p in self.informers["pods"].objects() if object_key(p).startswith(prefix)]
 
     def pod(self, namespace: str, name: str) -> Obj | None:
         return self.informers["pods"].get(f"{namespace}/{name}")

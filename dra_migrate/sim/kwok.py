@@ -57,7 +57,11 @@ SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 # Nodes created at once (one POST each; the API server has no batch create). Each POST waits on admission
 # and etcd far longer than the Python that sends it: at 8, 10,000 nodes took about 3 minutes.
 REGISTER_WORKERS = 32
-CANARY_WORKERS = 8
+# Canaries finished at once: more than the 2,000-node plan's largest wave (80), as kwok's play units
+# (sim/stages.py NODE_PLAY_PARALLELISM). Each finish waits on the API server (its claim, its node's slices,
+# the status patch); at 8, an 80-node wave's canaries finished in ten rounds of those round trips, the last
+# up to 12 s after its window ended on a loaded twin — the largest part of a wave (issue 25, fourth round).
+CANARY_WORKERS = 128
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
@@ -381,7 +385,11 @@ class KwokFleet:
         node = str((pod.get("spec") or {}).get("nodeName", ""))
         path = path_of("v1", "pods", str(meta.get("name")), namespace=str(meta.get("namespace")))
         try:
-            current = self.kube.get_or_none(path)
+            # The watched copy (the status is made from its spec): a pod deleted meanwhile is gone from it,
+            # or its patch is answered 404 (below). A GET here was one more round trip per canary.
+            canaries = self._canaries
+            key = f"{meta.get('namespace')}/{meta.get('name')}"
+            current = canaries.get(key) if canaries is not None else self.kube.get_or_none(path)
             if current is None or (current.get("metadata") or {}).get("uid") != meta.get("uid"):
                 return
             host_ip, cidr = addresses(self._index[node])

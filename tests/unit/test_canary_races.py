@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from dra_migrate.execute import ops_canary
 from dra_migrate.execute.canary import seen_published
 from dra_migrate.execute.contract import StepFailed
 from dra_migrate.execute.ops import CANARY_ATTEMPTS, LiveOps
@@ -193,11 +194,12 @@ class SlowKubelet(LaggingScheduler):
         return super().list_all(path, query)
 
 
-def test_a_pending_canary_reads_its_events_seldom_and_only_its_nodes_slices() -> None:
+def test_a_pending_canary_reads_its_events_seldom_and_only_its_nodes_slices(monkeypatch: pytest.MonkeyPatch) -> None:
     """A 2,000-node rehearsal: every poll of 60 canaries listed the namespace's events (not indexed: 2 s
     each on the loaded twin) and every canary listed all 2,000 slices of the driver; the API server fell
     behind and the scheduler's binds with it."""
     fake = SlowKubelet(polls=200)
+    monkeypatch.setattr(ops_canary, "EVENTS_FIRST_S", 0.0)  # read at the first pending sighting, as before
     change = ops_on(fake).canary(NODE, GPU, "pause", 10)
     assert change.after["expected"] == ["GPU-aaaa"]
     events = [q for q in fake.queries if q[0] == "events"]
@@ -206,11 +208,20 @@ def test_a_pending_canary_reads_its_events_seldom_and_only_its_nodes_slices() ->
     assert slices == [f"spec.driver=gpu.nvidia.com,spec.nodeName={NODE}"]
 
 
-def test_a_failed_prepare_still_fails_the_canary_at_its_first_pending_read() -> None:
+def test_a_failed_prepare_still_fails_the_canary_at_its_first_events_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ops_canary, "EVENTS_FIRST_S", 0.05)
     fake = SlowKubelet(polls=10_000, warning="FailedPrepareDynamicResources")
     with pytest.raises(StepFailed, match="FailedPrepareDynamicResources"):
         ops_on(fake).canary(NODE, GPU, "pause", 10)
-    assert fake.reads <= 3
+    assert [q for q in fake.queries if q[0] == "events"] == [("events", "involvedObject.uid=uid-dra-migrate-canary-0")]
+
+
+def test_a_canary_that_ends_soon_after_binding_lists_no_events() -> None:
+    """At its binding the kubelet has not yet tried to prepare the device: listing the namespace's events
+    then (a scan: they are not indexed by object) found nothing, once per migrated node."""
+    fake = SlowKubelet(polls=20)  # some 20 ms of pending reads at the test's 1 ms poll
+    assert ops_on(fake).canary(NODE, GPU, "pause", 10).after["expected"] == ["GPU-aaaa"]
+    assert [q for q in fake.queries if q[0] == "events"] == []
 
 
 def test_a_device_outside_the_nodes_slices_is_looked_up_in_the_drivers() -> None:

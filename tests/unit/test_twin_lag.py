@@ -12,6 +12,7 @@ import os
 import stat
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -20,10 +21,13 @@ import pytest
 from dra_migrate.errors import InputError
 from dra_migrate.plan import io as plan_io
 from dra_migrate.plan.model import Plan, PoolStage
-from dra_migrate.rehearse.run import MIN_TIMEOUT_S, twin_floor_s, twin_plan
-from dra_migrate.sim.kwok import KwokFleet
+from dra_migrate.rehearse.run import CANARY_WINDOW_S, MIN_TIMEOUT_S, canary_real_s, twin_floor_s, twin_plan, twin_timing
+from dra_migrate.sim.kube import Kube
+from dra_migrate.sim.kwok import CANARY_WORKERS, KwokFleet
+from dra_migrate.sim.spec import GpuNodeSpec
 from dra_migrate.sim.stages import A_DP, NODE_PLAY_PARALLELISM, POD_PLAY_PARALLELISM, config_documents, stages
-from dra_migrate.sim.timing import profile
+from dra_migrate.sim.timing import REALISTIC, profile
+from dra_migrate.testing.server import FakeServer
 from tests.unit.helpers import unreachable_kubeconfig
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -182,3 +186,62 @@ def test_the_twins_timeouts_are_floored_by_each_stages_largest_wave_and_the_plan
     assert 0 < small_wave <= 2
     assert set(derived[small["name"]]) - {0.0} == {float(twin_floor_s(small_wave))} != {float(twin_floor_s(80))}
     assert sealed == before
+
+
+# -- the canary's window -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scale", [0.01, 0.05, 0.1, 0.5, 1.0])
+def test_the_twins_canary_runs_scaled_but_never_under_its_window(scale: float) -> None:
+    """The canary's start and run scale like every other delay (they were 1.5 s of real time on every
+    wave's critical path at any scale); a floor keeps its claim readable before the pod ends."""
+    t = twin_timing(scale)
+    window = t.container_start_s + t.canary_run_s
+    scaled = (REALISTIC.container_start_s + REALISTIC.canary_run_s) * scale
+    assert window == pytest.approx(max(scaled, CANARY_WINDOW_S))
+    assert t.container_start_s == pytest.approx(REALISTIC.container_start_s * scale)  # a workload pod's start
+    # What ran unscaled is counted at its real length in the rehearsed duration: only the floor's share.
+    assert canary_real_s(t, scale) == pytest.approx(max(0.0, CANARY_WINDOW_S - scaled))
+    assert window - canary_real_s(t, scale) == pytest.approx(scaled)
+
+
+# -- the twin's canaries -----------------------------------------------------------------------
+
+
+def test_a_waves_canaries_finish_together_not_a_few_at_a_time(tmp_path: Path) -> None:
+    """80 canaries bound at once (a 2,000-node wave) on a twin whose API server answers in 0.1 s: each
+    finish reads its claim and its node's slices and patches the status. On 8 workers they finished in ten
+    rounds (the last ~3 s after its window; 12 s on the loaded 2,000-node twin); together, in about one."""
+    server = FakeServer()
+    nodes = [GpuNodeSpec(name=f"gpu-{i}") for i in range(80)]
+    fleet = KwokFleet(unreachable_kubeconfig(tmp_path), nodes, workdir=tmp_path / "w")
+    fleet.kube = Kube(server.client)
+    pods = []
+    for i, n in enumerate(nodes):
+        pod = {
+            "metadata": {"name": f"canary-{i}", "namespace": "default", "uid": f"u{i}"},
+            "spec": {"nodeName": n.name, "containers": [{"name": "canary", "image": "x"}]},
+            "status": {"phase": "Pending"},
+        }
+        pods.append(server.put(f"/api/v1/namespaces/default/pods/canary-{i}", pod))
+    server.latency_s = 0.1
+    stop = threading.Event()
+    runner = threading.Thread(target=fleet._timers.run, args=(stop,), kwargs={"workers": CANARY_WORKERS}, daemon=True)
+    runner.start()
+    try:
+        start = time.monotonic()
+        for pod in pods:
+            fleet._on_canary("MODIFIED", pod)
+        while time.monotonic() - start < 10:
+            finished = [p for p in server.objects("/api/v1/pods") if p["status"]["phase"] in ("Succeeded", "Failed")]
+            if len(finished) == len(pods):
+                break
+            time.sleep(0.05)
+        took = time.monotonic() - start
+    finally:
+        stop.set()
+        fleet._timers.wake()
+        runner.join(5)
+    assert len(finished) == len(pods)
+    window = fleet.timing.container_start_s + fleet.timing.canary_run_s
+    assert took < window + 1.5, f"80 canaries took {took:.1f}s after a {window:g}s window"
