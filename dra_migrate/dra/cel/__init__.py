@@ -228,26 +228,51 @@ class _DomainMap(celtypes.MapType):
             return celtypes.MapType()
 
 
-def _attribute_value(name: str, attr: Mapping[str, Any]) -> Any:
-    # compile.go getAttributeValue: exactly one of int, bool, string, version (and the list forms).
-    if "int" in attr:
-        return celtypes.IntType(int(attr["int"]))
-    if "bool" in attr:
-        return celtypes.BoolType(bool(attr["bool"]))
-    if "string" in attr:
-        return celtypes.StringType(str(attr["string"]))
-    if "version" in attr:
-        try:
-            return parse_semver(str(attr["version"]))
-        except ValueError as e:
-            raise SelectorEvaluationError(f"attribute {name}: parse semantic version: {e}") from e
-    for key, conv in (("ints", celtypes.IntType), ("bools", celtypes.BoolType), ("strings", celtypes.StringType)):
-        if key in attr:
-            return celtypes.ListType([conv(v) for v in attr[key]])
-    if "versions" in attr:
-        versions: list[Any] = [parse_semver(str(v)) for v in attr["versions"]]
-        return celtypes.ListType(versions)
+def _is_int64(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and -(2**63) <= v < 2**63
+
+
+# resource/v1 DeviceAttribute: each form and the JSON type the API server admits for it (an int64, a
+# bool, a string; a version is a string parsed as semver). Anything else never reaches kube-scheduler.
+_ATTRIBUTE_FORMS: tuple[tuple[str, Any, Any], ...] = (
+    ("int", _is_int64, celtypes.IntType),
+    ("bool", lambda v: isinstance(v, bool), celtypes.BoolType),
+    ("string", lambda v: isinstance(v, str), celtypes.StringType),
+    ("version", lambda v: isinstance(v, str), parse_semver),
+)
+
+
+def _attribute_value(name: str, attr: Any) -> Any:
+    """compile.go getAttributeValue: exactly one of int, bool, string, version (and the list forms). A value
+    of another JSON type is this device's evaluation error, as for any device the scheduler cannot read."""
+    if not isinstance(attr, Mapping):
+        raise SelectorEvaluationError(f"attribute {name}: not a map of one typed value")
+    for key, ok, conv in _ATTRIBUTE_FORMS:
+        for form, many in ((key, False), (f"{key}s", True)):
+            if form not in attr:
+                continue
+            raw = attr[form]
+            values = raw if many and isinstance(raw, list) else [raw]
+            if (many and not isinstance(raw, list)) or not all(ok(v) for v in values):
+                raise SelectorEvaluationError(f"attribute {name}: `{form}` holds a value of another type")
+            try:
+                out = [conv(v) for v in values]
+            except ValueError as e:
+                raise SelectorEvaluationError(f"attribute {name}: parse semantic version: {e}") from e
+            return celtypes.ListType(out) if many else out[0]
     raise SelectorEvaluationError(f"attribute {name}: unsupported attribute value")
+
+
+def _device_maps(device: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    """The device's attributes and capacity, each a map of name -> map; a device of another shape (a
+    snapshot's ResourceSlice the API server would not have admitted) is an evaluation error for it."""
+    attributes = device.get("attributes") or {}
+    capacity = device.get("capacity") or {}
+    for what, value in (("attributes", attributes), ("capacity", capacity)):
+        if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, Mapping)
+                                                     for k, v in value.items()):  # fmt: skip
+            raise SelectorEvaluationError(f"device {what} is not a map of name -> value")
+    return attributes, capacity
 
 
 def _split_name(name: str, driver: str) -> tuple[str, str]:
@@ -344,8 +369,7 @@ class Selector:
 
         Raises SelectorEvaluationError when kube-scheduler's evaluation would fail (a missing attribute,
         a bad argument), which makes the scheduler give up on allocating the claim on that node."""
-        attributes = device.get("attributes") or {}
-        capacity = device.get("capacity") or {}
+        attributes, capacity = _device_maps(device)
         multi = device.get("allowMultipleAllocations")
         key = self._key(attributes, capacity, driver, multi)
         cached = self._cache.get(key)
