@@ -97,8 +97,38 @@ def _environment() -> celpy.Environment:
     return celpy.Environment()
 
 
+# celpy's string terminals (cel.lark STRING_LIT, MLSTRING_LIT; BYTES_LIT reuses them) let an escape such
+# as `\x01` match either as one escape or as `.` per character, under a lazy `*?`: on a string with no
+# closing quote the regex engine tries every split, 2**escapes ways (a 150-byte selector of 28 escapes
+# ran for minutes; found by fuzzing with atheris). The same strings without the ambiguity: a backslash
+# always takes the character after it, as cel-go's lexer does (literals.py then decodes the escape).
+_STRING_TERMINALS = {
+    "STRING_LIT": (
+        r"""/[rR]?"(?:\\[^\n]|[^\n"\\])*"/"""  # `"` not after a backslash: lark would drop that one
+        "\n               | "
+        r"""/[rR]?'(?:\\[^\n]|[^\\'\n])*'/"""
+    ),
+    "MLSTRING_LIT": (
+        r'''/[rR]?"""(?:\\[\s\S]|[^\\])*?"""/'''
+        "\n               | "
+        r"""/[rR]?'''(?:\\[\s\S]|[^\\])*?'''/"""
+    ),
+}
+
+
+def _grammar() -> str:
+    """celpy's grammar with its string terminals replaced by unambiguous ones (_STRING_TERMINALS)."""
+    grammar = (Path(celpy.celparser.__file__).parent / "cel.lark").read_text()
+    for name, pattern in _STRING_TERMINALS.items():
+        definition = re.compile(rf"^{name}\s*:.*?(?=^\S)", re.M | re.S)
+        grammar, n = definition.subn(lambda _m, t=name, p=pattern: f"{t:<15}: {p}\n\n", grammar, count=1)
+        if n != 1:
+            raise RuntimeError(f"celpy's grammar has no {name} terminal: check the pinned cel-python")
+    return grammar
+
+
 def _cached_grammar() -> None:
-    """Build celpy's LALR parser with lark's on-disk cache of the grammar analysis.
+    """Build celpy's LALR parser from `_grammar()`, with lark's on-disk cache of the grammar analysis.
 
     celpy builds it on first use, which costs ~0.3 s per process; `cache=True` keeps the tables in the
     temp directory, keyed by the grammar's hash. Same arguments as celpy.celparser.CELParser."""
@@ -106,23 +136,22 @@ def _cached_grammar() -> None:
 
     if CELParser.CEL_PARSER is not None:
         return
-    grammar = (Path(celpy.celparser.__file__).parent / "cel.lark").read_text()
+    options: dict[str, Any] = {
+        "parser": "lalr",
+        "start": "expr",
+        "debug": True,
+        "g_regex_flags": re.M,
+        "lexer_callbacks": {"IDENT": CELParser.ambiguous_literals},
+        "propagate_positions": True,
+        "maybe_placeholders": False,
+        "priority": "invert",
+        "tree_class": lark.Tree,
+    }
+    grammar = _grammar()
     try:
-        CELParser.CEL_PARSER = lark.Lark(
-            grammar,
-            parser="lalr",
-            start="expr",
-            debug=True,
-            g_regex_flags=re.M,
-            lexer_callbacks={"IDENT": CELParser.ambiguous_literals},
-            propagate_positions=True,
-            maybe_placeholders=False,
-            priority="invert",
-            tree_class=lark.Tree,
-            cache=True,
-        )
-    except (OSError, TypeError, ValueError):
-        CELParser.CEL_PARSER = None  # no writable temp dir, or another lark: let celpy build it itself
+        CELParser.CEL_PARSER = lark.Lark(grammar, cache=True, **options)
+    except (OSError, TypeError, ValueError):  # no writable temp dir: build it without the cache
+        CELParser.CEL_PARSER = lark.Lark(grammar, **options)
 
 
 def _rewrite_binds(tree: lark.Tree[Any]) -> None:
