@@ -285,9 +285,7 @@ def _parse_role(r: Any, where: str) -> RoleSpec:
 def _parse_factor(f: Any, where: str) -> ReplicaFactor:
     field_names = {"path", "default", "add", "value", "selectedNodes"}
     if not isinstance(f, dict) or not f.keys() <= field_names or not f:
-        raise InputError(
-            f"{where}: a replicas factor is {{path, default, add}}, {{value}} or {{selectedNodes}}", _HINT
-        )
+        raise InputError(f"{where}: a replicas factor is {{path, default, add}}, {{value}} or {{selectedNodes}}", _HINT)
     return ReplicaFactor(
         path=_text(f, "path", where),
         default=_number(f, "default", 1, where),

@@ -120,7 +120,9 @@ def _timestamps_checked(base: type[SafeConstructor]) -> type[SafeConstructor]:
                 return super().construct_yaml_timestamp(node, values)
             except (ValueError, OverflowError) as e:
                 raise ConstructorError(
-                    None, None, f"{node.value!r} has the form of a timestamp but is no date ({e}); quote it",
+                    None,
+                    None,
+                    f"{node.value!r} has the form of a timestamp but is no date ({e}); quote it",
                     node.start_mark,
                 ) from e
 

@@ -23,8 +23,8 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from dra_migrate.cluster.yamlio import ROUND_TRIP_CONSTRUCTOR, safe_yaml
 from dra_migrate.cluster.templates import TemplateTable
+from dra_migrate.cluster.yamlio import ROUND_TRIP_CONSTRUCTOR, safe_yaml
 from dra_migrate.convert.rewrite import ClaimNames, ConvertOptions, convert_document
 from dra_migrate.errors import InputError
 from dra_migrate.fileio import write_text_atomic

@@ -74,4 +74,7 @@ def test_an_each_map_whose_keys_are_not_all_strings_resolves() -> None:
     # YAML reads `1:` as a number: sorting it with the string keys raised TypeError (convert's internal error).
     job = {"kind": "PyTorchJob", "spec": {"pytorchReplicaSpecs": {1: {"template": {}}, "Worker": {"template": {}}}}}
     resolved = TemplateTable.builtin().resolve("kubeflow.org/PyTorchJob", job)
-    assert [r.path for r in resolved] == ["spec.pytorchReplicaSpecs.1.template", "spec.pytorchReplicaSpecs.Worker.template"]
+    assert [r.path for r in resolved] == [
+        "spec.pytorchReplicaSpecs.1.template",
+        "spec.pytorchReplicaSpecs.Worker.template",
+    ]

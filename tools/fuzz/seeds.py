@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Seeds for the fuzz targets whose inputs the project keeps inside other files (tools/fuzz/run).
 
-    python tools/fuzz/seeds.py TARGET CORPUS_DIR
+  python tools/fuzz/seeds.py TARGET CORPUS_DIR
 
-  cel        every conformance case (tests/conformance/cases.json): its expression, a NUL, its device
-  templates  the built-in table and each YAML block of docs/pod-templates.md
-  ignore     each YAML block of docs/ignore-file.md
-  journal    a journal as apply writes it (two runs, a failure, a rollback), and its torn form
+cel        every conformance case (tests/conformance/cases.json): its expression, a NUL, its device
+templates  the built-in table and each YAML block of docs/pod-templates.md
+ignore     each YAML block of docs/ignore-file.md
+journal    a journal as apply writes it (two runs, a failure, a rollback), and its torn form
 """
 
 from __future__ import annotations
@@ -41,10 +41,23 @@ def ignore() -> list[bytes]:
 def journal() -> list[bytes]:
     t = "2026-12-04T10:00:00.000000Z"
     records: list[dict[str, object]] = [
-        {"event": "run-start", "phase": "apply", "planDigest": DIGEST, "actor": "a", "dryRun": False,
-         "cluster": {"uid": "u", "server": "https://x", "context": "c"}},
-        {"event": "start", "phase": "apply", "stage": "pool-a", "wave": "1", "stepId": "pool-a/n1/cordon",
-         "action": "cordon", "target": "Node n1"},
+        {
+            "event": "run-start",
+            "phase": "apply",
+            "planDigest": DIGEST,
+            "actor": "a",
+            "dryRun": False,
+            "cluster": {"uid": "u", "server": "https://x", "context": "c"},
+        },
+        {
+            "event": "start",
+            "phase": "apply",
+            "stage": "pool-a",
+            "wave": "1",
+            "stepId": "pool-a/n1/cordon",
+            "action": "cordon",
+            "target": "Node n1",
+        },
         {"event": "end", "phase": "apply", "stepId": "pool-a/n1/cordon", "result": "ok", "before": {"a": 1}},
         {"event": "start", "phase": "apply", "stepId": "pool-a/n1/drain"},
         {"event": "end", "phase": "apply", "stepId": "pool-a/n1/drain", "result": "failed", "error": "timeout"},

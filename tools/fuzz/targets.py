@@ -44,9 +44,9 @@ with atheris.instrument_imports():
     from dra_migrate.convert.claims import ConvertOptions
     from dra_migrate.convert.files import convert_text
     from dra_migrate.dra.cel import SelectorError, SelectorEvaluationError, compile_selector
+    from dra_migrate.errors import InputError
     from dra_migrate.execute import cluster_journal
     from dra_migrate.execute.journal import Progress, read_records
-    from dra_migrate.errors import InputError
     from dra_migrate.plan import io as plan_io
     from dra_migrate.plan import stream
     from dra_migrate.plan.build import build_plan
@@ -168,7 +168,7 @@ def journal(data: bytes) -> None:
         key = head[0].decode("utf-8", "replace") if len(head) == 2 else str(i + 1)
         data_map[key] = line.decode("utf-8", "replace")
     chunk = {"metadata": {"name": "j-0"}, "data": data_map}
-    records = cluster_journal._all_records([chunk], "in-cluster journal")  # noqa: SLF001 (the pure decoding)
+    records = cluster_journal._all_records([chunk], "in-cluster journal")  # the pure decoding of a chunk
     Progress.from_records(records)
 
 

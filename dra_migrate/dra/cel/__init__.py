@@ -121,7 +121,7 @@ def _grammar() -> str:
     grammar = (Path(celpy.celparser.__file__).parent / "cel.lark").read_text()
     for name, pattern in _STRING_TERMINALS.items():
         definition = re.compile(rf"^{name}\s*:.*?(?=^\S)", re.M | re.S)
-        grammar, n = definition.subn(lambda _m, t=name, p=pattern: f"{t:<15}: {p}\n\n", grammar, count=1)
+        grammar, n = definition.subn(f"{name:<15}: {pattern}\n\n".replace("\\", "\\\\"), grammar, count=1)
         if n != 1:
             raise RuntimeError(f"celpy's grammar has no {name} terminal: check the pinned cel-python")
     return grammar
