@@ -45,3 +45,18 @@ def test_string_literals_still_read_as_cel_go_reads_them(literal: str, value: st
 def test_an_unknown_escape_is_still_refused() -> None:
     with pytest.raises(SelectorError, match="Syntax error"):
         compile_selector(r"'\d' == 'd'")
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ("size([1, 2].map(n, n > 1, n)) == 1", True),
+        ("[1, 2, 3].map(n, n > 1, n * 10)[1] == 30", True),
+        ("['a', 'bb'].map(s, size(s) > 1, s + '!')[0] == 'bb!'", True),
+        ("size([1, 2].map(n, n > 5, n)) == 1", False),
+    ],
+)
+def test_the_three_argument_map_compiles(expression: str, expected: bool) -> None:
+    # Its rewrite to filter+map spliced the receiver where no placeholder expr was: an AssertionError that
+    # compile_selector relabelled "cannot read this expression", for every such selector (found by fuzzing).
+    assert compile_selector(expression).matches({}, "gpu.nvidia.com") is expected

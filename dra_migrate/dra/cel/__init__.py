@@ -209,7 +209,7 @@ def _rewrite_macros(tree: lark.Tree[Any], depth: int = 0) -> None:
     elif name == "map" and len(args) == 3 and names[0] is not None:
         _replace(
             tree,
-            f"__target.filter({names[0]}, __p0).map({names[0]}, __p1)",
+            f"(__target).filter({names[0]}, __p0).map({names[0]}, __p1)",  # (): an expr, as _splice finds it
             __target=target,
             __p0=args[1],
             __p1=args[2],
