@@ -119,7 +119,7 @@ def _iter_each(obj: Obj, each: str) -> Iterator[tuple[str, Obj]]:
         base = each[:-2]
         container = get_path(obj, base)
         if isinstance(container, dict):
-            for name in sorted(container):
+            for name in sorted(container, key=str):  # YAML keys may be numbers too
                 item = container[name]
                 if isinstance(item, dict):
                     yield f"{base}.{name}", item
@@ -157,9 +157,11 @@ class TemplateTable:
     def extended(self, path: Path) -> TemplateTable:
         """This table with the entries of a user's file added (an entry for a known kind replaces it)."""
         try:
-            text = path.read_text()
+            text = path.read_text(encoding="utf-8")
         except OSError as e:
             raise InputError(f"cannot read template table {path}: {e.strerror}", "check the --templates path") from e
+        except UnicodeDecodeError as e:
+            raise InputError(f"template table {path}: not UTF-8 text (byte {e.start + 1})", _HINT) from e
         merged = dict(self._kinds)
         merged.update(_parse_table(_load_yaml(text, str(path)), str(path)))
         return TemplateTable(merged)
@@ -206,58 +208,88 @@ def _load_yaml(text: str, name: str) -> Any:
     return docs[0] if docs else []
 
 
+_HINT = "fix the template table (docs/pod-templates.md)"
+
+
 def _parse_table(data: Any, name: str) -> dict[str, KindSpec]:
+    """Every field is checked for the type the resolver reads before anything uses it: a path that is a
+    map or a factor that is not a number is refused here, naming the entry, not met later as a crash."""
     if not isinstance(data, list):
         raise InputError(f"{name}: a template table is a list of {{kind, roles}} entries", "see README 'Templates'")
     out: dict[str, KindSpec] = {}
     for i, entry in enumerate(data):
         where = f"{name}: entry {i + 1}"
         if not isinstance(entry, dict) or not isinstance(entry.get("kind"), str):
-            raise InputError(f"{where}: needs `kind` (e.g. example.com/MyJob)", "fix the template table")
+            raise InputError(f"{where}: needs `kind` (e.g. example.com/MyJob)", _HINT)
         roles = entry.get("roles")
         if not isinstance(roles, list) or not roles:
-            raise InputError(f"{where} ({entry['kind']}): needs a non-empty `roles` list", "fix the template table")
+            raise InputError(f"{where} ({entry['kind']}): needs a non-empty `roles` list", _HINT)
+        where = f"{where} ({entry['kind']})"
         out[entry["kind"]] = KindSpec(
             kind=entry["kind"],
-            roles=tuple(_parse_role(r, f"{where} ({entry['kind']})") for r in roles),
-            api_version=entry.get("apiVersion"),
-            plural=entry.get("plural"),
+            roles=tuple(_parse_role(r, where) for r in roles),
+            api_version=_text(entry, "apiVersion", where),
+            plural=_text(entry, "plural", where),
             namespaced=bool(entry.get("namespaced", True)),
             blueprint=bool(entry.get("blueprint", False)),
         )
     return out
 
 
+def _text(d: dict[Any, Any], key: str, where: str) -> str | None:
+    value = d.get(key)
+    if value is not None and not isinstance(value, str):
+        raise InputError(f"{where}: `{key}` must be a string, not {type(value).__name__}", _HINT)
+    return value
+
+
+def _texts(d: dict[Any, Any], key: str, where: str) -> tuple[str, ...]:
+    value = d.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InputError(f"{where}: `{key}` must be a list of paths", _HINT)
+    return tuple(value)
+
+
+def _number(d: dict[Any, Any], key: str, default: int, where: str) -> int:
+    value = d.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise InputError(f"{where}: replicas `{key}` must be a whole number, not {value!r}", _HINT)
+    try:
+        return int(value)
+    except ValueError as e:
+        raise InputError(f"{where}: replicas `{key}` must be a whole number, not {value!r}", _HINT) from e
+
+
 def _parse_role(r: Any, where: str) -> RoleSpec:
     if not isinstance(r, dict) or not isinstance(r.get("template"), str):
-        raise InputError(f"{where}: each role needs `template`", "fix the template table")
+        raise InputError(f"{where}: each role needs `template`", _HINT)
     form = r.get("form", "podTemplate")
     if form not in ("podTemplate", "podSpec", "containers", "resources"):
-        raise InputError(f"{where}: form must be podTemplate, podSpec, containers or resources, not {form!r}", "fix it")
-    factors = tuple(_parse_factor(f, where) for f in r.get("replicas", [{"value": 1}]))
+        raise InputError(f"{where}: form must be podTemplate, podSpec, containers or resources, not {form!r}", _HINT)
+    replicas = r.get("replicas", [{"value": 1}])
+    if not isinstance(replicas, list):
+        raise InputError(f"{where}: `replicas` must be a list of factors", _HINT)
     return RoleSpec(
         template=r["template"],
         form=form,
-        each=r.get("each"),
-        containers=tuple(r.get("containers", ())),
-        init_containers=tuple(r.get("initContainers", ())),
-        replicas=factors,
-        if_present=r.get("if"),
-        unless_present=r.get("unless"),
-        resources=r.get("resources"),
+        each=_text(r, "each", where),
+        containers=_texts(r, "containers", where),
+        init_containers=_texts(r, "initContainers", where),
+        replicas=tuple(_parse_factor(f, where) for f in replicas),
+        if_present=_text(r, "if", where),
+        unless_present=_text(r, "unless", where),
+        resources=_text(r, "resources", where),
     )
 
 
 def _parse_factor(f: Any, where: str) -> ReplicaFactor:
     field_names = {"path", "default", "add", "value", "selectedNodes"}
     if not isinstance(f, dict) or not f.keys() <= field_names or not f:
-        raise InputError(
-            f"{where}: a replicas factor is {{path, default, add}}, {{value}} or {{selectedNodes}}", "fix it"
-        )
+        raise InputError(f"{where}: a replicas factor is {{path, default, add}}, {{value}} or {{selectedNodes}}", _HINT)
     return ReplicaFactor(
-        path=f.get("path"),
-        default=int(f.get("default", 1)),
-        add=int(f.get("add", 0)),
-        value=None if f.get("value") is None else int(f["value"]),
+        path=_text(f, "path", where),
+        default=_number(f, "default", 1, where),
+        add=_number(f, "add", 0, where),
+        value=None if f.get("value") is None else _number(f, "value", 1, where),
         selected_nodes=bool(f.get("selectedNodes", False)),
     )

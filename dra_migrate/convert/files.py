@@ -24,6 +24,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from dra_migrate.cluster.templates import TemplateTable
+from dra_migrate.cluster.yamlio import ROUND_TRIP_CONSTRUCTOR, safe_yaml
 from dra_migrate.convert.rewrite import ClaimNames, ConvertOptions, convert_document
 from dra_migrate.errors import InputError
 from dra_migrate.fileio import write_text_atomic
@@ -138,6 +139,7 @@ def guess_indent(text: str) -> tuple[int, int]:
 
 def _yaml(indent: int, offset: int) -> YAML:
     yaml = YAML(typ="rt")
+    yaml.Constructor = ROUND_TRIP_CONSTRUCTOR  # a timestamp that is no date is a YAML error at its line
     yaml.preserve_quotes = True
     yaml.width = 4096  # never re-wrap long strings (commands, CEL expressions)
     # ruamel's `sequence` is where an item's content starts, `offset` where its dash sits.
@@ -335,7 +337,7 @@ def keep_original_lines(original: str, dumped: str) -> str:
 
 
 def _safe_load(text: str) -> Any:
-    return YAML(typ="safe", pure=True).load(text)
+    return safe_yaml(pure=True).load(text)
 
 
 def convert_files(pairs: list[tuple[Path, Path]], table: TemplateTable, opts: ConvertOptions) -> list[FileResult]:

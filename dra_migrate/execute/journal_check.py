@@ -48,7 +48,7 @@ def _is_map(v: Any) -> bool:
 # field -> (check, what it must be). null is accepted for every field but `seq` and `event`.
 FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "time": (_is_str, "a string (RFC 3339 time)"),
-    "phase": (lambda v: v in PHASES, "apply or rollback"),
+    "phase": (lambda v: isinstance(v, str) and v in PHASES, "apply or rollback"),  # a list is unhashable
     "stage": (_is_str, "a string"),
     "wave": (_is_str, "a string"),
     "node": (_is_str, "a string"),

@@ -34,7 +34,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.events import AliasEvent, CollectionStartEvent, ScalarEvent
 from ruamel.yaml.nodes import ScalarNode
 
-from dra_migrate.cluster.yamlio import parser_stopped
+from dra_migrate.cluster.yamlio import ROUND_TRIP_CONSTRUCTOR, parser_stopped
 from dra_migrate.errors import InputError
 from dra_migrate.fileio import write_text_atomic
 from dra_migrate.gcpause import paused_gc
@@ -203,6 +203,7 @@ class _StrictComposer(Composer):
 def _parse(text: str, path: Path) -> CommentedMap:
     yaml = YAML(typ="rt")
     yaml.Composer = _StrictComposer
+    yaml.Constructor = ROUND_TRIP_CONSTRUCTOR  # a timestamp that is no date is a YAML error at its line
     yaml.max_depth = _MAX_DEPTH
     try:
         doc = yaml.load(text)

@@ -47,6 +47,9 @@ CASES = [
     ("seq of the wrong type", _line(seq="2", time="t", event="start"), "`seq`"),
     ("stepId of the wrong type", _line(seq=2, time="t", event="start", stepId=7), "`stepId` is 7"),
     ("dryRun of the wrong type", _line(seq=2, time="t", event="run-start", dryRun="yes"), "`dryRun`"),
+    # A list or map checked against the set of phases: `in` hashed it (TypeError; found by fuzzing).
+    ("phase that is a list", _line(seq=2, time="t", event="start", phase=["apply"]), '`phase` is ["apply"]'),
+    ("phase that is a map", _line(seq=2, time="t", event="start", phase={"apply": 1}), "`phase`"),
     ("cluster of the wrong type", _line(seq=2, time="t", event="run-start", cluster="prod"), "`cluster`"),
     ("unknown record kind", _line(seq=2, time="t", event="teleport"), "unknown record kind `event: teleport`"),
     ("no event", _line(seq=2, time="t"), "`event` is missing"),

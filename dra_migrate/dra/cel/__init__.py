@@ -97,8 +97,38 @@ def _environment() -> celpy.Environment:
     return celpy.Environment()
 
 
+# celpy's string terminals (cel.lark STRING_LIT, MLSTRING_LIT; BYTES_LIT reuses them) let an escape such
+# as `\x01` match either as one escape or as `.` per character, under a lazy `*?`: on a string with no
+# closing quote the regex engine tries every split, 2**escapes ways (a 150-byte selector of 28 escapes
+# ran for minutes; found by fuzzing with atheris). The same strings without the ambiguity: a backslash
+# always takes the character after it, as cel-go's lexer does (literals.py then decodes the escape).
+_STRING_TERMINALS = {
+    "STRING_LIT": (
+        r"""/[rR]?"(?:\\[^\n]|[^\n"\\])*"/"""  # `"` not after a backslash: lark would drop that one
+        "\n               | "
+        r"""/[rR]?'(?:\\[^\n]|[^\\'\n])*'/"""
+    ),
+    "MLSTRING_LIT": (
+        r'''/[rR]?"""(?:\\[\s\S]|[^\\])*?"""/'''
+        "\n               | "
+        r"""/[rR]?'''(?:\\[\s\S]|[^\\])*?'''/"""
+    ),
+}
+
+
+def _grammar() -> str:
+    """celpy's grammar with its string terminals replaced by unambiguous ones (_STRING_TERMINALS)."""
+    grammar = (Path(celpy.celparser.__file__).parent / "cel.lark").read_text()
+    for name, pattern in _STRING_TERMINALS.items():
+        definition = re.compile(rf"^{name}\s*:.*?(?=^\S)", re.M | re.S)
+        grammar, n = definition.subn(f"{name:<15}: {pattern}\n\n".replace("\\", "\\\\"), grammar, count=1)
+        if n != 1:
+            raise RuntimeError(f"celpy's grammar has no {name} terminal: check the pinned cel-python")
+    return grammar
+
+
 def _cached_grammar() -> None:
-    """Build celpy's LALR parser with lark's on-disk cache of the grammar analysis.
+    """Build celpy's LALR parser from `_grammar()`, with lark's on-disk cache of the grammar analysis.
 
     celpy builds it on first use, which costs ~0.3 s per process; `cache=True` keeps the tables in the
     temp directory, keyed by the grammar's hash. Same arguments as celpy.celparser.CELParser."""
@@ -106,23 +136,22 @@ def _cached_grammar() -> None:
 
     if CELParser.CEL_PARSER is not None:
         return
-    grammar = (Path(celpy.celparser.__file__).parent / "cel.lark").read_text()
+    options: dict[str, Any] = {
+        "parser": "lalr",
+        "start": "expr",
+        "debug": True,
+        "g_regex_flags": re.M,
+        "lexer_callbacks": {"IDENT": CELParser.ambiguous_literals},
+        "propagate_positions": True,
+        "maybe_placeholders": False,
+        "priority": "invert",
+        "tree_class": lark.Tree,
+    }
+    grammar = _grammar()
     try:
-        CELParser.CEL_PARSER = lark.Lark(
-            grammar,
-            parser="lalr",
-            start="expr",
-            debug=True,
-            g_regex_flags=re.M,
-            lexer_callbacks={"IDENT": CELParser.ambiguous_literals},
-            propagate_positions=True,
-            maybe_placeholders=False,
-            priority="invert",
-            tree_class=lark.Tree,
-            cache=True,
-        )
-    except (OSError, TypeError, ValueError):
-        CELParser.CEL_PARSER = None  # no writable temp dir, or another lark: let celpy build it itself
+        CELParser.CEL_PARSER = lark.Lark(grammar, cache=True, **options)
+    except (OSError, TypeError, ValueError):  # no writable temp dir: build it without the cache
+        CELParser.CEL_PARSER = lark.Lark(grammar, **options)
 
 
 def _rewrite_binds(tree: lark.Tree[Any]) -> None:
@@ -180,7 +209,7 @@ def _rewrite_macros(tree: lark.Tree[Any], depth: int = 0) -> None:
     elif name == "map" and len(args) == 3 and names[0] is not None:
         _replace(
             tree,
-            f"__target.filter({names[0]}, __p0).map({names[0]}, __p1)",
+            f"(__target).filter({names[0]}, __p0).map({names[0]}, __p1)",  # (): an expr, as _splice finds it
             __target=target,
             __p0=args[1],
             __p1=args[2],
@@ -228,26 +257,51 @@ class _DomainMap(celtypes.MapType):
             return celtypes.MapType()
 
 
-def _attribute_value(name: str, attr: Mapping[str, Any]) -> Any:
-    # compile.go getAttributeValue: exactly one of int, bool, string, version (and the list forms).
-    if "int" in attr:
-        return celtypes.IntType(int(attr["int"]))
-    if "bool" in attr:
-        return celtypes.BoolType(bool(attr["bool"]))
-    if "string" in attr:
-        return celtypes.StringType(str(attr["string"]))
-    if "version" in attr:
-        try:
-            return parse_semver(str(attr["version"]))
-        except ValueError as e:
-            raise SelectorEvaluationError(f"attribute {name}: parse semantic version: {e}") from e
-    for key, conv in (("ints", celtypes.IntType), ("bools", celtypes.BoolType), ("strings", celtypes.StringType)):
-        if key in attr:
-            return celtypes.ListType([conv(v) for v in attr[key]])
-    if "versions" in attr:
-        versions: list[Any] = [parse_semver(str(v)) for v in attr["versions"]]
-        return celtypes.ListType(versions)
+def _is_int64(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and -(2**63) <= v < 2**63
+
+
+# resource/v1 DeviceAttribute: each form and the JSON type the API server admits for it (an int64, a
+# bool, a string; a version is a string parsed as semver). Anything else never reaches kube-scheduler.
+_ATTRIBUTE_FORMS: tuple[tuple[str, Any, Any], ...] = (
+    ("int", _is_int64, celtypes.IntType),
+    ("bool", lambda v: isinstance(v, bool), celtypes.BoolType),
+    ("string", lambda v: isinstance(v, str), celtypes.StringType),
+    ("version", lambda v: isinstance(v, str), parse_semver),
+)
+
+
+def _attribute_value(name: str, attr: Any) -> Any:
+    """compile.go getAttributeValue: exactly one of int, bool, string, version (and the list forms). A value
+    of another JSON type is this device's evaluation error, as for any device the scheduler cannot read."""
+    if not isinstance(attr, Mapping):
+        raise SelectorEvaluationError(f"attribute {name}: not a map of one typed value")
+    for key, ok, conv in _ATTRIBUTE_FORMS:
+        for form, many in ((key, False), (f"{key}s", True)):
+            if form not in attr:
+                continue
+            raw = attr[form]
+            values = raw if many and isinstance(raw, list) else [raw]
+            if (many and not isinstance(raw, list)) or not all(ok(v) for v in values):
+                raise SelectorEvaluationError(f"attribute {name}: `{form}` holds a value of another type")
+            try:
+                out = [conv(v) for v in values]
+            except ValueError as e:
+                raise SelectorEvaluationError(f"attribute {name}: parse semantic version: {e}") from e
+            return celtypes.ListType(out) if many else out[0]
     raise SelectorEvaluationError(f"attribute {name}: unsupported attribute value")
+
+
+def _device_maps(device: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    """The device's attributes and capacity, each a map of name -> map; a device of another shape (a
+    snapshot's ResourceSlice the API server would not have admitted) is an evaluation error for it."""
+    attributes = device.get("attributes") or {}
+    capacity = device.get("capacity") or {}
+    for what, value in (("attributes", attributes), ("capacity", capacity)):
+        if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, Mapping)
+                                                     for k, v in value.items()):  # fmt: skip
+            raise SelectorEvaluationError(f"device {what} is not a map of name -> value")
+    return attributes, capacity
 
 
 def _split_name(name: str, driver: str) -> tuple[str, str]:
@@ -344,8 +398,7 @@ class Selector:
 
         Raises SelectorEvaluationError when kube-scheduler's evaluation would fail (a missing attribute,
         a bad argument), which makes the scheduler give up on allocating the claim on that node."""
-        attributes = device.get("attributes") or {}
-        capacity = device.get("capacity") or {}
+        attributes, capacity = _device_maps(device)
         multi = device.get("allowMultipleAllocations")
         key = self._key(attributes, capacity, driver, multi)
         cached = self._cache.get(key)
