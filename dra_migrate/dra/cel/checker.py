@@ -454,10 +454,19 @@ def _is_bytes_constant(node: Any) -> bool:
 
 def _device_path(node: Any) -> bool:
     """device, device.x, device.attributes["d"], device.attributes["d"].x ..."""
+    return _device_steps(node) is not None
+
+
+def _device_steps(node: Any) -> list[str] | None:
+    """The fields after `device` of a path rooted at it (an index is "[]"); None when it is not."""
+    steps: list[str] = []
     inner = _core(node)
     while inner.data in ("member_dot", "member_index"):
+        steps.append(str(inner.children[1]) if inner.data == "member_dot" else "[]")
         inner = _core(inner.children[0])
-    return inner.data == "ident" and str(inner.children[0]) == "device"
+    if inner.data == "ident" and str(inner.children[0]) == "device":
+        return steps[::-1]
+    return None
 
 
 _FIXED_SIZE_RESULTS = {
@@ -529,8 +538,8 @@ def _least_cost(node: Any, *, device_maps: bool) -> int:
     if not isinstance(node, lark.Tree):
         return 0
     parts = [_least_cost(c, device_maps=device_maps) for c in node.children]
-    if node.data == "member_dot_arg" and len(node.children) > 2 and str(node.children[1]) in _COMPREHENSIONS:
-        args = node.children[2].children if isinstance(node.children[2], lark.Tree) else []
+    args = _comprehension_args(node)
+    if args is not None:
         size = _literal_size(node.children[0])
         if size is None and device_maps and _device_map_range(node.children[0]):
             size = _DEVICE_MAP_SIZE
@@ -545,11 +554,17 @@ def _rebinds_device(node: Any) -> bool:
     no size is assumed for it (a lower bound must never be above the API server's estimate)."""
     if not isinstance(node, lark.Tree):
         return False
-    if node.data == "member_dot_arg" and len(node.children) > 2 and str(node.children[1]) in _COMPREHENSIONS:
-        args = node.children[2].children if isinstance(node.children[2], lark.Tree) else []
-        if any(_ident_name(a) == "device" for a in args[:2]):
-            return True
+    args = _comprehension_args(node)
+    if args is not None and any(_ident_name(a) == "device" for a in args[:2]):
+        return True
     return any(_rebinds_device(c) for c in node.children)
+
+
+def _comprehension_args(node: lark.Tree[Any]) -> list[Any] | None:
+    """The arguments of a macro call `range.all(x, ...)` (its variables first), or None for anything else."""
+    if node.data == "member_dot_arg" and len(node.children) > 2 and str(node.children[1]) in _COMPREHENSIONS:
+        return node.children[2].children if isinstance(node.children[2], lark.Tree) else []
+    return None
 
 
 def _device_map_range(node: Any) -> bool:
@@ -561,15 +576,8 @@ def _device_map_range(node: Any) -> bool:
     hands that to cel-go's estimate. Checked on the real API server: four comprehensions nested over them
     (32^4 iterations) are refused as over the cost limit, three are not
     (tests/integration/test_dry_run_server.py)."""
-    steps: list[str] = []
-    inner = _core(node)
-    while inner.data in ("member_dot", "member_index"):
-        steps.append(str(inner.children[1]) if inner.data == "member_dot" else "[]")
-        inner = _core(inner.children[0])
-    if not (inner.data == "ident" and str(inner.children[0]) == "device"):
-        return False
-    steps.reverse()
-    return len(steps) in (1, 2) and steps[0] in ("attributes", "capacity")
+    steps = _device_steps(node)
+    return steps is not None and len(steps) in (1, 2) and steps[0] in ("attributes", "capacity")
 
 
 def _literal_size(node: Any) -> int | None:
