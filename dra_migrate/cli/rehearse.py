@@ -21,8 +21,7 @@ from dra_migrate.cluster.identity import refuse_other_cluster
 from dra_migrate.errors import InputError
 from dra_migrate.fileio import write_text_atomic
 from dra_migrate.plan import io as plan_io
-from dra_migrate.plan.drift import plan_identity
-from dra_migrate.plan.model import Plan
+from dra_migrate.plan.model import Plan, plan_identity
 from dra_migrate.render import FORMATS as FORMATS_OF_REHEARSE
 from dra_migrate.render import to_json, to_names, to_yaml
 

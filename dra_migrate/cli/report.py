@@ -25,8 +25,7 @@ from dra_migrate.execute.journals import IN_CLUSTER, ClusterStore, read_checked,
 from dra_migrate.fileio import write_text_atomic
 from dra_migrate.plan import io as plan_io
 from dra_migrate.plan.diff import diff_plans
-from dra_migrate.plan.drift import plan_identity
-from dra_migrate.plan.model import Plan
+from dra_migrate.plan.model import Plan, plan_identity
 from dra_migrate.render import emit
 from dra_migrate.report.model import Identity, build_report
 from dra_migrate.report.render import FORMATS, render

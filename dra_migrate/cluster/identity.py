@@ -52,3 +52,24 @@ def refuse_other_cluster(
     if allow or a is None or b is None or not a.uid or not b.uid or a.uid == b.uid:
         return
     raise InputError(f"{a_what} is of cluster {a.describe()}, but {b_what} is of cluster {b.describe()}", ALLOW_HINT)
+
+
+# The `cluster` object of every JSON output. Here, beside the identity, not in `state.py`: `show -o json`
+# of a plan needs it and none of the cluster model (issue 29 holds `show`'s memory to 5x the plan file).
+CLUSTER_KEYS = ("name", "kubernetesVersion", "source", "location", "context", "takenAt")
+
+
+def cluster_object(
+    name: str,
+    kubernetes_version: str | None,
+    source: str,
+    location: str | None = None,
+    context: str | None = None,
+    taken_at: str | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """The `cluster` object of every JSON output: the same keys everywhere (`CLUSTER_KEYS`), a value null
+    when the output's input does not know it (a plan records only its cluster's name and server version);
+    `extra`, keyed as it is to appear, only where there is more to say (inventory, check, match)."""
+    core = dict(zip(CLUSTER_KEYS, (name, kubernetes_version, source, location, context, taken_at), strict=True))
+    return {**core, **extra}

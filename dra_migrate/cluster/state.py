@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 from dra_migrate.cluster.configrefs import ConfigMapsInUse
-from dra_migrate.cluster.identity import ClusterIdentity
+from dra_migrate.cluster.identity import ClusterIdentity, cluster_object
 from dra_migrate.cluster.kinds import KINDS_BY_KEY, kind_key
 from dra_migrate.cluster.templates import TemplateTable
 from dra_migrate.cluster.validate import ObjectChecker, describe
@@ -54,25 +54,6 @@ class SourceInfo:
 
 
 # The keys of the `cluster` object every JSON output carries (README "JSON contract"), in this order.
-CLUSTER_KEYS = ("name", "kubernetesVersion", "source", "location", "context", "takenAt")
-
-
-def cluster_object(
-    name: str,
-    kubernetes_version: str | None,
-    source: str,
-    location: str | None = None,
-    context: str | None = None,
-    taken_at: str | None = None,
-    **extra: Any,
-) -> dict[str, Any]:
-    """The `cluster` object of every JSON output: the same keys everywhere (`CLUSTER_KEYS`), a value null
-    when the output's input does not know it (a plan records only its cluster's name and server version);
-    `extra`, keyed as it is to appear, only where there is more to say (inventory, check, match)."""
-    core = dict(zip(CLUSTER_KEYS, (name, kubernetes_version, source, location, context, taken_at), strict=True))
-    return {**core, **extra}
-
-
 def source_cluster(src: SourceInfo, **extra: Any) -> dict[str, Any]:
     """The `cluster` object of a state that was read (a snapshot, or live)."""
     return cluster_object(src.name, src.kubernetes_version, src.kind, src.location, src.context, src.taken_at, **extra)

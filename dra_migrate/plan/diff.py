@@ -139,10 +139,11 @@ class PlanDiff:
         }
 
 
-def diff_plans(a: Mapping[str, Any] | Plan, b: Mapping[str, Any] | Plan) -> PlanDiff:
+def diff_plans(a: Mapping[str, Any] | Plan, b: Mapping[str, Any] | Plan, *, read: bool = False) -> PlanDiff:
     """The diff of two plans, typed or as `io.load` returns them (then read by the codec): the summary
-    from the typed plans, the details from their file shapes (a walk of every value)."""
-    ta, tb = _typed(a), _typed(b)
+    from the typed plans, the details from their file shapes (a walk of every value). `read`: both are
+    `io.load`'s, whose values its readers checked (`Plan.from_dict`)."""
+    ta, tb = _typed(a, read), _typed(b, read)
     out = PlanDiff(a=_identity(ta), b=_identity(tb))
     _stages(ta, tb, out)
     _nodes(ta, tb, out)
@@ -155,8 +156,8 @@ def diff_plans(a: Mapping[str, Any] | Plan, b: Mapping[str, Any] | Plan) -> Plan
     return out
 
 
-def _typed(plan: Mapping[str, Any] | Plan) -> Plan:
-    return plan if isinstance(plan, Plan) else Plan.from_dict(plan)
+def _typed(plan: Mapping[str, Any] | Plan, read: bool = False) -> Plan:
+    return plan if isinstance(plan, Plan) else Plan.from_dict(plan, read=read)
 
 
 def _shape(plan: Mapping[str, Any] | Plan) -> dict[str, Any]:

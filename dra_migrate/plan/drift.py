@@ -19,10 +19,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dra_migrate.cluster.identity import ClusterIdentity, refuse_other_cluster
+from dra_migrate.cluster.identity import refuse_other_cluster
 from dra_migrate.cluster.state import ClusterState, source_cluster
 from dra_migrate.plan.fingerprint import dependencies, identity
-from dra_migrate.plan.model import Plan
+from dra_migrate.plan.model import Plan, plan_identity
 from dra_migrate.plan.view import plan_cluster
 
 FORMAT_VERSION = 1
@@ -125,8 +125,7 @@ def drift(plan: Mapping[str, Any] | Plan, state: ClusterState, *, allow_other_cl
     refuse_other_cluster(
         plan_identity(plan), "the plan", state.source.identity, "the cluster read", allow=allow_other_cluster
     )
-    # Imported here: the checks pull in the CEL engine, which `diff PLAN_A PLAN_B` (it imports this
-    # module for plan_identity) does not need.
+    # Imported here: the checks pull in the CEL engine, needed only once a cluster state was read.
     from dra_migrate.checks.run import assess
 
     params = plan.parameters
@@ -243,10 +242,3 @@ def _consumers(
             out.consumers_changed.append({**named(key), "change": "replaced", "gpu": totals.get(key, {})})
         elif before[key].get("content") != after[key].get("content"):
             out.consumers_changed.append({**named(key), "change": "changed", "gpu": totals.get(key, {})})
-
-
-def plan_identity(plan: Mapping[str, Any] | Plan) -> ClusterIdentity | None:
-    """The cluster a plan (typed, or as `io.load` returns it) was made from, when it records it."""
-    if isinstance(plan, Plan):
-        return plan.cluster_identity
-    return ClusterIdentity.from_dict(plan.get("clusterIdentity"))

@@ -1,7 +1,7 @@
 """Reading and writing plan YAML at C speed (libyaml through PyYAML), for every path that needs no line
 numbers: `show`, `status`, `apply`, `diff`, verification, `plan` itself.
 
-`load` is the strict reader's (`io._parse`, ruamel's round-trip loader, which knows lines) equal in what it
+`load` is the strict reader's (`lined.parse`, ruamel's round-trip loader, which knows lines) equal in what it
 accepts, never laxer: it refuses duplicate keys, merge keys, non-string keys and any value a plan does not
 hold (NaN and infinities, integers beyond 64 bits, dates, binary, sets), and hands text that might hold an
 anchor (so any alias: an alias needs one), an explicit tag or nesting deep enough to exhaust libyaml's C
@@ -18,14 +18,50 @@ from collections.abc import Hashable
 from typing import Any
 
 import yaml
-from ruamel.yaml.resolver import implicit_resolvers as ruamel_resolvers
 
 from dra_migrate.plan.wire import Line, Row
 
 _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
+
+# How the strict reader (ruamel.yaml, YAML 1.2) resolves a plain scalar: its `resolver.implicit_resolvers`
+# rows for 1.2 as (tag, pattern, flags, first characters), held here so that reading a plan the tool wrote
+# never imports ruamel (~2 MB of `show`'s peak memory; issue 29 holds `show` to 5x the file).
+# tests/unit/test_plan_wire.py fails the day the installed ruamel's table differs from this one.
+YAML_1_2_RESOLVERS: tuple[tuple[str, str, int, tuple[str, ...]], ...] = (
+    ("bool", "^(?:true|True|TRUE|false|False|FALSE)$", 96, ("t", "T", "f", "F")),
+    (
+        "float",
+        "^(?:\n         [-+]?(?:[0-9][0-9_]*)\\.[0-9_]*(?:[eE][-+]?[0-9]+)?\n        |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?"
+        "[0-9]+)\n        |[-+]?\\.[0-9_]+(?:[eE][-+][0-9]+)?\n        |[-+]?\\.(?:inf|Inf|INF)\n        "
+        "|\\.(?:nan|NaN|NAN))$",
+        96,
+        tuple("-+0123456789."),
+    ),
+    (
+        "int",
+        "^(?:[-+]?0b[0-1_]+\n        |[-+]?0o?[0-7_]+\n        |[-+]?[0-9_]+\n        |[-+]?0x[0-9a-fA-F_]+)$",
+        96,
+        tuple("-+0123456789"),
+    ),
+    ("merge", "^(?:<<)$", 32, ("<",)),
+    ("null", "^(?: ~\n        |null|Null|NULL\n        | )$", 96, ("~", "n", "N", "")),
+    (
+        "timestamp",
+        "^(?:[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]\n        "
+        "|[0-9][0-9][0-9][0-9] -[0-9][0-9]? -[0-9][0-9]?\n        "
+        "(?:[Tt]|[ \\t]+)[0-9][0-9]?\n        :[0-9][0-9] :[0-9][0-9] (?:\\.[0-9]*)?\n        (?:[ \\t]*(?:Z|[-+][0-9]"
+        "[0-9]?(?::[0-9][0-9])?))?)$",
+        96,
+        tuple("0123456789"),
+    ),
+    ("value", "^(?:=)$", 32, ("=",)),
+    ("yaml", "^(?:!|&|\\*)$", 32, ("!", "&", "*")),
+)
+
 _MERGE = "tag:yaml.org,2002:merge"
 # An anchor (`&name`) or a tag (`!x`, `!!x`) where a token starts; a false hit only costs the slow path.
 _ANCHOR_OR_TAG = re.compile(r"(?:^|[\s\[{,])(?:&[^\s&]|![^\s=])")
+_MARK = re.compile(r"[&!]")
 _DEEP_INDENT = re.compile(r"^[ \t]{256}", re.M)
 _TWO_COMPACT = re.compile(r"[-?][ \t]+[-?][ \t]")  # cheap: most plans have no `- - ` at all
 _COMPACT = re.compile(r"(?:[-?][ \t]+){24}")
@@ -53,7 +89,10 @@ class _Loader(yaml.CSafeLoader):
 
     def construct_yaml_int(self, node: Any) -> int:
         """YAML 1.2's integers, as the strict reader reads them (`017` is 17, `0o17` is 15)."""
-        text = str(self.construct_scalar(node)).replace("_", "")
+        text = str(self.construct_scalar(node))
+        if text.isascii() and text.isdigit():  # nearly every integer of a plan: decimal, unsigned
+            return int(text)
+        text = text.replace("_", "")
         sign, digits = (-1, text[1:]) if text.startswith("-") else (1, text.lstrip("+"))
         base = {"0x": 16, "0o": 8, "0b": 2}.get(digits[:2].lower(), 10)
         try:
@@ -72,15 +111,21 @@ class _Loader(yaml.CSafeLoader):
 # Resolve plain scalars as YAML 1.2 does (the strict reader, ruamel, is 1.2; libyaml's PyYAML is 1.1, where
 # `no` is false and `017` is 15): the same table, so both readers see the same values.
 _Loader.yaml_implicit_resolvers = {}
-for _versions, _tag, _regexp, _first in ruamel_resolvers:
-    if (1, 2) in _versions:  # ruamel's patterns are lazily compiled wrappers: compile them once, here
-        _Loader.add_implicit_resolver(_tag, re.compile(_regexp.pattern, _regexp.flags), _first)
+for _name, _pattern, _flags, _first in YAML_1_2_RESOLVERS:
+    _Loader.add_implicit_resolver(f"tag:yaml.org,2002:{_name}", re.compile(_pattern, _flags), list(_first))
 _Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
 _Loader.add_constructor("tag:yaml.org,2002:float", _Loader.construct_yaml_float)
 
 
+def _anchor_or_tag(text: str) -> bool:
+    """`_ANCHOR_OR_TAG.search(text)`, at a tenth of its cost on a plan: a search tries the pattern at every
+    character (9 ms of a 2,000-node plan's 140 ms parse); a plan holds a handful of `&` and `!` (its
+    canary command's `&&`), and only where one stands can the pattern match."""
+    return any(_ANCHOR_OR_TAG.match(text, max(m.start() - 1, 0)) for m in _MARK.finditer(text))
+
+
 def _suspicious(text: str) -> bool:
-    if _ANCHOR_OR_TAG.search(text) or _DEEP_INDENT.search(text):
+    if _anchor_or_tag(text) or _DEEP_INDENT.search(text):
         return True
     if _TWO_COMPACT.search(text) and _COMPACT.search(text):
         return True
@@ -142,9 +187,9 @@ _Dumper.add_representer(Row, _row)
 _Dumper.add_representer(Line, _line)
 # libyaml is YAML 1.1 and ruamel (the strict reader, and the YAML most tools read) is 1.2: a string that
 # either would read as a number or a boolean is quoted (`1e3`, `0o17` are strings to 1.1, numbers to 1.2).
-for _versions, _tag, _regexp, _first in ruamel_resolvers:
-    if (1, 2) in _versions and _tag.rsplit(":", 1)[-1] in ("bool", "int", "float"):
-        _Dumper.add_implicit_resolver(_tag, re.compile(_regexp.pattern, _regexp.flags), _first)
+for _name, _pattern, _flags, _first in YAML_1_2_RESOLVERS:
+    if _name in ("bool", "int", "float"):
+        _Dumper.add_implicit_resolver(f"tag:yaml.org,2002:{_name}", re.compile(_pattern, _flags), list(_first))
 
 
 def dump(doc: dict[str, Any]) -> str:

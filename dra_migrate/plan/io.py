@@ -19,7 +19,6 @@ it means (`dra_migrate.plan.validate`), and records the edit.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -27,14 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
-from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.composer import Composer, ComposerError
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
-from ruamel.yaml.events import AliasEvent, CollectionStartEvent, ScalarEvent
-from ruamel.yaml.nodes import ScalarNode
 
-from dra_migrate.cluster.yamlio import ROUND_TRIP_CONSTRUCTOR, parser_stopped
 from dra_migrate.errors import InputError
 from dra_migrate.fileio import write_text_atomic
 from dra_migrate.gcpause import paused_gc
@@ -45,6 +37,7 @@ from dra_migrate.plan.problems import Problem
 
 if TYPE_CHECKING:
     from dra_migrate.plan.diff import PlanDiff  # deepdiff (and pydantic) load only for a rebase: see rebase_checked
+    from dra_migrate.plan.lined import Lined
 
 _SECTIONS = (
     "formatVersion",
@@ -73,17 +66,14 @@ _REQUIRED: dict[str, type | tuple[type, ...]] = {
 _OPTIONAL = {"clusterIdentity": dict, "review": dict, "edited": dict, "digests": dict, "digest": str}
 _STAGE_ORDER = "stages"  # the digests entry over the order of the stages
 SECTIONS, STAGE_ORDER = _SECTIONS, _STAGE_ORDER  # what the streaming reader digests (plan/stream.py)
-_MERGE_TAG = "tag:yaml.org,2002:merge"
-# Deepest nesting a plan has is about 12 (a DeviceClass manifest inside a step); far deeper is hostile.
-_MAX_DEPTH = 64
-_REGENERATE = "regenerate it with dra-migrate plan"
+_REGENERATE = REGENERATE = "regenerate it with dra-migrate plan"
 # Integers a plan may hold: what JSON parsers (and orjson, which digests them) carry exactly.
-_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
+INT_MIN, INT_MAX = -(2**63), 2**64 - 1
 
 
 def canonical(body: dict[str, Any], *, read: bool = False) -> bytes:
     """The bytes a digest covers: sorted keys, lists in order. Refuses NaN/infinity (JSON has none);
-    `read`: the values come from a file, whose readers refused those already (`fastyaml`, `_check_values`)."""
+    `read`: the values come from a file, whose readers refused those already (`fastyaml`, `lined.check_values`)."""
     if not read:
         _check_finite(body)
     try:
@@ -93,7 +83,7 @@ def canonical(body: dict[str, Any], *, read: bool = False) -> bytes:
 
 
 def _digest(value: Any, *, read: bool = False) -> str:
-    return "sha256:" + hashlib.sha256(canonical(value, read=read)).hexdigest()
+    return "sha256:" + str(wire.sha256(canonical(value, read=read)).hexdigest())
 
 
 def check_schema(doc: Any, path: Path) -> None:
@@ -111,7 +101,7 @@ def _check_finite(value: Any) -> None:
             stack.extend(v)
         elif isinstance(v, float) and not math.isfinite(v):
             raise InputError(f"a plan holds {v!r}, which has no canonical form", _REGENERATE)
-        elif isinstance(v, int) and not isinstance(v, bool) and not _INT_MIN <= v <= _INT_MAX:
+        elif isinstance(v, int) and not isinstance(v, bool) and not INT_MIN <= v <= INT_MAX:
             raise InputError(f"a plan holds the integer {v}, beyond 64 bits: it has no canonical form", _REGENERATE)
 
 
@@ -179,94 +169,23 @@ def write(plan: dict[str, Any] | Plan, path: Path) -> None:
 # --- reading ---------------------------------------------------------------------------------------
 
 
-class _StrictComposer(Composer):
-    """Refuses what the tool never writes and a digest could not see: anchors and aliases (one edit that
-    changes many places, or an alias bomb), explicit tags (`!!binary`, `!!set`, `!!python/...`) and
-    merge keys (`<<`, whose merged values hide behind the keys they fill)."""
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        event = self.parser.peek_event()
-        if isinstance(event, AliasEvent):
-            raise ComposerError(None, None, "YAML aliases are not allowed in a plan", event.start_mark)
-        if isinstance(event, ScalarEvent | CollectionStartEvent):
-            if event.anchor is not None:
-                raise ComposerError(None, None, "YAML anchors are not allowed in a plan", event.start_mark)
-            tag = event.ctag
-            if tag is not None and str(tag) != "!":
-                raise ComposerError(None, None, f"explicit YAML tags ({tag}) are not allowed", event.start_mark)
-        node = super().compose_node(parent, index)
-        if isinstance(node, ScalarNode) and str(node.tag) == _MERGE_TAG:
-            raise ComposerError(None, None, "YAML merge keys (<<) are not allowed in a plan", node.start_mark)
-        return node
-
-
-def _parse(text: str, path: Path) -> CommentedMap:
-    yaml = YAML(typ="rt")
-    yaml.Composer = _StrictComposer
-    yaml.Constructor = ROUND_TRIP_CONSTRUCTOR  # a timestamp that is no date is a YAML error at its line
-    yaml.max_depth = _MAX_DEPTH
+def line_of(node: Any, key: str | int | None = None) -> int:
+    """1-based line of a key in a round-trip-loaded mapping or sequence (`lined.py`); 0 when unknown, and
+    always for the fast reader's plain values (a line is read again with the strict reader when needed)."""
+    lc = getattr(node, "lc", None)
     try:
-        doc = yaml.load(text)
-    except MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        problem = str(e.problem or e.context or "invalid YAML").splitlines()[0]
-        raise InputError(f"{where}: not a valid plan file ({problem})", _REGENERATE) from e
-    except YAMLError as e:  # reader errors (control characters) and the like
-        first = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
-        raise InputError(f"{path}: not a valid plan file ({first})", _REGENERATE) from e
-    except RecursionError as e:
-        raise InputError(f"{path}: not a valid plan file (nested too deeply)", _REGENERATE) from e
-    except TypeError as e:  # ruamel on a collection as a mapping key (`? [a]`): unhashable
-        raise InputError(f"{path}: not a valid plan file (a mapping key that is not a string)", _REGENERATE) from e
-    except Exception as e:  # only ruamel runs here: its internals stopped on this text
-        raise InputError(f"{path}: not a valid plan file ({parser_stopped(e)})", _REGENERATE) from e
-    if not isinstance(doc, CommentedMap):
-        raise InputError(f"{path}: not a plan (expected a mapping)", _REGENERATE)
-    return doc
-
-
-def _line(node: Any, key: str | int | None = None) -> int:
-    """1-based line of a key in a round-trip-loaded mapping or sequence (0 when unknown)."""
-    try:
-        if isinstance(node, CommentedMap) and key is not None:
-            return int(node.lc.key(key)[0]) + 1
-        if isinstance(node, CommentedSeq) and isinstance(key, int):
-            return int(node.lc.item(key)[0]) + 1
-        return int(node.lc.line) + 1
+        if lc is None:
+            return 0
+        if isinstance(node, dict) and key is not None:
+            return int(lc.key(key)[0]) + 1
+        if isinstance(node, list) and isinstance(key, int):
+            return int(lc.item(key)[0]) + 1
+        return int(lc.line) + 1
     except (AttributeError, KeyError, TypeError, IndexError):
         return 0
 
 
-def _check_values(doc: CommentedMap, path: Path) -> None:
-    """Only what the tool writes: string keys; strings, integers, finite floats, booleans and nulls."""
-    stack: list[Any] = [doc]
-    while stack:
-        node = stack.pop()
-        items = node.items() if isinstance(node, dict) else enumerate(node)
-        for key, value in items:
-            if isinstance(node, dict) and not isinstance(key, str):
-                raise InputError(
-                    f"{path}:{_line(node, key)}: a mapping key that is not a string ({key!r})", _REGENERATE
-                )
-            if isinstance(value, dict | list):
-                if type(value) not in (CommentedMap, CommentedSeq):  # !!omap, !!set and other constructed types
-                    raise InputError(f"{path}:{_line(node, key)}: a {type(value).__name__} value", _REGENERATE)
-                stack.append(value)
-            elif isinstance(value, float):
-                if not math.isfinite(value):
-                    raise InputError(
-                        f"{path}:{_line(node, key)}: {value!r} is not a value a plan can hold (NaN or infinity)",
-                        _REGENERATE,
-                    )
-            elif isinstance(value, int) and not isinstance(value, bool) and not _INT_MIN <= value <= _INT_MAX:
-                raise InputError(f"{path}:{_line(node, key)}: the integer {value} is out of range", _REGENERATE)
-            elif not (value is None or isinstance(value, str | int | bool)):
-                raise InputError(
-                    f"{path}:{_line(node, key)}: a {type(value).__name__} value; plans hold strings, numbers, "
-                    "booleans and nulls (quote it)",
-                    _REGENERATE,
-                )
+_line = line_of
 
 
 def _plain(value: Any) -> Any:
@@ -295,11 +214,11 @@ def _text(path: Path) -> str:
         raise InputError(f"{path}: not a plan file (not UTF-8 text at byte {e.start})", _REGENERATE) from e
 
 
-def _strict(text: str, path: Path) -> CommentedMap:
+def _strict(text: str, path: Path) -> Lined:
     """The round-trip reading, which knows every key's line: refuses with the line of the first problem."""
-    doc = _parse(text, path)
-    _check_values(doc, path)
-    return doc
+    from dra_migrate.plan import lined  # ruamel: loaded only when a line or the strict reader is needed
+
+    return lined.strict(text, path)
 
 
 @dataclass
@@ -309,10 +228,10 @@ class _File:
     path: Path
     text: str
     doc: dict[str, Any]
-    _lined: CommentedMap | None = None
+    _lined: Lined | None = None
 
     @property
-    def lined(self) -> CommentedMap:
+    def lined(self) -> Lined:
         """The same document with line numbers (parsed only when a refusal needs a line)."""
         if self._lined is None:
             self._lined = _strict(self.text, self.path)
@@ -420,7 +339,7 @@ def load_for_review(path: Path) -> Review:
 
 def _body(doc: Any) -> dict[str, Any]:
     body = {k: v for k, v in doc.items() if k not in ("digests", "digest")}
-    return _plain(body) if isinstance(doc, CommentedMap) else body
+    return body if type(doc) is dict else _plain(body)  # the strict reader's types, made plain
 
 
 def edits(doc: Any) -> list[Edit]:
@@ -501,18 +420,18 @@ def _stage_line(doc: Any, key: str) -> int:
     return _line(doc, "stages")
 
 
-def _problem_line(doc: CommentedMap, problem: Problem) -> int:
+def _problem_line(doc: Lined, problem: Problem) -> int:
     """The line of the deepest part of a problem's path that the document still has (a node of the
     model is a row of its stage's table in format 2: `wire.wire_path`)."""
     return _path_line(doc, wire.wire_path(tuple(problem.path), doc))
 
 
-def _path_line(doc: CommentedMap, path: tuple[str | int, ...]) -> int:
+def _path_line(doc: Lined, path: tuple[str | int, ...]) -> int:
     node: Any = doc
     line = 0
     for seg in path:
-        in_map = isinstance(node, CommentedMap) and seg in node
-        in_seq = isinstance(node, CommentedSeq) and isinstance(seg, int) and 0 <= seg < len(node)
+        in_map = isinstance(node, dict) and seg in node
+        in_seq = isinstance(node, list) and isinstance(seg, int) and 0 <= seg < len(node)
         if not (in_map or in_seq):
             break
         line = _line(node, seg) or line

@@ -328,9 +328,13 @@ class Plan:
         return out
 
     @classmethod
-    def from_dict(cls, value: Any) -> Plan:
+    def from_dict(cls, value: Any, *, read: bool = False) -> Plan:
+        """`read`: `value` is what `io.load` read from a file, whose readers refused NaN and infinities
+        already (`fastyaml`, `lined.check_values`): not walked again (a walk of every value, ~1/4 of
+        `diff`'s own work at 2,000 nodes, which issue 29 holds to 2x loading both plans)."""
         doc = _fields(value, "", _PLAN_REQUIRED, _PLAN_OPTIONAL)
-        _finite(doc, "")
+        if not read:
+            _finite(doc, "")
         version = _int(doc["formatVersion"], "formatVersion")
         if version not in READ_VERSIONS:
             raise _fail("formatVersion", f"plan format {version}, this tool reads {READ_VERSIONS}")
@@ -400,6 +404,13 @@ def recorded_cluster(doc: Mapping[str, Any]) -> tuple[Any, Any]:
     header needs only these of a plan it prints as it streams."""
     fingerprint = doc.get("fingerprint")
     return doc.get("cluster"), fingerprint.get("kubernetesVersion") if isinstance(fingerprint, Mapping) else None
+
+
+def plan_identity(plan: Mapping[str, Any] | Plan) -> ClusterIdentity | None:
+    """The cluster a plan (typed, or as `io.load` returns it) was made from, when it records it."""
+    if isinstance(plan, Plan):
+        return plan.cluster_identity
+    return ClusterIdentity.from_dict(plan.get("clusterIdentity"))
 
 
 def _unique_nodes_and_steps(stages: tuple[Stage, ...]) -> None:

@@ -18,7 +18,6 @@ line as every other command does (or reads it, e.g. a format-1 plan).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections.abc import Iterator
@@ -69,7 +68,7 @@ class _Digest:
     expected: str | None  # the digest the file records (None: the whole-body digest, checked last)
     pieces: list[bytes]  # canonical bytes cut at the markers: one more than `blocks`
     blocks: list[int]  # the blocks it holds, in order
-    hash: Any = field(default_factory=hashlib.sha256)
+    hash: Any = field(default_factory=wire.sha256)
 
     def verified(self) -> str:
         return "sha256:" + str(self.hash.hexdigest())

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dra_migrate.checks.model import findings_json
-from dra_migrate.cluster.state import cluster_object
+from dra_migrate.cluster.identity import cluster_object
 from dra_migrate.plan.model import Plan, recorded_cluster
 
 PLAN_SOURCE = "plan"  # `cluster.source` of an output made from the plan alone

@@ -25,10 +25,31 @@ cover the encoded form (`io.py`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import importlib
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from dra_migrate.errors import InputError
+
+# The digests' hash (`io.py`, `stream.py`). `import hashlib` loads OpenSSL's libcrypto, 3.6 MB of `show`'s
+# peak memory (issue 29 holds it to 5x the plan file) for a digest the interpreter computes itself; a plan
+# digests a few MB, where OpenSSL's speed is not worth it. The same FIPS 180-4 SHA-256 either way
+# (tests/unit/test_plan_wire.py checks it against hashlib's).
+
+
+def _own_sha256() -> Callable[..., Any]:
+    for name in ("_sha2", "_sha256"):  # CPython's own (3.12 renamed `_sha256` to `_sha2`)
+        try:
+            found: Callable[..., Any] = importlib.import_module(name).sha256
+            return found
+        except (ImportError, AttributeError):
+            continue
+    import hashlib  # a Python built without its own: OpenSSL's, the same digest
+
+    return hashlib.sha256
+
+
+sha256 = _own_sha256()
 
 WRITES = 2  # the format `encode` writes
 READS = (1, 2)  # the formats `decode` reads

@@ -49,7 +49,7 @@ from typing import Any, TypeVar
 
 from dra_migrate.checks.model import finding_json
 from dra_migrate.checks.run import Readiness
-from dra_migrate.cluster.state import cluster_object
+from dra_migrate.cluster.identity import cluster_object
 from dra_migrate.execute.actions import verifying_actions
 from dra_migrate.execute.journal import DONE, FAILED, ROLLED_BACK, STARTED, Progress, Record
 from dra_migrate.plan.actions import Action

@@ -231,7 +231,7 @@ def test_the_twins_plan_is_of_the_twin_not_of_the_cluster_it_was_made_from() -> 
 
     from dra_migrate.cluster.identity import ClusterIdentity, refuse_other_cluster
     from dra_migrate.cluster.snapshot import load_snapshot
-    from dra_migrate.plan.drift import plan_identity
+    from dra_migrate.plan.model import plan_identity
     from dra_migrate.rehearse.run import twin_floor_s, twin_plan
 
     body = plan_io.body_of(plan_io.load(Path(PLAN)))
