@@ -45,7 +45,7 @@ from dra_migrate.rehearse.twin import Twin
 from dra_migrate.sim.kube import Kube, new_api_client
 from dra_migrate.sim.kueue import FETCH_HINT, KUEUE_VERSION, install_kueue_crds, kueue_crd_dir
 from dra_migrate.sim.kwok import KwokFleet
-from dra_migrate.sim.load import DEPENDENT_KEYS, LoadReport, load_dependents, load_workloads
+from dra_migrate.sim.load import CREATE_WORKERS, DEPENDENT_KEYS, LoadReport, load_dependents, load_workloads
 from dra_migrate.sim.placement import PluginRules
 from dra_migrate.sim.spec import (
     LABEL_DEVICE_PLUGIN,
@@ -363,7 +363,7 @@ def rehearse(
         Twin.start(client_qps=qps, node_grace_s=round(heartbeat * GRACE_PER_HEARTBEAT), audit=False) as twin,
         tempfile.TemporaryDirectory(prefix="dra-migrate-rehearsal-") as scratch,
     ):
-        api = new_api_client(twin.kubeconfig, "dra-migrate-rehearsal")
+        api = new_api_client(twin.kubeconfig, "dra-migrate-rehearsal", pool_size=CREATE_WORKERS + 2)
         kube = Kube(api)
         timing = twin_timing(time_scale)
         with (
