@@ -68,15 +68,24 @@ class CanaryOps(OpsBase):
             self._delete_canaries(node=node)  # one left by an interrupted run
         attempt = 1
         while True:
+            judged: Change | None = None
+            started = time.monotonic()
+            marks: dict[str, float] = {}
             with self._cleanup(token):
                 name = str(_meta(self.kube.create(pods, manifest)).get("name", ""))
+                marks["created"] = time.monotonic() - started
                 try:
                     allocated = self._await_canary(node, ns, name, resource, deadline, timeout_s, cancel)
                 except _SchedulerBehind as behind:
                     if attempt >= CANARY_ATTEMPTS or time.monotonic() >= deadline:
                         raise behind.failed(attempt) from None
                 else:
-                    return self._judge_canary(node, ns, name, allocated, deadline, timeout_s, cancel)
+                    marks["bound"] = time.monotonic() - started
+                    judged = self._judge_canary(node, ns, name, allocated, deadline, timeout_s, cancel)
+                    marks["ended"] = time.monotonic() - started
+            if judged is not None:
+                marks["deleted"] = time.monotonic() - started
+                return _with_timing(judged, marks, attempt)
             attempt += 1  # the stale canary is deleted (leaving the block); give the scheduler a poll
             cancel.wait(min(self.poll_s, max(deadline - time.monotonic(), 0.0)))
             cancel.check()
@@ -378,6 +387,16 @@ def _canary_pod(node: str, hostname: str, resource: str, image: str, token: str,
             "automountServiceAccountToken": False,
         },
     }
+
+
+def _with_timing(change: Change, marks: dict[str, float], attempt: int) -> Change:
+    """The canary's Change with when (seconds after its POST was sent, as this process saw it) it was
+    created, seen bound with its allocation read, seen ended, and deleted: where a canary's time goes, in
+    the journal of every run (a rehearsal sums them per wave: rehearse/model.py)."""
+    timing: dict[str, Any] = {k: round(v, 3) for k, v in marks.items()}
+    if attempt > 1:
+        timing["attempt"] = attempt
+    return Change(change.target, change.before, {**change.after, "timing": timing}, change.dry_run)
 
 
 def _results(claim: Obj | None) -> list[Obj]:
