@@ -37,6 +37,8 @@ TWIN_MARK = "dra-migrate-twin-"  # dra_migrate/rehearse/twin.py: the twin's scra
 PHASES = (
     ("twin-up", "twin:"),  # first "twin: N simulated GPU node(s)" line: control plane up, nodes registered
     ("recreated", "object(s) recreated"),
+    ("scheduled", "the scheduler has seen every pod"),
+    ("settled", "twin: settled"),
     ("applied", "wrote "),
 )
 

@@ -382,9 +382,13 @@ def rehearse(
             say(f"twin: {len(fleet.node_names)} GPU node(s) played by KWOK")
             loaded = recreate(api, state)
             say(f"twin: {sum(loaded.created.values())} object(s) recreated, {len(loaded.skipped)} skipped")
+            mark = time.monotonic()
             settle(kube, 60 + len(specs) / 10)
+            say(f"twin: the scheduler has seen every pod ({time.monotonic() - mark:.1f}s)")
             labels = pool_labels(plan)
+            mark = time.monotonic()
             derived = twin_plan(plan, stable_state(twin.kubeconfig, labels, 60 + len(specs) / 10), time_scale)
+            say(f"twin: settled, the plan fingerprinted on it ({time.monotonic() - mark:.1f}s)")
             path = Path(scratch) / "rehearsal.plan.yaml"
             plan_io.write(derived, path)
             # The executor runs as the tool's ServiceAccount, classified by deploy/apf.yaml's FlowSchema: the
