@@ -189,8 +189,9 @@ def wave_timing(records: list[Record]) -> dict[tuple[str, str | None], dict[str,
             key = where[step]
             action = step.rsplit("/", 1)[-1]
             ends.setdefault(key, {})[action] = max(ends.get(key, {}).get(action, t), t)
-            timing = (rec.get("after") or {}).get("timing") if isinstance(rec.get("after"), dict) else None
-            for name, value in (timing or {}).items():
+            after = rec.get("after")
+            points = after.get("timing") if isinstance(after, dict) else None
+            for name, value in (points if isinstance(points, dict) else {}).items():
                 if name != "attempt" and isinstance(value, (int, float)):
                     marks.setdefault(key, {}).setdefault(name, []).append(float(value))
         elif rec.get("event") == "gate":

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from dra_migrate.cluster.kinds import KINDS_BY_KEY, NVIDIA_KINDS, WORKLOAD_CRD_KINDS, Kind
@@ -98,7 +99,7 @@ def load_workloads(
         for obj in state.of(kind.key):
             _create(kube, kind, {**strip_server_fields(obj), "status": obj.get("status")}, report, with_status=True)
     for key in _SUPPORT_KINDS:
-        _at_once(lambda obj, k=KINDS_BY_KEY[key]: _create(kube, k, strip_server_fields(obj), report), state.of(key))
+        _at_once(partial(_create_stripped, kube, KINDS_BY_KEY[key], report), state.of(key))
     new_uids: dict[str, str] = {}  # snapshot uid -> live uid, for the pods of CRD-kind owners
     for key in _WORKLOAD_KINDS:
         kind = KINDS_BY_KEY[key]
@@ -110,7 +111,7 @@ def load_workloads(
                 report.without_devices[key] += 1
                 continue
             wanted.append(obj)
-        made = _at_once(lambda obj, k=key, kd=kind: _create(kube, kd, _prepare_workload(k, obj), report), wanted)
+        made = _at_once(partial(_create_workload, kube, key, report), wanted)
         for obj, live in zip(wanted, made, strict=True):
             old_uid = (obj.get("metadata") or {}).get("uid")
             if live is not None and old_uid:
@@ -137,14 +138,22 @@ def load_dependents(api_client: Any, state: ClusterState) -> LoadReport:
     kube = Kube(api_client)
     report = LoadReport()
     for key in DEPENDENT_KEYS:
-        _at_once(lambda obj, k=KINDS_BY_KEY[key]: _create(kube, k, _without_status(obj), report), state.of(key))
+        _at_once(partial(_create_without_status, kube, KINDS_BY_KEY[key], report), state.of(key))
     return report
 
 
-def _without_status(obj: Mapping[str, Any]) -> Obj:
+def _create_stripped(kube: Kube, kind: Kind, report: LoadReport, obj: Mapping[str, Any]) -> Obj | None:
+    return _create(kube, kind, strip_server_fields(obj), report)
+
+
+def _create_workload(kube: Kube, key: str, report: LoadReport, obj: Mapping[str, Any]) -> Obj | None:
+    return _create(kube, KINDS_BY_KEY[key], _prepare_workload(key, obj), report)
+
+
+def _create_without_status(kube: Kube, kind: Kind, report: LoadReport, obj: Mapping[str, Any]) -> Obj | None:
     body = strip_server_fields(obj)
     body.pop("status", None)
-    return body
+    return _create(kube, kind, body, report)
 
 
 def uses_devices(obj: Any) -> bool:
