@@ -37,6 +37,8 @@ TWIN_MARK = "dra-migrate-twin-"  # dra_migrate/rehearse/twin.py: the twin's scra
 PHASES = (
     ("twin-up", "twin:"),  # first "twin: N simulated GPU node(s)" line: control plane up, nodes registered
     ("recreated", "object(s) recreated"),
+    ("scheduled", "the scheduler has seen every pod"),
+    ("settled", "twin: settled"),
     ("applied", "wrote "),
 )
 
@@ -306,8 +308,31 @@ def one(nodes: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         "timeScale": args.time_scale,
         "apiRequests": r.get("apiRequests"),
         "waveSeconds": [w["seconds"] for w in waves],
+        "waveTiming": wave_timing_summary(waves),
         "twinWatch": watch.samples if watch is not None else None,
     }
+
+
+def wave_timing_summary(waves: list[dict[str, Any]]) -> dict[str, Any]:
+    """The median over waves of each point of a wave's `timing` (rehearse/model.py wave_timing), real seconds
+    from the wave's first step: when its last lane ended each step, its gate (after the soak), and its
+    canaries' created / bound / ended / deleted points (the wave's median canary and its slowest)."""
+    import statistics
+
+    timed = [w["timing"] for w in waves if w.get("timing")]
+    if not timed:
+        return {}
+
+    def med(values: list[float]) -> float | None:
+        return round(statistics.median(values), 2) if values else None
+
+    steps = {a: med([t["steps"][a] for t in timed if a in t["steps"]]) for a in timed[0]["steps"]}
+    canary = {
+        name: {stat: med([t["canary"][name][stat] for t in timed if name in t.get("canary", {})])
+               for stat in ("median", "max")}
+        for name in (timed[0].get("canary") or {})
+    }  # fmt: skip
+    return {"steps": steps, "gate": med([t["gate"] for t in timed if "gate" in t]), "canary": canary}
 
 
 def _gpu_pods(snap: Path) -> Any:
@@ -348,6 +373,9 @@ def main() -> None:
             "twinRssKiB": round(1024 * (big["twinPeakRssMiB"] - small["twinPeakRssMiB"]) / dn, 1),
         }
     text = json.dumps(out, indent=2)
+    for run in runs:  # where a wave's time goes, on stderr: the JSON's `waveTiming`
+        print(f"{run['gpuNodes']} nodes, a wave's median timing (s from its first step): "
+              f"{json.dumps(run['waveTiming'])}", file=sys.stderr)  # fmt: skip
     print(text)
     if args.out:
         args.out.write_text(text + "\n")

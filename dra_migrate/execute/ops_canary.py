@@ -28,7 +28,7 @@ from dra_migrate.execute.ops_base import (
     _uid,
 )
 from dra_migrate.inventory.resources import quantity_int
-from dra_migrate.kube import Obj, path_of
+from dra_migrate.kube import ApiError, Obj, path_of
 
 # How often a pending canary's events are read (a failed DRA prepare shows there; kubelet retries it on a
 # backoff of seconds, so a few seconds' delay in seeing it costs nothing).
@@ -68,15 +68,26 @@ class CanaryOps(OpsBase):
             self._delete_canaries(node=node)  # one left by an interrupted run
         attempt = 1
         while True:
-            with self._cleanup(token):
+            judged: Change | None = None
+            started = time.monotonic()
+            marks: dict[str, float] = {}
+            made: list[str] = []  # the canary's name once created: its cleanup deletes it by name
+            with self._cleanup(token, made):
                 name = str(_meta(self.kube.create(pods, manifest)).get("name", ""))
+                made.append(name)
+                marks["created"] = time.monotonic() - started
                 try:
                     allocated = self._await_canary(node, ns, name, resource, deadline, timeout_s, cancel)
                 except _SchedulerBehind as behind:
                     if attempt >= CANARY_ATTEMPTS or time.monotonic() >= deadline:
                         raise behind.failed(attempt) from None
                 else:
-                    return self._judge_canary(node, ns, name, allocated, deadline, timeout_s, cancel)
+                    marks["bound"] = time.monotonic() - started
+                    judged = self._judge_canary(node, ns, name, allocated, deadline, timeout_s, cancel)
+                    marks["ended"] = time.monotonic() - started
+            if judged is not None:
+                marks["deleted"] = time.monotonic() - started
+                return _with_timing(judged, marks, attempt)
             attempt += 1  # the stale canary is deleted (leaving the block); give the scheduler a poll
             cancel.wait(min(self.poll_s, max(deadline - time.monotonic(), 0.0)))
             cancel.check()
@@ -289,9 +300,10 @@ class CanaryOps(OpsBase):
         return items
 
     @contextlib.contextmanager
-    def _cleanup(self, token: str) -> Iterator[None]:
+    def _cleanup(self, token: str, made: list[str]) -> Iterator[None]:
         """Delete the canary pod(s) of this call however the block ends; a failed delete is reported,
-        without hiding the error that ended the block."""
+        without hiding the error that ended the block. Ended normally, the pods are found in the pods
+        watch when it shows the canary `made` ended (`_ended_in_copy`), else listed."""
         try:
             yield
         except BaseException as e:
@@ -300,7 +312,28 @@ class CanaryOps(OpsBase):
             except Exception as cleanup:
                 e.add_note(f"and deleting the canary pod failed: {cleanup}")
             raise
-        self._delete_canaries(token=token)
+        copied = self._ended_in_copy(token, made)
+        if copied is None:
+            self._delete_canaries(token=token)
+            return
+        for pod in copied:
+            self._delete_pod(str(_meta(pod).get("name")))
+
+    def _ended_in_copy(self, token: str, made: list[str]) -> list[Obj] | None:
+        """The pods of `token` in the pods watch's copy, when that copy shows the canary `made` ended; else
+        None (list them). One watch delivers its events in resourceVersion order: a pod a retried POST
+        made twice was created before the canary ran, so a copy that shows the canary's end holds it too.
+        The LIST this replaces waited on the API server on every wave's critical path (0.6 s from the
+        canary's end to its deletion on a 2,000-node twin: issue 25)."""
+        cache = self.cache
+        if cache is None or not made:
+            return None
+        ns = self.canary_namespace
+        pods = [p for p in cache.pods_in(ns) if _labels(p).get(CANARY_LABEL) == token]
+        mine = next((p for p in pods if _meta(p).get("name") == made[-1]), None)
+        if mine is None or (mine.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+            return None
+        return pods
 
     def _leftover_canary(self, node: str) -> bool:
         """Whether a canary of `node` may be left by an interrupted run. Watching, the pods watch's first
@@ -322,11 +355,19 @@ class CanaryOps(OpsBase):
         for pod in items:
             if node and (_meta(pod).get("annotations") or {}).get(CANARY_NODE_ANNOTATION) != node:
                 continue
-            # Grace 0: the canary holds a device; its claim goes with it (the pod owns it).
+            self._delete_pod(str(_meta(pod).get("name")))
+
+    def _delete_pod(self, name: str) -> None:
+        """Delete one canary pod; gone already is fine. Grace 0: the canary holds a device; its claim goes
+        with it (the pod owns it)."""
+        try:
             self.kube.delete(
-                path_of("v1", "pods", str(_meta(pod).get("name")), ns),
+                path_of("v1", "pods", name, self.canary_namespace),
                 {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0},
             )
+        except ApiError as e:
+            if e.status != 404:
+                raise
 
 
 class _SchedulerBehind(Exception):
@@ -378,6 +419,16 @@ def _canary_pod(node: str, hostname: str, resource: str, image: str, token: str,
             "automountServiceAccountToken": False,
         },
     }
+
+
+def _with_timing(change: Change, marks: dict[str, float], attempt: int) -> Change:
+    """The canary's Change with when (seconds after its POST was sent, as this process saw it) it was
+    created, seen bound with its allocation read, seen ended, and deleted: where a canary's time goes, in
+    the journal of every run (a rehearsal sums them per wave: rehearse/model.py)."""
+    timing: dict[str, Any] = {k: round(v, 3) for k, v in marks.items()}
+    if attempt > 1:
+        timing["attempt"] = attempt
+    return Change(change.target, change.before, {**change.after, "timing": timing}, change.dry_run)
 
 
 def _results(claim: Obj | None) -> list[Obj]:

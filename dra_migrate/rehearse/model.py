@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -32,6 +33,7 @@ class WaveResult:
     gate: str | None = None  # ok | failed | None (not reached)
     error: str | None = None
     real_s: float = 0.0  # of its span, what ran at real speed (canaries, API round trips): not unscaled
+    timing: dict[str, Any] = field(default_factory=dict)  # where its wall time went (`wave_timing`), real seconds
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -45,6 +47,7 @@ class WaveResult:
             "canaries": self.canaries,
             "gate": self.gate,
             "error": self.error,
+            **({"timing": self.timing} if self.timing else {}),
         }
 
 
@@ -153,12 +156,58 @@ def _waves_of(records: list[Record], scale: float, reasons: dict[str, str], real
             w.stalled_drains.extend(_stalled(rec.get("details") or {}))
         if step.endswith("/canary"):
             w.canaries.append({"node": step.split("/")[1], "result": str(rec.get("result"))})
+    for key, timing in wave_timing(records).items():
+        if key in waves:
+            waves[key].timing = timing
     for key, times in spans.items():
         w = waves[key]
         w.seconds = (max(times) - min(times)) / scale if times else 0.0
         w.real_s = (real_s if w.canaries else 0.0) + _slowest_lane_requests(lanes.get(key, {}))
         w.seconds = max(w.seconds - real_correction(w.real_s, scale), 0.0)
     return list(waves.values())
+
+
+def wave_timing(records: list[Record]) -> dict[tuple[str, str | None], dict[str, Any]]:
+    """Where each wave's wall time went, in real seconds from its first step's start: when its last lane
+    ended each action (`steps`), the health gate's record (`gate`: the soak and the gate's read after the
+    last step), and its canaries' points (`canary`: median and slowest of when each was created, seen bound
+    with its allocation, seen ended and deleted, from its POST: ops_canary._with_timing)."""
+    first: dict[tuple[str, str | None], float] = {}
+    ends: dict[tuple[str, str | None], dict[str, float]] = {}
+    marks: dict[tuple[str, str | None], dict[str, list[float]]] = {}
+    gates: dict[tuple[str, str | None], float] = {}
+    where: dict[str, tuple[str, str | None]] = {}
+    for rec in records:
+        t = _time(rec)
+        if t is None or rec.get("phase") not in ("apply", None):
+            continue
+        step = str(rec.get("stepId", ""))
+        if rec.get("event") == "start" and rec.get("wave") is not None:
+            key = where[step] = (str(rec.get("stage")), rec.get("wave"))
+            first[key] = min(first.get(key, t), t)
+        elif rec.get("event") == "end" and step in where and rec.get("result") == "ok":
+            key = where[step]
+            action = step.rsplit("/", 1)[-1]
+            ends.setdefault(key, {})[action] = max(ends.get(key, {}).get(action, t), t)
+            after = rec.get("after")
+            points = after.get("timing") if isinstance(after, dict) else None
+            for name, value in (points if isinstance(points, dict) else {}).items():
+                if name != "attempt" and isinstance(value, (int, float)):
+                    marks.setdefault(key, {}).setdefault(name, []).append(float(value))
+        elif rec.get("event") == "gate":
+            gates[(str(rec.get("stage")), rec.get("wave"))] = t
+    out: dict[tuple[str, str | None], dict[str, Any]] = {}
+    for key, start in first.items():
+        timing: dict[str, Any] = {"steps": {a: round(t - start, 2) for a, t in (ends.get(key) or {}).items()}}
+        if key in gates:
+            timing["gate"] = round(gates[key] - start, 2)
+        if key in marks:
+            timing["canary"] = {
+                name: {"median": round(statistics.median(v), 2), "max": round(max(v), 2)}
+                for name, v in marks[key].items()
+            }
+        out[key] = timing
+    return out
 
 
 def _lane(nodes: dict[str, list[float]], step: str, t: float | None, requests: Any) -> None:

@@ -45,7 +45,7 @@ from dra_migrate.rehearse.twin import Twin
 from dra_migrate.sim.kube import Kube, new_api_client
 from dra_migrate.sim.kueue import FETCH_HINT, KUEUE_VERSION, install_kueue_crds, kueue_crd_dir
 from dra_migrate.sim.kwok import KwokFleet
-from dra_migrate.sim.load import DEPENDENT_KEYS, LoadReport, load_dependents, load_workloads
+from dra_migrate.sim.load import CREATE_WORKERS, DEPENDENT_KEYS, LoadReport, load_dependents, load_workloads
 from dra_migrate.sim.placement import PluginRules
 from dra_migrate.sim.spec import (
     LABEL_DEVICE_PLUGIN,
@@ -363,7 +363,7 @@ def rehearse(
         Twin.start(client_qps=qps, node_grace_s=round(heartbeat * GRACE_PER_HEARTBEAT), audit=False) as twin,
         tempfile.TemporaryDirectory(prefix="dra-migrate-rehearsal-") as scratch,
     ):
-        api = new_api_client(twin.kubeconfig, "dra-migrate-rehearsal")
+        api = new_api_client(twin.kubeconfig, "dra-migrate-rehearsal", pool_size=CREATE_WORKERS + 2)
         kube = Kube(api)
         timing = twin_timing(time_scale)
         with (
@@ -382,9 +382,13 @@ def rehearse(
             say(f"twin: {len(fleet.node_names)} GPU node(s) played by KWOK")
             loaded = recreate(api, state)
             say(f"twin: {sum(loaded.created.values())} object(s) recreated, {len(loaded.skipped)} skipped")
+            mark = time.monotonic()
             settle(kube, 60 + len(specs) / 10)
+            say(f"twin: the scheduler has seen every pod ({time.monotonic() - mark:.1f}s)")
             labels = pool_labels(plan)
+            mark = time.monotonic()
             derived = twin_plan(plan, stable_state(twin.kubeconfig, labels, 60 + len(specs) / 10), time_scale)
+            say(f"twin: settled, the plan fingerprinted on it ({time.monotonic() - mark:.1f}s)")
             path = Path(scratch) / "rehearsal.plan.yaml"
             plan_io.write(derived, path)
             # The executor runs as the tool's ServiceAccount, classified by deploy/apf.yaml's FlowSchema: the

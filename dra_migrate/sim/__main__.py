@@ -23,7 +23,7 @@ from dra_migrate.cluster.snapshot import load_snapshot
 from dra_migrate.errors import MigrateError
 from dra_migrate.sim.kube import new_api_client
 from dra_migrate.sim.kwok import KwokFleet
-from dra_migrate.sim.load import load_workloads
+from dra_migrate.sim.load import CREATE_WORKERS, load_workloads
 from dra_migrate.sim.spec import specs_from_state
 from dra_migrate.sim.stack import install_nvidia_stack
 from dra_migrate.sim.timing import PROFILES, profile
@@ -104,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             fleet.start()
             if args.install_stack or args.load_workloads:
-                api = new_api_client(args.kubeconfig)
+                api = new_api_client(args.kubeconfig, pool_size=CREATE_WORKERS + 2)
                 if args.install_stack:
                     policies = state.of("nvidia.com/ClusterPolicy")
                     install_nvidia_stack(api, cluster_policy=policies[0] if policies else None)

@@ -106,12 +106,46 @@ def test_the_canary_reads_its_pod_node_claim_and_slices_from_the_watches(server:
     assert server.calls("GET", f"{PODS}/{name}", before) == 0, "the canary pod is read from the pods watch"
     assert server.calls("GET", f"{NODES}/{NODE}", before) == 0, "the node's hostname label from the nodes watch"
     assert server.calls("GET", SLICES, before) == 0, "its devices' UUIDs from the slices watch"
-    assert server.calls("GET", PODS, before) == 1, "one list: the cleanup's (no leftover in the pods watch)"
+    assert server.calls("GET", PODS, before) == 0, "no list: the cleanup finds its pods in the pods watch"
     assert server.calls("GET", f"/api/v1/namespaces/{NS}/events", before) == 0, "no events: it ran within 1 s"
     asked = [(c.method, c.path) for c in server.client.calls[before:] if "watch" not in c.query]
     # What is left is the canary's own writes and the reads that precede them: the create, the cleanup's
-    # list and delete, and the claim at most once (its watch is a separate stream from the pod's).
-    assert len(asked) <= 4, asked
+    # delete, and the claim at most once (its watch is a separate stream from the pod's).
+    assert len(asked) <= 3, asked
+    assert not server.objects("/api/v1/pods"), "the canary was deleted"
+
+
+def test_a_duplicate_a_retried_create_made_is_deleted_with_the_canary(server: FakeServer, ops: LiveOps) -> None:
+    """A POST retried after the server took it makes a second pod of the same token: the pods watch shows it
+    before the canary's end (one stream, in order), so the cleanup deletes it without a list."""
+
+    def duplicate() -> None:
+        deadline = time.monotonic() + 5
+        while not server.objects("/api/v1/pods") and time.monotonic() < deadline:
+            time.sleep(0.005)
+        [pod] = server.objects("/api/v1/pods")
+        twin = {"metadata": {"name": "dra-migrate-canary-dup", "labels": dict(pod["metadata"]["labels"])},
+                "spec": dict(pod["spec"])}  # fmt: skip
+        server.put(f"{PODS}/dra-migrate-canary-dup", twin)
+
+    threading.Thread(target=duplicate, daemon=True).start()
+    before = len(server.client.calls)
+    player = _play_canary(server, step_s=0.2, first=lambda p: p["metadata"]["name"] != "dra-migrate-canary-dup")
+    ops.canary(NODE, GPU, "pause", 10)
+    player.join(5)
+    assert not server.objects("/api/v1/pods"), "both pods of the token deleted"
+    assert server.calls("GET", PODS, before) == 0
+
+
+def test_without_the_watch_showing_its_end_the_cleanup_lists(server: FakeServer) -> None:
+    """Not watching, the copy cannot vouch for duplicates: the cleanup lists the token's pods, as before."""
+    live = LiveOps(server.client, poll_s=0.01, poll_cap_s=0.05)
+    before = len(server.client.calls)
+    player = _play_canary(server, step_s=0.1)
+    live.canary(NODE, GPU, "pause", 10)
+    player.join(5)
+    assert server.calls("GET", PODS, before) >= 1
+    assert not server.objects("/api/v1/pods")
 
 
 def test_a_canary_left_by_an_interrupted_run_is_found_in_the_watch_and_deleted(server: FakeServer) -> None:
