@@ -248,3 +248,15 @@ def label_to_deselect(
         if _may_set(node, key) and not node_selects(pod_spec, _with_label(node, key, value), daemon=True):
             return key, value
     return None
+
+
+def node_inputs(pod_spec: dict[str, Any]) -> tuple[set[str], bool]:
+    """What of a node `node_selects`, `label_to_select` and `label_to_deselect` can read for this pod spec,
+    besides its taints: the label keys its nodeSelector and required affinity name (every candidate label a
+    switch may set is one of them), and whether a term's matchFields reads the node's name."""
+    keys = {str(k) for k in pod_spec.get("nodeSelector") or {}}
+    by_name = False
+    for term in _required_terms(pod_spec):
+        keys.update(str(e.get("key", "")) for e in term.get("matchExpressions") or [] if isinstance(e, dict))
+        by_name = by_name or bool(term.get("matchFields"))
+    return keys, by_name
