@@ -19,7 +19,7 @@ import orjson
 
 from dra_migrate.cluster.state import ClusterState
 from dra_migrate.dra.cel import Selector, SelectorError, compile_selector, matches_all
-from dra_migrate.dra.devices import NVIDIA_DRIVER, NodeDevices, node_devices
+from dra_migrate.dra.devices import NVIDIA_DRIVER, PER_NODE_ATTRIBUTES, NodeDevices, node_devices
 from dra_migrate.inventory.fleet import kubelet_skew
 from dra_migrate.inventory.model import Inventory
 from dra_migrate.inventory.placement import node_selects
@@ -107,8 +107,12 @@ def matching_devices(
     """The names of the node's devices (`node_devices(state, driver)`) that the class matches. Matched once
     per state, node and selectors: pool capacity and the gang check both ask it of every node, and the
     check's classes are compiled anew (matching them twice was a tenth of `plan` at 10,000 nodes)."""
-    memo: dict[tuple[str, tuple[str, ...], str], tuple[str, ...]] = state.memo(f"dra.matching/{driver}", dict)
-    key = (devices.node, tuple(s.expression for s in cls.selectors), devices.source)
+    memo: dict[tuple[Any, ...], tuple[str, ...]] = state.memo(f"dra.matching/{driver}", dict)
+    # Predicted nodes of one shape differ only in their placeholder uuids: a class that reads neither
+    # matches the same devices on all of them (`devices._Predictor`).
+    by_node = devices.shape is None or any(s.may_read_attribute(PER_NODE_ATTRIBUTES) for s in cls.selectors)
+    key = (devices.node if by_node else ("shape", devices.shape), tuple(s.expression for s in cls.selectors),
+           devices.source)  # fmt: skip
     found = memo.get(key)
     if found is None:
         found = memo[key] = tuple(str(d.get("name")) for d in devices.devices if matches_all(cls.selectors, d, driver))

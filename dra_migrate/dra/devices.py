@@ -164,6 +164,8 @@ class _Predictor:
         return tuple(_cook(name, r) for r in recipe), shape
 
 
+# The attributes of a predicted device that differ between nodes of one shape.
+PER_NODE_ATTRIBUTES = frozenset({"uuid", "parentUUID"})
 # A device without its node: its JSON form, and the seeds of its uuid and its parent's ("" for none).
 _Recipe = tuple[dict[str, Any], str, str]
 

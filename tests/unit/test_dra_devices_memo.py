@@ -176,3 +176,50 @@ def test_a_pool_is_predicted_once() -> None:
         calls.append(spy.call_count)
         assert len({d["attributes"]["uuid"]["string"] for devices in out for d in devices}) == 8 * size
     assert calls == [1, 1]
+
+
+# --- class matching shared by the nodes of a shape ------------------------------------------------------
+
+SELECTORS = [
+    'device.attributes["gpu.nvidia.com"].type == "gpu"',
+    'device.attributes["gpu.nvidia.com"].uuid.startsWith("GPU-a")',
+    'device.attributes["gpu.nvidia.com"].parentUUID.endsWith("0")',
+    'device.attributes["gpu.nvidia.com"].productName.contains("H100")',
+    'device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("40Gi")) > 0',
+    'device.attributes["gpu.nvidia.com"].exists(k, k == "uuid")',
+    '"uuid" in device.attributes["gpu.nvidia.com"] && device.attributes["gpu.nvidia.com"].type == "mig"',
+    'device.attributes["gpu.nvidia.com"].uuid > "M"',
+]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(nodes, min_size=1, max_size=5),
+    st.lists(st.sampled_from(SELECTORS), min_size=1, max_size=2, unique=True),
+)
+def test_matching_shared_by_a_shape_equals_matching_each_node(fleet: list[dict[str, Any]], exprs: list[str]) -> None:
+    """Nodes of one shape differ in their uuids: a class that reads one (plainly, or through a macro) is
+    matched per node; one that reads neither is matched once for all, with the same answer."""
+    from dra_migrate.cluster.state import SourceInfo, StateBuilder
+    from dra_migrate.dra.capacity import ClassSelectors, matching_devices
+    from dra_migrate.dra.cel import compile_selector, matches_all
+
+    fleet = [*fleet, *fleet]  # pairs of the same shape
+    builder = StateBuilder(SourceInfo(kind="snapshot", location="t", kubernetes_version="v1.37.2"))
+    for i, n in enumerate(fleet):
+        labels = {**n["metadata"]["labels"], "nvidia.com/gpu.count": "2"}
+        capacity = {k: v for k, v in n["status"]["capacity"].items() if v.isdigit()}  # what a snapshot may hold
+        builder.add(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": f"node-{i}", "labels": labels},
+                "spec": {},
+                "status": {"capacity": capacity},
+            }
+        )
+    state = builder.state
+    cls = ClassSelectors("c", None, tuple(compile_selector(e) for e in exprs), proposed=True)
+    for nd in node_devices(state).values():
+        expected = tuple(str(d["name"]) for d in nd.devices if matches_all(cls.selectors, d, dev.NVIDIA_DRIVER))
+        assert matching_devices(state, cls, nd) == expected

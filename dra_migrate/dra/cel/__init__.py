@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -392,6 +392,11 @@ class Selector:
 
     def __repr__(self) -> str:
         return f"Selector({self.expression!r})"
+
+    def may_read_attribute(self, names: Collection[str]) -> bool:
+        """Whether the expression may read an attribute of one of these names (in any domain): True when it
+        reads attributes dynamically (`_references` is None)."""
+        return self._refs is None or any(kind == "attributes" and n in names for kind, _, n in self._refs)
 
     def matches(self, device: Mapping[str, Any], driver: str) -> bool:
         """Whether the device (ResourceSlice JSON shape) of `driver` matches.
