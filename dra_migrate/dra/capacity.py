@@ -110,13 +110,20 @@ def matching_devices(
     memo: dict[tuple[Any, ...], tuple[str, ...]] = state.memo(f"dra.matching/{driver}", dict)
     # Predicted nodes of one shape differ only in their placeholder uuids: a class that reads neither
     # matches the same devices on all of them (`devices._Predictor`).
-    by_node = devices.shape is None or any(s.may_read_attribute(PER_NODE_ATTRIBUTES) for s in cls.selectors)
+    by_node = devices.shape is None or any(_may_read_per_node(s) for s in cls.selectors)
     key = (devices.node if by_node else ("shape", devices.shape), tuple(s.expression for s in cls.selectors),
            devices.source)  # fmt: skip
     found = memo.get(key)
     if found is None:
         found = memo[key] = tuple(str(d.get("name")) for d in devices.devices if matches_all(cls.selectors, d, driver))
     return found
+
+
+def _may_read_per_node(selector: Selector) -> bool:
+    """Whether the selector may read a per-node attribute of a predicted device (in any domain); a selector
+    that reads attributes dynamically may."""
+    refs = selector.refs
+    return refs is None or any(kind == "attributes" and name in PER_NODE_ATTRIBUTES for kind, _, name in refs)
 
 
 def class_for(resource: str, classes: list[ClassSelectors]) -> ClassSelectors | None:

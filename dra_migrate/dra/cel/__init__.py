@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -370,7 +370,7 @@ class Selector:
         self.expression = expression
         self._program = program
         self._cache: dict[tuple[Any, ...], bool | SelectorEvaluationError] = {}
-        self._refs = _references(expression)
+        self.refs = _references(expression)  # what it reads of a device; None: unknown (dynamic)
 
     def _key(
         self, attributes: Mapping[str, Any], capacity: Mapping[str, Any], driver: str, multi: Any
@@ -379,10 +379,10 @@ class Selector:
 
         Devices of one model differ in uuid and PCI address; a selector that reads `type` and `memory`
         then evaluates once per model, not once per device (a 2,000-node fleet: ~3 s -> ~0.1 s)."""
-        if self._refs is None:
+        if self.refs is None:
             return (driver, multi, _freeze(attributes), _freeze(capacity))
         values = []
-        for kind, domain, name in self._refs:
+        for kind, domain, name in self.refs:
             source = attributes if kind == "attributes" else capacity
             value = source.get(name) if domain == driver else None
             if value is None:
@@ -392,11 +392,6 @@ class Selector:
 
     def __repr__(self) -> str:
         return f"Selector({self.expression!r})"
-
-    def may_read_attribute(self, names: Collection[str]) -> bool:
-        """Whether the expression may read an attribute of one of these names (in any domain): True when it
-        reads attributes dynamically (`_references` is None)."""
-        return self._refs is None or any(kind == "attributes" and n in names for kind, _, n in self._refs)
 
     def matches(self, device: Mapping[str, Any], driver: str) -> bool:
         """Whether the device (ResourceSlice JSON shape) of `driver` matches.
