@@ -163,7 +163,7 @@ _LABEL = re.compile(r'(\w+)="([^"]*)"')
 
 
 def _verb_resource(labels: str) -> str:
-    """ "PATCH nodes/status" of an apiserver_request_total sample's labels (verb, resource, subresource)."""
+    """"PATCH nodes/status" of an apiserver_request_total sample's labels (verb, resource, subresource)."""
     found = dict(_LABEL.findall(labels))
     sub = found.get("subresource", "")
     return f"{found.get('verb', '?')} {found.get('resource', '') or '-'}{'/' + sub if sub else ''}"
