@@ -22,7 +22,7 @@ from dra_migrate.dra.cel import Selector, SelectorError, compile_selector, match
 from dra_migrate.dra.devices import NVIDIA_DRIVER, PER_NODE_ATTRIBUTES, NodeDevices, node_devices
 from dra_migrate.inventory.fleet import kubelet_skew
 from dra_migrate.inventory.model import Inventory
-from dra_migrate.inventory.placement import node_selects
+from dra_migrate.inventory.placement import node_selects, selector_labels
 
 
 @dataclass(frozen=True)
@@ -211,6 +211,7 @@ def _reserved_demand(state: ClusterState, inv: Inventory) -> dict[str, dict[str,
     out: dict[str, dict[str, int]] = {}
     pool_of_node = {n.name: n.pool for n in inv.nodes}
     nodes = [n for n in state.of("Node") if (n.get("metadata") or {}).get("name") in pool_of_node]
+    labelled: list[tuple[dict[str, Any], dict[str, str]]] = []  # each node's labels, made once when first needed
     # Workloads share a handful of placements (a pool's nodeSelector): evaluate each placement once.
     pools_for: dict[bytes, frozenset[str]] = {}
 
@@ -218,8 +219,12 @@ def _reserved_demand(state: ClusterState, inv: Inventory) -> dict[str, dict[str,
         placement = {k: pod_spec.get(k) for k in ("nodeSelector", "affinity", "tolerations")}
         key = orjson.dumps(placement, option=orjson.OPT_SORT_KEYS)
         if key not in pools_for:
+            if len(labelled) < len(nodes):
+                labelled[:] = [(n, selector_labels(n)) for n in nodes]
             pools_for[key] = frozenset(
-                pool_of_node[str(n["metadata"]["name"])] for n in nodes if node_selects(pod_spec, n)
+                pool_of_node[str(n["metadata"]["name"])]
+                for n, labels in labelled
+                if node_selects(pod_spec, n, labels=labels)
             )
         return pools_for[key]
 

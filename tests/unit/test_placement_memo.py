@@ -124,3 +124,15 @@ def test_a_pool_of_like_nodes_is_placed_once() -> None:
             ("label", "label")
         }
     assert calls[0] == calls[1]
+
+
+@settings(max_examples=300, deadline=None)
+@given(pod_specs, nodes, st.booleans())
+def test_node_selects_with_the_callers_labels_is_node_selects(
+    spec: dict[str, Any], node: dict[str, Any], daemon: bool
+) -> None:
+    """`_reserved_demand` makes each node's labels once for all its pod specs (`selector_labels`)."""
+    labels = placement.selector_labels(node)
+    assert placement.node_selects(spec, node, daemon=daemon, labels=labels) == placement.node_selects(
+        spec, node, daemon=daemon
+    )
