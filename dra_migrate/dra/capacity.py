@@ -19,10 +19,10 @@ import orjson
 
 from dra_migrate.cluster.state import ClusterState
 from dra_migrate.dra.cel import Selector, SelectorError, compile_selector, matches_all
-from dra_migrate.dra.devices import NVIDIA_DRIVER, NodeDevices, node_devices
+from dra_migrate.dra.devices import NVIDIA_DRIVER, PER_NODE_ATTRIBUTES, NodeDevices, node_devices
 from dra_migrate.inventory.fleet import kubelet_skew
 from dra_migrate.inventory.model import Inventory
-from dra_migrate.inventory.placement import node_selects
+from dra_migrate.inventory.placement import node_selects, selector_labels
 
 
 @dataclass(frozen=True)
@@ -107,12 +107,23 @@ def matching_devices(
     """The names of the node's devices (`node_devices(state, driver)`) that the class matches. Matched once
     per state, node and selectors: pool capacity and the gang check both ask it of every node, and the
     check's classes are compiled anew (matching them twice was a tenth of `plan` at 10,000 nodes)."""
-    memo: dict[tuple[str, tuple[str, ...], str], tuple[str, ...]] = state.memo(f"dra.matching/{driver}", dict)
-    key = (devices.node, tuple(s.expression for s in cls.selectors), devices.source)
+    memo: dict[tuple[Any, ...], tuple[str, ...]] = state.memo(f"dra.matching/{driver}", dict)
+    # Predicted nodes of one shape differ only in their placeholder uuids: a class that reads neither
+    # matches the same devices on all of them (`devices._Predictor`).
+    by_node = devices.shape is None or any(_may_read_per_node(s) for s in cls.selectors)
+    key = (devices.node if by_node else ("shape", devices.shape), tuple(s.expression for s in cls.selectors),
+           devices.source)  # fmt: skip
     found = memo.get(key)
     if found is None:
         found = memo[key] = tuple(str(d.get("name")) for d in devices.devices if matches_all(cls.selectors, d, driver))
     return found
+
+
+def _may_read_per_node(selector: Selector) -> bool:
+    """Whether the selector may read a per-node attribute of a predicted device (in any domain); a selector
+    that reads attributes dynamically may."""
+    refs = selector.refs
+    return refs is None or any(kind == "attributes" and name in PER_NODE_ATTRIBUTES for kind, _, name in refs)
 
 
 def class_for(resource: str, classes: list[ClassSelectors]) -> ClassSelectors | None:
@@ -200,6 +211,7 @@ def _reserved_demand(state: ClusterState, inv: Inventory) -> dict[str, dict[str,
     out: dict[str, dict[str, int]] = {}
     pool_of_node = {n.name: n.pool for n in inv.nodes}
     nodes = [n for n in state.of("Node") if (n.get("metadata") or {}).get("name") in pool_of_node]
+    labelled: list[tuple[dict[str, Any], dict[str, str]]] = []  # each node's labels, made once when first needed
     # Workloads share a handful of placements (a pool's nodeSelector): evaluate each placement once.
     pools_for: dict[bytes, frozenset[str]] = {}
 
@@ -207,8 +219,12 @@ def _reserved_demand(state: ClusterState, inv: Inventory) -> dict[str, dict[str,
         placement = {k: pod_spec.get(k) for k in ("nodeSelector", "affinity", "tolerations")}
         key = orjson.dumps(placement, option=orjson.OPT_SORT_KEYS)
         if key not in pools_for:
+            if len(labelled) < len(nodes):
+                labelled[:] = [(n, selector_labels(n)) for n in nodes]
             pools_for[key] = frozenset(
-                pool_of_node[str(n["metadata"]["name"])] for n in nodes if node_selects(pod_spec, n)
+                pool_of_node[str(n["metadata"]["name"])]
+                for n, labels in labelled
+                if node_selects(pod_spec, n, labels=labels)
             )
         return pools_for[key]
 

@@ -13,12 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dra_migrate.inventory.operator import (
-    PluginPlacement,
-    device_plugin_placement,
-    dra_plugin_placement,
-    dynamic_mig_enabled,
-)
+from dra_migrate.inventory.operator import Placements, PluginPlacement, dynamic_mig_enabled
 from dra_migrate.inventory.platform import PoolPlatform
 from dra_migrate.inventory.resources import GPU_PREFIX, GpuNames, quantity_int
 
@@ -208,6 +203,7 @@ def build_gpu_nodes(
     counter_nodes: frozenset[str] = frozenset(),
 ) -> list[GpuNode]:
     out: list[GpuNode] = []
+    placements = Placements(dra_daemonsets or [], dp_daemonsets or [])
     for n in nodes:
         meta = n.get("metadata") or {}
         name = meta.get("name")
@@ -220,7 +216,7 @@ def build_gpu_nodes(
         slices = dra_devices.get(name, {})
         if not (capacity or allocatable or slices or any(k in labels for k in GPU_LABELS)):
             continue
-        dra_placement = dra_plugin_placement(n, dra_daemonsets or [])
+        dra_placement, dp_placement = placements.of(n)
         serving = [d for d in dra_daemonsets or [] if _ref(d) == dra_placement.daemonset]
         out.append(
             GpuNode(
@@ -240,7 +236,7 @@ def build_gpu_nodes(
                 ready=_ready(n),
                 kubelet_version=(status.get("nodeInfo") or {}).get("kubeletVersion") or None,
                 dra_placement=dra_placement,
-                dp_placement=device_plugin_placement(n, dp_daemonsets or []),
+                dp_placement=dp_placement,
                 dynamic_mig=name in counter_nodes or any(dynamic_mig_enabled(d) for d in serving),
             )
         )

@@ -19,7 +19,13 @@ from dra_migrate.cluster.configrefs import names as is_one_of
 from dra_migrate.cluster.state import ClusterState, Obj
 from dra_migrate.cluster.yamlio import load_yaml_documents
 from dra_migrate.errors import InputError
-from dra_migrate.inventory.placement import label_to_deselect, label_to_select, node_selects, settable_label
+from dra_migrate.inventory.placement import (
+    label_to_deselect,
+    label_to_select,
+    node_inputs,
+    node_selects,
+    settable_label,
+)
 from dra_migrate.inventory.resources import DEFAULT_GPU, GPU_PREFIX, SHARED_GPU
 
 CONFIG_LABEL = "nvidia.com/device-plugin.config"
@@ -427,6 +433,51 @@ def dra_plugin_placement(node: Obj, daemonsets: list[Obj]) -> PluginPlacement:
         f"no node label that an operator can set makes DaemonSet(s) {refs} run on this node "
         f"({'; '.join(_how_selected(d, terms=True) for d in daemonsets)})",
     )
+
+
+class Placements:
+    """`dra_plugin_placement` and `device_plugin_placement` of nodes, computed once per placement shape.
+
+    The nodes of a pool differ in name and in labels no DaemonSet selects on (hostname, zone): their
+    placements are the same. Both functions read of a node only its labels under the keys the DaemonSets'
+    selectors name (`node_inputs`; the device plugin's off-switch label besides), its name where a term
+    matches fields, its taints and its GPU allocatable: nodes equal in those share one answer (at 10,000
+    nodes the per-node placement was 0.6 s of `plan`). A node with a label key that is not a string (the
+    functions do not all read such keys alike) is computed on its own."""
+
+    def __init__(self, dra: list[Obj], dp: list[Obj]) -> None:
+        self._dra, self._dp = dra, dp
+        keys = {OPERATOR_DEVICE_PLUGIN_OFF[0]}
+        self._by_name = False
+        for ds in (*dra, *dp):
+            more, by_name = node_inputs(_pod_spec(ds))
+            keys |= more
+            self._by_name = self._by_name or by_name
+        self._keys = tuple(sorted(keys))
+        self._memo: dict[tuple[Any, ...], tuple[PluginPlacement, PluginPlacement]] = {}
+
+    def _shape(self, node: Obj) -> tuple[Any, ...] | None:
+        labels = _meta(node).get("labels") or {}
+        if not isinstance(labels, dict) or not all(type(k) is str for k in labels):
+            return None
+        alloc = _dig(node, "status", "allocatable")
+        gpus = [(k, v) for k, v in alloc.items() if str(k).startswith(GPU_PREFIX)] if isinstance(alloc, dict) else None
+        return (
+            tuple(repr(labels[k]) if k in labels else None for k in self._keys),
+            repr(_meta(node).get("name")) if self._by_name else None,
+            repr(_dig(node, "spec", "taints")),
+            repr(gpus),
+        )
+
+    def of(self, node: Obj) -> tuple[PluginPlacement, PluginPlacement]:
+        """(the DRA plugin's placement, the device plugin's) on this node."""
+        shape = self._shape(node)
+        found = self._memo.get(shape) if shape is not None else None
+        if found is None:
+            found = (dra_plugin_placement(node, self._dra), device_plugin_placement(node, self._dp))
+            if shape is not None:
+                self._memo[shape] = found
+        return found
 
 
 def device_plugin_placement(node: Obj, daemonsets: list[Obj]) -> PluginPlacement:

@@ -72,9 +72,19 @@ def _tolerates(tolerations: list[dict[str, Any]], taint: dict[str, Any]) -> bool
     return False
 
 
-def node_selects(pod_spec: dict[str, Any], node: dict[str, Any], *, daemon: bool = False) -> bool:
+def selector_labels(node: dict[str, Any]) -> dict[str, str]:
+    """The node's labels as `node_selects` reads them: made once per node where many pod specs are tested
+    against the same nodes (each made them again: half of `node_selects`' time)."""
+    return {k: str(v) for k, v in ((node.get("metadata") or {}).get("labels") or {}).items()}
+
+
+def node_selects(
+    pod_spec: dict[str, Any], node: dict[str, Any], *, daemon: bool = False, labels: dict[str, str] | None = None
+) -> bool:
+    """`labels`: the node's `selector_labels`, when the caller has them."""
     meta = node.get("metadata") or {}
-    labels = {k: str(v) for k, v in (meta.get("labels") or {}).items()}
+    if labels is None:
+        labels = selector_labels(node)
     name = str(meta.get("name", ""))
     selector = pod_spec.get("nodeSelector") or {}
     if any(labels.get(k) != str(v) for k, v in selector.items()):
@@ -248,3 +258,15 @@ def label_to_deselect(
         if _may_set(node, key) and not node_selects(pod_spec, _with_label(node, key, value), daemon=True):
             return key, value
     return None
+
+
+def node_inputs(pod_spec: dict[str, Any]) -> tuple[set[str], bool]:
+    """What of a node `node_selects`, `label_to_select` and `label_to_deselect` can read for this pod spec,
+    besides its taints: the label keys its nodeSelector and required affinity name (every candidate label a
+    switch may set is one of them), and whether a term's matchFields reads the node's name."""
+    keys = {str(k) for k in pod_spec.get("nodeSelector") or {}}
+    by_name = False
+    for term in _required_terms(pod_spec):
+        keys.update(str(e.get("key", "")) for e in term.get("matchExpressions") or [] if isinstance(e, dict))
+        by_name = by_name or bool(term.get("matchFields"))
+    return keys, by_name

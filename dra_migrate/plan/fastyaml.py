@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from dra_migrate.plan import emit
 from dra_migrate.plan.wire import Line, Row
 
 _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
@@ -192,12 +193,32 @@ for _name, _pattern, _flags, _first in YAML_1_2_RESOLVERS:
         _Dumper.add_implicit_resolver(f"tag:yaml.org,2002:{_name}", re.compile(_pattern, _flags), list(_first))
 
 
-def dump(doc: dict[str, Any]) -> str:
-    """Block style, keys in the document's order, table rows on one line each."""
+def _pyyaml_dump(doc: Any) -> str:
     text: str = yaml.dump(
         doc, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=4096
     )
     return text
+
+
+def _resolve(value: str) -> str:
+    """The tag `_Dumper` reads a plain scalar of this text as (PyYAML's `BaseResolver.resolve`, implicit)."""
+    resolvers = _Dumper.yaml_implicit_resolvers
+    for tag, regexp in resolvers.get(value[:1], []) + resolvers.get(None, []):
+        if regexp.match(value):
+            return str(tag)
+    return str(_Dumper.DEFAULT_SCALAR_TAG)
+
+
+_EMITTER = emit.Emitter(_pyyaml_dump, _resolve)
+
+
+def dump(doc: dict[str, Any]) -> str:
+    """Block style, keys in the document's order, table rows on one line each: PyYAML's bytes, written by
+    `emit` where it knows them to be the same (it asks PyYAML about scalars), else by PyYAML."""
+    try:
+        return _EMITTER.emit(doc)
+    except emit.Unsupported:
+        return _pyyaml_dump(doc)
 
 
 def load_rows(text: str) -> list[Any] | None:

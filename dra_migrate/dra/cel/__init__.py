@@ -370,7 +370,7 @@ class Selector:
         self.expression = expression
         self._program = program
         self._cache: dict[tuple[Any, ...], bool | SelectorEvaluationError] = {}
-        self._refs = _references(expression)
+        self.refs = _references(expression)  # what it reads of a device; None: unknown (dynamic)
 
     def _key(
         self, attributes: Mapping[str, Any], capacity: Mapping[str, Any], driver: str, multi: Any
@@ -379,10 +379,10 @@ class Selector:
 
         Devices of one model differ in uuid and PCI address; a selector that reads `type` and `memory`
         then evaluates once per model, not once per device (a 2,000-node fleet: ~3 s -> ~0.1 s)."""
-        if self._refs is None:
+        if self.refs is None:
             return (driver, multi, _freeze(attributes), _freeze(capacity))
         values = []
-        for kind, domain, name in self._refs:
+        for kind, domain, name in self.refs:
             source = attributes if kind == "attributes" else capacity
             value = source.get(name) if domain == driver else None
             if value is None:
