@@ -37,6 +37,8 @@ def main() -> None:
         run()
     except KeyboardInterrupt:
         _exit_at_once(2, None)
+    finally:
+        _after_the_command()
 
 
 def kubectl_plugin() -> None:
@@ -48,6 +50,15 @@ def kubectl_plugin() -> None:
         run()
     except KeyboardInterrupt:
         _exit_at_once(2, None)
+    finally:
+        _after_the_command()
+
+
+def _after_the_command() -> None:
+    """The command is over (its exit code on the way out), its locks and journals released: a Ctrl-C while
+    the interpreter shuts down (joining threads, atexit callbacks) ends it as at start-up, one line and 130,
+    not with Python's KeyboardInterrupt traceback from an atexit callback or its death by SIGINT (-2)."""
+    _signal.signal(_signal.SIGINT, _exit_at_once)
 
 
 if __name__ == "__main__":

@@ -83,6 +83,35 @@ def test_ctrl_c_at_any_moment_start_up_included_is_one_line_and_130(delay: float
     assert [ln for ln in err.splitlines() if ln.strip()] == ["error: interrupted"], err
 
 
+def test_ctrl_c_after_the_command_while_the_interpreter_shuts_down_is_one_line_and_130() -> None:
+    """The last moment: the command is done and the interpreter is shutting down (an atexit callback stands
+    for its thread joins). Python's handler there printed a KeyboardInterrupt traceback from the callback,
+    or the process died by SIGINT (-2, seen once in `test_ctrl_c_at_any_moment...` at 0.4 s)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    starter = (
+        "import atexit, sys, time\n"
+        "atexit.register(lambda: (sys.stderr.write('shutting down\\n'), sys.stderr.flush(), time.sleep(5)))\n"
+        "from dra_migrate.cli.entry import main\n"
+        "main()\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", starter, "check", "--snapshot", DEMO],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    while (line := proc.stderr.readline()) != "shutting down\n":  # the command's own log lines first
+        assert line, "the process ended before its shutdown"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert [ln for ln in err.splitlines() if ln.strip()] == ["error: interrupted"], err
+
+
 @pytest.mark.parametrize(
     ("old", "new", "says"),
     [
