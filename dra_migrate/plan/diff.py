@@ -15,6 +15,7 @@ the same pair always gives the same diff.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -225,6 +226,7 @@ def _wave_key(key: tuple[str, str], order: dict[str, int]) -> tuple[int, tuple[t
     return order.get(key[0], len(order)), _natural(key[1])
 
 
+@functools.lru_cache(maxsize=4096)  # a wave's name is sorted once per node moved (10,000 at fleet size)
 def _natural(text: str) -> tuple[tuple[int, int | str], ...]:
     """wave-2 before wave-10."""
     return tuple((0, int(p)) if p.isdigit() else (1, p) for p in _DIGITS.split(text) if p)
