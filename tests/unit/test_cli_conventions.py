@@ -560,7 +560,8 @@ def test_reading_a_plan_the_tool_wrote_loads_no_round_trip_parser_openssl_or_arc
     (the strict reader, needed only for a refusal's line), OpenSSL's libcrypto behind `hashlib` (the
     digests use CPython's own SHA-256) and bz2/lzma behind `shutil` (for the terminal's width)."""
     heavy = ("ruamel", "hashlib", "_hashlib", "shutil", "bz2", "lzma")
-    for args in (["show", _DEMO_PLAN], ["show", _DEMO_PLAN, "-o", "json"], ["show", _DEMO_PLAN, "-o", "wide"]):
+    shows = (["show", _DEMO_PLAN], ["show", _DEMO_PLAN, "-o", "json"], ["show", _DEMO_PLAN, "-o", "wide"])
+    for args in (*shows, ["diff", _DEMO_PLAN, _DEMO_PLAN]):
         assert _loaded(args, heavy, tmp_path) == [], args
 
 
