@@ -24,10 +24,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator
 
-from dra_migrate.kube import DELETED, Event, Informer, Kube, Obj, object_key
+from dra_migrate.kube import Event, Informer, Kube, NodeIndex, Obj, object_key
 
 log = logging.getLogger("dra_migrate.execute")
 
@@ -36,10 +35,6 @@ PODS = "/api/v1/pods"
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 CLAIMS = "/apis/resource.k8s.io/v1/resourceclaims"
 SYNC_TIMEOUT_S = 120.0
-
-
-def _node_of(kind: str, obj: Mapping[str, Any]) -> str:
-    return str((obj.get("spec") or {}).get("nodeName") or "") if kind in ("pods", "slices") else ""
 
 
 class Watched:
@@ -53,8 +48,7 @@ class Watched:
             "slices": Informer(kube, SLICES),
             "claims": Informer(kube, CLAIMS),
         }
-        self._by_node: dict[str, dict[str, dict[str, Obj]]] = {"pods": {}, "slices": {}}
-        self._where: dict[str, dict[str, str]] = {"pods": {}, "slices": {}}  # object key -> its node
+        self._by_node = {"pods": NodeIndex(), "slices": NodeIndex()}
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._subscribers: dict[str, set[threading.Event]] = {}  # key -> the waits to wake on its change
@@ -81,17 +75,9 @@ class Watched:
 
     def _index(self, kind: str, event: Event) -> None:
         key = object_key(event.object)
-        node = _node_of(kind, event.object)
         with self._lock:
-            before = None
-            if kind in self._by_node:
-                index, where = self._by_node[kind], self._where[kind]
-                before = where.pop(key, None)
-                if before is not None:
-                    index[before].pop(key, None)
-                if event.type != DELETED and node:
-                    index.setdefault(node, {})[key] = event.object
-                    where[key] = node
+            index = self._by_node.get(kind)
+            node, before = index.apply(event) if index is not None else ("", None)
             # The change is in the copies now: wake the waits that read it (the object's own key; for a
             # pod or a slice its node's, before and after a move).
             for touched in {key, node, before}:
@@ -125,11 +111,11 @@ class Watched:
 
     def pods_on(self, node: str) -> list[Obj]:
         with self._lock:
-            return list(self._by_node["pods"].get(node, {}).values())
+            return self._by_node["pods"].on(node)
 
     def slices_of(self, node: str) -> list[Obj]:
         with self._lock:
-            return list(self._by_node["slices"].get(node, {}).values())
+            return self._by_node["slices"].on(node)
 
     def pods_in(self, namespace: str) -> list[Obj]:
         prefix = f"{namespace}/"

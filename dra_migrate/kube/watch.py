@@ -56,6 +56,31 @@ def object_key(obj: Obj) -> str:
     return f"{ns}/{name}" if ns else name
 
 
+class NodeIndex:
+    """Watched objects by the node they sit on (`spec.nodeName`: pods, ResourceSlices), kept from an informer's
+    events: client-go's indexer by node name, for readers that ask "what is on this node" per wave lane. Not
+    locked: its owner applies events and reads under its own lock (which also guards what it wakes)."""
+
+    def __init__(self) -> None:
+        self._by_node: dict[str, dict[str, Obj]] = {}
+        self._where: dict[str, str] = {}  # object key -> its node
+
+    def apply(self, event: Event) -> tuple[str, str | None]:
+        """Take in one change; (its node now, "" if none or gone; its node before, None if it had none)."""
+        key = object_key(event.object)
+        node = str((event.object.get("spec") or {}).get("nodeName") or "")
+        before = self._where.pop(key, None)
+        if before is not None:
+            self._by_node.get(before, {}).pop(key, None)
+        if event.type != DELETED and node:
+            self._by_node.setdefault(node, {})[key] = event.object
+            self._where[key] = node
+        return node, before
+
+    def on(self, node: str) -> list[Obj]:
+        return list(self._by_node.get(node, {}).values())
+
+
 def selector_query(label_selector: str = "", field_selector: str = "") -> list[tuple[str, str | int | bool]]:
     query: list[tuple[str, str | int | bool]] = []
     if label_selector:

@@ -111,9 +111,13 @@ class _Loader(yaml.CSafeLoader):
 
 # Resolve plain scalars as YAML 1.2 does (the strict reader, ruamel, is 1.2; libyaml's PyYAML is 1.1, where
 # `no` is false and `017` is 15): the same table, so both readers see the same values.
+_COMPILED = [
+    (name, f"tag:yaml.org,2002:{name}", re.compile(pattern, flags), list(first))
+    for name, pattern, flags, first in YAML_1_2_RESOLVERS
+]  # compiled once, for the reader and the writer
 _Loader.yaml_implicit_resolvers = {}
-for _name, _pattern, _flags, _first in YAML_1_2_RESOLVERS:
-    _Loader.add_implicit_resolver(f"tag:yaml.org,2002:{_name}", re.compile(_pattern, _flags), list(_first))
+for _name, _tag, _regexp, _first in _COMPILED:
+    _Loader.add_implicit_resolver(_tag, _regexp, _first)
 _Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
 _Loader.add_constructor("tag:yaml.org,2002:float", _Loader.construct_yaml_float)
 
@@ -188,9 +192,9 @@ _Dumper.add_representer(Row, _row)
 _Dumper.add_representer(Line, _line)
 # libyaml is YAML 1.1 and ruamel (the strict reader, and the YAML most tools read) is 1.2: a string that
 # either would read as a number or a boolean is quoted (`1e3`, `0o17` are strings to 1.1, numbers to 1.2).
-for _name, _pattern, _flags, _first in YAML_1_2_RESOLVERS:
+for _name, _tag, _regexp, _first in _COMPILED:
     if _name in ("bool", "int", "float"):
-        _Dumper.add_implicit_resolver(f"tag:yaml.org,2002:{_name}", re.compile(_pattern, _flags), list(_first))
+        _Dumper.add_implicit_resolver(_tag, _regexp, _first)
 
 
 def _pyyaml_dump(doc: Any) -> str:

@@ -34,8 +34,8 @@ from typing import Any
 
 from dra_migrate.bundled import bundled
 from dra_migrate.errors import InputError
-from dra_migrate.kube import DELETED, Event, Informer, object_key
-from dra_migrate.sim.kube import ApiError, Kube, Obj, new_api_client, now_rfc3339, path_of
+from dra_migrate.kube import Event, Informer, NodeIndex
+from dra_migrate.sim.kube import ApiError, Kube, new_api_client, now_rfc3339, path_of
 from dra_migrate.sim.placement import LABEL_RULES, PluginRules
 from dra_migrate.sim.pods import CANARY_LABEL, allocated_results, canary_status, claim_name, nvidia_smi_lines
 from dra_migrate.sim.spec import LABEL_DEVICE_PLUGIN, LABEL_DRA_DRIVER, LABEL_DRA_KUBELET_PLUGIN, GpuNodeSpec
@@ -423,8 +423,7 @@ class CanaryDevices:
         self.kube = kube
         self._claims = Informer(kube, CLAIMS)
         self._slices = Informer(kube, SLICES)
-        self._by_node: dict[str, dict[str, Obj]] = {}
-        self._node_of: dict[str, str] = {}
+        self._by_node = NodeIndex()
         self._lock = threading.Lock()
         self._started = False
 
@@ -444,15 +443,8 @@ class CanaryDevices:
         return self._claims.synced.is_set() and self._slices.synced.is_set()
 
     def _index(self, event: Event) -> None:
-        key = object_key(event.object)
-        node = str((event.object.get("spec") or {}).get("nodeName") or "")
         with self._lock:
-            before = self._node_of.pop(key, None)
-            if before is not None:
-                self._by_node.get(before, {}).pop(key, None)
-            if event.type != DELETED and node:
-                self._by_node.setdefault(node, {})[key] = event.object
-                self._node_of[key] = node
+            self._by_node.apply(event)
 
     def lines(self, node: str, pod: Mapping[str, Any]) -> list[str]:
         name = claim_name(pod)
@@ -467,7 +459,7 @@ class CanaryDevices:
         if not results:
             return []
         with self._lock:
-            slices = list(self._by_node.get(node, {}).values()) if self._started else []
+            slices = self._by_node.on(node) if self._started else []
         if len(nvidia_smi_lines(results, slices)) < len(results):
             slices, _ = self.kube.list_all(SLICES, [("fieldSelector", f"spec.nodeName={node}")])
         return nvidia_smi_lines(results, slices)
