@@ -61,6 +61,19 @@ PREPARE_FAILED = "FailedPrepareDynamicResources"
 REPEATS_TO_FAIL = 3
 
 
+def on_node(node: str) -> dict[str, Any]:
+    """The affinity that places a pod on `node` through the scheduler (which must allocate its devices
+    through DRA; `spec.nodeName` would bypass it): a required term on the node's name, as the DaemonSet
+    controller places its pods (k8s.io/kubernetes@v1.37.2 pkg/controller/daemon/util/daemonset_util.go,
+    ReplaceDaemonSetPodNodeNameNodeAffinity). A `metadata.name` field term is the one the scheduler's
+    NodeAffinity PreFilter narrows the cycle to (pkg/scheduler/framework/plugins/nodeaffinity/
+    node_affinity.go, PreFilter): the other plugins then filter one node, not the fleet. A term on the
+    `kubernetes.io/hostname` label, as before, had every filter (DRA's allocator among them) run over
+    every node for each canary: a wave's canaries queued behind one another (issue 25)."""
+    term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
+
+
 def command_line(argv: Sequence[str] | None) -> str:
     """The shell command line the canary runs, from a step's `command` (an argv list; the plan records
     `["sh", "-c", CMD]`): CMD itself for that form, any other argv quoted for sh, the NVIDIA default for none."""

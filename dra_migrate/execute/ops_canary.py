@@ -19,7 +19,6 @@ from dra_migrate.execute.ops_base import (
     CANARY_NODE_ANNOTATION,
     CANARY_PREFIX,
     DRY_RUN,
-    HOSTNAME_LABEL,
     POLL_GROWTH,
     SLICES,
     OpsBase,
@@ -55,10 +54,10 @@ class CanaryOps(OpsBase):
         """Schedule, run and judge a pod that proves use (dra_migrate/execute/canary.py); then delete it."""
         deadline = time.monotonic() + timeout_s
         ns = self.canary_namespace
-        target_labels = _labels(self._node_now(node))  # its hostname label; nothing is written to the node
+        self._node_now(node)  # it exists: a canary for a node that is gone would wait out its timeout
         token = uuid.uuid4().hex[:12]
         line = canary_check.command_line(command)
-        manifest = _canary_pod(node, target_labels.get(HOSTNAME_LABEL, node), resource, image, token, line)
+        manifest = _canary_pod(node, resource, image, token, line)
         pods = path_of("v1", "pods", namespace=ns)
         if dry_run:
             out = self.kube.create(pods, manifest, [DRY_RUN])
@@ -388,7 +387,7 @@ class _SchedulerBehind(Exception):
         )
 
 
-def _canary_pod(node: str, hostname: str, resource: str, image: str, token: str, command: str) -> dict[str, Any]:
+def _canary_pod(node: str, resource: str, image: str, token: str, command: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -398,18 +397,7 @@ def _canary_pod(node: str, hostname: str, resource: str, image: str, token: str,
             "annotations": {CANARY_NODE_ANNOTATION: node},
         },
         "spec": {
-            # Node affinity, not nodeName: nodeName bypasses the scheduler, which is what must allocate
-            # the device through DRA. The hostname label (read from the node) rather than the node name,
-            # which it may differ from.
-            "affinity": {
-                "nodeAffinity": {
-                    "requiredDuringSchedulingIgnoredDuringExecution": {
-                        "nodeSelectorTerms": [
-                            {"matchExpressions": [{"key": HOSTNAME_LABEL, "operator": "In", "values": [hostname]}]}
-                        ]
-                    }
-                }
-            },
+            "affinity": canary_check.on_node(node),
             # Tolerate every taint, the cordon's node.kubernetes.io/unschedulable included: the canary
             # runs while the node is still cordoned.
             "tolerations": [{"operator": "Exists"}],

@@ -35,7 +35,6 @@ FORMAT_VERSION = 1
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 DEVICE_CLASSES = "/apis/resource.k8s.io/v1/deviceclasses"
 PROBE_LABEL = "dra-migrate.io/probe"
-HOSTNAME_LABEL = "kubernetes.io/hostname"
 REQUEST = "gpu"
 
 
@@ -118,7 +117,6 @@ def run_probe(kube: Kube, opts: ProbeOptions) -> ProbeResult:
     node = kube.get_or_none(path_of("v1", "nodes", opts.node))
     if node is None:
         raise InputError(f"node {opts.node} not found", "give --node the name of a node (kubectl get nodes)")
-    hostname = ((node.get("metadata") or {}).get("labels") or {}).get(HOSTNAME_LABEL, opts.node)
     slices, _ = kube.list_all(SLICES, [("fieldSelector", f"spec.nodeName={opts.node}")])
     result.devices = published_devices(slices, opts.node, opts.driver)
     if not result.devices:
@@ -129,8 +127,8 @@ def run_probe(kube: Kube, opts: ProbeOptions) -> ProbeResult:
         result.device_class = _device_class(kube, opts, token, created)
         selector = mismatch_selector(result.devices, opts.driver)
         result.mismatch["selector"] = selector
-        match_pod = _claim_and_pod(kube, opts, token, "match", result.device_class, None, hostname, created)
-        miss_pod = _claim_and_pod(kube, opts, token, "mismatch", result.device_class, selector, hostname, created)
+        match_pod = _claim_and_pod(kube, opts, token, "match", result.device_class, None, created)
+        miss_pod = _claim_and_pod(kube, opts, token, "mismatch", result.device_class, selector, created)
         _judge(kube, opts, result, slices, match_pod, miss_pod)
     return result
 
@@ -186,8 +184,7 @@ def _device_class(kube: Kube, opts: ProbeOptions, token: str, created: _Created)
 
 
 def _claim_and_pod(
-    kube: Kube, opts: ProbeOptions, token: str, role: str, device_class: str, selector: str | None, hostname: str,
-    created: _Created,
+    kube: Kube, opts: ProbeOptions, token: str, role: str, device_class: str, selector: str | None, created: _Created,
 ) -> str:  # fmt: skip
     ns = opts.namespace
     labels = {**MANAGED_BY, PROBE_LABEL: token}
@@ -213,9 +210,7 @@ def _claim_and_pod(
             "kind": "Pod",
             "metadata": {"generateName": f"dra-migrate-probe-{role}-", "labels": labels},
             "spec": {
-                "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                    {"matchExpressions": [{"key": HOSTNAME_LABEL, "operator": "In", "values": [hostname]}]}
-                ]}}},
+                "affinity": canary_check.on_node(opts.node),
                 "tolerations": [{"operator": "Exists"}],
                 "resourceClaims": [{"name": REQUEST, "resourceClaimName": claim_name}],
                 "containers": [{**check, "resources": {"claims": [{"name": REQUEST}]}}],

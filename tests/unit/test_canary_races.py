@@ -232,3 +232,32 @@ def test_a_device_outside_the_nodes_slices_is_looked_up_in_the_drivers() -> None
     assert change.after["expected"] == ["GPU-aaaa"]
     slices = [sel for kind, sel in fake.queries if kind == "resourceslices"]
     assert slices == [f"spec.driver=gpu.nvidia.com,spec.nodeName={NODE}", "spec.driver=gpu.nvidia.com"]
+
+
+def _names_the_scheduler_narrows_to(pod: dict[str, Any]) -> set[str] | None:
+    """The nodes the scheduler's NodeAffinity PreFilter narrows a cycle to, or None for every node: a set
+    only when every required term has a `metadata.name In` field requirement (k8s.io/kubernetes@v1.37.2
+    pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go, PreFilter)."""
+    affinity = pod["spec"].get("affinity", {}).get("nodeAffinity", {})
+    terms = affinity.get("requiredDuringSchedulingIgnoredDuringExecution", {}).get("nodeSelectorTerms", [])
+    names: set[str] = set()
+    for term in terms:
+        fields = [r for r in term.get("matchFields", []) if r["key"] == "metadata.name" and r["operator"] == "In"]
+        if not fields:
+            return None
+        names |= set.intersection(*(set(r["values"]) for r in fields))
+    return names if terms else None
+
+
+def test_a_canary_is_placed_by_its_nodes_name_so_the_scheduler_filters_one_node_not_the_fleet() -> None:
+    """A 2,000-node rehearsal: canaries placed by the hostname label took 2.2 s (median) from creation to
+    binding, each scheduling cycle filtering every node of the fleet (DRA's allocator among the filters)
+    while a wave's 60-80 canaries queued behind one another."""
+    fake = LaggingScheduler(stale=0, saw="GPU 0: NVIDIA A100 (UUID: GPU-aaaa)")
+    sent: list[dict[str, Any]] = []
+    create = fake.create
+    fake.create = lambda path, body, query=(): sent.append(body) or create(path, body, query)  # type: ignore[method-assign]
+    ops_on(fake).canary(NODE, GPU, "pause", 10)
+    (pod,) = sent
+    assert _names_the_scheduler_narrows_to(pod) == {NODE}
+    assert "nodeName" not in pod["spec"], "the scheduler, not the manifest, binds it (it allocates the device)"
