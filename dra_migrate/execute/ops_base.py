@@ -22,7 +22,6 @@ DEVICE_CLASSES = "/apis/resource.k8s.io/v1/deviceclasses"
 DAEMONSETS = "/apis/apps/v1/daemonsets"
 DRY_RUN = ("dryRun", "All")
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"  # kubelet's static pods (kubernetes/kubectl pkg/drain)
-HOSTNAME_LABEL = "kubernetes.io/hostname"
 CANARY_LABEL = "dra-migrate.io/canary"  # one value per canary call: finds a duplicate a retried POST made
 CANARY_NODE_ANNOTATION = "dra-migrate.io/canary-node"
 CANARY_PREFIX = "dra-migrate-canary-"  # canary pods' generateName

@@ -91,7 +91,7 @@ def node_steps(params: PlanParams, dp_switch: Any = _DEFAULT, dra_switch: Any = 
         Step("canary", Action.CANARY, "Node",
              {"resource": "{node.canaryResource}", "count": 1, "image": params.canary_image,
               "driver": params.dra_driver, "command": ["sh", "-c", params.canary_command],
-              "placement": "nodeAffinity on the node's name (metadata.name)",
+              "placement": "nodeAffinity on kubernetes.io/hostname",
               "expect": "Succeeded, exit 0, a termination message naming the allocated devices"},
              "the node serves its GPUs through DRA only", params.canary_timeout,
              Inverse(InverseAction.DELETE_POD, {"why": "the canary pod is deleted after its check"})),

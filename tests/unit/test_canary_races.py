@@ -255,9 +255,24 @@ def test_a_canary_is_placed_by_its_nodes_name_so_the_scheduler_filters_one_node_
     while a wave's 60-80 canaries queued behind one another."""
     fake = LaggingScheduler(stale=0, saw="GPU 0: NVIDIA A100 (UUID: GPU-aaaa)")
     sent: list[dict[str, Any]] = []
-    create = fake.create
+    create, read = fake.create, fake.get_or_none
     fake.create = lambda path, body, query=(): sent.append(body) or create(path, body, query)  # type: ignore[method-assign]
+
+    def node_with_its_own_hostname(path: str) -> dict[str, Any] | None:
+        found = read(path)
+        if found is not None and path.endswith(f"/nodes/{NODE}"):
+            found["metadata"]["labels"] = {"kubernetes.io/hostname": "host-17.example"}
+        return found
+
+    fake.get_or_none = node_with_its_own_hostname  # type: ignore[method-assign]
     ops_on(fake).canary(NODE, GPU, "pause", 10)
     (pod,) = sent
     assert _names_the_scheduler_narrows_to(pod) == {NODE}
+    (term,) = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ]
+    # The placement every plan records (plan/steps.py): the hostname label, as read from the node.
+    assert term["matchExpressions"] == [
+        {"key": "kubernetes.io/hostname", "operator": "In", "values": ["host-17.example"]}
+    ]
     assert "nodeName" not in pod["spec"], "the scheduler, not the manifest, binds it (it allocates the device)"
