@@ -19,6 +19,8 @@ import pytest
 from conftest import wait_for
 
 from dra_migrate.execute.journal import journal_path
+from dra_migrate.plan import io as plan_io
+from dra_migrate.plan.params import parse_duration
 from dra_migrate.sim.kube import Kube, new_api_client, path_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -148,6 +150,12 @@ def pod_trouble(n: OnNode, name: str) -> str:
 
 def message(pod: dict[str, Any]) -> str:
     return str(pod["status"]["containerStatuses"][0]["state"]["terminated"].get("message") or "")
+
+
+def plan_estimate_s(plan: Path) -> float:
+    """The plan's own estimate of its duration (summary.estimatedDuration), in seconds: measured beside
+    the real run it estimates (issue 25 item 5: the estimate against the real-node runs)."""
+    return float(parse_duration(str(plan_io.load(plan)["summary"]["estimatedDuration"])))
 
 
 def journal(plan: Path) -> list[dict[str, Any]]:

@@ -31,6 +31,7 @@ from realnode import (
     cli,
     message,
     node_obj,
+    plan_estimate_s,
     real_node,
     report_measured,
     run_gpu_pod,
@@ -396,6 +397,7 @@ def test_a_real_node_cuts_over_from_the_real_device_plugin_to_the_real_dra_drive
     res = cli(node, "apply", str(plan), "--yes")
     assert res.returncode == 0, res.stderr
     MEASURED[f"{setup}: apply of the real node (s)"] = round(time.monotonic() - t0, 1)
+    MEASURED[f"{setup}: the plan's estimate of that apply (s)"] = plan_estimate_s(plan)
     obj = node_obj(node)
     assert obj["metadata"]["labels"][DP] == "false" and obj["metadata"]["labels"][DRA] == "true"
     # The real device plugin left: allocatable 0 for every resource it advertised, capacity held (kubelet

@@ -34,6 +34,7 @@ from realnode import (
     cli,
     message,
     node_obj,
+    plan_estimate_s,
     real_node,
     report_measured,
     slice_devices,
@@ -185,6 +186,7 @@ def test_apply_moves_the_node_to_dra_and_a_container_uses_its_device(node: RealN
     res = cli(node.cp, "apply", str(plan), "--yes")
     assert res.returncode == 0, res.stderr
     MEASURED["apply of one real node (s)"] = round(time.monotonic() - t0, 1)
+    MEASURED["the plan's estimate of that apply (s)"] = plan_estimate_s(plan)
     MEASURED["wait-dra-ready on the real node (s)"] = step_seconds(plan, "wait-dra-ready")
     MEASURED["canary on the real node (s)"] = step_seconds(plan, "canary")
     n = node_obj(node)
