@@ -60,6 +60,15 @@ PREPARE_FAILED = "FailedPrepareDynamicResources"
 # would only run out the step's timeout, and a plugin that failed a prepare is reason enough to roll back.
 # Any other warning the kubelet has repeated this often is not a blip either.
 REPEATS_TO_FAIL = 3
+# One failed prepare is the control plane's race, not the plugin's: the node authorizer lets a kubelet read
+# a claim only once its graph links the claim to a pod bound to that node, and that graph is fed by the API
+# server's own informer (k8s.io/kubernetes@v1.37.2 plugin/pkg/auth/authorizer/node/graph_populator.go,
+# updatePod, which reads status.extendedResourceClaimStatus too). A kubelet that sees its pod bound before
+# the graph does is refused ("no relationship found between node ... and this object") and retries at its
+# next pod sync (the same race for PVCs: kubernetes/kubernetes#113429). Caught by the real-node tier: a
+# canary failed, and its wave rolled back, on a claim the kubelet was about to read. Such a refusal fails
+# the canary only when the kubelet has met it REPEATS_TO_FAIL times, or at the step's timeout.
+AUTHORIZER_LAG = "no relationship found between node"
 
 
 def on_node(node: str, hostname: str) -> dict[str, Any]:
@@ -212,9 +221,14 @@ def verdict(pod: Mapping[str, Any], ids: list[str], events: Iterable[Mapping[str
         message = str(waiting.get("message") or "")
         return Verdict("failed", f"the canary container cannot start ({waiting['reason']}): {message}".strip())
     warning = last_warning(events)
-    if warning and (warning.get("reason") == PREPARE_FAILED or int(warning.get("count") or 1) >= REPEATS_TO_FAIL):
+    if warning and (_fails_at_once(warning) or int(warning.get("count") or 1) >= REPEATS_TO_FAIL):
         return Verdict("failed", _event_text(warning), details={"event": warning.get("reason")})
     return Verdict("pending")
+
+
+def _fails_at_once(warning: Mapping[str, Any]) -> bool:
+    """A failed prepare, unless it is the node authorizer's lag (AUTHORIZER_LAG), which the kubelet retries."""
+    return warning.get("reason") == PREPARE_FAILED and AUTHORIZER_LAG not in str(warning.get("message") or "")
 
 
 def last_warning(events: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | None:

@@ -129,6 +129,30 @@ def test_a_failed_prepare_fails_at_once_other_warnings_when_repeated() -> None:
     assert canary.verdict(pod("Pending"), [UUID0], normal).state == "pending"
 
 
+def test_a_prepare_the_node_authorizer_refused_for_its_lag_waits_for_the_kubelets_retry() -> None:
+    """The real-node tier: the kubelet read the canary's claim before the node authorizer's graph linked it
+    to the pod bound there; the canary failed at once and its wave rolled back, on a claim the kubelet
+    read at its next sync."""
+    lag = (
+        "Failed to prepare dynamic resources: prepare dynamic resources: fetch ResourceClaim c-extended-resources-x: "
+        'resourceclaims.resource.k8s.io "c-extended-resources-x" is forbidden: User "system:node:n1" cannot get '
+        'resource "resourceclaims" in API group "resource.k8s.io" in the namespace "default": node: no '
+        "relationship found between node 'n1' and this object"
+    )
+    once = [{**event(canary.PREPARE_FAILED, 1, "2026-01-01T00:00:01Z"), "message": lag}]
+    assert canary.verdict(pod("Pending"), [UUID0], once).state == "pending"
+    # The same refusal met again and again is no race: it fails, naming it.
+    again = [{**once[0], "count": canary.REPEATS_TO_FAIL}]
+    v = canary.verdict(pod("Pending"), [UUID0], again)
+    assert v.state == "failed" and "no relationship found" in v.reason
+    # After the retry the container runs: the verdict is the container's.
+    ran = pod("Succeeded", terminated=terminated(0, f"GPU 0: A100 (UUID: {UUID0})"))
+    assert canary.verdict(ran, [UUID0], once).state == "ok"
+    # Any other failed prepare still fails at once.
+    other = [{**once[0], "message": "prepare dynamic resources: NodePrepareResources failed: CDI spec not written"}]
+    assert canary.verdict(pod("Pending"), [UUID0], other).state == "failed"
+
+
 def test_timed_out_names_the_last_warning_or_the_waiting_state() -> None:
     evs = [event(canary.PREPARE_FAILED, 1, "2026-01-01T00:00:01Z")]
     assert canary.timed_out(pod("Pending"), evs, 30).startswith(canary.PREPARE_FAILED)
