@@ -439,7 +439,7 @@ def config_documents(timing: TimingProfile, rules: PluginRules = LABEL_RULES) ->
             "enableProfilingHandler": True,
             "nodePlayStageParallelism": NODE_PLAY_PARALLELISM,
             "podPlayStageParallelism": POD_PLAY_PARALLELISM,
-            # Leases: a 2,000-node twin renews about 50 a second (rehearse.run.twin_heartbeat_s), one PUT each.
+            # Leases: a 2,000-node twin renews about 10 a second (rehearse.run.twin_heartbeat_s), one PUT each.
             "nodeLeaseParallelism": 8,
             # Each node kwok takes over lists its pods once (kwok's default 1: 2,000 lists in a row at start).
             "podsOnNodeSyncParallelism": 4,

@@ -104,7 +104,7 @@ def test_a_small_wave_keeps_the_scaled_polls() -> None:
     assert scaled_polls(0.5, 1.0, 8) == (0.5, POLL_CAP_S)
 
 
-@pytest.mark.parametrize(("nodes", "heartbeat"), [(3, 10.0), (200, 10.0), (500, 10.0), (2000, 40.0), (5000, 100.0)])
+@pytest.mark.parametrize(("nodes", "heartbeat"), [(3, 10.0), (100, 10.0), (200, 20.0), (2000, 200.0), (10000, 1000.0)])
 def test_a_big_twin_beats_slower_within_the_renewal_budget(nodes: int, heartbeat: float) -> None:
     assert twin_heartbeat_s(nodes) == heartbeat
     assert nodes / heartbeat <= max(MAX_RENEWALS_PER_S, nodes / 10)  # kubelet's 10 s for a small twin
