@@ -11,6 +11,7 @@ string) come before: a SIGINT there is the interpreter's.
 """
 
 import _signal  # type: ignore[import-not-found]  # built in: no Python-level import before the handler
+import atexit  # built in too
 
 
 def _exit_at_once(_signum: int, _frame: object) -> None:
@@ -27,6 +28,18 @@ def _exit_at_once(_signum: int, _frame: object) -> None:
 
 _exit_at_once.dra_migrate_startup = True  # type: ignore[attr-defined]  # what graceful_interrupts replaces
 _signal.signal(_signal.SIGINT, _exit_at_once)
+
+
+def _ignore_the_last_instant() -> None:
+    """The last exit callback (registered first, they run last-in first-out): the command is over, its
+    exit code on the way out. After the callbacks CPython's finalization resets a Python-level SIGINT
+    handler to SIG_DFL (Modules/signalmodule.c `_PySignal_Fini`) while no Python code runs any more, so a
+    Ctrl-C in those last milliseconds killed the process by SIGINT (-2: seen in
+    `test_ctrl_c_at_any_moment...`). An ignored signal is left ignored there: the command's exit code stands."""
+    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+
+
+atexit.register(_ignore_the_last_instant)
 
 
 def main() -> None:

@@ -92,10 +92,12 @@ def test_ctrl_c_after_the_command_while_the_interpreter_shuts_down_is_one_line_a
     import subprocess
     import sys
 
+    # Registered after the entry module, as the command's own libraries register theirs (logging's flush):
+    # it runs before the entry module's last callback (`_ignore_the_last_instant`, below).
     starter = (
         "import atexit, sys, time\n"
-        "atexit.register(lambda: (sys.stderr.write('shutting down\\n'), sys.stderr.flush(), time.sleep(5)))\n"
         "from dra_migrate.cli.entry import main\n"
+        "atexit.register(lambda: (sys.stderr.write('shutting down\\n'), sys.stderr.flush(), time.sleep(5)))\n"
         "main()\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -110,6 +112,38 @@ def test_ctrl_c_after_the_command_while_the_interpreter_shuts_down_is_one_line_a
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert [ln for ln in err.splitlines() if ln.strip()] == ["error: interrupted"], err
+
+
+def test_ctrl_c_in_the_last_instant_of_the_exit_leaves_the_commands_exit_code() -> None:
+    """After the exit callbacks CPython resets a Python SIGINT handler to the default while no Python code
+    runs: a Ctrl-C there killed the process by SIGINT (-2; `test_ctrl_c_at_any_moment...` at 0.4 s, twice).
+    The entry module's last callback ignores SIGINT from then on. A callback registered before the entry
+    module runs after it: it stands for that last instant, sends itself SIGINT and lingers."""
+    import os
+    import subprocess
+    import sys
+
+    starter = (
+        "import atexit, os, signal, sys, time\n"
+        "def last():\n"
+        "    sys.stderr.write('ignored\\n' if signal.getsignal(signal.SIGINT) is signal.SIG_IGN else 'handled\\n')\n"
+        "    sys.stderr.flush(); os.kill(os.getpid(), signal.SIGINT); time.sleep(0.5)\n"
+        "atexit.register(last)\n"
+        "from dra_migrate.cli.entry import main\n"
+        "main()\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", starter, "check", "--snapshot", DEMO],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    alone = subprocess.run(
+        [sys.executable, "-m", "dra_migrate", "check", "--snapshot", DEMO],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.stderr.splitlines()[-1] == "ignored", done.stderr
+    assert done.returncode == alone.returncode != 130, done.stderr
+    assert "interrupted" not in done.stderr and "Traceback" not in done.stderr
 
 
 @pytest.mark.parametrize(
