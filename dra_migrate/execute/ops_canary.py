@@ -54,10 +54,10 @@ class CanaryOps(OpsBase):
         """Schedule, run and judge a pod that proves use (dra_migrate/execute/canary.py); then delete it."""
         deadline = time.monotonic() + timeout_s
         ns = self.canary_namespace
-        target_labels = _labels(self._node_now(node))  # its hostname label; nothing is written to the node
+        labels = _labels(self._node_now(node))  # its hostname label; nothing is written to the node
         token = uuid.uuid4().hex[:12]
         line = canary_check.command_line(command)
-        manifest = _canary_pod(node, target_labels.get(canary_check.HOSTNAME_LABEL, node), resource, image, token, line)
+        manifest = _canary_pod(node, labels, resource, image, token, line)
         pods = path_of("v1", "pods", namespace=ns)
         if dry_run:
             out = self.kube.create(pods, manifest, [DRY_RUN])
@@ -387,7 +387,9 @@ class _SchedulerBehind(Exception):
         )
 
 
-def _canary_pod(node: str, hostname: str, resource: str, image: str, token: str, command: str) -> dict[str, Any]:
+def _canary_pod(
+    node: str, labels: dict[str, str], resource: str, image: str, token: str, command: str
+) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -397,7 +399,7 @@ def _canary_pod(node: str, hostname: str, resource: str, image: str, token: str,
             "annotations": {CANARY_NODE_ANNOTATION: node},
         },
         "spec": {
-            "affinity": canary_check.on_node(node, hostname),
+            "affinity": canary_check.on_node(node, labels),
             # Tolerate every taint, the cordon's node.kubernetes.io/unschedulable included: the canary
             # runs while the node is still cordoned.
             "tolerations": [{"operator": "Exists"}],

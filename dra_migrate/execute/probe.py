@@ -117,7 +117,7 @@ def run_probe(kube: Kube, opts: ProbeOptions) -> ProbeResult:
     node = kube.get_or_none(path_of("v1", "nodes", opts.node))
     if node is None:
         raise InputError(f"node {opts.node} not found", "give --node the name of a node (kubectl get nodes)")
-    hostname = ((node.get("metadata") or {}).get("labels") or {}).get(canary_check.HOSTNAME_LABEL, opts.node)
+    node_labels = (node.get("metadata") or {}).get("labels") or {}
     slices, _ = kube.list_all(SLICES, [("fieldSelector", f"spec.nodeName={opts.node}")])
     result.devices = published_devices(slices, opts.node, opts.driver)
     if not result.devices:
@@ -128,8 +128,8 @@ def run_probe(kube: Kube, opts: ProbeOptions) -> ProbeResult:
         result.device_class = _device_class(kube, opts, token, created)
         selector = mismatch_selector(result.devices, opts.driver)
         result.mismatch["selector"] = selector
-        match_pod = _claim_and_pod(kube, opts, token, "match", result.device_class, None, hostname, created)
-        miss_pod = _claim_and_pod(kube, opts, token, "mismatch", result.device_class, selector, hostname, created)
+        match_pod = _claim_and_pod(kube, opts, token, "match", result.device_class, None, node_labels, created)
+        miss_pod = _claim_and_pod(kube, opts, token, "mismatch", result.device_class, selector, node_labels, created)
         _judge(kube, opts, result, slices, match_pod, miss_pod)
     return result
 
@@ -185,8 +185,8 @@ def _device_class(kube: Kube, opts: ProbeOptions, token: str, created: _Created)
 
 
 def _claim_and_pod(
-    kube: Kube, opts: ProbeOptions, token: str, role: str, device_class: str, selector: str | None, hostname: str,
-    created: _Created,
+    kube: Kube, opts: ProbeOptions, token: str, role: str, device_class: str, selector: str | None,
+    node_labels: Mapping[str, str], created: _Created,
 ) -> str:  # fmt: skip
     ns = opts.namespace
     labels = {**MANAGED_BY, PROBE_LABEL: token}
@@ -212,7 +212,7 @@ def _claim_and_pod(
             "kind": "Pod",
             "metadata": {"generateName": f"dra-migrate-probe-{role}-", "labels": labels},
             "spec": {
-                "affinity": canary_check.on_node(opts.node, hostname),
+                "affinity": canary_check.on_node(opts.node, node_labels),
                 "tolerations": [{"operator": "Exists"}],
                 "resourceClaims": [{"name": REQUEST, "resourceClaimName": claim_name}],
                 "containers": [{**check, "resources": {"claims": [{"name": REQUEST}]}}],

@@ -48,6 +48,15 @@ def test_rollback_without_a_journal_is_nothing_to_do(plan: Path) -> None:
 
 # What the console script runs (`from dra_migrate.cli.entry import main; main()`), with a mark the test
 # waits for once the entry module (stdlib imports only) is in: its first statement installs the handler.
+def entry_check(starter: str) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment of `check` on the demo fleet, run through `starter` (Python code
+    that imports the entry module and calls its main, as the console script does)."""
+    import os
+    import sys
+
+    return [sys.executable, "-c", starter, "check", "--snapshot", DEMO], {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
 STARTER = (
     "import sys; from dra_migrate.cli.entry import main; sys.stderr.write('started\\n'); sys.stderr.flush(); main()"
 )
@@ -58,15 +67,13 @@ def test_ctrl_c_at_any_moment_start_up_included_is_one_line_and_130(delay: float
     """A real SIGINT to a real process, from the first instant of the tool's code (its imports) to the middle
     of the work. Python's own start-up before that (importing `site`, ~50 ms) is the interpreter's: a
     SIGINT there is a fatal error no program can catch; the test starts once the interpreter runs code."""
-    import os
     import signal
     import subprocess
-    import sys
     import time
 
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    argv, env = entry_check(STARTER)
     proc = subprocess.Popen(
-        [sys.executable, "-c", STARTER, "check", "--snapshot", DEMO],
+        argv,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         env=env,
@@ -87,10 +94,8 @@ def test_ctrl_c_after_the_command_while_the_interpreter_shuts_down_is_one_line_a
     """The last moment: the command is done and the interpreter is shutting down (an atexit callback stands
     for its thread joins). Python's handler there printed a KeyboardInterrupt traceback from the callback,
     or the process died by SIGINT (-2, seen once in `test_ctrl_c_at_any_moment...` at 0.4 s)."""
-    import os
     import signal
     import subprocess
-    import sys
 
     # Registered after the entry module, as the command's own libraries register theirs (logging's flush):
     # it runs before the entry module's last callback (`_ignore_the_last_instant`, below).
@@ -100,11 +105,8 @@ def test_ctrl_c_after_the_command_while_the_interpreter_shuts_down_is_one_line_a
         "atexit.register(lambda: (sys.stderr.write('shutting down\\n'), sys.stderr.flush(), time.sleep(5)))\n"
         "main()\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", starter, "check", "--snapshot", DEMO],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True,
-    )  # fmt: skip
+    argv, env = entry_check(starter)
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True)
     assert proc.stderr is not None
     while (line := proc.stderr.readline()) != "shutting down\n":  # the command's own log lines first
         assert line, "the process ended before its shutdown"
@@ -119,7 +121,6 @@ def test_ctrl_c_in_the_last_instant_of_the_exit_leaves_the_commands_exit_code() 
     runs: a Ctrl-C there killed the process by SIGINT (-2; `test_ctrl_c_at_any_moment...` at 0.4 s, twice).
     The entry module's last callback ignores SIGINT from then on. A callback registered before the entry
     module runs after it: it stands for that last instant, sends itself SIGINT and lingers."""
-    import os
     import subprocess
     import sys
 
@@ -132,11 +133,10 @@ def test_ctrl_c_in_the_last_instant_of_the_exit_leaves_the_commands_exit_code() 
         "from dra_migrate.cli.entry import main\n"
         "main()\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    argv, env = entry_check(starter)
     done = subprocess.run(
-        [sys.executable, "-c", starter, "check", "--snapshot", DEMO],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True, timeout=60, check=False
+    )
     alone = subprocess.run(
         [sys.executable, "-m", "dra_migrate", "check", "--snapshot", DEMO],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, timeout=60, check=False,
