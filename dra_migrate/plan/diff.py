@@ -24,6 +24,7 @@ from typing import Any
 import orjson
 
 from dra_migrate.checks.model import objects_json
+from dra_migrate.plan import listdiff
 from dra_migrate.plan.actions import Action
 from dra_migrate.plan.model import Plan
 from dra_migrate.plan.view import plan_cluster
@@ -402,7 +403,7 @@ class _Walk:
     is never reported as replaced, always looked into): walked here, since a plan's bulk is mappings and
     lists of mappings (stages, waves, the nodes of a stage, summary.gangs), and DeepDiff's bookkeeping costs
     ~0.2 ms per change (a wave's worth of nodes moved is thousands of changes; issue 29). Lists of scalars,
-    which DeepDiff aligns as difflib does, are collected in `lists` for one DeepDiff call."""
+    which DeepDiff aligns as difflib does, are collected in `lists` for `_list_changes`."""
 
     def __init__(self) -> None:
         self.found: _Found = []
@@ -451,12 +452,24 @@ def _all_scalars(items: list[Any]) -> bool:
 
 
 def _list_changes(lists: list[tuple[list[Any], list[Any], list[Any]]]) -> _Found:
-    """Lists of scalars (and summary.pools, compared as a set), all in one DeepDiff call: each is a key of
-    the mappings compared, so each is compared on its own, and the call's fixed cost is paid once."""
-    found = [f for path, old, new in lists if _replaced_pairwise(path, old, new) for f in _pairwise(path, old, new)]
-    lists = [x for x in lists if not _replaced_pairwise(*x)]
+    """Lists of scalars: each in order as DeepDiff compares it (`listdiff`, without DeepDiff's 0.2 s of
+    imports); summary.pools (compared as a set) and lists of other types in one DeepDiff call."""
+    found: _Found = []
+    rest = []
+    for path, old, new in lists:
+        if _order_free(path) or not (listdiff.handled(old) and listdiff.handled(new)):
+            rest.append((path, old, new))
+            continue
+        for change, index, x, y in listdiff.ordered_changes(old, new):
+            found.append(([*path, index], Detail(_path([*path, index]), change, x, y)))
+    return found + _deepdiff_changes(rest)
+
+
+def _deepdiff_changes(lists: list[tuple[list[Any], list[Any], list[Any]]]) -> _Found:
+    """The changes DeepDiff reports, all lists in one call: each is a key of the mappings compared, so each
+    is compared on its own, and the call's fixed cost is paid once."""
     if not lists:
-        return found
+        return []
     from deepdiff import DeepDiff  # imported when such a list differs (0.2 s of imports)
 
     def where(level_path: list[Any]) -> list[Any]:
@@ -468,6 +481,7 @@ def _list_changes(lists: list[tuple[list[Any], list[Any], list[Any]]]) -> _Found
         view="tree", threshold_to_diff_deeper=0,
         ignore_order_func=lambda level: _order_free(where(level.path(output_format="list"))),
     )  # fmt: skip
+    found: _Found = []
     for report, levels in tree.items():
         change = _CHANGE.get(report)
         if change is None:  # e.g. repetition changes, which only ignore_order reports: not a change here
@@ -476,23 +490,6 @@ def _list_changes(lists: list[tuple[list[Any], list[Any], list[Any]]]) -> _Found
             segments = where(level.path(output_format="list"))
             found.append((segments, Detail(_path(segments), change, _plain(level.t1), _plain(level.t2))))
     return found
-
-
-def _replaced_pairwise(path: list[Any], old: list[Any], new: list[Any]) -> bool:
-    """Two lists of strings of one length that share no string: DeepDiff reports each position whose
-    string changed as a changed value, nothing else (its alignment has nothing to align). The common
-    case by far (a gang's waves after a re-plan), answered without DeepDiff's 0.2 s of imports, which
-    held `diff` of two 2,000-node plans over 2x loading them (bench/plan_scale.py); the equivalence is
-    tested against DeepDiff on random lists (tests/unit/test_plan_diff.py)."""
-    return (
-        not _order_free(path) and len(old) == len(new)
-        and all(type(x) is str for x in old) and all(type(y) is str for y in new) and not set(old) & set(new)
-    )  # fmt: skip
-
-
-def _pairwise(path: list[Any], old: list[Any], new: list[Any]) -> _Found:
-    pairs = enumerate(zip(old, new, strict=True))
-    return [([*path, i], Detail(_path([*path, i]), "changed", x, y)) for i, (x, y) in pairs if x != y]
 
 
 def _same(x: Any, y: Any) -> bool:

@@ -403,26 +403,48 @@ def test_golden(kind: str, fmt: str, tmp_path: Path) -> None:
     check_golden(f"{kind}.{'json' if fmt == 'json' else 'txt'}", r.stdout.replace(str(tmp_path), "$TMP"))
 
 
-def test_lists_replaced_pairwise_are_reported_as_deepdiff_reports_them(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The fast path for lists of strings of one length that share none (a gang's waves after a re-plan)
-    gives exactly DeepDiff's changes, on random lists; lists outside it (shared strings, other lengths,
-    other types) still go to DeepDiff, and the two paths are compared on those too."""
+def test_lists_of_scalars_are_reported_as_deepdiff_reports_them() -> None:
+    """`listdiff` answers for ordered lists of scalars without DeepDiff: on random lists (repeated items,
+    other lengths, 1 / 1.0 / True / None / NaN, which difflib's hashing takes for equal where DeepDiff's
+    pairwise pass does not) it gives exactly the changes DeepDiff gives for the same lists."""
     import random
 
     from dra_migrate.plan import diff as plan_diff
+    from dra_migrate.plan import listdiff
 
     rng = random.Random(29)
-    words = [f"pool-a/wave-{i}" for i in range(10)]
-    values: list[Any] = [*words, 1, 1.0, True, None]
+    nan = float("nan")
+    words = [f"pool-a/wave-{i}" for i in range(6)]
+    values: list[Any] = [*words[:3], 1, 1.0, True, False, 0, None, nan, float("nan"), ""]
     cases = []
-    for i in range(600):
+    for i in range(3000):
         pool = words if i % 2 else values
-        n = rng.randint(1, 6)
-        old = [rng.choice(pool) for _ in range(n)]
-        new = [rng.choice(pool) for _ in range(n if i % 3 else rng.randint(0, 6))]
+        old = [rng.choice(pool) for _ in range(rng.randint(0, 8))]
+        new = [rng.choice(pool) for _ in range(rng.randint(0, 8))]
+        if i % 5 == 0 and old:  # an edit of the old list: the alignments difflib finds
+            new = list(old)
+            new[rng.randrange(len(new))] = rng.choice(pool)
+            new.insert(rng.randint(0, len(new)), rng.choice(pool))
         cases.append((["summary", "gangs", i, "waves"], old, new))
-    fast = plan_diff._list_changes(cases)
-    assert any(plan_diff._replaced_pairwise(*c) for c in cases)  # the fast path is exercised
-    monkeypatch.setattr(plan_diff, "_replaced_pairwise", lambda *_: False)
-    slow = plan_diff._list_changes(cases)
-    assert sorted(map(repr, fast)) == sorted(map(repr, slow))
+    assert all(listdiff.handled(old) and listdiff.handled(new) for _, old, new in cases)
+    ours = plan_diff._list_changes(cases)
+    theirs = plan_diff._deepdiff_changes(cases)
+    assert len(theirs) > 3000  # the lists do differ, in every way DeepDiff reports
+    assert {d.change for _, d in theirs} == {"added", "removed", "changed"}
+    assert sorted(map(repr, ours)) == sorted(map(repr, theirs))
+
+
+def test_a_diff_of_two_replans_imports_no_deepdiff(tmp_path: Path) -> None:
+    """Lists of scalars (gangs' waves) no longer need DeepDiff's 0.2 s of imports (issue 29's `diff`)."""
+    import subprocess
+    import sys
+
+    a = [["summary", "gangs", 0, "waves"], ["w-1", "w-5"], ["w-1", "w-3", "w-4"]]
+    code = (
+        "import sys; from dra_migrate.plan import diff as d; "
+        f"found = d._list_changes([({a[0]!r}, {a[1]!r}, {a[2]!r})]); "
+        "assert [x.change for _, x in found] == ['changed', 'added'], found; "
+        "assert 'deepdiff' not in sys.modules, 'deepdiff imported'"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
