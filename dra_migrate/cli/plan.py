@@ -162,7 +162,8 @@ def plan(
     sealed = plan_io.write_sealed(plan, path)
     click.echo(f"wrote {path}", err=True)
     summary = planned(sealed, path)
-    print_data(output, summary, lambda: planned_document(summary), lambda: [str(path)])
+    sizes = [len(w.nodes) for st in plan.pool_stages() for w in st.waves]
+    print_data(output, summary, lambda: planned_document(summary, sizes), lambda: [str(path)])
     quoted = shlex.quote(str(path))
     if sealed.applicable:
         next_step(f"dra-migrate show {quoted}, then dra-migrate apply {quoted} --kubeconfig ...")
@@ -224,7 +225,7 @@ def planned(plan: Plan, path: Path) -> dict[str, Any]:
     }
 
 
-def planned_document(p: dict[str, Any]) -> Any:
+def planned_document(p: dict[str, Any], wave_sizes: list[int]) -> Any:
     from dra_migrate.render import Document, styled, verdict
 
     doc = Document()
@@ -232,7 +233,7 @@ def planned_document(p: dict[str, Any]) -> Any:
     doc.heading(f"Plan {p['path']}")
     doc.line(
         f"{len(s['pools'])} pool(s), {s['nodes']} node(s), {s['waves']} wave(s), {s['evictedPods']} pod(s) evicted, "
-        f"estimated {estimate_text(s)}"
+        f"estimated {estimate_text(s, wave_sizes=wave_sizes)}"
     )
     doc.line(
         verdict(p["applicable"], "applicable", "NOT applicable as a whole")

@@ -37,9 +37,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dra_migrate.errors import InputError
 from dra_migrate.inventory.placement import pdb_selects
 from dra_migrate.plan.actions import Action, api_requests
 from dra_migrate.plan.model import NodeEntry, PoolStage, PrepareStage, Stage, Step, stage_from_dict
+from dra_migrate.plan.params import parse_duration
 from dra_migrate.sim.timing import DEFAULT_GRACE_S, REALISTIC, TimingProfile
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
@@ -93,6 +95,42 @@ def evicted_grace_periods(pods: Iterable[Mapping[str, Any]], node: str) -> list[
     return out
 
 
+def sync_wait(period_s: float, wave_size: int, quantile: float | None = None) -> float:
+    """How long the slowest of `wave_size` nodes waits for its kubelet's next status sync, whose phases
+    are spread uniformly over the period: on average n/(n+1) of it; `quantile` q: the largest of n uniform
+    waits is below x with probability (x/T)^n, so its q-quantile is T·q^(1/n)."""
+    n = max(wave_size, 1)
+    return period_s * (quantile ** (1 / n) if quantile is not None else n / (n + 1))
+
+
+def _wait_ready(profile: TimingProfile, costs: ExecutorCosts, sync_s: float) -> float:
+    """`wait-dra-ready`: the later of allocatable 0 (the plugin's exit, then a status sync) and the DRA
+    plugin's slice (its label is written one step, two requests, after the device plugin's); one poll."""
+    rt = costs.request_s
+    allocatable_zero = profile.plugin_exit_s + sync_s
+    slices_published = profile.dra_plugin_start_s - 2 * rt
+    return max(allocatable_zero - 2 * rt, slices_published, 0.0) + costs.poll_s / 2 + rt
+
+
+# The phase of each kubelet's status-sync timer is what no plan can know: for a wave of many nodes the slowest
+# wait is near a whole period whatever the phases, but a wave of one node waits anywhere in it. Measured on
+# the real NVIDIA stack (docs/twin.md): the same one-node apply took 9.7, 7.0 and 4.5 s started 0, 2.5 and
+# 6 s later. The estimate is the mean; `phase_range` gives the 5th to 95th percentile of each wave, added up.
+PHASE_QUANTILES = (0.05, 0.95)
+
+
+def phase_range(wave_sizes: Iterable[int], profile: TimingProfile = REALISTIC) -> tuple[float, float]:
+    """(below, above): how far the kubelets' sync phases can move a plan's apply from its estimate, the
+    sum over waves of `wave_sizes` (concurrent) of the slowest node's 5th and 95th percentile wait."""
+    costs, period = ExecutorCosts(), profile.node_status_sync_s
+    below = above = 0.0
+    for n in wave_sizes:
+        mean = _wait_ready(profile, costs, sync_wait(period, n))
+        low, high = (_wait_ready(profile, costs, sync_wait(period, n, q)) for q in PHASE_QUANTILES)
+        below, above = below + mean - low, above + high - mean
+    return below, above
+
+
 def node_estimate(
     node: str,
     grace_periods: Sequence[float],
@@ -106,12 +144,7 @@ def node_estimate(
     evictions = len(grace_periods)
     terminating = max((profile.termination_s(g) for g in grace_periods), default=0.0)
     drain = rt + (rt + terminating + poll / 2 + rt if evictions else 0.0)
-    # The slowest of `wave_size` nodes whose status syncs tick at uniformly spread phases.
-    sync_wait = profile.node_status_sync_s * wave_size / (wave_size + 1)
-    allocatable_zero = profile.plugin_exit_s + sync_wait
-    # The DRA label is written one step (two requests) after the device-plugin label.
-    slices_published = profile.dra_plugin_start_s - 2 * rt
-    wait_ready = max(allocatable_zero - 2 * rt, slices_published, 0.0) + poll / 2 + rt
+    wait_ready = _wait_ready(profile, costs, sync_wait(profile.node_status_sync_s, wave_size))
     run = profile.container_start_s + profile.canary_run_s if costs.canary_waits_for_exit else 0.0
     canary = 3 * rt + costs.scheduling_s + run + poll / 2 + 3 * rt
     steps = {
@@ -377,17 +410,49 @@ def summary_estimate(
     return out
 
 
-def estimate_text(summary: Mapping[str, Any], note: str = "") -> str:
+# The sync phases are said as a range when they move the estimate by more than this share of it (a plan of
+# few small waves and short soaks); a fleet's waves wait near a whole period whatever the phases.
+PHASE_SHOWN = 0.1
+
+
+def estimate_text(summary: Mapping[str, Any], note: str = "", wave_sizes: Sequence[int] = ()) -> str:
     """The estimate as a reader sees it: a point, or a range with what makes it one; `note` goes in its
-    parentheses (e.g. "soaks included")."""
-    low = str(summary.get("estimatedDuration") or "?")
+    parentheses (e.g. "soaks included"). `wave_sizes`, the nodes of each wave in order, give the range the
+    kubelets' status-sync phases make (`phase_range`) where it matters."""
+    point = str(summary.get("estimatedDuration") or "?")
     high = summary.get("estimatedMaxDuration")
     holds = summary.get("drainHolds") or {}
-    if not high or not isinstance(holds, Mapping) or not holds:
-        return f"{low} ({note})" if note else low
-    budgets = sorted(set(map(str, holds.values())))
-    shown = ", ".join(budgets[:3]) + (f" and {len(budgets) - 3} more" if len(budgets) > 3 else "")
-    return (
-        f"{low}–{high} ({note + '; ' if note else ''}PodDisruptionBudget {shown} can hold the drain of "
-        f"{len(holds)} node(s) until replacements are Ready elsewhere, at most until the drain's timeout)"
-    )
+    held = bool(high) and isinstance(holds, Mapping) and bool(holds)
+    reasons = [note] if note else []
+    span = _phase_span(point, str(high) if held else point, wave_sizes)
+    if span is not None:
+        reasons.append(f"the kubelets' status syncs, every {REALISTIC.node_status_sync_s:g} s at phases no plan knows")
+    if held:
+        budgets = sorted(set(map(str, holds.values())))
+        shown = ", ".join(budgets[:3]) + (f" and {len(budgets) - 3} more" if len(budgets) > 3 else "")
+        reasons.append(
+            f"PodDisruptionBudget {shown} can hold the drain of {len(holds)} node(s) until replacements are "
+            "Ready elsewhere, at most until the drain's timeout"
+        )
+    if span is not None:
+        return f"{point}, {span} ({'; '.join(reasons)})"
+    if held:
+        return f"{point}–{high} ({'; '.join(reasons)})"
+    return f"{point} ({note})" if note else point
+
+
+def _phase_span(low: str, high: str, wave_sizes: Sequence[int]) -> str | None:
+    """The estimate's range with the sync phases' (`phase_range`), "6s" to "15s" joined by an en dash,
+    when they move it by more than PHASE_SHOWN; None otherwise."""
+    low_s, high_s = _seconds(low), _seconds(high)
+    below, above = phase_range(wave_sizes)
+    if low_s is None or high_s is None or max(below, above) <= PHASE_SHOWN * low_s:
+        return None
+    return f"{format_seconds(max(low_s - below, 0.0))}–{format_seconds(high_s + above)}"
+
+
+def _seconds(text: str) -> float | None:
+    try:
+        return float(parse_duration(text))
+    except InputError:
+        return None

@@ -105,7 +105,7 @@ def plan_document(plan: PlanOutline) -> Document:
     )
     doc.line(
         f"{len(s['pools'])} pool(s), {s['nodes']} node(s), {s['waves']} wave(s), {s['evictedPods']} pod(s) evicted, "
-        f"estimated {estimate_text(s, 'soaks included')}"
+        f"estimated {estimate_text(s, 'soaks included', [len(w.nodes) for w in _wave_view(plan)])}"
     )
     p = plan.parameters
     doc.line(

@@ -309,7 +309,8 @@ def _stages(r: dict[str, Any]) -> Section:
     sm = r["summary"]
     s.p(
         f"{len(sm.get('pools') or [])} pool(s), {sm.get('nodes')} node(s), {sm.get('waves')} wave(s), "
-        f"{sm.get('evictedPods')} pod(s) evicted, estimated {estimate_text(sm, 'soaks included')}; "
+        f"{sm.get('evictedPods')} pod(s) evicted, estimated "
+        f"{estimate_text(sm, 'soaks included', [len(w.nodes) for w in _wave_rows(r['stages'])])}; "
         f"at most {r['plan']['parameters'].get('maxUnavailable')} of a pool unavailable at once."
     )
     s.sub("disruption", "Disruption per wave").add(waves_table(_wave_rows(r["stages"])))
