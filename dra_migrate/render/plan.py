@@ -105,7 +105,7 @@ def plan_document(plan: PlanOutline) -> Document:
     )
     doc.line(
         f"{len(s['pools'])} pool(s), {s['nodes']} node(s), {s['waves']} wave(s), {s['evictedPods']} pod(s) evicted, "
-        f"estimated {estimate_text(s, 'soaks included', [len(w.nodes) for w in _wave_view(plan)])}"
+        f"estimated {estimate_text(s, 'soaks included', _wave_sizes(plan))}"
     )
     p = plan.parameters
     doc.line(
@@ -163,6 +163,11 @@ def _left_out(doc: Document, plan: PlanOutline) -> None:
         doc.line(
             f"left out: pool {x['pool']}: {x['reason']}" + (f"; its findings: {', '.join(about)}" if about else "")
         )
+
+
+def _wave_sizes(plan: PlanOutline) -> list[int]:
+    """The nodes of each pool stage's wave, in order (the estimate's sync-phase range)."""
+    return [len(w.nodes) for st in plan.stages if st.pool is not None for w in st.waves]
 
 
 def _wave_view(plan: PlanOutline) -> list[WaveRow]:
