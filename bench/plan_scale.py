@@ -147,7 +147,13 @@ def one(n: int, ppn: int, tmp: Path, env: dict[str, str]) -> dict[str, Any]:
         with_dra_driver(snap)
     py, cli = sys.executable, [sys.executable, "-m", "dra_migrate"]
     r: dict[str, Any] = {"nodes": n, "snapshotBytes": snap.stat().st_size}
-    r["parse"] = run([py, "-c", PARSE, str(snap)], env)
+    # The parse is the denominator of two ratios: a cold page cache (the first read of a snapshot another
+    # process's memory pushed out) charged its sys time to it and read 3.0 s where a warm parse is 1.4 s,
+    # halving the ratios. The file is read once first, and the quicker of two parses kept.
+    with snap.open("rb") as f:
+        while f.read(1 << 24):
+            pass
+    r["parse"] = min((run([py, "-c", PARSE, str(snap)], env) for _ in range(2)), key=lambda x: x["cpu"])
     r["inventory"] = run([py, "-c", PHASES, str(snap), "inventory"], env)
     r["plan"] = run([py, "-c", PHASES, str(snap), "plan"], env)
     made = run([*cli, "plan", "--snapshot", str(snap), "--out", str(plan), "--force"], env)
