@@ -411,7 +411,7 @@ def rehearse(
             node_grace_s=round(heartbeat * GRACE_PER_HEARTBEAT),
             audit=False,
             # The snapshot's nodes register steady (sim.kwok.node_manifest): no not-ready taint for the node
-            # lifecycle controller to lift from 2,000 of them before the twin settles (13 s of a 2,000-node
+            # lifecycle controller to lift from 2,000 of them before the twin settles (12 s of a 2,000-node
             # rehearsal, eight PATCHes at a time). A booted node brings its own.
             disable_admission=("TaintNodesByCondition",),
         ) as twin,
