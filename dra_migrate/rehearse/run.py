@@ -17,7 +17,7 @@ import signal
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -44,9 +44,9 @@ from dra_migrate.rehearse.model import Rehearsal, from_journal
 from dra_migrate.rehearse.twin import Twin
 from dra_migrate.sim.kube import Kube, new_api_client
 from dra_migrate.sim.kueue import FETCH_HINT, KUEUE_VERSION, install_kueue_crds, kueue_crd_dir
-from dra_migrate.sim.kwok import KwokFleet
+from dra_migrate.sim.kwok import NODES, KwokFleet, content_pending
 from dra_migrate.sim.load import CREATE_WORKERS, DEPENDENT_KEYS, LoadReport, load_dependents, load_workloads
-from dra_migrate.sim.placement import PluginRules
+from dra_migrate.sim.placement import LABEL_RULES, PluginRules
 from dra_migrate.sim.spec import (
     LABEL_DEVICE_PLUGIN,
     LABEL_DRA_KUBELET_PLUGIN,
@@ -275,29 +275,72 @@ def read_cluster(kubeconfig: Path) -> ClusterState:
     return builder.state
 
 
-def stable_state(kubeconfig: Path, labels: tuple[str, ...], timeout_s: float) -> ClusterState:
-    """The twin once what a plan fingerprints has stopped moving (two reads a second apart agree).
+def stable_state(
+    kubeconfig: Path,
+    labels: tuple[str, ...],
+    timeout_s: float,
+    rules: PluginRules = LABEL_RULES,
+    kube: Kube | None = None,
+) -> ClusterState:
+    """The twin once what a plan fingerprints has stopped moving: no node has a change still to come in what
+    is fingerprinted of it (`sim.kwok.content_pending`), and two reads a second apart agree on what apply's
+    staleness check compares.
 
-    Right after the nodes register, the node lifecycle controller lifts their not-ready taints and the
-    kubelets' first status syncs post their GPU capacity, one node after another: a plan fingerprinted
-    in the middle of that is stale a moment later, and apply would rightly refuse it.
+    Right after the nodes register, the node lifecycle controller lifts their not-ready taints (and sets
+    their beta OS and arch labels), and on a booted node the Stages post Ready first: a plan fingerprinted
+    in the middle of that is stale a moment later, and apply would rightly refuse it. Two reads agreeing
+    alone did not rule that out (a read takes seconds on a loaded twin, the controller may lag it); the
+    nodes' own state says whether a change is still due.
+
+    What is compared is each object's uid and content hash and the server's version: a resourceVersion that
+    moved with nothing else is not drift (plan/drift.py `_objects`: status only), so apply does not refuse
+    for it. A 2,000-node rehearsal waited two reads more on a GPU DaemonSet's status (its pods starting) and
+    on the nodes' status writes (Ready, the DRA plugin's annotations), none of which makes a plan stale.
     """
     deadline = time.monotonic() + timeout_s
-    before: dict[str, Any] | None = None
+    if kube is not None:
+        # With `kube`, the nodes are first watched settle from a LIST of nodes alone: a whole read (every pod
+        # and workload) took 7 s on the 2,000-node twin while its controllers still wrote, and loaded it.
+        while pending_nodes(kube.list_all(NODES)[0], rules) and time.monotonic() < deadline:
+            time.sleep(0.5)
+    before: tuple[Any, ...] | None = None
     while True:
         state = read_cluster(kubeconfig)
-        now = fingerprint(state, assess(state, pool_labels=labels))
-        if before is not None and now["digest"] == before["digest"]:
+        pending = pending_nodes(state.of("Node"), rules)
+        now = None if pending else compared(fingerprint(state, assess(state, pool_labels=labels)))
+        if now is not None and now == before:
             return state
-        if before is not None and time.monotonic() >= deadline:
-            moving = _moving(before["objects"], now["objects"])
+        if time.monotonic() >= deadline and (pending or before is not None):
+            if pending:
+                first = ", ".join(f"{n}: {why}" for n, why in pending[:3])
+                what = f"{len(pending)} node(s) still settling (first: {first})"
+            else:
+                assert now is not None and before is not None
+                moving = _moving(list(before[1]), list(now[1]))
+                what = f"{len(moving)} object(s) kept changing (first: {', '.join(moving[:3])})"
             raise InputError(
-                f"the twin did not settle within {timeout_s:.0f}s: {len(moving)} object(s) kept changing "
-                f"(first: {', '.join(moving[:3])})",
+                f"the twin did not settle within {timeout_s:.0f}s: {what}",
                 "run again with --debug to see the simulator's log",
             )
         before = now
         time.sleep(1.0)
+
+
+def pending_nodes(nodes: Iterable[dict[str, Any]], rules: PluginRules) -> list[tuple[str, str]]:
+    """(name, why) of each node with a change still due in what a plan fingerprints of it."""
+    out = []
+    for node in nodes:
+        why = content_pending(node, rules)
+        if why is not None:
+            out.append((str((node.get("metadata") or {}).get("name")), why))
+    return out
+
+
+def compared(fp: dict[str, Any]) -> tuple[Any, ...]:
+    """What of a fingerprint apply's staleness check compares (plan/drift.py): each object's identity, uid
+    and content hash, and the server's version; not the resourceVersions."""
+    keep = ("kind", "group", "namespace", "name", "uid", "content")
+    return (fp.get("kubernetesVersion"), tuple({k: o.get(k) for k in keep} for o in fp.get("objects") or []))
 
 
 def _moving(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[str]:
@@ -363,7 +406,15 @@ def rehearse(
     heartbeat = twin_heartbeat_s(len(specs))
     with (
         _terminated_as_exit(),
-        Twin.start(client_qps=qps, node_grace_s=round(heartbeat * GRACE_PER_HEARTBEAT), audit=False) as twin,
+        Twin.start(
+            client_qps=qps,
+            node_grace_s=round(heartbeat * GRACE_PER_HEARTBEAT),
+            audit=False,
+            # The snapshot's nodes register steady (sim.kwok.node_manifest): no not-ready taint for the node
+            # lifecycle controller to lift from 2,000 of them before the twin settles (12 s of a 2,000-node
+            # rehearsal, eight PATCHes at a time). A booted node brings its own.
+            disable_admission=("TaintNodesByCondition",),
+        ) as twin,
         tempfile.TemporaryDirectory(prefix="dra-migrate-rehearsal-") as scratch,
     ):
         api = new_api_client(twin.kubeconfig, "dra-migrate-rehearsal", pool_size=CREATE_WORKERS + 2)
@@ -379,6 +430,7 @@ def rehearse(
                 # The plugins run where the cluster's own DaemonSets place them (an upstream chart's node
                 # affinity runs the DRA plugin on every GPU node, no toggle label involved).
                 rules=PluginRules.from_state(state),
+                steady=True,  # the snapshot's nodes were up, their plugins running: not booted anew
             ) as fleet,
             contextlib.ExitStack() as stack,  # the new pools' nodes, once a replace-pool plan asks for them
         ):
@@ -390,7 +442,9 @@ def rehearse(
             say(f"twin: the scheduler has seen every pod ({time.monotonic() - mark:.1f}s)")
             labels = pool_labels(plan)
             mark = time.monotonic()
-            derived = twin_plan(plan, stable_state(twin.kubeconfig, labels, 60 + len(specs) / 10), time_scale)
+            derived = twin_plan(
+                plan, stable_state(twin.kubeconfig, labels, 60 + len(specs) / 10, fleet.rules, kube), time_scale
+            )
             say(f"twin: settled, the plan fingerprinted on it ({time.monotonic() - mark:.1f}s)")
             path = Path(scratch) / "rehearsal.plan.yaml"
             plan_io.write(derived, path)

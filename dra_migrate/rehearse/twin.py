@@ -94,12 +94,14 @@ class Twin:
         client_qps: int | None = None,
         node_grace_s: int | None = None,
         audit: bool = True,
+        disable_admission: tuple[str, ...] = (),
     ) -> Twin:
         """`client_qps`: the controller manager's and scheduler's client rate (tools/k8s/up
         DRA_MIGRATE_CLIENT_QPS); None keeps their defaults, which are sized for small clusters.
         `node_grace_s`: the node lifecycle controller's grace (DRA_MIGRATE_NODE_GRACE), for kubelets that
         renew their Leases less often than kubelet's 10 s. `audit`: False turns the audit log off (nobody
-        reads the twin's, and it is written for every request)."""
+        reads the twin's, and it is written for every request). `disable_admission`: admission plugins the
+        API server runs without (DRA_MIGRATE_DISABLE_ADMISSION)."""
         tools = tools_dir()
         scratch = tempfile.TemporaryDirectory(prefix="dra-migrate-twin-")
         root = Path(scratch.name)
@@ -109,6 +111,8 @@ class Twin:
         if node_grace_s is not None:
             env["DRA_MIGRATE_NODE_GRACE"] = str(node_grace_s)
         env["DRA_MIGRATE_AUDIT"] = "1" if audit else "0"
+        if disable_admission:
+            env["DRA_MIGRATE_DISABLE_ADMISSION"] = ",".join(disable_admission)
         plane = root / "k8s"
         try:
             res = subprocess.run(

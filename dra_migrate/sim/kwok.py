@@ -39,7 +39,7 @@ from dra_migrate.sim.kube import ApiError, Kube, new_api_client, now_rfc3339, pa
 from dra_migrate.sim.placement import LABEL_RULES, PluginRules
 from dra_migrate.sim.pods import CANARY_LABEL, allocated_results, canary_status, claim_name, nvidia_smi_lines
 from dra_migrate.sim.spec import LABEL_DEVICE_PLUGIN, LABEL_DRA_DRIVER, LABEL_DRA_KUBELET_PLUGIN, GpuNodeSpec
-from dra_migrate.sim.stages import A_DP, A_DRA, KWOK_NODE, config_documents, node_annotations
+from dra_migrate.sim.stages import A_DP, A_DRA, KWOK_NODE, config_documents, node_annotations, ready_status
 from dra_migrate.sim.timing import INSTANT, Timers, TimingProfile
 
 log = logging.getLogger("dra_migrate.sim")
@@ -115,15 +115,53 @@ def addresses(index: int) -> tuple[str, str]:
     return f"172.{16 + index // 65536}.{index // 256 % 256}.{index % 256}", f"10.{64 + index // 256}.{index % 256}.0/24"
 
 
+# The node lifecycle controller's label reconciliation: the beta OS and arch labels follow the stable ones
+# (k8s.io/kubernetes@v1.37.2 pkg/controller/nodelifecycle/node_lifecycle_controller.go labelReconcileInfo,
+# reconcileNodeLabels).
+RECONCILED_LABELS = (("kubernetes.io/os", "beta.kubernetes.io/os"), ("kubernetes.io/arch", "beta.kubernetes.io/arch"))
+# The NoSchedule taints it keeps in step with a node's conditions (same file, nodeConditionToTaintKeyStatusMap
+# and doNoScheduleTaintingPass); the unschedulable taint follows spec.unschedulable.
+CONDITION_TAINTS = {
+    ("Ready", "False"): "node.kubernetes.io/not-ready",
+    ("Ready", "Unknown"): "node.kubernetes.io/unreachable",
+    ("MemoryPressure", "True"): "node.kubernetes.io/memory-pressure",
+    ("DiskPressure", "True"): "node.kubernetes.io/disk-pressure",
+    ("NetworkUnavailable", "True"): "node.kubernetes.io/network-unavailable",
+    ("PIDPressure", "True"): "node.kubernetes.io/pid-pressure",
+}
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+
+
+def reconciled_labels(labels: Mapping[str, str]) -> dict[str, str]:
+    """`labels` as the node lifecycle controller leaves them (RECONCILED_LABELS)."""
+    out = dict(labels)
+    for primary, secondary in RECONCILED_LABELS:
+        if primary in out:
+            out[secondary] = out[primary]
+    return out
+
+
 def node_manifest(
-    spec: GpuNodeSpec, index: int = 0, fleet: str = "fake", rules: PluginRules = LABEL_RULES
+    spec: GpuNodeSpec, index: int = 0, fleet: str = "fake", rules: PluginRules = LABEL_RULES, steady: bool = False
 ) -> dict[str, Any]:
     """The Node a twin registers for `spec`: as its kubelet would, with the plugins where `rules` (the
     cluster's DaemonSets, or the toggle labels) place them.
 
     `index` (its place in the fleet) gives it its own address and pod range (10.64.0.0/10 holds 16,384
-    /24s): kwok takes a pod's IP from its node's podCIDR and its host IP from the node's addresses."""
+    /24s): kwok takes a pod's IP from its node's podCIDR and its host IP from the node's addresses.
+
+    `steady`: a node of a cluster in steady state (the snapshot's): already Ready, its labels as the node
+    lifecycle controller reconciled them long ago, its device plugin's capacity posted (as every twin node
+    is). Booted instead (a new pool's node), it registers without conditions and node-initialize makes it
+    Ready, and brings the not-ready taint itself: the one the API server's TaintNodesByCondition admission
+    adds to every node it creates (k8s.io/kubernetes@v1.37.2 plugin/pkg/admission/nodetaint/admission.go,
+    which leaves a node that has it alone), so a twin whose API server runs without that plugin (a
+    rehearsal's: its steady nodes registered long ago, their taint lifted) still boots nodes as a cluster
+    does. The node lifecycle controller lifts the taint once the node is Ready."""
     taints = [dict(t) for t in spec.taints]
+    if not steady and not any(t.get("key") == NOT_READY_TAINT for t in taints):
+        taints.append({"key": NOT_READY_TAINT, "effect": "NoSchedule"})
     dp_on = rules.device_plugin_on({"metadata": {"name": spec.name, "labels": spec.labels}, "spec": {"taints": taints}})
     capacity = {"cpu": spec.cpu, "memory": spec.memory, "pods": spec.pods, **spec.extra_capacity}
     allocatable = dict(capacity)
@@ -136,18 +174,20 @@ def node_manifest(
     spec_body: dict[str, Any] = {"podCIDR": pod_cidr, "providerID": spec.provider_id or f"kwok://{spec.name}"}
     if taints:
         spec_body["taints"] = taints
+    status: dict[str, Any] = ready_status(now_rfc3339()) if steady else {}
     return {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {
             "name": spec.name,
-            "labels": dict(spec.labels),
+            "labels": reconciled_labels(spec.labels) if steady else dict(spec.labels),
             "annotations": node_annotations(
                 spec.device_plugin_resources, [d.to_json() for d in spec.devices], dp_on, fleet
             ),
         },
         "spec": spec_body,
         "status": {
+            **status,
             "capacity": capacity,
             "allocatable": allocatable,
             "addresses": [{"type": "InternalIP", "address": host_ip}, {"type": "Hostname", "address": spec.name}],
@@ -161,7 +201,8 @@ class KwokFleet:
     `lease_s`: the nodes' Lease duration (KWOK renews each at a quarter of it); a twin of thousands of
     nodes renews less often, with the node lifecycle controller's grace raised to match (rehearse.run).
     `workdir`: where the Stage file and kwok's log go. `rules`: where the plugins run (`sim.placement`; the
-    snapshot's DaemonSets in a rehearsal, the toggle labels by default)."""
+    snapshot's DaemonSets in a rehearsal, the toggle labels by default). `steady`: the nodes register as a
+    cluster in steady state shows them (`node_manifest`)."""
 
     def __init__(
         self,
@@ -173,6 +214,7 @@ class KwokFleet:
         lease_s: int = 40,
         fleet: str = "fake",
         rules: PluginRules = LABEL_RULES,
+        steady: bool = False,
     ) -> None:
         self.kubeconfig = Path(kubeconfig)
         self.specs = {s.name: s for s in nodes}
@@ -182,6 +224,7 @@ class KwokFleet:
         self.lease_s = lease_s
         self.fleet = fleet
         self.rules = rules
+        self.steady = steady
         self._api = new_api_client(self.kubeconfig, "dra-migrate-twin", pool_size=REGISTER_WORKERS + CANARY_WORKERS + 2)
         self.kube = Kube(self._api)
         self._proc: subprocess.Popen[bytes] | None = None
@@ -363,7 +406,7 @@ class KwokFleet:
 
     def _register(self, spec: GpuNodeSpec, index: int) -> None:
         try:
-            self.kube.create(NODES, node_manifest(spec, index, self.fleet, self.rules))
+            self.kube.create(NODES, node_manifest(spec, index, self.fleet, self.rules, self.steady))
         except ApiError as e:
             if e.status != 409:
                 raise
@@ -476,3 +519,28 @@ def _settled(node: Mapping[str, Any] | None, rules: PluginRules) -> bool:
     dp = notes.get(A_DP) == "running"
     dra = notes.get(A_DRA) == "running"
     return ready and dp == rules.device_plugin_on(node) and dra == rules.dra_on(node)
+
+
+def content_pending(node: Mapping[str, Any], rules: PluginRules) -> str | None:
+    """What is still to change in the part of a twin node a plan fingerprints (labels, taints, device-plugin
+    capacity: plan/fingerprint.py), or None: not Ready yet (node-initialize, then the node lifecycle
+    controller), a taint or label the node lifecycle controller has yet to set (CONDITION_TAINTS,
+    RECONCILED_LABELS), or a device-plugin Stage still to play (its capacity follows)."""
+    meta, spec, status = (node.get(k) or {} for k in ("metadata", "spec", "status"))
+    conditions = {str(c.get("type")): str(c.get("status")) for c in status.get("conditions") or []}
+    if conditions.get("Ready") != "True":
+        return "not Ready"
+    want = {t for (kind, value), t in CONDITION_TAINTS.items() if conditions.get(kind) == value}
+    if spec.get("unschedulable"):
+        want.add(UNSCHEDULABLE_TAINT)
+    kept = set(CONDITION_TAINTS.values()) | {UNSCHEDULABLE_TAINT}
+    have = {t.get("key") for t in spec.get("taints") or [] if t.get("effect") == "NoSchedule" and t.get("key") in kept}
+    if have != want:
+        return "its taints are not yet the node lifecycle controller's"
+    labels = meta.get("labels") or {}
+    if reconciled_labels(labels) != labels:
+        return "its OS and arch labels are not yet reconciled"
+    state = (meta.get("annotations") or {}).get(A_DP)
+    if state is not None and state != ("running" if rules.device_plugin_on(node) else "gone"):
+        return f"its device plugin is {state}, its placement says otherwise"
+    return None

@@ -169,6 +169,30 @@ NODE_READY = (
   phase: Running
 """.replace("KUBELET_VERSION", KUBELET_VERSION)
 )
+_NODE_INFO = {
+    "architecture": "amd64",
+    "bootID": "",
+    "containerRuntimeVersion": "containerd://2.1.0",
+    "kernelVersion": "6.8.0-kwok",
+    "kubeletVersion": KUBELET_VERSION,
+    "kubeProxyVersion": "",
+    "machineID": "",
+    "operatingSystem": "linux",
+    "osImage": "dra-migrate twin (KWOK)",
+    "systemUUID": "",
+}
+_READY_REST = {"daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}}, "nodeInfo": _NODE_INFO, "phase": "Running"}
+
+
+def ready_status(now: str) -> dict[str, Any]:
+    """NODE_READY's status as data, stamped `now`: what a node of a cluster in steady state already shows when
+    the twin registers it (`sim.kwok.node_manifest`, steady), so node-initialize has nothing left to play."""
+    conditions = [
+        {"type": t, "status": st, "reason": r, "message": m, "lastHeartbeatTime": now, "lastTransitionTime": now}
+        for t, st, r, m in _CONDITIONS
+    ]
+    return {"conditions": conditions, **_READY_REST}
+
 
 # The slice the DRA kubelet plugin publishes: one pool per node, named after it, owned by the Node as the
 # kubelet plugin helper makes it (k8s.io/dynamic-resource-allocation resourceslice controller).

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import controlplane
 import pytest
@@ -19,7 +20,7 @@ from conftest import wait_for
 from nodes import CLASSES, finished, gpu_device_class, gpu_status, node, nvidia_smi_line, pod, slices_of
 
 from dra_migrate.sim.kube import Kube, path_of
-from dra_migrate.sim.kwok import KwokFleet
+from dra_migrate.sim.kwok import KwokFleet, content_pending
 from dra_migrate.sim.pods import CANARY_LABEL, NO_DEVICES
 from dra_migrate.sim.spec import GpuNodeSpec
 from dra_migrate.sim.timing import REALISTIC, profile
@@ -85,6 +86,29 @@ def test_capacity_is_held_while_allocatable_is_zero_then_both_zero_after_the_gra
     assert "nvidia.com/gpu" in node(kube, DP)["status"]["capacity"]  # the key is kept at 0
     fleet.set_device_plugin(DP, True)
     wait_for("the GPUs back", lambda: gpu_status(kube, DP) == ("2", "2"), timeout=5)
+
+
+def test_a_steady_node_is_ready_from_its_registration_and_its_device_plugin_still_switches(
+    control_plane: controlplane.ControlPlane, kube: Kube, tmp_path: Path
+) -> None:
+    """A snapshot's node registers as it was (sim/kwok.py node_manifest, steady): Ready, the GPUs posted, the
+    node lifecycle controller owing it nothing once it lifts the not-ready taint this API server's admission
+    adds; its device plugin's Stages still play the cutover's switch as on a booted node."""
+    name = f"kwok-{RUN}-steady"
+    spec = GpuNodeSpec.small(name, gpus=2, pool=f"kwok-{RUN}", labels={"kubernetes.io/os": "linux"})
+    with KwokFleet(control_plane.kubeconfig, [spec], workdir=tmp_path, timing=RT, fleet=f"s-{RUN}", steady=True) as f:
+        try:
+            conds = node(kube, name)["status"].get("conditions") or []
+            assert any(c["type"] == "Ready" and c["status"] == "True" for c in conds), "Ready as registered"
+            assert gpu_status(kube, name) == ("2", "2")
+            wait_for("nothing left to change", lambda: content_pending(node(kube, name), f.rules) is None, timeout=15)
+            assert node(kube, name)["metadata"]["labels"]["beta.kubernetes.io/os"] == "linux"
+            f.set_device_plugin(name, False)
+            wait_for("allocatable 0", lambda: gpu_status(kube, name) == ("2", "0"), timeout=5)
+            f.set_device_plugin(name, True)
+            wait_for("the GPUs back", lambda: gpu_status(kube, name) == ("2", "2"), timeout=5)
+        finally:
+            kube.delete(path_of("v1", "nodes", name))
 
 
 def test_the_dra_slice_holds_the_predicted_devices_and_is_wiped_after_the_delay(fleet: KwokFleet, kube: Kube) -> None:
