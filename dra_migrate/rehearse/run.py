@@ -299,7 +299,7 @@ def stable_state(
     """
     deadline = time.monotonic() + timeout_s
     if kube is not None:
-        # With `kube`, the nodes are first watched settle from a LIST of nodes alone: a whole read (every pod
+        # With `kube`, the nodes are first seen to settle in a LIST of nodes alone: a whole read (every pod
         # and workload) took 7 s on the 2,000-node twin while its controllers still wrote, and loaded it.
         while pending_nodes(kube.list_all(NODES)[0], rules) and time.monotonic() < deadline:
             time.sleep(0.5)

@@ -307,13 +307,14 @@ def _wave_rows(stages: list[dict[str, Any]]) -> list[WaveRow]:
 def _stages(r: dict[str, Any]) -> Section:
     s = _section("stages")
     sm = r["summary"]
+    waves = _wave_rows(r["stages"])
     s.p(
         f"{len(sm.get('pools') or [])} pool(s), {sm.get('nodes')} node(s), {sm.get('waves')} wave(s), "
         f"{sm.get('evictedPods')} pod(s) evicted, estimated "
-        f"{estimate_text(sm, 'soaks included', [len(w.nodes) for w in _wave_rows(r['stages'])])}; "
+        f"{estimate_text(sm, 'soaks included', [len(w.nodes) for w in waves])}; "
         f"at most {r['plan']['parameters'].get('maxUnavailable')} of a pool unavailable at once."
     )
-    s.sub("disruption", "Disruption per wave").add(waves_table(_wave_rows(r["stages"])))
+    s.sub("disruption", "Disruption per wave").add(waves_table(waves))
     gangs = sm.get("gangs") or []
     if gangs:
         g = s.sub("gangs", "Disruption per gang")

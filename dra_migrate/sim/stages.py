@@ -147,28 +147,6 @@ _CONDITIONS = (
     ("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
     ("Ready", "True", "KubeletReady", "kubelet is posting ready status (KWOK twin)"),
 )
-_TIMES = "lastHeartbeatTime: {{ $now | Quote }}, lastTransitionTime: {{ $since | Quote }}"
-NODE_READY = (
-    "{{ $now := Now }}\n{{ $since := or .metadata.creationTimestamp $now }}\nstatus:\n  conditions:\n"
-    + "".join(
-        f'  - {{type: {t}, status: "{st}", reason: {r}, message: {m}, {_TIMES}}}\n' for t, st, r, m in _CONDITIONS
-    )
-    + """\
-  daemonEndpoints: {kubeletEndpoint: {Port: 10250}}
-  nodeInfo:
-    architecture: amd64
-    bootID: ""
-    containerRuntimeVersion: containerd://2.1.0
-    kernelVersion: 6.8.0-kwok
-    kubeletVersion: KUBELET_VERSION
-    kubeProxyVersion: ""
-    machineID: ""
-    operatingSystem: linux
-    osImage: dra-migrate twin (KWOK)
-    systemUUID: ""
-  phase: Running
-""".replace("KUBELET_VERSION", KUBELET_VERSION)
-)
 _NODE_INFO = {
     "architecture": "amd64",
     "bootID": "",
@@ -181,7 +159,17 @@ _NODE_INFO = {
     "osImage": "dra-migrate twin (KWOK)",
     "systemUUID": "",
 }
+# What a Ready node's status holds beside its conditions: node-initialize posts it (NODE_READY, each value
+# as JSON, which YAML reads as itself) and a steady node registers with it (`ready_status`).
 _READY_REST = {"daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}}, "nodeInfo": _NODE_INFO, "phase": "Running"}
+_TIMES = "lastHeartbeatTime: {{ $now | Quote }}, lastTransitionTime: {{ $since | Quote }}"
+NODE_READY = (
+    "{{ $now := Now }}\n{{ $since := or .metadata.creationTimestamp $now }}\nstatus:\n  conditions:\n"
+    + "".join(
+        f'  - {{type: {t}, status: "{st}", reason: {r}, message: {m}, {_TIMES}}}\n' for t, st, r, m in _CONDITIONS
+    )
+    + "".join(f"  {k}: {json.dumps(v)}\n" for k, v in _READY_REST.items())
+)
 
 
 def ready_status(now: str) -> dict[str, Any]:
