@@ -179,13 +179,30 @@ def _time_scaled(stage: Stage, scale: float) -> Stage:
     return replace(stage, steps=tuple(map(step, stage.steps)))
 
 
+# The twin's scheduler retries a Pending pod in real time, not scaled: a pod that failed to schedule waits
+# out a backoff of 1 s doubling to 10 s before its next attempt (kube-scheduler's defaults,
+# k8s.io/kubernetes@v1.37.2 pkg/scheduler/apis/config/v1/defaults.go PodInitialBackoffSeconds and
+# PodMaxBackoffSeconds). At --time-scale 0.01 the gate's 120 s are 1.2 s: a pod evicted in the wave and
+# still in its backoff, about to be placed, read as stuck (the integration tier saw it: a wave rolled back
+# whose pods were bound seconds later). A pod the gate finds Pending is therefore looked at again once it
+# has waited longer than the scheduler's longest backoff and one attempt after it; only a pod still Pending
+# then fails the gate, so a pod that cannot be placed still fails it, a few seconds later.
+SCHEDULER_RETRY_S = 10.0 + 2.0
+
+
 class _WatchingOps:
     """The live ops of the twin, noting the scheduler's reason for every pod the health gate finds Pending;
     and, when a replace-pool plan waits for its new pool, making that pool's nodes appear (`provision`)."""
 
-    def __init__(self, inner: LiveOps, provision: Callable[[dict[str, str], int], None] | None = None) -> None:
+    def __init__(
+        self,
+        inner: LiveOps,
+        provision: Callable[[dict[str, str], int], None] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self._inner = inner
         self._provision = provision
+        self._sleep = sleep
         self.reasons: dict[str, str] = {}
 
     def __getattr__(self, name: str) -> Any:
@@ -198,6 +215,9 @@ class _WatchingOps:
 
     def pending_gpu_pods(self, older_than_s: float) -> list[str]:
         pending = self._inner.pending_gpu_pods(older_than_s)
+        if pending and older_than_s < SCHEDULER_RETRY_S:  # see SCHEDULER_RETRY_S
+            self._sleep(SCHEDULER_RETRY_S)
+            pending = self._inner.pending_gpu_pods(SCHEDULER_RETRY_S)
         for key in pending:
             if " " in key:  # a gang, one failure for all its pods (execute/ops.group_pending)
                 self.reasons[key] = "the gang waits whole: not all of its pods can be placed at once"
