@@ -21,7 +21,9 @@ each in a fresh process:
     `dra-migrate --version`, over the file's size (target: <= 5x). Peaks are each process's own VmHWM
     (see `PEAK`: the rusage of a child carries its parent's over exec).
 Inside inventory and plan each phase is timed, so a step that grows faster than the fleet shows
-between the two sizes. Times are CPU seconds (user + system) of the process: the machines are shared,
+between the two sizes; and each ratio is also given for the growth between the smallest and the largest
+fleet (`growth`): what a command pays once (imports, start-up) cancels there, leaving what it pays per node.
+Times are CPU seconds (user + system) of the process: the machines are shared,
 and wall time there measures the neighbours; wall time is printed beside them. Quote ratios from one run.
 """
 
@@ -174,23 +176,38 @@ def one(n: int, ppn: int, tmp: Path, env: dict[str, str]) -> dict[str, Any]:
     return r
 
 
-def ratios(r: dict[str, Any]) -> dict[str, float]:
-    def q(a: float, b: float) -> float:
-        return round(a / b, 2) if b else float("inf")
-
+def parts(r: dict[str, Any]) -> dict[str, tuple[float, float]]:
+    """Each ratio's numerator and denominator."""
     parse = sum(r["parse"]["phases"].values())  # in-process, as inventory and plan (imports excluded)
     return {
-        "inventory/parse": q(sum(r["inventory"]["phases"].values()), parse),
-        "plan/parse": q(sum(r["plan"]["phases"].values()), parse),
-        "show/yaml": q(r["show"]["cpu"], r["yaml"]["cpu"]),
-        "show -o json/yaml": q(r["showJson"]["cpu"], r["yaml"]["cpu"]),
-        "status/yaml": q(r["status"]["cpu"], r["yaml"]["cpu"]),
-        "apply refusal/yaml": q(r["applyRefusal"]["cpu"], r["yaml"]["cpu"]),
-        "diff/yaml x2": q(r["diff"]["cpu"], r["yaml2"]["cpu"]),
-        "bytes per node": q(r["planBytes"], r["nodes"]),
-        "show memory/file": q(r["show"]["rss"] - r["idle"]["rss"], r["planBytes"]),
-        "yaml memory/file": q(r["yaml"]["rss"] - r["bare"]["rss"], r["planBytes"]),
+        "inventory/parse": (sum(r["inventory"]["phases"].values()), parse),
+        "plan/parse": (sum(r["plan"]["phases"].values()), parse),
+        "show/yaml": (r["show"]["cpu"], r["yaml"]["cpu"]),
+        "show -o json/yaml": (r["showJson"]["cpu"], r["yaml"]["cpu"]),
+        "status/yaml": (r["status"]["cpu"], r["yaml"]["cpu"]),
+        "apply refusal/yaml": (r["applyRefusal"]["cpu"], r["yaml"]["cpu"]),
+        "diff/yaml x2": (r["diff"]["cpu"], r["yaml2"]["cpu"]),
+        "bytes per node": (r["planBytes"], r["nodes"]),
+        "show memory/file": (r["show"]["rss"] - r["idle"]["rss"], r["planBytes"]),
+        "yaml memory/file": (r["yaml"]["rss"] - r["bare"]["rss"], r["planBytes"]),
     }
+
+
+def _q(a: float, b: float) -> float:
+    return round(a / b, 2) if b else float("inf")
+
+
+def ratios(r: dict[str, Any]) -> dict[str, float]:
+    return {key: _q(a, b) for key, (a, b) in parts(r).items()}
+
+
+def growth(small: dict[str, Any], large: dict[str, Any]) -> dict[str, float]:
+    """Each ratio of what the larger fleet costs more than the smaller: its numerator's growth over its
+    denominator's. A cost paid once per command (imports, a process's start) cancels out, so this is the
+    ratio the command tends to as the fleet grows; one above its ratio at either size means a step grows
+    faster than the fleet."""
+    a, b = parts(small), parts(large)
+    return {key: _q(b[key][0] - a[key][0], b[key][1] - a[key][1]) for key in a}
 
 
 TARGETS: dict[str, float | None] = {
@@ -217,9 +234,14 @@ def table(results: list[dict[str, Any]]) -> str:
     lines.append("| ratio | target | " + " | ".join(f"{n:,} nodes" for n in sizes) + " |")
     lines.append("|" + "---|" * (len(sizes) + 2))
     rs = [ratios(r) for r in results]
+    grown = growth(results[0], results[-1]) if len(results) > 1 else None
+    if grown is not None:
+        lines[-2] += f" growth {sizes[0]:,} -> {sizes[-1]:,} |"
+        lines[-1] += "---|"
     for key, target in TARGETS.items():
         bound = "-" if target is None else f"<= {target}"
-        lines.append(f"| {key} | {bound} | " + " | ".join(str(x[key]) for x in rs) + " |")
+        extra = f" {grown[key]} |" if grown is not None else ""
+        lines.append(f"| {key} | {bound} | " + " | ".join(str(x[key]) for x in rs) + " |" + extra)
     return "\n".join(lines)
 
 
