@@ -42,6 +42,7 @@ from dra_migrate.rehearse.apf import RequestMeter, tool_identity
 from dra_migrate.rehearse.continuity import ContinuityWatch, kueue_served, plan_pairs
 from dra_migrate.rehearse.model import Rehearsal, from_journal
 from dra_migrate.rehearse.twin import Twin
+from dra_migrate.rehearse.twinops import WatchingOps, scheduler_reason
 from dra_migrate.sim.kube import Kube, new_api_client
 from dra_migrate.sim.kueue import FETCH_HINT, KUEUE_VERSION, install_kueue_crds, kueue_crd_dir
 from dra_migrate.sim.kwok import NODES, KwokFleet, content_pending
@@ -179,55 +180,6 @@ def _time_scaled(stage: Stage, scale: float) -> Stage:
     return replace(stage, steps=tuple(map(step, stage.steps)))
 
 
-# The twin's scheduler retries a Pending pod in real time, not scaled: a pod that failed to schedule waits
-# out a backoff of 1 s doubling to 10 s before its next attempt (kube-scheduler's defaults,
-# k8s.io/kubernetes@v1.37.2 pkg/scheduler/apis/config/v1/defaults.go PodInitialBackoffSeconds and
-# PodMaxBackoffSeconds). At --time-scale 0.01 the gate's 120 s are 1.2 s: a pod evicted in the wave and
-# still in its backoff, about to be placed, read as stuck (the integration tier saw it: a wave rolled back
-# whose pods were bound seconds later). A pod the gate finds Pending is therefore looked at again once it
-# has waited longer than the scheduler's longest backoff and one attempt after it; only a pod still Pending
-# then fails the gate, so a pod that cannot be placed still fails it, a few seconds later.
-SCHEDULER_RETRY_S = 10.0 + 2.0
-
-
-class _WatchingOps:
-    """The live ops of the twin, noting the scheduler's reason for every pod the health gate finds Pending;
-    and, when a replace-pool plan waits for its new pool, making that pool's nodes appear (`provision`)."""
-
-    def __init__(
-        self,
-        inner: LiveOps,
-        provision: Callable[[dict[str, str], int], None] | None = None,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        self._inner = inner
-        self._provision = provision
-        self._sleep = sleep
-        self.reasons: dict[str, str] = {}
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    def wait_pool(self, selector: dict[str, str], nodes: int, *args: Any, **kwargs: Any) -> Any:
-        if self._provision is not None:
-            self._provision(selector, nodes)
-        return self._inner.wait_pool(selector, nodes, *args, **kwargs)
-
-    def pending_gpu_pods(self, older_than_s: float) -> list[str]:
-        pending = self._inner.pending_gpu_pods(older_than_s)
-        if pending and older_than_s < SCHEDULER_RETRY_S:  # see SCHEDULER_RETRY_S
-            self._sleep(SCHEDULER_RETRY_S)
-            pending = self._inner.pending_gpu_pods(SCHEDULER_RETRY_S)
-        for key in pending:
-            if " " in key:  # a gang, one failure for all its pods (execute/ops.group_pending)
-                self.reasons[key] = "the gang waits whole: not all of its pods can be placed at once"
-                continue
-            ns, _, name = key.partition("/")
-            pod = self._inner.kube.get_or_none(f"/api/v1/namespaces/{ns}/pods/{name}") or {}
-            self.reasons[key] = _scheduler_reason(pod)
-        return pending
-
-
 def largest_wave(plan: Plan) -> int:
     """Nodes in the plan's largest wave: the executor's lanes at once."""
     sizes = [len(w.nodes) for s in plan.stages for w in s.waves]
@@ -250,13 +202,6 @@ def scaled_polls(first_s: float, scale: float, lanes: int) -> tuple[float, float
     all lanes together at POLL_BUDGET_PER_S, the first poll as far below the cap as the executor's is."""
     cap = max(0.1, POLL_CAP_S * scale, lanes / POLL_BUDGET_PER_S)
     return max(0.02, first_s * scale, cap * first_s / POLL_CAP_S), cap
-
-
-def _scheduler_reason(pod: dict[str, Any]) -> str:
-    for cond in (pod.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
-            return str(cond.get("message") or cond.get("reason") or "unschedulable")
-    return "not yet scheduled"
 
 
 def recreate(api: Any, state: ClusterState) -> LoadReport:
@@ -378,7 +323,7 @@ def settle(kube: Kube, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         items, _ = kube.list_all("/api/v1/pods", [("fieldSelector", "status.phase=Pending,spec.nodeName=")])
-        if all(_scheduler_reason(p) != "not yet scheduled" for p in items):
+        if all(scheduler_reason(p) != "not yet scheduled" for p in items):
             return
         time.sleep(0.5)
 
@@ -485,7 +430,7 @@ def rehearse(
                 ))  # fmt: skip
 
             pools = NewPools(derived, specs, node_devices(state), new_fleet, say)
-            ops = _WatchingOps(_scaled_ops(tool_kubeconfig, time_scale, largest_wave(derived)), pools.provision)
+            ops = WatchingOps(_scaled_ops(tool_kubeconfig, time_scale, largest_wave(derived)), pools.provision)
             session = ApplySession(
                 Plan.from_dict(plan_io.load(path)),
                 path,

@@ -1,12 +1,12 @@
 """The twin's health gate against its real-time scheduler: at a small time scale the gate's threshold is
-shorter than the scheduler's backoff (`rehearse/run.py` SCHEDULER_RETRY_S), so a Pending pod is looked at
+shorter than the scheduler's backoff (`rehearse/twinops.py` SCHEDULER_RETRY_S), so a Pending pod is looked at
 again once the scheduler has had its retry; only a pod still Pending then fails the wave."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from dra_migrate.rehearse.run import SCHEDULER_RETRY_S, _WatchingOps
+from dra_migrate.rehearse.twinops import SCHEDULER_RETRY_S, WatchingOps
 
 
 class _Kube:
@@ -37,7 +37,7 @@ class _Cluster:
 
 
 def _gate(cluster: _Cluster, threshold_s: float) -> tuple[list[str], dict[str, str]]:
-    ops = _WatchingOps(cluster, sleep=cluster.sleep)  # type: ignore[arg-type]
+    ops = WatchingOps(cluster, sleep=cluster.sleep)  # type: ignore[arg-type]
     return ops.pending_gpu_pods(threshold_s), ops.reasons
 
 

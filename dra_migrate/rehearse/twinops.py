@@ -1,0 +1,66 @@
+"""The twin's live ops as `rehearse` hands them to the executor: the health gate that allows for the twin's
+real-time scheduler, the scheduler's reason for every pod it finds Pending, and a replace-pool's new nodes
+made to appear when the plan waits for them."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from dra_migrate.execute.ops import LiveOps
+
+# The twin's scheduler retries a Pending pod in real time, not scaled: a pod that failed to schedule waits
+# out a backoff of 1 s doubling to 10 s before its next attempt (kube-scheduler's defaults,
+# k8s.io/kubernetes@v1.37.2 pkg/scheduler/apis/config/v1/defaults.go PodInitialBackoffSeconds and
+# PodMaxBackoffSeconds). At --time-scale 0.01 the gate's 120 s are 1.2 s: a pod evicted in the wave and
+# still in its backoff, about to be placed, read as stuck (the integration tier saw it: a wave rolled back
+# whose pods were bound seconds later). A pod the gate finds Pending is therefore looked at again once it
+# has waited longer than the scheduler's longest backoff and one attempt after it; only a pod still Pending
+# then fails the gate, so a pod that cannot be placed still fails it, a few seconds later.
+SCHEDULER_RETRY_S = 10.0 + 2.0
+
+
+class WatchingOps:
+    """The live ops of the twin, noting the scheduler's reason for every pod the health gate finds Pending;
+    and, when a replace-pool plan waits for its new pool, making that pool's nodes appear (`provision`)."""
+
+    def __init__(
+        self,
+        inner: LiveOps,
+        provision: Callable[[dict[str, str], int], None] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._inner = inner
+        self._provision = provision
+        self._sleep = sleep
+        self.reasons: dict[str, str] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def wait_pool(self, selector: dict[str, str], nodes: int, *args: Any, **kwargs: Any) -> Any:
+        if self._provision is not None:
+            self._provision(selector, nodes)
+        return self._inner.wait_pool(selector, nodes, *args, **kwargs)
+
+    def pending_gpu_pods(self, older_than_s: float) -> list[str]:
+        pending = self._inner.pending_gpu_pods(older_than_s)
+        if pending and older_than_s < SCHEDULER_RETRY_S:  # see SCHEDULER_RETRY_S
+            self._sleep(SCHEDULER_RETRY_S)
+            pending = self._inner.pending_gpu_pods(SCHEDULER_RETRY_S)
+        for key in pending:
+            if " " in key:  # a gang, one failure for all its pods (execute/ops.group_pending)
+                self.reasons[key] = "the gang waits whole: not all of its pods can be placed at once"
+                continue
+            ns, _, name = key.partition("/")
+            pod = self._inner.kube.get_or_none(f"/api/v1/namespaces/{ns}/pods/{name}") or {}
+            self.reasons[key] = scheduler_reason(pod)
+        return pending
+
+
+def scheduler_reason(pod: dict[str, Any]) -> str:
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+            return str(cond.get("message") or cond.get("reason") or "unschedulable")
+    return "not yet scheduled"
