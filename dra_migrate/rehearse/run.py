@@ -287,9 +287,9 @@ def stable_state(
     rules: PluginRules = LABEL_RULES,
     kube: Kube | None = None,
 ) -> tuple[ClusterState, dict[str, Any]]:
-    """The twin, and its fingerprint (as `twin_plan` takes it), once what a plan fingerprints has stopped moving: no node has a change still to come in what
-    is fingerprinted of it (`sim.kwok.content_pending`), and two reads a second apart agree on what apply's
-    staleness check compares.
+    """The twin, and its fingerprint (as `twin_plan` takes it), once what a plan fingerprints has stopped
+    moving: no node has a change still to come in what is fingerprinted of it (`sim.kwok.content_pending`),
+    and two reads a second apart agree on what apply's staleness check compares.
 
     Right after the nodes register, the node lifecycle controller lifts their not-ready taints (and sets
     their beta OS and arch labels), and on a booted node the Stages post Ready first: a plan fingerprinted
