@@ -41,7 +41,7 @@ from dra_migrate.plan.params import format_duration, parse_duration
 from dra_migrate.rehearse.apf import RequestMeter, tool_identity
 from dra_migrate.rehearse.continuity import ContinuityWatch, kueue_served, plan_pairs
 from dra_migrate.rehearse.model import Rehearsal, from_journal
-from dra_migrate.rehearse.twin import Twin, go_env
+from dra_migrate.rehearse.twin import TWIN_GOGC, Twin, go_env
 from dra_migrate.sim.kube import Kube, new_api_client
 from dra_migrate.sim.kueue import FETCH_HINT, KUEUE_VERSION, install_kueue_crds, kueue_crd_dir
 from dra_migrate.sim.kwok import NODES, KwokFleet, content_pending
@@ -93,14 +93,6 @@ LEASE_PER_HEARTBEAT = 4  # kubelet: a 40 s Lease renewed every 10 s; KWOK renews
 # every workload at once), at their client rate: 20 requests/s for the controller manager by default.
 # One request per node and a few per pod at once need more; the twin is private, so it loads no one.
 MIN_CLIENT_QPS = 50
-# The twin's Go processes (etcd, API server, controller manager, scheduler, kwok) collect garbage when their
-# heap has grown by this percentage of the live heap (GOGC; Go's default 100: the `runtime` package's
-# documentation, go.dev/doc/gc-guide), unless the user's environment sets GOGC. A twin is private and
-# short-lived: on the 2,000-node rehearsal the API server's heap was 0.8 GB live, and at 200 its collector
-# took 17.5 s of its CPU (`go_cpu_classes_gc_total_cpu_seconds_total`) — the 2-core machine's busiest
-# process, whose answers every lane and every kwok play waits on. The cost is memory: the heap may reach
-# three times the live heap instead of twice (the API server's resident memory 2.6 GB at 2,000 nodes).
-TWIN_GOGC = 200
 # The executor's polls of the twin, all lanes together, at most this many a second once they have grown
 # to their cap (see _scaled_ops).
 POLL_BUDGET_PER_S = 100

@@ -79,6 +79,17 @@ def binary_dir(into: Path) -> Path:
     return into
 
 
+# The twin's Go processes (etcd, API server, controller manager, scheduler, kwok) collect garbage when their
+# heap has grown by this percentage of the live heap (GOGC; Go's default 100: the `runtime` package's
+# documentation, go.dev/doc/gc-guide), unless the user's environment sets GOGC. A twin is private and
+# short-lived: on the 2,000-node rehearsal the API server's heap was 0.8 GB live, and at 200 its collector
+# took 17.5 s of its CPU (`go_cpu_classes_gc_total_cpu_seconds_total`) — the 2-core machine's busiest
+# process, whose answers every lane and every kwok play waits on. The cost is memory: a heap may reach three
+# times the live heap instead of twice (the twin's peak resident memory 4.4 GiB against 3.1 GiB at 2,000 nodes,
+# bench/rehearse.py `twinPeakRssMiB`).
+TWIN_GOGC = 200
+
+
 def go_env(go_gc: int | None) -> dict[str, str]:
     """GOGC for Go processes the tool starts (the twin's control plane, kwok): `go_gc` unless the user set
     GOGC themselves, which is kept (nothing when `go_gc` is None). GOGC is the Go runtime's heap growth

@@ -253,12 +253,11 @@ def test_a_waves_canaries_finish_together_not_a_few_at_a_time(tmp_path: Path) ->
 def test_the_twins_control_plane_and_kwok_run_with_the_rehearsals_gogc_unless_the_user_set_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The rehearsal's twin collects garbage at GOGC=200 (run.TWIN_GOGC): its API server spent 17.5 s of a
+    """The rehearsal's twin collects garbage at GOGC=200 (twin.TWIN_GOGC): its API server spent 17.5 s of a
     2,000-node rehearsal's CPU in the collector even so. tools/k8s/up passes its environment to the components;
     kwok gets it from the fleet. A GOGC the user exported is theirs."""
     import dra_migrate.rehearse.twin as twin_mod
-    from dra_migrate.rehearse.run import TWIN_GOGC
-    from dra_migrate.rehearse.twin import Twin, go_env
+    from dra_migrate.rehearse.twin import TWIN_GOGC, Twin, go_env
 
     monkeypatch.delenv("GOGC", raising=False)
     tools = tmp_path / "tools"
