@@ -169,7 +169,12 @@ class Ops(Protocol):
         "allocatable": {nvidia.com/*: int}, "ready": bool}"""
         ...
 
-    def set_unschedulable(self, node: str, value: bool, *, dry_run: bool = False) -> Change: ...
+    def set_unschedulable(
+        self, node: str, value: bool, *, dry_run: bool = False, current: bool | None = None
+    ) -> Change:
+        """`current`: the node's spec.unschedulable as the caller read it just before (the cordon's
+        precondition read), not read again; None reads it."""
+        ...
 
     def set_label(self, node: str, key: str, value: str | None, *, dry_run: bool = False) -> Change:
         """value None removes the label."""

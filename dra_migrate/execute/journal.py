@@ -220,9 +220,18 @@ class Journal:
         self.repaired = repaired  # what opening repaired (a torn last line), None when nothing
         self._clock = clock
         self._seq = max((int(r.get("seq") or 0) for r in existing), default=0)
-        # Node lanes of a wave record concurrently: one writer at a time keeps `seq` a total order and
-        # every line whole.
+        # Node lanes of a wave record concurrently. `_mutex` numbers and queues a record (no I/O under it):
+        # `seq` is a total order and the file holds the records in it. `_io` is the one writer: it writes
+        # and fsyncs every record queued so far at once (group commit), so the lanes that ended a step
+        # together wait for one fsync instead of queueing for one each. Before, each record held the one
+        # mutex through its write and fsync — and, after the fsync, through re-taking the interpreter from
+        # the wave's other threads: on a 2,000-node rehearsal a lane spent up to 0.7 s (p90) between its
+        # steps queued on it, 80 lanes ending a step at once.
         self._mutex = threading.Lock()
+        self._io = threading.Lock()
+        self._queued: list[bytes] = []  # serialised records not yet written, in `seq` order
+        self._durable = self._seq  # the last seq written and fsync'd
+        self._broken: BaseException | None = None  # a write or fsync that failed: nothing more is recorded
 
     @classmethod
     def open(cls, path: Path, *, plan_digest: str | None = None, clock: Callable[[], str] = now_rfc3339) -> Journal:
@@ -266,13 +275,40 @@ class Journal:
 
     def record(self, event: str, **fields: Any) -> Record:
         """Append one record (None-valued fields left out) and make it durable before returning it.
-        Safe to call from several threads: records get consecutive `seq`s in the order they are written."""
+        Safe to call from several threads: records get consecutive `seq`s in the order they are written;
+        records made at the same time share one write and one fsync (each returns once its own is on disk)."""
         with self._mutex:
-            return self._append(event, fields)
+            rec = self._queue(event, fields)
+        self._sync(int(rec["seq"]))
+        return rec
 
-    def _append(self, event: str, fields: dict[str, Any]) -> Record:
+    def _sync(self, seq: int) -> None:
+        """Until the record `seq` is written and fsync'd: by this thread, with every record queued before and
+        after it so far, or already by the thread that held the writer before."""
+        with self._io:
+            if self._durable >= seq:
+                return  # written with an earlier thread's batch
+            if self._broken is not None:
+                raise OSError(f"journal {self.path}: an earlier write failed: {self._broken}")
+            with self._mutex:
+                lines, last = self._queued, self._seq
+                self._queued = []
+            try:
+                self._fh.write(b"".join(lines))
+                self._fh.flush()
+                os.fsync(self._fh.fileno())
+            except BaseException as e:
+                # Records of this batch may be on disk in part (a torn last line, which reopening repairs);
+                # none of them is acknowledged, nor any later one: the run stops on this error.
+                self._broken = e
+                raise
+            self._durable = last
+
+    def _queue(self, event: str, fields: dict[str, Any]) -> Record:
         if self._fh.closed:
             raise ValueError(f"journal {self.path} is closed")
+        if self._broken is not None:
+            raise OSError(f"journal {self.path}: an earlier write failed: {self._broken}")
         if event not in EVENTS:
             raise ValueError(f"unknown journal event {event!r}")
         clash = [k for k in _RESERVED if k in fields]
@@ -285,11 +321,9 @@ class Journal:
             fields["planDigest"] = self.plan_digest
         rec: Record = {"seq": self._seq + 1, "time": self._clock(), "event": event}
         rec.update((k, v) for k, v in fields.items() if v is not None)
-        # Serialise before writing, so a value orjson cannot encode leaves no partial line behind.
+        # Serialise before queueing, so a value orjson cannot encode leaves no partial line behind.
         line = orjson.dumps(rec, option=orjson.OPT_APPEND_NEWLINE)
-        self._fh.write(line)
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        self._queued.append(line)
         self._seq += 1
         if digest and not self.plan_digest:
             self.plan_digest = str(digest)
@@ -297,8 +331,8 @@ class Journal:
 
     @property
     def seq(self) -> int:
-        """The seq of the last record written (0 for an empty journal)."""
-        return self._seq
+        """The seq of the last record written and fsync'd (0 for an empty journal)."""
+        return self._durable
 
     def close(self) -> None:
         self._fh.close()  # closing drops the flock too

@@ -78,8 +78,11 @@ class LiveOps(DrainOps, CanaryOps):
             "ready": any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions),
         }
 
-    def set_unschedulable(self, node: str, value: bool, *, dry_run: bool = False) -> Change:
-        current = _unschedulable(self._node(node))
+    def set_unschedulable(
+        self, node: str, value: bool, *, dry_run: bool = False, current: bool | None = None
+    ) -> Change:
+        if current is None:
+            current = _unschedulable(self._node(node))
         before = {"unschedulable": current}
         if current == value:
             return Change(f"Node {node}", before, dict(before), dry_run)

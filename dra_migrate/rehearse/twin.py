@@ -79,6 +79,26 @@ def binary_dir(into: Path) -> Path:
     return into
 
 
+# The twin's Go processes (etcd, API server, controller manager, scheduler, kwok) collect garbage when their
+# heap has grown by this percentage of the live heap (GOGC; Go's default 100: the `runtime` package's
+# documentation, go.dev/doc/gc-guide), unless the user's environment sets GOGC. A twin is private and
+# short-lived: on the 2,000-node rehearsal the API server's heap was 0.8 GB live, and at 200 its collector
+# took 17.5 s of its CPU (`go_cpu_classes_gc_total_cpu_seconds_total`) — the 2-core machine's busiest
+# process, whose answers every lane and every kwok play waits on. The cost is memory: a heap may reach three
+# times the live heap instead of twice (the twin's peak resident memory 4.4 GiB against 3.1 GiB at 2,000 nodes,
+# bench/rehearse.py `twinPeakRssMiB`).
+TWIN_GOGC = 200
+
+
+def go_env(go_gc: int | None) -> dict[str, str]:
+    """GOGC for Go processes the tool starts (the twin's control plane, kwok): `go_gc` unless the user set
+    GOGC themselves, which is kept (nothing when `go_gc` is None). GOGC is the Go runtime's heap growth
+    before a collection, in percent of the live heap (default 100; the `runtime` package's documentation)."""
+    if go_gc is None or "GOGC" in os.environ:
+        return {}
+    return {"GOGC": str(go_gc)}
+
+
 @dataclass
 class Twin:
     """A running private control plane; `stop` (or leaving the `with`) tears it down."""
@@ -95,17 +115,18 @@ class Twin:
         node_grace_s: int | None = None,
         audit: bool = True,
         disable_admission: tuple[str, ...] = (),
+        go_gc: int | None = None,
     ) -> Twin:
         """`client_qps`: the controller manager's and scheduler's client rate (tools/k8s/up
         DRA_MIGRATE_CLIENT_QPS); None keeps their defaults, which are sized for small clusters.
         `node_grace_s`: the node lifecycle controller's grace (DRA_MIGRATE_NODE_GRACE), for kubelets that
         renew their Leases less often than kubelet's 10 s. `audit`: False turns the audit log off (nobody
         reads the twin's, and it is written for every request). `disable_admission`: admission plugins the
-        API server runs without (DRA_MIGRATE_DISABLE_ADMISSION)."""
+        API server runs without (DRA_MIGRATE_DISABLE_ADMISSION). `go_gc`: the components' GOGC (`go_env`)."""
         tools = tools_dir()
         scratch = tempfile.TemporaryDirectory(prefix="dra-migrate-twin-")
         root = Path(scratch.name)
-        env = {**os.environ, "DRA_MIGRATE_K8S_CACHE": str(binary_dir(root / "bin"))}
+        env = {**os.environ, **go_env(go_gc), "DRA_MIGRATE_K8S_CACHE": str(binary_dir(root / "bin"))}
         if client_qps is not None:
             env["DRA_MIGRATE_CLIENT_QPS"] = str(client_qps)
         if node_grace_s is not None:

@@ -215,8 +215,10 @@ class KwokFleet:
         fleet: str = "fake",
         rules: PluginRules = LABEL_RULES,
         steady: bool = False,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.kubeconfig = Path(kubeconfig)
+        self.env = dict(env or {})  # added to kwok's environment (the rehearsal's GOGC)
         self.specs = {s.name: s for s in nodes}
         self._index = {name: i for i, name in enumerate(self.specs)}  # a node's addresses (never reused)
         self.workdir = workdir
@@ -270,6 +272,7 @@ class KwokFleet:
                     stdin=subprocess.DEVNULL,
                     stdout=out,
                     stderr=subprocess.STDOUT,
+                    env={**os.environ, **self.env},
                     start_new_session=True,  # Ctrl-C reaches us, and we stop kwok in order
                     preexec_fn=_die_with_parent,
                 )

@@ -221,11 +221,13 @@ class FakeOps:
         on = n.labels.get(self.dp_label) != self.dp_off
         return {r: (c if on else 0) for r, c in n.resources.items()}
 
-    def set_unschedulable(self, node: str, value: bool, *, dry_run: bool = False) -> Change:
+    def set_unschedulable(
+        self, node: str, value: bool, *, dry_run: bool = False, current: bool | None = None
+    ) -> Change:
         fault = self._enter("set_unschedulable", node)
         with self._mutex:
             n = self._node(node)
-            before = {"unschedulable": n.unschedulable}
+            before = {"unschedulable": n.unschedulable if current is None else current}
             if not dry_run:
                 n.unschedulable = value
         self._mid(fault, "set_unschedulable", node)

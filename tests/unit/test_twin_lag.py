@@ -245,3 +245,45 @@ def test_a_waves_canaries_finish_together_not_a_few_at_a_time(tmp_path: Path) ->
     assert len(finished) == len(pods)
     window = fleet.timing.container_start_s + fleet.timing.canary_run_s
     assert took < window + 1.5, f"80 canaries took {took:.1f}s after a {window:g}s window"
+
+
+# -- the twin's Go processes' GOGC -------------------------------------------------------------------
+
+
+def test_the_twins_control_plane_and_kwok_run_with_the_rehearsals_gogc_unless_the_user_set_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rehearsal's twin collects garbage at GOGC=200 (twin.TWIN_GOGC): its API server spent 17.5 s of a
+    2,000-node rehearsal's CPU in the collector even so. tools/k8s/up passes its environment to the components;
+    kwok gets it from the fleet. A GOGC the user exported is theirs."""
+    import dra_migrate.rehearse.twin as twin_mod
+    from dra_migrate.rehearse.twin import TWIN_GOGC, Twin, go_env
+
+    monkeypatch.delenv("GOGC", raising=False)
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    for name, body in (
+        ("up", 'echo "GOGC=${GOGC:-unset}" > "$(dirname "$0")/seen"; mkdir -p "$1"; echo "$1/kubeconfig"\n'),
+        ("down", "exit 0\n"),
+    ):
+        (tools / name).write_text("#!/usr/bin/env bash\n" + body)
+        (tools / name).chmod(0o755)
+    monkeypatch.setenv("DRA_MIGRATE_TOOLS", str(tools))
+    monkeypatch.setattr(twin_mod, "binary_dir", lambda into: into)
+    with Twin.start(go_gc=TWIN_GOGC):
+        pass
+    assert (tools / "seen").read_text().strip() == "GOGC=200"
+
+    fake = _fake_kwok(
+        tmp_path, 'import os\nprint("GOGC=" + os.environ.get("GOGC", "unset"), flush=True)\nsys.exit(3)\n'
+    )
+    monkeypatch.setenv("DRA_MIGRATE_KWOK", str(fake))
+    fleet = KwokFleet(unreachable_kubeconfig(tmp_path), [], workdir=tmp_path / "w", env=go_env(TWIN_GOGC))
+    with pytest.raises(InputError, match=r"at start: GOGC=200"):
+        fleet.start()
+
+    monkeypatch.setenv("GOGC", "50")
+    assert go_env(TWIN_GOGC) == {}, "the user's GOGC is kept"
+    with Twin.start(go_gc=TWIN_GOGC):
+        pass
+    assert (tools / "seen").read_text().strip() == "GOGC=50"

@@ -215,3 +215,20 @@ def test_cancel_wait_or_returns_on_either_event() -> None:
     assert cancel.wait_or(changed, 10) is False and changed.is_set()
     threading.Timer(0.05, lambda: cancel.cancel("stop")).start()
     assert cancel.wait_or(threading.Event(), 10) is True
+
+
+def test_the_cordon_reads_its_node_once_for_its_precondition_and_the_value_it_changes(server: FakeServer) -> None:
+    """The cordon checks the node is the plan's (its uid) and records the unschedulable it replaces, for the
+    inverse: one GET serves both (it made two, back to back, on every node of every wave)."""
+    from dra_migrate.execute.actions import StepContext, run_step
+    from dra_migrate.plan.model import Action, Step
+
+    server.put(f"{NODES}/{NODE}", {**_node("1"), "metadata": {**_node("1")["metadata"], "uid": "u-1"}})
+    live = LiveOps(server.client, poll_s=0.01, poll_cap_s=0.05)
+    step = Step("pool/gpu-1/cordon", Action.CORDON, f"Node {NODE}", {}, "", "1m", None)
+    change = run_step(StepContext(live, step, NODE, 60, node_uid="u-1"))
+    assert change is not None and change.before == {"unschedulable": False} and change.after == {"unschedulable": True}
+    assert server.calls("GET", f"{NODES}/{NODE}") == 1
+    assert server.calls("PATCH", f"{NODES}/{NODE}") == 1
+    with pytest.raises(StepFailed, match="replaced since the plan"):
+        run_step(StepContext(live, step, NODE, 60, node_uid="u-other"))
