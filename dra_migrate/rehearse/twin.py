@@ -85,8 +85,8 @@ def binary_dir(into: Path) -> Path:
 # short-lived: on the 2,000-node rehearsal the API server's heap was 0.8 GB live, and at 200 its collector
 # took 17.5 s of its CPU (`go_cpu_classes_gc_total_cpu_seconds_total`) — the 2-core machine's busiest
 # process, whose answers every lane and every kwok play waits on. The cost is memory: a heap may reach three
-# times the live heap instead of twice (the twin's peak resident memory 4.4 GiB against 3.1 GiB at 2,000 nodes,
-# bench/rehearse.py `twinPeakRssMiB`).
+# times the live heap instead of twice (the twin's peak resident memory 4.3-5.2 GiB against 3.1 GiB at 2,000
+# nodes, bench/rehearse.py `twinPeakRssMiB`).
 TWIN_GOGC = 200
 
 
