@@ -88,40 +88,15 @@ def binary_dir(into: Path) -> Path:
 # times the live heap instead of twice (the twin's peak resident memory 4.3-5.2 GiB against 3.1 GiB at 2,000
 # nodes, bench/rehearse.py `twinPeakRssMiB`).
 TWIN_GOGC = 200
-# ... but never at the cost of the machine: with that GOGC each process also gets a soft memory limit
-# (GOMEMLIMIT, unless the user set one), an equal share of the memory available when the twin starts among
-# its five Go processes. Near its limit a Go runtime collects as often as it must to stay under it
-# (go.dev/doc/gc-guide, "Memory limit"), so the headroom GOGC=200 buys is taken only where the memory is
-# free: a 2,000-node twin (API server ~2 GiB) never meets it, a 10,000-node one (API server 3.6 GiB at
-# GOGC=100) on a smaller machine collects as it did before instead of growing toward the OOM killer.
-TWIN_GO_PROCESSES = 5
-MEMINFO = Path("/proc/meminfo")
 
 
-def go_env(go_gc: int | None, meminfo: Path = MEMINFO) -> dict[str, str]:
+def go_env(go_gc: int | None) -> dict[str, str]:
     """GOGC for Go processes the tool starts (the twin's control plane, kwok): `go_gc` unless the user set
     GOGC themselves, which is kept (nothing when `go_gc` is None). GOGC is the Go runtime's heap growth
-    before a collection, in percent of the live heap (default 100; the `runtime` package's documentation).
-    With it, GOMEMLIMIT (see TWIN_GO_PROCESSES), unless the user set one or the available memory is unknown."""
+    before a collection, in percent of the live heap (default 100; the `runtime` package's documentation)."""
     if go_gc is None or "GOGC" in os.environ:
         return {}
-    env = {"GOGC": str(go_gc)}
-    available = _available_bytes(meminfo)
-    if "GOMEMLIMIT" not in os.environ and available:
-        env["GOMEMLIMIT"] = f"{available // TWIN_GO_PROCESSES // 2**20}MiB"  # the runtime's own suffix
-    return env
-
-
-def _available_bytes(meminfo: Path) -> int | None:
-    """MemAvailable from /proc/meminfo (Linux's estimate of what can be allocated without swapping:
-    Documentation/filesystems/proc.rst), in bytes; None when it cannot be read."""
-    try:
-        for line in meminfo.read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024  # in kB
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
+    return {"GOGC": str(go_gc)}
 
 
 @dataclass

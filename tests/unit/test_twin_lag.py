@@ -287,26 +287,3 @@ def test_the_twins_control_plane_and_kwok_run_with_the_rehearsals_gogc_unless_th
     with Twin.start(go_gc=TWIN_GOGC):
         pass
     assert (tools / "seen").read_text().strip() == "GOGC=50"
-
-
-def test_the_twins_gogc_comes_with_a_memory_limit_an_equal_share_of_the_available_memory(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """GOGC=200 trades memory for CPU; GOMEMLIMIT bounds the trade (twin.TWIN_GO_PROCESSES): the five Go
-    processes' limits together are the memory available when the twin starts. A user's limit is theirs."""
-    from dra_migrate.rehearse.twin import TWIN_GO_PROCESSES, TWIN_GOGC, go_env
-
-    monkeypatch.delenv("GOGC", raising=False)
-    monkeypatch.delenv("GOMEMLIMIT", raising=False)
-    meminfo = tmp_path / "meminfo"
-    meminfo.write_text("MemTotal:       24000000 kB\nMemFree:         1000000 kB\nMemAvailable:   20971520 kB\n")
-    assert TWIN_GO_PROCESSES == 5
-    assert go_env(TWIN_GOGC, meminfo) == {"GOGC": "200", "GOMEMLIMIT": "4096MiB"}  # 20 GiB / 5
-    assert go_env(TWIN_GOGC, tmp_path / "absent") == {"GOGC": "200"}, "no limit guessed when unknown"
-    older = tmp_path / "meminfo-3.13"
-    older.write_text("MemTotal:       24000000 kB\n")  # a kernel before 3.14 has no MemAvailable
-    assert go_env(TWIN_GOGC, older) == {"GOGC": "200"}
-    monkeypatch.setenv("GOMEMLIMIT", "2GiB")
-    assert go_env(TWIN_GOGC, meminfo) == {"GOGC": "200"}, "the user's limit is inherited as is"
-    monkeypatch.setenv("GOGC", "100")
-    assert go_env(TWIN_GOGC, meminfo) == {}
