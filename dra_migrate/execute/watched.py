@@ -26,7 +26,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 
-from dra_migrate.kube import Event, Informer, Kube, NodeIndex, Obj, object_key
+from dra_migrate.kube import Event, Informer, Kube, NamespaceIndex, NodeIndex, Obj
 
 log = logging.getLogger("dra_migrate.execute")
 
@@ -49,6 +49,7 @@ class Watched:
             "claims": Informer(kube, CLAIMS),
         }
         self._by_node = {"pods": NodeIndex(), "slices": NodeIndex()}
+        self._pods_by_namespace = NamespaceIndex()  # the canary's namespace, read twice per canary
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._subscribers: dict[str, set[threading.Event]] = {}  # key -> the waits to wake on its change
@@ -74,10 +75,12 @@ class Watched:
         return lambda event: self._index(kind, event)
 
     def _index(self, kind: str, event: Event) -> None:
-        key = object_key(event.object)
+        key = event.key
         with self._lock:
             index = self._by_node.get(kind)
             node, before = index.apply(event) if index is not None else ("", None)
+            if kind == "pods":
+                self._pods_by_namespace.apply(event)
             # The change is in the copies now: wake the waits that read it (the object's own key; for a
             # pod or a slice its node's, before and after a move).
             for touched in {key, node, before}:
@@ -118,8 +121,8 @@ class Watched:
             return self._by_node["slices"].on(node)
 
     def pods_in(self, namespace: str) -> list[Obj]:
-        prefix = f"{namespace}/"
-        return [p for p in self.informers["pods"].objects() if object_key(p).startswith(prefix)]
+        with self._lock:
+            return self._pods_by_namespace.on(namespace)
 
     def pod(self, namespace: str, name: str) -> Obj | None:
         return self.informers["pods"].get(f"{namespace}/{name}")

@@ -30,7 +30,17 @@ from dra_migrate.kube.client import (
 from dra_migrate.kube.config import connect, current_context, kubeconfig_paths, new_api_client
 from dra_migrate.kube.errors import TRANSIENT_STATUS, ApiError, KubeError, Unreachable, is_transient, rbac_target
 from dra_migrate.kube.stream import WatchStream
-from dra_migrate.kube.watch import ADDED, DELETED, MODIFIED, Event, Informer, NodeIndex, object_key, selector_query
+from dra_migrate.kube.watch import (
+    ADDED,
+    DELETED,
+    MODIFIED,
+    Event,
+    Informer,
+    NamespaceIndex,
+    NodeIndex,
+    object_key,
+    selector_query,
+)
 
 __all__ = [
     "ADDED",
@@ -50,6 +60,7 @@ __all__ = [
     "Informer",
     "Kube",
     "KubeError",
+    "NamespaceIndex",
     "NodeIndex",
     "Obj",
     "Query",
