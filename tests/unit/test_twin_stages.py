@@ -9,7 +9,7 @@ from pathlib import Path
 from ruamel.yaml import YAML
 
 from dra_migrate.inventory.platform import which_platform
-from dra_migrate.rehearse.apf import flow_objects
+from dra_migrate.rehearse.apf import BY, flow_objects, scrape
 from dra_migrate.sim.kwok import _settled, addresses, node_manifest
 from dra_migrate.sim.placement import LABEL_RULES
 from dra_migrate.sim.spec import LABEL_DEVICE_PLUGIN, LABEL_DRA_KUBELET_PLUGIN, GpuNodeSpec
@@ -103,3 +103,33 @@ def test_more_devices_than_one_slice_holds_is_refused() -> None:
         assert "129 devices" in str(e)
     else:
         raise AssertionError("expected ValueError")
+
+
+_METRICS = """# HELP apiserver_request_total [STABLE] Counter of apiserver requests
+# TYPE apiserver_request_total counter
+apiserver_request_total{code="200",group="",resource="nodes",subresource="",verb="GET",version="v1"} 5
+apiserver_request_total{code="200",group="",resource="nodes",subresource="status",verb="PATCH"} 3
+apiserver_request_total{code="409",group="",resource="nodes",subresource="status",verb="PATCH"} 1
+apiserver_request_duration_seconds_bucket{group="",resource="nodes",subresource="",verb="GET",le="0.005"} 400
+apiserver_request_total_sum_of_something_else{verb="GET"} 1000
+apiserver_flowcontrol_dispatched_requests_total{flow_schema="dra-migrate",priority_level="dra-migrate"} 7
+apiserver_flowcontrol_dispatched_requests_total{flow_schema="global-default",priority_level="global-default"} 9
+apiserver_flowcontrol_rejected_requests_total{flow_schema="dra-migrate",reason="queue-full"} 2
+"""
+
+
+class _Metrics:
+    status = 200
+
+    def read(self) -> bytes:
+        return _METRICS.encode()
+
+
+class _MetricsKube:
+    def _send(self, *_args: object) -> _Metrics:
+        return _Metrics()
+
+
+def test_the_request_meter_counts_the_tools_flow_and_every_request_by_verb_and_resource() -> None:
+    got = scrape(_MetricsKube())  # type: ignore[arg-type]
+    assert got == {"tool": 7.0, "toolRejected": 2.0, "all": 9.0, f"{BY}GET nodes": 5.0, f"{BY}PATCH nodes/status": 4.0}
