@@ -8,6 +8,9 @@ current-context (kubectl's rule).
 from __future__ import annotations
 
 import os
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -90,9 +93,40 @@ def new_api_client(
         raise ClusterError(f"cannot read kubeconfig {paths}: {e.strerror}", "check --kubeconfig") from e
     if pool_size is not None:
         cfg.connection_pool_maxsize = pool_size
+    if cfg.refresh_api_key_hook is not None:
+        cfg.refresh_api_key_hook = throttled(cfg.refresh_api_key_hook)
     api = client.ApiClient(cfg)
     api.user_agent = user_agent
     return api
+
+
+# The kubernetes client runs its kubeconfig loader's refresh hook before every request, and the hook applies the
+# whole kubeconfig again: its host setter reads every proxy variable of the environment (kubernetes 37
+# client/configuration.py `host`), 13 % of a 2,000-node rehearsal's interpreter time (py-spy --gil). The loader
+# renews a token only once it is within 5 minutes of its expiry (config/kube_config.py
+# EXPIRY_SKEW_PREVENTION_DELAY; in a pod it re-reads the projected token each minute, config/incluster_config.py),
+# so running the hook at most once a second keeps every credential as fresh as the loader would.
+REFRESH_EVERY_S = 1.0
+
+
+def throttled(
+    hook: Callable[[Any], None], every_s: float = REFRESH_EVERY_S, clock: Callable[[], float] = time.monotonic
+) -> Callable[[Any], None]:
+    """`hook`, run on its first call and then at most once every `every_s` seconds (from any thread)."""
+    lock = threading.Lock()
+    last = [float("-inf")]
+
+    def refresh(configuration: Any) -> None:
+        now = clock()
+        with lock:
+            if now - last[0] < every_s:
+                return
+            last[0] = now
+        hook(configuration)
+        # The kubeconfig loader's hook installs itself again each time it runs (kube_config.py `_set_config`).
+        configuration.refresh_api_key_hook = refresh
+
+    return refresh
 
 
 def connect(
