@@ -2,9 +2,10 @@
 
 Each operation reads the current state first and does nothing when the goal already holds, so a
 resumed run can repeat any step: the `Change` it returns then has `before == after`. Writes are JSON
-merge patches (RFC 7386; `null` removes a key), and `dry_run=True` sends every write with
-`dryRun=All` (server-side dry run: admission and validation run, nothing is persisted) and reports what
-the server says would happen.
+merge patches (RFC 7386; `null` removes a key); a node's field, when the executor watches nodes, is one
+conditional JSON patch instead of a read and a write (`_write_if_unchanged`). `dry_run=True` sends every
+write with `dryRun=All` (server-side dry run: admission and validation run, nothing is persisted) and
+reports what the server says would happen.
 
 Transient failures (5xx, 429 outside eviction, a connection refused or reset) are retried inside each
 request by the API client (`dra_migrate.kube`); permanent ones (403, 422, ...) surface as `ApiError`
@@ -17,7 +18,7 @@ the canary (ops_canary.py); nodes, DRA readiness, DeviceClasses and the health g
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,13 @@ from dra_migrate.kube import ApiError, Obj, RateLimit, new_api_client, path_of
 __all__ = ["CANARY_ATTEMPTS", "CANARY_LABEL", "CANARY_PREFIX", "POLL_CAP_S", "LiveOps", "group_pending", "live_ops"]
 
 
+_UNREAD: Any = object()  # `_set_node_field`'s current value, not read yet
+
+
+def _same(raw: Any) -> Any:
+    return raw
+
+
 class LiveOps(DrainOps, CanaryOps):
     """`Ops` on one api client (from `live_ops`, or any `kubernetes` ApiClient).
 
@@ -81,24 +89,73 @@ class LiveOps(DrainOps, CanaryOps):
     def set_unschedulable(
         self, node: str, value: bool, *, dry_run: bool = False, current: bool | None = None
     ) -> Change:
-        if current is None:
-            current = _unschedulable(self._node(node))
-        before = {"unschedulable": current}
-        if current == value:
-            return Change(f"Node {node}", before, dict(before), dry_run)
         # kubectl cordon/uncordon write the same field (kubectl pkg/drain/cordon.go, a patch of
         # spec.unschedulable); the node lifecycle controller then adds or removes the
         # node.kubernetes.io/unschedulable taint itself.
-        out = self._patch_node(node, {"spec": {"unschedulable": value}}, dry_run)
-        return Change(f"Node {node}", before, {"unschedulable": _unschedulable(out)}, dry_run)
+        known = _UNREAD if current is None else current
+        before, after = self._set_node_field(node, ("spec", "unschedulable"), value, dry_run, norm=bool, current=known)
+        return Change(f"Node {node}", {"unschedulable": before}, {"unschedulable": after}, dry_run)
 
     def set_label(self, node: str, key: str, value: str | None, *, dry_run: bool = False) -> Change:
-        current = _labels(self._node(node)).get(key)
-        before = {"labels": {key: current}}
+        before, after = self._set_node_field(node, ("metadata", "labels", key), value, dry_run)
+        return Change(f"Node {node}", {"labels": {key: before}}, {"labels": {key: after}}, dry_run)
+
+    def _set_node_field(
+        self,
+        node: str,
+        path: tuple[str, ...],
+        value: Any,
+        dry_run: bool,
+        *,
+        norm: Callable[[Any], Any] = _same,
+        current: Any = _UNREAD,
+    ) -> tuple[Any, Any]:
+        """Set the node's field at `path` to `value` (None removes it) unless it holds it already: (its value
+        before, after; `norm` reads a raw value, e.g. an absent `unschedulable` as False). `current`: the value
+        just read, when the caller has it."""
+        if current is _UNREAD:
+            written = self._write_if_unchanged(node, path, value, dry_run, norm)
+            if written is not None:
+                return written
+            current = norm(_at(self._node(node), path))
         if current == value:
-            return Change(f"Node {node}", before, {"labels": {key: current}}, dry_run)
-        out = self._patch_node(node, {"metadata": {"labels": {key: value}}}, dry_run)
-        return Change(f"Node {node}", before, {"labels": {key: _labels(out).get(key)}}, dry_run)
+            return current, current
+        out = self._patch_node(node, _merge_patch(path, value), dry_run)
+        return current, norm(_at(out, path))
+
+    def _write_if_unchanged(
+        self, node: str, path: tuple[str, ...], value: Any, dry_run: bool, norm: Callable[[Any], Any]
+    ) -> tuple[Any, Any] | None:
+        """One conditional write instead of a GET and a write, when the node's watched copy is at hand: a JSON
+        patch (RFC 6902) that tests the field still holds the copy's value, then sets it. The API server
+        applies both or neither, against the node as it stands at the write, and answers a failed test with
+        422 (k8s.io/apiserver@v0.37.2 pkg/endpoints/handlers/patch.go, gopkg.in/evanphx/json-patch.v4
+        `test`: a null value tests that the key is absent). So the value recorded for the inverse is the one
+        the write replaced, as a GET just before it would read, without its round trip (three per migrated
+        node). None (the caller reads the node, as without a copy) when there is no copy, when the copy
+        already shows `value` (the copy may lag: "already done" is only believed from a read), or when the
+        test failed (the copy lagged behind a change)."""
+        cache = self.cache
+        cached = cache.node(node) if cache is not None else None
+        if cached is None:
+            return None
+        raw = _at(cached, path)
+        if norm(raw) == value:
+            return None
+        pointer = "/" + "/".join(p.replace("~", "~0").replace("/", "~1") for p in path)
+        write = {"op": "remove", "path": pointer} if value is None else {"op": "add", "path": pointer, "value": value}
+        try:
+            out = self.kube.json_patch(
+                path_of("v1", "nodes", node), [{"op": "test", "path": pointer, "value": raw}, write],
+                [DRY_RUN] if dry_run else [],
+            )  # fmt: skip
+        except ApiError as e:
+            if e.status == 404:
+                raise StepFailed(f"node {node} does not exist", "it was removed since the plan was made") from e
+            if e.status == 422:  # the test failed (or the write is invalid: the merge patch says so again)
+                return None
+            raise
+        return norm(raw), norm(_at(out, path))
 
     def _patch_node(self, node: str, patch: Mapping[str, Any], dry_run: bool) -> Obj:
         query = [DRY_RUN] if dry_run else []
@@ -153,13 +210,8 @@ class LiveOps(DrainOps, CanaryOps):
     # -- replace-pool (plan/strategies.py) ------------------------------------------------------
 
     def set_annotation(self, node: str, key: str, value: str | None, *, dry_run: bool = False) -> Change:
-        current = ((self._node(node).get("metadata") or {}).get("annotations") or {}).get(key)
-        before = {"annotations": {key: current}}
-        if current == value:
-            return Change(f"Node {node}", before, dict(before), dry_run)
-        out = self._patch_node(node, {"metadata": {"annotations": {key: value}}}, dry_run)
-        after = ((out.get("metadata") or {}).get("annotations") or {}).get(key)
-        return Change(f"Node {node}", before, {"annotations": {key: after}}, dry_run)
+        before, after = self._set_node_field(node, ("metadata", "annotations", key), value, dry_run)
+        return Change(f"Node {node}", {"annotations": {key: before}}, {"annotations": {key: after}}, dry_run)
 
     def pool_nodes(self, selector: dict[str, str], *, driver: str = "gpu.nvidia.com") -> list[dict[str, Any]]:
         query = [("labelSelector", ",".join(f"{k}={v}" for k, v in sorted(selector.items())))]
@@ -403,3 +455,21 @@ def _pruned(value: Any) -> Any:
 
 def _limits(values: Mapping[str, Any] | None) -> str:
     return ", ".join(f"{k}: {v}" for k, v in sorted((values or {}).items()))
+
+
+def _at(obj: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+    """The value at `path` of an API object, None where any part of it is absent."""
+    value: Any = obj
+    for part in path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(part)
+    return value
+
+
+def _merge_patch(path: tuple[str, ...], value: Any) -> dict[str, Any]:
+    """The JSON merge patch (RFC 7386) that sets `path` to `value` (null removes it)."""
+    patch: dict[str, Any] = {path[-1]: value}
+    for part in reversed(path[:-1]):
+        patch = {part: patch}
+    return patch

@@ -8,7 +8,8 @@ resourceVersion, re-listed on 410 Gone) keep a local copy, indexed by node, and 
 server sees four watches however many lanes wait. The copy may lag the server by a watch event; every wait
 reads it until its condition holds, so a lag only delays a wait, never passes one early (what they wait
 for — allocatable 0, a published pool, pods gone, a bound canary — is what the cache shows last).
-Reads that precede a write (a label's old value, for the inverse) still GET: they must be current.
+A write's old value (for the inverse) must be current: it is taken from the copy only by a write that
+tests it still holds (`LiveOps._write_if_unchanged`), else read with a GET.
 
 A wait does not poll its copy on a timer either: it subscribes to the keys it reads (a node's name covers
 the node, its bound pods and its slices; "namespace/name" a pod or a claim) and sleeps until an event

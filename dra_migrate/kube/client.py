@@ -287,6 +287,10 @@ class Kube:
     def merge_patch(self, path: str, body: Mapping[str, Any], query: Query = ()) -> Obj:
         return self.request("PATCH", path, body=body, query=query, content_type="application/merge-patch+json")
 
+    def json_patch(self, path: str, ops: Sequence[Mapping[str, Any]], query: Query = ()) -> Obj:
+        """A JSON patch (RFC 6902): its `test` operations make the write conditional on what they test."""
+        return self.request("PATCH", path, body=list(ops), query=query, content_type="application/json-patch+json")
+
     def strategic_patch(self, path: str, body: Mapping[str, Any]) -> Obj:
         return self.request("PATCH", path, body=body, content_type="application/strategic-merge-patch+json")
 

@@ -191,6 +191,97 @@ def test_permanent_api_errors_quote_the_server(ops: LiveOps) -> None:
     assert isinstance(err.value, ApiError) and err.value.status == 422
 
 
+# -- a node's field with the watched copy: one conditional write (ops._write_if_unchanged) ---------------
+
+
+@pytest.fixture
+def watching(ops: LiveOps) -> Iterator[LiveOps]:
+    ops.watch()
+    yield ops
+    ops.unwatch()
+
+
+def _copy_shows(ops: LiveOps, node: str, check: Any) -> None:
+    watched = ops.watched
+    assert watched is not None
+    wait_for("the watched copy to catch up", lambda: (obj := watched.node(node)) is not None and check(obj), timeout=10)
+
+
+def _sent(ops: LiveOps, write: Any) -> tuple[Any, int]:
+    before = ops.kube.stats.requests
+    out = write()
+    return out, ops.kube.stats.requests - before
+
+
+def test_a_watched_nodes_field_is_one_write_whose_before_is_what_it_replaced(watching: LiveOps, kube: Kube) -> None:
+    key = f"ops.test/cond-{RUN}"
+    node = lambda: kube.get(path_of("v1", "nodes", NODE_A))  # noqa: E731
+    _copy_shows(watching, NODE_A, lambda n: key not in n["metadata"]["labels"])
+    added, sent = _sent(watching, lambda: watching.set_label(NODE_A, key, "x"))  # tests the key is absent
+    assert (added.before, added.after, sent) == ({"labels": {key: None}}, {"labels": {key: "x"}}, 1)
+    _copy_shows(watching, NODE_A, lambda n: n["metadata"]["labels"].get(key) == "x")
+    changed, sent = _sent(watching, lambda: watching.set_label(NODE_A, key, "y"))
+    assert (changed.before, changed.after, sent) == ({"labels": {key: "x"}}, {"labels": {key: "y"}}, 1)
+    dry, sent = _sent(watching, lambda: watching.set_label(NODE_A, key, None, dry_run=True))
+    assert (dry.before, dry.after, sent) == ({"labels": {key: "y"}}, {"labels": {key: None}}, 1)
+    assert node()["metadata"]["labels"][key] == "y"  # the dry run wrote nothing
+    _copy_shows(watching, NODE_A, lambda n: n["metadata"]["labels"].get(key) == "y")
+    removed, sent = _sent(watching, lambda: watching.set_label(NODE_A, key, None))
+    assert (removed.before, removed.after, sent) == ({"labels": {key: "y"}}, {"labels": {key: None}}, 1)
+    assert key not in node()["metadata"]["labels"]
+
+    _copy_shows(watching, NODE_A, lambda n: "unschedulable" not in n["spec"])  # absent: tests null
+    cordon, sent = _sent(watching, lambda: watching.set_unschedulable(NODE_A, True))
+    assert (cordon.before, cordon.after, sent) == ({"unschedulable": False}, {"unschedulable": True}, 1)
+    _copy_shows(watching, NODE_A, lambda n: n["spec"].get("unschedulable") is True)
+    uncordon, sent = _sent(watching, lambda: watching.set_unschedulable(NODE_A, False))
+    assert (uncordon.before, uncordon.after, sent) == ({"unschedulable": True}, {"unschedulable": False}, 1)
+    assert not node()["spec"].get("unschedulable")
+
+
+@pytest.mark.parametrize(
+    ("server", "copy", "goal"),
+    [
+        ("server", "stale", "new"),  # the copy lags a change: the test of its value fails
+        ("server", None, "new"),  # the copy lacks a key the server has: the test of absence fails
+        ("server", "stale", None),  # removing: the value recorded for the inverse is the server's
+        ("old", "new", "new"),  # the copy shows the goal: "already done" is believed only from a read
+    ],
+)
+def test_a_stale_watched_copy_never_records_a_wrong_before(
+    watching: LiveOps, kube: Kube, monkeypatch: pytest.MonkeyPatch, server: str, copy: str | None, goal: str | None
+) -> None:
+    """The copy is made stale by hand (a watch's lag cannot be timed); the API server judges the test."""
+    key = f"ops.test/stale-{RUN}"
+    kube.merge_patch(path_of("v1", "nodes", NODE_A), {"metadata": {"labels": {key: server}}})
+    real = kube.get(path_of("v1", "nodes", NODE_A))
+    stale = {**real, "metadata": {**real["metadata"], "labels": {**real["metadata"]["labels"], key: copy}}}
+    if copy is None:
+        del stale["metadata"]["labels"][key]
+    assert watching.watched is not None
+    monkeypatch.setattr(watching.watched, "node", lambda name: stale if name == NODE_A else None)
+    change = watching.set_label(NODE_A, key, goal)
+    assert (change.before, change.after) == ({"labels": {key: server}}, {"labels": {key: goal}})
+    assert kube.get(path_of("v1", "nodes", NODE_A))["metadata"]["labels"].get(key) == goal
+    kube.merge_patch(path_of("v1", "nodes", NODE_A), {"metadata": {"labels": {key: None}}})
+
+
+def test_a_stale_copy_of_a_cordon_reads_the_node_and_writes_nothing(
+    watching: LiveOps, kube: Kube, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kube.merge_patch(path_of("v1", "nodes", NODE_A), {"spec": {"unschedulable": True}})
+    try:
+        real = kube.get(path_of("v1", "nodes", NODE_A))
+        stale = {**real, "spec": {k: v for k, v in real["spec"].items() if k != "unschedulable"}}
+        assert watching.watched is not None
+        monkeypatch.setattr(watching.watched, "node", lambda name: stale)
+        change, sent = _sent(watching, lambda: watching.set_unschedulable(NODE_A, True))
+        assert change.before == change.after == {"unschedulable": True}
+        assert sent == 2  # the refused conditional write and the read; no write after it
+    finally:
+        kube.merge_patch(path_of("v1", "nodes", NODE_A), {"spec": {"unschedulable": False}})
+
+
 # -- drain ------------------------------------------------------------------------------------------
 
 
