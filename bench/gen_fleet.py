@@ -32,7 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import orjson
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # the checkout's dra_migrate (bench/ runs from a clone, not installed)
+
+from dra_migrate.cluster.sealed import write_sealed  # noqa: E402
 
 Obj = dict[str, Any]
 
@@ -792,7 +795,6 @@ def generate(
     g = Gen(seed)
     pools, workloads = plan(g, n_nodes, n_nodes // 2 if n_cpu is None else n_cpu, n_pods, n_workloads)
     size_nodes(pools, workloads)
-    by_name = {p.name: p for p in pools}
     header = {
         "apiVersion": "dra-migrate.io/v1alpha1",
         "kind": "ClusterSnapshot",
@@ -815,23 +817,27 @@ def generate(
         },
     }
     counts: dict[str, int] = {}
-    write = out.write
-    dumps = orjson.dumps
 
-    def emit(obj: Obj) -> None:
-        write(dumps(obj))
-        write(b"\n")
-        counts[obj["kind"]] = counts.get(obj["kind"], 0) + 1
+    def counted(objs: Iterator[Obj]) -> Iterator[Obj]:
+        for obj in objs:
+            counts[obj["kind"]] = counts.get(obj["kind"], 0) + 1
+            yield obj
 
-    write(dumps(header) + b"\n")
+    # As `dra-migrate snapshot` writes it: the header announces a closing line, which seals the file.
+    write_sealed(out, header, counted(_objects(g, pools, workloads)))
+    return counts
+
+
+def _objects(g: Gen, pools: list[Any], workloads: list[Any]) -> Iterator[Obj]:
+    by_name = {p.name: p for p in pools}
     i = 0
     for p in pools:
         for node in p.nodes:
-            emit(node_obj(g, p, node, i))
+            yield node_obj(g, p, node, i)
             i += 1
     shared = [p for p in pools if p.replicas > 1]
     if shared:
-        emit(
+        yield (
             {
                 "apiVersion": "v1",
                 "kind": "ConfigMap",
@@ -850,9 +856,7 @@ def generate(
             }
         )
     for w in workloads:
-        for obj in emit_workload(g, w, by_name):
-            emit(obj)
-    return counts
+        yield from emit_workload(g, w, by_name)
 
 
 def main(argv: list[str] | None = None) -> int:

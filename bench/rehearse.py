@@ -218,8 +218,28 @@ DRA_DRIVER = {
 
 
 def with_dra_driver(snap: Path) -> None:
-    with snap.open("ab") as fh:
-        fh.write(json.dumps(DRA_DRIVER).encode() + b"\n")
+    """Add the DRA driver's DaemonSet. A file the tool sealed (dra_migrate/cluster/sealed.py: gen_fleet.py
+    writes one) keeps its seal: the line goes before the closing line, which is written again."""
+    sys.path.insert(0, str(ROOT))
+    from dra_migrate.cluster.sealed import Seal, is_end
+
+    data = snap.read_bytes()
+    line = json.dumps(DRA_DRIVER, separators=(",", ":")).encode() + b"\n"
+    cut = data.rfind(b"\n", 0, len(data) - 1) + 1  # the last line's start
+    try:
+        sealed = is_end(json.loads(data[cut:]))
+    except ValueError:
+        sealed = False
+    if not sealed:
+        snap.write_bytes(data + line)
+        return
+    seal = Seal(data[:cut])  # the CRC of the header and objects, one run of bytes
+    seal.objects = data.count(b"\n", 0, cut) - 1
+    seal.add(line)
+    with snap.open("r+b") as fh:
+        fh.seek(cut)
+        fh.write(line + seal.end_line())
+        fh.truncate()
 
 
 PLAN_ARGS: list[str] = []  # --plan-args: more `plan` options, e.g. "--pools gpu-l4 --max-unavailable 25%"

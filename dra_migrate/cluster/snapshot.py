@@ -20,6 +20,16 @@ from typing import IO, Any
 import orjson
 
 from dra_migrate.cluster.jsondup import as_written, duplicate_key
+from dra_migrate.cluster.sealed import (
+    Recheck,
+    Seal,
+    announces_end,
+    cut_short,
+    is_end,
+    pod_decoders,
+    read_pod,
+    write_sealed,
+)
 from dra_migrate.cluster.state import ClusterState, SourceInfo, StateBuilder
 from dra_migrate.cluster.templates import TemplateTable
 from dra_migrate.cluster.validate import MAX_DEPTH, depth_exceeds
@@ -46,15 +56,10 @@ def load_snapshot(
     if not p.exists():
         raise InputError(f"snapshot {p} does not exist", "check the --snapshot path")
     files = _snapshot_files(p)
-    builder = StateBuilder(SourceInfo(kind="snapshot", location=str(p)), templates)
-    header: dict[str, Any] = {}
-    with paused_gc():
-        for f in files:
-            if f.suffix == ".jsonl":
-                _load_jsonl(f, builder, header)
-            else:
-                for item in _read_file(f, header):
-                    builder.add(item, where=str(f))
+    try:
+        builder, header = _read(p, files, templates, trust_ends=True)
+    except Recheck:  # a file the tool wrote was changed since: read it again with every check
+        builder, header = _read(p, files, templates, trust_ends=False)
     state = builder.state
     meta = header.get("metadata") or {}
     served = meta.get("servedAPIs")
@@ -68,6 +73,23 @@ def load_snapshot(
         server=_text(meta.get("server")),
     )
     return state
+
+
+def _read(
+    p: Path, files: list[Path], templates: TemplateTable | None, *, trust_ends: bool
+) -> tuple[StateBuilder, dict[str, Any]]:
+    """Every file into one builder. `trust_ends`: a .jsonl file that announces a closing line is read
+    by cluster/sealed.py's fast reader, which raises Recheck if the file is not as the tool wrote it."""
+    builder = StateBuilder(SourceInfo(kind="snapshot", location=str(p)), templates)
+    header: dict[str, Any] = {}
+    with paused_gc():
+        for f in files:
+            if f.suffix == ".jsonl":
+                _load_jsonl(f, builder, header, trust_ends)
+            else:
+                for item in _read_file(f, header):
+                    builder.add(item, where=str(f))
+    return builder, header
 
 
 def _text(value: Any) -> str | None:
@@ -132,50 +154,110 @@ def _refuse_duplicate_key(data: bytes, doc: Any, where: str) -> None:
         )
 
 
-def _load_jsonl(f: Path, builder: StateBuilder, header: dict[str, Any]) -> None:
+def _load_jsonl(f: Path, builder: StateBuilder, header: dict[str, Any], trust_end: bool) -> None:
     """Stream a JSON Lines snapshot into the builder: the header line, then one object per line.
 
-    This loop is the hot path for large fleets (benchmarked in bench/run.py), so it is kept flat.
+    The loops are the hot path for large fleets (benchmarked in bench/plan_scale.py), so they are kept flat.
     """
-    loads, add, mark, escape = orjson.loads, builder.add, _GPU_MARK, _ESCAPE_MARK
-    name = str(f)
-    lineno = 0
     try:
         with f.open("rb") as fh:
-            for lineno, line in enumerate(fh, 1):
-                try:
-                    obj = loads(line)
-                except orjson.JSONDecodeError as e:
-                    if not line.strip():
-                        continue
-                    if "depth limit" in e.msg:
-                        raise _too_deep(f"{f}:{lineno}") from e
-                    raise InputError(f"{f}:{lineno}: invalid JSON ({e.msg})", "fix the file or export it again") from e
-                if type(obj) is not dict:
-                    raise InputError(
-                        f"{f}:{lineno}: expected a Kubernetes object, found {type(obj).__name__}",
-                        "a .jsonl snapshot holds one object per line",
-                    )
-                kind = obj.get("kind")
-                if kind == "Pod":
-                    # Pods are kept pruned to a fixed shallow shape, so their depth never matters.
-                    spec = obj.get("spec")
-                    may = (isinstance(spec, dict) and bool(spec.get("resourceClaims"))) or mark in line
-                    if not as_written(line, obj):  # text another writer made: look for repeats and escapes
-                        _refuse_duplicate_key(line, obj, f"{name}:{lineno}")
-                        may = may or escape in line
-                    add(obj, may_request_gpus=may, where=f"{name}:{lineno}")
-                    continue
-                _refuse_duplicate_key(line, obj, f"{name}:{lineno}")
-                # A line nests no deeper than it has brackets: only a line with many is measured.
-                if line.count(b"{") + line.count(b"[") > MAX_DEPTH and depth_exceeds(obj):
-                    raise _too_deep(f"{f}:{lineno}")
-                if kind == SNAPSHOT_KIND:
-                    merge_header(header, obj, f"{name}:{lineno}")
-                else:
-                    add(obj, where=f"{name}:{lineno}")
+            first = fh.readline()
+            if trust_end and _announces_end(first):
+                _read_sealed(f, fh, first, builder, header)
+                return
+            fh.seek(0)
+            _read_lines(f, fh, builder, header)
     except OSError as e:
         raise InputError(f"cannot read {f}: {e.strerror}", "check the path and its permissions") from e
+
+
+def _announces_end(first: bytes) -> bool:
+    try:
+        head = orjson.loads(first)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(head, dict) and head.get("kind") == SNAPSHOT_KIND and announces_end(head)
+
+
+def _read_lines(f: Path, fh: IO[bytes], builder: StateBuilder, header: dict[str, Any]) -> None:
+    """Every line parsed whole, and checked for repeated keys unless orjson wrote it."""
+    loads, name = orjson.loads, str(f)
+    for lineno, line in enumerate(fh, 1):
+        try:
+            obj = loads(line)
+        except orjson.JSONDecodeError as e:
+            if not line.strip():
+                continue
+            if "depth limit" in e.msg:
+                raise _too_deep(f"{f}:{lineno}") from e
+            raise InputError(f"{f}:{lineno}: invalid JSON ({e.msg})", "fix the file or export it again") from e
+        _take(line, obj, f"{name}:{lineno}", builder, header, check_repeats=True)
+
+
+def _read_sealed(f: Path, fh: IO[bytes], first: bytes, builder: StateBuilder, header: dict[str, Any]) -> None:
+    """A file that announces its closing line (cluster/sealed.py): pods decoded only for what is kept or
+    counted of them, the rest parsed whole; no line checked for repeated keys, which the closing line's
+    CRC vouches for. Anything amiss raises Recheck (or, if the closing line is missing, refuses the file
+    as cut short)."""
+    name, seal, decoders = str(f), Seal(first), pod_decoders()
+    count, keep = builder.count_pod, builder.keep_pod
+    merge_header(header, orjson.loads(first), f"{name}:1")
+    end: bytes | None = None
+    try:
+        for lineno, line in enumerate(fh, 2):
+            if end is not None:
+                raise Recheck  # a line after the closing line
+            pod = read_pod(line, decoders)
+            if isinstance(pod, tuple):
+                count(*pod, f"{name}:{lineno}")
+            elif pod is not None:
+                keep(pod, f"{name}:{lineno}")
+            else:
+                try:
+                    obj = orjson.loads(line)
+                except orjson.JSONDecodeError as e:
+                    raise Recheck from e
+                if is_end(obj):
+                    end = line
+                    continue
+                _take(line, obj, f"{name}:{lineno}", builder, header, check_repeats=False)
+            seal.add(line)
+    except InputError as e:
+        raise Recheck from e
+    if end is None:
+        raise cut_short(name)
+    if not seal.matches(end):
+        raise Recheck
+
+
+def _take(
+    line: bytes, obj: Any, where: str, builder: StateBuilder, header: dict[str, Any], *, check_repeats: bool
+) -> None:
+    """One parsed line into the builder (a header is merged, a closing line passed over)."""
+    if type(obj) is not dict:
+        raise InputError(
+            f"{where}: expected a Kubernetes object, found {type(obj).__name__}",
+            "a .jsonl snapshot holds one object per line",
+        )
+    kind = obj.get("kind")
+    if kind == "Pod":
+        # Pods are kept pruned to a fixed shallow shape, so their depth never matters.
+        spec = obj.get("spec")
+        may = (isinstance(spec, dict) and bool(spec.get("resourceClaims"))) or _GPU_MARK in line
+        if check_repeats and not as_written(line, obj):  # text another writer made: repeats and escapes
+            _refuse_duplicate_key(line, obj, where)
+            may = may or _ESCAPE_MARK in line
+        builder.add(obj, may_request_gpus=may, where=where)
+        return
+    if check_repeats:
+        _refuse_duplicate_key(line, obj, where)
+    # A line nests no deeper than it has brackets: only a line with many is measured.
+    if line.count(b"{") + line.count(b"[") > MAX_DEPTH and depth_exceeds(obj):
+        raise _too_deep(where)
+    if kind == SNAPSHOT_KIND:
+        merge_header(header, obj, where)
+    elif not is_end(obj):
+        builder.add(obj, where=where)
 
 
 def _expand(doc: Any, name: str, header: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -246,13 +328,8 @@ def snapshot_header(source: SourceInfo, tool_version: str) -> dict[str, Any]:
 
 def write_snapshot(out: IO[bytes], header: dict[str, Any], items: Iterable[dict[str, Any]], fmt: str) -> int:
     """Write a ClusterSnapshot as jsonl (streamed), json or yaml. Returns the number of objects."""
-    n = 0
     if fmt == "jsonl":
-        out.write(orjson.dumps(header) + b"\n")
-        for item in items:
-            out.write(orjson.dumps(item) + b"\n")
-            n += 1
-        return n
+        return write_sealed(out, header, items)
     collected = list(items)
     doc = {**header, "items": collected}
     if fmt == "json":

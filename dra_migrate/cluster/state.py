@@ -161,31 +161,62 @@ class StateBuilder:
         """Whether this is the first copy of the object; a conflicting second copy is refused."""
         meta = obj["metadata"]  # checked: a map with a name
         ident = (key, meta.get("namespace") or "", meta["name"])
-        uid, version = meta.get("uid"), meta.get("resourceVersion")
+        return self._first_of(ident, meta.get("uid"), meta.get("resourceVersion"), where, lambda: describe(obj))
+
+    def _first_of(
+        self, ident: tuple[str, str, str], uid: Any, version: Any, where: str, what: Callable[[], str]
+    ) -> bool:
         seen = self._seen.get(ident)
         if seen is None:
             self._seen[ident] = (uid, version, where)
             return True
         if uid is not None and (uid, version) == seen[:2]:
             self.duplicates += 1
-            log.warning("%s: %s is also in %s (same uid and version): read once", where, describe(obj), seen[2])
+            log.warning("%s: %s is also in %s (same uid and version): read once", where, what(), seen[2])
             return False
         raise InputError(
-            f"{where}: {describe(obj)} is also in {seen[2]}"
+            f"{where}: {what()} is also in {seen[2]}"
             + (" with another uid (two clusters?)" if uid != seen[0] else " in another version"),
             "a snapshot holds each object once: export one cluster once, or remove one copy",
         )
 
     def _count_other_pod(self, obj: Obj) -> None:
-        state = self._state
-        state.other_pods_read += 1
         status = obj.get("status")
-        if isinstance(status, dict) and status.get("phase") in ("Succeeded", "Failed"):
-            return
         spec = obj.get("spec")
         node = spec.get("nodeName") if isinstance(spec, dict) else None
+        self._count(node if isinstance(node, str) else "", isinstance(status, dict) and status.get("phase"))
+
+    def _count(self, node: str, phase: Any) -> None:
+        state = self._state
+        state.other_pods_read += 1
+        if phase in ("Succeeded", "Failed"):
+            return
         counts = state.other_pods
-        key = node if isinstance(node, str) else ""
+        counts[node] = counts.get(node, 0) + 1
+
+    def keep_pod(self, pod: Obj, where: str) -> None:
+        """A v1 pod that uses devices, already pruned by a reader that decoded only what `_prune_pod`
+        keeps (cluster/sealed.py), and of the types `ObjectChecker.check` takes at a glance."""
+        if self._first_copy("Pod", pod, where):
+            self._pods.append(pod)
+
+    def count_pod(
+        self, name: str, namespace: str | None, uid: Any, version: Any, node: str | None, phase: str | None, where: str
+    ) -> None:
+        """A v1 pod that uses no devices, as a reader that decoded only these fields of it hands it over
+        (cluster/sealed.py): it has passed the types `ObjectChecker.light_pod` checks, and is only counted."""
+        ident = ("Pod", namespace or "", name)
+        if ident in self._seen:  # a repeat: read once (and said), or refused
+            self._first_of(
+                ident, uid, version, where, lambda: f"Pod {namespace}/{name}" if namespace else f"Pod {name}"
+            )
+            return
+        self._seen[ident] = (uid, version, where)
+        state = self._state
+        state.other_pods_read += 1
+        if phase == "Succeeded" or phase == "Failed":
+            return
+        counts, key = state.other_pods, node or ""
         counts[key] = counts.get(key, 0) + 1
 
     def add_all(self, objs: Iterable[Obj]) -> None:
