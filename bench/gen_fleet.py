@@ -110,12 +110,22 @@ class Gen:
     def __init__(self, seed: int) -> None:
         self.rng = random.Random(seed)
         self.seed = seed
+        self._taken: set[str] = set()
 
     def uid(self) -> str:
         return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
 
     def sfx(self, n: int = 5) -> str:
         return "".join(self.rng.choice(_ALPHABET) for _ in range(n))
+
+    def unique(self, prefix: str) -> str:
+        """`prefix-xxxxx`, never given before: a DaemonSet on 15,000 nodes draws its 5-letter suffixes
+        often enough to repeat one (the birthday bound), and a snapshot holds each pod once. A draw that
+        repeats is drawn again, so a fleet with no repeat is the same as before this was added."""
+        while (name := f"{prefix}-{self.sfx()}") in self._taken:
+            pass
+        self._taken.add(name)
+        return name
 
     def hexid(self, n: int = 64) -> str:
         return f"{self.rng.getrandbits(n * 4):0{n}x}"
@@ -643,7 +653,7 @@ def emit_workload(g: Gen, w: Workload, pools: dict[str, Pool]) -> Iterator[Obj]:
             "status": {"replicas": w.replicas, "readyReplicas": w.replicas},
         }
         yield from pods_of(
-            rt, oref("apps/v1", "ReplicaSet", rs_name, rs_uid), [f"{rs_name}-{g.sfx()}" for _ in range(w.replicas)]
+            rt, oref("apps/v1", "ReplicaSet", rs_name, rs_uid), [g.unique(rs_name) for _ in range(w.replicas)]
         )
     elif w.kind == "StatefulSet":
         t = pod_template(w, dict(base))
@@ -692,7 +702,7 @@ def emit_workload(g: Gen, w: Workload, pools: dict[str, Pool]) -> Iterator[Obj]:
                 node.cpu_m -= w.cpu_m + 10
                 node.mem_mi -= w.mem_mi + 64
                 node.pods -= 1
-                yield pod(g, w, f"{w.name}-{g.sfx()}", t, node, owner, {"controller-revision-hash": g.sfx(10)})
+                yield pod(g, w, g.unique(w.name), t, node, owner, {"controller-revision-hash": g.sfx(10)})
     elif w.kind == "Job":
         ctrl = {"batch.kubernetes.io/controller-uid": w.uid, "batch.kubernetes.io/job-name": w.name}
         t = pod_template(w, {**base, **ctrl})
@@ -710,7 +720,7 @@ def emit_workload(g: Gen, w: Workload, pools: dict[str, Pool]) -> Iterator[Obj]:
             "status": {"active": w.replicas, "startTime": CREATED},
         }
         yield from pods_of(
-            t, oref("batch/v1", "Job", w.name, w.uid), [f"{w.name}-{g.sfx()}" for _ in range(w.replicas)]
+            t, oref("batch/v1", "Job", w.name, w.uid), [g.unique(w.name) for _ in range(w.replicas)]
         )
     elif w.kind == "CronJob":
         if w.gpus_per_pod:
@@ -780,7 +790,7 @@ def emit_workload(g: Gen, w: Workload, pools: dict[str, Pool]) -> Iterator[Obj]:
         yield from pods_of(
             t,
             oref("jobset.x-k8s.io/v1alpha2", "JobSet", w.name, w.uid),
-            [f"{w.name}-workers-0-{i}-{g.sfx()}" for i in range(w.replicas)],
+            [g.unique(f"{w.name}-workers-0-{i}") for i in range(w.replicas)],
             [{**js, "batch.kubernetes.io/job-completion-index": str(i)} for i in range(w.replicas)],
         )
     else:  # pragma: no cover - KIND_WEIGHTS and this function move together

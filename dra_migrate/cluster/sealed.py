@@ -25,7 +25,7 @@ state the value it wants).
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import IO, Any
 
 import msgspec
@@ -52,21 +52,21 @@ class _Map(msgspec.Struct):
 # references, the values of its labels), which this reader leaves to the full path.
 class _MetaCounted(msgspec.Struct):
     name: str = ""
-    namespace: str | UnsetType = UNSET
+    namespace: str = ""  # null is not a string: such a pod takes the full path (so for node and phase)
     uid: Any = None
     resourceVersion: Any = None
     labels: _Map | None = None
 
 
 class _SpecCounted(msgspec.Struct):
-    nodeName: str | UnsetType = UNSET
-    containers: list[_Map] | UnsetType = UNSET
-    initContainers: list[_Map] | UnsetType = UNSET
+    nodeName: str = ""
+    containers: list[_Map] | None = None  # None: absent (or null), which `light_pod` does not take at a glance
+    initContainers: list[_Map] = []
     resourceClaims: list[Any] | None = None
 
 
 class _StatusCounted(msgspec.Struct):
-    phase: str | UnsetType = UNSET
+    phase: str = ""
 
 
 class PodCounted(msgspec.Struct):
@@ -139,36 +139,24 @@ def _fields(struct: msgspec.Struct, keys: tuple[str, ...]) -> dict[str, Any]:
     return {k: v for k in keys if (v := getattr(struct, k)) is not UNSET}
 
 
-def _device_names(c: _Container) -> Iterator[tuple[str, Any]]:
-    res = c.resources
-    if res is None or res is UNSET:
-        return
-    for part in (res.limits, res.requests):
-        if part:
-            for k, v in part.items():
-                if k.startswith(_GPU_PREFIX):
-                    yield k, v
-
-
-def _containers(spec: _Spec) -> Iterator[_Container]:
-    for cs in (spec.containers, spec.initContainers):
-        if cs:
-            yield from cs
-
-
-def _kept_container(c: _Container) -> dict[str, Any]:
-    """`cluster.state._prune_container`."""
-    out: dict[str, Any] = {"name": None if c.name is UNSET else c.name}
-    res = c.resources
-    if res is not None and res is not UNSET:
-        kept = {}
-        for key, part in (("limits", res.limits), ("requests", res.requests)):
-            gpu = {k: v for k, v in part.items() if k.startswith(_GPU_PREFIX)} if part else None
-            if gpu:
-                kept[key] = gpu
-        out["resources"] = kept
-    if c.restartPolicy is not UNSET:
-        out["restartPolicy"] = c.restartPolicy
+def _kept_containers(cs: list[_Container], counts: list[Any]) -> list[dict[str, Any]]:
+    """`cluster.state._prune_container` of each; the device counts they name are added to `counts`."""
+    out = []
+    for c in cs:
+        kept: dict[str, Any] = {"name": None if c.name is UNSET else c.name}
+        res = c.resources
+        if res is not None and res is not UNSET:
+            parts = {}
+            for key, part in (("limits", res.limits), ("requests", res.requests)):
+                if part:
+                    gpu = {k: v for k, v in part.items() if k.startswith(_GPU_PREFIX)}
+                    if gpu:
+                        parts[key] = gpu
+                        counts.extend(gpu.values())
+            kept["resources"] = parts
+        if c.restartPolicy is not UNSET:
+            kept["restartPolicy"] = c.restartPolicy
+        out.append(kept)
     return out
 
 
@@ -177,16 +165,17 @@ def _kept_pod(pod: PodKept) -> dict[str, Any] | None:
     quick check takes them (a plain whole number: "8"); None if it uses none (it is counted)."""
     spec, meta = pod.spec, pod.metadata
     assert spec is not None and meta is not None
-    names = [v for c in _containers(spec) for _, v in _device_names(c)]
-    if not names and not spec.resourceClaims:
-        return None
-    if not all(type(v) is str and v.isdigit() and len(v) < 10 for v in names):
-        raise _FullPath
+    counts: list[Any] = []
     new_spec = _fields(spec, _SPEC_KEPT)
-    for key in ("containers", "initContainers"):
-        cs = getattr(spec, key)
-        if cs is not UNSET and cs is not None:
-            new_spec[key] = [_kept_container(c) for c in cs]
+    for key, cs in (("containers", spec.containers), ("initContainers", spec.initContainers)):
+        if cs:
+            new_spec[key] = _kept_containers(cs, counts)
+        elif cs is not UNSET and cs is not None:
+            new_spec[key] = []
+    if not counts and not spec.resourceClaims:
+        return None
+    if not all(type(v) is str and v.isdigit() and len(v) < 10 for v in counts):
+        raise _FullPath
     status = pod.status
     return {
         "apiVersion": "v1",
@@ -222,20 +211,23 @@ def read_pod(line: bytes, decoders: Decoders) -> dict[str, Any] | Counted | None
     meta, spec, status = pod.metadata, pod.spec, pod.status
     if pod.kind != "Pod" or pod.apiVersion != "v1" or meta is None or not meta.name or spec is None:
         return None  # both quick checks want a spec
-    if type(pod) is PodKept:
+    if isinstance(pod, PodKept):
         try:
             kept = _kept_pod(pod)
         except _FullPath:
             return None
         if kept is not None:
             return kept
-    elif spec.resourceClaims or spec.containers is UNSET:
+        return (
+            meta.name, _set(meta.namespace), _set(meta.uid), _set(meta.resourceVersion), _set(spec.nodeName),
+            _set(status.phase) if status else None,
+        )  # fmt: skip
+    counted, c_spec, c_status = pod.metadata, pod.spec, pod.status  # as PodCounted's types
+    assert counted is not None and c_spec is not None  # tested above
+    if c_spec.resourceClaims or c_spec.containers is None:
         return None  # uses devices (the full path keeps it), or is not what `light_pod` takes at a glance
-    return (
-        meta.name, _set(meta.namespace), meta.uid if meta.uid is not UNSET else None,
-        meta.resourceVersion if meta.resourceVersion is not UNSET else None, _set(spec.nodeName),
-        _set(status.phase) if status else None,
-    )  # fmt: skip
+    phase = c_status.phase if c_status else None
+    return counted.name, counted.namespace, counted.uid, counted.resourceVersion, c_spec.nodeName, phase
 
 
 def _set(value: Any) -> Any:
