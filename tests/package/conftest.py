@@ -37,9 +37,18 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def wheelhouse(dist: tuple[Path, Path]) -> Path:
     """The wheel's dependencies as wheels, fetched once per machine (pip's resolver picks the versions)."""
     WHEELHOUSE.mkdir(parents=True, exist_ok=True)
+    # Third-party wheels only: a copy of the project's wheel left there (same name, older dependencies) is read
+    # instead of the new one, and a new dependency is never fetched (tools/image/build says the same).
+    _drop_own_wheels()
     run(sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--only-binary=:all:",
         "--dest", WHEELHOUSE, "--find-links", WHEELHOUSE, dist[1])  # fmt: skip
+    _drop_own_wheels()
     return WHEELHOUSE
+
+
+def _drop_own_wheels() -> None:
+    for own in WHEELHOUSE.glob("dra_migrate-*.whl"):
+        own.unlink()
 
 
 @pytest.fixture(scope="session")
