@@ -217,3 +217,19 @@ def test_any_pod_reads_as_the_full_path_reads_it(
         twin["metadata"]["name"] += "-2"  # a second copy that is no repeat of the first
     fast, full = fast_then_full(sealed_file(tmp_path, [NODE, pod, CPU_POD, twin], "h.jsonl"))
     assert fast == full
+
+
+def test_a_directory_mixes_a_sealed_file_with_an_export_and_a_pod_in_both_is_refused_naming_both(
+    tmp_path: Path,
+) -> None:
+    snap = tmp_path / "snap"
+    snap.mkdir()
+    sealed_file(snap, [NODE, CPU_POD, GPU_POD], "a.jsonl")
+    other = {**copy.deepcopy(CPU_POD), "metadata": {**CPU_POD["metadata"], "uid": "another"}}
+    (snap / "b.json").write_bytes(orjson.dumps({"apiVersion": "v1", "kind": "List", "items": [other]}))
+    with pytest.raises(InputError) as refused:
+        load_snapshot(snap)
+    assert f"{snap / 'b.json'}: Pod ml/web is also in {snap / 'a.jsonl'}:3 with another uid" in str(refused.value)
+    (snap / "b.json").write_bytes(orjson.dumps({"apiVersion": "v1", "kind": "List", "items": [CPU_POD]}))
+    state = load_snapshot(snap)  # the very same version: read once
+    assert state.other_pods_read == 1 and [p["metadata"]["name"] for p in state.of("Pod")] == ["train"]
