@@ -32,6 +32,7 @@ import msgspec
 import orjson
 from msgspec import UNSET, UnsetType
 
+from dra_migrate.cluster.state import POD_META_KEYS, POD_SPEC_KEYS, POD_STATUS_KEYS
 from dra_migrate.errors import InputError
 
 END_KIND = "ClusterSnapshotEnd"
@@ -126,13 +127,8 @@ class PodKept(msgspec.Struct):
     status: _Status | UnsetType | None = UNSET
 
 
-# The keys `_prune_pod` keeps, in its order (cluster/state.py `_POD_META_KEYS`, `_POD_SPEC_KEYS`).
-_META_KEPT = ("name", "namespace", "uid", "resourceVersion", "ownerReferences", "labels", "deletionTimestamp")
-_SPEC_KEPT = (
-    "nodeName", "nodeSelector", "affinity", "tolerations", "resourceClaims", "priorityClassName", "schedulingGroup",
-    "terminationGracePeriodSeconds", "schedulerName",
-)  # fmt: skip
-_STATUS_KEPT = ("phase", "extendedResourceClaimStatus")
+# The keys `_prune_pod` keeps, in its order: each is a field of `_Meta`, `_Spec` or `_Status`.
+_META_KEPT, _SPEC_KEPT, _STATUS_KEPT = POD_META_KEYS, POD_SPEC_KEYS, POD_STATUS_KEYS
 
 
 def _fields(struct: msgspec.Struct, keys: tuple[str, ...]) -> dict[str, Any]:

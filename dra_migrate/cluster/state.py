@@ -279,7 +279,7 @@ def _prune_container(c: Any) -> Any:
 
 
 # schedulingGroup: the 1.37 PodGroup a pod belongs to (k8s.io/api@v0.37.2 core/v1 PodSpec.SchedulingGroup).
-_POD_SPEC_KEYS = (
+POD_SPEC_KEYS = (
     "nodeName",
     "nodeSelector",
     "affinity",
@@ -290,7 +290,10 @@ _POD_SPEC_KEYS = (
     "terminationGracePeriodSeconds",  # how long its drain takes (dra_migrate/plan/estimate.py)
     "schedulerName",  # a scheduler other than kube-scheduler must handle DRA itself (checks/rules_dependents.py)
 )
-_POD_META_KEYS = ("name", "namespace", "uid", "resourceVersion", "ownerReferences", "labels", "deletionTimestamp")
+POD_META_KEYS = ("name", "namespace", "uid", "resourceVersion", "ownerReferences", "labels", "deletionTimestamp")
+POD_STATUS_KEYS = ("phase", "extendedResourceClaimStatus")
+# cluster/sealed.py decodes these fields of a pod the tool wrote (`PodKept`): a key added here needs its field
+# there (tests/unit/test_snapshot_sealed.py holds the two together).
 
 
 def _pick(d: Any, keys: tuple[str, ...]) -> dict[str, Any]:
@@ -302,7 +305,7 @@ def _pick(d: Any, keys: tuple[str, ...]) -> dict[str, Any]:
 def _prune_pod(obj: Obj) -> Obj:
     """A GPU pod as kept: identity, owners, labels, placement and resources."""
     spec = obj.get("spec")
-    new_spec = _pick(spec, _POD_SPEC_KEYS)
+    new_spec = _pick(spec, POD_SPEC_KEYS)
     if isinstance(spec, dict):
         for ckey in ("containers", "initContainers"):
             cs = spec.get(ckey)
@@ -311,7 +314,7 @@ def _prune_pod(obj: Obj) -> Obj:
     return {
         "apiVersion": obj.get("apiVersion", "v1"),
         "kind": "Pod",
-        "metadata": _pick(obj.get("metadata"), _POD_META_KEYS),
+        "metadata": _pick(obj.get("metadata"), POD_META_KEYS),
         "spec": new_spec,
-        "status": _pick(obj.get("status"), ("phase", "extendedResourceClaimStatus")),
+        "status": _pick(obj.get("status"), POD_STATUS_KEYS),
     }

@@ -100,6 +100,19 @@ def test_the_writer_announces_and_writes_the_closing_line(tmp_path: Path) -> Non
     assert seal.matches(lines[-1])
 
 
+def test_the_fast_reader_decodes_every_key_a_kept_pod_keeps() -> None:
+    from msgspec.structs import fields
+
+    from dra_migrate.cluster.state import POD_META_KEYS, POD_SPEC_KEYS, POD_STATUS_KEYS
+
+    for struct, keys in (
+        (sealed._Meta, POD_META_KEYS),
+        (sealed._Spec, POD_SPEC_KEYS),
+        (sealed._Status, POD_STATUS_KEYS),
+    ):
+        assert set(keys) <= {f.name for f in fields(struct)}, struct
+
+
 def test_a_sealed_file_reads_as_the_full_path_reads_it_without_parsing_its_pods_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
