@@ -212,12 +212,7 @@ class StateBuilder:
             )
             return
         self._seen[ident] = (uid, version, where)
-        state = self._state
-        state.other_pods_read += 1
-        if phase == "Succeeded" or phase == "Failed":
-            return
-        counts, key = state.other_pods, node or ""
-        counts[key] = counts.get(key, 0) + 1
+        self._count(node or "", phase)
 
     def add_all(self, objs: Iterable[Obj]) -> None:
         for obj in objs:
