@@ -33,11 +33,11 @@ import orjson
 from msgspec import UNSET, UnsetType
 
 from dra_migrate.cluster.state import POD_META_KEYS, POD_SPEC_KEYS, POD_STATUS_KEYS
+from dra_migrate.cluster.validate import GPU_PREFIX
 from dra_migrate.errors import InputError
 
+API_VERSION = "dra-migrate.io/v1alpha1"  # of the header and the closing line (cluster/snapshot.py)
 END_KIND = "ClusterSnapshotEnd"
-_API_VERSION = "dra-migrate.io/v1alpha1"
-_GPU_PREFIX = "nvidia.com/"
 
 
 class Recheck(Exception):
@@ -127,11 +127,8 @@ class PodKept(msgspec.Struct):
     status: _Status | UnsetType | None = UNSET
 
 
-# The keys `_prune_pod` keeps, in its order: each is a field of `_Meta`, `_Spec` or `_Status`.
-_META_KEPT, _SPEC_KEPT, _STATUS_KEPT = POD_META_KEYS, POD_SPEC_KEYS, POD_STATUS_KEYS
-
-
 def _fields(struct: msgspec.Struct, keys: tuple[str, ...]) -> dict[str, Any]:
+    """The keys `_prune_pod` keeps, in its order, that the line has (each a field of the struct)."""
     return {k: v for k in keys if (v := getattr(struct, k)) is not UNSET}
 
 
@@ -145,7 +142,7 @@ def _kept_containers(cs: list[_Container], counts: list[Any]) -> list[dict[str, 
             parts = {}
             for key, part in (("limits", res.limits), ("requests", res.requests)):
                 if part:
-                    gpu = {k: v for k, v in part.items() if k.startswith(_GPU_PREFIX)}
+                    gpu = {k: v for k, v in part.items() if k.startswith(GPU_PREFIX)}
                     if gpu:
                         parts[key] = gpu
                         counts.extend(gpu.values())
@@ -162,7 +159,7 @@ def _kept_pod(pod: PodKept) -> dict[str, Any] | None:
     spec, meta = pod.spec, pod.metadata
     assert spec is not None and meta is not None
     counts: list[Any] = []
-    new_spec = _fields(spec, _SPEC_KEPT)
+    new_spec = _fields(spec, POD_SPEC_KEYS)
     for key, cs in (("containers", spec.containers), ("initContainers", spec.initContainers)):
         if cs:
             new_spec[key] = _kept_containers(cs, counts)
@@ -176,9 +173,9 @@ def _kept_pod(pod: PodKept) -> dict[str, Any] | None:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": _fields(meta, _META_KEPT),
+        "metadata": _fields(meta, POD_META_KEYS),
         "spec": new_spec,
-        "status": {} if status is None or status is UNSET else _fields(status, _STATUS_KEPT),
+        "status": {} if status is None or status is UNSET else _fields(status, POD_STATUS_KEYS),
     }
 
 
@@ -187,7 +184,7 @@ class _FullPath(Exception):
 
 
 Decoders = tuple[Callable[[bytes], PodKept], Callable[[bytes], PodCounted]]
-_MARK = _GPU_PREFIX.encode()
+_MARK = GPU_PREFIX.encode()
 _POD_KIND = b'"kind":"Pod"'
 
 
@@ -241,7 +238,7 @@ def announces_end(header: Any) -> bool:
 
 
 def is_end(obj: Any) -> bool:
-    return isinstance(obj, dict) and obj.get("kind") == END_KIND and obj.get("apiVersion") == _API_VERSION
+    return isinstance(obj, dict) and obj.get("kind") == END_KIND and obj.get("apiVersion") == API_VERSION
 
 
 class Seal:
@@ -257,7 +254,7 @@ class Seal:
         self.crc = zlib.crc32(line, self.crc)
 
     def end_line(self) -> bytes:
-        end = {"apiVersion": _API_VERSION, "kind": END_KIND, "objects": self.objects, "crc32": self.crc}
+        end = {"apiVersion": API_VERSION, "kind": END_KIND, "objects": self.objects, "crc32": self.crc}
         return orjson.dumps(end) + b"\n"
 
     def matches(self, end_line: bytes) -> bool:

@@ -21,6 +21,7 @@ import orjson
 
 from dra_migrate.cluster.jsondup import as_written, duplicate_key
 from dra_migrate.cluster.sealed import (
+    API_VERSION,
     Recheck,
     Seal,
     announces_end,
@@ -37,7 +38,7 @@ from dra_migrate.cluster.yamlio import dump_yaml, load_yaml_documents
 from dra_migrate.errors import InputError
 from dra_migrate.gcpause import paused_gc
 
-SNAPSHOT_API_VERSION = "dra-migrate.io/v1alpha1"
+SNAPSHOT_API_VERSION = API_VERSION
 SNAPSHOT_KIND = "ClusterSnapshot"
 _SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")
 
@@ -162,8 +163,9 @@ def _load_jsonl(f: Path, builder: StateBuilder, header: dict[str, Any], trust_en
     try:
         with f.open("rb") as fh:
             first = fh.readline()
-            if trust_end and _announces_end(first):
-                _read_sealed(f, fh, first, builder, header)
+            head = _header_announcing_end(first) if trust_end else None
+            if head is not None:
+                _read_sealed(f, fh, first, head, builder, header)
                 return
             fh.seek(0)
             _read_lines(f, fh, builder, header)
@@ -171,12 +173,13 @@ def _load_jsonl(f: Path, builder: StateBuilder, header: dict[str, Any], trust_en
         raise InputError(f"cannot read {f}: {e.strerror}", "check the path and its permissions") from e
 
 
-def _announces_end(first: bytes) -> bool:
+def _header_announcing_end(first: bytes) -> dict[str, Any] | None:
+    """The first line, parsed, if it is a ClusterSnapshot header that announces a closing line."""
     try:
         head = orjson.loads(first)
     except orjson.JSONDecodeError:
-        return False
-    return isinstance(head, dict) and head.get("kind") == SNAPSHOT_KIND and announces_end(head)
+        return None
+    return head if isinstance(head, dict) and head.get("kind") == SNAPSHOT_KIND and announces_end(head) else None
 
 
 def _read_lines(f: Path, fh: IO[bytes], builder: StateBuilder, header: dict[str, Any]) -> None:
@@ -194,14 +197,16 @@ def _read_lines(f: Path, fh: IO[bytes], builder: StateBuilder, header: dict[str,
         _take(line, obj, f"{name}:{lineno}", builder, header, check_repeats=True)
 
 
-def _read_sealed(f: Path, fh: IO[bytes], first: bytes, builder: StateBuilder, header: dict[str, Any]) -> None:
+def _read_sealed(
+    f: Path, fh: IO[bytes], first: bytes, head: dict[str, Any], builder: StateBuilder, header: dict[str, Any]
+) -> None:
     """A file that announces its closing line (cluster/sealed.py): pods decoded only for what is kept or
     counted of them, the rest parsed whole; no line checked for repeated keys, which the closing line's
     CRC vouches for. Anything amiss raises Recheck (or, if the closing line is missing, refuses the file
     as cut short)."""
     name, seal, decoders = str(f), Seal(first), pod_decoders()
     count, keep = builder.count_pod, builder.keep_pod
-    merge_header(header, orjson.loads(first), f"{name}:1")
+    merge_header(header, head, f"{name}:1")
     end: bytes | None = None
     try:
         for lineno, line in enumerate(fh, 2):
