@@ -22,13 +22,12 @@ import orjson
 from dra_migrate.cluster.jsondup import as_written, duplicate_key
 from dra_migrate.cluster.sealed import (
     API_VERSION,
+    PodReader,
     Recheck,
     Seal,
     announces_end,
     cut_short,
     is_end,
-    pod_decoders,
-    read_pod,
     write_sealed,
 )
 from dra_migrate.cluster.state import ClusterState, SourceInfo, StateBuilder
@@ -204,7 +203,7 @@ def _read_sealed(
     counted of them, the rest parsed whole; no line checked for repeated keys, which the closing line's
     CRC vouches for. Anything amiss raises Recheck (or, if the closing line is missing, refuses the file
     as cut short)."""
-    name, seal, decoders = str(f), Seal(first), pod_decoders()
+    name, seal, pods = str(f), Seal(first), PodReader()
     count, keep = builder.count_pod, builder.keep_pod
     merge_header(header, head, f"{name}:1")
     end: bytes | None = None
@@ -212,7 +211,7 @@ def _read_sealed(
         for lineno, line in enumerate(fh, 2):
             if end is not None:
                 raise Recheck  # a line after the closing line
-            pod = read_pod(line, decoders)
+            pod = pods.read(line)
             if isinstance(pod, tuple):
                 count(*pod, f"{name}:{lineno}")
             elif pod is not None:

@@ -89,7 +89,7 @@ def _string_map(v: Any, field: str) -> None:
 
 def check_count(v: Any, field: str) -> None:
     """An nvidia.com/ quantity: a whole, non-negative number of devices (extended resources are integers)."""
-    if type(v) is str and v.isdigit() and len(v) < 10:  # the common "8", at C speed
+    if type(v) is str and v.isascii() and v.isdigit() and len(v) < 10:  # the common "8", at C speed
         return
     q = parse_quantity(v)
     if q is None:
@@ -143,7 +143,7 @@ def _container_ok(c: Any) -> bool:
             return False
         for k, v in part.items():
             if type(k) is not str or (
-                k.startswith(GPU_PREFIX) and not (type(v) is str and v.isdigit() and len(v) < 10)
+                k.startswith(GPU_PREFIX) and not (type(v) is str and v.isascii() and v.isdigit() and len(v) < 10)
             ):
                 return False
     return True

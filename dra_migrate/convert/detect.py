@@ -27,7 +27,7 @@ def count_problem(c: dict[str, Any], resource: str) -> str | None:
     }
     for part, raw in values.items():
         if isinstance(raw, bool) or not (
-            (isinstance(raw, int) and raw > 0) or (isinstance(raw, str) and raw.isdigit() and int(raw) > 0)
+            (isinstance(raw, int) and raw > 0) or (isinstance(raw, str) and raw.isdecimal() and int(raw) > 0)
         ):
             return f"{resource} in {part} is {raw!r}: a device count must be a positive integer"
     if len({int(v) for v in values.values()}) > 1:

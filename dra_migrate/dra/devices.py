@@ -549,7 +549,7 @@ def _common_attributes(labels: Mapping[str, str]) -> dict[str, dict[str, Any]]:
     compute = known.compute if known else FAMILY_COMPUTE.get(family)
     major = labels.get("nvidia.com/gpu.compute.major")
     minor = labels.get("nvidia.com/gpu.compute.minor")
-    if major is not None and major.isdigit() and minor is not None and minor.isdigit():
+    if major is not None and major.isdecimal() and minor is not None and minor.isdecimal():
         compute = (int(major), int(minor))
     attrs: dict[str, dict[str, Any]] = {}
     if base:
@@ -581,7 +581,7 @@ def _pci_attributes(index: int) -> dict[str, dict[str, Any]]:
 
 def semver(version: str) -> str:
     """`535.104.05` -> `535.104.5`, `12.8` -> `12.8.0`: the API server only accepts semver 2.0.0."""
-    parts = [str(int(p)) if p.isdigit() else p for p in version.split(".")[:3]]
+    parts = [str(int(p)) if p.isdecimal() else p for p in version.split(".")[:3]]
     while len(parts) < 3:
         parts.append("0")
     return ".".join(parts)

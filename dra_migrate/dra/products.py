@@ -228,7 +228,7 @@ def _profile_label(profile: str, labels: Mapping[str, str], key: str) -> int | N
         value = labels.get(f"nvidia.com/gpu.{key}")
     else:
         value = labels.get(f"nvidia.com/mig-{resource_profile(profile)}.{key}")
-    return int(value) if value is not None and value.isdigit() else None
+    return int(value) if value is not None and value.isdecimal() else None
 
 
 def _table_entry(profile: str, labels: Mapping[str, str]) -> MigProfile | None:
@@ -268,7 +268,7 @@ def mig_profile(profile: str, labels: Mapping[str, str]) -> MigProfile:
 
     def label(key: str, default: int) -> int:
         value = labels.get(prefix + key)
-        return int(value) if value is not None and value.isdigit() else default
+        return int(value) if value is not None and value.isdecimal() else default
 
     return replace(
         geo,

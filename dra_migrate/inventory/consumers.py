@@ -9,6 +9,7 @@ template table does not know) still make a consumer, counted from the pods and m
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -233,9 +234,11 @@ def find_consumers(
 
     node_requests: dict[str, dict[str, int]] = {}
     by_pod: PodRequests = {}
+    requests = _RequestsOf(names)
+    of_top: dict[int, Consumer] = {}  # id(top owner) -> its consumer: a workload's pods find it once
     for pod in state.of("Pod"):
         spec = _dict(pod.get("spec"))
-        req = pod_requests(_list(spec.get("containers")), _list(spec.get("initContainers")), names)
+        req = requests(spec)
         node = spec.get("nodeName")
         by_pod[pod_ref(pod)] = (node, req)
         live = _dict(pod.get("status")).get("phase") not in TERMINAL_PHASES
@@ -248,12 +251,16 @@ def find_consumers(
             # ReplicaSet's pods mid-rollout), and skipping it keeps the owner walk to GPU pods only.
             continue
         top_key, top, missing = index.top("Pod", pod)
-        c: Consumer | None = consumers.get(cid(top_key, top))
-        if c is None and missing is not None and top is pod:
-            c = _consumer_for_missing_owner(consumers, pod, missing)
+        c: Consumer | None = of_top.get(id(top))
         if c is None:
-            c = _pod_consumer(state, top_key, top, req, names)
-            consumers[cid(top_key, top)] = c
+            c = consumers.get(cid(top_key, top))
+            if c is None and missing is not None and top is pod:
+                c = _consumer_for_missing_owner(consumers, pod, missing)
+            if c is None:
+                c = _pod_consumer(state, top_key, top, req, names)
+                consumers[cid(top_key, top)] = c
+            if top is not pod:  # a bare pod, or one whose owner was not read, is its own top: no reuse
+                of_top[id(top)] = c
         sched = other_scheduler(spec)
         if sched:
             c.schedulers.add(sched)
@@ -265,6 +272,28 @@ def find_consumers(
             if node:
                 c.pools.add(node_pools.get(str(node), f"(node {node} not found)"))
     return sorted(consumers.values(), key=lambda c: (c.namespace, c.kind, c.name)), node_requests, by_pod
+
+
+_NONE: tuple[Any, ...] = ()  # no list: one object, so that pods without init containers share their entry
+
+
+class _RequestsOf:
+    """A pod spec's GPU requests (`pod_requests`), worked out once per container list: a snapshot the tool
+    wrote gives a workload's pods one shared list (cluster/sealed.py), so 100,000 pods cost as many
+    workloads. Keyed by the lists' identity; each entry holds its lists, so no id is reused while it lives."""
+
+    def __init__(self, names: GpuNames) -> None:
+        self._names = names
+        self._known: dict[tuple[int, int], tuple[dict[str, int], Sequence[Any], Sequence[Any]]] = {}
+
+    def __call__(self, spec: dict[str, Any]) -> dict[str, int]:
+        app, init = spec.get("containers"), spec.get("initContainers")
+        app, init = app if isinstance(app, list) else _NONE, init if isinstance(init, list) else _NONE
+        key = (id(app), id(init))
+        known = self._known.get(key)
+        if known is None:
+            known = self._known[key] = (pod_requests(app, init, self._names), app, init)
+        return known[0]
 
 
 def _pod_consumer(state: ClusterState, key: str, top: Obj, req: dict[str, int], names: GpuNames) -> Consumer:

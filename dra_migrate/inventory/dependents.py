@@ -101,7 +101,7 @@ def add_quantities(have: str | None, value: str) -> str:
     number is kept as written (the API server refuses it, as it would have refused the original)."""
     if have is None:
         return value
-    return str(int(have) + int(value)) if have.isdigit() and value.isdigit() else have
+    return str(int(have) + int(value)) if have.isdecimal() and value.isdecimal() else have
 
 
 def class_by_resource(state: ClusterState, proposals: Iterable[tuple[str, str]]) -> dict[str, str]:

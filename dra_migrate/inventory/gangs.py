@@ -230,12 +230,15 @@ def find_gangs(
     framework = {(c.kind, c.namespace, c.name): c for c in consumers if _is_framework_gang(objects, c)}
     pods_of: dict[tuple[str, str, str], list[Obj]] = {}
     index = index or OwnerIndex(state)
-    for pod in state.of("Pod"):
-        if not _live(pod) or pod_ref(pod) in in_podgroup:
+    key_of: dict[int, tuple[str, str, str]] = {}  # id(top owner) -> its key: a job's pods share one
+    for pod in state.of("Pod") if framework else ():
+        if not _live(pod) or (in_podgroup and pod_ref(pod) in in_podgroup):
             continue
         _, top, _ = index.top("Pod", pod)
-        m = _meta(top)
-        key = (str(top.get("kind", "")), str(m.get("namespace", "")), str(m.get("name", "")))
+        key = key_of.get(id(top))
+        if key is None:
+            m = _meta(top)
+            key = key_of[id(top)] = (str(top.get("kind", "")), str(m.get("namespace", "")), str(m.get("name", "")))
         if key in framework:
             pods_of.setdefault(key, []).append(pod)
     for key, c in sorted(framework.items()):

@@ -105,7 +105,7 @@ def node_gpu_mig(
     they create (the filter names PCI device IDs, which no label carries)."""
     entries = configs.get(labels.get(CONFIG_LABEL, ""))
     count = labels.get(LABEL_COUNT, "")
-    if labels.get(STATE_LABEL) != "success" or not isinstance(entries, list) or not count.isdigit():
+    if labels.get(STATE_LABEL) != "success" or not isinstance(entries, list) or not count.isdecimal():
         return None
     gpus: list[dict[str, int] | None] = [None] * int(count)
     for entry in entries:

@@ -380,7 +380,7 @@ def pool_platforms(
             instance_type=labels.get(INSTANCE_TYPE),
             zones=tuple(sorted({_labels(n).get(ZONE, "") for n in members} - {""})),
             accelerator=labels.get(GKE_ACCELERATOR),
-            accelerator_count=int(count) if count.isdigit() else 0,
+            accelerator_count=int(count) if count.isdecimal() else 0,
             sharing=tuple(sorted({k for n in members for k in _labels(n) if k in GKE_SHARING_LABELS})),
             auto_mode=auto_mode,
             nodes=len(members),

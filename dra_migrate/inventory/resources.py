@@ -46,7 +46,9 @@ _MAX_COUNT = 1 << 31
 
 def quantity_int(value: Any) -> int:
     """An extended-resource count. Extended resources are whole numbers; a fraction is rounded up."""
-    if type(value) is str and value.isdigit():  # the common case, without regex or Decimal
+    # The common case, without regex or Decimal. isdecimal, not isdigit: int() takes every decimal digit,
+    # and "²" is a digit it refuses.
+    if type(value) is str and value.isdecimal():
         return int(value)
     q = parse_quantity(value)
     if q is None:
@@ -83,23 +85,27 @@ class GpuNames:
 def container_requests(container: dict[str, Any], names: GpuNames) -> dict[str, int]:
     """GPU requests of one container: requests, or the limit where no request is given."""
     res = container.get("resources")
-    if not isinstance(res, dict):
+    if not res or not isinstance(res, dict):
         return {}
     out: dict[str, int] = {}
-    for source in (res.get("limits"), res.get("requests")):  # requests win over limits
-        if not isinstance(source, dict):
+    for part in ("limits", "requests"):  # requests win over limits
+        source = res.get(part)
+        if not source or not isinstance(source, dict):
             continue
         for name, value in source.items():
             # Cheap prefix test first: almost every request is cpu or memory.
             if isinstance(name, str) and name.startswith(GPU_PREFIX) and name in names:
                 out[name] = quantity_int(value)
+    if len(out) == 1:  # the common GPU container (a fleet asks this 100,000 times: issue 29)
+        return out if next(iter(out.values())) else {}
     return {k: v for k, v in out.items() if v}
 
 
 def pod_requests(app: Sequence[dict[str, Any]], init: Sequence[dict[str, Any]], names: GpuNames) -> dict[str, int]:
     """Effective per-pod GPU requests (see the module docstring for the rule)."""
     if not init and len(app) == 1 and isinstance(app[0], dict):  # the common pod: one container
-        return dict(sorted(container_requests(app[0], names).items()))
+        one = container_requests(app[0], names)
+        return one if len(one) < 2 else dict(sorted(one.items()))
     total: dict[str, int] = {}
     for c in app:
         if isinstance(c, dict):

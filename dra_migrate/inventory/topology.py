@@ -111,12 +111,12 @@ def _node_whole_gpus(node: GpuNode, resource: str) -> int:
     """Whole GPUs `node` has under `resource`: the device plugin's capacity, else GFD's count (its plugin
     is off), 0 when it shares them (replicas: no aligned allocation) or has none."""
     replicas = node.gfd.get(_REPLICAS, "")
-    if replicas.isdigit() and int(replicas) > 1:
+    if replicas.isdecimal() and int(replicas) > 1:
         return 0
     if node.capacity.get(resource):
         return node.capacity[resource]  # 0 once the kubelet zeroed a departed plugin's capacity: GFD's count then
     count = node.gfd.get("count", "")
-    return int(count) if resource == DEFAULT_GPU and count.isdigit() else 0
+    return int(count) if resource == DEFAULT_GPU and count.isdecimal() else 0
 
 
 @dataclass

@@ -230,7 +230,7 @@ def _wave_key(key: tuple[str, str], order: dict[str, int]) -> tuple[int, tuple[t
 @functools.lru_cache(maxsize=4096)  # a wave's name is sorted once per node moved (10,000 at fleet size)
 def _natural(text: str) -> tuple[tuple[int, int | str], ...]:
     """wave-2 before wave-10."""
-    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in _DIGITS.split(text) if p)
+    return tuple((0, int(p)) if p.isdecimal() else (1, p) for p in _DIGITS.split(text) if p)
 
 
 def _places(plan: Plan) -> dict[str, Place]:

@@ -89,7 +89,7 @@ def field_at(path: str) -> tuple[str | int, ...]:
     out: list[str | int] = []
     for part in path.replace("]", "").replace("[", ".").split("."):
         if part:
-            out.append(int(part) if part.isdigit() else part)
+            out.append(int(part) if part.isdecimal() else part)
     return tuple(out)
 
 

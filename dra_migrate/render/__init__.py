@@ -97,7 +97,7 @@ def use_color(stream: TextIO) -> bool:
 def terminal_width(stream: TextIO | None = None) -> int | None:
     """The width tables must fit: $COLUMNS, else the terminal's; None when piped (nothing is shortened)."""
     env = os.environ.get("COLUMNS", "")
-    if env.isdigit() and int(env) > 0:
+    if env.isdecimal() and int(env) > 0:
         return int(env)
     stream = stream or sys.stdout
     if hasattr(stream, "isatty") and stream.isatty():

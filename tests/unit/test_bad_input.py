@@ -220,6 +220,20 @@ MALFORMED = {
         "spec.pytorchReplicaSpecs.Worker.replicas",
     ),
     "labels not strings": (NODE.replace('"true"}}', "{a: b}}}"), "Node gpu-1", "metadata.labels"),
+    # Digits Python's str.isdigit takes and int() or a Kubernetes quantity does not: a superscript two
+    # crashed the count's quick path (int("\u00b2")), an Arabic-Indic one was read as 1.
+    "superscript node count": (NODE.replace('"8"}}', '"\u00b2"}}'), "Node gpu-1", "not a quantity"),
+    "arabic-indic container count": (
+        NODE + "---\n" + _dep(containers='[{name: main, resources: {limits: {nvidia.com/gpu: "\u0661"}}}]'),
+        "Deployment ml/llm",
+        "not a quantity",
+    ),
+    "superscript pod count": (
+        NODE + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ml}\n"
+        'spec: {containers: [{name: main, resources: {limits: {nvidia.com/gpu: "\u00b2"}}}]}\n',
+        "Pod ml/p",
+        "not a quantity",
+    ),
 }
 
 

@@ -189,7 +189,8 @@ PATHS = [
 ]  # fmt: skip
 VALUES = st.one_of(
     st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from(["", "8", "-1", "1k", "0.5", "x", "Pod", "v1",
-                                                                      "Succeeded", "nvidia.com/gpu"]),
+                                                                      "Succeeded", "nvidia.com/gpu",
+                                                                      "\u00b2", "\u0661"]),  # digits to isdigit
     st.just([]), st.just([{}]), st.just({}), st.just({"nvidia.com/gpu": "1"}), st.just({"a": 1}),
     st.just({"a": "b"}), st.just([{"name": "c"}]), st.just([{"name": "claim"}]),
 )  # fmt: skip
@@ -246,3 +247,16 @@ def test_a_directory_mixes_a_sealed_file_with_an_export_and_a_pod_in_both_is_ref
     (snap / "b.json").write_bytes(orjson.dumps({"apiVersion": "v1", "kind": "List", "items": [CPU_POD]}))
     state = load_snapshot(snap)  # the very same version: read once
     assert state.other_pods_read == 1 and [p["metadata"]["name"] for p in state.of("Pod")] == ["train"]
+
+
+def test_a_value_shared_between_pods_is_checked_for_each_field_it_stands_in() -> None:
+    """Values a workload's pods repeat are parsed once per text and shared (`sealed._Shared`): "[]" is owner
+    references, and no labels. A table shared between fields read the second as the first."""
+    pod = copy.deepcopy(GPU_POD)
+    pod["metadata"]["ownerReferences"] = []
+    pod["metadata"]["labels"] = []
+    reader = sealed.PodReader()
+    assert reader.read(orjson.dumps(pod)) is None  # the full path refuses it, naming the field
+    kept = [reader.read(orjson.dumps({**GPU_POD, "metadata": {**GPU_POD["metadata"], "name": n}})) for n in "ab"]
+    assert isinstance(kept[0], dict) and isinstance(kept[1], dict)
+    assert kept[0]["metadata"]["labels"] is kept[1]["metadata"]["labels"] == {"app": "t"}

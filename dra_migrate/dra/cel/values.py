@@ -83,7 +83,7 @@ class Semver:
 
     def _key(self) -> tuple[Any, ...]:
         # A release sorts after its pre-releases; numeric identifiers sort before alphanumeric ones.
-        pre = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in self.pre)
+        pre = tuple((0, int(p), "") if p.isdecimal() else (1, 0, p) for p in self.pre)
         return (self.major, self.minor, self.patch, 0 if self.pre else 1, pre)
 
     def __eq__(self, other: object) -> bool:
@@ -113,7 +113,7 @@ def _normalize_semver(text: str) -> str:
     for i, p in enumerate(parts):
         if len(p) > 1:
             p = p.lstrip("0")
-            if not p or not p[0].isdigit():
+            if not p or not p[0].isdecimal():
                 p = "0" + p
             parts[i] = p
     if len(parts) < 3:
