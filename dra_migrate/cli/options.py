@@ -161,7 +161,7 @@ def print_data(
     elif output == "name":
         emit(to_names(names() if names is not None else []))
     else:
-        emit(document().render(output, color=use_color(sys.stdout), width=terminal_width(sys.stdout)))
+        emit(document().pieces(output, color=use_color(sys.stdout), width=terminal_width(sys.stdout)))
 
 
 def load_state(src: SourceOptions) -> ClusterState:

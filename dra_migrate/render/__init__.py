@@ -17,7 +17,7 @@ import io
 import os
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, TextIO
 
 import orjson
@@ -139,7 +139,7 @@ def _shorten(text: str, width: int) -> str:
     return text[: max(width - 1, 0)] + _ELLIPSIS
 
 
-def plain_table(t: Table, fmt: str, color: bool, width: int | None) -> str:
+def plain_table(t: Table, fmt: str, color: bool, width: int | None) -> Iterator[str]:
     """A table as aligned plain text: `table` leaves out wide columns and, given a `width`, uses the cells'
     short forms and then shortens the widest columns until it fits; `wide` shows everything whole."""
     cols = t.columns(fmt)
@@ -155,11 +155,10 @@ def plain_table(t: Table, fmt: str, color: bool, width: int | None) -> str:
             ]
             widths = _widths(header, text)
         widths = _fit(widths, [len(h) for h in header], width)
-    lines = [_join([_shorten(h, w) for h, w in zip(header, widths, strict=True)], widths, [None] * len(cols), color)]
+    yield _join([_shorten(h, w) for h, w in zip(header, widths, strict=True)], widths, [None] * len(cols), color)
     for raw, row in zip(cells, text, strict=True):
         styles = [getattr(c, "style", None) for c in raw]
-        lines.append(_join([_shorten(c, w) for c, w in zip(row, widths, strict=True)], widths, styles, color))
-    return "\n".join(lines)
+        yield _join([_shorten(c, w) for c, w in zip(row, widths, strict=True)], widths, styles, color)
 
 
 def _widths(header: list[str], text: list[list[str]]) -> list[int]:
@@ -219,25 +218,42 @@ class Document:
 
     def render(self, fmt: str, color: bool = False, width: int | None = None) -> str:
         """fmt: table | wide | markdown. `width` (table only): what lines and tables must fit."""
-        out: list[str] = []
+        return "".join(self.pieces(fmt, color, width))
+
+    def pieces(self, fmt: str, color: bool = False, width: int | None = None) -> Iterator[str]:
+        """`render`'s text a line at a time, to be written as it is drawn: `show` of a 10,000-node plan
+        never holds its whole output (its peak memory is held to 5x the plan file, issue 29). As `render`
+        promises: no blank line at the end, one newline."""
+        held = ""  # newlines that end the text so far: written only if more text follows
+        for line in self._lines(fmt, color, width):
+            body = line.rstrip("\n")
+            if body:
+                yield held + body
+                held = line[len(body) :] + "\n"
+            else:
+                held += line + "\n"
+        yield "\n"
+
+    def _lines(self, fmt: str, color: bool, width: int | None) -> Iterator[str]:
         fit = width if fmt == "table" else None
+        started = False
         for kind, value in self.blocks:
             if kind == "heading":
-                if out:
-                    out.append("")
-                out.append(f"## {value}" if fmt == "markdown" else paint(value, "heading", color))
+                if started:
+                    yield ""
+                yield f"## {value}" if fmt == "markdown" else paint(value, "heading", color)
             elif kind == "line":
-                out.extend(_wrap(value, fit, color))
+                yield from _wrap(value, fit, color)
             elif not value.rows:
-                out.append(value.empty)
+                yield value.empty
             elif fmt == "markdown":
                 # Imported here: tabulate (~0.08 s and ~4 MB at start-up) draws only Markdown.
                 from dra_migrate.render.markdown import markdown_table
 
-                out.extend(["", markdown_table(value), ""])
+                yield from ("", markdown_table(value), "")
             else:
-                out.append(plain_table(value, fmt, color, fit))
-        return "\n".join(out).rstrip("\n") + "\n"
+                yield from plain_table(value, fmt, color, fit)
+            started = True
 
 
 def _wrap(text: str, width: int | None, color: bool) -> list[str]:
@@ -251,5 +267,10 @@ def _wrap(text: str, width: int | None, color: bool) -> list[str]:
     return [paint(line, style, color) for line in lines] or [""]
 
 
-def emit(text: str, stream: TextIO | None = None) -> None:
-    (stream or sys.stdout).write(text)
+def emit(text: str | Iterable[str], stream: TextIO | None = None) -> None:
+    out = stream or sys.stdout
+    if isinstance(text, str):
+        out.write(text)
+        return
+    for piece in text:
+        out.write(piece)
