@@ -96,7 +96,7 @@ class _Meta(msgspec.Struct):
     uid: str | UnsetType = UNSET
     resourceVersion: str | UnsetType = UNSET
     ownerReferences: msgspec.Raw | UnsetType = UNSET  # shared (`_Shared`): a workload's pods repeat it
-    labels: msgspec.Raw | UnsetType = UNSET  # shared
+    labels: dict[str, str] | UnsetType = UNSET  # not shared: a StatefulSet's or an indexed Job's pods differ
     deletionTimestamp: Any = UNSET
 
 
@@ -133,7 +133,6 @@ def _str_map(v: Any) -> bool:
 
 # The type each shared field had as a struct field (`None`: null allowed), checked once per distinct text.
 _SHARED_TYPES: dict[str, Callable[[Any], bool]] = {
-    "labels": _str_map,
     "ownerReferences": lambda v: v is None or (type(v) is list and all(type(x) is dict for x in v)),
     "nodeSelector": lambda v: v is None or _str_map(v),
     "affinity": lambda v: v is None or type(v) is dict,
@@ -142,14 +141,19 @@ _SHARED_TYPES: dict[str, Callable[[Any], bool]] = {
 
 
 class _Shared:
-    """The values a workload's pods repeat word for word (labels, owners, placement), parsed once per
+    """The values a workload's pods repeat word for word (owners, placement, containers), parsed once per
     distinct text and shared by every pod that has it: at 10,000 nodes of 50 pods, building each pod's own
     copy was a third of a kept pod's memory and the page faults that came with it (issue 29). A shared
-    value is one object in many pods: the state is read, never changed in place (ClusterState)."""
+    value is one object in many pods: the state is read, never changed in place (ClusterState).
+
+    Each text is remembered whole, and a container list's text is most of a pod's (image, command, env), so
+    a fleet whose every pod differs (a Spark executor's id in its env) would hold them all: the texts
+    remembered are held to `_BUDGET` bytes, past which a value is parsed for its own pod, as before."""
 
     def __init__(self) -> None:
+        self.budget = _BUDGET
         # One table per field: the same text is of one type in one field and another in the next ("[]" is
-        # owner references, and no labels).
+        # owner references, and no node selector).
         self._seen: dict[str, dict[bytes, Any]] = {key: {} for key in _SHARED_TYPES}
         self._containers: dict[bytes, tuple[list[dict[str, Any]] | None, tuple[Any, ...]]] = {}
         self._decode_containers = msgspec.json.Decoder(list[_Container] | None).decode
@@ -171,8 +175,15 @@ class _Shared:
             value = orjson.loads(text)
             if not _SHARED_TYPES[key](value):
                 raise _FullPath
-            seen[text] = value
+            if self._affords(text):
+                seen[text] = value
         return value
+
+    def _affords(self, text: bytes) -> bool:
+        if len(text) > self.budget:
+            return False
+        self.budget -= len(text)
+        return True
 
     def containers(self, raw: msgspec.Raw) -> tuple[list[dict[str, Any]] | None, tuple[Any, ...]]:
         """A list of containers as `_prune_container` keeps them (None: null), and the device counts they
@@ -182,11 +193,14 @@ class _Shared:
         if known is None:
             cs = self._decode_containers(text)  # msgspec.ValidationError: a type the full path looks at
             counts: list[Any] = []
-            known = self._containers[text] = (None if cs is None else _kept_containers(cs, counts), tuple(counts))
+            known = (None if cs is None else _kept_containers(cs, counts), tuple(counts))
+            if self._affords(text):
+                self._containers[text] = known
         return known
 
 
 _MISSING = object()
+_BUDGET = 64 << 20  # bytes of text remembered: 2.7 MB for the bench fleet of 10,000 nodes, 50 pods a node
 
 
 def _kept_containers(cs: list[_Container], counts: list[Any]) -> list[dict[str, Any]]:

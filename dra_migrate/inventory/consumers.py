@@ -25,7 +25,8 @@ DEFAULT_SCHEDULER = "default-scheduler"
 
 
 # "namespace/name" of every pod read -> (its spec.nodeName, its effective GPU requests): worked out once, when
-# the consumers are found, for every later reader (gangs, gang capacity) rather than once per reader.
+# the consumers are found, for every later reader (gangs, gang capacity) rather than once per reader. Pods
+# with the same containers share one requests map (`_RequestsOf`): read it, never change it.
 PodRequests = dict[str, tuple[Any, dict[str, int]]]
 
 

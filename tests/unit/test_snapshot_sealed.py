@@ -251,12 +251,29 @@ def test_a_directory_mixes_a_sealed_file_with_an_export_and_a_pod_in_both_is_ref
 
 def test_a_value_shared_between_pods_is_checked_for_each_field_it_stands_in() -> None:
     """Values a workload's pods repeat are parsed once per text and shared (`sealed._Shared`): "[]" is owner
-    references, and no labels. A table shared between fields read the second as the first."""
+    references, and no node selector. A table shared between fields read the second as the first."""
     pod = copy.deepcopy(GPU_POD)
     pod["metadata"]["ownerReferences"] = []
-    pod["metadata"]["labels"] = []
+    pod["spec"]["nodeSelector"] = []
     reader = sealed.PodReader()
     assert reader.read(orjson.dumps(pod)) is None  # the full path refuses it, naming the field
     kept = [reader.read(orjson.dumps({**GPU_POD, "metadata": {**GPU_POD["metadata"], "name": n}})) for n in "ab"]
     assert isinstance(kept[0], dict) and isinstance(kept[1], dict)
-    assert kept[0]["metadata"]["labels"] is kept[1]["metadata"]["labels"] == {"app": "t"}
+    assert kept[0]["spec"]["tolerations"] is kept[1]["spec"]["tolerations"] == GPU_POD["spec"]["tolerations"]
+    assert kept[0]["spec"]["containers"] is kept[1]["spec"]["containers"]
+
+
+def test_the_texts_remembered_are_held_to_a_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pods that all differ (a Spark executor's id in its env) are read each for itself once the texts
+    remembered reach the budget: the same values, no sharing, no more memory."""
+    monkeypatch.setattr(sealed, "_BUDGET", 400)
+    reader = sealed.PodReader()
+    pods = []
+    for i in range(6):
+        pod = copy.deepcopy(GPU_POD)
+        pod["metadata"]["name"] = f"p{i}"
+        pod["spec"]["containers"][0]["env"] = [{"name": "EXECUTOR_ID", "value": str(i) * 50}]
+        pods.append(reader.read(orjson.dumps(pod)))
+    assert all(isinstance(p, dict) for p in pods)
+    assert [p["spec"]["containers"] for p in pods] == [pods[0]["spec"]["containers"]] * 6  # env is not kept
+    assert 0 <= reader._shared.budget < 400 and len(reader._shared._containers) < 6
