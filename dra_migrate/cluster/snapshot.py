@@ -204,7 +204,7 @@ def _read_sealed(
     CRC vouches for. Anything amiss raises Recheck (or, if the closing line is missing, refuses the file
     as cut short)."""
     name, seal, pods = str(f), Seal(first), PodReader()
-    count, keep = builder.count_pod, builder.keep_pod
+    count, keep, base = builder.count_pod, builder.keep_pod, builder.lines_of(name)
     merge_header(header, head, f"{name}:1")
     end: bytes | None = None
     try:
@@ -213,9 +213,9 @@ def _read_sealed(
                 raise Recheck  # a line after the closing line
             pod = pods.read(line)
             if isinstance(pod, tuple):
-                count(*pod, f"{name}:{lineno}")
+                count(*pod, base + lineno)
             elif pod is not None:
-                keep(pod, f"{name}:{lineno}")
+                keep(pod, base + lineno)
             else:
                 try:
                     obj = orjson.loads(line)

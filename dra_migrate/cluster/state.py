@@ -22,6 +22,8 @@ from dra_migrate.errors import InputError
 
 Obj = dict[str, Any]
 T = TypeVar("T")
+# Where an object was read: "file:line" (or the source's name), or an int from `StateBuilder.lines_of`.
+Where = str | int
 log = logging.getLogger(__name__)
 
 
@@ -110,8 +112,19 @@ class StateBuilder:
         self._pods = self._state.objects.setdefault("Pod", [])
         self._checker = ObjectChecker(self.templates)
         # (kind key, namespace, name) -> (uid, resourceVersion, where it was read)
-        self._seen: dict[tuple[str, str, str], tuple[Any, Any, str]] = {}
+        self._seen: dict[tuple[str, str, str], tuple[Any, Any, Where]] = {}
+        self._files: list[str] = []  # of the `Where` ints a reader hands over
+        self._namespaces: dict[str, str] = {}  # one string per namespace, not one per counted pod
         self.duplicates = 0
+
+    def lines_of(self, path: str) -> int:
+        """The `Where` of line 0 of `path`: line n is this plus n. A reader of a fleet's pods hands each
+        one over with an int, not its "file:line" text, which `_seen` would hold for every pod (issue 29)."""
+        self._files.append(path)
+        return (len(self._files) - 1) << 40
+
+    def _where(self, where: Where) -> str:
+        return where if isinstance(where, str) else f"{self._files[where >> 40]}:{where & (1 << 40) - 1}"
 
     @property
     def state(self) -> ClusterState:
@@ -157,14 +170,14 @@ class StateBuilder:
         if pruned is not None:
             self._state.objects.setdefault(key, []).append(pruned)
 
-    def _first_copy(self, key: str, obj: Obj, where: str) -> bool:
+    def _first_copy(self, key: str, obj: Obj, where: Where) -> bool:
         """Whether this is the first copy of the object; a conflicting second copy is refused."""
         meta = obj["metadata"]  # checked: a map with a name
         ident = (key, meta.get("namespace") or "", meta["name"])
         return self._first_of(ident, meta.get("uid"), meta.get("resourceVersion"), where, lambda: describe(obj))
 
     def _first_of(
-        self, ident: tuple[str, str, str], uid: Any, version: Any, where: str, what: Callable[[], str]
+        self, ident: tuple[str, str, str], uid: Any, version: Any, where: Where, what: Callable[[], str]
     ) -> bool:
         seen = self._seen.get(ident)
         if seen is None:
@@ -172,10 +185,11 @@ class StateBuilder:
             return True
         if uid is not None and (uid, version) == seen[:2]:
             self.duplicates += 1
-            log.warning("%s: %s is also in %s (same uid and version): read once", where, what(), seen[2])
+            here, there = self._where(where), self._where(seen[2])
+            log.warning("%s: %s is also in %s (same uid and version): read once", here, what(), there)
             return False
         raise InputError(
-            f"{where}: {what()} is also in {seen[2]}"
+            f"{self._where(where)}: {what()} is also in {self._where(seen[2])}"
             + (" with another uid (two clusters?)" if uid != seen[0] else " in another version"),
             "a snapshot holds each object once: export one cluster once, or remove one copy",
         )
@@ -194,18 +208,26 @@ class StateBuilder:
         counts = state.other_pods
         counts[node] = counts.get(node, 0) + 1
 
-    def keep_pod(self, pod: Obj, where: str) -> None:
+    def keep_pod(self, pod: Obj, where: Where) -> None:
         """A v1 pod that uses devices, already pruned by a reader that decoded only what `_prune_pod`
         keeps (cluster/sealed.py), and of the types `ObjectChecker.check` takes at a glance."""
         if self._first_copy("Pod", pod, where):
             self._pods.append(pod)
 
     def count_pod(
-        self, name: str, namespace: str | None, uid: Any, version: Any, node: str | None, phase: str | None, where: str
+        self,
+        name: str,
+        namespace: str | None,
+        uid: Any,
+        version: Any,
+        node: str | None,
+        phase: str | None,
+        where: Where,
     ) -> None:
         """A v1 pod that uses no devices, as a reader that decoded only these fields of it hands it over
         (cluster/sealed.py): it has passed the types `ObjectChecker.light_pod` checks, and is only counted."""
-        ident = ("Pod", namespace or "", name)
+        ns = namespace or ""
+        ident = ("Pod", self._namespaces.setdefault(ns, ns), name)
         if ident in self._seen:  # a repeat: read once (and said), or refused
             self._first_of(
                 ident, uid, version, where, lambda: f"Pod {namespace}/{name}" if namespace else f"Pod {name}"

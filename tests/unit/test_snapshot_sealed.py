@@ -277,3 +277,18 @@ def test_the_texts_remembered_are_held_to_a_budget(monkeypatch: pytest.MonkeyPat
     assert all(isinstance(p, dict) for p in pods)
     assert [p["spec"]["containers"] for p in pods] == [pods[0]["spec"]["containers"]] * 6  # env is not kept
     assert 0 <= reader._shared.budget < 400 and len(reader._shared._containers) < 6
+
+
+def test_a_pod_in_two_sealed_files_is_read_once_naming_both_lines(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The fast reader hands a pod's line over as an int (`StateBuilder.lines_of`), not its "file:line":
+    the warning still names both, line for line."""
+    snap = tmp_path / "snap"
+    snap.mkdir()
+    a = sealed_file(snap, [NODE, CPU_POD, GPU_POD], "a.jsonl")
+    b = sealed_file(snap, [DEPLOYMENT, GPU_POD, CPU_POD], "b.jsonl")
+    state = load_snapshot(snap)
+    assert state.other_pods_read == 1 and [p["metadata"]["name"] for p in state.of("Pod")] == ["train"]
+    assert f"{b}:4: Pod ml/web is also in {a}:3 (same uid and version): read once" in caplog.text
+    assert f"{b}:3: Pod ml/train is also in {a}:4 (same uid and version): read once" in caplog.text
