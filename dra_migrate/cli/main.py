@@ -221,7 +221,7 @@ def _fail(ctx: click.Context, message: str, exc: BaseException) -> None:
 def _interrupt_behind(e: BaseException) -> bool:
     """Whether a Ctrl-C is what this exception reports. Python 3.11 wraps one raised while a class is made
     (a dataclass field's `__set_name__`, as a module the command imports late is executed) in a
-    RuntimeError: it read as an internal error, exit 1 (`test_ctrl_c_at_any_moment...`, 3 in 100 runs)."""
+    RuntimeError: it read as an internal error, exit 1 (`test_ctrl_c_at_any_moment...`, 2 in 100 runs)."""
     seen: set[int] = set()
     cause: BaseException | None = e
     while cause is not None and id(cause) not in seen:

@@ -188,7 +188,7 @@ def test_a_wave_grown_past_max_unavailable_contradicts_the_parameters(plan: Path
 def test_ctrl_c_while_a_late_import_makes_a_class_is_interrupted_not_an_internal_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Caught by `test_ctrl_c_at_any_moment...` (3 in 100 runs): a Ctrl-C as a command imports a module late
+    """Caught by `test_ctrl_c_at_any_moment...` (2 in 100 runs): a Ctrl-C as a command imports a module late
     lands in a dataclass field's `__set_name__`, and Python 3.11 reports it as a RuntimeError, which read as
     "internal error", exit 1. Here the interrupt is raised in that very place, as the snapshot is read."""
     import dra_migrate.cluster.snapshot as snapshot_module
