@@ -96,8 +96,6 @@ def container_requests(container: dict[str, Any], names: GpuNames) -> dict[str, 
             # Cheap prefix test first: almost every request is cpu or memory.
             if isinstance(name, str) and name.startswith(GPU_PREFIX) and name in names:
                 out[name] = quantity_int(value)
-    if len(out) == 1:  # the common GPU container (a fleet asks this 100,000 times: issue 29)
-        return out if next(iter(out.values())) else {}
     return {k: v for k, v in out.items() if v}
 
 
