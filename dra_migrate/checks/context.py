@@ -9,10 +9,15 @@ from dra_migrate.dra.capacity import PoolCapacity
 from dra_migrate.dra.deviceclasses import Generation
 from dra_migrate.errors import InputError
 from dra_migrate.inventory.dra import NVIDIA_DRA_DRIVER
-from dra_migrate.inventory.fleet import parse_version
+from dra_migrate.inventory.fleet import GpuNode, parse_version
 from dra_migrate.inventory.model import Inventory
 
-__all__ = ["CheckContext", "parse_feature_gates", "parse_version"]
+__all__ = ["CheckContext", "parse_feature_gates", "parse_version", "still_to_migrate"]
+
+
+def still_to_migrate(n: GpuNode) -> bool:
+    """A GPU node the migration has not finished: it still runs the device plugin, or not yet the DRA plugin."""
+    return not (n.dra_plugin_enabled and not n.device_plugin_enabled)
 
 
 def parse_feature_gates(values: tuple[str, ...]) -> dict[str, bool]:

@@ -38,6 +38,7 @@ def all_rules() -> list[Rule]:
         rules,
         rules_dependents,
         rules_gangs,
+        rules_operator,
         rules_platforms,
         rules_workloads,
     )

@@ -1,9 +1,9 @@
-"""The readiness rules. Each is one function, registered with its id and the severities it reports.
+"""The readiness rules about the cluster, its nodes and its DRA driver. Each is one function, registered with
+its id and the severities it reports. The rules about the GPU Operator's ClusterPolicy are in rules_operator.py,
+those about platforms, workloads, gangs and dependents in their rules_*.py modules.
 
 Facts each rule rests on are cited beside it (primary sources); each rule's docstring says when it fires and
 what it rests on, and docs/rules.md is generated from them (tools/docs/generate).
-
-Size: a hundred of its lines are those docstrings, the rules' user documentation; the code is under 550.
 """
 
 from __future__ import annotations
@@ -11,12 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from dra_migrate.checks.context import CheckContext
+from dra_migrate.checks.context import CheckContext, still_to_migrate
 from dra_migrate.checks.model import Finding, ObjectRef, Severity
 from dra_migrate.checks.registry import rule
 from dra_migrate.dra.deviceclasses import existing_mappings
 from dra_migrate.inventory.fleet import GpuNode, kubelet_skew
-from dra_migrate.inventory.operator import cluster_policies, dra_plugin_daemonset_objects, switch_keys
 from dra_migrate.inventory.placement import pdb_selects
 
 BLOCKER, WARNING, INFO = Severity.BLOCKER, Severity.WARNING, Severity.INFO
@@ -137,23 +136,6 @@ def driver_version(ctx: CheckContext) -> Iterator[Finding]:
         )
 
 
-# The DRA driver hands devices to containers through CDI (dra-driver-nvidia-gpu prerequisites.md).
-@rule("cdi-disabled", BLOCKER, summary="ClusterPolicy spec.cdi.enabled is false")
-def cdi_disabled(ctx: CheckContext) -> Iterator[Finding]:
-    """Severity: blocker. When: ClusterPolicy `spec.cdi.enabled: false`. Rests on: the DRA driver injects devices
-    through CDI (dra-driver-nvidia-gpu `prerequisites.md`).
-    """
-    for cp in ctx.state.of("nvidia.com/ClusterPolicy"):
-        if ((cp.get("spec") or {}).get("cdi") or {}).get("enabled") is False:
-            yield Finding(
-                "cdi-disabled",
-                BLOCKER,
-                "CDI is disabled in the ClusterPolicy: the DRA driver injects devices via CDI",
-                "set spec.cdi.enabled: true in the ClusterPolicy (the chart's default)",
-                (_ref("ClusterPolicy", cp),),
-            )
-
-
 @rule("dra-driver-missing", BLOCKER, summary="the gpu.nvidia.com DRA kubelet plugin is not installed")
 def dra_driver_missing(ctx: CheckContext) -> Iterator[Finding]:
     """Severity: blocker. When: no DaemonSet of the NVIDIA DRA kubelet plugin and no `gpu.nvidia.com` ResourceSlices.
@@ -236,10 +218,6 @@ def dual_advertising(ctx: CheckContext) -> Iterator[Finding]:
         )
 
 
-def _to_migrate(n: GpuNode) -> bool:
-    return not (n.dra_plugin_enabled and not n.device_plugin_enabled)
-
-
 def _switched_in_place(ctx: CheckContext, n: GpuNode) -> bool:
     """A node still to migrate whose own plugins and kubelet the plan switches: not one of a pool the plan
     replaces (plan/strategies.py), whose nodes are only drained, the new pool's nodes serving DRA."""
@@ -247,7 +225,7 @@ def _switched_in_place(ctx: CheckContext, n: GpuNode) -> bool:
         "_replaced_pools",
         {p.name for p in ctx.inventory.pools if p.platform is not None and p.platform.strategy == "replace-pool"},
     )
-    return _to_migrate(n) and n.pool not in replaced
+    return still_to_migrate(n) and n.pool not in replaced
 
 
 @rule(
@@ -365,7 +343,7 @@ def dynamic_mig(ctx: CheckContext) -> Iterator[Finding]:
     nodes = sorted(
         n.name
         for n in ctx.inventory.nodes
-        if n.dynamic_mig and _to_migrate(n) and not n.dra_devices.get(ctx.dra_driver)
+        if n.dynamic_mig and still_to_migrate(n) and not n.dra_devices.get(ctx.dra_driver)
     )
     if nodes:
         yield Finding(
@@ -378,102 +356,6 @@ def dynamic_mig(ctx: CheckContext) -> Iterator[Finding]:
             "DynamicMIG off, then plan again",
             tuple(ObjectRef("Node", n) for n in nodes),
         )
-
-
-def _device_plugin_enabled_in(cp: dict[str, Any]) -> bool:
-    return ((cp.get("spec") or {}).get("devicePlugin") or {}).get("enabled") is not False
-
-
-# The GPU Operator keeps the operator-validator's `plugin-validation` init container while
-# devicePlugin.enabled is true cluster-wide (gpu-operator controllers/object_controls.go); it needs node
-# capacity nvidia.com/gpu or nvidia.com/mig-* >= 1 and fails after 30 tries 5 s apart
-# (cmd/nvidia-validator/main.go). Once a device plugin leaves, the kubelet keeps capacity for 5 minutes,
-# then sets it to 0 (kubernetes pkg/kubelet/cm/devicemanager endpoint.go endpointStopGracePeriod).
-@rule(
-    "operator-validator-device-plugin",
-    WARNING,
-    summary="the GPU Operator validator's plugin validation will fail on migrated nodes",
-)
-def operator_validator(ctx: CheckContext) -> Iterator[Finding]:
-    """Severity: warning. When: a ClusterPolicy keeps `devicePlugin.enabled` (so the validator keeps its plugin
-    validation) and GPU nodes are still to migrate. Rests on: the validator's `plugin-validation` needs node
-    capacity `nvidia.com/gpu*`/`nvidia.com/mig-*` ≥ 1, 30 tries 5 s apart (gpu-operator `cmd/nvidia-
-    validator/main.go`, kept while devicePlugin is enabled: `controllers/object_controls.go`); capacity drops to 0
-    five minutes after the device plugin leaves (kubernetes `pkg/kubelet/cm/devicemanager/endpoint.go`
-    `endpointStopGracePeriod`), so a later validator restart crash-loops. Remediation: `devicePlugin.enabled=false`
-    after the last pool, or label migrated nodes `nvidia.com/gpu.deploy.operator-validator=false`.
-    """
-    policies = [cp for cp in cluster_policies(ctx.state)[:1] if _device_plugin_enabled_in(cp)]
-    nodes = sorted(n.name for n in ctx.inventory.nodes if _to_migrate(n) and n.device_plugin_enabled)
-    if policies and nodes:
-        yield Finding(
-            "operator-validator-device-plugin",
-            WARNING,
-            f"ClusterPolicy {_meta(policies[0]).get('name')} keeps the operator-validator's plugin validation "
-            "(devicePlugin.enabled is true), which needs nvidia.com/gpu capacity on its node: on a migrated node "
-            "capacity drops to 0 five minutes after the device plugin leaves, and the next restart of that "
-            "node's nvidia-operator-validator pod crash-loops in plugin-validation",
-            "after the last pool is migrated set ClusterPolicy spec.devicePlugin.enabled=false (the operator then "
-            "drops plugin-validation); until then do not restart validator pods on migrated nodes, or label "
-            "those nodes nvidia.com/gpu.deploy.operator-validator=false",
-            (_ref("ClusterPolicy", policies[0]), *(ObjectRef("Node", n) for n in nodes)),
-        )
-
-
-EVICTION_ENV = "NODE_LABEL_FOR_GPU_POD_EVICTION"
-DRA_LABEL = "nvidia.com/dra-kubelet-plugin"  # the GPU Operator docs' recipe label (dra-intro-install.rst)
-
-
-def _driver_manager_env(cp: dict[str, Any]) -> dict[str, str]:
-    env = (((cp.get("spec") or {}).get("driver") or {}).get("manager") or {}).get("env") or []
-    return {str(e.get("name")): str(e.get("value", "")) for e in env if isinstance(e, dict)}
-
-
-# "the NVIDIA Driver Manager is not aware of the DRA driver kubelet plugin": the GPU Operator's DRA
-# recipe sets driver.manager.env NODE_LABEL_FOR_GPU_POD_EVICTION to the label the DRA kubelet plugin
-# DaemonSet selects on, so a driver upgrade switches the plugin off before it unloads the driver
-# (NVIDIA cloud-native-docs gpu-operator/dra-intro-install.rst @ 66160ebc).
-@rule(
-    "driver-manager-eviction-label",
-    WARNING,
-    summary="the GPU Operator's driver manager does not know how to stop the DRA kubelet plugin",
-)
-def driver_manager_label(ctx: CheckContext) -> Iterator[Finding]:
-    """Severity: warning. When: an operator-managed driver (ClusterPolicy `driver.enabled` not false) whose
-    `driver.manager.env` `NODE_LABEL_FOR_GPU_POD_EVICTION` is not a label the DRA kubelet-plugin DaemonSet selects
-    on (or the DaemonSet selects on no settable label at all: the chart default). Rests on: "the NVIDIA Driver
-    Manager is not aware of the DRA driver kubelet plugin": the GPU Operator's DRA recipe sets that variable to the
-    plugin's label (NVIDIA cloud-native-docs `gpu-operator/dra-intro-install.rst` @ 66160ebc).
-    """
-    policies = cluster_policies(ctx.state)[:1]
-    if not policies or ((policies[0].get("spec") or {}).get("driver") or {}).get("enabled") is False:
-        return
-    cp = policies[0]
-    daemonsets = dra_plugin_daemonset_objects(ctx.state)
-    wanted = sorted({k for ds in daemonsets for k in switch_keys(ds)}) if daemonsets else [DRA_LABEL]
-    value = _driver_manager_env(cp).get(EVICTION_ENV)
-    if wanted and value in wanted:
-        return
-    if wanted:
-        problem = f"{EVICTION_ENV} is {value!r}" if value else f"{EVICTION_ENV} is not set"
-        message = (
-            f"ClusterPolicy {_meta(cp).get('name')}: {problem}, but the DRA kubelet plugin is switched by the "
-            f"label {' or '.join(wanted)}: on a driver upgrade the driver manager unloads the driver while the "
-            "DRA plugin still holds it"
-        )
-        fix = f"set spec.driver.manager.env {EVICTION_ENV}={wanted[0]} in the ClusterPolicy"
-    else:
-        message = (
-            f"ClusterPolicy {_meta(cp).get('name')}: the DRA kubelet plugin runs by node affinity (no label "
-            f"switches it), so the driver manager ({EVICTION_ENV}={value or 'unset'}) cannot stop it before a "
-            "driver upgrade unloads the driver"
-        )
-        fix = (
-            "install the DRA chart with kubeletPlugin.nodeSelector nvidia.com/dra-kubelet-plugin=true and set "
-            f"spec.driver.manager.env {EVICTION_ENV}=nvidia.com/dra-kubelet-plugin, or upgrade drivers by "
-            "draining nodes first"
-        )
-    yield Finding("driver-manager-eviction-label", WARNING, message, fix, (_ref("ClusterPolicy", cp),))
 
 
 # resource/v1 DeviceClassSpec.ExtendedResourceName: "If two device classes have the same name, then the
@@ -544,44 +426,6 @@ def unmapped(ctx: CheckContext) -> Iterator[Finding]:
             "its consumers cannot run on migrated nodes unchanged",
             "convert these workloads to ResourceClaims (dra-migrate convert) or keep their pool on the device plugin",
             tuple(users),
-        )
-
-
-# "both ClusterPolicy and GPUCluster CRs exist; only one may be present at a time" (NVIDIA/gpu-operator
-# controllers/nodelabeling_controller.go).
-@rule("clusterpolicy-gpucluster-conflict", BLOCKER, summary="both a ClusterPolicy and a GPUCluster exist")
-def cp_gc_conflict(ctx: CheckContext) -> Iterator[Finding]:
-    """Severity: blocker. When: both a ClusterPolicy and a GPUCluster exist. Rests on: "only one may be present at a
-    time" (gpu-operator `controllers/nodelabeling_controller.go`).
-    """
-    cps, gcs = ctx.state.of("nvidia.com/ClusterPolicy"), ctx.state.of("nvidia.com/GPUCluster")
-    if cps and gcs:
-        yield Finding(
-            "clusterpolicy-gpucluster-conflict",
-            BLOCKER,
-            "both a ClusterPolicy and a GPUCluster exist: the GPU Operator reconciles neither",
-            "delete one; for a staged migration keep the ClusterPolicy and install the standalone DRA driver",
-            tuple([_ref("ClusterPolicy", o) for o in cps] + [_ref("GPUCluster", o) for o in gcs]),
-        )
-
-
-# "An in-place migration from a standalone DRA driver Helm release or from ClusterPolicy to GPUCluster is
-# not supported" (NVIDIA cloud-native-docs gpu-operator/dra-intro-install.rst).
-@rule("operator-no-in-place-migration", WARNING, summary="a ClusterPolicy-managed cluster cannot move in place")
-def operator_in_place(ctx: CheckContext) -> Iterator[Finding]:
-    """Severity: warning. When: a ClusterPolicy manages the cluster. Rests on: "an in-place migration … from
-    ClusterPolicy to GPUCluster is not supported" (gpu-operator `dra-intro-install.rst`).
-    """
-    cps = ctx.state.of("nvidia.com/ClusterPolicy")
-    if cps:
-        yield Finding(
-            "operator-no-in-place-migration",
-            WARNING,
-            "the GPU Operator manages this cluster through a ClusterPolicy: NVIDIA supports no in-place move to the "
-            "GPUCluster DRA workflow",
-            "migrate node pool by node pool with the standalone DRA driver beside the ClusterPolicy "
-            "(what dra-migrate plan produces)",
-            tuple(_ref("ClusterPolicy", o) for o in cps),
         )
 
 

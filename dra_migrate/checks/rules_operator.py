@@ -1,0 +1,176 @@
+"""The readiness rules about the NVIDIA GPU Operator's ClusterPolicy (and GPUCluster): what the operator
+keeps doing, or stops, when a pool moves from the device plugin to the DRA driver beside it. The other
+rules are in rules.py and the rules_*.py modules; each rule's docstring feeds docs/rules.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from dra_migrate.checks.context import CheckContext, still_to_migrate
+from dra_migrate.checks.model import Finding, ObjectRef, Severity
+from dra_migrate.checks.registry import rule
+from dra_migrate.inventory.operator import cluster_policies, dra_plugin_daemonset_objects, switch_keys
+
+BLOCKER, WARNING = Severity.BLOCKER, Severity.WARNING
+
+
+def _meta(o: dict[str, Any]) -> dict[str, Any]:
+    m = o.get("metadata")
+    return m if isinstance(m, dict) else {}
+
+
+def _ref(kind: str, o: dict[str, Any]) -> ObjectRef:
+    return ObjectRef.of(kind, o)
+
+
+# The DRA driver hands devices to containers through CDI (dra-driver-nvidia-gpu prerequisites.md).
+@rule("cdi-disabled", BLOCKER, summary="ClusterPolicy spec.cdi.enabled is false")
+def cdi_disabled(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: blocker. When: ClusterPolicy `spec.cdi.enabled: false`. Rests on: the DRA driver injects devices
+    through CDI (dra-driver-nvidia-gpu `prerequisites.md`).
+    """
+    for cp in ctx.state.of("nvidia.com/ClusterPolicy"):
+        if ((cp.get("spec") or {}).get("cdi") or {}).get("enabled") is False:
+            yield Finding(
+                "cdi-disabled",
+                BLOCKER,
+                "CDI is disabled in the ClusterPolicy: the DRA driver injects devices via CDI",
+                "set spec.cdi.enabled: true in the ClusterPolicy (the chart's default)",
+                (_ref("ClusterPolicy", cp),),
+            )
+
+
+def _device_plugin_enabled_in(cp: dict[str, Any]) -> bool:
+    return ((cp.get("spec") or {}).get("devicePlugin") or {}).get("enabled") is not False
+
+
+# The GPU Operator keeps the operator-validator's `plugin-validation` init container while
+# devicePlugin.enabled is true cluster-wide (gpu-operator controllers/object_controls.go); it needs node
+# capacity nvidia.com/gpu or nvidia.com/mig-* >= 1 and fails after 30 tries 5 s apart
+# (cmd/nvidia-validator/main.go). Once a device plugin leaves, the kubelet keeps capacity for 5 minutes,
+# then sets it to 0 (kubernetes pkg/kubelet/cm/devicemanager endpoint.go endpointStopGracePeriod).
+@rule(
+    "operator-validator-device-plugin",
+    WARNING,
+    summary="the GPU Operator validator's plugin validation will fail on migrated nodes",
+)
+def operator_validator(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: warning. When: a ClusterPolicy keeps `devicePlugin.enabled` (so the validator keeps its plugin
+    validation) and GPU nodes are still to migrate. Rests on: the validator's `plugin-validation` needs node
+    capacity `nvidia.com/gpu*`/`nvidia.com/mig-*` ≥ 1, 30 tries 5 s apart (gpu-operator `cmd/nvidia-
+    validator/main.go`, kept while devicePlugin is enabled: `controllers/object_controls.go`); capacity drops to 0
+    five minutes after the device plugin leaves (kubernetes `pkg/kubelet/cm/devicemanager/endpoint.go`
+    `endpointStopGracePeriod`), so a later validator restart crash-loops. Remediation: `devicePlugin.enabled=false`
+    after the last pool, or label migrated nodes `nvidia.com/gpu.deploy.operator-validator=false`.
+    """
+    policies = [cp for cp in cluster_policies(ctx.state)[:1] if _device_plugin_enabled_in(cp)]
+    nodes = sorted(n.name for n in ctx.inventory.nodes if still_to_migrate(n) and n.device_plugin_enabled)
+    if policies and nodes:
+        yield Finding(
+            "operator-validator-device-plugin",
+            WARNING,
+            f"ClusterPolicy {_meta(policies[0]).get('name')} keeps the operator-validator's plugin validation "
+            "(devicePlugin.enabled is true), which needs nvidia.com/gpu capacity on its node: on a migrated node "
+            "capacity drops to 0 five minutes after the device plugin leaves, and the next restart of that "
+            "node's nvidia-operator-validator pod crash-loops in plugin-validation",
+            "after the last pool is migrated set ClusterPolicy spec.devicePlugin.enabled=false (the operator then "
+            "drops plugin-validation); until then do not restart validator pods on migrated nodes, or label "
+            "those nodes nvidia.com/gpu.deploy.operator-validator=false",
+            (_ref("ClusterPolicy", policies[0]), *(ObjectRef("Node", n) for n in nodes)),
+        )
+
+
+EVICTION_ENV = "NODE_LABEL_FOR_GPU_POD_EVICTION"
+DRA_LABEL = "nvidia.com/dra-kubelet-plugin"  # the GPU Operator docs' recipe label (dra-intro-install.rst)
+
+
+def _driver_manager_env(cp: dict[str, Any]) -> dict[str, str]:
+    env = (((cp.get("spec") or {}).get("driver") or {}).get("manager") or {}).get("env") or []
+    return {str(e.get("name")): str(e.get("value", "")) for e in env if isinstance(e, dict)}
+
+
+# "the NVIDIA Driver Manager is not aware of the DRA driver kubelet plugin": the GPU Operator's DRA
+# recipe sets driver.manager.env NODE_LABEL_FOR_GPU_POD_EVICTION to the label the DRA kubelet plugin
+# DaemonSet selects on, so a driver upgrade switches the plugin off before it unloads the driver
+# (NVIDIA cloud-native-docs gpu-operator/dra-intro-install.rst @ 66160ebc).
+@rule(
+    "driver-manager-eviction-label",
+    WARNING,
+    summary="the GPU Operator's driver manager does not know how to stop the DRA kubelet plugin",
+)
+def driver_manager_label(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: warning. When: an operator-managed driver (ClusterPolicy `driver.enabled` not false) whose
+    `driver.manager.env` `NODE_LABEL_FOR_GPU_POD_EVICTION` is not a label the DRA kubelet-plugin DaemonSet selects
+    on (or the DaemonSet selects on no settable label at all: the chart default). Rests on: "the NVIDIA Driver
+    Manager is not aware of the DRA driver kubelet plugin": the GPU Operator's DRA recipe sets that variable to the
+    plugin's label (NVIDIA cloud-native-docs `gpu-operator/dra-intro-install.rst` @ 66160ebc).
+    """
+    policies = cluster_policies(ctx.state)[:1]
+    if not policies or ((policies[0].get("spec") or {}).get("driver") or {}).get("enabled") is False:
+        return
+    cp = policies[0]
+    daemonsets = dra_plugin_daemonset_objects(ctx.state)
+    wanted = sorted({k for ds in daemonsets for k in switch_keys(ds)}) if daemonsets else [DRA_LABEL]
+    value = _driver_manager_env(cp).get(EVICTION_ENV)
+    if wanted and value in wanted:
+        return
+    if wanted:
+        problem = f"{EVICTION_ENV} is {value!r}" if value else f"{EVICTION_ENV} is not set"
+        message = (
+            f"ClusterPolicy {_meta(cp).get('name')}: {problem}, but the DRA kubelet plugin is switched by the "
+            f"label {' or '.join(wanted)}: on a driver upgrade the driver manager unloads the driver while the "
+            "DRA plugin still holds it"
+        )
+        fix = f"set spec.driver.manager.env {EVICTION_ENV}={wanted[0]} in the ClusterPolicy"
+    else:
+        message = (
+            f"ClusterPolicy {_meta(cp).get('name')}: the DRA kubelet plugin runs by node affinity (no label "
+            f"switches it), so the driver manager ({EVICTION_ENV}={value or 'unset'}) cannot stop it before a "
+            "driver upgrade unloads the driver"
+        )
+        fix = (
+            "install the DRA chart with kubeletPlugin.nodeSelector nvidia.com/dra-kubelet-plugin=true and set "
+            f"spec.driver.manager.env {EVICTION_ENV}=nvidia.com/dra-kubelet-plugin, or upgrade drivers by "
+            "draining nodes first"
+        )
+    yield Finding("driver-manager-eviction-label", WARNING, message, fix, (_ref("ClusterPolicy", cp),))
+
+
+# "both ClusterPolicy and GPUCluster CRs exist; only one may be present at a time" (NVIDIA/gpu-operator
+# controllers/nodelabeling_controller.go).
+@rule("clusterpolicy-gpucluster-conflict", BLOCKER, summary="both a ClusterPolicy and a GPUCluster exist")
+def cp_gc_conflict(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: blocker. When: both a ClusterPolicy and a GPUCluster exist. Rests on: "only one may be present at a
+    time" (gpu-operator `controllers/nodelabeling_controller.go`).
+    """
+    cps, gcs = ctx.state.of("nvidia.com/ClusterPolicy"), ctx.state.of("nvidia.com/GPUCluster")
+    if cps and gcs:
+        yield Finding(
+            "clusterpolicy-gpucluster-conflict",
+            BLOCKER,
+            "both a ClusterPolicy and a GPUCluster exist: the GPU Operator reconciles neither",
+            "delete one; for a staged migration keep the ClusterPolicy and install the standalone DRA driver",
+            tuple([_ref("ClusterPolicy", o) for o in cps] + [_ref("GPUCluster", o) for o in gcs]),
+        )
+
+
+# "An in-place migration from a standalone DRA driver Helm release or from ClusterPolicy to GPUCluster is
+# not supported" (NVIDIA cloud-native-docs gpu-operator/dra-intro-install.rst).
+@rule("operator-no-in-place-migration", WARNING, summary="a ClusterPolicy-managed cluster cannot move in place")
+def operator_in_place(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: warning. When: a ClusterPolicy manages the cluster. Rests on: "an in-place migration … from
+    ClusterPolicy to GPUCluster is not supported" (gpu-operator `dra-intro-install.rst`).
+    """
+    cps = ctx.state.of("nvidia.com/ClusterPolicy")
+    if cps:
+        yield Finding(
+            "operator-no-in-place-migration",
+            WARNING,
+            "the GPU Operator manages this cluster through a ClusterPolicy: NVIDIA supports no in-place move to the "
+            "GPUCluster DRA workflow",
+            "migrate node pool by node pool with the standalone DRA driver beside the ClusterPolicy "
+            "(what dra-migrate plan produces)",
+            tuple(_ref("ClusterPolicy", o) for o in cps),
+        )
