@@ -16,13 +16,8 @@ from dra_migrate.inventory.operator import cluster_policies, dra_plugin_daemonse
 BLOCKER, WARNING = Severity.BLOCKER, Severity.WARNING
 
 
-def _meta(o: dict[str, Any]) -> dict[str, Any]:
-    m = o.get("metadata")
-    return m if isinstance(m, dict) else {}
-
-
-def _ref(kind: str, o: dict[str, Any]) -> ObjectRef:
-    return ObjectRef.of(kind, o)
+def _policy(cp: dict[str, Any]) -> ObjectRef:
+    return ObjectRef.of("ClusterPolicy", cp)
 
 
 # The DRA driver hands devices to containers through CDI (dra-driver-nvidia-gpu prerequisites.md).
@@ -38,7 +33,7 @@ def cdi_disabled(ctx: CheckContext) -> Iterator[Finding]:
                 BLOCKER,
                 "CDI is disabled in the ClusterPolicy: the DRA driver injects devices via CDI",
                 "set spec.cdi.enabled: true in the ClusterPolicy (the chart's default)",
-                (_ref("ClusterPolicy", cp),),
+                (_policy(cp),),
             )
 
 
@@ -71,14 +66,14 @@ def operator_validator(ctx: CheckContext) -> Iterator[Finding]:
         yield Finding(
             "operator-validator-device-plugin",
             WARNING,
-            f"ClusterPolicy {_meta(policies[0]).get('name')} keeps the operator-validator's plugin validation "
+            f"ClusterPolicy {_policy(policies[0]).name} keeps the operator-validator's plugin validation "
             "(devicePlugin.enabled is true), which needs nvidia.com/gpu capacity on its node: on a migrated node "
             "capacity drops to 0 five minutes after the device plugin leaves, and the next restart of that "
             "node's nvidia-operator-validator pod crash-loops in plugin-validation",
             "after the last pool is migrated set ClusterPolicy spec.devicePlugin.enabled=false (the operator then "
             "drops plugin-validation); until then do not restart validator pods on migrated nodes, or label "
             "those nodes nvidia.com/gpu.deploy.operator-validator=false",
-            (_ref("ClusterPolicy", policies[0]), *(ObjectRef("Node", n) for n in nodes)),
+            (_policy(policies[0]), *(ObjectRef("Node", n) for n in nodes)),
         )
 
 
@@ -119,14 +114,14 @@ def driver_manager_label(ctx: CheckContext) -> Iterator[Finding]:
     if wanted:
         problem = f"{EVICTION_ENV} is {value!r}" if value else f"{EVICTION_ENV} is not set"
         message = (
-            f"ClusterPolicy {_meta(cp).get('name')}: {problem}, but the DRA kubelet plugin is switched by the "
+            f"ClusterPolicy {_policy(cp).name}: {problem}, but the DRA kubelet plugin is switched by the "
             f"label {' or '.join(wanted)}: on a driver upgrade the driver manager unloads the driver while the "
             "DRA plugin still holds it"
         )
         fix = f"set spec.driver.manager.env {EVICTION_ENV}={wanted[0]} in the ClusterPolicy"
     else:
         message = (
-            f"ClusterPolicy {_meta(cp).get('name')}: the DRA kubelet plugin runs by node affinity (no label "
+            f"ClusterPolicy {_policy(cp).name}: the DRA kubelet plugin runs by node affinity (no label "
             f"switches it), so the driver manager ({EVICTION_ENV}={value or 'unset'}) cannot stop it before a "
             "driver upgrade unloads the driver"
         )
@@ -135,7 +130,7 @@ def driver_manager_label(ctx: CheckContext) -> Iterator[Finding]:
             f"spec.driver.manager.env {EVICTION_ENV}=nvidia.com/dra-kubelet-plugin, or upgrade drivers by "
             "draining nodes first"
         )
-    yield Finding("driver-manager-eviction-label", WARNING, message, fix, (_ref("ClusterPolicy", cp),))
+    yield Finding("driver-manager-eviction-label", WARNING, message, fix, (_policy(cp),))
 
 
 # "both ClusterPolicy and GPUCluster CRs exist; only one may be present at a time" (NVIDIA/gpu-operator
@@ -152,7 +147,7 @@ def cp_gc_conflict(ctx: CheckContext) -> Iterator[Finding]:
             BLOCKER,
             "both a ClusterPolicy and a GPUCluster exist: the GPU Operator reconciles neither",
             "delete one; for a staged migration keep the ClusterPolicy and install the standalone DRA driver",
-            tuple([_ref("ClusterPolicy", o) for o in cps] + [_ref("GPUCluster", o) for o in gcs]),
+            tuple([_policy(o) for o in cps] + [ObjectRef.of("GPUCluster", o) for o in gcs]),
         )
 
 
@@ -172,5 +167,5 @@ def operator_in_place(ctx: CheckContext) -> Iterator[Finding]:
             "GPUCluster DRA workflow",
             "migrate node pool by node pool with the standalone DRA driver beside the ClusterPolicy "
             "(what dra-migrate plan produces)",
-            tuple(_ref("ClusterPolicy", o) for o in cps),
+            tuple(_policy(o) for o in cps),
         )
