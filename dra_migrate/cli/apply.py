@@ -19,9 +19,9 @@ from dra_migrate.cli.options import (
     load_state,
     output_option,
     print_data,
+    read_plan,
     source_options,
 )
-from dra_migrate.cli.progress import Working
 from dra_migrate.errors import ClusterError, InputError
 from dra_migrate.execute.journals import (
     FILE,
@@ -38,7 +38,6 @@ from dra_migrate.execute.progress import progress_of
 from dra_migrate.execute.runner import RESUME_HINT, STOPPED, ApplyOptions
 from dra_migrate.execute.session import ApplySession
 from dra_migrate.kube import DEFAULT_BURST, DEFAULT_QPS, RateLimit
-from dra_migrate.plan import io as plan_io
 from dra_migrate.plan.model import Action, Plan
 from dra_migrate.plan.outline import outline_of
 from dra_migrate.plan.params import parse_duration
@@ -92,8 +91,7 @@ def _confirm(plan: Plan, yes: bool, what: str) -> None:
 
 
 def _load(plan_file: Path) -> Plan:
-    with Working(f"reading {plan_file}"):
-        return Plan.from_dict(plan_io.load(plan_file))
+    return Plan.from_dict(read_plan(plan_file))
 
 
 _PARALLELISM = click.option(

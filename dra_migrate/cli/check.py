@@ -121,8 +121,11 @@ def check(
     gates = parse_feature_gates(feature_gates)
     driver = check_driver_name(dra_driver)
     acceptances = load_acceptances(ignore_file)
+    from dra_migrate.cli.progress import Working
+
     state = load_state(source)
-    readiness = assess(state, pool_labels=pool_labels, feature_gates=gates, dra_driver=driver)
+    with Working("checking"):
+        readiness = assess(state, pool_labels=pool_labels, feature_gates=gates, dra_driver=driver)
     if nothing_to_migrate(readiness):
         if output in ("json", "yaml"):  # the report's own shape, so a consumer reads it as any other
             readiness.findings = []  # what a GPU-less cluster would be told (a version, a driver) does not apply

@@ -10,6 +10,7 @@ import click
 
 from dra_migrate.cli import exitcodes
 from dra_migrate.cli.options import SourceOptions, load_state, output_option, print_data, source_options
+from dra_migrate.cli.progress import Working
 from dra_migrate.errors import InputError
 
 
@@ -39,7 +40,6 @@ def diff(
     Without PLAN_B the cluster is read as every command reads it (--snapshot, or --kubeconfig/--context,
     or kubectl's defaults), and the report says what drifted since the plan was made.
     """
-    from dra_migrate.cli.progress import Working
     from dra_migrate.cluster.identity import refuse_other_cluster
     from dra_migrate.plan import io as plan_io
     from dra_migrate.plan.diff import diff_plans
@@ -89,7 +89,9 @@ def diff(
         # of two plans, held to 2x loading them (bench/plan_scale.py).
         from dra_migrate.plan.drift import drift
 
-        found = drift(a, load_state(source), allow_other_cluster=allow_other_cluster)
+        state = load_state(source)
+        with Working("comparing the plan with the cluster"):
+            found = drift(a, state, allow_other_cluster=allow_other_cluster)
         report = found.to_dict()
         changed = not found.holds
         print_data(

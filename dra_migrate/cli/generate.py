@@ -10,6 +10,7 @@ import click
 from dra_migrate.cli import exitcodes
 from dra_migrate.cli.dryrun import DRY_RUN_OPTION, refuse_snapshot, server_dry_run
 from dra_migrate.cli.options import SourceOptions, load_state, output_option, source_options
+from dra_migrate.cli.progress import Working
 from dra_migrate.cluster.yamlio import dump_yaml
 from dra_migrate.dra.deviceclasses import Generation
 from dra_migrate.inventory.dra import check_driver_name
@@ -53,7 +54,8 @@ def deviceclasses(source: SourceOptions, dra_driver: str, output: str, dry_run: 
     if dry_run:
         refuse_snapshot(source.snapshot)
     state = load_state(source)
-    gen = generate_classes(state, build_inventory(state), driver)
+    with Working("generating the DeviceClasses"):
+        gen = generate_classes(state, build_inventory(state), driver)
     accepted = True
     if dry_run:  # every class, whole, as `kubectl apply --server-side --dry-run=server` would send it
         manifests = [("generated", p.manifest()) for p in sorted(gen.proposals, key=lambda p: p.name)]
@@ -110,8 +112,9 @@ def dependents(source: SourceOptions, dra_driver: str, output: str) -> None:
     from dra_migrate.inventory.model import build_inventory
 
     state = load_state(source)
-    gen = generate_classes(state, build_inventory(state), check_driver_name(dra_driver))
-    changes = dependent_changes(state, [(p.name, p.extended_resource_name) for p in gen.proposals])
+    with Working("working out the dependents' changes"):
+        gen = generate_classes(state, build_inventory(state), check_driver_name(dra_driver))
+        changes = dependent_changes(state, [(p.name, p.extended_resource_name) for p in gen.proposals])
     if output == "name":
         emit(to_names([c.target for c in changes]))
         return

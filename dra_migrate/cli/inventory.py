@@ -34,10 +34,13 @@ Examples:
 @output_option(names="the GPU consumers (kind/namespace/name)")
 def inventory(source: SourceOptions, pool_labels: tuple[str, ...], output: str) -> None:
     """List GPU consumers, GPU nodes and pools, the NVIDIA stack and DRA state."""
+    from dra_migrate.cli.progress import Working
     from dra_migrate.inventory.model import build_inventory
     from dra_migrate.render.inventory import consumer_names, inventory_document
 
-    inv = build_inventory(load_state(source), pool_labels).to_dict()
+    state = load_state(source)
+    with Working("building the inventory"):
+        inv = build_inventory(state, pool_labels).to_dict()
     print_data(output, inv, lambda: inventory_document(inv), lambda: consumer_names(inv))
     labels = "".join(f" --pool-label {k}" for k in pool_labels)
     next_step(f"dra-migrate check {source_args(source)}{labels}".replace("  ", " "))

@@ -41,11 +41,14 @@ def match(source: SourceOptions, pool_labels: tuple[str, ...], dra_driver: str, 
     from dra_migrate.render.match import match_document
 
     driver = check_driver_name(dra_driver)
+    from dra_migrate.cli.progress import Working
+
     state = load_state(source)
-    inv = build_inventory(state, pool_labels)
-    proposals = generate(state, inv, driver).proposals
-    classes = compile_classes(state, [(p.name, p.extended_resource_name, p.selector) for p in proposals])
-    matches = match_classes(state, inv, classes, driver)
+    with Working("matching the classes to the nodes' devices"):
+        inv = build_inventory(state, pool_labels)
+        proposals = generate(state, inv, driver).proposals
+        classes = compile_classes(state, [(p.name, p.extended_resource_name, p.selector) for p in proposals])
+        matches = match_classes(state, inv, classes, driver)
     if source.snapshot is None:  # a live cluster: let its API server judge every selector (dry run)
         exprs = existing_class_selectors(state) + [p.selector for p in proposals]
         for line in live_selector_warnings(source.kubeconfig, source.context, exprs):

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from dra_migrate.cli import exitcodes
-from dra_migrate.cli.options import output_option, print_data
+from dra_migrate.cli.options import output_option, print_data, read_plan
 
 
 @click.group(
@@ -42,12 +42,11 @@ Exit codes: 0 no violation, 2 a `deny` fired, 1 the check could not run.
 @output_option(names="the violations")
 def check(plan_file: Path, policy_dir: Path, output: str) -> None:
     """Evaluate policies against PLAN as `show PLAN -o json` prints it; exit 2 when a `deny` fires."""
-    from dra_migrate.plan import io as plan_io
     from dra_migrate.plan.view import plan_json
     from dra_migrate.policy.engine import evaluate
     from dra_migrate.render import Document
 
-    verdict = evaluate(plan_json(plan_io.load(plan_file)), policy_dir)
+    verdict = evaluate(plan_json(read_plan(plan_file)), policy_dir)
 
     def document() -> Document:
         doc = Document()

@@ -13,6 +13,12 @@ from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
 _CLEAR = "\r\033[K"
+AFTER_S = 2.0  # how long a piece of work runs before `Working` says what it is doing
+
+
+def is_terminal(stream: object) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
 
 
 class TerminalProgress:
@@ -22,7 +28,7 @@ class TerminalProgress:
         self, stream: TextIO | None = None, *, every_s: float = 0.1, clock: Callable[[], float] = time.monotonic
     ):
         self.stream = stream or sys.stderr
-        self.live = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.live = is_terminal(self.stream)
         self.every_s = every_s
         self.clock = clock
         self._last = float("-inf")
@@ -94,13 +100,14 @@ def counted(objects: Iterator[dict[str, Any]], progress: TerminalProgress) -> It
 
 class Working:
     """`with Working("reading plans/x.yaml"):` around a plan command's work: if it is still running after
-    `after_s` (2 s), a line on the terminal says what and for how long, redrawn until it ends (issue 29:
-    a 10,000-node plan takes seconds to read). Silent when stderr is not a terminal."""
+    `after_s` (`AFTER_S`, 2 s), a line on the terminal says what and for how long, redrawn until it ends
+    (issue 29: a 10,000-node plan takes seconds to read, a 10,000-node snapshot tens of seconds). Silent when
+    stderr is not a terminal."""
 
-    def __init__(self, what: str, *, after_s: float = 2.0, every_s: float = 0.5, stream: TextIO | None = None):
+    def __init__(self, what: str, *, after_s: float | None = None, every_s: float = 0.5, stream: TextIO | None = None):
         self.progress = TerminalProgress(stream)
         self.what = what
-        self.after_s = after_s
+        self.after_s = AFTER_S if after_s is None else after_s
         self.every_s = every_s
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None

@@ -15,12 +15,12 @@ from dra_migrate.cli.options import (
     output_for_file,
     output_option,
     print_data,
+    read_plan,
     source_options,
 )
 from dra_migrate.cluster.identity import refuse_other_cluster
 from dra_migrate.errors import InputError
 from dra_migrate.fileio import write_text_atomic
-from dra_migrate.plan import io as plan_io
 from dra_migrate.plan.model import Plan, plan_identity
 from dra_migrate.render import FORMATS as FORMATS_OF_REHEARSE
 from dra_migrate.render import to_json, to_names, to_yaml
@@ -69,7 +69,7 @@ def rehearse(
     if not source.snapshot and not source.kubeconfig and not source.context:
         raise InputError("rehearse needs the cluster's state", "pass --snapshot FILE (or --kubeconfig to read it)")
     output = output_for_file(out_file, output, FORMATS_OF_REHEARSE)
-    plan = Plan.from_dict(plan_io.load(plan_file))  # the rehearsal reads the typed plan
+    plan = Plan.from_dict(read_plan(plan_file))  # the rehearsal reads the typed plan
     state = load_state(source)
     # A rehearsal of one cluster's plan on another's state says nothing about either.
     refuse_other_cluster(plan_identity(plan), f"plan {plan_file}", state.source.identity, "the cluster read")

@@ -16,14 +16,15 @@ from dra_migrate.cli.options import (
     load_state,
     output_for_file,
     output_option,
+    read_plan,
     source_options,
 )
+from dra_migrate.cli.progress import Working
 from dra_migrate.cluster.identity import refuse_other_cluster
 from dra_migrate.errors import ClusterError, InputError
 from dra_migrate.execute.journal import journal_path, read_records
 from dra_migrate.execute.journals import IN_CLUSTER, ClusterStore, read_checked, resolve_state
 from dra_migrate.fileio import write_text_atomic
-from dra_migrate.plan import io as plan_io
 from dra_migrate.plan.diff import diff_plans
 from dra_migrate.plan.model import Plan, plan_identity
 from dra_migrate.render import emit
@@ -100,7 +101,7 @@ def report(
     state = resolve_state(state, source.kubeconfig, plan_file, file_given=file_given)
     if state == IN_CLUSTER and (journal_file is not None or source.snapshot):
         raise InputError("--state in-cluster reads the journal from the cluster", "drop --journal and --snapshot")
-    plan = plan_io.load(plan_file)
+    plan = read_plan(plan_file)
     typed = Plan.from_dict(plan)  # what the report reads (the mapping: the identity and diff checks)
     ours = plan_identity(plan)
     live = source.kubeconfig is not None or source.context is not None
@@ -111,16 +112,17 @@ def report(
         refuse_other_cluster(
             ours, f"plan {plan_file}", cluster_state.source.identity, "the cluster read", allow=allow_other_cluster
         )
-        readiness = assess(
-            cluster_state,
-            pool_labels=tuple(plan["parameters"].get("poolLabels") or ()),
-            dra_driver=str(plan["parameters"].get("draDriver") or "gpu.nvidia.com"),
-        )
+        with Working("checking"):
+            readiness = assess(
+                cluster_state,
+                pool_labels=tuple(plan["parameters"].get("poolLabels") or ()),
+                dra_driver=str(plan["parameters"].get("draDriver") or "gpu.nvidia.com"),
+            )
     if live:
         identity = _identity(source)
     older = None
     if against is not None:
-        older_plan = plan_io.load(against)
+        older_plan = read_plan(against)
         refuse_other_cluster(
             plan_identity(older_plan), f"plan {against}", ours, f"plan {plan_file}", allow=allow_other_cluster
         )
