@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from dra_migrate.checks.catalog import run_checks
 from dra_migrate.checks.context import CheckContext
 from dra_migrate.checks.model import Finding, Severity
-from dra_migrate.checks.registry import run_checks
 from dra_migrate.cluster.state import ClusterState
 from dra_migrate.dra.capacity import ClassSelectors, PoolCapacity, compile_classes, pool_capacity
 from dra_migrate.dra.deviceclasses import Generation, generate

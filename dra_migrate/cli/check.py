@@ -42,8 +42,8 @@ def nothing_to_migrate(readiness: Readiness) -> bool:
 
 def load_acceptances(ignore_file: Path | None) -> list[Acceptance]:
     """--ignore-file, else ./.dra-migrate-ignore.yaml when it exists, else none."""
+    from dra_migrate.checks.catalog import all_rules
     from dra_migrate.checks.ignore import DEFAULT_FILE, load_ignore_file
-    from dra_migrate.checks.registry import all_rules
 
     if ignore_file is None:
         default = Path(DEFAULT_FILE)
@@ -57,7 +57,7 @@ def load_acceptances(ignore_file: Path | None) -> list[Acceptance]:
 
 def rule_list() -> list[dict[str, Any]]:
     """Every registered rule: id, severities, summary (what `check --list-rules` prints)."""
-    from dra_migrate.checks.registry import all_rules
+    from dra_migrate.checks.catalog import all_rules
 
     return [{"id": r.id, "severities": [s.value for s in r.severities], "summary": r.summary} for r in all_rules()]
 

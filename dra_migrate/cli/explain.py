@@ -23,8 +23,8 @@ Examples:
 @output_option(formats=("table", "json", "yaml", "markdown"))
 def explain(rule_id: str, output: str) -> None:
     """What RULE (a finding id of `check`) means, why it matters, how to fix it, and its source."""
+    from dra_migrate.checks.catalog import all_rules
     from dra_migrate.checks.explain import RULE_DOCS
-    from dra_migrate.checks.registry import all_rules
 
     rules = {r.id: r for r in all_rules()}
     rule = rules.get(rule_id)

@@ -19,9 +19,7 @@ from typing import Any
 import yaml
 
 from dra_migrate.plan import emit
-from dra_migrate.plan.wire import Line, Row
-
-_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
+from dra_migrate.plan.wire import INT_MAX, INT_MIN, Line, Row
 
 # How the strict reader (ruamel.yaml, YAML 1.2) resolves a plain scalar: its `resolver.implicit_resolvers`
 # rows for 1.2 as (tag, pattern, flags, first characters), held here so that reading a plan the tool wrote
@@ -142,7 +140,7 @@ def _plain(value: Any) -> bool:
             if not math.isfinite(v):
                 return False
         elif t is int:
-            if not _INT_MIN <= v <= _INT_MAX:
+            if not INT_MIN <= v <= INT_MAX:
                 return False
         elif not (v is None or t is str or t is bool):
             return False

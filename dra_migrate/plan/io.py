@@ -34,6 +34,7 @@ from dra_migrate.plan import fastyaml, wire
 from dra_migrate.plan.derived import applicable_problems
 from dra_migrate.plan.model import Plan
 from dra_migrate.plan.problems import Problem
+from dra_migrate.plan.wire import INT_MAX, INT_MIN, REGENERATE, line_of
 
 if TYPE_CHECKING:
     from dra_migrate.plan.diff import PlanDiff  # deepdiff (and pydantic) load only for a rebase: see rebase_checked
@@ -66,9 +67,6 @@ _REQUIRED: dict[str, type | tuple[type, ...]] = {
 _OPTIONAL = {"clusterIdentity": dict, "review": dict, "edited": dict, "digests": dict, "digest": str}
 _STAGE_ORDER = "stages"  # the digests entry over the order of the stages
 SECTIONS, STAGE_ORDER = _SECTIONS, _STAGE_ORDER  # what the streaming reader digests (plan/stream.py)
-_REGENERATE = REGENERATE = "regenerate it with dra-migrate plan"
-# Integers a plan may hold: what JSON parsers (and orjson, which digests them) carry exactly.
-INT_MIN, INT_MAX = -(2**63), 2**64 - 1
 
 
 def canonical(body: dict[str, Any], *, read: bool = False) -> bytes:
@@ -79,7 +77,7 @@ def canonical(body: dict[str, Any], *, read: bool = False) -> bytes:
     try:
         return orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
     except TypeError as e:  # orjson.JSONEncodeError is a TypeError: an integer beyond 64 bits and the like
-        raise InputError(f"a plan holds a value with no canonical form ({e})", _REGENERATE) from e
+        raise InputError(f"a plan holds a value with no canonical form ({e})", REGENERATE) from e
 
 
 def _digest(value: Any, *, read: bool = False) -> str:
@@ -100,9 +98,9 @@ def _check_finite(value: Any) -> None:
         elif isinstance(v, list):
             stack.extend(v)
         elif isinstance(v, float) and not math.isfinite(v):
-            raise InputError(f"a plan holds {v!r}, which has no canonical form", _REGENERATE)
+            raise InputError(f"a plan holds {v!r}, which has no canonical form", REGENERATE)
         elif isinstance(v, int) and not isinstance(v, bool) and not INT_MIN <= v <= INT_MAX:
-            raise InputError(f"a plan holds the integer {v}, beyond 64 bits: it has no canonical form", _REGENERATE)
+            raise InputError(f"a plan holds the integer {v}, beyond 64 bits: it has no canonical form", REGENERATE)
 
 
 def section_digests(body: dict[str, Any], *, read: bool = False) -> dict[str, str]:
@@ -169,25 +167,6 @@ def write(plan: dict[str, Any] | Plan, path: Path) -> None:
 # --- reading ---------------------------------------------------------------------------------------
 
 
-def line_of(node: Any, key: str | int | None = None) -> int:
-    """1-based line of a key in a round-trip-loaded mapping or sequence (`lined.py`); 0 when unknown, and
-    always for the fast reader's plain values (a line is read again with the strict reader when needed)."""
-    lc = getattr(node, "lc", None)
-    try:
-        if lc is None:
-            return 0
-        if isinstance(node, dict) and key is not None:
-            return int(lc.key(key)[0]) + 1
-        if isinstance(node, list) and isinstance(key, int):
-            return int(lc.item(key)[0]) + 1
-        return int(lc.line) + 1
-    except (AttributeError, KeyError, TypeError, IndexError):
-        return 0
-
-
-_line = line_of
-
-
 def _plain(value: Any) -> Any:
     """Round-trip loading gives ruamel's types (CommentedMap, ScalarInt, ScalarBoolean, ...): plain types
     digest and dump like the plan that was written. Iterative: depth is bounded by the parser anyway."""
@@ -211,7 +190,7 @@ def _text(path: Path) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise InputError(f"{path}: not a plan file (not UTF-8 text at byte {e.start})", _REGENERATE) from e
+        raise InputError(f"{path}: not a plan file (not UTF-8 text at byte {e.start})", REGENERATE) from e
 
 
 def _strict(text: str, path: Path) -> Lined:
@@ -346,20 +325,20 @@ def edits(doc: Any) -> list[Edit]:
     recorded = doc.get("digests")
     body = _body(doc)
     if not isinstance(recorded, dict) or not isinstance(doc.get("digest"), str):
-        return [Edit("digests", _line(doc, "digests") if "digests" in doc else 0)]
+        return [Edit("digests", line_of(doc, "digests") if "digests" in doc else 0)]
     recorded = _plain(recorded)
     expected = section_digests(body, read=True)
     out = [Edit(key, _section_line(doc, key)) for key, value in expected.items() if recorded.get(key) != value]
-    out.extend(Edit(key, _line(doc, "digests")) for key in recorded if key not in expected)
+    out.extend(Edit(key, line_of(doc, "digests")) for key in recorded if key not in expected)
     if not out and doc["digest"] != _digest(body, read=True):
-        out.append(Edit("digest", _line(doc, "digest")))
+        out.append(Edit("digest", line_of(doc, "digest")))
     return out
 
 
 def _section_line(doc: Any, key: str) -> int:
     if key.startswith("stages/"):
         return _stage_line(doc, key)
-    return _line(doc, key)
+    return line_of(doc, key)
 
 
 def _check_schema(doc: Any, path: Path) -> None:
@@ -367,23 +346,23 @@ def _check_schema(doc: Any, path: Path) -> None:
         if key not in doc:
             raise InputError(f"{path}: missing `{key}`", "regenerate the plan with dra-migrate plan")
         if not isinstance(doc[key], typ) or (typ is int and isinstance(doc[key], bool)):
-            raise InputError(f"{path}:{_line(doc, key)}: `{key}` has the wrong type", "regenerate the plan")
+            raise InputError(f"{path}:{line_of(doc, key)}: `{key}` has the wrong type", "regenerate the plan")
     for key, value in doc.items():
         if key in _REQUIRED:
             continue
         if key not in _OPTIONAL:
-            raise InputError(f"{path}:{_line(doc, key)}: unknown section `{key}`", _REGENERATE)
+            raise InputError(f"{path}:{line_of(doc, key)}: unknown section `{key}`", REGENERATE)
         if not isinstance(value, _OPTIONAL[key]):
-            raise InputError(f"{path}:{_line(doc, key)}: `{key}` has the wrong type", _REGENERATE)
+            raise InputError(f"{path}:{line_of(doc, key)}: `{key}` has the wrong type", REGENERATE)
     if doc["formatVersion"] not in wire.READS:
         raise InputError(
-            f"{path}:{_line(doc, 'formatVersion')}: plan format {doc['formatVersion']}, "
+            f"{path}:{line_of(doc, 'formatVersion')}: plan format {doc['formatVersion']}, "
             f"this tool reads {', '.join(map(str, wire.READS))}",
             "regenerate the plan with this version of dra-migrate",
         )
     names = set()
     for i, stage in enumerate(doc["stages"]):
-        where = f"{path}:{_line(doc['stages'], i)}"
+        where = f"{path}:{line_of(doc['stages'], i)}"
         if not isinstance(stage, dict) or not isinstance(stage.get("name"), str):
             raise InputError(f"{where}: a stage needs a `name`", "regenerate the plan")
         if stage["name"] in names:
@@ -416,8 +395,8 @@ def _stage_line(doc: Any, key: str) -> int:
     name = key.split("/", 1)[1]
     for i, stage in enumerate(doc["stages"]):
         if isinstance(stage, dict) and stage.get("name") == name:
-            return _line(doc["stages"], i)
-    return _line(doc, "stages")
+            return line_of(doc["stages"], i)
+    return line_of(doc, "stages")
 
 
 def _problem_line(doc: Lined, problem: Problem) -> int:
@@ -434,7 +413,7 @@ def _path_line(doc: Lined, path: tuple[str | int, ...]) -> int:
         in_seq = isinstance(node, list) and isinstance(seg, int) and 0 <= seg < len(node)
         if not (in_map or in_seq):
             break
-        line = _line(node, seg) or line
+        line = line_of(node, seg) or line
         node = node[seg]
     return line
 
@@ -446,7 +425,7 @@ def _refuse(problems: list[Problem], file: _File, what: str) -> None:
     line = _problem_line(file.lined, p)
     where = f"{file.path}:{line}" if line else str(file.path)
     more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-    raise InputError(f"{where}: {what}: {p}{more}", p.hint or _REGENERATE)
+    raise InputError(f"{where}: {what}: {p}{more}", p.hint or REGENERATE)
 
 
 def body_of(plan: dict[str, Any]) -> dict[str, Any]:

@@ -21,9 +21,9 @@ from ruamel.yaml.nodes import ScalarNode
 
 from dra_migrate.cluster.yamlio import ROUND_TRIP_CONSTRUCTOR, parser_stopped
 from dra_migrate.errors import InputError
-from dra_migrate.plan.io import INT_MAX, INT_MIN, REGENERATE, line_of
+from dra_migrate.plan.wire import INT_MAX, INT_MIN, REGENERATE, line_of
 
-Lined = CommentedMap  # a plan document as this reader gives it: values with their lines (`io.line_of`)
+Lined = CommentedMap  # a plan document as this reader gives it: values with their lines (`wire.line_of`)
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 # Deepest nesting a plan has is about 12 (a DeviceClass manifest inside a step); far deeper is hostile.
 _MAX_DEPTH = 64

@@ -65,6 +65,10 @@ _OPTIONALPOOL_STAGE_KEYS = ("strategy",)
 # plan's rows stay as they were.
 ANNOTATIONS_COLUMN = "annotations"
 _HINT = "regenerate the plan with dra-migrate plan"
+# What every reader of a plan file (io, fastyaml, lined) holds its values to: integers JSON parsers (and
+# orjson, which digests them) carry exactly; and what a refusal of the file's form tells the reader to do.
+INT_MIN, INT_MAX = -(2**63), 2**64 - 1
+REGENERATE = "regenerate it with dra-migrate plan"
 
 
 class Row(list[Any]):
@@ -339,3 +343,19 @@ def wire_path(path: tuple[str | int, ...], wire: Mapping[str, Any]) -> tuple[str
     if not isinstance(n, int) or not 0 <= n < len(members):
         return ("stages", i, "nodes")
     return ("stages", i, "nodes", members[n])
+
+
+def line_of(node: Any, key: str | int | None = None) -> int:
+    """1-based line of a key in a round-trip-loaded mapping or sequence (`lined.py`); 0 when unknown, and
+    always for the fast reader's plain values (a line is read again with the strict reader when needed)."""
+    lc = getattr(node, "lc", None)
+    try:
+        if lc is None:
+            return 0
+        if isinstance(node, dict) and key is not None:
+            return int(lc.key(key)[0]) + 1
+        if isinstance(node, list) and isinstance(key, int):
+            return int(lc.item(key)[0]) + 1
+        return int(lc.line) + 1
+    except (AttributeError, KeyError, TypeError, IndexError):
+        return 0

@@ -472,7 +472,7 @@ def test_gang_workload_split() -> None:
 def test_every_rule_has_a_test_and_a_documented_reason() -> None:
     from dra_migrate.checks.registry import RULES
 
-    assess(make())  # the registry imports its rule modules on the first run
+    assess(make())  # the catalog imports its rule modules on the first run
 
     # Rules of every module count, their tests in any unit-test file.
     here = "".join(p.read_text() for p in Path(__file__).parent.glob("test_*.py"))
@@ -498,3 +498,15 @@ def test_fractional_gpu_requests_are_flagged_once_per_workload() -> None:
     assert "nvidia.com/gpucores" in f.message
     whole = pod_spec(container(limits={GPU: 1}))
     assert severities(make(gpu_node("a"), pod("p", whole)), "fractional-gpu-request") == []
+
+
+def test_the_catalog_lists_every_rule_module_of_the_package() -> None:
+    """A rule module the catalog does not list would register nothing: its rules would go unrun by `check`
+    and `plan`, and undocumented. The list is the package's rules.py and rules_*.py, no more, no fewer."""
+    import pkgutil
+
+    import dra_migrate.checks
+    from dra_migrate.checks.catalog import RULE_MODULES
+
+    found = {m.name for m in pkgutil.iter_modules(dra_migrate.checks.__path__)}
+    assert sorted(RULE_MODULES) == sorted(n for n in found if n == "rules" or n.startswith("rules_"))

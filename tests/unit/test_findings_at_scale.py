@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from dra_migrate.checks.catalog import all_rules
 from dra_migrate.checks.explain import RULE_DOCS
 from dra_migrate.checks.grouping import group_findings
 from dra_migrate.checks.ignore import Acceptance, load_ignore_file, split_accepted
 from dra_migrate.checks.model import Finding, ObjectRef, Severity
-from dra_migrate.checks.registry import all_rules
 from dra_migrate.errors import InputError
 from dra_migrate.plan import io as plan_io
 from tests.unit.cli import run

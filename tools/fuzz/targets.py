@@ -35,9 +35,9 @@ import atheris
 import orjson
 
 with atheris.instrument_imports():
+    from dra_migrate.checks.catalog import all_rules
     from dra_migrate.checks.ignore import load_ignore_file, split_accepted
     from dra_migrate.checks.model import Finding, ObjectRef, Severity
-    from dra_migrate.checks.registry import all_rules
     from dra_migrate.checks.run import assess
     from dra_migrate.cluster.snapshot import load_snapshot
     from dra_migrate.cluster.templates import TemplateTable
