@@ -1,5 +1,6 @@
 """Bad input: one line on stderr that says what to do, exit code 1, a traceback only with --debug."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,41 @@ def test_alias_bomb_is_refused(tmp_path: Path) -> None:
     r = run("inventory", "--snapshot", str(f))
     assert r.code == 1
     assert "alias" in one_error_line(r.stderr)
+
+
+def test_an_alias_written_once_and_repeated_with_many_values_is_refused(tmp_path: Path) -> None:
+    """Not only nested aliases: one list of 1,000 values aliased 200 times is 200,000 values to walk."""
+    values = "[" + ",".join(["x"] * 1000) + "]"
+    f = tmp_path / "wide.yaml"
+    f.write_text(
+        NODE
+        + f"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: b}}\ndata:\n  a: &a {values}\n"
+        + "".join(f"  b{i}: *a\n" for i in range(200))
+    )
+    r = run("inventory", "--snapshot", str(f))
+    assert r.code == 1
+    assert "alias" in one_error_line(r.stderr)
+
+
+def test_an_export_of_more_values_than_the_alias_limit_without_an_alias_is_read(tmp_path: Path) -> None:
+    """A cluster's export (`kubectl get nodes,pods -A -o yaml`) holds a value per label, annotation and field:
+    a few hundred nodes hold more than the alias limit's 100,000. Counted as expansion, they refused every
+    such export as an alias bomb; a document without aliases expands to exactly what it holds."""
+    pods = "".join(
+        f"- apiVersion: v1\n  kind: Pod\n  metadata:\n    name: p{i}\n    namespace: ml\n    labels:\n"
+        + "".join(f"      k{j}: v{j}\n" for j in range(120))
+        + "  spec:\n    nodeName: gpu-1\n    containers:\n    - name: c\n      resources:\n"
+        '        limits: {nvidia.com/gpu: "1"}\n  status: {phase: Running}\n'
+        for i in range(900)
+    )
+    node = "".join("  " + ln + "\n" if n else "- " + ln + "\n" for n, ln in enumerate(NODE.splitlines()))
+    f = tmp_path / "export.yaml"
+    f.write_text("apiVersion: v1\nkind: List\nitems:\n" + node + pods)
+    r = run("inventory", "--snapshot", str(f), "-o", "json")
+    assert r.code == 0, r.stderr
+    inventory = json.loads(r.stdout)
+    assert len(inventory["consumers"]) == 900
+    assert inventory["nodes"][0]["requested"] == {"nvidia.com/gpu": 900}
 
 
 def test_snapshot_without_nodes(tmp_path: Path) -> None:
