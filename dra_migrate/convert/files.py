@@ -26,6 +26,7 @@ from ruamel.yaml.error import YAMLError
 from dra_migrate.cluster.templates import TemplateTable
 from dra_migrate.cluster.yamlio import ROUND_TRIP_CONSTRUCTOR, safe_yaml
 from dra_migrate.convert.rewrite import ClaimNames, ConvertOptions, convert_document
+from dra_migrate.convert.unidiff import diff_pieces, unified_diff
 from dra_migrate.errors import InputError
 from dra_migrate.fileio import write_text_atomic
 
@@ -44,20 +45,16 @@ class FileResult:
     summary: list[str] = field(default_factory=list)
     # (namespace, kind, name) -> the object's content, for every claim or template the output holds
     claims: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    # (a document's text, what it became), in order: the diff compares them one by one (unidiff.py)
+    pieces: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
         return self.converted != self.original
 
     def diff(self) -> str:
-        return "".join(
-            difflib.unified_diff(
-                self.original.splitlines(keepends=True),
-                self.converted.splitlines(keepends=True),
-                fromfile=f"a/{self.path}",
-                tofile=f"b/{self.path}",
-            )
-        )
+        pieces = diff_pieces(self.pieces, self.original, self.converted)
+        return unified_diff(pieces, fromfile=f"a/{self.path}", tofile=f"b/{self.path}")
 
 
 def find_files(paths: Iterable[Path]) -> list[tuple[Path, Path]]:
@@ -260,6 +257,7 @@ def _convert_docs(
     for d in docs:
         if d.doc is None or d.yaml is None:
             out.append(d.marker + d.body)
+            result.pieces.append((out[-1], out[-1]))
             continue
         key = _claim_key(d.doc)
         if key is not None:
@@ -271,6 +269,7 @@ def _convert_docs(
         result.summary.extend(f"{where}: {s}" for s in r.summary)
         if not r.changed:
             out.append(d.marker + d.body)
+            result.pieces.append((out[-1], out[-1]))
             continue
         for new_doc in r.new_documents:
             new_key = _claim_key(new_doc)
@@ -281,6 +280,7 @@ def _convert_docs(
         pieces.append(dumped if _marker_content(d.marker) else keep_original_lines(d.body, dumped))
         marker = "---\n" if _marker_content(d.marker) else d.marker
         out.append(marker + "---\n".join(pieces))
+        result.pieces.append((d.marker + d.body, out[-1]))
     result.converted = "".join(out)
     return result.converted, result
 

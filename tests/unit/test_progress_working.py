@@ -166,3 +166,10 @@ def test_no_command_reads_a_plan_or_a_snapshot_but_under_a_progress_line() -> No
         for line in _reads_outside_working(ast.parse(path.read_text()))
     }
     assert not bare, bare
+
+
+def test_convert_says_what_it_is_doing_on_a_terminal(terminal: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stream of 3,000 Deployments takes half a minute to convert."""
+    _slowed(monkeypatch, "dra_migrate.cli.convert", "convert_files")
+    result = run("convert", "fixtures/manifests")
+    assert "converting " in result.stderr and " file(s): 0s" in result.stderr, result.stderr[-300:]
