@@ -16,6 +16,7 @@ One policy for everything that talks to a cluster (live reads, the executor, the
 
 from __future__ import annotations
 
+import logging
 import random
 import threading
 import time
@@ -30,6 +31,7 @@ from dra_migrate import __version__
 from dra_migrate.kube.errors import TRANSIENT_STATUS, ApiError, Unreachable
 from dra_migrate.kube.stream import WatchStream
 
+log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 Query = Sequence[tuple[str, str | int | bool]]
 Timeout = float | tuple[float, float]  # seconds; (connect, read)
@@ -49,6 +51,24 @@ CONNECT_TIMEOUT_S = 5.0
 READ_TIMEOUT_S = 60.0
 DEFAULT_TIMEOUT: tuple[float, float] = (CONNECT_TIMEOUT_S, READ_TIMEOUT_S)
 JSON = "application/json"
+
+
+# Resumptions of one list in a row: a server that expires the token it has just handed out is not making
+# progress, and the list fails with its 410 rather than loop.
+_MAX_RESUMES = 3
+
+
+def _resume_token(e: ApiError) -> str:
+    """The continue token a 410 Expired answer carries to go on with an expired list, or ""."""
+    if e.status != 410 or e.reason != "Expired":
+        return ""
+    try:
+        doc = orjson.loads(e.body)
+    except orjson.JSONDecodeError:
+        return ""
+    meta = doc.get("metadata") if isinstance(doc, dict) else None
+    token = meta.get("continue") if isinstance(meta, dict) else None
+    return token if isinstance(token, str) else ""
 
 
 @dataclass(frozen=True)
@@ -313,13 +333,39 @@ class Kube:
             raise
 
     def pages(
-        self, path: str, query: Query = (), *, timeout: float | tuple[float, float] = DEFAULT_TIMEOUT
+        self,
+        path: str,
+        query: Query = (),
+        *,
+        timeout: float | tuple[float, float] = DEFAULT_TIMEOUT,
+        limit: int = PAGE_SIZE,
     ) -> Iterator[Obj]:
-        """Each page of a collection (limit/continue, PAGE_SIZE items), as the server sends it."""
-        cont = ""
+        """Each page of a collection (limit/continue, `limit` items), as the server sends it.
+
+        A list that outlives the server's history goes on where it stopped. When the resourceVersion of a
+        continue token has been compacted away (a list of 500,000 pods can take longer than the API
+        server's 5-minute compaction interval), the server answers 410 Expired and hands, in that Status,
+        a token to go on at the latest resourceVersion (k8s.io/apiserver v0.37.2
+        pkg/storage/etcd3/errors.go `handleCompactedErrorForPaging`): the rest of the list is then read as
+        it is now, which is what reading kind after kind does anyway. client-go's pager lists again from
+        the start instead (tools/pager/pager.go `FullListIfExpired`), which would hand the pages read so
+        far a second time to a reader that streams them."""
+        cont, resumed = "", 0
         while True:
-            q = [*query, ("limit", PAGE_SIZE)] + ([("continue", cont)] if cont else [])
-            page = self.get(path, q, timeout=timeout)
+            q = [*query, ("limit", limit)] + ([("continue", cont)] if cont else [])
+            try:
+                page = self.get(path, q, timeout=timeout)
+            except ApiError as e:
+                token = _resume_token(e) if cont and resumed < _MAX_RESUMES else ""
+                if not token:
+                    raise
+                resumed += 1
+                log.warning(
+                    "listing %s outlived the API server's history (410 Expired): the rest is read as it is now", path
+                )
+                cont = token
+                continue
+            resumed = 0
             yield page
             cont = str((page.get("metadata") or {}).get("continue") or "")
             if not cont:

@@ -6,6 +6,11 @@ requests answers with a fault instead: 500, 429 with `Retry-After: 1`, or a drop
 without a response); opt-in, `lost-response` forwards the request and then drops the connection.
 Clients need no credentials: the proxy does not ask for a client certificate.
 
+`expire_continues=N` answers the first N list requests that carry a continue token as the API server does
+once that token's resourceVersion has been compacted away: 410 Expired, with a token to go on at the latest
+resourceVersion (k8s.io/apiserver v0.37.2 pkg/storage/etcd3/errors.go `handleCompactedErrorForPaging`: the
+same key, resourceVersion -1), which the real API server then serves.
+
 Watches (`watch=true`) are refused with 400: the tool does not watch, and streaming them through
 would need chunk-by-chunk relaying.
 
@@ -17,6 +22,7 @@ would need chunk-by-chunk relaying.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import http.client
 import json
@@ -66,6 +72,7 @@ class FaultProxy:
         rate: float = 0.1,
         seed: int = 0,
         faults: tuple[str, ...] = FAULTS,
+        expire_continues: int = 0,
     ) -> None:
         if not 0 <= rate <= 1:
             raise ValueError("rate must be within [0, 1]")
@@ -75,6 +82,7 @@ class FaultProxy:
         self.cp = control_plane
         self.rate = rate
         self.faults = faults
+        self.expire_continues = expire_continues
         self._rng = random.Random(seed)
         self._mutex = threading.Lock()
         self._counts: Counter[str] = Counter()
@@ -97,6 +105,15 @@ class FaultProxy:
     def count(self, what: str) -> None:
         with self._mutex:
             self._counts[what] += 1
+
+    def _expires(self, query: dict[str, list[str]]) -> str | None:
+        """The token to go on with, when this continued list request is to be answered 410 Expired."""
+        token = (query.get("continue") or [""])[0]
+        with self._mutex:
+            if not token or self._counts["expired"] >= self.expire_continues:
+                return None
+            self._counts["expired"] += 1
+        return _at_latest(token)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -172,6 +189,24 @@ class FaultProxy:
         return http.client.HTTPSConnection(host, port, context=self._upstream_ctx, timeout=60)
 
 
+# The API server's message with that 410 (k8s.io/apiserver v0.37.2 pkg/storage/etcd3/errors.go).
+_INCONSISTENT_CONTINUE = (
+    "The provided continue parameter is too old to display a consistent list result. You can start a new list "
+    "without the continue parameter, or use the continue token in this response to retrieve the remainder of the "
+    "results. Continuing with the provided token results in an inconsistent list - objects that were created, "
+    "modified, or deleted between the time the first chunk was returned and now may show up in the list."
+)
+
+
+def _at_latest(token: str) -> str:
+    """A continue token's key at resourceVersion -1, as `storage.EncodeContinue(key, prefix, -1)` writes it
+    (k8s.io/apiserver pkg/storage/continue.go: base64url of {"v": "meta.k8s.io/v1", "rv": ..., "start": ...})."""
+    padded = token + "=" * (-len(token) % 4)
+    doc = json.loads(base64.urlsafe_b64decode(padded))
+    doc["rv"] = -1
+    return base64.urlsafe_b64encode(json.dumps(doc, separators=(",", ":")).encode()).decode().rstrip("=")
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
@@ -204,17 +239,19 @@ def _handler(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             return self.rfile.read(length) if length else None
 
-        def _reply(self, status: int, reason: str, message: str, extra: dict[str, str] | None = None) -> None:
-            body = json.dumps(
-                {
-                    "kind": "Status",
-                    "apiVersion": "v1",
-                    "status": "Failure",
-                    "message": message,
-                    "reason": reason,
-                    "code": status,
-                }
-            ).encode()
+        def _reply(
+            self, status: int, reason: str, message: str, extra: dict[str, str] | None = None, cont: str = ""
+        ) -> None:
+            doc: dict[str, Any] = {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {"continue": cont} if cont else {},
+                "status": "Failure",
+                "message": message,
+                "reason": reason,
+                "code": status,
+            }
+            body = json.dumps(doc).encode()
             self.send_response(status)
             for k, v in (extra or {}).items():
                 self.send_header(k, v)
@@ -229,6 +266,10 @@ def _handler(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
             if any(v.lower() in ("true", "1") for v in query.get("watch", [])):
                 proxy.count("watch-refused")
                 self._reply(400, "BadRequest", "the fault proxy does not relay watches")
+                return
+            later = proxy._expires(query)
+            if later is not None:
+                self._reply(410, "Expired", _INCONSISTENT_CONTINUE, cont=later)
                 return
             fault = proxy._decide()
             if fault == "500":

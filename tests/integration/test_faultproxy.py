@@ -52,6 +52,23 @@ def test_rate_zero_forwards_everything(control_plane: controlplane.ControlPlane,
     assert proxy.injected == 0 and counts["forwarded"] == 5
 
 
+def test_a_list_whose_continue_token_expired_goes_on_through_the_real_server(
+    control_plane: controlplane.ControlPlane, kube: Kube, namespace: str, tmp_path: Path
+) -> None:
+    """The API server's answer once a continue token's resourceVersion is compacted away (410 Expired, with
+    a token at the latest resourceVersion), then the real server's continuation: every object once."""
+    for i in range(7):
+        kube.create(path_of("v1", "configmaps", namespace=namespace), {"metadata": {"name": f"cm-{i}"}})
+    collection = path_of("v1", "configmaps", namespace=namespace)
+    with FaultProxy(control_plane, rate=0, expire_continues=2) as proxy:
+        pages = list(proxied_kube(proxy, tmp_path).pages(collection, limit=2))
+        counts = proxy.counts
+    names = [i["metadata"]["name"] for p in pages for i in p["items"]]
+    assert len(names) == len(set(names)), names  # the pages already read are not read again
+    assert {f"cm-{i}" for i in range(7)} <= set(names)
+    assert counts["expired"] == 2  # two of the continued requests were answered 410, and went on
+
+
 @pytest.mark.parametrize(("fault", "status"), [("500", 500), ("429", 429)])
 def test_status_faults(control_plane: controlplane.ControlPlane, tmp_path: Path, fault: str, status: int) -> None:
     with FaultProxy(control_plane, rate=1, faults=(fault,)) as proxy:

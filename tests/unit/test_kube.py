@@ -406,3 +406,50 @@ def test_close_from_another_thread_ends_a_blocked_watch() -> None:
     informer.close()
     thread.join(5)
     assert not thread.is_alive() and got == ["a/p"]
+
+
+# --- a list that outlives the server's history (Kube.pages)
+
+_EXPIRED = (
+    "The provided continue parameter is too old to display a consistent list result. You can start a new list "
+    "without the continue parameter, or use the continue token in this response to retrieve the remainder of the "
+    "results."
+)
+
+
+def _page(names: list[str], cont: str = "") -> FakeResponse:
+    return FakeResponse(200, {"kind": "PodList", "metadata": {"continue": cont}, "items": [{"name": n} for n in names]})
+
+
+def _expired(token: str | None) -> FakeResponse:
+    body = status(410, "Expired", _EXPIRED)
+    if token is not None:
+        body["metadata"] = {"continue": token}  # what apiserver's handleCompactedErrorForPaging adds
+    return FakeResponse(410, body)
+
+
+def test_a_list_whose_continue_token_expired_goes_on_with_the_token_the_server_gives(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    client = FakeApiClient.scripted(_page(["a", "b"], "t1"), _expired("t1-now"), _page(["c"]))
+    kube, _ = _kube(client)
+    names = [i["name"] for page in kube.pages("/api/v1/pods", limit=2) for i in page["items"]]
+    assert names == ["a", "b", "c"]  # each once: the pages already handed out are not listed again
+    assert [c.query.get("continue") for c in client.calls] == [None, "t1", "t1-now"]
+    assert "410 Expired" in caplog.text and "/api/v1/pods" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("answers", "why"),
+    [
+        ([_expired("t0")], "the first request has no list to go on with"),
+        ([_page(["a"], "t1"), _expired(None)], "no token to go on with"),
+        ([_page(["a"], "t1"), FakeResponse(410, status(410, "Gone", "gone"))], "a 410 that is not Expired"),
+        ([_page(["a"], "t1"), _expired("t2")], "a server that expires every token it hands out"),
+    ],
+)
+def test_an_expired_list_that_cannot_go_on_fails_with_the_servers_answer(answers: list[FakeResponse], why: str) -> None:
+    kube, _ = _kube(FakeApiClient.scripted(*answers), retries=0)
+    with pytest.raises(ApiError) as e:
+        list(kube.pages("/api/v1/pods"))
+    assert e.value.status == 410, why
