@@ -12,6 +12,7 @@ Accepted on read (see README "Snapshots"):
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -107,7 +108,7 @@ def _snapshot_files(p: Path) -> list[Path]:
 
 def _read_file(f: Path, header: dict[str, Any]) -> Iterator[dict[str, Any]]:
     try:
-        data = f.read_bytes()
+        data = _as_utf8(f.read_bytes(), str(f))
     except OSError as e:
         raise InputError(f"cannot read {f}: {e.strerror}", "check the path and its permissions") from e
     if f.suffix == ".json" or data.lstrip()[:1] in (b"{", b"["):
@@ -162,14 +163,52 @@ def _load_jsonl(f: Path, builder: StateBuilder, header: dict[str, Any], trust_en
     try:
         with f.open("rb") as fh:
             first = fh.readline()
-            head = _header_announcing_end(first) if trust_end else None
+            start = _text_start(first, f)
+            head = _header_announcing_end(first) if trust_end and not start else None
             if head is not None:
                 _read_sealed(f, fh, first, head, builder, header)
                 return
-            fh.seek(0)
+            fh.seek(start)
             _read_lines(f, fh, builder, header)
     except OSError as e:
         raise InputError(f"cannot read {f}: {e.strerror}", "check the path and its permissions") from e
+
+
+# Byte order marks, longest first (UTF-32's little-endian mark begins with UTF-16's). YAML 1.2 reads UTF-8,
+# 16 and 32 by their mark (YAML 1.2.2 §5.2); a JSON parser "MAY ignore" a UTF-8 one (RFC 8259 §8.1); and
+# Windows PowerShell 5.1 writes `kubectl ... > snapshot.json` as UTF-16 with a mark, `Out-File -Encoding
+# utf8` as UTF-8 with one.
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+_AS_UTF8 = "write it as UTF-8 (PowerShell: kubectl ... | Out-File -Encoding utf8), or take it with dra-migrate snapshot"
+
+
+def _as_utf8(data: bytes, where: str) -> bytes:
+    """A whole file's text as UTF-8 without a byte order mark: a marked UTF-8, 16 or 32 text is decoded."""
+    for bom, codec in _BOMS:
+        if data.startswith(bom):
+            try:
+                return data.decode(codec).encode("utf-8")
+            except UnicodeError as e:
+                raise InputError(
+                    f"{where}: not {codec.removesuffix('-sig')} text after its byte order mark", _AS_UTF8
+                ) from e
+    return data
+
+
+def _text_start(first: bytes, f: Path) -> int:
+    """Where a JSON Lines file's text starts: past a UTF-8 byte order mark. One of UTF-16 or 32 is refused:
+    its lines are not bytes ending in a newline, and the file is not read whole to convert it."""
+    if first.startswith(codecs.BOM_UTF8):
+        return len(codecs.BOM_UTF8)
+    if any(first.startswith(bom) for bom, _ in _BOMS):
+        raise InputError(f"{f}: UTF-16 or UTF-32 text: JSON Lines are read as UTF-8", _AS_UTF8)
+    return 0
 
 
 def _header_announcing_end(first: bytes) -> dict[str, Any] | None:
