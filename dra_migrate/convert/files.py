@@ -348,9 +348,11 @@ def convert_files(pairs: list[tuple[Path, Path]], table: TemplateTable, opts: Co
     applied together, the second would silently replace the first's devices."""
     results = []
     for path, relative in pairs:
-        _, result = convert_text(read_manifest(path), str(path), table, opts)
+        text = read_manifest(path)
+        mark = _BOM if text.startswith(_BOM) else ""
+        _, result = convert_text(text[len(mark) :], str(path), table, opts)
         result.path, result.relative = path, relative
-        results.append(result)
+        results.append(_with_mark(result, mark) if mark else result)
     refuse_name_clashes(results)
     return results
 
@@ -376,12 +378,26 @@ def refuse_name_clashes(results: list[FileResult]) -> None:
             r.summary.clear()
 
 
+_BOM = "\ufeff"  # a UTF-8 byte order mark, as Windows editors write it
+
+
+def _with_mark(result: FileResult, mark: str) -> FileResult:
+    """A file that began with a byte order mark keeps it: conversion changes only what it converts."""
+    result.original, result.converted = mark + result.original, mark + result.converted
+    if result.pieces:
+        old, new = result.pieces[0]
+        result.pieces[0] = (mark + old, mark + new)
+    return result
+
+
 def read_manifest(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except OSError as e:
         raise InputError(f"cannot read {path}: {e.strerror}", "check the path") from e
     except UnicodeDecodeError as e:
+        if e.object[:2] in (b"\xff\xfe", b"\xfe\xff"):  # UTF-16's marks (UTF-32 LE's begins with one)
+            raise InputError(f"{path}: UTF-16 text", "save it as UTF-8, as kubectl and git expect") from e
         raise InputError(f"{path}: not UTF-8 text", "give YAML manifests") from e
 
 

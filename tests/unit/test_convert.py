@@ -5,6 +5,7 @@ Regenerate the golden files on purpose only: DRA_MIGRATE_UPDATE_GOLDEN=1, then r
 
 from __future__ import annotations
 
+import codecs
 import os
 import shutil
 from pathlib import Path
@@ -556,3 +557,23 @@ def test_a_documents_own_list_indentation_is_kept_so_the_diff_is_only_the_change
     removed = [ln for ln in text.splitlines() if ln not in pod_text.splitlines()]
     assert removed == ["        limits:", "          nvidia.com/gpu: 1"]
     assert docs(pod_text)[0]["spec"]["containers"][0]["resources"] == {"claims": [{"name": "gpu"}]}  # type: ignore[index]
+
+
+def test_a_manifest_that_begins_with_a_byte_order_mark_keeps_it(tmp_path: Path) -> None:
+    """Windows editors write UTF-8 with a mark: conversion changes only what it converts, so the mark stays."""
+    text = (MANIFESTS / "deployment.yaml").read_text()
+    plain, marked = tmp_path / "plain.yaml", tmp_path / "marked.yaml"
+    plain.write_text(text)
+    marked.write_bytes(codecs.BOM_UTF8 + text.encode())
+    for f in (plain, marked):
+        assert run("convert", str(f), "--in-place").code == 0
+    assert marked.read_bytes() == codecs.BOM_UTF8 + plain.read_bytes()
+    assert plain.read_bytes() != text.encode()  # it was converted
+
+
+def test_a_utf16_manifest_is_refused_saying_to_save_it_as_utf8(tmp_path: Path) -> None:
+    f = tmp_path / "utf16.yaml"
+    f.write_bytes((MANIFESTS / "deployment.yaml").read_text().encode("utf-16"))
+    r = run("convert", str(f))
+    assert r.code == 1 and r.stdout == ""
+    assert r.stderr.strip() == f"error: {f}: UTF-16 text: save it as UTF-8, as kubectl and git expect"
