@@ -1,7 +1,7 @@
 """The strict plan reader: ruamel's round-trip parser, which knows every key's line.
 
-Imported by `io` only when it needs it: to put a line on a refusal, or when the fast reader
-(`fastyaml`) leaves a file to it: `show` and `diff` of a plan the tool wrote never load ruamel (about
+Imported by `io` only when the fast reader (`fastyaml`) leaves a file to it (a refusal's line comes from
+`fastyaml.load_lined` where the fast reader read the file): `show` and `diff` never load ruamel (about
 2 MB of `show`'s memory at any size; issue 29 holds `show` to 5x the file). `status` and `apply` read the
 cluster too, whose YAML reader (`cluster/yamlio.py`) is ruamel's.
 """
