@@ -1,8 +1,9 @@
 """Writing files so that a crash or a refusal never leaves half of one (snapshots, plans, reports,
-converted manifests)."""
+converted manifests); reading the text of a file a person may have saved (`text_of`)."""
 
 from __future__ import annotations
 
+import codecs
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -42,3 +43,25 @@ def atomic_writer(path: Path) -> Iterator[IO[bytes]]:
 def write_text_atomic(path: Path, text: str) -> None:
     with atomic_writer(path) as fh:
         fh.write(text.encode("utf-8"))
+
+
+# Byte order marks, longest first (UTF-32's little-endian mark begins with UTF-16's). YAML 1.2 reads UTF-8,
+# 16 and 32 by their mark (YAML 1.2.2 §5.2); a JSON parser "MAY ignore" a UTF-8 one (RFC 8259 §8.1); Windows
+# PowerShell 5.1 writes `kubectl ... > file` as UTF-16 with a mark, `Out-File -Encoding utf8` UTF-8 with one,
+# and Windows editors save UTF-8 with one.
+MARKS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
+def text_of(data: bytes) -> str:
+    """A file's text: UTF-8, or UTF-8, 16 or 32 as its byte order mark says (the mark is no part of it).
+    Raises UnicodeDecodeError (`encoding` names which) for bytes that are not that."""
+    for mark, codec in MARKS:
+        if data.startswith(mark):
+            return data.decode(codec)
+    return data.decode("utf-8")

@@ -36,6 +36,7 @@ from dra_migrate.cluster.templates import TemplateTable
 from dra_migrate.cluster.validate import MAX_DEPTH, depth_exceeds
 from dra_migrate.cluster.yamlio import dump_yaml, load_yaml_documents
 from dra_migrate.errors import InputError
+from dra_migrate.fileio import MARKS, text_of
 from dra_migrate.gcpause import paused_gc
 
 SNAPSHOT_API_VERSION = API_VERSION
@@ -174,31 +175,17 @@ def _load_jsonl(f: Path, builder: StateBuilder, header: dict[str, Any], trust_en
         raise InputError(f"cannot read {f}: {e.strerror}", "check the path and its permissions") from e
 
 
-# Byte order marks, longest first (UTF-32's little-endian mark begins with UTF-16's). YAML 1.2 reads UTF-8,
-# 16 and 32 by their mark (YAML 1.2.2 §5.2); a JSON parser "MAY ignore" a UTF-8 one (RFC 8259 §8.1); and
-# Windows PowerShell 5.1 writes `kubectl ... > snapshot.json` as UTF-16 with a mark, `Out-File -Encoding
-# utf8` as UTF-8 with one.
-_BOMS = (
-    (codecs.BOM_UTF32_LE, "utf-32"),
-    (codecs.BOM_UTF32_BE, "utf-32"),
-    (codecs.BOM_UTF8, "utf-8-sig"),
-    (codecs.BOM_UTF16_LE, "utf-16"),
-    (codecs.BOM_UTF16_BE, "utf-16"),
-)
 _AS_UTF8 = "write it as UTF-8 (PowerShell: kubectl ... | Out-File -Encoding utf8), or take it with dra-migrate snapshot"
 
 
 def _as_utf8(data: bytes, where: str) -> bytes:
     """A whole file's text as UTF-8 without a byte order mark: a marked UTF-8, 16 or 32 text is decoded."""
-    for bom, codec in _BOMS:
-        if data.startswith(bom):
-            try:
-                return data.decode(codec).encode("utf-8")
-            except UnicodeError as e:
-                raise InputError(
-                    f"{where}: not {codec.removesuffix('-sig')} text after its byte order mark", _AS_UTF8
-                ) from e
-    return data
+    if not any(data.startswith(mark) for mark, _ in MARKS):
+        return data  # UTF-8 or not, as every reader below decides
+    try:
+        return text_of(data).encode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{where}: not {e.encoding} text after its byte order mark", _AS_UTF8) from e
 
 
 def _text_start(first: bytes, f: Path) -> int:
@@ -206,7 +193,7 @@ def _text_start(first: bytes, f: Path) -> int:
     its lines are not bytes ending in a newline, and the file is not read whole to convert it."""
     if first.startswith(codecs.BOM_UTF8):
         return len(codecs.BOM_UTF8)
-    if any(first.startswith(bom) for bom, _ in _BOMS):
+    if any(first.startswith(mark) for mark, _ in MARKS):
         raise InputError(f"{f}: UTF-16 or UTF-32 text: JSON Lines are read as UTF-8", _AS_UTF8)
     return 0
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from dra_migrate.errors import InputError
+from dra_migrate.fileio import text_of
 
 Obj = dict[str, Any]
 
@@ -157,11 +158,11 @@ class TemplateTable:
     def extended(self, path: Path) -> TemplateTable:
         """This table with the entries of a user's file added (an entry for a known kind replaces it)."""
         try:
-            text = path.read_text(encoding="utf-8")
+            text = text_of(path.read_bytes())
         except OSError as e:
             raise InputError(f"cannot read template table {path}: {e.strerror}", "check the --templates path") from e
         except UnicodeDecodeError as e:
-            raise InputError(f"template table {path}: not UTF-8 text (byte {e.start + 1})", _HINT) from e
+            raise InputError(f"template table {path}: not {e.encoding} text (byte {e.start + 1})", _HINT) from e
         merged = dict(self._kinds)
         merged.update(_parse_table(_load_yaml(text, str(path)), str(path)))
         return TemplateTable(merged)
