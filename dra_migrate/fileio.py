@@ -65,3 +65,8 @@ def text_of(data: bytes) -> str:
         if data.startswith(mark):
             return data.decode(codec)
     return data.decode("utf-8")
+
+
+def not_text(e: UnicodeDecodeError) -> str:
+    """What a refusal says of bytes `text_of` could not read: "not UTF-8 text", "not UTF-16-LE text"."""
+    return f"not {e.encoding.upper()} text"

@@ -23,7 +23,7 @@ from typing import Any
 
 from dra_migrate.checks.model import Finding, ObjectRef
 from dra_migrate.errors import InputError
-from dra_migrate.fileio import text_of
+from dra_migrate.fileio import not_text, text_of
 
 DEFAULT_FILE = ".dra-migrate-ignore.yaml"
 _KEYS = {"rule", "objects", "reason", "expires"}
@@ -72,7 +72,7 @@ def load_ignore_file(path: Path, known_rules: Iterable[str]) -> list[Acceptance]
     except OSError as e:
         raise InputError(f"cannot read ignore file {path}: {e.strerror}", "check --ignore-file") from e
     except UnicodeDecodeError as e:
-        raise InputError(f"ignore file {path}: not {e.encoding} text", _HINT) from e
+        raise InputError(f"ignore file {path}: {not_text(e)}", _HINT) from e
     docs = list(load_yaml_documents(text, str(path)))
     entries = docs[0] if docs else []
     if not isinstance(entries, list):

@@ -36,7 +36,7 @@ from dra_migrate.cluster.templates import TemplateTable
 from dra_migrate.cluster.validate import MAX_DEPTH, depth_exceeds
 from dra_migrate.cluster.yamlio import dump_yaml, load_yaml_documents
 from dra_migrate.errors import InputError
-from dra_migrate.fileio import MARKS, text_of
+from dra_migrate.fileio import MARKS, not_text, text_of
 from dra_migrate.gcpause import paused_gc
 
 SNAPSHOT_API_VERSION = API_VERSION
@@ -185,7 +185,7 @@ def _as_utf8(data: bytes, where: str) -> bytes:
     try:
         return text_of(data).encode("utf-8")
     except UnicodeDecodeError as e:
-        raise InputError(f"{where}: not {e.encoding} text after its byte order mark", _AS_UTF8) from e
+        raise InputError(f"{where}: {not_text(e)} after its byte order mark", _AS_UTF8) from e
 
 
 def _text_start(first: bytes, f: Path) -> int:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from dra_migrate.errors import InputError
-from dra_migrate.fileio import text_of
+from dra_migrate.fileio import not_text, text_of
 
 Obj = dict[str, Any]
 
@@ -162,7 +162,7 @@ class TemplateTable:
         except OSError as e:
             raise InputError(f"cannot read template table {path}: {e.strerror}", "check the --templates path") from e
         except UnicodeDecodeError as e:
-            raise InputError(f"template table {path}: not {e.encoding} text (byte {e.start + 1})", _HINT) from e
+            raise InputError(f"template table {path}: {not_text(e)} (byte {e.start + 1})", _HINT) from e
         merged = dict(self._kinds)
         merged.update(_parse_table(_load_yaml(text, str(path)), str(path)))
         return TemplateTable(merged)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from dra_migrate.errors import InputError
-from dra_migrate.fileio import text_of, write_text_atomic
+from dra_migrate.fileio import not_text, text_of, write_text_atomic
 from dra_migrate.gcpause import paused_gc
 from dra_migrate.plan import fastyaml, wire
 from dra_migrate.plan.derived import applicable_problems
@@ -193,7 +193,7 @@ def _text(path: Path) -> str:
     try:
         return text_of(data)  # a reviewer's editor may save it with a byte order mark, or as UTF-16
     except UnicodeDecodeError as e:
-        raise InputError(f"{path}: not a plan file (not {e.encoding} text at byte {e.start})", REGENERATE) from e
+        raise InputError(f"{path}: not a plan file ({not_text(e)} at byte {e.start})", REGENERATE) from e
 
 
 def _strict(text: str, path: Path) -> Lined:

@@ -66,7 +66,7 @@ def test_a_snapshot_with_a_byte_order_mark_reads_as_the_same_snapshot(
     ("name", "data", "says"),
     [
         ("utf16.jsonl", LINES.encode("utf-16"), "UTF-16 or UTF-32 text"),
-        ("broken.json", codecs.BOM_UTF16_LE + b"\x00\xd8a\x00", "not utf-16-le text after its byte order mark"),
+        ("broken.json", codecs.BOM_UTF16_LE + b"\x00\xd8a\x00", "not UTF-16-LE text after its byte order mark"),
     ],
 )
 def test_what_cannot_be_read_as_its_mark_says_is_refused_with_how_to_write_it(
