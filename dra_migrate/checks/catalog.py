@@ -3,26 +3,40 @@ the checks run over them.
 
 A module of its own so that the imports run one way: a rule module imports the registry's decorator, and
 this module imports the rule modules (the registry importing them back made a loop). The modules are
-listed, not discovered, so an installed copy runs exactly these; a unit test holds the list to the
-package's `rules.py` and `rules_*.py`, so a rule module added and not listed fails it rather than going
-unrun (and documented: tools/docs/generate reads this catalog too).
+imported by name, not discovered, so an installed copy runs exactly these and tools that draw imports
+(import-linter, farm-studio) see them; a unit test holds them to the package's `rules.py` and `rules_*.py`,
+so a rule module added and not imported here fails it rather than going unrun (and undocumented:
+tools/docs/generate reads this catalog too).
 """
 
 from __future__ import annotations
 
-import importlib
+from types import ModuleType
 
 from dra_migrate.checks.context import CheckContext
 from dra_migrate.checks.model import Finding, sort_findings
 from dra_migrate.checks.registry import RULES, Rule
 
-RULE_MODULES = ("rules", "rules_dependents", "rules_gangs", "rules_operator", "rules_platforms", "rules_workloads")
+
+def rule_modules() -> tuple[ModuleType, ...]:
+    """Every rule module, imported (importing one registers its rules). Imported when first asked, not at
+    the top: the rules pull in the inventory and the CEL engine, and importing the catalog (`run.py` does,
+    and every module that imports it) then costs nothing until the rules are wanted."""
+    from dra_migrate.checks import (
+        rules,
+        rules_dependents,
+        rules_gangs,
+        rules_operator,
+        rules_platforms,
+        rules_workloads,
+    )
+
+    return (rules, rules_dependents, rules_gangs, rules_operator, rules_platforms, rules_workloads)
 
 
 def all_rules() -> list[Rule]:
-    """Every rule, registered (its modules imported), in registration order."""
-    for name in RULE_MODULES:
-        importlib.import_module(f"dra_migrate.checks.{name}")
+    """Every rule, registered, in registration order."""
+    rule_modules()
     return list(RULES.values())
 
 
