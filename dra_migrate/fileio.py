@@ -58,13 +58,16 @@ MARKS = (
 )
 
 
+def mark_of(data: bytes) -> tuple[bytes, str] | None:
+    """The byte order mark `data` begins with, and the codec that reads past it; None without one."""
+    return next(((mark, codec) for mark, codec in MARKS if data.startswith(mark)), None)
+
+
 def text_of(data: bytes) -> str:
     """A file's text: UTF-8, or UTF-8, 16 or 32 as its byte order mark says (the mark is no part of it).
     Raises UnicodeDecodeError (`encoding` names which) for bytes that are not that."""
-    for mark, codec in MARKS:
-        if data.startswith(mark):
-            return data.decode(codec)
-    return data.decode("utf-8")
+    marked = mark_of(data)
+    return data.decode(marked[1] if marked else "utf-8")
 
 
 def not_text(e: UnicodeDecodeError) -> str:

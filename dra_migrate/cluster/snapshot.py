@@ -12,7 +12,6 @@ Accepted on read (see README "Snapshots"):
 
 from __future__ import annotations
 
-import codecs
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -36,7 +35,7 @@ from dra_migrate.cluster.templates import TemplateTable
 from dra_migrate.cluster.validate import MAX_DEPTH, depth_exceeds
 from dra_migrate.cluster.yamlio import dump_yaml, load_yaml_documents
 from dra_migrate.errors import InputError
-from dra_migrate.fileio import MARKS, not_text, text_of
+from dra_migrate.fileio import mark_of, not_text, text_of
 from dra_migrate.gcpause import paused_gc
 
 SNAPSHOT_API_VERSION = API_VERSION
@@ -180,7 +179,7 @@ _AS_UTF8 = "write it as UTF-8 (PowerShell: kubectl ... | Out-File -Encoding utf8
 
 def _as_utf8(data: bytes, where: str) -> bytes:
     """A whole file's text as UTF-8 without a byte order mark: a marked UTF-8, 16 or 32 text is decoded."""
-    if not any(data.startswith(mark) for mark, _ in MARKS):
+    if mark_of(data) is None:
         return data  # UTF-8 or not, as every reader below decides
     try:
         return text_of(data).encode("utf-8")
@@ -191,11 +190,12 @@ def _as_utf8(data: bytes, where: str) -> bytes:
 def _text_start(first: bytes, f: Path) -> int:
     """Where a JSON Lines file's text starts: past a UTF-8 byte order mark. One of UTF-16 or 32 is refused:
     its lines are not bytes ending in a newline, and the file is not read whole to convert it."""
-    if first.startswith(codecs.BOM_UTF8):
-        return len(codecs.BOM_UTF8)
-    if any(first.startswith(mark) for mark, _ in MARKS):
-        raise InputError(f"{f}: UTF-16 or UTF-32 text: JSON Lines are read as UTF-8", _AS_UTF8)
-    return 0
+    marked = mark_of(first)
+    if marked is None:
+        return 0
+    if marked[1] == "utf-8-sig":
+        return len(marked[0])
+    raise InputError(f"{f}: UTF-16 or UTF-32 text: JSON Lines are read as UTF-8", _AS_UTF8)
 
 
 def _header_announcing_end(first: bytes) -> dict[str, Any] | None:

@@ -28,7 +28,7 @@ from dra_migrate.cluster.yamlio import ROUND_TRIP_CONSTRUCTOR, safe_yaml
 from dra_migrate.convert.rewrite import ClaimNames, ConvertOptions, convert_document
 from dra_migrate.convert.unidiff import diff_pieces, unified_diff
 from dra_migrate.errors import InputError
-from dra_migrate.fileio import write_text_atomic
+from dra_migrate.fileio import mark_of, write_text_atomic
 
 SUFFIXES = (".yaml", ".yml")
 _MARKER_RE = re.compile(r"^---(?:[ \t].*)?$")
@@ -348,9 +348,8 @@ def convert_files(pairs: list[tuple[Path, Path]], table: TemplateTable, opts: Co
     applied together, the second would silently replace the first's devices."""
     results = []
     for path, relative in pairs:
-        text = read_manifest(path)
-        mark = _BOM if text.startswith(_BOM) else ""
-        _, result = convert_text(text[len(mark) :], str(path), table, opts)
+        text, mark = read_manifest(path)
+        _, result = convert_text(text, str(path), table, opts)
         result.path, result.relative = path, relative
         results.append(_with_mark(result, mark) if mark else result)
     refuse_name_clashes(results)
@@ -378,9 +377,6 @@ def refuse_name_clashes(results: list[FileResult]) -> None:
             r.summary.clear()
 
 
-_BOM = "\ufeff"  # a UTF-8 byte order mark, as Windows editors write it
-
-
 def _with_mark(result: FileResult, mark: str) -> FileResult:
     """A file that began with a byte order mark keeps it: conversion changes only what it converts."""
     result.original, result.converted = mark + result.original, mark + result.converted
@@ -390,15 +386,21 @@ def _with_mark(result: FileResult, mark: str) -> FileResult:
     return result
 
 
-def read_manifest(path: Path) -> str:
+def read_manifest(path: Path) -> tuple[str, str]:
+    """A manifest's text, and the UTF-8 byte order mark it began with ("" without one; Windows editors
+    write one). UTF-16 and 32 are refused: convert writes the file back, as UTF-8."""
     try:
-        return path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as e:
         raise InputError(f"cannot read {path}: {e.strerror}", "check the path") from e
+    marked = mark_of(data)
+    if marked and marked[1] != "utf-8-sig":
+        raise InputError(f"{path}: {marked[1].upper()} text", "save it as UTF-8, as kubectl and git expect")
+    try:
+        text = data.decode(marked[1] if marked else "utf-8")
     except UnicodeDecodeError as e:
-        if e.object[:2] in (b"\xff\xfe", b"\xfe\xff"):  # UTF-16's marks (UTF-32 LE's begins with one)
-            raise InputError(f"{path}: UTF-16 text", "save it as UTF-8, as kubectl and git expect") from e
         raise InputError(f"{path}: not UTF-8 text", "give YAML manifests") from e
+    return text, (marked[0].decode("utf-8") if marked else "")
 
 
 def convert_file(path: Path, relative: Path, table: TemplateTable, opts: ConvertOptions) -> FileResult:
