@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from dra_migrate.cluster.snapshot import list_items
 from dra_migrate.cluster.yamlio import load_yaml_documents
 from dra_migrate.errors import InputError
 
@@ -27,10 +28,8 @@ def objects_of(text: str, where: str) -> list[tuple[str, dict[str, Any]]]:
     for doc in load_yaml_documents(text, where):
         if not isinstance(doc, dict) or not doc.get("apiVersion") or not doc.get("kind"):
             continue
-        if str(doc["kind"]).endswith("List") and isinstance(doc.get("items"), list):
-            out.extend((where, i) for i in doc["items"] if isinstance(i, dict))
-        else:
-            out.append((where, doc))
+        items = list_items(doc, where)
+        out.extend((where, i) for i in items) if items is not None else out.append((where, doc))
     return out
 
 

@@ -43,7 +43,9 @@ class SourceOptions:
 def source_options(f: F) -> F:
     """--snapshot | --kubeconfig/--context, --kubernetes-version, --templates -> `source: SourceOptions`."""
 
-    @click.option("--snapshot", type=click.Path(path_type=Path), help="Read a snapshot file or directory.")
+    @click.option(
+        "--snapshot", type=click.Path(path_type=Path), help="Read a snapshot file or directory (-: standard input)."
+    )
     @click.option("--kubeconfig", type=click.Path(path_type=Path), help="Read a live cluster (default: as kubectl).")
     @click.option("--context", help="The kubeconfig context to use.")
     @click.option("--kubernetes-version", help="The server version a snapshot came from (e.g. v1.37.2).")

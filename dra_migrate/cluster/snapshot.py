@@ -2,8 +2,9 @@
 
 Accepted on read (see README "Snapshots"):
   * what `kubectl get ... -o yaml|json` writes: one object or a `v1 List`;
-  * a multi-document YAML stream of such;
+  * a multi-document YAML stream of such, or JSON documents one after another (as kubectl reads them);
   * a directory of such files (*.yaml, *.yml, *.json, *.jsonl), read in name order;
+  * `-`: standard input, any of the above but a directory (`kubectl get ... -o json | dra-migrate ... --snapshot -`);
   * the ClusterSnapshot format that `dra-migrate snapshot` writes, as one YAML/JSON document
     ({apiVersion: dra-migrate.io/v1alpha1, kind: ClusterSnapshot, metadata, items}) or as JSON Lines
     (.jsonl: the header without `items` on the first line, then one object per line), which is streamed
@@ -12,6 +13,8 @@ Accepted on read (see README "Snapshots"):
 
 from __future__ import annotations
 
+import itertools
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -54,13 +57,16 @@ def load_snapshot(
     `kubernetes_version` states (or overrides) the server version the snapshot came from.
     """
     p = Path(path)
-    if not p.exists():
+    if str(path) == STDIN:
+        builder, header = _read_stdin(templates)
+    elif not p.exists():
         raise InputError(f"snapshot {p} does not exist", "check the --snapshot path")
-    files = _snapshot_files(p)
-    try:
-        builder, header = _read(p, files, templates, trust_ends=True)
-    except Recheck:  # a file the tool wrote was changed since: read it again with every check
-        builder, header = _read(p, files, templates, trust_ends=False)
+    else:
+        files = _snapshot_files(p)
+        try:
+            builder, header = _read(p, files, templates, trust_ends=True)
+        except Recheck:  # a file the tool wrote was changed since: read it again with every check
+            builder, header = _read(p, files, templates, trust_ends=False)
     state = builder.state
     meta = header.get("metadata") or {}
     served = meta.get("servedAPIs")
@@ -88,9 +94,65 @@ def _read(
             if f.suffix == ".jsonl":
                 _load_jsonl(f, builder, header, trust_ends)
             else:
-                for item in _read_file(f, header):
-                    builder.add(item, where=str(f))
+                _read_whole(_read_bytes(f), f, builder, header)
     return builder, header
+
+
+STDIN = "-"
+_STDIN_NAME = "<stdin>"
+
+
+def _read_stdin(templates: TemplateTable | None) -> tuple[StateBuilder, dict[str, Any]]:
+    """`--snapshot -`: a snapshot piped in. JSON Lines are read line by line as they arrive, by the reader
+    that checks every line (the sealed reader's fast path needs a second pass a pipe cannot give); any
+    other text is read whole, as a file is."""
+    stream = sys.stdin.buffer
+    if stream.isatty():
+        raise InputError(
+            "--snapshot - reads a snapshot from standard input, which is a terminal",
+            "pipe one in (kubectl get nodes,pods -A -o json | dra-migrate inventory --snapshot -), or give a path",
+        )
+    name = Path(_STDIN_NAME)
+    builder = StateBuilder(SourceInfo(kind="snapshot", location=_STDIN_NAME), templates)
+    header: dict[str, Any] = {}
+    with paused_gc():
+        first = stream.readline()
+        if _json_object_line(first):
+            _read_lines(name, itertools.chain([first], stream), builder, header)
+        else:
+            _read_whole(first + stream.read(), name, builder, header)
+    return builder, header
+
+
+def _json_values(data: bytes) -> list[tuple[int, int, Any]]:
+    """Every JSON value of a text, with where each starts and ends: one document, or several one after
+    another, as `(kubectl get nodes -o json; kubectl get pods -A -o json) > fleet.json` writes them and
+    kubectl itself reads them (k8s.io/apimachinery pkg/util/yaml/decoder.go, YAMLOrJSONDecoder: a
+    json.Decoder reads value after value). JSON Lines are such a text too.
+    Raises orjson.JSONDecodeError, its `pos` in `data`, for a text that is not that."""
+    view, start, values = memoryview(data), 0, []
+    while True:
+        try:
+            values.append((start, len(data), orjson.loads(view[start:])))
+            return values
+        except orjson.JSONDecodeError as e:
+            end = start + e.pos  # where orjson stopped: content after a whole value, or the error
+            try:
+                value = orjson.loads(view[start:end])
+            except orjson.JSONDecodeError:
+                raise orjson.JSONDecodeError(e.msg, "", end) from e
+            values.append((start, end, value))
+            start = end
+
+
+def _json_object_line(line: bytes) -> bool:
+    """Whether a piped text's first line is a whole JSON object by itself: JSON Lines, streamed."""
+    if not line.lstrip().startswith(b"{"):
+        return False
+    try:
+        return isinstance(orjson.loads(line), dict)
+    except orjson.JSONDecodeError:
+        return False
 
 
 def _text(value: Any) -> str | None:
@@ -106,26 +168,40 @@ def _snapshot_files(p: Path) -> list[Path]:
     return [p]
 
 
-def _read_file(f: Path, header: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def _read_bytes(f: Path) -> bytes:
     try:
-        data = _as_utf8(f.read_bytes(), str(f))
+        return f.read_bytes()
     except OSError as e:
         raise InputError(f"cannot read {f}: {e.strerror}", "check the path and its permissions") from e
+
+
+def _read_whole(raw: bytes, f: Path, builder: StateBuilder, header: dict[str, Any]) -> None:
+    """A JSON or YAML text read whole into the builder."""
+    for item in _documents(_as_utf8(raw, str(f)), f, header):
+        builder.add(item, where=str(f))
+
+
+def _documents(data: bytes, f: Path, header: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    name = str(f)
     if f.suffix == ".json" or data.lstrip()[:1] in (b"{", b"["):
         try:
-            doc = orjson.loads(data)
+            values = _json_values(data)
         except orjson.JSONDecodeError as e:
             if "depth limit" in e.msg:  # orjson stops at 1024 levels
-                raise _too_deep(str(f)) from e
+                raise _too_deep(name) from e
             if f.suffix == ".json":
                 line = data.count(b"\n", 0, e.pos) + 1
                 raise InputError(f"{f}:{line}: invalid JSON ({e.msg})", "fix the file or export it again") from e
             # Not JSON after all (YAML flow style): fall through to YAML.
         else:
-            if depth_exceeds(doc):
-                raise _too_deep(str(f))
-            _refuse_duplicate_key(data, doc, str(f))
-            yield from _expand(doc, str(f), header)
+            line, prev = 1, 0
+            for start, end, doc in values:
+                line, prev = line + data.count(b"\n", prev, start), start
+                where = name if len(values) == 1 else f"{name}:{line}"
+                if depth_exceeds(doc):
+                    raise _too_deep(where)
+                _refuse_duplicate_key(data[start:end], doc, where)
+                yield from _expand(doc, where, header)
             return
     try:
         text = data.decode("utf-8")
@@ -207,7 +283,7 @@ def _header_announcing_end(first: bytes) -> dict[str, Any] | None:
     return head if isinstance(head, dict) and head.get("kind") == SNAPSHOT_KIND and announces_end(head) else None
 
 
-def _read_lines(f: Path, fh: IO[bytes], builder: StateBuilder, header: dict[str, Any]) -> None:
+def _read_lines(f: Path, fh: Iterable[bytes], builder: StateBuilder, header: dict[str, Any]) -> None:
     """Every line parsed whole, and checked for repeated keys unless orjson wrote it."""
     loads, name = orjson.loads, str(f)
     for lineno, line in enumerate(fh, 1):
@@ -284,8 +360,10 @@ def _take(
     # A line nests no deeper than it has brackets: only a line with many is measured.
     if line.count(b"{") + line.count(b"[") > MAX_DEPTH and depth_exceeds(obj):
         raise _too_deep(where)
-    if kind == SNAPSHOT_KIND:
-        merge_header(header, obj, where)
+    if kind == SNAPSHOT_KIND or (isinstance(kind, str) and kind.endswith("List") and "items" in obj):
+        # A header line, a whole ClusterSnapshot on one line, or a List (`kubectl get ... -o json | jq -c .`)
+        for item in _expand(obj, where, header):
+            builder.add(item, where=where)
     elif not is_end(obj):
         builder.add(obj, where=where)
 
@@ -299,15 +377,42 @@ def _expand(doc: Any, name: str, header: dict[str, Any]) -> Iterator[dict[str, A
     kind = doc.get("kind")
     if kind == SNAPSHOT_KIND:
         merge_header(header, {k: v for k, v in doc.items() if k != "items"}, name)
-    if kind == SNAPSHOT_KIND or (isinstance(kind, str) and kind.endswith("List") and "items" in doc):
-        items = doc.get("items") or []
-        if not isinstance(items, list):
-            raise InputError(f"{name}: `items` of a {kind} must be a list", "check the file")
-        for item in items:
-            if isinstance(item, dict):
-                yield from _expand(item, name, header) if str(item.get("kind", "")).endswith("List") else [item]
+    items = list_items(doc, name)
+    if items is None:
+        yield doc
         return
-    yield doc
+    for item in items:
+        yield from _expand(item, name, header) if str(item.get("kind", "")).endswith("List") else [item]
+
+
+def list_items(doc: dict[str, Any], where: str) -> list[dict[str, Any]] | None:
+    """The items of a list document (a `v1 List`, a typed list such as a `NodeList`, a ClusterSnapshot);
+    None for any other document.
+
+    A typed list's items come from the API server without apiVersion and kind (`kubectl get --raw
+    /api/v1/nodes`, curl, a client library's list call): an item with neither takes the list's apiVersion
+    and its kind less `List`, as apimachinery reads them (k8s.io/apimachinery v0.37.2
+    pkg/apis/meta/v1/unstructured/helpers.go, `decodeToList`). Before, they were passed over as objects of
+    no kind, and a raw NodeList read as a fleet without nodes."""
+    kind = doc.get("kind")
+    if not (kind == SNAPSHOT_KIND or (isinstance(kind, str) and kind.endswith("List") and "items" in doc)):
+        return None
+    items = doc.get("items") or []
+    if not isinstance(items, list):
+        raise InputError(f"{where}: `items` of a {kind} must be a list", "check the file")
+    item_kind, api_version = kind.removesuffix("List"), doc.get("apiVersion")
+    typed = kind != SNAPSHOT_KIND and item_kind != "" and isinstance(api_version, str)
+    out = []
+    for n, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise InputError(
+                f"{where}: item {n} of a {kind} is a {type(item).__name__}, not an object",
+                "fix the file or export it again",
+            )
+        if typed and not item.get("kind") and not item.get("apiVersion"):
+            item = {"apiVersion": api_version, "kind": item_kind, **item}
+        out.append(item)
+    return out
 
 
 # What tells one cluster's snapshot from another's: two headers that differ in one of these are two clusters.

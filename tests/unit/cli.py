@@ -16,6 +16,6 @@ class Result:
     stderr: str
 
 
-def run(*args: str, env: dict[str, str] | None = None) -> Result:
-    r = CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+def run(*args: str, env: dict[str, str] | None = None, stdin: bytes | None = None) -> Result:
+    r = CliRunner().invoke(cli, list(args), env=env, input=stdin, catch_exceptions=False)
     return Result(r.exit_code, r.stdout, r.stderr)
