@@ -14,7 +14,7 @@ from typing import Any
 
 from dra_migrate.inventory.resources import FRACTIONAL_GPU_RESOURCES, GpuNames, parse_quantity
 
-_GPU_STRING_RE = re.compile(r"nvidia\.com/(gpu|mig-)")
+GPU_STRING_RE = re.compile(r"nvidia\.com/(gpu|mig-)")
 
 
 def count_problem(c: dict[str, Any], resource: str) -> str | None:
@@ -139,7 +139,7 @@ def gpu_patch_strings(doc: Any, path: str = "") -> Iterator[str]:
             if k == "metadata" and not path:
                 continue
             if isinstance(v, str):
-                loose = str(k).endswith("podSpecPatch") and _GPU_STRING_RE.search(v)
+                loose = str(k).endswith("podSpecPatch") and GPU_STRING_RE.search(v)
                 if loose or _GPU_IN_TEXT_RE.search(v):
                     yield p
             else:

@@ -15,7 +15,7 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,18 @@ from ruamel.yaml.error import YAMLError
 
 from dra_migrate.cluster.templates import TemplateTable
 from dra_migrate.cluster.yamlio import ROUND_TRIP_CONSTRUCTOR, safe_yaml
-from dra_migrate.convert.rewrite import ClaimNames, ConvertOptions, convert_document
+from dra_migrate.convert.aliases import unshare_gpu_requests
+from dra_migrate.convert.detect import GPU_STRING_RE
+from dra_migrate.convert.jsondoc import dump_json, json_style, split_json_values
+from dra_migrate.convert.kustomize import (
+    gpu_requests,
+    inline_patch_problems,
+    is_kustomization,
+    patch_files,
+    patch_problem,
+)
+from dra_migrate.convert.lists import convert_list, objects_of
+from dra_migrate.convert.rewrite import ClaimNames, ConvertOptions, DocResult, convert_document
 from dra_migrate.convert.unidiff import diff_pieces, unified_diff
 from dra_migrate.errors import InputError
 from dra_migrate.fileio import mark_of, write_text_atomic
@@ -106,7 +117,18 @@ def split_documents(text: str) -> list[tuple[str, str]]:
             body.append(line)
     if marker or body:
         chunks.append((marker, "".join(body)))
-    return chunks
+    return [piece for marker, body in chunks for piece in _json_documents(marker, body)]
+
+
+def _json_documents(marker: str, body: str) -> list[tuple[str, str]]:
+    """JSON documents one after another with no `---` between them (as convert writes a JSON manifest's new
+    templates, and kubectl reads a JSON stream) are documents each."""
+    if _marker_content(marker) or not body.lstrip().startswith("{"):
+        return [(marker, body)]
+    pieces = split_json_values(body)
+    if pieces is None:
+        return [(marker, body)]
+    return [(marker if i == 0 else "", piece) for i, piece in enumerate(pieces)]
 
 
 def guess_indent(text: str) -> tuple[int, int]:
@@ -171,6 +193,36 @@ def _one_line(e: YAMLError) -> str:
     return f"{problem} (line {mark.line + 1} of the document)" if mark is not None else str(problem)
 
 
+_GO_TEMPLATE = "{{"
+
+
+class GoTemplate(InputError):
+    """A Helm chart's template is text that makes manifests, not one: it is converted once rendered. In a
+    run over files it does not end the run (a GitOps repository holds charts beside manifests): one that
+    names a GPU is that file's problem (left as it is with --skip-unconvertible), any other a warning."""
+
+    def __init__(self, where: str) -> None:
+        super().__init__(f"{where}: a Go template (a Helm chart's templates/), not YAML", _RENDER)
+        self.where = where
+
+
+_RENDER = "convert what it renders: helm template RELEASE CHART | dra-migrate convert -"
+
+
+def _go_template(name: str, start: int) -> GoTemplate:
+    return GoTemplate(f"{name}:{start}")
+
+
+def _has_collection_key(value: Any) -> bool:
+    """Whether a map anywhere has a map or a list for a key, as YAML reads a template action `{{ .X }}` (a flow
+    map whose one key is a flow map); no Kubernetes object has one."""
+    if isinstance(value, dict):
+        return any(isinstance(k, (Mapping, tuple)) or _has_collection_key(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_collection_key(v) for v in value)
+    return False
+
+
 def parse_stream(text: str, name: str) -> list[_Doc]:
     """The documents of a YAML stream, parsed with the indentation each is written in."""
     from dra_migrate.cluster.yamlio import MAX_DEPTH, nesting_exceeds, parser_stopped
@@ -196,12 +248,16 @@ def parse_stream(text: str, name: str) -> list[_Doc]:
             d.yaml = _yaml(indent, offset)
             d.doc = d.yaml.load(source)
         except YAMLError as e:
+            if _GO_TEMPLATE in body:
+                raise _go_template(name, start) from e
             raise InputError(
                 f"{name}: document at line {start}: not valid YAML: {_one_line(e)}", "fix the manifest"
             ) from e
         except RecursionError as e:
             raise InputError(f"{name}:{start}: nested too deeply", "fix the manifest") from e
         except TypeError as e:
+            if _GO_TEMPLATE in body:  # `name: {{ .Release.Name }}` reads as a map whose key is a map
+                raise _go_template(name, start) from e
             # ruamel's round-trip constructor hashes each key; a key that is itself a tagged map (`? !t a: b`)
             # is not hashable and raises TypeError, not a YAMLError (found by fuzzing convert, atheris).
             raise InputError(
@@ -210,6 +266,8 @@ def parse_stream(text: str, name: str) -> list[_Doc]:
             ) from e
         except Exception as e:  # only ruamel runs here: its internals stopped on this text
             raise InputError(f"{name}: document at line {start}: {parser_stopped(e)}", "fix the manifest") from e
+        if _GO_TEMPLATE in body and _has_collection_key(d.doc):  # `name: {{ .Release.Name }}` parses
+            raise _go_template(name, start)
     return docs
 
 
@@ -233,20 +291,31 @@ def _content(doc: Any) -> str:
 def take_existing_names(docs: list[_Doc], names: ClaimNames) -> None:
     """Claim and template names the inputs already hold are taken: a new template never replaces one."""
     for d in docs:
-        key = _claim_key(d.doc)
-        if key is not None:
-            names.take(key[0], key[2])
+        for obj in objects_of(d.doc):
+            key = _claim_key(obj)
+            if key is not None:
+                names.take(key[0], key[2])
 
 
 def convert_text(
     text: str, name: str, table: TemplateTable, opts: ConvertOptions, names: ClaimNames | None = None
 ) -> tuple[str, FileResult]:
     """Convert a YAML stream; a document with a problem is kept as it was (its problems are reported)."""
+    if "\r\n" in text and "\n" not in text.replace("\r\n", ""):
+        return _with_line_ends(convert_text(text.replace("\r\n", "\n"), name, table, opts, names)[1], "\r\n")
     docs = parse_stream(text, name)
     if names is None:
         names = ClaimNames()
         take_existing_names(docs, names)
     return _convert_docs(docs, text, name, table, opts, names)
+
+
+def _with_line_ends(result: FileResult, end: str) -> tuple[str, FileResult]:
+    """A file whose every line ends in CRLF (a Windows checkout) keeps them: the lines conversion writes
+    end as the file's do, not in a mix of the two."""
+    result.original, result.converted = (t.replace("\n", end) for t in (result.original, result.converted))
+    result.pieces = [(a.replace("\n", end), b.replace("\n", end)) for a, b in result.pieces]
+    return result.converted, result
 
 
 def _convert_docs(
@@ -259,13 +328,23 @@ def _convert_docs(
             out.append(d.marker + d.body)
             result.pieces.append((out[-1], out[-1]))
             continue
-        key = _claim_key(d.doc)
-        if key is not None:
-            result.claims[key] = _content(d.doc)
-        r = convert_document(d.doc, table, opts, names)
+        unshared = unshare_gpu_requests(d.doc)  # before any change: a node reached from two places becomes two
+        if is_kustomization(d.doc):  # an overlay's own text: never converted, its GPU patches a problem
+            r = DocResult(problems=inline_patch_problems(d.doc, Path(name)))
+        else:
+            r = convert_list(d.doc, table, opts, names) or convert_document(d.doc, table, opts, names)
+        for obj in objects_of(d.doc):  # a list's templates, new and old, are its items
+            key = _claim_key(obj)
+            if key is not None:
+                result.claims[key] = _content(obj)
         where = f"{name}:{d.start}"
         result.problems.extend(f"{where}: {p}" for p in r.problems)
         result.warnings.extend(f"{where}: {w}" for w in r.warnings)
+        result.warnings.extend(
+            f"{where}: {path} took a GPU request through a YAML alias or merge key: written out, converted on its own"
+            for path in unshared
+            if r.changed
+        )
         result.summary.extend(f"{where}: {s}" for s in r.summary)
         if not r.changed:
             out.append(d.marker + d.body)
@@ -275,11 +354,16 @@ def _convert_docs(
             new_key = _claim_key(new_doc)
             if new_key is not None:
                 result.claims[new_key] = _content(new_doc)
-        pieces = [_dump(d.yaml, x) for x in r.new_documents]
-        dumped = _dump(d.yaml, d.doc)
-        pieces.append(dumped if _marker_content(d.marker) else keep_original_lines(d.body, dumped))
-        marker = "---\n" if _marker_content(d.marker) else d.marker
-        out.append(marker + "---\n".join(pieces))
+        style = json_style(d.body) if not _marker_content(d.marker) else None
+        if style is not None:  # written in JSON: written back in JSON (convert/jsondoc.py)
+            ending = d.body[len(d.body.rstrip()) :]
+            out.append(d.marker + "\n".join(dump_json(x, style) for x in [*r.new_documents, d.doc]) + ending)
+        else:
+            pieces = [_dump(d.yaml, x) for x in r.new_documents]
+            dumped = _dump(d.yaml, d.doc)
+            pieces.append(dumped if _marker_content(d.marker) else keep_original_lines(d.body, dumped))
+            marker = "---\n" if _marker_content(d.marker) else d.marker
+            out.append(marker + "---\n".join(pieces))
         result.pieces.append((d.marker + d.body, out[-1]))
     result.converted = "".join(out)
     return result.converted, result
@@ -347,13 +431,42 @@ def convert_files(pairs: list[tuple[Path, Path]], table: TemplateTable, opts: Co
     it); two files that define one claim or template name differently are refused instead, naming both:
     applied together, the second would silently replace the first's devices."""
     results = []
+    patches = patch_files(
+        (path for path, _ in pairs), lambda k: [d.doc for d in parse_stream(read_manifest(k)[0], str(k))]
+    )
     for path, relative in pairs:
         text, mark = read_manifest(path)
-        _, result = convert_text(text, str(path), table, opts)
+        try:
+            _, result = convert_text(text, str(path), table, opts)
+        except GoTemplate as e:
+            result = FileResult(path, relative, text, text, pieces=[(text, text)])
+            if GPU_STRING_RE.search(text):
+                result.problems.append(
+                    f"{e.where}: a Go template (a Helm chart's templates/) that names a GPU: {_RENDER}"
+                )
+            else:  # nothing of it to convert: the run goes on without --skip-unconvertible
+                result.warnings.append(f"{e.where}: a Go template (a Helm chart's templates/), left as it is")
         result.path, result.relative = path, relative
+        kustomization = patches.get(path.resolve())
+        if kustomization is not None:
+            refuse_gpu_patches(result, text, kustomization)
         results.append(_with_mark(result, mark) if mark else result)
     refuse_name_clashes(results)
     return results
+
+
+def refuse_gpu_patches(result: FileResult, text: str, kustomization: Path) -> None:
+    """A kustomize patch that asks for GPUs is left as it was, and a problem (convert/kustomize.py)."""
+    asks = [
+        patch_problem(f"{result.path}:{d.start}", kustomization, found)
+        for d in parse_stream(text, str(result.path))
+        if (found := gpu_requests(d.doc))
+    ]
+    if asks:
+        result.problems[:] = asks
+        result.converted, result.pieces = result.original, [(result.original, result.original)]
+        result.summary.clear()
+        result.claims.clear()
 
 
 def refuse_name_clashes(results: list[FileResult]) -> None:

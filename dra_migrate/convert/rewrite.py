@@ -229,7 +229,13 @@ def convert_document(
             )
         return result
     if table.spec(key) is None:
-        if stray or patches:
+        if (stray or patches) and not kind:
+            result.problems.append(
+                f"a document with no apiVersion or kind asks for GPUs at {', '.join(stray + patches)}: it is not a "
+                "Kubernetes object but what makes them (a Helm chart's values.yaml, an application's config); "
+                "change it by hand, and convert what it renders (helm template RELEASE CHART | dra-migrate convert -)"
+            )
+        elif stray or patches:
             result.problems.append(
                 f"{label}: kind {key} is not in the pod-template table, and asks for GPUs at "
                 f"{', '.join(stray + patches)}: if its pods are written as pod templates, add the kind with "
