@@ -13,7 +13,7 @@ from dra_migrate.cluster.live import LiveCluster, LiveOptions, read_objects
 from dra_migrate.cluster.redact import SnapshotFilter
 from dra_migrate.cluster.snapshot import snapshot_header, write_snapshot
 from dra_migrate.errors import InputError
-from dra_migrate.fileio import atomic_writer
+from dra_migrate.fileio import GZIP_SUFFIX, atomic_writer, format_suffix, gzip_writer
 
 _FORMATS = {".jsonl": "jsonl", ".json": "json", ".yaml": "yaml", ".yml": "yaml"}
 
@@ -30,7 +30,7 @@ Examples:
     "--out",
     "out",
     type=click.Path(path_type=Path),
-    help="File to write: .jsonl (streamed, for large fleets), .json or .yaml.  [required]",
+    help="File to write: .jsonl (streamed, for large fleets), .json or .yaml; .gz after it compresses.  [required]",
 )
 @click.option("-o", "--output", "output_flag", hidden=True, help="Refused: -o is a format everywhere else.")
 @click.option("--keep-env", is_flag=True, help="Keep container env values and args (redacted by default).")
@@ -44,14 +44,16 @@ def snapshot(source: SourceOptions, out: Path | None, output_flag: str | None, k
         raise click.UsageError("Missing option '--out'.")
     if source.snapshot:
         raise InputError("snapshot reads a live cluster", "drop --snapshot and pass --kubeconfig/--context")
-    fmt = _FORMATS.get(out.suffix)
+    fmt = _FORMATS.get(format_suffix(out))
     if fmt is None:
-        raise InputError(f"cannot tell the format of {out}", "name the file .jsonl, .json or .yaml")
+        raise InputError(
+            f"cannot tell the format of {out}", "name the file .jsonl, .json or .yaml (.gz to compress it)"
+        )
     cluster = LiveCluster(LiveOptions(source.kubeconfig, source.context))
     info, objects = read_objects(cluster, source.template_table())
     objects = counted(objects, TerminalProgress())  # a large fleet takes a while: say so on a terminal
     kept = SnapshotFilter(keep_env=keep_env, templates=source.template_table()).stream(objects)
     # Written beside the target and renamed: a crash or a refused list never leaves a partial snapshot.
-    with atomic_writer(out) as fh:
-        n = write_snapshot(fh, snapshot_header(info, __version__), kept, fmt)
+    with atomic_writer(out) as fh, gzip_writer(fh, out.suffix == GZIP_SUFFIX) as z:
+        n = write_snapshot(z, snapshot_header(info, __version__), kept, fmt)
     click.echo(f"wrote {n} objects from {info.location} to {out} ({cluster.requests} API requests)", err=True)

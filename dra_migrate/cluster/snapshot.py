@@ -13,12 +13,15 @@ Accepted on read (see README "Snapshots"):
 
 from __future__ import annotations
 
+import gzip
+import io
 import itertools
 import sys
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import orjson
 
@@ -38,7 +41,7 @@ from dra_migrate.cluster.templates import TemplateTable
 from dra_migrate.cluster.validate import MAX_DEPTH, depth_exceeds
 from dra_migrate.cluster.yamlio import dump_yaml, load_yaml_documents
 from dra_migrate.errors import InputError
-from dra_migrate.fileio import mark_of, not_text, text_of
+from dra_migrate.fileio import GZIP_MAGIC, format_suffix, mark_of, not_text, open_read, text_of
 from dra_migrate.gcpause import paused_gc
 
 SNAPSHOT_API_VERSION = API_VERSION
@@ -91,7 +94,7 @@ def _read(
     header: dict[str, Any] = {}
     with paused_gc():
         for f in files:
-            if f.suffix == ".jsonl":
+            if format_suffix(f) == ".jsonl":
                 _load_jsonl(f, builder, header, trust_ends)
             else:
                 _read_whole(_read_bytes(f), f, builder, header)
@@ -106,8 +109,8 @@ def _read_stdin(templates: TemplateTable | None) -> tuple[StateBuilder, dict[str
     """`--snapshot -`: a snapshot piped in. JSON Lines are read line by line as they arrive, by the reader
     that checks every line (the sealed reader's fast path needs a second pass a pipe cannot give); any
     other text is read whole, as a file is."""
-    stream = sys.stdin.buffer
-    if stream.isatty():
+    stdin = sys.stdin.buffer
+    if stdin.isatty():
         raise InputError(
             "--snapshot - reads a snapshot from standard input, which is a terminal",
             "pipe one in (kubectl get nodes,pods -A -o json | dra-migrate inventory --snapshot -), or give a path",
@@ -115,6 +118,10 @@ def _read_stdin(templates: TemplateTable | None) -> tuple[StateBuilder, dict[str
     name = Path(_STDIN_NAME)
     builder = StateBuilder(SourceInfo(kind="snapshot", location=_STDIN_NAME), templates)
     header: dict[str, Any] = {}
+    buffered = stdin if isinstance(stdin, io.BufferedReader) else io.BufferedReader(stdin)  # type: ignore[type-var]
+    stream: IO[bytes] = buffered
+    if buffered.peek(2)[:2] == GZIP_MAGIC:  # `... | gzip | dra-migrate ... --snapshot -`
+        stream = cast(IO[bytes], gzip.GzipFile(fileobj=buffered, mode="rb"))
     with paused_gc():
         first = stream.readline()
         if _json_object_line(first):
@@ -161,16 +168,21 @@ def _text(value: Any) -> str | None:
 
 def _snapshot_files(p: Path) -> list[Path]:
     if p.is_dir():
-        files = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in _SUFFIXES)
+        files = sorted(f for f in p.rglob("*") if f.is_file() and format_suffix(f) in _SUFFIXES)
         if not files:
-            raise InputError(f"snapshot directory {p} holds no .yaml, .yml, .json or .jsonl files", "check the path")
+            raise InputError(
+                f"snapshot directory {p} holds no .yaml, .yml, .json or .jsonl files (or .gz of them)", "check the path"
+            )
         return files
     return [p]
 
 
 def _read_bytes(f: Path) -> bytes:
     try:
-        return f.read_bytes()
+        with open_read(f) as fh:
+            return fh.read()
+    except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+        raise _damaged(f, e) from e
     except OSError as e:
         raise InputError(f"cannot read {f}: {e.strerror}", "check the path and its permissions") from e
 
@@ -183,13 +195,14 @@ def _read_whole(raw: bytes, f: Path, builder: StateBuilder, header: dict[str, An
 
 def _documents(data: bytes, f: Path, header: dict[str, Any]) -> Iterator[dict[str, Any]]:
     name = str(f)
-    if f.suffix == ".json" or data.lstrip()[:1] in (b"{", b"["):
+    as_json = format_suffix(f) == ".json"
+    if as_json or data.lstrip()[:1] in (b"{", b"["):
         try:
             values = _json_values(data)
         except orjson.JSONDecodeError as e:
             if "depth limit" in e.msg:  # orjson stops at 1024 levels
                 raise _too_deep(name) from e
-            if f.suffix == ".json":
+            if as_json:
                 line = data.count(b"\n", 0, e.pos) + 1
                 raise InputError(f"{f}:{line}: invalid JSON ({e.msg})", "fix the file or export it again") from e
             # Not JSON after all (YAML flow style): fall through to YAML.
@@ -237,7 +250,7 @@ def _load_jsonl(f: Path, builder: StateBuilder, header: dict[str, Any], trust_en
     The loops are the hot path for large fleets (benchmarked in bench/plan_scale.py), so they are kept flat.
     """
     try:
-        with f.open("rb") as fh:
+        with open_read(f) as fh:
             first = fh.readline()
             start = _text_start(first, f)
             head = _header_announcing_end(first) if trust_end and not start else None
@@ -246,8 +259,14 @@ def _load_jsonl(f: Path, builder: StateBuilder, header: dict[str, Any], trust_en
                 return
             fh.seek(start)
             _read_lines(f, fh, builder, header)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+        raise _damaged(f, e) from e
     except OSError as e:
         raise InputError(f"cannot read {f}: {e.strerror}", "check the path and its permissions") from e
+
+
+def _damaged(f: Path, e: Exception) -> InputError:
+    return InputError(f"{f}: a gzip file cut short or damaged ({e})", "copy it again (gzip -t FILE tests one)")
 
 
 _AS_UTF8 = "write it as UTF-8 (PowerShell: kubectl ... | Out-File -Encoding utf8), or take it with dra-migrate snapshot"

@@ -6,6 +6,7 @@ The demo fixture is recreated live: its GPU nodes by the simulator, its workload
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import time
@@ -179,6 +180,16 @@ def test_snapshot_of_the_live_cluster_gives_the_same_inventory(
     # The demo's training jobs set NCCL_DEBUG=WARN: env values are redacted unless --keep-env.
     assert '{"name":"NCCL_DEBUG","value":"<redacted>"}' in text
     assert '"value":"WARN"' not in text
+    # Compressed as it is written (fileio.gzip_writer), and read as the file it holds: the same inventory.
+    packed = tmp_path / "live.jsonl.gz"
+    r = run("snapshot", "--kubeconfig", str(control_plane.kubeconfig), "--out", str(packed))
+    assert r.code == 0, r.stderr
+    assert packed.read_bytes()[:2] == b"\x1f\x8b" and gzip.decompress(packed.read_bytes()).startswith(b'{"apiVersion"')
+    r = run("inventory", "--snapshot", str(packed), "-o", "json")
+    assert r.code == 0, r.stderr
+    assert {k: v for k, v in json.loads(r.stdout).items() if k != "cluster"} == {
+        k: v for k, v in offline.items() if k != "cluster"
+    }
 
 
 def test_live_check_equals_the_snapshot_check(control_plane: controlplane.ControlPlane, demo: dict[str, Any]) -> None:
