@@ -104,6 +104,16 @@ WORKLOAD_CRD_KINDS: tuple[Kind, ...] = (
     Kind("batch.volcano.sh", "v1alpha1", "Job", "jobs", namespaced=True, optional=True),
     Kind("argoproj.io", "v1alpha1", "Workflow", "workflows", namespaced=True, optional=True),
     Kind("argoproj.io", "v1alpha1", "CronWorkflow", "cronworkflows", namespaced=True, optional=True),
+    Kind("argoproj.io", "v1alpha1", "WorkflowTemplate", "workflowtemplates", namespaced=True, optional=True),
+    Kind(
+        "argoproj.io",
+        "v1alpha1",
+        "ClusterWorkflowTemplate",
+        "clusterworkflowtemplates",
+        namespaced=False,
+        optional=True,
+    ),
+    Kind("argoproj.io", "v1alpha1", "Rollout", "rollouts", namespaced=True, optional=True),
     Kind("serving.knative.dev", "v1", "Service", "services", namespaced=True, optional=True),
 )
 

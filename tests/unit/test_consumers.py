@@ -276,3 +276,28 @@ def test_trainjob_without_resources_per_node_is_counted_from_its_pods() -> None:
     assert list(got) == ["TrainJob/pytorch-mnist"]
     assert got["TrainJob/pytorch-mnist"]["totals"] == {GPU: 1}
     assert got["TrainJob/pytorch-mnist"]["source"] == "pods"
+
+
+def test_an_argo_rollout_is_the_consumer_of_its_replicasets_pods() -> None:
+    """argo-rollouts v1.8.3 RolloutSpec: replicas and a PodTemplateSpec, as a Deployment; it owns ReplicaSets."""
+    ro = obj(
+        "argoproj.io/v1alpha1",
+        "Rollout",
+        "embeddings",
+        {"replicas": 4, "template": template(pod_spec(container(limits={GPU: 1})))},
+    )
+    rs = obj("apps/v1", "ReplicaSet", "embeddings-7d9f", {"replicas": 4}, owner=ro)
+    running = pod("embeddings-7d9f-a", pod_spec(container(limits={GPU: 1})), owner=rs)
+    got = consumers(gpu_node("gpu-1"), ro, rs, running)
+    assert list(got) == ["Rollout/embeddings"]
+    assert got["Rollout/embeddings"]["totals"] == {GPU: 4}
+    by_ref = obj("argoproj.io/v1alpha1", "Rollout", "by-ref", {"workloadRef": {"kind": "Deployment", "name": "x"}})
+    assert list(consumers(gpu_node("gpu-1"), by_ref)) == []  # its template is the Deployment's, counted there
+
+
+def test_argo_workflow_templates_are_blueprints_their_workflows_are_consumers() -> None:
+    steps = [{"name": "train", "container": container(limits={GPU: 2})}]
+    wt = obj("argoproj.io/v1alpha1", "WorkflowTemplate", "train", {"templates": steps})
+    cwt = obj("argoproj.io/v1alpha1", "ClusterWorkflowTemplate", "train-all", {"templates": steps}, namespace=None)
+    wf = obj("argoproj.io/v1alpha1", "Workflow", "train-x1", {"templates": steps})
+    assert list(consumers(gpu_node("gpu-1"), wt, cwt, wf)) == ["Workflow/train-x1"]
