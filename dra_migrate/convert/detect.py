@@ -98,17 +98,49 @@ def _names_a_gpu_count(k: Any, v: Any, names: GpuNames, shorthand: bool) -> bool
 
 def gpu_keys_elsewhere(doc: Any, names: GpuNames, covered: set[int], path: str = "") -> Iterator[str]:
     """Paths of GPU counts outside the containers of known pod templates: a device-plugin name as a key
-    anywhere (a CRD's `resourcesPerNode`, an unknown container path), a fractional-GPU name, or a
-    `gpu:`-like shorthand with a positive count (an integer or a quantity string). Labels, selectors and
-    tolerations name GPUs without asking for them; a ConfigMap's or Secret's own keys are its data."""
+    anywhere (a CRD's `resourcesPerNode`, an unknown container path), a fractional-GPU name, a
+    `gpu:`-like shorthand with a positive count (an integer or a quantity string), or a named count
+    (`gpu: {name: nvidia.com/gpu, quantity: 1}`). Labels, selectors and tolerations name GPUs without asking
+    for them; a ConfigMap's or Secret's own keys are its data; a NodePool's limits are a cap on nodes."""
     shorthand = not (isinstance(doc, dict) and doc.get("kind") in _DATA_KINDS and not path)
+    if not path:
+        covered = covered | _caps(doc)
     yield from _elsewhere(doc, names, covered, path, shorthand)
+
+
+def _caps(doc: Any) -> set[int]:
+    """Maps that cap what an autoscaler provisions, written with the device plugin's names: no pod's request.
+    Karpenter's NodePool `spec.limits` (karpenter.sh/v1; https://karpenter.sh/docs/concepts/nodepools/, "Limits")."""
+    if not (isinstance(doc, dict) and doc.get("kind") == "NodePool"):
+        return set()
+    if not str(doc.get("apiVersion", "")).startswith("karpenter.sh/"):
+        return set()
+    spec = doc.get("spec")
+    limits = spec.get("limits") if isinstance(spec, dict) else None
+    return {id(limits)} if isinstance(limits, dict) else set()
+
+
+# A request written as a resource's name beside its count: the Spark operator's `gpu: {name: nvidia.com/gpu,
+# quantity: 1}` on a driver or executor (kubeflow/spark-operator api/v1beta2 sparkapplication_types.go, GPUSpec).
+# The device plugin's sharing config (`name:` beside `replicas:`) and Kueue's quotas (`nominalQuota:`) are not.
+_NAME_KEYS = ("name", "resourceName")
+_COUNT_KEYS = ("quantity", "count", "amount")
+
+
+def _named_count(node: dict[Any, Any], names: GpuNames) -> str | None:
+    for key in _NAME_KEYS:
+        if node.get(key) in names and any(_positive_count(node.get(c)) for c in _COUNT_KEYS):
+            return key
+    return None
 
 
 def _elsewhere(doc: Any, names: GpuNames, covered: set[int], path: str, shorthand: bool) -> Iterator[str]:
     if isinstance(doc, dict):
         if id(doc) in covered:
             return
+        named = _named_count(doc, names) if shorthand else None
+        if named is not None:
+            yield f"{path}.{named}" if path else named
         for k, v in doc.items():
             p = f"{path}.{k}" if path else str(k)
             if _names_a_gpu_count(k, v, names, shorthand):

@@ -56,6 +56,8 @@ def test_gpu_requests_in_unknown_places_are_reported_by_file_and_path_and_exit_1
         "spec: {workers: {numGPUs: 1.0}}",
         "spec: {valuesContent: 'resources:\n  limits:\n    nvidia.com/gpu: 2\n'}",  # k3s HelmChart values
         """spec: {patch: '{"resources":{"limits":{"nvidia.com/mig-1g.10gb":"1"}}}'}""",  # JSON in a string
+        # the Spark operator's GPUSpec on a driver and executors (kubeflow/spark-operator api/v1beta2)
+        "spec: {driver: {cores: 1}, executor: {instances: 4, gpu: {name: nvidia.com/gpu, quantity: 1}}}",
     ],
 )
 def test_unknown_kinds_asking_for_gpus_in_their_own_ways_are_problems(snippet: str) -> None:
@@ -78,6 +80,12 @@ def test_unknown_kinds_asking_for_gpus_in_their_own_ways_are_problems(snippet: s
         # the device plugin's own time-slicing config
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: tsc}\ndata:\n  any: |\n    sharing:\n"
         "      timeSlicing:\n        resources:\n        - name: nvidia.com/gpu\n          replicas: 4\n",
+        # a cap on what Karpenter provisions, and a Kueue quota: no pod's request
+        "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: gpu}\n"
+        "spec: {limits: {cpu: '1000', nvidia.com/gpu: 64}, template: {spec: {taints: [{key: nvidia.com/gpu}]}}}\n",
+        "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: q}\nspec:\n  resourceGroups:\n"
+        "  - coveredResources: [nvidia.com/gpu]\n"
+        "    flavors: [{name: h100, resources: [{name: nvidia.com/gpu, nominalQuota: 8}]}]\n",
     ],
 )
 def test_things_that_only_name_gpus_are_not_requests(text: str) -> None:
