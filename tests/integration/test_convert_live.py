@@ -55,7 +55,7 @@ def _plural(obj: dict[str, Any]) -> str:
 
 @pytest.fixture(scope="module")
 def crds(control_plane: controlplane.ControlPlane) -> None:
-    wanted = {"PyTorchJob", "JobSet", "LeaderWorkerSet", "RayCluster"}
+    wanted = {"PyTorchJob", "JobSet", "LeaderWorkerSet", "RayCluster", "Rollout"}
     api = new_api_client(control_plane.kubeconfig, "dra-migrate-tests")
     try:
         install_crds(api, [k for k in WORKLOAD_CRD_KINDS if k.kind in wanted])
