@@ -102,7 +102,7 @@ def is_kustomization(doc: Any) -> bool:
 
 
 def inline_patch_problems(doc: Any, kustomization: Path) -> list[str]:
-    """A kustomization's inline patches that ask for GPUs; the kustomization itself is never converted."""
+    """What of a kustomization asks for GPUs (its inline patches, a chart's values); it is never converted."""
     asks = []
     for where, text in _inline_patches(doc):
         try:
@@ -111,12 +111,24 @@ def inline_patch_problems(doc: Any, kustomization: Path) -> list[str]:
             found = []
         if found or _GPU_POINTER.search(text):
             asks.append(f"{where} ({', '.join(found) or 'a JSON pointer to nvidia.com/'})")
-    if not asks:
-        return []
-    return [
-        f"an inline kustomize patch that asks for GPUs at {'; '.join(asks)}: {_LEFT} or convert the rendered "
-        f"overlay: kustomize build {kustomization.parent} | dra-migrate convert -"
-    ]
+    problems = []
+    if asks:
+        problems.append(
+            f"an inline kustomize patch that asks for GPUs at {'; '.join(asks)}: {_LEFT} or convert the rendered "
+            f"overlay: kustomize build {kustomization.parent} | dra-migrate convert -"
+        )
+    # Anything else of it that asks for GPUs: a Helm chart's values (`helmCharts[].valuesInline`).
+    stray = [p for p in gpu_keys_elsewhere(doc, GpuNames(), set()) if not p.startswith(_PATCH_KEYS)]
+    if stray:
+        problems.append(
+            f"a kustomization that asks for GPUs at {', '.join(stray)}: what it renders asks for device-plugin GPUs; "
+            f"change it by hand, and convert the rendered overlay: kustomize build --enable-helm "
+            f"{kustomization.parent} | dra-migrate convert -"
+        )
+    return problems
+
+
+_PATCH_KEYS = ("patches", "patchesJson6902", "patchesStrategicMerge")
 
 
 def _inline_patches(doc: Any) -> Iterator[tuple[str, str]]:

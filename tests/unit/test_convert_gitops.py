@@ -203,3 +203,18 @@ def test_a_values_file_that_asks_for_gpus_is_named_as_what_it_is(tmp_path: Path)
         f"error: {values}:1: a document with no apiVersion or kind asks for GPUs at resources.limits.nvidia.com/gpu: "
         "it is not a Kubernetes object"
     )
+
+
+def test_a_kustomizations_helm_values_that_ask_for_gpus_are_a_problem(tmp_path: Path) -> None:
+    helm = (
+        "helmCharts:\n- name: vllm\n  repo: https://charts.example.com\n"
+        "  valuesInline: {resources: {limits: {nvidia.com/gpu: 1}}}\n"
+    )
+    repo = _repo(tmp_path, TOLERATIONS, helm)
+    r = run("convert", str(repo))
+    kustomization = repo / "overlays/prod/kustomization.yaml"
+    assert r.code == 1
+    assert r.stderr.splitlines()[0].startswith(
+        f"error: {kustomization}:1: a kustomization that asks for GPUs at "
+        "helmCharts[0].valuesInline.resources.limits.nvidia.com/gpu: "
+    ), r.stderr
