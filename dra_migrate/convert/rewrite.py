@@ -397,6 +397,7 @@ _REFUSED_KINDS = {
     "namespaces and add the claim by hand (or use a namespaced TrainingRuntime)",
 }
 KSERVE_ISVC = "serving.kserve.io/InferenceService"
+ARGO_ROLLOUT = "argoproj.io/Rollout"
 KSERVE_MODE = "serving.kserve.io/deploymentMode"
 
 
@@ -405,12 +406,26 @@ def _kind_problems(key: str, doc: dict[str, Any], has_gpu: bool) -> list[str]:
     return [f"{key}: {why}"] if why and has_gpu else []
 
 
+# Argo Rollouts' CRD schema is generated from the k8s.io/api it builds with: v1.8.x (k8s.io/api v0.29.3) knows
+# only the alpha `resourceClaims[].source.resourceClaimTemplateName`, so the API server prunes the field convert
+# writes and the pods name a claim with no source; v1.9.0 (k8s.io/api v0.34.1) has it (argo-rollouts
+# manifests/crds/rollout-crd.yaml at v1.8.3 and v1.9.0; tests/integration/test_convert_live.py applies it).
+_ROLLOUT_SCHEMA = (
+    "Argo Rollouts before v1.9.0 drops resourceClaims[].resourceClaimTemplateName (its CRD schema predates the "
+    "field), leaving the pods a claim with no source: run v1.9.0 or later (--dry-run=server refuses the field "
+    "where it would be dropped)"
+)
+
+
 def _kind_warnings(key: str, doc: dict[str, Any]) -> list[str]:
-    """KServe runs an InferenceService as a Knative Service in Serverless mode (its default unless the
-    annotation or the cluster's inferenceservice-config says RawDeployment/Standard), and Knative's
-    webhook rejects resources.claims (knative/serving#15332)."""
+    """What the kind's own controller does with a converted object, where it is not what the API promises."""
+    if key == ARGO_ROLLOUT:
+        return [_ROLLOUT_SCHEMA]
     if key != KSERVE_ISVC:
         return []
+    # KServe runs an InferenceService as a Knative Service in Serverless mode (its default unless the
+    # annotation or the cluster's inferenceservice-config says RawDeployment/Standard), and Knative's
+    # webhook rejects resources.claims (knative/serving#15332).
     meta = doc.get("metadata")
     annotations = meta.get("annotations") if isinstance(meta, dict) else None
     mode = annotations.get(KSERVE_MODE) if isinstance(annotations, dict) else None

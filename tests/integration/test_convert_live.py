@@ -4,6 +4,8 @@ Deployment's pod gets its devices from the real kube-scheduler through the NVIDI
 from __future__ import annotations
 
 import copy
+import json
+import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +24,7 @@ from dra_migrate.convert.rewrite import ConvertOptions
 from dra_migrate.sim.kube import Kube, new_api_client, path_of
 from dra_migrate.sim.kwok import KwokFleet
 from dra_migrate.sim.spec import GpuNodeSpec
-from dra_migrate.sim.stack import install_crds
+from dra_migrate.sim.stack import CRDS, install_crds, wait_established
 
 pytestmark = pytest.mark.cluster
 
@@ -53,12 +55,30 @@ def _plural(obj: dict[str, Any]) -> str:
     return KINDS_BY_KEY[kind_key(obj["apiVersion"], obj["kind"])].plural
 
 
+# Argo Rollouts' own CRD, as released (its schema holds the full PodTemplateSpec): with fieldValidation=Strict a
+# converted Rollout whose `resourceClaims` or `claims` the schema did not know would be refused, not pruned. It
+# was: v1.8.3's schema (k8s.io/api v0.29) has only the alpha `source.resourceClaimTemplateName`, which this test
+# caught; from v1.9.0 (k8s.io/api v0.34) it is the field convert writes, and convert warns about older ones.
+ROLLOUTS = "github.com/argoproj/argo-rollouts@v1.9.0"
+
+
+def _rollout_crd() -> dict[str, Any]:
+    got = subprocess.run(["go", "mod", "download", "-json", ROLLOUTS], capture_output=True, text=True, check=False)
+    assert got.returncode == 0, f"go mod download {ROLLOUTS}: {got.stdout}{got.stderr}"
+    path = Path(json.loads(got.stdout)["Dir"]) / "manifests" / "crds" / "rollout-crd.yaml"
+    return dict(YAML(typ="safe").load(path.read_text()))
+
+
 @pytest.fixture(scope="module")
 def crds(control_plane: controlplane.ControlPlane) -> None:
-    wanted = {"PyTorchJob", "JobSet", "LeaderWorkerSet", "RayCluster", "Rollout"}
+    wanted = {"PyTorchJob", "JobSet", "LeaderWorkerSet", "RayCluster"}  # permissive: their schemas are not at hand
     api = new_api_client(control_plane.kubeconfig, "dra-migrate-tests")
     try:
         install_crds(api, [k for k in WORKLOAD_CRD_KINDS if k.kind in wanted])
+        kube = Kube(api)
+        crd = _rollout_crd()
+        kube.create_or_exists(CRDS, crd)
+        wait_established(kube, crd["metadata"]["name"], 30)
     finally:
         api.close()
 
@@ -73,7 +93,8 @@ def test_every_converted_object_passes_server_side_dry_run(
         obj = copy.deepcopy(obj)
         obj["metadata"]["namespace"] = namespace
         path = path_of(obj["apiVersion"], _plural(obj), namespace=namespace)
-        kube.create(path, obj, query=[("dryRun", "All")])  # raises ApiError with the server's reason
+        # Strict: a field the schema does not know is refused, never silently dropped (a claim lost on the way).
+        kube.create(path, obj, query=[("dryRun", "All"), ("fieldValidation", "Strict")])  # ApiError: server's reason
 
 
 @pytest.fixture(scope="module")

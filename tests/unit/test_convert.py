@@ -367,6 +367,19 @@ spec:
     assert not result.warnings
 
 
+def test_an_argo_rollout_is_converted_with_a_warning_about_older_rollouts_controllers() -> None:
+    """Argo Rollouts v1.8.x's CRD schema drops resourceClaimTemplateName (tests/integration/test_convert_live.py
+    applies a converted Rollout under v1.9.0's own CRD with strict field validation)."""
+    text = (MANIFESTS / "rollout.yaml").read_text()
+    out, result = convert_text(text, "t.yaml", TABLE, ConvertOptions())
+    assert not result.problems and "resourceClaimTemplateName: embeddings-gpu" in out
+    assert result.warnings == [
+        "t.yaml:1: Rollout/embeddings: Argo Rollouts before v1.9.0 drops resourceClaims[].resourceClaimTemplateName "
+        "(its CRD schema predates the field), leaving the pods a claim with no source: run v1.9.0 or later "
+        "(--dry-run=server refuses the field where it would be dropped)"
+    ]
+
+
 @pytest.mark.parametrize(
     "snippet",
     [
