@@ -122,13 +122,41 @@ def _read_stdin(templates: TemplateTable | None) -> tuple[StateBuilder, dict[str
     stream: IO[bytes] = buffered
     if buffered.peek(2)[:2] == GZIP_MAGIC:  # `... | gzip | dra-migrate ... --snapshot -`
         stream = cast(IO[bytes], gzip.GzipFile(fileobj=buffered, mode="rb"))
-    with paused_gc():
-        first = stream.readline()
-        if _json_object_line(first):
-            _read_lines(name, itertools.chain([first], stream), builder, header)
-        else:
-            _read_whole(first + stream.read(), name, builder, header)
+    try:
+        with paused_gc():
+            first = stream.readline()
+            if _json_object_line(first):
+                _read_piped_lines(name, first, stream, builder, header)
+            else:
+                _read_whole(first + stream.read(), name, builder, header)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+        raise _damaged(name, e) from e
     return builder, header
+
+
+def _read_piped_lines(
+    name: Path, first: bytes, rest: Iterable[bytes], builder: StateBuilder, header: dict[str, Any]
+) -> None:
+    """JSON Lines from a pipe, every line checked; a header that announces a closing line must see it, or the
+    text was cut short (a copy stopped at a line boundary would read as a smaller fleet, as from a file)."""
+    last = [b""]
+
+    def remembered(lines: Iterable[bytes]) -> Iterator[bytes]:
+        for line in lines:
+            if line.strip():
+                last[0] = line
+            yield line
+
+    _read_lines(name, remembered(itertools.chain([first], rest)), builder, header)
+    if announces_end(header) and not is_end(_loads_or_none(last[0])):
+        raise cut_short(str(name))
+
+
+def _loads_or_none(line: bytes) -> Any:
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
 
 
 def _json_values(data: bytes) -> list[tuple[int, int, Any]]:

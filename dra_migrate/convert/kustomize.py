@@ -19,7 +19,7 @@ the same way, in the kustomization itself.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization
 _GPU_POINTER = re.compile(r"/resources/(?:limits|requests)/nvidia\.com~1(?:gpu|mig-)")
 
 
-def patch_files(paths: Iterable[Path], read: Any) -> dict[Path, Path]:
+def patch_files(paths: Iterable[Path], read: Callable[[Path], list[Any]]) -> dict[Path, Path]:
     """Each file (resolved) that a kustomization among `paths` names as a patch -> that kustomization.
     `read(path)` gives a file's parsed documents."""
     found: dict[Path, Path] = {}

@@ -219,3 +219,12 @@ def test_deep_manifests_are_one_line(depth: int) -> None:
     with pytest.raises(InputError) as e:
         convert_text("a: " + "[" * depth + "]" * depth + "\n", "m.yaml", TemplateTable.builtin(), ConvertOptions())
     _one_line(e.value)
+
+
+def test_an_error_quoting_control_characters_is_still_one_line() -> None:
+    """Found by the property test above: a node named "\\n" in a hand-made snapshot split the error in two."""
+    from dra_migrate.errors import InputError
+
+    e = InputError("a.jsonl:1: Node \n\r: x\u2028y\x85z", "fix\tit")
+    assert str(e) == "a.jsonl:1: Node \\n\\r: x\\u2028y\\x85z: fix\\tit"
+    assert len(str(e).splitlines()) == 1

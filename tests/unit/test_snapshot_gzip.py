@@ -106,3 +106,18 @@ def test_the_format_is_the_name_under_gz() -> None:
         ".gz",
         ".yaml",
     ]
+
+
+def test_a_piped_snapshot_cut_short_is_refused_as_a_file_is() -> None:
+    """The closing line announced by the header must arrive through a pipe too, or the text was cut short."""
+    whole = _written("jsonl", False)
+    lines = whole.splitlines(keepends=True)
+    assert run("inventory", "--snapshot", "-", stdin=whole).code == 0
+    r = run("inventory", "--snapshot", "-", stdin=b"".join(lines[:-1]))
+    assert (r.code, r.stderr.splitlines()[0]) == (
+        1,
+        "error: <stdin>: the snapshot ends before its closing ClusterSnapshotEnd line: it was cut short: "
+        "take the snapshot again (or, to read what is there, remove `closedBy` from its first line)",
+    )
+    r = run("inventory", "--snapshot", "-", stdin=_written("jsonl", True)[:-30])
+    assert r.code == 1 and r.stderr.startswith("error: <stdin>: a gzip file cut short or damaged"), r.stderr
