@@ -58,13 +58,15 @@ def _expanded_size(root: Any) -> tuple[int, int]:
     return sizes[id(root)], written
 
 
-def _check_aliases(doc: Any, name: str) -> None:
+_REEXPORT = "refusing a possible alias bomb; export the cluster again with kubectl or dra-migrate snapshot"
+
+
+def check_aliases(doc: Any, name: str, hint: str = _REEXPORT) -> None:
+    """Refuse a document whose aliases expand it far beyond what it holds: every walk after this one (the
+    tool's checks, convert's rewrite) would pay for the expansion, exponentially in a billion-laughs text."""
     expanded, written = _expanded_size(doc)
     if expanded - written > MAX_ALIAS_EXPANSION:
-        raise InputError(
-            f"{name}: YAML aliases expand this document to {expanded:,} nodes ({written:,} written)",
-            "refusing a possible alias bomb; export the cluster again with kubectl or dra-migrate snapshot",
-        )
+        raise InputError(f"{name}: YAML aliases expand this document to {expanded:,} nodes ({written:,} written)", hint)
 
 
 # Deeper nesting is refused before the document is built: a Kubernetes object is a few dozen levels deep,
@@ -175,7 +177,7 @@ def load_yaml_documents(text: str, name: str) -> Iterator[Any]:
         for doc in yaml.load_all(text):
             if doc is None:
                 continue
-            _check_aliases(doc, name)
+            check_aliases(doc, name)
             yield doc
     except MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark

@@ -225,7 +225,7 @@ def _has_collection_key(value: Any) -> bool:
 
 def parse_stream(text: str, name: str) -> list[_Doc]:
     """The documents of a YAML stream, parsed with the indentation each is written in."""
-    from dra_migrate.cluster.yamlio import MAX_DEPTH, nesting_exceeds, parser_stopped
+    from dra_migrate.cluster.yamlio import MAX_DEPTH, check_aliases, nesting_exceeds, parser_stopped
 
     docs: list[_Doc] = []
     line = 1
@@ -266,6 +266,7 @@ def parse_stream(text: str, name: str) -> list[_Doc]:
             ) from e
         except Exception as e:  # only ruamel runs here: its internals stopped on this text
             raise InputError(f"{name}: document at line {start}: {parser_stopped(e)}", "fix the manifest") from e
+        check_aliases(d.doc, f"{name}:{start}", "refusing a possible alias bomb; write the manifest without it")
         if _GO_TEMPLATE in body and _has_collection_key(d.doc):  # `name: {{ .Release.Name }}` parses
             raise _go_template(name, start)
     return docs

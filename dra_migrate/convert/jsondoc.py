@@ -32,6 +32,10 @@ def json_style(body: str) -> JsonStyle | None:
     text = body.strip()
     if not text.startswith("{") or not text.endswith("}"):
         return None
+    try:
+        json.loads(text)
+    except ValueError:
+        return None  # a YAML flow map (`{a: 1}`): ruamel writes it back as it reads it
     lines = text.splitlines()
     if len(lines) == 1:
         return JsonStyle(None, (", ", ": ") if '": ' in text else (",", ":"))

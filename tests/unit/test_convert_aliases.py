@@ -15,6 +15,7 @@ from ruamel.yaml import YAML
 
 from dra_migrate.convert.files import convert_text
 from dra_migrate.convert.rewrite import ConvertOptions
+from dra_migrate.errors import InputError
 from tests.unit.test_convert import TABLE, docs
 
 ALIASED_RESOURCES = """apiVersion: apps/v1
@@ -119,3 +120,14 @@ def test_an_alias_that_asks_for_no_gpu_is_kept() -> None:
     )
     out, _, warnings = _convert(text)
     assert (out, warnings) == (text, [])
+
+
+def test_an_alias_bomb_is_refused_before_any_walk_expands_it() -> None:
+    """Nine levels of nine aliases: 490 million nodes from 24 written. convert hung on it (every walk of the
+    rewrite expands aliases); it is refused as the snapshot readers refuse it (cluster/yamlio.check_aliases)."""
+    levels = ["  a: &a [x, x, x, x, x, x, x, x, x]"]
+    for prev, cur in zip("abcdefgh", "bcdefghi", strict=True):
+        levels.append(f"  {cur}: &{cur} [{', '.join([f'*{prev}'] * 9)}]")
+    text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata:\n" + "\n".join(levels) + "\n"
+    with pytest.raises(InputError, match=r"m\.yaml:1: YAML aliases expand this document to 490,329,060 nodes"):
+        convert_text(text, "m.yaml", TABLE, ConvertOptions())

@@ -66,3 +66,10 @@ def test_a_file_of_crlf_lines_converts_to_crlf_lines_only(fixture: Path) -> None
     out, problems = _convert(lf.replace("\n", "\r\n"), "m.yaml")
     expected, expected_problems = _convert(lf, "m.yaml")
     assert (out, problems) == (expected.replace("\n", "\r\n"), expected_problems)
+
+
+def test_a_yaml_flow_map_document_is_not_taken_for_json() -> None:
+    text = "{apiVersion: apps/v1, kind: Deployment, metadata: {name: d},\n spec: {template: {spec: {containers: [\n"
+    text += "  {name: c, resources: {limits: {nvidia.com/gpu: 1}}}]}}}}\n"
+    out, problems = _convert(text, "m.yaml")
+    assert problems == [] and "resourceClaimTemplateName: d-gpu" in out and '"kind"' not in out

@@ -1,4 +1,4 @@
-"""The alias-bomb guard (cluster/yamlio.py `_check_aliases`) measures what aliases add, and nothing else: a
+"""The alias-bomb guard (cluster/yamlio.py `check_aliases`) measures what aliases add, and nothing else: a
 document without aliases, of any size, expands to exactly what it holds; each alias adds what it repeats."""
 
 from __future__ import annotations
