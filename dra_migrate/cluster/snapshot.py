@@ -26,6 +26,7 @@ from typing import IO, Any, cast
 import orjson
 
 from dra_migrate.cluster.jsondup import as_written, duplicate_key
+from dra_migrate.cluster.lists import list_shape, untyped
 from dra_migrate.cluster.sealed import (
     API_VERSION,
     PodReader,
@@ -407,7 +408,7 @@ def _take(
     # A line nests no deeper than it has brackets: only a line with many is measured.
     if line.count(b"{") + line.count(b"[") > MAX_DEPTH and depth_exceeds(obj):
         raise _too_deep(where)
-    if kind == SNAPSHOT_KIND or (isinstance(kind, str) and kind.endswith("List") and "items" in obj):
+    if list_shape(obj, wrapper=SNAPSHOT_KIND) is not None:
         # A header line, a whole ClusterSnapshot on one line, or a List (`kubectl get ... -o json | jq -c .`)
         for item in _expand(obj, where, header):
             builder.add(item, where=where)
@@ -429,35 +430,28 @@ def _expand(doc: Any, name: str, header: dict[str, Any]) -> Iterator[dict[str, A
         yield doc
         return
     for item in items:
-        yield from _expand(item, name, header) if str(item.get("kind", "")).endswith("List") else [item]
+        yield from _expand(item, name, header) if list_shape(item) is not None else [item]
 
 
 def list_items(doc: dict[str, Any], where: str) -> list[dict[str, Any]] | None:
-    """The items of a list document (a `v1 List`, a typed list such as a `NodeList`, a ClusterSnapshot);
-    None for any other document.
-
-    A typed list's items come from the API server without apiVersion and kind (`kubectl get --raw
-    /api/v1/nodes`, curl, a client library's list call): an item with neither takes the list's apiVersion
-    and its kind less `List`, as apimachinery reads them (k8s.io/apimachinery v0.37.2
-    pkg/apis/meta/v1/unstructured/helpers.go, `decodeToList`). Before, they were passed over as objects of
-    no kind, and a raw NodeList read as a fleet without nodes."""
-    kind = doc.get("kind")
-    if not (kind == SNAPSHOT_KIND or (isinstance(kind, str) and kind.endswith("List") and "items" in doc)):
+    """The items of a list document or a ClusterSnapshot (cluster/lists.py says which documents are lists
+    and which items take the list's kind), each a copy that says its kind; None for any other document."""
+    shape = list_shape(doc, wrapper=SNAPSHOT_KIND)
+    if shape is None:
         return None
-    items = doc.get("items") or []
+    items = shape.items or []
     if not isinstance(items, list):
-        raise InputError(f"{where}: `items` of a {kind} must be a list", "check the file")
-    item_kind, api_version = kind.removesuffix("List"), doc.get("apiVersion")
-    typed = kind != SNAPSHOT_KIND and item_kind != "" and isinstance(api_version, str)
+        raise InputError(f"{where}: `items` of a {shape.kind} must be a list", "check the file")
+    typed = shape.types_items()
     out = []
     for n, item in enumerate(items):
         if not isinstance(item, dict):
             raise InputError(
-                f"{where}: item {n} of a {kind} is a {type(item).__name__}, not an object",
+                f"{where}: item {n} of a {shape.kind} is a {type(item).__name__}, not an object",
                 "fix the file or export it again",
             )
-        if typed and not item.get("kind") and not item.get("apiVersion"):
-            item = {"apiVersion": api_version, "kind": item_kind, **item}
+        if typed and untyped(item):
+            item = {"apiVersion": shape.api_version, "kind": shape.item_kind, **item}
         out.append(item)
     return out
 

@@ -4,30 +4,29 @@
 Each item is converted as a document of its own would be (rewrite.convert_document): an item with a
 problem is left as it was and reported, the others are converted; each new ResourceClaimTemplate goes into
 the list right before the item that uses it, as it goes right before its workload in a stream. A typed
-list's items carry no apiVersion or kind; they are converted as the list's kind less `List`, which is how
-apimachinery reads them (k8s.io/apimachinery v0.37.2 pkg/apis/meta/v1/unstructured/helpers.go,
-`decodeToList`), and are written back without them.
+list's item that says neither apiVersion nor kind is converted as the list's kind less `List`, as
+apimachinery reads it (cluster/lists.py decides which documents are lists and which items take the list's
+kind, for every reader), and is written back as it was.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+from dra_migrate.cluster.lists import ListShape, list_shape, untyped
 from dra_migrate.cluster.templates import TemplateTable
 from dra_migrate.convert.rewrite import ClaimNames, ConvertOptions, DocResult, convert_document
 
 
-def list_of(doc: Any) -> tuple[list[Any], str, str] | None:
-    """A list document's items, and the apiVersion and kind its untyped items are read as ("" for a
-    `v1 List`, whose items each say their own); None for any other document."""
-    if not isinstance(doc, dict):
+def list_of(doc: Any) -> tuple[list[Any], ListShape] | None:
+    """A list document's items (edited in place) and its shape (cluster/lists.py); None for any other
+    document, or a list whose `items` is not a list (converted, or reported, as a document)."""
+    shape = list_shape(doc)
+    if shape is None or not isinstance(shape.items, list):
         return None
-    kind, items = doc.get("kind"), doc.get("items")
-    if not (isinstance(kind, str) and kind.endswith("List") and isinstance(items, list)):
-        return None
-    api_version = doc.get("apiVersion")
-    return items, str(api_version) if isinstance(api_version, str) else "", kind.removesuffix("List")
+    return shape.items, shape
 
 
 def objects_of(doc: Any) -> Iterator[Any]:
@@ -41,10 +40,10 @@ def convert_list(doc: Any, table: TemplateTable, opts: ConvertOptions, names: Cl
     found = list_of(doc)
     if found is None:
         return None
-    items, api_version, item_kind = found
+    items, shape = found
     total, inserts = DocResult(), []
     for i, item in enumerate(items):
-        r = _convert_item(item, api_version, item_kind, table, opts, names)
+        r = _convert_item(item, shape, table, opts, names)
         total.problems.extend(f"items[{i}]: {p}" for p in r.problems)
         total.warnings.extend(f"items[{i}]: {w}" for w in r.warnings)
         total.summary.extend(f"items[{i}]: {s}" for s in r.summary)
@@ -57,14 +56,29 @@ def convert_list(doc: Any, table: TemplateTable, opts: ConvertOptions, names: Cl
 
 
 def _convert_item(
-    item: Any, api_version: str, item_kind: str, table: TemplateTable, opts: ConvertOptions, names: ClaimNames
+    item: Any, shape: ListShape, table: TemplateTable, opts: ConvertOptions, names: ClaimNames
 ) -> DocResult:
-    untyped = isinstance(item, dict) and "kind" not in item and "apiVersion" not in item and item_kind != ""
-    if not untyped:
+    if not (shape.types_items() and untyped(item)):
         return convert_document(item, table, opts, names)
-    item.insert(0, "apiVersion", api_version)
-    item.insert(1, "kind", item_kind)
+    with _typed_as(item, shape):
+        return convert_document(item, table, opts, names)
+
+
+@contextmanager
+def _typed_as(item: Any, shape: ListShape) -> Iterator[None]:
+    """The item says the list's apiVersion and kind while it is converted, and is written back as it was
+    (without them, or with the empty values it had)."""
+    said = {k: item[k] for k in ("apiVersion", "kind") if k in item}
+    for pos, (key, value) in enumerate((("apiVersion", shape.api_version), ("kind", shape.item_kind))):
+        if key in item:
+            item[key] = value
+        else:
+            item.insert(pos, key, value)
     try:
-        return convert_document(item, table, opts, names)
+        yield
     finally:
-        del item["apiVersion"], item["kind"]
+        for key in ("apiVersion", "kind"):
+            if key in said:
+                item[key] = said[key]
+            else:
+                del item[key]
