@@ -154,6 +154,7 @@ def _read_piped_lines(
 
 
 def _loads_or_none(line: bytes) -> Any:
+    """A line's JSON value, or None for a line that is not JSON (each caller asks what the value is)."""
     try:
         return orjson.loads(line)
     except orjson.JSONDecodeError:
@@ -183,12 +184,7 @@ def _json_values(data: bytes) -> list[tuple[int, int, Any]]:
 
 def _json_object_line(line: bytes) -> bool:
     """Whether a piped text's first line is a whole JSON object by itself: JSON Lines, streamed."""
-    if not line.lstrip().startswith(b"{"):
-        return False
-    try:
-        return isinstance(orjson.loads(line), dict)
-    except orjson.JSONDecodeError:
-        return False
+    return line.lstrip().startswith(b"{") and isinstance(_loads_or_none(line), dict)
 
 
 def _text(value: Any) -> str | None:
@@ -324,10 +320,7 @@ def _text_start(first: bytes, f: Path) -> int:
 
 def _header_announcing_end(first: bytes) -> dict[str, Any] | None:
     """The first line, parsed, if it is a ClusterSnapshot header that announces a closing line."""
-    try:
-        head = orjson.loads(first)
-    except orjson.JSONDecodeError:
-        return None
+    head = _loads_or_none(first)
     return head if isinstance(head, dict) and head.get("kind") == SNAPSHOT_KIND and announces_end(head) else None
 
 
