@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import difflib
 import io
-import itertools
 import json
 import os
-import re
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,10 +22,10 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from dra_migrate.cluster.templates import TemplateTable
-from dra_migrate.cluster.yamlio import ROUND_TRIP_CONSTRUCTOR, safe_yaml
+from dra_migrate.cluster.yamlio import safe_yaml
 from dra_migrate.convert.aliases import unshare_gpu_requests
 from dra_migrate.convert.detect import GPU_STRING_RE
-from dra_migrate.convert.jsondoc import dump_json, json_style, split_json_values
+from dra_migrate.convert.jsondoc import dump_json, json_style
 from dra_migrate.convert.kustomize import (
     gpu_requests,
     inline_patch_problems,
@@ -37,12 +35,12 @@ from dra_migrate.convert.kustomize import (
 )
 from dra_migrate.convert.lists import convert_list, objects_of
 from dra_migrate.convert.rewrite import ClaimNames, ConvertOptions, DocResult, convert_document
+from dra_migrate.convert.stream import RENDER, Doc, GoTemplate, marker_content, parse_stream
 from dra_migrate.convert.unidiff import diff_pieces, unified_diff
 from dra_migrate.errors import InputError
 from dra_migrate.fileio import mark_of, write_text_atomic
 
 SUFFIXES = (".yaml", ".yml")
-_MARKER_RE = re.compile(r"^---(?:[ \t].*)?$")
 
 
 @dataclass
@@ -104,172 +102,10 @@ def check_output_paths(pairs: list[tuple[Path, Path]], output_dir: Path) -> None
         first[target] = f
 
 
-def split_documents(text: str) -> list[tuple[str, str]]:
-    """(the `---` line that opens it or "", its text) per document; joining them gives `text` back."""
-    chunks: list[tuple[str, str]] = []
-    marker, body = "", list[str]()
-    for line in text.splitlines(keepends=True):
-        if _MARKER_RE.match(line.rstrip("\r\n")):
-            if marker or body:
-                chunks.append((marker, "".join(body)))
-            marker, body = line, []
-        else:
-            body.append(line)
-    if marker or body:
-        chunks.append((marker, "".join(body)))
-    return [piece for marker, body in chunks for piece in _json_documents(marker, body)]
-
-
-def _json_documents(marker: str, body: str) -> list[tuple[str, str]]:
-    """JSON documents one after another with no `---` between them (as convert writes a JSON manifest's new
-    templates, and kubectl reads a JSON stream) are documents each."""
-    if _marker_content(marker) or not body.lstrip().startswith("{"):
-        return [(marker, body)]
-    pieces = split_json_values(body)
-    if pieces is None:
-        return [(marker, body)]
-    return [(marker if i == 0 else "", piece) for i, piece in enumerate(pieces)]
-
-
-def guess_indent(text: str) -> tuple[int, int]:
-    """(mapping indent, dash offset of block sequences) as the document is written; (2, 0) by default.
-
-    ruamel's own guess (`load_yaml_guess_indent`) returns the sequence indent only, and kubectl, Helm and
-    hand-written manifests differ in both, so both are read off the first nested key and first list.
-    """
-    mapping: int | None = None
-    offset: int | None = None
-    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-    for prev, cur in itertools.pairwise(lines):
-        if not prev.rstrip().endswith(":"):
-            continue
-        stripped = prev.lstrip()
-        key_col = len(prev) - len(stripped) + (2 if stripped.startswith("- ") else 0)
-        col = len(cur) - len(cur.lstrip())
-        if cur.lstrip().startswith("- "):
-            if offset is None and col >= key_col:
-                offset = col - key_col
-        elif mapping is None and col > key_col:
-            mapping = col - key_col
-        if mapping is not None and offset is not None:
-            break
-    return mapping or 2, offset or 0
-
-
-def _yaml(indent: int, offset: int) -> YAML:
-    yaml = YAML(typ="rt")
-    yaml.Constructor = ROUND_TRIP_CONSTRUCTOR  # a timestamp that is no date is a YAML error at its line
-    yaml.preserve_quotes = True
-    yaml.width = 4096  # never re-wrap long strings (commands, CEL expressions)
-    # ruamel's `sequence` is where an item's content starts, `offset` where its dash sits.
-    yaml.indent(mapping=indent, sequence=offset + 2, offset=offset)
-    return yaml
-
-
 def _dump(yaml: YAML, doc: Any) -> str:
     out = io.StringIO()
     yaml.dump(doc, out)
     return out.getvalue()
-
-
-@dataclass
-class _Doc:
-    marker: str  # the `---` line that opens it, or ""
-    body: str
-    start: int  # the line its content starts on
-    doc: Any = None  # parsed (round-trip), None for a document of comments only
-    yaml: YAML | None = None
-
-
-def _marker_content(marker: str) -> bool:
-    """Whether the `---` line carries content of the document (`--- !!map`, `--- {a: 1}`), not only a comment."""
-    rest = marker.rstrip("\r\n")[3:].strip()
-    return bool(rest) and not rest.startswith("#")
-
-
-def _one_line(e: YAMLError) -> str:
-    problem = getattr(e, "problem", None) or getattr(e, "context", None) or str(e).splitlines()[0]
-    mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
-    return f"{problem} (line {mark.line + 1} of the document)" if mark is not None else str(problem)
-
-
-_GO_TEMPLATE = "{{"
-
-
-class GoTemplate(InputError):
-    """A Helm chart's template is text that makes manifests, not one: it is converted once rendered. In a
-    run over files it does not end the run (a GitOps repository holds charts beside manifests): one that
-    names a GPU is that file's problem (left as it is with --skip-unconvertible), any other a warning."""
-
-    def __init__(self, where: str) -> None:
-        super().__init__(f"{where}: a Go template (a Helm chart's templates/), not YAML", _RENDER)
-        self.where = where
-
-
-_RENDER = "convert what it renders: helm template RELEASE CHART | dra-migrate convert -"
-
-
-def _go_template(name: str, start: int) -> GoTemplate:
-    return GoTemplate(f"{name}:{start}")
-
-
-def _has_collection_key(value: Any) -> bool:
-    """Whether a map anywhere has a map or a list for a key, as YAML reads a template action `{{ .X }}` (a flow
-    map whose one key is a flow map); no Kubernetes object has one."""
-    if isinstance(value, dict):
-        return any(isinstance(k, (Mapping, tuple)) or _has_collection_key(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_collection_key(v) for v in value)
-    return False
-
-
-def parse_stream(text: str, name: str) -> list[_Doc]:
-    """The documents of a YAML stream, parsed with the indentation each is written in."""
-    from dra_migrate.cluster.yamlio import MAX_DEPTH, check_aliases, nesting_exceeds, parser_stopped
-
-    docs: list[_Doc] = []
-    line = 1
-    for marker, body in split_documents(text):
-        start = line + (1 if marker and not _marker_content(marker) else 0)
-        line = line + (1 if marker else 0) + body.count("\n")
-        d = _Doc(marker, body, start)
-        docs.append(d)
-        if not body.strip() and not _marker_content(marker):
-            continue
-        if not _marker_content(marker) and all(
-            ln.lstrip().startswith("#") or not ln.strip() for ln in body.splitlines()
-        ):
-            continue
-        source = marker + body if _marker_content(marker) else body
-        if nesting_exceeds(source):
-            raise InputError(f"{name}:{start}: nested deeper than {MAX_DEPTH} levels", "fix the manifest")
-        try:
-            indent, offset = guess_indent(body)
-            d.yaml = _yaml(indent, offset)
-            d.doc = d.yaml.load(source)
-        except YAMLError as e:
-            if _GO_TEMPLATE in body:
-                raise _go_template(name, start) from e
-            raise InputError(
-                f"{name}: document at line {start}: not valid YAML: {_one_line(e)}", "fix the manifest"
-            ) from e
-        except RecursionError as e:
-            raise InputError(f"{name}:{start}: nested too deeply", "fix the manifest") from e
-        except TypeError as e:
-            if _GO_TEMPLATE in body:  # `name: {{ .Release.Name }}` reads as a map whose key is a map
-                raise _go_template(name, start) from e
-            # ruamel's round-trip constructor hashes each key; a key that is itself a tagged map (`? !t a: b`)
-            # is not hashable and raises TypeError, not a YAMLError (found by fuzzing convert, atheris).
-            raise InputError(
-                f"{name}: document at line {start}: a key that is itself a map or a list ({e})",
-                "Kubernetes objects have string keys only: fix the manifest",
-            ) from e
-        except Exception as e:  # only ruamel runs here: its internals stopped on this text
-            raise InputError(f"{name}: document at line {start}: {parser_stopped(e)}", "fix the manifest") from e
-        check_aliases(d.doc, f"{name}:{start}", "refusing a possible alias bomb; write the manifest without it")
-        if _GO_TEMPLATE in body and _has_collection_key(d.doc):  # `name: {{ .Release.Name }}` parses
-            raise _go_template(name, start)
-    return docs
 
 
 _CLAIM_KINDS = ("ResourceClaimTemplate", "ResourceClaim")
@@ -289,7 +125,7 @@ def _content(doc: Any) -> str:
     return json.dumps(doc.get("spec"), sort_keys=True, default=str)
 
 
-def take_existing_names(docs: list[_Doc], names: ClaimNames) -> None:
+def take_existing_names(docs: list[Doc], names: ClaimNames) -> None:
     """Claim and template names the inputs already hold are taken: a new template never replaces one."""
     for d in docs:
         for obj in objects_of(d.doc):
@@ -320,7 +156,7 @@ def _with_line_ends(result: FileResult, end: str) -> tuple[str, FileResult]:
 
 
 def _convert_docs(
-    docs: list[_Doc], text: str, name: str, table: TemplateTable, opts: ConvertOptions, names: ClaimNames
+    docs: list[Doc], text: str, name: str, table: TemplateTable, opts: ConvertOptions, names: ClaimNames
 ) -> tuple[str, FileResult]:
     result = FileResult(Path(name), Path(name), text, text)
     out: list[str] = []
@@ -355,15 +191,15 @@ def _convert_docs(
             new_key = _claim_key(new_doc)
             if new_key is not None:
                 result.claims[new_key] = _content(new_doc)
-        style = json_style(d.body) if not _marker_content(d.marker) else None
+        style = json_style(d.body) if not marker_content(d.marker) else None
         if style is not None:  # written in JSON: written back in JSON (convert/jsondoc.py)
             ending = d.body[len(d.body.rstrip()) :]
             out.append(d.marker + "\n".join(dump_json(x, style) for x in [*r.new_documents, d.doc]) + ending)
         else:
             pieces = [_dump(d.yaml, x) for x in r.new_documents]
             dumped = _dump(d.yaml, d.doc)
-            pieces.append(dumped if _marker_content(d.marker) else keep_original_lines(d.body, dumped))
-            marker = "---\n" if _marker_content(d.marker) else d.marker
+            pieces.append(dumped if marker_content(d.marker) else keep_original_lines(d.body, dumped))
+            marker = "---\n" if marker_content(d.marker) else d.marker
             out.append(marker + "---\n".join(pieces))
         result.pieces.append((d.marker + d.body, out[-1]))
     result.converted = "".join(out)
@@ -443,7 +279,7 @@ def convert_files(pairs: list[tuple[Path, Path]], table: TemplateTable, opts: Co
             result = FileResult(path, relative, text, text, pieces=[(text, text)])
             if GPU_STRING_RE.search(text):
                 result.problems.append(
-                    f"{e.where}: a Go template (a Helm chart's templates/) that names a GPU: {_RENDER}"
+                    f"{e.where}: a Go template (a Helm chart's templates/) that names a GPU: {RENDER}"
                 )
             else:  # nothing of it to convert: the run goes on without --skip-unconvertible
                 result.warnings.append(f"{e.where}: a Go template (a Helm chart's templates/), left as it is")

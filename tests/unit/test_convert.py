@@ -14,8 +14,9 @@ import pytest
 from ruamel.yaml import YAML
 
 from dra_migrate.cluster.templates import TemplateTable
-from dra_migrate.convert.files import convert_text, guess_indent
+from dra_migrate.convert.files import convert_text
 from dra_migrate.convert.rewrite import ConvertOptions, dns_label
+from dra_migrate.convert.stream import guess_indent
 from dra_migrate.dra.cel import compile_selector
 from tests.unit.cli import run
 
