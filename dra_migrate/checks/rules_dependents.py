@@ -9,6 +9,7 @@ from dra_migrate.checks.context import CheckContext
 from dra_migrate.checks.model import Finding, ObjectRef, Severity
 from dra_migrate.checks.registry import rule
 from dra_migrate.cluster.kinds import kind_key
+from dra_migrate.inventory.dashboards import Dashboard, dashboards
 from dra_migrate.inventory.dependents import (
     REQUESTS,
     class_by_resource,
@@ -264,11 +265,59 @@ def prometheus_rule_gpu(ctx: CheckContext) -> Iterator[Finding]:
             "prometheus-rule-gpu",
             WARNING,
             f"{ref} rule {e.rule or '(unnamed)'} `{' '.join(e.expr.split())[:200]}` {'; '.join(what)}",
-            "count GPUs from DCGM series instead of node allocatable (e.g. count by (Hostname) (DCGM_FI_DEV_GPU_UTIL))"
-            ' and allocated GPUs from attributed series (count(DCGM_FI_DEV_GPU_UTIL{pod!=""}))'
-            + (f"; change it in its repository ({e.owner})" if e.owner else ""),
+            _FROM_DCGM + (f"; change it in its repository ({e.owner})" if e.owner else ""),
             (ref,),
         )
+
+
+_FROM_DCGM = (
+    "count GPUs from DCGM series instead of node allocatable (e.g. count by (Hostname) (DCGM_FI_DEV_GPU_UTIL))"
+    ' and allocated GPUs from attributed series (count(DCGM_FI_DEV_GPU_UTIL{pod!=""}))'
+)
+
+
+@rule(
+    "grafana-dashboard-gpu",
+    WARNING,
+    INFO,
+    summary="Grafana dashboards whose panels read GPU extended-resource metrics or per-pod DCGM metrics",
+)
+def grafana_dashboard_gpu(ctx: CheckContext) -> Iterator[Finding]:
+    found, unread = dashboards(ctx.state)
+    for d in found:
+        ref = ObjectRef(d.kind, d.name, d.namespace or None)
+        yield Finding(
+            "grafana-dashboard-gpu",
+            WARNING,
+            f'{ref}{f" key {d.key}" if d.key else ""} dashboard "{d.title}": {_dashboard_reads(d)}',
+            _FROM_DCGM + (f"; change it in its repository ({d.owner})" if d.owner else ""),
+            (ref,),
+        )
+    for u in unread:
+        ref = ObjectRef(u.kind, u.name, u.namespace or None)
+        yield Finding(
+            "grafana-dashboard-gpu",
+            INFO,
+            f"{ref}: dashboard not read ({u.why})",
+            "check its panels by hand for nvidia.com/gpu (kube-state-metrics nvidia_com_gpu) and per-pod DCGM queries",
+            (ref,),
+        )
+
+
+def _dashboard_reads(d: Dashboard) -> str:
+    """What a dashboard's queries read, the first few by where they are."""
+    terms = sorted({t for q in d.queries for t in q.terms})
+    what = []
+    if terms:
+        what.append(
+            f"{', '.join(terms)}, which migrated nodes no longer advertise and converted workloads no longer request"
+        )
+    if any(q.per_pod_dcgm for q in d.queries):
+        what.append("DCGM metrics by pod, blank unless the exporter attributes DRA GPUs (KUBERNETES_ENABLE_DRA)")
+    shown = "; ".join(f"{q.place or 'query'} `{' '.join(q.expr.split())[:120]}`" for q in d.queries[:3])
+    more = f" and {len(d.queries) - 3} more" if len(d.queries) > 3 else ""
+    n = len(d.queries)
+    return f"{n} {'query reads' if n == 1 else 'queries read'} {'; '.join(what)}: {shown}{more}"
 
 
 @rule("gitops-owned", WARNING, summary="objects the migration changes that a GitOps controller would revert")

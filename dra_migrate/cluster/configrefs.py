@@ -20,6 +20,9 @@ which says which GPU holds which instances (inventory/migparted.py). The Cluster
 api/nvidia/v1 MIGManagerSpec; assets/state-mig-manager), in the operator's namespace; a MIG Manager
 DaemonSet (image k8s-mig-manager, NVIDIA/mig-parted deployments/gpu-operator) mounts it as a volume.
 
+Grafana dashboards are kept too, found by what loads them (cluster/dashboards.py), and held apart from these:
+a reader of the NVIDIA configs never sees one (ClusterState.dashboard_configmaps).
+
 Every other ConfigMap is dropped on the way in, by the snapshot writer and by every reader alike.
 """
 
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dra_migrate.cluster.dashboards import DashboardSelection
 from dra_migrate.cluster.kinds import kind_key
 from dra_migrate.cluster.templates import get_path
 
@@ -132,13 +136,19 @@ class ConfigMapsInUse:
     def __init__(self) -> None:
         self._named: set[Ref] = set()
         self._held: list[Obj] = []
+        self._dashboards = DashboardSelection()
 
     def note(self, obj: Obj) -> None:
         """Record the ConfigMaps `obj` uses."""
         self._named |= configmaps_named(obj)
+        self._dashboards.note(obj)
+
+    def nvidia_config(self, cm: Obj) -> bool:
+        """Whether the ConfigMap is a device-plugin or MIG Manager config (not only a dashboard)."""
+        return names(cm, self._named)
 
     def used(self, cm: Obj) -> bool:
-        return names(cm, self._named)
+        return self.nvidia_config(cm) or self._dashboards.selects(cm)
 
     def offer(self, cm: Obj) -> bool:
         """Whether the ConfigMap is used now; when not, it is held for `release`."""

@@ -117,7 +117,8 @@ WORKLOAD_CRD_KINDS: tuple[Kind, ...] = (
     Kind("serving.knative.dev", "v1", "Service", "services", namespaced=True, optional=True),
 )
 
-# What else depends on the GPU resource names (docs/dependents.md): quotas, Kueue queues, alerting rules.
+# What else depends on the GPU resource names (docs/dependents.md): quotas, Kueue queues, alerting rules,
+# dashboards (the Grafana Operator's; the chart sidecar's are ConfigMaps, cluster/dashboards.py).
 # ResourceQuota is core (always served); the rest are CRDs, absent where not installed.
 DEPENDENT_KINDS: tuple[Kind, ...] = (
     Kind("", "v1", "ResourceQuota", "resourcequotas", namespaced=True),
@@ -125,6 +126,15 @@ DEPENDENT_KINDS: tuple[Kind, ...] = (
     Kind("kueue.x-k8s.io", "v1beta1", "ResourceFlavor", "resourceflavors", namespaced=False, optional=True),
     Kind("kueue.x-k8s.io", "v1beta1", "LocalQueue", "localqueues", namespaced=True, optional=True),
     Kind("monitoring.coreos.com", "v1", "PrometheusRule", "prometheusrules", namespaced=True, optional=True),
+    Kind("grafana.integreatly.org", "v1beta1", "GrafanaDashboard", "grafanadashboards", namespaced=True, optional=True),
+    Kind(
+        "grafana.integreatly.org",
+        "v1beta1",
+        "GrafanaLibraryPanel",
+        "grafanalibrarypanels",
+        namespaced=True,
+        optional=True,
+    ),
 )
 
 # What the platforms create around GPU nodes (dra_migrate/inventory/platform.py, docs/platforms/): Karpenter's

@@ -72,6 +72,9 @@ class ClusterState:
     # Only live (not Succeeded/Failed) pods are counted; this is what a drain of all pods would evict.
     other_pods: Counter[str] = field(default_factory=Counter)
     other_pods_read: int = 0  # all of them, any phase
+    # Grafana dashboards (cluster/dashboards.py): ConfigMaps, but never a reader's of `of("ConfigMap")`, which
+    # are the NVIDIA stack's configs only (a dashboard is no device-plugin config, and no plan depends on one).
+    dashboard_configmaps: list[Obj] = field(default_factory=list)
     templates: TemplateTable = field(default_factory=TemplateTable.builtin)
 
     # Results of pure functions of this state, computed once (node devices are read by capacity,
@@ -93,7 +96,7 @@ class ClusterState:
 
     def count(self) -> int:
         """Objects read, including the pods only counted."""
-        return sum(len(v) for v in self.objects.values()) + self.other_pods_read
+        return sum(len(v) for v in self.objects.values()) + len(self.dashboard_configmaps) + self.other_pods_read
 
 
 class StateBuilder:
@@ -167,7 +170,11 @@ class StateBuilder:
 
     def _keep(self, key: str, obj: Obj) -> None:
         pruned = prune(key, obj)
-        if pruned is not None:
+        if pruned is None:
+            return
+        if key == "ConfigMap" and not self._configmaps.nvidia_config(obj):
+            self._state.dashboard_configmaps.append(pruned)
+        else:
             self._state.objects.setdefault(key, []).append(pruned)
 
     def _first_copy(self, key: str, obj: Obj, where: Where) -> bool:

@@ -224,6 +224,15 @@ _GPU_TERM = re.compile(r"nvidia[._]com[/_](gpu|mig)[\w.\-+]*")
 _DCGM_BY_POD = re.compile(r"DCGM_FI_\w+[^\n]*\b(pod|namespace|container)\b|\b(pod|namespace|container)\b[^\n]*DCGM_FI_")
 
 
+def expr_reads(expr: str) -> tuple[tuple[str, ...], bool]:
+    """What a query reads that a migration changes: the GPU extended-resource names it names, and whether
+    it reads DCGM metrics by pod, namespace or container (blank without DRA attribution). Alerting rules and
+    dashboards (inventory/dashboards.py) are read alike."""
+    # A regex matcher's `.*` or a sentence's full stop after the name is not part of it (`nvidia_com_mig.*`).
+    terms = {m.group(0).rstrip(".-+") for m in _GPU_TERM.finditer(expr)}
+    return tuple(sorted(terms)), bool(_DCGM_BY_POD.search(expr))
+
+
 @dataclass(frozen=True)
 class RuleExpr:
     rule_object: str  # "namespace/name" of the PrometheusRule
@@ -243,8 +252,7 @@ def gpu_rule_exprs(state: ClusterState) -> list[RuleExpr]:
             for r in _list(_map(group).get("rules")):
                 expr = _map(r).get("expr")
                 expr = str(expr) if isinstance(expr, str | int) else ""
-                terms = tuple(sorted({m.group(0) for m in _GPU_TERM.finditer(expr)}))
-                per_pod = bool(_DCGM_BY_POD.search(expr))
+                terms, per_pod = expr_reads(expr)
                 if terms or per_pod:
                     rule = str(_map(r).get("alert") or _map(r).get("record") or "")
                     out.append(RuleExpr(f"{ns}/{name}", rule, expr, terms, per_pod, owner))
