@@ -55,6 +55,7 @@ from dra_migrate.convert.detect import (
     gpu_patch_strings,
     has_gpu_key,
 )
+from dra_migrate.convert.tolerations import add_tolerations, untolerated
 from dra_migrate.dra.deviceclasses import mig_profile_of
 from dra_migrate.inventory.resources import DEFAULT_GPU, SHARED_GPU, GpuNames, container_requests
 
@@ -113,6 +114,7 @@ class _Plan:
     role: str
     uses: list[_Use] = field(default_factory=list)
     claims: dict[str, tuple[str, bool]] = field(default_factory=dict)  # pod claim -> (template/claim, is_claim)
+    tolerate: list[str] = field(default_factory=list)  # convert/tolerations.py: what the admission plugin added
 
 
 @dataclass
@@ -340,6 +342,12 @@ def convert_document(
                     + f" from {kind_word} {template} ({shape.count} per pod)"
                 )
         if plan.uses:
+            plan.tolerate = untolerated(r.pod_spec(), (u.resource for u in plan.uses))
+            result.summary.extend(
+                f"{label}: {role}: tolerates {key}:NoSchedule, as the API server's ExtendedResourceToleration "
+                "plugin did while it requested the name"
+                for key in plan.tolerate
+            )
             plans.append(plan)
 
     podgroup = None
@@ -500,6 +508,7 @@ def _apply(plan: _Plan) -> None:
         entry["name"] = claim_name
         entry["resourceClaimName" if is_claim else "resourceClaimTemplateName"] = target
         pod_claims.append(entry)
+    add_tolerations(pod, plan.tolerate)
     for use in plan.uses:
         move_trailing_comments(use.container["resources"].get("claims"))
     move_trailing_comments(pod_claims)

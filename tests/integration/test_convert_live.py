@@ -8,6 +8,7 @@ import json
 import subprocess
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -97,23 +98,29 @@ def test_every_converted_object_passes_server_side_dry_run(
         kube.create(path, obj, query=[("dryRun", "All"), ("fieldValidation", "Strict")])  # ApiError: server's reason
 
 
-@pytest.fixture(scope="module")
-def dra_node(kwok: KwokFleet, kube: Kube) -> Iterator[str]:
-    created_class = kube.create_or_exists("/apis/resource.k8s.io/v1/deviceclasses", GPU_CLASS) is not None
-    spec = GpuNodeSpec.small(NODE, gpus=2, pool=POOL)
-    with on_kwok(kwok, [spec]) as fleet:
-        fleet.set_device_plugin(NODE, enabled=False)
-        fleet.set_dra_plugin(NODE, enabled=True)
+@contextmanager
+def _dra_node(kwok: KwokFleet, kube: Kube, name: str, pool: str) -> Iterator[str]:
+    """A KWOK node of two GPUs served by the DRA driver (its slices published), the device plugin off."""
+    with on_kwok(kwok, [GpuNodeSpec.small(name, gpus=2, pool=pool)]) as fleet:
+        fleet.set_device_plugin(name, enabled=False)
+        fleet.set_dra_plugin(name, enabled=True)
 
         def ready() -> bool:
-            node = kube.get(path_of("v1", "nodes", NODE))
+            node = kube.get(path_of("v1", "nodes", name))
             slices, _ = kube.list_all(
-                "/apis/resource.k8s.io/v1/resourceslices", [("fieldSelector", f"spec.nodeName={NODE}")]
+                "/apis/resource.k8s.io/v1/resourceslices", [("fieldSelector", f"spec.nodeName={name}")]
             )
             return not node["spec"].get("taints") and sum(len(s["spec"].get("devices", [])) for s in slices) == 2
 
         wait_for("DRA node ready", ready, timeout=30)
-        yield NODE
+        yield name
+
+
+@pytest.fixture(scope="module")
+def dra_node(kwok: KwokFleet, kube: Kube) -> Iterator[str]:
+    created_class = kube.create_or_exists("/apis/resource.k8s.io/v1/deviceclasses", GPU_CLASS) is not None
+    with _dra_node(kwok, kube, NODE, POOL) as name:
+        yield name
     if created_class:
         kube.delete("/apis/resource.k8s.io/v1/deviceclasses/gpu.nvidia.com")
 
@@ -163,3 +170,47 @@ def test_a_converted_deployment_gets_its_devices_from_the_scheduler(dra_node: st
     assert {r["driver"] for r in results} == {"gpu.nvidia.com"}
     assert len({r["device"] for r in results}) == 2
     assert pod["status"].get("extendedResourceClaimStatus") is None  # a claim of its own, not the scheduler's
+
+
+def test_a_converted_pod_tolerates_the_taint_its_gpu_nodes_carry(
+    dra_node: str, kwok: KwokFleet, kube: Kube, namespace: str
+) -> None:
+    # GKE taints GPU nodes nvidia.com/gpu:NoSchedule, and its API server's ExtendedResourceToleration plugin
+    # adds the toleration to pods that request nvidia.com/gpu. A converted pod requests none: convert writes the
+    # toleration (convert/tolerations.py). The real scheduler places the converted pod on such a node, and
+    # leaves the same pod without it Pending for the taint: the toleration is what carries it.
+    pool = f"{POOL}-tainted"
+    text = DEPLOYMENT.replace(POOL, pool)
+    with _dra_node(kwok, kube, f"{pool}-dra", pool) as node:
+        kube.merge_patch(
+            path_of("v1", "nodes", node),
+            {"spec": {"taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]}},
+        )
+        objs = converted(text)
+        workload = objs[-1]
+        assert workload["spec"]["template"]["spec"]["tolerations"] == [
+            {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+        ]
+        bare = copy.deepcopy(workload)
+        bare["metadata"]["name"] = "untolerated"
+        bare["spec"]["selector"]["matchLabels"] = bare["spec"]["template"]["metadata"]["labels"] = {"app": "bare"}
+        del bare["spec"]["template"]["spec"]["tolerations"]
+        for obj in [*objs, bare]:
+            kube.create(path_of(obj["apiVersion"], _plural(obj), namespace=namespace), obj)
+
+        def pod_of(app: str) -> dict[str, Any] | None:
+            pods, _ = kube.list_all(path_of("v1", "pods", namespace=namespace), [("labelSelector", f"app={app}")])
+            return pods[0] if pods else None
+
+        def placed() -> dict[str, Any] | None:
+            pod = pod_of("converted")
+            return pod if pod and pod["spec"].get("nodeName") else None
+
+        def refused_for_the_taint() -> bool:
+            pod = pod_of("bare")
+            conditions = (pod or {}).get("status", {}).get("conditions") or []
+            return any(c["type"] == "PodScheduled" and "untolerated taint" in c.get("message", "") for c in conditions)
+
+        assert wait_for("converted pod scheduled on the tainted node", placed, timeout=40)["spec"]["nodeName"] == node
+        wait_for("the pod without the toleration refused for the taint", refused_for_the_taint, timeout=40)
+        assert not (pod_of("bare") or {}).get("spec", {}).get("nodeName")
