@@ -23,6 +23,7 @@ from dra_migrate.inventory.dependents import (
     workloads_by_scheduler,
 )
 from dra_migrate.inventory.gitops import gitops_owner
+from dra_migrate.inventory.policies import VALIDATING, gpu_policies, shown_places
 
 BLOCKER, WARNING, INFO = Severity.BLOCKER, Severity.WARNING, Severity.INFO
 
@@ -318,6 +319,29 @@ def _dashboard_reads(d: Dashboard) -> str:
     more = f" and {len(d.queries) - 3} more" if len(d.queries) > 3 else ""
     n = len(d.queries)
     return f"{n} {'query reads' if n == 1 else 'queries read'} {'; '.join(what)}: {shown}{more}"
+
+
+@rule("admission-policy-gpu", WARNING, summary="admission policies that judge or change pods by their GPU request")
+def admission_policy_gpu(ctx: CheckContext) -> Iterator[Finding]:
+    for p in gpu_policies(ctx.state):
+        ref = ObjectRef(p.kind, p.name, p.namespace or None)
+        what = "judge" if p.action == VALIDATING else "change"
+        fix = (
+            "extend it to pods' spec.resourceClaims and to resource.k8s.io ResourceClaims and ResourceClaimTemplates "
+            "(or limit who may create claims) before the DeviceClasses exist"
+            if p.action == VALIDATING
+            else "write its change into the converted workloads, or have it select pods by spec.resourceClaims"
+        )
+        yield Finding(
+            "admission-policy-gpu",
+            WARNING,
+            f"{ref}{f' rule {p.rule}' if p.rule else ''} ({p.action}) names {', '.join(p.terms)} at "
+            f"{shown_places(p)}: a pod that gets its GPUs from a ResourceClaim (a converted workload, or any claim "
+            f"on the new DeviceClasses) requests none, and where the policy selects pods by that request it does not "
+            f"{what} such a pod",
+            fix + (f"; change it in its repository ({p.owner})" if p.owner else ""),
+            (ref,),
+        )
 
 
 @rule("gitops-owned", WARNING, summary="objects the migration changes that a GitOps controller would revert")

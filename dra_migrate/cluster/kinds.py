@@ -135,6 +135,30 @@ DEPENDENT_KINDS: tuple[Kind, ...] = (
         namespaced=True,
         optional=True,
     ),
+    # Admission policies that may judge or change pods by their GPU request (inventory/policies.py).
+    Kind(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingAdmissionPolicy",
+        "validatingadmissionpolicies",
+        namespaced=False,
+        optional=True,
+    ),
+    Kind(
+        "admissionregistration.k8s.io",
+        "v1",
+        "MutatingAdmissionPolicy",
+        "mutatingadmissionpolicies",
+        namespaced=False,
+        optional=True,
+    ),
+    Kind("kyverno.io", "v1", "ClusterPolicy", "clusterpolicies", namespaced=False, optional=True),
+    Kind("kyverno.io", "v1", "Policy", "policies", namespaced=True, optional=True),
+    Kind("policies.kyverno.io", "v1alpha1", "ValidatingPolicy", "validatingpolicies", namespaced=False, optional=True),
+    Kind("policies.kyverno.io", "v1alpha1", "MutatingPolicy", "mutatingpolicies", namespaced=False, optional=True),
+    Kind("templates.gatekeeper.sh", "v1", "ConstraintTemplate", "constrainttemplates", namespaced=False, optional=True),
+    Kind("mutations.gatekeeper.sh", "v1", "Assign", "assign", namespaced=False, optional=True),
+    Kind("mutations.gatekeeper.sh", "v1", "ModifySet", "modifyset", namespaced=False, optional=True),
 )
 
 # What the platforms create around GPU nodes (dra_migrate/inventory/platform.py, docs/platforms/): Karpenter's

@@ -10,6 +10,7 @@ import gzip
 import json
 import math
 import time
+import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -255,3 +256,39 @@ def test_a_dashboard_grafana_loads_is_read_live_and_kept_in_a_snapshot(
     finally:  # other tests compare this cluster's live findings with a snapshot's: leave nothing behind
         for path in made:
             kube.delete(path)
+
+
+def test_an_admission_policy_that_selects_gpu_pods_is_read_live(
+    control_plane: controlplane.ControlPlane, kube: Kube, demo: dict[str, Any]
+) -> None:
+    # A ValidatingAdmissionPolicy the real API server accepts (its CEL compiled), listed by `check` with the rest
+    # (inventory/policies.py): a claim steps around its GPU allow-list.
+    name = f"gpu-namespaces-{uuid.uuid4().hex[:6]}"
+    policy = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "matchConstraints": {
+                "resourceRules": [
+                    {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}
+                ]
+            },
+            "validations": [
+                {
+                    "expression": "!object.spec.containers.exists(c, has(c.resources.limits) && "
+                    "'nvidia.com/gpu' in c.resources.limits) || namespaceObject.metadata.name == 'ml'"
+                }
+            ],
+        },
+    }
+    path = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies"
+    kube.create(path, policy)
+    try:
+        r = run("check", "--kubeconfig", str(control_plane.kubeconfig), "-o", "json")
+        assert r.code in (0, 2), r.stderr
+        found = [f for f in json.loads(r.stdout)["findings"] if f["id"] == "admission-policy-gpu"]
+        assert [o["name"] for f in found for o in f["objects"]] == [name]
+        assert "spec.validations[0].expression" in found[0]["message"]
+    finally:  # other tests compare this cluster's live findings with a snapshot's: leave nothing behind
+        kube.delete(f"{path}/{name}")
