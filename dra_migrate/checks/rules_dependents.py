@@ -9,6 +9,7 @@ from dra_migrate.checks.context import CheckContext
 from dra_migrate.checks.model import Finding, ObjectRef, Severity
 from dra_migrate.checks.registry import rule
 from dra_migrate.cluster.kinds import kind_key
+from dra_migrate.inventory.autoscalers import GpuScaler, gpu_scalers
 from dra_migrate.inventory.dashboards import Dashboard, dashboards
 from dra_migrate.inventory.dependents import (
     REQUESTS,
@@ -319,6 +320,46 @@ def _dashboard_reads(d: Dashboard) -> str:
     more = f" and {len(d.queries) - 3} more" if len(d.queries) > 3 else ""
     n = len(d.queries)
     return f"{n} {'query reads' if n == 1 else 'queries read'} {'; '.join(what)}: {shown}{more}"
+
+
+@rule(
+    "gpu-metric-autoscaling",
+    WARNING,
+    summary="KEDA triggers and HPAs that scale on GPU extended-resource or per-pod DCGM metrics",
+)
+def gpu_metric_autoscaling(ctx: CheckContext) -> Iterator[Finding]:
+    for a in gpu_scalers(ctx.state):
+        ref = ObjectRef(a.kind, a.name, a.namespace or None)
+        yield Finding(
+            "gpu-metric-autoscaling",
+            WARNING,
+            f"{ref} scales {a.target} on {a.place} `{' '.join(a.text.split())[:160]}`, which reads "
+            f"{_scaler_reads(a)}: {_scaler_outcome(a)}",
+            _FROM_DCGM
+            + ", or have the exporter attribute DRA GPUs (KUBERNETES_ENABLE_DRA) before migrating"
+            + (f"; change it in its repository ({a.owner})" if a.owner else ""),
+            (ref,),
+        )
+
+
+def _scaler_reads(a: GpuScaler) -> str:
+    what = []
+    if a.terms:
+        what.append(
+            f"{', '.join(a.terms)}, which migrated nodes no longer advertise and converted workloads no longer request"
+        )
+    if a.per_pod_dcgm:
+        what.append("DCGM metrics by pod, blank unless the exporter attributes DRA GPUs")
+    return "; ".join(what)
+
+
+def _scaler_outcome(a: GpuScaler) -> str:
+    if a.empty_is_zero:
+        return (
+            "KEDA reads an empty result as 0 (ignoreNullValues, default true), so it scales the workload down to its "
+            "minimum as its nodes migrate"
+        )
+    return "the autoscaler cannot read the metric as its nodes migrate, and stops scaling the workload"
 
 
 @rule("admission-policy-gpu", WARNING, summary="admission policies that judge or change pods by their GPU request")

@@ -114,6 +114,7 @@ WORKLOAD_CRD_KINDS: tuple[Kind, ...] = (
         optional=True,
     ),
     Kind("argoproj.io", "v1alpha1", "Rollout", "rollouts", namespaced=True, optional=True),
+    Kind("keda.sh", "v1alpha1", "ScaledJob", "scaledjobs", namespaced=True, optional=True),
     Kind("serving.knative.dev", "v1", "Service", "services", namespaced=True, optional=True),
 )
 
@@ -135,6 +136,9 @@ DEPENDENT_KINDS: tuple[Kind, ...] = (
         namespaced=True,
         optional=True,
     ),
+    # Autoscalers that may scale on GPU metrics (inventory/autoscalers.py). autoscaling/v2 is GA since 1.23.
+    Kind("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", namespaced=True),
+    Kind("keda.sh", "v1alpha1", "ScaledObject", "scaledobjects", namespaced=True, optional=True),
     # Admission policies that may judge or change pods by their GPU request (inventory/policies.py).
     Kind(
         "admissionregistration.k8s.io",

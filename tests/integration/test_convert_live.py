@@ -60,14 +60,15 @@ def _plural(obj: dict[str, Any]) -> str:
 # converted Rollout whose `resourceClaims` or `claims` the schema did not know would be refused, not pruned. It
 # was: v1.8.3's schema (k8s.io/api v0.29) has only the alpha `source.resourceClaimTemplateName`, which this test
 # caught; from v1.9.0 (k8s.io/api v0.34) it is the field convert writes, and convert warns about older ones.
-ROLLOUTS = "github.com/argoproj/argo-rollouts@v1.9.0"
+ROLLOUTS = ("github.com/argoproj/argo-rollouts@v1.9.0", "manifests/crds/rollout-crd.yaml")
+# KEDA's ScaledJob CRD as released: its jobTargetRef schema is k8s.io/api v0.33.5's JobSpec, which has resourceClaims.
+KEDA_SCALEDJOB = ("github.com/kedacore/keda/v2@v2.18.0", "config/crd/bases/keda.sh_scaledjobs.yaml")
 
 
-def _rollout_crd() -> dict[str, Any]:
-    got = subprocess.run(["go", "mod", "download", "-json", ROLLOUTS], capture_output=True, text=True, check=False)
-    assert got.returncode == 0, f"go mod download {ROLLOUTS}: {got.stdout}{got.stderr}"
-    path = Path(json.loads(got.stdout)["Dir"]) / "manifests" / "crds" / "rollout-crd.yaml"
-    return dict(YAML(typ="safe").load(path.read_text()))
+def _released_crd(module: str, path: str) -> dict[str, Any]:
+    got = subprocess.run(["go", "mod", "download", "-json", module], capture_output=True, text=True, check=False)
+    assert got.returncode == 0, f"go mod download {module}: {got.stdout}{got.stderr}"
+    return dict(YAML(typ="safe").load((Path(json.loads(got.stdout)["Dir"]) / path).read_text()))
 
 
 @pytest.fixture(scope="module")
@@ -77,9 +78,9 @@ def crds(control_plane: controlplane.ControlPlane) -> None:
     try:
         install_crds(api, [k for k in WORKLOAD_CRD_KINDS if k.kind in wanted])
         kube = Kube(api)
-        crd = _rollout_crd()
-        kube.create_or_exists(CRDS, crd)
-        wait_established(kube, crd["metadata"]["name"], 30)
+        for crd in (_released_crd(*ROLLOUTS), _released_crd(*KEDA_SCALEDJOB)):
+            kube.create_or_exists(CRDS, crd)
+            wait_established(kube, crd["metadata"]["name"], 30)
     finally:
         api.close()
 

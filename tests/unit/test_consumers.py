@@ -295,6 +295,18 @@ def test_an_argo_rollout_is_the_consumer_of_its_replicasets_pods() -> None:
     assert list(consumers(gpu_node("gpu-1"), by_ref)) == []  # its template is the Deployment's, counted there
 
 
+def test_a_keda_scaledjob_is_the_consumer_of_its_jobs_pods() -> None:
+    """kedacore/keda v2.18.0 ScaledJobSpec.jobTargetRef is a batch/v1 JobSpec; KEDA's Jobs have the ScaledJob as
+    their controller. Before, its pods were counted under Jobs of generated names, and convert refused it."""
+    job_spec = {"parallelism": 2, "template": template(pod_spec(container(limits={GPU: 1})))}
+    sj = obj("keda.sh/v1alpha1", "ScaledJob", "embed", {"jobTargetRef": job_spec, "maxReplicaCount": 10})
+    job = obj("batch/v1", "Job", "embed-x7k2p", job_spec, owner=sj)
+    running = pod("embed-x7k2p-a", pod_spec(container(limits={GPU: 1})), owner=job)
+    got = consumers(gpu_node("gpu-1"), sj, job, running)
+    assert list(got) == ["ScaledJob/embed"]
+    assert got["ScaledJob/embed"]["totals"] == {GPU: 2}  # one Job's pods, as a CronJob's
+
+
 def test_argo_workflow_templates_are_blueprints_their_workflows_are_consumers() -> None:
     steps = [{"name": "train", "container": container(limits={GPU: 2})}]
     wt = obj("argoproj.io/v1alpha1", "WorkflowTemplate", "train", {"templates": steps})
