@@ -253,20 +253,11 @@ def prometheus_rule_gpu(ctx: CheckContext) -> Iterator[Finding]:
     for e in gpu_rule_exprs(ctx.state):
         ns, _, name = e.rule_object.partition("/")
         ref = ObjectRef("monitoring.coreos.com/PrometheusRule", name, ns)
-        what = []
-        if e.terms:
-            what.append(
-                f"reads {', '.join(e.terms)}: migrated nodes advertise no such allocatable, and workloads moved to "
-                "ResourceClaims no longer request it"
-            )
-        if e.per_pod_dcgm:
-            what.append(
-                "reads DCGM metrics by pod: blank unless the exporter attributes DRA GPUs (KUBERNETES_ENABLE_DRA)"
-            )
         yield Finding(
             "prometheus-rule-gpu",
             WARNING,
-            f"{ref} rule {e.rule or '(unnamed)'} `{' '.join(e.expr.split())[:200]}` {'; '.join(what)}",
+            f"{ref} rule {e.rule or '(unnamed)'} `{' '.join(e.expr.split())[:200]}` reads "
+            f"{_series_read(e.terms, e.per_pod_dcgm)}",
             _FROM_DCGM + (f"; change it in its repository ({e.owner})" if e.owner else ""),
             (ref,),
         )
@@ -276,6 +267,19 @@ _FROM_DCGM = (
     "count GPUs from DCGM series instead of node allocatable (e.g. count by (Hostname) (DCGM_FI_DEV_GPU_UTIL))"
     ' and allocated GPUs from attributed series (count(DCGM_FI_DEV_GPU_UTIL{pod!=""}))'
 )
+
+
+def _series_read(terms: tuple[str, ...] | list[str], per_pod_dcgm: bool) -> str:
+    """What a query reads that the migration changes, as every monitoring rule says it (inventory/dependents.py
+    `expr_reads` found it): alerting rules, dashboards and autoscalers alike."""
+    what = []
+    if terms:
+        what.append(
+            f"{', '.join(terms)}, which migrated nodes no longer advertise and converted workloads no longer request"
+        )
+    if per_pod_dcgm:
+        what.append("DCGM metrics by pod, blank unless the exporter attributes DRA GPUs (KUBERNETES_ENABLE_DRA)")
+    return "; ".join(what)
 
 
 @rule(
@@ -308,18 +312,11 @@ def grafana_dashboard_gpu(ctx: CheckContext) -> Iterator[Finding]:
 
 def _dashboard_reads(d: Dashboard) -> str:
     """What a dashboard's queries read, the first few by where they are."""
-    terms = sorted({t for q in d.queries for t in q.terms})
-    what = []
-    if terms:
-        what.append(
-            f"{', '.join(terms)}, which migrated nodes no longer advertise and converted workloads no longer request"
-        )
-    if any(q.per_pod_dcgm for q in d.queries):
-        what.append("DCGM metrics by pod, blank unless the exporter attributes DRA GPUs (KUBERNETES_ENABLE_DRA)")
+    what = _series_read(sorted({t for q in d.queries for t in q.terms}), any(q.per_pod_dcgm for q in d.queries))
     shown = "; ".join(f"{q.place or 'query'} `{' '.join(q.expr.split())[:120]}`" for q in d.queries[:3])
     more = f" and {len(d.queries) - 3} more" if len(d.queries) > 3 else ""
     n = len(d.queries)
-    return f"{n} {'query reads' if n == 1 else 'queries read'} {'; '.join(what)}: {shown}{more}"
+    return f"{n} {'query reads' if n == 1 else 'queries read'} {what}: {shown}{more}"
 
 
 @rule(
@@ -334,23 +331,12 @@ def gpu_metric_autoscaling(ctx: CheckContext) -> Iterator[Finding]:
             "gpu-metric-autoscaling",
             WARNING,
             f"{ref} scales {a.target} on {a.place} `{' '.join(a.text.split())[:160]}`, which reads "
-            f"{_scaler_reads(a)}: {_scaler_outcome(a)}",
+            f"{_series_read(a.terms, a.per_pod_dcgm)}: {_scaler_outcome(a)}",
             _FROM_DCGM
             + ", or have the exporter attribute DRA GPUs (KUBERNETES_ENABLE_DRA) before migrating"
             + (f"; change it in its repository ({a.owner})" if a.owner else ""),
             (ref,),
         )
-
-
-def _scaler_reads(a: GpuScaler) -> str:
-    what = []
-    if a.terms:
-        what.append(
-            f"{', '.join(a.terms)}, which migrated nodes no longer advertise and converted workloads no longer request"
-        )
-    if a.per_pod_dcgm:
-        what.append("DCGM metrics by pod, blank unless the exporter attributes DRA GPUs")
-    return "; ".join(what)
 
 
 def _scaler_outcome(a: GpuScaler) -> str:
