@@ -1,0 +1,56 @@
+"""Volcano queues that budget GPUs by their device-plugin name.
+
+A Volcano Queue (scheduling.volcano.sh/v1beta1, volcano.sh/apis v1.13.0 pkg/apis/scheduling/v1beta1/types.go
+`QueueSpec`) caps (`capability`), shares (`deserved`) and reserves (`guarantee.resource`) resources by name.
+Volcano counts a pod's container requests against them: a pod that keeps `nvidia.com/gpu` under the DRA
+mapping is counted as before, but a ResourceClaim was not counted at all (volcano-sh/volcano#4400). The
+capacity plugin counts claims from volcano-sh/volcano PR #5058 (merged 2026-04), under the reserved key
+`deviceclass/<DeviceClass>` (docs/design/capacity-dra-support.md): a queue that states only `nvidia.com/gpu`
+no longer limits the workloads converted to claims.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from dra_migrate.cluster.state import ClusterState
+from dra_migrate.inventory.gitops import GitOpsOwner, gitops_owner
+from dra_migrate.inventory.resources import GPU_PREFIX
+
+QUEUE = "scheduling.volcano.sh/Queue"
+DEVICECLASS_KEY = "deviceclass/"  # the capacity plugin's reserved key: deviceclass/<DeviceClass>
+_FIELDS = (("capability", ("capability",)), ("deserved", ("deserved",)), ("guarantee", ("guarantee", "resource")))
+
+
+@dataclass(frozen=True)
+class VolcanoGpuBudget:
+    queue: str
+    field: str  # capability, deserved or guarantee
+    resource: str  # nvidia.com/gpu, nvidia.com/mig-1g.10gb, ...
+    value: str
+    device_class_keys: dict[str, str]  # the same field's deviceclass/<class> keys, with their values
+    owner: GitOpsOwner | None
+
+
+def _map(v: Any) -> Mapping[str, Any]:
+    return v if isinstance(v, Mapping) else {}
+
+
+def volcano_gpu_budgets(state: ClusterState) -> list[VolcanoGpuBudget]:
+    """Every GPU device-plugin name a Volcano Queue budgets, field by field."""
+    out: list[VolcanoGpuBudget] = []
+    for q in state.of(QUEUE):
+        name = str(_map(q.get("metadata")).get("name") or "")
+        spec = _map(q.get("spec"))
+        for field, path in _FIELDS:
+            budget: Any = spec
+            for key in path:
+                budget = _map(budget).get(key)
+            budget = _map(budget)
+            classes = {str(k): str(v) for k, v in budget.items() if str(k).startswith(DEVICECLASS_KEY)}
+            for resource, value in sorted(budget.items(), key=lambda kv: str(kv[0])):
+                if str(resource).startswith(GPU_PREFIX):
+                    out.append(VolcanoGpuBudget(name, field, str(resource), str(value), classes, gitops_owner(q)))
+    return out
