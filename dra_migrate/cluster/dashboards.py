@@ -51,8 +51,13 @@ def _env(container: Mapping[str, Any]) -> dict[str, str]:
 
 
 def _dashboard_sidecars(obj: Mapping[str, Any]) -> Iterator[dict[str, str]]:
-    """The env of each dashboard sidecar of a Grafana Deployment/StatefulSet."""
-    for c in get_path(obj, "spec.template.spec.containers") or []:
+    """The env of each dashboard sidecar of a Grafana Deployment/StatefulSet (an init container too: the chart's
+    `sidecar.dashboards.initDashboards` loads them once before Grafana starts)."""
+    containers = [
+        *(get_path(obj, "spec.template.spec.initContainers") or []),
+        *(get_path(obj, "spec.template.spec.containers") or []),
+    ]
+    for c in containers:
         if not isinstance(c, dict) or SIDECAR_IMAGE not in str(c.get("image", "")):
             continue
         env = _env(c)

@@ -49,8 +49,11 @@ def add_tolerations(pod_spec: Any, keys: list[str]) -> None:
     tolerations = pod_spec.get("tolerations")
     if not isinstance(tolerations, list):
         tolerations = CommentedSeq()
-        after = "resourceClaims" if "resourceClaims" in pod_spec else (list(pod_spec)[-1] if pod_spec else None)
-        insert_after(pod_spec, after, "tolerations", tolerations)
+        if "tolerations" in pod_spec:  # `tolerations:` with no value: filled where it stands
+            pod_spec["tolerations"] = tolerations
+        else:
+            after = "resourceClaims" if "resourceClaims" in pod_spec else (list(pod_spec)[-1] if pod_spec else None)
+            insert_after(pod_spec, after, "tolerations", tolerations)
     for key in keys:
         entry = CommentedMap()
         entry["key"] = key

@@ -101,3 +101,11 @@ def test_converting_the_output_again_adds_nothing() -> None:
     once, _ = convert_text(POD, "t.yaml", TABLE, ConvertOptions())
     twice, result = convert_text(once, "t.yaml", TABLE, ConvertOptions())
     assert twice == once and not result.changed
+
+
+def test_an_empty_tolerations_key_is_filled_where_it_stands() -> None:
+    text = POD.replace("spec:\n  containers:", "spec:\n  tolerations:\n  containers:")
+    out, result = convert_text(text, "t.yaml", TABLE, ConvertOptions())
+    (pod,) = [d for d in docs(out) if d["kind"] == "Pod"]
+    assert result.problems == [] and pod["spec"]["tolerations"] == [ADDED]
+    assert next(iter(pod["spec"])) == "tolerations"  # not moved to the end: the diff shows only what changed

@@ -179,3 +179,12 @@ def test_a_configmap_key_that_is_not_json_is_said_only_when_named_json() -> None
     }
     found, unread = dashboards(state(copy.deepcopy(cm)))
     assert found == [] and [u.why.split(":")[0] for u in unread] == ["key broken.json"]
+
+
+def test_a_dashboard_sidecar_run_as_an_init_container_selects_too() -> None:
+    # The chart's `sidecar.dashboards.initDashboards` loads the dashboards once, from an init container.
+    items = _items()
+    grafana = next(o for o in items if o["kind"] == "Deployment")
+    pod_spec = grafana["spec"]["template"]["spec"]
+    pod_spec["initContainers"] = [pod_spec["containers"].pop(0)]
+    assert ("ml-team", "team-gpu") in _names(state(*items).dashboard_configmaps)
