@@ -9,7 +9,7 @@ from dra_migrate.checks.context import CheckContext
 from dra_migrate.checks.model import Finding, ObjectRef, Severity
 from dra_migrate.checks.registry import rule
 from dra_migrate.cluster.kinds import kind_key
-from dra_migrate.dra.census import CLASS_BY_TYPE
+from dra_migrate.dra.census import driver_class_for
 from dra_migrate.inventory.autoscalers import GpuScaler, gpu_scalers
 from dra_migrate.inventory.dashboards import Dashboard, dashboards
 from dra_migrate.inventory.dependents import (
@@ -26,7 +26,7 @@ from dra_migrate.inventory.dependents import (
 )
 from dra_migrate.inventory.gitops import gitops_owner
 from dra_migrate.inventory.policies import VALIDATING, gpu_policies, shown_places
-from dra_migrate.inventory.volcano import DEVICECLASS_KEY, QUEUE, VolcanoGpuBudget, volcano_gpu_budgets
+from dra_migrate.inventory.volcano import QUEUE, VolcanoGpuBudget, keys_to_add, volcano_gpu_budgets
 
 BLOCKER, WARNING, INFO = Severity.BLOCKER, Severity.WARNING, Severity.INFO
 
@@ -38,15 +38,15 @@ def serving_classes(ctx: CheckContext) -> dict[str, str]:
 
 @rule("volcano-queue-dra", WARNING, INFO, summary="a Volcano Queue budgets GPUs by device-plugin name only")
 def volcano_queue_dra(ctx: CheckContext) -> Iterator[Finding]:
+    budgets = [b for b in volcano_gpu_budgets(ctx.state) if not b.resource.endswith(".shared")]
+    adds = keys_to_add(budgets, driver_class_for)
     by_queue: dict[str, list[VolcanoGpuBudget]] = {}
-    for b in volcano_gpu_budgets(ctx.state):
-        if not b.resource.endswith(".shared"):  # convert refuses shared names: their pods keep the request
-            by_queue.setdefault(b.queue, []).append(b)
-    for queue, budgets in sorted(by_queue.items()):
+    for b in budgets:
+        by_queue.setdefault(b.queue, []).append(b)
+    for queue, queue_budgets in sorted(by_queue.items()):
         ref = ObjectRef(QUEUE, queue)
-        missing = [b for b in budgets if _volcano_key(b) not in b.device_class_keys]
-        said = ", ".join(f"{b.field} {b.resource}: {b.value}" for b in budgets)
-        if not missing:
+        said = ", ".join(f"{b.field} {b.resource}: {b.value}" for b in queue_budgets)
+        if queue not in adds:
             yield Finding(
                 "volcano-queue-dra",
                 INFO,
@@ -56,24 +56,20 @@ def volcano_queue_dra(ctx: CheckContext) -> Iterator[Finding]:
                 (ref,),
             )
             continue
-        adds = ", ".join(f'{b.field}: "{_volcano_key(b)}": "{b.value}"' for b in missing)
-        owner = budgets[0].owner
+        keys = ", ".join(f'{field}: "{k}": "{v}"' for field, kv in adds[queue].items() for k, v in kv.items())
+        owner = queue_budgets[0].owner
         yield Finding(
             "volcano-queue-dra",
             WARNING,
             f"{ref} budgets {said} by device-plugin name only: Volcano counts a ResourceClaim under "
             "`deviceclass/<DeviceClass>` (capacity plugin, volcano-sh/volcano PR #5058) and not at all before "
             "(volcano-sh/volcano#4400), so workloads converted to claims escape the queue",
-            f"add {adds} beside the device-plugin keys (the class convert writes; another with --device-class), "
-            "and run the capacity plugin of a Volcano release with DRA quota; pods that keep the device-plugin "
-            "request are still counted under it" + (f"; change it in its repository ({owner})" if owner else ""),
+            f"add {keys} beside the device-plugin keys (the class convert writes; another with --device-class; "
+            "`dra-migrate generate dependents` writes the queue), and run the capacity plugin of a Volcano release "
+            "with DRA quota; pods that keep the device-plugin request are still counted under it"
+            + (f"; change it in its repository ({owner})" if owner else ""),
             (ref,),
         )
-
-
-def _volcano_key(b: VolcanoGpuBudget) -> str:
-    kind = "mig" if b.resource.startswith("nvidia.com/mig-") else "gpu"
-    return f"{DEVICECLASS_KEY}{CLASS_BY_TYPE[kind]}"
 
 
 # The quota evaluator of k8s.io/kubernetes@v1.37.2 (pkg/quota/v1/evaluator/core/resource_claims.go):

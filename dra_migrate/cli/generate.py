@@ -106,7 +106,8 @@ Examples:
 @output_option(formats=("yaml", "json", "name"), default="yaml", names="the changed objects")
 def dependents(source: SourceOptions, dra_driver: str, output: str) -> None:
     """The changes to what else depends on the GPU names (ResourceQuotas with their DRA limit, Kueue's
-    deviceClassMappings), each headed by the GitOps owner whose repository must carry it."""
+    deviceClassMappings, Volcano Queues with their DeviceClass keys), each headed by the GitOps owner whose
+    repository must carry it."""
     from dra_migrate.convert.dependents import dependent_changes
     from dra_migrate.dra.deviceclasses import generate as generate_classes
     from dra_migrate.inventory.model import build_inventory

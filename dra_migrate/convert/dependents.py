@@ -7,10 +7,12 @@ live); for the others they are what the plan's set-quota steps do, for review or
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any
 
 from dra_migrate.cluster.state import ClusterState
+from dra_migrate.dra.census import driver_class_for
 from dra_migrate.inventory.dependents import (
     REQUESTS,
     add_quantities,
@@ -21,6 +23,7 @@ from dra_migrate.inventory.dependents import (
     quota_hard,
 )
 from dra_migrate.inventory.gitops import GitOpsOwner
+from dra_migrate.inventory.volcano import FIELD_PATHS, QUEUE, keys_to_add, volcano_gpu_budgets
 
 
 @dataclass(frozen=True)
@@ -40,8 +43,9 @@ class DependentChange:
 
 
 def dependent_changes(state: ClusterState, proposals: list[tuple[str, str]]) -> list[DependentChange]:
-    """Each GPU quota that can keep its limit under DRA, whole, with the device limit added; and the Kueue
-    Configuration fragment that maps the serving DeviceClasses onto the queues' resource names."""
+    """Each GPU quota that can keep its limit under DRA, whole, with the device limit added; the Kueue
+    Configuration fragment that maps the serving DeviceClasses onto the queues' resource names; and each
+    Volcano Queue, whole, with the capacity plugin's DeviceClass keys added (inventory/volcano.py)."""
     classes = class_by_resource(state, proposals)
     out: list[DependentChange] = []
     by_quota: dict[tuple[str, str], tuple[GitOpsOwner | None, dict[str, str]]] = {}
@@ -84,6 +88,37 @@ def dependent_changes(state: ClusterState, proposals: list[tuple[str, str]]) -> 
                     "resources": {
                         "deviceClassMappings": [{"name": r, "deviceClassNames": [classes[r]]} for r in mapped]
                     },
+                },
+            )
+        )
+    out.extend(_volcano_changes(state))
+    return out
+
+
+def _volcano_changes(state: ClusterState) -> list[DependentChange]:
+    """Each Volcano Queue that budgets a GPU name without its DeviceClass key, whole, with the key added beside it."""
+    budgets = volcano_gpu_budgets(state)
+    owners = {b.queue: b.owner for b in budgets}
+    by_name = {str((q.get("metadata") or {}).get("name")): q for q in state.of(QUEUE)}
+    out = []
+    for name, fields in sorted(keys_to_add(budgets, driver_class_for).items()):
+        spec = copy.deepcopy(by_name[name].get("spec") or {})
+        for field, keys in fields.items():
+            holder = spec
+            for part in FIELD_PATHS[field]:
+                holder = holder.setdefault(part, {})
+            holder.update(keys)
+        out.append(
+            DependentChange(
+                f"Queue {name}",
+                owners[name],
+                "the same GPU budget for DRA claims under Volcano's capacity plugin (volcano-sh/volcano PR #5058), "
+                "beside the device-plugin keys (kept)",
+                {
+                    "apiVersion": "scheduling.volcano.sh/v1beta1",
+                    "kind": "Queue",
+                    "metadata": {"name": name},
+                    "spec": spec,
                 },
             )
         )

@@ -19,6 +19,13 @@ from dra_migrate.cluster.quantity import parse_quantity
 # (dra-driver-nvidia-gpu v0.4.1 deployments/helm/dra-driver-nvidia-gpu/templates/deviceclass-*.yaml).
 CLASS_BY_TYPE = {"gpu": "gpu.nvidia.com", "mig": "mig.nvidia.com"}
 
+
+def driver_class_for(resource: str) -> str:
+    """The driver's class a device-plugin name's devices are claimed from by default: what `convert` writes
+    without --device-class (a MIG profile from mig.nvidia.com, a whole GPU from gpu.nvidia.com)."""
+    return CLASS_BY_TYPE["mig" if resource.startswith("nvidia.com/mig-") else "gpu"]
+
+
 # What a prediction must get right, value by value (issue 24, item 4).
 CENSUS_ATTRIBUTES = ("productName", "type", "profile", "driverVersion", "cudaComputeCapability")
 CENSUS_CAPACITIES = ("memory", "multiprocessors")

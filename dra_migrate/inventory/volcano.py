@@ -11,17 +11,19 @@ no longer limits the workloads converted to claims.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from dra_migrate.cluster.state import ClusterState
+from dra_migrate.inventory.dependents import add_quantities
 from dra_migrate.inventory.gitops import GitOpsOwner, gitops_owner
 from dra_migrate.inventory.resources import GPU_PREFIX
 
 QUEUE = "scheduling.volcano.sh/Queue"
 DEVICECLASS_KEY = "deviceclass/"  # the capacity plugin's reserved key: deviceclass/<DeviceClass>
 _FIELDS = (("capability", ("capability",)), ("deserved", ("deserved",)), ("guarantee", ("guarantee", "resource")))
+FIELD_PATHS = dict(_FIELDS)  # where each field's ResourceList is in a QueueSpec
 
 
 @dataclass(frozen=True)
@@ -53,4 +55,20 @@ def volcano_gpu_budgets(state: ClusterState) -> list[VolcanoGpuBudget]:
             for resource, value in sorted(budget.items(), key=lambda kv: str(kv[0])):
                 if str(resource).startswith(GPU_PREFIX):
                     out.append(VolcanoGpuBudget(name, field, str(resource), str(value), classes, gitops_owner(q)))
+    return out
+
+
+def keys_to_add(
+    budgets: Iterable[VolcanoGpuBudget], class_for: Callable[[str], str]
+) -> dict[str, dict[str, dict[str, str]]]:
+    """queue -> field -> {`deviceclass/<class>`: value}: for each GPU name a field budgets without its class's key,
+    that key with the same value (names of one class summed: two MIG profiles are both mig.nvidia.com's). A
+    time-sliced `.shared` name has none (convert refuses it, so its pods keep the request)."""
+    out: dict[str, dict[str, dict[str, str]]] = {}
+    for b in budgets:
+        key = f"{DEVICECLASS_KEY}{class_for(b.resource)}"
+        if b.resource.endswith(".shared") or key in b.device_class_keys:
+            continue
+        keys = out.setdefault(b.queue, {}).setdefault(b.field, {})
+        keys[key] = add_quantities(keys.get(key), b.value)
     return out

@@ -12,6 +12,7 @@ import pytest
 from dra_migrate.checks.model import Finding
 from dra_migrate.checks.run import assess
 from dra_migrate.cluster.snapshot import load_snapshot
+from dra_migrate.convert.dependents import dependent_changes
 from dra_migrate.inventory.volcano import volcano_gpu_budgets
 from tests.unit.helpers import state
 
@@ -38,7 +39,7 @@ def test_each_queue_that_budgets_gpus_by_name_only_is_told_the_key_to_add(found:
         'guarantee: "deviceclass/gpu.nvidia.com": "1"' in ml.remediation
     )
     mig = found[f"{QUEUE} notebooks"]
-    assert '"deviceclass/mig.nvidia.com": "14"' in mig.remediation
+    assert '"deviceclass/mig.nvidia.com": "18"' in mig.remediation  # both profiles are mig.nvidia.com's
     assert "flux Kustomization flux-system/queues" in mig.remediation
 
 
@@ -53,3 +54,18 @@ def test_a_queue_of_any_shape_is_read_without_error(spec: Any) -> None:
         "spec": spec,
     }
     assert volcano_gpu_budgets(state(q)) == []
+
+
+def test_generate_dependents_writes_each_queue_whole_with_the_keys_added() -> None:
+    changes = {c.target: c for c in dependent_changes(load_snapshot(FIXTURE), [])}
+    assert set(changes) == {"Queue ml-team", "Queue notebooks"}
+    spec = changes["Queue ml-team"].manifest["spec"]
+    assert spec == {
+        "reclaimable": True,  # the rest of the queue as it is
+        "capability": {"cpu": "64", "nvidia.com/gpu": "8", "deviceclass/gpu.nvidia.com": "8"},
+        "deserved": {"nvidia.com/gpu": "4", "deviceclass/gpu.nvidia.com": "4"},
+        "guarantee": {"resource": {"nvidia.com/gpu": "1", "deviceclass/gpu.nvidia.com": "1"}},
+    }
+    notebooks = changes["Queue notebooks"]
+    assert notebooks.manifest["spec"]["capability"]["deviceclass/mig.nvidia.com"] == "18"
+    assert str(notebooks.owner) == "flux Kustomization flux-system/queues"
