@@ -286,11 +286,15 @@ def dcgm_dra_attribution(ctx: CheckContext) -> Iterator[Finding]:
             )
 
 
-@rule("prometheus-rule-gpu", WARNING, summary="alerting/recording rules that read GPU extended-resource metrics")
+@rule(
+    "prometheus-rule-gpu",
+    WARNING,
+    summary="alerting/recording rules (PrometheusRule, Managed Prometheus, VMRule) that read GPU resource metrics",
+)
 def prometheus_rule_gpu(ctx: CheckContext) -> Iterator[Finding]:
     for e in gpu_rule_exprs(ctx.state):
         ns, _, name = e.rule_object.partition("/")
-        ref = ObjectRef("monitoring.coreos.com/PrometheusRule", name, ns)
+        ref = ObjectRef(e.kind, name, ns or None)
         yield Finding(
             "prometheus-rule-gpu",
             WARNING,

@@ -127,6 +127,10 @@ DEPENDENT_KINDS: tuple[Kind, ...] = (
     Kind("kueue.x-k8s.io", "v1beta1", "ResourceFlavor", "resourceflavors", namespaced=False, optional=True),
     Kind("kueue.x-k8s.io", "v1beta1", "LocalQueue", "localqueues", namespaced=True, optional=True),
     Kind("monitoring.coreos.com", "v1", "PrometheusRule", "prometheusrules", namespaced=True, optional=True),
+    Kind("monitoring.googleapis.com", "v1", "Rules", "rules", namespaced=True, optional=True),
+    Kind("monitoring.googleapis.com", "v1", "ClusterRules", "clusterrules", namespaced=False, optional=True),
+    Kind("monitoring.googleapis.com", "v1", "GlobalRules", "globalrules", namespaced=False, optional=True),
+    Kind("operator.victoriametrics.com", "v1beta1", "VMRule", "vmrules", namespaced=True, optional=True),
     Kind("scheduling.volcano.sh", "v1beta1", "Queue", "queues", namespaced=False, optional=True),
     Kind("grafana.integreatly.org", "v1beta1", "GrafanaDashboard", "grafanadashboards", namespaced=True, optional=True),
     Kind(

@@ -235,27 +235,43 @@ def expr_reads(expr: str) -> tuple[tuple[str, ...], bool]:
 
 @dataclass(frozen=True)
 class RuleExpr:
-    rule_object: str  # "namespace/name" of the PrometheusRule
+    rule_object: str  # "namespace/name" of the rules object ("/name" when cluster-scoped)
     rule: str  # alert or record name
     expr: str
     terms: tuple[str, ...]  # the GPU resource terms it names
     per_pod_dcgm: bool  # a DCGM metric read by pod/namespace/container: needs DRA attribution
     owner: GitOpsOwner | None
+    kind: str = "monitoring.coreos.com/PrometheusRule"  # kind key of the rules object
+
+
+# Alerting and recording rules as Prometheus writes them (`spec.groups[].rules[]` with `alert`/`record` and
+# `expr`), in each operator's object: prometheus-operator's PrometheusRule; Google Cloud Managed Service for
+# Prometheus' Rules, ClusterRules and GlobalRules (GoogleCloudPlatform/prometheus-engine v0.13.0
+# pkg/operator/apis/monitoring/v1/rules_types.go), which GKE fleets use; VictoriaMetrics' VMRule
+# (VictoriaMetrics/operator v0.55.0 config/crd, operator.victoriametrics.com/v1beta1).
+RULE_KINDS = (
+    "monitoring.coreos.com/PrometheusRule",
+    "monitoring.googleapis.com/Rules",
+    "monitoring.googleapis.com/ClusterRules",
+    "monitoring.googleapis.com/GlobalRules",
+    "operator.victoriametrics.com/VMRule",
+)
 
 
 def gpu_rule_exprs(state: ClusterState) -> list[RuleExpr]:
     out: list[RuleExpr] = []
-    for pr in state.of("monitoring.coreos.com/PrometheusRule"):
-        ns, name = _meta(pr)
-        owner = gitops_owner(pr)
-        for group in _list(_map(pr.get("spec")).get("groups")):
-            for r in _list(_map(group).get("rules")):
-                expr = _map(r).get("expr")
-                expr = str(expr) if isinstance(expr, str | int) else ""
-                terms, per_pod = expr_reads(expr)
-                if terms or per_pod:
-                    rule = str(_map(r).get("alert") or _map(r).get("record") or "")
-                    out.append(RuleExpr(f"{ns}/{name}", rule, expr, terms, per_pod, owner))
+    for key in RULE_KINDS:
+        for pr in state.of(key):
+            ns, name = _meta(pr)
+            owner = gitops_owner(pr)
+            for group in _list(_map(pr.get("spec")).get("groups")):
+                for r in _list(_map(group).get("rules")):
+                    expr = _map(r).get("expr")
+                    expr = str(expr) if isinstance(expr, str | int) else ""
+                    terms, per_pod = expr_reads(expr)
+                    if terms or per_pod:
+                        rule = str(_map(r).get("alert") or _map(r).get("record") or "")
+                        out.append(RuleExpr(f"{ns}/{name}", rule, expr, terms, per_pod, owner, key))
     return out
 
 

@@ -405,3 +405,31 @@ def test_gitops_owned_names_only_quotas_that_limit_gpus() -> None:
     cpu = obj("v1", "ResourceQuota", "gpu", {"hard": {"requests.cpu": "4"}}, namespace="other", annotations=argo)
     found = [f for f in assess(_gpu_state(gpu, cpu)).findings if f.id == "gitops-owned"]
     assert [tuple(map(str, f.objects)) for f in found] == [("ResourceQuota ml/gpu",)]
+
+
+@pytest.mark.parametrize(
+    ("api_version", "kind", "namespace"),
+    [
+        ("monitoring.coreos.com/v1", "PrometheusRule", "monitoring"),
+        ("monitoring.googleapis.com/v1", "Rules", "monitoring"),  # Managed Service for Prometheus (GKE)
+        ("monitoring.googleapis.com/v1", "ClusterRules", None),
+        ("monitoring.googleapis.com/v1", "GlobalRules", None),
+        ("operator.victoriametrics.com/v1beta1", "VMRule", "monitoring"),
+    ],
+)
+def test_alerting_rules_are_read_in_every_operators_object(api_version: str, kind: str, namespace: str | None) -> None:
+    rules = {
+        "groups": [
+            {
+                "name": "gpu",
+                "rules": [{"alert": "NoGpus", "expr": 'kube_node_status_allocatable{resource="nvidia_com_gpu"} == 0'}],
+            }
+        ]
+    }
+    o = obj(api_version, kind, "gpu-alerts", rules, namespace=namespace)
+    found = [f for f in assess(state(o)).findings if f.id == "prometheus-rule-gpu"]
+    group = api_version.partition("/")[0]
+    assert [str(x) for f in found for x in f.objects] == [
+        f"{group}/{kind} {f'{namespace}/' if namespace else ''}gpu-alerts"
+    ]
+    assert "NoGpus" in found[0].message and "nvidia_com_gpu" in found[0].message
