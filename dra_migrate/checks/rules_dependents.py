@@ -374,8 +374,8 @@ def gpu_metric_autoscaling(ctx: CheckContext) -> Iterator[Finding]:
             WARNING,
             f"{ref} scales {a.target} on {a.place} `{' '.join(a.text.split())[:160]}`, which reads "
             f"{_series_read(a.terms, a.per_pod_dcgm)}: {_scaler_outcome(a)}",
-            _FROM_DCGM
-            + ", or have the exporter attribute DRA GPUs (KUBERNETES_ENABLE_DRA) before migrating"
+            "scale on the workload's own metrics (requests, queue length) or on DCGM series by Hostname, or have "
+            "the DCGM exporter attribute DRA GPUs (KUBERNETES_ENABLE_DRA) before migrating"
             + (f"; change it in its repository ({a.owner})" if a.owner else ""),
             (ref,),
         )
