@@ -38,7 +38,7 @@ def serving_classes(ctx: CheckContext) -> dict[str, str]:
 
 @rule("volcano-queue-dra", WARNING, INFO, summary="a Volcano Queue budgets GPUs by device-plugin name only")
 def volcano_queue_dra(ctx: CheckContext) -> Iterator[Finding]:
-    budgets = [b for b in volcano_gpu_budgets(ctx.state) if not b.resource.endswith(".shared")]
+    budgets = volcano_gpu_budgets(ctx.state)
     adds = keys_to_add(budgets, driver_class_for)
     by_queue: dict[str, list[VolcanoGpuBudget]] = {}
     for b in budgets:

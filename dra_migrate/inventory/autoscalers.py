@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dra_migrate.cluster.state import ClusterState
-from dra_migrate.inventory.dependents import expr_reads
+from dra_migrate.inventory.dependents import as_list, as_map, expr_reads, ns_name
 from dra_migrate.inventory.gitops import GitOpsOwner, gitops_owner
 
 KEDA_KINDS = ("keda.sh/ScaledObject", "keda.sh/ScaledJob")
@@ -47,14 +47,6 @@ class GpuScaler:
     owner: GitOpsOwner | None
 
 
-def _map(v: Any) -> Mapping[str, Any]:
-    return v if isinstance(v, Mapping) else {}
-
-
-def _list(v: Any) -> list[Any]:
-    return v if isinstance(v, list) else []
-
-
 def gpu_scalers(state: ClusterState) -> list[GpuScaler]:
     out: list[GpuScaler] = []
     for key in KEDA_KINDS:
@@ -65,26 +57,21 @@ def gpu_scalers(state: ClusterState) -> list[GpuScaler]:
     return out
 
 
-def _ident(obj: Mapping[str, Any]) -> tuple[str, str]:
-    meta = _map(obj.get("metadata"))
-    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
-
-
 def _target(spec: Mapping[str, Any], key: str) -> str:
     if key == "keda.sh/ScaledJob":
         return "Job"
-    ref = _map(spec.get("scaleTargetRef"))
+    ref = as_map(spec.get("scaleTargetRef"))
     return f"{ref.get('kind') or 'Deployment'}/{ref.get('name') or '?'}"  # KEDA's default kind is Deployment
 
 
 def _keda(key: str, obj: Mapping[str, Any]) -> list[GpuScaler]:
-    spec = _map(obj.get("spec"))
-    ns, name = _ident(obj)
+    spec = as_map(obj.get("spec"))
+    ns, name = ns_name(obj)
     out = []
-    for i, trigger in enumerate(_list(spec.get("triggers"))):
-        trigger = _map(trigger)
+    for i, trigger in enumerate(as_list(spec.get("triggers"))):
+        trigger = as_map(trigger)
         kind = str(trigger.get("type") or "?")
-        meta = _map(trigger.get("metadata"))
+        meta = as_map(trigger.get("metadata"))
         for field, text in meta.items():
             if not isinstance(text, str):
                 continue
@@ -100,20 +87,20 @@ def _keda(key: str, obj: Mapping[str, Any]) -> list[GpuScaler]:
 
 
 def _selector_keys(selector: Any) -> set[str]:
-    sel = _map(selector)
-    keys = {str(k) for k in _map(sel.get("matchLabels"))}
-    return keys | {str(_map(e).get("key")) for e in _list(sel.get("matchExpressions"))}
+    sel = as_map(selector)
+    keys = {str(k) for k in as_map(sel.get("matchLabels"))}
+    return keys | {str(as_map(e).get("key")) for e in as_list(sel.get("matchExpressions"))}
 
 
 def _hpa(obj: Mapping[str, Any]) -> list[GpuScaler]:
-    spec = _map(obj.get("spec"))
-    ns, name = _ident(obj)
+    spec = as_map(obj.get("spec"))
+    ns, name = ns_name(obj)
     out = []
-    for m in _list(spec.get("metrics")):
-        m = _map(m)
+    for m in as_list(spec.get("metrics")):
+        m = as_map(m)
         kind = str(m.get("type") or "")
-        source = _map(m.get(kind[:1].lower() + kind[1:]))  # Pods -> pods, External -> external
-        metric = _map(source.get("metric"))
+        source = as_map(m.get(kind[:1].lower() + kind[1:]))  # Pods -> pods, External -> external
+        metric = as_map(source.get("metric"))
         metric_name = str(metric.get("name") or "")
         terms, _ = expr_reads(metric_name)
         per_pod = _DCGM in metric_name and (kind == "Pods" or bool(_selector_keys(metric.get("selector")) & _PER_POD))

@@ -26,7 +26,7 @@ import orjson
 
 from dra_migrate.cluster.dashboards import CONTENT_KINDS, content_configmap
 from dra_migrate.cluster.state import ClusterState
-from dra_migrate.inventory.dependents import expr_reads
+from dra_migrate.inventory.dependents import expr_reads, ns_name
 from dra_migrate.inventory.gitops import GitOpsOwner, gitops_owner
 
 # A gzip'd model is inflated up to this many bytes: a small object must not expand into gigabytes in the
@@ -68,17 +68,11 @@ class UnreadDashboard:
     why: str
 
 
-def _meta(o: Mapping[str, Any]) -> tuple[str, str]:
-    m = o.get("metadata")
-    m = m if isinstance(m, dict) else {}
-    return str(m.get("namespace") or ""), str(m.get("name") or "")
-
-
 def dashboards(state: ClusterState) -> tuple[list[Dashboard], list[UnreadDashboard]]:
     """Every dashboard with a query that reads what the migration changes, and the ones that could not be read."""
     found: list[Dashboard] = []
     unread: list[UnreadDashboard] = []
-    configmaps = {_meta(cm): cm for cm in state.dashboard_configmaps}
+    configmaps = {ns_name(cm): cm for cm in state.dashboard_configmaps}
     by_operator: set[tuple[str, str, str]] = set()  # (namespace, ConfigMap, key) an operator object loads
     for key in CONTENT_KINDS:
         for obj in state.of(key):
@@ -107,7 +101,7 @@ def _read_operator_object(
     found: list[Dashboard],
     unread: list[UnreadDashboard],
 ) -> None:
-    ns, name = _meta(obj)
+    ns, name = ns_name(obj)
     model = _operator_model(obj, configmaps)
     if isinstance(model, str):
         unread.append(UnreadDashboard(key, ns, name, model))
@@ -174,7 +168,7 @@ def _note(
         if terms or per_pod:
             queries.append(DashboardQuery(place, expr, terms, per_pod))
     if queries:
-        ns, name = _meta(obj)
+        ns, name = ns_name(obj)
         title = model.get("title") or model.get("name") or "(untitled)"
         found.append(Dashboard(kind, ns, name, data_key, str(title), tuple(queries), gitops_owner(obj)))
 

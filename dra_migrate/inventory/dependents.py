@@ -27,16 +27,19 @@ DEVICES_PER_CLASS = ".deviceclass.resource.k8s.io/devices"
 _Obj = Mapping[str, Any]
 
 
-def _map(v: Any) -> Mapping[str, Any]:
+# Shared by the dependents' readers (dashboards, autoscalers, policies, volcano): these objects are not
+# validated on the way in, so a field of the wrong type is read as absent.
+def as_map(v: Any) -> Mapping[str, Any]:
     return v if isinstance(v, Mapping) else {}
 
 
-def _list(v: Any) -> list[Any]:
+def as_list(v: Any) -> list[Any]:
     return v if isinstance(v, list) else []
 
 
-def _meta(obj: _Obj) -> tuple[str, str]:
-    m = _map(obj.get("metadata"))
+def ns_name(obj: _Obj) -> tuple[str, str]:
+    """(namespace or "", name) of an object."""
+    m = as_map(obj.get("metadata"))
     return str(m.get("namespace") or ""), str(m.get("name") or "")
 
 
@@ -78,11 +81,11 @@ def gpu_quota_limits(state: ClusterState) -> list[QuotaLimit]:
     can say so."""
     out: list[QuotaLimit] = []
     for q in state.of("ResourceQuota"):
-        ns, name = _meta(q)
-        spec = _map(q.get("spec"))
-        scoped = bool(_list(spec.get("scopes")) or _map(spec.get("scopeSelector")).get("matchExpressions"))
+        ns, name = ns_name(q)
+        spec = as_map(q.get("spec"))
+        scoped = bool(as_list(spec.get("scopes")) or as_map(spec.get("scopeSelector")).get("matchExpressions"))
         owner = gitops_owner(q)
-        for key, value in sorted(_map(spec.get("hard")).items()):
+        for key, value in sorted(as_map(spec.get("hard")).items()):
             resource = key[len(REQUESTS) :] if key.startswith(REQUESTS) else key
             if resource.startswith(GPU_PREFIX):
                 out.append(QuotaLimit(ns, name, key, resource, str(value), scoped, owner))
@@ -91,8 +94,8 @@ def gpu_quota_limits(state: ClusterState) -> list[QuotaLimit]:
 
 def quota_hard(state: ClusterState, namespace: str, name: str) -> dict[str, str]:
     for q in state.of("ResourceQuota"):
-        if _meta(q) == (namespace, name):
-            return {str(k): str(v) for k, v in _map(_map(q.get("spec")).get("hard")).items()}
+        if ns_name(q) == (namespace, name):
+            return {str(k): str(v) for k, v in as_map(as_map(q.get("spec")).get("hard")).items()}
     return {}
 
 
@@ -108,10 +111,10 @@ def class_by_resource(state: ClusterState, proposals: Iterable[tuple[str, str]])
     """Extended resource name -> the DeviceClass that will serve it: the cluster's classes with
     `spec.extendedResourceName`, then the proposals (class name, resource) for names none maps yet."""
     out: dict[str, str] = {}
-    for dc in sorted(state.of("resource.k8s.io/DeviceClass"), key=lambda d: _meta(d)[1]):
-        ext = _map(dc.get("spec")).get("extendedResourceName")
+    for dc in sorted(state.of("resource.k8s.io/DeviceClass"), key=lambda d: ns_name(d)[1]):
+        ext = as_map(dc.get("spec")).get("extendedResourceName")
         if isinstance(ext, str) and ext and ext not in out:
-            out[ext] = _meta(dc)[1]
+            out[ext] = ns_name(dc)[1]
     for cls, ext in proposals:
         out.setdefault(ext, cls)
     return out
@@ -148,8 +151,8 @@ def _image_version(image: str) -> tuple[int, int, int] | None:
 
 
 def _containers(obj: _Obj) -> list[Mapping[str, Any]]:
-    spec = _map(_map(_map(obj.get("spec")).get("template")).get("spec"))
-    return [c for c in _list(spec.get("containers")) if isinstance(c, Mapping)]
+    spec = as_map(as_map(as_map(obj.get("spec")).get("template")).get("spec"))
+    return [c for c in as_list(spec.get("containers")) if isinstance(c, Mapping)]
 
 
 def _gates(args: Iterable[Any]) -> dict[str, bool]:
@@ -169,8 +172,8 @@ def kueue_install(state: ClusterState) -> KueueInstall | None:
         for c in _containers(d):
             image = str(c.get("image") or "")
             if re.search(r"(^|/)kueue(:|@|$)", image):
-                ns, name = _meta(d)
-                args = _list(c.get("args")) + _list(c.get("command"))
+                ns, name = ns_name(d)
+                args = as_list(c.get("args")) + as_list(c.get("command"))
                 return KueueInstall(f"{ns}/{name}", _image_version(image), image, _gates(args))
     return None
 
@@ -179,32 +182,32 @@ def flavor_node_labels(state: ClusterState) -> dict[str, dict[str, str]]:
     """ResourceFlavor name -> its spec.nodeLabels (the nodes its workloads are pinned to)."""
     out: dict[str, dict[str, str]] = {}
     for f in state.of("kueue.x-k8s.io/ResourceFlavor"):
-        labels = _map(_map(f.get("spec")).get("nodeLabels"))
-        out[_meta(f)[1]] = {str(k): str(v) for k, v in labels.items()}
+        labels = as_map(as_map(f.get("spec")).get("nodeLabels"))
+        out[ns_name(f)[1]] = {str(k): str(v) for k, v in labels.items()}
     return out
 
 
 def queue_gpu_quotas(cluster_queue: Mapping[str, Any]) -> Iterator[tuple[str, str, Any]]:
     """(flavor, resource, nominalQuota as written) for each nvidia.com/ resource a ClusterQueue budgets
     (kueue.x-k8s.io/v1beta1 ClusterQueue spec.resourceGroups[].flavors[].resources[])."""
-    for group in _list(_map(cluster_queue.get("spec")).get("resourceGroups")):
-        for flavor in _list(_map(group).get("flavors")):
-            fname = str(_map(flavor).get("name") or "")
-            for r in _list(_map(flavor).get("resources")):
-                rname = str(_map(r).get("name") or "")
+    for group in as_list(as_map(cluster_queue.get("spec")).get("resourceGroups")):
+        for flavor in as_list(as_map(group).get("flavors")):
+            fname = str(as_map(flavor).get("name") or "")
+            for r in as_list(as_map(flavor).get("resources")):
+                rname = str(as_map(r).get("name") or "")
                 if rname.startswith(GPU_PREFIX):
-                    yield fname, rname, _map(r).get("nominalQuota")
+                    yield fname, rname, as_map(r).get("nominalQuota")
 
 
 def gpu_queues(state: ClusterState) -> list[GpuQueue]:
-    flavors = {_meta(f)[1]: _map(f.get("spec")) for f in state.of("kueue.x-k8s.io/ResourceFlavor")}
+    flavors = {ns_name(f)[1]: as_map(f.get("spec")) for f in state.of("kueue.x-k8s.io/ResourceFlavor")}
     local: dict[str, list[str]] = {}
     for lq in state.of("kueue.x-k8s.io/LocalQueue"):
-        ns, name = _meta(lq)
-        local.setdefault(str(_map(lq.get("spec")).get("clusterQueue") or ""), []).append(f"{ns}/{name}")
+        ns, name = ns_name(lq)
+        local.setdefault(str(as_map(lq.get("spec")).get("clusterQueue") or ""), []).append(f"{ns}/{name}")
     out: list[GpuQueue] = []
     for cq in state.of("kueue.x-k8s.io/ClusterQueue"):
-        name = _meta(cq)[1]
+        name = ns_name(cq)[1]
         resources: dict[str, dict[str, str]] = {}
         tas: set[str] = set()
         for fname, rname, quota in queue_gpu_quotas(cq):
@@ -262,15 +265,15 @@ def gpu_rule_exprs(state: ClusterState) -> list[RuleExpr]:
     out: list[RuleExpr] = []
     for key in RULE_KINDS:
         for pr in state.of(key):
-            ns, name = _meta(pr)
+            ns, name = ns_name(pr)
             owner = gitops_owner(pr)
-            for group in _list(_map(pr.get("spec")).get("groups")):
-                for r in _list(_map(group).get("rules")):
-                    expr = _map(r).get("expr")
+            for group in as_list(as_map(pr.get("spec")).get("groups")):
+                for r in as_list(as_map(group).get("rules")):
+                    expr = as_map(r).get("expr")
                     expr = str(expr) if isinstance(expr, str | int) else ""
                     terms, per_pod = expr_reads(expr)
                     if terms or per_pod:
-                        rule = str(_map(r).get("alert") or _map(r).get("record") or "")
+                        rule = str(as_map(r).get("alert") or as_map(r).get("record") or "")
                         out.append(RuleExpr(f"{ns}/{name}", rule, expr, terms, per_pod, owner, key))
     return out
 
@@ -296,25 +299,25 @@ def dcgm_exporters(state: ClusterState) -> list[DcgmExporter]:
             image = str(c.get("image") or "")
             if "dcgm-exporter" not in image:
                 continue
-            env = {str(_map(e).get("name")): _map(e).get("value") for e in _list(c.get("env"))}
-            args = [str(a) for a in _list(c.get("args"))]
+            env = {str(as_map(e).get("name")): as_map(e).get("value") for e in as_list(c.get("env"))}
+            args = [str(a) for a in as_list(c.get("args"))]
             on = _truthy(env.get("KUBERNETES_ENABLE_DRA")) or any(
                 a == "--kubernetes-enable-dra" or a == "--kubernetes-enable-dra=true" for a in args
             )
             tag = image.rsplit(":", 1)[-1] if ":" in image.rsplit("/", 1)[-1] else None
-            ns, name = _meta(ds)
+            ns, name = ns_name(ds)
             out.append(DcgmExporter(f"DaemonSet {ns}/{name}", tag, on))
     if out:
         return out
     for cp in state.of("nvidia.com/ClusterPolicy"):
-        exp = _map(_map(cp.get("spec")).get("dcgmExporter"))
+        exp = as_map(as_map(cp.get("spec")).get("dcgmExporter"))
         if exp.get("enabled") is False:
             continue
-        env = {str(_map(e).get("name")): _map(e).get("value") for e in _list(exp.get("env"))}
+        env = {str(as_map(e).get("name")): as_map(e).get("value") for e in as_list(exp.get("env"))}
         version = exp.get("version")
         out.append(
             DcgmExporter(
-                f"ClusterPolicy {_meta(cp)[1]}",
+                f"ClusterPolicy {ns_name(cp)[1]}",
                 str(version) if version else None,
                 _truthy(env.get("KUBERNETES_ENABLE_DRA")),
             )

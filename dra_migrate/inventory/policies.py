@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dra_migrate.cluster.state import ClusterState
-from dra_migrate.inventory.dependents import expr_reads
+from dra_migrate.inventory.dependents import expr_reads, ns_name
 from dra_migrate.inventory.gitops import GitOpsOwner, gitops_owner
 
 VALIDATING, MUTATING = "validating", "mutating"
@@ -88,9 +88,7 @@ def _note(
             if path not in places:  # a map key and its value share a path
                 places.append(path)
     if terms:
-        meta = obj.get("metadata")
-        meta = meta if isinstance(meta, Mapping) else {}
-        ns, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+        ns, name = ns_name(obj)
         owner = gitops_owner(obj)
         out.append(GpuPolicy(key, ns, name, action, rule, tuple(sorted(terms)), tuple(places), owner))
 

@@ -11,12 +11,12 @@ no longer limits the workloads converted to claims.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from dra_migrate.cluster.state import ClusterState
-from dra_migrate.inventory.dependents import add_quantities
+from dra_migrate.inventory.dependents import add_quantities, as_map
 from dra_migrate.inventory.gitops import GitOpsOwner, gitops_owner
 from dra_migrate.inventory.resources import GPU_PREFIX
 
@@ -36,24 +36,21 @@ class VolcanoGpuBudget:
     owner: GitOpsOwner | None
 
 
-def _map(v: Any) -> Mapping[str, Any]:
-    return v if isinstance(v, Mapping) else {}
-
-
 def volcano_gpu_budgets(state: ClusterState) -> list[VolcanoGpuBudget]:
-    """Every GPU device-plugin name a Volcano Queue budgets, field by field."""
+    """Every GPU device-plugin name a Volcano Queue budgets, field by field; not a time-sliced `.shared` name,
+    which convert refuses (its pods keep the request, and are counted under it as before)."""
     out: list[VolcanoGpuBudget] = []
     for q in state.of(QUEUE):
-        name = str(_map(q.get("metadata")).get("name") or "")
-        spec = _map(q.get("spec"))
+        name = str(as_map(q.get("metadata")).get("name") or "")
+        spec = as_map(q.get("spec"))
         for field, path in _FIELDS:
             budget: Any = spec
             for key in path:
-                budget = _map(budget).get(key)
-            budget = _map(budget)
+                budget = as_map(budget).get(key)
+            budget = as_map(budget)
             classes = {str(k): str(v) for k, v in budget.items() if str(k).startswith(DEVICECLASS_KEY)}
             for resource, value in sorted(budget.items(), key=lambda kv: str(kv[0])):
-                if str(resource).startswith(GPU_PREFIX):
+                if str(resource).startswith(GPU_PREFIX) and not str(resource).endswith(".shared"):
                     out.append(VolcanoGpuBudget(name, field, str(resource), str(value), classes, gitops_owner(q)))
     return out
 
@@ -63,11 +60,11 @@ def keys_to_add(
 ) -> dict[str, dict[str, dict[str, str]]]:
     """queue -> field -> {`deviceclass/<class>`: value}: for each GPU name a field budgets without its class's key,
     that key with the same value (names of one class summed: two MIG profiles are both mig.nvidia.com's). A
-    time-sliced `.shared` name has none (convert refuses it, so its pods keep the request)."""
+    time-sliced `.shared` name is no budget here (volcano_gpu_budgets)."""
     out: dict[str, dict[str, dict[str, str]]] = {}
     for b in budgets:
         key = f"{DEVICECLASS_KEY}{class_for(b.resource)}"
-        if b.resource.endswith(".shared") or key in b.device_class_keys:
+        if key in b.device_class_keys:
             continue
         keys = out.setdefault(b.queue, {}).setdefault(b.field, {})
         keys[key] = add_quantities(keys.get(key), b.value)
