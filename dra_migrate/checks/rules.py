@@ -492,13 +492,23 @@ def gang_split(ctx: CheckContext) -> Iterator[Finding]:
     for c in ctx.inventory.consumers:
         volcano = c.kind == "Job" and c.api_version.startswith("batch.volcano.sh/")
         if (c.kind in GANG_KINDS or volcano) and len(c.pools) > 1:
+            pools = sorted(c.pools)
+            # A workload across hundreds of pools is named with a few of them: the message stays readable
+            # and the plan file stays quick to write (a long message was written by PyYAML: issue 29).
+            shown = ", ".join(pools[:_SHOWN_POOLS]) + (
+                f" and {len(pools) - _SHOWN_POOLS} more" if len(pools) > _SHOWN_POOLS else ""
+            )
+            order = ",".join(pools) if len(pools) <= _SHOWN_POOLS else f"<its {len(pools)} pools: inventory -o json>"
             yield Finding(
                 "gang-workload-split",
                 INFO,
-                f"{c.kind} {c.namespace}/{c.name} runs across pools {', '.join(sorted(c.pools))}, which migrate in "
+                f"{c.kind} {c.namespace}/{c.name} runs across pools {shown}, which migrate in "
                 "different stages: between them its workers are served by different mechanisms",
                 f"pin it to one pool, or migrate its pools back to back when it is not running "
-                f"(plan --order {','.join(sorted(c.pools))}); within a pool the planner keeps a gang's nodes in one "
+                f"(plan --order {order}); within a pool the planner keeps a gang's nodes in one "
                 "wave where the wave is wide enough",
                 (ObjectRef(c.kind, c.name, c.namespace or None),),
             )
+
+
+_SHOWN_POOLS = 8

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from dra_migrate.checks.context import CheckContext
 from dra_migrate.checks.model import Finding, ObjectRef, Severity
 from dra_migrate.checks.registry import rule
 from dra_migrate.dra.capacity import compile_classes
-from dra_migrate.dra.gangfit import capacity_after, capacity_before, judge, migration_points
+from dra_migrate.dra.gangfit import Moments, capacity_after, capacity_before, judge, migration_points
 from dra_migrate.inventory.consumers import PodRequests
 from dra_migrate.inventory.gangs import PODGROUP, WORKLOAD, Gang
 
@@ -63,9 +62,9 @@ def gang_capacity(ctx: CheckContext) -> Iterator[Finding]:
     points = migration_points(ctx.inventory.nodes, before, after)
     pods = ctx.inventory.pod_requests
     requested = {n.name: dict(n.requested) for n in ctx.inventory.nodes}
-    free_at: dict[str, Any] = {}
+    moments = Moments(points, requested)
     for g in gangs:
-        verdict = judge(g, points, requested, _own(g, pods), free_at=free_at)
+        verdict = judge(g, moments, _own(g, pods))
         if verdict.failed_whole:
             yield Finding(
                 "gang-capacity-after",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from dra_migrate.checks.catalog import run_checks
@@ -35,7 +36,7 @@ class Readiness:
         plan record the same scope, so `check`'s table and the report's Findings agree.
 
         Objects are `ObjectRef`s (checks/model.py)."""
-        node_pool = {n.name: n.pool for n in self.inventory.nodes}
+        node_pool = self._node_pool
         pools: set[str] = set()
         for obj in finding.objects:
             if obj.kind == "Pool":
@@ -45,6 +46,11 @@ class Readiness:
             else:
                 return {"scope": "cluster", "pools": []}
         return {"scope": "pool", "pools": sorted(pools)} if pools else {"scope": "cluster", "pools": []}
+
+    @cached_property
+    def _node_pool(self) -> dict[str, str]:
+        """Each node's pool: made once, not per finding (a fleet of many pools has a finding or more per pool)."""
+        return {n.name: n.pool for n in self.inventory.nodes}
 
     def to_dict(self) -> dict[str, object]:
         return {

@@ -19,7 +19,7 @@ and a heuristic otherwise that can only err towards "does not fit" (a finding to
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,8 +38,25 @@ NodeCapacity = dict[str, dict[str, int]]  # node -> resource -> GPUs it can serv
 
 @dataclass(frozen=True)
 class Point:
+    """A moment of the migration: what every node in service can serve then.
+
+    The `during` points of a fleet share one map (every node at the lesser of its two sides) and differ
+    only in the wave that is out of service (`out`), so a fleet of many pools is one map, not a copy of
+    the fleet per pool: with pools and gangs both growing with the fleet, a copy per pool made the gang
+    check quadratic (issue 29: 400 pools of 5 nodes took 7 s of a 9.6 s `plan`)."""
+
     name: str  # "before", "during <pool>", "after"
-    capacity: NodeCapacity
+    capacity: NodeCapacity  # the map this point reads, shared between points of the same `base`
+    base: str = ""  # which map `capacity` is: "before", "lesser", "after" (the caches' key); "" = name
+    out: frozenset[str] = frozenset()  # nodes of `capacity` out of service at this point
+
+    def serving(self) -> NodeCapacity:
+        """The nodes in service at this point, and what each serves."""
+        return {n: c for n, c in self.capacity.items() if n not in self.out}
+
+    @property
+    def key(self) -> str:
+        return self.base or self.name
 
 
 def _shape(resources: dict[str, int]) -> Shape:
@@ -67,14 +84,28 @@ def fits(pods: Iterable[dict[str, int]], capacity: NodeCapacity | Counter[Shape]
 def fits_runs(runs: Counter[Shape], capacity: NodeCapacity | Counter[Shape]) -> bool:
     """`fits`, of the pods given as how many ask each shape (`placement_runs`)."""
     free: Counter[Shape] = Counter(capacity) if isinstance(capacity, Counter) else shapes(capacity)
+    return pack(runs, free) is not None
+
+
+def pack(runs: Counter[Shape], free: Counter[Shape]) -> Counter[Shape] | None:
+    """Pack the pods onto `free` (node shapes and how many of each; consumed): None when they do not fit,
+    else how many nodes of each shape the packing left untouched. Whatever nodes are taken away later,
+    if no shape loses more nodes than the packing left untouched of it, the same packing still fits."""
     known: dict[Shape, tuple[dict[str, int], int]] = {}  # a shape's map and total, made once per call
+    made: Counter[Shape] = Counter()  # nodes a pod has already been put on, by the shape they are left with
     for asked, count in sorted(runs.items(), key=lambda run: (-sum(v for _, v in run[0]), run[0])):
-        if not _place_run(free, known, asked, count):
-            return False
-    return True
+        if not _place_run(free, made, known, asked, count):
+            return None
+    return +(free - made)
 
 
-def _place_run(free: Counter[Shape], known: dict[Shape, tuple[dict[str, int], int]], asked: Shape, count: int) -> bool:
+def _place_run(
+    free: Counter[Shape],
+    made: Counter[Shape],
+    known: dict[Shape, tuple[dict[str, int], int]],
+    asked: Shape,
+    count: int,
+) -> bool:
     """Place `count` alike pods that each ask `asked`: each node the best fit, filled before the next."""
     while count:
         best = _best_fit(free, known, asked)
@@ -86,10 +117,10 @@ def _place_run(free: Counter[Shape], known: dict[Shape, tuple[dict[str, int], in
         per_node = min(have[r] // v for r, v in asked)
         nodes = min(free[best], count // per_node)
         if nodes:
-            _take(free, best, asked, per_node, nodes)
+            _take(free, made, best, asked, per_node, nodes)
             count -= nodes * per_node
         else:
-            _take(free, best, asked, count, 1)
+            _take(free, made, best, asked, count, 1)
             count = 0
     return True
 
@@ -110,15 +141,23 @@ def _best_fit(free: Counter[Shape], known: dict[Shape, tuple[dict[str, int], int
     return best
 
 
-def _take(free: Counter[Shape], shape: Shape, asked: Shape, pods: int, nodes: int) -> None:
-    """`nodes` nodes of `shape` each take `pods` pods that ask `asked`."""
+def _take(free: Counter[Shape], made: Counter[Shape], shape: Shape, asked: Shape, pods: int, nodes: int) -> None:
+    """`nodes` nodes of `shape` each take `pods` pods that ask `asked`; nodes already used are taken first
+    (alike nodes are interchangeable), so the untouched ones are as many as can be."""
     free[shape] -= nodes
     if not free[shape]:
         del free[shape]
+    again = min(made[shape], nodes)
+    if again:
+        made[shape] -= again
+        if not made[shape]:
+            del made[shape]
     left = dict(shape)
     for r, v in asked:
         left[r] -= v * pods
-    free[_shape(left)] += nodes
+    after = _shape(left)
+    free[after] += nodes
+    made[after] += nodes
 
 
 def _schedulable(nodes: list[GpuNode]) -> list[GpuNode]:
@@ -151,16 +190,15 @@ def migration_points(
     nodes: list[GpuNode], before: NodeCapacity, after: NodeCapacity, *, fraction: float = DEFAULT_WAVE_FRACTION
 ) -> list[Point]:
     lesser = {n: {r: min(v, after.get(n, {}).get(r, 0)) for r, v in c.items()} for n, c in before.items()}
-    points = [Point("before", before)]
+    points = [Point("before", before, "before")]
     pools: dict[str, list[str]] = {}
     for n in nodes:
         if n.name in before:
             pools.setdefault(n.pool, []).append(n.name)
     for pool, members in sorted(pools.items()):
         biggest = sorted(members, key=lambda m: (-sum(before[m].values()), m))[: wave_width(len(members), fraction)]
-        out = set(biggest)
-        points.append(Point(f"during {pool}", {n: c for n, c in lesser.items() if n not in out}))
-    points.append(Point("after", after))
+        points.append(Point(f"during {pool}", lesser, "lesser", frozenset(biggest)))
+    points.append(Point("after", after, "after"))
     return points
 
 
@@ -191,44 +229,138 @@ class GangVerdict:
     failed_beside_others: str | None  # the first point where it fits only if other pods are evicted
 
 
-def judge(
-    gang: Gang,
-    points: list[Point],
-    requested: dict[str, dict[str, int]],
-    own: dict[str, dict[str, int]],
-    *,
-    free_at: dict[str, Any] | None = None,
-) -> GangVerdict:
+def judge(gang: Gang, moments: Moments, own: dict[str, dict[str, int]]) -> GangVerdict:
     """Where the gang can no longer be placed whole; only points after one where it could (a gang that
-    does not fit before the migration is not the migration's doing). `requested`: what every pod holds per
-    node; `own`: what the gang's pods hold. `free_at` caches each point's capacity less `requested` and the
-    node shapes of both, so a fleet of gangs costs one subtraction and one shaping per point, and each gang
-    only gives back its own few nodes (shaping per gang made checks quadratic in the fleet: issue 29)."""
-    pods = placement_runs(gang)
-    whole = beside = None
-    cache = free_at if free_at is not None else {}
+    does not fit before the migration is not the migration's doing). `own`: what the gang's pods hold, by
+    node; `moments`: the fleet's points, shaped once for all its gangs.
 
-    def shaped(key: str, capacity: NodeCapacity) -> Counter[Shape]:
-        if key not in cache:
-            cache[key] = shapes(capacity)
-        found: Counter[Shape] = cache[key]
+    The gang is packed once per map; a point then only asks whether its wave takes away more nodes of
+    some shape than that packing left untouched, and the points whose waves take away alike nodes share
+    the answer (`Moments.waves`), so a gang costs what the fleet's distinct waves cost, not one packing per
+    pool. Only when the answer is no is a wave packed on its own (the map's shapes less the wave's).
+    With pools and gangs both growing with the fleet, packing every gang at every pool's point was
+    quadratic (issue 29: 400 pools of five nodes spent 7 s of a 9.6 s `plan` here)."""
+    runs = placement_runs(gang)
+    packed: dict[tuple[str, str], Counter[Shape] | None] = {}  # this gang's packing on each map
+
+    def fits(base: tuple[str, str], free: Counter[Shape], lost: Counter[Shape]) -> bool:
+        if base not in packed:
+            packed[base] = pack(runs, Counter(free))
+        untouched = packed[base]
+        if untouched is not None and all(untouched[s] >= k for s, k in lost.items()):
+            return True
+        return pack(runs, +(free - lost)) is not None
+
+    whole: int | None = None  # the first point where the gang cannot be placed
+    for wave in moments.waves("whole"):
+        if (whole is None or wave.first < whole) and not fits(wave.base, moments.shapes[wave.base], wave.lost):
+            whole = wave.first
+    if whole == 0:
+        return GangVerdict(gang, None, None)  # it does not fit before the migration either
+    end = len(moments.points) if whole is None else whole
+    beside = _GivenBack(moments, own).first_failing(fits, end)
+    return GangVerdict(
+        gang,
+        None if whole is None else moments.points[whole].name,
+        None if beside is None else moments.points[beside].name,
+    )
+
+
+@dataclass(frozen=True)
+class Wave:
+    """The points whose waves take away alike nodes from one map: they share every gang's answer."""
+
+    base: tuple[str, str]  # ("whole" or "beside", the map's key)
+    lost: Counter[Shape]  # the nodes out of service, as shapes
+    points: tuple[int, ...]  # the points, in order
+
+    @property
+    def first(self) -> int:
+        return self.points[0]
+
+
+class Moments:
+    """The fleet's points as node shapes, made once for all its gangs: each map's shapes, whole and less
+    what every pod holds, and the points grouped by the nodes their waves take away."""
+
+    def __init__(self, points: list[Point], requested: dict[str, dict[str, int]]) -> None:
+        self.points = points
+        self.maps = {p.key: p.capacity for p in points}  # the distinct maps: "before", "lesser", "after"
+        self.minus = {k: minus(c, requested) for k, c in self.maps.items()}
+        self.shapes: dict[tuple[str, str], Counter[Shape]] = {("whole", k): shapes(c) for k, c in self.maps.items()}
+        self.shapes.update({("beside", k): shapes(c) for k, c in self.minus.items()})
+        self.out_at: dict[str, list[int]] = {}  # node -> the points whose wave takes it
+        for i, p in enumerate(points):
+            for n in p.out:
+                self.out_at.setdefault(n, []).append(i)
+        self._waves = {side: self._group(side) for side in ("whole", "beside")}
+
+    def _group(self, side: str) -> list[Wave]:
+        grouped: dict[Any, list[int]] = {}
+        lost: dict[Any, Counter[Shape]] = {}
+        for i, p in enumerate(self.points):
+            capacity = p.capacity if side == "whole" else self.minus[p.key]
+            taken = Counter(_shape(capacity[n]) for n in p.out if n in capacity)
+            key = ((side, p.key), frozenset(taken.items()))
+            grouped.setdefault(key, []).append(i)
+            lost.setdefault(key, taken)
+        return [Wave(key[0], lost[key], tuple(idx)) for key, idx in grouped.items()]
+
+    def waves(self, side: str) -> list[Wave]:
+        return self._waves[side]
+
+
+_Fits = Callable[[tuple[str, str], Counter[Shape], Counter[Shape]], bool]  # `judge`'s: map, its shapes, the wave's
+
+
+class _GivenBack:
+    """One gang's view of the fleet less what every pod holds: its own few nodes given back to it."""
+
+    def __init__(self, moments: Moments, own: dict[str, dict[str, int]]) -> None:
+        self.m, self.own = moments, own
+        self.maps: dict[str, tuple[Counter[Shape], dict[str, Shape]]] = {}
+        # The points whose wave takes one of the gang's nodes: each is judged on its own.
+        self.alone = sorted({i for n in own for i in moments.out_at.get(n, ())})
+
+    def _map(self, key: str) -> tuple[Counter[Shape], dict[str, Shape]]:
+        """The map less `requested`, the gang's nodes given back, and the shapes they are given back as."""
+        if key not in self.maps:
+            base = self.m.minus[key]
+            capacity = self.m.maps[key]
+            mine = {n: _shape(_give_back(capacity[n], base[n], held)) for n, held in self.own.items() if n in base}
+            free = Counter(self.m.shapes[("beside", key)])
+            for n, shape in mine.items():
+                free[_shape(base[n])] -= 1
+                free[shape] += 1
+            self.maps[key] = (+free, mine)
+        return self.maps[key]
+
+    def first_failing(self, fits: _Fits, end: int) -> int | None:
+        """The first point after the first, and before `end`, where the gang fits only if other pods go."""
+        found: int | None = None
+        for i in self.alone:
+            if 0 < i < end and not self._fits_alone(fits, i):
+                found = i
+                break
+        alone = set(self.alone)
+        for wave in self.m.waves("beside"):
+            first = next((i for i in wave.points if i > 0 and i not in alone), None)
+            if first is None or first >= (end if found is None else min(end, found)):
+                continue
+            if not fits(wave.base, self._map(wave.base[1])[0], wave.lost):
+                found = first
         return found
 
-    if not points or not fits_runs(pods, shaped(f"whole/{points[0].name}", points[0].capacity)):
-        return GangVerdict(gang, None, None)
-    for p in points[1:]:
-        if whole is None and not fits_runs(pods, shaped(f"whole/{p.name}", p.capacity)):
-            whole = p.name
-        if beside is None and whole is None:
-            if p.name not in cache:
-                cache[p.name] = minus(p.capacity, requested)
-            base: NodeCapacity = cache[p.name]
-            free = Counter(shaped(f"beside/{p.name}", base))
-            for node, held in own.items():  # give back the gang's own few nodes
-                if node in p.capacity:
-                    free[_shape(base[node])] -= 1
-                    mine = {r: min(v, base[node].get(r, 0) + held.get(r, 0)) for r, v in p.capacity[node].items()}
-                    free[_shape(mine)] += 1
-            if not fits_runs(pods, +free):
-                beside = p.name
-    return GangVerdict(gang, whole, beside)
+    def _fits_alone(self, fits: _Fits, i: int) -> bool:
+        p = self.m.points[i]
+        free, mine = self._map(p.key)
+        base = self.m.minus[p.key]
+        lost = Counter(_shape(base[n]) for n in p.out if n in base)
+        for n in p.out.intersection(mine):  # out of service with the rest of its wave
+            lost[_shape(base[n])] -= 1
+            lost[mine[n]] += 1
+        return fits(("beside", p.key), free, +lost)
+
+
+def _give_back(capacity: dict[str, int], left: dict[str, int], held: dict[str, int]) -> dict[str, int]:
+    return {r: min(v, left.get(r, 0) + held.get(r, 0)) for r, v in capacity.items()}

@@ -19,7 +19,7 @@ from __future__ import annotations
 import datetime as dt
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from dra_migrate import __version__
@@ -29,7 +29,7 @@ from dra_migrate.cluster.state import ClusterState
 from dra_migrate.dra.devices import node_devices
 from dra_migrate.errors import InputError
 from dra_migrate.gcpause import paused_gc
-from dra_migrate.inventory.fleet import GpuNode
+from dra_migrate.inventory.fleet import GpuNode, Pool
 from dra_migrate.inventory.gangs import Gang
 from dra_migrate.inventory.platform import REPLACE_POOL, PoolPlatform
 from dra_migrate.plan import strategies
@@ -76,9 +76,14 @@ def build_plan(
     stages = [s for s in stages if s.pool is None or s.waves]
     scoped = [{**f.to_record(), **readiness.scope_of(f)} for f in readiness.findings]
     # A finding about left-out pools only concerns no stage of this plan: it is recorded with them.
-    findings = [f for f in scoped if f["scope"] == "cluster" or set(f["pools"]) & set(selected)]
-    left_out = [f for f in scoped if f not in findings]
-    excluded_pools = [{**x, "findings": [f for f in left_out if x["pool"] in f["pools"]]} for x in excluded_pools]
+    chosen = set(selected)
+    findings = [f for f in scoped if f["scope"] == "cluster" or chosen.intersection(f["pools"])]
+    left_out: dict[str, list[dict[str, Any]]] = {}  # by pool, in finding order
+    for f in scoped:
+        if f["scope"] != "cluster" and not chosen.intersection(f["pools"]):
+            for pool in f["pools"]:
+                left_out.setdefault(pool, []).append(f)
+    excluded_pools = [{**x, "findings": left_out.get(x["pool"], [])} for x in excluded_pools]
     return Plan(
         format_version=FORMAT_VERSION,
         tool={"name": "dra-migrate", "version": __version__},
@@ -132,15 +137,47 @@ def _select_pools(readiness: Readiness, params: PlanParams) -> tuple[list[str], 
     return selected, excluded
 
 
+@dataclass
+class _Fleet:
+    """What every pool's stage asks of the fleet, indexed once per plan: with pools growing with the fleet,
+    each pool reading every node, gang, pool and capacity again made planning quadratic (issue 29: 2,000
+    pools of five nodes spent 15 s of `plan` in those scans)."""
+
+    nodes: dict[str, list[GpuNode]]  # by pool, in the inventory's order
+    pools: dict[str, Pool]
+    unfit: set[str]  # pools some of whose consumers would not fit after migration
+    gangs: dict[str, list[set[str]]]  # node -> the node sets of the gangs running on it (and elsewhere)
+
+
+def _fleet(readiness: Readiness) -> _Fleet:
+    found: _Fleet | None = readiness.__dict__.get("_fleet")
+    if found is None:
+        nodes: dict[str, list[GpuNode]] = {}
+        for n in readiness.inventory.nodes:
+            nodes.setdefault(n.pool, []).append(n)
+        gangs: dict[str, list[set[str]]] = {}
+        for _, members in _gang_nodes(readiness):
+            for m in members:
+                gangs.setdefault(m, []).append(members)
+        found = _Fleet(
+            nodes,
+            {p.name: p for p in readiness.inventory.pools},
+            {c.pool for c in readiness.capacity if not c.fits},
+            gangs,
+        )
+        readiness.__dict__["_fleet"] = found
+    return found
+
+
 def _has_excluded_nodes(readiness: Readiness, pool: str) -> bool:
     """Nodes of the pool left out by a node-scoped blocker: the pool stays planned (its findings with it),
     though it may have no stage (summary.excludedNodes says why)."""
     excluded = readiness.__dict__.get("_excluded") or {}
-    return any(n.pool == pool and n.name in excluded for n in readiness.inventory.nodes)
+    return any(n.name in excluded for n in _fleet(readiness).nodes.get(pool, ()))
 
 
 def _pool_fits(readiness: Readiness, pool: str) -> bool:
-    return all(c.fits for c in readiness.capacity if c.pool == pool)
+    return pool not in _fleet(readiness).unfit
 
 
 def _to_migrate(readiness: Readiness, pool: str) -> list[GpuNode]:
@@ -149,8 +186,8 @@ def _to_migrate(readiness: Readiness, pool: str) -> list[GpuNode]:
     excluded = readiness.__dict__.get("_excluded") or {}
     return [
         n
-        for n in readiness.inventory.nodes
-        if n.pool == pool and not (n.dra_plugin_enabled and not n.device_plugin_enabled) and n.name not in excluded
+        for n in _fleet(readiness).nodes.get(pool, ())
+        if not (n.dra_plugin_enabled and not n.device_plugin_enabled) and n.name not in excluded
     ]
 
 
@@ -184,7 +221,8 @@ def _gpu_pods(readiness: Readiness, node: str) -> int:
 
 
 def _platform_of(readiness: Readiness, pool: str) -> PoolPlatform | None:
-    return next((p.platform for p in readiness.inventory.pools if p.name == pool), None)
+    found = _fleet(readiness).pools.get(pool)
+    return found.platform if found is not None else None
 
 
 def _pool_stages(state: ClusterState, readiness: Readiness, params: PlanParams, pool: str) -> list[Stage]:
@@ -216,7 +254,9 @@ def _pool_stage(
     resources = tuple(sorted({r for n in nodes for r in n.capacity}))
     keys = [s[0] for s in (dp_switch, dra_switch) if s is not None]
     waves = []
-    groups = _group_waves(ordered, size, [nodes for _, nodes in _gang_nodes(readiness)])
+    by_node = _fleet(readiness).gangs
+    gangs = list({id(g): g for n in nodes for g in by_node.get(n.name, ())}.values())  # the ones on these nodes
+    groups = _group_waves(ordered, size, gangs)
     for i, members in enumerate(groups, 1):
         entries = tuple(
             NodeEntry(
@@ -246,10 +286,7 @@ def _replace_pool_stages(
     stage = _pool_stage(state, readiness, params, pool, f"pool-{pool}", (None, None, nodes))
     assert isinstance(stage, PoolStage)
     protect = platform.protect_annotation
-    annotations = {
-        str((n.get("metadata") or {}).get("name")): (n.get("metadata") or {}).get("annotations") or {}
-        for n in state.of("Node")
-    }
+    annotations = _annotations(state)
     waves = tuple(
         replace(
             w,
@@ -269,7 +306,7 @@ def _replace_pool_stages(
     )
     devices = node_devices(state, params.dra_driver)
     per_node = max((len(devices[n.name].devices) for n in nodes if n.name in devices), default=0)
-    pool_obj = next(p for p in readiness.inventory.pools if p.name == pool)
+    pool_obj = _fleet(readiness).pools[pool]
     canary = _canary_resource(nodes[0], readiness) if nodes else "nvidia.com/gpu"
     provision = strategies.replace_pool_provision(
         pool,
@@ -282,6 +319,18 @@ def _replace_pool_stages(
     )
     steps = strategies.replace_pool_node_steps(params, protect)
     return [provision, replace(stage, node_steps=steps, waves=waves, strategy=REPLACE_POOL)]
+
+
+def _annotations(state: ClusterState) -> dict[str, dict[str, Any]]:
+    """Each node's annotations, by name: read once per plan, not once per replaced pool."""
+    found: dict[str, dict[str, Any]] = state.memo(
+        "plan.build.annotations",
+        lambda: {
+            str((n.get("metadata") or {}).get("name")): (n.get("metadata") or {}).get("annotations") or {}
+            for n in state.of("Node")
+        },
+    )
+    return found
 
 
 def _gang_nodes(readiness: Readiness) -> list[tuple[Gang, set[str]]]:

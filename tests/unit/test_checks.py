@@ -469,6 +469,22 @@ def test_gang_workload_split() -> None:
     assert severities(make(gpu_node("a"), gpu_node("b"), pj, *together), "gang-workload-split") == []
 
 
+def test_gang_workload_split_across_many_pools_names_a_few() -> None:
+    """Across 40 pools the finding names eight and counts the rest, in the message and the fix (a message
+    listing every pool of a large fleet was unreadable, and written by PyYAML: issue 29); across two it
+    gives the whole `--order`."""
+    spec = pod_spec(container(requests={GPU: 8}))
+    workers = {"Worker": {"replicas": 40, "template": template(spec)}}
+    pj = obj("kubeflow.org/v1", "PyTorchJob", "wide", {"pytorchReplicaSpecs": workers})
+    nodes = [gpu_node(f"n{i:02d}", pool=f"p{i:02d}") for i in range(40)]
+    pods = [pod(f"w-{i}", spec, owner=pj, node=f"n{i:02d}") for i in range(40)]
+    [f] = [f for f in assess(make(*nodes, pj, *pods)).findings if f.id == "gang-workload-split"]
+    assert "p00, p01, p02, p03, p04, p05, p06, p07 and 32 more" in f.message and "p08" not in f.message
+    assert "plan --order <its 40 pools: inventory -o json>" in f.remediation and "p39" not in f.remediation
+    two = [f for f in assess(make(*nodes[:2], pj, *pods[:2])).findings if f.id == "gang-workload-split"]
+    assert "runs across pools p00, p01," in two[0].message and "plan --order p00,p01)" in two[0].remediation
+
+
 def test_every_rule_has_a_test_and_a_documented_reason() -> None:
     from dra_migrate.checks.registry import RULES
 

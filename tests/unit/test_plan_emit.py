@@ -135,3 +135,21 @@ def test_pyyaml_represents_no_row_of_a_table() -> None:
         assert text == fastyaml._pyyaml_dump(_table(rows))
         calls.append(spy.call_count)
     assert calls[0] == calls[1]
+
+
+def test_one_long_message_does_not_send_the_tables_to_pyyaml() -> None:
+    """A finding message of 5,000 characters (a gang across hundreds of pools) made PyYAML write the whole
+    plan, every row through its representer (7 s of a 10,000-node plan of 2,000 pools). Now it writes that
+    message's entry only: counted, its calls do not grow with the table's rows, and the bytes are PyYAML's."""
+    calls = []
+    for rows in (50, 500):
+        doc = {**_table(rows), "findings": [{"id": "a", "message": "pools " + ", ".join(["gpu-a100-1"] * 500)}]}
+        fastyaml._EMITTER._memo.clear()
+        with mock.patch.object(
+            yaml.representer.SafeRepresenter, "represent_data", autospec=True,
+            side_effect=yaml.representer.SafeRepresenter.represent_data,
+        ) as spy:  # fmt: skip
+            text = fastyaml.dump(doc)
+        assert text == fastyaml._pyyaml_dump(doc)
+        calls.append(spy.call_count)
+    assert calls[0] == calls[1]

@@ -103,6 +103,37 @@ def test_building_and_writing_a_plan_run_no_collector_pass() -> None:
     assert passes == []
 
 
+def _node_visits(pools: int, monkeypatch: Any) -> int:
+    """Visits to the inventory's GPU nodes while a plan of `pools` pools of four nodes is built, after the
+    checks (which the tests above bound)."""
+    from dra_migrate.checks import run
+    from dra_migrate.plan.build import build_plan
+    from dra_migrate.plan.params import PlanParams
+
+    real = run.assess
+
+    def counted_assess(*args: Any, **kwargs: Any) -> Any:
+        readiness = real(*args, **kwargs)
+        readiness.inventory.nodes = _Counted(readiness.inventory.nodes)
+        _Counted.visits = 0
+        return readiness
+
+    monkeypatch.setattr(run, "assess", counted_assess)
+    gpu = {"nvidia.com/gpu": "8"}
+    nodes = [node(f"gpu-{i}", {"pool": f"p{i // 4}", "nvidia.com/gpu.present": "true"}, gpu) for i in range(4 * pools)]
+    plan = build_plan(state(*nodes), PlanParams(pool_labels=("pool",)))
+    assert sum(1 for s in plan.stages if s.pool is not None) == pools
+    return _Counted.visits
+
+
+def test_planning_visits_each_node_a_bounded_number_of_times(monkeypatch: Any) -> None:
+    """Each pool's stage read every node of the fleet again (its nodes, whether any was left out), and
+    every pool and gang: with pools growing with the fleet, 4x the pools cost 16x the visits (2,000 pools
+    of five nodes: 15 s of `plan`). Linear is 4x."""
+    small, large = _node_visits(10, monkeypatch), _node_visits(40, monkeypatch)
+    assert large <= 5 * small, (small, large)
+
+
 def _topology_lookups(consumers: int, monkeypatch: Any) -> int:
     from dra_migrate.inventory import topology
 
@@ -125,7 +156,6 @@ def test_multi_gpu_consumers_look_their_nodes_up_a_bounded_number_of_times(monke
     nodes are now summed up once per resource."""
     small, large = _topology_lookups(50, monkeypatch), _topology_lookups(200, monkeypatch)
     assert large <= 5 * small, (small, large)
-
 
 
 def _shape_visits(pods: int, monkeypatch: Any) -> int:
@@ -281,7 +311,7 @@ def _pod_reads_weighing_budgets(workloads: int) -> int:
             p["metadata"].update(namespace=f"ns{w}", labels={"app": "x"})
             pods.append(p)
     watched = [_Watched(p) for p in pods]
-    waves = [nodes[i :: 10] for i in range(10)]
+    waves = [nodes[i::10] for i in range(10)]
     _Watched.reads = 0
     holds = drain_holds(pdbs, watched, waves)
     assert len(holds) == len(nodes)  # no status: each budget may hold its drains
