@@ -95,6 +95,7 @@ test-package: install image-tools
 # Regenerate the generated reference pages (docs/commands.md, docs/rules.md) after changing a command or rule.
 docs: install
 	$(PY) tools/docs/generate
+	$(PY) -m dra_migrate.plan.schema docs/
 
 # Wheel, sdist, the container image archive, SHA-256 sums and the krew manifest, into dist/release (docs/release.md).
 release: image-tools

@@ -100,11 +100,12 @@ def file_schema() -> dict[str, Any]:
                "canaryResource": _STR, "placement": _OBJ}, "required": ["resources", "canaryResource"],
                "additionalProperties": False}  # fmt: skip
     wave = _closed({"name": _STR, "evictedPods": _COUNT, "soakAfter": _DURATION})
+    same_as = _closed({wire.SAME_AS: {**_STR, "description": "the earlier pool stage that states the same"}})
     pool = _closed({
         "name": _STR, "pool": _STR, "resources": {"type": "array", "items": _STR},
-        "nodeSteps": {"type": "array", "items": {"$ref": "#/$defs/step"}},
+        "nodeSteps": {"anyOf": [{"type": "array", "items": {"$ref": "#/$defs/step"}}, same_as]},
         "waves": {"type": "array", "items": wave}, "labelKeys": {"type": "array", "items": _STR},
-        "profiles": {"type": "array", "items": profile},
+        "profiles": {"anyOf": [{"type": "array", "items": profile}, same_as]},
         "nodeColumns": {"enum": [list(wire.NODE_COLUMNS), [*wire.NODE_COLUMNS, wire.ANNOTATIONS_COLUMN]]},
         "nodes": {"type": "array", "items": row}, "strategy": _STRATEGY,
     }, list(wire.POOL_STAGE_KEYS))  # fmt: skip

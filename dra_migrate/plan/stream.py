@@ -112,6 +112,7 @@ class _Stream:
         if doc.get("formatVersion") != wire.WRITES:
             raise _NotStreamed
         self.doc = doc
+        self.shared = wire.Shared(doc["stages"])
 
     def _skeleton(self, nonce: str) -> bytes:
         """The file with each run of rows (`_KEY` line, then `_is_row` lines) replaced by a marker on the
@@ -238,7 +239,7 @@ class _Stream:
         """Hash, check and take what show needs of one run of rows."""
         first, r = True, 0
         if owner != "fingerprint":
-            stage = self.doc["stages"][int(owner)]
+            stage = self.shared.stage(int(owner))
             tables[owner] = table = wire.StageTable(stage, f"stages[{owner}]", uids)
             lines[owner] = out = []
             waves = [w["name"] for w in table.waves]
@@ -268,7 +269,7 @@ class _Stream:
             rows = stage.get("nodes")
             if not isinstance(rows, list):
                 raise _NotStreamed
-            tables[str(s)] = table = wire.StageTable(stage, f"stages[{s}]", uids)
+            tables[str(s)] = table = wire.StageTable(self.shared.stage(s), f"stages[{s}]", uids)
             waves = [w["name"] for w in table.waves]
             lines[str(s)] = []
             for r, row in enumerate(rows):

@@ -16,6 +16,13 @@ states it once per stage and keeps, per node, one row of only what differs:
       nodes:       [[<one row per node, columns as named>]...]  grouped by wave, in wave order
     fingerprint.objects: rows of `fingerprint.objectColumns` (kind, group, namespace, name, uid, ...).
 
+In a plan of many pools, `nodeSteps` (or `profiles`) that `SHARE_FROM` or more pool stages hold alike are
+stated by the first of them, and the others name it (`nodeSteps: {sameAs: pool-a}`): a fleet of 2,000 pools
+of five nodes repeated the same 70 lines of steps in every stage, 14 MB at 10,000 nodes (issue 29). A plan
+of a few pools states every stage's in full, so a stage's steps are edited where they stand. A stage names
+only a stage that states the value itself (never a chain), wherever it is in the file (stages may be
+reordered); an edit to the named stage's steps is an edit to every stage that names it.
+
 A node's `uid` is the one its fingerprint row records (refused when the two disagree), so a reviewer
 reads it beside the node and apply's uid check and the row cannot differ. `labels` is a list of values
 in `labelKeys` order, or a mapping for a node whose keys differ. Format 1 (every node in full) is read
@@ -26,6 +33,7 @@ cover the encoded form (`io.py`).
 from __future__ import annotations
 
 import importlib
+from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -65,6 +73,9 @@ _OPTIONALPOOL_STAGE_KEYS = ("strategy",)
 # plan's rows stay as they were.
 ANNOTATIONS_COLUMN = "annotations"
 _HINT = "regenerate the plan with dra-migrate plan"
+SAME_AS = "sameAs"
+SHARED = ("nodeSteps", "profiles")  # what a pool stage may name another stage's for
+SHARE_FROM = 8  # how many pool stages hold a value alike before it is stated once
 # What every reader of a plan file (io, fastyaml, lined) holds its values to: integers JSON parsers (and
 # orjson, which digests them) carry exactly; and what a refusal of the file's form tells the reader to do.
 INT_MIN, INT_MAX = -(2**63), 2**64 - 1
@@ -82,8 +93,8 @@ class Line(dict[str, Any]):
 class WireError(InputError):
     """A malformed table of a format-2 file; `at` is where, as keys and indexes (for its line)."""
 
-    def __init__(self, at: tuple[str | int, ...], message: str) -> None:
-        super().__init__(message, _HINT)
+    def __init__(self, at: tuple[str | int, ...], message: str, hint: str = _HINT) -> None:
+        super().__init__(message, hint)
         self.at = at
 
 
@@ -118,7 +129,31 @@ def encode(body: Mapping[str, Any]) -> dict[str, Any]:
         out["fingerprint"] = {**rest, "objectColumns": Row(OBJECT_COLUMNS), "objects": rows}
     stages = body.get("stages")
     if isinstance(stages, list):
-        out["stages"] = [_encode_stage(s, uids) if isinstance(s, Mapping) and "pool" in s else s for s in stages]
+        tables = [_encode_stage(s, uids) if isinstance(s, Mapping) and "pool" in s else s for s in stages]
+        out["stages"] = _share(tables)
+    return out
+
+
+def _share(stages: list[Any]) -> list[Any]:
+    """`nodeSteps` and `profiles` that `SHARE_FROM` or more pool stages hold alike, stated by the first of
+    them; the others name it (`{sameAs: <its name>}`)."""
+
+    def alike(stage: Any) -> list[tuple[str, str]]:
+        if not (isinstance(stage, dict) and "nodes" in stage and isinstance(stage.get("name"), str)):
+            return []
+        return [(key, repr(stage[key])) for key in SHARED if isinstance(stage.get(key), list) and stage[key]]
+
+    held = Counter(value for stage in stages for value in alike(stage))
+    first: dict[tuple[str, str], str] = {}  # (field, its value's repr) -> the stage that states it
+    out = []
+    for stage in stages:
+        for value in alike(stage):
+            if held[value] < SHARE_FROM:
+                continue
+            named = first.setdefault(value, stage["name"])
+            if named != stage["name"]:
+                stage = {**stage, value[0]: Line({SAME_AS: named})}
+        out.append(stage)
     return out
 
 
@@ -200,11 +235,60 @@ def decode(wire: Mapping[str, Any]) -> dict[str, Any]:
         uids = {o["name"]: str(o.get("uid") or "") for o in objects if _is_node(o)}
     stages = wire.get("stages")
     if isinstance(stages, list):
+        shared = Shared(stages)
         out["stages"] = [
-            _decode_stage(s, f"stages[{i}]", uids or {}) if isinstance(s, Mapping) and "pool" in s else s
+            _decode_stage(shared.stage(i), f"stages[{i}]", uids or {}) if isinstance(s, Mapping) and "pool" in s else s
             for i, s in enumerate(stages)
         ]
     return out
+
+
+class Shared:
+    """The stages of a file as they read with what they name by `sameAs` taken from the stage named."""
+
+    def __init__(self, stages: list[Any]) -> None:
+        self.stages = stages
+        self.index = {s["name"]: i for i, s in reversed(list(enumerate(stages))) if _named(s)}  # the first of a name
+
+    def stage(self, i: int) -> Any:
+        """Stage `i` with its `sameAs` fields resolved; refused (`WireError`) when one names no earlier
+        stage that states that field."""
+        stage = self.stages[i]
+        if not isinstance(stage, Mapping):
+            return stage
+        out: dict[str, Any] | None = None
+        for key in SHARED:
+            value = stage.get(key)
+            if isinstance(value, Mapping):
+                out = out if out is not None else dict(stage)
+                out[key] = self._resolved(i, key, value)
+        return stage if out is None else out
+
+    def source(self, i: int, key: str) -> int | None:
+        """The index of the stage that states stage `i`'s `key` when it names one (else None)."""
+        value = self.stages[i].get(key) if isinstance(self.stages[i], Mapping) else None
+        if not isinstance(value, Mapping):
+            return None
+        j = self.index.get(value.get(SAME_AS))
+        return j if j is not None and j != i else None
+
+    def _resolved(self, i: int, key: str, value: Mapping[str, Any]) -> list[Any]:
+        at = f"stages[{i}].{key}"
+        if set(value) != {SAME_AS} or not isinstance(value[SAME_AS], str):
+            raise _fail(at, f"expected a list, or {{{SAME_AS}: <the name of the stage that states it>}}")
+        j = self.source(i, key)
+        named = self.stages[j].get(key) if j is not None else None
+        if not isinstance(named, list):
+            raise WireError(
+                field_at(f"{at}.{SAME_AS}"),
+                f"plan field `{at}.{SAME_AS}`: {value[SAME_AS]!r} is no other stage that states its {key}",
+                f"write the {key} out here (copy them from the original plan), or {REGENERATE}",
+            )
+        return named
+
+
+def _named(stage: Any) -> bool:
+    return isinstance(stage, Mapping) and isinstance(stage.get("name"), str)
 
 
 def _list(value: Any, path: str) -> list[Any]:
@@ -329,6 +413,9 @@ def wire_path(path: tuple[str | int, ...], wire: Mapping[str, Any]) -> tuple[str
     if not isinstance(stages, list) or not isinstance(i, int) or not 0 <= i < len(stages):
         return path
     stage = stages[i]
+    if len(path) >= 3 and path[2] in SHARED:  # where the stage it names states it
+        j = Shared(stages).source(i, str(path[2]))
+        return path if j is None else ("stages", j, *path[2:])
     if not isinstance(stage, Mapping) or "nodes" not in stage or len(path) < 4 or path[2] != "waves":
         return path
     w = path[3]
