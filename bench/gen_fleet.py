@@ -44,6 +44,11 @@ CREATED = "2026-10-01T08:00:00Z"
 STARTED = "2026-10-01T08:00:31Z"
 K8S_VERSION = "v1.37.2"
 POOL_LABEL = "karpenter.sh/nodepool"
+# `--pool-size K`: each GPU pool is cut into node pools of K nodes (POOL_LABEL `<pool>-0000`, ...), as a
+# fleet of many node groups is (one per zone, instance type, team); workloads then select the GPU product
+# they were planned for by this label, which every node of the cut pool keeps.
+GROUP_LABEL = "bench.dra-migrate.io/gpu-pool"
+_SELECT = [POOL_LABEL]  # the label a GPU workload's nodeSelector names (GROUP_LABEL with --pool-size)
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # Kubernetes' generated-name alphabet
 
 # Pools: (name, GPU product label, GPUs per node, share of the GPU nodes). CPU nodes form pool "general".
@@ -107,9 +112,10 @@ class Pool:
 
 
 class Gen:
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, pool_size: int | None = None) -> None:
         self.rng = random.Random(seed)
         self.seed = seed
+        self.pool_size = pool_size
         self._taken: set[str] = set()
 
     def uid(self) -> str:
@@ -327,7 +333,9 @@ def place(pool: Pool, gpu: int, cpu_m: int, mem_mi: int) -> NodeLedger:
 # Objects
 
 
-def node_obj(g: Gen, pool: Pool, node: NodeLedger, index: int) -> Obj:
+def node_obj(g: Gen, pool: Pool, node: NodeLedger, index: int, within: int = 0) -> Obj:
+    """The node; `within`: its place in its pool (which cut of the pool it is in, with `--pool-size`)."""
+    cut = g.pool_size is not None and pool.product is not None
     labels = {
         "kubernetes.io/arch": "amd64",
         "kubernetes.io/os": "linux",
@@ -335,7 +343,8 @@ def node_obj(g: Gen, pool: Pool, node: NodeLedger, index: int) -> Obj:
         "node.kubernetes.io/instance-type": "p5.48xlarge" if pool.name == "gpu-h100" else "m7i.8xlarge",
         "topology.kubernetes.io/region": "us-west-2",
         "topology.kubernetes.io/zone": f"us-west-2{'abc'[index % 3]}",
-        POOL_LABEL: pool.name,
+        POOL_LABEL: f"{pool.name}-{within // (g.pool_size or 1):04d}" if cut else pool.name,
+        **({GROUP_LABEL: pool.name} if cut else {}),
         "karpenter.sh/capacity-type": "on-demand",
         "karpenter.sh/initialized": "true",
     }
@@ -484,7 +493,7 @@ def pod_template(w: Workload, labels: Obj) -> Obj:
     if ics:
         spec["initContainers"] = ics
     if w.pool != "*":
-        spec["nodeSelector"] = {POOL_LABEL: w.pool}
+        spec["nodeSelector"] = {_SELECT[0] if w.pool != "general" else POOL_LABEL: w.pool}
     if gpu or w.pool.startswith("gpu-") or w.pool == "*":
         spec["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     if w.kind in ("Job", "CronJob", "PyTorchJob", "JobSet"):
@@ -798,11 +807,18 @@ def emit_workload(g: Gen, w: Workload, pools: dict[str, Pool]) -> Iterator[Obj]:
 
 
 def generate(
-    out: BinaryIO, n_nodes: int, n_pods: int, n_workloads: int, seed: int, n_cpu: int | None = None
+    out: BinaryIO,
+    n_nodes: int,
+    n_pods: int,
+    n_workloads: int,
+    seed: int,
+    n_cpu: int | None = None,
+    pool_size: int | None = None,
 ) -> dict[str, int]:
     """`n_nodes` GPU nodes (the brief's 2,000), plus `n_cpu` CPU nodes (default half as many) for the
-    pods that request no GPU."""
-    g = Gen(seed)
+    pods that request no GPU; `pool_size`: GPU node pools of that many nodes (default: one per product)."""
+    g = Gen(seed, pool_size)
+    _SELECT[0] = GROUP_LABEL if pool_size else POOL_LABEL
     pools, workloads = plan(g, n_nodes, n_nodes // 2 if n_cpu is None else n_cpu, n_pods, n_workloads)
     size_nodes(pools, workloads)
     header = {
@@ -842,8 +858,8 @@ def _objects(g: Gen, pools: list[Any], workloads: list[Any]) -> Iterator[Obj]:
     by_name = {p.name: p for p in pools}
     i = 0
     for p in pools:
-        for node in p.nodes:
-            yield node_obj(g, p, node, i)
+        for within, node in enumerate(p.nodes):
+            yield node_obj(g, p, node, i, within)
             i += 1
     shared = [p for p in pools if p.replicas > 1]
     if shared:
@@ -876,13 +892,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pods", type=int, default=100_000)
     ap.add_argument("--workloads", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--pool-size", type=int, default=None, help="GPU nodes per node pool (default: a pool per GPU)")
     ap.add_argument("-o", "--output", type=Path, required=True, help="the .jsonl file to write ('-' for stdout)")
     args = ap.parse_args(argv)
     if str(args.output) == "-":
-        counts = generate(sys.stdout.buffer, args.nodes, args.pods, args.workloads, args.seed, args.cpu_nodes)
+        counts = generate(
+            sys.stdout.buffer, args.nodes, args.pods, args.workloads, args.seed, args.cpu_nodes, args.pool_size
+        )
     else:
         with args.output.open("wb", buffering=1 << 20) as fh:
-            counts = generate(fh, args.nodes, args.pods, args.workloads, args.seed, args.cpu_nodes)
+            counts = generate(fh, args.nodes, args.pods, args.workloads, args.seed, args.cpu_nodes, args.pool_size)
     print(" ".join(f"{k}={v}" for k, v in sorted(counts.items())), file=sys.stderr)
     return 0
 

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """The plan at fleet scale (issue 29 item 4): each phase's time at two fleet sizes, and the ratios.
 
-    python bench/plan_scale.py [--sizes 2000,10000] [--pods-per-node 4] [--keep DIR]
+    python bench/plan_scale.py [--sizes 2000,10000] [--pods-per-node 4] [--pool-size K] [--keep DIR]
 
 Two fleets are worth quoting: `--pods-per-node 4` (the default; the snapshot parse is small next to the
 per-node work, so inventory and plan ratios are at their hardest) and `--pods-per-node 50`, the fleet the
 issue's inventory and plan targets were set on (bench/run.py's 2,000 nodes with 100,000 pods).
+`--pool-size 5` cuts the GPU pools into node pools of five nodes (400 pools at 2,000 nodes, 2,000 at
+10,000), as a fleet of many node groups is: a step that costs pools x nodes, or pools x gangs, shows there.
 
 For each size N: a synthetic fleet of N GPU nodes (bench/gen_fleet.py, deterministic; N/2 CPU nodes,
 N pods-per-node pods, N workloads, the DRA driver's DaemonSet added so that pools can be planned), then,
@@ -142,13 +144,16 @@ def run(args: list[str], env: dict[str, str]) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def one(n: int, ppn: int, tmp: Path, env: dict[str, str]) -> dict[str, Any]:
-    # The pods per node are in the name: a --keep directory reused with another density makes new fleets.
-    snap, plan, other = tmp / f"fleet-{n}-{ppn}ppn.jsonl", tmp / f"plan-{n}.yaml", tmp / f"plan-{n}-b.yaml"
+def one(n: int, ppn: int, tmp: Path, env: dict[str, str], pool_size: int | None = None) -> dict[str, Any]:
+    # The pods per node (and pool size) are in the name: a --keep directory reused with another makes new fleets.
+    cut = f"-{pool_size}pp" if pool_size else ""
+    snap = tmp / f"fleet-{n}-{ppn}ppn{cut}.jsonl"
+    plan, other = tmp / f"plan-{n}{cut}.yaml", tmp / f"plan-{n}{cut}-b.yaml"
     if not snap.exists():
         subprocess.run(
             [sys.executable, str(HERE / "gen_fleet.py"), "--nodes", str(n), "--pods", str(n * ppn),
-             "--workloads", str(max(20, n)), "-o", str(snap)],
+             "--workloads", str(max(20, n)), "-o", str(snap),
+             *(["--pool-size", str(pool_size)] if pool_size else [])],
             check=True, stdout=subprocess.DEVNULL,
         )  # fmt: skip
         with_dra_driver(snap)
@@ -281,6 +286,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="2000,10000")
     ap.add_argument("--pods-per-node", type=int, default=4, help="at 10, pools time-slice")
+    ap.add_argument("--pool-size", type=int, help="GPU nodes per node pool (default: one pool per GPU model)")
     ap.add_argument("--keep", type=Path, help="keep fleets and plans here (and reuse the fleets)")
     ap.add_argument("--out", type=Path, help="write the results as JSON")
     args = ap.parse_args()
@@ -292,7 +298,7 @@ def main() -> None:
         tmp.mkdir(parents=True, exist_ok=True)
         results = []
         for n in (int(x) for x in args.sizes.split(",")):
-            results.append(one(n, args.pods_per_node, tmp, env))
+            results.append(one(n, args.pods_per_node, tmp, env, args.pool_size))
             print(f"{n} nodes done", file=sys.stderr)
     if args.out:
         args.out.write_text(json.dumps(results, indent=2))
