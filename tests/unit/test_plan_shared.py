@@ -5,7 +5,6 @@ readers, stages may be reordered, and a name that does not lead to steps is refu
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -13,7 +12,6 @@ from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
 import pytest
-from ruamel.yaml import YAML
 
 from dra_migrate.errors import InputError
 from dra_migrate.plan import fastyaml, stream, wire
@@ -24,6 +22,7 @@ from dra_migrate.plan.outline import outline_of
 from dra_migrate.plan.params import PlanParams
 from tests.unit.cli import run
 from tests.unit.helpers import node, state
+from tests.unit.test_plan_integrity import rt_edit  # an edit as a text editor keeps the file
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,16 +40,6 @@ def _fleet_plan(pools: int, tmp_path: Path, name: str = "p.yaml") -> Path:
 
 def _pool_stages(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return [s for s in doc["stages"] if "pool" in s]
-
-
-def _edit(path: Path, change: Callable[[Any], None]) -> None:
-    yaml = YAML(typ="rt")
-    yaml.width = 4096
-    doc = yaml.load(path.read_text())
-    change(doc)
-    buf = io.StringIO()
-    yaml.dump(doc, buf)
-    path.write_text(buf.getvalue())
 
 
 def test_many_pools_state_their_steps_once_and_read_back_as_the_same_plan(tmp_path: Path) -> None:
@@ -81,7 +70,7 @@ def test_reordered_stages_still_name_the_stage_that_states_them(tmp_path: Path) 
     """An operator moves the stage that states the steps after those that name it: rebase accepts it, and the
     rebased plan names the stage that now comes first."""
     path = _fleet_plan(10, tmp_path)
-    _edit(path, lambda d: d["stages"].insert(len(d["stages"]), d["stages"].pop(1)))
+    rt_edit(path, lambda d: d["stages"].insert(len(d["stages"]), d["stages"].pop(1)))
     r = run("plan", "--rebase", str(path))
     assert r.code == 0, r.stderr
     doc = fastyaml.load(path.read_text())
@@ -94,7 +83,7 @@ def test_reordered_stages_still_name_the_stage_that_states_them(tmp_path: Path) 
 
 def test_an_edit_to_the_stated_steps_is_an_edit_to_every_stage_that_names_them(tmp_path: Path) -> None:
     path = _fleet_plan(10, tmp_path)
-    _edit(path, lambda d: d["stages"][1]["nodeSteps"][1].update(timeout="40m"))
+    rt_edit(path, lambda d: d["stages"][1]["nodeSteps"][1].update(timeout="40m"))
     r = run("plan", "--rebase", str(path))
     assert r.code == 0, r.stderr
     plan = Plan.from_dict(plan_io.load(path))
@@ -125,7 +114,7 @@ def test_a_name_that_does_not_lead_to_steps_is_refused_with_its_line(
     change: Callable[[Any], None], words: str, tmp_path: Path
 ) -> None:
     path = _fleet_plan(10, tmp_path)
-    _edit(path, change)
+    rt_edit(path, change)
     with pytest.raises(InputError) as e:
         plan_io.load(path, verify=False)  # what rebase reads: the digests set aside, the form is not
     message = str(e.value)
