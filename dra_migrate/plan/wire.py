@@ -251,8 +251,8 @@ class Shared:
         self.index = {s["name"]: i for i, s in reversed(list(enumerate(stages))) if _named(s)}  # the first of a name
 
     def stage(self, i: int) -> Any:
-        """Stage `i` with its `sameAs` fields resolved; refused (`WireError`) when one names no earlier
-        stage that states that field."""
+        """Stage `i` with its `sameAs` fields resolved; refused (`WireError`) when one names no other stage
+        that states that field itself."""
         stage = self.stages[i]
         if not isinstance(stage, Mapping):
             return stage
@@ -267,9 +267,8 @@ class Shared:
     def source(self, i: int, key: str) -> int | None:
         """The index of the stage that states stage `i`'s `key` when it names one (else None)."""
         value = self.stages[i].get(key) if isinstance(self.stages[i], Mapping) else None
-        if not isinstance(value, Mapping):
-            return None
-        j = self.index.get(value.get(SAME_AS))
+        name = value.get(SAME_AS) if isinstance(value, Mapping) else None
+        j = self.index.get(name) if isinstance(name, str) else None  # a list or a mapping is no name
         return j if j is not None and j != i else None
 
     def _resolved(self, i: int, key: str, value: Mapping[str, Any]) -> list[Any]:

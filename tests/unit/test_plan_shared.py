@@ -100,6 +100,7 @@ def test_an_edit_to_the_stated_steps_is_an_edit_to_every_stage_that_names_them(t
         (lambda d: d["stages"].pop(1), "is no other stage that states its nodeSteps"),
         (lambda d: d["stages"][3].update(nodeSteps={"sameAs": "pool-p00", "x": 1}), "expected a list, or {sameAs"),
         (lambda d: d["stages"][3].update(nodeSteps={"sameAs": 7}), "expected a list, or {sameAs"),
+        (lambda d: d["stages"][3].update(nodeSteps={"sameAs": ["pool-p00"]}), "expected a list, or {sameAs"),
     ],
     ids=[
         "unknown stage",
@@ -108,6 +109,7 @@ def test_an_edit_to_the_stated_steps_is_an_edit_to_every_stage_that_names_them(t
         "the stating stage removed",
         "extra key",
         "not a name",
+        "a list",
     ],
 )
 def test_a_name_that_does_not_lead_to_steps_is_refused_with_its_line(
@@ -140,3 +142,5 @@ def test_a_problem_in_named_steps_is_reported_where_they_are_stated() -> None:
         "timeout",
     )
     assert wire.wire_path(("stages", 1, "nodeSteps", 0), wire_doc) == ("stages", 1, "nodeSteps", 0)
+    stages[2]["nodeSteps"] = {"sameAs": ["pool-a"]}  # not a name: the path stays where it was
+    assert wire.wire_path(("stages", 2, "nodeSteps", 0), wire_doc) == ("stages", 2, "nodeSteps", 0)
