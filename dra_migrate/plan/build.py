@@ -146,6 +146,8 @@ class _Fleet:
     nodes: dict[str, list[GpuNode]]  # by pool, in the inventory's order
     pools: dict[str, Pool]
     unfit: set[str]  # pools some of whose consumers would not fit after migration
+    gpu_pods: Counter[str]  # node -> live pods on it (what a `--drain gpu` evicts)
+    gang_nodes: list[tuple[Gang, set[str]]]  # each gang on more than one node, with its nodes
     gangs: dict[str, list[set[str]]]  # node -> the node sets of the gangs running on it (and elsewhere)
 
 
@@ -155,14 +157,17 @@ def _fleet(readiness: Readiness) -> _Fleet:
         nodes: dict[str, list[GpuNode]] = {}
         for n in readiness.inventory.nodes:
             nodes.setdefault(n.pool, []).append(n)
+        gang_nodes = _find_gang_nodes(readiness)
         gangs: dict[str, list[set[str]]] = {}
-        for _, members in _gang_nodes(readiness):
+        for _, members in gang_nodes:
             for m in members:
                 gangs.setdefault(m, []).append(members)
         found = _Fleet(
             nodes,
             {p.name: p for p in readiness.inventory.pools},
             {c.pool for c in readiness.capacity if not c.fits},
+            _count_gpu_pods(readiness),
+            gang_nodes,
             gangs,
         )
         readiness.__dict__["_fleet"] = found
@@ -209,15 +214,15 @@ def _pool_order(readiness: Readiness, params: PlanParams, selected: list[str]) -
 
 def _gpu_pods(readiness: Readiness, node: str) -> int:
     """Live pods on the node that use devices (what a `--drain gpu` evicts)."""
-    counts = readiness.__dict__.get("_gpu_pods_by_node")
-    if counts is None:
-        counts = Counter(
-            str((p.get("spec") or {}).get("nodeName"))
-            for p in readiness.inventory.state.of("Pod")
-            if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
-        )
-        readiness.__dict__["_gpu_pods_by_node"] = counts
-    return int(counts.get(node, 0))
+    return int(_fleet(readiness).gpu_pods.get(node, 0))
+
+
+def _count_gpu_pods(readiness: Readiness) -> Counter[str]:
+    return Counter(
+        str((p.get("spec") or {}).get("nodeName"))
+        for p in readiness.inventory.state.of("Pod")
+        if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+    )
 
 
 def _platform_of(readiness: Readiness, pool: str) -> PoolPlatform | None:
@@ -334,18 +339,19 @@ def _annotations(state: ClusterState) -> dict[str, dict[str, Any]]:
 
 
 def _gang_nodes(readiness: Readiness) -> list[tuple[Gang, set[str]]]:
+    return _fleet(readiness).gang_nodes
+
+
+def _find_gang_nodes(readiness: Readiness) -> list[tuple[Gang, set[str]]]:
     """Each gang with the nodes its live pods run on; gangs on one node need no grouping. Worked out once
-    per plan, from the pods' nodes the inventory read: every pool's stage asks, and each asking read
-    every pod of the fleet again (pools x pods)."""
-    found: list[tuple[Gang, set[str]]] | None = readiness.__dict__.get("_gang_nodes")
-    if found is None:
-        pods = readiness.inventory.pod_requests
-        found = []
-        for g in readiness.inventory.gangs:
-            nodes = {node for node, _ in (pods.get(ref, (None, {})) for ref in g.pod_names) if isinstance(node, str)}
-            if len(nodes) > 1:
-                found.append((g, nodes))
-        readiness.__dict__["_gang_nodes"] = found
+    per plan (`_Fleet`), from the pods' nodes the inventory read: every pool's stage asks, and each asking
+    read every pod of the fleet again (pools x pods)."""
+    pods = readiness.inventory.pod_requests
+    found = []
+    for g in readiness.inventory.gangs:
+        nodes = {node for node, _ in (pods.get(ref, (None, {})) for ref in g.pod_names) if isinstance(node, str)}
+        if len(nodes) > 1:
+            found.append((g, nodes))
     return found
 
 

@@ -100,7 +100,7 @@ def file_schema() -> dict[str, Any]:
                "canaryResource": _STR, "placement": _OBJ}, "required": ["resources", "canaryResource"],
                "additionalProperties": False}  # fmt: skip
     wave = _closed({"name": _STR, "evictedPods": _COUNT, "soakAfter": _DURATION})
-    same_as = _closed({wire.SAME_AS: {**_STR, "description": "the earlier pool stage that states the same"}})
+    same_as = _closed({wire.SAME_AS: {**_STR, "description": "the pool stage that states the same itself"}})
     pool = _closed({
         "name": _STR, "pool": _STR, "resources": {"type": "array", "items": _STR},
         "nodeSteps": {"anyOf": [{"type": "array", "items": {"$ref": "#/$defs/step"}}, same_as]},

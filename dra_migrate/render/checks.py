@@ -8,15 +8,12 @@ from typing import Any
 from dra_migrate.checks.grouping import SHOWN
 from dra_migrate.checks.model import objects_text
 from dra_migrate.render import Document, styled, verdict
-from dra_migrate.render.view import Table
+from dra_migrate.render.view import Table, first_few
 
 
 def _objects(objects: list[Any], limit: int = 4) -> str:
     """A finding's objects as text ("Kind namespace/name"), from either form (`ObjectRef`)."""
-    objs = objects_text(objects)
-    if len(objs) <= limit:
-        return ", ".join(objs) or "-"
-    return ", ".join(objs[:limit]) + f" (+{len(objs) - limit} more)"
+    return first_few(objects_text(objects), limit)
 
 
 _SEVERITY = {"blocker": "bad", "warning": "warn"}

@@ -7,7 +7,7 @@ from collections import Counter
 from typing import Any
 
 from dra_migrate.render import Document, counts, styled
-from dra_migrate.render.view import Table
+from dra_migrate.render.view import Table, first_few
 
 # Kinds that exist in the core, apps or batch groups: a CRD with the same name (Knative's Service,
 # Volcano's Job) is shown with its group so the table is never ambiguous.
@@ -49,18 +49,11 @@ def consumers_table(consumers: list[dict[str, Any]]) -> Table:
             counts(x["totals"]),
             "; ".join(f"{counts(t['resources'])} × {t['replicas']}" for t in x["templates"]) or "(from pods)",
             x["pods"],
-            _first(x["pools"]),
+            first_few(x["pools"]),
         ]
         for x in consumers
     ]
     return Table(CONSUMER_HEADERS, rows, empty="No GPU consumers.", wide=frozenset({"per pod × replicas"}))
-
-
-def _first(pools: list[str], limit: int = 4) -> str:
-    """A consumer's pools, the first few of them: a DaemonSet on every GPU node of 2,000 pools is one row."""
-    if len(pools) <= limit:
-        return ", ".join(pools) or "-"
-    return ", ".join(pools[:limit]) + f" (+{len(pools) - limit} more)"
 
 
 def consumers_note(consumers: list[dict[str, Any]]) -> str | None:

@@ -84,6 +84,14 @@ def cell(value: Any) -> str:
     return str(value)
 
 
+def first_few(items: list[str], limit: int = 4) -> str:
+    """A list as a cell, its first `limit` items and how many more: a finding's objects, a consumer's pools
+    (a DaemonSet on the nodes of 2,000 pools stays one line)."""
+    if len(items) <= limit:
+        return ", ".join(items) or "-"
+    return ", ".join(items[:limit]) + f" (+{len(items) - limit} more)"
+
+
 def text(value: Any) -> str:
     """A value as a terminal's or Markdown cell: None is empty, lists and maps joined, never a Python repr."""
     if value is None:
