@@ -4,7 +4,9 @@ converted manifests); reading the text of a file a person may have saved (`text_
 from __future__ import annotations
 
 import codecs
+import errno
 import os
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,21 +24,54 @@ def atomic_writer(path: Path) -> Iterator[IO[bytes]]:
     """Write beside `path`, fsync, then rename over it: readers see the old file or the new one.
 
     A replaced file keeps its permissions; a new one gets the usual 0666 less the umask (mkstemp's 0600
-    would hide plans and reports from the rest of a change-review team)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_umask()
+    would hide plans and reports from the rest of a change-review team). A symlink stays a symlink: the
+    file it names is what is replaced (a plan kept as `current.yaml -> plans/2026-12-06.yaml`). A device,
+    FIFO or socket (`--out /dev/stdout`, `/dev/null`, a pipe) is written as a stream, as a shell
+    redirection writes it: renaming over it would put a regular file where the device was (as root,
+    `/dev/null` for every process on the machine), and it has no "old file" to keep."""
+    if _is_special(path):
+        with _named_errors(path), open(path, "wb") as fh:
+            yield fh
+        return
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    mode = target.stat().st_mode & 0o7777 if target.exists() else 0o666 & ~_umask()
     import tempfile  # here: commands that only read (show, status, diff) never load it
 
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _is_special(path: Path) -> bool:
+    """Whether `path` (its symlinks followed) is something other than a regular file that exists; a
+    directory is refused by name (the temporary file's name, in the error, would only confuse)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:  # not there yet, or a symlink to a file not there yet: created
+        return False
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    return not stat.S_ISREG(mode)
+
+
+@contextmanager
+def _named_errors(path: Path) -> Iterator[None]:
+    """An OSError of writing a stream names the path it was written to (`/dev/full`: "No space left on
+    device" alone would not say where)."""
+    try:
+        yield
+    except OSError as e:
+        if e.filename is None:
+            e.filename = str(path)
         raise
 
 

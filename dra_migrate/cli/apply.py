@@ -18,6 +18,7 @@ from dra_migrate.cli.options import (
     journal_state_option,
     load_state,
     output_option,
+    plan_argument,
     print_data,
     read_plan,
     source_options,
@@ -44,7 +45,7 @@ from dra_migrate.plan.params import parse_duration
 from dra_migrate.render import emit, to_json
 from dra_migrate.render.plan import plan_document
 
-_PLAN = click.argument("plan_file", metavar="PLAN", type=click.Path(path_type=Path))
+_PLAN = plan_argument(only_reads=False)
 _LOCK_NS = click.option(
     "--lock-namespace",
     default="kube-system",

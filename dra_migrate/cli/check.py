@@ -50,7 +50,7 @@ def load_acceptances(ignore_file: Path | None) -> list[Acceptance]:
         if not default.is_file():
             return []
         ignore_file = default
-    elif not ignore_file.is_file():
+    elif not ignore_file.exists():  # not is_file(): `--ignore-file <(...)` is a pipe, and is read as one
         raise InputError(f"ignore file {ignore_file} does not exist", "check --ignore-file")
     return load_ignore_file(ignore_file, [r.id for r in all_rules()])
 

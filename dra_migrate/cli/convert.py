@@ -131,6 +131,12 @@ def convert(
         _convert_stdin(paths, in_place, output_dir, table, opts, skip_unconvertible, server)
         return
     pairs = find_files(paths)
+    streams = [f for f, _ in pairs if not f.is_file()]  # `<(helm template ...)`: a pipe, read once
+    if streams and (in_place or output_dir):
+        raise InputError(
+            f"{streams[0]} is a pipe, not a file: there is no file to rewrite, nor a name to write it under",
+            "drop --in-place/--output-dir to see the diff, or `... | dra-migrate convert -` for the converted stream",
+        )
     if output_dir:
         check_output_paths(pairs, output_dir)
     with Working(f"converting {len(pairs)} file(s)"):  # about 80 documents a second

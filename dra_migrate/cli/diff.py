@@ -9,7 +9,15 @@ from typing import Any
 import click
 
 from dra_migrate.cli import exitcodes
-from dra_migrate.cli.options import SourceOptions, load_state, output_option, print_data, source_options
+from dra_migrate.cli.options import (
+    SourceOptions,
+    load_state,
+    output_option,
+    plan_argument,
+    print_data,
+    refuse_stdin_twice,
+    source_options,
+)
 from dra_migrate.cli.progress import Working
 from dra_migrate.errors import InputError
 
@@ -25,8 +33,8 @@ Exit codes: 0 no differences, 1 error, 2 differences or drift found.
 """
 )
 @source_options
-@click.argument("plan_a", metavar="PLAN_A", type=click.Path(path_type=Path))
-@click.argument("plan_b", metavar="[PLAN_B]", required=False, type=click.Path(path_type=Path))
+@plan_argument("plan_a", "PLAN_A", only_reads=True)
+@plan_argument("plan_b", "[PLAN_B]", only_reads=True, required=False)
 @output_option(names="what differs (plan paths, or drifted objects)")
 @click.option("--allow-edited", is_flag=True, help="Compare hand-edited, not yet rebased plans, marked UNTRUSTED.")
 @click.option(
@@ -47,6 +55,7 @@ def diff(
     from dra_migrate.render import Document
     from dra_migrate.render.diff import drift_document, drift_names, plan_diff_document, plan_diff_names
 
+    refuse_stdin_twice(plan_a, plan_b, source.snapshot)
     banners: list[str] = []
 
     def load(path: Path) -> dict[str, Any]:

@@ -23,6 +23,7 @@ import click
 from dra_migrate import __version__
 from dra_migrate.cli import exitcodes
 from dra_migrate.cli.interrupts import graceful_interrupts
+from dra_migrate.cli.streams import tolerate_narrow_encodings
 from dra_migrate.errors import MigrateError
 from dra_migrate.secrets import scrub, scrub_logs
 
@@ -274,9 +275,11 @@ def cli(debug: bool, verbose: bool) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    tolerate_narrow_encodings()
     cli.main(args=list(argv) if argv is not None else None, prog_name="dra-migrate")
 
 
 def kubectl_plugin(argv: Sequence[str] | None = None) -> None:
     """`kubectl dra-migrate ...`: kubectl runs `kubectl-dra_migrate` from PATH; usage lines say how it was called."""
+    tolerate_narrow_encodings()
     cli.main(args=list(argv) if argv is not None else None, prog_name="kubectl dra-migrate")

@@ -166,6 +166,36 @@ def print_data(
         emit(document().pieces(output, color=use_color(sys.stdout), width=terminal_width(sys.stdout)))
 
 
+STDIN = "-"
+STDIN_FILE = Path("/dev/stdin")  # read as any pipe is: once, as it comes (`plan.stream.scan`)
+
+
+def plan_argument(
+    name: str = "plan_file", metavar: str = "PLAN", *, only_reads: bool, required: bool = True
+) -> Callable[[F], F]:
+    """A command's plan file. `-` is stdin for a command that only reads the plan (`git show
+    main:plans/prod.yaml | dra-migrate show -`), as it is for `--snapshot -` and `convert -`. apply, rollback,
+    status and unlock find the plan's journal beside its file (`<plan>.journal.jsonl`): they need the file."""
+
+    def stdin(ctx: click.Context, _param: click.Parameter, value: Path | None) -> Path | None:
+        if value is None or str(value) != STDIN:
+            return value
+        if not only_reads:
+            raise InputError(
+                f"{ctx.info_name} keeps the plan's journal beside its file, and `-` (stdin) has none",
+                "save the plan to a file and pass its path",
+            )
+        return STDIN_FILE
+
+    return click.argument(name, metavar=metavar, required=required, type=click.Path(path_type=Path), callback=stdin)
+
+
+def refuse_stdin_twice(*paths: Path | str | None) -> None:
+    """stdin is read once: two inputs cannot both be `-`."""
+    if sum(p is not None and str(p) in (STDIN, str(STDIN_FILE)) for p in paths) > 1:
+        raise InputError("`-` (stdin) is given for two inputs, and stdin can be read once", "save one to a file")
+
+
 def read_plan(path: Path) -> dict[str, Any]:
     """A plan file, read and verified by the codec (`plan.io.load`, which refuses an edit), saying so on a
     terminal when that takes a while: every command that reads a plan reads it here (`show` streams its

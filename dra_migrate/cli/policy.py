@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from dra_migrate.cli import exitcodes
-from dra_migrate.cli.options import output_option, print_data, read_plan
+from dra_migrate.cli.options import output_option, plan_argument, print_data, read_plan
 
 
 @click.group(
@@ -31,7 +31,7 @@ Examples:
 Exit codes: 0 no violation, 2 a `deny` fired, 1 the check could not run.
 """
 )
-@click.argument("plan_file", metavar="PLAN", type=click.Path(path_type=Path))
+@plan_argument(only_reads=True)
 @click.option(
     "--policy",
     "policy_dir",

@@ -14,8 +14,10 @@ from dra_migrate.cli.options import (
     load_state,
     output_for_file,
     output_option,
+    plan_argument,
     print_data,
     read_plan,
+    refuse_stdin_twice,
     source_options,
 )
 from dra_migrate.cluster.identity import refuse_other_cluster
@@ -27,7 +29,7 @@ from dra_migrate.render import to_json, to_names, to_yaml
 
 
 @click.command()
-@click.argument("plan_file", metavar="PLAN", type=click.Path(path_type=Path))
+@plan_argument(only_reads=True)
 @source_options
 @click.option(
     "--time-scale",
@@ -66,6 +68,7 @@ def rehearse(
     from dra_migrate.rehearse.run import rehearse as run_rehearsal
     from dra_migrate.render.rehearsal import rehearsal_document
 
+    refuse_stdin_twice(plan_file, source.snapshot)
     if not source.snapshot and not source.kubeconfig and not source.context:
         raise InputError("rehearse needs the cluster's state", "pass --snapshot FILE (or --kubeconfig to read it)")
     output = output_for_file(out_file, output, FORMATS_OF_REHEARSE)

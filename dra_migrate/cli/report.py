@@ -16,7 +16,9 @@ from dra_migrate.cli.options import (
     load_state,
     output_for_file,
     output_option,
+    plan_argument,
     read_plan,
+    refuse_stdin_twice,
     source_options,
 )
 from dra_migrate.cli.progress import Working
@@ -43,7 +45,7 @@ Examples:
   dra-migrate report plans/prod.yaml --kubeconfig ~/.kube/config -o html --out after.html   # and what changed
 """
 )
-@click.argument("plan_file", metavar="PLAN", type=click.Path(path_type=Path))
+@plan_argument(only_reads=True)
 @click.option(
     "--journal",
     "journal_file",
@@ -97,6 +99,7 @@ def report(
     you are through a SelfSubjectReview) the report adds every consumer and what changed since.
     """
     output = output_for_file(out, output, FORMATS)
+    refuse_stdin_twice(plan_file, journal_file, against, rehearsal_file, source.snapshot)
     file_given = journal_file is not None or bool(source.snapshot)
     state = resolve_state(state, source.kubeconfig, plan_file, file_given=file_given)
     if state == IN_CLUSTER and (journal_file is not None or source.snapshot):

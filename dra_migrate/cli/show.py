@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from dra_migrate.cli.options import output_option, print_data
+from dra_migrate.cli.options import output_option, plan_argument, print_data
 
 
 @click.command(
@@ -16,9 +16,10 @@ Examples:
   dra-migrate show plans/prod-20261201-101500.yaml -o wide
   dra-migrate show plans/prod-20261201-101500.yaml -o json | jq '.findings[] | {id, scope, pools}'
   dra-migrate show plans/edited.yaml --allow-edited      # look at a hand edit before rebasing it
+  git show main:plans/prod.yaml | dra-migrate show -      # `-`: the plan on stdin
 """
 )
-@click.argument("plan_file", metavar="PLAN", type=click.Path(path_type=Path))
+@plan_argument(only_reads=True)
 @output_option(names="the stages")
 @click.option("--allow-edited", is_flag=True, help="Show a hand-edited, not yet rebased plan, marked UNTRUSTED.")
 def show(plan_file: Path, output: str, allow_edited: bool) -> None:

@@ -77,7 +77,7 @@ def find_files(paths: Iterable[Path]) -> list[tuple[Path, Path]]:
         if p.is_dir():
             found = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in SUFFIXES)
             pairs = [(f, f.relative_to(p)) for f in found]
-        elif p.is_file():
+        elif p.exists():  # a file, or a pipe: `convert <(helm template x chart/)` hands over /dev/fd/63
             pairs = [(p, Path(p.name))]
         else:
             raise InputError(f"{p}: no such file or directory", "give manifest files or directories")
@@ -356,12 +356,6 @@ def read_manifest(path: Path) -> tuple[str, str]:
 def convert_file(path: Path, relative: Path, table: TemplateTable, opts: ConvertOptions) -> FileResult:
     (result,) = convert_files([(path, relative)], table, opts)
     return result
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Replace `path` in one step: a reader sees the old file or the new one, never half of one.
-    A symlink stays a symlink: the file it points to is what is rewritten."""
-    write_text_atomic(path.resolve() if path.is_symlink() else path, text)
 
 
 def write_all(files: list[tuple[Path, str]]) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,6 +85,8 @@ def outline(path: Path) -> PlanOutline:
 def scan(path: Path) -> PlanOutline | None:
     """The streamed outline of a verified format-2 plan; None when it is not one (`io.load` decides)."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None  # a pipe (`show <(git show main:plan.yaml)`) is read once, whole, by io.load
         with path.open("rb") as fh:
             return _Stream(fh, path).run()
     except (OSError, _NotStreamed, InputError, UnicodeDecodeError):
