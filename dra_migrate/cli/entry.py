@@ -14,16 +14,18 @@ import _signal  # type: ignore[import-not-found]  # built in: no Python-level im
 import atexit  # built in too
 
 
-def _exit_at_once(_signum: int, _frame: object) -> None:
+def _exit_at_once(signum: int, _frame: object) -> None:
     import os
     import sys
 
+    terminated = signum == 15  # SIGTERM, seen as `Terminated` after start-up (cli/interrupts.py)
     try:
-        sys.stderr.write("\nerror: interrupted\n")
+        sys.stderr.write("\nerror: terminated\n" if terminated else "\nerror: interrupted\n")
         sys.stderr.flush()
     except BaseException:  # stderr gone, or interrupted again: the exit code says it
         pass
-    os._exit(130)  # as a shell reports SIGINT (128 + 2): dra_migrate.cli.exitcodes.INTERRUPTED
+    # As a shell reports the signal (128 + its number): dra_migrate.cli.exitcodes.TERMINATED, INTERRUPTED.
+    os._exit(143 if terminated else 130)
 
 
 _exit_at_once.dra_migrate_startup = True  # type: ignore[attr-defined]  # what graceful_interrupts replaces
@@ -48,8 +50,8 @@ def main() -> None:
         from dra_migrate.cli.main import main as run
 
         run()
-    except KeyboardInterrupt:
-        _exit_at_once(2, None)
+    except KeyboardInterrupt as e:
+        _exit_at_once(15 if type(e).__name__ == "Terminated" else 2, None)  # cli/interrupts.py
     finally:
         _after_the_command()
 
@@ -61,8 +63,8 @@ def kubectl_plugin() -> None:
         from dra_migrate.cli.main import kubectl_plugin as run
 
         run()
-    except KeyboardInterrupt:
-        _exit_at_once(2, None)
+    except KeyboardInterrupt as e:
+        _exit_at_once(15 if type(e).__name__ == "Terminated" else 2, None)  # cli/interrupts.py
     finally:
         _after_the_command()
 
@@ -70,8 +72,11 @@ def kubectl_plugin() -> None:
 def _after_the_command() -> None:
     """The command is over (its exit code on the way out), its locks and journals released: a Ctrl-C while
     the interpreter shuts down (joining threads, atexit callbacks) ends it as at start-up, one line and 130,
-    not with Python's KeyboardInterrupt traceback from an atexit callback or its death by SIGINT (-2)."""
+    not with Python's KeyboardInterrupt traceback from an atexit callback or its death by SIGINT (-2).
+    A SIGTERM then is the same: one line and 143, not `Terminated` raised in a callback."""
     _signal.signal(_signal.SIGINT, _exit_at_once)
+    if getattr(_signal.getsignal(_signal.SIGTERM), "dra_migrate_terminate", False):
+        _signal.signal(_signal.SIGTERM, _exit_at_once)
 
 
 if __name__ == "__main__":

@@ -6,9 +6,12 @@
      `plan --detailed-exitcode` a plan that is not applicable (Terraform's `-detailed-exitcode` gives 2 for
      "changes present"; kubectl and Terraform exit 1 on usage errors, so a typo never reads as a finding)
 130  interrupted (Ctrl-C), as a shell reports SIGINT (128 + 2)
+143  terminated (SIGTERM: a Job's pod deleted or evicted, `timeout`, a cancelled CI job), as a shell reports
+     SIGTERM (128 + 15); the command stopped as it stops on Ctrl-C (`cli/interrupts.py`)
 """
 
 OK = 0
 FAILED = 1
 ACTION_NEEDED = 2
 INTERRUPTED = 130
+TERMINATED = 143

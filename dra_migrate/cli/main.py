@@ -22,7 +22,7 @@ import click
 
 from dra_migrate import __version__
 from dra_migrate.cli import exitcodes
-from dra_migrate.cli.interrupts import graceful_interrupts
+from dra_migrate.cli.interrupts import Terminated, graceful_interrupts
 from dra_migrate.cli.streams import tolerate_narrow_encodings
 from dra_migrate.errors import MigrateError
 from dra_migrate.secrets import scrub, scrub_logs
@@ -151,8 +151,8 @@ class Group(click.Group):
             _fail(ctx, str(e), e)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
-        except KeyboardInterrupt:
-            _interrupted()
+        except KeyboardInterrupt as e:
+            _interrupted(e)
         except BrokenPipeError:
             _stdout_closed()
         except RecursionError as e:
@@ -166,8 +166,8 @@ class Group(click.Group):
                 raise
             _fail(ctx, f"cannot use {e.filename}: {e.strerror or e}: check the path and its permissions", e)
         except Exception as e:  # a bug: say so plainly, keep the details for --debug
-            if _interrupt_behind(e):
-                _interrupted()
+            if (interrupt := _interrupt_behind(e)) is not None:
+                _interrupted(interrupt)
             _fail(ctx, f"internal error: {type(e).__name__}: {e} (rerun with --debug for a traceback)", e)
 
     def main(
@@ -189,7 +189,7 @@ class Group(click.Group):
             code = exitcodes.FAILED
         except click.Abort as e:
             if isinstance(e.__cause__, KeyboardInterrupt):
-                _interrupted()
+                _interrupted(e.__cause__)
             click.echo("error: aborted", err=True)
             code = exitcodes.FAILED
         except BrokenPipeError:
@@ -219,21 +219,24 @@ def _fail(ctx: click.Context, message: str, exc: BaseException) -> None:
     sys.exit(exitcodes.FAILED)
 
 
-def _interrupt_behind(e: BaseException) -> bool:
-    """Whether a Ctrl-C is what this exception reports. Python 3.11 wraps one raised while a class is made
-    (a dataclass field's `__set_name__`, as a module the command imports late is executed) in a
-    RuntimeError: it read as an internal error, exit 1 (`test_ctrl_c_at_any_moment...`, 2 in 100 runs)."""
+def _interrupt_behind(e: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C (or SIGTERM) this exception reports, if it reports one. Python 3.11 wraps one raised while
+    a class is made (a dataclass field's `__set_name__`, as a module the command imports late is executed)
+    in a RuntimeError: it read as an internal error, exit 1 (`test_ctrl_c_at_any_moment...`, 2 in 100 runs)."""
     seen: set[int] = set()
     cause: BaseException | None = e
     while cause is not None and id(cause) not in seen:
         if isinstance(cause, KeyboardInterrupt):
-            return True
+            return cause
         seen.add(id(cause))
         cause = cause.__cause__  # what wrapped it (not an error met while handling one: that is its own)
-    return False
+    return None
 
 
-def _interrupted() -> None:
+def _interrupted(e: KeyboardInterrupt) -> None:
+    if isinstance(e, Terminated):
+        click.echo("\nerror: terminated", err=True)
+        sys.exit(exitcodes.TERMINATED)
     click.echo("\nerror: interrupted", err=True)
     sys.exit(exitcodes.INTERRUPTED)
 

@@ -457,3 +457,49 @@ def test_g_the_api_server_failing_mid_wave_stops_apply_without_rollback_then_res
     assert_migrated(kube, nodes)
     rollback_all(control_plane, plan)
     assert DeepDiff(before, node_states(kube, nodes)) == {}
+
+
+def test_h_sigterm_mid_wave_stops_apply_closes_the_run_and_releases_the_lock_then_resume_finishes(
+    control_plane: controlplane.ControlPlane, kube: Kube, fleet: TwinNodes, workloads: str, tmp_path: Path
+) -> None:
+    """Kubernetes deletes or evicts an in-cluster apply's pod with SIGTERM (SIGKILL only at the grace's end);
+    `timeout` and CI runners stop a job so. apply, mid-wave, stops as on Ctrl-C: every open step is
+    journalled as interrupted, the run is closed, and the Lease is deleted at once (a replacement on
+    another host would otherwise wait it out), exit 143. Before, SIGTERM killed it like SIGKILL (test b)."""
+    import signal
+    import time
+
+    nodes = fleet.node_names
+    before = node_states(kube, nodes)
+    plan = make_plan(control_plane, tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dra_migrate", "apply", str(plan), "--kubeconfig", str(control_plane.kubeconfig),
+         "--yes"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        records = read_journal(journal_path(plan)) if journal_path(plan).exists() else []
+        if any(r.get("event") == "start" and r.get("action") == "drain" for r in records):
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "apply ended before the first drain"
+    proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err
+    assert [ln for ln in err.splitlines() if ln.startswith("error:")] == ["error: terminated"], err
+    assert "Traceback" not in err
+    records = read_journal(journal_path(plan))
+    assert records[-1]["event"] == "run-end", records[-1]
+    started = {r["stepId"] for r in records if r.get("event") == "start"}
+    ended = {r["stepId"] for r in records if r.get("event") == "end"}
+    assert started and started <= ended, started - ended  # nothing left open: closed, not crashed
+    assert not [r for r in records if r.get("phase") == "rollback"], "stopped, not rolled back"
+    lease = path_of("coordination.k8s.io/v1", "leases", "kube-system", "dra-migrate")
+    assert kube.get_or_none(lease) is None, "the Lease is released, not left to expire"
+    assert node_states(kube, nodes) != before, "the run stopped half-way, as it was"
+    r = apply(control_plane, plan)  # resume
+    assert r.returncode == 0, r.stderr
+    assert_migrated(kube, nodes)
+    rollback_all(control_plane, plan)
+    assert DeepDiff(before, node_states(kube, nodes)) == {}
