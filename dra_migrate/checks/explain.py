@@ -115,6 +115,11 @@ RULE_DOCS: dict[str, RuleDoc] = {
         rests_on='DRA allocates whole devices: one extended-resource unit is one device (KEP-5004); HAMi\'s names: Project-HAMi/HAMi README "Resource"; `convert` refuses these pods',
         fix="keep their pool on the fractional-GPU scheduler (leave it out of the plan), or move them to whole GPUs, MIG devices, or explicit claims with the DRA driver's sharing config; dra-migrate convert refuses them",
     ),
+    "unmanaged-gpu-pod": RuleDoc(
+        when="a running or pending pod that uses GPUs, on a GPU node still to migrate, has no owner reference marked `controller` (a debug shell, a notebook, a one-off run); finished pods and mirror pods are not counted",
+        rests_on="kubectl drain refuses such pods without `--force`, nothing recreating them (kubernetes/kubectl `pkg/drain/filters.go` `unreplicatedFilter`); the cluster autoscaler will not remove their node either (cluster-autoscaler FAQ)",
+        fix="have their owners finish or save them before their pool's wave (plan --order migrates the pool later, --exclude-pools leaves it out), or run such work under a Job; accept the loss in .dra-migrate-ignore.yaml to record that it was seen",
+    ),
     "topology-preferred-allocation": RuleDoc(
         when="a container asks for 2 or more whole GPUs (`nvidia.com/gpu` or a renamed full-GPU name; not MIG, not time-sliced) and the nodes it can land on have more than that; also says when live slices show no PCIe root holding that many GPUs, or GPUs without `resource.kubernetes.io/pcieRoot`",
         rests_on="the NVIDIA device plugin's GetPreferredAllocation picks a connected set for full GPUs (k8s-device-plugin v0.18.0 `internal/rm/nvml_manager.go` `alignedAlloc`); DRA takes any N matching devices unless a `matchAttribute` constraint ties them (KEP-4381, k8s.io/api resource/v1 `DeviceConstraint`: a device without the attribute is never chosen); dra-driver-nvidia-gpu v0.4.1 publishes `pcieRoot` only where sysfs resolves the GPU (`cmd/gpu-kubelet-plugin/nvlib.go` `getGpuInfo`)",

@@ -102,6 +102,9 @@ class Finding:
     message: str
     remediation: str
     objects: tuple[ObjectRef, ...] = field(default_factory=tuple)
+    # The pools the finding is about, when its objects do not say it themselves (pods: `unmanaged-gpu-pod`),
+    # so that it is scoped to them (`Readiness.scope_of`); empty: the objects decide.
+    pools: tuple[str, ...] = field(default_factory=tuple)
 
     def to_dict(self) -> dict[str, Any]:
         """As JSON and YAML output carry it: objects structured (`ObjectRef.to_dict`)."""

@@ -8,9 +8,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from dra_migrate.checks.context import CheckContext
+from dra_migrate.checks.context import CheckContext, still_to_migrate
 from dra_migrate.checks.model import Finding, ObjectRef, Severity
 from dra_migrate.checks.registry import rule
+from dra_migrate.cluster.podmeta import MIRROR_ANNOTATION, has_controller, is_finished
+from dra_migrate.cluster.state import uses_devices
 from dra_migrate.cluster.templates import ResolvedTemplate
 from dra_migrate.inventory.resources import FRACTIONAL_GPU_RESOURCES
 from dra_migrate.inventory.topology import PCIE_ROOT, MultiGpuConsumer
@@ -159,4 +161,57 @@ def topology_preferred_allocation(ctx: CheckContext) -> Iterator[Finding]:
         f"{PCIE_ROOT} per request of 2+ GPUs) where one PCIe root holds that many GPUs; otherwise accept any "
         "placement, or keep these pools on the device plugin",
         tuple(sorted(ObjectRef(t.kind, t.name, t.namespace or None) for t in found)),
+    )
+
+
+def unmanaged_gpu_pods(ctx: CheckContext) -> list[tuple[ObjectRef, str]]:
+    """GPU pods on nodes still to migrate that the drain would evict for good: no controller recreates them,
+    they have not finished, and they are not mirror pods. Each with its node's pool."""
+    pool_of = {n.name: n.pool for n in ctx.inventory.nodes if still_to_migrate(n)}
+    found = []
+    for pod in ctx.state.of("Pod"):
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node not in pool_of or has_controller(pod) or is_finished(pod) or not uses_devices(pod):
+            continue
+        meta = _meta(pod)
+        if MIRROR_ANNOTATION in (meta.get("annotations") or {}) or meta.get("deletionTimestamp"):
+            continue
+        found.append((_ref("Pod", pod), pool_of[node]))
+    return sorted(found)
+
+
+# kubectl drain refuses to evict a pod no controller owns unless --force, since nothing recreates it
+# (kubernetes/kubectl pkg/drain/filters.go `unreplicatedFilter`; a finished pod is deleted without it); the
+# cluster autoscaler will not scale such a node down either (kubernetes/autoscaler cluster-autoscaler FAQ,
+# "What types of pods can prevent CA from removing a node?"). The plan's drain evicts them so that the
+# migration is not held by a forgotten pod: this finding is where the operator sees what that deletes.
+@rule(
+    "unmanaged-gpu-pod",
+    WARNING,
+    summary="GPU pods no controller owns: the drain deletes them for good, nothing recreates them",
+)
+def unmanaged_gpu_pod(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: warning. When: a running or pending pod that uses GPUs, on a GPU node still to migrate, has no
+    owner reference marked `controller` (a hand-made debug shell, a notebook, a one-off run): the drain evicts
+    it and nothing recreates it, so its work and the files inside its containers are lost. Finished pods and
+    mirror pods are not counted. Rests on: kubectl drain refuses such pods without `--force`
+    (kubernetes/kubectl `pkg/drain/filters.go` `unreplicatedFilter`), as the cluster autoscaler will not
+    remove their node (kubernetes/autoscaler cluster-autoscaler FAQ).
+    """
+    found = unmanaged_gpu_pods(ctx)
+    if not found:
+        return
+    shown = ", ".join(f"{ref.namespace}/{ref.name} (pool {pool})" for ref, pool in found[:3])
+    more = f", and {len(found) - 3} more" if len(found) > 3 else ""
+    yield Finding(
+        "unmanaged-gpu-pod",
+        WARNING,
+        f"{len(found)} GPU pod(s) have no controller: {shown}{more}. The drain evicts them with their node's "
+        "wave and nothing recreates them: their work, and files written inside their containers, are lost "
+        "(kubectl drain refuses such pods without --force)",
+        "ask their owners to finish or save them before their pool's wave (plan --order migrates a pool "
+        "later, --exclude-pools leaves it out), or run such work under a Job so it comes back; accept the loss in "
+        ".dra-migrate-ignore.yaml to record that it was seen",
+        tuple(ref for ref, _ in found),
+        pools=tuple(pool for _, pool in found),
     )

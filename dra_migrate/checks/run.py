@@ -36,6 +36,8 @@ class Readiness:
         plan record the same scope, so `check`'s table and the report's Findings agree.
 
         Objects are `ObjectRef`s (checks/model.py)."""
+        if finding.pools:
+            return {"scope": "pool", "pools": sorted(set(finding.pools))}
         node_pool = self._node_pool
         pools: set[str] = set()
         for obj in finding.objects:

@@ -21,7 +21,6 @@ SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 DEVICE_CLASSES = "/apis/resource.k8s.io/v1/deviceclasses"
 DAEMONSETS = "/apis/apps/v1/daemonsets"
 DRY_RUN = ("dryRun", "All")
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"  # kubelet's static pods (kubernetes/kubectl pkg/drain)
 CANARY_LABEL = "dra-migrate.io/canary"  # one value per canary call: finds a duplicate a retried POST made
 CANARY_NODE_ANNOTATION = "dra-migrate.io/canary-node"
 CANARY_PREFIX = "dra-migrate-canary-"  # canary pods' generateName

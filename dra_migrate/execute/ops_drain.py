@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from dra_migrate.cluster.podmeta import MIRROR_ANNOTATION
 from dra_migrate.cluster.state import uses_devices
 from dra_migrate.errors import InputError
 from dra_migrate.execute.contract import NEVER, Cancel, Change, StepFailed
@@ -13,7 +14,6 @@ from dra_migrate.execute.ops_base import (
     DRY_RUN,
     EVICTION_BACKOFF_CAP_S,
     EVICTION_WORKERS,
-    MIRROR_ANNOTATION,
     PODS,
     POLL_GROWTH,
     OpsBase,
@@ -34,7 +34,8 @@ class DrainOps(OpsBase):
         Skipped as kubectl's filters skip them (kubernetes/kubectl pkg/drain/filters.go): DaemonSet pods
         (their controller ignores unschedulable and would recreate them at once) and mirror pods (the
         kubelet's static pods; the API object cannot be evicted). Unlike kubectl, pods without a
-        controller are evicted too (no --force needed): the plan lists them for review beforehand.
+        controller are evicted too (no --force needed): `check` and the plan list them for review beforehand
+        (finding `unmanaged-gpu-pod`).
         """
         if scope not in ("gpu", "all"):
             raise InputError(f"drain scope must be 'gpu' or 'all', not {scope!r}")

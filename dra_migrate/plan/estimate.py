@@ -37,14 +37,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dra_migrate.cluster.podmeta import MIRROR_ANNOTATION, is_finished
 from dra_migrate.errors import InputError
 from dra_migrate.inventory.placement import pdb_selects
 from dra_migrate.plan.actions import Action, api_requests
 from dra_migrate.plan.model import NodeEntry, PoolStage, PrepareStage, Stage, Step, stage_from_dict
 from dra_migrate.plan.params import parse_duration
 from dra_migrate.sim.timing import DEFAULT_GRACE_S, REALISTIC, TimingProfile
-
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 
 
 @dataclass(frozen=True)
@@ -75,7 +74,7 @@ class NodeEstimate:
 def evicted(pod: Mapping[str, Any]) -> bool:
     """Whether a drain of the pod's node evicts it (live, neither a DaemonSet pod nor a mirror pod: the
     executor's filters, after kubectl's)."""
-    if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+    if is_finished(pod):
         return False
     meta = pod.get("metadata") or {}
     if MIRROR_ANNOTATION in (meta.get("annotations") or {}):
