@@ -18,12 +18,14 @@ takes the simpler rule and keeps durations well above plausible skew.
 from __future__ import annotations
 
 import getpass
+import hashlib
 import logging
 import os
 import secrets
 import socket
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
@@ -38,6 +40,7 @@ log = logging.getLogger(__name__)
 
 DIGEST_ANNOTATION = "dra-migrate.io/plan-digest"
 LOCK_ID_ANNOTATION = "dra-migrate.io/lock-id"
+MACHINE_ANNOTATION = "dra-migrate.io/machine"  # machine_id(): which machine the holder runs on
 DEFAULT_NAMESPACE = "kube-system"
 DEFAULT_NAME = "dra-migrate"
 DEFAULT_DURATION_S = 60
@@ -56,6 +59,26 @@ def holder_identity(lock_id: str) -> str:
     except (KeyError, OSError):  # no passwd entry (containers)
         user = str(os.getuid()) if hasattr(os, "getuid") else "unknown"
     return f"{user}@{socket.gethostname()}/{os.getpid()}/{lock_id}"
+
+
+def machine_id() -> str:
+    """A digest that names this machine, not its hostname: two laptops can share a default hostname
+    (`MacBook-Pro`, `localhost`), and a run that took a live holder on the other one for its own crashed
+    run would break a lock in use (execute/session.py `crashed_here`). "" when nothing names the machine."""
+    try:
+        with open("/etc/machine-id") as f:  # systemd machine-id(5): unique per installation, kept across boots
+            found = f.read().strip()
+    except OSError:
+        found = ""
+    return _digest_of_machine(found, uuid.getnode())
+
+
+def _digest_of_machine(machine_id_text: str, node: int) -> str:
+    if not machine_id_text:
+        if node >> 40 & 1:  # the multicast bit: uuid.getnode() made the number up (RFC 4122 §4.1.6)
+            return ""
+        machine_id_text = f"node:{node:012x}"  # a hardware address of this machine (macOS has no machine-id)
+    return hashlib.sha256(f"dra-migrate:{machine_id_text}".encode()).hexdigest()[:16]  # the id itself stays here
 
 
 def micro_time(t: datetime) -> str:
@@ -86,6 +109,7 @@ class LockInfo:
     duration_s: int
     uid: str
     resource_version: str
+    machine: str = ""  # `machine_id()` of the holder's machine; "" when it did not say (or could not tell)
 
     @property
     def expires(self) -> datetime | None:
@@ -137,6 +161,7 @@ def _info(lease: dict[str, Any], namespace: str, name: str) -> LockInfo:
         duration_s=int(spec.get("leaseDurationSeconds") or 0),
         uid=str(meta.get("uid") or ""),
         resource_version=str(meta.get("resourceVersion") or ""),
+        machine=str(ann.get(MACHINE_ANNOTATION) or ""),
     )
 
 
@@ -292,7 +317,11 @@ class ClusterLock:
             "name": self.name,
             "namespace": self.namespace,
             "labels": {"app.kubernetes.io/managed-by": "dra-migrate"},
-            "annotations": {DIGEST_ANNOTATION: self.plan_digest, LOCK_ID_ANNOTATION: self.lock_id},
+            "annotations": {
+                DIGEST_ANNOTATION: self.plan_digest,
+                LOCK_ID_ANNOTATION: self.lock_id,
+                MACHINE_ANNOTATION: machine_id(),
+            },
         }
         spec: dict[str, Any] = {
             "holderIdentity": self.holder,

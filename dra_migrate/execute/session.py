@@ -29,7 +29,7 @@ from dra_migrate.errors import InputError
 from dra_migrate.execute.actions import preflight
 from dra_migrate.execute.contract import SYSTEM_CLOCK, Clock, LockHeld, Ops
 from dra_migrate.execute.journals import FileStore, JournalStore, read_checked
-from dra_migrate.execute.lock import ClusterLock, break_lock, read_lock
+from dra_migrate.execute.lock import ClusterLock, LockInfo, break_lock, machine_id, read_lock
 from dra_migrate.execute.ops import CANARY_PREFIX
 from dra_migrate.execute.progress import progress_of
 from dra_migrate.execute.runner import ApplyOptions, Runner, RunResult, planned_steps
@@ -237,17 +237,23 @@ class ApplySession:
             probe.release()
         except LockHeld:
             info = read_lock(self.lock_api, namespace=self.lock_namespace)
-            if info is None or not crashed_here(info.holder) or info.plan_digest != digest:
+            if info is None or not crashed_here(info) or info.plan_digest != digest:
                 raise
             break_lock(self.lock_api, info.lock_id, namespace=self.lock_namespace)
             self.log(f"took over the lock of a crashed run ({info.holder})")
         return self.lock_factory(self.lock_api, namespace=self.lock_namespace, plan_digest=digest)
 
 
-def crashed_here(holder: str) -> bool:
-    """holder is `<user>@<host>/<pid>/<id>`: on this host, and that process no longer exists."""
+def crashed_here(info: LockInfo) -> bool:
+    """The holder (`<user>@<host>/<pid>/<id>`) ran on this machine and its process no longer exists.
+
+    This machine is the one the Lease's machine annotation names (`lock.machine_id`), not merely one of the
+    same hostname: two laptops called `MacBook-Pro` applying one plan would each have taken the other's live
+    lock for its own crashed run. A lock that does not name its machine is never taken over here: it expires."""
+    if not info.machine or info.machine != machine_id():
+        return False
     try:
-        who, pid, _ = holder.rsplit("/", 2)
+        who, pid, _ = info.holder.rsplit("/", 2)
         host = who.split("@", 1)[1]
         os.kill(int(pid), 0)
     except ProcessLookupError:
