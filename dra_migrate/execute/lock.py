@@ -61,6 +61,11 @@ def holder_identity(lock_id: str) -> str:
     return f"{user}@{socket.gethostname()}/{os.getpid()}/{lock_id}"
 
 
+# The lock ids this process holds: a holder naming this process's pid is a previous incarnation of it (a
+# container restarted as PID 1 again: execute/session.py `crashed_here`) only when it is none of these.
+HELD_HERE: set[str] = set()
+
+
 def machine_id() -> str:
     """A digest that names this machine, not its hostname: two laptops can share a default hostname
     (`MacBook-Pro`, `localhost`), and a run that took a live holder on the other one for its own crashed
@@ -387,6 +392,7 @@ class ClusterLock:
         raise ClusterError(f"the cluster lock {self.namespace}/{self.name} kept changing while acquiring it")
 
     def _acquired(self, lease: dict[str, Any], how: str) -> LockInfo:
+        HELD_HERE.add(self.lock_id)
         self._lease = lease
         self._lost.clear()
         self.lost_reason = ""
@@ -473,6 +479,7 @@ class ClusterLock:
         """Stop renewing and delete the Lease if we still hold it (preconditions: its uid and the
         resourceVersion we last wrote). True when it is gone; False when someone else holds it now."""
         self._stop_renewing()
+        HELD_HERE.discard(self.lock_id)
         with self._mutex:
             lease, self._lease = self._lease, None
             if lease is None or self._lost.is_set():

@@ -29,7 +29,7 @@ from dra_migrate.errors import InputError
 from dra_migrate.execute.actions import preflight
 from dra_migrate.execute.contract import SYSTEM_CLOCK, Clock, LockHeld, Ops
 from dra_migrate.execute.journals import FileStore, JournalStore, read_checked
-from dra_migrate.execute.lock import ClusterLock, LockInfo, break_lock, machine_id, read_lock
+from dra_migrate.execute.lock import HELD_HERE, ClusterLock, LockInfo, break_lock, machine_id, read_lock
 from dra_migrate.execute.ops import CANARY_PREFIX
 from dra_migrate.execute.progress import progress_of
 from dra_migrate.execute.runner import ApplyOptions, Runner, RunResult, planned_steps
@@ -255,6 +255,8 @@ def crashed_here(info: LockInfo) -> bool:
     try:
         who, pid, _ = info.holder.rsplit("/", 2)
         host = who.split("@", 1)[1]
+        if int(pid) == os.getpid():  # a container restarted in its pod: its process was PID 1 too, as we are
+            return host == socket.gethostname() and info.lock_id not in HELD_HERE
         os.kill(int(pid), 0)
     except ProcessLookupError:
         return host == socket.gethostname()

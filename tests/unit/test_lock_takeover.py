@@ -33,7 +33,7 @@ def _held(holder: str, machine: str) -> LockInfo:
         name="dra-migrate",
         holder=holder,
         plan_digest="sha256:x",
-        lock_id="0123456789abcdef",
+        lock_id=holder.rsplit("/", 1)[1],
         renewed=datetime.now(UTC),
         duration_s=60,
         uid="u",
@@ -59,7 +59,7 @@ def test_anything_else_is_not_taken_for_our_crashed_run(why: str) -> None:
     info = {
         "another machine of the same hostname": _held(dead, _digest_of_machine("another-installation", 0)),
         "a lock that does not name its machine": _held(dead, ""),
-        "a live process": _held(f"ops@{HERE}/{os.getpid()}/0123456789abcdef", machine_id()),
+        "a live process": _held(f"ops@{HERE}/{os.getppid()}/0123456789abcdef", machine_id()),
     }[why]
     assert not crashed_here(info), why
 
@@ -77,3 +77,18 @@ def test_a_machine_is_named_by_its_machine_id_else_a_real_hardware_address() -> 
     assert "4f1c0e9a" not in a  # the id itself is not published in the Lease
     assert _digest_of_machine("", 0x0242AC110002) != ""  # a hardware address (no machine-id: macOS)
     assert _digest_of_machine("", 0x0242AC110002 | 1 << 40) == ""  # multicast bit: made up by uuid.getnode()
+
+
+def test_a_container_restarted_in_its_pod_takes_over_its_previous_run() -> None:
+    """In a container the runner is PID 1 in every incarnation: the holder's pid is alive (it is ours now),
+    yet the holder is a previous run (another lock id), whose Lease would otherwise be waited out."""
+    assert crashed_here(_held(f"ops@{HERE}/{os.getpid()}/fedcba9876543210", machine_id()))
+
+
+def test_a_lock_this_process_holds_is_never_its_crashed_run() -> None:
+    """Two applies in one process (a program embedding the CLI): the pid is ours and alive, and so is its run."""
+    lock_module.HELD_HERE.add("fedcba9876543210")
+    try:
+        assert not crashed_here(_held(f"ops@{HERE}/{os.getpid()}/fedcba9876543210", machine_id()))
+    finally:
+        lock_module.HELD_HERE.discard("fedcba9876543210")
