@@ -228,6 +228,23 @@ def open_steps_at_each_crash(records: list[dict[str, Any]]) -> list[int]:
     return out
 
 
+def apply_until_the_first_drain(plan: Path, kubeconfig: Path) -> subprocess.Popen[str]:
+    """apply in its own process, returned once its journal records the first drain's start (or it ended)."""
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dra_migrate", "apply", str(plan), "--kubeconfig", str(kubeconfig), "--yes"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        records = read_journal(journal_path(plan)) if journal_path(plan).exists() else []
+        if any(r.get("event") == "start" and r.get("action") == "drain" for r in records):
+            break
+        time.sleep(0.05)
+    return proc
+
+
 def rollback_all(cp: controlplane.ControlPlane, plan: Path) -> None:
     r = cli(cp, "rollback", str(plan), "--kubeconfig", str(cp.kubeconfig), "--yes")
     assert r.returncode == 0, r.stderr
@@ -424,7 +441,6 @@ def test_g_the_api_server_failing_mid_wave_stops_apply_without_rollback_then_res
 ) -> None:
     """Every request fails (500 or a dropped connection) once the first drain has started: apply stops,
     journals why, rolls nothing back (it could not), and says to re-run; the re-run finishes."""
-    import time
 
     from faultproxy import FaultProxy
 
@@ -433,16 +449,7 @@ def test_g_the_api_server_failing_mid_wave_stops_apply_without_rollback_then_res
     plan = make_plan(control_plane, tmp_path)
     with FaultProxy(control_plane, rate=0, seed=3, faults=("500", "drop")) as proxy:
         kc = proxy.kubeconfig(tmp_path / "faulty.kubeconfig")
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "dra_migrate", "apply", str(plan), "--kubeconfig", str(kc), "--yes"],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and proc.poll() is None:
-            records = read_journal(journal_path(plan)) if journal_path(plan).exists() else []
-            if any(r.get("event") == "start" and r.get("action") == "drain" for r in records):
-                break
-            time.sleep(0.05)
+        proc = apply_until_the_first_drain(plan, kc)
         proxy.rate = 1.0  # the API server is gone, as far as apply can tell
         _out, err = proc.communicate(timeout=300)
     assert proc.returncode == 1, err
@@ -467,22 +474,11 @@ def test_h_sigterm_mid_wave_stops_apply_closes_the_run_and_releases_the_lock_the
     journalled as interrupted, the run is closed, and the Lease is deleted at once (a replacement on
     another host would otherwise wait it out), exit 143. Before, SIGTERM killed it like SIGKILL (test b)."""
     import signal
-    import time
 
     nodes = fleet.node_names
     before = node_states(kube, nodes)
     plan = make_plan(control_plane, tmp_path)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "dra_migrate", "apply", str(plan), "--kubeconfig", str(control_plane.kubeconfig),
-         "--yes"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None:
-        records = read_journal(journal_path(plan)) if journal_path(plan).exists() else []
-        if any(r.get("event") == "start" and r.get("action") == "drain" for r in records):
-            break
-        time.sleep(0.05)
+    proc = apply_until_the_first_drain(plan, control_plane.kubeconfig)
     assert proc.poll() is None, "apply ended before the first drain"
     proc.send_signal(signal.SIGTERM)
     _out, err = proc.communicate(timeout=120)
