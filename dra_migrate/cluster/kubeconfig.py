@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from dra_migrate.errors import InputError
+from dra_migrate.kube.config import piped_kubeconfig
 
 _HINT = "fix the kubeconfig (kubectl config view --raw shows what kubectl reads), or pass another with --kubeconfig"
 # (list key, entry key, the base64 fields inside it): client-go clientcmd/api/v1 types.go.
@@ -32,10 +33,11 @@ def check_kubeconfig(paths: str) -> None:
 
     for p in paths.split(os.pathsep):
         f = Path(p).expanduser()
-        if not p or not f.is_file():
+        piped = piped_kubeconfig(p) if p else None  # `--kubeconfig <(...)`: read once, for the client too
+        if piped is None and (not p or not f.is_file()):
             continue
         try:
-            text = f.read_text(encoding="utf-8")
+            text = piped.decode("utf-8") if piped is not None else f.read_text(encoding="utf-8")
         except UnicodeDecodeError as e:
             raise InputError(f"kubeconfig {f}: not UTF-8 text", _HINT) from e
         except OSError:

@@ -7,7 +7,9 @@ current-context (kubectl's rule).
 
 from __future__ import annotations
 
+import functools
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -23,6 +25,37 @@ def kubeconfig_paths(kubeconfig: Path | str | None) -> str:
     return str(kubeconfig) if kubeconfig else os.environ.get("KUBECONFIG") or "~/.kube/config"
 
 
+def piped_kubeconfig(path: str) -> bytes | None:
+    """The bytes of a kubeconfig that is not a regular file (`--kubeconfig <(sops -d kubeconfig.enc)`, which
+    keeps the credentials off disk), read once and kept in memory: a pipe reads empty the second time, and a
+    command reads its kubeconfig several times (its check, the current context, each API client: before,
+    the second read found nothing). None for a regular file, a directory or nothing there: those are read
+    where they are, as they are now."""
+    try:
+        found = os.stat(Path(path).expanduser())
+    except OSError:
+        return None
+    if stat.S_ISREG(found.st_mode) or stat.S_ISDIR(found.st_mode):
+        return None
+    return _read_once(str(Path(path).expanduser()), found.st_dev, found.st_ino)
+
+
+@functools.cache
+def _read_once(path: str, _device: int, _inode: int) -> bytes:
+    # Keyed by the pipe itself as well as its name: `/dev/fd/63` names another pipe in another run.
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _piped_document(path: str) -> Any:
+    """The piped kubeconfig `path` as a mapping (the client's own YAML reader: `yaml.safe_load`); None
+    when it is not piped. `cluster/kubeconfig.py` has checked its text before any client reads it."""
+    import yaml
+
+    piped = piped_kubeconfig(path)
+    return None if piped is None else yaml.safe_load(piped.decode("utf-8"))
+
+
 def current_context(paths: str) -> str | None:
     """kubectl's rule for a merged $KUBECONFIG: the first file that sets current-context wins
     (kubectl config docs, "Merging kubeconfig files"); the Python client's merger takes a later one."""
@@ -30,6 +63,9 @@ def current_context(paths: str) -> str | None:
 
     for p in paths.split(os.pathsep):
         f = Path(p).expanduser()
+        piped = _piped_document(p) if p else None
+        if isinstance(piped, dict) and piped.get("current-context"):
+            return str(piped["current-context"])
         if not p or not f.is_file():
             continue
         try:
@@ -76,7 +112,12 @@ def new_api_client(
     paths = kubeconfig_paths(kubeconfig)
     cfg = client.Configuration()
     try:
-        if explicit or any(Path(p).expanduser().exists() for p in paths.split(os.pathsep) if p):
+        piped = _piped_document(paths) if explicit and os.pathsep not in paths else None
+        if piped is not None:
+            config.load_kube_config_from_dict(  # type: ignore[no-untyped-call]
+                piped, context=context or current_context(paths), client_configuration=cfg
+            )
+        elif explicit or any(Path(p).expanduser().exists() for p in paths.split(os.pathsep) if p):
             config.load_kube_config(  # type: ignore[no-untyped-call]
                 config_file=paths, context=context or current_context(paths), client_configuration=cfg
             )

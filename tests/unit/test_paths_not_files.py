@@ -253,3 +253,32 @@ def test_stdin_where_it_cannot_serve_is_one_line_saying_what_to_do(args: list[st
     assert r.returncode == 1
     (line,) = [x for x in r.stderr.decode().splitlines() if x.strip()]
     assert says in line and "file" in line
+
+
+KUBECONFIG = b"""apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {server: "https://10.0.0.1:6443", certificate-authority-data: "aGVsbG8="}
+users:
+- name: u
+  user: {token: "abc"}
+contexts:
+- name: piped
+  context: {cluster: c, user: u}
+current-context: piped
+"""
+
+
+def test_a_kubeconfig_from_a_pipe_serves_every_reader_of_it(fed: Callable[[bytes], str]) -> None:
+    """`--kubeconfig <(sops -d kubeconfig.enc)` keeps the credentials off disk. A command reads its kubeconfig
+    several times (its check, the current context, one API client per purpose): the second read of the pipe
+    was empty, and the client said it found no configuration."""
+    from dra_migrate.cluster.kubeconfig import check_kubeconfig
+    from dra_migrate.kube.config import current_context, new_api_client
+
+    path = fed(KUBECONFIG)
+    check_kubeconfig(path)
+    assert current_context(path) == "piped"
+    hosts = [new_api_client(path).configuration.host for _ in range(3)]
+    assert hosts == ["https://10.0.0.1:6443"] * 3
