@@ -17,6 +17,7 @@ takes the simpler rule and keeps durations well above plausible skew.
 
 from __future__ import annotations
 
+import functools
 import getpass
 import hashlib
 import logging
@@ -66,6 +67,7 @@ def holder_identity(lock_id: str) -> str:
 HELD_HERE: set[str] = set()
 
 
+@functools.cache
 def machine_id() -> str:
     """A digest that names this machine, not its hostname: two laptops can share a default hostname
     (`MacBook-Pro`, `localhost`), and a run that took a live holder on the other one for its own crashed
@@ -75,12 +77,13 @@ def machine_id() -> str:
             found = f.read().strip()
     except OSError:
         found = ""
-    return _digest_of_machine(found, uuid.getnode())
+    # uuid.getnode() may run `ip link` or `ifconfig` to find an address: only where there is no machine-id.
+    return _digest_of_machine(found, 0 if found else uuid.getnode())
 
 
 def _digest_of_machine(machine_id_text: str, node: int) -> str:
     if not machine_id_text:
-        if node >> 40 & 1:  # the multicast bit: uuid.getnode() made the number up (RFC 4122 §4.1.6)
+        if node >> 40 & 1 or not node:  # the multicast bit: uuid.getnode() made the number up (RFC 4122 §4.1.6)
             return ""
         machine_id_text = f"node:{node:012x}"  # a hardware address of this machine (macOS has no machine-id)
     return hashlib.sha256(f"dra-migrate:{machine_id_text}".encode()).hexdigest()[:16]  # the id itself stays here
