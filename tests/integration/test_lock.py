@@ -20,8 +20,10 @@ from dra_migrate.execute.contract import LockHeld
 from dra_migrate.execute.lock import (
     DIGEST_ANNOTATION,
     LOCK_ID_ANNOTATION,
+    MACHINE_ANNOTATION,
     ClusterLock,
     break_lock,
+    machine_id,
     micro_time,
     read_lock,
 )
@@ -52,6 +54,11 @@ def lease(kube: Kube, name: str) -> dict[str, Any] | None:
     return kube.get_or_none(f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/{name}")
 
 
+def seen_machine(api: Any, name: str) -> str:
+    seen = read_lock(api, namespace=NS, name=name)
+    return seen.machine if seen is not None else ""
+
+
 def new_lock(api: Any, name: str, **kw: Any) -> ClusterLock:
     return ClusterLock(api, namespace=NS, name=name, plan_digest=kw.pop("plan_digest", DIGEST), **kw)
 
@@ -65,7 +72,12 @@ def test_acquire_and_release(api: Any, kube: Kube, lease_name: str) -> None:
     assert obj["spec"]["holderIdentity"] == lock.holder
     assert obj["spec"]["leaseDurationSeconds"] == 60
     assert obj["spec"]["renewTime"].endswith("Z") and len(obj["spec"]["renewTime"].split(".")[1]) == 7
-    assert obj["metadata"]["annotations"] == {DIGEST_ANNOTATION: DIGEST, LOCK_ID_ANNOTATION: lock.lock_id}
+    assert obj["metadata"]["annotations"] == {
+        DIGEST_ANNOTATION: DIGEST,
+        LOCK_ID_ANNOTATION: lock.lock_id,
+        MACHINE_ANNOTATION: machine_id(),  # which machine: the one a crashed run's resume may take it over from
+    }
+    assert seen_machine(api, lease_name) == machine_id() != ""
     assert lock.holder.endswith(f"/{lock.lock_id}") and "@" in lock.holder
     seen = read_lock(api, namespace=NS, name=lease_name)
     assert seen is not None and seen.plan_digest == DIGEST and not seen.expired()
