@@ -18,14 +18,15 @@ def _exit_at_once(signum: int, _frame: object) -> None:
     import os
     import sys
 
-    terminated = signum == 15  # SIGTERM, seen as `Terminated` after start-up (cli/interrupts.py)
+    # SIGTERM and SIGHUP, seen as `Terminated` after start-up (cli/interrupts.py); else Ctrl-C.
+    word = {15: "terminated", 1: "hung up"}.get(signum, "interrupted")
     try:
-        sys.stderr.write("\nerror: terminated\n" if terminated else "\nerror: interrupted\n")
+        sys.stderr.write(f"\nerror: {word}\n")
         sys.stderr.flush()
     except BaseException:  # stderr gone, or interrupted again: the exit code says it
         pass
-    # As a shell reports the signal (128 + its number): dra_migrate.cli.exitcodes.TERMINATED, INTERRUPTED.
-    os._exit(143 if terminated else 130)
+    # As a shell reports the signal (128 + its number): dra_migrate.cli.exitcodes.INTERRUPTED, TERMINATED.
+    os._exit(128 + (signum if signum in (1, 15) else 2))
 
 
 _exit_at_once.dra_migrate_startup = True  # type: ignore[attr-defined]  # what graceful_interrupts replaces
@@ -51,7 +52,7 @@ def main() -> None:
 
         run()
     except KeyboardInterrupt as e:
-        _exit_at_once(15 if type(e).__name__ == "Terminated" else 2, None)  # cli/interrupts.py
+        _exit_at_once(getattr(e, "signum", 2), None)  # cli/interrupts.py `Terminated`: SIGTERM, SIGHUP
     finally:
         _after_the_command()
 
@@ -64,7 +65,7 @@ def kubectl_plugin() -> None:
 
         run()
     except KeyboardInterrupt as e:
-        _exit_at_once(15 if type(e).__name__ == "Terminated" else 2, None)  # cli/interrupts.py
+        _exit_at_once(getattr(e, "signum", 2), None)  # cli/interrupts.py `Terminated`: SIGTERM, SIGHUP
     finally:
         _after_the_command()
 
@@ -73,10 +74,11 @@ def _after_the_command() -> None:
     """The command is over (its exit code on the way out), its locks and journals released: a Ctrl-C while
     the interpreter shuts down (joining threads, atexit callbacks) ends it as at start-up, one line and 130,
     not with Python's KeyboardInterrupt traceback from an atexit callback or its death by SIGINT (-2).
-    A SIGTERM then is the same: one line and 143, not `Terminated` raised in a callback."""
+    A SIGTERM or SIGHUP then is the same: one line and 143 or 129, not `Terminated` raised in a callback."""
     _signal.signal(_signal.SIGINT, _exit_at_once)
-    if getattr(_signal.getsignal(_signal.SIGTERM), "dra_migrate_terminate", False):
-        _signal.signal(_signal.SIGTERM, _exit_at_once)
+    for signum in (_signal.SIGTERM, getattr(_signal, "SIGHUP", _signal.SIGTERM)):
+        if getattr(_signal.getsignal(signum), "dra_migrate_terminate", False):
+            _signal.signal(signum, _exit_at_once)
 
 
 if __name__ == "__main__":

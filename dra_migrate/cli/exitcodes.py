@@ -7,7 +7,8 @@
      "changes present"; kubectl and Terraform exit 1 on usage errors, so a typo never reads as a finding)
 130  interrupted (Ctrl-C), as a shell reports SIGINT (128 + 2)
 143  terminated (SIGTERM: a Job's pod deleted or evicted, `timeout`, a cancelled CI job), as a shell reports
-     SIGTERM (128 + 15); the command stopped as it stops on Ctrl-C (`cli/interrupts.py`)
+     SIGTERM (128 + 15); 129 hung up (SIGHUP: the terminal gone); the command stopped as it stops on Ctrl-C
+     (`cli/interrupts.py`)
 """
 
 OK = 0
@@ -15,3 +16,4 @@ FAILED = 1
 ACTION_NEEDED = 2
 INTERRUPTED = 130
 TERMINATED = 143
+HUNG_UP = 129

@@ -235,8 +235,8 @@ def _interrupt_behind(e: BaseException) -> KeyboardInterrupt | None:
 
 def _interrupted(e: KeyboardInterrupt) -> None:
     if isinstance(e, Terminated):
-        click.echo("\nerror: terminated", err=True)
-        sys.exit(exitcodes.TERMINATED)
+        click.echo(f"\nerror: {e}", err=True)
+        sys.exit(exitcodes.HUNG_UP if e.signum == exitcodes.HUNG_UP - 128 else exitcodes.TERMINATED)
     click.echo("\nerror: interrupted", err=True)
     sys.exit(exitcodes.INTERRUPTED)
 

@@ -1,4 +1,5 @@
-"""SIGTERM: what Kubernetes sends a pod it deletes or evicts, and `timeout` and CI runners a job they stop.
+"""SIGTERM: what Kubernetes sends a pod it deletes or evicts, and `timeout` and CI runners a job they stop;
+SIGHUP: what a terminal that goes away (an SSH session dropping under an apply) sends.
 
 It ended the process at once (Python's default): an in-cluster apply left its Lease held for the next pod
 to wait out, and a half-written plan's temporary file behind. Now it stops a command as Ctrl-C does, with
@@ -88,3 +89,33 @@ def test_sigterm_as_the_interpreter_shuts_down_is_one_line_and_143() -> None:
     )
     assert r.returncode == 143, r.stderr
     assert "Traceback" not in r.stderr and _lines(r.stderr)[-1] == "error: terminated", r.stderr
+
+
+def test_sighup_mid_command_is_one_line_and_129(tmp_path: Path) -> None:
+    """The SSH session under `apply` dropped: the run stops as on Ctrl-C, not killed with its Lease held."""
+    r = _plan(tmp_path, "os.kill(os.getpid(), signal.SIGHUP)\ntime.sleep(5)")
+    assert r.returncode == 129, r.stderr
+    assert _lines(r.stderr) == ["error: hung up"], r.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_sighup_nohup_ignores_stays_ignored(tmp_path: Path) -> None:
+    """`nohup dra-migrate apply ...` asks to outlive the terminal: SIGHUP ignored before the tool starts stays so."""
+    body = [
+        "os.kill(os.getpid(), signal.SIGHUP)",
+        "time.sleep(0.3)",
+        "sys.stderr.write('still here\\n')",
+        "raise SystemExit(0)",
+    ]
+    starter = "import signal\nsignal.signal(signal.SIGHUP, signal.SIG_IGN)\n" + STARTER.format(
+        body="\n".join("    " + line for line in body)
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", starter, "plan", "--snapshot", DEMO, "--out", str(tmp_path / "p.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+    )
+    assert r.returncode == 0 and "still here" in r.stderr, r.stderr
