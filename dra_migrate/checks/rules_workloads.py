@@ -11,7 +11,7 @@ from typing import Any
 from dra_migrate.checks.context import CheckContext, still_to_migrate
 from dra_migrate.checks.model import Finding, ObjectRef, Severity
 from dra_migrate.checks.registry import rule
-from dra_migrate.cluster.podmeta import MIRROR_ANNOTATION, has_controller, is_finished
+from dra_migrate.cluster.podmeta import drain_skips, has_controller, is_finished
 from dra_migrate.cluster.state import uses_devices
 from dra_migrate.cluster.templates import ResolvedTemplate
 from dra_migrate.inventory.resources import FRACTIONAL_GPU_RESOURCES
@@ -173,8 +173,7 @@ def unmanaged_gpu_pods(ctx: CheckContext) -> list[tuple[ObjectRef, str]]:
         node = (pod.get("spec") or {}).get("nodeName")
         if node not in pool_of or has_controller(pod) or is_finished(pod) or not uses_devices(pod):
             continue
-        meta = _meta(pod)
-        if MIRROR_ANNOTATION in (meta.get("annotations") or {}) or meta.get("deletionTimestamp"):
+        if drain_skips(pod) or _meta(pod).get("deletionTimestamp"):
             continue
         found.append((_ref("Pod", pod), pool_of[node]))
     return sorted(found)

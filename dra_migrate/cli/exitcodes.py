@@ -17,3 +17,4 @@ ACTION_NEEDED = 2
 INTERRUPTED = 130
 TERMINATED = 143
 HUNG_UP = 129
+BY_SIGNAL = {15: TERMINATED, 1: HUNG_UP}  # the signals cli/interrupts.py stops a command on

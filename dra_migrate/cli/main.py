@@ -236,7 +236,7 @@ def _interrupt_behind(e: BaseException) -> KeyboardInterrupt | None:
 def _interrupted(e: KeyboardInterrupt) -> None:
     if isinstance(e, Terminated):
         click.echo(f"\nerror: {e}", err=True)
-        sys.exit(exitcodes.HUNG_UP if e.signum == exitcodes.HUNG_UP - 128 else exitcodes.TERMINATED)
+        sys.exit(exitcodes.BY_SIGNAL[e.signum])
     click.echo("\nerror: interrupted", err=True)
     sys.exit(exitcodes.INTERRUPTED)
 

@@ -6,9 +6,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-# The kubelet's static pods: their API objects (mirror pods) cannot be evicted; kubectl drain skips them
-# (kubernetes/kubectl pkg/drain/filters.go `mirrorPodFilter`), and so do the drain and its estimate.
+# The kubelet's static pods: their API objects (mirror pods) cannot be evicted.
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+
+
+def drain_skips(pod: Mapping[str, Any]) -> bool:
+    """A pod no drain evicts, as kubectl drain skips it (kubernetes/kubectl pkg/drain/filters.go): a mirror
+    pod (`mirrorPodFilter`) or a DaemonSet's (`daemonSetFilter`: its controller ignores unschedulable and
+    would recreate it at once). The drain, its estimate and `check` all ask here."""
+    meta = pod.get("metadata")
+    if not isinstance(meta, dict):
+        return False
+    if MIRROR_ANNOTATION in (meta.get("annotations") or {}):
+        return True
+    refs = meta.get("ownerReferences")
+    return isinstance(refs, list) and any(
+        isinstance(r, dict) and r.get("controller") and r.get("kind") == "DaemonSet" for r in refs
+    )
 
 
 def has_controller(pod: Mapping[str, Any]) -> bool:

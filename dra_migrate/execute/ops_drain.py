@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
-from dra_migrate.cluster.podmeta import MIRROR_ANNOTATION
+from dra_migrate.cluster.podmeta import drain_skips
 from dra_migrate.cluster.state import uses_devices
 from dra_migrate.errors import InputError
 from dra_migrate.execute.contract import NEVER, Cancel, Change, StepFailed
@@ -40,7 +39,7 @@ class DrainOps(OpsBase):
         if scope not in ("gpu", "all"):
             raise InputError(f"drain scope must be 'gpu' or 'all', not {scope!r}")
         deadline = self.clock.monotonic() + timeout_s
-        pods = [p for p in self._pods_on(node) if _drainable(p) and (scope == "all" or uses_devices(p))]
+        pods = [p for p in self._pods_on(node) if not drain_skips(p) and (scope == "all" or uses_devices(p))]
         before = {"pods": sorted(_key(p) for p in pods)}
         if not pods:
             return Change(f"Node {node}", before, {"pods": []}, dry_run)
@@ -173,16 +172,6 @@ class DrainOps(OpsBase):
                     )
                 self._pause(delay, deadline, cancel, changed)
                 delay = min(delay * POLL_GROWTH, self.poll_cap_s)
-
-
-def _drainable(pod: Mapping[str, Any]) -> bool:
-    """Not a DaemonSet's pod nor a mirror pod: kubectl drain's daemonSetFilter and mirrorPodFilter."""
-    if MIRROR_ANNOTATION in (_meta(pod).get("annotations") or {}):
-        return False
-    for ref in _meta(pod).get("ownerReferences") or []:
-        if ref.get("controller") and ref.get("kind") == "DaemonSet":
-            return False
-    return True
 
 
 def _namespace_terminating(e: ApiError) -> bool:

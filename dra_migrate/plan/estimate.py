@@ -37,7 +37,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dra_migrate.cluster.podmeta import MIRROR_ANNOTATION, is_finished
+from dra_migrate.cluster.podmeta import drain_skips, is_finished
 from dra_migrate.errors import InputError
 from dra_migrate.inventory.placement import pdb_selects
 from dra_migrate.plan.actions import Action, api_requests
@@ -74,12 +74,7 @@ class NodeEstimate:
 def evicted(pod: Mapping[str, Any]) -> bool:
     """Whether a drain of the pod's node evicts it (live, neither a DaemonSet pod nor a mirror pod: the
     executor's filters, after kubectl's)."""
-    if is_finished(pod):
-        return False
-    meta = pod.get("metadata") or {}
-    if MIRROR_ANNOTATION in (meta.get("annotations") or {}):
-        return False
-    return not any(r.get("controller") and r.get("kind") == "DaemonSet" for r in meta.get("ownerReferences") or [])
+    return not is_finished(pod) and not drain_skips(pod)
 
 
 def evicted_grace_periods(pods: Iterable[Mapping[str, Any]], node: str) -> list[float]:

@@ -31,17 +31,21 @@ main()
 """
 
 
-def _plan(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:
-    starter = STARTER.format(body="\n".join("    " + line for line in body.strip().splitlines()))
-    out = tmp_path / "plan.yaml"
+def _run(starter: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", starter, "plan", "--snapshot", DEMO, "--out", str(out)],
+        [sys.executable, "-c", starter, *args],
         capture_output=True,
         text=True,
         timeout=60,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         check=False,
     )
+
+
+def _plan(tmp_path: Path, body: str, before: str = "") -> subprocess.CompletedProcess[str]:
+    """`plan` whose snapshot read is `body`; `before` runs ahead of everything (as a parent sets dispositions)."""
+    starter = before + STARTER.format(body="\n".join("    " + line for line in body.strip().splitlines()))
+    return _run(starter, "plan", "--snapshot", DEMO, "--out", str(tmp_path / "plan.yaml"))
 
 
 def _lines(stderr: str) -> list[str]:
@@ -79,14 +83,7 @@ def test_sigterm_as_the_interpreter_shuts_down_is_one_line_and_143() -> None:
         "atexit.register(lambda: (os.kill(os.getpid(), signal.SIGTERM), time.sleep(5)))\n"
         "main()\n"
     )
-    r = subprocess.run(
-        [sys.executable, "-c", starter, "check", "--snapshot", DEMO],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        check=False,
-    )
+    r = _run(starter, "check", "--snapshot", DEMO)
     assert r.returncode == 143, r.stderr
     assert "Traceback" not in r.stderr and _lines(r.stderr)[-1] == "error: terminated", r.stderr
 
@@ -101,21 +98,8 @@ def test_sighup_mid_command_is_one_line_and_129(tmp_path: Path) -> None:
 
 def test_a_sighup_nohup_ignores_stays_ignored(tmp_path: Path) -> None:
     """`nohup dra-migrate apply ...` asks to outlive the terminal: SIGHUP ignored before the tool starts stays so."""
-    body = [
-        "os.kill(os.getpid(), signal.SIGHUP)",
-        "time.sleep(0.3)",
-        "sys.stderr.write('still here\\n')",
-        "raise SystemExit(0)",
-    ]
-    starter = "import signal\nsignal.signal(signal.SIGHUP, signal.SIG_IGN)\n" + STARTER.format(
-        body="\n".join("    " + line for line in body)
+    body = (
+        "os.kill(os.getpid(), signal.SIGHUP)\ntime.sleep(0.3)\nsys.stderr.write('still here\\n')\nraise SystemExit(0)"
     )
-    r = subprocess.run(
-        [sys.executable, "-c", starter, "plan", "--snapshot", DEMO, "--out", str(tmp_path / "p.yaml")],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        check=False,
-    )
+    r = _plan(tmp_path, body, before="import signal\nsignal.signal(signal.SIGHUP, signal.SIG_IGN)\n")
     assert r.returncode == 0 and "still here" in r.stderr, r.stderr
