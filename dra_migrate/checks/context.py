@@ -17,7 +17,7 @@ __all__ = ["CheckContext", "parse_feature_gates", "parse_version", "still_to_mig
 
 def still_to_migrate(n: GpuNode) -> bool:
     """A GPU node the migration has not finished: it still runs the device plugin, or not yet the DRA plugin."""
-    return not (n.dra_plugin_enabled and not n.device_plugin_enabled)
+    return not n.migrated
 
 
 def parse_feature_gates(values: tuple[str, ...]) -> dict[str, bool]:

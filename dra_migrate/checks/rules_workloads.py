@@ -183,7 +183,9 @@ def unmanaged_gpu_pods(ctx: CheckContext) -> list[tuple[ObjectRef, str]]:
 # (kubernetes/kubectl pkg/drain/filters.go `unreplicatedFilter`; a finished pod is deleted without it); the
 # cluster autoscaler will not scale such a node down either (kubernetes/autoscaler cluster-autoscaler FAQ,
 # "What types of pods can prevent CA from removing a node?"). The plan's drain evicts them so that the
-# migration is not held by a forgotten pod: this finding is where the operator sees what that deletes.
+# migration is not held by a forgotten pod: this finding is where the operator sees what that deletes. The
+# plan's fingerprint records them (plan/fingerprint.py), and the drain deletes no other (execute/ops_drain.py):
+# one made after the plan stops it, as kubectl does.
 @rule(
     "unmanaged-gpu-pod",
     WARNING,

@@ -35,6 +35,7 @@ class StepContext:
     dry_run: bool = False
     cancel: Cancel = NEVER
     node_uid: str | None = None  # as the plan's fingerprint recorded it
+    reviewed_pods: frozenset[str] = frozenset()  # `Plan.reviewed_pods`: what a drain may delete for good
 
     @property
     def node_name(self) -> str:
@@ -164,7 +165,9 @@ def _drain(ctx: StepContext) -> Change | None:
     scope = ctx.param("scope", str)
     if scope not in ("gpu", "all"):
         raise InputError(f"step {ctx.step.id}: drain scope must be gpu or all, not {scope!r}", "regenerate the plan")
-    return ctx.ops.drain(ctx.node_name, scope, ctx.timeout_s, dry_run=ctx.dry_run, cancel=ctx.cancel)
+    return ctx.ops.drain(
+        ctx.node_name, scope, ctx.timeout_s, dry_run=ctx.dry_run, cancel=ctx.cancel, reviewed=ctx.reviewed_pods
+    )
 
 
 @action(Action.SET_LABEL, inverse=InverseAction.RESTORE_LABEL, dry_run=DryRun.SEND)

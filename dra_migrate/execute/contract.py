@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -181,11 +181,20 @@ class Ops(Protocol):
         ...
 
     def drain(
-        self, node: str, scope: str, timeout_s: float, *, dry_run: bool = False, cancel: Cancel = NEVER
+        self,
+        node: str,
+        scope: str,
+        timeout_s: float,
+        *,
+        dry_run: bool = False,
+        cancel: Cancel = NEVER,
+        reviewed: Collection[str] = frozenset(),
     ) -> Change:
         """Evict the node's pods through policy/v1 Eviction (scope "gpu": pods that use devices; "all":
         every pod), skipping DaemonSet and mirror pods, retrying 429s with backoff, until none is left.
-        Raises StepFailed naming the blocking PodDisruptionBudgets and pods after timeout_s."""
+        Raises StepFailed naming the blocking PodDisruptionBudgets and pods after timeout_s, and at once,
+        evicting nothing, when a running pod no controller owns is not in `reviewed` (uids the plan
+        recorded: evicting it deletes it for good)."""
         ...
 
     def wait_dra_ready(

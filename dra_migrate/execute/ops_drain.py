@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 
-from dra_migrate.cluster.podmeta import drain_skips
+from dra_migrate.cluster.podmeta import drain_skips, has_controller, is_finished
 from dra_migrate.cluster.state import uses_devices
 from dra_migrate.errors import InputError
 from dra_migrate.execute.contract import NEVER, Cancel, Change, StepFailed
@@ -26,20 +26,32 @@ from dra_migrate.kube import ApiError, Obj, path_of
 
 class DrainOps(OpsBase):
     def drain(
-        self, node: str, scope: str, timeout_s: float, *, dry_run: bool = False, cancel: Cancel = NEVER
+        self,
+        node: str,
+        scope: str,
+        timeout_s: float,
+        *,
+        dry_run: bool = False,
+        cancel: Cancel = NEVER,
+        reviewed: Collection[str] = frozenset(),
     ) -> Change:
         """Evict the node's pods in `scope` as `kubectl drain` does, but only through the Eviction API.
 
         Skipped as kubectl's filters skip them (kubernetes/kubectl pkg/drain/filters.go): DaemonSet pods
         (their controller ignores unschedulable and would recreate them at once) and mirror pods (the
-        kubelet's static pods; the API object cannot be evicted). Unlike kubectl, pods without a
-        controller are evicted too (no --force needed): `check` and the plan list them for review beforehand
-        (finding `unmanaged-gpu-pod`).
+        kubelet's static pods; the API object cannot be evicted). A pod no controller owns is evicted only
+        when its uid is in `reviewed`: the plan recorded it and `check` and the plan listed it for review
+        (finding `unmanaged-gpu-pod`), so the operator saw that it goes for good. Any other (made after the
+        plan, or outside its GPU scope under `--drain all`) stops the drain before anything is evicted, as
+        kubectl's `unreplicatedFilter` does without `--force`: nothing would bring it back.
         """
         if scope not in ("gpu", "all"):
             raise InputError(f"drain scope must be 'gpu' or 'all', not {scope!r}")
         deadline = self.clock.monotonic() + timeout_s
         pods = [p for p in self._pods_on(node) if not drain_skips(p) and (scope == "all" or uses_devices(p))]
+        unreviewed = sorted(_key(p) for p in pods if _lost_unreviewed(p, reviewed))
+        if unreviewed:
+            raise _unreviewed(node, unreviewed)
         before = {"pods": sorted(_key(p) for p in pods)}
         if not pods:
             return Change(f"Node {node}", before, {"pods": []}, dry_run)
@@ -172,6 +184,25 @@ class DrainOps(OpsBase):
                     )
                 self._pause(delay, deadline, cancel, changed)
                 delay = min(delay * POLL_GROWTH, self.poll_cap_s)
+
+
+def _lost_unreviewed(pod: Obj, reviewed: Collection[str]) -> bool:
+    """Whether evicting the pod deletes, for good, work nobody reviewed: no controller recreates it, it has
+    not finished, it is not already going, and the plan did not record it."""
+    if has_controller(pod) or is_finished(pod) or _meta(pod).get("deletionTimestamp"):
+        return False
+    return _uid(pod) not in reviewed
+
+
+def _unreviewed(node: str, pods: list[str]) -> StepFailed:
+    first = pods[0].partition("/")
+    return StepFailed(
+        f"drain of node {node}: {len(pods)} pod(s) no controller owns, not in the reviewed plan (made since, or "
+        f"outside its GPU scope): {', '.join(pods)}; evicting them would delete them for good, nothing evicted",
+        f"ask their owners to save and delete them (kubectl delete pod -n {first[0]} {first[2]}), then resume; "
+        "or make a new plan, which lists them for review",
+        {"budgets": [], "pods": pods},
+    )
 
 
 def _namespace_terminating(e: ApiError) -> bool:

@@ -188,6 +188,7 @@ class Runner:
         self.overrides = dict(overrides or {})  # recorded in run-start (--drain-timeout, --parallelism, ...)
         self.log = log or (lambda _msg: None)
         self.node_uids = plan.node_uids()
+        self.reviewed_pods = plan.reviewed_pods()
         self._done_mutex = threading.Lock()
 
     # ----------------------------------------------------------------------------------------- apply
@@ -456,7 +457,7 @@ class Runner:
         step = ps.step
         timeout = opts.timeouts.get(str(step.action), step.timeout_s)
         uid = self.node_uids.get(ps.node) if ps.node else None
-        return StepContext(self.ops, step, ps.node, timeout, opts.dry_run, cancel, uid)
+        return StepContext(self.ops, step, ps.node, timeout, opts.dry_run, cancel, uid, self.reviewed_pods)
 
     def _run_step(self, ps: PlannedStep, opts: ApplyOptions, cancel: Cancel) -> Change | None:
         step = ps.step

@@ -115,6 +115,11 @@ class GpuNode:
             return self.dra_placement.mode == "runs"
         return any(self.labels.get(k) == "true" for k in DRA_PLUGIN_LABELS)
 
+    @property
+    def migrated(self) -> bool:
+        """The migration is done here: the DRA kubelet plugin runs, the device plugin no longer does."""
+        return self.dra_plugin_enabled and not self.device_plugin_enabled
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from dra_migrate.cluster.state import ClusterState
+from dra_migrate.cluster.podmeta import drain_skips, has_controller, is_finished
+from dra_migrate.cluster.state import ClusterState, uses_devices
 
 if TYPE_CHECKING:
     from dra_migrate.checks.run import Readiness  # the checks pull in the CEL engine: plan/build.py
@@ -72,12 +73,32 @@ def dependencies(state: ClusterState, readiness: Readiness) -> list[dict[str, An
             ident = (_group(o.get("apiVersion")), str(o.get("kind")), str(m.get("namespace") or ""), str(m.get("name")))
             if ident in consumer_ids:
                 out.append(_entry(str(o.get("kind")), o, o.get("spec")))
+    to_migrate = {n.name for n in readiness.inventory.nodes if not n.migrated}
+    out.extend(_unowned_pods(state, to_migrate, {(e["namespace"], e["name"]) for e in out if e["kind"] == "Pod"}))
     for key in ("resource.k8s.io/DeviceClass", "nvidia.com/ClusterPolicy", "nvidia.com/NVIDIADriver",
                 "nvidia.com/GPUCluster", "policy/PodDisruptionBudget"):  # fmt: skip
         group, _, kind = key.rpartition("/")
         out.extend(_entry(kind, o, o.get("spec"), group=group) for o in state.of(key))
     out.extend(_entry("ConfigMap", o, o.get("data"), group="") for o in state.of("ConfigMap"))
     return sorted(out, key=identity)
+
+
+def _unowned_pods(state: ClusterState, to_migrate: set[str], listed: set[tuple[str, str]]) -> list[dict[str, Any]]:
+    """Running pods that use devices and that no controller owns, on GPU nodes still to migrate, not listed
+    yet (a bare pod that only claims DRA devices is no GPU consumer): what the drain deletes for good, and
+    only when the plan lists it here (`Plan.reviewed_pods`, `LiveOps.drain`), as `check` showed it
+    (`unmanaged-gpu-pod`). Pods on migrated nodes are not the plan's: a DRA notebook started on a node an
+    interrupted run migrated is no drift to refuse its resume for."""
+    out = []
+    for pod in state.of("Pod"):
+        meta = pod.get("metadata") or {}
+        if (str(meta.get("namespace") or ""), str(meta.get("name") or "")) in listed:
+            continue
+        if has_controller(pod) or is_finished(pod) or drain_skips(pod) or not uses_devices(pod):
+            continue
+        if (pod.get("spec") or {}).get("nodeName") in to_migrate:
+            out.append(_entry("Pod", pod, pod.get("spec"), group=""))
+    return out
 
 
 def identity(entry: dict[str, Any]) -> tuple[str, str, str, str]:

@@ -388,6 +388,16 @@ class Plan:
                 out[o["name"]] = str(o["uid"])
         return out
 
+    def reviewed_pods(self) -> frozenset[str]:
+        """Uids of the pods the fingerprint recorded. It lists a pod only as a GPU consumer of its own (no
+        controller read) or as a running pod no controller owns (`fingerprint._unowned_pods`): the pods
+        no controller brings back that the plan showed for review, which its drains may delete for good."""
+        return frozenset(
+            str(o["uid"])
+            for o in self.fingerprint.get("objects") or []
+            if isinstance(o, Mapping) and o.get("kind") == "Pod" and not o.get("group") and o.get("uid")
+        )
+
     def pool_stages(self) -> tuple[PoolStage, ...]:
         return tuple(s for s in self.stages if isinstance(s, PoolStage))
 

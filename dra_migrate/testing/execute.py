@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,6 +123,7 @@ class FakeOps:
         self.faults: dict[tuple[str, str | None], Fault] = {}
         self.journal = journal
         self.calls: list[tuple[str, str | None]] = []
+        self.reviewed: dict[str, frozenset[str]] = {}  # per node: the pod uids its drain was let delete
         self.barriers: dict[str, threading.Barrier] = {}  # per operation: lanes must meet there
         self.active: dict[str, int] = {}
         self.max_active: dict[str, int] = {}
@@ -247,9 +248,18 @@ class FakeOps:
         return Change(f"Node {node}", before, {"labels": {key: value}}, dry_run)
 
     def drain(
-        self, node: str, scope: str, timeout_s: float, *, dry_run: bool = False, cancel: Cancel = NEVER
+        self,
+        node: str,
+        scope: str,
+        timeout_s: float,
+        *,
+        dry_run: bool = False,
+        cancel: Cancel = NEVER,
+        reviewed: Collection[str] = frozenset(),
     ) -> Change:
         fault = self._enter("drain", node, cancel)
+        with self._mutex:
+            self.reviewed[node] = frozenset(reviewed)
         n = self._node(node)
         before = {"pods": [f"ns/pod-{node}-{i}" for i in range(n.gpu_pods)]}
         if dry_run or not n.gpu_pods:

@@ -124,6 +124,13 @@ def _on(kube: Kube, ns: str, node: str) -> dict[str, dict[str, Any]]:
     }
 
 
+def _recorded(kube: Kube, node: str, *, but: frozenset[str] = frozenset()) -> set[str]:
+    """The uids of every pod on the node, as a plan made now records those no controller owns (`reviewed`
+    for the drain), less those named in `but`: made since. Earlier tests' pods may still be on the node."""
+    items, _ = kube.list_all(path_of("v1", "pods"), [("fieldSelector", f"spec.nodeName={node}")])
+    return {p["metadata"]["uid"] for p in items if p["metadata"]["name"] not in but}
+
+
 def _switch_to_dra(ops: LiveOps, node: str) -> None:
     """What the plan's steps do; idempotent, so tests can share the switched node in any order."""
     ops.set_label(node, LABEL_DEVICE_PLUGIN, "false")
@@ -176,7 +183,7 @@ def test_dry_run_changes_nothing(ops: LiveOps, kube: Kube, namespace: str) -> No
 
     _create(kube, namespace, "pods", _pod("dry", NODE_A, 1))
     wait_for("pod running", lambda: "dry" in _on(kube, namespace, NODE_A), timeout=30)
-    drained = ops.drain(NODE_A, "gpu", 10, dry_run=True)
+    drained = ops.drain(NODE_A, "gpu", 10, dry_run=True, reviewed=_recorded(kube, NODE_A))
     assert drained.dry_run and f"{namespace}/dry" in drained.before["pods"] and drained.after == {"pods": []}
     assert "dry" in _on(kube, namespace, NODE_A)
 
@@ -356,10 +363,11 @@ def test_drain_evicts_gpu_pods_and_skips_daemonset_pods(ops: LiveOps, kube: Kube
     on_a = wait_for("pods running on node a", placed, timeout=30)
     trainer = next(p for n, p in on_a.items() if n.startswith("trainer-"))
     agent = next(n for n in on_a if n.startswith("agent-"))
+    bare = _recorded(kube, NODE_A)  # bare-gpu and cpu-only among them, as a plan records them
 
     ops.set_unschedulable(NODE_A, True)
     try:
-        change = ops.drain(NODE_A, "gpu", 30)
+        change = ops.drain(NODE_A, "gpu", 30, reviewed=bare)
         # Only this test's pods: an earlier test's namespace may still be going away.
         ours = [p for p in change.before["pods"] if p.startswith(f"{namespace}/")]
         assert ours == sorted([f"{namespace}/bare-gpu", f"{namespace}/{trainer['metadata']['name']}"])
@@ -384,7 +392,7 @@ def test_drain_evicts_gpu_pods_and_skips_daemonset_pods(ops: LiveOps, kube: Kube
         again = ops.drain(NODE_A, "gpu", 10)
         assert again.before == again.after == {"pods": []}
 
-        everything = ops.drain(NODE_A, "all", 30)
+        everything = ops.drain(NODE_A, "all", 30, reviewed=bare)
         assert everything.before == {"pods": [f"{namespace}/cpu-only"]}
         assert set(_on(kube, namespace, NODE_A)) == {agent}
     finally:
@@ -402,10 +410,11 @@ def test_drain_blocked_by_a_disruption_budget_names_it(ops: LiveOps, kube: Kube,
         "policy/v1",
     )
     wait_for("pod running", lambda: "guarded" in _on(kube, namespace, NODE_A), timeout=30)
+    seen = _recorded(kube, NODE_A)
 
     started = time.monotonic()
     with pytest.raises(StepFailed) as err:
-        ops.drain(NODE_A, "gpu", 4)
+        ops.drain(NODE_A, "gpu", 4, reviewed=seen)
     elapsed = time.monotonic() - started
     assert 4 <= elapsed < 12, elapsed
     assert f"{namespace}/{pdb}" in str(err.value) and f"{namespace}/guarded" in str(err.value)
@@ -415,8 +424,40 @@ def test_drain_blocked_by_a_disruption_budget_names_it(ops: LiveOps, kube: Kube,
     # A dry run reports the same block at once.
     started = time.monotonic()
     with pytest.raises(StepFailed, match=pdb):
-        ops.drain(NODE_A, "gpu", 30, dry_run=True)
+        ops.drain(NODE_A, "gpu", 30, dry_run=True, reviewed=seen)
     assert time.monotonic() - started < 5
+
+
+def test_drain_deletes_no_pod_without_a_controller_that_the_plan_did_not_record(
+    ops: LiveOps, kube: Kube, namespace: str
+) -> None:
+    """kubectl drain refuses such pods without --force: nothing recreates them. The plan listed the ones it
+    saw (finding `unmanaged-gpu-pod`); one made since (a notebook started while a long apply runs) stops the
+    drain before anything on the node is evicted, and is named."""
+    _create(kube, namespace, "pods", _pod("seen", NODE_A, 1))
+    _create(kube, namespace, "pods", _pod("made-since", NODE_A, 1))
+
+    def both_running() -> dict[str, dict[str, Any]] | None:
+        on_a = _on(kube, namespace, NODE_A)
+        return on_a if on_a.keys() >= {"seen", "made-since"} else None
+
+    on_a = wait_for("pods running", both_running, timeout=30)
+    seen = _recorded(kube, NODE_A, but=frozenset({"made-since"}))
+    ops.set_unschedulable(NODE_A, True)
+    try:
+        for dry_run in (True, False):
+            with pytest.raises(StepFailed) as err:
+                ops.drain(NODE_A, "gpu", 10, dry_run=dry_run, reviewed=seen)
+            assert f"{namespace}/made-since" in str(err.value) and f"{namespace}/seen" not in str(err.value)
+            assert err.value.details == {"budgets": [], "pods": [f"{namespace}/made-since"]}
+            assert "kubectl delete pod" in err.value.hint
+            assert _on(kube, namespace, NODE_A).keys() >= {"seen", "made-since"}  # nothing evicted
+        both = seen | {on_a["made-since"]["metadata"]["uid"]}
+        change = ops.drain(NODE_A, "gpu", 30, reviewed=both)
+        assert {f"{namespace}/seen", f"{namespace}/made-since"} <= set(change.before["pods"])
+        assert not {"seen", "made-since"} & set(_on(kube, namespace, NODE_A))
+    finally:
+        ops.set_unschedulable(NODE_A, False)
 
 
 # -- DRA readiness, canary --------------------------------------------------------------------------

@@ -102,3 +102,115 @@ def test_the_plan_carries_it_for_its_pool_only(tmp_path: Path) -> None:
         for p in (with_pool, without)
     }
     assert "unmanaged-gpu-pod" in ids[with_pool] and "unmanaged-gpu-pod" not in ids[without]
+
+
+# -- what the drain may delete: the pods the plan recorded ----------------------------------------------
+# The finding told the operator; the drain must delete no other pod no controller owns, and must not stop
+# at one the operator was shown. A pod made while a long apply runs (an hour after the plan, on a later
+# wave's node) was evicted without a word: `Plan.reviewed_pods` is what the drain may take.
+
+CLAIM_ONLY = {**pod_spec(container()), "resourceClaims": [{"name": "gpu", "resourceClaimName": "shell-gpu"}]}
+
+
+def _plan_of(*objects: dict[str, Any]) -> Any:
+    from dra_migrate.plan.build import build_plan
+    from dra_migrate.plan.params import PlanParams
+
+    return build_plan(make(*objects), PlanParams())
+
+
+def _uid(p: dict[str, Any]) -> str:
+    return str(p["metadata"]["uid"])
+
+
+def test_the_plan_records_every_pod_the_finding_shows_and_no_other() -> None:
+    shell = pod("shell", SHELL)
+    claim_only = pod("claim-only", CLAIM_ONLY)  # uses devices, yet no GPU consumer: recorded all the same
+    odd = pod("odd", pod_spec(container(limits={"nvidia.com/gpu.shared": 1})))
+    owned = _with_owner(pod("rs-x", SHELL), "ReplicaSet", True)
+    done = pod("done", SHELL, phase="Succeeded")
+    cpu = pod("cpu", pod_spec(container()))
+    elsewhere = pod("elsewhere", SHELL, node="cpu-1")
+    migrated = gpu_node(
+        "gpu-2", **{"nvidia.com/gpu.deploy.device-plugin": "false", "nvidia.com/dra-kubelet-plugin": "true"}
+    )
+    migrated["status"]["allocatable"].pop(GPU)
+    # A DRA notebook on a node already migrated is not the plan's (nor drift that refuses a resume).
+    notebook = pod("notebook", CLAIM_ONLY, node="gpu-2")
+    objects = (
+        gpu_node("gpu-1"),
+        node("cpu-1"),
+        migrated,
+        shell,
+        claim_only,
+        odd,
+        owned,
+        done,
+        cpu,
+        elsewhere,
+        notebook,
+    )
+    plan = _plan_of(*objects)
+    shown = {str(o) for f in plan.findings if f["id"] == "unmanaged-gpu-pod" for o in f["objects"]}
+    assert shown == {"Pod ml/shell", "Pod ml/claim-only", "Pod ml/odd"}
+    reviewed = plan.reviewed_pods()
+    assert {_uid(shell), _uid(claim_only), _uid(odd)} <= reviewed
+    # A bare GPU pod is recorded wherever it runs (a GPU consumer of its own), a finished one too: no drain
+    # takes `elsewhere`, and the drain deletes a finished pod without asking (kubectl's unreplicatedFilter).
+    assert not {_uid(owned), _uid(cpu), _uid(notebook)} & reviewed
+
+
+@pytest.mark.parametrize("fixture", sorted((ROOT / "fixtures" / "clusters").glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_fixture_plan_lets_its_drains_take_the_pods_it_showed(fixture: Path) -> None:
+    from dra_migrate.cluster.snapshot import load_snapshot
+    from dra_migrate.plan.build import build_plan
+    from dra_migrate.plan.params import PlanParams
+
+    state = load_snapshot(str(fixture))
+    plan = build_plan(state, PlanParams())
+    uids = {f"Pod {p['metadata'].get('namespace')}/{p['metadata']['name']}": _uid(p) for p in state.of("Pod")}
+    shown = [str(o) for f in plan.findings if f["id"] == "unmanaged-gpu-pod" for o in f["objects"]]
+    assert {uids[o] for o in shown} <= plan.reviewed_pods()
+
+
+def test_the_runner_hands_each_drain_the_plans_reviewed_pods(tmp_path: Path) -> None:
+    from dra_migrate.cluster.snapshot import load_snapshot
+    from dra_migrate.execute.journal import Journal
+    from dra_migrate.execute.runner import OK, ApplyOptions, Runner
+    from dra_migrate.plan import io as plan_io
+    from dra_migrate.plan.build import build_plan
+    from dra_migrate.plan.params import PlanParams
+    from dra_migrate.testing.execute import FakeClock, FakeOps
+
+    state = load_snapshot(DEMO)
+    plan = plan_io.seal_plan(build_plan(state, PlanParams()))
+    shell = next(p for p in state.of("Pod") if p["metadata"]["name"] == "cuda-debug-jsmith")
+    clock = FakeClock()
+    ops = FakeOps.for_plan(plan, clock)
+    with Journal.open(tmp_path / "j.jsonl", plan_digest=plan.digest) as j:
+        result = Runner(plan, ops, j, actor="test", clock=clock).apply(ApplyOptions(soak_override_s=0), set())
+    assert result.outcome == OK, result.failure
+    drained = {n for op, n in ops.calls if op == "drain"}
+    assert drained and set(ops.reviewed) == drained
+    assert all(r == plan.reviewed_pods() and _uid(shell) in r for r in ops.reviewed.values())
+
+
+@pytest.mark.parametrize(
+    ("case", "make_pod", "lost"),
+    [
+        ("made since the plan", lambda: pod("new", SHELL), True),
+        ("pending on the node", lambda: pod("new", SHELL, phase="Pending"), True),
+        ("only garbage-collected by its owner", lambda: _with_owner(pod("gc", SHELL), "ConfigMap", False), True),
+        ("recorded by the plan", lambda: pod("seen", SHELL), False),
+        ("a controller recreates it", lambda: _with_owner(pod("rs-x", SHELL), "ReplicaSet", True), False),
+        ("finished", lambda: pod("done", SHELL, phase="Failed"), False),
+    ],
+)
+def test_the_drain_refuses_only_what_it_would_lose_unseen(case: str, make_pod: Any, lost: bool) -> None:
+    from dra_migrate.execute.ops_drain import _lost_unreviewed
+
+    p = make_pod()
+    reviewed = {_uid(p)} if p["metadata"]["name"] == "seen" else {"uid-of-another-pod"}
+    assert _lost_unreviewed(p, reviewed) is lost, case
+    going = {**p, "metadata": {**p["metadata"], "deletionTimestamp": "2026-12-06T10:00:00Z"}}
+    assert _lost_unreviewed(going, set()) is False, "a pod already being deleted only needs waiting for"
