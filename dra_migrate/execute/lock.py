@@ -9,10 +9,13 @@ Every write is atomic on the server: create fails with 409 AlreadyExists when an
 and updates and deletes carry the resourceVersion (and uid) they were based on, so of two racing
 writers exactly one wins and the other learns it with a 409 Conflict.
 
-Expiry compares the holder's `renewTime` with this machine's clock (as `kubectl` users read it): two
-machines whose clocks disagree by more than the lease duration could misjudge it. client-go's leader
-election avoids that by watching for a full duration without change; a CLI that must answer at once
-takes the simpler rule and keeps durations well above plausible skew.
+A Lease renewed within its duration by this machine's clock is held: `acquire` refuses at once. One that
+looks expired is not taken over on that alone, since its `renewTime` is the holder's clock: a laptop whose
+clock runs minutes ahead would judge a live in-cluster run's Lease expired and break it. It is taken over
+only once it has stayed unchanged for its whole duration on this machine's monotonic clock, as client-go's
+leader election judges a leader gone (k8s.io/client-go tools/leaderelection/leaderelection.go,
+`observedTime`): a live holder renews within that time, whatever its clock says. A Lease without holder is
+free at once; a crashed run on this machine is taken over at once (`session.crashed_here`).
 """
 
 from __future__ import annotations
@@ -347,11 +350,11 @@ class ClusterLock:
         info = _info(lease, self.namespace, self.name)
         return info.lock_id == self.lock_id and info.holder == self.holder
 
-    def _held_by_other(self, info: LockInfo | None) -> LockHeld:
+    def _held_by_other(self, info: LockInfo | None, why: str = "") -> LockHeld:
         if info is None:
             return LockHeld(f"the cluster lock {self.namespace}/{self.name} was taken by another apply just now")
         hint = f"wait for it to finish; if it is dead, `dra-migrate unlock PLAN --lock-id {info.lock_id}` breaks it"
-        return LockHeld(f"another apply holds the cluster lock: {info.describe()}", hint)
+        return LockHeld(f"another apply holds the cluster lock: {info.describe()}{why}", hint)
 
     def acquire(self) -> LockInfo:
         """Take the lock: create the Lease, or take over an expired one. Raises LockHeld naming the
@@ -378,6 +381,11 @@ class ClusterLock:
             info = _info(existing, self.namespace, self.name)
             if not info.expired(now):
                 raise self._held_by_other(info)
+            if info.holder and info.expires is not None:
+                existing = self._unchanged_for_its_duration(existing, info)
+                if existing is None:
+                    continue  # released while we watched: create it
+                now = datetime.now(UTC)
             try:
                 taken = self._rest.retrying("PUT", self._path, self._manifest(now, existing))
             except ApiError as e:
@@ -393,6 +401,29 @@ class ClusterLock:
                 raise self._held_by_other(_info(latest, self.namespace, self.name) if latest else None) from e
             return self._acquired(taken, f"took over the expired lock of {info.holder}")
         raise ClusterError(f"the cluster lock {self.namespace}/{self.name} kept changing while acquiring it")
+
+    def _unchanged_for_its_duration(self, lease: dict[str, Any], info: LockInfo) -> dict[str, Any] | None:
+        """The Lease, once it has not changed for `leaseDurationSeconds` of our monotonic clock; None when
+        it was deleted meanwhile. Raises LockHeld when it changed: its holder renewed it (alive, whatever its
+        renewTime said by our clock) or someone else took it."""
+        version = (lease.get("metadata") or {}).get("resourceVersion")
+        log.warning(
+            "the cluster lock %s/%s looks expired (held by %s, renewed %s by its clock); making sure it is "
+            "abandoned: %ss without a renewal",
+            self.namespace, self.name, info.holder, micro_time(info.renewed) if info.renewed else "never",
+            info.duration_s,
+        )  # fmt: skip
+        deadline = time.monotonic() + info.duration_s
+        step = min(2.0, max(0.2, info.duration_s / 10))
+        while (left := deadline - time.monotonic()) > 0:
+            time.sleep(min(step, left))
+            latest = self._rest.get_or_none(self._path)
+            if latest is None:
+                return None
+            if (latest.get("metadata") or {}).get("resourceVersion") != version:
+                why = " (it changed while this machine watched it: the holder is alive; an expiry that looks past "
+                raise self._held_by_other(_info(latest, self.namespace, self.name), why + "means the clocks differ)")
+        return lease
 
     def _acquired(self, lease: dict[str, Any], how: str) -> LockInfo:
         HELD_HERE.add(self.lock_id)

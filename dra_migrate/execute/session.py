@@ -27,7 +27,7 @@ from typing import Any
 from dra_migrate.cluster.identity import ClusterIdentity
 from dra_migrate.errors import InputError
 from dra_migrate.execute.actions import preflight
-from dra_migrate.execute.contract import SYSTEM_CLOCK, Clock, LockHeld, Ops
+from dra_migrate.execute.contract import SYSTEM_CLOCK, Clock, Ops
 from dra_migrate.execute.journals import FileStore, JournalStore, read_checked
 from dra_migrate.execute.lock import HELD_HERE, ClusterLock, LockInfo, break_lock, machine_id, read_lock
 from dra_migrate.execute.ops import CANARY_PREFIX
@@ -231,17 +231,22 @@ class ApplySession:
         """The cluster lock, taking over one left by a crashed run of this plan on this machine.
         Only a holder on this host whose process is gone, for the same plan, is taken over."""
         digest = str(self.plan.digest)
+        if self.lock_api is not None:  # None: a lock that is not a Lease (tests)
+            self._take_over_a_crashed_run(digest)
         probe = self.lock_factory(self.lock_api, namespace=self.lock_namespace, plan_digest=digest)
-        try:
-            probe.acquire()
-            probe.release()
-        except LockHeld:
-            info = read_lock(self.lock_api, namespace=self.lock_namespace)
-            if info is None or not crashed_here(info) or info.plan_digest != digest:
-                raise
-            break_lock(self.lock_api, info.lock_id, namespace=self.lock_namespace)
-            self.log(f"took over the lock of a crashed run ({info.holder})")
+        probe.acquire()
+        probe.release()
         return self.lock_factory(self.lock_api, namespace=self.lock_namespace, plan_digest=digest)
+
+    def _take_over_a_crashed_run(self, digest: str) -> None:
+        """Break the lock of this plan's run that crashed on this machine, at once: whether or not it looks
+        expired, no wait makes it more certain that its process is gone (`ClusterLock.acquire` would watch
+        an expired one for its duration, a holder elsewhere being unknowable)."""
+        info = read_lock(self.lock_api, namespace=self.lock_namespace)
+        if info is None or not info.holder or not crashed_here(info) or info.plan_digest != digest:
+            return
+        break_lock(self.lock_api, info.lock_id, namespace=self.lock_namespace)
+        self.log(f"took over the lock of a crashed run ({info.holder})")
 
 
 def crashed_here(info: LockInfo) -> bool:

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from conftest import wait_for
 from nodes import TwinNodes, dra_fleet
 
 from dra_migrate.execute.cluster_journal import ClusterJournal, JournalConflict, read_cluster_journal
+from dra_migrate.execute.lock import micro_time
 from dra_migrate.kube import ApiError
 from dra_migrate.plan import io as plan_io
 from dra_migrate.sim.kube import Kube, path_of
@@ -116,10 +118,18 @@ def test_two_appliers_contend_one_is_killed_mid_wave_the_other_resumes_from_the_
         a.wait(timeout=30)
     assert a.returncode == -signal.SIGKILL
 
+    # A crashed long ago: its Lease looks expired. Still this host's dead run of this plan: taken over at once,
+    # not watched for its duration as a Lease of another machine is (execute/lock.py).
+    lease_path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/dra-migrate"
+    held = kube.get(lease_path)
+    long_ago = micro_time(datetime.now(UTC) - timedelta(minutes=10))
+    kube.replace(lease_path, {**held, "spec": {**held["spec"], "renewTime": long_ago}})
+
     # B again: A's process is gone (this host), so its Lease is taken over at once (execute/session.py).
     resumed = cli("apply", machines["b"] / "plan.yaml", "--yes", *state)
     assert resumed.returncode == 0, resumed.stderr
     assert "took over the lock of a crashed run" in resumed.stderr
+    assert "making sure it is abandoned" not in resumed.stderr
     assert all(s == (False, "false", "true") for s in node_states(kube, fleet.node_names).values())
 
     records = read_cluster_journal(kube.api_client, namespace, str(plan["digest"]))

@@ -170,7 +170,7 @@ def test_an_expired_lease_is_taken_over(api: Any, kube: Kube, lease_name: str) -
             },
             "spec": {
                 "holderIdentity": "crashed@ws/1/0ld",
-                "leaseDurationSeconds": 60,
+                "leaseDurationSeconds": 2,
                 "acquireTime": long_ago,
                 "renewTime": long_ago,
             },
@@ -178,13 +178,51 @@ def test_an_expired_lease_is_taken_over(api: Any, kube: Kube, lease_name: str) -
     )
     before = read_lock(api, namespace=NS, name=lease_name)
     assert before is not None and before.expired() and before.holder == "crashed@ws/1/0ld"
+    started = time.monotonic()
     with new_lock(api, lease_name) as lock:
+        # Not on its renewTime alone (the holder's clock): once unchanged for its duration on ours.
+        assert time.monotonic() - started >= 2
         obj = lease(kube, lease_name)
         assert obj is not None
         assert obj["spec"]["holderIdentity"] == lock.holder
         assert obj["metadata"]["annotations"][LOCK_ID_ANNOTATION] == lock.lock_id
         assert obj["metadata"]["annotations"][DIGEST_ANNOTATION] == DIGEST
     assert lease(kube, lease_name) is None
+
+
+def test_a_live_holder_whose_clock_is_behind_is_never_taken_over(api: Any, kube: Kube, lease_name: str) -> None:
+    """A holder renewing on time whose clock runs five minutes behind ours (an in-cluster run, an operator's
+    laptop that is fast): by our clock its Lease expired long ago. Taking it over on that broke a live run."""
+    path = f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/{lease_name}"
+
+    def behind() -> str:
+        return micro_time(datetime.now(UTC) - timedelta(minutes=5))
+
+    annotations = {DIGEST_ANNOTATION: "sha256:live", LOCK_ID_ANNOTATION: "l1ve"}
+    spec = {
+        "holderIdentity": "live@ci/1/l1ve",
+        "leaseDurationSeconds": 2,
+        "acquireTime": behind(),
+        "renewTime": behind(),
+    }
+    kube.create(path.rpartition("/")[0], {"metadata": {"name": lease_name, "annotations": annotations}, "spec": spec})
+    stop = threading.Event()
+
+    def renew() -> None:  # as its holder does, every third of the duration, with its own clock
+        while not stop.wait(0.5):
+            current = kube.get(path)
+            kube.replace(path, {**current, "spec": {**current["spec"], "renewTime": behind()}})
+
+    renewer = threading.Thread(target=renew, daemon=True)
+    renewer.start()
+    try:
+        with pytest.raises(LockHeld, match="changed while this machine watched"):
+            new_lock(api, lease_name).acquire()
+    finally:
+        stop.set()
+        renewer.join(timeout=10)
+    obj = lease(kube, lease_name)
+    assert obj is not None and obj["spec"]["holderIdentity"] == "live@ci/1/l1ve"
 
 
 def test_renewal_keeps_it_alive_past_its_duration(api: Any, kube: Kube, lease_name: str) -> None:
