@@ -26,12 +26,13 @@ def rule_modules() -> tuple[ModuleType, ...]:
         rules,
         rules_dependents,
         rules_gangs,
+        rules_jobs,
         rules_operator,
         rules_platforms,
         rules_workloads,
     )
 
-    return (rules, rules_dependents, rules_gangs, rules_operator, rules_platforms, rules_workloads)
+    return (rules, rules_dependents, rules_gangs, rules_jobs, rules_operator, rules_platforms, rules_workloads)
 
 
 def all_rules() -> list[Rule]:

@@ -1,0 +1,173 @@
+"""`job-fails-on-eviction`: running Jobs that the drain fails for good.
+
+Found reading what the drain does to a Job's pod: the eviction API marks it DisruptionTarget and deletes it, and
+the Job controller counts that as a failure. ML Jobs often run with `backoffLimit: 0` (an expensive run must
+not retry on its own), so the first wave through their node failed them, while the plan said "evicted pods are
+recreated by their controllers".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dra_migrate.checks.rules_jobs import eviction_action
+from tests.unit.helpers import container, node, obj, pod, pod_spec
+from tests.unit.test_checks import GPU, findings, gpu_node, make
+
+SHELL = pod_spec(container(limits={GPU: 1}))
+IGNORE_DISRUPTION = {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}
+
+
+def _job(
+    name: str = "train", owner: dict[str, Any] | None = None, status: dict[str, Any] | None = None, **spec: Any
+) -> dict[str, Any]:
+    job = obj("batch/v1", "Job", name, {"template": {"spec": SHELL}, **spec}, owner=owner)
+    job["status"] = status or {"active": 1}
+    return job
+
+
+def _pods(job: dict[str, Any], n: int = 1, node_name: str = "gpu-1", **kw: Any) -> list[dict[str, Any]]:
+    return [pod(f"{job['metadata']['name']}-{i}", SHELL, owner=job, node=node_name, **kw) for i in range(n)]
+
+
+def _flagged(*objects: dict[str, Any]) -> list[str]:
+    found = findings(make(gpu_node("gpu-1", pool="h100"), node("cpu-1"), *objects), "job-fails-on-eviction")
+    assert len(found) <= 1
+    return [f"{o}: {found[0].message}" for o in found[0].objects] if found else []
+
+
+def test_a_job_with_no_retry_left_is_flagged_with_its_pool() -> None:
+    job = _job(backoffLimit=0)
+    (f,) = findings(make(gpu_node("gpu-1", pool="h100"), job, *_pods(job)), "job-fails-on-eviction")
+    assert f.severity.value == "warning" and [str(o) for o in f.objects] == ["Job ml/train"]
+    assert "ml/train (backoffLimit 0, 0 failure(s) already, 1 pod(s) to evict)" in f.message
+    assert f.pools == ("h100",) and "DisruptionTarget" in f.remediation
+
+
+@pytest.mark.parametrize(
+    ("case", "spec", "failed", "pods", "flagged"),
+    [
+        ("the default limit, 6: five failures and two pods exceed it", {}, 5, 2, True),
+        ("the default limit, 6: four failures and two pods reach it, not exceed it", {}, 4, 2, False),
+        ("a limit of 2, three pods", {"backoffLimit": 2}, 0, 3, True),
+        ("a limit of 2, two pods", {"backoffLimit": 2}, 0, 2, False),
+    ],
+)
+def test_failures_so_far_and_pods_to_evict_against_the_backoff_limit(
+    case: str, spec: dict[str, Any], failed: int, pods: int, flagged: bool
+) -> None:
+    job = _job(status={"active": pods, "failed": failed}, **spec)
+    assert bool(_flagged(job, *_pods(job, pods))) is flagged, case
+
+
+@pytest.mark.parametrize(
+    ("case", "rules", "action"),
+    [
+        ("no policy", None, "Count"),
+        ("Ignore on the eviction's condition", [IGNORE_DISRUPTION], "Ignore"),
+        (
+            "the Kubernetes docs' example: FailJob on exit code 42 first, then Ignore the disruption",
+            [
+                {"action": "FailJob", "onExitCodes": {"containerName": "main", "operator": "In", "values": [42]}},
+                IGNORE_DISRUPTION,
+            ],
+            "Ignore",
+        ),
+        (
+            "FailJob on any non-zero code first: a SIGTERM'd container's 143 matches it",
+            [{"action": "FailJob", "onExitCodes": {"operator": "NotIn", "values": [0]}}, IGNORE_DISRUPTION],
+            "FailJob",
+        ),
+        (
+            "Ignore exit code 143, a SIGTERM'd container's",
+            [{"action": "Ignore", "onExitCodes": {"operator": "In", "values": [143]}}],
+            "Ignore",
+        ),
+        ("FailJob on the eviction's condition", [{**IGNORE_DISRUPTION, "action": "FailJob"}], "FailJob"),
+        ("Count on exit code 137", [{"action": "Count", "onExitCodes": {"operator": "In", "values": [137]}}], "Count"),
+        (
+            "a condition with status False does not match",
+            [{**IGNORE_DISRUPTION, "onPodConditions": [{"type": "DisruptionTarget", "status": "False"}]}],
+            "Count",
+        ),
+    ],
+)
+def test_the_first_pod_failure_policy_rule_that_matches_an_eviction_decides(
+    case: str, rules: list[dict[str, Any]] | None, action: str
+) -> None:
+    spec = {} if rules is None else {"podFailurePolicy": {"rules": rules}}
+    assert eviction_action(spec) == action, case
+
+
+def test_a_policy_that_ignores_the_eviction_keeps_a_job_of_no_retries_off_the_list() -> None:
+    safe = _job("safe", backoffLimit=0, podFailurePolicy={"rules": [IGNORE_DISRUPTION]})
+    fails = _job("fails", backoffLimit=3, podFailurePolicy={"rules": [{**IGNORE_DISRUPTION, "action": "FailJob"}]})
+    (line,) = _flagged(safe, *_pods(safe), fails, *_pods(fails))
+    assert line.startswith("Job ml/fails:") and "fails it at the first eviction" in line
+
+
+def test_a_per_index_limit_of_zero_fails_the_evicted_index() -> None:
+    zero = _job("zero", backoffLimitPerIndex=0, completionMode="Indexed")
+    one = _job("one", backoffLimitPerIndex=1, completionMode="Indexed")
+    (line,) = _flagged(zero, *_pods(zero), one, *_pods(one))
+    assert line.startswith("Job ml/zero:") and "backoffLimitPerIndex 0" in line
+
+
+def _jobset(name: str, failure_policy: dict[str, Any] | None, restarts: int) -> dict[str, Any]:
+    spec = {"replicatedJobs": []} | ({"failurePolicy": failure_policy} if failure_policy is not None else {})
+    js = obj("jobset.x-k8s.io/v1alpha2", "JobSet", name, spec)
+    js["status"] = {"restarts": restarts}
+    return js
+
+
+@pytest.mark.parametrize(
+    ("case", "policy", "restarts", "flagged"),
+    [
+        ("restarts left: the JobSet recreates its Jobs", {"maxRestarts": 3}, 1, False),
+        ("every restart used", {"maxRestarts": 3}, 3, True),
+        ("no failure policy: the JobSet fails at once", None, 0, True),
+    ],
+)
+def test_a_jobsets_child_fails_for_good_only_when_the_jobset_has_no_restart_left(
+    case: str, policy: dict[str, Any] | None, restarts: int, flagged: bool
+) -> None:
+    js = _jobset("pretrain", policy, restarts)
+    child = _job("pretrain-workers-0", owner=js, backoffLimit=0)
+    lines = _flagged(js, child, *_pods(child))
+    assert bool(lines) is flagged, case
+    if flagged:
+        assert "JobSet pretrain fails with it" in lines[0]
+
+
+def test_a_cronjobs_run_is_named_with_its_cronjob() -> None:
+    cron = obj("batch/v1", "CronJob", "nightly-eval", {})
+    job = _job("nightly-eval-29000000", owner=cron, backoffLimit=0)
+    (line,) = _flagged(cron, job, *_pods(job))
+    assert "CronJob nightly-eval runs again only at its next schedule" in line
+
+
+@pytest.mark.parametrize(
+    ("case", "make_objects"),
+    [
+        (
+            "the Job has finished",
+            lambda j: [{**j, "status": {"conditions": [{"type": "Complete", "status": "True"}]}}, *_pods(j)],
+        ),
+        ("its pod is on a CPU node", lambda j: [j, *_pods(j, node_name="cpu-1")]),
+        ("its pod has finished", lambda j: [j, *_pods(j, phase="Succeeded")]),
+        ("its pod uses no GPU", lambda j: [j, pod("cpu", pod_spec(container()), owner=j)]),
+    ],
+)
+def test_what_the_drain_does_not_touch_is_not_flagged(case: str, make_objects: Any) -> None:
+    assert _flagged(*make_objects(_job(backoffLimit=0))) == [], case
+
+
+def test_a_node_already_migrated_is_not_drained_again() -> None:
+    migrated = gpu_node(
+        "gpu-2", **{"nvidia.com/gpu.deploy.device-plugin": "false", "nvidia.com/dra-kubelet-plugin": "true"}
+    )
+    migrated["status"]["allocatable"].pop(GPU)
+    job = _job(backoffLimit=0)
+    assert not findings(make(migrated, job, *_pods(job, node_name="gpu-2")), "job-fails-on-eviction")
