@@ -50,6 +50,10 @@ DEFAULT_NAME = "dra-migrate"
 DEFAULT_DURATION_S = 60
 _TIMEOUT = (5.0, 30.0)  # connect, read
 _ATTEMPTS = 4  # per operation, for 5xx, 429 and broken connections
+_RENEWED_WHILE_WATCHED = (
+    " (renewed while this machine watched it: its holder is alive, and an expiry that looks past means this "
+    "machine's clock and the holder's differ)"
+)
 
 
 def new_lock_id() -> str:
@@ -421,8 +425,10 @@ class ClusterLock:
             if latest is None:
                 return None
             if (latest.get("metadata") or {}).get("resourceVersion") != version:
-                why = " (it changed while this machine watched it: the holder is alive; an expiry that looks past "
-                raise self._held_by_other(_info(latest, self.namespace, self.name), why + "means the clocks differ)")
+                now_held = _info(latest, self.namespace, self.name)
+                if now_held.holder != info.holder:
+                    raise self._held_by_other(now_held)  # taken over meanwhile, by another apply's own watch
+                raise self._held_by_other(now_held, _RENEWED_WHILE_WATCHED)
         return lease
 
     def _acquired(self, lease: dict[str, Any], how: str) -> LockInfo:

@@ -216,7 +216,7 @@ def test_a_live_holder_whose_clock_is_behind_is_never_taken_over(api: Any, kube:
     renewer = threading.Thread(target=renew, daemon=True)
     renewer.start()
     try:
-        with pytest.raises(LockHeld, match="changed while this machine watched"):
+        with pytest.raises(LockHeld, match="renewed while this machine watched it: its holder is alive"):
             new_lock(api, lease_name).acquire()
     finally:
         stop.set()
