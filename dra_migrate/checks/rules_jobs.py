@@ -186,7 +186,7 @@ def job_fails_on_eviction(ctx: CheckContext) -> Iterator[Finding]:
     yield Finding(
         "job-fails-on-eviction",
         WARNING,
-        f"{len(found)} running Job(s) fail for good when the drain evicts their GPU pods: {shown}{more}",
+        f"{len(found)} running Job(s) would fail for good when the drain evicts their GPU pods: {shown}{more}",
         "let them finish before their pool's wave (plan --order migrates it later, --exclude-pools leaves it "
         "out), or accept their failure in .dra-migrate-ignore.yaml; Jobs made from now on survive a drain with a "
         "podFailurePolicy rule {action: Ignore, onPodConditions: [{type: DisruptionTarget}]} or a higher "
