@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dra_migrate.inventory.operator import Placements, PluginPlacement, dynamic_mig_enabled
-from dra_migrate.inventory.platform import PoolPlatform
+from dra_migrate.inventory.platform import INSTANCE_TYPE, PoolPlatform, capi_group
 from dra_migrate.inventory.resources import GPU_PREFIX, GpuNames, quantity_int
 
 UNPOOLED = "(unpooled)"
@@ -23,7 +23,7 @@ DEFAULT_POOL_LABELS = (
     "eks.amazonaws.com/nodegroup",
     "karpenter.sh/nodepool",
     "kubernetes.azure.com/agentpool",
-    "node.kubernetes.io/instance-type",
+    "node.kubernetes.io/instance-type",  # last: the weakest grouping (`pool_of` asks Cluster API before it)
 )
 GPU_LABELS = ("nvidia.com/gpu.present", "nvidia.com/gpu.product", "nvidia.com/gpu.count")
 
@@ -183,12 +183,21 @@ def advertised_gpu_names(nodes: Iterable[dict[str, Any]]) -> set[str]:
     return out
 
 
-def pool_of(labels: dict[str, str], pool_labels: tuple[str, ...]) -> str:
-    for key in (*pool_labels, *DEFAULT_POOL_LABELS):
+def pool_of(labels: dict[str, str], pool_labels: tuple[str, ...], annotations: Any = None) -> str:
+    """The node's pool: the first of `--pool-label` keys and the platforms' pool labels it carries, else its
+    Cluster API MachineSet or MachinePool, else its instance type, else `(unpooled)`."""
+    for key in (*pool_labels, *DEFAULT_POOL_LABELS[:-1]):
         value = labels.get(key)
         if value:
             return value
-    return UNPOOLED
+    return capi_group(annotations) or labels.get(INSTANCE_TYPE) or UNPOOLED
+
+
+def node_pool(node: dict[str, Any], pool_labels: tuple[str, ...]) -> str:
+    """`pool_of` a Node object (its labels and annotations)."""
+    meta = node.get("metadata") or {}
+    labels = {k: str(v) for k, v in (meta.get("labels") or {}).items()}
+    return pool_of(labels, pool_labels, meta.get("annotations"))
 
 
 def _ready(node: dict[str, Any]) -> bool | None:
@@ -226,7 +235,7 @@ def build_gpu_nodes(
         out.append(
             GpuNode(
                 name=name,
-                pool=pool_of(labels, pool_labels),
+                pool=pool_of(labels, pool_labels, meta.get("annotations")),
                 labels=labels,
                 capacity=capacity,
                 allocatable=allocatable,

@@ -15,7 +15,7 @@ from dra_migrate.inventory.fleet import (
     advertised_gpu_names,
     build_gpu_nodes,
     build_pools,
-    pool_of,
+    node_pool,
 )
 from dra_migrate.inventory.gangs import Gang, find_gangs
 from dra_migrate.inventory.operator import (
@@ -82,12 +82,7 @@ def build_inventory(state: ClusterState, pool_labels: tuple[str, ...] = ()) -> I
 def _build(state: ClusterState, pool_labels: tuple[str, ...]) -> Inventory:
     nodes_raw = state.of("Node")
     names = GpuNames(advertised_gpu_names(nodes_raw) | known_gpu_names_from_configs(state))
-    node_pools = {
-        str((n.get("metadata") or {}).get("name")): pool_of(
-            {k: str(v) for k, v in ((n.get("metadata") or {}).get("labels") or {}).items()}, pool_labels
-        )
-        for n in nodes_raw
-    }
+    node_pools = {str((n.get("metadata") or {}).get("name")): node_pool(n, pool_labels) for n in nodes_raw}
     owners = OwnerIndex(state)  # one walk to each object's top owner, for consumers and gangs alike
     consumers, node_requests, pod_requests = find_consumers(state, names, node_pools, owners)
     gpu_nodes = build_gpu_nodes(

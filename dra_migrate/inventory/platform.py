@@ -68,6 +68,14 @@ AKS_MANAGED_GPU = "kubernetes.azure.com/dcgm-exporter"
 OPENSHIFT_OS = "node.openshift.io/os_id"
 OPENSHIFT_MACHINE = "machine.openshift.io/machine"
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
+# Cluster API names a node's group in annotations, not labels: "the annotation set on nodes identifying the
+# owner kind" and "... the owner name" (sigs.k8s.io/cluster-api `common_types.go`, `OwnerKindAnnotation`,
+# `OwnerNameAnnotation`), a MachineSet's or MachinePool's. Fleets on their own metal provisioned by it (Metal3,
+# Rancher's RKE2 provisioning, OpenShift HyperShift) carry no cloud pool label and often no instance type:
+# without it their GPU nodes fell into one `(unpooled)` pool.
+CAPI_OWNER_KIND = "cluster.x-k8s.io/owner-kind"
+CAPI_OWNER_NAME = "cluster.x-k8s.io/owner-name"
+CAPI_GROUP_KINDS = ("MachineSet", "MachinePool")
 ZONE = "topology.kubernetes.io/zone"
 # Resources the Kubernetes addon manager owns and puts back as they were ("Reconcile"), e.g. GKE's
 # nvidia-gpu-device-plugin DaemonSets in kube-system (SOURCES["addon-manager"]).
@@ -89,7 +97,8 @@ class NodePlatform:
     """What one node shows of its platform and GPU stack."""
 
     platform: str  # gke | eks | aks | openshift | generic
-    provisioner: str  # gke-node-pool | eks-node-group | karpenter | aks-agent-pool | openshift-machineset | none
+    # gke-node-pool | eks-node-group | karpenter | aks-agent-pool | capi-machineset | openshift-machineset | none
+    provisioner: str
     group: str | None  # the platform's name for the node's group (node pool, node group, NodePool, MachineSet)
     os_image: str
     owner: str  # platform | gpu-operator | device-plugin-daemonset | unknown
@@ -156,6 +165,14 @@ def _labels(o: Mapping[str, Any]) -> dict[str, str]:
     return {str(k): str(v) for k, v in (_meta(o).get("labels") or {}).items()}
 
 
+def capi_group(annotations: Any) -> str | None:
+    """The Cluster API MachineSet or MachinePool a node belongs to, from its annotations; None if none."""
+    if not isinstance(annotations, dict) or annotations.get(CAPI_OWNER_KIND) not in CAPI_GROUP_KINDS:
+        return None
+    name = annotations.get(CAPI_OWNER_NAME)
+    return name if isinstance(name, str) and name else None
+
+
 def which_platform(node: Mapping[str, Any]) -> str:
     """OpenShift first (it runs on every cloud), then the cloud from the provider ID, or from its labels
     where the node records no provider ID.
@@ -190,6 +207,9 @@ def _provisioner(node: Mapping[str, Any]) -> tuple[str, str | None]:
         return "eks-node-group", labels[EKS_NODEGROUP]
     if AKS_POOL in labels:
         return "aks-agent-pool", labels[AKS_POOL]
+    group = capi_group(_meta(node).get("annotations"))
+    if group:
+        return "capi-machineset", group
     machine = str((_meta(node).get("annotations") or {}).get(OPENSHIFT_MACHINE) or "")
     if machine:
         # "openshift-machine-api/<machineset>-<5 random characters>": the Machine API names a MachineSet's

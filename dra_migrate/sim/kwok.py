@@ -181,9 +181,10 @@ def node_manifest(
         "metadata": {
             "name": spec.name,
             "labels": reconciled_labels(spec.labels) if steady else dict(spec.labels),
-            "annotations": node_annotations(
-                spec.device_plugin_resources, [d.to_json() for d in spec.devices], dp_on, fleet
-            ),
+            "annotations": {
+                **spec.group_annotations,
+                **node_annotations(spec.device_plugin_resources, [d.to_json() for d in spec.devices], dp_on, fleet),
+            },
         },
         "spec": spec_body,
         "status": {
