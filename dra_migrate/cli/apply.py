@@ -136,6 +136,12 @@ def _session(
 @click.option("--dry-run", is_flag=True, help="Send every write as a server-side dry run; change nothing.")
 @click.option("--no-auto-rollback", is_flag=True, help="On a failed step or health gate, leave the wave as it is.")
 @click.option("--drain-timeout", help="Override the plan's drain timeout (e.g. 10m).")
+@click.option(
+    "--delete-unowned-pods",
+    is_flag=True,
+    help="Let the drain evict pods no controller owns that the plan did not record (kubectl drain --force): "
+    "they are deleted for good.",
+)
 @click.option("--pending-threshold", default="2m", show_default=True, help="Health gate: GPU pods Pending longer.")
 @_PARALLELISM
 @_QPS
@@ -151,6 +157,7 @@ def apply(
     dry_run: bool,
     no_auto_rollback: bool,
     drain_timeout: str | None,
+    delete_unowned_pods: bool,
     pending_threshold: str,
     parallelism: int | None,
     qps: float,
@@ -181,8 +188,11 @@ def apply(
         pending_threshold_s=float(parse_duration(pending_threshold)),
         parallelism=parallelism,
         timeouts=timeouts,
+        delete_unowned_pods=delete_unowned_pods,
     )
     overrides: dict[str, Any] = {"drainTimeout": drain_timeout} if drain_timeout else {}
+    if delete_unowned_pods:
+        overrides["deleteUnownedPods"] = True  # in the journal's run-start: who let which run delete them
     session = _session(plan, plan_file, source, lock_namespace, parallelism, qps, burst, overrides, state)
     # A wrong --stage/--until before the cluster; with one, only the stages it selects must be applicable.
     selected = session.runner(None).selected_stages(opts, session.done)

@@ -35,7 +35,8 @@ class StepContext:
     dry_run: bool = False
     cancel: Cancel = NEVER
     node_uid: str | None = None  # as the plan's fingerprint recorded it
-    reviewed_pods: frozenset[str] = frozenset()  # `Plan.reviewed_pods`: what a drain may delete for good
+    # `Plan.reviewed_pods`: what a drain may delete for good; None: any pod (apply --delete-unowned-pods)
+    reviewed_pods: frozenset[str] | None = frozenset()
 
     @property
     def node_name(self) -> str:

@@ -188,13 +188,13 @@ class Ops(Protocol):
         *,
         dry_run: bool = False,
         cancel: Cancel = NEVER,
-        reviewed: Collection[str] = frozenset(),
+        reviewed: Collection[str] | None = frozenset(),
     ) -> Change:
         """Evict the node's pods through policy/v1 Eviction (scope "gpu": pods that use devices; "all":
         every pod), skipping DaemonSet and mirror pods, retrying 429s with backoff, until none is left.
         Raises StepFailed naming the blocking PodDisruptionBudgets and pods after timeout_s, and at once,
         evicting nothing, when a running pod no controller owns is not in `reviewed` (uids the plan
-        recorded: evicting it deletes it for good)."""
+        recorded: evicting it deletes it for good); `reviewed` None lets any go (kubectl drain --force)."""
         ...
 
     def wait_dra_ready(

@@ -33,7 +33,7 @@ class DrainOps(OpsBase):
         *,
         dry_run: bool = False,
         cancel: Cancel = NEVER,
-        reviewed: Collection[str] = frozenset(),
+        reviewed: Collection[str] | None = frozenset(),
     ) -> Change:
         """Evict the node's pods in `scope` as `kubectl drain` does, but only through the Eviction API.
 
@@ -49,9 +49,10 @@ class DrainOps(OpsBase):
             raise InputError(f"drain scope must be 'gpu' or 'all', not {scope!r}")
         deadline = self.clock.monotonic() + timeout_s
         pods = [p for p in self._pods_on(node) if not drain_skips(p) and (scope == "all" or uses_devices(p))]
-        unreviewed = sorted(_key(p) for p in pods if _lost_unreviewed(p, reviewed))
-        if unreviewed:
-            raise _unreviewed(node, unreviewed)
+        if reviewed is not None:  # None: apply --delete-unowned-pods, as kubectl drain --force
+            unreviewed = sorted(_key(p) for p in pods if _lost_unreviewed(p, reviewed))
+            if unreviewed:
+                raise _unreviewed(node, unreviewed)
         before = {"pods": sorted(_key(p) for p in pods)}
         if not pods:
             return Change(f"Node {node}", before, {"pods": []}, dry_run)
@@ -199,8 +200,8 @@ def _unreviewed(node: str, pods: list[str]) -> StepFailed:
     return StepFailed(
         f"drain of node {node}: {len(pods)} pod(s) no controller owns, not in the reviewed plan (made since, or "
         f"outside its GPU scope): {', '.join(pods)}; evicting them would delete them for good, nothing evicted",
-        f"ask their owners to save and delete them (kubectl delete pod -n {first[0]} {first[2]}), then resume; "
-        "or make a new plan, which lists them for review",
+        f"ask their owners to save and delete them (kubectl delete pod -n {first[0]} {first[2]}), then resume, or "
+        "resume with --delete-unowned-pods to let drains delete such pods",
         {"budgets": [], "pods": pods},
     )
 

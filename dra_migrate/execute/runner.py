@@ -57,6 +57,8 @@ class ApplyOptions:
     soak_override_s: float | None = None  # tests; the plan's soak otherwise
     parallelism: int | None = None  # nodes of a wave at once; None: the whole wave
     timeouts: Mapping[str, float] = field(default_factory=dict)  # per action, over the plan's (--drain-timeout)
+    # --delete-unowned-pods: drains may evict pods no controller owns that the plan did not record
+    delete_unowned_pods: bool = False
 
     def lanes_at_once(self, lanes: int) -> int:
         return max(1, min(lanes, self.parallelism or lanes))
@@ -457,7 +459,8 @@ class Runner:
         step = ps.step
         timeout = opts.timeouts.get(str(step.action), step.timeout_s)
         uid = self.node_uids.get(ps.node) if ps.node else None
-        return StepContext(self.ops, step, ps.node, timeout, opts.dry_run, cancel, uid, self.reviewed_pods)
+        reviewed = None if opts.delete_unowned_pods else self.reviewed_pods
+        return StepContext(self.ops, step, ps.node, timeout, opts.dry_run, cancel, uid, reviewed)
 
     def _run_step(self, ps: PlannedStep, opts: ApplyOptions, cancel: Cancel) -> Change | None:
         step = ps.step

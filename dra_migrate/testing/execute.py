@@ -123,7 +123,7 @@ class FakeOps:
         self.faults: dict[tuple[str, str | None], Fault] = {}
         self.journal = journal
         self.calls: list[tuple[str, str | None]] = []
-        self.reviewed: dict[str, frozenset[str]] = {}  # per node: the pod uids its drain was let delete
+        self.reviewed: dict[str, frozenset[str] | None] = {}  # per node: the pod uids its drain may delete
         self.barriers: dict[str, threading.Barrier] = {}  # per operation: lanes must meet there
         self.active: dict[str, int] = {}
         self.max_active: dict[str, int] = {}
@@ -255,11 +255,11 @@ class FakeOps:
         *,
         dry_run: bool = False,
         cancel: Cancel = NEVER,
-        reviewed: Collection[str] = frozenset(),
+        reviewed: Collection[str] | None = frozenset(),
     ) -> Change:
         fault = self._enter("drain", node, cancel)
         with self._mutex:
-            self.reviewed[node] = frozenset(reviewed)
+            self.reviewed[node] = None if reviewed is None else frozenset(reviewed)
         n = self._node(node)
         before = {"pods": [f"ns/pod-{node}-{i}" for i in range(n.gpu_pods)]}
         if dry_run or not n.gpu_pods:

@@ -214,3 +214,23 @@ def test_the_drain_refuses_only_what_it_would_lose_unseen(case: str, make_pod: A
     assert _lost_unreviewed(p, reviewed) is lost, case
     going = {**p, "metadata": {**p["metadata"], "deletionTimestamp": "2026-12-06T10:00:00Z"}}
     assert _lost_unreviewed(going, set()) is False, "a pod already being deleted only needs waiting for"
+
+
+def test_delete_unowned_pods_lets_every_drain_take_any(tmp_path: Path) -> None:
+    """apply --delete-unowned-pods (kubectl drain --force): the runner hands the drains no reviewed set."""
+    from dra_migrate.cluster.snapshot import load_snapshot
+    from dra_migrate.execute.journal import Journal
+    from dra_migrate.execute.runner import OK, ApplyOptions, Runner
+    from dra_migrate.plan import io as plan_io
+    from dra_migrate.plan.build import build_plan
+    from dra_migrate.plan.params import PlanParams
+    from dra_migrate.testing.execute import FakeClock, FakeOps
+
+    plan = plan_io.seal_plan(build_plan(load_snapshot(DEMO), PlanParams()))
+    clock = FakeClock()
+    ops = FakeOps.for_plan(plan, clock)
+    with Journal.open(tmp_path / "j.jsonl", plan_digest=plan.digest) as j:
+        opts = ApplyOptions(soak_override_s=0, delete_unowned_pods=True)
+        result = Runner(plan, ops, j, actor="test", clock=clock).apply(opts, set())
+    assert result.outcome == OK, result.failure
+    assert ops.reviewed and all(r is None for r in ops.reviewed.values())
