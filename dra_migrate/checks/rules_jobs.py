@@ -12,7 +12,7 @@ from typing import Any
 from dra_migrate.checks.context import CheckContext, still_to_migrate
 from dra_migrate.checks.model import Finding, ObjectRef, Severity
 from dra_migrate.checks.registry import rule
-from dra_migrate.cluster.podmeta import drain_skips, is_finished
+from dra_migrate.cluster.podmeta import controller_of, drain_skips, is_finished
 from dra_migrate.cluster.state import uses_devices
 
 WARNING = Severity.WARNING
@@ -47,13 +47,6 @@ def _dict(v: Any) -> Mapping[str, Any]:
 
 def _int(v: Any) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-
-def _controller(o: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    refs = _meta(o).get("ownerReferences")
-    if not isinstance(refs, list):
-        return None
-    return next((r for r in refs if isinstance(r, Mapping) and r.get("controller")), None)
 
 
 def _finished(job: Mapping[str, Any]) -> bool:
@@ -115,7 +108,7 @@ def _verdict(job: Mapping[str, Any], evicted: int) -> str | None:
 def _owner_fate(job: Mapping[str, Any], jobsets: Mapping[str, Mapping[str, Any]]) -> str | None:
     """None when the Job's owner recreates it (a JobSet with restarts left); otherwise what else its failure
     does, to be added to the reason ("" when nothing: a Job of its own)."""
-    owner = _controller(job)
+    owner = controller_of(job)
     if owner is None:
         return ""
     if owner.get("kind") == "JobSet":
@@ -142,7 +135,7 @@ def jobs_the_drain_fails(ctx: CheckContext) -> list[JobAtRisk]:
     evicted: dict[str, list[str]] = {}  # Job uid -> pools of its pods to evict
     for pod in ctx.state.of("Pod"):
         node = _dict(pod.get("spec")).get("nodeName")
-        owner = _controller(pod)
+        owner = controller_of(pod)
         if node not in pool_of or owner is None or owner.get("kind") != "Job" or not uses_devices(pod):
             continue
         if is_finished(pod) or drain_skips(pod) or _meta(pod).get("deletionTimestamp"):

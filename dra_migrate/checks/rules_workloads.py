@@ -11,7 +11,7 @@ from typing import Any
 from dra_migrate.checks.context import CheckContext, still_to_migrate
 from dra_migrate.checks.model import Finding, ObjectRef, Severity
 from dra_migrate.checks.registry import rule
-from dra_migrate.cluster.podmeta import drain_skips, has_controller, is_finished
+from dra_migrate.cluster.podmeta import lost_if_evicted
 from dra_migrate.cluster.state import uses_devices
 from dra_migrate.cluster.templates import ResolvedTemplate
 from dra_migrate.inventory.resources import FRACTIONAL_GPU_RESOURCES
@@ -171,11 +171,8 @@ def unmanaged_gpu_pods(ctx: CheckContext) -> list[tuple[ObjectRef, str]]:
     found = []
     for pod in ctx.state.of("Pod"):
         node = (pod.get("spec") or {}).get("nodeName")
-        if node not in pool_of or has_controller(pod) or is_finished(pod) or not uses_devices(pod):
-            continue
-        if drain_skips(pod) or _meta(pod).get("deletionTimestamp"):
-            continue
-        found.append((_ref("Pod", pod), pool_of[node]))
+        if node in pool_of and uses_devices(pod) and lost_if_evicted(pod):
+            found.append((_ref("Pod", pod), pool_of[node]))
     return sorted(found)
 
 

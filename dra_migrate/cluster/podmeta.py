@@ -25,13 +25,29 @@ def drain_skips(pod: Mapping[str, Any]) -> bool:
     )
 
 
-def has_controller(pod: Mapping[str, Any]) -> bool:
-    """Whether an owner reference marked `controller: true` names what recreates the pod once it is evicted
-    (a mirror pod's names its Node). kubectl drain refuses a pod without one unless `--force`: nothing
-    brings it back (kubernetes/kubectl pkg/drain/filters.go `unreplicatedFilter`)."""
-    meta = pod.get("metadata")
+def controller_of(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The owner reference marked `controller: true`: what recreates the object once it is deleted (a
+    mirror pod's names its Node); None when nothing does."""
+    meta = obj.get("metadata")
     refs = meta.get("ownerReferences") if isinstance(meta, dict) else None
-    return isinstance(refs, list) and any(isinstance(r, dict) and bool(r.get("controller")) for r in refs)
+    if not isinstance(refs, list):
+        return None
+    return next((r for r in refs if isinstance(r, Mapping) and r.get("controller")), None)
+
+
+def has_controller(pod: Mapping[str, Any]) -> bool:
+    """Whether a controller recreates the pod once it is evicted. kubectl drain refuses a pod without one
+    unless `--force`: nothing brings it back (kubernetes/kubectl pkg/drain/filters.go `unreplicatedFilter`)."""
+    return controller_of(pod) is not None
+
+
+def lost_if_evicted(pod: Mapping[str, Any]) -> bool:
+    """Whether a drain's eviction deletes the pod's work for good: a drain evicts it (`drain_skips`), no
+    controller recreates it, it has not finished and is not already being deleted. `check` lists such pods
+    (`unmanaged-gpu-pod`), the plan records them, and the drain deletes no other (execute/ops_drain.py)."""
+    meta = pod.get("metadata")
+    going = isinstance(meta, dict) and bool(meta.get("deletionTimestamp"))
+    return not (going or drain_skips(pod) or has_controller(pod) or is_finished(pod))
 
 
 def is_finished(pod: Mapping[str, Any]) -> bool:

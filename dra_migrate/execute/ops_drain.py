@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 
-from dra_migrate.cluster.podmeta import drain_skips, has_controller, is_finished
+from dra_migrate.cluster.podmeta import drain_skips, lost_if_evicted
 from dra_migrate.cluster.state import uses_devices
 from dra_migrate.errors import InputError
 from dra_migrate.execute.contract import NEVER, Cancel, Change, StepFailed
@@ -188,11 +188,8 @@ class DrainOps(OpsBase):
 
 
 def _lost_unreviewed(pod: Obj, reviewed: Collection[str]) -> bool:
-    """Whether evicting the pod deletes, for good, work nobody reviewed: no controller recreates it, it has
-    not finished, it is not already going, and the plan did not record it."""
-    if has_controller(pod) or is_finished(pod) or _meta(pod).get("deletionTimestamp"):
-        return False
-    return _uid(pod) not in reviewed
+    """Whether evicting the pod deletes, for good, work nobody reviewed: the plan did not record it."""
+    return lost_if_evicted(pod) and _uid(pod) not in reviewed
 
 
 def _unreviewed(node: str, pods: list[str]) -> StepFailed:

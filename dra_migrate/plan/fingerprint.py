@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from dra_migrate.cluster.podmeta import drain_skips, has_controller, is_finished
+from dra_migrate.cluster.podmeta import lost_if_evicted
 from dra_migrate.cluster.state import ClusterState, uses_devices
 
 if TYPE_CHECKING:
@@ -94,9 +94,7 @@ def _unowned_pods(state: ClusterState, to_migrate: set[str], listed: set[tuple[s
         meta = pod.get("metadata") or {}
         if (str(meta.get("namespace") or ""), str(meta.get("name") or "")) in listed:
             continue
-        if has_controller(pod) or is_finished(pod) or drain_skips(pod) or not uses_devices(pod):
-            continue
-        if (pod.get("spec") or {}).get("nodeName") in to_migrate:
+        if (pod.get("spec") or {}).get("nodeName") in to_migrate and uses_devices(pod) and lost_if_evicted(pod):
             out.append(_entry("Pod", pod, pod.get("spec"), group=""))
     return out
 

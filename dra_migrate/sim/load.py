@@ -19,6 +19,7 @@ from functools import partial
 from typing import Any
 
 from dra_migrate.cluster.kinds import KINDS_BY_KEY, NVIDIA_KINDS, WORKLOAD_CRD_KINDS, Kind
+from dra_migrate.cluster.podmeta import controller_of
 from dra_migrate.cluster.state import ClusterState
 from dra_migrate.sim.kube import ApiError, Kube, path_of, strip_server_fields
 from dra_migrate.sim.stack import PAUSE_IMAGE, create_with_status, ensure_namespace, install_crds
@@ -105,7 +106,7 @@ def load_workloads(
         kind = KINDS_BY_KEY[key]
         wanted = []
         for obj in state.of(key):
-            if _controller(obj) is not None:
+            if controller_of(obj) is not None:
                 continue  # made by its controller (a Deployment's ReplicaSet, a CronJob's Job)
             if devices_only and key != "apps/DaemonSet" and not uses_devices(obj):
                 report.without_devices[key] += 1
@@ -227,13 +228,6 @@ def _versions_by_kind(state: ClusterState) -> dict[str, set[str]]:
     return out
 
 
-def _controller(obj: Mapping[str, Any]) -> Obj | None:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
-        if ref.get("controller"):
-            return dict(ref)
-    return None
-
-
 def _prepare_workload(key: str, obj: Mapping[str, Any]) -> Obj:
     out = strip_server_fields(obj)
     if key == "batch/Job":
@@ -283,7 +277,7 @@ def _load_pod(kube: Kube, pod: Mapping[str, Any], new_uids: Mapping[str, str], r
     where = f"Pod {meta.get('namespace')}/{meta.get('name')}"
     if meta.get("deletionTimestamp") or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
         return f"{where}: finished or terminating"
-    owner = _controller(pod)
+    owner = controller_of(pod)
     refs: list[Obj] = []
     if owner is not None:
         group = str(owner.get("apiVersion", "")).rpartition("/")[0]
