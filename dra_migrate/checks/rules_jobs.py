@@ -1,4 +1,8 @@
-"""Rules about batch Jobs under the drain: an eviction is a pod failure that the Job counts.
+"""Rules about jobs under the drain: an eviction is a pod failure that the job's controller counts.
+
+batch/v1 Jobs (and the JobSets and CronJobs over them), Volcano Jobs and the Kubeflow training operator's v1
+jobs each decide what a failed or deleted pod does to the job in their own way; each is read here as its
+controller reads it.
 
 Facts each rule rests on are cited beside it (primary sources); docs/rules.md is generated from the docstrings.
 """
@@ -29,6 +33,42 @@ DEFAULT_BACKOFF_LIMIT = 6
 EVICTED_EXIT_CODES = (143, 137)
 
 
+# Volcano (volcano.sh/volcano v1.10.0 pkg/controllers/job): a pod the drain evicts reaches the job
+# controller twice. The kubelet gives a deleted pod a terminal phase, Failed when a container stopped non-zero
+# (k8s.io/kubernetes@v1.37.2 pkg/kubelet/kubelet_pods.go `getPhase`, podIsTerminal), which is a `PodFailed`
+# event carrying the first container's exit code (job_controller_handler.go `updatePod`); its deletion is a
+# `PodEvicted` event (`deletePod`). Each takes the action of the first matching policy, the pod's task's
+# policies before the job's, an event list (or "*") before an exit code (job_controller_util.go
+# `applyPolicies`); none matching is SyncJob, which recreates the pod. From Running (state/running.go):
+# AbortJob, TerminateJob and CompleteJob end the job; RestartJob kills every pod and counts a retry, failing
+# the job once retryCount reaches maxRetry (state/restarting.go; default 3, webhooks/admission/jobs/mutate).
+VOLCANO_JOB = "batch.volcano.sh/Job"
+VOLCANO_TASK_LABEL = "volcano.sh/task-spec"  # set on each pod it makes (job_controller_util.go `createJobPod`)
+VOLCANO_DEFAULT_MAX_RETRY = 3
+_VOLCANO_ENDS = {
+    "AbortJob": "aborts it (it stays Aborted until resumed)",
+    "TerminateJob": "terminates it",
+    "CompleteJob": "completes it before its work is done",
+}
+_VOLCANO_DONE = frozenset({"Completing", "Completed", "Aborting", "Aborted", "Terminating", "Terminated", "Failed"})
+
+# The Kubeflow training operator v1 (github.com/kubeflow/training-operator@v1.9.0): the evicted pod turns
+# Failed (above) before it is gone. A replica whose restartPolicy is Never fails its job on a failed pod
+# (pkg/controller.v1/pytorch/pytorchjob_controller.go `UpdateJobStatus`, and each framework's beside it;
+# a TFJob's workers not with enableDynamicWorker); OnFailure, Always and ExitCode restart it (143 and 137 are
+# retryable exit codes, pkg/util/train/train_util.go). runPolicy.backoffLimit 0 fails the job at its first new
+# failure whatever the restart policy (pkg/controller.v1/common/job.go: `previousRetry+1 > backoffLimit`).
+# Each kind's replica specs, and its restartPolicy default (pkg/apis/kubeflow.org/v1/*_types.go).
+KUBEFLOW_JOBS = {
+    "PyTorchJob": ("pytorchReplicaSpecs", "OnFailure"),
+    "TFJob": ("tfReplicaSpecs", "Never"),
+    "XGBoostJob": ("xgbReplicaSpecs", "Never"),
+    "PaddleJob": ("paddleReplicaSpecs", "OnFailure"),
+    "JAXJob": ("jaxReplicaSpecs", "Never"),
+}
+KUBEFLOW_REPLICA_LABEL = "training.kubeflow.org/replica-type"  # the replica type, lower-cased
+
+
 @dataclass(frozen=True)
 class JobAtRisk:
     job: ObjectRef
@@ -49,11 +89,11 @@ def _int(v: Any) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
-def _finished(job: Mapping[str, Any]) -> bool:
+def _finished(job: Mapping[str, Any], ended: tuple[str, ...] = ("Complete", "Failed")) -> bool:
+    """Whether a condition of one of the `ended` types is true (a Kubeflow job's are Succeeded and Failed)."""
     conditions = _dict(job.get("status")).get("conditions")
     return isinstance(conditions, list) and any(
-        isinstance(c, Mapping) and c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
-        for c in conditions
+        isinstance(c, Mapping) and c.get("type") in ended and c.get("status") == "True" for c in conditions
     )
 
 
@@ -129,61 +169,164 @@ def _owner_fate(job: Mapping[str, Any], jobsets: Mapping[str, Mapping[str, Any]]
     return ""
 
 
-def jobs_the_drain_fails(ctx: CheckContext) -> list[JobAtRisk]:
-    """Running Jobs that evicting their GPU pods on nodes still to migrate would fail for good."""
+def _pods_to_evict(ctx: CheckContext) -> dict[str, list[tuple[str, Mapping[str, Any]]]]:
+    """The GPU pods the drain will evict from nodes still to migrate, with their pools, by their controller's
+    uid (controllers of the kinds read here only)."""
     pool_of = {n.name: n.pool for n in ctx.inventory.nodes if still_to_migrate(n)}
-    evicted: dict[str, list[str]] = {}  # Job uid -> pools of its pods to evict
+    kinds = {"Job", *KUBEFLOW_JOBS}  # a Volcano Job's pods name kind Job too; the uid tells them apart
+    evicted: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
     for pod in ctx.state.of("Pod"):
         node = _dict(pod.get("spec")).get("nodeName")
         owner = controller_of(pod)
-        if node not in pool_of or owner is None or owner.get("kind") != "Job" or not uses_devices(pod):
+        if node not in pool_of or owner is None or owner.get("kind") not in kinds or not uses_devices(pod):
             continue
         if is_finished(pod) or drain_skips(pod) or _meta(pod).get("deletionTimestamp"):
             continue
-        evicted.setdefault(str(owner.get("uid")), []).append(pool_of[node])
+        evicted.setdefault(str(owner.get("uid")), []).append((pool_of[node], pod))
+    return evicted
+
+
+def _at_risk(kind: str, job: Mapping[str, Any], pods: list[tuple[str, Mapping[str, Any]]], why: str) -> JobAtRisk:
+    return JobAtRisk(ObjectRef.of(kind, job), tuple(sorted({pool for pool, _ in pods})), why)
+
+
+def jobs_the_drain_fails(ctx: CheckContext) -> list[JobAtRisk]:
+    """Running jobs that evicting their GPU pods on nodes still to migrate would fail (or end) for good."""
+    evicted = _pods_to_evict(ctx)
     if not evicted:
         return []
     jobsets = {str(_meta(js).get("uid")): js for js in ctx.state.of("jobset.x-k8s.io/JobSet")}
     found = []
     for job in ctx.state.of("batch/Job"):
-        pools = evicted.get(str(_meta(job).get("uid")))
-        if not pools or _finished(job):
+        pods = evicted.get(str(_meta(job).get("uid")))
+        if not pods or _finished(job):
             continue
-        why = _verdict(job, len(pools))
+        why = _verdict(job, len(pods))
         fate = _owner_fate(job, jobsets) if why is not None else None
         if why is not None and fate is not None:
-            found.append(JobAtRisk(ObjectRef.of("Job", job), tuple(sorted(set(pools))), why + fate))
+            found.append(_at_risk("Job", job, pods, why + fate))
+    for job in ctx.state.of(VOLCANO_JOB):
+        pods = evicted.get(str(_meta(job).get("uid")))
+        why = volcano_verdict(job, [p for _, p in pods]) if pods else None
+        if pods and why is not None:
+            found.append(_at_risk(VOLCANO_JOB, job, pods, why))
+    for kind in KUBEFLOW_JOBS:
+        for job in ctx.state.of(f"kubeflow.org/{kind}"):
+            pods = evicted.get(str(_meta(job).get("uid")))
+            why = kubeflow_verdict(kind, job, [p for _, p in pods]) if pods else None
+            if pods and why is not None:
+                found.append(_at_risk(kind, job, pods, why))
     return sorted(found, key=lambda j: j.job)
+
+
+def _volcano_events(policy: Mapping[str, Any]) -> list[Any]:
+    listed = policy.get("events")
+    events = list(listed) if isinstance(listed, list) else []
+    return [*events, policy["event"]] if policy.get("event") else events
+
+
+def volcano_action(spec: Mapping[str, Any], task: str, event: str, exit_code: int = 0) -> str:
+    """The action a Volcano Job's policies take on `event` from a pod of `task` (see VOLCANO_JOB)."""
+    tasks = spec.get("tasks")
+    task_policies: list[Any] = []
+    for t in tasks if isinstance(tasks, list) else ():
+        if isinstance(t, Mapping) and t.get("name") == task:
+            listed = t.get("policies")
+            task_policies = listed if isinstance(listed, list) else []
+            break
+    job_policies = spec.get("policies")
+    for policy in [*task_policies, *(job_policies if isinstance(job_policies, list) else [])]:
+        if not isinstance(policy, Mapping):
+            continue
+        events = _volcano_events(policy)
+        if events and (event in events or "*" in events):
+            return str(policy.get("action") or "SyncJob")
+        if exit_code and _int(policy.get("exitCode")) == exit_code:
+            return str(policy.get("action") or "SyncJob")
+    return "SyncJob"
+
+
+def volcano_verdict(job: Mapping[str, Any], pods: list[Mapping[str, Any]]) -> str | None:
+    """Why evicting these pods of a running Volcano Job ends it, or None when it goes on."""
+    spec, status = _dict(job.get("spec")), _dict(job.get("status"))
+    if _dict(status.get("state")).get("phase") in _VOLCANO_DONE:
+        return None
+    restarts = False
+    for pod in pods:
+        task = str(_dict(_meta(pod).get("labels")).get(VOLCANO_TASK_LABEL, ""))
+        heard = [("PodFailed", code) for code in EVICTED_EXIT_CODES] + [("PodEvicted", 0)]
+        for event, code in heard:
+            action = volcano_action(spec, task, event, code)
+            if action in _VOLCANO_ENDS:
+                return f"its policy on {event} {_VOLCANO_ENDS[action]}"
+            restarts = restarts or action == "RestartJob"
+    if not restarts:
+        return None
+    limit = _int(spec.get("maxRetry"))
+    limit = VOLCANO_DEFAULT_MAX_RETRY if limit is None else limit
+    used = _int(status.get("retryCount")) or 0
+    if used + 1 < limit:
+        return None
+    return f"its policy restarts it on an eviction, and {used} of maxRetry {limit} retries are used"
+
+
+def kubeflow_verdict(kind: str, job: Mapping[str, Any], pods: list[Mapping[str, Any]]) -> str | None:
+    """Why evicting these pods of a running Kubeflow v1 job fails it, or None when its operator restarts them."""
+    spec = _dict(job.get("spec"))
+    if _finished(job, ("Succeeded", "Failed")):
+        return None
+    if _int(_dict(spec.get("runPolicy")).get("backoffLimit")) == 0:
+        return "runPolicy.backoffLimit 0: the first evicted pod fails it"
+    field, default = KUBEFLOW_JOBS[kind]
+    replicas = {str(k).lower(): _dict(v) for k, v in _dict(spec.get(field)).items()}
+    for pod in pods:
+        replica_type = str(_dict(_meta(pod).get("labels")).get(KUBEFLOW_REPLICA_LABEL, "")).lower()
+        replica = replicas.get(replica_type)
+        if replica is None:
+            continue
+        if kind == "TFJob" and replica_type == "worker" and spec.get("enableDynamicWorker") is True:
+            continue
+        if (replica.get("restartPolicy") or default) == "Never":
+            return f"its {replica_type} replicas' restartPolicy is Never: an evicted pod fails it"
+    return None
 
 
 @rule(
     "job-fails-on-eviction",
     WARNING,
-    summary="Jobs the drain would fail for good: an eviction counts against their backoffLimit",
+    summary="jobs the drain would fail or end for good: their controller counts an eviction as a failure",
 )
 def job_fails_on_eviction(ctx: CheckContext) -> Iterator[Finding]:
-    """Severity: warning. When: a running Job has GPU pods on nodes still to migrate, and evicting them would
-    fail it: its podFailurePolicy does not ignore the eviction (first matching rule on the `DisruptionTarget`
-    condition or the exit codes 143/137), and its failures so far plus the pods to evict exceed `backoffLimit`
-    (default 6; `backoffLimitPerIndex` 0 fails each evicted index), or a rule fails it outright; a child of a
-    JobSet only when the JobSet has no restart left. Rests on: the eviction API sets `DisruptionTarget`
-    (kubernetes `pkg/registry/core/pod/storage/eviction.go`); the Job controller counts evicted pods as
+    """Severity: warning. When: a running job has GPU pods on nodes still to migrate, and evicting them would
+    fail or end it. A batch/v1 Job: its podFailurePolicy does not ignore the eviction (first matching rule on
+    the `DisruptionTarget` condition or the exit codes 143/137), and its failures so far plus the pods to evict
+    exceed `backoffLimit` (default 6; `backoffLimitPerIndex` 0 fails each evicted index), or a rule fails it
+    outright; a child of a JobSet only when the JobSet has no restart left. A Volcano Job: the first policy
+    matching `PodFailed` (exit code 143/137) or `PodEvicted`, the pod's task's before the job's, aborts,
+    terminates or completes it, or restarts it with no retry left (`maxRetry`, default 3). A Kubeflow v1 job
+    (PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob): the evicted pod's replica has restartPolicy Never (its
+    kind's default where unset), or `runPolicy.backoffLimit` is 0. Rests on: the eviction API sets
+    `DisruptionTarget` (kubernetes `pkg/registry/core/pod/storage/eviction.go`) and the kubelet gives the deleted
+    pod the phase Failed (`pkg/kubelet/kubelet_pods.go` `getPhase`); the Job controller counts evicted pods as
     failures and fails the Job past `backoffLimit` unless an Ignore rule matches
-    (`pkg/controller/job/job_controller.go`, `pod_failure_policy.go`); JobSet `failurePolicy.maxRestarts`.
+    (`pkg/controller/job/job_controller.go`, `pod_failure_policy.go`); JobSet `failurePolicy.maxRestarts`;
+    Volcano `pkg/controllers/job` (`applyPolicies`, `state/running.go`, `state/restarting.go`); the Kubeflow
+    training operator `pkg/controller.v1` (each framework's `UpdateJobStatus`, `common/job.go`).
     """
     found = jobs_the_drain_fails(ctx)
     if not found:
         return
-    shown = ", ".join(f"{j.job.namespace}/{j.job.name} ({j.why})" for j in found[:3])
+    shown = ", ".join(f"{j.job} ({j.why})" for j in found[:3])
     more = f", and {len(found) - 3} more" if len(found) > 3 else ""
     yield Finding(
         "job-fails-on-eviction",
         WARNING,
-        f"{len(found)} running Job(s) would fail for good when the drain evicts their GPU pods: {shown}{more}",
+        f"{len(found)} running job(s) would fail or end for good when the drain evicts their GPU pods: {shown}{more}",
         "let them finish before their pool's wave (plan --order migrates it later, --exclude-pools leaves it "
-        "out), or accept their failure in .dra-migrate-ignore.yaml; Jobs made from now on survive a drain with a "
+        "out), or accept their failure in .dra-migrate-ignore.yaml; jobs made from now on survive a drain with a "
         "podFailurePolicy rule {action: Ignore, onPodConditions: [{type: DisruptionTarget}]} or a higher "
-        "backoffLimit",
+        "backoffLimit (batch/v1), a Volcano policy that restarts the task or pod on PodEvicted and PodFailed, a "
+        "Kubeflow replica restartPolicy OnFailure or ExitCode",
         tuple(j.job for j in found),
         pools=tuple(sorted({p for j in found for p in j.pools})),
     )

@@ -171,3 +171,134 @@ def test_a_node_already_migrated_is_not_drained_again() -> None:
     migrated["status"]["allocatable"].pop(GPU)
     job = _job(backoffLimit=0)
     assert not findings(make(migrated, job, *_pods(job, node_name="gpu-2")), "job-fails-on-eviction")
+
+
+# Volcano Jobs (volcano.sh/volcano v1.10.0 pkg/controllers/job): the policies' first match on PodFailed
+# (exit code 143/137: the kubelet fails a deleted pod whose container stopped on SIGTERM) or PodEvicted.
+def _volcano(
+    policies: list[dict[str, Any]] | None = None,
+    task_policies: list[dict[str, Any]] | None = None,
+    status: dict[str, Any] | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
+    tasks = [{"name": "worker", "replicas": 2, "template": {"spec": SHELL}, "policies": task_policies or []}]
+    tasks.append({"name": "ps", "replicas": 1, "template": {"spec": SHELL}})
+    job = obj("batch.volcano.sh/v1alpha1", "Job", "mpi", {"tasks": tasks, "policies": policies or [], **spec})
+    job["status"] = status or {"state": {"phase": "Running"}}
+    return job
+
+
+def _labelled(pods: list[dict[str, Any]], **labels: str) -> list[dict[str, Any]]:
+    for p in pods:
+        p["metadata"]["labels"] = dict(labels)
+    return pods
+
+
+def _volcano_flagged(job: dict[str, Any], task: str = "worker") -> list[str]:
+    return _flagged(job, *_labelled(_pods(job), **{"volcano.sh/task-spec": task}))
+
+
+@pytest.mark.parametrize(
+    ("case", "job", "flagged"),
+    [
+        ("no policy: SyncJob recreates the pod", _volcano(), None),
+        ("AbortJob on PodEvicted", _volcano([{"event": "PodEvicted", "action": "AbortJob"}]), "aborts it"),
+        ("TerminateJob on any event", _volcano([{"events": ["*"], "action": "TerminateJob"}]), "terminates it"),
+        ("CompleteJob on exit code 143", _volcano([{"exitCode": 143, "action": "CompleteJob"}]), "completes it"),
+        ("CompleteJob on exit code 1 only", _volcano([{"exitCode": 1, "action": "CompleteJob"}]), None),
+        (
+            "the task's policy on both events comes before the job's",
+            _volcano(
+                [{"events": ["*"], "action": "TerminateJob"}],
+                [{"events": ["PodEvicted", "PodFailed"], "action": "RestartTask"}],
+            ),
+            None,
+        ),
+        (
+            "the task's policy covers PodEvicted only: PodFailed reaches the job's",
+            _volcano([{"events": ["*"], "action": "TerminateJob"}], [{"event": "PodEvicted", "action": "RestartTask"}]),
+            "its policy on PodFailed terminates it",
+        ),
+        (
+            "RestartJob with its last retry",
+            _volcano([{"event": "PodEvicted", "action": "RestartJob"}], maxRetry=3, status={"retryCount": 2}),
+            "2 of maxRetry 3",
+        ),
+        (
+            "RestartJob, maxRetry unset (3)",
+            _volcano([{"event": "PodEvicted", "action": "RestartJob"}], status={"retryCount": 2}),
+            "2 of maxRetry 3",
+        ),
+        ("RestartJob with retries left", _volcano([{"event": "PodEvicted", "action": "RestartJob"}], maxRetry=5), None),
+        (
+            "the job has ended",
+            _volcano([{"event": "PodEvicted", "action": "AbortJob"}], status={"state": {"phase": "Completed"}}),
+            None,
+        ),
+    ],
+)
+def test_a_volcano_job_is_flagged_when_its_policy_ends_it_on_an_eviction(
+    case: str, job: dict[str, Any], flagged: str | None
+) -> None:
+    lines = _volcano_flagged(job)
+    assert bool(lines) is bool(flagged), case
+    if flagged:
+        assert lines[0].startswith("batch.volcano.sh/Job ml/mpi:") and flagged in lines[0], case
+
+
+def test_a_volcano_task_policy_applies_to_that_tasks_pods_only() -> None:
+    job = _volcano()
+    job["spec"]["tasks"][1]["policies"] = [{"event": "PodEvicted", "action": "AbortJob"}]
+    assert _volcano_flagged(job, task="worker") == []
+    assert "aborts it" in _volcano_flagged(job, task="ps")[0]
+
+
+# Kubeflow training operator v1: a replica with restartPolicy Never fails its job on a failed pod.
+def _kubeflow(kind: str, replicas: dict[str, dict[str, Any]], **spec: Any) -> dict[str, Any]:
+    field = {"PyTorchJob": "pytorchReplicaSpecs", "TFJob": "tfReplicaSpecs"}[kind]
+    specs = {rt: {"replicas": 1, "template": {"spec": SHELL}, **extra} for rt, extra in replicas.items()}
+    job = obj("kubeflow.org/v1", kind, "bert", {field: specs, **spec})
+    job["status"] = {"conditions": [{"type": "Running", "status": "True"}]}
+    return job
+
+
+@pytest.mark.parametrize(
+    ("case", "job", "replica", "flagged"),
+    [
+        ("a PyTorchJob's default, OnFailure: restarted", _kubeflow("PyTorchJob", {"Worker": {}}), "worker", None),
+        (
+            "a PyTorchJob worker with restartPolicy Never",
+            _kubeflow("PyTorchJob", {"Master": {}, "Worker": {"restartPolicy": "Never"}}),
+            "worker",
+            "worker replicas' restartPolicy is Never",
+        ),
+        (
+            "the master restarts even so, when the evicted pod is the master",
+            _kubeflow("PyTorchJob", {"Master": {}, "Worker": {"restartPolicy": "Never"}}),
+            "master",
+            None,
+        ),
+        ("a TFJob's default, Never", _kubeflow("TFJob", {"Worker": {}}), "worker", "restartPolicy is Never"),
+        ("ExitCode: 143 is retryable", _kubeflow("TFJob", {"Worker": {"restartPolicy": "ExitCode"}}), "worker", None),
+        ("a TFJob with dynamic workers", _kubeflow("TFJob", {"Worker": {}}, enableDynamicWorker=True), "worker", None),
+        (
+            "runPolicy.backoffLimit 0, whatever the restart policy",
+            _kubeflow("PyTorchJob", {"Worker": {}}, runPolicy={"backoffLimit": 0}),
+            "worker",
+            "runPolicy.backoffLimit 0",
+        ),
+    ],
+)
+def test_a_kubeflow_job_is_flagged_when_an_evicted_pod_fails_it(
+    case: str, job: dict[str, Any], replica: str, flagged: str | None
+) -> None:
+    lines = _flagged(job, *_labelled(_pods(job), **{"training.kubeflow.org/replica-type": replica}))
+    assert bool(lines) is bool(flagged), case
+    if flagged:
+        assert lines[0].startswith(f"{job['kind']} ml/bert:") and flagged in lines[0], case
+
+
+def test_a_kubeflow_job_that_has_succeeded_is_not_flagged() -> None:
+    job = _kubeflow("TFJob", {"Worker": {}})
+    job["status"] = {"conditions": [{"type": "Succeeded", "status": "True"}]}
+    assert _flagged(job, *_labelled(_pods(job), **{"training.kubeflow.org/replica-type": "worker"})) == []
