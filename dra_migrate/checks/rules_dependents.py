@@ -25,6 +25,7 @@ from dra_migrate.inventory.dependents import (
     workloads_by_scheduler,
 )
 from dra_migrate.inventory.gitops import gitops_owner
+from dra_migrate.inventory.limitranges import LIMIT_RANGE, gpu_limit_effects
 from dra_migrate.inventory.policies import VALIDATING, gpu_policies, shown_places
 from dra_migrate.inventory.volcano import QUEUE, VolcanoGpuBudget, keys_to_add, volcano_gpu_budgets
 
@@ -131,6 +132,37 @@ def quota_continuity(ctx: CheckContext) -> Iterator[Finding]:
                 f"{ref} limits `{q.key}: {q.value}`; under DRA the same limit is `{device_quota_key(cls)}: "
                 f"{q.value}` (claims of DeviceClass {cls}); `{q.key}` stays, as it still counts pods' requests",
                 how,
+                (ref,),
+            )
+
+
+# The LimitRanger admission plugin and the API server's defaults (inventory/limitranges.py, with sources).
+@rule(
+    "limitrange-gpu",
+    WARNING,
+    summary="a LimitRange names a GPU resource: pods converted to ResourceClaims get it back, or are refused",
+)
+def limitrange_gpu(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: warning. When: a LimitRange names a GPU extended resource (in `max`, `min`, `default` or
+    `defaultRequest`) so that a pod whose containers name none, as a pod converted to a ResourceClaim, is
+    given it (the Container default limit, or the max where no default is set) or refused (a default request
+    without a limit or unequal to it, a Pod item's min or max). Pods that keep their extended-resource
+    requests (nodes migrated, manifests unchanged) are not affected. Rests on: kubernetes
+    `pkg/apis/core/v1/defaults.go` (`SetDefaults_LimitRangeItem`),
+    `plugin/pkg/admission/limitranger/admission.go` (`mergeContainerResources`, `minConstraint`,
+    `maxConstraint`), `pkg/apis/core/validation/validation.go` (an extended resource's request equals its
+    limit).
+    """
+    for lr in ctx.state.of(LIMIT_RANGE):
+        for e in gpu_limit_effects(lr, ctx.inventory.gpu_names):
+            ref = ObjectRef("LimitRange", e.name, e.namespace or None)
+            yield Finding(
+                "limitrange-gpu",
+                WARNING,
+                f"{ref} {e.says()}",
+                f"take {e.resource} out of it before this namespace's workloads are converted (dra-migrate "
+                "convert); a LimitRange cannot cap claims, a ResourceQuota on "
+                "`<class>.deviceclass.resource.k8s.io/devices` can (quota-continuity)",
                 (ref,),
             )
 

@@ -120,9 +120,10 @@ WORKLOAD_CRD_KINDS: tuple[Kind, ...] = (
 
 # What else depends on the GPU resource names (docs/dependents.md): quotas, Kueue queues, alerting rules,
 # dashboards (the Grafana Operator's; the chart sidecar's are ConfigMaps, cluster/dashboards.py).
-# ResourceQuota is core (always served); the rest are CRDs, absent where not installed.
+# ResourceQuota and LimitRange are core (always served); the rest are CRDs, absent where not installed.
 DEPENDENT_KINDS: tuple[Kind, ...] = (
     Kind("", "v1", "ResourceQuota", "resourcequotas", namespaced=True),
+    Kind("", "v1", "LimitRange", "limitranges", namespaced=True),
     Kind("kueue.x-k8s.io", "v1beta1", "ClusterQueue", "clusterqueues", namespaced=False, optional=True),
     Kind("kueue.x-k8s.io", "v1beta1", "ResourceFlavor", "resourceflavors", namespaced=False, optional=True),
     Kind("kueue.x-k8s.io", "v1beta1", "LocalQueue", "localqueues", namespaced=True, optional=True),

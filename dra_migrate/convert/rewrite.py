@@ -57,6 +57,7 @@ from dra_migrate.convert.detect import (
 )
 from dra_migrate.convert.tolerations import add_tolerations, untolerated
 from dra_migrate.dra.deviceclasses import mig_profile_of
+from dra_migrate.inventory.limitranges import gpu_limit_effects
 from dra_migrate.inventory.resources import DEFAULT_GPU, SHARED_GPU, GpuNames, container_requests
 
 __all__ = [
@@ -224,11 +225,9 @@ def convert_document(
     stray = list(gpu_keys_elsewhere(doc, gpu_names, covered))
     patches = list(gpu_patch_strings(doc))
     if kind in _CAP_KINDS and apiversion_is_core(doc):
-        if stray:  # a cap on requests, not a request: nothing to rewrite, but it stops counting GPUs
-            result.warnings.append(
-                f"{label}: caps {', '.join(stray)}; a DRA claim is not counted by a {kind}, "
-                "so this cap no longer applies to converted pods"
-            )
+        # Not a request: nothing to rewrite. But it acts on the pods this run converts, whose containers no
+        # longer name the GPU: it adds it back or refuses them (inventory/limitranges.py).
+        result.warnings.extend(f"{label}: {e.says()}" for e in gpu_limit_effects(doc, gpu_names))
         return result
     if table.spec(key) is None:
         if (stray or patches) and not kind:
@@ -385,7 +384,7 @@ def convert_document(
     return result
 
 
-# Core kinds that name a device-plugin GPU as a cap (max, default), not a request: nothing to convert.
+# Core kinds that name a device-plugin GPU as a bound (max, default), not a request: nothing to convert.
 _CAP_KINDS = frozenset({"LimitRange"})
 
 

@@ -93,14 +93,20 @@ def test_things_that_only_name_gpus_are_not_requests(text: str) -> None:
     assert out == text and not result.problems, result.problems
 
 
-def test_a_limitrange_capping_gpus_is_a_warning_not_a_refusal() -> None:
+def test_a_limitrange_naming_gpus_warns_what_it_does_to_the_converted_pods() -> None:
+    """A Container max is stored as the default limit too: the LimitRanger adds the GPU back to each container
+    a conversion took it from (it was said to stop counting them: it does not)."""
     text = (
         "apiVersion: v1\nkind: LimitRange\nmetadata: {name: caps}\n"
         "spec: {limits: [{type: Container, max: {nvidia.com/gpu: 4}}]}\n"
     )
     out, result = convert_text(text, "t.yaml", TABLE, ConvertOptions())
     assert out == text and not result.problems
-    assert any("not counted" in w and "nvidia.com/gpu" in w for w in result.warnings)
+    assert result.warnings == [
+        "t.yaml:1: LimitRange/caps: adds `nvidia.com/gpu: 4` to every container that does not name it: a pod "
+        "converted to a ResourceClaim gets a device-plugin GPU request back beside its claim (a second device, "
+        "or no node fits it)"
+    ]
 
 
 @pytest.mark.parametrize("fixture", EVERY_FIXTURE, ids=[str(p.relative_to(MANIFESTS)) for p in EVERY_FIXTURE])

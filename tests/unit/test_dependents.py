@@ -171,6 +171,16 @@ def test_monitoring_scheduler_and_gitops_findings(found: list[Finding]) -> None:
     ]
 
 
+def test_limitrange_findings(found: list[Finding]) -> None:
+    assert sorted(by_id(found, "limitrange-gpu")) == [
+        ("warning", ("LimitRange team-a/gpu-bounds",)),
+        ("warning", ("LimitRange team-c/per-pod",)),
+    ]
+    adds, refuses = sorted((f for f in found if f.id == "limitrange-gpu"), key=lambda f: str(f.objects[0]))
+    assert "adds `nvidia.com/gpu: 4` to every container that does not name it" in adds.message
+    assert "refuses every pod whose containers do not name nvidia.com/gpu (Pod max 8" in refuses.message
+
+
 def _gpu_state(*extra: dict[str, Any]) -> ClusterState:
     n = node("gpu-1", {"pool": "p", "nvidia.com/gpu.present": "true"}, {"nvidia.com/gpu": "8"})
     return state(n, pod("p1", pod_spec(container(requests={"nvidia.com/gpu": "1"}))), *extra)
@@ -187,12 +197,14 @@ DEPENDENT_RULES = {
     "dcgm-dra-attribution",
     "prometheus-rule-gpu",
     "gitops-owned",
+    "limitrange-gpu",
 }
 
 
 def test_quiet_without_dependents() -> None:
     cpu_quota = obj("v1", "ResourceQuota", "cpu", {"hard": {"requests.cpu": "10"}})
-    assert not _ids(_gpu_state(cpu_quota)) & DEPENDENT_RULES
+    cpu_bounds = obj("v1", "LimitRange", "cpu", {"limits": [{"type": "Container", "max": {"cpu": "4"}}]})
+    assert not _ids(_gpu_state(cpu_quota, cpu_bounds)) & DEPENDENT_RULES
 
 
 def test_kueue_with_dra_gates_gives_only_the_mapping_to_confirm() -> None:
@@ -263,6 +275,8 @@ def test_malformed_dependents_are_read_as_absent() -> None:
         ),
         obj("monitoring.coreos.com/v1", "PrometheusRule", "r", {"groups": [{"rules": [{"expr": None}, 7]}]}),
         obj("apps/v1", "DaemonSet", "x", {"template": {"spec": {"containers": [{"image": 5, "env": "x"}]}}}),
+        obj("v1", "LimitRange", "l", {"limits": [None, {"type": "Container", "max": ["nvidia.com/gpu"]}]}),
+        obj("v1", "LimitRange", "m", {"limits": {"type": "Pod"}}),
     ]
     assert not _ids(_gpu_state(*bad)) & DEPENDENT_RULES
 
