@@ -115,6 +115,11 @@ RULE_DOCS: dict[str, RuleDoc] = {
         rests_on='DRA allocates whole devices: one extended-resource unit is one device (KEP-5004); HAMi\'s names: Project-HAMi/HAMi README "Resource"; `convert` refuses these pods',
         fix="keep their pool on the fractional-GPU scheduler (leave it out of the plan), or move them to whole GPUs, MIG devices, or explicit claims with the DRA driver's sharing config; dra-migrate convert refuses them",
     ),
+    "gpu-daemonset": RuleDoc(
+        when="a DaemonSet's pod template requests a GPU by its device-plugin name and the DaemonSet runs in pools still to migrate",
+        rests_on="the drain skips DaemonSet pods as kubectl drain does (kubernetes/kubectl `pkg/drain/filters.go` `daemonSetFilter`), so such a pod keeps its device-plugin GPU through the switch while the DRA driver publishes every GPU of the node; the DaemonSet controller removes a pod from a node its selector or required affinity no longer matches (kubernetes v1.37.2 `pkg/controller/daemon/daemon_controller.go` `podsShouldBeOnNode`)",
+        fix="make the DaemonSet require the device plugin's label (node affinity `{key: nvidia.com/gpu.deploy.device-plugin, operator: NotIn, values: [\"false\"]}`, or the plan's `--device-plugin-label`), so that its pod leaves each node as the plan switches the device plugin off; run a DRA version of it (a ResourceClaimTemplate) for migrated nodes",
+    ),
     "unmanaged-gpu-pod": RuleDoc(
         when="a running or pending pod that uses GPUs, on a GPU node still to migrate, has no owner reference marked `controller` (a debug shell, a notebook, a one-off run); finished pods and mirror pods are not counted",
         rests_on="kubectl drain refuses such pods without `--force`, nothing recreating them (kubernetes/kubectl `pkg/drain/filters.go` `unreplicatedFilter`); the cluster autoscaler will not remove their node either (cluster-autoscaler FAQ)",

@@ -213,3 +213,50 @@ def unmanaged_gpu_pod(ctx: CheckContext) -> Iterator[Finding]:
         tuple(ref for ref, _ in found),
         pools=tuple(pool for _, pool in found),
     )
+
+
+# The drain skips DaemonSet pods, as kubectl's `daemonSetFilter` does (kubernetes/kubectl pkg/drain/filters.go:
+# their controller ignores unschedulable and would recreate them at once). A DaemonSet pod that holds a GPU
+# through the device plugin keeps it through the switch, while the DRA driver publishes every GPU of the node,
+# that one included: DRA may then allocate it to another pod (the canary among them). The DaemonSet controller
+# removes a pod from a node its selector or required affinity no longer matches
+# (k8s.io/kubernetes@v1.37.2 pkg/controller/daemon/daemon_controller.go `podsShouldBeOnNode`), so a
+# DaemonSet that requires the device plugin's label leaves each node as the plan switches it off.
+@rule(
+    "gpu-daemonset",
+    WARNING,
+    summary="DaemonSets whose pods hold GPUs: the drain skips them, they keep a device-plugin GPU through the switch",
+)
+def gpu_daemonset(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: warning. When: a DaemonSet's pod template requests a GPU (device-plugin name) and it runs in
+    pools still to migrate: the drain skips DaemonSet pods, so each keeps the GPU the device plugin gave it
+    through the switch, while the DRA driver publishes that GPU too and DRA may allocate it to another pod.
+    Rests on: kubectl drain skips DaemonSet pods (kubernetes/kubectl `pkg/drain/filters.go`
+    `daemonSetFilter`); the DaemonSet controller removes a pod from a node its selector or affinity no longer
+    matches (kubernetes `pkg/controller/daemon/daemon_controller.go`).
+    """
+    to_migrate = {n.pool for n in ctx.inventory.nodes if still_to_migrate(n)}
+    found = [
+        c
+        for c in ctx.inventory.consumers
+        if c.kind == "DaemonSet" and c.api_version.startswith("apps/") and c.totals and c.pools & to_migrate
+    ]
+    if not found:
+        return
+    refs = tuple(sorted(ObjectRef("apps/DaemonSet", c.name, c.namespace or None) for c in found))
+    names = ", ".join(f"{r.namespace}/{r.name}" for r in refs[:3]) + (
+        f", and {len(refs) - 3} more" if len(refs) > 3 else ""
+    )
+    yield Finding(
+        "gpu-daemonset",
+        WARNING,
+        f"{len(refs)} DaemonSet(s) run pods that hold GPUs through the device plugin: {names}. The drain skips "
+        "DaemonSet pods, so on each node such a pod keeps its GPU through the switch, while the DRA driver "
+        "publishes that GPU too: DRA may give it to another pod (the plan's canary among them) while it is in use",
+        "make each DaemonSet require the device plugin's label (node affinity {key: "
+        'nvidia.com/gpu.deploy.device-plugin, operator: NotIn, values: ["false"]}, or the plan\'s '
+        "--device-plugin-label): its controller then removes its pod from each node as the plan switches the "
+        "device plugin off; run a DRA version of it (a ResourceClaimTemplate) for migrated nodes",
+        refs,
+        pools=tuple(sorted({p for c in found for p in c.pools & to_migrate})),
+    )
