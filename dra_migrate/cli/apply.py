@@ -177,9 +177,7 @@ def apply(
     if stage and until:
         raise InputError("--stage and --until exclude each other", "pass one")
     plan = _load(plan_file)
-    timeouts = {str(Action.DRAIN): float(parse_duration(drain_timeout))} if drain_timeout else {}
-    if timeouts.get(str(Action.DRAIN)) == 0:
-        raise InputError("--drain-timeout 0s leaves no time to drain", "give a duration such as 10m")
+    timeouts = _drain_timeout(drain_timeout)
     opts = ApplyOptions(
         stage=stage,
         until=until,
@@ -190,9 +188,7 @@ def apply(
         timeouts=timeouts,
         delete_unowned_pods=delete_unowned_pods,
     )
-    overrides: dict[str, Any] = {"drainTimeout": drain_timeout} if drain_timeout else {}
-    if delete_unowned_pods:
-        overrides["deleteUnownedPods"] = True  # in the journal's run-start: who let which run delete them
+    overrides = _overrides(drain_timeout, delete_unowned_pods)
     session = _session(plan, plan_file, source, lock_namespace, parallelism, qps, burst, overrides, state)
     # A wrong --stage/--until before the cluster; with one, only the stages it selects must be applicable.
     selected = session.runner(None).selected_stages(opts, session.done)
@@ -213,11 +209,34 @@ def apply(
     raise InputError(f"apply stopped: {result.failure}{extra}", f"see dra-migrate status {plan_file}")
 
 
+def _drain_timeout(drain_timeout: str | None) -> dict[str, float]:
+    """--drain-timeout as ApplyOptions.timeouts."""
+    timeouts = {str(Action.DRAIN): float(parse_duration(drain_timeout))} if drain_timeout else {}
+    if timeouts.get(str(Action.DRAIN)) == 0:
+        raise InputError("--drain-timeout 0s leaves no time to drain", "give a duration such as 10m")
+    return timeouts
+
+
+def _overrides(drain_timeout: str | None, delete_unowned_pods: bool) -> dict[str, Any]:
+    """The run's overrides of the plan, for the journal's run-start (and `status`)."""
+    overrides: dict[str, Any] = {"drainTimeout": drain_timeout} if drain_timeout else {}
+    if delete_unowned_pods:
+        overrides["deleteUnownedPods"] = True  # who let which run delete them
+    return overrides
+
+
 @click.command()
 @_PLAN
 @source_options
 @click.option("--stage", help="Undo only this stage.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--drain-timeout", help="Override the plan's drain timeout (e.g. 10m) for the nodes drained again.")
+@click.option(
+    "--delete-unowned-pods",
+    is_flag=True,
+    help="Let the drain before a node's plugins are switched back evict pods no controller owns that the plan "
+    "did not record (kubectl drain --force): they are deleted for good.",
+)
 @_PARALLELISM
 @_QPS
 @_BURST
@@ -228,6 +247,8 @@ def rollback(
     source: SourceOptions,
     stage: str | None,
     yes: bool,
+    drain_timeout: str | None,
+    delete_unowned_pods: bool,
     parallelism: int | None,
     qps: float,
     burst: int,
@@ -236,24 +257,30 @@ def rollback(
 ) -> None:
     """Undo completed and half-done steps in reverse order, restoring the recorded original values.
 
+    Before a node's plugins are switched back, its GPU pods are drained again: they hold its devices through
+    DRA, which the device plugin would hand out a second time.
+
     \b
     Examples:
       dra-migrate rollback plans/x.yaml --yes
       dra-migrate rollback plans/x.yaml --stage pool-h100 --yes
     """
     state = resolve_state(state, source.kubeconfig, plan_file)
+    timeouts = _drain_timeout(drain_timeout)
     plan = _load(plan_file)
     if state == FILE and not FileStore(plan_file).path.exists():
         # Nothing was applied, so nothing is to undo: done, exit 0 (docs/exit-codes.md), as with an empty journal.
         _log(f"nothing to roll back: no journal beside {plan_file} (nothing was applied)")
         return
-    session = _session(plan, plan_file, source, lock_namespace, parallelism, qps, burst, {}, state)
+    overrides = _overrides(drain_timeout, delete_unowned_pods)
+    session = _session(plan, plan_file, source, lock_namespace, parallelism, qps, burst, overrides, state)
     to_undo = session.to_undo(stage)
     if not to_undo:
         _log("nothing to roll back")
         return
     _confirm(plan, yes, f"roll back {len(to_undo)} step(s) of {plan_file}")
-    result = session.rollback(to_undo, ApplyOptions(parallelism=parallelism))
+    opts = ApplyOptions(parallelism=parallelism, timeouts=timeouts, delete_unowned_pods=delete_unowned_pods)
+    result = session.rollback(to_undo, opts)
     if not result.ok:
         raise ClusterError(f"{result.failure}", f"see dra-migrate status {plan_file}; run rollback again")
     _log(f"rolled back {len(result.rolled_back)} step(s)")

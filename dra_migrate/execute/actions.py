@@ -16,6 +16,7 @@ from typing import Any
 from dra_migrate.errors import InputError
 from dra_migrate.execute.contract import NEVER, Cancel, Change, Ops, StepFailed
 from dra_migrate.plan.model import Action, InverseAction, Step
+from dra_migrate.plan.steps import PLUGIN_SWITCHES
 
 
 class DryRun(StrEnum):
@@ -37,6 +38,9 @@ class StepContext:
     node_uid: str | None = None  # as the plan's fingerprint recorded it
     # `Plan.reviewed_pods`: what a drain may delete for good; None: any pod (apply --delete-unowned-pods)
     reviewed_pods: frozenset[str] | None = frozenset()
+    # How long the node's drain may take (its stage's drain step, or --drain-timeout): also what an undone
+    # plugin switch gives the node's GPU pods to go (`_undo_label`).
+    drain_timeout_s: float = 600.0
 
     @property
     def node_name(self) -> str:
@@ -315,7 +319,30 @@ def _undo_label(ctx: StepContext, restore: Mapping[str, Any]) -> Change | None:
     value = restore.get("value")
     if value is not None and not isinstance(value, str):
         raise InputError(f"step {ctx.step.id}: its inverse restores a non-string label value", "regenerate the plan")
-    return ctx.ops.set_label(ctx.node_name, key, value)
+    switch = ctx.step.id.rpartition("/")[2] in PLUGIN_SWITCHES  # a node's step id: <stage>/<node>/<id>
+    evicted = _evict_before_switching_back(ctx) if switch else []
+    change = ctx.ops.set_label(ctx.node_name, key, value)
+    if not evicted:
+        return change
+    if change is None:  # the label was back already (a rollback run again): the eviction is what it did
+        return Change(f"Node {ctx.node_name}", {"pods": evicted}, {"pods": []})
+    return Change(change.target, {**change.before, "pods": evicted}, {**change.after, "pods": []}, change.dry_run)
+
+
+# A migrated node's GPU pods hold its devices through DRA. Switching its plugins back under them would
+# hand those devices out twice: the device plugin advertises every GPU again and allocates from what its
+# kubelet checkpoint knows, which is none of the DRA allocations; and once the DRA kubelet plugin is gone a
+# pod with a prepared claim cannot even be torn down (the kubelet unprepares claims through it). So before
+# the first switch is undone (the DRA plugin's, undone before the device plugin's) the node's GPU pods go
+# as the drain sends them: evicted, budgets honoured, DaemonSet and mirror pods skipped, a pod no controller
+# owns only if the plan recorded it. The node is cordoned by then: undoing `uncordon` came first, and a
+# wave that failed before its uncordon never left it.
+def _evict_before_switching_back(ctx: StepContext) -> list[str]:
+    drained: Change | None = ctx.ops.drain(
+        ctx.node_name, "gpu", ctx.drain_timeout_s, cancel=ctx.cancel, reviewed=ctx.reviewed_pods
+    )
+    pods = drained.before.get("pods") if drained is not None else None  # None: the preflight's `_Rehearsal`
+    return [str(p) for p in pods] if isinstance(pods, list) else []
 
 
 @inverse(InverseAction.RESTORE_ANNOTATION)

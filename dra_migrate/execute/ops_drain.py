@@ -10,6 +10,7 @@ from dra_migrate.cluster.state import uses_devices
 from dra_migrate.errors import InputError
 from dra_migrate.execute.contract import NEVER, Cancel, Change, StepFailed
 from dra_migrate.execute.ops_base import (
+    CANARY_LABEL,
     DRY_RUN,
     EVICTION_BACKOFF_CAP_S,
     EVICTION_WORKERS,
@@ -188,8 +189,10 @@ class DrainOps(OpsBase):
 
 
 def _lost_unreviewed(pod: Obj, reviewed: Collection[str]) -> bool:
-    """Whether evicting the pod deletes, for good, work nobody reviewed: the plan did not record it."""
-    return lost_if_evicted(pod) and _uid(pod) not in reviewed
+    """Whether evicting the pod deletes, for good, work nobody reviewed: the plan did not record it. This
+    tool's own canary (an interrupted canary step leaves one; the drain before a rollback switches the
+    plugins back meets it) is nobody's work."""
+    return lost_if_evicted(pod) and _uid(pod) not in reviewed and CANARY_LABEL not in (_meta(pod).get("labels") or {})
 
 
 def _unreviewed(node: str, pods: list[str]) -> StepFailed:
@@ -197,8 +200,9 @@ def _unreviewed(node: str, pods: list[str]) -> StepFailed:
     return StepFailed(
         f"drain of node {node}: {len(pods)} pod(s) no controller owns, not in the reviewed plan (made since, or "
         f"outside its GPU scope): {', '.join(pods)}; evicting them would delete them for good, nothing evicted",
-        f"ask their owners to save and delete them (kubectl delete pod -n {first[0]} {first[2]}), then resume, or "
-        "resume with --delete-unowned-pods to let drains delete such pods",
+        f"ask their owners to save and delete them (kubectl delete pod -n {first[0]} {first[2]}), then run the "
+        "same command again (apply resumes, rollback goes on), or run it with --delete-unowned-pods to let drains "
+        "delete such pods",
         {"budgets": [], "pods": pods},
     )
 

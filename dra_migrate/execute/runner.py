@@ -38,11 +38,12 @@ from dra_migrate.errors import InputError, MigrateError
 from dra_migrate.execute.actions import StepContext, run_step, undo_step
 from dra_migrate.execute.contract import SYSTEM_CLOCK, Cancel, Cancelled, Change, Clock, Ops, StepFailed, is_transient
 from dra_migrate.kube import thread_request_seconds
-from dra_migrate.plan.model import Plan, PoolStage, PrepareStage, Step, Wave
+from dra_migrate.plan.model import Action, Plan, PoolStage, PrepareStage, Step, Wave
 
 Log = Callable[[str], None]
 
 OK, FAILED, STOPPED = "ok", "failed", "stopped"
+DEFAULT_DRAIN_S = 600.0  # a stage without a drain step (none is planned so): PlanParams' default, 10m
 RESUME_HINT = "re-run apply to resume"
 
 
@@ -191,6 +192,13 @@ class Runner:
         self.log = log or (lambda _msg: None)
         self.node_uids = plan.node_uids()
         self.reviewed_pods = plan.reviewed_pods()
+        # Each pool stage's drain timeout: an undone plugin switch drains the node again (execute/actions.py).
+        self.drain_timeouts = {
+            stage.name: s.timeout_s
+            for stage in plan.pool_stages()
+            for s in stage.node_steps
+            if s.action == Action.DRAIN
+        }
         self._done_mutex = threading.Lock()
 
     # ----------------------------------------------------------------------------------------- apply
@@ -427,7 +435,7 @@ class Runner:
             for i, ps in enumerate(steps):
                 try:
                     cancel.check()
-                    self._undo_step(ps, cancel)
+                    self._undo_step(ps, opts, cancel)
                 except MigrateError as e:
                     with mutex:
                         left.extend(p.id for p in steps[i:])
@@ -441,12 +449,15 @@ class Runner:
             self._record("rollback-incomplete", phase="rollback", left=left, error=errors[0])
         return undone, left, errors[0] if errors else None
 
-    def _undo_step(self, ps: PlannedStep, cancel: Cancel) -> None:
+    def _undo_step(self, ps: PlannedStep, opts: ApplyOptions, cancel: Cancel) -> None:
         inverse = ps.step.inverse
         self._record("start", phase="rollback", stepId=ps.id, action=inverse.action if inverse else None,
                      target=ps.step.target, node=ps.node)  # fmt: skip
         try:
-            change = undo_step(self._context(ps, ApplyOptions(), cancel))
+            # Never a dry run, and no step's own timeout override: the run's drain timeout and its
+            # --delete-unowned-pods are what an undone plugin switch's drain uses.
+            undo_opts = ApplyOptions(timeouts=opts.timeouts, delete_unowned_pods=opts.delete_unowned_pods)
+            change = undo_step(self._context(ps, undo_opts, cancel))
         except MigrateError as e:
             self._record("end", phase="rollback", stepId=ps.id, result="failed", error=str(e))
             raise
@@ -460,7 +471,8 @@ class Runner:
         timeout = opts.timeouts.get(str(step.action), step.timeout_s)
         uid = self.node_uids.get(ps.node) if ps.node else None
         reviewed = None if opts.delete_unowned_pods else self.reviewed_pods
-        return StepContext(self.ops, step, ps.node, timeout, opts.dry_run, cancel, uid, reviewed)
+        drain_s = opts.timeouts.get(str(Action.DRAIN), self.drain_timeouts.get(ps.stage, DEFAULT_DRAIN_S))
+        return StepContext(self.ops, step, ps.node, timeout, opts.dry_run, cancel, uid, reviewed, drain_s)
 
     def _run_step(self, ps: PlannedStep, opts: ApplyOptions, cancel: Cancel) -> Change | None:
         step = ps.step

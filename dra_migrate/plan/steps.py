@@ -45,6 +45,9 @@ def prepare_stage(readiness: Readiness, params: PlanParams) -> Stage:
 
 
 _DEFAULT = object()
+# The two steps that switch a node's plugins (their ids; undone newest first, the DRA plugin's first).
+DISABLE_DEVICE_PLUGIN, ENABLE_DRA_PLUGIN = "disable-device-plugin", "enable-dra-plugin"
+PLUGIN_SWITCHES = frozenset({DISABLE_DEVICE_PLUGIN, ENABLE_DRA_PLUGIN})
 
 
 def cordon_step(precondition: str) -> Step:
@@ -81,9 +84,9 @@ def node_steps(params: PlanParams, dp_switch: Any = _DEFAULT, dra_switch: Any = 
     dra = (params.dra_label, params.dra_on) if dra_switch is _DEFAULT else dra_switch
     steps = [cordon_step("the node exists and its uid matches the plan"), drain_step(params)]
     if dp is not None:
-        steps.append(_label_step("disable-device-plugin", dp, "no pod on the node requests a device-plugin GPU"))
+        steps.append(_label_step(DISABLE_DEVICE_PLUGIN, dp, "no pod on the node requests a device-plugin GPU"))
     if dra is not None:
-        steps.append(_label_step("enable-dra-plugin", dra, "the DRA kubelet plugin DaemonSet selects this label"))
+        steps.append(_label_step(ENABLE_DRA_PLUGIN, dra, "the DRA kubelet plugin DaemonSet selects this label"))
     steps += [
         Step("wait-dra-ready", Action.WAIT_DRA_READY, "Node",
              {"allocatableZero": "{node.resources}", "driver": params.dra_driver, "devices": "{node.expectedDevices}"},

@@ -290,7 +290,7 @@ def _switch(steps: tuple[Step, ...], step_id: str) -> tuple[str, str] | None:
 def _expected_steps(params: PlanParams | None, steps: tuple[Step, ...]) -> tuple[Step, ...]:
     """The protocol: what the builder makes of these parameters and the stage's own plugin switches (its
     order, params and inverses). The switches' label syntax is `_label_step`'s to check."""
-    dp, dra = _switch(steps, "disable-device-plugin"), _switch(steps, "enable-dra-plugin")
+    dp, dra = _switch(steps, build_steps.DISABLE_DEVICE_PLUGIN), _switch(steps, build_steps.ENABLE_DRA_PLUGIN)
     return build_steps.node_steps(params or PlanParams(), dp, dra)
 
 

@@ -281,7 +281,18 @@ def test_a_full_migration_then_gpu_pods_run_through_dra(
         assert pod["spec"]["nodeName"] == n
     status = cli(control_plane, "status", str(plan), "-o", "json")
     assert status.returncode == 0 and json.loads(status.stdout)["remaining"] == 0
-    rollback_all(control_plane, plan)
+    # These pods hold their nodes' GPUs through DRA: switching the plugins back under them would let the
+    # device plugin give the same GPUs out again. Rollback drains each node first, and pods no controller
+    # owns that the plan never recorded stop it there, named, with nothing switched back.
+    r = cli(control_plane, "rollback", str(plan), "--kubeconfig", str(control_plane.kubeconfig), "--yes")
+    assert r.returncode != 0 and "after-" in r.stderr and "--delete-unowned-pods" in r.stderr, r.stderr
+    assert all(s["dp"] == "false" and s["dra"] == "true" for s in node_states(kube, nodes).values())
+    assert all(dra_pod(kube, workloads, f"after-{n}") for n in nodes), "nothing evicted"
+    r = cli(control_plane, "rollback", str(plan), "--kubeconfig", str(control_plane.kubeconfig), "--yes",
+            "--delete-unowned-pods")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    left = {p["metadata"]["name"] for p in kube.list_all(path_of("v1", "pods", namespace=workloads))[0]}
+    assert not {f"after-{n}" for n in nodes} & left, "drained before the plugins were switched back"
     assert DeepDiff(before, node_states(kube, nodes)) == {}
 
 

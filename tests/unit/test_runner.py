@@ -105,12 +105,12 @@ class Rig:
             self.ops.journal = self.journal
             return self.runner(self.journal).apply(opts, done)
 
-    def rollback(self) -> RunResult:
+    def rollback(self, opts: ApplyOptions | None = None) -> RunResult:
         p = progress_of(self.plan, self.records())
         order = [s.id for s in planned_steps(self.plan)]
         to_undo = [s for s in reversed(order) if s in p.undoable()]
         with Journal.open(self.path, plan_digest=self.plan.digest) as j:
-            return self.runner(j).rollback(to_undo)
+            return self.runner(j).rollback(to_undo, opts)
 
     def runner(self, journal: Any) -> Runner:
         self.current = Runner(self.plan, self.ops, journal, actor="test", guard=self.guard, clock=self.clock)
@@ -373,6 +373,66 @@ def test_rollback_restores_everything_concurrently(tmp_path: Path) -> None:
     assert all(s == BEFORE for s in rig.nodes().values())
     assert not rig.ops.device_classes
     assert_journal_consistent(rig.records())
+
+
+def _watch_drains(rig: Rig) -> dict[str, list[tuple[bool, dict[str, str], str, float, Any]]]:
+    """Each node's drains, with the node's schedulability and labels when it began, and its arguments."""
+    seen: dict[str, list[tuple[bool, dict[str, str], str, float, Any]]] = {}
+    real = rig.ops.drain
+
+    def drain(node: str, scope: str, timeout_s: float, **kw: Any) -> Any:
+        n = rig.ops.nodes[node]
+        seen.setdefault(node, []).append((n.unschedulable, dict(n.labels), scope, timeout_s, kw.get("reviewed")))
+        return real(node, scope, timeout_s, **kw)
+
+    rig.ops.drain = drain  # type: ignore[method-assign]
+    return seen
+
+
+def test_rollback_drains_a_migrated_node_again_before_switching_its_plugins_back(tmp_path: Path) -> None:
+    """Pods scheduled on a migrated node hold its GPUs through DRA. Switching the plugins back under them let the
+    device plugin hand the same GPUs out again (and a pod whose claim the DRA plugin prepared cannot be torn
+    down once that plugin is gone); rollback restored the labels with the pods still there."""
+    rig = Rig(tmp_path, make_plan([["a", "b"]]))
+    assert rig.run().ok
+    for n in rig.ops.nodes.values():
+        n.gpu_pods = 2  # scheduled through DRA since the wave
+    drains = _watch_drains(rig)
+    result = rig.rollback()
+    assert result.ok, result.failure
+    for name, n in rig.ops.nodes.items():
+        (cordoned, labels, scope, timeout, reviewed), *again = drains[name]
+        assert cordoned and labels == {DP: "false", DRA: "true"}, "drained cordoned, before any switch went back"
+        assert (scope, timeout, reviewed) == ("gpu", 600.0, rig.plan.reviewed_pods())
+        assert all(not later[1].get(DRA) for later in again), "the second switch's drain finds the node drained"
+        assert n.gpu_pods == 0
+    assert all(s == BEFORE for s in rig.nodes().values())
+    undone = [
+        r
+        for r in rig.records()
+        if r["event"] == "end" and r["phase"] == "rollback" and r["stepId"].endswith("/enable-dra-plugin")
+    ]
+    assert {len(r["before"]["pods"]) for r in undone} == {2}, "the journal names the pods it evicted"
+
+
+def test_a_rollback_drain_that_fails_leaves_the_node_migrated(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, make_plan([["a"]]))
+    assert rig.run().ok
+    rig.ops.nodes["p0-a"].gpu_pods = 1
+    rig.ops.fail("drain", "p0-a", "permanent")
+    result = rig.rollback()
+    assert not result.ok and "drain of node p0-a failed" in (result.failure or "")
+    assert rig.ops.nodes["p0-a"].labels == {DP: "false", DRA: "true"}, "no plugin switched back under the pod"
+    assert any(s.endswith("/enable-dra-plugin") for s in result.rollback_left)
+
+
+def test_rollback_drains_with_the_runs_timeout_and_delete_unowned_pods(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, make_plan([["a"]]))
+    assert rig.run().ok
+    drains = _watch_drains(rig)
+    assert rig.rollback(ApplyOptions(timeouts={"drain": 42.0}, delete_unowned_pods=True)).ok
+    (_, _, _, timeout, reviewed), *_ = drains["p0-a"]
+    assert (timeout, reviewed) == (42.0, None)
 
 
 def test_a_node_replaced_since_the_plan_fails_its_cordon(wave3: Rig) -> None:
