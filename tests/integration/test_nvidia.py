@@ -430,9 +430,19 @@ def test_a_real_node_cuts_over_from_the_real_device_plugin_to_the_real_dra_drive
         assert len(minors) == 1 and minors <= MIG_1G_PARENTS, message(pod)
         assert len(re.findall(r"\b511,\s+\d+", message(pod))) == 2, message(pod)
 
+    if setup == "a30":  # once: a pod holding a GPU through the real DRA driver when the rollback comes
+        holder = hold_gpu_through_dra(node)
+        res = cli(node, "rollback", str(plan), "--yes")
+        assert res.returncode != 0 and holder in res.stderr, res.stderr  # no controller: named, not deleted
+        labels = node_obj(node)["metadata"]["labels"]
+        assert labels[DP] == "false" and labels[DRA] == "true", "nothing switched back under the pod"
     t0 = time.monotonic()
-    res = cli(node, "rollback", str(plan), "--yes")
+    res = cli(node, "rollback", str(plan), "--yes", *(["--delete-unowned-pods"] if setup == "a30" else []))
     assert res.returncode == 0, res.stderr
+    if setup == "a30":
+        # Evicted, and torn down by the kubelet through the real DRA plugin, before the plugins were switched
+        # back: the device plugin never serves a GPU that a pod still holds through DRA.
+        assert node.kube.get_or_none(path_of("v1", "pods", holder, "default")) is None
     wait_for(f"the real device plugin serving {advertised} again", partial(serving, node, advertised), timeout=120)
     MEASURED[f"{setup}: rollback to the device plugin serving again (s)"] = round(time.monotonic() - t0, 1)
     obj = node_obj(node)
@@ -443,6 +453,31 @@ def test_a_real_node_cuts_over_from_the_real_device_plugin_to_the_real_dra_drive
     pod = run_gpu_pod(node, "echo NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES", 90)
     assert pod["status"]["phase"] == "Succeeded" and "extendedResourceClaimStatus" not in pod["status"]
     assert "NVIDIA_VISIBLE_DEVICES=GPU-" in message(pod), message(pod)
+
+
+def hold_gpu_through_dra(n: NvidiaNode) -> str:
+    """A pod that asks for one nvidia.com/gpu on the migrated node and keeps running: its GPU comes through the
+    real DRA driver (a scheduler-made claim). Its name, once it runs."""
+    name = f"holder-{time.monotonic_ns() % 1_000_000}"
+    n.kube.create(
+        path_of("v1", "pods", namespace="default"),
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "terminationGracePeriodSeconds": 1,
+                "automountServiceAccountToken": False,
+                "containers": [{"name": "c", "image": IMAGE, "imagePullPolicy": "Never", "command": ["sleep", "3600"],
+                                "resources": {"limits": {GPU: "1"}}}],
+            },
+        },
+    )  # fmt: skip
+
+    def running() -> bool:
+        pod = n.kube.get(path_of("v1", "pods", name, "default"))
+        return pod["status"].get("phase") == "Running" and bool(pod["status"].get("extendedResourceClaimStatus"))
+
+    wait_for(f"pod {name} running with a DRA claim", running, timeout=90)
+    return name
 
 
 # -- the standalone Helm charts' placement (issue 24 item 3: "both the standalone device-plugin Helm install and
