@@ -102,6 +102,13 @@ _QPS = click.option(
     "--qps", type=float, default=DEFAULT_QPS, show_default=True, help="Client-side rate limit (negative: none)."
 )
 _BURST = click.option("--burst", type=click.IntRange(min=1), default=DEFAULT_BURST, show_default=True)
+_DRAIN_TIMEOUT = click.option("--drain-timeout", help="Override the plan's drain timeout (e.g. 10m).")
+_DELETE_UNOWNED = click.option(
+    "--delete-unowned-pods",
+    is_flag=True,
+    help="Let drains evict pods no controller owns that the plan did not record (kubectl drain --force): they are "
+    "deleted for good.",
+)
 
 
 def _session(
@@ -135,13 +142,8 @@ def _session(
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.option("--dry-run", is_flag=True, help="Send every write as a server-side dry run; change nothing.")
 @click.option("--no-auto-rollback", is_flag=True, help="On a failed step or health gate, leave the wave as it is.")
-@click.option("--drain-timeout", help="Override the plan's drain timeout (e.g. 10m).")
-@click.option(
-    "--delete-unowned-pods",
-    is_flag=True,
-    help="Let the drain evict pods no controller owns that the plan did not record (kubectl drain --force): "
-    "they are deleted for good.",
-)
+@_DRAIN_TIMEOUT
+@_DELETE_UNOWNED
 @click.option("--pending-threshold", default="2m", show_default=True, help="Health gate: GPU pods Pending longer.")
 @_PARALLELISM
 @_QPS
@@ -230,13 +232,8 @@ def _overrides(drain_timeout: str | None, delete_unowned_pods: bool) -> dict[str
 @source_options
 @click.option("--stage", help="Undo only this stage.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
-@click.option("--drain-timeout", help="Override the plan's drain timeout (e.g. 10m) for the nodes drained again.")
-@click.option(
-    "--delete-unowned-pods",
-    is_flag=True,
-    help="Let the drain before a node's plugins are switched back evict pods no controller owns that the plan "
-    "did not record (kubectl drain --force): they are deleted for good.",
-)
+@_DRAIN_TIMEOUT
+@_DELETE_UNOWNED
 @_PARALLELISM
 @_QPS
 @_BURST

@@ -16,7 +16,10 @@ from typing import Any
 from dra_migrate.errors import InputError
 from dra_migrate.execute.contract import NEVER, Cancel, Change, Ops, StepFailed
 from dra_migrate.plan.model import Action, InverseAction, Step
+from dra_migrate.plan.params import PlanParams, parse_duration
 from dra_migrate.plan.steps import PLUGIN_SWITCHES
+
+DEFAULT_DRAIN_S = float(parse_duration(PlanParams().drain_timeout))  # a stage with no drain step of its own
 
 
 class DryRun(StrEnum):
@@ -40,7 +43,7 @@ class StepContext:
     reviewed_pods: frozenset[str] | None = frozenset()
     # How long the node's drain may take (its stage's drain step, or --drain-timeout): also what an undone
     # plugin switch gives the node's GPU pods to go (`_undo_label`).
-    drain_timeout_s: float = 600.0
+    drain_timeout_s: float = DEFAULT_DRAIN_S
 
     @property
     def node_name(self) -> str:
@@ -324,8 +327,6 @@ def _undo_label(ctx: StepContext, restore: Mapping[str, Any]) -> Change | None:
     change = ctx.ops.set_label(ctx.node_name, key, value)
     if not evicted:
         return change
-    if change is None:  # the label was back already (a rollback run again): the eviction is what it did
-        return Change(f"Node {ctx.node_name}", {"pods": evicted}, {"pods": []})
     return Change(change.target, {**change.before, "pods": evicted}, {**change.after, "pods": []}, change.dry_run)
 
 

@@ -35,7 +35,7 @@ from typing import Any
 
 from dra_migrate.cluster.identity import ClusterIdentity
 from dra_migrate.errors import InputError, MigrateError
-from dra_migrate.execute.actions import StepContext, run_step, undo_step
+from dra_migrate.execute.actions import DEFAULT_DRAIN_S, StepContext, run_step, undo_step
 from dra_migrate.execute.contract import SYSTEM_CLOCK, Cancel, Cancelled, Change, Clock, Ops, StepFailed, is_transient
 from dra_migrate.kube import thread_request_seconds
 from dra_migrate.plan.model import Action, Plan, PoolStage, PrepareStage, Step, Wave
@@ -43,7 +43,6 @@ from dra_migrate.plan.model import Action, Plan, PoolStage, PrepareStage, Step, 
 Log = Callable[[str], None]
 
 OK, FAILED, STOPPED = "ok", "failed", "stopped"
-DEFAULT_DRAIN_S = 600.0  # a stage without a drain step (none is planned so): PlanParams' default, 10m
 RESUME_HINT = "re-run apply to resume"
 
 

@@ -103,6 +103,16 @@ def cli(on: controlplane.ControlPlane | OnNode, *args: str) -> subprocess.Comple
     )  # fmt: skip
 
 
+def start_pod(n: OnNode, name: str, command: list[str], grace: int, limits: dict[str, str] | None = None) -> str:
+    """Create a pod of the test image running `command` (with these limits, if any); its API path."""
+    container: dict[str, Any] = {"name": "c", "image": IMAGE, "imagePullPolicy": "Never", "command": command}
+    if limits:
+        container["resources"] = {"limits": limits}
+    spec = {"terminationGracePeriodSeconds": grace, "automountServiceAccountToken": False, "containers": [container]}
+    n.kube.create(path_of("v1", "pods", namespace="default"), {"metadata": {"name": name}, "spec": spec})
+    return path_of("v1", "pods", name, "default")
+
+
 def run_gpu_pod(n: OnNode, command: str, timeout: float, resource: str = GPU) -> dict[str, Any]:
     """A pod requesting `resource`: 1 (the same spec before and after the cutover) that runs `command`
     and keeps its output as the termination message; returns it finished."""

@@ -37,6 +37,7 @@ from realnode import (
     run_gpu_pod,
     set_labels,
     slice_devices,
+    start_pod,
     step_end,
 )
 
@@ -459,18 +460,7 @@ def hold_gpu_through_dra(n: NvidiaNode) -> str:
     """A pod that asks for one nvidia.com/gpu on the migrated node and keeps running: its GPU comes through the
     real DRA driver (a scheduler-made claim). Its name, once it runs."""
     name = f"holder-{time.monotonic_ns() % 1_000_000}"
-    n.kube.create(
-        path_of("v1", "pods", namespace="default"),
-        {
-            "metadata": {"name": name},
-            "spec": {
-                "terminationGracePeriodSeconds": 1,
-                "automountServiceAccountToken": False,
-                "containers": [{"name": "c", "image": IMAGE, "imagePullPolicy": "Never", "command": ["sleep", "3600"],
-                                "resources": {"limits": {GPU: "1"}}}],
-            },
-        },
-    )  # fmt: skip
+    start_pod(n, name, ["sleep", "3600"], grace=1, limits={GPU: "1"})
 
     def running() -> bool:
         pod = n.kube.get(path_of("v1", "pods", name, "default"))

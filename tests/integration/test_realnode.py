@@ -38,6 +38,7 @@ from realnode import (
     real_node,
     report_measured,
     slice_devices,
+    start_pod,
     step_end,
 )
 from ruamel.yaml import YAML
@@ -308,20 +309,8 @@ def test_rollback_serves_the_device_plugin_again_and_the_kubelet_wipes_the_slice
 
 def test_a_pod_terminates_over_its_grace_period(node: RealNode) -> None:
     """A container ignoring SIGTERM is killed when its grace period ends; the pod object goes then."""
-    name = f"grace-{uuid.uuid4().hex[:6]}"
-    path = path_of("v1", "pods", name, "default")
-    node.kube.create(
-        path_of("v1", "pods", namespace="default"),
-        {
-            "metadata": {"name": name},
-            "spec": {
-                "terminationGracePeriodSeconds": 5,
-                "automountServiceAccountToken": False,
-                "containers": [{"name": "c", "image": IMAGE, "imagePullPolicy": "Never",
-                                "command": ["sh", "-c", "trap '' TERM; while true; do sleep 1; done"]}],
-            },
-        },
-    )  # fmt: skip
+    ignore_term = ["sh", "-c", "trap '' TERM; while true; do sleep 1; done"]
+    path = start_pod(node, f"grace-{uuid.uuid4().hex[:6]}", ignore_term, grace=5)
     wait_for("grace pod running", lambda: node.kube.get(path)["status"].get("phase") == "Running", timeout=60)
     t0 = time.monotonic()
     node.kube.delete(path)
