@@ -18,6 +18,7 @@ from dra_migrate.checks.model import Finding, ObjectRef, Severity
 from dra_migrate.checks.registry import rule
 from dra_migrate.cluster.podmeta import controller_of, drain_skips, is_finished
 from dra_migrate.cluster.state import uses_devices
+from dra_migrate.inventory.dependents import as_list, as_map
 
 WARNING = Severity.WARNING
 
@@ -81,42 +82,35 @@ def _meta(o: Mapping[str, Any]) -> Mapping[str, Any]:
     return m if isinstance(m, Mapping) else {}
 
 
-def _dict(v: Any) -> Mapping[str, Any]:
-    return v if isinstance(v, Mapping) else {}
-
-
 def _int(v: Any) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
 def _finished(job: Mapping[str, Any], ended: tuple[str, ...] = ("Complete", "Failed")) -> bool:
     """Whether a condition of one of the `ended` types is true (a Kubeflow job's are Succeeded and Failed)."""
-    conditions = _dict(job.get("status")).get("conditions")
-    return isinstance(conditions, list) and any(
-        isinstance(c, Mapping) and c.get("type") in ended and c.get("status") == "True" for c in conditions
+    return any(
+        isinstance(c, Mapping) and c.get("type") in ended and c.get("status") == "True"
+        for c in as_list(as_map(job.get("status")).get("conditions"))
     )
 
 
 def _rule_matches_eviction(rule_: Mapping[str, Any]) -> bool:
     codes = rule_.get("onExitCodes")
     if isinstance(codes, Mapping):
-        listed = codes.get("values")
-        values: list[Any] = listed if isinstance(listed, list) else []
+        values = as_list(codes.get("values"))
         if codes.get("operator") == "In":
             return any(code in values for code in EVICTED_EXIT_CODES)
         return codes.get("operator") == "NotIn" and any(code not in values for code in EVICTED_EXIT_CODES)
-    patterns = rule_.get("onPodConditions")
-    return isinstance(patterns, list) and any(
+    return any(
         isinstance(p, Mapping) and p.get("type") == "DisruptionTarget" and p.get("status", "True") == "True"
-        for p in patterns
+        for p in as_list(rule_.get("onPodConditions"))
     )
 
 
 def eviction_action(job_spec: Mapping[str, Any]) -> str:
     """What the Job's podFailurePolicy does with a pod the drain evicted: the action of its first rule that
     matches (Ignore, FailJob, FailIndex, Count), "Count" when none does or there is no policy."""
-    rules = _dict(job_spec.get("podFailurePolicy")).get("rules")
-    for r in rules if isinstance(rules, list) else ():
+    for r in as_list(as_map(job_spec.get("podFailurePolicy")).get("rules")):
         if isinstance(r, Mapping) and _rule_matches_eviction(r):
             return str(r.get("action") or "Count")
     return "Count"
@@ -124,7 +118,7 @@ def eviction_action(job_spec: Mapping[str, Any]) -> str:
 
 def _verdict(job: Mapping[str, Any], evicted: int) -> str | None:
     """Why evicting `evicted` of the Job's pods fails it, or None when it survives them."""
-    spec, status = _dict(job.get("spec")), _dict(job.get("status"))
+    spec, status = as_map(job.get("spec")), as_map(job.get("status"))
     action = eviction_action(spec)
     if action == "Ignore":
         return None
@@ -155,12 +149,12 @@ def _owner_fate(job: Mapping[str, Any], jobsets: Mapping[str, Mapping[str, Any]]
         js = jobsets.get(str(owner.get("uid")))
         if js is None:
             return ""
-        policy = _dict(js.get("spec")).get("failurePolicy")
+        policy = as_map(js.get("spec")).get("failurePolicy")
         # A failed child Job restarts the whole JobSet while `restarts` < failurePolicy.maxRestarts (default 0);
         # without a failurePolicy the JobSet fails at once (sigs.k8s.io/jobset api/jobset/v1alpha2
         # jobset_types.go FailurePolicy; "Failure Policy" in the JobSet documentation).
-        max_restarts = _int(_dict(policy).get("maxRestarts")) or 0
-        restarts = _int(_dict(js.get("status")).get("restarts")) or 0
+        max_restarts = _int(as_map(policy).get("maxRestarts")) or 0
+        restarts = _int(as_map(js.get("status")).get("restarts")) or 0
         if isinstance(policy, Mapping) and restarts < max_restarts:
             return None
         return f"; JobSet {_meta(js).get('name')} fails with it ({restarts} of {max_restarts} restarts used)"
@@ -176,7 +170,7 @@ def _pods_to_evict(ctx: CheckContext) -> dict[str, list[tuple[str, Mapping[str, 
     kinds = {"Job", *KUBEFLOW_JOBS}  # a Volcano Job's pods name kind Job too; the uid tells them apart
     evicted: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
     for pod in ctx.state.of("Pod"):
-        node = _dict(pod.get("spec")).get("nodeName")
+        node = as_map(pod.get("spec")).get("nodeName")
         owner = controller_of(pod)
         if node not in pool_of or owner is None or owner.get("kind") not in kinds or not uses_devices(pod):
             continue
@@ -220,22 +214,18 @@ def jobs_the_drain_fails(ctx: CheckContext) -> list[JobAtRisk]:
 
 
 def _volcano_events(policy: Mapping[str, Any]) -> list[Any]:
-    listed = policy.get("events")
-    events = list(listed) if isinstance(listed, list) else []
+    events = list(as_list(policy.get("events")))
     return [*events, policy["event"]] if policy.get("event") else events
 
 
 def volcano_action(spec: Mapping[str, Any], task: str, event: str, exit_code: int = 0) -> str:
     """The action a Volcano Job's policies take on `event` from a pod of `task` (see VOLCANO_JOB)."""
-    tasks = spec.get("tasks")
     task_policies: list[Any] = []
-    for t in tasks if isinstance(tasks, list) else ():
+    for t in as_list(spec.get("tasks")):
         if isinstance(t, Mapping) and t.get("name") == task:
-            listed = t.get("policies")
-            task_policies = listed if isinstance(listed, list) else []
+            task_policies = as_list(t.get("policies"))
             break
-    job_policies = spec.get("policies")
-    for policy in [*task_policies, *(job_policies if isinstance(job_policies, list) else [])]:
+    for policy in [*task_policies, *as_list(spec.get("policies"))]:
         if not isinstance(policy, Mapping):
             continue
         events = _volcano_events(policy)
@@ -248,12 +238,12 @@ def volcano_action(spec: Mapping[str, Any], task: str, event: str, exit_code: in
 
 def volcano_verdict(job: Mapping[str, Any], pods: list[Mapping[str, Any]]) -> str | None:
     """Why evicting these pods of a running Volcano Job ends it, or None when it goes on."""
-    spec, status = _dict(job.get("spec")), _dict(job.get("status"))
-    if _dict(status.get("state")).get("phase") in _VOLCANO_DONE:
+    spec, status = as_map(job.get("spec")), as_map(job.get("status"))
+    if as_map(status.get("state")).get("phase") in _VOLCANO_DONE:
         return None
     restarts = False
     for pod in pods:
-        task = str(_dict(_meta(pod).get("labels")).get(VOLCANO_TASK_LABEL, ""))
+        task = str(as_map(_meta(pod).get("labels")).get(VOLCANO_TASK_LABEL, ""))
         heard = [("PodFailed", code) for code in EVICTED_EXIT_CODES] + [("PodEvicted", 0)]
         for event, code in heard:
             action = volcano_action(spec, task, event, code)
@@ -272,15 +262,15 @@ def volcano_verdict(job: Mapping[str, Any], pods: list[Mapping[str, Any]]) -> st
 
 def kubeflow_verdict(kind: str, job: Mapping[str, Any], pods: list[Mapping[str, Any]]) -> str | None:
     """Why evicting these pods of a running Kubeflow v1 job fails it, or None when its operator restarts them."""
-    spec = _dict(job.get("spec"))
+    spec = as_map(job.get("spec"))
     if _finished(job, ("Succeeded", "Failed")):
         return None
-    if _int(_dict(spec.get("runPolicy")).get("backoffLimit")) == 0:
+    if _int(as_map(spec.get("runPolicy")).get("backoffLimit")) == 0:
         return "runPolicy.backoffLimit 0: the first evicted pod fails it"
     field, default = KUBEFLOW_JOBS[kind]
-    replicas = {str(k).lower(): _dict(v) for k, v in _dict(spec.get(field)).items()}
+    replicas = {str(k).lower(): as_map(v) for k, v in as_map(spec.get(field)).items()}
     for pod in pods:
-        replica_type = str(_dict(_meta(pod).get("labels")).get(KUBEFLOW_REPLICA_LABEL, "")).lower()
+        replica_type = str(as_map(_meta(pod).get("labels")).get(KUBEFLOW_REPLICA_LABEL, "")).lower()
         replica = replicas.get(replica_type)
         if replica is None:
             continue

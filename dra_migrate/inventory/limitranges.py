@@ -27,6 +27,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dra_migrate.inventory.dependents import as_list, as_map
 from dra_migrate.inventory.resources import GpuNames
 
 LIMIT_RANGE = "LimitRange"  # core v1: its state key is its kind
@@ -56,20 +57,15 @@ class GpuLimitEffect:
         )
 
 
-def _map(v: Any) -> Mapping[str, Any]:
-    return v if isinstance(v, Mapping) else {}
-
-
 def _items(obj: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
-    limits = _map(obj.get("spec")).get("limits")
-    for item in limits if isinstance(limits, list) else ():
+    for item in as_list(as_map(obj.get("spec")).get("limits")):
         if isinstance(item, Mapping):
             yield item
 
 
 def _named(items: list[Mapping[str, Any]], gpu_names: GpuNames) -> list[str]:
     fields = ("max", "min", "default", "defaultRequest", "maxLimitRequestRatio")
-    found = {str(k) for item in items for f in fields for k in _map(item.get(f)) if k in gpu_names}
+    found = {str(k) for item in items for f in fields for k in as_map(item.get(f)) if k in gpu_names}
     return sorted(found)
 
 
@@ -81,7 +77,7 @@ def _container_defaults(items: list[Mapping[str, Any]], resource: str) -> tuple[
     for item in items:
         if item.get("type") != "Container":
             continue
-        mx, mn, df, dr = (_map(item.get(f)).get(resource) for f in ("max", "min", "default", "defaultRequest"))
+        mx, mn, df, dr = (as_map(item.get(f)).get(resource) for f in ("max", "min", "default", "defaultRequest"))
         item_limit = df if df is not None else mx
         item_request = next((v for v in (dr, item_limit, mn) if v is not None), None)
         limit = item_limit if item_limit is not None else limit
@@ -102,7 +98,7 @@ def _refusal(items: list[Mapping[str, Any]], resource: str, limit: Any, request:
         if kind not in ("Container", "Pod"):
             continue
         for bound, wants in (("min", "a request"), ("max", "a limit"), ("maxLimitRequestRatio", "a request")):
-            value = _map(item.get(bound)).get(resource)
+            value = as_map(item.get(bound)).get(resource)
             if value is not None:
                 return f"{kind} {bound} {value}: it wants {wants} for it"
     return None
@@ -111,7 +107,7 @@ def _refusal(items: list[Mapping[str, Any]], resource: str, limit: Any, request:
 def gpu_limit_effects(obj: Mapping[str, Any], gpu_names: GpuNames) -> list[GpuLimitEffect]:
     """What a LimitRange does to pods that name none of the GPU resources it names; [] when it names none."""
     items = list(_items(obj))
-    meta = _map(obj.get("metadata"))
+    meta = as_map(obj.get("metadata"))
     where = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
     out = []
     for resource in _named(items, gpu_names):
