@@ -232,6 +232,7 @@ def _overrides(drain_timeout: str | None, delete_unowned_pods: bool) -> dict[str
 @source_options
 @click.option("--stage", help="Undo only this stage.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--dry-run", is_flag=True, help="Send every undo as a server-side dry run; change nothing.")
 @_DRAIN_TIMEOUT
 @_DELETE_UNOWNED
 @_PARALLELISM
@@ -244,6 +245,7 @@ def rollback(
     source: SourceOptions,
     stage: str | None,
     yes: bool,
+    dry_run: bool,
     drain_timeout: str | None,
     delete_unowned_pods: bool,
     parallelism: int | None,
@@ -259,6 +261,7 @@ def rollback(
 
     \b
     Examples:
+      dra-migrate rollback plans/x.yaml --dry-run        # what each undo would send, changes nothing
       dra-migrate rollback plans/x.yaml --yes
       dra-migrate rollback plans/x.yaml --stage pool-h100 --yes
     """
@@ -275,8 +278,14 @@ def rollback(
     if not to_undo:
         _log("nothing to roll back")
         return
-    _confirm(plan, yes, f"roll back {len(to_undo)} step(s) of {plan_file}")
     opts = ApplyOptions(parallelism=parallelism, timeouts=timeouts, delete_unowned_pods=delete_unowned_pods)
+    if dry_run:
+        result = session.dry_rollback(to_undo, opts)
+        emit(to_json({"dryRun": True, "changes": [c.__dict__ for c in result.changes], "ok": result.ok}))
+        if not result.ok:
+            _log(f"the rollback would stop: {result.failure}")
+        sys.exit(exitcodes.OK if result.ok else exitcodes.FAILED)
+    _confirm(plan, yes, f"roll back {len(to_undo)} step(s) of {plan_file}")
     result = session.rollback(to_undo, opts)
     if not result.ok:
         raise ClusterError(f"{result.failure}", f"see dra-migrate status {plan_file}; run rollback again")

@@ -313,7 +313,8 @@ def _restored(ctx: StepContext, restore: Mapping[str, Any], key: str, kind: type
 
 @inverse(InverseAction.SET_UNSCHEDULABLE)
 def _undo_unschedulable(ctx: StepContext, restore: Mapping[str, Any]) -> Change | None:
-    return ctx.ops.set_unschedulable(ctx.node_name, _restored(ctx, restore, "unschedulable", bool))
+    value = _restored(ctx, restore, "unschedulable", bool)
+    return ctx.ops.set_unschedulable(ctx.node_name, value, dry_run=ctx.dry_run)
 
 
 @inverse(InverseAction.RESTORE_LABEL)
@@ -324,7 +325,7 @@ def _undo_label(ctx: StepContext, restore: Mapping[str, Any]) -> Change | None:
         raise InputError(f"step {ctx.step.id}: its inverse restores a non-string label value", "regenerate the plan")
     switch = ctx.step.id.rpartition("/")[2] in PLUGIN_SWITCHES  # a node's step id: <stage>/<node>/<id>
     evicted = _evict_before_switching_back(ctx) if switch else []
-    change = ctx.ops.set_label(ctx.node_name, key, value)
+    change = ctx.ops.set_label(ctx.node_name, key, value, dry_run=ctx.dry_run)
     if not evicted:
         return change
     return Change(change.target, {**change.before, "pods": evicted}, {**change.after, "pods": []}, change.dry_run)
@@ -340,7 +341,7 @@ def _undo_label(ctx: StepContext, restore: Mapping[str, Any]) -> Change | None:
 # wave that failed before its uncordon never left it.
 def _evict_before_switching_back(ctx: StepContext) -> list[str]:
     drained: Change | None = ctx.ops.drain(
-        ctx.node_name, "gpu", ctx.drain_timeout_s, cancel=ctx.cancel, reviewed=ctx.reviewed_pods
+        ctx.node_name, "gpu", ctx.drain_timeout_s, dry_run=ctx.dry_run, cancel=ctx.cancel, reviewed=ctx.reviewed_pods
     )
     pods = drained.before.get("pods") if drained is not None else None  # None: the preflight's `_Rehearsal`
     return [str(p) for p in pods] if isinstance(pods, list) else []
@@ -352,18 +353,19 @@ def _undo_annotation(ctx: StepContext, restore: Mapping[str, Any]) -> Change | N
     value = restore.get("value")
     if value is not None and not isinstance(value, str):
         raise InputError(f"step {ctx.step.id}: its inverse restores a non-string annotation", "regenerate the plan")
-    return ctx.ops.set_annotation(ctx.node_name, key, value)
+    return ctx.ops.set_annotation(ctx.node_name, key, value, dry_run=ctx.dry_run)
 
 
 @inverse(InverseAction.DELETE_DEVICECLASS)
 def _undo_deviceclass(ctx: StepContext, restore: Mapping[str, Any]) -> Change | None:
-    return ctx.ops.delete_device_class(_restored(ctx, restore, "name", str))
+    return ctx.ops.delete_device_class(_restored(ctx, restore, "name", str), dry_run=ctx.dry_run)
 
 
 @inverse(InverseAction.RESTORE_QUOTA)
 def _undo_quota(ctx: StepContext, restore: Mapping[str, Any]) -> Change | None:
     hard = _hard(ctx, _restored(ctx, restore, "hard", dict))
-    return ctx.ops.set_quota_hard(_restored(ctx, restore, "namespace", str), _restored(ctx, restore, "name", str), hard)
+    namespace, name = _restored(ctx, restore, "namespace", str), _restored(ctx, restore, "name", str)
+    return ctx.ops.set_quota_hard(namespace, name, hard, dry_run=ctx.dry_run)
 
 
 INVERSES[InverseAction.NONE] = InverseSpec(InverseAction.NONE, None)  # evicted pods come back by themselves

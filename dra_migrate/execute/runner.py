@@ -406,7 +406,7 @@ class Runner:
                 lanes = tuple(lane for lane in lanes if lane)
                 if not lanes:
                     continue
-                undone, left, error = self._undo_lanes(lanes, opts)
+                undone, left, error = self._undo_lanes(lanes, opts, result.changes)
                 result.rolled_back.extend(undone)
                 if left:
                     # The waves before this one stay as they are: undoing them under a half-restored wave
@@ -421,9 +421,10 @@ class Runner:
         return result
 
     def _undo_lanes(
-        self, lanes: tuple[tuple[PlannedStep, ...], ...], opts: ApplyOptions
+        self, lanes: tuple[tuple[PlannedStep, ...], ...], opts: ApplyOptions, changes: list[Change] | None = None
     ) -> tuple[list[str], list[str], str | None]:
-        """Undo each lane's steps in order, lanes concurrently. (undone, left, first error)."""
+        """Undo each lane's steps in order, lanes concurrently. (undone, left, first error). A dry run's
+        changes (what each undo would send) go to `changes`."""
         undone: list[str] = []
         left: list[str] = []
         errors: list[str] = []
@@ -434,7 +435,7 @@ class Runner:
             for i, ps in enumerate(steps):
                 try:
                     cancel.check()
-                    self._undo_step(ps, opts, cancel)
+                    change = self._undo_step(ps, opts, cancel)
                 except MigrateError as e:
                     with mutex:
                         left.extend(p.id for p in steps[i:])
@@ -442,27 +443,33 @@ class Runner:
                     return
                 with mutex:
                     undone.append(ps.id)
+                    if changes is not None and change is not None and opts.dry_run:
+                        changes.append(change)
 
         self._in_lanes(lanes, opts, lane, cancel)
         if left:
             self._record("rollback-incomplete", phase="rollback", left=left, error=errors[0])
         return undone, left, errors[0] if errors else None
 
-    def _undo_step(self, ps: PlannedStep, opts: ApplyOptions, cancel: Cancel) -> None:
+    def _undo_step(self, ps: PlannedStep, opts: ApplyOptions, cancel: Cancel) -> Change | None:
         inverse = ps.step.inverse
         self._record("start", phase="rollback", stepId=ps.id, action=inverse.action if inverse else None,
                      target=ps.step.target, node=ps.node)  # fmt: skip
         try:
-            # Never a dry run, and no step's own timeout override: the run's drain timeout and its
-            # --delete-unowned-pods are what an undone plugin switch's drain uses.
-            undo_opts = ApplyOptions(timeouts=opts.timeouts, delete_unowned_pods=opts.delete_unowned_pods)
+            # No step's own timeout override: the run's drain timeout and its --delete-unowned-pods are
+            # what an undone plugin switch's drain uses. A dry run only from `rollback --dry-run` (a failed
+            # wave of `apply --dry-run` is never undone: `_fail_wave`).
+            undo_opts = ApplyOptions(
+                timeouts=opts.timeouts, delete_unowned_pods=opts.delete_unowned_pods, dry_run=opts.dry_run
+            )
             change = undo_step(self._context(ps, undo_opts, cancel))
         except MigrateError as e:
             self._record("end", phase="rollback", stepId=ps.id, result="failed", error=str(e))
             raise
         self._record("end", phase="rollback", stepId=ps.id, result="ok" if change else "skipped",
                      before=change.before if change else None, after=change.after if change else None)  # fmt: skip
-        self.log(f"undone {ps.id}")
+        self.log(f"{'would undo' if opts.dry_run else 'undone'} {ps.id}")
+        return change
 
     # ----------------------------------------------------------------------------------------- steps
     def _context(self, ps: PlannedStep, opts: ApplyOptions, cancel: Cancel) -> StepContext:

@@ -203,6 +203,10 @@ class ApplySession:
         undoable = self.touched
         return [s for s in reversed(order) if s in undoable]
 
+    def dry_rollback(self, steps: list[str], opts: ApplyOptions) -> RunResult:
+        """`rollback --dry-run`: every undo sent as a server-side dry run; no lock, no journal, as `dry_run`."""
+        return self.runner(None).rollback(steps, dataclasses.replace(opts, dry_run=True))
+
     def rollback(self, steps: list[str], opts: ApplyOptions) -> RunResult:
         with (
             self._locked() as lock,

@@ -284,7 +284,24 @@ def test_a_full_migration_then_gpu_pods_run_through_dra(
     # These pods hold their nodes' GPUs through DRA: switching the plugins back under them would let the
     # device plugin give the same GPUs out again. Rollback drains each node first, and pods no controller
     # owns that the plan never recorded stop it there, named, with nothing switched back.
-    r = cli(control_plane, "rollback", str(plan), "--kubeconfig", str(control_plane.kubeconfig), "--yes")
+    # A dry run first: it says the same, then, allowed to evict them, what the rollback would send, and
+    # changes nothing (the API server's dryRun=All for every write and eviction; no journal record).
+    journal = journal_path(plan).read_bytes()
+    kc = str(control_plane.kubeconfig)
+    r = cli(control_plane, "rollback", str(plan), "--kubeconfig", kc, "--dry-run")
+    assert r.returncode == 1 and "after-" in r.stderr and "--delete-unowned-pods" in r.stderr, r.stderr
+    r = cli(control_plane, "rollback", str(plan), "--kubeconfig", kc, "--dry-run", "--delete-unowned-pods")
+    assert r.returncode == 0, r.stderr
+    changes = json.loads(r.stdout)["changes"]
+    assert {c["target"] for c in changes if c["after"].get("labels", {}).get(DP) == "true"} == {
+        f"Node {n}" for n in nodes
+    }
+    would_evict = {p.rsplit("/", 1)[1] for c in changes for p in c["before"].get("pods", [])}
+    assert {f"after-{n}" for n in nodes} <= would_evict, would_evict  # and the workloads' own GPU pods
+    assert all(s == {"unschedulable": False, "dp": "false", "dra": "true"} for s in node_states(kube, nodes).values())
+    assert all(dra_pod(kube, workloads, f"after-{n}") for n in nodes), "a dry run evicts nothing"
+    assert journal_path(plan).read_bytes() == journal, "a dry run writes no journal"
+    r = cli(control_plane, "rollback", str(plan), "--kubeconfig", kc, "--yes")
     assert r.returncode != 0 and "after-" in r.stderr and "--delete-unowned-pods" in r.stderr, r.stderr
     assert all(s["dp"] == "false" and s["dra"] == "true" for s in node_states(kube, nodes).values())
     assert all(dra_pod(kube, workloads, f"after-{n}") for n in nodes), "nothing evicted"

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 import pytest
-from test_runner import MIGRATED, make_plan
+from test_runner import DP, MIGRATED, make_plan
 
 from dra_migrate.errors import InputError
 from dra_migrate.execute.contract import LockLost
@@ -319,3 +319,40 @@ def test_staleness_is_checked_once_the_lock_is_held(tmp_path: Path, monkeypatch:
     s.lock_factory = Held
     assert s.apply(ApplyOptions(), read_state=lambda: order.append("read")).ok
     assert order[-2:] == ["lock", "read"]
+
+
+def test_rollback_dry_run_sends_every_undo_as_a_dry_run_and_changes_nothing(tmp_path: Path) -> None:
+    """`rollback --dry-run`: each undo goes to the ops as a dry run (the API server's dryRun=All), the
+    rollback's drains too; no node, DeviceClass or journal record changes, and the changes name what a real
+    rollback would send. A dry run that reached the ops as a real write would leave the nodes half restored."""
+    plan = make_plan([["a", "b"]])
+    path = plan_file(tmp_path, plan)
+    ops = FakeOps.for_plan(plan, FakeClock())
+    assert session(path, ops, clock=ops.clock).apply(ApplyOptions()).ok
+    for n in ops.nodes.values():
+        n.gpu_pods = 1  # scheduled through DRA since the wave
+    journal = journal_path(path).read_bytes()
+    migrated, classes = ops.snapshot(), dict(ops.device_classes)
+    sent: list[tuple[str, bool]] = []
+    for name in ("set_label", "set_unschedulable", "drain", "delete_device_class"):
+        real = getattr(ops, name)
+
+        def spy(*args: Any, _real: Any = real, _name: str = name, **kw: Any) -> Any:
+            sent.append((_name, kw.get("dry_run", False)))
+            return _real(*args, **kw)
+
+        setattr(ops, name, spy)
+    s = session(path, ops, clock=ops.clock)
+    result = s.dry_rollback(s.to_undo(None), ApplyOptions())
+    assert result.ok, result.failure
+    assert sent and all(dry for _, dry in sent), sent
+    assert {name for name, _ in sent} == {"set_label", "set_unschedulable", "drain", "delete_device_class"}
+    assert ops.snapshot() == migrated and ops.device_classes == classes
+    assert all(n.gpu_pods == 1 for n in ops.nodes.values()), "a dry-run drain evicts nothing"
+    assert journal_path(path).read_bytes() == journal, "a dry run writes no journal"
+    restored = [c for c in result.changes if c.after.get("labels", {}).get(DP) is not None]
+    assert {c.target for c in restored} == {"Node p0-a", "Node p0-b"}
+    assert all(c.dry_run for c in result.changes)
+    # The pods a switch back would evict, named; a dry run evicts none, so both switches of a node name them.
+    evicting = {(c.target, tuple(c.before["pods"])) for c in result.changes if c.before.get("pods")}
+    assert evicting == {("Node p0-a", ("ns/pod-p0-a-0",)), ("Node p0-b", ("ns/pod-p0-b-0",))}
