@@ -7,6 +7,7 @@ Kinds are identified by (group, kind); the version is only how we ask for them.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -33,6 +34,20 @@ class Kind:
     def list_path(self) -> str:
         base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
         return f"{base}/{self.plural}"
+
+
+_KUBE_VERSION = re.compile(r"v(\d+)(?:(alpha|beta)(\d+))?")
+
+
+def version_priority(version: str) -> tuple[int, int, int, str]:
+    """Kubernetes' order of API versions, highest last: GA before beta before alpha, then the higher major,
+    then the higher minor (v2 > v1 > v1beta2 > v1beta1 > v1alpha1); a version not of that form is below all
+    of them (k8s.io/apimachinery v0.37.2 `pkg/version/helpers.go` `CompareKubeAwareVersionStrings`)."""
+    m = _KUBE_VERSION.fullmatch(version)
+    if m is None:
+        return (-1, 0, 0, version)
+    level = {"alpha": 0, "beta": 1, None: 2}[m.group(2)]
+    return (level, int(m.group(1)), int(m.group(3) or 0), "")
 
 
 def kind_key(api_version: str, kind: str) -> str:

@@ -9,6 +9,7 @@ Requests, retries (reads fail fast when nothing listens), rate limit and errors 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from dra_migrate.cluster.configrefs import ConfigMapsInUse
-from dra_migrate.cluster.kinds import ALL_KINDS, Kind
+from dra_migrate.cluster.kinds import ALL_KINDS, Kind, version_priority
 from dra_migrate.cluster.state import SourceInfo
 from dra_migrate.cluster.templates import TemplateTable
 from dra_migrate.errors import MigrateError
@@ -123,19 +124,47 @@ class LiveCluster:
 
 
 def kinds_to_read(served: dict[str, frozenset[str]], templates: TemplateTable) -> list[Kind]:
-    """Built-in kinds always; optional kinds (CRDs, newer APIs) and user kinds when they are served."""
-
-    def is_served(api_version: str, plural: str) -> bool:
-        return plural in served.get(api_version, frozenset())
-
-    kinds = [k for k in ALL_KINDS if not k.optional or is_served(k.api_version, k.plural)]
+    """Built-in kinds always; optional kinds (CRDs, newer APIs) and user kinds when they are served, at the
+    version the table names or, where the cluster no longer (or not yet) serves that one, at the version
+    of the same group it serves them at (`served_version`)."""
+    kinds = [k for k in (_as_served(k, served) for k in ALL_KINDS) if k is not None]
     known = {k.key for k in ALL_KINDS}
     for spec in templates.user_kinds():
-        if spec.kind in known or not is_served(str(spec.api_version), str(spec.plural)):
+        if spec.kind in known:
             continue
         group, _, version = str(spec.api_version).rpartition("/")
-        kinds.append(Kind(group, version, spec.kind.rpartition("/")[2], str(spec.plural), spec.namespaced, True))
+        user = Kind(group, version, spec.kind.rpartition("/")[2], str(spec.plural), spec.namespaced, True)
+        if (found := _as_served(user, served)) is not None:
+            kinds.append(found)
     return kinds
+
+
+def _as_served(kind: Kind, served: dict[str, frozenset[str]]) -> Kind | None:
+    """The kind as this cluster serves it; None for an optional kind it does not serve at any version.
+
+    A CRD's versions come and go: Kueue serves its queues at v1beta2 and keeps v1beta1 only as deprecated
+    (sigs.k8s.io/kueue v0.17.0 `apis/kueue/v1beta1`, `+kubebuilder:deprecatedversion`), and a release that
+    drops it leaves them served at v1beta2 alone. Listing only the table's version then read none of them,
+    without a word, and every finding about them was missing. The objects are read at the version served
+    (the snapshot reader takes any version of a known kind; fields renamed in it are not read, which the
+    warning says)."""
+    if not kind.optional or kind.plural in served.get(kind.api_version, frozenset()):
+        return kind
+    others = [
+        gv.rpartition("/")[2] for gv, plurals in served.items() if _group(gv) == kind.group and kind.plural in plurals
+    ]
+    if not others:
+        return None
+    version = max(others, key=version_priority)
+    log.warning(
+        "%s %s is not served at %s, the version this tool reads; read at %s (fields it renamed are not read)",
+        kind.group, kind.kind, kind.version, version,
+    )  # fmt: skip
+    return dataclasses.replace(kind, version=version)
+
+
+def _group(group_version: str) -> str:
+    return group_version.rpartition("/")[0]
 
 
 def read_objects(cluster: LiveCluster, templates: TemplateTable) -> tuple[SourceInfo, Iterator[dict[str, Any]]]:

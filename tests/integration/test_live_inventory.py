@@ -6,6 +6,7 @@ The demo fixture is recreated live: its GPU nodes by the simulator, its workload
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import math
@@ -21,6 +22,7 @@ import pytest
 from conftest import wait_for
 from nodes import on_kwok
 
+from dra_migrate.cluster.kinds import ALL_KINDS
 from dra_migrate.cluster.snapshot import load_snapshot
 from dra_migrate.inventory.model import build_inventory
 from dra_migrate.kube import PAGE_SIZE, USER_AGENT
@@ -28,6 +30,7 @@ from dra_migrate.sim.kube import Kube, path_of
 from dra_migrate.sim.kwok import KwokFleet
 from dra_migrate.sim.load import load_workloads
 from dra_migrate.sim.spec import specs_from_state
+from dra_migrate.sim.stack import crd_for, wait_established
 from tests.unit.cli import run
 
 pytestmark = pytest.mark.cluster
@@ -292,3 +295,38 @@ def test_an_admission_policy_that_selects_gpu_pods_is_read_live(
         assert "spec.validations[0].expression" in found[0]["message"]
     finally:  # other tests compare this cluster's live findings with a snapshot's: leave nothing behind
         kube.delete(f"{path}/{name}")
+
+
+def test_a_kind_the_cluster_serves_only_at_another_version_is_read_there(
+    control_plane: controlplane.ControlPlane,
+    kube: Kube,
+    namespace: str,
+    demo: dict[str, Any],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The tool lists VMRules at operator.victoriametrics.com/v1beta1. A cluster whose CRD serves them at v1 alone
+    # (as Kueue's queues will be at v1beta2 alone once v1beta1 goes) had none of them read, and no finding said
+    # so. A real API server serves this CRD; `check` reads the rule at v1, judges it, and says at what version.
+    kind = next(k for k in ALL_KINDS if k.key == "operator.victoriametrics.com/VMRule")
+    crd = crd_for(dataclasses.replace(kind, version="v1"))
+    crd_path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd['metadata']['name']}"
+    kube.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    try:
+        wait_established(kube, crd["metadata"]["name"], 30)
+        rule = {
+            "apiVersion": "operator.victoriametrics.com/v1",
+            "kind": "VMRule",
+            "metadata": {"name": "gpu-alerts"},
+            "spec": {"groups": [{"name": "gpu", "rules": [
+                {"alert": "GpuIdle", "expr": 'sum(kube_pod_container_resource_requests{resource="nvidia_com_gpu"}) > 0'}
+            ]}]},
+        }  # fmt: skip
+        kube.create(f"/apis/operator.victoriametrics.com/v1/namespaces/{namespace}/vmrules", rule)
+        r = run("check", "--kubeconfig", str(control_plane.kubeconfig), "-o", "json")
+        assert r.code in (0, 2), r.stderr
+        found = [f for f in json.loads(r.stdout)["findings"] if f["id"] == "prometheus-rule-gpu"]
+        assert [o["name"] for f in found for o in f["objects"]] == ["gpu-alerts"], found
+        said = caplog.text  # the CLI's warning on stderr (the in-process run's log records)
+        assert "VMRule is not served at v1beta1" in said and "read at v1 " in said, said
+    finally:  # other tests compare this cluster's live findings with a snapshot's: leave nothing behind
+        kube.delete(crd_path)
