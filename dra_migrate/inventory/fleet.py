@@ -102,6 +102,9 @@ class GpuNode:
     dp_placement: PluginPlacement | None = None  # from the device-plugin DaemonSets as installed
     # DynamicMIG: the DRA plugin that serves this node has the gate on, or its slices carry counters.
     dynamic_mig: bool = False
+    # Time-slicing/MPS replicas (> 1) per advertised name, from the device-plugin config the node runs: what
+    # says a GPU is shared where GFD's `nvidia.com/gpu.replicas` is missing (inventory/operator.py).
+    config_replicas: dict[str, int] = field(default_factory=dict)
 
     @property
     def device_plugin_enabled(self) -> bool:

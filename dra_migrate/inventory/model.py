@@ -23,6 +23,7 @@ from dra_migrate.inventory.operator import (
     dra_plugin_daemonset_objects,
     dra_plugin_daemonsets,
     known_gpu_names_from_configs,
+    node_config_replicas,
     sharing_configs,
     summarize_operator,
 )
@@ -94,8 +95,10 @@ def _build(state: ClusterState, pool_labels: tuple[str, ...]) -> Inventory:
         device_plugin_daemonset_objects(state),
         nodes_with_counters(state),
     )
+    configured = node_config_replicas(state)
     for g in gpu_nodes:
         g.requested = dict(sorted(node_requests.get(g.name, {}).items()))
+        g.config_replicas = configured.get(g.name, {})
     configs = sharing_configs(state, [(g.name, g.labels) for g in gpu_nodes])
     pools = build_pools(gpu_nodes)
     platforms = pool_platforms(state, {p.name: p.nodes for p in pools}, {g.name: _dp_daemonset(g) for g in gpu_nodes})

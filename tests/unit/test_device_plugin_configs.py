@@ -91,3 +91,100 @@ def test_a_renamed_time_sliced_mig_profile_gets_no_device_class_for_a_profile_th
     assert "unmapped-gpu-resource" in {f.id for f in report.findings}
     (cap,) = [c for c in report.capacity if c.resource == "nvidia.com/mig-1g.10gb.shared"]
     assert (cap.before, cap.after, cap.replicas) == (112, None, 2)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Time-slicing known only from the device plugin's config: the standalone chart runs without GFD by default
+# (deployments/helm/nvidia-device-plugin values.yaml `gfd.enabled: false`), so no `nvidia.com/gpu.replicas` label
+
+
+TIME_SLICED = """\
+version: v1
+sharing:
+  timeSlicing:
+    resources:
+    - name: nvidia.com/gpu
+      replicas: 4
+"""
+PLAIN = "version: v1\n"
+
+
+def chart_daemonset(config_map_name: str, default_config: str = "") -> dict[str, Any]:
+    """The k8s-device-plugin v0.18.0 chart's DaemonSet with `config.map` set (templates/daemonset-device-plugin.yml):
+    the config-manager init container and sidecar pick a key, the `available-configs` volume mounts the map."""
+    env = [
+        {"name": "NODE_LABEL", "value": "nvidia.com/device-plugin.config"},
+        {"name": "CONFIG_FILE_SRCDIR", "value": "/available-configs"},
+        {"name": "DEFAULT_CONFIG", "value": default_config},
+        {"name": "FALLBACK_STRATEGIES", "value": "named,single"},
+    ]
+    image = "nvcr.io/nvidia/k8s-device-plugin:v0.18.0"
+    spec = {
+        "selector": {"matchLabels": {"app.kubernetes.io/name": "nvidia-device-plugin"}},
+        "template": {
+            "metadata": {"labels": {"app.kubernetes.io/name": "nvidia-device-plugin"}},
+            "spec": {
+                "initContainers": [
+                    {"name": "nvidia-device-plugin-init", "image": image, "command": ["config-manager"], "env": env}
+                ],
+                "containers": [
+                    {"name": "nvidia-device-plugin-sidecar", "image": image, "command": ["config-manager"], "env": env},
+                    {"name": "nvidia-device-plugin-ctr", "image": image, "command": ["nvidia-device-plugin"]},
+                ],
+                "volumes": [
+                    {"name": "available-configs", "configMap": {"name": config_map_name}},
+                    {"name": "config", "emptyDir": {}},
+                ],
+            },
+        },
+    }
+    return obj("apps/v1", "DaemonSet", "nvdp-nvidia-device-plugin", spec, namespace="nvidia-device-plugin")
+
+
+def _bare_node(name: str, gpus: int, **labels: str) -> dict[str, Any]:
+    """An EKS node as the standalone chart leaves it without GFD: capacity only, GPUs x replicas."""
+    return node(name, {POOL: "ts", **labels}, {"nvidia.com/gpu": str(gpus)})
+
+
+def test_time_slicing_without_gfd_labels_counts_each_gpu_once_after_migration() -> None:
+    st = make(
+        _bare_node("g1", 32),
+        chart_daemonset("nvdp-nvidia-device-plugin-configs"),
+        config_map("nvdp-nvidia-device-plugin-configs", "nvidia-device-plugin", {"default": TIME_SLICED}),
+        *gpu_pods("nvidia.com/gpu", 12, "g1"),
+    )
+    report = assess(st)
+    (cap,) = report.capacity
+    assert (cap.before, cap.after, cap.replicas, cap.fits) == (32, 8, 4, False)
+    assert [f.severity.value for f in report.findings if f.id == "shared-gpu-capacity-loss"] == ["blocker"]
+
+
+def test_the_charts_default_config_decides_what_an_unlabelled_node_runs() -> None:
+    # config.default names the key: the config-manager takes it before its fallbacks (cmd/config-manager
+    # main.go updateConfigName), so a node without the label runs `ts` although `plain` is there too.
+    cm = config_map("nvdp-nvidia-device-plugin-configs", "nvidia-device-plugin", {"plain": PLAIN, "ts": TIME_SLICED})
+    st = make(
+        _bare_node("g1", 32),
+        _bare_node("g2", 8, **{"nvidia.com/device-plugin.config": "plain"}),
+        chart_daemonset("nvdp-nvidia-device-plugin-configs", default_config="ts"),
+        cm,
+    )
+    inv = build_inventory(st)
+    used = {c["key"]: (c["nodes"], c["default"]) for c in inv.operator["sharingConfigs"]}
+    assert used == {"plain": (["g2"], False), "ts": (["g1"], True)}
+    (cap,) = assess(st).capacity
+    assert (cap.before, cap.after, cap.replicas) == (40, 16, 4)
+
+
+def test_rename_in_a_sharing_config_is_ignored_as_the_device_plugin_ignores_it() -> None:
+    # api/config/v1 config.go DisableResourceNamingInConfig -> replicas.go disableResoureRenaming: `rename` is
+    # cleared, or forced to <name>.shared under renameByDefault; the plugin calls it on every config it loads
+    # (cmd/nvidia-device-plugin/main.go startPlugins).
+    renamed = TIME_SLICED.replace("replicas: 4", "replicas: 4\n      rename: gpu-ts")
+    by_default = renamed.replace("timeSlicing:", "timeSlicing:\n    renameByDefault: true")
+    cm = config_map("nvdp-nvidia-device-plugin-configs", "nvidia-device-plugin", {"a": renamed, "b": by_default})
+    st = make(_bare_node("g1", 32), chart_daemonset("nvdp-nvidia-device-plugin-configs", "a"), cm)
+    inv = build_inventory(st)
+    advertised = {c["key"]: [r["advertisedAs"] for r in c["resources"]] for c in inv.operator["sharingConfigs"]}
+    assert advertised == {"a": ["nvidia.com/gpu"], "b": ["nvidia.com/gpu.shared"]}
+    assert "nvidia.com/gpu-ts" not in inv.gpu_names
