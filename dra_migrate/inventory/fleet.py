@@ -186,6 +186,31 @@ def advertised_gpu_names(nodes: Iterable[dict[str, Any]]) -> set[str]:
     return out
 
 
+# The GPU Operator's sandbox workloads (NVIDIA/gpu-operator controllers/state_manager.go): a node's GPUs go to
+# containers, or to virtual machines (`vm-passthrough`: bound to vfio-pci, `vm-vgpu`: vGPU host), which neither
+# the device plugin (the operator removes its deploy label there, `gpuStateLabels`) nor the DRA driver serves.
+WORKLOAD_LABEL = "nvidia.com/gpu.workload.config"
+_VM_WORKLOADS = ("vm-passthrough", "vm-vgpu")
+
+
+def vm_workload_nodes(nodes: Iterable[dict[str, Any]], policy: dict[str, Any] | None) -> frozenset[str]:
+    """Nodes whose GPUs the GPU Operator gives to virtual machines: with `spec.sandboxWorkloads.enabled`, the
+    node's `nvidia.com/gpu.workload.config` when it is a valid config, else `sandboxWorkloads.defaultWorkload`
+    (else `container`); with sandbox workloads off, none (`getWorkloadConfig`, `init`)."""
+    sandbox = ((policy or {}).get("spec") or {}).get("sandboxWorkloads")
+    if not isinstance(sandbox, dict) or sandbox.get("enabled") is not True:
+        return frozenset()
+    valid = ("container", *_VM_WORKLOADS)
+    default = sandbox.get("defaultWorkload") if sandbox.get("defaultWorkload") in valid else "container"
+    out = set()
+    for n in nodes:
+        meta = n.get("metadata") or {}
+        label = (meta.get("labels") or {}).get(WORKLOAD_LABEL)
+        if (label if label in valid else default) in _VM_WORKLOADS:
+            out.add(str(meta.get("name")))
+    return frozenset(out)
+
+
 def pool_of(labels: dict[str, str], pool_labels: tuple[str, ...], annotations: Any = None) -> str:
     """The node's pool: the first of `--pool-label` keys and the platforms' pool labels it carries, else its
     Cluster API MachineSet or MachinePool, else its instance type, else `(unpooled)`."""

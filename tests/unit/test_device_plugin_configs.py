@@ -188,3 +188,58 @@ def test_rename_in_a_sharing_config_is_ignored_as_the_device_plugin_ignores_it()
     advertised = {c["key"]: [r["advertisedAs"] for r in c["resources"]] for c in inv.operator["sharingConfigs"]}
     assert advertised == {"a": ["nvidia.com/gpu"], "b": ["nvidia.com/gpu.shared"]}
     assert "nvidia.com/gpu-ts" not in inv.gpu_names
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# GPUs given to virtual machines: the GPU Operator's sandbox workloads (KubeVirt passthrough, vGPU)
+
+
+def _sandbox_policy(default: str | None = None) -> dict[str, Any]:
+    sandbox: dict[str, Any] = {"enabled": True}
+    if default:
+        sandbox["defaultWorkload"] = default
+    cp = obj("nvidia.com/v1", "ClusterPolicy", "cluster-policy", {"sandboxWorkloads": sandbox}, namespace=None)
+    cp["status"] = {"namespace": "gpu-operator", "state": "ready"}
+    return cp
+
+
+def _vm_node(name: str, workload: str | None) -> dict[str, Any]:
+    # The operator deploys the sandbox device plugin, not the device plugin, on a vm-passthrough node (controllers/
+    # state_manager.go gpuStateLabels) and GFD does not run there; the sandbox plugin advertises the GPU by its
+    # PCI device name (NVIDIA/kubevirt-gpu-device-plugin).
+    labels = {POOL: "vms", "nvidia.com/gpu.present": "true", "nvidia.com/gpu.deploy.sandbox-device-plugin": "true"}
+    if workload:
+        labels["nvidia.com/gpu.workload.config"] = workload
+    return node(name, labels, {"nvidia.com/GA100_A100_PCIE_40GB": "2"})
+
+
+def test_nodes_whose_gpus_belong_to_virtual_machines_are_not_migrated() -> None:
+    container_node = node(
+        "c1",
+        {POOL: "ctr", "nvidia.com/gpu.present": "true", "nvidia.com/gpu.count": "8",
+         "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.workload.config": "container"},
+        {"nvidia.com/gpu": "8"},
+    )  # fmt: skip
+    vm_pod = pod("virt-launcher-a", pod_spec(container(requests={"nvidia.com/GA100_A100_PCIE_40GB": "1"})), node="vm1")
+    # The second: no label, so the ClusterPolicy's defaultWorkload decides.
+    for policy, workload in ((_sandbox_policy(), "vm-passthrough"), (_sandbox_policy("vm-vgpu"), None)):
+        st = make(policy, _vm_node("vm1", workload), container_node, vm_pod)
+        inv = build_inventory(st)
+        assert [n.name for n in inv.nodes] == ["c1"]
+        assert [p.name for p in inv.pools] == ["ctr"]
+        assert "nvidia.com/GA100_A100_PCIE_40GB" not in inv.gpu_names
+        assert inv.consumers == []
+        assert "unmapped-gpu-resource" not in {f.id for f in assess(st).findings}
+
+
+def test_a_vm_workload_label_without_sandbox_workloads_enabled_is_a_container_node() -> None:
+    # getWorkloadConfig: with sandboxWorkloads disabled every node is `container`, whatever its label says.
+    cp = _sandbox_policy()
+    cp["spec"]["sandboxWorkloads"]["enabled"] = False
+    gpu = node(
+        "g1",
+        {POOL: "p", "nvidia.com/gpu.present": "true", "nvidia.com/gpu.count": "8",
+         "nvidia.com/gpu.workload.config": "vm-passthrough"},
+        {"nvidia.com/gpu": "8"},
+    )  # fmt: skip
+    assert [n.name for n in build_inventory(make(cp, gpu)).nodes] == ["g1"]
