@@ -19,7 +19,7 @@ import orjson
 
 from dra_migrate.cluster.state import ClusterState
 from dra_migrate.dra.cel import Selector, SelectorError, compile_selector, matches_all
-from dra_migrate.dra.devices import NVIDIA_DRIVER, PER_NODE_ATTRIBUTES, NodeDevices, node_devices
+from dra_migrate.dra.devices import LABEL_COUNT, NVIDIA_DRIVER, PER_NODE_ATTRIBUTES, NodeDevices, node_devices
 from dra_migrate.inventory.fleet import kubelet_skew
 from dra_migrate.inventory.model import Inventory
 from dra_migrate.inventory.placement import node_selects, selector_labels
@@ -172,7 +172,10 @@ def pool_capacity(
                     continue
                 sources.add(nd.source)
                 per_node.append(len(matching_devices(state, cls, nd, driver)))
-            replicas = max((_replicas(gpu_nodes[n].labels, resource) for n in pool.nodes if n in gpu_nodes), default=1)
+            replicas = max(
+                (_replicas(gpu_nodes[n].labels, resource, gpu_nodes[n].config_replicas) for n in pool.nodes),
+                default=1,
+            )
             out.append(
                 PoolCapacity(
                     pool=pool.name,
@@ -192,14 +195,17 @@ def pool_capacity(
     return out
 
 
-def _replicas(labels: dict[str, str], resource: str) -> int:
+def _replicas(labels: dict[str, str], resource: str, configured: dict[str, int]) -> int:
     """The sharing replicas GFD reports for the resource: `nvidia.com/gpu.replicas` for full GPUs (and
     their `.shared` rename), `nvidia.com/mig-<profile>.replicas` for a MIG profile (GPU Feature Discovery
-    writes one per profile under the mixed strategy: k8s-device-plugin internal/lm/resource.go)."""
+    writes one per profile under the mixed strategy: k8s-device-plugin internal/lm/resource.go). Where GFD
+    does not run, the node's device-plugin config's (`GpuNode.config_replicas`)."""
     if resource.startswith("nvidia.com/mig-"):
         key = resource.removesuffix(".shared") + ".replicas"
     else:
         key = "nvidia.com/gpu.replicas"
+    if key not in labels and LABEL_COUNT not in labels:
+        return max(1, configured.get(resource, 1))
     try:
         return max(1, int(labels.get(key, "1") or 1))
     except ValueError:

@@ -31,7 +31,7 @@ from typing import Any
 from dra_migrate.cluster.state import ClusterState
 from dra_migrate.errors import InputError
 from dra_migrate.inventory.model import Inventory
-from dra_migrate.inventory.resources import DEFAULT_GPU, GPU_PREFIX, SHARED_GPU
+from dra_migrate.inventory.resources import DEFAULT_GPU, GPU_PREFIX, SHARED_GPU, SHARED_SUFFIX
 
 DRIVER = "gpu.nvidia.com"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "dra-migrate"}
@@ -85,9 +85,12 @@ class Generation:
 
 def mig_profile_of(name: str) -> str | None:
     """nvidia.com/mig-1g.10gb -> 1g.10gb; the device plugin writes `+` as `.` (`+me` -> `.me`, Blackwell's
-    `+me.all` -> `.me.all`, `+gfx` -> `.gfx`), the DRA driver keeps `+`; `-me` is written as it is."""
+    `+me.all` -> `.me.all`, `+gfx` -> `.gfx`), the DRA driver keeps `+`; `-me` is written as it is.
+
+    None for a time-sliced or MPS-shared profile under `renameByDefault` (`nvidia.com/mig-1g.10gb.shared`:
+    k8s-device-plugin v0.18.0 api/config/v1 resources.go `DefaultSharedRename`): replicas, not a profile."""
     m = _MIG_RE.match(name)
-    if not m:
+    if not m or name.endswith(SHARED_SUFFIX):
         return None
     base, _, suffix = m.group(1).partition("gb.")
     return f"{base}gb+{suffix}" if suffix else m.group(1)
@@ -193,7 +196,7 @@ def generate(state: ClusterState, inv: Inventory, driver: str = DRIVER) -> Gener
         proposal = _propose(name, inv, custom, driver)
         if proposal is not None:
             gen.proposals.append(proposal)
-        elif name in unexpressible or name == SHARED_GPU:
+        elif name in unexpressible or name == SHARED_GPU or name.endswith(SHARED_SUFFIX):
             gen.not_generated.append(
                 NotGenerated(
                     name, "a time-slicing/MPS shared name: DRA has no replicas, each request needs whole devices"

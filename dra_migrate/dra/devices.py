@@ -55,6 +55,8 @@ from dra_migrate.dra.products import mig_profile as mig_profile
 from dra_migrate.dra.products import product_name as product_name
 from dra_migrate.dra.products import resource_profile as resource_profile
 from dra_migrate.inventory.migparted import GpuMig, mig_parted_configs, node_gpu_mig
+from dra_migrate.inventory.operator import node_config_replicas
+from dra_migrate.inventory.resources import DEFAULT_GPU, SHARED_GPU
 
 NVIDIA_DRIVER = "gpu.nvidia.com"
 
@@ -129,6 +131,7 @@ def node_devices(state: ClusterState, driver: str = NVIDIA_DRIVER) -> dict[str, 
 def _node_devices(state: ClusterState, driver: str) -> dict[str, NodeDevices]:
     out: dict[str, NodeDevices] = {}
     predictor: _Predictor | None = None
+    shared: dict[str, dict[str, int]] = {}
     for node, slices in gpu_nodes(state, driver):
         name = str((node.get("metadata") or {}).get("name", ""))
         published = published_devices(name, slices, driver)
@@ -137,7 +140,8 @@ def _node_devices(state: ClusterState, driver: str) -> dict[str, NodeDevices]:
         else:
             if predictor is None:
                 predictor = _Predictor(mig_parted_configs(state))
-            devices, shape = predictor.predict(node)
+                shared = node_config_replicas(state)
+            devices, shape = predictor.predict(node, shared.get(name, {}))
             out[name] = NodeDevices(name, "predicted", devices, shape)
     return out
 
@@ -152,15 +156,22 @@ class _Predictor:
         self._mig_configs = mig_configs
         self._recipes: dict[tuple[Any, ...], tuple[_Recipe, ...]] = {}
 
-    def predict(self, node: Mapping[str, Any]) -> tuple[tuple[dict[str, Any], ...], tuple[Any, ...]]:
+    def predict(
+        self, node: Mapping[str, Any], shared: Mapping[str, int] | None = None
+    ) -> tuple[tuple[dict[str, Any], ...], tuple[Any, ...]]:
         meta = node.get("metadata") or {}
         name = str(meta.get("name", ""))
         labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
         capacity = (node.get("status") or {}).get("capacity") or {}
-        shape = (tuple((k, v) for k, v in labels.items() if k.startswith("nvidia.com/")), repr(capacity))
+        shared = shared or {}
+        shape = (
+            tuple((k, v) for k, v in labels.items() if k.startswith("nvidia.com/")),
+            repr(capacity),
+            tuple(sorted(shared.items())),
+        )
         recipe = self._recipes.get(shape)
         if recipe is None:
-            recipe = self._recipes[shape] = _recipe(labels, capacity, self._mig_configs)
+            recipe = self._recipes[shape] = _recipe(labels, capacity, self._mig_configs, shared)
         return tuple(_cook(name, r) for r in recipe), shape
 
 
@@ -171,13 +182,26 @@ _Recipe = tuple[dict[str, Any], str, str]
 
 
 def _recipe(
-    labels: Mapping[str, str], capacity: Mapping[str, Any], mig_configs: Mapping[str, Any]
+    labels: Mapping[str, str],
+    capacity: Mapping[str, Any],
+    mig_configs: Mapping[str, Any],
+    shared: Mapping[str, int] | None = None,
 ) -> tuple[_Recipe, ...]:
     if LABEL_COUNT in labels:
         per_gpu = node_gpu_mig(labels, mig_configs, _mixed_counts(labels)) if mig_configs else None
         layout = gpu_layout(labels, full_gpus=full_gpus_from_capacity(labels, capacity), per_gpu_mig=per_gpu)
         return _device_recipes(labels, layout)
-    return _device_recipes({}, (None,) * label_int(capacity.get("nvidia.com/gpu", 0)))
+    return _device_recipes({}, (None,) * whole_gpus_from_capacity(capacity, shared or {}))
+
+
+def whole_gpus_from_capacity(capacity: Mapping[str, Any], shared: Mapping[str, int]) -> int:
+    """The GPUs of a node without GFD labels: its `nvidia.com/gpu` capacity, over the replicas its device-plugin
+    config shares them with (`inventory.operator.node_config_replicas`: the plugin advertises each GPU
+    `replicas` times, k8s-device-plugin v0.18.0 internal/rm/device_map.go updateDeviceMapWithReplicas), plus
+    `nvidia.com/gpu.shared` over its replicas when the config says them (else a renamed name gives nothing)."""
+    whole = label_int(capacity.get(DEFAULT_GPU, 0)) // max(shared.get(DEFAULT_GPU, 1), 1)
+    renamed = shared.get(SHARED_GPU)
+    return whole + (label_int(capacity.get(SHARED_GPU, 0)) // renamed if renamed else 0)
 
 
 def _cook(node: str, recipe: _Recipe) -> dict[str, Any]:
@@ -197,7 +221,7 @@ def _cook(node: str, recipe: _Recipe) -> dict[str, Any]:
 
 
 def predict_devices(
-    node: Mapping[str, Any], mig_configs: Mapping[str, Any] | None = None
+    node: Mapping[str, Any], mig_configs: Mapping[str, Any] | None = None, shared: Mapping[str, int] | None = None
 ) -> tuple[dict[str, Any], ...]:
     """The devices the NVIDIA DRA driver would publish for this Node object, from its GFD labels and
     capacity: product name, memory, architecture, compute capability, driver versions, and under MIG the
@@ -208,12 +232,14 @@ def predict_devices(
     the driver runs on the node, so selectors on them cannot be predicted.
 
     A node with no GFD labels (no `nvidia.com/gpu.count`, e.g. a standalone device plugin without GPU
-    Feature Discovery) is predicted as `nvidia.com/gpu` capacity full GPUs with only what is known of them:
-    `type`, the placeholders, and no product name, memory, architecture or versions. Its shared
-    (`gpu.shared`, replicas unknown) or MIG resources cannot be predicted without labels and give nothing.
+    Feature Discovery) is predicted as `nvidia.com/gpu` capacity full GPUs, divided by the time-slicing/MPS
+    replicas of its device-plugin config (`shared`), with only what is known of them: `type`, the placeholders,
+    and no product name, memory, architecture or versions. `gpu.shared` counts only when `shared` gives its
+    replicas; MIG resources cannot be predicted without labels and give nothing.
 
     `mig_configs`: the MIG Manager's `mig-configs` (inventory/migparted.py); under mixed MIG the applied one
-    says which GPU holds which instances, which GFD's labels do not.
+    says which GPU holds which instances, which GFD's labels do not. `shared`: the replicas of the node's
+    device-plugin config (`whole_gpus_from_capacity`), for a node without GFD labels.
     """
     meta = node.get("metadata") or {}
     name = str(meta.get("name", ""))
@@ -223,7 +249,7 @@ def predict_devices(
         per_gpu = node_gpu_mig(labels, mig_configs, _mixed_counts(labels)) if mig_configs else None
         layout = gpu_layout(labels, full_gpus=full_gpus_from_capacity(labels, capacity), per_gpu_mig=per_gpu)
         return tuple(d.to_json() for d in devices_from_labels(name, labels, layout))
-    whole = (None,) * label_int(capacity.get("nvidia.com/gpu", 0))
+    whole = (None,) * whole_gpus_from_capacity(capacity, shared or {})
     return tuple(d.to_json() for d in devices_from_labels(name, {}, whole))
 
 

@@ -102,6 +102,9 @@ class GpuNode:
     dp_placement: PluginPlacement | None = None  # from the device-plugin DaemonSets as installed
     # DynamicMIG: the DRA plugin that serves this node has the gate on, or its slices carry counters.
     dynamic_mig: bool = False
+    # Time-slicing/MPS replicas (> 1) per advertised name, from the device-plugin config the node runs: what
+    # says a GPU is shared where GFD's `nvidia.com/gpu.replicas` is missing (inventory/operator.py).
+    config_replicas: dict[str, int] = field(default_factory=dict)
 
     @property
     def device_plugin_enabled(self) -> bool:
@@ -181,6 +184,31 @@ def advertised_gpu_names(nodes: Iterable[dict[str, Any]]) -> set[str]:
             if isinstance(res, dict):
                 out.update(k for k in res if isinstance(k, str) and k.startswith(GPU_PREFIX))
     return out
+
+
+# The GPU Operator's sandbox workloads (NVIDIA/gpu-operator controllers/state_manager.go): a node's GPUs go to
+# containers, or to virtual machines (`vm-passthrough`: bound to vfio-pci, `vm-vgpu`: vGPU host), which neither
+# the device plugin (the operator removes its deploy label there, `gpuStateLabels`) nor the DRA driver serves.
+WORKLOAD_LABEL = "nvidia.com/gpu.workload.config"
+_VM_WORKLOADS = ("vm-passthrough", "vm-vgpu")
+
+
+def vm_workload_nodes(nodes: Iterable[dict[str, Any]], policy: dict[str, Any] | None) -> frozenset[str]:
+    """Nodes whose GPUs the GPU Operator gives to virtual machines: with `spec.sandboxWorkloads.enabled`, the
+    node's `nvidia.com/gpu.workload.config` when it is a valid config, else `sandboxWorkloads.defaultWorkload`
+    (else `container`); with sandbox workloads off, none (`getWorkloadConfig`, `init`)."""
+    sandbox = ((policy or {}).get("spec") or {}).get("sandboxWorkloads")
+    if not isinstance(sandbox, dict) or sandbox.get("enabled") is not True:
+        return frozenset()
+    valid = ("container", *_VM_WORKLOADS)
+    default = sandbox.get("defaultWorkload") if sandbox.get("defaultWorkload") in valid else "container"
+    out = set()
+    for n in nodes:
+        meta = n.get("metadata") or {}
+        label = (meta.get("labels") or {}).get(WORKLOAD_LABEL)
+        if (label if label in valid else default) in _VM_WORKLOADS:
+            out.add(str(meta.get("name")))
+    return frozenset(out)
 
 
 def pool_of(labels: dict[str, str], pool_labels: tuple[str, ...], annotations: Any = None) -> str:

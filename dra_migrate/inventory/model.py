@@ -16,13 +16,16 @@ from dra_migrate.inventory.fleet import (
     build_gpu_nodes,
     build_pools,
     node_pool,
+    vm_workload_nodes,
 )
 from dra_migrate.inventory.gangs import Gang, find_gangs
 from dra_migrate.inventory.operator import (
+    cluster_policies,
     device_plugin_daemonset_objects,
     dra_plugin_daemonset_objects,
     dra_plugin_daemonsets,
     known_gpu_names_from_configs,
+    node_config_replicas,
     sharing_configs,
     summarize_operator,
 )
@@ -80,9 +83,12 @@ def build_inventory(state: ClusterState, pool_labels: tuple[str, ...] = ()) -> I
 
 
 def _build(state: ClusterState, pool_labels: tuple[str, ...]) -> Inventory:
-    nodes_raw = state.of("Node")
+    policies = cluster_policies(state)
+    vms = vm_workload_nodes(state.of("Node"), policies[0] if policies else None)
+    # Nodes whose GPUs go to virtual machines are no GPU nodes here: neither plugin serves them (fleet.py).
+    nodes_raw = [n for n in state.of("Node") if str((n.get("metadata") or {}).get("name")) not in vms]
     names = GpuNames(advertised_gpu_names(nodes_raw) | known_gpu_names_from_configs(state))
-    node_pools = {str((n.get("metadata") or {}).get("name")): node_pool(n, pool_labels) for n in nodes_raw}
+    node_pools = {str((n.get("metadata") or {}).get("name")): node_pool(n, pool_labels) for n in state.of("Node")}
     owners = OwnerIndex(state)  # one walk to each object's top owner, for consumers and gangs alike
     consumers, node_requests, pod_requests = find_consumers(state, names, node_pools, owners)
     gpu_nodes = build_gpu_nodes(
@@ -94,8 +100,10 @@ def _build(state: ClusterState, pool_labels: tuple[str, ...]) -> Inventory:
         device_plugin_daemonset_objects(state),
         nodes_with_counters(state),
     )
+    configured = node_config_replicas(state)
     for g in gpu_nodes:
         g.requested = dict(sorted(node_requests.get(g.name, {}).items()))
+        g.config_replicas = configured.get(g.name, {})
     configs = sharing_configs(state, [(g.name, g.labels) for g in gpu_nodes])
     pools = build_pools(gpu_nodes)
     platforms = pool_platforms(state, {p.name: p.nodes for p in pools}, {g.name: _dp_daemonset(g) for g in gpu_nodes})

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from dra_migrate.cluster.configrefs import mig_manager_configmap
+from dra_migrate.cluster.configrefs import configmaps_named, mig_manager_configmap
 from dra_migrate.cluster.configrefs import names as is_one_of
 from dra_migrate.cluster.state import ClusterState, Obj
 from dra_migrate.cluster.yamlio import load_yaml_documents
@@ -106,13 +106,11 @@ def parse_sharing(text: str, where: str) -> tuple[str, list[SharedResource], str
             if not isinstance(r, dict) or not isinstance(r.get("name"), str):
                 continue
             name = r["name"] if r["name"].startswith(GPU_PREFIX) else GPU_PREFIX + r["name"]
-            rename = r.get("rename")
-            if rename:
-                adv = rename if str(rename).startswith(GPU_PREFIX) else GPU_PREFIX + str(rename)
-            elif rename_default:
-                adv = name + ".shared"  # DefaultSharedResourceNameSuffix, api/config/v1/consts.go
-            else:
-                adv = name
+            # A resource's own `rename` is ignored: the plugin clears it, or forces <name>.shared under
+            # renameByDefault, on every config it loads (k8s-device-plugin v0.18.0 api/config/v1 config.go
+            # DisableResourceNamingInConfig -> replicas.go disableResoureRenaming; cmd/nvidia-device-plugin
+            # main.go startPlugins). DefaultSharedResourceNameSuffix: api/config/v1/consts.go.
+            adv = name + ".shared" if rename_default else name
             resources.append(SharedResource(name, adv, int(r.get("replicas") or 1)))
     mig = _dig(cfg, "flags", "migStrategy")
     return strategy, resources, mig if isinstance(mig, str) else None, fail_gt_one
@@ -172,13 +170,56 @@ def sharing_configs(state: ClusterState, gpu_nodes: list[tuple[str, dict[str, st
             continue
         data = cm.get("data") or {}
         keys = sorted(k for k, v in data.items() if isinstance(v, str))
-        default_key = ref_default or ("default" if "default" in keys else (keys[0] if len(keys) == 1 else None))
+        # The config-manager's choice for a node without the label (k8s-device-plugin v0.18.0 cmd/config-manager
+        # main.go updateConfigName): the explicit default (the ClusterPolicy's `devicePlugin.config.default`, the
+        # chart's `config.default` as DEFAULT_CONFIG), else the fallbacks `named` ("default"), then `single`.
+        explicit = ref_default if ref_name else _mounted_default_config(state, ns, name)
+        default_key = explicit or ("default" if "default" in keys else (keys[0] if len(keys) == 1 else None))
         for key in keys:
             sc = _one_config(ns, name, key, data[key])
             sc.is_default = key == default_key
             sc.nodes = [n for n, labels in gpu_nodes if _config_key(labels, keys, default_key) == key]
             out.append(sc)
     return out
+
+
+def _mounted_default_config(state: ClusterState, namespace: str, config_map: str) -> str | None:
+    """DEFAULT_CONFIG of the config-manager in the device-plugin DaemonSet that mounts the ConfigMap (the
+    chart's `config.default`: deployments/helm/nvidia-device-plugin/templates/daemonset-device-plugin.yml)."""
+    for ds in device_plugin_daemonset_objects(state):
+        if (namespace, config_map) not in configmaps_named(ds):
+            continue
+        spec = _dig(ds, "spec", "template", "spec") or {}
+        for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+            for e in (c.get("env") if isinstance(c, dict) else None) or []:
+                value = e.get("value") if isinstance(e, dict) and e.get("name") == "DEFAULT_CONFIG" else None
+                if isinstance(value, str) and value:
+                    return value
+    return None
+
+
+def node_config_replicas(state: ClusterState) -> dict[str, dict[str, int]]:
+    """Node -> {name the device plugin advertises -> its time-slicing/MPS replicas (> 1)}, from the config key
+    the node runs (`sharing_configs`). What the replicas are where GFD, which labels them, does not run (the
+    standalone chart's default: `gfd.enabled: false`). A node two configs claim with different replicas is
+    left out: which one its plugin runs is not known."""
+
+    def compute() -> dict[str, dict[str, int]]:
+        nodes = [
+            (str(_meta(n).get("name", "")), {str(k): str(v) for k, v in (_meta(n).get("labels") or {}).items()})
+            for n in state.of("Node")
+        ]
+        out: dict[str, dict[str, int]] = {}
+        unknown: set[str] = set()
+        for sc in sharing_configs(state, nodes):
+            replicas = {r.advertised_as: r.replicas for r in sc.resources if r.replicas > 1}
+            for n in sc.nodes:
+                if sc.error or out.get(n, replicas) != replicas:
+                    unknown.add(n)
+                out[n] = replicas
+        return {n: r for n, r in out.items() if r and n not in unknown}
+
+    return state.memo("inventory.node_config_replicas", compute)
 
 
 def _config_key(labels: dict[str, str], keys: list[str], default_key: str | None) -> str | None:

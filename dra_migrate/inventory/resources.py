@@ -23,6 +23,9 @@ GPU_PREFIX = "nvidia.com/"
 # Names the NVIDIA device plugin advertises by default (k8s-device-plugin internal/rm/rm.go, api/config/v1).
 DEFAULT_GPU = "nvidia.com/gpu"
 SHARED_GPU = "nvidia.com/gpu.shared"
+# What `renameByDefault` appends to a time-sliced or MPS-shared name (api/config/v1 consts.go
+# DefaultSharedResourceNameSuffix): `nvidia.com/gpu.shared`, `nvidia.com/mig-1g.10gb.shared`.
+SHARED_SUFFIX = ".shared"
 # Fractional-GPU schemes: names that give a container part of a device, beside (or instead of) a whole-GPU
 # count. DRA's extended-resource path and a claim allocate whole devices, so these do not migrate as-is.
 # HAMi: Project-HAMi/HAMi README "Resource" (nvidia.com/gpumem, gpumem-percentage, gpucores beside

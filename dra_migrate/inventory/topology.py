@@ -111,7 +111,7 @@ def _node_whole_gpus(node: GpuNode, resource: str) -> int:
     """Whole GPUs `node` has under `resource`: the device plugin's capacity, else GFD's count (its plugin
     is off), 0 when it shares them (replicas: no aligned allocation) or has none."""
     replicas = node.gfd.get(_REPLICAS, "")
-    if replicas.isdecimal() and int(replicas) > 1:
+    if (replicas.isdecimal() and int(replicas) > 1) or node.config_replicas.get(resource, 1) > 1:
         return 0
     if node.capacity.get(resource):
         return node.capacity[resource]  # 0 once the kubelet zeroed a departed plugin's capacity: GFD's count then
