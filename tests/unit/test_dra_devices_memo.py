@@ -60,7 +60,7 @@ def _old_predict(node: dict[str, Any], mig_configs: Any) -> tuple[dict[str, Any]
     labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
     capacity = (node.get("status") or {}).get("capacity") or {}
     if LABEL_COUNT in labels:
-        per_gpu = node_gpu_mig(labels, mig_configs, dev._mixed_counts(labels)) if mig_configs else None
+        per_gpu = node_gpu_mig(labels, mig_configs, dev.mixed_counts(labels)) if mig_configs else None
         layout = gpu_layout(labels, full_gpus=full_gpus_from_capacity(labels, capacity), per_gpu_mig=per_gpu)
         return tuple(d.to_json() for d in _old_devices_from_labels(name, labels, layout))
     whole = (None,) * label_int(capacity.get("nvidia.com/gpu", 0))

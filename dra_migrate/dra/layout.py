@@ -1,0 +1,215 @@
+"""Layout: what each physical GPU of a node is, a full GPU or a list of MIG instances, from its GPU Feature
+Discovery labels (and, under mixed MIG, the MIG Manager's applied config). `dra/devices.py` turns a layout into
+the devices the NVIDIA DRA driver publishes; the simulator (`sim/spec.py`) publishes the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dra_migrate.dra.products import (
+    LABEL_PRODUCT,
+    PROFILE_RE,
+    MigProfile,
+    mig_profile,
+    profile_from_resource,
+    single_profile,
+)
+from dra_migrate.inventory.migparted import GpuMig
+
+LABEL_COUNT = "nvidia.com/gpu.count"
+LABEL_REPLICAS = "nvidia.com/gpu.replicas"
+LABEL_MIG_STRATEGY = "nvidia.com/mig.strategy"
+
+
+@dataclass(frozen=True)
+class MigInstance:
+    profile: str
+    start: int
+    geometry: MigProfile
+
+
+# One entry per physical GPU: None is a full GPU, a tuple is a MIG-enabled GPU's instances.
+Layout = tuple[tuple[MigInstance, ...] | None, ...]
+
+
+def mig_strategy(labels: Mapping[str, str]) -> str:
+    """The MIG strategy in effect: `single` when GFD reports a `-MIG-<profile>` product, `mixed` when it
+    reports per-profile counts, else `none`. The operator's default strategy label is `single` even where
+    MIG is off: GFD then reports whole GPUs and a product without the suffix, which is `none` here."""
+    if single_profile(labels.get(LABEL_PRODUCT, "")) is not None:
+        return "single"
+    if labels.get(LABEL_MIG_STRATEGY) == "mixed" and mixed_counts(labels):
+        return "mixed"
+    return "none"
+
+
+def mixed_counts(labels: Mapping[str, str]) -> dict[str, int]:
+    """Profile -> instances on the node, from GFD's `nvidia.com/mig-<p>.count` labels."""
+    out: dict[str, int] = {}
+    for key, value in labels.items():
+        if key.startswith("nvidia.com/mig-") and key.endswith(".count") and label_int(value) > 0:
+            profile = profile_from_resource(key[len("nvidia.com/mig-") : -len(".count")])
+            if PROFILE_RE.match(profile):
+                out[profile] = label_int(value)
+    return out
+
+
+def has_gpu_labels(labels: Mapping[str, Any]) -> bool:
+    return labels.get("nvidia.com/gpu.present") == "true" or LABEL_COUNT in labels
+
+
+def full_gpus_from_capacity(labels: Mapping[str, str], capacity: Mapping[str, Any]) -> int | None:
+    """Under the mixed strategy, the GPUs left whole, when the device plugin advertises them: its
+    `nvidia.com/gpu` (or renamed `nvidia.com/gpu.shared`) capacity over the time-slicing replicas.
+    None otherwise (unknown, or not needed)."""
+    if mig_strategy(labels) != "mixed":
+        return None
+    advertised = label_int(capacity.get("nvidia.com/gpu", 0)) or label_int(capacity.get("nvidia.com/gpu.shared", 0))
+    if advertised <= 0:
+        return None
+    return advertised // max(label_int(labels.get(LABEL_REPLICAS, 1)), 1)
+
+
+def _place(instances: Sequence[tuple[str, MigProfile]]) -> tuple[MigInstance, ...] | None:
+    """Place instances on one GPU; None when they do not fit.
+
+    Largest first, each at the highest free valid start: this reproduces the placements nvidia-smi
+    shows for the mig-parted presets (e.g. all-balanced: 1g@0, 1g@1, 2g@2, 3g@4).
+    """
+    used = [False] * 8
+    placed: list[MigInstance] = []
+    for profile, geo in sorted(instances, key=lambda pg: (-pg[1].size, pg[0])):
+        for start in sorted(geo.starts, reverse=True):
+            cells = range(start, start + geo.size)
+            if start + geo.size <= 8 and not any(used[c] for c in cells):
+                for c in cells:
+                    used[c] = True
+                placed.append(MigInstance(profile, start, geo))
+                break
+        else:
+            return None
+    return tuple(sorted(placed, key=lambda i: i.start))
+
+
+def gpu_layout(labels: Mapping[str, str], *, full_gpus: int | None = None, per_gpu_mig: GpuMig | None = None) -> Layout:
+    """The node's GPUs as GFD's labels describe them.
+
+    Mixed MIG with `per_gpu_mig` (each GPU's instances per the applied MIG Manager config, checked against
+    GFD's counts): exactly that, a MIG-enabled GPU without instances publishing nothing.
+
+    Mixed MIG: `full_gpus` GPUs (when known from capacity) stay whole; each profile's instances are
+    dealt round-robin over the others, so a uniform layout (`all-3g.40gb`) comes back exactly. An
+    instance that fits nowhere is left out. Single MIG: gpu.count is the number of MIG devices, all of
+    the profile in gpu.product, packed onto as few GPUs as they fit.
+    """
+    strategy = mig_strategy(labels)
+    count = label_int(labels.get(LABEL_COUNT, 0))
+    profile = single_profile(labels.get(LABEL_PRODUCT, ""))
+    if strategy == "single" and profile is not None:
+        try:
+            geo = mig_profile(profile, labels)
+        except ValueError:
+            return ()  # a product suffix we cannot read: what the GPUs are is unknown
+        per_gpu = len(_place_greedy(profile, geo))
+        gpus = -(-count // per_gpu) if per_gpu else 0
+        out: list[tuple[MigInstance, ...] | None] = []
+        remaining = count
+        for _ in range(gpus):
+            n = min(per_gpu, remaining)
+            remaining -= n
+            out.append(_place([(profile, geo)] * n))
+        return tuple(out)
+    if strategy != "mixed":
+        return (None,) * count
+    if per_gpu_mig is not None and len(per_gpu_mig) == count:
+        return tuple(None if g is None else _instances_of(g, labels) for g in per_gpu_mig)
+    # Without the device plugin's capacity (its plugin left and the kubelet zeroed it), how many GPUs are
+    # whole is not in the labels: the instances are taken to be on as few GPUs as hold them.
+    mig_gpus = max(count - full_gpus, 0) if full_gpus is not None else _fewest_gpus_holding(labels, count)
+    if mig_gpus == 0:
+        return (None,) * count
+    wanted: list[list[tuple[str, MigProfile]]] = [[] for _ in range(mig_gpus)]
+    for name, n in sorted(mixed_counts(labels).items()):
+        geo = mig_profile(name, labels)
+        for j in range(n):
+            wanted[j % mig_gpus].append((name, geo))
+    # The driver publishes every existing MIG device (dra-driver-nvidia-gpu nvlib.go
+    # GetPerGpuAllocatableDevices), so the count must be the sum of GFD's counts whatever the layout
+    # across GPUs: what a GPU cannot hold goes to another that can (one GPU as 7g.40gb and one as
+    # 7x1g.5gb publish 8), and what fits nowhere by our geometry is still counted (`_place_anyway`).
+    placed_on: list[list[tuple[str, MigProfile]]] = [[] for _ in range(mig_gpus)]
+    left: list[tuple[str, MigProfile]] = []
+    for i, want in enumerate(wanted):
+        for inst in sorted(want, key=lambda pg: (-pg[1].size, pg[0])):
+            if _place([*placed_on[i], inst]) is not None:
+                placed_on[i].append(inst)
+            else:
+                left.append(inst)
+    for inst in sorted(left, key=lambda pg: (-pg[1].size, pg[0])):
+        home = next((g for g in placed_on if _place([*g, inst]) is not None), None)
+        if home is not None:
+            home.append(inst)
+        else:
+            min(placed_on, key=len).append(inst)
+    # A MIG-enabled GPU the instances do not reach stays a MIG GPU with no devices: the driver publishes
+    # nothing for it (dra-driver-nvidia-gpu v0.4.1 nvlib.go "MIG mode enabled but no configured MIG devices").
+    layout: list[tuple[MigInstance, ...] | None] = [_place(m) or _place_anyway(m) for m in placed_on]
+    layout.extend([None] * (count - mig_gpus))
+    return tuple(layout)
+
+
+def _instances_of(profiles: Mapping[str, int], labels: Mapping[str, str]) -> tuple[MigInstance, ...]:
+    wanted = [(p, mig_profile(p, labels)) for p, n in sorted(profiles.items()) for _ in range(n)]
+    return _place(wanted) or _place_anyway(wanted)
+
+
+def _fewest_gpus_holding(labels: Mapping[str, str], count: int) -> int:
+    """Under mixed MIG, the fewest of the node's `count` GPUs that hold GFD's MIG instances (first fit, largest
+    first, by our geometry). Exact when every MIG-enabled GPU is needed for its instances; a MIG-enabled GPU
+    with no instances, or instances spread thinner than they pack, cannot be seen in GFD's labels (they count
+    instances per profile and GPUs per product, not per GPU): docs/nvidia-tier.md."""
+    instances = [(p, mig_profile(p, labels)) for p, n in sorted(mixed_counts(labels).items()) for _ in range(n)]
+    gpus: list[list[tuple[str, MigProfile]]] = []
+    for inst in sorted(instances, key=lambda pg: (-pg[1].size, pg[0])):
+        home = next((g for g in gpus if _place([*g, inst]) is not None), None)
+        if home is not None:
+            home.append(inst)
+        else:
+            gpus.append([inst])
+    return min(len(gpus), count)
+
+
+def _place_anyway(instances: Sequence[tuple[str, MigProfile]]) -> tuple[MigInstance, ...]:
+    """Instances our geometry cannot fit on one GPU (labels from a layout we do not model): each at the
+    first of its starts that no instance of the same profile took, so names stay unique."""
+    taken: set[tuple[str, int]] = set()
+    out: list[MigInstance] = []
+    for profile, geo in instances:
+        start = next((s for s in geo.starts if (profile, s) not in taken), None)
+        if start is None:
+            start = max((s for p, s in taken if p == profile), default=-1) + 1
+        taken.add((profile, start))
+        out.append(MigInstance(profile, start, geo))
+    return tuple(sorted(out, key=lambda i: (i.start, i.profile)))
+
+
+def _place_greedy(profile: str, geo: MigProfile) -> tuple[MigInstance, ...]:
+    """As many instances of one profile as fit on a GPU."""
+    best: tuple[MigInstance, ...] = ()
+    for n in range(1, 9):
+        placed = _place([(profile, geo)] * n)
+        if placed is None:
+            break
+        best = placed
+    return best
+
+
+def label_int(value: Any) -> int:
+    """A label or count as an int; 0 when it is not one."""
+    try:
+        return int(str(value))
+    except ValueError:
+        return 0
