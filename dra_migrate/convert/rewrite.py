@@ -48,12 +48,12 @@ from dra_migrate.convert.claims import (
 )
 from dra_migrate.convert.comments import attach_after_last, delete_key, insert_after, move_trailing_comments
 from dra_migrate.convert.detect import (
+    asks_for_gpu,
     count_problem,
     fractional,
     gpu_keys,
     gpu_keys_elsewhere,
     gpu_patch_strings,
-    has_gpu_key,
 )
 from dra_migrate.convert.tolerations import add_tolerations, untolerated
 from dra_migrate.dra.deviceclasses import mig_profile_of
@@ -221,7 +221,7 @@ def convert_document(
     for r in resolved:
         for c in r.containers() + r.init_containers():
             covered.update((id(c), id(c.get("resources"))))
-            has_gpu = has_gpu or has_gpu_key(c, gpu_names) or bool(fractional(c))
+            has_gpu = has_gpu or asks_for_gpu(c, gpu_names) or bool(fractional(c))
     stray = list(gpu_keys_elsewhere(doc, gpu_names, covered))
     patches = list(gpu_patch_strings(doc))
     if kind in _CAP_KINDS and apiversion_is_core(doc):
@@ -273,7 +273,8 @@ def convert_document(
                 )
         init_ids = {id(c) for c in init}
         gpu = [(c, container_requests(c, gpu_names), id(c) in init_ids) for c in app + init]
-        gpu = [(c, req, is_init) for c, req, is_init in gpu if req or has_gpu_key(c, gpu_names)]
+        # A container whose every GPU count is 0 asks for none: left as it is (detect.py `is_zero`).
+        gpu = [(c, req, is_init) for c, req, is_init in gpu if req or asks_for_gpu(c, gpu_names)]
         if not gpu:
             continue
         if r.role.form == "resources":
