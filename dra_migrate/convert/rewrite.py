@@ -55,6 +55,7 @@ from dra_migrate.convert.detect import (
     gpu_keys_elsewhere,
     gpu_patch_strings,
 )
+from dra_migrate.convert.schemas import schema_warning
 from dra_migrate.convert.tolerations import add_tolerations, untolerated
 from dra_migrate.dra.deviceclasses import mig_profile_of
 from dra_migrate.inventory.limitranges import gpu_limit_effects
@@ -405,7 +406,6 @@ _REFUSED_KINDS = {
     "namespaces and add the claim by hand (or use a namespaced TrainingRuntime)",
 }
 KSERVE_ISVC = "serving.kserve.io/InferenceService"
-ARGO_ROLLOUT = "argoproj.io/Rollout"
 KSERVE_MODE = "serving.kserve.io/deploymentMode"
 
 
@@ -414,23 +414,11 @@ def _kind_problems(key: str, doc: dict[str, Any], has_gpu: bool) -> list[str]:
     return [f"{key}: {why}"] if why and has_gpu else []
 
 
-# Argo Rollouts' CRD schema is generated from the k8s.io/api it builds with: v1.8.x (k8s.io/api v0.29.3) knows
-# only the alpha `resourceClaims[].source.resourceClaimTemplateName`, so the API server prunes the field convert
-# writes and the pods name a claim with no source; v1.9.0 (k8s.io/api v0.34.1) has it (argo-rollouts
-# manifests/crds/rollout-crd.yaml at v1.8.3 and v1.9.0; tests/integration/test_convert_live.py applies it).
-_ROLLOUT_SCHEMA = (
-    "Argo Rollouts before v1.9.0 drops resourceClaims[].resourceClaimTemplateName (its CRD schema predates the "
-    "field), leaving the pods a claim with no source: run v1.9.0 or later (--dry-run=server refuses the field "
-    "where it would be dropped)"
-)
-
-
 def _kind_warnings(key: str, doc: dict[str, Any]) -> list[str]:
     """What the kind's own controller does with a converted object, where it is not what the API promises."""
-    if key == ARGO_ROLLOUT:
-        return [_ROLLOUT_SCHEMA]
+    out = [w for w in (schema_warning(key, doc),) if w]  # convert/schemas.py: an older CRD drops the claim
     if key != KSERVE_ISVC:
-        return []
+        return out
     # KServe runs an InferenceService as a Knative Service in Serverless mode (its default unless the
     # annotation or the cluster's inferenceservice-config says RawDeployment/Standard), and Knative's
     # webhook rejects resources.claims (knative/serving#15332).
@@ -438,11 +426,12 @@ def _kind_warnings(key: str, doc: dict[str, Any]) -> list[str]:
     annotations = meta.get("annotations") if isinstance(meta, dict) else None
     mode = annotations.get(KSERVE_MODE) if isinstance(annotations, dict) else None
     if mode not in (None, "Serverless"):
-        return []
+        return out
     said = "is Serverless" if mode else "is not set (KServe's default is Serverless unless the cluster's is not)"
     return [
+        *out,
         f"{KSERVE_MODE} {said}: KServe then runs the predictor as a Knative Service, whose webhook rejects "
-        "resources.claims (knative/serving#15332); apply it with deploymentMode RawDeployment"
+        "resources.claims (knative/serving#15332); apply it with deploymentMode RawDeployment",
     ]
 
 
