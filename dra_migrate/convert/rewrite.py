@@ -31,6 +31,7 @@ from dra_migrate.convert import gang
 from dra_migrate.convert.claims import (
     DNS_LABEL_MAX,
     GPU_CLASS,
+    MAX_DEVICES_PER_CLAIM,
     MAX_SUBREQUESTS,
     MIG_CLASS,
     REQUEST_NAME,
@@ -321,6 +322,13 @@ def convert_document(
         demands = _demands(app_uses, init_uses)
         for resource, d in demands.items():
             shape, sees = _claim_shape(resource, d, opts)
+            if shape.count > MAX_DEVICES_PER_CLAIM:
+                result.problems.append(
+                    f"{label}: {role} asks for {shape.count} {resource} per pod, and the scheduler allocates at "
+                    f"most {MAX_DEVICES_PER_CLAIM} devices to one claim: the converted pod would stay Pending; "
+                    "split the request across containers or pods, or write several claims by hand"
+                )
+                continue
             template = by_shape.get(shape)
             if template is None:
                 first = not by_shape

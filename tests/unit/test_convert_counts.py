@@ -154,3 +154,26 @@ def test_requests_unequal_to_limits_by_value_are_refused() -> None:
 def test_a_zero_count_anywhere_is_no_request(text: str) -> None:
     out, problems = convert(text)
     assert problems == [] and out == text
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "refused"),
+    [(56, None, True), (33, None, True), (32, None, False), (20, 20, True), (16, 16, False)],
+)
+def test_a_claim_of_more_devices_than_the_allocator_gives_one_claim_is_refused(
+    first: int, second: int | None, refused: bool
+) -> None:
+    """The scheduler's allocator gives one claim at most 32 devices (k8s.io/api resource/v1
+    `AllocationResultsMaxSize`; k8s.io/dynamic-resource-allocation v0.37.2 structured/internal/stable/
+    allocator_stable.go: "exceeds the claim limit"): a claim for 56 MIG slices (8 GPUs of 7) would leave the pod
+    Pending for good, where the device plugin gave it the 56 devices."""
+    other = ""
+    if second is not None:
+        other = "      - name: second\n        image: i\n        resources:\n          limits:\n"
+        other += f"            nvidia.com/mig-1g.10gb: {second}\n"
+    text = deployment("llm", f"          limits:\n            nvidia.com/mig-1g.10gb: {first}\n", other)
+    out, problems = convert(text)
+    if refused:
+        assert out == text and len(problems) == 1 and "at most 32 devices" in problems[0], problems
+    else:
+        assert problems == [] and sum(counts(out)) == first + (second or 0)
