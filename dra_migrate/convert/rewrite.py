@@ -162,12 +162,17 @@ def _demands(
 def _claim_shape(resource: str, d: _Demand, opts: ConvertOptions) -> tuple[Shape, dict[int, str | None]]:
     """The claim for one name in one pod, and the request each container sees (None: the whole claim).
 
-    One container (with or without init containers), or --share-across-pod: one request of the effective
-    count, seen whole by every container, as the init and app containers shared their devices before.
-    Several app containers each keep devices of their own: a request per container; init containers see
-    the whole claim, and a request `init` adds what an init container needs beyond the app containers.
+    One app container whose request is the pod's (init containers asking for no more), no app container, or
+    --share-across-pod: one request of the effective count, seen whole by every container, as the init and
+    app containers shared their devices before. Otherwise each app container keeps devices of its own, as
+    many as it asked for: a request per app container; init containers see the whole claim, and a request
+    `init` adds what an init container needs beyond the app containers. The kubelet's device manager gives
+    each container exactly its request, an app container's from the devices the init containers used
+    (kubernetes v1.37.2 pkg/kubelet/cm/devicemanager/manager.go `devicesToAllocate`), so one app container of
+    2 beside an init container of 8 saw 2 GPUs, not 8.
     """
-    if opts.share_across_pod or len(d.app) <= 1:
+    alone = len(d.app) == 1 and d.app[0][1] == d.effective
+    if opts.share_across_pod or alone or not d.app:
         shape = shape_for(resource, d.effective, opts)
         return shape, {id(c): None for c, _ in d.app + d.init}
     requests: list[Request] = []
