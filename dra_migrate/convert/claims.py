@@ -27,6 +27,10 @@ REQUEST_NAME = "gpu"
 PCIE_ROOT_ATTRIBUTE = PCIE_ROOT
 # firstAvailable takes at most 8 subrequests (k8s.io/api resource/v1 `FirstAvailableDeviceRequestMaxSize`).
 MAX_SUBREQUESTS = 8
+# The scheduler allocates at most 32 devices to one claim (k8s.io/api resource/v1 `AllocationResultsMaxSize`;
+# k8s.io/dynamic-resource-allocation v0.37.2 structured/internal/stable/allocator_stable.go refuses a claim whose
+# requests add up to more: "exceeds the claim limit"); ResourceClaimTemplate validation does not check it.
+MAX_DEVICES_PER_CLAIM = 32
 # Pod claim names and request names are DNS labels; template names are DNS subdomains, but we keep them
 # to a label's 63 characters so they read well next to the generated claim names.
 DNS_LABEL_MAX = 63

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from decimal import Decimal
 from typing import Any
 
 from dra_migrate.inventory.resources import FRACTIONAL_GPU_RESOURCES, GpuNames, parse_quantity
@@ -17,25 +18,61 @@ from dra_migrate.inventory.resources import FRACTIONAL_GPU_RESOURCES, GpuNames, 
 GPU_STRING_RE = re.compile(r"nvidia\.com/(gpu|mig-)")
 
 
+def count_value(raw: Any) -> Decimal | None:
+    """A device-plugin count as the API server reads it (k8s.io/apimachinery pkg/api/resource quantity.go
+    `UnmarshalJSON`): a number or a quantity string, blanks trimmed (`2`, `2.0`, `"2"`, `1e0`, `"2000m"`);
+    `null` (`nvidia.com/gpu:` with no value, as a Helm chart renders an unset value) is a zero quantity.
+    None: not a quantity (a flag, a list, a word, an empty string), which the API server refuses."""
+    if raw is None:
+        return Decimal(0)
+    if isinstance(raw, bool) or not isinstance(raw, int | float | str):
+        return None
+    return parse_quantity(raw)
+
+
 def count_problem(c: dict[str, Any], resource: str) -> str | None:
-    """A device-plugin count must be a positive integer, and equal in requests and limits."""
+    """What the API server refuses in a device-plugin count (kubernetes v1.37.2
+    pkg/apis/core/validation/validation.go `ValidateResourceQuantityValue`: non-negative, and an integer for
+    an extended resource; `validateResourceRequirements`: a request equal to its limit). A zero count is no
+    problem: it is no request (see `is_zero`)."""
     res = c.get("resources")
     values = {
         part: res[part][resource]
         for part in ("requests", "limits")
         if isinstance(res, dict) and isinstance(res.get(part), dict) and resource in res[part]
     }
+    read: dict[str, Decimal] = {}
     for part, raw in values.items():
-        if isinstance(raw, bool) or not (
-            (isinstance(raw, int) and raw > 0) or (isinstance(raw, str) and raw.isdecimal() and int(raw) > 0)
-        ):
-            return f"{resource} in {part} is {raw!r}: a device count must be a positive integer"
-    if len({int(v) for v in values.values()}) > 1:
+        q = count_value(raw)
+        if q is None:
+            return f"{resource} in {part} is {raw!r}: not a quantity the API server accepts"
+        if q < 0:
+            return f"{resource} in {part} is {raw!r}: a device count must not be negative"
+        if q != q.to_integral_value():
+            return f"{resource} in {part} is {raw!r}: a device count must be an integer"
+        read[part] = q
+    if len(set(read.values())) > 1:
         return (
             f"{resource}: requests and limits differ ({values['requests']} and {values['limits']}); "
             "an extended resource's request must equal its limit"
         )
     return None
+
+
+def is_zero(c: dict[str, Any], resource: str) -> bool:
+    """A count of 0 (or null) for `resource` wherever the container names it: no request at all. The
+    scheduler skips it (kubernetes v1.37.2 pkg/scheduler/framework/plugins/noderesources/fit.go
+    `if rQuant == 0 { continue }`) and the device manager allocates nothing for it, so convert leaves it as
+    it is, as inventory/resources.py `container_requests` drops it. Call after `count_problem` found none."""
+    res = c.get("resources")
+    parts = [res.get(p) for p in ("requests", "limits")] if isinstance(res, dict) else []
+    return all(count_value(m[resource]) == 0 for m in parts if isinstance(m, dict) and resource in m)
+
+
+def asks_for_gpu(c: dict[str, Any], names: GpuNames) -> bool:
+    """The container names a device-plugin GPU with a count other than zero (or one the API server refuses,
+    which convert must report): a container whose every GPU count is 0 asks for nothing."""
+    return any(count_problem(c, k) is not None or not is_zero(c, k) for k in gpu_keys(c, names))
 
 
 def fractional(c: dict[str, Any]) -> list[str]:
@@ -60,10 +97,6 @@ def gpu_keys(c: dict[str, Any], names: GpuNames) -> list[str]:
             if isinstance(m, dict):
                 found.update((k, None) for k in m if isinstance(k, str) and k in names)
     return list(found)
-
-
-def has_gpu_key(c: dict[str, Any], names: GpuNames) -> bool:
-    return bool(gpu_keys(c, names))
 
 
 # Keys a CRD may use for a GPU count of its own (a shorthand the tool cannot rewrite into a claim): NVIDIA
@@ -92,7 +125,7 @@ def _names_a_gpu_count(k: Any, v: Any, names: GpuNames, shorthand: bool) -> bool
     if not isinstance(k, str):
         return False
     if k in names or k in FRACTIONAL_GPU_RESOURCES:
-        return True
+        return count_value(v) != 0  # a zero (or null) count is no request, wherever it is written
     return shorthand and k in _SHORTHAND_KEYS and _positive_count(v)
 
 

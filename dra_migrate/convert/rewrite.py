@@ -31,6 +31,7 @@ from dra_migrate.convert import gang
 from dra_migrate.convert.claims import (
     DNS_LABEL_MAX,
     GPU_CLASS,
+    MAX_DEVICES_PER_CLAIM,
     MAX_SUBREQUESTS,
     MIG_CLASS,
     REQUEST_NAME,
@@ -48,13 +49,14 @@ from dra_migrate.convert.claims import (
 )
 from dra_migrate.convert.comments import attach_after_last, delete_key, insert_after, move_trailing_comments
 from dra_migrate.convert.detect import (
+    asks_for_gpu,
     count_problem,
     fractional,
     gpu_keys,
     gpu_keys_elsewhere,
     gpu_patch_strings,
-    has_gpu_key,
 )
+from dra_migrate.convert.schemas import schema_warning
 from dra_migrate.convert.tolerations import add_tolerations, untolerated
 from dra_migrate.dra.deviceclasses import mig_profile_of
 from dra_migrate.inventory.limitranges import gpu_limit_effects
@@ -160,12 +162,17 @@ def _demands(
 def _claim_shape(resource: str, d: _Demand, opts: ConvertOptions) -> tuple[Shape, dict[int, str | None]]:
     """The claim for one name in one pod, and the request each container sees (None: the whole claim).
 
-    One container (with or without init containers), or --share-across-pod: one request of the effective
-    count, seen whole by every container, as the init and app containers shared their devices before.
-    Several app containers each keep devices of their own: a request per container; init containers see
-    the whole claim, and a request `init` adds what an init container needs beyond the app containers.
+    One app container whose request is the pod's (init containers asking for no more), no app container, or
+    --share-across-pod: one request of the effective count, seen whole by every container, as the init and
+    app containers shared their devices before. Otherwise each app container keeps devices of its own, as
+    many as it asked for: a request per app container; init containers see the whole claim, and a request
+    `init` adds what an init container needs beyond the app containers. The kubelet's device manager gives
+    each container exactly its request, an app container's from the devices the init containers used
+    (kubernetes v1.37.2 pkg/kubelet/cm/devicemanager/manager.go `devicesToAllocate`), so one app container of
+    2 beside an init container of 8 saw 2 GPUs, not 8.
     """
-    if opts.share_across_pod or len(d.app) <= 1:
+    alone = len(d.app) == 1 and d.app[0][1] == d.effective
+    if opts.share_across_pod or alone or not d.app:
         shape = shape_for(resource, d.effective, opts)
         return shape, {id(c): None for c, _ in d.app + d.init}
     requests: list[Request] = []
@@ -221,7 +228,7 @@ def convert_document(
     for r in resolved:
         for c in r.containers() + r.init_containers():
             covered.update((id(c), id(c.get("resources"))))
-            has_gpu = has_gpu or has_gpu_key(c, gpu_names) or bool(fractional(c))
+            has_gpu = has_gpu or asks_for_gpu(c, gpu_names) or bool(fractional(c))
     stray = list(gpu_keys_elsewhere(doc, gpu_names, covered))
     patches = list(gpu_patch_strings(doc))
     if kind in _CAP_KINDS and apiversion_is_core(doc):
@@ -273,7 +280,8 @@ def convert_document(
                 )
         init_ids = {id(c) for c in init}
         gpu = [(c, container_requests(c, gpu_names), id(c) in init_ids) for c in app + init]
-        gpu = [(c, req, is_init) for c, req, is_init in gpu if req or has_gpu_key(c, gpu_names)]
+        # A container whose every GPU count is 0 asks for none: left as it is (detect.py `is_zero`).
+        gpu = [(c, req, is_init) for c, req, is_init in gpu if req or asks_for_gpu(c, gpu_names)]
         if not gpu:
             continue
         if r.role.form == "resources":
@@ -319,6 +327,13 @@ def convert_document(
         demands = _demands(app_uses, init_uses)
         for resource, d in demands.items():
             shape, sees = _claim_shape(resource, d, opts)
+            if shape.count > MAX_DEVICES_PER_CLAIM:
+                result.problems.append(
+                    f"{label}: {role} asks for {shape.count} {resource} per pod, and the scheduler allocates at "
+                    f"most {MAX_DEVICES_PER_CLAIM} devices to one claim: the converted pod would stay Pending; "
+                    "split the request across containers or pods, or write several claims by hand"
+                )
+                continue
             template = by_shape.get(shape)
             if template is None:
                 first = not by_shape
@@ -404,7 +419,6 @@ _REFUSED_KINDS = {
     "namespaces and add the claim by hand (or use a namespaced TrainingRuntime)",
 }
 KSERVE_ISVC = "serving.kserve.io/InferenceService"
-ARGO_ROLLOUT = "argoproj.io/Rollout"
 KSERVE_MODE = "serving.kserve.io/deploymentMode"
 
 
@@ -413,23 +427,11 @@ def _kind_problems(key: str, doc: dict[str, Any], has_gpu: bool) -> list[str]:
     return [f"{key}: {why}"] if why and has_gpu else []
 
 
-# Argo Rollouts' CRD schema is generated from the k8s.io/api it builds with: v1.8.x (k8s.io/api v0.29.3) knows
-# only the alpha `resourceClaims[].source.resourceClaimTemplateName`, so the API server prunes the field convert
-# writes and the pods name a claim with no source; v1.9.0 (k8s.io/api v0.34.1) has it (argo-rollouts
-# manifests/crds/rollout-crd.yaml at v1.8.3 and v1.9.0; tests/integration/test_convert_live.py applies it).
-_ROLLOUT_SCHEMA = (
-    "Argo Rollouts before v1.9.0 drops resourceClaims[].resourceClaimTemplateName (its CRD schema predates the "
-    "field), leaving the pods a claim with no source: run v1.9.0 or later (--dry-run=server refuses the field "
-    "where it would be dropped)"
-)
-
-
 def _kind_warnings(key: str, doc: dict[str, Any]) -> list[str]:
     """What the kind's own controller does with a converted object, where it is not what the API promises."""
-    if key == ARGO_ROLLOUT:
-        return [_ROLLOUT_SCHEMA]
+    out = [w for w in (schema_warning(key, doc),) if w]  # convert/schemas.py: an older CRD drops the claim
     if key != KSERVE_ISVC:
-        return []
+        return out
     # KServe runs an InferenceService as a Knative Service in Serverless mode (its default unless the
     # annotation or the cluster's inferenceservice-config says RawDeployment/Standard), and Knative's
     # webhook rejects resources.claims (knative/serving#15332).
@@ -437,11 +439,12 @@ def _kind_warnings(key: str, doc: dict[str, Any]) -> list[str]:
     annotations = meta.get("annotations") if isinstance(meta, dict) else None
     mode = annotations.get(KSERVE_MODE) if isinstance(annotations, dict) else None
     if mode not in (None, "Serverless"):
-        return []
+        return out
     said = "is Serverless" if mode else "is not set (KServe's default is Serverless unless the cluster's is not)"
     return [
+        *out,
         f"{KSERVE_MODE} {said}: KServe then runs the predictor as a Knative Service, whose webhook rejects "
-        "resources.claims (knative/serving#15332); apply it with deploymentMode RawDeployment"
+        "resources.claims (knative/serving#15332); apply it with deploymentMode RawDeployment",
     ]
 
 

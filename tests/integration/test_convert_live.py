@@ -215,3 +215,33 @@ def test_a_converted_pod_tolerates_the_taint_its_gpu_nodes_carry(
         assert wait_for("converted pod scheduled on the tainted node", placed, timeout=40)["spec"]["nodeName"] == node
         wait_for("the pod without the toleration refused for the taint", refused_for_the_taint, timeout=40)
         assert not (pod_of("bare") or {}).get("spec", {}).get("nodeName")
+
+
+INIT_LARGER = """apiVersion: batch/v1
+kind: Job
+metadata: {name: warm-then-serve}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      initContainers:
+      - {name: warm, image: "registry.k8s.io/pause:3.10", resources: {limits: {nvidia.com/gpu: 8}}}
+      containers:
+      - {name: main, image: "registry.k8s.io/pause:3.10", resources: {limits: {nvidia.com/gpu: "2000m"}}}
+      - {name: cpu-only, image: "registry.k8s.io/pause:3.10", resources: {limits: {nvidia.com/gpu: 0}}}
+"""
+
+
+def test_an_app_container_of_its_own_request_and_a_zero_count_pass_server_side_dry_run(
+    kube: Kube, namespace: str
+) -> None:
+    """The split claim of an app container beside a larger init container (requests `main` and `init`, the app
+    container naming its request), a count written `"2000m"`, and a zero count left in place: all as the API
+    server validates them, strictly."""
+    objs = converted(INIT_LARGER)
+    requests = objs[0]["spec"]["spec"]["devices"]["requests"]
+    assert [(r["name"], r["exactly"]["count"]) for r in requests] == [("main", 2), ("init", 6)]
+    for obj in objs:
+        obj["metadata"]["namespace"] = namespace
+        path = path_of(obj["apiVersion"], _plural(obj), namespace=namespace)
+        kube.create(path, obj, query=[("dryRun", "All"), ("fieldValidation", "Strict")])
