@@ -95,6 +95,13 @@ RULE_DOCS: dict[str, RuleDoc] = {
         rests_on="see `generate deviceclasses`",
         fix="convert these workloads to ResourceClaims (dra-migrate convert) or keep their pool on the device plugin",
     ),
+    "other-nvidia-resource": RuleDoc(
+        when="nodes advertise an nvidia.com/* resource that is not the GPU device plugin's (the Network Operator's "
+        "SR-IOV and RDMA devices, GPUs passed to VMs): left alone, neither converted nor waited for",
+        rests_on="k8s-device-plugin v0.18.0 `api/config/v1/config.go` `DisableResourceNamingInConfig` (no custom "
+        "names); Mellanox/network-operator `deployment/network-operator/values.yaml` (`resourcePrefix: nvidia.com`)",
+        fix="nothing, unless it is a GPU resource of a device plugin this tool does not know",
+    ),
     "clusterpolicy-gpucluster-conflict": RuleDoc(
         when="both a ClusterPolicy and a GPUCluster exist",
         rests_on='"only one may be present at a time" (gpu-operator `controllers/nodelabeling_controller.go`)',

@@ -15,7 +15,8 @@ from dra_migrate.checks.context import CheckContext, still_to_migrate
 from dra_migrate.checks.model import Finding, ObjectRef, Severity
 from dra_migrate.checks.registry import rule
 from dra_migrate.dra.deviceclasses import existing_mappings
-from dra_migrate.inventory.fleet import GpuNode, kubelet_skew
+from dra_migrate.inventory.fleet import GpuNode, kubelet_skew, other_nvidia_resources
+from dra_migrate.inventory.model import gpu_names
 from dra_migrate.inventory.placement import pdb_selects
 
 BLOCKER, WARNING, INFO = Severity.BLOCKER, Severity.WARNING, Severity.INFO
@@ -426,6 +427,33 @@ def unmapped(ctx: CheckContext) -> Iterator[Finding]:
             "its consumers cannot run on migrated nodes unchanged",
             "convert these workloads to ResourceClaims (dra-migrate convert) or keep their pool on the device plugin",
             tuple(users),
+        )
+
+
+# No release of the NVIDIA device plugin advertises a name of its own choosing (v0.18.0 api/config/v1/config.go
+# `DisableResourceNamingInConfig`); the NVIDIA Network Operator gives SR-IOV devices the nvidia.com prefix
+# (Mellanox/network-operator deployment/network-operator/values.yaml `resourcePrefix: nvidia.com`).
+@rule(
+    "other-nvidia-resource",
+    INFO,
+    summary="nvidia.com/* resources of other device plugins, which the migration leaves alone",
+)
+def other_nvidia_resource(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: info. When: nodes advertise an nvidia.com/* extended resource that is not the NVIDIA GPU device
+    plugin's (`nvidia.com/gpu`, `nvidia.com/mig-<profile>`, their `.shared` renames): the Network Operator's
+    SR-IOV and RDMA devices, GPUs passed to VMs. Rests on: the device plugin clears custom names from its config
+    (k8s-device-plugin v0.18.0 `api/config/v1/config.go` `DisableResourceNamingInConfig`); the Network Operator's
+    SR-IOV resource prefix `nvidia.com` (Mellanox/network-operator `deployment/network-operator/values.yaml`).
+    """
+    for name, nodes in sorted(other_nvidia_resources(ctx.state.of("Node"), gpu_names(ctx.state)).items()):
+        yield Finding(
+            "other-nvidia-resource",
+            INFO,
+            f"{name} is advertised by {len(nodes)} node(s) but is not a name the NVIDIA GPU device plugin advertises "
+            "(a network or VM device plugin's): the migration neither converts its requests nor waits for it to "
+            "leave a node; its pods keep asking for it unchanged",
+            "nothing, unless it is a GPU resource of a device plugin this tool does not know",
+            tuple(ObjectRef("Node", n) for n in nodes[:20]),
         )
 
 

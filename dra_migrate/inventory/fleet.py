@@ -15,7 +15,7 @@ from typing import Any
 
 from dra_migrate.inventory.operator import Placements, PluginPlacement, dynamic_mig_enabled
 from dra_migrate.inventory.platform import INSTANCE_TYPE, PoolPlatform, capi_group
-from dra_migrate.inventory.resources import GPU_PREFIX, GpuNames, quantity_int
+from dra_migrate.inventory.resources import FRACTIONAL_GPU_RESOURCES, GPU_PREFIX, GpuNames, quantity_int
 
 UNPOOLED = "(unpooled)"
 DEFAULT_POOL_LABELS = (
@@ -174,15 +174,21 @@ def gpu_resources(resources: Any, names: GpuNames) -> dict[str, int]:
     return {k: quantity_int(v) for k, v in resources.items() if k in names}
 
 
-def advertised_gpu_names(nodes: Iterable[dict[str, Any]]) -> set[str]:
-    """Every nvidia.com/* extended resource any node advertises."""
-    out: set[str] = set()
+def other_nvidia_resources(nodes: Iterable[dict[str, Any]], names: GpuNames) -> dict[str, list[str]]:
+    """nvidia.com/* extended resources nodes advertise that are not the NVIDIA GPU device plugin's (see
+    `GpuNames`): name -> the nodes that advertise it. A fractional-GPU plugin's names are left to
+    `fractional-gpu-request`."""
+    out: dict[str, list[str]] = {}
     for n in nodes:
         status = n.get("status") or {}
+        seen: set[str] = set()
         for key in ("capacity", "allocatable"):
             res = status.get(key)
             if isinstance(res, dict):
-                out.update(k for k in res if isinstance(k, str) and k.startswith(GPU_PREFIX))
+                seen.update(k for k in res if isinstance(k, str) and k.startswith(GPU_PREFIX))
+        for name in sorted(seen - FRACTIONAL_GPU_RESOURCES):
+            if name not in names:
+                out.setdefault(name, []).append(str((n.get("metadata") or {}).get("name", "")))
     return out
 
 

@@ -12,7 +12,6 @@ from dra_migrate.inventory.dra import nodes_with_counters, slice_devices_by_node
 from dra_migrate.inventory.fleet import (
     GpuNode,
     Pool,
-    advertised_gpu_names,
     build_gpu_nodes,
     build_pools,
     node_pool,
@@ -82,12 +81,18 @@ def build_inventory(state: ClusterState, pool_labels: tuple[str, ...] = ()) -> I
         return _build(state, pool_labels)
 
 
+def gpu_names(state: ClusterState) -> GpuNames:
+    """The NVIDIA device plugin's names in this cluster, not every nvidia.com/* a node advertises
+    (resources.py `GpuNames`)."""
+    return GpuNames(known_gpu_names_from_configs(state))
+
+
 def _build(state: ClusterState, pool_labels: tuple[str, ...]) -> Inventory:
     policies = cluster_policies(state)
     vms = vm_workload_nodes(state.of("Node"), policies[0] if policies else None)
     # Nodes whose GPUs go to virtual machines are no GPU nodes here: neither plugin serves them (fleet.py).
     nodes_raw = [n for n in state.of("Node") if str((n.get("metadata") or {}).get("name")) not in vms]
-    names = GpuNames(advertised_gpu_names(nodes_raw) | known_gpu_names_from_configs(state))
+    names = gpu_names(state)
     node_pools = {str((n.get("metadata") or {}).get("name")): node_pool(n, pool_labels) for n in state.of("Node")}
     owners = OwnerIndex(state)  # one walk to each object's top owner, for consumers and gangs alike
     consumers, node_requests, pod_requests = find_consumers(state, names, node_pools, owners)

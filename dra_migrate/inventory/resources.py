@@ -68,8 +68,16 @@ def is_default_gpu_name(name: str) -> bool:
 class GpuNames:
     """Which resource names count as device-plugin GPUs in this cluster.
 
-    The defaults, plus any nvidia.com/* name a node advertises or a device-plugin config defines
-    (custom `resources.gpus[].name`, `rename`, `renameByDefault`).
+    The names the NVIDIA device plugin advertises: `nvidia.com/gpu`, `nvidia.com/mig-<profile>` and, under
+    time-slicing or MPS with `renameByDefault`, their `.shared` renames; plus what a device-plugin config
+    names (`extra`). Not every nvidia.com/* a node advertises: no release of the plugin advertises a name of
+    its own choosing (the config's `resources` and a sharing resource's `rename` are cleared on load, v0.12.0
+    `cmd/nvidia-device-plugin/main.go` through v0.18.0 `api/config/v1/config.go`
+    `DisableResourceNamingInConfig`), while other plugins use the prefix too: the NVIDIA Network Operator's
+    SR-IOV and RDMA devices (`resourcePrefix: nvidia.com`, Mellanox/network-operator
+    `deployment/network-operator/values.yaml`; `nvidia.com/hostdev`, `nvidia.com/sriov_rdma_vf`) and GPUs
+    passed to VMs (`nvidia.com/<PCI device name>`). Counting those as GPUs made their pods GPU consumers
+    and every node's switch wait for them to leave, which they never do.
     """
 
     def __init__(self, extra: Iterable[str] = ()) -> None:

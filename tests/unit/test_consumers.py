@@ -197,12 +197,24 @@ def test_mig_resources_are_counted_by_name() -> None:
     assert consumers(gpu_node("gpu-1"), dep)["Deployment/small"]["totals"] == {mig: 7}
 
 
-def test_custom_name_advertised_by_a_node_counts() -> None:
-    n = node("gpu-1", {POOL: "p"}, {"nvidia.com/a100": "8"})
-    dep = obj(
-        "apps/v1", "Deployment", "x", {"template": template(pod_spec(container(requests={"nvidia.com/a100": 1})))}
+def test_other_plugins_nvidia_names_are_no_gpus() -> None:
+    """The NVIDIA Network Operator's SR-IOV devices (`resourcePrefix: nvidia.com`) and GPUs passed to VMs are
+    nvidia.com/* names no release of the GPU device plugin advertises. Counted as GPUs, a training job's RDMA
+    NICs made it a consumer of `nvidia.com/hostdev` and every node's switch waited for that resource to leave
+    the node, which the SR-IOV plugin never lets it do: each wave timed out and rolled back."""
+    gpu = {GPU: "8", "nvidia.com/hostdev": "8", "nvidia.com/sriov_rdma_vf": "16"}
+    n = node("gpu-1", {POOL: "p"}, gpu)
+    vm = node("vm-1", {POOL: "vms"}, {"nvidia.com/GA100_A100_PCIE_40GB": "4"})
+    train = obj(
+        "apps/v1", "Deployment", "train",
+        {"template": template(pod_spec(container(requests={GPU: 8, "nvidia.com/hostdev": 8})))},
+    )  # fmt: skip
+    net = obj(
+        "apps/v1", "Deployment", "net", {"template": template(pod_spec(container(requests={"nvidia.com/hostdev": 1})))}
     )
-    assert consumers(n, dep)["Deployment/x"]["totals"] == {"nvidia.com/a100": 1}
+    inv = build_inventory(state(n, vm, train, net)).to_dict()
+    assert {c["name"]: c["totals"] for c in inv["consumers"]} == {"train": {GPU: 8}}
+    assert [(x["name"], x["capacity"]) for x in inv["nodes"]] == [("gpu-1", {GPU: 8})]
 
 
 def test_pods_of_unknown_owner_kind_make_one_consumer() -> None:
@@ -313,3 +325,15 @@ def test_argo_workflow_templates_are_blueprints_their_workflows_are_consumers() 
     cwt = obj("argoproj.io/v1alpha1", "ClusterWorkflowTemplate", "train-all", {"templates": steps}, namespace=None)
     wf = obj("argoproj.io/v1alpha1", "Workflow", "train-x1", {"templates": steps})
     assert list(consumers(gpu_node("gpu-1"), wt, cwt, wf)) == ["Workflow/train-x1"]
+
+
+def test_check_says_which_nvidia_names_it_leaves_alone() -> None:
+    from tests.unit.test_checks import findings, make
+
+    gpu_node = node("gpu-1", {POOL: "p"}, {GPU: "8", "nvidia.com/hostdev": "8", "nvidia.com/gpumem": "80"})
+    vm = node("vm-1", {POOL: "vms"}, {"nvidia.com/GA100_A100_PCIE_40GB": "4"})
+    found = findings(make(gpu_node, vm), "other-nvidia-resource")
+    named = {f.message.split()[0]: [o.name for o in f.objects] for f in found}
+    # HAMi's fractional names are `fractional-gpu-request`'s; the plugin's own names are GPUs.
+    assert named == {"nvidia.com/GA100_A100_PCIE_40GB": ["vm-1"], "nvidia.com/hostdev": ["gpu-1"]}
+    assert all(f.severity.value == "info" for f in found)
