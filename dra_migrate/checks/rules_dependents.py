@@ -10,6 +10,7 @@ from dra_migrate.checks.model import Finding, ObjectRef, Severity
 from dra_migrate.checks.registry import rule
 from dra_migrate.cluster.kinds import kind_key
 from dra_migrate.dra.census import driver_class_for
+from dra_migrate.dra.quotas import converted_class, names_in_use, quota_dra
 from dra_migrate.inventory.autoscalers import GpuScaler, gpu_scalers
 from dra_migrate.inventory.dashboards import Dashboard, dashboards
 from dra_migrate.inventory.dependents import (
@@ -87,6 +88,8 @@ def volcano_queue_dra(ctx: CheckContext) -> Iterator[Finding]:
 )
 def quota_continuity(ctx: CheckContext) -> Iterator[Finding]:
     classes = serving_classes(ctx)
+    dra = quota_dra(ctx.state, classes, names_in_use(ctx.inventory.consumers))
+    escapes_said: set[tuple[str, str]] = set()
     for q in gpu_quota_limits(ctx.state):
         ref = ObjectRef("ResourceQuota", q.quota, q.namespace)
         cls = classes.get(q.resource)
@@ -117,23 +120,43 @@ def quota_continuity(ctx: CheckContext) -> Iterator[Finding]:
                 "a scoped quota, so workloads converted to ResourceClaimTemplates escape it (pods that keep "
                 f"{q.resource} requests are still counted)",
                 "keep those workloads on extended-resource requests, or limit their namespace with an unscoped "
-                f"quota on `{device_quota_key(cls)}`",
+                f"quota on `{device_quota_key(converted_class(q.resource) or cls)}` (the class their claims use)",
                 (ref,),
             )
         else:
+            d = dra[(q.namespace, q.quota)]
             how = (
                 f"the owning repository must add it ({q.owner}): apply does not patch GitOps-managed objects"
                 if q.owner
                 else "the plan adds it before the first wave (prepare stage)"
             )
+            keys = d.keys_for[q.resource]
+            said = " and ".join(f"`{k}: {d.add.get(k) or d.hard.get(k)}`" for k in keys)
             yield Finding(
                 "quota-continuity",
                 INFO,
-                f"{ref} limits `{q.key}: {q.value}`; under DRA the same limit is `{device_quota_key(cls)}: "
-                f"{q.value}` (claims of DeviceClass {cls}); `{q.key}` stays, as it still counts pods' requests",
+                f"{ref} limits `{q.key}: {q.value}`; under DRA the same limit is {said} (a claim counts only "
+                f"under its own DeviceClass: {cls} serves the extended-resource request"
+                + (", the other is the class `convert` writes" if len(keys) > 1 else "")
+                + f"); `{q.key}` stays, as it still counts pods' requests",
                 how,
                 (ref,),
             )
+            for dcls, names in sorted(d.escapes.items()):
+                if (f"{ref}", dcls) in escapes_said:
+                    continue
+                escapes_said.add((f"{ref}", dcls))
+                yield Finding(
+                    "quota-continuity",
+                    WARNING,
+                    f"{ref} limits `{q.key}` but not {', '.join(names)}, which its namespace also uses: `convert` "
+                    f"claims both from DeviceClass {dcls}, and a limit on `{device_quota_key(dcls)}` would refuse "
+                    "the unlimited ones, so none is added and converted workloads escape this quota",
+                    f"limit every name the namespace uses that {dcls} serves in this quota (the plan then adds "
+                    f"`{device_quota_key(dcls)}` as their sum), or convert them with --device-class to a class of "
+                    "their own and limit that",
+                    (ref,),
+                )
 
 
 # The LimitRanger admission plugin and the API server's defaults (inventory/limitranges.py, with sources).

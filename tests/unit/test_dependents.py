@@ -304,7 +304,11 @@ def test_plan_adds_dra_quota_limits_before_any_node_moves(planned: dict[str, Any
     assert quota["params"] == {
         "namespace": "team-a",
         "name": "gpu",
-        "set": {f"{CLASS}.deviceclass.resource.k8s.io/devices": "8"},
+        # the extended-resource class, and the class convert's claims use (tests/unit/test_quota_classes.py)
+        "set": {
+            f"{CLASS}.deviceclass.resource.k8s.io/devices": "8",
+            "gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "8",
+        },
         "continues": {"requests.nvidia.com/gpu": "8"},  # what it continues: apply checks it is unchanged
     }
     assert quota["inverse"] == {
@@ -312,7 +316,10 @@ def test_plan_adds_dra_quota_limits_before_any_node_moves(planned: dict[str, Any
         "restore": {
             "namespace": "team-a",
             "name": "gpu",
-            "hard": {f"{CLASS}.deviceclass.resource.k8s.io/devices": None},
+            "hard": {
+                f"{CLASS}.deviceclass.resource.k8s.io/devices": None,
+                "gpu.nvidia.com.deviceclass.resource.k8s.io/devices": None,
+            },
         },
     }
     # The old limit is never removed: no step anywhere touches requests.nvidia.com/gpu.
@@ -342,12 +349,14 @@ def test_set_quota_runs_and_rolls_back_through_the_registry(planned: dict[str, A
     ops = FakeOps([], clock=FakeClock())
     ops.quotas[("team-a", "gpu")] = {"requests.cpu": "200", "requests.nvidia.com/gpu": "8"}
     key = f"{CLASS}.deviceclass.resource.k8s.io/devices"
+    key2 = "gpu.nvidia.com.deviceclass.resource.k8s.io/devices"
     ctx = StepContext(ops, step, None, 30.0)
     dry = run_step(StepContext(ops, step, None, 30.0, dry_run=True))
     assert dry is not None and key not in ops.quotas[("team-a", "gpu")]  # a dry run changes nothing
     change = run_step(ctx)
-    assert change is not None and change.before == {"hard": {key: None}} and change.after == {"hard": {key: "8"}}
-    assert ops.quotas[("team-a", "gpu")] == {"requests.cpu": "200", "requests.nvidia.com/gpu": "8", key: "8"}
+    assert change is not None and change.before == {"hard": {key: None, key2: None}}
+    assert change.after == {"hard": {key: "8", key2: "8"}}
+    assert ops.quotas[("team-a", "gpu")] == {"requests.cpu": "200", "requests.nvidia.com/gpu": "8", key: "8", key2: "8"}
     undo_step(ctx)
     assert ops.quotas[("team-a", "gpu")] == {"requests.cpu": "200", "requests.nvidia.com/gpu": "8"}
     # Someone raised the GPU limit since the plan: a device limit of 8 would now block; the step stops.
@@ -374,6 +383,7 @@ def test_generate_dependents_writes_each_change_with_its_owner() -> None:
     assert team_b["gitops"]["name"] == "team-b-quotas" and team_b["manifest"]["spec"]["hard"] == {
         "requests.nvidia.com/gpu": "4",
         key: "4",
+        "gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "4",
     }
     assert changes["ResourceQuota team-a/gpu"]["gitops"] is None
     assert changes["ResourceQuota team-a/gpu"]["manifest"]["spec"]["hard"]["requests.cpu"] == "200"  # kept whole
