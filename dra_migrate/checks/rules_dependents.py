@@ -10,7 +10,8 @@ from dra_migrate.checks.model import Finding, ObjectRef, Severity
 from dra_migrate.checks.registry import rule
 from dra_migrate.cluster.kinds import kind_key
 from dra_migrate.dra.census import driver_class_for
-from dra_migrate.dra.quotas import converted_class, names_in_use, quota_dra
+from dra_migrate.dra.deviceclasses import mig_profile_of
+from dra_migrate.dra.quotas import converted_class, kueue_mappings, names_in_use, quota_dra
 from dra_migrate.inventory.autoscalers import GpuScaler, gpu_scalers
 from dra_migrate.inventory.dashboards import Dashboard, dashboards
 from dra_migrate.inventory.dependents import (
@@ -200,7 +201,9 @@ KUEUE_DRA_EXTENDED = (0, 17, 0)
 
 
 def _kueue_change(resources: list[str], classes: dict[str, str]) -> str:
-    mappings = ", ".join(f"{{name: {r}, deviceClassNames: [{classes[r]}]}}" for r in sorted(resources) if r in classes)
+    mappings = ", ".join(
+        f"{{name: {r}, deviceClassNames: [{', '.join(cs)}]}}" for r, cs in kueue_mappings(resources, classes)
+    )
     return (
         "Kueue >= 0.17 with --feature-gates=DynamicResourceAllocation=true,DRAExtendedResources=true and, in its "
         f"Configuration, resources.deviceClassMappings: [{mappings}] (the ClusterQueue's nominalQuota names stay)"
@@ -250,6 +253,14 @@ def kueue_dra_support(ctx: CheckContext) -> Iterator[Finding]:
             continue
         version = install.version if install else None
         gates = install.feature_gates if install else {}
+        mig = sorted(r for r in q.resources if mig_profile_of(r))
+        mig_note = (
+            f"; workloads converted from {', '.join(mig)} are never admitted: their claims select the MIG profile "
+            "with CEL on mig.nvidia.com, and Kueue refuses CEL selectors (kueue v0.17.0 pkg/dra/claims.go "
+            "countDevicesPerClass), so keep them on extended-resource requests"
+            if mig
+            else ""
+        )
         if version is None or version < KUEUE_DRA or not gates.get("DynamicResourceAllocation"):
             have = (
                 "no Kueue controller was found"
@@ -265,16 +276,19 @@ def kueue_dra_support(ctx: CheckContext) -> Iterator[Finding]:
                 "kueue-dra-support",
                 WARNING,
                 f"{ref} budgets {', '.join(sorted(q.resources))}; {have}: workloads converted to "
-                "ResourceClaimTemplates are not counted against it (pods that keep extended-resource requests are)",
+                "ResourceClaimTemplates are not counted against it (pods that keep extended-resource requests are)"
+                + mig_note,
                 f"before converting workloads: {change}",
                 (ref,),
             )
-        elif version < KUEUE_DRA_EXTENDED or not gates.get("DRAExtendedResources"):
+        else:
+            # Even with every gate on, the Configuration's deviceClassMappings (not in the cluster's objects
+            # read here) must name the class converted templates claim, or Kueue refuses their workloads.
             yield Finding(
                 "kueue-dra-support",
                 INFO,
                 f"{ref}: Kueue {'.'.join(map(str, version))} counts ResourceClaimTemplates whose DeviceClass is "
-                "mapped (an unmapped class makes the workload inadmissible)",
+                "mapped in its Configuration (an unmapped class makes the workload inadmissible)" + mig_note,
                 change,
                 (ref,),
             )

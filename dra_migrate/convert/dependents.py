@@ -14,7 +14,7 @@ from typing import Any
 
 from dra_migrate.cluster.state import ClusterState
 from dra_migrate.dra.census import driver_class_for
-from dra_migrate.dra.quotas import names_in_use, quota_dra
+from dra_migrate.dra.quotas import kueue_mappings, names_in_use, quota_dra
 from dra_migrate.inventory.consumers import Consumer
 from dra_migrate.inventory.dependents import class_by_resource, gpu_queues
 from dra_migrate.inventory.gitops import GitOpsOwner
@@ -79,7 +79,9 @@ def dependent_changes(
                     "apiVersion": "config.kueue.x-k8s.io/v1beta1",
                     "kind": "Configuration",
                     "resources": {
-                        "deviceClassMappings": [{"name": r, "deviceClassNames": [classes[r]]} for r in mapped]
+                        "deviceClassMappings": [
+                            {"name": r, "deviceClassNames": cs} for r, cs in kueue_mappings(mapped, classes)
+                        ]
                     },
                 },
             )

@@ -110,3 +110,22 @@ def quota_dra(
             d.add[key] = str(total)
         out[(ns, name)] = d
     return out
+
+
+def kueue_mappings(resources: Iterable[str], classes: Mapping[str, str]) -> list[tuple[str, list[str]]]:
+    """Kueue's `resources.deviceClassMappings` for a ClusterQueue's GPU names: (name, classes). The class
+    whose extendedResourceName is the name, and the class `convert`'s templates claim: Kueue makes a workload
+    whose template class is not mapped inadmissible (sigs.k8s.io/kueue@v0.17.0 pkg/dra/claims.go). Not
+    mig.nvidia.com: it serves every profile and a class maps to one name only (pkg/config/validation.go
+    `validateDeviceClassMappings`), and its claims select the profile with CEL, which Kueue refuses
+    (`countDevicesPerClass`)."""
+    out = []
+    for r in sorted(set(resources)):
+        if r not in classes:
+            continue
+        names = [classes[r]]
+        cls = converted_class(r)
+        if cls is not None and not mig_profile_of(r) and cls not in names:
+            names.append(cls)
+        out.append((r, names))
+    return out

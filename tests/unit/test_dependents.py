@@ -158,7 +158,8 @@ def test_kueue_findings(found: list[Finding]) -> None:
         ("warning", ("kueue.x-k8s.io/ClusterQueue research",)),
     ]
     research = next(f for f in found if f.id == "kueue-dra-support" and f.severity.value == "warning")
-    assert f"deviceClassMappings: [{{name: nvidia.com/gpu, deviceClassNames: [{CLASS}]}}]" in research.remediation
+    mapping = f"deviceClassMappings: [{{name: nvidia.com/gpu, deviceClassNames: [{CLASS}, gpu.nvidia.com]}}]"
+    assert mapping in research.remediation  # and the class convert's templates claim (test_kueue_classes.py)
 
 
 def test_monitoring_scheduler_and_gitops_findings(found: list[Finding]) -> None:
@@ -208,6 +209,7 @@ def test_quiet_without_dependents() -> None:
 
 
 def test_kueue_with_dra_gates_gives_only_the_mapping_to_confirm() -> None:
+    """With every gate on, the Configuration's deviceClassMappings are still to confirm (INFO)."""
     kueue = obj(
         "apps/v1",
         "Deployment",
@@ -238,7 +240,7 @@ def test_kueue_with_dra_gates_gives_only_the_mapping_to_confirm() -> None:
         },
         namespace=None,
     )
-    assert [f.severity.value for f in assess(_gpu_state(kueue, cq)).findings if f.id == "kueue-dra-support"] == []
+    assert [f.severity.value for f in assess(_gpu_state(kueue, cq)).findings if f.id == "kueue-dra-support"] == ["info"]
     kueue["spec"]["template"]["spec"]["containers"][0]["args"] = ["--feature-gates=DynamicResourceAllocation=true"]
     assert [f.severity.value for f in assess(_gpu_state(kueue, cq)).findings if f.id == "kueue-dra-support"] == ["info"]
 
@@ -388,7 +390,7 @@ def test_generate_dependents_writes_each_change_with_its_owner() -> None:
     assert changes["ResourceQuota team-a/gpu"]["gitops"] is None
     assert changes["ResourceQuota team-a/gpu"]["manifest"]["spec"]["hard"]["requests.cpu"] == "200"  # kept whole
     mappings = changes["Kueue Configuration"]["manifest"]["resources"]["deviceClassMappings"]
-    assert mappings == [{"name": "nvidia.com/gpu", "deviceClassNames": [CLASS]}]
+    assert mappings == [{"name": "nvidia.com/gpu", "deviceClassNames": [CLASS, "gpu.nvidia.com"]}]
     text = run("generate", "dependents", "--snapshot", str(FIXTURE))
     assert "change it in the repository of argocd Application team-b-quotas" in text.stdout
 
