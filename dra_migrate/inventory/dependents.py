@@ -19,6 +19,7 @@ from dra_migrate.inventory.gitops import GitOpsOwner, gitops_owner
 from dra_migrate.inventory.resources import GPU_PREFIX
 
 REQUESTS = "requests."
+LIMITS = "limits."
 # k8s.io/api@v0.37.2 core/v1/types.go: ResourceClaimsPerClass; the quota evaluator counts the devices a
 # ResourceClaim requests from <class> under "<class>.deviceclass.resource.k8s.io/devices"
 # (k8s.io/kubernetes@v1.37.2 pkg/quota/v1/evaluator/core/resource_claims.go V1ResourceByDeviceClass).
@@ -77,8 +78,8 @@ class QuotaLimit:
 def gpu_quota_limits(state: ClusterState) -> list[QuotaLimit]:
     """Every hard limit of every ResourceQuota on an nvidia.com/ extended resource. Extended resources can
     only be limited as `requests.<name>` (k8s.io/kubernetes@v1.37.2 pkg/quota/v1/evaluator/core/pods.go
-    isExtendedResourceNameForQuota); a bare `nvidia.com/gpu` key limits nothing and is read too, so a rule
-    can say so."""
+    isExtendedResourceNameForQuota); a bare `nvidia.com/gpu` or a `limits.nvidia.com/gpu` key limits nothing
+    and is read too, so a rule can say so."""
     out: list[QuotaLimit] = []
     for q in state.of("ResourceQuota"):
         ns, name = ns_name(q)
@@ -86,7 +87,8 @@ def gpu_quota_limits(state: ClusterState) -> list[QuotaLimit]:
         scoped = bool(as_list(spec.get("scopes")) or as_map(spec.get("scopeSelector")).get("matchExpressions"))
         owner = gitops_owner(q)
         for key, value in sorted(as_map(spec.get("hard")).items()):
-            resource = key[len(REQUESTS) :] if key.startswith(REQUESTS) else key
+            # `limits.R` is accepted and limits nothing, like a bare `R`: read so the rule can say so.
+            resource = next((key[len(p) :] for p in (REQUESTS, LIMITS) if key.startswith(p)), key)
             if resource.startswith(GPU_PREFIX):
                 out.append(QuotaLimit(ns, name, key, resource, str(value), scoped, owner))
     return out

@@ -99,3 +99,17 @@ def test_a_quota_that_already_limits_the_driver_class_gets_only_the_missing_key(
         obj("v1", "ResourceQuota", "q", {"hard": hard}),
     )
     assert _set_quota(_plan(s))["q"]["params"]["set"] == {f"gpu-extended.nvidia.com{DEV}": "8"}
+
+
+def test_a_limits_key_on_a_gpu_is_said_to_limit_nothing() -> None:
+    """`limits.nvidia.com/gpu` passes validation (a name with a `/`: k8s.io/kubernetes@v1.37.2
+    pkg/apis/core/validation/validation.go ValidateResourceQuotaResourceName) and limits nothing: the pod evaluator
+    charges an extended resource only as `requests.<name>` (pkg/quota/v1/evaluator/core/pods.go)."""
+    q = obj("v1", "ResourceQuota", "q", {"hard": {"limits.nvidia.com/gpu": "8"}})
+    n = node("gpu-1", {"pool": "p", "nvidia.com/gpu.present": "true"}, {"nvidia.com/gpu": "8"})
+    s = state(n, pod("p1", pod_spec(container(requests={"nvidia.com/gpu": "1"}))), q)
+    found = [f for f in assess(s, pool_labels=("pool",)).findings if f.id == "quota-continuity"]
+    assert [f.severity.value for f in found] == ["warning"]
+    assert "`limits.nvidia.com/gpu`, which limits nothing" in found[0].message
+    assert "`requests.nvidia.com/gpu`" in found[0].remediation
+    assert "set-quota" not in str(_plan(s))
