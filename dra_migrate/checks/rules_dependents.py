@@ -10,6 +10,8 @@ from dra_migrate.checks.model import Finding, ObjectRef, Severity
 from dra_migrate.checks.registry import rule
 from dra_migrate.cluster.kinds import kind_key
 from dra_migrate.dra.census import driver_class_for
+from dra_migrate.dra.deviceclasses import mig_profile_of
+from dra_migrate.dra.quotas import converted_class, kueue_mappings, names_in_use, quota_dra
 from dra_migrate.inventory.autoscalers import GpuScaler, gpu_scalers
 from dra_migrate.inventory.dashboards import Dashboard, dashboards
 from dra_migrate.inventory.dependents import (
@@ -87,6 +89,8 @@ def volcano_queue_dra(ctx: CheckContext) -> Iterator[Finding]:
 )
 def quota_continuity(ctx: CheckContext) -> Iterator[Finding]:
     classes = serving_classes(ctx)
+    dra = quota_dra(ctx.state, classes, names_in_use(ctx.inventory.consumers))
+    escapes_said: set[tuple[str, str]] = set()
     for q in gpu_quota_limits(ctx.state):
         ref = ObjectRef("ResourceQuota", q.quota, q.namespace)
         cls = classes.get(q.resource)
@@ -117,23 +121,43 @@ def quota_continuity(ctx: CheckContext) -> Iterator[Finding]:
                 "a scoped quota, so workloads converted to ResourceClaimTemplates escape it (pods that keep "
                 f"{q.resource} requests are still counted)",
                 "keep those workloads on extended-resource requests, or limit their namespace with an unscoped "
-                f"quota on `{device_quota_key(cls)}`",
+                f"quota on `{device_quota_key(converted_class(q.resource) or cls)}` (the class their claims use)",
                 (ref,),
             )
         else:
+            d = dra[(q.namespace, q.quota)]
             how = (
                 f"the owning repository must add it ({q.owner}): apply does not patch GitOps-managed objects"
                 if q.owner
                 else "the plan adds it before the first wave (prepare stage)"
             )
+            keys = d.keys_for[q.resource]
+            said = " and ".join(f"`{k}: {d.add.get(k) or d.hard.get(k)}`" for k in keys)
             yield Finding(
                 "quota-continuity",
                 INFO,
-                f"{ref} limits `{q.key}: {q.value}`; under DRA the same limit is `{device_quota_key(cls)}: "
-                f"{q.value}` (claims of DeviceClass {cls}); `{q.key}` stays, as it still counts pods' requests",
+                f"{ref} limits `{q.key}: {q.value}`; under DRA the same limit is {said} (a claim counts only "
+                f"under its own DeviceClass: {cls} serves the extended-resource request"
+                + (", the other is the class `convert` writes" if len(keys) > 1 else "")
+                + f"); `{q.key}` stays, as it still counts pods' requests",
                 how,
                 (ref,),
             )
+            for dcls, names in sorted(d.escapes.items()):
+                if (f"{ref}", dcls) in escapes_said:
+                    continue
+                escapes_said.add((f"{ref}", dcls))
+                yield Finding(
+                    "quota-continuity",
+                    WARNING,
+                    f"{ref} limits `{q.key}` but not {', '.join(names)}, which its namespace also uses: `convert` "
+                    f"claims both from DeviceClass {dcls}, and a limit on `{device_quota_key(dcls)}` would refuse "
+                    "the unlimited ones, so none is added and converted workloads escape this quota",
+                    f"limit every name the namespace uses that {dcls} serves in this quota (the plan then adds "
+                    f"`{device_quota_key(dcls)}` as their sum), or convert them with --device-class to a class of "
+                    "their own and limit that",
+                    (ref,),
+                )
 
 
 # The LimitRanger admission plugin and the API server's defaults (inventory/limitranges.py, with sources).
@@ -177,7 +201,9 @@ KUEUE_DRA_EXTENDED = (0, 17, 0)
 
 
 def _kueue_change(resources: list[str], classes: dict[str, str]) -> str:
-    mappings = ", ".join(f"{{name: {r}, deviceClassNames: [{classes[r]}]}}" for r in sorted(resources) if r in classes)
+    mappings = ", ".join(
+        f"{{name: {r}, deviceClassNames: [{', '.join(cs)}]}}" for r, cs in kueue_mappings(resources, classes)
+    )
     return (
         "Kueue >= 0.17 with --feature-gates=DynamicResourceAllocation=true,DRAExtendedResources=true and, in its "
         f"Configuration, resources.deviceClassMappings: [{mappings}] (the ClusterQueue's nominalQuota names stay)"
@@ -227,6 +253,14 @@ def kueue_dra_support(ctx: CheckContext) -> Iterator[Finding]:
             continue
         version = install.version if install else None
         gates = install.feature_gates if install else {}
+        mig = sorted(r for r in q.resources if mig_profile_of(r))
+        mig_note = (
+            f"; workloads converted from {', '.join(mig)} are never admitted: their claims select the MIG profile "
+            "with CEL on mig.nvidia.com, and Kueue refuses CEL selectors (kueue v0.17.0 pkg/dra/claims.go "
+            "countDevicesPerClass), so keep them on extended-resource requests"
+            if mig
+            else ""
+        )
         if version is None or version < KUEUE_DRA or not gates.get("DynamicResourceAllocation"):
             have = (
                 "no Kueue controller was found"
@@ -242,16 +276,19 @@ def kueue_dra_support(ctx: CheckContext) -> Iterator[Finding]:
                 "kueue-dra-support",
                 WARNING,
                 f"{ref} budgets {', '.join(sorted(q.resources))}; {have}: workloads converted to "
-                "ResourceClaimTemplates are not counted against it (pods that keep extended-resource requests are)",
+                "ResourceClaimTemplates are not counted against it (pods that keep extended-resource requests are)"
+                + mig_note,
                 f"before converting workloads: {change}",
                 (ref,),
             )
-        elif version < KUEUE_DRA_EXTENDED or not gates.get("DRAExtendedResources"):
+        else:
+            # Even with every gate on, the Configuration's deviceClassMappings (not in the cluster's objects
+            # read here) must name the class converted templates claim, or Kueue refuses their workloads.
             yield Finding(
                 "kueue-dra-support",
                 INFO,
                 f"{ref}: Kueue {'.'.join(map(str, version))} counts ResourceClaimTemplates whose DeviceClass is "
-                "mapped (an unmapped class makes the workload inadmissible)",
+                "mapped in its Configuration (an unmapped class makes the workload inadmissible)" + mig_note,
                 change,
                 (ref,),
             )

@@ -114,8 +114,10 @@ def dependents(source: SourceOptions, dra_driver: str, output: str) -> None:
 
     state = load_state(source)
     with Working("working out the dependents' changes"):
-        gen = generate_classes(state, build_inventory(state), check_driver_name(dra_driver))
-        changes = dependent_changes(state, [(p.name, p.extended_resource_name) for p in gen.proposals])
+        inventory = build_inventory(state)
+        gen = generate_classes(state, inventory, check_driver_name(dra_driver))
+        proposals = [(p.name, p.extended_resource_name) for p in gen.proposals]
+        changes = dependent_changes(state, proposals, inventory.consumers)
     if output == "name":
         emit(to_names([c.target for c in changes]))
         return

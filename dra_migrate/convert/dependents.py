@@ -8,21 +8,17 @@ live); for the others they are what the plan's set-quota steps do, for review or
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from dra_migrate.cluster.state import ClusterState
 from dra_migrate.dra.census import driver_class_for
-from dra_migrate.inventory.dependents import (
-    REQUESTS,
-    add_quantities,
-    class_by_resource,
-    device_quota_key,
-    gpu_queues,
-    gpu_quota_limits,
-    quota_hard,
-)
+from dra_migrate.dra.quotas import kueue_mappings, names_in_use, quota_dra
+from dra_migrate.inventory.consumers import Consumer
+from dra_migrate.inventory.dependents import class_by_resource, gpu_queues
 from dra_migrate.inventory.gitops import GitOpsOwner
+from dra_migrate.inventory.model import build_inventory
 from dra_migrate.inventory.volcano import FIELD_PATHS, QUEUE, keys_to_add, volcano_gpu_budgets
 
 
@@ -42,23 +38,20 @@ class DependentChange:
         }
 
 
-def dependent_changes(state: ClusterState, proposals: list[tuple[str, str]]) -> list[DependentChange]:
+def dependent_changes(
+    state: ClusterState, proposals: list[tuple[str, str]], consumers: Iterable[Consumer] | None = None
+) -> list[DependentChange]:
     """Each GPU quota that can keep its limit under DRA, whole, with the device limit added; the Kueue
     Configuration fragment that maps the serving DeviceClasses onto the queues' resource names; and each
     Volcano Queue, whole, with the capacity plugin's DeviceClass keys added (inventory/volcano.py)."""
     classes = class_by_resource(state, proposals)
     out: list[DependentChange] = []
     by_quota: dict[tuple[str, str], tuple[GitOpsOwner | None, dict[str, str]]] = {}
-    for q in gpu_quota_limits(state):
-        cls = classes.get(q.resource)
-        if cls is None or q.scoped or not q.key.startswith(REQUESTS):
-            continue  # quota-continuity says why no equivalent exists
-        original = quota_hard(state, q.namespace, q.quota)
-        key = device_quota_key(cls)
-        if key in original:
-            continue  # already limited under DRA
-        owner, hard = by_quota.setdefault((q.namespace, q.quota), (q.owner, original))
-        hard[key] = add_quantities(hard.get(key), q.value)
+    # The limits for the extended-resource class and for the class convert's claims use (dra/quotas.py).
+    in_use = names_in_use(build_inventory(state).consumers if consumers is None else consumers)
+    for key, q in quota_dra(state, classes, in_use).items():
+        if q.add:
+            by_quota[key] = (q.owner, {**q.hard, **q.add})
     for (ns, name), (owner, hard) in sorted(by_quota.items()):
         out.append(
             DependentChange(
@@ -86,7 +79,9 @@ def dependent_changes(state: ClusterState, proposals: list[tuple[str, str]]) -> 
                     "apiVersion": "config.kueue.x-k8s.io/v1beta1",
                     "kind": "Configuration",
                     "resources": {
-                        "deviceClassMappings": [{"name": r, "deviceClassNames": [classes[r]]} for r in mapped]
+                        "deviceClassMappings": [
+                            {"name": r, "deviceClassNames": cs} for r, cs in kueue_mappings(mapped, classes)
+                        ]
                     },
                 },
             )

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dra_migrate.cluster.state import ClusterState
-from dra_migrate.inventory.dependents import as_list, as_map, expr_reads, ns_name
+from dra_migrate.inventory.dependents import Recorded, as_list, as_map, expr_reads, gpu_recorded, ns_name
 from dra_migrate.inventory.gitops import GitOpsOwner, gitops_owner
 
 KEDA_KINDS = ("keda.sh/ScaledObject", "keda.sh/ScaledJob")
@@ -49,9 +49,10 @@ class GpuScaler:
 
 def gpu_scalers(state: ClusterState) -> list[GpuScaler]:
     out: list[GpuScaler] = []
+    recorded = gpu_recorded(state)  # a query of a GPU recording rule's series reads what it reads
     for key in KEDA_KINDS:
         for obj in state.of(key):
-            out.extend(_keda(key, obj))
+            out.extend(_keda(key, obj, recorded))
     for obj in state.of(HPA):
         out.extend(_hpa(obj))
     return out
@@ -64,7 +65,7 @@ def _target(spec: Mapping[str, Any], key: str) -> str:
     return f"{ref.get('kind') or 'Deployment'}/{ref.get('name') or '?'}"  # KEDA's default kind is Deployment
 
 
-def _keda(key: str, obj: Mapping[str, Any]) -> list[GpuScaler]:
+def _keda(key: str, obj: Mapping[str, Any], recorded: Recorded) -> list[GpuScaler]:
     spec = as_map(obj.get("spec"))
     ns, name = ns_name(obj)
     out = []
@@ -75,7 +76,7 @@ def _keda(key: str, obj: Mapping[str, Any]) -> list[GpuScaler]:
         for field, text in meta.items():
             if not isinstance(text, str):
                 continue
-            terms, per_pod = expr_reads(text)
+            terms, per_pod = expr_reads(text, recorded)
             if terms or per_pod:
                 label = trigger.get("name") or i
                 zero = kind == "prometheus" and str(meta.get("ignoreNullValues", "true")).lower() != "false"

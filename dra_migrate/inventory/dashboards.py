@@ -26,7 +26,7 @@ import orjson
 
 from dra_migrate.cluster.dashboards import CONTENT_KINDS, content_configmap
 from dra_migrate.cluster.state import ClusterState
-from dra_migrate.inventory.dependents import expr_reads, ns_name
+from dra_migrate.inventory.dependents import Recorded, expr_reads, gpu_recorded, ns_name
 from dra_migrate.inventory.gitops import GitOpsOwner, gitops_owner
 
 # A gzip'd model is inflated up to this many bytes: a small object must not expand into gigabytes in the
@@ -74,12 +74,13 @@ def dashboards(state: ClusterState) -> tuple[list[Dashboard], list[UnreadDashboa
     unread: list[UnreadDashboard] = []
     configmaps = {ns_name(cm): cm for cm in state.dashboard_configmaps}
     by_operator: set[tuple[str, str, str]] = set()  # (namespace, ConfigMap, key) an operator object loads
+    recorded = gpu_recorded(state)  # a panel on a GPU recording rule's series reads what it reads
     for key in CONTENT_KINDS:
         for obj in state.of(key):
             ref = content_configmap(obj)
             if ref is not None:
                 by_operator.add(ref)
-            _read_operator_object(key, obj, configmaps, found, unread)
+            _read_operator_object(key, obj, configmaps, found, unread, recorded)
     for (ns, name), cm in sorted(configmaps.items()):
         data = cm.get("data")
         for data_key, text in sorted(data.items()) if isinstance(data, dict) else ():
@@ -90,7 +91,7 @@ def dashboards(state: ClusterState) -> tuple[list[Dashboard], list[UnreadDashboa
                 if data_key.endswith(".json"):
                     unread.append(UnreadDashboard("ConfigMap", ns, name, f"key {data_key}: {model}"))
                 continue
-            _note("ConfigMap", cm, data_key, model, found)
+            _note("ConfigMap", cm, data_key, model, found, recorded)
     return found, unread
 
 
@@ -100,13 +101,14 @@ def _read_operator_object(
     configmaps: Mapping[tuple[str, str], Mapping[str, Any]],
     found: list[Dashboard],
     unread: list[UnreadDashboard],
+    recorded: Recorded,
 ) -> None:
     ns, name = ns_name(obj)
     model = _operator_model(obj, configmaps)
     if isinstance(model, str):
         unread.append(UnreadDashboard(key, ns, name, model))
     else:
-        _note(key, obj, None, model, found)
+        _note(key, obj, None, model, found, recorded)
 
 
 def _operator_model(obj: Mapping[str, Any], configmaps: Mapping[tuple[str, str], Mapping[str, Any]]) -> Any:
@@ -160,11 +162,16 @@ def _gzip_model(encoded: str) -> Any:
 
 
 def _note(
-    kind: str, obj: Mapping[str, Any], data_key: str | None, model: Mapping[str, Any], found: list[Dashboard]
+    kind: str,
+    obj: Mapping[str, Any],
+    data_key: str | None,
+    model: Mapping[str, Any],
+    found: list[Dashboard],
+    recorded: Recorded,
 ) -> None:
     queries = []
     for place, expr in unique_queries(model):
-        terms, per_pod = expr_reads(expr)
+        terms, per_pod = expr_reads(expr, recorded)
         if terms or per_pod:
             queries.append(DashboardQuery(place, expr, terms, per_pod))
     if queries:

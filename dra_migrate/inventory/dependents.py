@@ -19,6 +19,7 @@ from dra_migrate.inventory.gitops import GitOpsOwner, gitops_owner
 from dra_migrate.inventory.resources import GPU_PREFIX
 
 REQUESTS = "requests."
+LIMITS = "limits."
 # k8s.io/api@v0.37.2 core/v1/types.go: ResourceClaimsPerClass; the quota evaluator counts the devices a
 # ResourceClaim requests from <class> under "<class>.deviceclass.resource.k8s.io/devices"
 # (k8s.io/kubernetes@v1.37.2 pkg/quota/v1/evaluator/core/resource_claims.go V1ResourceByDeviceClass).
@@ -77,8 +78,8 @@ class QuotaLimit:
 def gpu_quota_limits(state: ClusterState) -> list[QuotaLimit]:
     """Every hard limit of every ResourceQuota on an nvidia.com/ extended resource. Extended resources can
     only be limited as `requests.<name>` (k8s.io/kubernetes@v1.37.2 pkg/quota/v1/evaluator/core/pods.go
-    isExtendedResourceNameForQuota); a bare `nvidia.com/gpu` key limits nothing and is read too, so a rule
-    can say so."""
+    isExtendedResourceNameForQuota); a bare `nvidia.com/gpu` or a `limits.nvidia.com/gpu` key limits nothing
+    and is read too, so a rule can say so."""
     out: list[QuotaLimit] = []
     for q in state.of("ResourceQuota"):
         ns, name = ns_name(q)
@@ -86,7 +87,8 @@ def gpu_quota_limits(state: ClusterState) -> list[QuotaLimit]:
         scoped = bool(as_list(spec.get("scopes")) or as_map(spec.get("scopeSelector")).get("matchExpressions"))
         owner = gitops_owner(q)
         for key, value in sorted(as_map(spec.get("hard")).items()):
-            resource = key[len(REQUESTS) :] if key.startswith(REQUESTS) else key
+            # `limits.R` is accepted and limits nothing, like a bare `R`: read so the rule can say so.
+            resource = next((key[len(p) :] for p in (REQUESTS, LIMITS) if key.startswith(p)), key)
             if resource.startswith(GPU_PREFIX):
                 out.append(QuotaLimit(ns, name, key, resource, str(value), scoped, owner))
     return out
@@ -224,16 +226,50 @@ def gpu_queues(state: ClusterState) -> list[GpuQueue]:
 
 # kube-state-metrics writes resource names with `.` and `/` as `_` (resource="nvidia_com_gpu").
 _GPU_TERM = re.compile(r"nvidia[._]com[/_](gpu|mig)[\w.\-+]*")
-_DCGM_BY_POD = re.compile(r"DCGM_FI_\w+[^\n]*\b(pod|namespace|container)\b|\b(pod|namespace|container)\b[^\n]*DCGM_FI_")
+# PromQL string literals: "..." and '...' with escapes, `...` raw (prometheus/prometheus promql/parser/lex.go).
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
+# A label named pod, namespace or container, or the `exported_` name Prometheus gives it when the target has its
+# own (scrape_config `honor_labels: false`, the default: docs/configuration/configuration.md), as it does for
+# dcgm-exporter scraped through a ServiceMonitor. Matched outside string literals, across lines (`expr: |`).
+_POD_LABEL = re.compile(r"(?<![\w:])(?:exported_)?(?:pod|namespace|container)(?![\w:])")
+# A regex matcher on kube-state-metrics' `resource` label; Prometheus anchors it (`^(?:re)$`,
+# model/labels/regexp.go), so it selects the GPU series when it fully matches their name.
+_RESOURCE_REGEX = re.compile(r"(?<![\w])resource\s*(=~|!~)\s*(" + _STRING.pattern + ")")
+_GPU_SERIES = ("nvidia_com_gpu", "nvidia_com_mig_1g_10gb")
 
 
-def expr_reads(expr: str) -> tuple[tuple[str, ...], bool]:
-    """What a query reads that a migration changes: the GPU extended-resource names it names, and whether
-    it reads DCGM metrics by pod, namespace or container (blank without DRA attribution). Alerting rules and
-    dashboards (inventory/dashboards.py) are read alike."""
+def _regex_terms(expr: str) -> set[str]:
+    out: set[str] = set()
+    for m in _RESOURCE_REGEX.finditer(expr):
+        literal = m.group(2)
+        body = literal[1:-1] if literal[0] == "`" else re.sub(r"\\(.)", r"\1", literal[1:-1])
+        try:
+            rx = re.compile(body)
+        except re.error:
+            continue  # not a regex Prometheus would load either
+        hits = {name for name in _GPU_SERIES if bool(rx.fullmatch(name)) == (m.group(1) == "=~")}
+        out |= {f"resource{m.group(1)}{literal}"} if hits else set()
+    return out
+
+
+# Record name -> (the GPU terms, per-pod DCGM) the series it records reads: `gpu_recorded`.
+Recorded = Mapping[str, tuple[tuple[str, ...], bool]]
+
+
+def expr_reads(expr: str, recorded: Recorded | None = None) -> tuple[tuple[str, ...], bool]:
+    """What a query reads that a migration changes: the GPU extended-resource names it names (or a regex matcher
+    on `resource` that selects them), and whether it reads DCGM metrics by pod, namespace or container (blank
+    without DRA attribution). `recorded`: the series recording rules make from such reads (record name -> what
+    it reads), so a query of them reads the same. Alerting rules and dashboards (inventory/dashboards.py) are
+    read alike."""
     # A regex matcher's `.*` or a sentence's full stop after the name is not part of it (`nvidia_com_mig.*`).
-    terms = {m.group(0).rstrip(".-+") for m in _GPU_TERM.finditer(expr)}
-    return tuple(sorted(terms)), bool(_DCGM_BY_POD.search(expr))
+    terms = {m.group(0).rstrip(".-+") for m in _GPU_TERM.finditer(expr)} | _regex_terms(expr)
+    per_pod = "DCGM_FI_" in expr and bool(_POD_LABEL.search(_STRING.sub('""', expr)))
+    for name, (t, p) in (recorded or {}).items():
+        if name in expr and re.search(rf"(?<![\w:]){re.escape(name)}(?![\w:])", _STRING.sub('""', expr)):
+            terms |= set(t)
+            per_pod = per_pod or p
+    return tuple(sorted(terms)), per_pod
 
 
 @dataclass(frozen=True)
@@ -261,20 +297,52 @@ RULE_KINDS = (
 )
 
 
-def gpu_rule_exprs(state: ClusterState) -> list[RuleExpr]:
-    out: list[RuleExpr] = []
+def _rules(state: ClusterState) -> Iterator[tuple[str, str, str, GitOpsOwner | None, Mapping[str, Any]]]:
+    """(kind key, "namespace/name", rule name, owner, rule) of every rule of every rules object."""
     for key in RULE_KINDS:
         for pr in state.of(key):
             ns, name = ns_name(pr)
             owner = gitops_owner(pr)
             for group in as_list(as_map(pr.get("spec")).get("groups")):
                 for r in as_list(as_map(group).get("rules")):
-                    expr = as_map(r).get("expr")
-                    expr = str(expr) if isinstance(expr, str | int) else ""
-                    terms, per_pod = expr_reads(expr)
-                    if terms or per_pod:
-                        rule = str(as_map(r).get("alert") or as_map(r).get("record") or "")
-                        out.append(RuleExpr(f"{ns}/{name}", rule, expr, terms, per_pod, owner, key))
+                    rule = str(as_map(r).get("alert") or as_map(r).get("record") or "")
+                    yield key, f"{ns}/{name}", rule, owner, as_map(r)
+
+
+def _expr(r: Mapping[str, Any]) -> str:
+    expr = r.get("expr")
+    return str(expr) if isinstance(expr, str | int) else ""
+
+
+def gpu_recorded(state: ClusterState) -> dict[str, tuple[tuple[str, ...], bool]]:
+    """Record name -> what it reads, for every recording rule that reads what the migration changes, directly
+    or through another recording rule (a chain in any order, across rules objects: Prometheus evaluates them
+    all)."""
+    recorded: dict[str, tuple[tuple[str, ...], bool]] = {}
+    records = [(str(r.get("record")), _expr(r)) for *_, r in _rules(state) if isinstance(r.get("record"), str)]
+    changed = True
+    while changed:
+        changed = False
+        for name, expr in records:
+            terms, per_pod = expr_reads(expr, recorded)
+            if not (terms or per_pod):
+                continue
+            old_terms, old_pod = recorded.get(name, ((), False))  # a name recorded twice reads both
+            merged = (tuple(sorted(set(terms) | set(old_terms))), per_pod or old_pod)
+            if merged != recorded.get(name):
+                recorded[name] = merged
+                changed = True
+    return recorded
+
+
+def gpu_rule_exprs(state: ClusterState) -> list[RuleExpr]:
+    recorded = gpu_recorded(state)
+    out: list[RuleExpr] = []
+    for key, where, rule, owner, r in _rules(state):
+        expr = _expr(r)
+        terms, per_pod = expr_reads(expr, recorded)
+        if terms or per_pod:
+            out.append(RuleExpr(where, rule, expr, terms, per_pod, owner, key))
     return out
 
 

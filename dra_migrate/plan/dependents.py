@@ -2,8 +2,10 @@
 
 Quota continuity (docs/dependents.md "Quotas"): for every unscoped ResourceQuota limit `requests.R: N` on a
 GPU resource R that a DeviceClass C serves after the migration, the prepare stage sets
-`C.deviceclass.resource.k8s.io/devices: N` on the same quota, after the DeviceClasses exist and before any
-node moves. The old `requests.R` limit is left in place through the last wave (and after: Kubernetes 1.37
+`C.deviceclass.resource.k8s.io/devices: N` on the same quota, and the same limit on the driver class that
+`convert`'s claims use (gpu.nvidia.com, mig.nvidia.com: a claim counts only under its own class; see
+dra/quotas.py), after the DeviceClasses exist and before any node moves. The old `requests.R` limit
+is left in place through the last wave (and after: Kubernetes 1.37
 still counts pods' extended-resource requests under it, and with DRAExtendedResource the claims of a class
 that maps R too, so removing it would only move the refusal from pod admission to claim creation). So at no
 point is a namespace's GPU use unlimited (both limits hold the same N) or blocked (neither counts a device
@@ -22,14 +24,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from dra_migrate.inventory.dependents import (
-    REQUESTS,
-    add_quantities,
-    class_by_resource,
-    device_quota_key,
-    gpu_quota_limits,
-    quota_hard,
-)
+from dra_migrate.dra.quotas import names_in_use, quota_dra
+from dra_migrate.inventory.dependents import class_by_resource
 from dra_migrate.plan.actions import Action, InverseAction
 from dra_migrate.plan.model import Inverse, Step
 
@@ -38,21 +34,16 @@ if TYPE_CHECKING:
 
 
 def quota_steps(readiness: Readiness) -> list[Step]:
-    """One `set-quota` step per quota that gets DRA limits, in (namespace, name) order."""
+    """One `set-quota` step per quota that gets DRA limits, in (namespace, name) order: the limit on the
+    extended-resource class and on the class converted workloads claim (dra/quotas.py)."""
     state = readiness.inventory.state
     classes = class_by_resource(state, [(p.name, p.extended_resource_name) for p in readiness.generation.proposals])
     adds: dict[tuple[str, str], dict[str, str]] = {}
     expect: dict[tuple[str, str], dict[str, str]] = {}
-    for q in gpu_quota_limits(state):
-        cls = classes.get(q.resource)
-        if cls is None or q.scoped or q.owner is not None or not q.key.startswith(REQUESTS):
-            continue  # each has its quota-continuity warning or INFO saying why
-        key = device_quota_key(cls)
-        if key in quota_hard(state, q.namespace, q.quota):
-            continue  # already limited under DRA: nothing to add
-        per = adds.setdefault((q.namespace, q.quota), {})
-        per[key] = add_quantities(per.get(key), q.value)
-        expect.setdefault((q.namespace, q.quota), {})[q.key] = q.value
+    for key, q in quota_dra(state, classes, names_in_use(readiness.inventory.consumers)).items():
+        if q.owner is not None or not q.add:
+            continue  # GitOps-owned: the quota-continuity INFO names the change for its repository
+        adds[key], expect[key] = q.add, q.continues
     return [
         Step(
             id=f"prepare/set-quota/{ns}/{name}",

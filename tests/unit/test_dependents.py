@@ -158,7 +158,8 @@ def test_kueue_findings(found: list[Finding]) -> None:
         ("warning", ("kueue.x-k8s.io/ClusterQueue research",)),
     ]
     research = next(f for f in found if f.id == "kueue-dra-support" and f.severity.value == "warning")
-    assert f"deviceClassMappings: [{{name: nvidia.com/gpu, deviceClassNames: [{CLASS}]}}]" in research.remediation
+    mapping = f"deviceClassMappings: [{{name: nvidia.com/gpu, deviceClassNames: [{CLASS}, gpu.nvidia.com]}}]"
+    assert mapping in research.remediation  # and the class convert's templates claim (test_kueue_classes.py)
 
 
 def test_monitoring_scheduler_and_gitops_findings(found: list[Finding]) -> None:
@@ -208,6 +209,7 @@ def test_quiet_without_dependents() -> None:
 
 
 def test_kueue_with_dra_gates_gives_only_the_mapping_to_confirm() -> None:
+    """With every gate on, the Configuration's deviceClassMappings are still to confirm (INFO)."""
     kueue = obj(
         "apps/v1",
         "Deployment",
@@ -238,7 +240,7 @@ def test_kueue_with_dra_gates_gives_only_the_mapping_to_confirm() -> None:
         },
         namespace=None,
     )
-    assert [f.severity.value for f in assess(_gpu_state(kueue, cq)).findings if f.id == "kueue-dra-support"] == []
+    assert [f.severity.value for f in assess(_gpu_state(kueue, cq)).findings if f.id == "kueue-dra-support"] == ["info"]
     kueue["spec"]["template"]["spec"]["containers"][0]["args"] = ["--feature-gates=DynamicResourceAllocation=true"]
     assert [f.severity.value for f in assess(_gpu_state(kueue, cq)).findings if f.id == "kueue-dra-support"] == ["info"]
 
@@ -304,7 +306,11 @@ def test_plan_adds_dra_quota_limits_before_any_node_moves(planned: dict[str, Any
     assert quota["params"] == {
         "namespace": "team-a",
         "name": "gpu",
-        "set": {f"{CLASS}.deviceclass.resource.k8s.io/devices": "8"},
+        # the extended-resource class, and the class convert's claims use (tests/unit/test_quota_classes.py)
+        "set": {
+            f"{CLASS}.deviceclass.resource.k8s.io/devices": "8",
+            "gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "8",
+        },
         "continues": {"requests.nvidia.com/gpu": "8"},  # what it continues: apply checks it is unchanged
     }
     assert quota["inverse"] == {
@@ -312,7 +318,10 @@ def test_plan_adds_dra_quota_limits_before_any_node_moves(planned: dict[str, Any
         "restore": {
             "namespace": "team-a",
             "name": "gpu",
-            "hard": {f"{CLASS}.deviceclass.resource.k8s.io/devices": None},
+            "hard": {
+                f"{CLASS}.deviceclass.resource.k8s.io/devices": None,
+                "gpu.nvidia.com.deviceclass.resource.k8s.io/devices": None,
+            },
         },
     }
     # The old limit is never removed: no step anywhere touches requests.nvidia.com/gpu.
@@ -342,12 +351,14 @@ def test_set_quota_runs_and_rolls_back_through_the_registry(planned: dict[str, A
     ops = FakeOps([], clock=FakeClock())
     ops.quotas[("team-a", "gpu")] = {"requests.cpu": "200", "requests.nvidia.com/gpu": "8"}
     key = f"{CLASS}.deviceclass.resource.k8s.io/devices"
+    key2 = "gpu.nvidia.com.deviceclass.resource.k8s.io/devices"
     ctx = StepContext(ops, step, None, 30.0)
     dry = run_step(StepContext(ops, step, None, 30.0, dry_run=True))
     assert dry is not None and key not in ops.quotas[("team-a", "gpu")]  # a dry run changes nothing
     change = run_step(ctx)
-    assert change is not None and change.before == {"hard": {key: None}} and change.after == {"hard": {key: "8"}}
-    assert ops.quotas[("team-a", "gpu")] == {"requests.cpu": "200", "requests.nvidia.com/gpu": "8", key: "8"}
+    assert change is not None and change.before == {"hard": {key: None, key2: None}}
+    assert change.after == {"hard": {key: "8", key2: "8"}}
+    assert ops.quotas[("team-a", "gpu")] == {"requests.cpu": "200", "requests.nvidia.com/gpu": "8", key: "8", key2: "8"}
     undo_step(ctx)
     assert ops.quotas[("team-a", "gpu")] == {"requests.cpu": "200", "requests.nvidia.com/gpu": "8"}
     # Someone raised the GPU limit since the plan: a device limit of 8 would now block; the step stops.
@@ -374,11 +385,12 @@ def test_generate_dependents_writes_each_change_with_its_owner() -> None:
     assert team_b["gitops"]["name"] == "team-b-quotas" and team_b["manifest"]["spec"]["hard"] == {
         "requests.nvidia.com/gpu": "4",
         key: "4",
+        "gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "4",
     }
     assert changes["ResourceQuota team-a/gpu"]["gitops"] is None
     assert changes["ResourceQuota team-a/gpu"]["manifest"]["spec"]["hard"]["requests.cpu"] == "200"  # kept whole
     mappings = changes["Kueue Configuration"]["manifest"]["resources"]["deviceClassMappings"]
-    assert mappings == [{"name": "nvidia.com/gpu", "deviceClassNames": [CLASS]}]
+    assert mappings == [{"name": "nvidia.com/gpu", "deviceClassNames": [CLASS, "gpu.nvidia.com"]}]
     text = run("generate", "dependents", "--snapshot", str(FIXTURE))
     assert "change it in the repository of argocd Application team-b-quotas" in text.stdout
 
