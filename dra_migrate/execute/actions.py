@@ -208,6 +208,19 @@ def _canary(ctx: StepContext) -> Change | None:
     )
 
 
+def admit_canary(ctx: StepContext) -> Change | None:
+    """The canary step's pod sent as a server-side dry run (`dryRun=All`): admission and validation run,
+    nothing is stored or scheduled (k8s.io/apiserver v0.37.2 pkg/endpoints/handlers/create.go). What refuses
+    it (Pod Security, a ResourceQuota, a LimitRange, a policy webhook in the canary's namespace) refuses every
+    node's canary: the runner asks before a wave touches a node, not after it drained and switched them all."""
+    command = ctx.param("command", (list, type(None)), None)
+    extra: dict[str, Any] = {"command": [str(c) for c in command]} if command else {}
+    return ctx.ops.canary(
+        ctx.node_name, ctx.param("resource", str), ctx.param("image", str), ctx.timeout_s,
+        dry_run=True, cancel=ctx.cancel, **extra,
+    )  # fmt: skip
+
+
 @action(Action.UNCORDON, inverse=InverseAction.SET_UNSCHEDULABLE, dry_run=DryRun.SEND)
 def _uncordon(ctx: StepContext) -> Change | None:
     return ctx.ops.set_unschedulable(ctx.node_name, ctx.param("unschedulable", bool), dry_run=ctx.dry_run)

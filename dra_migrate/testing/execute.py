@@ -309,6 +309,9 @@ class FakeOps:
         cancel: Cancel = NEVER,
         command: list[str] | None = None,
     ) -> Change:
+        if dry_run:  # the API server's admission of the pod (a server-side dry run): nothing is scheduled
+            self._enter("canary-admission", node, cancel)
+            return Change(f"Node {node}", {}, {"pod": "default/canary-", "node": node}, dry_run=True)
         fault = self._enter("canary", node, cancel)
         n = self._node(node)
         if any(self._allocatable(n).values()) or n.labels.get(self.dra_label) != self.dra_on:

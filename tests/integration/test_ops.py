@@ -548,6 +548,24 @@ def test_canary_not_scheduled_says_why(ops: LiveOps, kube: Kube, namespace: str)
 # -- DeviceClasses and reads ------------------------------------------------------------------------
 
 
+def test_a_canary_pod_security_refuses_is_found_by_a_dry_run_that_creates_nothing(
+    ops: LiveOps, kube: Kube, namespace: str
+) -> None:
+    """The runner asks this before a wave's first cordon (runner `_canaries_admitted`): a namespace enforcing
+    Pod Security `restricted` refuses the canary (it runs as root, no seccomp profile) at creation, which
+    used to be found only at the first node's canary, after the whole wave was drained and switched."""
+    admitted = ops.canary(NODE_DRA, GPU, PAUSE, 10, dry_run=True)
+    assert admitted.dry_run
+    kube.merge_patch(
+        path_of("v1", "namespaces", namespace),
+        {"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "restricted"}}},
+    )
+    with pytest.raises(ClusterError, match="PodSecurity") as err:
+        ops.canary(NODE_DRA, GPU, PAUSE, 10, dry_run=True)
+    assert getattr(err.value, "status", None) == 403
+    assert not [p for p in _pods(kube, namespace) if p["metadata"]["name"].startswith("dra-migrate-canary-")]
+
+
 def test_device_classes_are_created_once_and_only_ours_deleted(ops: LiveOps, kube: Kube) -> None:
     name, foreign = f"ops-mig-{RUN}", f"ops-foreign-{RUN}"
     try:
