@@ -338,6 +338,8 @@ class Runner:
                 continue
             try:
                 admit_canary(self._context(ps, opts, cancel))
+            except StepFailed:
+                continue  # the node's own problem (gone since the plan): its lane meets it; ask on the next node
             except MigrateError as e:
                 result.ok = False
                 if is_transient(e):

@@ -20,7 +20,7 @@ from dra_migrate.execute.runner import FAILED, OK, STOPPED, ApplyOptions
 
 def test_a_canary_admission_refuses_stops_the_run_before_the_wave_touches_a_node(tmp_path: Path) -> None:
     rig = Rig(tmp_path, make_plan([["a", "b", "c"]]))
-    rig.ops.fail("canary-admission", None, "permanent", times=99)
+    rig.ops.fail("canary-admission", None, "refused", times=99)
     result = rig.run()
     assert result.outcome == FAILED and "canary" in (result.failure or "")
     assert all(s == BEFORE for s in rig.nodes().values())
@@ -39,7 +39,7 @@ def test_the_admission_check_is_a_dry_run_once_per_canary_and_the_run_goes_on(tm
 
 def test_apply_dry_run_reports_the_refusal(tmp_path: Path) -> None:
     rig = Rig(tmp_path, make_plan([["a"]]))
-    rig.ops.fail("canary-admission", None, "permanent", times=99)
+    rig.ops.fail("canary-admission", None, "refused", times=99)
     result = rig.run(ApplyOptions(), dry_run=True)
     assert not result.ok and "canary" in (result.failure or "")
 
@@ -50,3 +50,12 @@ def test_an_unreachable_server_at_the_check_stops_for_a_resume(tmp_path: Path) -
     result = rig.run()
     assert result.outcome == STOPPED
     assert rig.run().outcome == OK
+
+
+def test_a_node_gone_since_the_plan_is_its_lanes_problem_not_an_admission_refusal(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, make_plan([["a", "b"]]))
+    rig.ops.nodes["p0-a"].exists = False
+    result = rig.run()
+    assert result.outcome == FAILED and "no longer exists" in (result.failure or ""), result.failure
+    asked = [c for c in rig.ops.calls if c[0] == "canary-admission"]
+    assert asked == [("canary-admission", "p0-a"), ("canary-admission", "p0-b")]
