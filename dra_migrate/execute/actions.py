@@ -208,6 +208,19 @@ def _canary(ctx: StepContext) -> Change | None:
     )
 
 
+def admit_canary(ctx: StepContext) -> Change | None:
+    """The canary step's pod sent as a server-side dry run (`dryRun=All`): admission and validation run,
+    nothing is stored or scheduled (k8s.io/apiserver v0.37.2 pkg/endpoints/handlers/create.go). What refuses
+    it (Pod Security, a ResourceQuota, a LimitRange, a policy webhook in the canary's namespace) refuses every
+    node's canary: the runner asks before a wave touches a node, not after it drained and switched them all."""
+    command = ctx.param("command", (list, type(None)), None)
+    extra: dict[str, Any] = {"command": [str(c) for c in command]} if command else {}
+    return ctx.ops.canary(
+        ctx.node_name, ctx.param("resource", str), ctx.param("image", str), ctx.timeout_s,
+        dry_run=True, cancel=ctx.cancel, **extra,
+    )  # fmt: skip
+
+
 @action(Action.UNCORDON, inverse=InverseAction.SET_UNSCHEDULABLE, dry_run=DryRun.SEND)
 def _uncordon(ctx: StepContext) -> Change | None:
     return ctx.ops.set_unschedulable(ctx.node_name, ctx.param("unschedulable", bool), dry_run=ctx.dry_run)
@@ -311,10 +324,29 @@ def _restored(ctx: StepContext, restore: Mapping[str, Any], key: str, kind: type
     return restore[key]
 
 
+def _not_the_planned_node(ctx: StepContext) -> Change | None:
+    """A no-op Change when the node is not the one the plan's steps acted on: deleted since (an autoscaler
+    or a spot reclaim removed it mid-wave) or replaced by a new Node object of the same name (another uid).
+    What the tool wrote went with the old object, so there is nothing to undo: a write would fail for ever
+    on the missing node (404: every rollback would stop at it), or put the plan's recorded values on a Node
+    the tool never touched (uncordon one its provisioner or an admin holds cordoned). The API server gives a
+    recreated object a new uid (k8s.io/apimachinery ObjectMeta.UID: "unique in time and space"). None: it is
+    the planned node, undo as recorded."""
+    state = ctx.ops.node_state(ctx.node_name)
+    if not state.get("exists"):
+        why = "deleted since its steps ran"
+    elif ctx.node_uid and state.get("uid") != ctx.node_uid:
+        why = "replaced since the plan (uid changed)"
+    else:
+        return None
+    gone = {"node": why}
+    return Change(f"Node {ctx.node_name}", gone, dict(gone), ctx.dry_run)
+
+
 @inverse(InverseAction.SET_UNSCHEDULABLE)
 def _undo_unschedulable(ctx: StepContext, restore: Mapping[str, Any]) -> Change | None:
     value = _restored(ctx, restore, "unschedulable", bool)
-    return ctx.ops.set_unschedulable(ctx.node_name, value, dry_run=ctx.dry_run)
+    return _not_the_planned_node(ctx) or ctx.ops.set_unschedulable(ctx.node_name, value, dry_run=ctx.dry_run)
 
 
 @inverse(InverseAction.RESTORE_LABEL)
@@ -323,6 +355,9 @@ def _undo_label(ctx: StepContext, restore: Mapping[str, Any]) -> Change | None:
     value = restore.get("value")
     if value is not None and not isinstance(value, str):
         raise InputError(f"step {ctx.step.id}: its inverse restores a non-string label value", "regenerate the plan")
+    gone = _not_the_planned_node(ctx)
+    if gone is not None:
+        return gone
     switch = ctx.step.id.rpartition("/")[2] in PLUGIN_SWITCHES  # a node's step id: <stage>/<node>/<id>
     evicted = _evict_before_switching_back(ctx) if switch else []
     change = ctx.ops.set_label(ctx.node_name, key, value, dry_run=ctx.dry_run)
@@ -353,7 +388,7 @@ def _undo_annotation(ctx: StepContext, restore: Mapping[str, Any]) -> Change | N
     value = restore.get("value")
     if value is not None and not isinstance(value, str):
         raise InputError(f"step {ctx.step.id}: its inverse restores a non-string annotation", "regenerate the plan")
-    return ctx.ops.set_annotation(ctx.node_name, key, value, dry_run=ctx.dry_run)
+    return _not_the_planned_node(ctx) or ctx.ops.set_annotation(ctx.node_name, key, value, dry_run=ctx.dry_run)
 
 
 @inverse(InverseAction.DELETE_DEVICECLASS)

@@ -49,14 +49,38 @@ class DrainOps(OpsBase):
         if scope not in ("gpu", "all"):
             raise InputError(f"drain scope must be 'gpu' or 'all', not {scope!r}")
         deadline = self.clock.monotonic() + timeout_s
-        pods = [p for p in self._pods_on(node) if not drain_skips(p) and (scope == "all" or uses_devices(p))]
-        if reviewed is not None:  # None: apply --delete-unowned-pods, as kubectl drain --force
-            unreviewed = sorted(_key(p) for p in pods if _lost_unreviewed(p, reviewed))
-            if unreviewed:
-                raise _unreviewed(node, unreviewed)
-        before = {"pods": sorted(_key(p) for p in pods)}
-        if not pods:
-            return Change(f"Node {node}", before, {"pods": []}, dry_run)
+        evicted: list[str] = []
+        gone: set[str] = set()  # uids evicted (or already terminating) and waited for
+        while True:
+            # Listed again once a round's pods are gone: the scheduler binds from a snapshot taken at the start
+            # of each cycle (k8s.io/kubernetes@v1.37.2 pkg/scheduler/schedule_one.go, UpdateSnapshot), so a
+            # cycle that began before it saw the cordon places a pod here after the first list (the wave's own
+            # evictions make the pending GPU pods it places). kubectl drain lists once (k8s.io/kubectl v0.37.2
+            # pkg/drain/drain.go, GetPodsForDeletion); here the device plugin goes off next, and a GPU pod left
+            # holding its GPU is one the DRA driver then publishes and hands to another pod.
+            pods = [
+                p
+                for p in self._pods_on(node)
+                if _uid(p) not in gone and not drain_skips(p) and (scope == "all" or uses_devices(p))
+            ]
+            if not pods:
+                return Change(f"Node {node}", {"pods": sorted(evicted)}, {"pods": []}, dry_run)
+            if reviewed is not None:  # None: apply --delete-unowned-pods, as kubectl drain --force
+                unreviewed = sorted(_key(p) for p in pods if _lost_unreviewed(p, reviewed))
+                if unreviewed:
+                    raise _unreviewed(node, unreviewed)
+            if gone and self.clock.monotonic() >= deadline:
+                raise _still_coming(node, timeout_s, sorted(_key(p) for p in pods))
+            evicted += [_key(p) for p in pods]
+            self._drain_round(node, pods, deadline, timeout_s, dry_run, cancel)
+            if dry_run:  # nothing was evicted: a second list would show the same pods
+                return Change(f"Node {node}", {"pods": sorted(evicted)}, {"pods": []}, dry_run=True)
+            gone.update(_uid(p) for p in pods)
+
+    def _drain_round(
+        self, node: str, pods: list[Obj], deadline: float, timeout_s: float, dry_run: bool, cancel: Cancel
+    ) -> None:
+        """Evict `pods` (retrying what a budget refuses until the deadline), then wait until they are gone."""
         # Pods already being deleted need no eviction, only the wait for them to go.
         to_evict = {_key(p): p for p in pods if not _meta(p).get("deletionTimestamp")}
         blocked: dict[str, str] = {}
@@ -75,10 +99,8 @@ class DrainOps(OpsBase):
                 raise self._blocked(node, timeout_s, to_evict, blocked, dry_run)
             self._pause(delay, deadline, cancel)
             delay = min(delay * 2, EVICTION_BACKOFF_CAP_S)
-        if dry_run:
-            return Change(f"Node {node}", before, {"pods": []}, dry_run=True)
-        self._wait_gone(node, {_uid(p): _key(p) for p in pods}, deadline, timeout_s, cancel)
-        return Change(f"Node {node}", before, {"pods": []})
+        if not dry_run:
+            self._wait_gone(node, {_uid(p): _key(p) for p in pods}, deadline, timeout_s, cancel)
 
     def _evict_all(self, pods: Mapping[str, Obj], dry_run: bool) -> dict[str, str | None]:
         """Evict every pod at once; per pod None (evicted or gone) or why the server refused for now."""
@@ -203,6 +225,16 @@ def _unreviewed(node: str, pods: list[str]) -> StepFailed:
         f"ask their owners to save and delete them (kubectl delete pod -n {first[0]} {first[2]}), then run the "
         "same command again (apply resumes, rollback goes on), or run it with --delete-unowned-pods to let drains "
         "delete such pods",
+        {"budgets": [], "pods": pods},
+    )
+
+
+def _still_coming(node: str, timeout_s: float, pods: list[str]) -> StepFailed:
+    return StepFailed(
+        f"drain of node {node}: pods are still being bound to the node after {timeout_s:g}s, each round of "
+        f"evictions followed by more: {', '.join(pods)}",
+        "something places pods on the cordoned node (a controller that sets spec.nodeName itself, or a "
+        "scheduler far behind): stop it, then run the same command again",
         {"budgets": [], "pods": pods},
     )
 

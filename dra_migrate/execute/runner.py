@@ -35,7 +35,7 @@ from typing import Any
 
 from dra_migrate.cluster.identity import ClusterIdentity
 from dra_migrate.errors import InputError, MigrateError
-from dra_migrate.execute.actions import DEFAULT_DRAIN_S, StepContext, run_step, undo_step
+from dra_migrate.execute.actions import DEFAULT_DRAIN_S, StepContext, admit_canary, run_step, undo_step
 from dra_migrate.execute.contract import SYSTEM_CLOCK, Cancel, Cancelled, Change, Clock, Ops, StepFailed, is_transient
 from dra_migrate.kube import thread_request_seconds
 from dra_migrate.plan.model import Action, Plan, PoolStage, PrepareStage, Step, Wave
@@ -199,6 +199,7 @@ class Runner:
             if s.action == Action.DRAIN
         }
         self._done_mutex = threading.Lock()
+        self._admitted: set[tuple[str, str, str]] = set()  # canary pods the API server admitted (dry run)
 
     # ----------------------------------------------------------------------------------------- apply
     def _cluster_field(self) -> dict[str, Any]:
@@ -268,6 +269,8 @@ class Runner:
                 tally.step_done(result, p, None, opts.dry_run, skipped=True)
             return True
         cancel = Cancel(parent=self.cancel)
+        if not self._canaries_admitted(unit, opts, done, result, cancel):
+            return False
         failures: list[tuple[PlannedStep, BaseException]] = []
         touched: set[str] = set()  # steps started in this run (done, failed or interrupted)
         mutex = threading.Lock()
@@ -321,6 +324,38 @@ class Runner:
         self.log(f"FAILED {ps.id}: {error}")
         self._fail_wave(unit, touched, opts, result, done)
         return False
+
+    def _canaries_admitted(
+        self, unit: Unit, opts: ApplyOptions, done: set[str], result: RunResult, cancel: Cancel
+    ) -> bool:
+        """Before a wave's first step: the API server admits its canary pod (`admit_canary`, a dry run; once
+        per resource, image and command in a run). False (the run stops, nothing of the wave touched) when it
+        refuses it, or cannot be asked now (transient: resume later)."""
+        for ps in unit.steps:
+            key = (str(ps.step.params.get("resource")), str(ps.step.params.get("image")),
+                   repr(ps.step.params.get("command")))  # fmt: skip
+            if ps.step.action != Action.CANARY or ps.id in done or key in self._admitted:
+                continue
+            try:
+                admit_canary(self._context(ps, opts, cancel))
+            except StepFailed:
+                continue  # the node's own problem (gone since the plan): its lane meets it; ask on the next node
+            except MigrateError as e:
+                result.ok = False
+                if is_transient(e):
+                    result.outcome = STOPPED
+                    result.failure = f"{ps.id}: admitting its canary pod: {e} ({RESUME_HINT}; nothing was changed)"
+                else:
+                    result.outcome = FAILED
+                    result.failure = (
+                        f"{ps.id}: the API server refuses its canary pod, so every node's canary would fail: {e} "
+                        "(nothing of the wave was touched; let the pod in the canary's namespace: its Pod Security "
+                        "level, quota and admission policies)"
+                    )
+                self.log(f"{result.outcome.upper()} {result.failure}")
+                return False
+            self._admitted.add(key)
+        return True
 
     def _in_lanes(
         self, lanes: tuple[tuple[PlannedStep, ...], ...], opts: ApplyOptions, fn: Callable[[Any], None], cancel: Cancel

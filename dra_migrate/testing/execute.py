@@ -22,8 +22,10 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from dra_migrate.execute.contract import NEVER, Cancel, Change, StepFailed
-from dra_migrate.kube import Unreachable
+from dra_migrate.kube import ApiError, Unreachable
 from dra_migrate.plan.model import Plan
 
 
@@ -55,7 +57,7 @@ class Crash(BaseException):
 
 @dataclass
 class Fault:
-    kind: str  # "transient" | "permanent" | "hang" | "crash" | "interrupt" (Ctrl-C)
+    kind: str  # "transient" | "permanent" | "refused" (an ApiError) | "hang" | "crash" | "interrupt" (Ctrl-C)
     when: str = "start"  # "start": before the operation changes anything; "mid": after its write
     times: int = 1  # how many calls fail (then it works)
     after: int = 0  # calls that succeed before the first failure
@@ -184,6 +186,10 @@ class FakeOps:
             raise Unreachable(f"{op} {node}: no response from the API server (injected)", "re-run apply")
         if fault.kind == "permanent":
             raise StepFailed(f"{op} of node {node} failed (injected)", "fix it, then resume")
+        if fault.kind == "refused":  # the API server refuses the request for good (admission: 403)
+            message = f'pods "x" is forbidden: {op} of node {node} refused (injected)'
+            body = orjson.dumps({"kind": "Status", "status": "Failure", "message": message, "code": 403})
+            raise ApiError("POST", "/api/v1/namespaces/default/pods", 403, body)
         if fault.kind == "hang":
             deadline = time.monotonic() + 10  # a safety net for a test that forgot to cancel
             while not cancel.wait(0.005):
@@ -309,6 +315,10 @@ class FakeOps:
         cancel: Cancel = NEVER,
         command: list[str] | None = None,
     ) -> Change:
+        if dry_run:  # the API server's admission of the pod (a server-side dry run): nothing is scheduled
+            self._enter("canary-admission", node, cancel)
+            self._node(node)  # LiveOps reads the node's hostname label for the pod's affinity
+            return Change(f"Node {node}", {}, {"pod": "default/canary-", "node": node}, dry_run=True)
         fault = self._enter("canary", node, cancel)
         n = self._node(node)
         if any(self._allocatable(n).values()) or n.labels.get(self.dra_label) != self.dra_on:

@@ -6,6 +6,7 @@ under dry_run, and must fail with a message that names what blocks it.
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -460,6 +461,41 @@ def test_drain_deletes_no_pod_without_a_controller_that_the_plan_did_not_record(
         ops.set_unschedulable(NODE_A, False)
 
 
+def test_drain_takes_a_gpu_pod_bound_to_the_node_after_its_list(ops: LiveOps, kube: Kube, namespace: str) -> None:
+    """A pod bound to the cordoned node after the drain listed its pods (a scheduler cycle that began before
+    it saw the cordon; here bound directly, as that late binding lands) would keep a device-plugin GPU that
+    the DRA driver then publishes: the drain lists the node again and takes it too."""
+    first = _pod("first", None, 1)
+    first["metadata"]["finalizers"] = ["dra-migrate.io/test-hold"]  # the drain waits on it while the late pod lands
+    first["spec"].pop("nodeSelector")
+    first["spec"]["nodeName"] = NODE_A
+    late = _pod("late", None, 1)
+    late["spec"].pop("nodeSelector")
+    late["spec"]["nodeName"] = NODE_A  # bound, as a binding the cordon came too late for
+    _create(kube, namespace, "pods", first)
+    wait_for("first running", lambda: "first" in _on(kube, namespace, NODE_A), timeout=30)
+    seen = _recorded(kube, NODE_A)
+    ops.set_unschedulable(NODE_A, True)
+    path = path_of("v1", "pods", "first", namespace)
+
+    def land_late_pod_then_release() -> None:
+        wait_for("first evicted", lambda: kube.get(path)["metadata"].get("deletionTimestamp") or None, timeout=20)
+        made = kube.create(path_of("v1", "pods", namespace=namespace), late)
+        seen.add(made["metadata"]["uid"])  # owned by nobody: recorded, as if the plan had seen it
+        kube.merge_patch(path, {"metadata": {"finalizers": None}})
+
+    helper = threading.Thread(target=land_late_pod_then_release)
+    helper.start()
+    try:
+        change = ops.drain(NODE_A, "gpu", 30, reviewed=seen)
+        helper.join()
+        assert {f"{namespace}/first", f"{namespace}/late"} <= set(change.before["pods"])
+        assert kube.get_or_none(path_of("v1", "pods", "late", namespace)) is None
+    finally:
+        helper.join()
+        ops.set_unschedulable(NODE_A, False)
+
+
 # -- DRA readiness, canary --------------------------------------------------------------------------
 
 
@@ -510,6 +546,24 @@ def test_canary_not_scheduled_says_why(ops: LiveOps, kube: Kube, namespace: str)
 
 
 # -- DeviceClasses and reads ------------------------------------------------------------------------
+
+
+def test_a_canary_pod_security_refuses_is_found_by_a_dry_run_that_creates_nothing(
+    ops: LiveOps, kube: Kube, namespace: str
+) -> None:
+    """The runner asks this before a wave's first cordon (runner `_canaries_admitted`): a namespace enforcing
+    Pod Security `restricted` refuses the canary (it runs as root, no seccomp profile) at creation, which
+    used to be found only at the first node's canary, after the whole wave was drained and switched."""
+    admitted = ops.canary(NODE_DRA, GPU, PAUSE, 10, dry_run=True)
+    assert admitted.dry_run
+    kube.merge_patch(
+        path_of("v1", "namespaces", namespace),
+        {"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "restricted"}}},
+    )
+    with pytest.raises(ClusterError, match="PodSecurity") as err:
+        ops.canary(NODE_DRA, GPU, PAUSE, 10, dry_run=True)
+    assert getattr(err.value, "status", None) == 403
+    assert not [p for p in _pods(kube, namespace) if p["metadata"]["name"].startswith("dra-migrate-canary-")]
 
 
 def test_device_classes_are_created_once_and_only_ours_deleted(ops: LiveOps, kube: Kube) -> None:
