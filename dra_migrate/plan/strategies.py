@@ -191,7 +191,10 @@ def _karpenter_manifest(pool: str, p: PoolPlatform, dra: dict[str, str], nodes: 
     template["metadata"] = meta
     spec["template"] = template
     spec["replicas"] = nodes
-    spec.pop("limits", None)  # static NodePools take only limits.nodes (karpenter.sh NodePools, spec.replicas)
+    # The NodePool CRD refuses beside replicas any limit but limits.nodes and a weight ("only 'limits.nodes' is
+    # supported on static NodePools", "'weight' is not supported on static NodePools": karpenter.sh_nodepools.yaml).
+    spec.pop("limits", None)
+    spec.pop("weight", None)
     return {
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodePool",
