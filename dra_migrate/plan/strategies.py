@@ -165,6 +165,33 @@ def platform_command(pool: str, p: PoolPlatform, params: PlanParams, context: st
     return f"provision {nodes} node(s) like pool {pool} ({machine}) labelled {_labels_arg({**own, **dra})}", None
 
 
+def retire_command(pool: str, p: PoolPlatform, context: str) -> str:
+    """The platform command that deletes the old pool once the migration is proven. Its nodes end cordoned and
+    shielded from their autoscaler (the protect step), so no autoscaler removes them: they stay up, and billed,
+    until the operator runs this (each CLI's delete of what its create made)."""
+    cluster = cloud_cluster(context)
+    group = p.group or pool
+    if p.provisioner == "gke-node-pool":
+        project = [f"--project={cluster.project}"] if cluster.project else []
+        cmd = ["gcloud", "container", "node-pools", "delete", group, *project, f"--cluster={cluster.name}",
+               f"--location={cluster.location or 'LOCATION'}"]  # fmt: skip
+    elif p.provisioner == "eks-node-group":
+        region = cluster.region or next(filter(None, (_aws_region(z) for z in p.zones)), None)
+        cmd = ["eksctl", "delete", "nodegroup", f"--cluster={cluster.name}",
+               *([f"--region={region}"] if region else []), f"--name={group}"]  # fmt: skip
+    elif p.provisioner == "aks-agent-pool":
+        rg = _aks_resource_group(p.labels.get(AKS_CLUSTER, ""))
+        cmd = ["az", "aks", "nodepool", "delete", "--resource-group", rg, "--cluster-name", cluster.name,
+               "--name", group]  # fmt: skip
+    elif p.provisioner == "karpenter":
+        cmd = ["kubectl", "delete", "nodepool", group]
+    elif p.provisioner == "openshift-machineset":
+        cmd = ["oc", "delete", "machineset", group, "-n", "openshift-machine-api"]
+    else:
+        return f"remove pool {pool}'s nodes from the platform"
+    return shlex.join(cmd)
+
+
 def _aws_region(zone: str) -> str | None:
     """The region of an AWS availability, Local or Wavelength Zone name ("us-east-2a", "us-west-2-lax-1a")."""
     m = re.match(r"^([a-z]{2}(?:-gov|-iso[a-z]?)?-[a-z]+-\d+)(?:[a-z]$|-)", zone)
@@ -242,6 +269,7 @@ def replace_pool_provision(
         Step(f"provision-{pool}/await-pool", Action.AWAIT_POOL, where,
              {"platform": p.platform, "provisioner": p.provisioner, "command": command,
               **({"manifest": manifest} if manifest else {}), **({"check": checks} if checks else {}),
+              "retire": retire_command(pool, p, context),
               "selector": dict(selector), "nodes": max(p.nodes, 1),
               "devicesPerNode": devices_per_node, "driver": params.dra_driver, "sources": list(p.sources)},
              "the operator ran the command above (the tool calls no cloud API)", "30m",

@@ -126,3 +126,31 @@ def test_pinned_workloads_are_judged_by_what_the_new_nodes_will_carry() -> None:
     assert len(_pinned(by_hand)) == 1
     by_host = make(_gke_node("n1"), _gke_node("n2"), gpu_pod("p", "n1", 8, selector={"kubernetes.io/hostname": "n1"}))
     assert len(_pinned(by_host)) == 1
+
+
+def test_the_plan_says_how_to_retire_the_old_pool() -> None:
+    """The old nodes end cordoned and shielded from their autoscaler (scale-down-disabled / do-not-disrupt): no
+    autoscaler removes them, so, unless the plan says how, the old GPU pool stays up and billed after the move."""
+    from dra_migrate.plan.strategies import retire_command
+
+    gke = _pool("gke-node-pool", "gke", group="a3")
+    assert retire_command("a3", gke, "gke_acme-ml_us-central1_ml-prod") == (
+        "gcloud container node-pools delete a3 --project=acme-ml --cluster=ml-prod --location=us-central1"
+    )
+    eks = _pool("eks-node-group", "eks", group="p5")
+    assert retire_command("p5", eks, "arn:aws:eks:us-west-2:1:cluster/ml-ng") == (
+        "eksctl delete nodegroup --cluster=ml-ng --region=us-west-2 --name=p5"
+    )
+    aks = _pool(
+        "aks-agent-pool", "aks", group="h100", labels={"kubernetes.azure.com/cluster": "MC_rg-ml_aks-ml_eastus2"}
+    )
+    assert retire_command("h100", aks, "aks-ml") == (
+        "az aks nodepool delete --resource-group rg-ml --cluster-name aks-ml --name h100"
+    )
+    assert retire_command("gpu", _pool("karpenter", "eks", group="gpu"), "c") == "kubectl delete nodepool gpu"
+    from dra_migrate.plan.build import build_plan
+    from tests.unit.test_platforms import _state
+
+    plan = build_plan(_state("aks-managed"), PlanParams())
+    await_pool = next(s for s in plan.stages if s.name == "provision-h100").steps[0]
+    assert await_pool.params["retire"].startswith("az aks nodepool delete")
