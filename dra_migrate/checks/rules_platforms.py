@@ -120,6 +120,37 @@ def autoscaler_dra_from_zero(ctx: CheckContext) -> Iterator[Finding]:
         )
 
 
+# Karpenter picks disruption candidates without looking at spec.unschedulable: StateNode.ValidateNodeDisruptable
+# (sigs.k8s.io/karpenter pkg/controllers/state/statenode.go) skips a node only for karpenter.sh/do-not-disrupt,
+# a nomination, a deletion or an uninitialised node; consolidation (WhenEmpty and WhenEmptyOrUnderutilized)
+# removes an empty node once consolidateAfter has passed, "Never" turning it off (NodePool spec.disruption).
+@rule(
+    "karpenter-consolidates-drained-node",
+    WARNING,
+    summary="an in-place pool's NodePool consolidates empty nodes: a drained node may be removed before it is switched",
+)
+def karpenter_consolidates_drained(ctx: CheckContext) -> Iterator[Finding]:
+    for name, p in _pools(ctx):
+        if p.strategy == REPLACE_POOL or p.autoscaler != "karpenter" or p.raw_nodepool is None:
+            continue
+        disruption = (p.raw_nodepool.get("spec") or {}).get("disruption") or {}
+        after = str(disruption.get("consolidateAfter") or "0s")
+        if after == "Never":
+            continue
+        policy = disruption.get("consolidationPolicy") or "WhenEmptyOrUnderutilized"
+        yield Finding(
+            "karpenter-consolidates-drained-node",
+            WARNING,
+            f"pool {name} is switched in place, and its NodePool {p.group} consolidates ({policy}, consolidateAfter "
+            f"{after}): each node is empty once drained, and Karpenter does not spare a cordoned node, so it may "
+            "delete the node (and launch a device-plugin node from the same NodePool) before the DRA plugin is up",
+            f"for the migration, annotate the pool's nodes: kubectl annotate nodes -l karpenter.sh/nodepool={p.group} "
+            "karpenter.sh/do-not-disrupt=true (remove it after), or set the NodePool's disruption.consolidateAfter to "
+            f"Never ({SOURCES['karpenter-annotations']})",
+            (ObjectRef("Pool", name),),
+        )
+
+
 @rule(
     "platform-plugin-conflict",
     WARNING,

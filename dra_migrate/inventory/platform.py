@@ -125,6 +125,7 @@ class PoolPlatform:
     accelerator_count: int = 0
     sharing: tuple[str, ...] = ()  # platform GPU-sharing labels its nodes carry (GKE time-sharing/MIG)
     auto_mode: bool = False
+    gpu_operator: bool = False  # the cluster runs the GPU Operator (a ClusterPolicy): it can bring the GPU driver
     nodes: int = 0
     labels: dict[str, str] = field(default_factory=dict)  # labels every node of the pool shares
     raw_nodepool: Obj | None = None  # the Karpenter NodePool object, when the pool is one
@@ -403,6 +404,7 @@ def pool_platforms(
             accelerator_count=int(count) if count.isdecimal() else 0,
             sharing=tuple(sorted({k for n in members for k in _labels(n) if k in GKE_SHARING_LABELS})),
             auto_mode=auto_mode,
+            gpu_operator=has_policy,
             nodes=len(members),
             labels=labels,
             raw_nodepool=karpenter_nodepool(state, lead.group) if lead.provisioner == "karpenter" else None,
@@ -427,16 +429,88 @@ def new_pool_name(pool: str, p: PoolPlatform) -> str:
     return f"{pool}-dra"
 
 
+# Label domains Kubernetes, the platforms and the GPU stack set on nodes themselves ("kubernetes.io" covers
+# node.kubernetes.io, topology.kubernetes.io, feature.node.kubernetes.io): a new pool's nodes get theirs from
+# the platform and its kubelets, so a replace-pool command carries only the pool's other labels, its own.
+SYSTEM_LABEL_DOMAINS = (
+    "kubernetes.io", "k8s.io", "x-k8s.io", "cloud.google.com", "gke.io", "amazonaws.com", "karpenter.sh",
+    "karpenter.k8s.aws", "azure.com", "openshift.io", "nvidia.com", "eksctl.io", "dra-migrate.io",
+)  # fmt: skip
+HOSTNAME = "kubernetes.io/hostname"
+# Labels without a system domain that name the node's group, set by the platform: AKS's legacy `agentpool`
+# (beside kubernetes.azure.com/agentpool) and eksctl's alpha.eksctl.io/nodegroup-name.
+POOL_NAME_LABELS = ("agentpool", "alpha.eksctl.io/nodegroup-name")
+
+
+def system_label(key: str) -> bool:
+    domain = key.partition("/")[0] if "/" in key else ""
+    return (
+        key in (GKE_NO_DEFAULT_PLUGIN, *POOL_NAME_LABELS)
+        or any(domain == d or domain.endswith("." + d) for d in SYSTEM_LABEL_DOMAINS)
+    )  # fmt: skip
+
+
+def pool_own_labels(p: PoolPlatform) -> dict[str, str]:
+    """The labels the pool's nodes were given with the pool, in no system domain: what the command creating
+    its replacement carries, so the workloads that select them follow. A Karpenter NodePool's are its
+    template's labels and single-valued `In` requirements (the manifest copies both); another pool's, those
+    on every one of its nodes."""
+    if p.provisioner == "karpenter" and p.raw_nodepool is not None:
+        template = ((p.raw_nodepool.get("spec") or {}).get("template")) or {}
+        out = {str(k): str(v) for k, v in ((template.get("metadata") or {}).get("labels") or {}).items()}
+        for r in (template.get("spec") or {}).get("requirements") or []:
+            if isinstance(r, Mapping) and r.get("operator") == "In" and len(r.get("values") or []) == 1:
+                out.setdefault(str(r.get("key")), str(r["values"][0]))
+        return {k: v for k, v in out.items() if not system_label(k)}
+    return {k: v for k, v in p.labels.items() if not system_label(k)}
+
+
 def new_node_labels(pool: str, p: PoolPlatform, labels: Mapping[str, str], dra: tuple[str, str]) -> dict[str, str]:
-    """An old node's labels as its replacement in the new pool has them: the new group name, the DRA kubelet
-    plugin's label on, the platform's device plugin off (GKE: gke-no-default-nvidia-gpu-device-plugin)."""
-    out = {**labels, dra[0]: dra[1]}
+    """An old node's labels as its replacement in the new pool has them: the labels the platform sets (zone,
+    instance type, accelerator: the new pool is made like the old), the pool's own labels (the command carries
+    them), the new group name, the DRA kubelet plugin's label on, the platform's device plugin off (GKE:
+    gke-no-default-nvidia-gpu-device-plugin). Not the node's hostname, nor a label only some nodes were given
+    by hand: no new node has those."""
+    out = {k: v for k, v in labels.items() if k != HOSTNAME and system_label(k)}
+    out.update(pool_own_labels(p))
+    out[dra[0]] = dra[1]
     key = GROUP_LABEL.get(p.provisioner)
-    if key:
-        out[key] = new_pool_name(pool, p)
+    for k in (key, *POOL_NAME_LABELS) if key else ():
+        if k == key or k in out:
+            out[k] = new_pool_name(pool, p)
     if p.platform == "gke":
         out[GKE_NO_DEFAULT_PLUGIN] = "true"
     return out
+
+
+@dataclass(frozen=True)
+class CloudCluster:
+    """The cluster as its cloud's CLI names it, read from the kubeconfig context that CLI wrote."""
+
+    name: str
+    project: str | None = None  # GKE
+    location: str | None = None  # GKE: the cluster's zone or region
+    region: str | None = None  # EKS
+
+
+def cloud_cluster(context: str | None) -> CloudCluster:
+    """`gcloud container clusters get-credentials` names its context gke_<project>_<location>_<cluster> (none of
+    which may hold an underscore); `aws eks update-kubeconfig` the cluster's ARN
+    (arn:<partition>:eks:<region>:<account>:cluster/<name>, its --alias defaults to it); `eksctl utils
+    write-kubeconfig` <user>@<cluster>.<region>.eksctl.io; `az aks get-credentials` the cluster's name. Any
+    other context is taken for the name; none leaves CLUSTER to fill in."""
+    if not context:
+        return CloudCluster("CLUSTER")
+    gke = context.split("_")
+    if len(gke) == 4 and gke[0] == "gke" and all(gke[1:]):
+        return CloudCluster(gke[3], project=gke[1], location=gke[2])
+    arn = context.split(":", 5)
+    if len(arn) == 6 and arn[0] == "arn" and arn[2] == "eks" and arn[5].startswith("cluster/"):
+        return CloudCluster(arn[5][len("cluster/") :], region=arn[3] or None)
+    host = context.rpartition("@")[2].split(".")
+    if "@" in context and len(host) == 4 and host[2:] == ["eksctl", "io"] and all(host[:2]):
+        return CloudCluster(host[0], region=host[1])
+    return CloudCluster(context)
 
 
 def controller_version(state: ClusterState, image_part: str) -> str | None:

@@ -317,7 +317,7 @@ def _replace_pool_stages(
         pool,
         platform,
         params,
-        state.source.name,
+        state.source.context or state.source.name,
         devices_per_node=per_node,
         demand=sum(pool_obj.requested.values()),
         canary_resource=canary,

@@ -14,6 +14,7 @@ plugin to DRA, chosen per pool from what `inventory/platform.py` found, and expl
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -27,7 +28,9 @@ from dra_migrate.inventory.platform import (
     REPLACE_POOL,
     SOURCES,
     PoolPlatform,
+    cloud_cluster,
     new_pool_name,
+    pool_own_labels,
 )
 from dra_migrate.plan.actions import PROVISION_ACTIONS, Action, InverseAction
 from dra_migrate.plan.model import Inverse, PoolStage, PrepareStage, Stage, Step
@@ -98,43 +101,59 @@ def _labels_arg(labels: dict[str, str], sep: str = ",") -> str:
     return sep.join(f"{k}={v}" for k, v in labels.items())
 
 
-def platform_command(pool: str, p: PoolPlatform, params: PlanParams, cluster: str) -> tuple[str, dict[str, Any] | None]:
+def platform_command(pool: str, p: PoolPlatform, params: PlanParams, context: str) -> tuple[str, dict[str, Any] | None]:
     """(the command to run, or the manifest to apply) that creates the DRA-ready pool beside `pool`.
 
     The new nodes carry the DRA kubelet plugin's label (`--dra-label`) and not the device plugin's, so the
-    DRA driver as installed runs on them; every flag comes from the platform's documentation (docs/platforms/).
+    DRA driver as installed runs on them, and the old pool's own labels, so its workloads follow; the cluster
+    is named as the cloud's CLI names it (`cloud_cluster`, read from the kubeconfig `context`); every flag
+    comes from the platform's documentation (docs/platforms/).
     """
     new = new_pool_name(pool, p)
     dra = {params.dra_label: params.dra_on}
+    own = pool_own_labels(p)
     nodes = max(p.nodes, 1)
     machine = p.instance_type or "MACHINE_TYPE"
+    cluster = cloud_cluster(context)
     if p.provisioner == "gke-node-pool":
         # GKE set-up-dra: gpu-driver-version=disabled, and the node label that keeps GKE's device plugin off.
-        location = p.zones[0] if len(p.zones) == 1 else "LOCATION"
+        # --location is the cluster's zone or region, --node-locations the pool's zones, and --num-nodes counts
+        # the nodes "in each of the node pool's zones" (gcloud container node-pools create).
         accel = f"type={p.accelerator or 'ACCELERATOR'},count={p.accelerator_count or 1},gpu-driver-version=disabled"
-        labels = {GKE_NO_DEFAULT_PLUGIN: "true", **dra}
+        labels = {**own, GKE_NO_DEFAULT_PLUGIN: "true", **dra}
+        zones = p.zones or ()
         cmd = [
-            "gcloud", "container", "node-pools", "create", new, f"--cluster={cluster}", f"--location={location}",
-            f"--machine-type={machine}", f"--accelerator={accel}", f"--num-nodes={nodes}",
+            "gcloud", "container", "node-pools", "create", new,
+            *([f"--project={cluster.project}"] if cluster.project else []), f"--cluster={cluster.name}",
+            f"--location={cluster.location or 'LOCATION'}",
+            *([f"--node-locations={','.join(zones)}"] if zones else []),
+            f"--machine-type={machine}", f"--accelerator={accel}", f"--num-nodes={-(-nodes // max(len(zones), 1))}",
             f"--node-labels={_labels_arg(labels)}",
         ]  # fmt: skip
         return shlex.join(cmd), None
     if p.provisioner == "karpenter":
         return f"kubectl apply -f - <<'EOF'  # NodePool {new}, below", _karpenter_manifest(pool, p, dra, nodes)
     if p.provisioner == "eks-node-group":
-        labels = {**dra, params.device_plugin_label: params.device_plugin_off}
+        labels = {**own, **dra, params.device_plugin_label: params.device_plugin_off}
+        region = cluster.region or next(filter(None, (_aws_region(z) for z in p.zones)), None)
+        # eksctl installs NVIDIA's device plugin DaemonSet with a GPU node group unless told not to (eksctl user
+        # guide, GPU support: --install-nvidia-plugin=false): it would advertise the GPUs beside the DRA driver.
         cmd = [
-            "eksctl", "create", "nodegroup", f"--cluster={cluster}", f"--name={new}", f"--node-type={machine}",
-            f"--nodes={nodes}", f"--node-labels={_labels_arg(labels)}",
+            "eksctl", "create", "nodegroup", f"--cluster={cluster.name}", *([f"--region={region}"] if region else []),
+            f"--name={new}", f"--node-type={machine}", f"--nodes={nodes}", f"--node-labels={_labels_arg(labels)}",
+            "--install-nvidia-plugin=false",
         ]  # fmt: skip
         return shlex.join(cmd), None
     if p.provisioner == "aks-agent-pool":
         group = _aks_resource_group(p.labels.get(AKS_CLUSTER, ""))
-        labels = {**dra, params.device_plugin_label: params.device_plugin_off}
-        # --gpu-driver none: the GPU Operator brings the driver (learn.microsoft.com aks/nvidia-gpu-operator).
+        labels = {**own, **dra, params.device_plugin_label: params.device_plugin_off}
+        # An AKS GPU pool installs the NVIDIA driver and no device plugin by default (managementMode Unmanaged,
+        # learn.microsoft.com aks/aks-managed-gpu-nodes); --gpu-driver none only where the GPU Operator brings the
+        # driver (aks/nvidia-gpu-operator): without either, the DRA driver would find no GPU driver.
         cmd = [
-            "az", "aks", "nodepool", "add", "--resource-group", group, "--cluster-name", cluster, "--name", new,
-            "--node-vm-size", machine, "--node-count", str(nodes), "--gpu-driver", "none",
+            "az", "aks", "nodepool", "add", "--resource-group", group, "--cluster-name", cluster.name, "--name", new,
+            "--node-vm-size", machine, "--node-count", str(nodes),
+            *(["--gpu-driver", "none"] if p.gpu_operator else []),
             "--labels", *(f"{k}={v}" for k, v in labels.items()),
         ]  # fmt: skip
         return shlex.join(cmd), None
@@ -143,7 +162,40 @@ def platform_command(pool: str, p: PoolPlatform, params: PlanParams, cluster: st
             f"oc get machineset {p.group} -n openshift-machine-api -o yaml | rename it {new}, add the labels "
             f"{_labels_arg(dra)} to spec.template.spec.metadata.labels, set spec.replicas={nodes} | oc apply -f -"
         ), None
-    return f"provision {nodes} node(s) like pool {pool} ({machine}) labelled {_labels_arg(dra)}", None
+    return f"provision {nodes} node(s) like pool {pool} ({machine}) labelled {_labels_arg({**own, **dra})}", None
+
+
+def retire_command(pool: str, p: PoolPlatform, context: str) -> str:
+    """The platform command that deletes the old pool once the migration is proven. Its nodes end cordoned and
+    shielded from their autoscaler (the protect step), so no autoscaler removes them: they stay up, and billed,
+    until the operator runs this (each CLI's delete of what its create made)."""
+    cluster = cloud_cluster(context)
+    group = p.group or pool
+    if p.provisioner == "gke-node-pool":
+        project = [f"--project={cluster.project}"] if cluster.project else []
+        cmd = ["gcloud", "container", "node-pools", "delete", group, *project, f"--cluster={cluster.name}",
+               f"--location={cluster.location or 'LOCATION'}"]  # fmt: skip
+    elif p.provisioner == "eks-node-group":
+        region = cluster.region or next(filter(None, (_aws_region(z) for z in p.zones)), None)
+        cmd = ["eksctl", "delete", "nodegroup", f"--cluster={cluster.name}",
+               *([f"--region={region}"] if region else []), f"--name={group}"]  # fmt: skip
+    elif p.provisioner == "aks-agent-pool":
+        rg = _aks_resource_group(p.labels.get(AKS_CLUSTER, ""))
+        cmd = ["az", "aks", "nodepool", "delete", "--resource-group", rg, "--cluster-name", cluster.name,
+               "--name", group]  # fmt: skip
+    elif p.provisioner == "karpenter":
+        cmd = ["kubectl", "delete", "nodepool", group]
+    elif p.provisioner == "openshift-machineset":
+        cmd = ["oc", "delete", "machineset", group, "-n", "openshift-machine-api"]
+    else:
+        return f"remove pool {pool}'s nodes from the platform"
+    return shlex.join(cmd)
+
+
+def _aws_region(zone: str) -> str | None:
+    """The region of an AWS availability, Local or Wavelength Zone name ("us-east-2a", "us-west-2-lax-1a")."""
+    m = re.match(r"^([a-z]{2}(?:-gov|-iso[a-z]?)?-[a-z]+-\d+)(?:[a-z]$|-)", zone)
+    return m.group(1) if m else None
 
 
 def _aks_resource_group(cluster_label: str) -> str:
@@ -166,7 +218,10 @@ def _karpenter_manifest(pool: str, p: PoolPlatform, dra: dict[str, str], nodes: 
     template["metadata"] = meta
     spec["template"] = template
     spec["replicas"] = nodes
-    spec.pop("limits", None)  # static NodePools take only limits.nodes (karpenter.sh NodePools, spec.replicas)
+    # The NodePool CRD refuses beside replicas any limit but limits.nodes and a weight ("only 'limits.nodes' is
+    # supported on static NodePools", "'weight' is not supported on static NodePools": karpenter.sh_nodepools.yaml).
+    spec.pop("limits", None)
+    spec.pop("weight", None)
     return {
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodePool",
@@ -198,14 +253,14 @@ def replace_pool_provision(
     pool: str,
     p: PoolPlatform,
     params: PlanParams,
-    cluster: str,
+    context: str,
     *,
     devices_per_node: int,
     demand: int,
     canary_resource: str,
 ) -> PrepareStage:
     """The stage before the old pool's drains: the new pool up, proven, and big enough."""
-    command, manifest = platform_command(pool, p, params, cluster)
+    command, manifest = platform_command(pool, p, params, context)
     checks = operator_checks(p)
     selector = new_pool_selector(pool, p, params)
     new = new_pool_name(pool, p)
@@ -214,6 +269,7 @@ def replace_pool_provision(
         Step(f"provision-{pool}/await-pool", Action.AWAIT_POOL, where,
              {"platform": p.platform, "provisioner": p.provisioner, "command": command,
               **({"manifest": manifest} if manifest else {}), **({"check": checks} if checks else {}),
+              "retire": retire_command(pool, p, context),
               "selector": dict(selector), "nodes": max(p.nodes, 1),
               "devicesPerNode": devices_per_node, "driver": params.dra_driver, "sources": list(p.sources)},
              "the operator ran the command above (the tool calls no cloud API)", "30m",

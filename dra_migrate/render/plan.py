@@ -76,6 +76,9 @@ def _platform_command(doc: Document, params: dict[str, Any]) -> None:
         doc.line("       EOF")
     for check in params.get("check") or []:
         doc.line(f"     check first: {check}")
+    if params.get("retire"):
+        # The old nodes stay cordoned and shielded from their autoscaler: only this removes them.
+        doc.line(f"     afterwards, once the migration is proven: {params['retire']}")
     for source in params.get("sources") or []:
         doc.line(f"     source: {source}")
 
