@@ -246,8 +246,13 @@ class Ops(Protocol):
         controller owns (it would revert it)."""
         ...
 
-    def pending_gpu_pods(self, older_than_s: float) -> list[str]:
-        """Pods that request GPUs (nvidia.com/* or claims) and stayed Pending longer than older_than_s."""
+    def pending_gpu_pods(self, older_than_s: float, *, created_after: str | None = None) -> list[str]:
+        """Pods that request GPUs (nvidia.com/* or claims) and stayed Pending longer than older_than_s, but for
+        those created at or before `created_after` (a creationTimestamp: `pending_gpu_backlog`'s)."""
+        ...
+
+    def pending_gpu_backlog(self) -> tuple[int, str | None]:
+        """The GPU pods Pending now, whatever their age, and the newest one's creationTimestamp (None: none)."""
         ...
 
     # -- replace-pool (plan/strategies.py)

@@ -69,6 +69,7 @@ FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "rollbackLeft": (_is_strings, "a list of strings"),
     "overrides": (_is_map, "a map"),
     "cluster": (_is_map, "a map"),
+    "pendingBacklog": (_is_map, "a map"),
 }
 
 

@@ -386,15 +386,29 @@ class LiveOps(DrainOps, CanaryOps):
         page = self.kube.get(SLICES, [("fieldSelector", f"spec.driver={driver}"), ("limit", 1)])
         return bool(page.get("items"))
 
-    def pending_gpu_pods(self, older_than_s: float) -> list[str]:
-        items, _ = self.kube.list_all(PODS, [("fieldSelector", "status.phase=Pending,spec.nodeName=")])
+    def pending_gpu_pods(self, older_than_s: float, *, created_after: str | None = None) -> list[str]:
+        cutoff = _parse_time(created_after) if created_after else None
         now = datetime.now(UTC)
         pending = []
-        for pod in items:
-            created = _parse_time(str(_meta(pod).get("creationTimestamp", "")))
-            if created is not None and (now - created).total_seconds() > older_than_s and uses_devices(pod):
+        for pod, created in self._unscheduled_gpu_pods():
+            if (now - created).total_seconds() > older_than_s and (cutoff is None or created > cutoff):
                 pending.append(pod)
         return group_pending(pending)
+
+    def pending_gpu_backlog(self) -> tuple[int, str | None]:
+        pods = self._unscheduled_gpu_pods()
+        newest = max((created for _, created in pods), default=None)
+        return len(pods), newest.strftime("%Y-%m-%dT%H:%M:%SZ") if newest is not None else None
+
+    def _unscheduled_gpu_pods(self) -> list[tuple[Obj, datetime]]:
+        """GPU pods no node was given yet, with their creationTimestamp (the API server's clock)."""
+        items, _ = self.kube.list_all(PODS, [("fieldSelector", "status.phase=Pending,spec.nodeName=")])
+        out = []
+        for pod in items:
+            created = _parse_time(str(_meta(pod).get("creationTimestamp", "")))
+            if created is not None and uses_devices(pod):
+                out.append((pod, created))
+        return out
 
 
 def _gang_of(pod: Mapping[str, Any]) -> str | None:

@@ -28,7 +28,7 @@ in the integration tests.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,6 +74,34 @@ class RunResult:
     rollback_left: list[str] = field(default_factory=list)  # step ids a failed rollback could not undo
     failure: str | None = None
     changes: list[Change] = field(default_factory=list)  # what a dry run would change
+
+
+@dataclass(frozen=True)
+class Backlog:
+    """The GPU pods Pending when the migration's first apply began: the cluster's own queue (a training
+    cluster often has one), not the migration's doing, so the health gate does not judge them. A pod never
+    goes back to Pending once a node is given to it (`spec.nodeName` is set for good), so every unscheduled
+    GPU pod created at or before the newest one Pending then was Pending then: `created_up_to` (the API
+    server's creationTimestamp, no clock of ours) marks them, however many there are, across resumed runs."""
+
+    pods: int = 0
+    created_up_to: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pods": self.pods, "createdUpTo": self.created_up_to}
+
+    @classmethod
+    def of_journal(cls, records: Iterable[Mapping[str, Any]]) -> Backlog | None:
+        """What the first real apply of the journal recorded; None before any (the next run reads it). A
+        journal whose first apply predates the record judges every pod, as that run did."""
+        for r in records:
+            if r.get("event") == "run-start" and r.get("phase") == "apply" and r.get("dryRun") is not True:
+                b = r.get("pendingBacklog")
+                if not isinstance(b, Mapping):
+                    return cls()
+                upto, pods = b.get("createdUpTo"), b.get("pods")
+                return cls(pods if isinstance(pods, int) else 0, upto if isinstance(upto, str) else None)
+        return None
 
 
 @dataclass(frozen=True)
@@ -175,8 +203,11 @@ class Runner:
         clock: Clock = SYSTEM_CLOCK,
         overrides: Mapping[str, Any] | None = None,
         cluster: ClusterIdentity | None = None,
+        backlog: Backlog | None = None,
     ) -> None:
         self.plan = plan
+        # The GPU pods Pending before the migration began (None: not read yet; the first real run reads it).
+        self.backlog = backlog
         # The cluster this run talks to, as read before it (journalled in run-start; `status` checks it).
         self.cluster = cluster
         # Told (steps finished, steps selected, step id) after each step: the CLI draws progress from it.
@@ -211,12 +242,18 @@ class Runner:
         updated as steps finish and are rolled back)."""
         stages = self.selected_stages(opts, done)
         result = RunResult(ok=True)
+        if self.backlog is None and not opts.dry_run:
+            self.backlog = Backlog(*self.ops.pending_gpu_backlog())
+            if self.backlog.pods:
+                self.log(f"{self.backlog.pods} GPU pod(s) were Pending before the migration: the health gate leaves "
+                         "them to their queue")  # fmt: skip
         self._record(
             "run-start",
             phase="apply",
             stages=stages,
             dryRun=opts.dry_run,
             overrides=self.overrides or None,
+            pendingBacklog=self.backlog.to_dict() if self.backlog is not None and not opts.dry_run else None,
             **self._cluster_field(),
         )
         selected = [u for u in units(self.plan) if u.stage in stages]
@@ -385,7 +422,8 @@ class Runner:
             if soak:
                 self.log(f"{unit.stage}/{unit.wave.name}: soaking {soak:.0f}s")
                 self.clock.sleep(soak, cancel)
-            pending = self.ops.pending_gpu_pods(opts.pending_threshold_s)
+            before = self.backlog.created_up_to if self.backlog is not None else None
+            pending = self.ops.pending_gpu_pods(opts.pending_threshold_s, created_after=before)
         except MigrateError as e:
             if not is_transient(e):
                 raise

@@ -32,7 +32,7 @@ from dra_migrate.execute.journals import FileStore, JournalStore, read_checked
 from dra_migrate.execute.lock import HELD_HERE, ClusterLock, LockInfo, break_lock, machine_id, read_lock
 from dra_migrate.execute.ops import CANARY_PREFIX
 from dra_migrate.execute.progress import progress_of
-from dra_migrate.execute.runner import ApplyOptions, Runner, RunResult, planned_steps
+from dra_migrate.execute.runner import ApplyOptions, Backlog, Runner, RunResult, planned_steps
 from dra_migrate.plan.model import Action, Plan, PrepareStage
 
 Log = Callable[[str], None]
@@ -174,6 +174,7 @@ class ApplySession:
             clock=self.clock,
             overrides=self.overrides,
             cluster=self.cluster,
+            backlog=Backlog.of_journal(self.records),
         )
 
     def dry_run(self, opts: ApplyOptions) -> RunResult:

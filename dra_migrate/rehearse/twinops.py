@@ -44,11 +44,11 @@ class WatchingOps:
             self._provision(selector, nodes)
         return self._inner.wait_pool(selector, nodes, *args, **kwargs)
 
-    def pending_gpu_pods(self, older_than_s: float) -> list[str]:
-        pending = self._inner.pending_gpu_pods(older_than_s)
+    def pending_gpu_pods(self, older_than_s: float, *, created_after: str | None = None) -> list[str]:
+        pending = self._inner.pending_gpu_pods(older_than_s, created_after=created_after)
         if pending and older_than_s < SCHEDULER_RETRY_S:  # see SCHEDULER_RETRY_S
             self._sleep(SCHEDULER_RETRY_S)
-            pending = self._inner.pending_gpu_pods(SCHEDULER_RETRY_S)
+            pending = self._inner.pending_gpu_pods(SCHEDULER_RETRY_S, created_after=created_after)
         for key in pending:
             if " " in key:  # a gang, one failure for all its pods (execute/ops.group_pending)
                 self.reasons[key] = "the gang waits whole: not all of its pods can be placed at once"

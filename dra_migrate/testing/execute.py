@@ -121,7 +121,8 @@ class FakeOps:
         self.driver_installed = driver_installed
         self.device_classes: dict[str, dict[str, Any]] = {}
         self.quotas: dict[tuple[str, str], dict[str, str]] = {}  # (namespace, name) -> spec.hard
-        self.pending: list[str] = []
+        self.pending: list[str] = []  # GPU pods Pending since the run began (`pending_gpu_pods`)
+        self.backlog: list[str] = []  # GPU pods Pending before it began
         self.faults: dict[tuple[str, str | None], Fault] = {}
         self.journal = journal
         self.calls: list[tuple[str, str | None]] = []
@@ -377,9 +378,20 @@ class FakeOps:
         self._enter("dra_driver_installed", None)
         return self.driver_installed
 
-    def pending_gpu_pods(self, older_than_s: float) -> list[str]:
+    # Pods the tests make Pending: `backlog` were Pending before the run began (created at _BEFORE), `pending`
+    # became Pending during it (created at _DURING), whenever the test sets them.
+    _BEFORE, _DURING = "2000-01-01T00:00:00Z", "2100-01-01T00:00:00Z"
+
+    def pending_gpu_pods(self, older_than_s: float, *, created_after: str | None = None) -> list[str]:
         self._enter("pending_gpu_pods", None)
-        return list(self.pending)
+        old = [p for p in self.backlog if created_after is None or created_after < self._BEFORE]
+        new = [p for p in self.pending if created_after is None or created_after < self._DURING]
+        return sorted(old + new)
+
+    def pending_gpu_backlog(self) -> tuple[int, str | None]:
+        self._enter("pending_gpu_backlog", None)
+        newest = self._DURING if self.pending else self._BEFORE if self.backlog else None
+        return len(self.backlog) + len(self.pending), newest
 
     # -- replace-pool
 

@@ -601,6 +601,16 @@ def test_pending_gpu_pods(ops: LiveOps, kube: Kube, namespace: str) -> None:
     listed = ops.pending_gpu_pods(0.5)
     assert f"{namespace}/stuck-cpu" not in listed
     assert f"{namespace}/stuck" not in ops.pending_gpu_pods(3600)
+    # The backlog as apply's first run records it: the newest unscheduled GPU pod's creationTimestamp, as the
+    # API server wrote it; the gate leaves out every pod created up to then, and judges one made after.
+    pods, upto = ops.pending_gpu_backlog()
+    stuck = kube.get(path_of("v1", "pods", "stuck", namespace))
+    assert pods >= 1 and upto is not None and upto >= stuck["metadata"]["creationTimestamp"], (pods, upto)
+    assert f"{namespace}/stuck" not in ops.pending_gpu_pods(0.5, created_after=upto)
+    time.sleep(1.1)  # creationTimestamp has whole seconds: a later pod is a later second
+    _create(kube, namespace, "pods", _pod("stuck-later", None, 1))
+    later = f"{namespace}/stuck-later"
+    wait_for("the later pod judged", lambda: later in ops.pending_gpu_pods(0.5, created_after=upto), timeout=10)
 
 
 # -- retries ----------------------------------------------------------------------------------------

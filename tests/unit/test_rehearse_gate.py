@@ -27,7 +27,7 @@ class _Cluster:
     def sleep(self, seconds: float) -> None:
         self.now += seconds
 
-    def pending_gpu_pods(self, older_than_s: float) -> list[str]:
+    def pending_gpu_pods(self, older_than_s: float, *, created_after: str | None = None) -> list[str]:
         self.asked.append(older_than_s)
         return sorted(
             name

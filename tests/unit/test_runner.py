@@ -273,7 +273,13 @@ def test_no_auto_rollback_leaves_the_wave_for_inspection(wave3: Rig) -> None:
 
 def test_the_health_gate_rolls_back_its_wave_and_stops(tmp_path: Path) -> None:
     rig = Rig(tmp_path, make_plan([["a"], ["b"]]))
-    rig.ops.pending = ["ml/stuck-pod"]
+    real = rig.ops.drain
+
+    def drain(node: str, *args: Any, **kw: Any) -> Any:
+        rig.ops.pending = ["ml/stuck-pod"]  # evicted by the wave, and nowhere to go
+        return real(node, *args, **kw)
+
+    rig.ops.drain = drain  # type: ignore[method-assign]
     result = rig.run()
     assert result.outcome == FAILED and "health gate" in (result.failure or "") and "ml/stuck-pod" in result.failure
     assert rig.nodes()["p0-a"] == BEFORE, "the gated wave is rolled back"

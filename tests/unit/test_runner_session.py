@@ -356,3 +356,46 @@ def test_rollback_dry_run_sends_every_undo_as_a_dry_run_and_changes_nothing(tmp_
     # The pods a switch back would evict, named; a dry run evicts none, so both switches of a node name them.
     evicting = {(c.target, tuple(c.before["pods"])) for c in result.changes if c.before.get("pods")}
     assert evicting == {("Node p0-a", ("ns/pod-p0-a-0",)), ("Node p0-b", ("ns/pod-p0-b-0",))}
+
+
+def test_gpu_pods_pending_before_the_migration_do_not_fail_its_health_gate(tmp_path: Path) -> None:
+    """A training cluster's queue: GPU pods Pending for want of free GPUs before anything was migrated. The
+    gate judged every GPU pod Pending longer than its threshold, so such a cluster rolled back every first
+    wave. The first apply records the backlog (server time, the newest such pod's creationTimestamp) and the
+    gate leaves those pods to their queue; a pod that becomes Pending during the migration is still judged."""
+    plan = make_plan([["a"], ["b"]])
+    path = plan_file(tmp_path, plan)
+    ops = FakeOps.for_plan(plan, FakeClock())
+    ops.backlog = ["ml/queued-0", "ml/queued-1"]
+    result = session(path, ops, clock=ops.clock).apply(ApplyOptions())
+    assert result.ok, result.failure
+    assert all(v == MIGRATED for v in ops.snapshot()["nodes"].values())
+    start = read_journal(journal_path(path))[0]
+    assert start["pendingBacklog"] == {"pods": 2, "createdUpTo": FakeOps._BEFORE}
+    gates = [r for r in read_journal(journal_path(path)) if r["event"] == "gate"]
+    assert [g["result"] for g in gates] == ["ok", "ok"]
+
+
+def test_a_resumed_apply_judges_pods_by_the_first_runs_backlog_not_its_own(tmp_path: Path) -> None:
+    """A pod evicted by wave 1 and still Pending when apply resumes is the migration's doing: the resumed run
+    must not take it for the cluster's backlog (it keeps the first run's record, not a new reading)."""
+    plan = make_plan([["a"], ["b"]])
+    path = plan_file(tmp_path, plan)
+    ops = FakeOps.for_plan(plan, FakeClock())
+    ops.fail("set_unschedulable", "p0-b", "transient")  # stops at wave 2's first step, after wave 1's gate
+    first = session(path, ops, clock=ops.clock).apply(ApplyOptions())
+    assert first.outcome == "stopped", first.failure
+    ops.pending = ["ml/evicted-by-wave-1"]
+    again = session(path, ops, clock=ops.clock).apply(ApplyOptions())
+    assert again.outcome == "failed" and "ml/evicted-by-wave-1" in (again.failure or ""), again.failure
+    starts = [r for r in read_journal(journal_path(path)) if r["event"] == "run-start"]
+    assert [s["pendingBacklog"] for s in starts] == [{"pods": 0, "createdUpTo": None}] * 2
+
+
+def test_a_journal_from_before_the_backlog_record_judges_every_pending_pod(tmp_path: Path) -> None:
+    from dra_migrate.execute.runner import Backlog
+
+    records = [{"event": "run-start", "phase": "apply", "seq": 1}]
+    assert Backlog.of_journal(records) == Backlog(0, None), "as that run did: no backlog left out"
+    assert Backlog.of_journal([{"event": "run-start", "phase": "apply", "dryRun": True}]) is None
+    assert Backlog.of_journal([]) is None
