@@ -222,7 +222,7 @@ for _id, _when, _why, _fix in (
      "configure the autoscaler as the finding says; the plan keeps the old nodes (do-not-disrupt / scale-down-disabled) until the new pool is proven"),
     ("karpenter-consolidates-drained-node", "a pool switched in place runs on a Karpenter NodePool whose consolidateAfter is not Never",
      "Karpenter does not spare a cordoned node from disruption (sigs.k8s.io/karpenter state/statenode.go, ValidateNodeDisruptable); a drained node is empty, and consolidation removes it after consolidateAfter, before its DRA plugin is up",
-     "annotate the pool's nodes karpenter.sh/do-not-disrupt=true for the migration, or set the NodePool's disruption.consolidateAfter to Never"),
+     "nothing: the plan keeps karpenter.sh/do-not-disrupt on each node from before its cordon to after its uncordon; lengthen expireAfter if the migration could outlast it"),
     ("platform-plugin-conflict", "a GKE GPU pool runs GKE's managed device plugin and a device-plugin DaemonSet at once",
      "GKE requires gke-no-default-nvidia-gpu-device-plugin=true where the GPU Operator or another plugin runs (" + _GKE_DRA + "); two plugins advertise one GPU twice",
      "label the pool's nodes gke-no-default-nvidia-gpu-device-plugin=true (a new pool), or remove the DaemonSet from it"),

@@ -15,6 +15,7 @@ from dra_migrate.inventory.placement import node_selects
 from dra_migrate.inventory.platform import (
     GKE_NO_DEFAULT_PLUGIN,
     GROUP_LABEL,
+    KARPENTER_DO_NOT_DISRUPT,
     PLATFORM,
     REPLACE_POOL,
     SOURCES,
@@ -126,8 +127,8 @@ def autoscaler_dra_from_zero(ctx: CheckContext) -> Iterator[Finding]:
 # removes an empty node once consolidateAfter has passed, "Never" turning it off (NodePool spec.disruption).
 @rule(
     "karpenter-consolidates-drained-node",
-    WARNING,
-    summary="an in-place pool's NodePool consolidates empty nodes: a drained node may be removed before it is switched",
+    INFO,
+    summary="an in-place pool's NodePool consolidates empty nodes: the plan keeps do-not-disrupt on its drained nodes",
 )
 def karpenter_consolidates_drained(ctx: CheckContext) -> Iterator[Finding]:
     for name, p in _pools(ctx):
@@ -140,13 +141,13 @@ def karpenter_consolidates_drained(ctx: CheckContext) -> Iterator[Finding]:
         policy = disruption.get("consolidationPolicy") or "WhenEmptyOrUnderutilized"
         yield Finding(
             "karpenter-consolidates-drained-node",
-            WARNING,
+            INFO,
             f"pool {name} is switched in place, and its NodePool {p.group} consolidates ({policy}, consolidateAfter "
-            f"{after}): each node is empty once drained, and Karpenter does not spare a cordoned node, so it may "
-            "delete the node (and launch a device-plugin node from the same NodePool) before the DRA plugin is up",
-            f"for the migration, annotate the pool's nodes: kubectl annotate nodes -l karpenter.sh/nodepool={p.group} "
-            "karpenter.sh/do-not-disrupt=true (remove it after), or set the NodePool's disruption.consolidateAfter to "
-            f"Never ({SOURCES['karpenter-annotations']})",
+            f"{after}): each node is empty once drained, and Karpenter does not spare a cordoned node, so the plan "
+            f"sets {KARPENTER_DO_NOT_DISRUPT}=true on each node before its cordon and gives the annotation back its "
+            "value after its uncordon (steps protect, unprotect)",
+            "nothing for consolidation; Karpenter's expiry (expireAfter) ignores the annotation: lengthen it for "
+            f"the migration if it could fall inside it ({SOURCES['karpenter-annotations']})",
             (ObjectRef("Pool", name),),
         )
 

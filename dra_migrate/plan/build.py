@@ -237,8 +237,9 @@ def _pool_stages(state: ClusterState, readiness: Readiness, params: PlanParams, 
     if platform is not None and strategies.choose(platform).name == REPLACE_POOL:
         return _replace_pool_stages(state, readiness, params, pool, platform)
     groups = switch_groups(_to_migrate(readiness, pool), params)
+    protect = strategies.in_place_protection(platform)
     return [
-        _pool_stage(state, readiness, params, pool, f"pool-{pool}" if i == 0 else f"pool-{pool}-{i + 1}", g)
+        _pool_stage(state, readiness, params, pool, f"pool-{pool}" if i == 0 else f"pool-{pool}-{i + 1}", g, protect)
         for i, g in enumerate(groups)
     ]
 
@@ -250,6 +251,7 @@ def _pool_stage(
     pool: str,
     name: str,
     group: tuple[Switch, Switch, list[GpuNode]],
+    protect: str | None = None,
 ) -> Stage:
     dp_switch, dra_switch, nodes = group
     devices = node_devices(state, params.dra_driver)
@@ -271,7 +273,11 @@ def _pool_stage(
                 expected_devices=len(devices[n.name].devices) if n.name in devices else 0,
                 resources=tuple(sorted(n.capacity)),
                 canary_resource=_canary_resource(n, readiness),
-                original={"unschedulable": n.unschedulable, "labels": {k: n.labels.get(k) for k in keys}},
+                original={
+                    "unschedulable": n.unschedulable,
+                    "labels": {k: n.labels.get(k) for k in keys},
+                    **({"annotations": {protect: _annotations(state).get(n.name, {}).get(protect)}} if protect else {}),
+                },
                 placement=placement_record(n, params),
             )
             for n in members
@@ -279,7 +285,7 @@ def _pool_stage(
         evicted = sum(e.gpu_pods + (e.other_pods if params.drain == "all" else 0) for e in entries)
         soak = params.soak if i < len(groups) else "0s"
         waves.append(Wave(f"wave-{i}", entries, evicted, soak))
-    return PoolStage(name, pool, resources, node_steps(params, dp_switch, dra_switch), tuple(waves))
+    return PoolStage(name, pool, resources, node_steps(params, dp_switch, dra_switch, protect), tuple(waves))
 
 
 def _replace_pool_stages(

@@ -73,16 +73,31 @@ def _label_step(step_id: str, switch: tuple[str, str], precondition: str) -> Ste
                 Inverse(InverseAction.RESTORE_LABEL, {"key": key, "value": f"{{original.labels.{key}}}"}))  # fmt: skip
 
 
-def node_steps(params: PlanParams, dp_switch: Any = _DEFAULT, dra_switch: Any = _DEFAULT) -> tuple[Step, ...]:
+def protect_step(key: str, precondition: str) -> Step:
+    """Keep the node's autoscaler off it (its annotation set to "true"); rollback restores the recorded
+    original value (`{original.annotations.<key>}`, null: removed)."""
+    restore = Inverse(InverseAction.RESTORE_ANNOTATION, {"key": key, "value": f"{{original.annotations.{key}}}"})
+    return Step("protect", Action.SET_ANNOTATION, "Node", {"key": key, "value": "true"}, precondition, "30s", restore)
+
+
+def node_steps(
+    params: PlanParams, dp_switch: Any = _DEFAULT, dra_switch: Any = _DEFAULT, protect: str | None = None
+) -> tuple[Step, ...]:
     """What every node of a pool stage goes through, in order; `{...}` are the node's own values.
 
     `dp_switch`/`dra_switch` are the (label, value) that turn the device plugin off and the DRA plugin
     on, or None when there is nothing to switch: no `enable-dra-plugin` step where the DRA plugin already
     runs, so the order is then device plugin off, wait, canary. By default the plan's label parameters.
+
+    `protect`: the annotation that keeps the pool's autoscaler from removing the node while it is drained
+    and empty (Karpenter's `karpenter.sh/do-not-disrupt`: its consolidation does not spare a cordoned node,
+    sigs.k8s.io/karpenter v1.8.0 `pkg/controllers/state/statenode.go` `ValidateNodeDisruptable`), set before
+    the cordon and given back its original value after the uncordon.
     """
     dp = (params.device_plugin_label, params.device_plugin_off) if dp_switch is _DEFAULT else dp_switch
     dra = (params.dra_label, params.dra_on) if dra_switch is _DEFAULT else dra_switch
-    steps = [cordon_step("the node exists and its uid matches the plan"), drain_step(params)]
+    steps = [protect_step(protect, "the node exists and its uid matches the plan")] if protect else []
+    steps += [cordon_step("the node exists and its uid matches the plan"), drain_step(params)]
     if dp is not None:
         steps.append(_label_step(DISABLE_DEVICE_PLUGIN, dp, "no pod on the node requests a device-plugin GPU"))
     if dra is not None:
@@ -101,4 +116,10 @@ def node_steps(params: PlanParams, dp_switch: Any = _DEFAULT, dra_switch: Any = 
         Step("uncordon", Action.UNCORDON, "Node", {"unschedulable": "{original.unschedulable}"},
              "the canary passed", "30s", Inverse(InverseAction.SET_UNSCHEDULABLE, {"unschedulable": True})),
     ]  # fmt: skip
+    if protect:
+        steps.append(
+            Step("unprotect", Action.SET_ANNOTATION, "Node",
+                 {"key": protect, "value": f"{{original.annotations.{protect}}}"}, "the node is uncordoned", "30s",
+                 Inverse(InverseAction.RESTORE_ANNOTATION, {"key": protect, "value": "true"}))
+        )  # fmt: skip
     return tuple(steps)

@@ -35,7 +35,7 @@ from dra_migrate.inventory.platform import (
 from dra_migrate.plan.actions import PROVISION_ACTIONS, Action, InverseAction
 from dra_migrate.plan.model import Inverse, PoolStage, PrepareStage, Stage, Step
 from dra_migrate.plan.params import PlanParams, checked_duration
-from dra_migrate.plan.steps import cordon_step, drain_step
+from dra_migrate.plan.steps import cordon_step, drain_step, protect_step
 
 IN_PLACE = "in-place"
 
@@ -73,6 +73,17 @@ def _in_place_applies(p: PoolPlatform | None) -> bool:
 def choose(p: PoolPlatform | None) -> Strategy:
     """The first registered strategy that applies (replace-pool before the in-place fallback)."""
     return next(s for s in STRATEGIES.values() if s.applies(p))
+
+
+def in_place_protection(p: PoolPlatform | None) -> str | None:
+    """The annotation an in-place pool's nodes carry from before their cordon to after their uncordon: Karpenter's
+    `karpenter.sh/do-not-disrupt`. Karpenter consolidates an empty node whether or not it is cordoned (it looks at
+    the annotation, nominations, deletion and initialisation only: sigs.k8s.io/karpenter v1.8.0
+    `pkg/controllers/state/statenode.go` `ValidateNodeDisruptable`), so a drained node waiting for its DRA plugin
+    was taken away after the NodePool's `consolidateAfter`, and a device-plugin node could come in its place.
+    The cluster autoscaler waits `--scale-down-unneeded-time` (10 minutes by default) before removing an
+    underused node, longer than a node stays drained here with the default timeouts: not protected."""
+    return p.protect_annotation if p is not None and p.autoscaler == "karpenter" else None
 
 
 def explain(pool: str, p: PoolPlatform | None) -> dict[str, Any]:
@@ -291,14 +302,7 @@ def replace_pool_provision(
 def replace_pool_node_steps(params: PlanParams, protect: str | None) -> tuple[Step, ...]:
     """What each old node goes through: protected from its autoscaler (so old capacity stays until the
     migration is proven and rollback has somewhere to go back to), cordoned, drained. Not uncordoned."""
-    steps = []
-    if protect is not None:
-        steps.append(
-            Step("protect", Action.SET_ANNOTATION, "Node", {"key": protect, "value": "true"},
-                 "the node exists and its uid matches the plan", "30s",
-                 Inverse(InverseAction.RESTORE_ANNOTATION,
-                         {"key": protect, "value": f"{{original.annotations.{protect}}}"}))
-        )  # fmt: skip
+    steps = [protect_step(protect, "the node exists and its uid matches the plan")] if protect is not None else []
     steps += [cordon_step("the new pool passed its canary and capacity check"), drain_step(params)]
     return tuple(steps)
 
@@ -346,6 +350,13 @@ def replace_stage_problems(stage: PoolStage, params: PlanParams) -> list[Problem
     strategy's name is the model's to check (`PoolStage.from_dict`)."""
     problem = replace_steps_problem(stage.node_steps, params)
     out: list[Problem] = [(("nodeSteps",), problem, "regenerate the plan")] if problem else []
+    return out + recorded_annotation_problems(stage)
+
+
+def recorded_annotation_problems(stage: PoolStage) -> list[Problem]:
+    """Each node records the original value of exactly the annotation the stage's protect step sets (in place
+    or replace-pool): what its rollback restores."""
+    out: list[Problem] = []
     keys = {str(s.params.get("key")) for s in stage.node_steps if s.id == "protect"}
     for k, wave in enumerate(stage.waves):
         for m, n in enumerate(wave.nodes):

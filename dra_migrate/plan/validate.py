@@ -49,7 +49,7 @@ from dra_migrate.plan.params import (
     label_value_problem,
 )
 from dra_migrate.plan.problems import Path, Problem, _Checker, readable
-from dra_migrate.plan.strategies import provision_problems, replace_stage_problems
+from dra_migrate.plan.strategies import provision_problems, recorded_annotation_problems, replace_stage_problems
 
 _FINDING_KEYS = frozenset({"id", "severity", "message", "objects", "remediation", "scope", "pools"})
 _FINDING_REQUIRED = _FINDING_KEYS - {"scope", "pools"}  # plans made before blockers were scoped
@@ -257,7 +257,10 @@ def _pool_stage(
     c.strings(list(stage.resources), (*where, "resources"))
     in_place = stage.strategy == "in-place"  # else its rules are plan/strategies.py's
     labels = _node_steps(c, stage.node_steps, (*where, "nodeSteps"), params) if in_place else frozenset()
-    for at, message, hint in [] if in_place else replace_stage_problems(stage, params or PlanParams()):
+    problems = (
+        recorded_annotation_problems(stage) if in_place else replace_stage_problems(stage, params or PlanParams())
+    )
+    for at, message, hint in problems:
         c.add((*where, *at), message, hint)
     if not stage.waves:
         c.add((*where, "waves"), "expected a list of waves")
@@ -291,7 +294,8 @@ def _expected_steps(params: PlanParams | None, steps: tuple[Step, ...]) -> tuple
     """The protocol: what the builder makes of these parameters and the stage's own plugin switches (its
     order, params and inverses). The switches' label syntax is `_label_step`'s to check."""
     dp, dra = _switch(steps, build_steps.DISABLE_DEVICE_PLUGIN), _switch(steps, build_steps.ENABLE_DRA_PLUGIN)
-    return build_steps.node_steps(params or PlanParams(), dp, dra)
+    protect = next((k for s in steps if s.id == "protect" and isinstance(k := s.params.get("key"), str)), None)
+    return build_steps.node_steps(params or PlanParams(), dp, dra, protect)
 
 
 def _node_steps(c: _Checker, steps: tuple[Step, ...], where: Path, params: PlanParams | None) -> frozenset[str] | None:

@@ -140,6 +140,7 @@ class FakeOps:
         nodes = []
         for _stage, _wave, n in plan.nodes():
             labels = {k: v for k, v in n.original["labels"].items() if v is not None}
+            annotations = {k: v for k, v in (n.original.get("annotations") or {}).items() if v is not None}
             nodes.append(
                 FakeNode(
                     n.node,
@@ -149,6 +150,7 @@ class FakeOps:
                     dict.fromkeys(n.resources, max(n.expected_devices, 1)),
                     n.expected_devices,
                     n.gpu_pods,
+                    annotations=annotations,
                 )
             )
         for key, name in (("dp_label", "devicePluginLabel"), ("dp_off", "devicePluginOff"),
