@@ -95,6 +95,14 @@ RULE_DOCS: dict[str, RuleDoc] = {
         rests_on="see `generate deviceclasses`",
         fix="convert these workloads to ResourceClaims (dra-migrate convert) or keep their pool on the device plugin",
     ),
+    "mig-strategy-class-overlap": RuleDoc(
+        when="nodes under the MIG single strategy advertise profile P as nvidia.com/gpu while nodes under the mixed "
+        "strategy have P instances too: the nvidia.com/gpu class would give whole-GPU pods those slices",
+        rests_on="k8s-device-plugin v0.18.0 MIG strategies (internal/rm, internal/lm/resource.go); a DeviceClass "
+        "selects devices, not nodes (k8s.io/api resource/v1 `DeviceClassSpec`)",
+        fix="move the single-strategy nodes to the mixed strategy before migrating, or convert the whole-GPU "
+        "workloads to claims of gpu.nvidia.com",
+    ),
     "other-nvidia-resource": RuleDoc(
         when="nodes advertise an nvidia.com/* resource that is not the GPU device plugin's (the Network Operator's "
         "SR-IOV and RDMA devices, GPUs passed to VMs): left alone, neither converted nor waited for",

@@ -14,7 +14,7 @@ from typing import Any
 from dra_migrate.checks.context import CheckContext, still_to_migrate
 from dra_migrate.checks.model import Finding, ObjectRef, Severity
 from dra_migrate.checks.registry import rule
-from dra_migrate.dra.deviceclasses import existing_mappings
+from dra_migrate.dra.deviceclasses import existing_mappings, mig_profile_of, single_strategy_nodes
 from dra_migrate.inventory.fleet import GpuNode, kubelet_skew, other_nvidia_resources
 from dra_migrate.inventory.model import gpu_names
 from dra_migrate.inventory.placement import pdb_selects
@@ -427,6 +427,46 @@ def unmapped(ctx: CheckContext) -> Iterator[Finding]:
             "its consumers cannot run on migrated nodes unchanged",
             "convert these workloads to ResourceClaims (dra-migrate convert) or keep their pool on the device plugin",
             tuple(users),
+        )
+
+
+# Under the `single` strategy the device plugin advertises a MIG profile's instances as nvidia.com/gpu, so the
+# class generated for nvidia.com/gpu selects those instances too (dra/deviceclasses.py); under `mixed` it
+# advertises them as nvidia.com/mig-<profile> (k8s-device-plugin v0.18.0 internal/rm, internal/lm/resource.go).
+@rule(
+    "mig-strategy-class-overlap",
+    WARNING,
+    summary="whole-GPU requests could be given MIG instances of mixed-strategy nodes",
+)
+def mig_strategy_overlap(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: warning. When: nodes under the MIG `single` strategy advertise profile P as nvidia.com/gpu (so the
+    nvidia.com/gpu DeviceClass selects P's MIG devices) while nodes under `mixed` have P instances of their own,
+    advertised as nvidia.com/mig-P: once migrated, an nvidia.com/gpu pod may be given a P slice there, which the
+    device plugin never did. Rests on: k8s-device-plugin v0.18.0 MIG strategies (internal/rm, internal/lm); a
+    DeviceClass selects devices, not nodes (k8s.io/api resource/v1 `DeviceClassSpec`).
+    """
+    single = single_strategy_nodes(ctx.inventory)
+    if not single:
+        return
+    for profile, single_nodes in single.items():
+        mixed = sorted(
+            n.name
+            for n in ctx.inventory.nodes
+            if n.gfd.get("migStrategy") == "mixed" and any(mig_profile_of(r) == profile for r in n.capacity)
+        )
+        if not mixed:
+            continue
+        yield Finding(
+            "mig-strategy-class-overlap",
+            WARNING,
+            f"{len(single_nodes)} node(s) under the MIG single strategy advertise {profile} instances as "
+            f"nvidia.com/gpu, so its DeviceClass selects {profile} instances; {len(mixed)} node(s) under the mixed "
+            f"strategy have {profile} instances too (nvidia.com/mig-{profile}): once they migrate, a pod asking for "
+            "nvidia.com/gpu may be given one of those slices instead of a whole GPU",
+            f"move the single-strategy nodes to the mixed strategy before migrating (their pods then ask for "
+            f"nvidia.com/mig-{profile}), or convert the whole-GPU workloads to claims of gpu.nvidia.com "
+            "(dra-migrate convert), which selects whole GPUs only",
+            tuple(ObjectRef("Node", n) for n in (single_nodes[:10] + mixed[:10])),
         )
 
 

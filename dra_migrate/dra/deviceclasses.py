@@ -107,14 +107,20 @@ def class_name_for(resource: str) -> str:
     return f"{resource[len(GPU_PREFIX) :].replace('.', '-')}.extended.nvidia.com"
 
 
-def _single_strategy_profiles(inv: Inventory) -> list[str]:
-    """MIG profiles that nodes under the `single` strategy advertise as nvidia.com/gpu."""
-    out = set()
+def single_strategy_nodes(inv: Inventory) -> dict[str, list[str]]:
+    """MIG profile -> the nodes under the `single` strategy that advertise its instances as nvidia.com/gpu (GFD's
+    product then ends in `-MIG-<profile>`: k8s-device-plugin internal/lm/resource.go)."""
+    out: dict[str, list[str]] = {}
     for n in inv.nodes:
         product = n.gfd.get("product", "")
         if n.gfd.get("migStrategy") == "single" and "-MIG-" in product:
-            out.add(product.split("-MIG-", 1)[1])
-    return sorted(out)
+            out.setdefault(product.split("-MIG-", 1)[1], []).append(n.name)
+    return dict(sorted(out.items()))
+
+
+def _single_strategy_profiles(inv: Inventory) -> list[str]:
+    """MIG profiles that nodes under the `single` strategy advertise as nvidia.com/gpu."""
+    return list(single_strategy_nodes(inv))
 
 
 def _full_gpu_selector(inv: Inventory, driver: str) -> tuple[str, str]:
