@@ -32,6 +32,10 @@ FRAMEWORK_GANG_KINDS = frozenset(
      "RayJob", "RayService", "TrainJob"}
 )  # fmt: skip
 VOLCANO_GROUP = "batch.volcano.sh"
+LWS_GROUP = "leaderworkerset.x-k8s.io"
+LWS_GROUP_INDEX = (
+    "leaderworkerset.sigs.k8s.io/group-index"  # lws v0.5.0 api/leaderworkerset/v1/leaderworkerset_types.go
+)
 # Kueue's all-or-nothing admission (waitForPodsReady) works on the workload a queue-name label admits.
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
@@ -214,6 +218,39 @@ def _is_framework_gang(objects: _Objects, c: Consumer) -> bool:
     return KUEUE_QUEUE_LABEL in labels and sum(t.replicas for t in c.templates) > 1
 
 
+def _lws_gangs(objects: _Objects, c: Consumer, pods: list[Obj], node_pools: dict[str, str]) -> list[Gang]:
+    """A LeaderWorkerSet is `replicas` gangs, one per group of `size` pods: a group is restarted whole
+    (RecreateGroupOnPodRestart: lws v0.5.0 pkg/controllers/pod_controller.go) and Kueue admits each group as
+    one pod group of `size` (kueue v0.17.0 pkg/controller/jobs/leaderworkerset/leaderworkerset_pod_reconciler.go:146);
+    two groups need not run at once. Pods say their group in `leaderworkerset.sigs.k8s.io/group-index`."""
+    obj = objects.find(c)
+    spec = _dict(obj.get("spec")) if obj else {}
+    raw = spec.get("replicas")
+    groups = raw if isinstance(raw, int) and not isinstance(raw, bool) and raw >= 0 else 1
+    if groups == 0:
+        return []
+    # The templates count every group's pods; one group is a `groups`-th of each.
+    roles = _merge_roles(
+        [Role(t.replicas // groups, dict(t.resources)) for t in c.templates if t.replicas >= groups and t.resources]
+    )
+    total = sum(r.count for r in roles)
+    if total < 2:
+        return []  # a group of one pod is no gang
+    by_group: dict[str, list[Obj]] = {}
+    for pod in pods:
+        index = _dict(_meta(pod).get("labels")).get(LWS_GROUP_INDEX)
+        by_group.setdefault(str(index) if isinstance(index, str) else "?", []).append(pod)
+    names = [str(i) for i in range(groups)] + sorted(set(by_group) - {str(i) for i in range(groups)})
+    gangs = []
+    for index in names:
+        gang = Gang(c.kind, c.namespace, f"{c.name}/{index}", "framework", total, roles)
+        _add_pods(gang, by_group.get(index, []), node_pools)
+        if not gang.pools and not gang.live_pods:
+            gang.pools = set(c.pools)
+        gangs.append(gang)
+    return gangs
+
+
 def find_gangs(
     state: ClusterState,
     requests: PodRequests,
@@ -242,6 +279,9 @@ def find_gangs(
         if key in framework:
             pods_of.setdefault(key, []).append(pod)
     for key, c in sorted(framework.items()):
+        if c.kind == "LeaderWorkerSet" and c.api_version.startswith(f"{LWS_GROUP}/"):
+            gangs += _lws_gangs(objects, c, pods_of.get(key, []), node_pools)
+            continue
         roles = _merge_roles(
             [Role(t.replicas, dict(t.resources)) for t in c.templates if t.replicas > 0 and t.resources]
         )
