@@ -63,3 +63,35 @@ def test_lws_is_one_gang_per_group() -> None:
         ("LeaderWorkerSet", "infer/1", 3, 3, 3),
     ]
     assert gangs[0].pod_names == {"ml/infer-0", "ml/infer-0-1", "ml/infer-0-2"}
+
+
+QUEUE = {"kueue.x-k8s.io/queue-name": "gpu"}
+
+
+def test_kueue_admits_a_deployments_pods_one_by_one_not_as_a_gang() -> None:
+    # kueue v0.17.0 pkg/controller/jobs/deployment/deployment_webhook.go:91 only copies the queue label to the
+    # pod template; each pod is its own Workload. A StatefulSet is one pod group (statefulset_reconciler.go:94).
+    ps = pod_spec(container(requests={GPU: 1}))
+    dep = obj("apps/v1", "Deployment", "serve", {"replicas": 4, "template": template(ps)}, labels=QUEUE)
+    sts = obj("apps/v1", "StatefulSet", "shard", {"replicas": 3, "template": template(ps)}, labels=QUEUE)
+    inv = build_inventory(make(gpu_node("n0"), dep, sts))
+    assert [(g.kind, g.name) for g in inv.gangs] == [("StatefulSet", "shard")]
+
+
+def test_kueue_plain_pod_group_is_a_gang_of_its_total_count() -> None:
+    # kueue v0.17.0 pkg/controller/jobs/pod/constants/constants.go: pods labelled with one pod-group-name are
+    # admitted together once pod-group-total-count of them exist; the pods read are the group (a pod's
+    # annotations are not kept), the one that asks for no GPU needs no GPU node.
+    ps = pod_spec(container(requests={GPU: 8}))
+    pods = []
+    for i in range(3):
+        p = pod(f"grp-{i}", ps, node=f"n{i}")
+        p["metadata"]["labels"] = {**QUEUE, "kueue.x-k8s.io/pod-group-name": "grp"}
+        p["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-group-total-count": "4"}
+        pods.append(p)
+    driver = pod("grp-driver", pod_spec(container()), node="n0")
+    driver["metadata"]["labels"] = {**QUEUE, "kueue.x-k8s.io/pod-group-name": "grp"}
+    inv = build_inventory(make(*(gpu_node(f"n{i}") for i in range(3)), *pods, driver))
+    [gang] = inv.gangs
+    assert (gang.kind, gang.name, gang.min_count, gang.pods, gang.live_pods) == ("KueuePodGroup", "grp", 3, 3, 3)
+    assert gang.pools == {"p"}
