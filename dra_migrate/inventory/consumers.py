@@ -110,7 +110,9 @@ class OwnerIndex:
     ReplicaSet's walk (one index serves one inventory: `build_inventory` makes it)."""
 
     def __init__(self, state: ClusterState) -> None:
+        self._state = state
         self.by_uid: dict[str, tuple[str, Obj]] = {}
+        self._pods: dict[str, tuple[str, Obj]] | None = None  # uid -> pod, made on the first pod owner
         # id(object) -> its top; the objects are the state's, alive as long as the index
         self._tops: dict[int, tuple[str, Obj, dict[str, Any] | None]] = {}
         for key, obj in state.all_objects():
@@ -132,10 +134,23 @@ class OwnerIndex:
             if ref is None:
                 return self._remember(seen, (key, obj, None))
             owner = self.by_uid.get(str(ref.get("uid")))
+            if owner is None and ref.get("kind") == "Pod" and ref.get("apiVersion") == "v1":
+                owner = self._pod(str(ref.get("uid")))
             if owner is None:
                 return self._remember(seen, (key, obj, ref))
             key, obj = owner
         return key, obj, None  # a cycle: its answer depends on where the walk began, so it is not kept
+
+    def _pod(self, uid: str) -> tuple[str, Obj] | None:
+        """A pod that controls an object: LeaderWorkerSet's leader pod controls its group's worker
+        StatefulSet (lws v0.5.0 pkg/controllers/pod_controller.go:148), whose pods are then the LWS's."""
+        if self._pods is None:
+            self._pods = {}
+            for pod in self._state.of("Pod"):
+                pod_uid = _meta(pod).get("uid")
+                if isinstance(pod_uid, str):
+                    self._pods[pod_uid] = ("Pod", pod)
+        return self._pods.get(uid)
 
     def _remember(
         self, walked: list[int], found: tuple[str, Obj, dict[str, Any] | None]

@@ -32,8 +32,18 @@ FRAMEWORK_GANG_KINDS = frozenset(
      "RayJob", "RayService", "TrainJob"}
 )  # fmt: skip
 VOLCANO_GROUP = "batch.volcano.sh"
+LWS_GROUP = "leaderworkerset.x-k8s.io"
+LWS_GROUP_INDEX = (
+    "leaderworkerset.sigs.k8s.io/group-index"  # lws v0.5.0 api/leaderworkerset/v1/leaderworkerset_types.go
+)
 # Kueue's all-or-nothing admission (waitForPodsReady) works on the workload a queue-name label admits.
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+# Kinds Kueue admits whole outside the frameworks: a Job's pods are one Workload, a StatefulSet's one pod group
+# (kueue v0.17.0 pkg/controller/jobs/statefulset/statefulset_reconciler.go:94). A Deployment's are not: its
+# webhook only copies the queue label to the pod template, and each pod is its own Workload
+# (pkg/controller/jobs/deployment/deployment_webhook.go:91).
+KUEUE_WHOLE = frozenset({("batch", "Job"), ("apps", "StatefulSet")})
+KUEUE_POD_GROUP = "kueue.x-k8s.io/pod-group-name"
 
 
 @dataclass(frozen=True)
@@ -52,7 +62,7 @@ class Gang:
     kind: str  # "PodGroup", "Workload", or the framework's kind
     namespace: str
     name: str
-    source: str  # "podgroup", "workload" or "framework"
+    source: str  # "podgroup", "workload", "framework" or "kueue"
     min_count: int  # pods that must be placed together
     roles: list[Role] = field(default_factory=list)
     pools: set[str] = field(default_factory=set)
@@ -209,9 +219,73 @@ class _Objects:
 def _is_framework_gang(objects: _Objects, c: Consumer) -> bool:
     if c.kind in FRAMEWORK_GANG_KINDS or (c.kind == "Job" and c.api_version.startswith(f"{VOLCANO_GROUP}/")):
         return True
+    if (c.api_version.rpartition("/")[0], c.kind) not in KUEUE_WHOLE:
+        return False
     obj = objects.find(c)
     labels = _dict(_meta(obj).get("labels")) if obj else {}
     return KUEUE_QUEUE_LABEL in labels and sum(t.replicas for t in c.templates) > 1
+
+
+def _kueue_pod_groups(
+    state: ClusterState, requests: PodRequests, claimed: set[str], node_pools: dict[str, str]
+) -> list[Gang]:
+    """Kueue's plain pod groups: pods labelled with one `kueue.x-k8s.io/pod-group-name` are admitted together
+    once all of them (`kueue.x-k8s.io/pod-group-total-count`) exist (kueue v0.17.0
+    pkg/controller/jobs/pod/constants/constants.go, pod_controller.go). Pods a framework's gang already holds
+    (a StatefulSet's or LeaderWorkerSet's, which Kueue groups the same way) are left to it."""
+    groups: dict[tuple[str, str], list[Obj]] = {}
+    for pod in state.of("Pod"):
+        name = _dict(_meta(pod).get("labels")).get(KUEUE_POD_GROUP)
+        if isinstance(name, str) and name and _live(pod) and pod_ref(pod) not in claimed:
+            groups.setdefault((str(_meta(pod).get("namespace", "")), name), []).append(pod)
+    gangs = []
+    for (ns, name), pods in sorted(groups.items()):
+        gpu = [p for p in pods if requests[pod_ref(p)][1]]
+        if not gpu:
+            continue
+        # Its pods that ask for no GPU count towards the group, not towards what must fit on GPU nodes. The
+        # total-count annotation is not kept of a pod (cluster/state.py POD_META_KEYS): a group is the pods read.
+        needed = len(gpu)
+        roles = _pod_roles(gpu, requests)
+        if needed < 2:
+            continue  # one pod is no gang
+        gang = Gang("KueuePodGroup", ns, name, "kueue", needed, roles)
+        _add_pods(gang, gpu, node_pools)
+        gangs.append(gang)
+    return gangs
+
+
+def _lws_gangs(objects: _Objects, c: Consumer, pods: list[Obj], node_pools: dict[str, str]) -> list[Gang]:
+    """A LeaderWorkerSet is `replicas` gangs, one per group of `size` pods: a group is restarted whole
+    (RecreateGroupOnPodRestart: lws v0.5.0 pkg/controllers/pod_controller.go) and Kueue admits each group as
+    one pod group of `size` (kueue v0.17.0 pkg/controller/jobs/leaderworkerset/leaderworkerset_pod_reconciler.go:146);
+    two groups need not run at once. Pods say their group in `leaderworkerset.sigs.k8s.io/group-index`."""
+    obj = objects.find(c)
+    spec = _dict(obj.get("spec")) if obj else {}
+    raw = spec.get("replicas")
+    groups = raw if isinstance(raw, int) and not isinstance(raw, bool) and raw >= 0 else 1
+    if groups == 0:
+        return []
+    # The templates count every group's pods; one group is a `groups`-th of each.
+    roles = _merge_roles(
+        [Role(t.replicas // groups, dict(t.resources)) for t in c.templates if t.replicas >= groups and t.resources]
+    )
+    total = sum(r.count for r in roles)
+    if total < 2:
+        return []  # a group of one pod is no gang
+    by_group: dict[str, list[Obj]] = {}
+    for pod in pods:
+        index = _dict(_meta(pod).get("labels")).get(LWS_GROUP_INDEX)
+        by_group.setdefault(str(index) if isinstance(index, str) else "?", []).append(pod)
+    names = [str(i) for i in range(groups)] + sorted(set(by_group) - {str(i) for i in range(groups)})
+    gangs = []
+    for index in names:
+        gang = Gang(c.kind, c.namespace, f"{c.name}/{index}", "framework", total, roles)
+        _add_pods(gang, by_group.get(index, []), node_pools)
+        if not gang.pools and not gang.live_pods:
+            gang.pools = set(c.pools)
+        gangs.append(gang)
+    return gangs
 
 
 def find_gangs(
@@ -242,6 +316,9 @@ def find_gangs(
         if key in framework:
             pods_of.setdefault(key, []).append(pod)
     for key, c in sorted(framework.items()):
+        if c.kind == "LeaderWorkerSet" and c.api_version.startswith(f"{LWS_GROUP}/"):
+            gangs += _lws_gangs(objects, c, pods_of.get(key, []), node_pools)
+            continue
         roles = _merge_roles(
             [Role(t.replicas, dict(t.resources)) for t in c.templates if t.replicas > 0 and t.resources]
         )
@@ -253,4 +330,5 @@ def find_gangs(
         if not gang.pools:
             gang.pools = set(c.pools)
         gangs.append(gang)
-    return gangs
+    claimed = in_podgroup | {pod_ref(p) for pods in pods_of.values() for p in pods}
+    return gangs + _kueue_pod_groups(state, requests, claimed, node_pools)
