@@ -51,7 +51,8 @@ from dra_migrate.checks.model import finding_json
 from dra_migrate.checks.run import Readiness
 from dra_migrate.cluster.identity import cluster_object
 from dra_migrate.execute.actions import verifying_actions
-from dra_migrate.execute.journal import DONE, FAILED, ROLLED_BACK, STARTED, Progress, Record
+from dra_migrate.execute.journal import DONE, FAILED, ROLLED_BACK, STARTED, Progress, Record, StepStatus
+from dra_migrate.inventory.platform import REPLACE_POOL
 from dra_migrate.plan.actions import Action
 from dra_migrate.plan.model import Plan, PrepareStage
 from dra_migrate.plan.model import Stage as PlanStage
@@ -576,9 +577,24 @@ def verification(plan: Plan, records: list[Record]) -> Verification:
     nodes = []
     for stage, wave, n in plan.nodes():
         found = [progress.steps.get(i) for i in verifying_steps(stage, n.node, verifying_actions())]
-        states = [_NODE_STATE.get(s.status, s.status) if s else "not-run" for s in found]  # ready, canary
+        states = [_node_state(s) for s in found]  # ready, canary
+        if stage.strategy == REPLACE_POOL:
+            # The new pool's proof verifies a replaced node only once the node itself is out of use: its own
+            # steps (cordon, drain) done. Until then it is as its first unfinished step says (not-run, ...).
+            own = [progress.steps.get(x.id) for x in stage.steps_for(n)]
+            unfinished = [s for s in own if not _ok(s)]
+            if unfinished:
+                states = [_node_state(unfinished[0])] * 2
         nodes.append(NodeVerification(n.node, stage.name, wave.name, states[0], states[1]))
     return Verification(last, _verdict(last, nodes), nodes)
+
+
+def _ok(s: StepStatus | None) -> bool:
+    return s is not None and s.status == DONE and s.phase == "apply"
+
+
+def _node_state(s: StepStatus | None) -> str:
+    return _NODE_STATE.get(s.status, s.status) if s else "not-run"
 
 
 def _verdict(last: Run | None, nodes: list[NodeVerification]) -> str:
