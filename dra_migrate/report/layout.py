@@ -481,9 +481,9 @@ def _verification(r: dict[str, Any]) -> Section:
     last = v["lastRun"]
     meaning = {
         "verified": "every planned node's DRA readiness and canary ended ok, and the last run succeeded",
-        "incomplete": "some planned nodes are not migrated yet",
-        "failed": "the last run or a node's readiness or canary failed",
-        "rolled-back": "the last run was a rollback",
+        "incomplete": "some planned nodes are not migrated yet, or the last run never ended",
+        "failed": "the last run (an apply or a rollback) or a node's readiness or canary failed",
+        "rolled-back": "the last run was a rollback, and it ended ok",
         "not-run": "the journal records no run",
     }
     s.p(f"Verdict: {v['verdict']} ({meaning.get(v['verdict'], '')}).")

@@ -601,7 +601,9 @@ def _verdict(last: Run | None, nodes: list[NodeVerification]) -> str:
     if last is None:
         return "not-run"
     if last.phase == "rollback":
-        return "rolled-back"
+        # Only a rollback that ended ok restored what it undid; one that failed or never ended left steps
+        # half undone (the journal's rollback-incomplete), which `rollback` resumes.
+        return {"ok": "rolled-back", None: "incomplete"}.get(last.result, "failed")
     if last.result == "failed" or any("failed" in (n.wait_dra_ready, n.canary) for n in nodes):
         return "failed"
     if last.result == "ok" and all(n.wait_dra_ready == n.canary == "ok" for n in nodes):

@@ -4,10 +4,13 @@ drained, rollbacks that failed or never ended, undos of nodes gone, Markdown inj
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from dra_migrate.execute.journal import Journal, read_journal
 from dra_migrate.execute.runner import OK, ApplyOptions, Runner
-from dra_migrate.report.model import verification
+from dra_migrate.plan import io as plan_io
+from dra_migrate.plan.model import Plan
+from dra_migrate.report.model import build_report, verification
 from dra_migrate.testing.execute import FakeClock, FakeOps
 from tests.unit.test_platforms import _new_pool, _plan
 
@@ -31,3 +34,54 @@ def test_replace_pool_nodes_not_drained_are_not_verified(tmp_path: Path) -> None
     v = verification(plan, read_journal(tmp_path / "j.jsonl"))
     assert v.verdict == "incomplete"
     assert all("ok" not in (n.wait_dra_ready, n.canary) for n in v.nodes if n.stage.startswith("pool-"))
+
+
+# --- rollbacks: failed, never ended, of a node gone ------------------------------------------------------
+
+
+def _demo() -> Plan:
+    return Plan.from_dict(plan_io.load(DEMO_PLAN))
+
+
+def _records(plan: Plan, rollback: list[dict[str, Any]], end: str | None) -> list[dict[str, Any]]:
+    """One node applied in full (every step ok, the run ok), then a rollback of its steps whose ends are
+    `rollback` (per step: the end's fields), closed with `end` (None: the process died)."""
+    stage, wave, node = next(iter(plan.nodes()))
+    steps = [s.id for s in stage.steps_for(node)]
+    out: list[dict[str, Any]] = []
+
+    def rec(event: str, **fields: Any) -> None:
+        out.append({"seq": len(out) + 1, "time": f"2026-01-01T00:00:{len(out):02d}Z", "event": event,
+                    "actor": "a", "planDigest": plan.digest, **fields})  # fmt: skip
+
+    rec("run-start", phase="apply")
+    for sid in steps:
+        rec("start", phase="apply", stage=stage.name, wave=wave.name, stepId=sid, action=sid.rsplit("/", 1)[1])
+        rec("end", phase="apply", stepId=sid, result="ok")
+    rec("run-end", phase="apply", result="ok")
+    rec("run-start", phase="rollback", steps=len(rollback))
+    for sid, end_fields in zip(reversed(steps), rollback, strict=False):
+        rec("start", phase="rollback", stepId=sid, action="undo")
+        rec("end", phase="rollback", stepId=sid, **end_fields)
+    if end == "failed":
+        rec("rollback-incomplete", phase="rollback", left=steps[:1], error="boom")
+        rec("run-end", phase="rollback", result="failed", error="rollback failed (boom)", rollbackLeft=steps[:1])
+    elif end == "ok":
+        rec("run-end", phase="rollback", result="ok")
+    return out
+
+
+def _report(plan: Plan, records: list[dict[str, Any]]) -> dict[str, Any]:
+    return build_report(plan, plan_path="p.yaml", journal="j", records=records, tool_version="0").to_dict()
+
+
+def test_a_failed_rollback_is_not_rolled_back() -> None:
+    plan = _demo()
+    rep = _report(plan, _records(plan, [{"result": "ok"}, {"result": "failed", "error": "boom"}], "failed"))
+    assert rep["verification"]["verdict"] == "failed"
+
+
+def test_a_rollback_that_never_ended_is_not_rolled_back() -> None:
+    plan = _demo()
+    rep = _report(plan, _records(plan, [{"result": "ok"}], None))
+    assert rep["verification"]["verdict"] == "incomplete"
