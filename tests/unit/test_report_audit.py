@@ -10,6 +10,7 @@ from dra_migrate.execute.journal import Journal, read_journal
 from dra_migrate.execute.runner import OK, ApplyOptions, Runner
 from dra_migrate.plan import io as plan_io
 from dra_migrate.plan.model import Plan
+from dra_migrate.report.markdown import render_markdown
 from dra_migrate.report.model import build_report, verification
 from dra_migrate.testing.execute import FakeClock, FakeOps
 from tests.unit.test_platforms import _new_pool, _plan
@@ -85,3 +86,18 @@ def test_a_rollback_that_never_ended_is_not_rolled_back() -> None:
     plan = _demo()
     rep = _report(plan, _records(plan, [{"result": "ok"}], None))
     assert rep["verification"]["verdict"] == "incomplete"
+
+
+def test_rollbacks_count_only_what_was_undone_and_say_when_the_node_was_gone() -> None:
+    """An undo of a node deleted mid-wave is journaled `ok` with `{node: why}` as its state: nothing was
+    restored. Failed and never-ended undos restored nothing either; the report counted them all as undone."""
+    plan = _demo()
+    gone = {"node": "deleted since its steps ran"}
+    ends = [{"result": "ok", "before": gone, "after": gone}, {"result": "ok"}, {"result": "failed", "error": "boom"}]
+    rep = _report(plan, _records(plan, ends, "failed"))
+    md = render_markdown(rep)
+    assert "Rollbacks (1 step(s) undone" in md
+    assert "3 step(s) applied" not in md and "1 undone by rollbacks" in md
+    row = next(e for e in rep["timeline"]["rollback"] if e.get("note"))
+    assert row["result"] == "skipped" and "deleted since its steps ran" in row["note"]
+    assert "nothing to undo: node deleted since its steps ran" in md
