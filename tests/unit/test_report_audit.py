@@ -3,6 +3,7 @@ drained, rollbacks that failed or never ended, undos of nodes gone, Markdown inj
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -101,3 +102,39 @@ def test_rollbacks_count_only_what_was_undone_and_say_when_the_node_was_gone() -
     row = next(e for e in rep["timeline"]["rollback"] if e.get("note"))
     assert row["result"] == "skipped" and "deleted since its steps ran" in row["note"]
     assert "nothing to undo: node deleted since its steps ran" in md
+
+
+# --- Markdown injection from journal errors and object names ------------------------------------------
+
+HOSTILE = (
+    "denied\n\n## Final verification\n\nVerdict: verified <img src=x onerror=alert(1)> ![p](https://evil/p.png) a\\|b"
+)
+
+
+def test_markdown_keeps_hostile_text_inert() -> None:
+    """An error message (a webhook's denial, quoted by the API server) lands in paragraphs and table cells: it
+    must not add headings, raw HTML, images or table cells to the Markdown a reviewer renders."""
+    plan = _demo()
+    records = _records(plan, [{"result": "failed", "error": HOSTILE}], None)
+    records.append({"seq": len(records) + 1, "time": "t", "event": "run-end", "phase": "rollback",
+                    "result": "failed", "error": HOSTILE})  # fmt: skip
+    md = render_markdown(_report(plan, records))
+    assert md.count("\n## Final verification\n") == 1  # no heading injected by a paragraph's newlines
+    assert "denied" in md and "<img" in md  # shown, but escaped: no raw HTML, no image or link
+    assert not re.search(r"(?<!\\)<img", md) and not re.search(r"(?<!\\)\]\(https://evil", md)
+    # Every row of a table has as many cell delimiters (pipes not escaped) as its header.
+    delimiters = re.compile(r"(?<!\\)(?:\\\\)*\|")
+    for table in re.findall(r"(?m)(?:^\|.*\n)+", md):
+        assert len({len(delimiters.findall(row)) for row in table.splitlines()}) == 1, table
+
+
+def test_a_code_block_fence_outlasts_any_backtick_run() -> None:
+    from dra_migrate.render.markdown import markdown_section
+    from dra_migrate.render.view import Code, Section
+
+    s = Section("x", "X")
+    s.blocks.append(Code("a: |\n  ````\n  # not a heading\n  ````\n", "yaml"))
+    out: list[str] = []
+    markdown_section(s, out)
+    fence = out[2].removesuffix("yaml")
+    assert set(fence) == {"`"} and len(fence) > 4 and out[4] == fence
