@@ -3,6 +3,8 @@ fenced code. Commands' `-o markdown` and the report's Markdown both come from he
 
 from __future__ import annotations
 
+import re
+
 from tabulate import tabulate
 
 from dra_migrate.render.view import Badge, Chart, Code, Section, Table, text
@@ -20,7 +22,7 @@ def markdown_table(t: Table) -> str:
 
 def markdown_section(s: Section, out: list[str]) -> None:
     """A section and its blocks, appended to `out` as lines."""
-    out += ["#" * s.level + " " + s.title, ""]
+    out += ["#" * s.level + " " + md_text(s.title), ""]
     for b in s.blocks:
         if isinstance(b, Section):
             markdown_section(b, out)
@@ -28,16 +30,37 @@ def markdown_section(s: Section, out: list[str]) -> None:
             out += [markdown_table(b), ""]
         elif isinstance(b, Code):
             # A fence longer than any backtick run inside keeps the block closed.
-            fence = "```" if "```" not in b.text else "````"
+            fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", b.text)), default=0))
             out += [fence + b.lang, b.text.rstrip("\n"), fence, ""]
         elif isinstance(b, Badge):
-            out += [f"**{b.text}**", ""]
+            out += [f"**{md_text(b.text)}**", ""]
         elif isinstance(b, Chart):
             continue  # the capacity table beside it says the same in numbers
         else:
-            out += [str(b), ""]
+            out += [md_text(str(b)), ""]
 
 
 def _cell(value: str) -> str:
-    # A pipe would end the cell and a newline the row.
-    return value.replace("|", "\\|").replace("\n", " ")
+    # A pipe would end the cell, also after an even run of backslashes (which escape each other), in a code
+    # span too: GitHub splits a row before it reads spans.
+    return re.sub(r"(?<!\\)((?:\\\\)*)\|", r"\1\\|", md_text(value))
+
+
+# A code span as CommonMark reads it: a run of backticks, closed by the next run of the same length.
+_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
+# Outside code spans: what could start raw HTML, a link or image, or escape the next character.
+_ACTIVE = re.compile(r"([\\<\[\]])")
+
+
+def md_text(value: str) -> str:
+    """Text from anywhere (a journal's error, an object's name) as one line of inert Markdown: newlines joined
+    (no heading, list or table row can start), and outside code spans no raw HTML (`<img onerror>`), no link
+    or image (`![x](url)`), no backslash that unescapes what follows. Code spans (our `--flags`) stay spans:
+    inside them CommonMark shows everything as it is."""
+    value = " ".join(value.splitlines())
+    out, at = [], 0
+    for m in _CODE_SPAN.finditer(value):
+        out += [_ACTIVE.sub(r"\\\1", value[at : m.start()]), m.group(0)]
+        at = m.end()
+    out.append(_ACTIVE.sub(r"\\\1", value[at:]))
+    return "".join(out)

@@ -384,9 +384,10 @@ def _timeline(r: dict[str, Any]) -> Section:
     if t is None:
         s.p("Not run yet: no journal (`--journal FILE`, default `<plan>.journal.jsonl` beside the plan).")
         return s
+    applied, undone = _tally(t["apply"]), _tally(t["rollback"])
     s.p(
-        f"From {t['journal']}: {len(t['runs'])} run(s), {len(t['apply'])} step(s) applied, "
-        f"{len(t['rollback'])} undone by rollbacks."
+        f"From {t['journal']}: {len(t['runs'])} run(s), {applied[0]} step(s) applied{applied[1]}, "
+        f"{undone[0]} undone by rollbacks{undone[1]}."
     )
     runs = s.sub("runs", "Runs")
     runs.table(
@@ -404,7 +405,7 @@ def _timeline(r: dict[str, Any]) -> Section:
             for i, x in enumerate(t["runs"], 1)
         ],
     )
-    headers = ["step", "action", "target", "started", "ended", "actor", "result", "error"]
+    headers = ["step", "action", "target", "started", "ended", "actor", "result", "error or note"]
 
     def rows(entries: list[dict[str, Any]]) -> list[list[Any]]:
         return [
@@ -416,7 +417,7 @@ def _timeline(r: dict[str, Any]) -> Section:
                 e["ended"],
                 e["actor"],
                 e["result"] or "never ended",
-                e["error"],
+                e["error"] or e.get("note"),
             ]
             for e in entries
         ]
@@ -429,11 +430,25 @@ def _timeline(r: dict[str, Any]) -> Section:
             ["time", "stage", "wave", "result", "pending GPU pods"],
             [[x["time"], x["stage"], x["wave"], x["result"], ", ".join(x["pending"]) or "-"] for x in t["gates"]],
         )
-    rb = s.sub("rollbacks", f"Rollbacks ({len(t['rollback'])} step(s) undone)")
+    rb = s.sub("rollbacks", f"Rollbacks ({undone[0]} step(s) undone{undone[1].replace(' (', '; ')[:-1]})")
     if t["rollback"]:
-        rb.p("Steps undone, newest first as they ran; each restored the original value the plan recorded.")
+        rb.p(
+            "Undos, newest first as they ran; each one ok restored the original value the plan recorded (skipped: "
+            "nothing was left to restore)."
+        )
     rb.table(headers, rows(t["rollback"]), empty="No rollback.", css="rollback")
     return s
+
+
+def _tally(entries: list[dict[str, Any]]) -> tuple[int, str]:
+    """How many steps ended ok, and the others by result: (5, " (1 failed, 1 never ended)") or (5, "")."""
+    others: dict[str, int] = {}
+    for e in entries:
+        if e["result"] != "ok":
+            key = e["result"] or "never ended"
+            others[key] = others.get(key, 0) + 1
+    ok = sum(1 for e in entries if e["result"] == "ok")
+    return ok, (f" ({', '.join(f'{n} {k}' for k, n in others.items())})" if others else "")
 
 
 def rehearsal_badge(r: dict[str, Any]) -> Badge:
@@ -481,9 +496,9 @@ def _verification(r: dict[str, Any]) -> Section:
     last = v["lastRun"]
     meaning = {
         "verified": "every planned node's DRA readiness and canary ended ok, and the last run succeeded",
-        "incomplete": "some planned nodes are not migrated yet",
-        "failed": "the last run or a node's readiness or canary failed",
-        "rolled-back": "the last run was a rollback",
+        "incomplete": "some planned nodes are not migrated yet, or the last run never ended",
+        "failed": "the last run (an apply or a rollback) or a node's readiness or canary failed",
+        "rolled-back": "the last run was a rollback, and it ended ok",
         "not-run": "the journal records no run",
     }
     s.p(f"Verdict: {v['verdict']} ({meaning.get(v['verdict'], '')}).")

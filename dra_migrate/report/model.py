@@ -35,7 +35,8 @@ JSON (`-o json`), `formatVersion` 1; new keys may appear, an incompatible change
     diff (the `dra-migrate diff -o json` object) | null,
     timeline {journal, runs [{phase, started, ended, actor, result, error, dryRun}],
               apply [entry], rollback [entry], gates [{time, stage, wave, result, pending}]} | null,
-        entry: {stepId, action, target, stage, wave, started, ended, actor, result, error}
+        entry: {stepId, action, target, stage, wave, started, ended, actor, result, error, note}
+        (an undo whose node was deleted or replaced since: result skipped, note says why; nothing restored)
     verification {lastRun (a run) | null, verdict: verified|incomplete|failed|rolled-back|not-run,
                   nodes [{node, stage, wave, waitDraReady, canary}]} | null
         node step states: ok | failed | interrupted | rolled-back | not-run
@@ -50,15 +51,25 @@ from typing import Any, TypeVar
 from dra_migrate.checks.model import finding_json
 from dra_migrate.checks.run import Readiness
 from dra_migrate.cluster.identity import cluster_object
-from dra_migrate.execute.actions import verifying_actions
-from dra_migrate.execute.journal import DONE, FAILED, ROLLED_BACK, STARTED, Progress, Record
+from dra_migrate.execute.journal import Record
 from dra_migrate.plan.actions import Action
 from dra_migrate.plan.model import Plan, PrepareStage
 from dra_migrate.plan.model import Stage as PlanStage
 from dra_migrate.plan.scope import stage_blockers
-from dra_migrate.plan.strategies import verifying_steps
 from dra_migrate.plan.view import excluded_pools_json, plan_cluster
+from dra_migrate.report.execution import (
+    Entry,
+    Gate,
+    NodeVerification,
+    Run,
+    Timeline,
+    Verification,
+    timeline,
+    verification,
+)
 from dra_migrate.secrets import scrub
+
+__all__ = ["Entry", "Gate", "NodeVerification", "Run", "Timeline", "Verification", "scrub", "timeline", "verification"]
 
 FORMAT_VERSION = 1
 _FINDING_KEYS = ("id", "severity", "message", "objects", "remediation", "scope", "pools")  # what a report keeps
@@ -188,65 +199,6 @@ class Stage:
     waves: list[Wave]
     blocked_by: list[str] = field(default_factory=list)  # blockers that stop it (plan/scope.py)
     applicable: bool = True  # no blocker stops it: `apply --stage` may run it
-
-
-@dataclass
-class Run:
-    phase: str
-    started: str | None
-    actor: str | None
-    dry_run: bool = False
-    ended: str | None = None
-    result: str | None = None  # None: the run never ended (a crash, or still running)
-    error: str | None = None
-
-
-@dataclass
-class Entry:
-    step_id: str
-    action: str | None
-    target: str | None
-    stage: str | None
-    wave: str | None
-    started: str | None
-    actor: str | None
-    ended: str | None = None
-    result: str | None = None  # None: started, never ended
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class Gate:
-    time: str | None
-    stage: str | None
-    wave: str | None
-    result: str | None
-    pending: list[str]
-
-
-@dataclass(frozen=True)
-class Timeline:
-    journal: str
-    runs: list[Run]
-    apply: list[Entry]
-    rollback: list[Entry]
-    gates: list[Gate]
-
-
-@dataclass(frozen=True)
-class NodeVerification:
-    node: str
-    stage: str
-    wave: str
-    wait_dra_ready: str
-    canary: str
-
-
-@dataclass(frozen=True)
-class Verification:
-    last_run: Run | None
-    verdict: str
-    nodes: list[NodeVerification]
 
 
 @dataclass(frozen=True)
@@ -514,80 +466,3 @@ def _stage(s: PlanStage, findings: Sequence[Mapping[str, Any]]) -> Stage:
         blocked_by=stage_blockers(findings, s.pool),
         applicable=not stage_blockers(findings, s.pool),
     )
-
-
-def timeline(records: list[Record], journal: str) -> Timeline:
-    """Runs, and each step's start and end paired (apply and rollback apart), in journal order."""
-    runs: list[Run] = []
-    entries: dict[str, list[Entry]] = {"apply": [], "rollback": []}
-    open_: dict[tuple[str, str], Entry] = {}
-    gates: list[Gate] = []
-    for r in records:
-        event = r.get("event")
-        phase = "rollback" if r.get("phase") == "rollback" else "apply"
-        if event == "run-start":
-            runs.append(Run(phase, r.get("time"), r.get("actor"), dry_run=bool(r.get("dryRun"))))
-        elif event == "run-end":
-            run = next((x for x in reversed(runs) if x.phase == phase and x.result is None), None)
-            if run is None:  # its run-start is missing (a journal cut short at the front): keep the end
-                run = Run(phase, None, r.get("actor"))
-                runs.append(run)
-            run.ended, run.result, run.error = r.get("time"), r.get("result"), scrub(r.get("error"))
-        elif event == "gate":
-            gates.append(
-                Gate(r.get("time"), r.get("stage"), r.get("wave"), r.get("result"), list(r.get("pending") or []))
-            )
-        elif event in ("start", "end") and r.get("stepId"):
-            step_id = str(r["stepId"])
-            entry = open_.get((phase, step_id)) if event == "end" else None
-            if entry is None:
-                entry = Entry(
-                    step_id,
-                    r.get("action"),
-                    r.get("target"),
-                    r.get("stage"),
-                    r.get("wave"),
-                    r.get("time") if event == "start" else None,
-                    r.get("actor"),
-                )
-                entries[phase].append(entry)
-                if event == "start":
-                    open_[(phase, step_id)] = entry
-            if event == "end":
-                open_.pop((phase, step_id), None)
-                entry.ended, entry.result, entry.error = r.get("time"), r.get("result"), scrub(r.get("error"))
-    return Timeline(journal, runs, entries["apply"], entries["rollback"], gates)
-
-
-_NODE_STATE = {DONE: "ok", FAILED: "failed", STARTED: "interrupted", ROLLED_BACK: "rolled-back"}
-
-
-def verification(plan: Plan, records: list[Record]) -> Verification:
-    """The last run's result, and per planned node whether its DRA readiness and canary ended ok (and
-    were not rolled back since)."""
-    progress = Progress.from_records(records)
-    last: Run | None = None
-    for r in records:
-        if r.get("event") == "run-start":
-            last = Run("rollback" if r.get("phase") == "rollback" else "apply", r.get("time"), r.get("actor"))
-            last.dry_run = bool(r.get("dryRun"))
-        elif r.get("event") == "run-end" and last is not None:
-            last.ended, last.result, last.error = r.get("time"), r.get("result"), scrub(r.get("error"))
-    nodes = []
-    for stage, wave, n in plan.nodes():
-        found = [progress.steps.get(i) for i in verifying_steps(stage, n.node, verifying_actions())]
-        states = [_NODE_STATE.get(s.status, s.status) if s else "not-run" for s in found]  # ready, canary
-        nodes.append(NodeVerification(n.node, stage.name, wave.name, states[0], states[1]))
-    return Verification(last, _verdict(last, nodes), nodes)
-
-
-def _verdict(last: Run | None, nodes: list[NodeVerification]) -> str:
-    if last is None:
-        return "not-run"
-    if last.phase == "rollback":
-        return "rolled-back"
-    if last.result == "failed" or any("failed" in (n.wait_dra_ready, n.canary) for n in nodes):
-        return "failed"
-    if last.result == "ok" and all(n.wait_dra_ready == n.canary == "ok" for n in nodes):
-        return "verified"
-    return "incomplete"
