@@ -17,6 +17,7 @@ from dra_migrate.errors import InputError
 from dra_migrate.execute.journal import Record
 from dra_migrate.plan.model import Plan
 from dra_migrate.plan.params import format_duration, parse_duration
+from dra_migrate.secrets import scrub
 
 FORMAT_VERSION = 1
 
@@ -326,7 +327,21 @@ def load_rehearsal(path: Path, plan_digest: str) -> dict[str, Any]:
     if digest != plan_digest:
         theirs = str(digest)[:19]
         raise InputError(f"rehearsal {path} is of another plan (digest {theirs}, not {plan_digest[:19]})", hint)
-    return data
+    scrubbed: dict[str, Any] = _scrubbed(data)
+    return scrubbed
+
+
+def _scrubbed(value: Any) -> Any:
+    """Every string of a rehearsal scrubbed (`secrets.scrub`): its failure, stalled drains and pending reasons
+    quote the twin's API errors and scheduler messages, and the report is handed on; a file written by hand or
+    by another tool may carry anything."""
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, dict):
+        return {k: _scrubbed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrubbed(v) for v in value]
+    return value
 
 
 def _is_wave(w: Any) -> bool:

@@ -124,6 +124,21 @@ def test_the_rehearsal_of_this_plan_is_accepted(tmp_path: Path) -> None:
     assert load_rehearsal(write(tmp_path, data), demo_digest()) == data
 
 
+def test_a_rehearsals_text_is_scrubbed_before_a_report_carries_it(tmp_path: Path) -> None:
+    """The report handed to change review copied a rehearsal's failure, errors and scheduler reasons as written:
+    a twin's API error quoting a token (or a file written by hand) reached the HTML unscrubbed."""
+    token = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW0ifQ.c2lnbmF0dXJlLXNpZ25hdHVyZQ"
+    data = rehearsal_of(demo_digest())
+    data["failure"] = f"wave-1: 401 Authorization: Bearer {token}"
+    data["waves"][1]["error"] = f"GET https://admin:hunter2@twin.invalid/api failed: token={token}"
+    data["waves"][1]["pendingPods"][0]["reason"] = f"webhook said bearer {token}"
+    loaded = load_rehearsal(write(tmp_path, data), demo_digest())
+    text = json.dumps(loaded)
+    assert token not in text and "hunter2" not in text, text
+    assert loaded["waves"][1]["stalledDrains"] == data["waves"][1]["stalledDrains"], "the rest kept as written"
+    assert loaded["plan"] == data["plan"]
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
