@@ -191,8 +191,30 @@ def _framework_min_count(objects: _Objects, c: Consumer, total: int) -> int:
     spec = _dict(obj.get("spec")) if obj else {}
     if c.api_version.startswith(f"{VOLCANO_GROUP}/"):
         return min(total, _int(spec.get("minAvailable"), total))
+    if c.api_version.startswith("ray.io/"):
+        return min(total, _ray_min_members(spec, total))
     policy = _dict(_dict(spec.get("runPolicy")).get("schedulingPolicy"))
     return min(total, _int(policy.get("minAvailable"), total))
+
+
+# Where a RayJob and a RayService keep the RayCluster they make (ray.io/v1 types).
+_RAY_CLUSTER_SPEC = {"rayClusterSpec", "rayClusterConfig"}
+
+
+def _ray_min_members(spec: dict[str, Any], total: int) -> int:
+    """A RayCluster's gang: with in-tree autoscaling, the head and each worker group's `minReplicas` x
+    `numOfHosts` (suspended groups left out), what KubeRay gives a gang scheduler as the PodGroup's minMember
+    (kuberay ray-operator v1.4.2 `batchscheduler/volcano/volcano_scheduler.go` `DoBatchSchedulingOnSubmission`,
+    `utils.CalculateMinReplicas`); the autoscaler adds the rest as it needs them. Without it, every replica."""
+    cluster = next((_dict(spec[k]) for k in _RAY_CLUSTER_SPEC if isinstance(spec.get(k), dict)), spec)
+    if cluster.get("enableInTreeAutoscaling") is not True:
+        return total
+    workers = 0
+    for group in _list(cluster.get("workerGroupSpecs")):
+        g = _dict(group)
+        if g.get("suspend") is not True:
+            workers += _int(g.get("minReplicas"), 0) * _int(g.get("numOfHosts"), 1)
+    return workers + 1
 
 
 class _Objects:

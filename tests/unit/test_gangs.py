@@ -236,6 +236,25 @@ def test_volcano_min_available_and_single_pod_jobs() -> None:
     assert (gang.kind, gang.min_count, gang.pods) == ("Job", 2, 5)
 
 
+def _raycluster(**spec: Any) -> dict[str, Any]:
+    gpu = template(pod_spec(container(requests={GPU: 8})))
+    head = template(pod_spec(container(requests={"cpu": "4"})))
+    groups = [{"groupName": "w", "replicas": 6, "minReplicas": 2, "maxReplicas": 8, "template": gpu}]
+    return obj(
+        "ray.io/v1", "RayCluster", "rc", {"headGroupSpec": {"template": head}, "workerGroupSpecs": groups, **spec}
+    )
+
+
+def test_an_autoscaling_ray_cluster_is_a_gang_of_its_head_and_minimum_workers() -> None:
+    """KubeRay gives a gang scheduler minMember = the workers' minReplicas x numOfHosts + the head when in-tree
+    autoscaling is on (kuberay v1.4.2 volcano_scheduler.go): the autoscaler adds the rest one by one. Counting
+    every replica made gangs no scheduler asks for, and false `gang-capacity-after` blockers."""
+    [fixed] = build_inventory(make(gpu_node("a"), _raycluster())).gangs
+    [scaled] = build_inventory(make(gpu_node("a"), _raycluster(enableInTreeAutoscaling=True))).gangs
+    assert (fixed.pods, fixed.min_count) == (scaled.pods, fixed.pods)
+    assert scaled.min_count == 2 + 1, scaled.to_dict()
+
+
 def test_podgroups_and_their_pods() -> None:
     pg = obj(SCHED, "PodGroup", "train-workers-0", {"schedulingPolicy": {"gang": {"minCount": 2}}})
     basic = obj(SCHED, "PodGroup", "loose", {"schedulingPolicy": {"basic": {}}})
