@@ -30,10 +30,18 @@ def status_document(report: dict[str, Any]) -> Document:
             + (f" with {overrides}" if overrides else "")
             + (f": {last['error']}" if last.get("error") else "")
         )
-    if report["current"]:
-        doc.line(f"interrupted in: {report['current']['stepId']} (resume with apply, or rollback)")
+        left = last.get("rollbackLeft") or []
+        if left:
+            doc.line(f"left to undo: {len(left)} step(s), {', '.join(left[:5])}{', ...' if len(left) > 5 else ''} "
+                     "(run rollback again to finish)")  # fmt: skip
+    current = report["current"]
+    if current and current.get("phase") == "rollback":
+        doc.line(f"interrupted in the undo of: {current['stepId']} (run rollback again to finish it)")
+    elif current:
+        doc.line(f"interrupted in: {current['stepId']} (resume with apply, or rollback)")
     for f in report["failed"]:
-        doc.line(f"failed: {f['stepId']}: {f.get('error', '')}")
+        what = "the undo of " if f.get("phase") == "rollback" else ""
+        doc.line(f"failed: {what}{f['stepId']}: {f.get('error', '')}")
     doc.heading("Stages")
     doc.table(
         ["stage", "node", "done", "current", "remaining"],

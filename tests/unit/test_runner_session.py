@@ -399,3 +399,22 @@ def test_a_journal_from_before_the_backlog_record_judges_every_pending_pod(tmp_p
     assert Backlog.of_journal(records) == Backlog(0, None), "as that run did: no backlog left out"
     assert Backlog.of_journal([{"event": "run-start", "phase": "apply", "dryRun": True}]) is None
     assert Backlog.of_journal([]) is None
+
+
+def test_status_says_a_failed_rollback_left_steps_to_undo_and_which_failure_was_an_undo(tmp_path: Path) -> None:
+    """A rollback that failed half-way was shown as a failed apply step, its steps left to undo only in `-o json`,
+    and an interrupted undo told the operator to resume with apply."""
+    plan = make_plan([["a", "b"]])
+    path = plan_file(tmp_path, plan)
+    ops = FakeOps.for_plan(plan, FakeClock())
+    s = session(path, ops, clock=ops.clock)
+    assert s.apply(ApplyOptions()).ok
+    ops.fail("set_label", "p0-b", "permanent", times=99)
+    s = session(path, ops, clock=ops.clock)
+    assert not s.rollback(s.to_undo(None), ApplyOptions()).ok
+    from cli import run
+
+    table = run("status", str(path))
+    assert table.code == 0, table.stderr
+    assert "failed: the undo of pool-p0/p0-b/" in table.stdout, table.stdout
+    assert "left to undo:" in table.stdout and "run rollback again" in table.stdout, table.stdout
