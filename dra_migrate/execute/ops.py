@@ -48,7 +48,7 @@ from dra_migrate.execute.ops_base import (
 )
 from dra_migrate.execute.ops_canary import CanaryOps
 from dra_migrate.execute.ops_drain import DrainOps
-from dra_migrate.inventory.gangs import FRAMEWORK_GANG_KINDS, VOLCANO_GROUP
+from dra_migrate.inventory.gangs import FRAMEWORK_GANG_KINDS, KUEUE_POD_GROUP, LWS_GROUP_INDEX, VOLCANO_GROUP
 from dra_migrate.inventory.gitops import gitops_owner
 from dra_migrate.inventory.resources import quantity_int
 from dra_migrate.kube import ApiError, Obj, RateLimit, new_api_client, path_of
@@ -414,10 +414,8 @@ class LiveOps(DrainOps, CanaryOps):
 # Labels the controllers put on pods that their job does not own directly (the gate reads pods, not owners).
 _JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"  # jobset v0.8.0 api/jobset/v1alpha2/jobset_types.go
 _LWS_NAME = "leaderworkerset.sigs.k8s.io/name"  # lws v0.5.0 api/leaderworkerset/v1/leaderworkerset_types.go
-_LWS_GROUP = "leaderworkerset.sigs.k8s.io/group-index"
 _KUBEFLOW_JOB = "training.kubeflow.org/job-name"  # mpi-operator v0.6.0 pkg/controller/mpi_job_controller.go
 _KUBEFLOW_OPERATOR = "training.kubeflow.org/operator-name"
-_KUEUE_POD_GROUP = "kueue.x-k8s.io/pod-group-name"  # kueue v0.17.0 pkg/controller/jobs/pod/constants
 
 
 def _gang_of(pod: Mapping[str, Any]) -> str | None:
@@ -431,7 +429,7 @@ def _gang_of(pod: Mapping[str, Any]) -> str | None:
         return f"PodGroup {ns}/{group}"
     labels = _meta(pod).get("labels") or {}
     if labels.get(_LWS_NAME):
-        return f"LeaderWorkerSet {ns}/{labels[_LWS_NAME]}/{labels.get(_LWS_GROUP, '?')}"
+        return f"LeaderWorkerSet {ns}/{labels[_LWS_NAME]}/{labels.get(LWS_GROUP_INDEX, '?')}"
     if labels.get(_JOBSET_NAME):
         return f"JobSet {ns}/{labels[_JOBSET_NAME]}"
     if labels.get(_KUBEFLOW_JOB) and labels.get(_KUBEFLOW_OPERATOR) == "mpi-operator":
@@ -442,8 +440,8 @@ def _gang_of(pod: Mapping[str, Any]) -> str | None:
         kind = ref.get("kind")
         if kind in FRAMEWORK_GANG_KINDS or (kind == "Job" and str(ref.get("apiVersion", "")).startswith(VOLCANO_GROUP)):
             return f"{kind} {ns}/{ref.get('name')}"
-    if labels.get(_KUEUE_POD_GROUP):
-        return f"KueuePodGroup {ns}/{labels[_KUEUE_POD_GROUP]}"
+    if labels.get(KUEUE_POD_GROUP):
+        return f"KueuePodGroup {ns}/{labels[KUEUE_POD_GROUP]}"
     return None
 
 
