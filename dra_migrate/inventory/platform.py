@@ -88,6 +88,13 @@ ADDON_MANAGER = "addonmanager.kubernetes.io/mode"
 KARPENTER_DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 CA_SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
 
+# Taints a node gains and loses with its state, put there by Kubernetes (k8s.io/api v0.37.2 core/v1
+# well_known_taints.go: node.kubernetes.io/not-ready, unschedulable, ...), the cloud controller manager
+# (node.cloudprovider.kubernetes.io/uninitialized, shutdown), Karpenter (v1.8.0 pkg/apis/v1/taints.go:
+# karpenter.sh/disrupted, unregistered) and the cluster autoscaler (its scale-down marks): never a pool's own.
+LIFECYCLE_TAINT_DOMAINS = ("node.kubernetes.io", "node.cloudprovider.kubernetes.io", "karpenter.sh")
+LIFECYCLE_TAINTS = frozenset({"ToBeDeletedByClusterAutoscaler", "DeletionCandidateOfClusterAutoscaler"})
+
 PLATFORM, GPU_OPERATOR, DAEMONSET, UNKNOWN = "platform", "gpu-operator", "device-plugin-daemonset", "unknown"
 IN_PLACE, REPLACE_POOL = "in-place", "replace-pool"
 
@@ -128,6 +135,7 @@ class PoolPlatform:
     gpu_operator: bool = False  # the cluster runs the GPU Operator (a ClusterPolicy): it can bring the GPU driver
     nodes: int = 0
     labels: dict[str, str] = field(default_factory=dict)  # labels every node of the pool shares
+    taints: tuple[tuple[str, str, str], ...] = ()  # (key, value, effect) every node shares, lifecycle ones left out
     raw_nodepool: Obj | None = None  # the Karpenter NodePool object, when the pool is one
 
     @property
@@ -350,6 +358,22 @@ def _switching(platform: str, owner: str, detail: str, auto_mode: bool) -> tuple
     return IN_PLACE, "the device plugin's owner is not visible: the plan's label parameters are assumed", ()
 
 
+def _own_taints(node: Mapping[str, Any]) -> set[tuple[str, str, str]]:
+    out = set()
+    for t in (node.get("spec") or {}).get("taints") or []:
+        key = str(t.get("key") or "") if isinstance(t, Mapping) else ""
+        if key and key not in LIFECYCLE_TAINTS and key.partition("/")[0] not in LIFECYCLE_TAINT_DOMAINS:
+            out.add((key, str(t.get("value") or ""), str(t.get("effect") or "")))
+    return out
+
+
+def _shared_taints(members: list[Obj]) -> tuple[tuple[str, str, str], ...]:
+    """The taints every node of the pool carries, as its node group gave them: what its replacement must carry
+    too, or pods that do not tolerate them land on the new GPU nodes."""
+    sets = [_own_taints(n) for n in members]
+    return tuple(sorted(set.intersection(*sets))) if sets else ()
+
+
 def _common(maps: Iterable[Mapping[str, str]]) -> dict[str, str]:
     items = list(maps)
     if not items:
@@ -407,6 +431,7 @@ def pool_platforms(
             gpu_operator=has_policy,
             nodes=len(members),
             labels=labels,
+            taints=_shared_taints(members),
             raw_nodepool=karpenter_nodepool(state, lead.group) if lead.provisioner == "karpenter" else None,
         )
     return out

@@ -90,9 +90,9 @@ def node_steps(
     runs, so the order is then device plugin off, wait, canary. By default the plan's label parameters.
 
     `protect`: the annotation that keeps the pool's autoscaler from removing the node while it is drained
-    and empty (Karpenter's `karpenter.sh/do-not-disrupt`: its consolidation does not spare a cordoned node,
-    sigs.k8s.io/karpenter v1.8.0 `pkg/controllers/state/statenode.go` `ValidateNodeDisruptable`), set before
-    the cordon and given back its original value after the uncordon.
+    and empty (Karpenter's `karpenter.sh/do-not-disrupt`, the cluster autoscaler's `scale-down-disabled`: neither
+    spares a cordoned node, `strategies.in_place_protection`), set before the cordon and given back its original
+    value after the uncordon.
     """
     dp = (params.device_plugin_label, params.device_plugin_off) if dp_switch is _DEFAULT else dp_switch
     dra = (params.dra_label, params.dra_on) if dra_switch is _DEFAULT else dra_switch

@@ -76,14 +76,20 @@ def choose(p: PoolPlatform | None) -> Strategy:
 
 
 def in_place_protection(p: PoolPlatform | None) -> str | None:
-    """The annotation an in-place pool's nodes carry from before their cordon to after their uncordon: Karpenter's
-    `karpenter.sh/do-not-disrupt`. Karpenter consolidates an empty node whether or not it is cordoned (it looks at
-    the annotation, nominations, deletion and initialisation only: sigs.k8s.io/karpenter v1.8.0
-    `pkg/controllers/state/statenode.go` `ValidateNodeDisruptable`), so a drained node waiting for its DRA plugin
-    was taken away after the NodePool's `consolidateAfter`, and a device-plugin node could come in its place.
-    The cluster autoscaler waits `--scale-down-unneeded-time` (10 minutes by default) before removing an
-    underused node, longer than a node stays drained here with the default timeouts: not protected."""
-    return p.protect_annotation if p is not None and p.autoscaler == "karpenter" else None
+    """The annotation an in-place pool's nodes carry from before their cordon to after their uncordon: the one
+    that keeps the pool's autoscaler from removing them (`PoolPlatform.protect_annotation`). Neither autoscaler
+    spares a cordoned node, and a drained one is empty of GPU pods:
+    - Karpenter consolidates an empty node whether or not it is cordoned (it looks at the annotation,
+      nominations, deletion and initialisation only: sigs.k8s.io/karpenter v1.8.0
+      `pkg/controllers/state/statenode.go` `ValidateNodeDisruptable`), after the NodePool's `consolidateAfter`;
+    - the cluster autoscaler's scale-down eligibility looks at deletion, `scale-down-disabled`, the node group,
+      readiness and utilisation only (kubernetes/autoscaler `cluster-autoscaler/core/scaledown/eligibility/
+      eligibility.go` `unremovableReasonAndNodeUtilization`), and removes a node unneeded for
+      `--scale-down-unneeded-time` (10 minutes by default, often less for costly GPU nodes). A wave's nodes stay
+      drained for as long as the DRA plugin and the canary take, and an interrupted or failed apply leaves them
+      so until it is resumed or rolled back.
+    A node taken away mid-switch loses the journal's node, and the pool may bring a device-plugin node back."""
+    return p.protect_annotation if p is not None else None
 
 
 def explain(pool: str, p: PoolPlatform | None) -> dict[str, Any]:
@@ -110,6 +116,16 @@ def new_pool_selector(pool: str, p: PoolPlatform, params: PlanParams) -> dict[st
 
 def _labels_arg(labels: dict[str, str], sep: str = ",") -> str:
     return sep.join(f"{k}={v}" for k, v in labels.items())
+
+
+# GKE taints the GPU nodes of a cluster that has other node pools with nvidia.com/gpu=present:NoSchedule itself
+# (cloud.google.com/kubernetes-engine/docs/how-to/gpus, "GKE automatically adds ... taint"): not repeated.
+GKE_OWN_TAINTS = frozenset({"nvidia.com/gpu"})
+
+
+def _taints_arg(taints: tuple[tuple[str, str, str], ...], leave: frozenset[str] = frozenset()) -> str:
+    """`key=value:Effect,...` as gcloud's and az's `--node-taints` take them (`key:Effect` without a value)."""
+    return ",".join(f"{k}={v}:{e}" if v else f"{k}:{e}" for k, v, e in taints if k not in leave)
 
 
 def platform_command(pool: str, p: PoolPlatform, params: PlanParams, context: str) -> tuple[str, dict[str, Any] | None]:
@@ -141,6 +157,9 @@ def platform_command(pool: str, p: PoolPlatform, params: PlanParams, context: st
             f"--machine-type={machine}", f"--accelerator={accel}", f"--num-nodes={-(-nodes // max(len(zones), 1))}",
             f"--node-labels={_labels_arg(labels)}",
         ]  # fmt: skip
+        # The old pool's own taints, or the new GPU nodes take the pods they kept off (`--node-taints`).
+        taints = _taints_arg(p.taints, leave=GKE_OWN_TAINTS)
+        cmd += [f"--node-taints={taints}"] if taints else []
         return shlex.join(cmd), None
     if p.provisioner == "karpenter":
         return f"kubectl apply -f - <<'EOF'  # NodePool {new}, below", _karpenter_manifest(pool, p, dra, nodes)
@@ -167,13 +186,16 @@ def platform_command(pool: str, p: PoolPlatform, params: PlanParams, context: st
             *(["--gpu-driver", "none"] if p.gpu_operator else []),
             "--labels", *(f"{k}={v}" for k, v in labels.items()),
         ]  # fmt: skip
+        cmd += ["--node-taints", _taints_arg(p.taints)] if p.taints else []
         return shlex.join(cmd), None
     if p.provisioner == "openshift-machineset":
         return (
             f"oc get machineset {p.group} -n openshift-machine-api -o yaml | rename it {new}, add the labels "
             f"{_labels_arg(dra)} to spec.template.spec.metadata.labels, set spec.replicas={nodes} | oc apply -f -"
         ), None
-    return f"provision {nodes} node(s) like pool {pool} ({machine}) labelled {_labels_arg({**own, **dra})}", None
+    tainted = f", tainted {_taints_arg(p.taints)}" if p.taints else ""
+    labelled = _labels_arg({**own, **dra})
+    return f"provision {nodes} node(s) like pool {pool} ({machine}) labelled {labelled}{tainted}", None
 
 
 def retire_command(pool: str, p: PoolPlatform, context: str) -> str:
@@ -256,6 +278,15 @@ def operator_checks(p: PoolPlatform) -> list[str]:
         out.append(
             "spec.replicas needs Karpenter's StaticCapacity feature gate (https://karpenter.sh/docs/reference/settings/"
             "#feature-gates); without it, remove replicas and run Karpenter >= 1.15 with its DRA feature gates"
+        )
+    if p.provisioner == "eks-node-group" and p.taints:
+        # eksctl takes a node group's taints from a config file only (eksctl user guide, "Taints":
+        # https://docs.aws.amazon.com/eks/latest/eksctl/nodegroup-taints.html); the command has no flag for them.
+        out.append(
+            f"the old nodes carry the taints {_taints_arg(p.taints)}: give the new node group the same ones (eksctl "
+            "reads taints from a config file: https://docs.aws.amazon.com/eks/latest/eksctl/nodegroup-taints.html, "
+            "or `aws eks update-nodegroup-config --taints` after it is created), or pods that do not tolerate them "
+            "land on the new GPU nodes"
         )
     return out
 

@@ -45,6 +45,11 @@ def param_value(value: Any) -> str:
     return str(value)
 
 
+def subject_of(action: str) -> str:
+    """What a step's `key`/`value` name on the node: an annotation for `set-annotation`, else a label."""
+    return "annotation" if action == Action.SET_ANNOTATION else "label"
+
+
 def step_params(params: dict[str, Any], quiet: bool = True, what: str = "label") -> str:
     """`key=value, ...`; a label step reads `label nvidia.com/...=false` (`what`: "annotation" for those)."""
     shown = {k: v for k, v in params.items() if not (quiet and k in _QUIET_PARAMS)}
@@ -191,7 +196,7 @@ def _stage(doc: Document, st: StageOutline, plan: PlanOutline) -> None:
     # One line per step (wrapped, never cut): the parameters are what a reviewer must read.
     for i, x in enumerate(st.steps, 1):
         name = x.id if st.pool is not None else f"{x.action} {x.target}"
-        params = step_params(x.params, what="annotation" if x.action == Action.SET_ANNOTATION else "label")
+        params = step_params(x.params, what=subject_of(x.action))
         what = f"{name}: {params}" if params != "-" else name
         undo = undo_text(x.inverse.to_dict() if x.inverse else None)
         doc.line(f"  {i}. {what} · timeout {x.timeout} · undo: {undo}")

@@ -18,7 +18,7 @@ from dra_migrate.render.checks import capacity_table, findings_table
 from dra_migrate.render.diff import details_table
 from dra_migrate.render.disruption import WaveRow, gangs_table, waves_table
 from dra_migrate.render.inventory import consumers_note, consumers_table, pools_table
-from dra_migrate.render.plan import step_params, undo_text
+from dra_migrate.render.plan import step_params, subject_of, undo_text
 from dra_migrate.render.rehearsal import (
     CAPACITY_HEADERS as REHEARSED_CAPACITY_HEADERS,
 )
@@ -336,7 +336,7 @@ def _stages(r: dict[str, Any]) -> Section:
                     x["id"],
                     x["action"],
                     x["target"],
-                    step_params(x.get("params") or {}, quiet=False),
+                    step_params(x.get("params") or {}, quiet=False, what=subject_of(x["action"])),
                     x["timeout"],
                     undo_text({"action": x["undo"], "restore": x.get("restore") or {}}) if x["undo"] else "-",
                 ]

@@ -125,3 +125,39 @@ def test_a_plan_whose_in_place_protection_was_edited_out_is_refused() -> None:
         for n in w["nodes"]:
             n["original"].pop("annotations", None)
     assert validate(body) == [], "a plan without protection is a plan (one made before it): not refused"
+
+
+DEMO = Path(__file__).resolve().parents[2] / "fixtures" / "clusters" / "demo.yaml"
+CA = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
+
+
+def test_in_place_nodes_of_a_cluster_autoscaler_pool_are_kept_from_scale_down_while_they_are_drained(
+    tmp_path: Path,
+) -> None:
+    """The cluster autoscaler does not spare a cordoned node either: its scale-down eligibility looks at deletion,
+    the scale-down-disabled annotation, the node group, readiness and utilisation only (kubernetes/autoscaler
+    cluster-autoscaler/core/scaledown/eligibility/eligibility.go `unremovableReasonAndNodeUtilization`), and a
+    drained GPU node's GPU utilisation is 0. After `--scale-down-unneeded-time` (10 minutes by default, less where
+    operators tune it for costly GPU nodes) it removed a drained node whose apply was interrupted or slow."""
+    plan = Plan.from_dict(plan_io.seal(build_plan(load_snapshot(DEMO), PlanParams(soak="0s")).to_dict()))
+    stages = [s for s in plan.pool_stages() if s.strategy != "replace-pool"]
+    assert stages, "the demo's GKE pools are switched in place"
+    for stage in stages:
+        ids = [s.id for s in stage.node_steps]
+        assert ids[0] == "protect" and ids[-1] == "unprotect", (stage.name, ids)
+        assert stage.node_steps[0].params["key"] == CA
+        assert {str(e.original["annotations"]) for w in stage.waves for e in w.nodes} == {str({CA: None})}
+    ops = FakeOps.for_plan(plan, FakeClock())
+    seen: dict[str, str | None] = {}
+    real = ops.drain
+
+    def drain(node: str, *args: Any, **kw: Any) -> Any:
+        seen[node] = ops.nodes[node].annotations.get(CA)
+        return real(node, *args, **kw)
+
+    ops.drain = drain  # type: ignore[method-assign]
+    with Journal.open(tmp_path / "j.jsonl", plan_digest=plan.digest) as j:
+        result = Runner(plan, ops, j, actor="t", clock=ops.clock).apply(ApplyOptions(), set())
+    assert result.ok, result.failure
+    assert seen and set(seen.values()) == {"true"}, seen
+    assert all(CA not in n.annotations for n in ops.nodes.values()), "given back as it was: absent"

@@ -95,6 +95,11 @@ def pool_stage(doc: Any, n: int = 0) -> Any:
     return [s for s in doc["stages"] if "pool" in s][n]
 
 
+def node_step(stage: Any, step_id: str) -> Any:
+    """A stage's per-node step by its id (a pool's steps may begin with `protect`: no index is fixed)."""
+    return next(s for s in stage["nodeSteps"] if s["id"] == step_id)
+
+
 COL = {c: i for i, c in enumerate(NODE_COLUMNS)}  # a node row's columns (format 2)
 
 
@@ -156,9 +161,9 @@ def test_equal_files_give_equal_digests_whatever_the_formatting(tmp_path: Path) 
 def test_nan_and_infinities_are_refused_with_their_line(tmp_path: Path, token: str) -> None:
     path = demo(tmp_path)
     needle = first_row_line(path)
-    assert needle.endswith(", null]]")
+    assert "['true', null]" in needle
     line = line_of(path, needle)
-    text_edit(path, needle, needle.replace(", null]]", f", {token}]]"))
+    text_edit(path, needle, needle.replace("['true', null]", f"['true', {token}]"))
     refused(path, f"{path}:{line}:", "NaN or infinity")
     # Even if the digests are recomputed by hand (canonical JSON has no NaN: it would digest as null).
     body = plan_io.body_of(plan_io.load_for_review(demo(tmp_path, "q.yaml")).plan)
@@ -255,7 +260,7 @@ def test_a_plan_resealed_by_hand_is_still_checked(tmp_path: Path) -> None:
     for change, words in (
         (lambda b: swap(b["stages"], 0, 1), "first stage must be `prepare`"),
         (lambda b: b["stages"][1]["waves"][0]["nodes"][0].update(gpuPods=-1), "non-negative"),
-        (lambda b: b["stages"][1]["nodeSteps"][1]["params"].update(scope="some"), "nodeSteps[1]"),
+        (lambda b: node_step(b["stages"][1], "drain")["params"].update(scope="some"), "nodeSteps["),
     ):
         body = copy.deepcopy(plan_io.body_of(good))
         change(body)
@@ -319,11 +324,13 @@ HOSTILE_EDITS: list[tuple[str, Callable[[Any], None], str]] = [
     ("prepare moved", lambda d: swap(d["stages"], 0, 2), "first stage must be `prepare`"),
     ("prepare twice", lambda d: d["stages"].append({**copy.deepcopy(d["stages"][0])}), "appears twice"),
     ("step order", lambda d: swap(pool_stage(d)["nodeSteps"], 0, 1), "in this order"),
-    ("step dropped", lambda d: pool_stage(d)["nodeSteps"].pop(4), "in this order"),
+    ("step dropped", lambda d: pool_stage(d)["nodeSteps"].remove(node_step(pool_stage(d), "wait-dra-ready")),
+     "in this order"),
     ("inverse other key",
-     lambda d: pool_stage(d)["nodeSteps"][3]["inverse"]["restore"].update(key="example.com/other"), "restore"),
+     lambda d: node_step(pool_stage(d), "enable-dra-plugin")["inverse"]["restore"].update(key="example.com/other"),
+     "restore"),
     ("inverse other value",
-     lambda d: pool_stage(d)["nodeSteps"][2]["inverse"]["restore"].update(value="true"), "restore"),
+     lambda d: node_step(pool_stage(d), "disable-device-plugin")["inverse"]["restore"].update(value="true"), "restore"),
     ("inverse gone", lambda d: pool_stage(d)["nodeSteps"][0].update(inverse=None), "inverse"),
     ("original of another label",
      lambda d: row(d).__setitem__(COL["labels"], {"example.com/x": "1"}), "exactly the labels"),
@@ -334,14 +341,18 @@ HOSTILE_EDITS: list[tuple[str, Callable[[Any], None], str]] = [
     ("timeout 0s", lambda d: pool_stage(d)["nodeSteps"][1].update(timeout="0s"), "longer than 0s"),
     ("timeout 300h", lambda d: d["stages"][0]["steps"][0].update(timeout="300h"), "longer than 24h"),
     ("soak 5 minutes", lambda d: pool_stage(d)["waves"][0].update(soakAfter="5 minutes"), "not a duration"),
-    ("empty label key", lambda d: pool_stage(d)["nodeSteps"][2]["params"].update(key=""), "label key"),
+    ("empty label key", lambda d: node_step(pool_stage(d), "disable-device-plugin")["params"].update(key=""),
+     "label key"),
     ("invalid label key",
-     lambda d: pool_stage(d)["nodeSteps"][3]["params"].update(key="Nvidia.com/dra plugin"), "label key"),
-    ("empty label value", lambda d: pool_stage(d)["nodeSteps"][3]["params"].update(value=""), "label value"),
-    ("invalid label value", lambda d: pool_stage(d)["nodeSteps"][3]["params"].update(value="on!"), "label value"),
+     lambda d: node_step(pool_stage(d), "enable-dra-plugin")["params"].update(key="Nvidia.com/dra plugin"),
+     "label key"),
+    ("empty label value", lambda d: node_step(pool_stage(d), "enable-dra-plugin")["params"].update(value=""),
+     "label value"),
+    ("invalid label value", lambda d: node_step(pool_stage(d), "enable-dra-plugin")["params"].update(value="on!"),
+     "label value"),
     ("unknown action", lambda d: pool_stage(d)["nodeSteps"][4].update(action="reboot"), "protocol"),
     ("unknown prepare action", lambda d: d["stages"][0]["steps"][0].update(action="reboot"), "unknown action"),
-    ("drain scope", lambda d: pool_stage(d)["nodeSteps"][1]["params"].update(scope="some"), "parameters say"),
+    ("drain scope", lambda d: node_step(pool_stage(d), "drain")["params"].update(scope="some"), "parameters say"),
     ("drain parameter", lambda d: d["parameters"].update(drain="everything"), "--drain"),
     ("label parameter", lambda d: d["parameters"].update(draLabel="bad key"), "label key"),
     ("steps disagree with parameters",
@@ -404,8 +415,8 @@ def test_rebase_accepts_legitimate_edits(tmp_path: Path) -> None:
         d["parameters"]["maxUnavailable"] = "2"  # which the parameters must then allow (plan/consistency.py)
         d["parameters"]["drain"] = "all"  # a parameter changed together with its steps
         for s in d["stages"][1:]:
-            s["nodeSteps"][1]["params"]["scope"] = "all"
-        pool_stage(d)["nodeSteps"][1]["timeout"] = "45m"  # one pool needs a longer drain
+            node_step(s, "drain")["params"]["scope"] = "all"
+        node_step(pool_stage(d), "drain")["timeout"] = "45m"  # one pool needs a longer drain
 
     rt_edit(path, edit)
     r = rebase(path)

@@ -63,7 +63,8 @@ def test_chart_default_placement_needs_no_enable_step() -> None:
     plan = build_plan(fixture("upstream-stack"), PlanParams()).to_dict()
     stages = pool_stages(plan)
     assert stages and all(
-        actions(s) == ["cordon", "drain", "disable-device-plugin", "wait-dra-ready", "canary", "uncordon"]
+        actions(s)
+        == ["protect", "cordon", "drain", "disable-device-plugin", "wait-dra-ready", "canary", "uncordon", "unprotect"]
         for s in stages
     )
     for s in stages:
@@ -73,6 +74,7 @@ def test_chart_default_placement_needs_no_enable_step() -> None:
                 assert "dra-driver-nvidia-gpu-kubelet-plugin" in n["placement"]["draPlugin"]["why"]
                 assert n["placement"]["devicePlugin"]["label"] == "nvidia.com/gpu.deploy.device-plugin"
                 assert list(n["original"]["labels"]) == ["nvidia.com/gpu.deploy.device-plugin"]
+                assert n["original"]["annotations"] == {"cluster-autoscaler.kubernetes.io/scale-down-disabled": None}
 
 
 def test_old_kubelets_are_left_out_with_the_reason_and_the_rest_stays_applicable() -> None:

@@ -96,7 +96,7 @@ def _nan(text: str) -> str:
 
 def _duplicate_key_in_row(text: str) -> str:
     row = _node_rows(text)[0]
-    return text.replace(row, row.replace("['true', null]]", "{a: 'x', a: 'y'}]"), 1)
+    return text.replace(row, row.replace("['true', null]", "{a: 'x', a: 'y'}"), 1)
 
 
 def _duplicate_key_in_skeleton(text: str) -> str:

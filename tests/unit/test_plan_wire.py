@@ -52,11 +52,12 @@ def test_a_pool_stage_is_one_screen_of_steps_and_a_row_per_node(tmp_path: Path) 
     doc = fastyaml.load(text)
     assert doc is not None and doc["formatVersion"] == 2
     stage = next(s for s in doc["stages"] if "pool" in s)
-    assert stage["nodeColumns"] == list(wire.NODE_COLUMNS)
+    # the demo's GKE pools record the autoscaler annotation their protect step sets (wire.ANNOTATIONS_COLUMN)
+    assert stage["nodeColumns"] == [*wire.NODE_COLUMNS, wire.ANNOTATIONS_COLUMN]
     uids = {o[3]: o[4] for o in doc["fingerprint"]["objects"] if o[0] == "Node"}
     for row in stage["nodes"]:
         line = next(ln for ln in text.splitlines() if ln.startswith(f"  - [{row[0]},"))
-        assert line.endswith("]]")  # one line per node
+        assert line.endswith("}]")  # one line per node
         assert row[1] == uids[row[0]]  # the uid beside the name is the fingerprint's
 
 

@@ -11,12 +11,13 @@ may select (the pinned-workloads rule assumed they would follow).
 from __future__ import annotations
 
 import shlex
+from dataclasses import replace
 from typing import Any
 
 from dra_migrate.checks.run import assess
-from dra_migrate.inventory.platform import PoolPlatform, cloud_cluster
+from dra_migrate.inventory.platform import PoolPlatform, cloud_cluster, pool_platforms
 from dra_migrate.plan.params import PlanParams
-from dra_migrate.plan.strategies import platform_command
+from dra_migrate.plan.strategies import operator_checks, platform_command
 from tests.unit.helpers import container, pod, pod_spec
 from tests.unit.test_checks import gpu_node, make
 
@@ -154,3 +155,40 @@ def test_the_plan_says_how_to_retire_the_old_pool() -> None:
     plan = build_plan(_state("aks-managed"), PlanParams())
     await_pool = next(s for s in plan.stages if s.name == "provision-h100").steps[0]
     assert await_pool.params["retire"].startswith("az aks nodepool delete")
+
+
+def test_the_commands_carry_the_pools_own_taints_and_no_lifecycle_ones() -> None:
+    """A GPU pool kept pods off with a taint of its own (`dedicated=ml:NoSchedule`); the new pool, created
+    without it, took every pod that does not tolerate it onto its GPU nodes. Taints Kubernetes, the cloud and the
+    autoscalers put on for a node's state (the cordon's, not-ready, Karpenter's disrupted, the autoscaler's
+    scale-down marks) are not the pool's: carried, they would keep every pod off the new nodes."""
+    nodes = []
+    for i, extra in enumerate(
+        (
+            [{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}],
+            [{"key": "ToBeDeletedByClusterAutoscaler", "value": "1700000000", "effect": "NoSchedule"}],
+            [{"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}, {"key": "only-here", "effect": "NoSchedule"}],
+        )
+    ):
+        n = _gke_node(f"gke-a3-{i}", **{"cloud.google.com/gke-nodepool": "a3"})
+        own = [{"key": "dedicated", "value": "ml", "effect": "NoSchedule"},
+               {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]  # fmt: skip
+        n["spec"]["taints"] = own + extra
+        nodes.append(n)
+    state = make(*nodes)
+    [p] = pool_platforms(state, {"a3": [n["metadata"]["name"] for n in nodes]}, {}).values()
+    assert p.taints == (("dedicated", "ml", "NoSchedule"), ("nvidia.com/gpu", "present", "NoSchedule"))
+    # gcloud --node-taints (GKE adds its own nvidia.com/gpu taint to GPU pools: not repeated)
+    gke = _flags(platform_command("a3", p, PlanParams(), "c")[0])
+    assert gke["--node-taints"] == "dedicated=ml:NoSchedule"
+    # az aks nodepool add --node-taints
+    aks = shlex.split(platform_command("a3", replace(p, provisioner="aks-agent-pool", platform="aks"), PlanParams(),
+                                       "c")[0])  # fmt: skip
+    assert aks[aks.index("--node-taints") + 1] == "dedicated=ml:NoSchedule,nvidia.com/gpu=present:NoSchedule"
+    # eksctl takes taints from a config file only: the operator is told, with the taints
+    eks = replace(p, provisioner="eks-node-group", platform="eks")
+    assert "--node-taints" not in platform_command("a3", eks, PlanParams(), "c")[0]
+    assert any("dedicated=ml:NoSchedule" in c for c in operator_checks(eks))
+    # a pool without taints of its own gets no flag
+    bare = _flags(platform_command("a3", replace(p, taints=()), PlanParams(), "c")[0])
+    assert "--node-taints" not in bare

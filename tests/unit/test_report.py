@@ -126,6 +126,9 @@ def test_stages_show_applicability_and_each_steps_parameters() -> None:
     assert "label nvidia.com/gpu.deploy.device-plugin=false" in out  # which label is set to what
     assert "restore-label: label nvidia.com/dra-kubelet-plugin=its original value" in out
     assert "{original." not in out
+    # the protect step sets an annotation, and the report must not call it a label (a reviewer would look for one)
+    ca = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
+    assert f"annotation {ca}=true" in out and f"label {ca}" not in out
     html = run("report", PLAN, "-o", "html").stdout
     assert '<span class="badge bad">blocked by dra-driver-missing</span>' in html
     assert '<span class="badge bad">not applicable</span>' in html
