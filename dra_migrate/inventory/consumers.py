@@ -61,6 +61,9 @@ class Consumer:
     notes: list[str] = field(default_factory=list)
     # schedulerNames other than kube-scheduler's, from its GPU templates and its GPU pods
     schedulers: set[str] = field(default_factory=set)
+    # pods of its templates that ask for no GPU (a TFJob's parameter servers, an MPI launcher, a Ray head):
+    # not in `templates`, but a gang's minimum counts them (inventory/gangs.py)
+    other_pods: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -244,6 +247,7 @@ def find_consumers(
             if any(u.resources for u in uses):
                 consumer = _new_consumer(key, obj)
                 consumer.templates = [u for u in uses if u.resources]
+                consumer.other_pods = sum(u.replicas for u in uses if not u.resources)
                 consumer.totals = _totals(consumer.templates)
                 consumer.schedulers = {u.scheduler for u in consumer.templates if u.scheduler}
                 consumers[cid(key, obj)] = consumer

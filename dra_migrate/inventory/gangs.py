@@ -184,17 +184,24 @@ def _add_pods(gang: Gang, pods: list[Obj], node_pools: dict[str, str]) -> None:
             gang.pools.add(node_pools[node])
 
 
-def _framework_min_count(objects: _Objects, c: Consumer, total: int) -> int:
-    """Volcano's `spec.minAvailable` and the Kubeflow operator's `runPolicy.schedulingPolicy.minAvailable`
-    lower the count; otherwise every worker is needed."""
+def _framework_min_count(objects: _Objects, c: Consumer, gpu_pods: int) -> int:
+    """How many of the job's GPU pods must be placed together. Volcano's `spec.minAvailable`, the Kubeflow
+    operator's `runPolicy.schedulingPolicy.minAvailable` and KubeRay's minimum members lower the PodGroup's
+    minMember, otherwise every pod of the job (training-operator v1.9.0 pkg/controller.v1/common/job.go: minMember
+    = totalReplicas unless minAvailable). minMember counts the pods that ask for no GPU too (parameter servers, an
+    MPI launcher, a Ray head): a gang scheduler is satisfied by any minMember of them, so those can all be among
+    them and the GPU pods it needs are minMember less them."""
     obj = objects.find(c)
     spec = _dict(obj.get("spec")) if obj else {}
+    other = c.other_pods
+    every = gpu_pods + other
     if c.api_version.startswith(f"{VOLCANO_GROUP}/"):
-        return min(total, _int(spec.get("minAvailable"), total))
-    if c.api_version.startswith("ray.io/"):
-        return min(total, _ray_min_members(spec, total))
-    policy = _dict(_dict(spec.get("runPolicy")).get("schedulingPolicy"))
-    return min(total, _int(policy.get("minAvailable"), total))
+        members = _int(spec.get("minAvailable"), every)
+    elif c.api_version.startswith("ray.io/"):
+        members = _ray_min_members(spec, every)
+    else:
+        members = _int(_dict(_dict(spec.get("runPolicy")).get("schedulingPolicy")).get("minAvailable"), every)
+    return max(1, min(gpu_pods, members - other))
 
 
 # Where a RayJob and a RayService keep the RayCluster they make (ray.io/v1 types).

@@ -222,6 +222,27 @@ def test_framework_jobs_are_gangs_with_their_min_count() -> None:
     assert gang.pools == {"p"}
 
 
+def test_min_available_counts_the_pods_that_ask_for_no_gpu_too() -> None:
+    """`minAvailable` is the PodGroup's minMember, which counts every pod of the job (training-operator v1.9.0
+    pkg/controller.v1/common/job.go `calcPGMinResources`/minMember = the sum of all replicas unless
+    schedulingPolicy.minAvailable; Volcano's Job minAvailable likewise counts all its tasks' pods). A TFJob's
+    parameter servers ask for no GPU: of minAvailable 5, two can be them, so 3 GPU workers must be placed
+    together, not 4: counting 4 made gangs look bigger than any scheduler asks and blamed waves for them."""
+    cpu = template(pod_spec(container(requests={"cpu": "4"})))
+    gpu = template(pod_spec(container(requests={GPU: 1})))
+    specs = {"PS": {"replicas": 2, "template": cpu}, "Worker": {"replicas": 4, "template": gpu}}
+    tf = obj("kubeflow.org/v1", "TFJob", "tf",
+             {"tfReplicaSpecs": specs, "runPolicy": {"schedulingPolicy": {"minAvailable": 5}}})  # fmt: skip
+    [gang] = build_inventory(make(gpu_node("a"), tf)).gangs
+    assert (gang.pods, gang.min_count) == (4, 3)
+    vj = obj("batch.volcano.sh/v1alpha1", "Job", "vj",
+             {"minAvailable": 2, "tasks": [{"name": "ps", "replicas": 2, "template": cpu},
+                                           {"name": "w", "replicas": 4, "template": gpu}]})  # fmt: skip
+    assert [g.min_count for g in build_inventory(make(gpu_node("a"), vj)).gangs] == [1], "2 of 6: CPU pods suffice"
+    unset = obj("kubeflow.org/v1", "TFJob", "all", {"tfReplicaSpecs": specs})
+    assert [g.min_count for g in build_inventory(make(gpu_node("a"), unset)).gangs] == [4], "every worker"
+
+
 def test_volcano_min_available_and_single_pod_jobs() -> None:
     ps = pod_spec(container(requests={GPU: 1}))
     vj = obj(
@@ -252,7 +273,7 @@ def test_an_autoscaling_ray_cluster_is_a_gang_of_its_head_and_minimum_workers() 
     [fixed] = build_inventory(make(gpu_node("a"), _raycluster())).gangs
     [scaled] = build_inventory(make(gpu_node("a"), _raycluster(enableInTreeAutoscaling=True))).gangs
     assert (fixed.pods, fixed.min_count) == (scaled.pods, fixed.pods)
-    assert scaled.min_count == 2 + 1, scaled.to_dict()
+    assert scaled.min_count == 2, scaled.to_dict()  # 2 workers and the head, which asks for no GPU
 
 
 def test_podgroups_and_their_pods() -> None:
