@@ -189,6 +189,12 @@ class _Tally:
             self._progress(self.finished, self.total, ps.id)
 
 
+def nodes_touched(plan: Plan, step_ids: Iterable[str]) -> frozenset[str]:
+    """The nodes these steps (a journal's touched ones) act on."""
+    ids = set(step_ids)
+    return frozenset(p.node for p in planned_steps(plan) if p.node and p.id in ids)
+
+
 class Runner:
     def __init__(
         self,
@@ -204,8 +210,12 @@ class Runner:
         overrides: Mapping[str, Any] | None = None,
         cluster: ClusterIdentity | None = None,
         backlog: Backlog | None = None,
+        touched_nodes: frozenset[str] = frozenset(),
     ) -> None:
         self.plan = plan
+        # Nodes the journal shows steps on before this run (a resumed one): a cordon found on one of them may
+        # be the migration's own, written before a crash could record it (execute/actions.py `_cordon`).
+        self.touched_nodes = touched_nodes
         # The GPU pods Pending before the migration began (None: not read yet; the first real run reads it).
         self.backlog = backlog
         # The cluster this run talks to, as read before it (journalled in run-start; `status` checks it).
@@ -306,7 +316,9 @@ class Runner:
                 tally.step_done(result, p, None, opts.dry_run, skipped=True)
             return True
         cancel = Cancel(parent=self.cancel)
-        if not self._canaries_admitted(unit, opts, done, result, cancel):
+        if not self._cordons_are_ours(unit, done, result) or not self._canaries_admitted(
+            unit, opts, done, result, cancel
+        ):
             return False
         failures: list[tuple[PlannedStep, BaseException]] = []
         touched: set[str] = set()  # steps started in this run (done, failed or interrupted)
@@ -361,6 +373,33 @@ class Runner:
         self.log(f"FAILED {ps.id}: {error}")
         self._fail_wave(unit, touched, opts, result, done)
         return False
+
+    def _cordons_are_ours(self, unit: Unit, done: set[str], result: RunResult) -> bool:
+        """Before a wave's first step: none of its nodes the plan recorded schedulable was cordoned since by
+        someone else (a GPU fault, maintenance, a remediation). Its uncordon step sets the value the plan
+        recorded, and its rollback the same: either would put back into service a node its owner took out.
+        False (the run stops, nothing of the wave touched, nothing recorded to undo) when one was. The run's
+        start refuses nodes cordoned before it began (drift); this covers the hours a run lasts. A node the
+        journal shows this migration touched before may hold its own cordon (written before a crash could
+        record it): not judged."""
+        for ps in unit.steps:
+            if ps.step.action != Action.CORDON or ps.id in done or ps.node is None or ps.node in self.touched_nodes:
+                continue
+            planned = (ps.step.inverse.restore if ps.step.inverse else {}).get("unschedulable")
+            try:
+                state = self.ops.node_state(ps.node)
+            except MigrateError:
+                continue  # unreadable now: the node's own steps meet it and say why
+            if planned is False and state.get("exists") and state.get("unschedulable"):
+                result.ok, result.outcome = False, FAILED
+                result.failure = (
+                    f"node {ps.node} was cordoned since the plan, by someone else: migrating it would uncordon it "
+                    "(nothing of the wave was touched; if the cordon is not needed, uncordon the node and resume "
+                    "with apply; if it is, leave its pool out: plan --exclude-pools, or wait for its owner)"
+                )
+                self.log(f"{result.outcome.upper()} {result.failure}")
+                return False
+        return True
 
     def _canaries_admitted(
         self, unit: Unit, opts: ApplyOptions, done: set[str], result: RunResult, cancel: Cancel

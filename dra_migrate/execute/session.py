@@ -32,7 +32,7 @@ from dra_migrate.execute.journals import FileStore, JournalStore, read_checked
 from dra_migrate.execute.lock import HELD_HERE, ClusterLock, LockInfo, break_lock, machine_id, read_lock
 from dra_migrate.execute.ops import CANARY_PREFIX
 from dra_migrate.execute.progress import progress_of
-from dra_migrate.execute.runner import ApplyOptions, Backlog, Runner, RunResult, planned_steps
+from dra_migrate.execute.runner import ApplyOptions, Backlog, Runner, RunResult, nodes_touched, planned_steps
 from dra_migrate.plan.model import Action, Plan, PrepareStage
 
 Log = Callable[[str], None]
@@ -135,7 +135,7 @@ class ApplySession:
     def _ahead(self, d: Any) -> Any:
         """The drift that matters to a resumed run: not on nodes its steps touched, not the DeviceClasses
         it created, not the bare pods its drains removed."""
-        touched_nodes = {p.node for p in planned_steps(self.plan) if p.node and p.id in self.touched}
+        touched_nodes = nodes_touched(self.plan, self.touched)
         ours = set()
         for stage in self.plan.stages:
             if isinstance(stage, PrepareStage):
@@ -175,6 +175,7 @@ class ApplySession:
             overrides=self.overrides,
             cluster=self.cluster,
             backlog=Backlog.of_journal(self.records),
+            touched_nodes=nodes_touched(self.plan, self.touched),
         )
 
     def dry_run(self, opts: ApplyOptions) -> RunResult:

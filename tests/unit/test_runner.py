@@ -20,7 +20,16 @@ from dra_migrate.execute.actions import ACTIONS, INVERSES
 from dra_migrate.execute.contract import LockLost
 from dra_migrate.execute.journal import INTERRUPTED, Journal, Progress, read_journal
 from dra_migrate.execute.progress import progress_of
-from dra_migrate.execute.runner import FAILED, OK, STOPPED, ApplyOptions, Runner, RunResult, planned_steps
+from dra_migrate.execute.runner import (
+    FAILED,
+    OK,
+    STOPPED,
+    ApplyOptions,
+    Runner,
+    RunResult,
+    nodes_touched,
+    planned_steps,
+)
 from dra_migrate.plan import io as plan_io
 from dra_migrate.plan import validate
 from dra_migrate.plan.model import Action, Inverse, InverseAction, NodeEntry, Plan, PoolStage, PrepareStage, Step, Wave
@@ -113,7 +122,12 @@ class Rig:
             return self.runner(j).rollback(to_undo, opts)
 
     def runner(self, journal: Any) -> Runner:
-        self.current = Runner(self.plan, self.ops, journal, actor="test", guard=self.guard, clock=self.clock)
+        # as the session does: nodes the journal shows touched (a resumed run may find its own cordon there)
+        touched = (
+            nodes_touched(self.plan, progress_of(self.plan, self.records()).undoable()) if self.path.exists() else ()
+        )
+        self.current = Runner(self.plan, self.ops, journal, actor="test", guard=self.guard, clock=self.clock,
+                              touched_nodes=frozenset(touched))  # fmt: skip
         return self.current
 
     def records(self) -> list[dict[str, Any]]:
