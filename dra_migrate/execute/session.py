@@ -156,6 +156,8 @@ class ApplySession:
             nodes_moved=[n for n in d.nodes_moved if n["node"] not in touched_nodes],
             labels_changed=[n for n in d.labels_changed if n["node"] not in touched_nodes],
             unschedulable_changed=[n for n in d.unschedulable_changed if n["node"] not in touched_nodes],
+            # A node this run switched: its plugins' placement moved with the labels the run set.
+            placement_changed=[n for n in d.placement_changed if n["node"] not in touched_nodes],
             consumers_removed=[],
             objects=[o for o in d.objects if keep(o)],
         )
@@ -324,4 +326,23 @@ def _drift_line(d: Any) -> str:
     parts = [f"{k}: {v}" for k, v in summary.items() if v and k not in ("statusOnly", "total")]
     first = next(iter(d.objects), None)
     named = f"; first: {first.change} {first.kind} {first.namespace}/{first.name}" if first else ""
+    moved = next(iter(d.placement_changed), None)
+    if moved is not None:  # a plugin DaemonSet is no fingerprint object: name it here
+        named += f"; {_placement_line(moved)}"
     return (", ".join(parts[:4]) or "fingerprint mismatch") + named
+
+
+def _placement_line(change: Mapping[str, Any]) -> str:
+    """One plugin placement change on one node, as the staleness refusal names it."""
+
+    def said(p: Mapping[str, Any]) -> str:
+        ds = p.get("daemonSet") or "no DaemonSet"
+        if p.get("mode") == "label":
+            return f"label {p.get('label')}={p.get('value')} ({ds})"
+        return f"{p.get('mode')} ({ds})"
+
+    plugin = "the DRA plugin" if change.get("plugin") == "draPlugin" else "the device plugin"
+    return (
+        f"{plugin} on node {change.get('node')} was planned as {said(change.get('planned') or {})}, "
+        f"now {said(change.get('now') or {})}"
+    )
