@@ -162,9 +162,11 @@ class PlanParams:
         check_label_value("dra-on value", self.dra_on)
         for key in self.pool_labels:
             check_label_key("--pool-label", key)
-        for pool in self.order:
+        for i, pool in enumerate(self.order):
             if not pool.strip():
                 raise InputError("bad --order: an empty pool name", "give pool names, comma-separated")
+            if pool in self.order[:i]:  # it would get two stages of one name, a plan no command loads
+                raise InputError(f"--order names {pool} twice", "name each pool once")
         if not self.canary_image.strip() or any(c.isspace() for c in self.canary_image):
             raise InputError(f"bad canary image {self.canary_image!r}", "give an image reference")
         if not self.canary_command.strip():
