@@ -193,7 +193,13 @@ class PlanParams:
                 pct = int(text[:-1])
                 if not 0 < pct <= 100:
                     raise ValueError
-                # Rounded down, as Kubernetes rounds maxUnavailable percentages, but never below one node.
+                # Rounded down but never to 0, as a Deployment without surge resolves maxUnavailable
+                # (k8s.io/kubernetes@v1.37.2 pkg/controller/deployment/util/deployment_util.go ResolveFenceposts:
+                # GetScaledValueFromIntOrPercent(..., roundUp=false), then 1 when both fenceposts are 0). A
+                # DaemonSet rounds up instead (pkg/controller/daemon/util/daemonset_util.go UnavailableCount):
+                # a node here is a drained pool member, so the smaller wave is taken. 0 is refused, as
+                # pkg/apis/apps/validation ValidateRollingUpdateDeployment refuses maxUnavailable 0 without
+                # maxSurge (there is no surge here).
                 return max(1, pool_nodes * pct // 100)
             n = int(text)
             if n < 1:
