@@ -122,7 +122,9 @@ class ApplySession:
         state = read_state()
         source = getattr(state, "source", None)  # refused by drift when it is not the plan's cluster
         self.cluster = source.identity if source is not None else None
-        d = _without_new_pools(_without_canaries(drift(self.plan, state)), self.plan, state)
+        d = _without_left_out_pools(
+            _without_new_pools(_without_canaries(drift(self.plan, state)), self.plan, state), self.plan, state
+        )
         if self.resuming:
             d = self._ahead(d)
         if not d.holds:
@@ -318,6 +320,30 @@ def _without_new_pools(d: Any, plan: Plan, state: Any) -> Any:
         d,
         nodes_added=[n for n in d.nodes_added if n["node"] not in ours],
         objects=[o for o in d.objects if not (o.kind == "Node" and o.change == "added" and o.name in ours)],
+    )
+
+
+def _without_left_out_pools(d: Any, plan: Plan, state: Any) -> Any:
+    """Nodes of the pools the plan leaves out (`review.excludedPools`: not named by --pools, left out by
+    --exclude-pools, already on DRA) are no step's: one an autoscaler added there, or whose labels or taints
+    moved, changes nothing the plan does, and a partial plan on a fleet whose other pools scale was stale
+    within minutes. Only nodes that are in such a pool now and that the plan does not list; a node removed
+    (its pool unknown now) or added to a planned or new pool is still drift. `diff` reports them all."""
+    from dra_migrate.inventory.fleet import node_pool
+
+    review = plan.review if isinstance(plan.review, Mapping) else {}
+    left_out = {str(x.get("pool")) for x in review.get("excludedPools") or [] if isinstance(x, dict)}
+    if not left_out:
+        return d
+    labels = tuple(str(k) for k in plan.parameters.get("poolLabels") or [])
+    planned = {e.node for _, _, e in plan.nodes()}
+    theirs = {
+        str((n.get("metadata") or {}).get("name")) for n in state.of("Node") if node_pool(n, labels) in left_out
+    } - planned
+    return dataclasses.replace(
+        d,
+        nodes_added=[n for n in d.nodes_added if n["node"] not in theirs],
+        objects=[o for o in d.objects if not (o.kind == "Node" and o.change != "removed" and o.name in theirs)],
     )
 
 

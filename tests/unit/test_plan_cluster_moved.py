@@ -251,3 +251,39 @@ def test_live_node_state_says_not_ready_and_deleting(
     )  # fmt: skip
     state = LiveOps(server.client).node_state("n1")
     assert (state["notReady"], state["deleting"]) == (not_ready, deleting)
+
+
+# --- pools the plan leaves out ----------------------------------------------------------------------------
+
+
+def _with_node_like(objs: list[dict[str, Any]], template: str, name: str) -> list[dict[str, Any]]:
+    node = copy.deepcopy(find(objs, "Node", template))
+    node["metadata"].update(name=name, uid=f"uid-{name}", resourceVersion="7777777")
+    node["metadata"]["labels"]["kubernetes.io/hostname"] = name
+    return [*objs, node]
+
+
+def _stale_check(plan: Plan, tmp_path: Path, objs: list[dict[str, Any]]) -> None:
+    from dra_migrate.execute.session import ApplySession
+    from dra_migrate.plan import io as plan_io
+
+    path = tmp_path / "plan.yaml"
+    plan_io.write_sealed(plan, path)
+    loaded = Plan.from_dict(plan_io.load(path))
+    ApplySession(loaded, path, ops=object(), lock_api=None, actor="t").refuse_if_stale(  # type: ignore[arg-type]
+        lambda: state_of(objs)
+    )
+
+
+def test_a_node_an_autoscaler_adds_to_a_pool_the_plan_leaves_out_does_not_make_it_stale(tmp_path: Path) -> None:
+    """`plan --pools h100` on a fleet whose other GPU pools scale: a node added to one of those (or its status
+    and labels moving) changes nothing the plan does, and apply refused every such plan as stale within minutes.
+    `diff` still shows it; a node added to a planned pool is still refused."""
+    plan = build_plan(state_of(items()), PlanParams(pools=("h100",)))
+    other = _with_node_like(items(), "aks-a100ts-14333790-vmss000000", "aks-a100ts-14333790-vmss000009")
+    find(other, "Node", "aks-h100old-81477113-vmss000000")["metadata"]["labels"]["example.com/team"] = "b"
+    assert not drift(plan, state_of(other)).holds  # diff reports it
+    _stale_check(plan, tmp_path, other)  # apply goes on
+    ours = _with_node_like(items(), NODE, "aks-h100-35768863-vmss000009")
+    with pytest.raises(InputError, match="nodesAdded: 1"):
+        _stale_check(plan, tmp_path, ours)
