@@ -312,6 +312,19 @@ def _check_node(ctx: StepContext) -> dict[str, Any]:
         raise StepFailed(f"node {ctx.node_name} no longer exists", "make a new plan: dra-migrate plan")
     if ctx.node_uid and state.get("uid") != ctx.node_uid:
         raise StepFailed(f"node {ctx.node_name} was replaced since the plan (uid changed)", "make a new plan")
+    # Before anything is changed on it: a node being deleted goes with its pods, and a kubelet that is not
+    # Ready confirms no pod's deletion, so its drain would hold the wave for the whole drain timeout and no
+    # DRA plugin would start there (plan/exclusions.py `_going`: a plan made now leaves such a node out).
+    if state.get("deleting"):
+        raise StepFailed(
+            f"node {ctx.node_name} is being deleted (deletionTimestamp set): nothing was changed on it",
+            "make a new plan once its replacement is up (dra-migrate plan)",
+        )
+    if state.get("notReady"):
+        raise StepFailed(
+            f"node {ctx.node_name} is not Ready (Ready={state['notReady']}): nothing was changed on it",
+            "resume once its kubelet is Ready, or make a new plan, which leaves it out until then",
+        )
     return state
 
 

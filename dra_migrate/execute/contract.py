@@ -166,7 +166,8 @@ class Ops(Protocol):
 
     def node_state(self, node: str) -> dict[str, Any]:
         """{"exists": bool, "uid": str, "unschedulable": bool, "labels": {...},
-        "allocatable": {nvidia.com/*: int}, "ready": bool}"""
+        "allocatable": {nvidia.com/*: int}, "ready": bool, "notReady": the Ready condition's status when one
+        is posted and is not "True" (else None), "deleting": bool (a deletionTimestamp is set)}"""
         ...
 
     def set_unschedulable(

@@ -77,13 +77,18 @@ class LiveOps(DrainOps, CanaryOps):
         if obj is None:
             return {"exists": False, "uid": "", "unschedulable": False, "labels": {}, "allocatable": {}, "ready": False}
         conditions = (obj.get("status") or {}).get("conditions") or []
+        posted = [str(c.get("status")) for c in conditions if isinstance(c, dict) and c.get("type") == "Ready"]
         return {
             "exists": True,
             "uid": str((obj.get("metadata") or {}).get("uid", "")),
             "unschedulable": _unschedulable(obj),
             "labels": dict(_labels(obj)),
             "allocatable": _gpu_allocatable(obj),
-            "ready": any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions),
+            "ready": posted[:1] == ["True"],
+            # The Ready condition's status when one is posted and it is not True ("False", "Unknown"): a node
+            # with no condition at all (no kubelet ever reported) is not called NotReady.
+            "notReady": posted[0] if posted and posted[0] != "True" else None,
+            "deleting": bool((obj.get("metadata") or {}).get("deletionTimestamp")),
         }
 
     def set_unschedulable(

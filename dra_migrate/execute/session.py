@@ -122,7 +122,9 @@ class ApplySession:
         state = read_state()
         source = getattr(state, "source", None)  # refused by drift when it is not the plan's cluster
         self.cluster = source.identity if source is not None else None
-        d = _without_new_pools(_without_canaries(drift(self.plan, state)), self.plan, state)
+        d = _without_left_out_pools(
+            _without_new_pools(_without_canaries(drift(self.plan, state)), self.plan, state), self.plan, state
+        )
         if self.resuming:
             d = self._ahead(d)
         if not d.holds:
@@ -156,6 +158,8 @@ class ApplySession:
             nodes_moved=[n for n in d.nodes_moved if n["node"] not in touched_nodes],
             labels_changed=[n for n in d.labels_changed if n["node"] not in touched_nodes],
             unschedulable_changed=[n for n in d.unschedulable_changed if n["node"] not in touched_nodes],
+            # A node this run switched: its plugins' placement moved with the labels the run set.
+            placement_changed=[n for n in d.placement_changed if n["node"] not in touched_nodes],
             consumers_removed=[],
             objects=[o for o in d.objects if keep(o)],
         )
@@ -320,9 +324,52 @@ def _without_new_pools(d: Any, plan: Plan, state: Any) -> Any:
     )
 
 
+def _without_left_out_pools(d: Any, plan: Plan, state: Any) -> Any:
+    """Nodes of the pools the plan leaves out (`review.excludedPools`: not named by --pools, left out by
+    --exclude-pools, already on DRA) are no step's: one an autoscaler added there, or whose labels or taints
+    moved, changes nothing the plan does, and a partial plan on a fleet whose other pools scale was stale
+    within minutes. Only nodes that are in such a pool now and that the plan does not list; a node removed
+    (its pool unknown now) or added to a planned or new pool is still drift. `diff` reports them all."""
+    from dra_migrate.inventory.fleet import node_pool
+
+    review = plan.review if isinstance(plan.review, Mapping) else {}
+    left_out = {str(x.get("pool")) for x in review.get("excludedPools") or [] if isinstance(x, dict)}
+    if not left_out:
+        return d
+    labels = tuple(str(k) for k in plan.parameters.get("poolLabels") or [])
+    planned = {e.node for _, _, e in plan.nodes()}
+    theirs = {
+        str((n.get("metadata") or {}).get("name")) for n in state.of("Node") if node_pool(n, labels) in left_out
+    } - planned
+    return dataclasses.replace(
+        d,
+        nodes_added=[n for n in d.nodes_added if n["node"] not in theirs],
+        objects=[o for o in d.objects if not (o.kind == "Node" and o.change != "removed" and o.name in theirs)],
+    )
+
+
 def _drift_line(d: Any) -> str:
     summary = d.to_dict().get("summary") or {}
     parts = [f"{k}: {v}" for k, v in summary.items() if v and k not in ("statusOnly", "total")]
     first = next(iter(d.objects), None)
     named = f"; first: {first.change} {first.kind} {first.namespace}/{first.name}" if first else ""
+    moved = next(iter(d.placement_changed), None)
+    if moved is not None:  # a plugin DaemonSet is no fingerprint object: name it here
+        named += f"; {_placement_line(moved)}"
     return (", ".join(parts[:4]) or "fingerprint mismatch") + named
+
+
+def _placement_line(change: Mapping[str, Any]) -> str:
+    """One plugin placement change on one node, as the staleness refusal names it."""
+
+    def said(p: Mapping[str, Any]) -> str:
+        ds = p.get("daemonSet") or "no DaemonSet"
+        if p.get("mode") == "label":
+            return f"label {p.get('label')}={p.get('value')} ({ds})"
+        return f"{p.get('mode')} ({ds})"
+
+    plugin = "the DRA plugin" if change.get("plugin") == "draPlugin" else "the device plugin"
+    return (
+        f"{plugin} on node {change.get('node')} was planned as {said(change.get('planned') or {})}, "
+        f"now {said(change.get('now') or {})}"
+    )

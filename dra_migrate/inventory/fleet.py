@@ -96,6 +96,7 @@ class GpuNode:
     dra_devices: dict[str, int] = field(default_factory=dict)  # driver -> devices in its slices
     unschedulable: bool = False
     ready: bool | None = None
+    deleting: bool = False  # metadata.deletionTimestamp set: the node is going away
     requested: dict[str, int] = field(default_factory=dict)  # by non-terminated pods bound here
     kubelet_version: str | None = None  # status.nodeInfo.kubeletVersion
     dra_placement: PluginPlacement | None = None  # from the DRA kubelet-plugin DaemonSets as installed
@@ -282,6 +283,7 @@ def build_gpu_nodes(
                 dra_devices=dict(slices),
                 unschedulable=bool((n.get("spec") or {}).get("unschedulable")),
                 ready=_ready(n),
+                deleting=bool(meta.get("deletionTimestamp")),
                 kubelet_version=(status.get("nodeInfo") or {}).get("kubeletVersion") or None,
                 dra_placement=dra_placement,
                 dp_placement=dp_placement,

@@ -71,7 +71,9 @@ def build_plan(
     readiness.__dict__["_excluded"] = excluded
     selected, excluded_pools = _select_pools(readiness, params)
     stages = [prepare_stage(readiness, params)] + [
-        s for pool in _pool_order(readiness, params, selected) for s in _pool_stages(state, readiness, params, pool)
+        s
+        for pool in _pool_order(readiness, params, selected, excluded_pools)
+        for s in _pool_stages(state, readiness, params, pool)
     ]
     stages = [s for s in stages if s.pool is None or s.waves]
     scoped = [{**f.to_record(), **readiness.scope_of(f)} for f in readiness.findings]
@@ -196,13 +198,20 @@ def _to_migrate(readiness: Readiness, pool: str) -> list[GpuNode]:
     ]
 
 
-def _pool_order(readiness: Readiness, params: PlanParams, selected: list[str]) -> list[str]:
+def _pool_order(
+    readiness: Readiness, params: PlanParams, selected: list[str], left_out: Sequence[dict[str, Any]] = ()
+) -> list[str]:
     pools = [p for p in selected if _to_migrate(readiness, p)]
     unknown = [p for p in params.order if p not in pools]
     if unknown:
-        raise InputError(
-            f"--order names pools with nothing to migrate: {', '.join(unknown)}", f"pools: {', '.join(pools)}"
-        )
+        why = {x["pool"]: x["reason"] for x in left_out}
+        known = {p.name for p in readiness.inventory.pools}
+        said = [
+            f"{p}: {why.get(p) or ('no node of it can be migrated now' if p in known else 'no such pool')}"
+            for p in unknown
+        ]
+        raise InputError(f"--order names pools this plan does not migrate ({'; '.join(said)})",
+                         f"pools it migrates: {', '.join(pools) or 'none'}")  # fmt: skip
 
     def safe(pool: str) -> tuple[bool, int, str]:
         gpu_pods = sum(_gpu_pods(readiness, n.name) for n in _to_migrate(readiness, pool))

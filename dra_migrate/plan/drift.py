@@ -8,9 +8,11 @@ heartbeat, a Deployment's with every pod restart (see `fingerprint`'s docstring)
 
 On top of that comparison, what a reviewer needs named: GPU nodes added or removed (or moved to
 another pool), the planned nodes' original values that the inverses would restore (the labels the plan
-switches, whether the node was cordoned), consumers whose specs changed (their GPU requests or
-replicas; the plan holds only their content hash, so the current figures are shown) or that are new,
-and the server version.
+switches, whether the node was cordoned), what switching each plugin means on each planned node now
+(the placement the plan recorded from the plugins' DaemonSets: a DRA DaemonSet removed, or upgraded to
+select on another label, leaves the plan's label switch starting nothing), consumers whose specs
+changed (their GPU requests or replicas; the plan holds only their content hash, so the current figures
+are shown) or that are new, and the server version.
 """
 
 from __future__ import annotations
@@ -21,8 +23,11 @@ from typing import Any
 
 from dra_migrate.cluster.identity import refuse_other_cluster
 from dra_migrate.cluster.state import ClusterState, source_cluster
+from dra_migrate.errors import InputError
 from dra_migrate.plan.fingerprint import dependencies, identity
 from dra_migrate.plan.model import Plan, plan_identity
+from dra_migrate.plan.params import PlanParams
+from dra_migrate.plan.placement import placement_record
 from dra_migrate.plan.view import plan_cluster
 
 FORMAT_VERSION = 1
@@ -71,6 +76,7 @@ class Drift:
     nodes_moved: list[dict[str, Any]] = field(default_factory=list)  # {node, planned, now}: pools
     labels_changed: list[dict[str, Any]] = field(default_factory=list)  # {node, key, planned, now}
     unschedulable_changed: list[dict[str, Any]] = field(default_factory=list)  # {node, planned, now}
+    placement_changed: list[dict[str, Any]] = field(default_factory=list)  # {node, plugin, planned, now}
     consumers_added: list[dict[str, Any]] = field(default_factory=list)  # {kind, namespace, name, gpu}
     consumers_removed: list[dict[str, Any]] = field(default_factory=list)
     consumers_changed: list[dict[str, Any]] = field(default_factory=list)  # ... plus change: changed|replaced
@@ -89,6 +95,7 @@ class Drift:
             "nodesMoved": len(self.nodes_moved),
             "labelsChanged": len(self.labels_changed),
             "unschedulableChanged": len(self.unschedulable_changed),
+            "placementChanged": len(self.placement_changed),
             "consumersAdded": len(self.consumers_added),
             "consumersRemoved": len(self.consumers_removed),
             "consumersChanged": len(self.consumers_changed),
@@ -107,6 +114,7 @@ class Drift:
             "nodes": {"added": self.nodes_added, "removed": self.nodes_removed, "moved": self.nodes_moved},
             "labelsChanged": self.labels_changed,
             "unschedulableChanged": self.unschedulable_changed,
+            "placementChanged": self.placement_changed,
             "consumers": {
                 "added": self.consumers_added,
                 "removed": self.consumers_removed,
@@ -148,6 +156,7 @@ def drift(plan: Mapping[str, Any] | Plan, state: ClusterState, *, allow_other_cl
     gpu_nodes = {n.name: n for n in readiness.inventory.nodes}
     nodes = {str((n.get("metadata") or {}).get("name")): n for n in state.of("Node")}
     entries = {entry.node: (stage, wave, entry) for stage, wave, entry in plan.nodes()}  # in plan order
+    plan_params = _params(params)
     known = set(entries) | {k[3] for k in planned if k[:2] == ("Node", "")}
     out.nodes_added = [{"node": n, "pool": gpu_nodes[n].pool} for n in sorted(gpu_nodes) if n not in known]
     for name, (stage, wave, entry) in entries.items():
@@ -160,6 +169,8 @@ def drift(plan: Mapping[str, Any] | Plan, state: ClusterState, *, allow_other_cl
         if gpu_nodes[name].pool != stage.pool:
             out.nodes_moved.append({"node": name, "planned": stage.pool, "now": gpu_nodes[name].pool})
         _originals(name, entry.original, nodes[name], out)
+        if entry.placement and plan_params is not None:
+            _placement(name, entry.placement, placement_record(gpu_nodes[name], plan_params), out)
 
     totals = {
         identity({"kind": c.kind, "group": _group(c.api_version), "namespace": c.namespace, "name": c.name}):
@@ -220,6 +231,33 @@ def _originals(name: str, original: dict[str, Any], node: dict[str, Any], out: D
             out.unschedulable_changed.append(
                 {"node": name, "planned": bool(original["unschedulable"]), "now": cordoned}
             )
+
+
+# What a placement record says the plan does about a plugin on a node; its free-text `why` may be worded
+# otherwise by another version of the tool and is not compared.
+_PLACEMENT_KEYS = ("mode", "daemonSet", "label", "value")
+
+
+def _params(params: Mapping[str, Any]) -> PlanParams | None:
+    """The plan's parameters (None when they do not read: plan.io refuses such a plan before it gets here)."""
+    try:
+        return PlanParams.from_dict(dict(params))
+    except InputError:
+        return None
+
+
+def _placement(name: str, planned: Mapping[str, Any], now: Mapping[str, Any], out: Drift) -> None:
+    """What switching each plugin means on the node (plan/placement.py `placement_record`), as recorded and
+    as the DaemonSets read now say: another DaemonSet, label, value or mode makes the plan's steps act through
+    a label nothing selects (wait-dra-ready then times out on a drained node)."""
+    for plugin in ("devicePlugin", "draPlugin"):
+        before, after = planned.get(plugin), now.get(plugin)
+        if not isinstance(before, Mapping) or not isinstance(after, Mapping):
+            continue
+        b = {k: before.get(k) for k in _PLACEMENT_KEYS}
+        a = {k: after.get(k) for k in _PLACEMENT_KEYS}
+        if a != b:
+            out.placement_changed.append({"node": name, "plugin": plugin, "planned": b, "now": a})
 
 
 def _consumers(

@@ -23,6 +23,10 @@ def excluded_nodes(readiness: Readiness, gates: dict[str, bool], driver: str) ->
     for n in readiness.inventory.nodes:
         if n.dra_plugin_enabled and not n.device_plugin_enabled:
             continue  # already migrated
+        gone = _going(n.ready, n.deleting)
+        if gone is not None:
+            out[n.name] = gone
+            continue
         if n.pool in replaced:
             continue  # drained across, not switched: its own plugins and kubelet do not matter
         skew = kubelet_skew(n.kubelet_version, gates)
@@ -35,6 +39,25 @@ def excluded_nodes(readiness: Readiness, gates: dict[str, bool], driver: str) ->
         elif n.dynamic_mig and not n.dra_devices.get(driver):
             out[n.name] = "dynamic-mig-unpredicted: DynamicMIG is on and the node has no slices to count yet"
     return out
+
+
+def _going(ready: bool | None, deleting: bool) -> str | None:
+    """Why a node no drain can empty now is left out (in place or replaced alike), or None.
+
+    A node whose kubelet is not Ready confirms no pod's deletion: an evicted pod stays Terminating until the
+    kubelet returns or the pod is force-deleted (the pod garbage collector deletes such pods only on a node
+    with the `node.kubernetes.io/out-of-service` taint: k8s.io/kubernetes@v1.37.2 pkg/controller/podgc/
+    gc_controller.go `gcTerminating`), so the drain would wait its whole timeout and fail the wave (kubectl drain
+    has --skip-wait-for-delete-timeout for this), and no DRA kubelet plugin starts there. A node being deleted
+    (deletionTimestamp) is going away with its pods. A node with no Ready condition read is planned."""
+    if deleting:
+        return "node-deleting: the Node has a deletionTimestamp: it is going away; plan its replacement once it is up"
+    if ready is False:
+        return (
+            "node-not-ready: its kubelet is not Ready, so a drain would wait its whole timeout on pods that never "
+            "finish terminating and no DRA plugin can start there; plan it again once it is Ready"
+        )
+    return None
 
 
 def excluded_list(readiness: Readiness, excluded: dict[str, str]) -> list[dict[str, str]]:

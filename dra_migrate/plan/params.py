@@ -162,9 +162,11 @@ class PlanParams:
         check_label_value("dra-on value", self.dra_on)
         for key in self.pool_labels:
             check_label_key("--pool-label", key)
-        for pool in self.order:
+        for i, pool in enumerate(self.order):
             if not pool.strip():
                 raise InputError("bad --order: an empty pool name", "give pool names, comma-separated")
+            if pool in self.order[:i]:  # it would get two stages of one name, a plan no command loads
+                raise InputError(f"--order names {pool} twice", "name each pool once")
         if not self.canary_image.strip() or any(c.isspace() for c in self.canary_image):
             raise InputError(f"bad canary image {self.canary_image!r}", "give an image reference")
         if not self.canary_command.strip():
@@ -191,7 +193,13 @@ class PlanParams:
                 pct = int(text[:-1])
                 if not 0 < pct <= 100:
                     raise ValueError
-                # Rounded down, as Kubernetes rounds maxUnavailable percentages, but never below one node.
+                # Rounded down but never to 0, as a Deployment without surge resolves maxUnavailable
+                # (k8s.io/kubernetes@v1.37.2 pkg/controller/deployment/util/deployment_util.go ResolveFenceposts:
+                # GetScaledValueFromIntOrPercent(..., roundUp=false), then 1 when both fenceposts are 0). A
+                # DaemonSet rounds up instead (pkg/controller/daemon/util/daemonset_util.go UnavailableCount):
+                # a node here is a drained pool member, so the smaller wave is taken. 0 is refused, as
+                # pkg/apis/apps/validation ValidateRollingUpdateDeployment refuses maxUnavailable 0 without
+                # maxSurge (there is no surge here).
                 return max(1, pool_nodes * pct // 100)
             n = int(text)
             if n < 1:

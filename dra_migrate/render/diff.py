@@ -128,6 +128,7 @@ _DRIFT_ROWS = (
     ("nodesMoved", "planned nodes now in another pool"),
     ("labelsChanged", "planned labels changed (inverses would restore stale values)"),
     ("unschedulableChanged", "planned nodes cordoned or uncordoned since"),
+    ("placementChanged", "planned plugin switches changed (the DaemonSets select otherwise)"),
     ("consumersAdded", "GPU consumers added"),
     ("consumersRemoved", "GPU consumers removed"),
     ("consumersChanged", "GPU consumers changed"),
@@ -160,7 +161,7 @@ def drift_document(report: dict[str, Any], markdown: bool = False) -> Document:
     if report["holds"]:
         return doc
     doc.heading("Summary")
-    doc.table(["drift", "count"], [[label, s[key]] for key, label in _DRIFT_ROWS if s[key]])
+    doc.table(["drift", "count"], [[label, s[key]] for key, label in _DRIFT_ROWS if s.get(key)])
 
     if report["serverVersion"]:
         v = report["serverVersion"]
@@ -185,6 +186,14 @@ def drift_document(report: dict[str, Any], markdown: bool = False) -> Document:
     if original_rows:
         doc.heading("Planned nodes' original values")
         doc.table(["node", "label", "planned", "now"], original_rows)
+    placement_rows = [
+        [x["node"], x["plugin"], _placement(x["planned"], markdown), _placement(x["now"], markdown)]
+        for x in report.get("placementChanged") or []
+    ]
+    if placement_rows:
+        doc.heading("Plugin placement")
+        doc.line("what switching each plugin means on the node, from its DaemonSet as installed: planned and now")
+        doc.table(["node", "plugin", "planned", "now"], placement_rows)
     c = report["consumers"]
     consumer_rows = [[_obj(x), change("added"), _gpu(x["gpu"])] for x in c["added"]]
     consumer_rows += [[_obj(x), change("removed"), "-"] for x in c["removed"]]
@@ -204,6 +213,14 @@ def drift_document(report: dict[str, Any], markdown: bool = False) -> Document:
     return doc
 
 
+def _placement(p: dict[str, Any], markdown: bool) -> str:
+    ds = p.get("daemonSet") or "no DaemonSet"
+    if p.get("mode") == "label":
+        switch = f"{p.get('label')}={p.get('value')}"
+        return f"{_code(switch, markdown)} ({ds})"
+    return f"{p.get('mode')} ({ds})"
+
+
 def _recorded(r: dict[str, str] | None) -> str:
     return f"{r['uid'][:8]} / {r['content']}" if r else "-"
 
@@ -217,6 +234,7 @@ def drift_names(report: dict[str, Any]) -> list[str]:
     """`-o name`: the nodes, consumers and objects that drifted."""
     n, c = report["nodes"], report["consumers"]
     names = [f"Node {x['node']}" for kind in ("added", "removed", "moved") for x in n[kind]]
+    names += [f"Node {x['node']}" for x in report.get("placementChanged") or []]
     names += [_obj(x) for kind in ("added", "removed", "changed") for x in c[kind]]
     names += [_obj(o) for o in report["objects"]]
     return list(dict.fromkeys(names))

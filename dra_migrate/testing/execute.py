@@ -81,6 +81,8 @@ class FakeNode:
     annotations: dict[str, str] = field(default_factory=dict)
     # Replace-pool: a node the platform command makes, which appears after this long on the clock.
     appears_at: float = 0.0
+    ready: bool = True  # its kubelet posts Ready
+    deleting: bool = False  # the Node has a deletionTimestamp
 
 
 class CrashableJournal:
@@ -225,7 +227,8 @@ class FakeOps:
         if n is None or not n.exists:
             return {"exists": False, "uid": "", "unschedulable": False, "labels": {}, "allocatable": {}, "ready": False}
         return {"exists": True, "uid": n.uid, "unschedulable": n.unschedulable, "labels": dict(n.labels),
-                "allocatable": self._allocatable(n), "ready": True}  # fmt: skip
+                "allocatable": self._allocatable(n), "ready": n.ready, "notReady": None if n.ready else "False",
+                "deleting": n.deleting}  # fmt: skip
 
     def _allocatable(self, n: FakeNode) -> dict[str, int]:
         on = n.labels.get(self.dp_label) != self.dp_off

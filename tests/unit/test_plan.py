@@ -138,7 +138,7 @@ def test_order_waves_and_soak(tmp_path: Path) -> None:
 def test_bad_parameters_are_one_line_errors(tmp_path: Path) -> None:
     demo = str(ROOT / "fixtures" / "clusters" / "demo.yaml")
     for args, words in (
-        (["--order", "nope"], "nothing to migrate"),
+        (["--order", "nope"], "nope: no such pool"),
         (["--max-unavailable", "0"], "max-unavailable"),
         (["--soak", "5 minutes"], "duration"),
     ):
