@@ -136,10 +136,12 @@ def _full_gpu_selector(inv: Inventory, driver: str) -> tuple[str, str]:
 
 
 def _glob_to_regex(pattern: str) -> str:
-    # The device plugin matches resources[].pattern with shell-style wildcards (api/config/v1/resources.go).
-    # Only RE2 metacharacters are escaped: Go's regexp rejects escapes of anything but punctuation
+    # The device plugin's own translation (k8s-device-plugin v0.12.0-v0.18.0 api/config/v1/resources.go
+    # wildCardToRegexp): `*` is `.*`, every other character literal (regexp.QuoteMeta: `?` too), and
+    # ResourcePattern.Matches is regexp.MatchString, a search, not anchored; CEL's `matches` searches as well.
+    # QuoteMeta's set is escaped, nothing else: Go's regexp rejects escapes of anything but punctuation
     # (`\ ` for a space is an error), and Python's re.escape escapes spaces.
-    return "^" + "".join(".*" if ch == "*" else "." if ch == "?" else _RE2_META.get(ch, ch) for ch in pattern) + "$"
+    return "".join(".*" if ch == "*" else _RE2_META.get(ch, ch) for ch in pattern)
 
 
 _RE2_META = {ch: "\\" + ch for ch in "\\.+*?()|[]{}^$"}

@@ -31,6 +31,7 @@ Pure data and pure functions; the simulator (`dra_migrate.sim.spec`) publishes t
 from __future__ import annotations
 
 import hashlib
+import re
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -397,19 +398,39 @@ def _common_attributes(labels: Mapping[str, str]) -> dict[str, dict[str, Any]]:
     attrs: dict[str, dict[str, Any]] = {}
     if base:
         attrs["productName"] = _s(product_name(base))
-        # NVML's brand for data-centre parts; Tesla-branded ones report Tesla.
-        attrs["brand"] = _s("Tesla" if base.startswith("Tesla") else "Nvidia")
-    if family:
+        # NVML reports BRAND_NVIDIA ("Nvidia": go-nvlib v0.11.0 device.go GetBrandAsString) for data-centre boards,
+        # Tesla-named ones included (nvidia-smi -q, Tesla T4 on drivers 530/535: "Product Brand : NVIDIA");
+        # GeForce/RTX/Quadro/Titan boards have brands of their own the name does not settle: left out.
+        if not _OWN_BRAND.search(base):
+            attrs["brand"] = _s("Nvidia")
+    if family and family != "undefined":  # GFD's family for a compute capability it does not map
         attrs["architecture"] = _s(architecture(family))
     if compute is not None:
         attrs["cudaComputeCapability"] = {"version": f"{compute[0]}.{compute[1]}.0"}
-    driver = labels.get("nvidia.com/cuda.driver-version.full")
+    driver, cuda = _versions(labels)
     if driver:
         attrs["driverVersion"] = {"version": semver(driver)}
-    cuda = labels.get("nvidia.com/cuda.runtime-version.full")
     if cuda:
         attrs["cudaDriverVersion"] = {"version": semver(cuda)}
     return attrs
+
+
+_OWN_BRAND = re.compile(r"GeForce|RTX|Quadro|TITAN|Titan")
+
+
+def _versions(labels: Mapping[str, str]) -> tuple[str, str]:
+    """The driver and CUDA versions GFD labels: `nvidia.com/cuda.{driver,runtime}-version.full`, or, from a GFD
+    before k8s-device-plugin v0.15.0 (gpu-feature-discovery v0.8, GPU Operator < v24.3), only the deprecated
+    `nvidia.com/cuda.driver.{major,minor,rev}` and `nvidia.com/cuda.runtime.{major,minor}` (still written as
+    "Deprecated labels": k8s-device-plugin v0.18.0 internal/lm/nvml.go newVersionLabeler). The DRA driver reads
+    both from NVML whatever labelled the node."""
+    driver = labels.get("nvidia.com/cuda.driver-version.full") or ".".join(
+        v for v in (labels.get(f"nvidia.com/cuda.driver.{k}", "") for k in ("major", "minor", "rev")) if v
+    )
+    cuda = labels.get("nvidia.com/cuda.runtime-version.full") or ".".join(
+        v for v in (labels.get(f"nvidia.com/cuda.runtime.{k}", "") for k in ("major", "minor")) if v
+    )
+    return driver, cuda
 
 
 def _pci_attributes(index: int) -> dict[str, dict[str, Any]]:

@@ -94,7 +94,8 @@ def test_quantity_equality_is_by_value() -> None:
     assert match(f"{C}.memory == quantity('81920Mi')", gpu(memory="80Gi"))
     assert match("quantity('200M') == quantity('0.2G')", gpu())
     assert not match(f"{C}.memory == quantity('80G')", gpu(memory="80Gi"))
-    assert match(f"{C}.memory != quantity('64Gi')", gpu(memory="80Gi"))
+    # `!=` of two Quantities is refused by the API server's cost limit (test_cel_nvidia_hostile); `!(==)` is not.
+    assert match(f"!({C}.memory == quantity('64Gi'))", gpu(memory="80Gi"))
 
 
 def test_quantity_library_examples() -> None:
@@ -110,7 +111,8 @@ def test_quantity_library_examples() -> None:
         "quantity('50k').sub(20000).asApproximateFloat() == 30000.0",
         "quantity('50000000G').isInteger()",
         "!quantity('9999999999999999999999999999999999999G').isInteger()",
-        "quantity('-1').sign() == -1 && quantity('0').sign() == 0",
+        # The doc comment writes `<Quantity>.sign()`, but `sign` is declared global only (test_cel_nvidia_hostile).
+        "sign(quantity('-1')) == -1 && sign(quantity('0')) == 0",
         "isQuantity('1.3Gi') && !isQuantity('200K') && !isQuantity('Mi') && !isQuantity('1,3G')",
         "quantity('1.5e3') == quantity('1500')",
     ):

@@ -72,7 +72,9 @@ def test_time_slicing_replicas_multiply_the_device_plugin_only() -> None:
     assert spec.device_plugin_resources == {"nvidia.com/gpu": 16}
     assert len(spec.devices) == 4  # DRA has no replicas: one device per GPU
     assert spec.devices[0].attributes["productName"] == {"string": "Tesla T4"}
-    assert spec.devices[0].attributes["brand"] == {"string": "Tesla"}
+    assert spec.devices[0].attributes["brand"] == {
+        "string": "Nvidia"
+    }  # NVML: BRAND_NVIDIA (test_dra_predictions_attributes)
     assert spec.devices[0].attributes["architecture"] == {"string": "Turing"}
     assert spec.devices[0].attributes["cudaComputeCapability"] == {"version": "7.5.0"}
 

@@ -66,6 +66,8 @@ from dra_migrate.dra.cel.errors import (
 from dra_migrate.dra.cel.library import _FUNCTIONS
 from dra_migrate.dra.cel.literals import LiteralError, canonical, decode
 from dra_migrate.dra.cel.operators import OPERATORS, error_propagating
+from dra_migrate.dra.cel.rewrites import rewrite_set_membership
+from dra_migrate.dra.cel.rewrites import splice as _splice
 from dra_migrate.dra.cel.types import ANY, BOOL, DYN, _ident_name, _is_ident, _unwrap, undeclared_references
 from dra_migrate.dra.cel.values import Quantity, Semver, parse_quantity, parse_semver
 
@@ -235,14 +237,6 @@ def _replace(tree: lark.Tree[Any], template_text: str, **places: Any) -> None:
     tree.data, tree.children = template.data, template.children
 
 
-def _splice(tree: lark.Tree[Any], placeholder: str, replacement: Any) -> None:
-    for node in tree.iter_subtrees():
-        if node.data == "expr" and _ident_name(node) == placeholder:
-            node.children = list(replacement.children)
-            return
-    raise AssertionError(f"placeholder {placeholder} not found")  # pragma: no cover
-
-
 # ---------------------------------------------------------------------------------------------------
 # The device variable
 
@@ -336,9 +330,11 @@ def _device_variable(
     )
 
 
+# `device.attributes['d'].name` or `...['d']['name']`, not followed by `(`: `...['d'].exists(k, ...)` or `.size()`
+# is a call on the domain's whole map (every key), not a read of an attribute named `exists`.
 _REF = re.compile(
     r"device\.(attributes|capacity)\[\s*(['\"])([^'\"]+)\2\s*\]"
-    r"(?:\.([A-Za-z_][A-Za-z0-9_]*)|\[\s*(['\"])([^'\"]+)\5\s*\])"
+    r"(?:\.([A-Za-z_][A-Za-z0-9_]*)(?![A-Za-z0-9_]|\s*\()|\[\s*(['\"])([^'\"]+)\5\s*\])"
 )
 
 
@@ -485,6 +481,7 @@ def _compile(expression: str) -> Selector:
         raise SelectorError(f"must evaluate to bool or the unknown type, not {output}")
     _rewrite_binds(tree)
     _rewrite_macros(tree)
+    rewrite_set_membership(tree, lambda: _environment().compile("__in_set(__p0, __p1)"))
     functions = _functions()
     _fold_constant_conversions(tree, env, functions)
     return Selector(expression, env.program(tree, functions=functions))

@@ -7,7 +7,7 @@ from typing import Any
 
 import lark
 
-from dra_migrate.dra.cel.errors import UnsupportedSelectorError
+from dra_migrate.dra.cel.errors import SelectorError, UnsupportedSelectorError
 from dra_migrate.dra.cel.types import (
     _DEVICE_FIELDS,
     _DEVICE_MAP_SIZE,
@@ -35,6 +35,7 @@ from dra_migrate.dra.cel.types import (
     MAP,
     NULL,
     QUANTITY,
+    SEMVER,
     STRING,
     TYPE,
     UINT,
@@ -43,6 +44,7 @@ from dra_migrate.dra.cel.types import (
     _kind,
     _loose,
     _matches,
+    _orderable,
     _parameters,
     _unifiable,
     _unified,
@@ -169,7 +171,8 @@ class _Checker:
         a, b = self.check(op_node.children[0]), self.check(right)
         op = str(op_node.data).removeprefix("relation_")
         symbol = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!=", "in": "@in"}[op]
-        ok = _loose(a) or _loose(b) or (a in _NUMERIC and b in _NUMERIC)
+        # Beside dyn/any the other operand still needs an ordering overload: `attr >= semver('1.0.0')` is refused.
+        ok = (_loose(a) and _orderable(b)) or (_loose(b) and _orderable(a)) or (a in _NUMERIC and b in _NUMERIC)
         if op in ("eq", "ne"):
             # `_==_` is (A, A) -> bool in cel-go: CrossTypeNumericComparisons covers the ordering operators
             # only, so `1.0 == 1` and `[1] == [1u]` are refused by the API server as no matching overload.
@@ -182,6 +185,10 @@ class _Checker:
             ok = ok or (a == b and a in (STRING, BYTES, BOOL))
         if not ok:
             raise _CompileError(op_node, f"found no matching overload for '_{symbol}_' applied to '({a}, {b})'")
+        if op == "ne" and a == b and a in (QUANTITY, SEMVER):
+            # apiserver v0.37.2 library/cost.go prices `_==_` of two Quantities/Semvers at 1 but not `_!=_`: cel-go's
+            # estimate is then unbounded, the API server refuses `memory != quantity('0')` (not `!(... == ...)`).
+            raise SelectorError(f"too complex, exceeds cost limit: `!=` of two {a} values (write !(a == b))")
         if op in ("eq", "ne", "in"):
             self._check_equality_cost(op_node.children[0], right, a, b)
         return BOOL
@@ -218,9 +225,10 @@ class _Checker:
         allowed = _NUMERIC | ({STRING, BYTES, LIST} if op == "_+_" else set())
         if op == "_%_":
             allowed = {INT, UINT}
-        if _loose(a) or _loose(b):
+        other = a if _loose(b) else b  # beside dyn/any, `attr + quantity('1')` still has no overload
+        if (_loose(a) or _loose(b)) and (_loose(other) or _kind(other) in allowed):
             return DYN if _loose(a) and _loose(b) else (b if _loose(a) else a)
-        if _kind(a) == _kind(b) and _kind(a) in allowed:
+        if not (_loose(a) or _loose(b)) and _kind(a) == _kind(b) and _kind(a) in allowed:
             return a
         raise _CompileError(op_node, f"found no matching overload for '{op}' applied to '({a}, {b})'")
 

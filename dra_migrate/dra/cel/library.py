@@ -92,12 +92,6 @@ def _q_arith(name: str, sign: int) -> Callable[[Any, Any], Quantity]:
     return op
 
 
-def _q_mul(a: Any, b: Any) -> Quantity:
-    if isinstance(a, Quantity) and isinstance(b, celtypes.IntType):
-        return Quantity(a.value * int(b))
-    raise _overload("mul", a, b)
-
-
 def _q_unary(name: str, fn: Callable[[Quantity], Any]) -> Callable[[Any], Any]:
     def op(a: Any) -> Any:
         if not isinstance(a, Quantity):
@@ -271,7 +265,6 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "isLessThan": _is_less_than,
     "add": _q_arith("add", 1),
     "sub": _q_arith("sub", -1),
-    "mul": _q_mul,
     "sign": _q_unary("sign", lambda q: _i((q.value > 0) - (q.value < 0))),
     "asInteger": _q_unary("asInteger", _as_integer),
     "isInteger": _q_unary("isInteger", lambda q: _b(_as_int64(q) is not None)),

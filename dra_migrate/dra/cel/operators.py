@@ -44,19 +44,31 @@ def _kind(v: Any) -> str:
 
 
 def equal(a: Any, b: Any) -> bool:
+    """CEL equality as a bool: an equality cel-go answers with an error is not true."""
+    return _equal(a, b) is True
+
+
+def _equal(a: Any, b: Any) -> bool | None:
+    """cel-go's `types.Equal(a, b)` (common/types/util.go): True, False, or None where it is an error. A Semver
+    or Quantity on the left of anything but its own type (null aside) is an error, not false (apiserver v0.37.2
+    pkg/cel/semver.go, quantity.go `Equal`: MaybeNoSuchOverloadErr); every other mix of kinds is false. Inside
+    a list or a map only a False element makes the aggregate unequal: an erroring element pair counts as
+    equal (cel-go v0.29.2 common/types/list.go, map.go `Equal`: `if elemEq == False`)."""
     ka, kb = _kind(a), _kind(b)
+    if isinstance(a, Quantity | Semver) and kb != "null" and type(a) is not type(b):
+        return None
     if ka != kb:
         return False
     if ka == "number":
         return compare_numbers(a, b) == 0
     if ka == "list":
-        return len(a) == len(b) and all(equal(x, y) for x, y in zip(a, b, strict=True))
+        return len(a) == len(b) and all(_equal(x, y) is not False for x, y in zip(a, b, strict=True))
     if ka == "map":
         if len(a) != len(b):
             return False
         for key, value in a.items():
             found, other = lookup(b, key)
-            if not found or not equal(value, other):
+            if not found or _equal(value, other) is False:
                 return False
         return True
     if ka == "null":
@@ -127,11 +139,25 @@ def _is_time(v: Any) -> bool:
 
 
 def _eq(a: Any, b: Any) -> celtypes.BoolType:
-    return celtypes.BoolType(equal(a, b))
+    result = _equal(a, b)
+    if result is None:
+        raise _no_overload("==", a, b)
+    return celtypes.BoolType(result)
 
 
 def _ne(a: Any, b: Any) -> celtypes.BoolType:
     return celtypes.BoolType(not equal(a, b))
+
+
+def _in_set(x: Any, container: Any) -> celtypes.BoolType:
+    """`x in [literals]`: cel-go's planner (OptOptimize, on in the Kubernetes environment) turns a non-empty list
+    of primitive literals into a Go map (interpreter/decorators.go maybeOptimizeSetMembership) and looks `x` up
+    in it, so a Semver `x` (a version attribute), unhashable in Go (apiserver pkg/cel/semver.go: a struct holding
+    slices), is a runtime error ("hash of unhashable type"), where the same list built at run time answers false.
+    Lists and maps are pointers there: hashable, not found."""
+    if isinstance(x, Semver):
+        raise TypeError(f"hash of unhashable type {type(x).__name__}")
+    return _in(x, container)
 
 
 def _in(x: Any, container: Any) -> celtypes.BoolType:
@@ -409,6 +435,7 @@ OPERATORS: dict[str, Callable[..., Any]] = {
     "_>_": _ordering(">", lambda c: c > 0),
     "_>=_": _ordering(">=", lambda c: c >= 0),
     "_in_": _in,
+    "__in_set": _in_set,
     "_[_]": _index,
     "__keys": _keys,
     "__to_map": _to_map,

@@ -36,8 +36,9 @@ _SIGNATURES: dict[str, list[_Sig]] = {
     "isLessThan": [(QUANTITY, (QUANTITY,), BOOL), (SEMVER, (SEMVER,), BOOL)],
     "add": [(QUANTITY, (QUANTITY,), QUANTITY), (QUANTITY, (INT,), QUANTITY)],
     "sub": [(QUANTITY, (QUANTITY,), QUANTITY), (QUANTITY, (INT,), QUANTITY)],
-    "mul": [(QUANTITY, (INT,), QUANTITY)],
-    "sign": [(None, (QUANTITY,), INT), (QUANTITY, (), INT)],
+    # `sign` is global only and there is no `mul` (apiserver v0.37.2 pkg/cel/library/quantity.go
+    # quantityLibraryDecls: cel.Overload, not MemberOverload; its doc comment's `<Quantity>.sign()` is not declared).
+    "sign": [(None, (QUANTITY,), INT)],
     "asInteger": [(QUANTITY, (), INT)],
     "isInteger": [(QUANTITY, (), BOOL)],
     "asApproximateFloat": [(QUANTITY, (), DOUBLE)],
@@ -216,3 +217,13 @@ def _ident_name(node: Any) -> str | None:
 
 def _is_ident(node: Any, name: str) -> bool:
     return _ident_name(node) == name
+
+
+def _orderable(t: str) -> bool:
+    """A type some `_<_` overload takes (cel-go checker: int, uint, double, string, bytes, bool, timestamp,
+    duration), or dyn/any; null beside dyn/any compiles (then a runtime error)."""
+    return (
+        _loose(t)
+        or t in _NUMERIC
+        or t in (STRING, BYTES, BOOL, NULL, "google.protobuf.Timestamp", "google.protobuf.Duration")
+    )
