@@ -19,6 +19,7 @@ from dra_migrate.inventory.fleet import (
 )
 from dra_migrate.inventory.gangs import Gang, find_gangs
 from dra_migrate.inventory.operator import (
+    CLUSTER_POLICY_SWEPT,
     cluster_policies,
     device_plugin_daemonset_objects,
     dra_plugin_daemonset_objects,
@@ -104,6 +105,7 @@ def _build(state: ClusterState, pool_labels: tuple[str, ...]) -> Inventory:
         dra_plugin_daemonset_objects(state),
         device_plugin_daemonset_objects(state),
         nodes_with_counters(state),
+        CLUSTER_POLICY_SWEPT if policies else frozenset(),
     )
     configured = node_config_replicas(state)
     for g in gpu_nodes:

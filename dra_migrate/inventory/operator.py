@@ -19,6 +19,7 @@ from dra_migrate.cluster.configrefs import names as is_one_of
 from dra_migrate.cluster.state import ClusterState, Obj
 from dra_migrate.cluster.yamlio import load_yaml_documents
 from dra_migrate.errors import InputError
+from dra_migrate.inventory.operator_activity import is_paused, unpaused
 from dra_migrate.inventory.placement import (
     label_to_deselect,
     label_to_select,
@@ -339,6 +340,22 @@ def dra_plugin_daemonsets(state: ClusterState) -> list[str]:
 # assets/state-device-plugin/0500_daemonset.yaml; controllers/state_manager.go).
 OPERATOR_DEVICE_PLUGIN_OFF = ("nvidia.com/gpu.deploy.device-plugin", "false")
 
+# ... except the keys its node labelling deletes from every node under a ClusterPolicy: those of the workload
+# configurations a node does not run (vm-passthrough, vm-vgpu; `removeGPUStateLabels` in every version) and, from
+# v26.7.0, those of the GPUCluster (DRA) stack (gpu-operator v26.7.0 controllers/state_manager.go `gpuStateLabels`,
+# `gpuClusterStateLabels`, `removeGPUStateLabels`: "keys not in the effective set are deleted, which also sweeps
+# DRA leftovers off device-plugin nodes"; it waits only while pods hold gpu.nvidia.com claims there:
+# controllers/nodelabeling_controller.go `draPluginRemovalDeferred`). Set to start a DRA kubelet plugin, such a
+# label is gone at a later reconcile, and the plugin with it: no switch where a ClusterPolicy exists.
+CLUSTER_POLICY_SWEPT = frozenset(
+    "nvidia.com/gpu.deploy." + k
+    for k in (
+        "dra-driver", "dra-validator", "dcgm-dra", "dcgm-exporter-dra",
+        "sandbox-device-plugin", "kata-sandbox-device-plugin", "sandbox-validator", "vfio-manager", "kata-manager",
+        "cc-manager", "vgpu-manager", "vgpu-device-manager",
+    )
+)  # fmt: skip
+
 
 @dataclass(frozen=True)
 class PluginPlacement:
@@ -439,9 +456,10 @@ def _gpu_allocatable(node: Obj) -> dict[str, int]:
     return out
 
 
-def dra_plugin_placement(node: Obj, daemonsets: list[Obj]) -> PluginPlacement:
+def dra_plugin_placement(node: Obj, daemonsets: list[Obj], swept: frozenset[str] = frozenset()) -> PluginPlacement:
     """Whether the DRA kubelet plugin runs on `node`, or which one label makes one of its DaemonSets run
-    there (the DaemonSet controller's own test: nodeSelector, required node affinity, taints)."""
+    there (the DaemonSet controller's own test: nodeSelector, required node affinity, taints); never one of
+    the `swept` keys, which another controller deletes."""
     if not daemonsets:
         return PluginPlacement(
             "assumed", None, None, None, "no DRA kubelet-plugin DaemonSet was read: the plan's --dra-label is assumed"
@@ -456,7 +474,7 @@ def dra_plugin_placement(node: Obj, daemonsets: list[Obj]) -> PluginPlacement:
                 f"DaemonSet {_ref_of(ds)} already runs on this node ({_how_selected(ds)})",
             )
     for ds in daemonsets:
-        switch = label_to_select(_pod_spec(ds), node)
+        switch = label_to_select(_pod_spec(ds), node, swept)
         if switch is not None:
             return PluginPlacement(
                 "label",
@@ -472,7 +490,17 @@ def dra_plugin_placement(node: Obj, daemonsets: list[Obj]) -> PluginPlacement:
         None,
         None,
         f"no node label that an operator can set makes DaemonSet(s) {refs} run on this node "
-        f"({'; '.join(_how_selected(d, terms=True) for d in daemonsets)})",
+        f"({'; '.join(_how_selected(d, terms=True) for d in daemonsets)}){_swept_note(daemonsets, swept)}",
+    )
+
+
+def _swept_note(daemonsets: list[Obj], swept: frozenset[str]) -> str:
+    keys = sorted({k for d in daemonsets for k in node_inputs(_pod_spec(d))[0]} & swept)
+    if not keys:
+        return ""
+    return (
+        f"; the GPU Operator's ClusterPolicy removes {', '.join(keys)} from every node (gpu-operator v26.7.0 "
+        "controllers/state_manager.go removeGPUStateLabels)"
     )
 
 
@@ -486,8 +514,9 @@ class Placements:
     nodes the per-node placement was 0.6 s of `plan`). A node with a label key that is not a string (the
     functions do not all read such keys alike) is computed on its own."""
 
-    def __init__(self, dra: list[Obj], dp: list[Obj]) -> None:
-        self._dra, self._dp = dra, dp
+    def __init__(self, dra: list[Obj], dp: list[Obj], swept: frozenset[str] = frozenset()) -> None:
+        """`swept`: label keys that do not stay where set (`CLUSTER_POLICY_SWEPT` under a ClusterPolicy)."""
+        self._dra, self._dp, self._swept = dra, dp, swept
         keys = {OPERATOR_DEVICE_PLUGIN_OFF[0]}
         self._by_name = False
         for ds in (*dra, *dp):
@@ -511,18 +540,36 @@ class Placements:
         )
 
     def of(self, node: Obj) -> tuple[PluginPlacement, PluginPlacement]:
-        """(the DRA plugin's placement, the device plugin's) on this node."""
+        """(the DRA plugin's placement, the device plugin's) on this node, as its labels will be once a pause of
+        the GPU Operator's ends (`_unpaused`)."""
         shape = self._shape(node)
         found = self._memo.get(shape) if shape is not None else None
         if found is None:
-            found = (dra_plugin_placement(node, self._dra), device_plugin_placement(node, self._dp))
+            node = _unpaused(node)
+            found = (
+                dra_plugin_placement(node, self._dra, self._swept),
+                device_plugin_placement(node, self._dp, self._swept),
+            )
             if shape is not None:
                 self._memo[shape] = found
         return found
 
 
-def device_plugin_placement(node: Obj, daemonsets: list[Obj]) -> PluginPlacement:
-    """Whether the device plugin runs on `node`, and which one label stops every DaemonSet of it there."""
+def _unpaused(node: Obj) -> Obj:
+    """The node with the labels the GPU Operator's driver manager or MIG Manager paused as they will write them
+    back (inventory/operator_activity.py): a device plugin paused for a driver reload is not off, it returns. Such
+    a node is left out of the plan (`gpu-operator-node-busy`); read as paused it counted as migrated wherever the
+    DRA plugin already ran, and no step and no rule concerned it."""
+    labels = _meta(node).get("labels")
+    if not isinstance(labels, dict) or not any(is_paused(v) for v in labels.values()):
+        return node
+    restored = {k: unpaused(v) if is_paused(v) else v for k, v in labels.items()}
+    return {**node, "metadata": {**_meta(node), "labels": restored}}
+
+
+def device_plugin_placement(node: Obj, daemonsets: list[Obj], swept: frozenset[str] = frozenset()) -> PluginPlacement:
+    """Whether the device plugin runs on `node`, and which one label stops every DaemonSet of it there (never
+    one of the `swept` keys)."""
     if not daemonsets:
         return PluginPlacement(
             "assumed",
@@ -542,7 +589,7 @@ def device_plugin_placement(node: Obj, daemonsets: list[Obj]) -> PluginPlacement
             # the wave rolls back. A snapshot keeps no device-plugin pods, so it cannot tell which.
             why += f" (it still advertises {', '.join(advertised)}: the plugin is leaving, or is not ours)"
         return PluginPlacement("off", refs, None, None, why)
-    switches = {label_to_deselect(_pod_spec(d), node, OPERATOR_DEVICE_PLUGIN_OFF) for d in running}
+    switches = {label_to_deselect(_pod_spec(d), node, OPERATOR_DEVICE_PLUGIN_OFF, swept) for d in running}
     refs = ", ".join(_ref_of(d) for d in running)
     if len(switches) == 1 and None not in switches:
         key, value = next(iter(s for s in switches if s is not None))
