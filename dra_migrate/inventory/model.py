@@ -19,7 +19,6 @@ from dra_migrate.inventory.fleet import (
 )
 from dra_migrate.inventory.gangs import Gang, find_gangs
 from dra_migrate.inventory.operator import (
-    CLUSTER_POLICY_SWEPT,
     cluster_policies,
     device_plugin_daemonset_objects,
     dra_plugin_daemonset_objects,
@@ -29,6 +28,7 @@ from dra_migrate.inventory.operator import (
     sharing_configs,
     summarize_operator,
 )
+from dra_migrate.inventory.operator_activity import CLUSTER_POLICY_SWEPT
 from dra_migrate.inventory.platform import pool_platforms
 from dra_migrate.inventory.resources import GpuNames
 from dra_migrate.inventory.topology import MultiGpuConsumer, partial_node_consumers, slice_topology

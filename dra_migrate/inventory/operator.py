@@ -19,7 +19,7 @@ from dra_migrate.cluster.configrefs import names as is_one_of
 from dra_migrate.cluster.state import ClusterState, Obj
 from dra_migrate.cluster.yamlio import load_yaml_documents
 from dra_migrate.errors import InputError
-from dra_migrate.inventory.operator_activity import is_paused, unpaused
+from dra_migrate.inventory.operator_activity import swept_note, unpaused_node
 from dra_migrate.inventory.placement import (
     label_to_deselect,
     label_to_select,
@@ -339,22 +339,7 @@ def dra_plugin_daemonsets(state: ClusterState) -> list[str]:
 # operator keeps a value once set, so "false" keeps it off (gpu-operator
 # assets/state-device-plugin/0500_daemonset.yaml; controllers/state_manager.go).
 OPERATOR_DEVICE_PLUGIN_OFF = ("nvidia.com/gpu.deploy.device-plugin", "false")
-
-# ... except the keys its node labelling deletes from every node under a ClusterPolicy: those of the workload
-# configurations a node does not run (vm-passthrough, vm-vgpu; `removeGPUStateLabels` in every version) and, from
-# v26.7.0, those of the GPUCluster (DRA) stack (gpu-operator v26.7.0 controllers/state_manager.go `gpuStateLabels`,
-# `gpuClusterStateLabels`, `removeGPUStateLabels`: "keys not in the effective set are deleted, which also sweeps
-# DRA leftovers off device-plugin nodes"; it waits only while pods hold gpu.nvidia.com claims there:
-# controllers/nodelabeling_controller.go `draPluginRemovalDeferred`). Set to start a DRA kubelet plugin, such a
-# label is gone at a later reconcile, and the plugin with it: no switch where a ClusterPolicy exists.
-CLUSTER_POLICY_SWEPT = frozenset(
-    "nvidia.com/gpu.deploy." + k
-    for k in (
-        "dra-driver", "dra-validator", "dcgm-dra", "dcgm-exporter-dra",
-        "sandbox-device-plugin", "kata-sandbox-device-plugin", "sandbox-validator", "vfio-manager", "kata-manager",
-        "cc-manager", "vgpu-manager", "vgpu-device-manager",
-    )
-)  # fmt: skip
+# But for the keys it deletes from every node under a ClusterPolicy (operator_activity.py CLUSTER_POLICY_SWEPT).
 
 
 @dataclass(frozen=True)
@@ -490,17 +475,8 @@ def dra_plugin_placement(node: Obj, daemonsets: list[Obj], swept: frozenset[str]
         None,
         None,
         f"no node label that an operator can set makes DaemonSet(s) {refs} run on this node "
-        f"({'; '.join(_how_selected(d, terms=True) for d in daemonsets)}){_swept_note(daemonsets, swept)}",
-    )
-
-
-def _swept_note(daemonsets: list[Obj], swept: frozenset[str]) -> str:
-    keys = sorted({k for d in daemonsets for k in node_inputs(_pod_spec(d))[0]} & swept)
-    if not keys:
-        return ""
-    return (
-        f"; the GPU Operator's ClusterPolicy removes {', '.join(keys)} from every node (gpu-operator v26.7.0 "
-        "controllers/state_manager.go removeGPUStateLabels)"
+        f"({'; '.join(_how_selected(d, terms=True) for d in daemonsets)})"
+        + swept_note({k for d in daemonsets for k in node_inputs(_pod_spec(d))[0]} & swept),
     )
 
 
@@ -541,11 +517,11 @@ class Placements:
 
     def of(self, node: Obj) -> tuple[PluginPlacement, PluginPlacement]:
         """(the DRA plugin's placement, the device plugin's) on this node, as its labels will be once a pause of
-        the GPU Operator's ends (`_unpaused`)."""
+        the GPU Operator's ends (`unpaused_node`)."""
         shape = self._shape(node)
         found = self._memo.get(shape) if shape is not None else None
         if found is None:
-            node = _unpaused(node)
+            node = unpaused_node(node)
             found = (
                 dra_plugin_placement(node, self._dra, self._swept),
                 device_plugin_placement(node, self._dp, self._swept),
@@ -553,18 +529,6 @@ class Placements:
             if shape is not None:
                 self._memo[shape] = found
         return found
-
-
-def _unpaused(node: Obj) -> Obj:
-    """The node with the labels the GPU Operator's driver manager or MIG Manager paused as they will write them
-    back (inventory/operator_activity.py): a device plugin paused for a driver reload is not off, it returns. Such
-    a node is left out of the plan (`gpu-operator-node-busy`); read as paused it counted as migrated wherever the
-    DRA plugin already ran, and no step and no rule concerned it."""
-    labels = _meta(node).get("labels")
-    if not isinstance(labels, dict) or not any(is_paused(v) for v in labels.values()):
-        return node
-    restored = {k: unpaused(v) if is_paused(v) else v for k, v in labels.items()}
-    return {**node, "metadata": {**_meta(node), "labels": restored}}
 
 
 def device_plugin_placement(node: Obj, daemonsets: list[Obj], swept: frozenset[str] = frozenset()) -> PluginPlacement:

@@ -23,6 +23,7 @@ switches it). Such a node is left out of a plan and refused by `apply` until the
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 UPGRADE_STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
 # The upgrade states of a node no upgrade is working on: unset (never upgraded) and `upgrade-done`. Every other
@@ -61,4 +62,45 @@ def unpaused(value: str) -> str:
 
 
 def is_paused(value: object) -> bool:
+    """A label value one of them paused."""
     return isinstance(value, str) and any(p in value for p in PAUSED_VALUES)
+
+
+def unpaused_node(node: dict[str, Any]) -> dict[str, Any]:
+    """The node with the labels the GPU Operator's driver manager or MIG Manager paused as they will write them
+    back (above): a device plugin paused for a driver reload is not off, it returns. Such a node is left out of the
+    plan (`gpu-operator-node-busy`); read as paused it counted as migrated wherever the DRA plugin already ran, and
+    no step and no rule concerned it."""
+    meta = node.get("metadata") or {}
+    labels = meta.get("labels")
+    if not isinstance(labels, dict) or not any(is_paused(v) for v in labels.values()):
+        return node
+    restored = {k: unpaused(v) if is_paused(v) else v for k, v in labels.items()}
+    return {**node, "metadata": {**meta, "labels": restored}}
+
+
+# The nvidia.com/gpu.deploy.* keys the operator's node labelling deletes from every node under a ClusterPolicy: those
+# of the workload configurations a node does not run (vm-passthrough, vm-vgpu; `removeGPUStateLabels` in every
+# version) and, from v26.7.0, those of the GPUCluster (DRA) stack (gpu-operator v26.7.0 controllers/state_manager.go
+# `gpuStateLabels`, `gpuClusterStateLabels`, `removeGPUStateLabels`: "keys not in the effective set are deleted,
+# which also sweeps DRA leftovers off device-plugin nodes"; it waits only while pods hold gpu.nvidia.com claims
+# there: controllers/nodelabeling_controller.go `draPluginRemovalDeferred`). Set to start a DRA kubelet plugin,
+# such a label is gone at a later reconcile, and the plugin with it: no switch where a ClusterPolicy exists.
+CLUSTER_POLICY_SWEPT = frozenset(
+    "nvidia.com/gpu.deploy." + k
+    for k in (
+        "dra-driver", "dra-validator", "dcgm-dra", "dcgm-exporter-dra",
+        "sandbox-device-plugin", "kata-sandbox-device-plugin", "sandbox-validator", "vfio-manager", "kata-manager",
+        "cc-manager", "vgpu-manager", "vgpu-device-manager",
+    )
+)  # fmt: skip
+
+
+def swept_note(keys: set[str]) -> str:
+    """What a placement's `why` adds where a DaemonSet selects on keys the ClusterPolicy deletes."""
+    if not keys:
+        return ""
+    return (
+        f"; the GPU Operator's ClusterPolicy removes {', '.join(sorted(keys))} from every node (gpu-operator "
+        "v26.7.0 controllers/state_manager.go removeGPUStateLabels)"
+    )
