@@ -155,7 +155,8 @@ def pdb_selects(pdb: dict[str, Any], pod: dict[str, Any]) -> bool:
 # switch. NFD (feature.node.kubernetes.io/*, kubernetes-sigs/node-feature-discovery), GPU Feature
 # Discovery and the GPU Operator's node labelling (nvidia.com/gpu.*, cuda.*, mig.*, gfd.*; except the
 # operator's nvidia.com/gpu.deploy.<operand>, which it keeps once set: gpu-operator
-# controllers/state_manager.go), and the kubelet's / cloud providers' own (kubernetes.io, k8s.io).
+# controllers/state_manager.go `addGPUStateLabels`; but for the keys it deletes under a ClusterPolicy, which
+# the caller passes as `swept`: operator_activity.py), and the kubelet's / cloud providers' own (kubernetes.io, k8s.io).
 _MANAGED_PREFIXES = (
     "feature.node.kubernetes.io/",
     "nvidia.com/gpu.",
