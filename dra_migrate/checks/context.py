@@ -12,12 +12,22 @@ from dra_migrate.inventory.dra import NVIDIA_DRA_DRIVER
 from dra_migrate.inventory.fleet import GpuNode, parse_version
 from dra_migrate.inventory.model import Inventory
 
-__all__ = ["CheckContext", "parse_feature_gates", "parse_version", "still_to_migrate"]
+__all__ = ["CheckContext", "parse_feature_gates", "parse_version", "still_to_migrate", "switched_in_place"]
 
 
 def still_to_migrate(n: GpuNode) -> bool:
     """A GPU node the migration has not finished: it still runs the device plugin, or not yet the DRA plugin."""
     return not n.migrated
+
+
+def switched_in_place(ctx: CheckContext, n: GpuNode) -> bool:
+    """A node still to migrate whose own plugins and kubelet the plan switches: not one of a pool the plan
+    replaces (plan/strategies.py), whose nodes are only drained, the new pool's nodes serving DRA."""
+    replaced = ctx.__dict__.setdefault(
+        "_replaced_pools",
+        {p.name for p in ctx.inventory.pools if p.platform is not None and p.platform.strategy == "replace-pool"},
+    )
+    return still_to_migrate(n) and n.pool not in replaced
 
 
 def parse_feature_gates(values: tuple[str, ...]) -> dict[str, bool]:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from dra_migrate.checks.context import CheckContext, still_to_migrate
+from dra_migrate.checks.context import switched_in_place as _switched_in_place
 from dra_migrate.checks.model import Finding, ObjectRef, Severity
 from dra_migrate.checks.registry import rule
 from dra_migrate.dra.deviceclasses import existing_mappings, mig_profile_of, single_strategy_nodes
@@ -217,16 +218,6 @@ def dual_advertising(ctx: CheckContext) -> Iterator[Finding]:
             "before its canary",
             tuple(ObjectRef("Node", n) for n in rest),
         )
-
-
-def _switched_in_place(ctx: CheckContext, n: GpuNode) -> bool:
-    """A node still to migrate whose own plugins and kubelet the plan switches: not one of a pool the plan
-    replaces (plan/strategies.py), whose nodes are only drained, the new pool's nodes serving DRA."""
-    replaced = ctx.__dict__.setdefault(
-        "_replaced_pools",
-        {p.name for p in ctx.inventory.pools if p.platform is not None and p.platform.strategy == "replace-pool"},
-    )
-    return still_to_migrate(n) and n.pool not in replaced
 
 
 @rule(

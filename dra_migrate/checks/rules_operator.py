@@ -8,10 +8,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from dra_migrate.checks.context import CheckContext, still_to_migrate
+from dra_migrate.checks.context import CheckContext, still_to_migrate, switched_in_place
 from dra_migrate.checks.model import Finding, ObjectRef, Severity
 from dra_migrate.checks.registry import rule
 from dra_migrate.inventory.operator import cluster_policies, dra_plugin_daemonset_objects, switch_keys
+from dra_migrate.inventory.operator_activity import SKIP_UPGRADE_LABEL, operator_busy
 
 BLOCKER, WARNING = Severity.BLOCKER, Severity.WARNING
 
@@ -43,9 +44,10 @@ def _device_plugin_enabled_in(cp: dict[str, Any]) -> bool:
 
 # The GPU Operator keeps the operator-validator's `plugin-validation` init container while
 # devicePlugin.enabled is true cluster-wide (gpu-operator controllers/object_controls.go); it needs node
-# capacity nvidia.com/gpu or nvidia.com/mig-* >= 1 and fails after 30 tries 5 s apart
-# (cmd/nvidia-validator/main.go). Once a device plugin leaves, the kubelet keeps capacity for 5 minutes,
-# then sets it to 0 (kubernetes pkg/kubelet/cm/devicemanager endpoint.go endpointStopGracePeriod).
+# capacity nvidia.com/gpu or nvidia.com/mig-* >= 1 and fails after 30 tries 5 s apart (cmd/nvidia-validator/main.go
+# validateGPUResource, through v26.7.0). Once a device plugin leaves, the kubelet keeps capacity for 5 minutes,
+# then sets it to 0 (kubernetes pkg/kubelet/cm/devicemanager endpoint.go endpointStopGracePeriod). What restarts
+# the validator, and why nvidia.com/gpu.deploy.operator-validator=false is no way out: checks/explain.py.
 @rule(
     "operator-validator-device-plugin",
     WARNING,
@@ -54,11 +56,14 @@ def _device_plugin_enabled_in(cp: dict[str, Any]) -> bool:
 def operator_validator(ctx: CheckContext) -> Iterator[Finding]:
     """Severity: warning. When: a ClusterPolicy keeps `devicePlugin.enabled` (so the validator keeps its plugin
     validation) and GPU nodes are still to migrate. Rests on: the validator's `plugin-validation` needs node
-    capacity `nvidia.com/gpu*`/`nvidia.com/mig-*` ≥ 1, 30 tries 5 s apart (gpu-operator `cmd/nvidia-
-    validator/main.go`, kept while devicePlugin is enabled: `controllers/object_controls.go`); capacity drops to 0
-    five minutes after the device plugin leaves (kubernetes `pkg/kubelet/cm/devicemanager/endpoint.go`
-    `endpointStopGracePeriod`), so a later validator restart crash-loops. Remediation: `devicePlugin.enabled=false`
-    after the last pool, or label migrated nodes `nvidia.com/gpu.deploy.operator-validator=false`.
+    capacity `nvidia.com/gpu*`/`nvidia.com/mig-*` ≥ 1 (gpu-operator `cmd/nvidia-validator/main.go`, kept while
+    devicePlugin is enabled: `controllers/object_controls.go`); capacity drops to 0 five minutes after the device
+    plugin leaves (kubernetes `pkg/kubelet/cm/devicemanager/endpoint.go`), so the validator crash-loops whenever
+    it restarts on a migrated node (a reboot, a driver upgrade or reload, a MIG change), and a driver upgrade there
+    waits 600 s in `validation-required` and ends `upgrade-failed` before its uncordon (k8s-operator-libs
+    `pkg/upgrade/validation_manager.go`). Remediation: `devicePlugin.enabled=false` after the last pool; not
+    `nvidia.com/gpu.deploy.operator-validator=false` (no validator pod: the upgrade waits for ever, and after a
+    reboot GFD, dcgm-exporter and the MIG Manager wait for the `toolkit-ready` file the validator writes).
     """
     policies = [cp for cp in cluster_policies(ctx.state)[:1] if _device_plugin_enabled_in(cp)]
     nodes = sorted(n.name for n in ctx.inventory.nodes if still_to_migrate(n) and n.device_plugin_enabled)
@@ -68,11 +73,14 @@ def operator_validator(ctx: CheckContext) -> Iterator[Finding]:
             WARNING,
             f"ClusterPolicy {_policy(policies[0]).name} keeps the operator-validator's plugin validation "
             "(devicePlugin.enabled is true), which needs nvidia.com/gpu capacity on its node: on a migrated node "
-            "capacity drops to 0 five minutes after the device plugin leaves, and the next restart of that "
-            "node's nvidia-operator-validator pod crash-loops in plugin-validation",
+            "capacity drops to 0 five minutes after the device plugin leaves, and whenever that node's "
+            "nvidia-operator-validator pod restarts (a reboot, a driver upgrade or reload, a MIG change) it "
+            "crash-loops in plugin-validation; a driver upgrade there then waits 10 minutes in validation-required "
+            "and ends upgrade-failed before the node is uncordoned",
             "after the last pool is migrated set ClusterPolicy spec.devicePlugin.enabled=false (the operator then "
-            "drops plugin-validation); until then do not restart validator pods on migrated nodes, or label "
-            "those nodes nvidia.com/gpu.deploy.operator-validator=false",
+            "drops plugin-validation). Do not label migrated nodes nvidia.com/gpu.deploy.operator-validator=false: "
+            "with no validator pod a driver upgrade waits for ever with the node cordoned, and after a reboot GFD, "
+            "dcgm-exporter and the MIG Manager wait for the toolkit-ready file the validator writes",
             (_policy(policies[0]), *(ObjectRef("Node", n) for n in nodes)),
         )
 
@@ -168,4 +176,40 @@ def operator_in_place(ctx: CheckContext) -> Iterator[Finding]:
             "migrate node pool by node pool with the standalone DRA driver beside the ClusterPolicy "
             "(what dra-migrate plan produces)",
             tuple(_policy(o) for o in cps),
+        )
+
+
+# The driver upgrade controller, the driver manager and the MIG Manager take a node's operands down and write back
+# the deploy labels they read when they began (sources: inventory/operator_activity.py).
+@rule(
+    "gpu-operator-node-busy",
+    BLOCKER,
+    summary="the GPU Operator is upgrading the driver, reloading it or changing MIG on a node still to migrate",
+)
+def operator_node_busy(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: blocker (node-scoped: the plan leaves the nodes out, `apply` refuses them at the cordon and at the
+    device-plugin switch). When: a node still to migrate has `nvidia.com/gpu-driver-upgrade-state` other than unset
+    or `upgrade-done`, `nvidia.com/mig.config.state` `pending`/`rebooting`, or a label paused
+    (`paused-for-driver-upgrade`, `paused-for-mig-change`). Rests on: the driver manager and the MIG Manager write
+    back the deploy labels they read before the switch, so the device plugin returns beside the DRA plugin
+    (NVIDIA/k8s-driver-manager `cmd/driver-manager/main.go` `rescheduleGPUOperatorComponents`, NVIDIA/mig-parted
+    `pkg/mig/reconfigure/reconfigure.go` `restartKubernetesGPUClients`); the upgrade controller uncordons the node
+    at `uncordon-required` (k8s-operator-libs `pkg/upgrade/common_manager.go`); a paused label reads as "device
+    plugin off", so the plan would switch nothing there.
+    """
+    by_why: dict[str, list[str]] = {}
+    for n in ctx.inventory.nodes:
+        why = operator_busy(n.labels)
+        if why is not None and switched_in_place(ctx, n):
+            by_why.setdefault(why.split(" (")[0], []).append(n.name)
+    for why, nodes in sorted(by_why.items()):
+        yield Finding(
+            "gpu-operator-node-busy",
+            BLOCKER,
+            f"{len(nodes)} GPU node(s): {why}. The operator writes back the device plugin's label as it read it "
+            "before (the device plugin would return beside the DRA plugin) and uncordons the node itself; the plan "
+            "leaves these nodes out and apply refuses them",
+            f"let the upgrade or MIG change finish (or keep the node out of driver upgrades: {SKIP_UPGRADE_LABEL}"
+            "=true), then plan again",
+            tuple(ObjectRef("Node", n) for n in sorted(nodes)),
         )

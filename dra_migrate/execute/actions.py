@@ -15,9 +15,10 @@ from typing import Any
 
 from dra_migrate.errors import InputError
 from dra_migrate.execute.contract import NEVER, Cancel, Change, Ops, StepFailed
+from dra_migrate.inventory.operator_activity import operator_busy
 from dra_migrate.plan.model import Action, InverseAction, Step
 from dra_migrate.plan.params import PlanParams, parse_duration
-from dra_migrate.plan.steps import PLUGIN_SWITCHES
+from dra_migrate.plan.steps import DISABLE_DEVICE_PLUGIN, PLUGIN_SWITCHES
 
 DEFAULT_DRAIN_S = float(parse_duration(PlanParams().drain_timeout))  # a stage with no drain step of its own
 
@@ -163,6 +164,7 @@ def _confirm_dra_driver(ctx: StepContext) -> Change | None:
 @action(Action.CORDON, inverse=InverseAction.SET_UNSCHEDULABLE, dry_run=DryRun.SEND)
 def _cordon(ctx: StepContext) -> Change | None:
     state = _check_node(ctx)  # the precondition of a node's first step
+    _check_operator_idle(ctx, state)
     # Its read is the cordon's read too: the value recorded for the inverse comes from it, as it would
     # from a second GET of the same node a moment later (one round trip fewer per node on a wave's path).
     return ctx.ops.set_unschedulable(ctx.node_name, True, dry_run=ctx.dry_run, current=bool(state.get("unschedulable")))
@@ -181,6 +183,9 @@ def _drain(ctx: StepContext) -> Change | None:
 @action(Action.SET_LABEL, inverse=InverseAction.RESTORE_LABEL, dry_run=DryRun.SEND)
 def _set_label(ctx: StepContext) -> Change | None:
     value = ctx.param("value", (str, type(None)))
+    if ctx.step.id.rsplit("/", 1)[-1] == DISABLE_DEVICE_PLUGIN:
+        # A driver reload or MIG change that began during the drain writes back the "true" it read before.
+        _check_operator_idle(ctx, ctx.ops.node_state(ctx.node_name))
     return ctx.ops.set_label(ctx.node_name, ctx.param("key", str), value, dry_run=ctx.dry_run)
 
 
@@ -326,6 +331,18 @@ def _check_node(ctx: StepContext) -> dict[str, Any]:
             "resume once its kubelet is Ready, or make a new plan, which leaves it out until then",
         )
     return state
+
+
+def _check_operator_idle(ctx: StepContext, state: Mapping[str, Any]) -> None:
+    """The GPU Operator is not upgrading, reloading the driver or changing MIG on the node: each writes back the
+    device plugin's label as it read it before and the upgrade uncordons the node (inventory/operator_activity.py;
+    `plan` leaves such nodes out, this catches one that became busy since)."""
+    busy = operator_busy(state.get("labels") or {})
+    if busy is not None:
+        raise StepFailed(
+            f"node {ctx.node_name}: {busy}",
+            "wait until the GPU Operator is done with the node (its labels say so), then resume",
+        )
 
 
 # -- the inverses -----------------------------------------------------------------------------------

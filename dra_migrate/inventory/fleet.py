@@ -250,9 +250,11 @@ def build_gpu_nodes(
     dra_daemonsets: list[dict[str, Any]] | None = None,
     dp_daemonsets: list[dict[str, Any]] | None = None,
     counter_nodes: frozenset[str] = frozenset(),
+    swept_labels: frozenset[str] = frozenset(),
 ) -> list[GpuNode]:
+    """`swept_labels`: node label keys another controller deletes, never a plugin's switch (`Placements`)."""
     out: list[GpuNode] = []
-    placements = Placements(dra_daemonsets or [], dp_daemonsets or [])
+    placements = Placements(dra_daemonsets or [], dp_daemonsets or [], swept_labels)
     for n in nodes:
         meta = n.get("metadata") or {}
         name = meta.get("name")

@@ -28,6 +28,7 @@ from dra_migrate.inventory.operator import (
     sharing_configs,
     summarize_operator,
 )
+from dra_migrate.inventory.operator_activity import CLUSTER_POLICY_SWEPT
 from dra_migrate.inventory.platform import pool_platforms
 from dra_migrate.inventory.resources import GpuNames
 from dra_migrate.inventory.topology import MultiGpuConsumer, partial_node_consumers, slice_topology
@@ -104,6 +105,7 @@ def _build(state: ClusterState, pool_labels: tuple[str, ...]) -> Inventory:
         dra_plugin_daemonset_objects(state),
         device_plugin_daemonset_objects(state),
         nodes_with_counters(state),
+        CLUSTER_POLICY_SWEPT if policies else frozenset(),
     )
     configured = node_config_replicas(state)
     for g in gpu_nodes:

@@ -19,6 +19,7 @@ from dra_migrate.cluster.configrefs import names as is_one_of
 from dra_migrate.cluster.state import ClusterState, Obj
 from dra_migrate.cluster.yamlio import load_yaml_documents
 from dra_migrate.errors import InputError
+from dra_migrate.inventory.operator_activity import swept_note, unpaused_node
 from dra_migrate.inventory.placement import (
     label_to_deselect,
     label_to_select,
@@ -338,6 +339,7 @@ def dra_plugin_daemonsets(state: ClusterState) -> list[str]:
 # operator keeps a value once set, so "false" keeps it off (gpu-operator
 # assets/state-device-plugin/0500_daemonset.yaml; controllers/state_manager.go).
 OPERATOR_DEVICE_PLUGIN_OFF = ("nvidia.com/gpu.deploy.device-plugin", "false")
+# But for the keys it deletes from every node under a ClusterPolicy (operator_activity.py CLUSTER_POLICY_SWEPT).
 
 
 @dataclass(frozen=True)
@@ -439,9 +441,10 @@ def _gpu_allocatable(node: Obj) -> dict[str, int]:
     return out
 
 
-def dra_plugin_placement(node: Obj, daemonsets: list[Obj]) -> PluginPlacement:
+def dra_plugin_placement(node: Obj, daemonsets: list[Obj], swept: frozenset[str] = frozenset()) -> PluginPlacement:
     """Whether the DRA kubelet plugin runs on `node`, or which one label makes one of its DaemonSets run
-    there (the DaemonSet controller's own test: nodeSelector, required node affinity, taints)."""
+    there (the DaemonSet controller's own test: nodeSelector, required node affinity, taints); never one of
+    the `swept` keys, which another controller deletes."""
     if not daemonsets:
         return PluginPlacement(
             "assumed", None, None, None, "no DRA kubelet-plugin DaemonSet was read: the plan's --dra-label is assumed"
@@ -456,7 +459,7 @@ def dra_plugin_placement(node: Obj, daemonsets: list[Obj]) -> PluginPlacement:
                 f"DaemonSet {_ref_of(ds)} already runs on this node ({_how_selected(ds)})",
             )
     for ds in daemonsets:
-        switch = label_to_select(_pod_spec(ds), node)
+        switch = label_to_select(_pod_spec(ds), node, swept)
         if switch is not None:
             return PluginPlacement(
                 "label",
@@ -472,7 +475,8 @@ def dra_plugin_placement(node: Obj, daemonsets: list[Obj]) -> PluginPlacement:
         None,
         None,
         f"no node label that an operator can set makes DaemonSet(s) {refs} run on this node "
-        f"({'; '.join(_how_selected(d, terms=True) for d in daemonsets)})",
+        f"({'; '.join(_how_selected(d, terms=True) for d in daemonsets)})"
+        + swept_note({k for d in daemonsets for k in node_inputs(_pod_spec(d))[0]} & swept),
     )
 
 
@@ -486,8 +490,9 @@ class Placements:
     nodes the per-node placement was 0.6 s of `plan`). A node with a label key that is not a string (the
     functions do not all read such keys alike) is computed on its own."""
 
-    def __init__(self, dra: list[Obj], dp: list[Obj]) -> None:
-        self._dra, self._dp = dra, dp
+    def __init__(self, dra: list[Obj], dp: list[Obj], swept: frozenset[str] = frozenset()) -> None:
+        """`swept`: label keys that do not stay where set (`CLUSTER_POLICY_SWEPT` under a ClusterPolicy)."""
+        self._dra, self._dp, self._swept = dra, dp, swept
         keys = {OPERATOR_DEVICE_PLUGIN_OFF[0]}
         self._by_name = False
         for ds in (*dra, *dp):
@@ -511,18 +516,24 @@ class Placements:
         )
 
     def of(self, node: Obj) -> tuple[PluginPlacement, PluginPlacement]:
-        """(the DRA plugin's placement, the device plugin's) on this node."""
+        """(the DRA plugin's placement, the device plugin's) on this node, as its labels will be once a pause of
+        the GPU Operator's ends (`unpaused_node`)."""
         shape = self._shape(node)
         found = self._memo.get(shape) if shape is not None else None
         if found is None:
-            found = (dra_plugin_placement(node, self._dra), device_plugin_placement(node, self._dp))
+            node = unpaused_node(node)
+            found = (
+                dra_plugin_placement(node, self._dra, self._swept),
+                device_plugin_placement(node, self._dp, self._swept),
+            )
             if shape is not None:
                 self._memo[shape] = found
         return found
 
 
-def device_plugin_placement(node: Obj, daemonsets: list[Obj]) -> PluginPlacement:
-    """Whether the device plugin runs on `node`, and which one label stops every DaemonSet of it there."""
+def device_plugin_placement(node: Obj, daemonsets: list[Obj], swept: frozenset[str] = frozenset()) -> PluginPlacement:
+    """Whether the device plugin runs on `node`, and which one label stops every DaemonSet of it there (never
+    one of the `swept` keys)."""
     if not daemonsets:
         return PluginPlacement(
             "assumed",
@@ -542,7 +553,7 @@ def device_plugin_placement(node: Obj, daemonsets: list[Obj]) -> PluginPlacement
             # the wave rolls back. A snapshot keeps no device-plugin pods, so it cannot tell which.
             why += f" (it still advertises {', '.join(advertised)}: the plugin is leaving, or is not ours)"
         return PluginPlacement("off", refs, None, None, why)
-    switches = {label_to_deselect(_pod_spec(d), node, OPERATOR_DEVICE_PLUGIN_OFF) for d in running}
+    switches = {label_to_deselect(_pod_spec(d), node, OPERATOR_DEVICE_PLUGIN_OFF, swept) for d in running}
     refs = ", ".join(_ref_of(d) for d in running)
     if len(switches) == 1 and None not in switches:
         key, value = next(iter(s for s in switches if s is not None))

@@ -155,7 +155,8 @@ def pdb_selects(pdb: dict[str, Any], pod: dict[str, Any]) -> bool:
 # switch. NFD (feature.node.kubernetes.io/*, kubernetes-sigs/node-feature-discovery), GPU Feature
 # Discovery and the GPU Operator's node labelling (nvidia.com/gpu.*, cuda.*, mig.*, gfd.*; except the
 # operator's nvidia.com/gpu.deploy.<operand>, which it keeps once set: gpu-operator
-# controllers/state_manager.go), and the kubelet's / cloud providers' own (kubernetes.io, k8s.io).
+# controllers/state_manager.go `addGPUStateLabels`; but for the keys it deletes under a ClusterPolicy, which
+# the caller passes as `swept`: operator_activity.py), and the kubelet's / cloud providers' own (kubernetes.io, k8s.io).
 _MANAGED_PREFIXES = (
     "feature.node.kubernetes.io/",
     "nvidia.com/gpu.",
@@ -234,28 +235,34 @@ def _required_terms(pod_spec: dict[str, Any]) -> list[dict[str, Any]]:
 _FLAG_VALUES = frozenset({"", "true", "false", "enabled", "disabled", "on", "off", "yes", "no"})
 
 
-def _may_set(node: dict[str, Any], key: str) -> bool:
+def _may_set(node: dict[str, Any], key: str, swept: frozenset[str] = frozenset()) -> bool:
     current = node_labels(node).get(key)
-    return settable_label(key) and (current is None or current.lower() in _FLAG_VALUES)
+    return settable_label(key) and key not in swept and (current is None or current.lower() in _FLAG_VALUES)
 
 
-def label_to_select(pod_spec: dict[str, Any], node: dict[str, Any]) -> tuple[str, str] | None:
+def label_to_select(
+    pod_spec: dict[str, Any], node: dict[str, Any], swept: frozenset[str] = frozenset()
+) -> tuple[str, str] | None:
     """One settable node label that makes the DaemonSet controller run this pod spec on the node, or None
-    when none does (a taint it does not tolerate, matchFields, Gt/Lt, a managed label, two labels needed)."""
+    when none does (a taint it does not tolerate, matchFields, Gt/Lt, a managed label, two labels needed).
+    `swept`: keys a controller of this cluster deletes (inventory/operator.py `CLUSTER_POLICY_SWEPT`)."""
     for key, value in _candidates_on(pod_spec):
-        if _may_set(node, key) and node_selects(pod_spec, _with_label(node, key, value), daemon=True):
+        if _may_set(node, key, swept) and node_selects(pod_spec, _with_label(node, key, value), daemon=True):
             return key, value
     return None
 
 
 def label_to_deselect(
-    pod_spec: dict[str, Any], node: dict[str, Any], preferred: tuple[str, str] | None = None
+    pod_spec: dict[str, Any],
+    node: dict[str, Any],
+    preferred: tuple[str, str] | None = None,
+    swept: frozenset[str] = frozenset(),
 ) -> tuple[str, str] | None:
     """One settable node label that makes the DaemonSet controller stop running this pod spec on the node
     (it deletes the pod once the node no longer matches: pkg/controller/daemon/daemon_controller.go), or
     None when no label can (no selector and no affinity: it runs on every node)."""
     for key, value in _candidates_off(pod_spec, preferred):
-        if _may_set(node, key) and not node_selects(pod_spec, _with_label(node, key, value), daemon=True):
+        if _may_set(node, key, swept) and not node_selects(pod_spec, _with_label(node, key, value), daemon=True):
             return key, value
     return None
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from dra_migrate.inventory.fleet import kubelet_skew
+from dra_migrate.inventory.operator_activity import operator_busy
 from dra_migrate.inventory.platform import REPLACE_POOL
 
 if TYPE_CHECKING:  # the checks pull in the CEL engine, which show/status/apply (via plan.derived) must not load
@@ -30,8 +31,11 @@ def excluded_nodes(readiness: Readiness, gates: dict[str, bool], driver: str) ->
         if n.pool in replaced:
             continue  # drained across, not switched: its own plugins and kubelet do not matter
         skew = kubelet_skew(n.kubelet_version, gates)
+        busy = operator_busy(n.labels)
         if skew is not None:
             out[n.name] = f"kubelet-version-unsupported: {skew}"
+        elif busy is not None:
+            out[n.name] = f"gpu-operator-node-busy: {busy}"
         elif n.dp_placement is not None and n.dp_placement.mode == "unknown":
             out[n.name] = f"device-plugin-placement-unknown: {n.dp_placement.why}"
         elif n.dra_placement is not None and n.dra_placement.mode == "unknown":
