@@ -33,11 +33,11 @@ from dra_migrate.execute.journals import (
     read_checked,
     resolve_state,
 )
-from dra_migrate.execute.lock import break_lock
+from dra_migrate.execute.lock import break_lock, read_lock
 from dra_migrate.execute.ops import live_ops
 from dra_migrate.execute.progress import progress_of
 from dra_migrate.execute.runner import RESUME_HINT, STOPPED, ApplyOptions
-from dra_migrate.execute.session import ApplySession
+from dra_migrate.execute.session import ApplySession, crashed_here
 from dra_migrate.kube import DEFAULT_BURST, DEFAULT_QPS, RateLimit
 from dra_migrate.plan.model import Action, Plan
 from dra_migrate.plan.outline import outline_of
@@ -335,16 +335,26 @@ def _reader(state: str, kubeconfig: Path | None, context: str | None) -> Any:
 @_PLAN
 @source_options
 @click.option("--lock-id", required=True, help="The lock id that apply's refusal names.")
+@click.option("--force", is_flag=True, help="Break it even though its holder renewed it within its duration.")
 @_LOCK_NS
-def unlock(plan_file: Path, source: SourceOptions, lock_id: str, lock_namespace: str) -> None:
+def unlock(plan_file: Path, source: SourceOptions, lock_id: str, force: bool, lock_namespace: str) -> None:
     """Break the cluster lock (only when you know its holder is gone).
+
+    A lock its holder still renews is refused without --force, naming the holder: its run may be acting on
+    the cluster. A crashed run's lock expires by itself (60 s), and one that crashed on this machine is
+    broken at once.
 
     \b
     Examples:
-      dra-migrate status plans/x.yaml               # names the holder and its lock id
+      dra-migrate apply plans/x.yaml --yes          # refused: names the holder and its lock id
       dra-migrate unlock plans/x.yaml --lock-id ID
     """
     _load(plan_file)
     ops = live_ops(source.kubeconfig, source.context)
-    break_lock(ops.api, lock_id, namespace=lock_namespace)
-    _log(f"lock {lock_id} broken")
+    held = read_lock(ops.api, namespace=lock_namespace)
+    gone = held is not None and held.lock_id == lock_id and crashed_here(held)  # this machine's crashed run
+    broken = break_lock(ops.api, lock_id, namespace=lock_namespace, force=force or gone)
+    if broken is None:
+        _log("no cluster lock to break")
+        return
+    _log(f"lock {lock_id} broken: it was held by {broken.holder or '(nobody)'} (plan {broken.plan_digest or '?'})")

@@ -254,10 +254,20 @@ def read_lock(api_client: Any, *, namespace: str = DEFAULT_NAMESPACE, name: str 
 
 
 def break_lock(
-    api_client: Any, lock_id: str, *, namespace: str = DEFAULT_NAMESPACE, name: str = DEFAULT_NAME
+    api_client: Any,
+    lock_id: str,
+    *,
+    namespace: str = DEFAULT_NAMESPACE,
+    name: str = DEFAULT_NAME,
+    force: bool = False,
 ) -> LockInfo | None:
     """Delete the Lease if its lock id is `lock_id` (`dra-migrate unlock PLAN --lock-id ID`); what it
-    said, or None when there was no lock. The id guards against breaking a lock someone took since."""
+    said, or None when there was no lock. The id guards against breaking a lock someone took since.
+
+    Without `force`, a Lease renewed within its duration (by this machine's clock) is refused as live,
+    naming its holder: its run is acting on the cluster (a 10-minute drain looks stuck but renews every
+    20 s), and breaking it lets a second apply start before the first one notices at its next renewal.
+    One whose holder crashed expires by itself within its duration; `--force` is for a holder known gone."""
     rest = _Rest(api_client)
     path = _lease_path(namespace, name)
     for _ in range(_ATTEMPTS):
@@ -269,6 +279,12 @@ def break_lock(
             raise ClusterError(
                 f"the cluster lock's id is {info.lock_id or '(none)'}, not {lock_id}: {info.describe()}",
                 f"check who holds it; to break it pass --lock-id {info.lock_id}" if info.lock_id else "",
+            )
+        if not force and not info.expired():
+            raise LockHeld(
+                f"the cluster lock is live, renewed within its {info.duration_s}s: {info.describe()}",
+                "its run may still be acting on the cluster: wait for it, or for the Lease to expire if its "
+                "holder is gone; pass --force only when you know its process is gone",
             )
         try:
             rest.retrying("DELETE", path, _delete_options(lease))

@@ -250,7 +250,7 @@ class ApplySession:
         info = read_lock(self.lock_api, namespace=self.lock_namespace)
         if info is None or not info.holder or not crashed_here(info) or info.plan_digest != digest:
             return
-        break_lock(self.lock_api, info.lock_id, namespace=self.lock_namespace)
+        break_lock(self.lock_api, info.lock_id, namespace=self.lock_namespace, force=True)
         self.log(f"took over the lock of a crashed run ({info.holder})")
 
 

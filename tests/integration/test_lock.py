@@ -244,7 +244,7 @@ def test_renewal_keeps_it_alive_past_its_duration(api: Any, kube: Kube, lease_na
 def test_a_broken_lock_is_noticed_as_lost(api: Any, lease_name: str) -> None:
     lock = new_lock(api, lease_name, duration_s=3, renew_every_s=0.2)
     with lock:
-        assert break_lock(api, lock.lock_id, namespace=NS, name=lease_name) is not None
+        assert break_lock(api, lock.lock_id, namespace=NS, name=lease_name, force=True) is not None
         deadline = time.monotonic() + 5
         while not lock.lost and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -260,7 +260,7 @@ def test_break_lock_needs_the_right_id(api: Any, kube: Kube, lease_name: str) ->
         break_lock(api, "not-the-id", namespace=NS, name=lease_name)
     assert lock.lock_id in str(e.value)
     assert lease(kube, lease_name) is not None
-    broken = break_lock(api, lock.lock_id, namespace=NS, name=lease_name)
+    broken = break_lock(api, lock.lock_id, namespace=NS, name=lease_name, force=True)
     assert broken is not None and broken.holder == lock.holder
     assert lease(kube, lease_name) is None
     assert break_lock(api, lock.lock_id, namespace=NS, name=lease_name) is None  # nothing left to break

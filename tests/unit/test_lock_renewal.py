@@ -161,3 +161,49 @@ def test_a_short_outage_within_the_deadline_keeps_the_lock() -> None:
         lock.check()
     finally:
         lock.release()
+
+
+# ----------------------------------------------------------------------------------------------------
+# `unlock` (break_lock) and a live holder. Found auditing it: `unlock PLAN --lock-id ID` deleted the Lease
+# whatever its state, and apply's refusal hands every operator that id. An operator who took a slow run
+# (a 10-minute drain) for a stuck one broke a live lock: the next apply started while the first still
+# acted, until its next renewal met the 404. Breaking a lock renewed within its duration now takes --force.
+
+
+def _held_by_other(server: LeaseServer, *, renewed_s_ago: float) -> ClusterLock:
+    other = ClusterLock(server.client(), name="t", plan_digest="sha256:x", duration_s=60, holder="ann@gpu-ops/4242/x")
+    other.acquire()
+    assert server.lease is not None
+    from datetime import UTC, datetime, timedelta
+
+    from dra_migrate.execute.lock import micro_time
+
+    server.lease["spec"]["renewTime"] = micro_time(datetime.now(UTC) - timedelta(seconds=renewed_s_ago))
+    return other
+
+
+def test_unlock_refuses_a_live_lock_naming_its_holder() -> None:
+    from dra_migrate.execute.contract import LockHeld
+    from dra_migrate.execute.lock import break_lock
+
+    server = LeaseServer()
+    other = _held_by_other(server, renewed_s_ago=5)
+    try:
+        break_lock(server.client(), other.lock_id, name="t")
+    except LockHeld as e:
+        assert "ann@gpu-ops/4242/x" in str(e) and "--force" in (e.hint or "")
+    else:
+        raise AssertionError("broke a lock renewed 5 s ago without --force")
+    assert server.lease is not None
+    broken = break_lock(server.client(), other.lock_id, name="t", force=True)
+    assert broken is not None and broken.holder == "ann@gpu-ops/4242/x"
+    assert server.lease is None
+
+
+def test_unlock_breaks_an_expired_lock_without_force() -> None:
+    from dra_migrate.execute.lock import break_lock
+
+    server = LeaseServer()
+    other = _held_by_other(server, renewed_s_ago=61)
+    broken = break_lock(server.client(), other.lock_id, name="t")
+    assert broken is not None and server.lease is None
