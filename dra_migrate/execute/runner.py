@@ -539,6 +539,10 @@ class Runner:
         except MigrateError as e:
             self._record("end", phase="rollback", stepId=ps.id, result="failed", error=str(e))
             raise
+        except KeyboardInterrupt as e:  # Ctrl-C, SIGTERM, SIGHUP (see `_run_step`): the next rollback redoes it
+            self._record("end", phase="rollback", stepId=ps.id, result="interrupted",
+                         error=f"interrupted: {e or 'Ctrl-C'}")  # fmt: skip
+            raise
         self._record("end", phase="rollback", stepId=ps.id, result="ok" if change else "skipped",
                      before=change.before if change else None, after=change.after if change else None)  # fmt: skip
         self.log(f"{'would undo' if opts.dry_run else 'undone'} {ps.id}")
@@ -568,6 +572,12 @@ class Runner:
             self._record("end", phase="apply", stepId=ps.id, result="failed" if permanent else "interrupted",
                          error=str(e), details=details or None,
                          requestSeconds=round(thread_request_seconds() - requests_before, 3))  # fmt: skip
+            raise
+        except KeyboardInterrupt as e:
+            # Ctrl-C, or SIGTERM/SIGHUP (cli/interrupts.py `Terminated`): lands on the main thread, which runs
+            # the step of a one-lane unit (the prepare stage, a one-node wave). Stopped, not failed: resume runs
+            # it again, as a step whose wait the interrupt cancelled in a wider wave.
+            self._record("end", phase="apply", stepId=ps.id, result="interrupted", error=f"interrupted: {e or 'Ctrl-C'}")
             raise
         except BaseException as e:
             self._record("end", phase="apply", stepId=ps.id, result="failed", error=f"internal error: {e!r}")

@@ -1,0 +1,67 @@
+"""Ctrl-C (or SIGTERM/SIGHUP, raised as `Terminated`, a KeyboardInterrupt) in the middle of a step.
+
+Found auditing "nothing lost on Ctrl-C": a one-lane unit (the prepare stage, a one-node wave) runs its step
+on the main thread, where the signal lands; the step was journaled `failed` with "internal error:
+KeyboardInterrupt()", so `status` showed a failure the operator never had and the docs' promise ("journals
+each open step as interrupted") held only for waves of several nodes.
+"""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+from test_runner import Rig, make_plan
+
+from dra_migrate.cli.interrupts import Terminated
+from dra_migrate.execute.journal import INTERRUPTED
+from dra_migrate.execute.progress import progress_of
+from dra_migrate.testing.execute import FakeOps
+
+
+@pytest.mark.parametrize("op", ["canary", "drain", "set_label"])
+@pytest.mark.parametrize("when", ["start", "mid"])
+def test_ctrl_c_in_a_one_node_wave_journals_the_step_interrupted(tmp_path: Path, op: str, when: str) -> None:
+    rig = Rig(tmp_path, make_plan([["a"]]))
+    rig.ops.fail(op, "p0-a", "interrupt", when=when)
+    with pytest.raises(KeyboardInterrupt):
+        rig.run()
+    records = rig.records()
+    ends = [r for r in records if r["event"] == "end" and r.get("result") not in ("ok", "skipped")]
+    assert len(ends) == 1 and ends[0]["result"] == "interrupted", ends
+    assert "internal error" not in ends[0].get("error", "")
+    assert records[-1]["event"] == "run-end"
+    assert rig.progress().status(ends[0]["stepId"]) == INTERRUPTED
+    # and a resume finishes the node
+    result = rig.run()
+    assert result.ok, result.failure
+    assert progress_of(rig.plan, rig.records()).to_dict()["remaining"] == 0
+
+
+def test_sigterm_in_the_prepare_stage_journals_the_step_interrupted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rig = Rig(tmp_path, make_plan([["a"]]))
+
+    def terminated(*_a: object, **_k: object) -> None:
+        raise Terminated(signal.SIGTERM)
+
+    monkeypatch.setattr(FakeOps, "create_device_class", terminated)
+    with pytest.raises(Terminated):
+        rig.run()
+    ends = [r for r in rig.records() if r["event"] == "end"]
+    assert ends and ends[-1]["result"] == "interrupted" and "terminated" in ends[-1]["error"]
+
+
+def test_ctrl_c_during_a_rollback_journals_the_undo_interrupted_and_rollback_finishes(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, make_plan([["a"]]))
+    assert rig.run().ok
+    rig.ops.fail("set_label", "p0-a", "interrupt")
+    with pytest.raises(KeyboardInterrupt):
+        rig.rollback()
+    records = rig.records()
+    undo = [r for r in records if r["event"] == "end" and r.get("phase") == "rollback"][-1]
+    assert undo["result"] == "interrupted", undo
+    assert records[-1]["event"] == "run-end"
+    result = rig.rollback()
+    assert result.ok, result.failure
+    assert all(s["labels"].get("nvidia.com/gpu.deploy.device-plugin") == "true" for s in rig.nodes().values())
