@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import math
 import os
 import socket
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -201,7 +203,8 @@ def apply(
         emit(to_json({"dryRun": True, "changes": [c.__dict__ for c in result.changes], "ok": result.ok}))
         sys.exit(exitcodes.OK if result.ok else exitcodes.FAILED)
     _confirm(plan, yes, f"apply {plan_file}" + (" (resuming)" if session.resuming else ""))
-    result = session.apply(opts, read_state=lambda: load_state(source))  # staleness under the lock
+    with _journal_write_fails(session, "apply"):
+        result = session.apply(opts, read_state=lambda: load_state(source))  # staleness under the lock
     if result.ok:
         _log(f"applied: {result.steps_run} step(s) run, {result.steps_skipped} already done")
         return
@@ -209,6 +212,23 @@ def apply(
         raise ClusterError(f"apply stopped: {result.failure}", f"{RESUME_HINT} once the cluster answers")
     extra = f"; rolled back {len(result.rolled_back)} step(s) of the wave" if result.rolled_back else ""
     raise InputError(f"apply stopped: {result.failure}{extra}", f"see dra-migrate status {plan_file}")
+
+
+@contextlib.contextmanager
+def _journal_write_fails(session: ApplySession, what: str) -> Iterator[None]:
+    """A journal that cannot be written (a full disk, a read-only filesystem): the run stopped before acting
+    on anything it could not record (execute/journal.py); say which file, why, and how to go on."""
+    path = str(getattr(session.store, "path", ""))
+    try:
+        yield
+    except OSError as e:
+        if not path or e.filename != path:
+            raise
+        raise ClusterError(
+            f"{what} stopped: cannot write its journal {path}: {e.strerror}",
+            f"free space or make it writable, then re-run {what} to resume (a step whose end was not recorded "
+            "runs again: each re-reads the cluster first)",
+        ) from e
 
 
 def _drain_timeout(drain_timeout: str | None) -> dict[str, float]:
@@ -286,7 +306,8 @@ def rollback(
             _log(f"the rollback would stop: {result.failure}")
         sys.exit(exitcodes.OK if result.ok else exitcodes.FAILED)
     _confirm(plan, yes, f"roll back {len(to_undo)} step(s) of {plan_file}")
-    result = session.rollback(to_undo, opts)
+    with _journal_write_fails(session, "rollback"):
+        result = session.rollback(to_undo, opts)
     if not result.ok:
         raise ClusterError(f"{result.failure}", f"see dra-migrate status {plan_file}; run rollback again")
     _log(f"rolled back {len(result.rolled_back)} step(s)")
