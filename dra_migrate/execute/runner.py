@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
+import concurrent.futures
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -403,14 +404,36 @@ class Runner:
             fn(lanes[0])
             return
         pool = ThreadPoolExecutor(max_workers=opts.lanes_at_once(len(lanes)), thread_name_prefix="lane")
+        futures = []
         try:
-            for f in [pool.submit(fn, lane) for lane in lanes]:
+            futures = [pool.submit(fn, lane) for lane in lanes]
+            for f in futures:
                 f.result()
         except BaseException:
             cancel.cancel("interrupted")  # before waiting for the lanes: their waits end at once
+            self._until_lanes_end(futures)
             raise
         finally:
             pool.shutdown(wait=True)
+
+    def _until_lanes_end(self, futures: list[Any]) -> None:
+        """Wait for the cancelled lanes to finish the request in flight and journal their step, through
+        further Ctrl-Cs: cut short, the run would be closed, the journal closed and the Lease deleted while a
+        lane still wrote to the cluster, its step's end then lost. (A SIGTERM's repeats are ignored already,
+        cli/interrupts.py; what ends a stop that hangs is SIGKILL, after which resume re-runs the open steps.)"""
+        told = False
+        while True:
+            try:
+                left = [f for f in futures if not f.done()]
+                if not left:
+                    return
+                if not told:
+                    told = True
+                    self.log(f"stopping: waiting for {len(left)} node(s) to finish the request in flight and "
+                             "journal it")  # fmt: skip
+                concurrent.futures.wait(left, timeout=1.0)
+            except KeyboardInterrupt:
+                continue
 
     def _after_wave(self, unit: Unit, opts: ApplyOptions, result: RunResult, done: set[str]) -> bool:
         """The soak and the health gate after a wave. False stops the run (the wave was rolled back)."""

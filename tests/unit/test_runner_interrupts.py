@@ -65,3 +65,45 @@ def test_ctrl_c_during_a_rollback_journals_the_undo_interrupted_and_rollback_fin
     result = rig.rollback()
     assert result.ok, result.failure
     assert all(s["labels"].get("nvidia.com/gpu.deploy.device-plugin") == "true" for s in rig.nodes().values())
+
+
+def test_a_second_ctrl_c_does_not_close_the_run_under_lanes_still_finishing_their_steps(tmp_path: Path) -> None:
+    """Found auditing it: a second Ctrl-C while the wave's lanes finished their in-flight steps cut the wait
+    short: the run was closed in the journal, the journal closed and the Lease deleted while a lane was still
+    writing to the cluster, and that lane's `end` record failed on the closed journal (the step left open)."""
+    import threading
+    import time
+
+    from test_runner import assert_journal_consistent
+
+    rig = Rig(tmp_path, make_plan([["a", "b", "c"]]))
+    rig.ops.fail("wait_dra_ready", "p0-a", "hang")
+    rig.ops.fail("wait_dra_ready", "p0-b", "hang")
+    in_flight = threading.Event()
+    real = rig.ops.set_label
+
+    def slow_label(node: str, key: str, value: str | None, **kw: object) -> object:
+        if node == "p0-c":
+            in_flight.set()
+            time.sleep(0.6)  # a request in flight: not cancellable
+        return real(node, key, value, **kw)  # type: ignore[arg-type]
+
+    rig.ops.set_label = slow_label  # type: ignore[method-assign]
+
+    def operator() -> None:
+        in_flight.wait(5)
+        main = threading.main_thread().ident
+        assert main is not None
+        signal.pthread_kill(main, signal.SIGINT)  # a real signal: it wakes the main thread's wait
+        time.sleep(0.2)
+        signal.pthread_kill(main, signal.SIGINT)  # impatient
+
+    threading.Thread(target=operator, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        rig.run()
+    for t in threading.enumerate():
+        if t.name.startswith("lane"):
+            t.join(5)
+    records = rig.records()
+    assert records[-1]["event"] == "run-end", records[-3:]
+    assert_journal_consistent(records)
