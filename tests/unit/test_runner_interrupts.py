@@ -107,3 +107,42 @@ def test_a_second_ctrl_c_does_not_close_the_run_under_lanes_still_finishing_thei
     records = rig.records()
     assert records[-1]["event"] == "run-end", records[-3:]
     assert_journal_consistent(records)
+
+
+# ----------------------------------------------------------------------------------------------------
+# SIGKILL (or power loss) mid-step, then `rollback` instead of resume: the undo must restore exactly the
+# originals the plan recorded, whether or not the step's `end` (with its `before`) reached the journal.
+
+
+@pytest.mark.parametrize("op", ["set_unschedulable", "drain", "set_label", "wait_dra_ready", "canary"])
+@pytest.mark.parametrize("when", ["start", "mid"])
+def test_a_crash_mid_step_then_rollback_restores_the_recorded_originals(tmp_path: Path, op: str, when: str) -> None:
+    from test_runner import BEFORE
+
+    from dra_migrate.testing.execute import Crash
+
+    rig = Rig(tmp_path, make_plan([["a", "b", "c"]]))
+    rig.ops.fail(op, "p0-b", "crash", when=when)
+    with pytest.raises(Crash):
+        rig.run()
+    result = rig.rollback()
+    assert result.ok, result.failure
+    assert all(s == BEFORE for s in rig.nodes().values()), rig.nodes()
+    assert progress_of(rig.plan, rig.records()).undoable() == set()
+
+
+@pytest.mark.parametrize("op", ["set_unschedulable", "set_label"])
+def test_a_crash_mid_undo_then_rollback_again_restores_the_originals(tmp_path: Path, op: str) -> None:
+    from test_runner import BEFORE
+
+    from dra_migrate.testing.execute import Crash
+
+    rig = Rig(tmp_path, make_plan([["a", "b"]]))
+    assert rig.run().ok
+    rig.ops.fail(op, "p0-b", "crash", when="mid")
+    rig.ops.journal = None
+    with pytest.raises(Crash):
+        rig.rollback()
+    result = rig.rollback()
+    assert result.ok, result.failure
+    assert all(s == BEFORE for s in rig.nodes().values()), rig.nodes()
