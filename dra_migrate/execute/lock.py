@@ -70,6 +70,8 @@ def _elapsed() -> float:
     if hasattr(time, "CLOCK_BOOTTIME"):
         return time.clock_gettime(time.CLOCK_BOOTTIME)
     return time.monotonic()
+
+
 _RENEWED_WHILE_WATCHED = (
     " (renewed while this machine watched it: its holder is alive, and an expiry that looks past means this "
     "machine's clock and the holder's differ)"
@@ -319,7 +321,9 @@ class ClusterLock:
     ) -> None:
         if duration_s < 1:
             raise ValueError("duration_s must be at least 1")
-        self.renew_deadline_s = renew_deadline_s if renew_deadline_s is not None else duration_s * RENEW_DEADLINE_FRACTION
+        self.renew_deadline_s = (
+            renew_deadline_s if renew_deadline_s is not None else duration_s * RENEW_DEADLINE_FRACTION
+        )
         if not 0 < self.renew_deadline_s < duration_s:
             raise ValueError("renew_deadline_s must be between 0 and duration_s")  # client-go refuses it too
         self._rest = _Rest(api_client)

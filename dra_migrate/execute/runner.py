@@ -27,9 +27,9 @@ in the integration tests.
 
 from __future__ import annotations
 
+import concurrent.futures
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-import concurrent.futures
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -600,7 +600,9 @@ class Runner:
             # Ctrl-C, or SIGTERM/SIGHUP (cli/interrupts.py `Terminated`): lands on the main thread, which runs
             # the step of a one-lane unit (the prepare stage, a one-node wave). Stopped, not failed: resume runs
             # it again, as a step whose wait the interrupt cancelled in a wider wave.
-            self._record("end", phase="apply", stepId=ps.id, result="interrupted", error=f"interrupted: {e or 'Ctrl-C'}")
+            self._record(
+                "end", phase="apply", stepId=ps.id, result="interrupted", error=f"interrupted: {e or 'Ctrl-C'}"
+            )
             raise
         except BaseException as e:
             self._record("end", phase="apply", stepId=ps.id, result="failed", error=f"internal error: {e!r}")

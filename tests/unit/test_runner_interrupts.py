@@ -39,7 +39,9 @@ def test_ctrl_c_in_a_one_node_wave_journals_the_step_interrupted(tmp_path: Path,
     assert progress_of(rig.plan, rig.records()).to_dict()["remaining"] == 0
 
 
-def test_sigterm_in_the_prepare_stage_journals_the_step_interrupted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sigterm_in_the_prepare_stage_journals_the_step_interrupted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rig = Rig(tmp_path, make_plan([["a"]]))
 
     def terminated(*_a: object, **_k: object) -> None:
