@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +37,7 @@ from typing import Any
 from dra_migrate.cluster.identity import ClusterIdentity
 from dra_migrate.errors import InputError, MigrateError
 from dra_migrate.execute.actions import DEFAULT_DRAIN_S, StepContext, admit_canary, run_step, undo_step
+from dra_migrate.execute.backlog import Backlog
 from dra_migrate.execute.contract import SYSTEM_CLOCK, Cancel, Cancelled, Change, Clock, Ops, StepFailed, is_transient
 from dra_migrate.kube import thread_request_seconds
 from dra_migrate.plan.model import Action, Plan, PoolStage, PrepareStage, Step, Wave
@@ -75,34 +76,6 @@ class RunResult:
     rollback_left: list[str] = field(default_factory=list)  # step ids a failed rollback could not undo
     failure: str | None = None
     changes: list[Change] = field(default_factory=list)  # what a dry run would change
-
-
-@dataclass(frozen=True)
-class Backlog:
-    """The GPU pods Pending when the migration's first apply began: the cluster's own queue (a training
-    cluster often has one), not the migration's doing, so the health gate does not judge them. A pod never
-    goes back to Pending once a node is given to it (`spec.nodeName` is set for good), so every unscheduled
-    GPU pod created at or before the newest one Pending then was Pending then: `created_up_to` (the API
-    server's creationTimestamp, no clock of ours) marks them, however many there are, across resumed runs."""
-
-    pods: int = 0
-    created_up_to: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"pods": self.pods, "createdUpTo": self.created_up_to}
-
-    @classmethod
-    def of_journal(cls, records: Iterable[Mapping[str, Any]]) -> Backlog | None:
-        """What the first real apply of the journal recorded; None before any (the next run reads it). A
-        journal whose first apply predates the record judges every pod, as that run did."""
-        for r in records:
-            if r.get("event") == "run-start" and r.get("phase") == "apply" and r.get("dryRun") is not True:
-                b = r.get("pendingBacklog")
-                if not isinstance(b, Mapping):
-                    return cls()
-                upto, pods = b.get("createdUpTo"), b.get("pods")
-                return cls(pods if isinstance(pods, int) else 0, upto if isinstance(upto, str) else None)
-        return None
 
 
 @dataclass(frozen=True)

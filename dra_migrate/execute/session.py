@@ -27,12 +27,14 @@ from typing import Any
 from dra_migrate.cluster.identity import ClusterIdentity
 from dra_migrate.errors import InputError
 from dra_migrate.execute.actions import preflight
+from dra_migrate.execute.backlog import Backlog
 from dra_migrate.execute.contract import SYSTEM_CLOCK, Clock, Ops
 from dra_migrate.execute.journals import FileStore, JournalStore, read_checked
-from dra_migrate.execute.lock import HELD_HERE, ClusterLock, LockInfo, break_lock, machine_id, read_lock
+from dra_migrate.execute.lease import LockInfo
+from dra_migrate.execute.lock import HELD_HERE, ClusterLock, break_lock, machine_id, read_lock
 from dra_migrate.execute.ops import CANARY_PREFIX
 from dra_migrate.execute.progress import progress_of
-from dra_migrate.execute.runner import ApplyOptions, Backlog, Runner, RunResult, planned_steps
+from dra_migrate.execute.runner import ApplyOptions, Runner, RunResult, planned_steps
 from dra_migrate.plan.model import Action, Plan, PrepareStage
 
 Log = Callable[[str], None]
