@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import math
 import os
 import socket
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +35,11 @@ from dra_migrate.execute.journals import (
     read_checked,
     resolve_state,
 )
-from dra_migrate.execute.lock import break_lock
+from dra_migrate.execute.lock import break_lock, read_lock
 from dra_migrate.execute.ops import live_ops
 from dra_migrate.execute.progress import progress_of
 from dra_migrate.execute.runner import RESUME_HINT, STOPPED, ApplyOptions
-from dra_migrate.execute.session import ApplySession
+from dra_migrate.execute.session import ApplySession, crashed_here
 from dra_migrate.kube import DEFAULT_BURST, DEFAULT_QPS, RateLimit
 from dra_migrate.plan.model import Action, Plan
 from dra_migrate.plan.outline import outline_of
@@ -201,7 +203,8 @@ def apply(
         emit(to_json({"dryRun": True, "changes": [c.__dict__ for c in result.changes], "ok": result.ok}))
         sys.exit(exitcodes.OK if result.ok else exitcodes.FAILED)
     _confirm(plan, yes, f"apply {plan_file}" + (" (resuming)" if session.resuming else ""))
-    result = session.apply(opts, read_state=lambda: load_state(source))  # staleness under the lock
+    with _journal_write_fails(session, "apply"):
+        result = session.apply(opts, read_state=lambda: load_state(source))  # staleness under the lock
     if result.ok:
         _log(f"applied: {result.steps_run} step(s) run, {result.steps_skipped} already done")
         return
@@ -209,6 +212,23 @@ def apply(
         raise ClusterError(f"apply stopped: {result.failure}", f"{RESUME_HINT} once the cluster answers")
     extra = f"; rolled back {len(result.rolled_back)} step(s) of the wave" if result.rolled_back else ""
     raise InputError(f"apply stopped: {result.failure}{extra}", f"see dra-migrate status {plan_file}")
+
+
+@contextlib.contextmanager
+def _journal_write_fails(session: ApplySession, what: str) -> Iterator[None]:
+    """A journal that cannot be written (a full disk, a read-only filesystem): the run stopped before acting
+    on anything it could not record (execute/journal.py); say which file, why, and how to go on."""
+    path = str(getattr(session.store, "path", ""))
+    try:
+        yield
+    except OSError as e:
+        if not path or e.filename != path:
+            raise
+        raise ClusterError(
+            f"{what} stopped: cannot write its journal {path}: {e.strerror}",
+            f"free space or make it writable, then re-run {what} to resume (a step whose end was not recorded "
+            "runs again: each re-reads the cluster first)",
+        ) from e
 
 
 def _drain_timeout(drain_timeout: str | None) -> dict[str, float]:
@@ -286,7 +306,8 @@ def rollback(
             _log(f"the rollback would stop: {result.failure}")
         sys.exit(exitcodes.OK if result.ok else exitcodes.FAILED)
     _confirm(plan, yes, f"roll back {len(to_undo)} step(s) of {plan_file}")
-    result = session.rollback(to_undo, opts)
+    with _journal_write_fails(session, "rollback"):
+        result = session.rollback(to_undo, opts)
     if not result.ok:
         raise ClusterError(f"{result.failure}", f"see dra-migrate status {plan_file}; run rollback again")
     _log(f"rolled back {len(result.rolled_back)} step(s)")
@@ -335,16 +356,26 @@ def _reader(state: str, kubeconfig: Path | None, context: str | None) -> Any:
 @_PLAN
 @source_options
 @click.option("--lock-id", required=True, help="The lock id that apply's refusal names.")
+@click.option("--force", is_flag=True, help="Break it even though its holder renewed it within its duration.")
 @_LOCK_NS
-def unlock(plan_file: Path, source: SourceOptions, lock_id: str, lock_namespace: str) -> None:
+def unlock(plan_file: Path, source: SourceOptions, lock_id: str, force: bool, lock_namespace: str) -> None:
     """Break the cluster lock (only when you know its holder is gone).
+
+    A lock its holder still renews is refused without --force, naming the holder: its run may be acting on
+    the cluster. A crashed run's lock expires by itself (60 s), and one that crashed on this machine is
+    broken at once.
 
     \b
     Examples:
-      dra-migrate status plans/x.yaml               # names the holder and its lock id
+      dra-migrate apply plans/x.yaml --yes          # refused: names the holder and its lock id
       dra-migrate unlock plans/x.yaml --lock-id ID
     """
     _load(plan_file)
     ops = live_ops(source.kubeconfig, source.context)
-    break_lock(ops.api, lock_id, namespace=lock_namespace)
-    _log(f"lock {lock_id} broken")
+    held = read_lock(ops.api, namespace=lock_namespace)
+    gone = held is not None and held.lock_id == lock_id and crashed_here(held)  # this machine's crashed run
+    broken = break_lock(ops.api, lock_id, namespace=lock_namespace, force=force or gone)
+    if broken is None:
+        _log("no cluster lock to break")
+        return
+    _log(f"lock {lock_id} broken: it was held by {broken.holder or '(nobody)'} (plan {broken.plan_digest or '?'})")

@@ -232,6 +232,7 @@ class Journal:
         self._queued: list[bytes] = []  # serialised records not yet written, in `seq` order
         self._durable = self._seq  # the last seq written and fsync'd
         self._broken: BaseException | None = None  # a write or fsync that failed: nothing more is recorded
+        self._size = os.fstat(fh.fileno()).st_size  # the bytes of acknowledged records (opening flushed them)
 
     @classmethod
     def open(cls, path: Path, *, plan_digest: str | None = None, clock: Callable[[], str] = now_rfc3339) -> Journal:
@@ -289,26 +290,56 @@ class Journal:
             if self._durable >= seq:
                 return  # written with an earlier thread's batch
             if self._broken is not None:
-                raise OSError(f"journal {self.path}: an earlier write failed: {self._broken}")
+                raise self._error(self._broken, "an earlier write failed; nothing more is recorded")
             with self._mutex:
                 lines, last = self._queued, self._seq
                 self._queued = []
             try:
-                self._fh.write(b"".join(lines))
-                self._fh.flush()
-                os.fsync(self._fh.fileno())
-            except BaseException as e:
+                interrupt = self._write_durably(b"".join(lines))
+            except OSError as e:
                 # Records of this batch may be on disk in part (a torn last line, which reopening repairs);
                 # none of them is acknowledged, nor any later one: the run stops on this error.
                 self._broken = e
-                raise
+                raise self._error(e) from e
             self._durable = last
+        if interrupt is not None:
+            raise interrupt  # the batch is whole on disk: now the Ctrl-C (or SIGTERM) may go on
+
+    def _write_durably(self, data: bytes) -> KeyboardInterrupt | None:
+        """Append `data` at the end of the acknowledged records and fsync it. A Ctrl-C (or SIGTERM, SIGHUP:
+        cli/interrupts.py raises them on the main thread, which writes the records of a one-lane unit) is
+        held until the batch is whole on disk and returned: raised mid-write it would leave a part of a line
+        that the next batch followed (a malformed line mid-file, refused on every later read), and the
+        records of the interrupted step and of the run's end could not be written after it."""
+        fd = self._fh.fileno()
+        start = self._size
+        if os.lseek(fd, 0, os.SEEK_END) != start:  # a batch cut short by a second interrupt: not acknowledged
+            os.ftruncate(fd, start)
+            os.lseek(fd, start, os.SEEK_SET)
+        interrupt: KeyboardInterrupt | None = None
+        while True:
+            try:
+                # The file position, not a counter, says how much is written: it is right whenever we stop.
+                while (done := os.lseek(fd, 0, os.SEEK_CUR) - start) < len(data):
+                    os.write(fd, data[done:])
+                os.fsync(fd)
+                break
+            except KeyboardInterrupt as e:
+                interrupt = interrupt or e
+        self._size = start + len(data)
+        return interrupt
+
+    def _error(self, e: BaseException, why: str = "") -> OSError:
+        """An OSError naming the journal (the CLI says which file and why, not a traceback)."""
+        errno_ = e.errno if isinstance(e, OSError) else None
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e) or type(e).__name__
+        return OSError(errno_, f"{reason} ({why})" if why else reason, str(self.path))
 
     def _queue(self, event: str, fields: dict[str, Any]) -> Record:
         if self._fh.closed:
             raise ValueError(f"journal {self.path} is closed")
         if self._broken is not None:
-            raise OSError(f"journal {self.path}: an earlier write failed: {self._broken}")
+            raise self._error(self._broken, "an earlier write failed; nothing more is recorded")
         if event not in EVENTS:
             raise ValueError(f"unknown journal event {event!r}")
         clash = [k for k in _RESERVED if k in fields]

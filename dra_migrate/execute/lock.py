@@ -16,6 +16,16 @@ only once it has stayed unchanged for its whole duration on this machine's monot
 leader election judges a leader gone (k8s.io/client-go tools/leaderelection/leaderelection.go,
 `observedTime`): a live holder renews within that time, whatever its clock says. A Lease without holder is
 free at once; a crashed run on this machine is taken over at once (`session.crashed_here`).
+
+The holder, for its part, stops acting before anyone may take the Lease over: it counts the lock lost once
+`renew_deadline_s` (two thirds of the duration, the ratio of client-go's core defaults, 10 s of 15 s) has
+passed on its monotonic clock since it *sent* its last renewal that landed, each renewal request bounded
+to half the deadline (as `resourcelock.NewFromKubeconfig` bounds client-go's), and `check()` judges that
+deadline itself, so a renewer stuck in a request cannot leave the run believing it still holds the lock.
+(k8s.io/client-go@v0.37.2 tools/leaderelection/leaderelection.go `renew`: it stops leading when it cannot
+renew within RenewDeadline.) A taker waits the whole duration from when it saw that renewal, later than it
+was sent: the difference, a third of the duration, is the margin for the run's requests in flight and for
+clocks running at different rates.
 """
 
 from __future__ import annotations
@@ -30,26 +40,42 @@ import socket
 import threading
 import time
 import uuid
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
 from urllib.parse import quote
 
 from dra_migrate.errors import ClusterError
 from dra_migrate.execute.contract import LockHeld, LockLost
+from dra_migrate.execute.lease import (
+    DIGEST_ANNOTATION,
+    LOCK_ID_ANNOTATION,
+    MACHINE_ANNOTATION,
+    LockInfo,
+    _info,
+    micro_time,
+)
 from dra_migrate.kube import ApiError, Kube, RetryPolicy
 
 log = logging.getLogger(__name__)
 
-DIGEST_ANNOTATION = "dra-migrate.io/plan-digest"
-LOCK_ID_ANNOTATION = "dra-migrate.io/lock-id"
-MACHINE_ANNOTATION = "dra-migrate.io/machine"  # machine_id(): which machine the holder runs on
 DEFAULT_NAMESPACE = "kube-system"
 DEFAULT_NAME = "dra-migrate"
 DEFAULT_DURATION_S = 60
 _TIMEOUT = (5.0, 30.0)  # connect, read
 _ATTEMPTS = 4  # per operation, for 5xx, 429 and broken connections
+RENEW_DEADLINE_FRACTION = 2 / 3  # of the Lease's duration: client-go's core clients renew within 10 s of 15 s
+
+
+def _elapsed() -> float:
+    """The holder's clock for its renew deadline: one that counts a suspended machine's sleep (Linux
+    CLOCK_BOOTTIME; CLOCK_MONOTONIC stops while suspended). A laptop whose lid closed mid-apply must not wake
+    believing it still holds a Lease that expired, and was perhaps taken over, while it slept."""
+    if hasattr(time, "CLOCK_BOOTTIME"):
+        return time.clock_gettime(time.CLOCK_BOOTTIME)
+    return time.monotonic()
+
+
 _RENEWED_WHILE_WATCHED = (
     " (renewed while this machine watched it: its holder is alive, and an expiry that looks past means this "
     "machine's clock and the holder's differ)"
@@ -96,90 +122,6 @@ def _digest_of_machine(machine_id_text: str, node: int) -> str:
     return hashlib.sha256(f"dra-migrate:{machine_id_text}".encode()).hexdigest()[:16]  # the id itself stays here
 
 
-def micro_time(t: datetime) -> str:
-    """A Lease MicroTime: RFC 3339 in UTC with microseconds."""
-    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _parse_time(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        t = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return t if t.tzinfo else t.replace(tzinfo=UTC)
-
-
-@dataclass(frozen=True)
-class LockInfo:
-    """What a Lease says about its holder."""
-
-    namespace: str
-    name: str
-    holder: str
-    plan_digest: str
-    lock_id: str
-    renewed: datetime | None
-    duration_s: int
-    uid: str
-    resource_version: str
-    machine: str = ""  # `machine_id()` of the holder's machine; "" when it did not say (or could not tell)
-
-    @property
-    def expires(self) -> datetime | None:
-        return self.renewed + timedelta(seconds=self.duration_s) if self.renewed else None
-
-    def expired(self, now: datetime | None = None) -> bool:
-        """A Lease without holder or renew time is free; otherwise it expires duration after its renewal."""
-        if not self.holder or self.expires is None:
-            return True
-        return (now or datetime.now(UTC)) >= self.expires
-
-    def describe(self, now: datetime | None = None) -> str:
-        now = now or datetime.now(UTC)
-        if self.expires is None:
-            when = "no expiry recorded"
-        else:
-            left = (self.expires - now).total_seconds()
-            stamp = self.expires.strftime("%Y-%m-%dT%H:%M:%SZ")
-            when = f"expires {stamp} (in {left:.0f}s)" if left > 0 else f"expired {stamp}"
-        return (
-            f"Lease {self.namespace}/{self.name} held by {self.holder or '(nobody)'}, "
-            f"plan {self.plan_digest or '(unknown)'}, {when}, lock id {self.lock_id or '(none)'}"
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "namespace": self.namespace,
-            "name": self.name,
-            "holder": self.holder,
-            "planDigest": self.plan_digest,
-            "lockId": self.lock_id,
-            "renewTime": micro_time(self.renewed) if self.renewed else None,
-            "expires": micro_time(self.expires) if self.expires else None,
-            "leaseDurationSeconds": self.duration_s,
-        }
-
-
-def _info(lease: dict[str, Any], namespace: str, name: str) -> LockInfo:
-    meta = lease.get("metadata") or {}
-    spec = lease.get("spec") or {}
-    ann = meta.get("annotations") or {}
-    return LockInfo(
-        namespace=namespace,
-        name=name,
-        holder=str(spec.get("holderIdentity") or ""),
-        plan_digest=str(ann.get(DIGEST_ANNOTATION) or ""),
-        lock_id=str(ann.get(LOCK_ID_ANNOTATION) or ""),
-        renewed=_parse_time(spec.get("renewTime")) or _parse_time(spec.get("acquireTime")),
-        duration_s=int(spec.get("leaseDurationSeconds") or 0),
-        uid=str(meta.get("uid") or ""),
-        resource_version=str(meta.get("resourceVersion") or ""),
-        machine=str(ann.get(MACHINE_ANNOTATION) or ""),
-    )
-
-
 # ----------------------------------------------------------------------------------------------------
 # A few JSON requests on the official client's connection (it owns TLS, certificates, tokens, proxies).
 
@@ -195,9 +137,11 @@ class _Rest:
         self._once = Kube(api_client)
         self._retried = self._once.with_retry(RetryPolicy(retries=_ATTEMPTS - 1, backoff_s=0.25))
 
-    def request(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
+    def request(
+        self, method: str, path: str, body: Any = None, timeout: tuple[float, float] = _TIMEOUT
+    ) -> dict[str, Any]:
         """One try (renewal: the renewer's own schedule is the retry)."""
-        return self._once.request(method, path, body=body, timeout=_TIMEOUT)
+        return self._once.request(method, path, body=body, timeout=timeout)
 
     def retrying(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
         return self._retried.request(method, path, body=body, timeout=_TIMEOUT)
@@ -232,10 +176,20 @@ def read_lock(api_client: Any, *, namespace: str = DEFAULT_NAMESPACE, name: str 
 
 
 def break_lock(
-    api_client: Any, lock_id: str, *, namespace: str = DEFAULT_NAMESPACE, name: str = DEFAULT_NAME
+    api_client: Any,
+    lock_id: str,
+    *,
+    namespace: str = DEFAULT_NAMESPACE,
+    name: str = DEFAULT_NAME,
+    force: bool = False,
 ) -> LockInfo | None:
     """Delete the Lease if its lock id is `lock_id` (`dra-migrate unlock PLAN --lock-id ID`); what it
-    said, or None when there was no lock. The id guards against breaking a lock someone took since."""
+    said, or None when there was no lock. The id guards against breaking a lock someone took since.
+
+    Without `force`, a Lease renewed within its duration (by this machine's clock) is refused as live,
+    naming its holder: its run is acting on the cluster (a 10-minute drain looks stuck but renews every
+    20 s), and breaking it lets a second apply start before the first one notices at its next renewal.
+    One whose holder crashed expires by itself within its duration; `--force` is for a holder known gone."""
     rest = _Rest(api_client)
     path = _lease_path(namespace, name)
     for _ in range(_ATTEMPTS):
@@ -247,6 +201,12 @@ def break_lock(
             raise ClusterError(
                 f"the cluster lock's id is {info.lock_id or '(none)'}, not {lock_id}: {info.describe()}",
                 f"check who holds it; to break it pass --lock-id {info.lock_id}" if info.lock_id else "",
+            )
+        if not force and not info.expired():
+            raise LockHeld(
+                f"the cluster lock is live, renewed within its {info.duration_s}s: {info.describe()}",
+                "its run may still be acting on the cluster: wait for it, or for the Lease to expire if its "
+                "holder is gone; pass --force only when you know its process is gone",
             )
         try:
             rest.retrying("DELETE", path, _delete_options(lease))
@@ -277,9 +237,15 @@ class ClusterLock:
         duration_s: int = DEFAULT_DURATION_S,
         renew_every_s: float | None = None,
         lock_id: str | None = None,
+        renew_deadline_s: float | None = None,
     ) -> None:
         if duration_s < 1:
             raise ValueError("duration_s must be at least 1")
+        self.renew_deadline_s = (
+            renew_deadline_s if renew_deadline_s is not None else duration_s * RENEW_DEADLINE_FRACTION
+        )
+        if not 0 < self.renew_deadline_s < duration_s:
+            raise ValueError("renew_deadline_s must be between 0 and duration_s")  # client-go refuses it too
         self._rest = _Rest(api_client)
         self.namespace = namespace
         self.name = name
@@ -287,13 +253,19 @@ class ClusterLock:
         self.holder = holder or holder_identity(self.lock_id)
         self.plan_digest = plan_digest
         self.duration_s = duration_s
-        self.renew_every_s = renew_every_s if renew_every_s is not None else duration_s / 3
+        self.renew_every_s = min(
+            renew_every_s if renew_every_s is not None else duration_s / 3, self.renew_deadline_s / 2
+        )
         self._path = _lease_path(namespace, name)
         self._lease: dict[str, Any] | None = None  # the Lease as we last wrote it; None when not held
         self._mutex = threading.Lock()  # one write at a time between the renewer and release()
         self._stop = threading.Event()
         self._lost = threading.Event()
+        self._lost_once = threading.Lock()
         self.lost_reason = ""
+        # Monotonic time until which the lock is ours: the sending of the last renewal that landed (or of the
+        # write that acquired it) plus `renew_deadline_s`.
+        self._valid_until = 0.0
         self._thread: threading.Thread | None = None
         self._on_lost: list[Any] = []  # told the reason the moment the lock is lost (cancels the run's waits)
 
@@ -301,12 +273,18 @@ class ClusterLock:
 
     @property
     def held(self) -> bool:
-        return self._lease is not None and not self._lost.is_set()
+        return self._lease is not None and not self.lost
 
     @property
     def lost(self) -> bool:
-        """True once renewal failed for good: someone else holds the Lease, it was broken, or it expired."""
+        """True once renewal failed for good: someone else holds the Lease, it was broken, or it could not be
+        renewed within `renew_deadline_s` (judged here too: the renewer may be stuck in a request)."""
+        if not self._lost.is_set() and self._lease is not None and self._past_deadline():
+            self._lose(f"could not renew it within {self.renew_deadline_s:.0f}s")
         return self._lost.is_set()
+
+    def _past_deadline(self) -> bool:
+        return _elapsed() >= self._valid_until
 
     def on_lost(self, callback: Any) -> None:
         """Call `callback(reason)` when the lock is lost (at once if it already is)."""
@@ -316,7 +294,7 @@ class ClusterLock:
 
     def check(self) -> None:
         """Raise LockLost if the lock was lost: the runner must not take another step without it."""
-        if self._lost.is_set():
+        if self.lost:
             raise LockLost(
                 f"lost the cluster lock {self.namespace}/{self.name}: {self.lost_reason}",
                 "another apply may be running; check `dra-migrate status` before resuming",
@@ -369,19 +347,20 @@ class ClusterLock:
             return info
         for _ in range(_ATTEMPTS):
             now = datetime.now(UTC)
+            sent = _elapsed()
             try:
                 created = self._rest.retrying("POST", _lease_path(self.namespace), self._manifest(now))
             except ApiError as e:
                 if e.status != 409:
                     raise
             else:
-                return self._acquired(created, "acquired")
+                return self._acquired(created, "acquired", sent)
             existing = self._rest.get_or_none(self._path)
             if existing is None:
                 continue  # released between our create and our read: try again
             if self._ours(existing):
                 # Our create went through but its answer was lost, and the retry met our own Lease.
-                return self._acquired(existing, "acquired")
+                return self._acquired(existing, "acquired", sent)
             info = _info(existing, self.namespace, self.name)
             if not info.expired(now):
                 raise self._held_by_other(info)
@@ -390,6 +369,7 @@ class ClusterLock:
                 if existing is None:
                     continue  # released while we watched: create it
                 now = datetime.now(UTC)
+            sent = _elapsed()
             try:
                 taken = self._rest.retrying("PUT", self._path, self._manifest(now, existing))
             except ApiError as e:
@@ -401,9 +381,9 @@ class ClusterLock:
                 # unless that was our own PUT whose answer got lost.
                 latest = self._rest.get_or_none(self._path)
                 if latest is not None and self._ours(latest):
-                    return self._acquired(latest, f"took over from {info.holder}")
+                    return self._acquired(latest, f"took over from {info.holder}", sent)
                 raise self._held_by_other(_info(latest, self.namespace, self.name) if latest else None) from e
-            return self._acquired(taken, f"took over the expired lock of {info.holder}")
+            return self._acquired(taken, f"took over the expired lock of {info.holder}", sent)
         raise ClusterError(f"the cluster lock {self.namespace}/{self.name} kept changing while acquiring it")
 
     def _unchanged_for_its_duration(self, lease: dict[str, Any], info: LockInfo) -> dict[str, Any] | None:
@@ -431,8 +411,9 @@ class ClusterLock:
                 raise self._held_by_other(now_held, _RENEWED_WHILE_WATCHED)
         return lease
 
-    def _acquired(self, lease: dict[str, Any], how: str) -> LockInfo:
+    def _acquired(self, lease: dict[str, Any], how: str, sent: float) -> LockInfo:
         HELD_HERE.add(self.lock_id)
+        self._valid_until = sent + self.renew_deadline_s
         self._lease = lease
         self._lost.clear()
         self.lost_reason = ""
@@ -442,16 +423,25 @@ class ClusterLock:
 
     # -- renew
 
+    def _request_timeout(self) -> tuple[float, float]:
+        """A renewal's request: at most half the deadline (client-go's `NewFromKubeconfig` sets RenewDeadline/2,
+        "to keep a single hung request from forcing a leader loss"), and never past the deadline itself."""
+        left = max(0.1, self._valid_until - _elapsed())
+        bound = min(left, max(1.0, self.renew_deadline_s / 2))
+        return (min(_TIMEOUT[0], bound), min(_TIMEOUT[1], bound))
+
     def renew(self) -> bool:
         """Renew once (what the background thread does). False, with `lost` set, when the lock is gone;
         ClusterError when the API server could not be asked (the caller tries again)."""
         with self._mutex:
             for _ in range(2):
-                if self._lease is None or self._lost.is_set():
+                if self._lease is None or self.lost:
                     return False
                 body = {**self._lease, "spec": {**self._lease["spec"], "renewTime": micro_time(datetime.now(UTC))}}
+                sent = _elapsed()
                 try:
-                    self._lease = self._rest.request("PUT", self._path, body)
+                    self._lease = self._rest.request("PUT", self._path, body, self._request_timeout())
+                    self._valid_until = sent + self.renew_deadline_s
                     return True
                 except ApiError as e:
                     if e.status == 404:
@@ -460,7 +450,12 @@ class ClusterLock:
                         raise
                 # 409: changed since our last write. Still ours (a renewal landed but its answer was lost)?
                 # Then renew from that version; otherwise someone took it over.
-                latest = self._rest.get_or_none(self._path)
+                try:
+                    latest: dict[str, Any] | None = self._rest.request("GET", self._path, None, self._request_timeout())
+                except ApiError as e:
+                    if e.status != 404:
+                        raise
+                    latest = None
                 if latest is None:
                     return self._lose("the Lease was deleted (broken with `dra-migrate unlock`?)")
                 if not self._ours(latest):
@@ -470,8 +465,11 @@ class ClusterLock:
             raise ClusterError(f"the cluster lock {self.namespace}/{self.name} kept changing while renewing it")
 
     def _lose(self, reason: str) -> bool:
-        self.lost_reason = reason
-        self._lost.set()
+        with self._lost_once:  # the renewer and a lane's `check()` may both find it: the callbacks run once
+            if self._lost.is_set():
+                return False
+            self.lost_reason = reason
+            self._lost.set()
         log.warning("lost the cluster lock %s/%s: %s", self.namespace, self.name, reason)
         for callback in list(self._on_lost):
             callback(f"lost the cluster lock: {reason}")
@@ -487,21 +485,20 @@ class ClusterLock:
         self._thread.start()
 
     def _renew_loop(self) -> None:
-        last_ok = time.monotonic()
         wait = self.renew_every_s
         while not self._stop.wait(wait):
             try:
                 if not self.renew():
                     return
-                last_ok = time.monotonic()
                 wait = self.renew_every_s
             except ClusterError as e:
-                # Judged by our own monotonic clock: the server expires the Lease duration after the last
-                # renewTime we wrote, which was no later than `last_ok`.
-                if time.monotonic() - last_ok >= self.duration_s:
-                    self._lose(f"could not renew it for {self.duration_s}s ({e.message})")
+                # Judged by our own monotonic clock, from the sending of the last renewal that landed: the
+                # run must stop before another apply, watching the Lease unchanged for its duration, takes it.
+                left = self._valid_until - _elapsed()
+                if left <= 0:
+                    self._lose(f"could not renew it within {self.renew_deadline_s:.0f}s ({e.message})")
                     return
-                wait = min(self.renew_every_s, max(0.2, getattr(e, "retry_after", 0.0) or 1.0))
+                wait = min(self.renew_every_s, left, max(0.2, getattr(e, "retry_after", 0.0) or 1.0))
                 log.debug("cluster lock renewal failed: %s; retrying in %.1fs", e.message, wait)
             except Exception as e:  # a bug must not leave the runner believing it still holds the lock
                 self._lose(f"renewal failed: {e!r}")

@@ -27,8 +27,9 @@ in the integration tests.
 
 from __future__ import annotations
 
+import concurrent.futures
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,9 +37,16 @@ from typing import Any
 from dra_migrate.cluster.identity import ClusterIdentity
 from dra_migrate.errors import InputError, MigrateError
 from dra_migrate.execute.actions import DEFAULT_DRAIN_S, StepContext, admit_canary, run_step, undo_step
+from dra_migrate.execute.backlog import Backlog
 from dra_migrate.execute.contract import SYSTEM_CLOCK, Cancel, Cancelled, Change, Clock, Ops, StepFailed, is_transient
+from dra_migrate.execute.units import PlannedStep as PlannedStep
+from dra_migrate.execute.units import Unit as Unit
+from dra_migrate.execute.units import nodes_touched as nodes_touched
+from dra_migrate.execute.units import planned_step_ids as planned_step_ids
+from dra_migrate.execute.units import planned_steps as planned_steps
+from dra_migrate.execute.units import units as units
 from dra_migrate.kube import thread_request_seconds
-from dra_migrate.plan.model import Action, Plan, PoolStage, PrepareStage, Step, Wave
+from dra_migrate.plan.model import Action, Plan
 
 Log = Callable[[str], None]
 
@@ -76,96 +84,6 @@ class RunResult:
     changes: list[Change] = field(default_factory=list)  # what a dry run would change
 
 
-@dataclass(frozen=True)
-class Backlog:
-    """The GPU pods Pending when the migration's first apply began: the cluster's own queue (a training
-    cluster often has one), not the migration's doing, so the health gate does not judge them. A pod never
-    goes back to Pending once a node is given to it (`spec.nodeName` is set for good), so every unscheduled
-    GPU pod created at or before the newest one Pending then was Pending then: `created_up_to` (the API
-    server's creationTimestamp, no clock of ours) marks them, however many there are, across resumed runs."""
-
-    pods: int = 0
-    created_up_to: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"pods": self.pods, "createdUpTo": self.created_up_to}
-
-    @classmethod
-    def of_journal(cls, records: Iterable[Mapping[str, Any]]) -> Backlog | None:
-        """What the first real apply of the journal recorded; None before any (the next run reads it). A
-        journal whose first apply predates the record judges every pod, as that run did."""
-        for r in records:
-            if r.get("event") == "run-start" and r.get("phase") == "apply" and r.get("dryRun") is not True:
-                b = r.get("pendingBacklog")
-                if not isinstance(b, Mapping):
-                    return cls()
-                upto, pods = b.get("createdUpTo"), b.get("pods")
-                return cls(pods if isinstance(pods, int) else 0, upto if isinstance(upto, str) else None)
-        return None
-
-
-@dataclass(frozen=True)
-class PlannedStep:
-    stage: str
-    wave: str | None
-    node: str | None
-    step: Step
-
-    @property
-    def id(self) -> str:
-        return self.step.id
-
-
-@dataclass(frozen=True)
-class Unit:
-    """What runs as one: the prepare stage (one lane) or one wave of a pool stage (a lane per node)."""
-
-    stage: str
-    wave: Wave | None
-    lanes: tuple[tuple[PlannedStep, ...], ...]
-
-    @property
-    def steps(self) -> Iterator[PlannedStep]:
-        for lane in self.lanes:
-            yield from lane
-
-
-def units(plan: Plan) -> Iterator[Unit]:
-    for stage in plan.stages:
-        if isinstance(stage, PrepareStage):
-            yield Unit(stage.name, None, (tuple(PlannedStep(stage.name, None, None, s) for s in stage.steps),))
-            continue
-        for wave in stage.waves:
-            yield Unit(stage.name, wave, tuple(_lane(stage, wave, n.node, stage.steps_for(n)) for n in wave.nodes))
-
-
-def _lane(stage: PoolStage, wave: Wave, node: str, steps: tuple[Step, ...]) -> tuple[PlannedStep, ...]:
-    return tuple(PlannedStep(stage.name, wave.name, node, s) for s in steps)
-
-
-def planned_steps(plan: Plan) -> Iterator[PlannedStep]:
-    """Every concrete step of the plan in plan order (in a wave: step by step across its nodes)."""
-    for unit in units(plan):
-        width = max((len(lane) for lane in unit.lanes), default=0)
-        for i in range(width):
-            for lane in unit.lanes:
-                if i < len(lane):
-                    yield lane[i]
-
-
-def planned_step_ids(plan: Plan) -> Iterator[str]:
-    """The ids of `planned_steps`, in its order, without making the steps: those fill every step's
-    parameters for every node, which `status` (it only counts) paid at fleet size (issue 29)."""
-    for stage in plan.stages:
-        if isinstance(stage, PrepareStage):
-            yield from (s.id for s in stage.steps)
-            continue
-        for wave in stage.waves:
-            for step in stage.node_steps:  # step by step across the wave's nodes, as `planned_steps`
-                for n in wave.nodes:
-                    yield f"{stage.name}/{n.node}/{step.id}"
-
-
 class _Tally:
     """Counters and collections the lanes of a wave update concurrently."""
 
@@ -187,12 +105,6 @@ class _Tally:
             if change is not None and dry_run:
                 result.changes.append(change)
             self._progress(self.finished, self.total, ps.id)
-
-
-def nodes_touched(plan: Plan, step_ids: Iterable[str]) -> frozenset[str]:
-    """The nodes these steps (a journal's touched ones) act on."""
-    ids = set(step_ids)
-    return frozenset(p.node for p in planned_steps(plan) if p.node and p.id in ids)
 
 
 class Runner:
@@ -442,14 +354,36 @@ class Runner:
             fn(lanes[0])
             return
         pool = ThreadPoolExecutor(max_workers=opts.lanes_at_once(len(lanes)), thread_name_prefix="lane")
+        futures = []
         try:
-            for f in [pool.submit(fn, lane) for lane in lanes]:
+            futures = [pool.submit(fn, lane) for lane in lanes]
+            for f in futures:
                 f.result()
         except BaseException:
             cancel.cancel("interrupted")  # before waiting for the lanes: their waits end at once
+            self._until_lanes_end(futures)
             raise
         finally:
             pool.shutdown(wait=True)
+
+    def _until_lanes_end(self, futures: list[Any]) -> None:
+        """Wait for the cancelled lanes to finish the request in flight and journal their step, through
+        further Ctrl-Cs: cut short, the run would be closed, the journal closed and the Lease deleted while a
+        lane still wrote to the cluster, its step's end then lost. (A SIGTERM's repeats are ignored already,
+        cli/interrupts.py; what ends a stop that hangs is SIGKILL, after which resume re-runs the open steps.)"""
+        told = False
+        while True:
+            try:
+                left = [f for f in futures if not f.done()]
+                if not left:
+                    return
+                if not told:
+                    told = True
+                    self.log(f"stopping: waiting for {len(left)} node(s) to finish the request in flight and "
+                             "journal it")  # fmt: skip
+                concurrent.futures.wait(left, timeout=1.0)
+            except KeyboardInterrupt:
+                continue
 
     def _after_wave(self, unit: Unit, opts: ApplyOptions, result: RunResult, done: set[str]) -> bool:
         """The soak and the health gate after a wave. False stops the run (the wave was rolled back)."""
@@ -578,6 +512,10 @@ class Runner:
         except MigrateError as e:
             self._record("end", phase="rollback", stepId=ps.id, result="failed", error=str(e))
             raise
+        except KeyboardInterrupt as e:  # Ctrl-C, SIGTERM, SIGHUP (see `_run_step`): the next rollback redoes it
+            self._record("end", phase="rollback", stepId=ps.id, result="interrupted",
+                         error=f"interrupted: {e or 'Ctrl-C'}")  # fmt: skip
+            raise
         self._record("end", phase="rollback", stepId=ps.id, result="ok" if change else "skipped",
                      before=change.before if change else None, after=change.after if change else None)  # fmt: skip
         self.log(f"{'would undo' if opts.dry_run else 'undone'} {ps.id}")
@@ -607,6 +545,14 @@ class Runner:
             self._record("end", phase="apply", stepId=ps.id, result="failed" if permanent else "interrupted",
                          error=str(e), details=details or None,
                          requestSeconds=round(thread_request_seconds() - requests_before, 3))  # fmt: skip
+            raise
+        except KeyboardInterrupt as e:
+            # Ctrl-C, or SIGTERM/SIGHUP (cli/interrupts.py `Terminated`): lands on the main thread, which runs
+            # the step of a one-lane unit (the prepare stage, a one-node wave). Stopped, not failed: resume runs
+            # it again, as a step whose wait the interrupt cancelled in a wider wave.
+            self._record(
+                "end", phase="apply", stepId=ps.id, result="interrupted", error=f"interrupted: {e or 'Ctrl-C'}"
+            )
             raise
         except BaseException as e:
             self._record("end", phase="apply", stepId=ps.id, result="failed", error=f"internal error: {e!r}")

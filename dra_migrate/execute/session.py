@@ -27,12 +27,14 @@ from typing import Any
 from dra_migrate.cluster.identity import ClusterIdentity
 from dra_migrate.errors import InputError
 from dra_migrate.execute.actions import preflight
+from dra_migrate.execute.backlog import Backlog
 from dra_migrate.execute.contract import SYSTEM_CLOCK, Clock, Ops
 from dra_migrate.execute.journals import FileStore, JournalStore, read_checked
-from dra_migrate.execute.lock import HELD_HERE, ClusterLock, LockInfo, break_lock, machine_id, read_lock
+from dra_migrate.execute.lease import LockInfo
+from dra_migrate.execute.lock import HELD_HERE, ClusterLock, break_lock, machine_id, read_lock
 from dra_migrate.execute.ops import CANARY_PREFIX
 from dra_migrate.execute.progress import progress_of
-from dra_migrate.execute.runner import ApplyOptions, Backlog, Runner, RunResult, nodes_touched, planned_steps
+from dra_migrate.execute.runner import ApplyOptions, Runner, RunResult, nodes_touched, planned_steps
 from dra_migrate.plan.model import Action, Plan, PrepareStage
 
 Log = Callable[[str], None]
@@ -255,7 +257,7 @@ class ApplySession:
         info = read_lock(self.lock_api, namespace=self.lock_namespace)
         if info is None or not info.holder or not crashed_here(info) or info.plan_digest != digest:
             return
-        break_lock(self.lock_api, info.lock_id, namespace=self.lock_namespace)
+        break_lock(self.lock_api, info.lock_id, namespace=self.lock_namespace, force=True)
         self.log(f"took over the lock of a crashed run ({info.holder})")
 
 

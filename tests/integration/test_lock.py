@@ -244,7 +244,7 @@ def test_renewal_keeps_it_alive_past_its_duration(api: Any, kube: Kube, lease_na
 def test_a_broken_lock_is_noticed_as_lost(api: Any, lease_name: str) -> None:
     lock = new_lock(api, lease_name, duration_s=3, renew_every_s=0.2)
     with lock:
-        assert break_lock(api, lock.lock_id, namespace=NS, name=lease_name) is not None
+        assert break_lock(api, lock.lock_id, namespace=NS, name=lease_name, force=True) is not None
         deadline = time.monotonic() + 5
         while not lock.lost and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -260,7 +260,7 @@ def test_break_lock_needs_the_right_id(api: Any, kube: Kube, lease_name: str) ->
         break_lock(api, "not-the-id", namespace=NS, name=lease_name)
     assert lock.lock_id in str(e.value)
     assert lease(kube, lease_name) is not None
-    broken = break_lock(api, lock.lock_id, namespace=NS, name=lease_name)
+    broken = break_lock(api, lock.lock_id, namespace=NS, name=lease_name, force=True)
     assert broken is not None and broken.holder == lock.holder
     assert lease(kube, lease_name) is None
     assert break_lock(api, lock.lock_id, namespace=NS, name=lease_name) is None  # nothing left to break
@@ -306,3 +306,46 @@ def test_faults_and_lost_answers_never_confuse_the_lock(
         else:
             assert lease(kube, lease_name) is None
     assert proxy.injected > 0
+
+
+def test_a_holder_cut_off_from_the_api_server_stops_before_another_takes_the_lease(
+    control_plane: controlplane.ControlPlane, api: Any, kube: Kube, lease_name: str, tmp_path: Path
+) -> None:
+    """The API server unreachable for the holder (every request dropped) while another apply can reach it:
+    the holder must count its lock lost before the other takes the Lease over (client-go's RenewDeadline <
+    LeaseDuration, k8s.io/client-go@v0.37.2 tools/leaderelection/leaderelection.go `renew`): never two runs
+    that both believe they hold it. (With synchronised clocks the taker waits for the renewTime to look
+    expired and then a whole duration more, so this passed before the renew deadline too; the overlap needed
+    a taker whose clock runs ahead and hung requests: tests/unit/test_lock_renewal.py shows that one.)"""
+    with FaultProxy(control_plane, rate=0.0, faults=("drop",)) as proxy:
+        conf = client.Configuration()
+        kc = str(proxy.kubeconfig(tmp_path / "proxy.kubeconfig"))
+        config.load_kube_config(config_file=kc, client_configuration=conf)  # type: ignore[no-untyped-call]
+        conf.retries = False
+        cut_off = client.ApiClient(conf)
+        holder = new_lock(cut_off, lease_name, duration_s=3, renew_every_s=0.5)
+        holder.acquire()
+        holder.start_renewing()
+        time.sleep(1.2)  # renewed a couple of times
+        assert not holder.lost
+        proxy.rate = 1.0  # from now on the holder reaches nothing
+        lost_at: list[float] = []
+        holder.on_lost(lambda _reason: lost_at.append(time.monotonic()))
+        taker = new_lock(api, lease_name, duration_s=3)
+        give_up = time.monotonic() + 15
+        while True:  # refused while it looks renewed; then watches it unchanged for its 3 s and takes it over
+            try:
+                taker.acquire()
+                break
+            except LockHeld:
+                assert time.monotonic() < give_up, "never taken over"
+                time.sleep(0.1)
+        taken_at = time.monotonic()
+        try:
+            assert holder.lost, "the cut-off holder still believes it holds the lock the other one took"
+            assert lost_at and lost_at[0] < taken_at - 0.5, (lost_at, taken_at)
+            with pytest.raises(ClusterError, match="could not renew"):
+                holder.check()
+        finally:
+            taker.release()
+            holder._stop.set()
