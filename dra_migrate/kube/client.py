@@ -339,6 +339,7 @@ class Kube:
         *,
         timeout: float | tuple[float, float] = DEFAULT_TIMEOUT,
         limit: int = PAGE_SIZE,
+        resume: bool = True,
     ) -> Iterator[Obj]:
         """Each page of a collection (limit/continue, `limit` items), as the server sends it.
 
@@ -349,14 +350,15 @@ class Kube:
         pkg/storage/etcd3/errors.go `handleCompactedErrorForPaging`): the rest of the list is then read as
         it is now, which is what reading kind after kind does anyway. client-go's pager lists again from
         the start instead (tools/pager/pager.go `FullListIfExpired`), which would hand the pages read so
-        far a second time to a reader that streams them."""
+        far a second time to a reader that streams them. `resume=False`: the 410 is raised instead, for a
+        caller that needs one list at one resourceVersion (`list_all`)."""
         cont, resumed = "", 0
         while True:
             q = [*query, ("limit", limit)] + ([("continue", cont)] if cont else [])
             try:
                 page = self.get(path, q, timeout=timeout)
             except ApiError as e:
-                token = _resume_token(e) if cont and resumed < _MAX_RESUMES else ""
+                token = _resume_token(e) if resume and cont and resumed < _MAX_RESUMES else ""
                 if not token:
                     raise
                 resumed += 1
@@ -372,12 +374,25 @@ class Kube:
                 return
 
     def list_all(self, path: str, query: Query = ()) -> tuple[list[Obj], str]:
-        """All items of a collection (paged) and the list's resourceVersion, to watch from."""
+        """All items of a collection (paged) and the list's resourceVersion, to watch from: one list at one
+        resourceVersion. Going on after a 410 Expired (as `pages` does) would stitch pages of two versions
+        together -- an object created in between, in the part already read, is in neither, and a watch from the
+        newer version never sends it. So a paged list that expires is read again whole, unpaged, as client-go's
+        pager does (k8s.io/client-go@v0.37.2 tools/pager/pager.go `FullListIfExpired`, which the reflector
+        uses, tools/cache/reflector.go)."""
         items: list[Obj] = []
-        rv = ""
-        for page in self.pages(path, query):
-            items.extend(page.get("items") or [])
-            rv = str((page.get("metadata") or {}).get("resourceVersion", ""))
+        rv, pages = "", 0
+        try:
+            for page in self.pages(path, query, resume=False):
+                pages += 1
+                items.extend(page.get("items") or [])
+                rv = str((page.get("metadata") or {}).get("resourceVersion", ""))
+        except ApiError as e:
+            if not (e.status == 410 and e.reason == "Expired" and pages):  # the first page's 410 is the answer
+                raise
+            log.warning("listing %s outlived the API server's history (410 Expired): listing it again whole", path)
+            whole = self.get(path, query, timeout=DEFAULT_TIMEOUT)
+            return list(whole.get("items") or []), str((whole.get("metadata") or {}).get("resourceVersion", ""))
         return items, rv
 
     def watch(self, path: str, resource_version: str, query: Query = (), *, timeout_seconds: int = 300) -> WatchStream:
