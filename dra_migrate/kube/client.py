@@ -160,6 +160,35 @@ def _add_request_seconds(seconds: float) -> None:
     _THREAD.seconds = thread_request_seconds() + seconds
 
 
+# The attribute of an ApiClient that holds its `Reauthenticate` (set by `new_api_client`), so every `Kube` on one
+# ApiClient -- `with_retry`'s, and the wrappers built on `LiveCluster.api` -- reads the credentials again.
+REAUTH_ATTR = "dra_migrate_reauthenticate"
+
+
+class Reauthenticate:
+    """Reads a client's credentials again after the server rejected them (401), as client-go does: its token
+    file is read again (k8s.io/client-go@v0.37.2 transport/token_source.go, `tokenSourceTransport.RoundTrip`,
+    `ResetTokenOlderThan`) and its exec plugin run again (plugin/pkg/client/auth/exec/exec.go,
+    `roundTripper.RoundTrip`, `maybeRefreshCreds`). The Python client reads a kubeconfig's `tokenFile` once and
+    runs an exec plugin again only once the expiry it printed has passed: a rotated projected token, or a token
+    revoked early, failed an hours-long apply with 401.
+
+    `generation` counts the reloads: a request notes it before it is sent, and a 401 reloads only when no other
+    thread has reloaded since (forty threads meeting one expiry run the plugin once)."""
+
+    def __init__(self, reload: Callable[[], None]) -> None:
+        self.reload = reload
+        self.generation = 0
+        self._mutex = threading.Lock()
+
+    def __call__(self, seen: int) -> None:
+        with self._mutex:
+            if self.generation != seen:
+                return
+            self.reload()
+            self.generation += 1
+
+
 class Kube:
     """JSON requests on one ApiClient (urllib3's pool makes it safe to share between threads).
 
@@ -219,11 +248,14 @@ class Kube:
         leaves out 429, which there means a PodDisruptionBudget said no, and retries it on its own schedule).
         Raises `ApiError` (the server said no) or `Unreachable` (no response)."""
         attempt = 0
+        reauth: Reauthenticate | None = getattr(self.api_client, REAUTH_ATTR, None)
+        reauthenticated = False
         while True:
             if self.rate_limit is not None:
                 self.rate_limit.acquire()
             self.stats.add(requests=1)
             sent = time.monotonic()
+            credentials = reauth.generation if reauth is not None else 0
             try:
                 resp = self._send(method, path, query, body, content_type, timeout, accept)
                 data = resp.read()
@@ -247,6 +279,11 @@ class Kube:
                 out = orjson.loads(data) if data else {}
                 return out if isinstance(out, dict) else {"items": out}
             err = ApiError(method, path, resp.status, data, _retry_after(resp))
+            if err.status == 401 and reauth is not None and not reauthenticated:
+                # Not authenticated, so not done: sending it again is safe for any verb.
+                reauthenticated = True
+                self._reauthenticate(reauth, credentials, err)
+                continue
             if err.status == 429:
                 self.stats.add(throttled=1)
             if err.status in retry_status and attempt < self.retry.retries:
@@ -254,6 +291,14 @@ class Kube:
                 self._backoff(attempt, err.retry_after)
                 continue
             raise err
+
+    def _reauthenticate(self, reauth: Reauthenticate, seen: int, err: ApiError) -> None:
+        log.info("%s %s: 401 Unauthorized; reading the credentials again", err.method, err.path)
+        try:
+            reauth(seen)
+        except Exception as e:  # the plugin failed, the file is gone: the 401 is the answer, with why
+            log.warning("reading the credentials again failed: %s", e)
+            raise err from e
 
     def _backoff(self, attempt: int, retry_after: float | None) -> None:
         self.stats.add(retries=1)
@@ -401,25 +446,32 @@ class Kube:
         q = [*query, ("watch", "true"), ("allowWatchBookmarks", "true"), ("timeoutSeconds", timeout_seconds)]
         if resource_version:
             q.append(("resourceVersion", resource_version))
-        if self.rate_limit is not None:
-            self.rate_limit.acquire()
-        self.stats.add(requests=1)
-        try:
-            # The read timeout only guards a dead connection: the server ends the watch after
-            # timeoutSeconds and sends bookmarks in between.
-            resp = self._send("GET", path, q, None, None, (10, timeout_seconds + 30))
-        except Exception as e:
-            if not _is_connection_error(e):
-                raise
-            self.stats.add(unreachable=1)
-            raise Unreachable(
-                f"cannot reach the API server at {self.server}: WATCH {path}: {_reason(e)}",
-                "check that the cluster is reachable",
-                method="WATCH",
-                path=path,
-            ) from e
-        if not 200 <= resp.status <= 299:
-            raise ApiError("WATCH", path, resp.status, resp.read())
+        reauth: Reauthenticate | None = getattr(self.api_client, REAUTH_ATTR, None)
+        for last in (False, True):
+            if self.rate_limit is not None:
+                self.rate_limit.acquire()
+            self.stats.add(requests=1)
+            credentials = reauth.generation if reauth is not None else 0
+            try:
+                # The read timeout only guards a dead connection: the server ends the watch after
+                # timeoutSeconds and sends bookmarks in between.
+                resp = self._send("GET", path, q, None, None, (10, timeout_seconds + 30))
+            except Exception as e:
+                if not _is_connection_error(e):
+                    raise
+                self.stats.add(unreachable=1)
+                raise Unreachable(
+                    f"cannot reach the API server at {self.server}: WATCH {path}: {_reason(e)}",
+                    "check that the cluster is reachable",
+                    method="WATCH",
+                    path=path,
+                ) from e
+            if 200 <= resp.status <= 299:
+                break
+            err = ApiError("WATCH", path, resp.status, resp.read())
+            if err.status != 401 or reauth is None or last:
+                raise err
+            self._reauthenticate(reauth, credentials, err)  # an Informer ends on a 401: read them again first
         return WatchStream(resp.response, path)
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from dra_migrate.errors import ClusterError
-from dra_migrate.kube.client import USER_AGENT, WRITE_RETRIES, Kube, RateLimit, RetryPolicy
+from dra_migrate.kube.client import REAUTH_ATTR, USER_AGENT, WRITE_RETRIES, Kube, RateLimit, Reauthenticate, RetryPolicy
 
 
 def kubeconfig_paths(kubeconfig: Path | str | None) -> str:
@@ -105,12 +105,26 @@ def new_api_client(
 
     `pool_size`: connections kept open (the client's default is 5 per CPU). A thread that finds the pool
     empty opens a connection and drops it after one request: a TLS handshake per request."""
-    from kubernetes import client, config
+    from kubernetes import client
+
+    cfg = client.Configuration()
+    _load(cfg, kubeconfig, context)
+    if pool_size is not None:
+        cfg.connection_pool_maxsize = pool_size
+    api = client.ApiClient(cfg)
+    api.user_agent = user_agent
+    setattr(api, REAUTH_ATTR, Reauthenticate(lambda: _reload(api, kubeconfig, context)))
+    return api
+
+
+def _load(cfg: Any, kubeconfig: Path | str | None, context: str | None) -> None:
+    """Apply the kubeconfig (or the in-cluster service account) to `cfg`: server, TLS, credentials (an exec
+    plugin is run, a token file read)."""
+    from kubernetes import config
     from kubernetes.config.config_exception import ConfigException
 
     explicit = kubeconfig is not None
     paths = kubeconfig_paths(kubeconfig)
-    cfg = client.Configuration()
     try:
         piped = _piped_document(paths) if explicit and os.pathsep not in paths else None
         if piped is not None:
@@ -132,13 +146,21 @@ def new_api_client(
         raise ClusterError(f"cannot use kubeconfig {paths}: {e}", "check --kubeconfig and --context") from e
     except OSError as e:
         raise ClusterError(f"cannot read kubeconfig {paths}: {e.strerror}", "check --kubeconfig") from e
-    if pool_size is not None:
-        cfg.connection_pool_maxsize = pool_size
     if cfg.refresh_api_key_hook is not None:
         cfg.refresh_api_key_hook = throttled(cfg.refresh_api_key_hook)
-    api = client.ApiClient(cfg)
-    api.user_agent = user_agent
-    return api
+
+
+def _reload(api: Any, kubeconfig: Path | str | None, context: str | None) -> None:
+    """Read the credentials again after the server rejected them (401): the token file read again, the exec
+    plugin run again, the in-cluster token re-read. A plugin that hands out a client certificate writes it to new
+    files, which only a new connection pool presents."""
+    cfg = api.configuration
+    before = (cfg.cert_file, cfg.key_file)
+    _load(cfg, kubeconfig, context)
+    if (cfg.cert_file, cfg.key_file) != before:
+        from kubernetes.client import rest
+
+        api.rest_client = rest.RESTClientObject(cfg)
 
 
 # The kubernetes client runs its kubeconfig loader's refresh hook before every request, and the hook applies the

@@ -473,7 +473,9 @@ def test_list_all_never_stitches_two_resource_versions_into_one_list() -> None:
     items, rv = kube.list_all("/api/v1/pods")
     assert [i["metadata"]["name"] for i in items] == ["a", "a2", "b", "c"] and rv == "9"
     assert [(c.query.get("continue"), c.query.get("limit")) for c in client.calls] == [
-        (None, "500"), ("t1", "500"), (None, None)
+        (None, "500"),
+        ("t1", "500"),
+        (None, None),
     ]
 
 
