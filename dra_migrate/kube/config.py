@@ -108,12 +108,14 @@ def new_api_client(
     from kubernetes import client
 
     cfg = client.Configuration()
+    refresh = _Refresh(REFRESH_EVERY_S, time.monotonic)
     _load(cfg, kubeconfig, context)
+    refresh.install(cfg)
     if pool_size is not None:
         cfg.connection_pool_maxsize = pool_size
     api = client.ApiClient(cfg)
     api.user_agent = user_agent
-    setattr(api, REAUTH_ATTR, Reauthenticate(lambda: _reload(api, kubeconfig, context)))
+    setattr(api, REAUTH_ATTR, Reauthenticate(lambda: _reload(api, kubeconfig, context, refresh)))
     return api
 
 
@@ -146,17 +148,18 @@ def _load(cfg: Any, kubeconfig: Path | str | None, context: str | None) -> None:
         raise ClusterError(f"cannot use kubeconfig {paths}: {e}", "check --kubeconfig and --context") from e
     except OSError as e:
         raise ClusterError(f"cannot read kubeconfig {paths}: {e.strerror}", "check --kubeconfig") from e
-    if cfg.refresh_api_key_hook is not None:
-        cfg.refresh_api_key_hook = throttled(cfg.refresh_api_key_hook)
 
 
-def _reload(api: Any, kubeconfig: Path | str | None, context: str | None) -> None:
+def _reload(api: Any, kubeconfig: Path | str | None, context: str | None, refresh: _Refresh) -> None:
     """Read the credentials again after the server rejected them (401): the token file read again, the exec
     plugin run again, the in-cluster token re-read. A plugin that hands out a client certificate writes it to new
     files, which only a new connection pool presents."""
     cfg = api.configuration
     before = (cfg.cert_file, cfg.key_file)
-    _load(cfg, kubeconfig, context)
+    with refresh.mutex:
+        cfg.refresh_api_key_hook = None  # what the new load sets, if anything, is the hook from now on
+        _load(cfg, kubeconfig, context)
+        refresh.install(cfg)
     if (cfg.cert_file, cfg.key_file) != before:
         from kubernetes.client import rest
 
@@ -172,23 +175,53 @@ def _reload(api: Any, kubeconfig: Path | str | None, context: str | None) -> Non
 REFRESH_EVERY_S = 1.0
 
 
+class _Refresh:
+    """The kubeconfig loader's refresh hook, run on its first call and then at most once every `every_s` seconds
+    (from any thread), and never twice at once: while it runs (an exec plugin can take seconds, kubelogin waits for
+    a browser) other threads go on with the credentials they have instead of starting the plugin again.
+
+    One per client configuration: `install` takes the hook a new load of the kubeconfig left (a reload after a
+    401), so a thread holding the previous one cannot run the previous loader again and put its stale token back.
+    """
+
+    def __init__(self, every_s: float, clock: Callable[[], float]) -> None:
+        self.every_s = every_s
+        self.clock = clock
+        self.hook: Callable[[Any], None] | None = None
+        self.mutex = threading.Lock()  # held while the hook runs, and by `Reauthenticate` while it reloads
+        self._last = float("-inf")
+
+    def install(self, configuration: Any) -> None:
+        """Wrap the hook the loader has just set (call with `mutex` held, or before any request)."""
+        hook = configuration.refresh_api_key_hook
+        if hook is self:
+            return  # the hook ran and did not install itself again: it stays
+        self.hook = hook
+        if hook is not None:
+            configuration.refresh_api_key_hook = self
+
+    def __call__(self, configuration: Any) -> None:
+        now = self.clock()
+        if not self.mutex.acquire(blocking=False):
+            return  # a refresh (or a reload) is under way: the current credentials serve meanwhile
+        try:
+            if self.hook is None or now - self._last < self.every_s:
+                return
+            self._last = now
+            self.hook(configuration)
+            # The kubeconfig loader's hook installs itself again each time it runs (kube_config.py `_set_config`).
+            self.install(configuration)
+        finally:
+            self.mutex.release()
+
+
 def throttled(
     hook: Callable[[Any], None], every_s: float = REFRESH_EVERY_S, clock: Callable[[], float] = time.monotonic
 ) -> Callable[[Any], None]:
-    """`hook`, run on its first call and then at most once every `every_s` seconds (from any thread)."""
-    lock = threading.Lock()
-    last = [float("-inf")]
-
-    def refresh(configuration: Any) -> None:
-        now = clock()
-        with lock:
-            if now - last[0] < every_s:
-                return
-            last[0] = now
-        hook(configuration)
-        # The kubeconfig loader's hook installs itself again each time it runs (kube_config.py `_set_config`).
-        configuration.refresh_api_key_hook = refresh
-
+    """`hook`, run on its first call and then at most once every `every_s` seconds (from any thread), never two
+    runs at once (`_Refresh`)."""
+    refresh = _Refresh(every_s, clock)
+    refresh.hook = hook
     return refresh
 
 

@@ -11,7 +11,9 @@ doing, hours in."""
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
@@ -129,3 +131,46 @@ def test_a_watch_rejected_for_an_expired_token_is_made_again_with_the_new_one(tm
     stream = Kube(api).watch("/api/v1/pods", "1")
     stream.close()
     assert server.seen == ["Bearer old", "Bearer new"]
+
+
+def test_a_slow_credential_plugin_is_not_run_again_while_it_runs() -> None:
+    """The loader's hook runs the exec plugin when the token is near its expiry; gke-gcloud-auth-plugin or
+    `aws eks get-token` take seconds (kubelogin waits for a browser). Every thread that passed the once-a-second
+    gate meanwhile started another run of it."""
+    from dra_migrate.kube.config import throttled
+
+    now = [0.0]
+    started = threading.Event()
+    release = threading.Event()
+    runs: list[int] = []
+
+    def plugin(_cfg: Any) -> None:
+        runs.append(1)
+        started.set()
+        release.wait(5)
+
+    cfg = SimpleNamespace()
+    cfg.refresh_api_key_hook = throttled(plugin, every_s=1.0, clock=lambda: now[0])
+    first = threading.Thread(target=lambda: cfg.refresh_api_key_hook(cfg))
+    first.start()
+    assert started.wait(5)
+    for t in (1.5, 2.5, 3.5):  # seconds pass while the plugin runs; other threads make requests
+        now[0] = t
+        cfg.refresh_api_key_hook(cfg)
+    release.set()
+    first.join(5)
+    assert len(runs) == 1
+
+
+def test_a_hook_that_ends_after_a_reload_does_not_put_the_old_credentials_back(tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("old")
+    api = new_api_client(_kubeconfig(tmp_path / "kubeconfig", token))
+    cfg = api.configuration
+    stale_hook = cfg.refresh_api_key_hook  # a thread took it before the reload and calls it after
+    token.write_text("new")
+    api.dra_migrate_reauthenticate(0)
+    time.sleep(1.1)  # past the once-a-second gate
+    stale_hook(cfg)
+    time.sleep(1.1)
+    assert cfg.auth_settings()["BearerToken"]["value"] == "Bearer new"
