@@ -418,7 +418,7 @@ class Kube:
             if not cont:
                 return
 
-    def list_all(self, path: str, query: Query = ()) -> tuple[list[Obj], str]:
+    def list_all(self, path: str, query: Query = (), *, limit: int = PAGE_SIZE) -> tuple[list[Obj], str]:
         """All items of a collection (paged) and the list's resourceVersion, to watch from: one list at one
         resourceVersion. Going on after a 410 Expired (as `pages` does) would stitch pages of two versions
         together -- an object created in between, in the part already read, is in neither, and a watch from the
@@ -428,7 +428,7 @@ class Kube:
         items: list[Obj] = []
         rv, pages = "", 0
         try:
-            for page in self.pages(path, query, resume=False):
+            for page in self.pages(path, query, limit=limit, resume=False):
                 pages += 1
                 items.extend(page.get("items") or [])
                 rv = str((page.get("metadata") or {}).get("resourceVersion", ""))

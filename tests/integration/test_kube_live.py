@@ -129,3 +129,30 @@ def _compact(cp: controlplane.ControlPlane, revision: int) -> None:
     req = urllib.request.Request(f"http://127.0.0.1:{port}/v3/kv/compaction", data=body, method="POST")
     with urllib.request.urlopen(req, timeout=10) as resp:
         assert resp.status == 200
+
+
+def test_a_paged_list_that_outlives_etcds_history_is_read_again_whole_at_one_resource_version(
+    control_plane: controlplane.ControlPlane, kube: Kube, namespace: str
+) -> None:
+    """list_all (an Informer's list, the executor's decisions) is one list at one resourceVersion: when etcd
+    compacts the first page's resourceVersion away, the server's 410 Expired offers to go on at the latest one,
+    which would stitch two versions together; the list is read again whole instead (client-go's pager)."""
+    path = path_of("v1", "events", namespace=namespace)  # no watch cache: pages come from etcd itself
+    for name in ("a", "c", "d"):
+        kube.create(path, _event(name, namespace))
+
+    created: list[int] = []
+
+    class CompactingAfterFirstPage(Kube):
+        def get(self, path: str, query: Any = (), **kw: Any) -> dict[str, Any]:
+            page = super().get(path, query, **kw)
+            if dict(query).get("limit") and not dict(query).get("continue"):
+                later = kube.create(path, _event("b", namespace))  # sorts before the token's key "c"
+                created.append(int(later["metadata"]["resourceVersion"]))
+                _compact(control_plane, created[0])
+            return page
+
+    lister = CompactingAfterFirstPage(kube.api_client)
+    items, rv = lister.list_all(path, limit=2)
+    assert sorted(i["metadata"]["name"] for i in items) == ["a", "b", "c", "d"]
+    assert int(rv) >= created[0]  # the version of the list that holds "b", to watch from
