@@ -119,6 +119,26 @@ def test_an_error_names_the_request_and_keeps_the_servers_status() -> None:
     assert "grant verb 'list' on resource 'resourceslices' in API group 'resource.k8s.io'" in line
 
 
+@pytest.mark.parametrize(
+    ("path", "cluster_wide"),
+    [
+        ("/api/v1/pods", True),  # every namespace's pods: a RoleBinding in some namespaces is not enough
+        ("/api/v1/nodes", True),
+        ("/apis/resource.k8s.io/v1/resourceclaims", True),
+        ("/api/v1/namespaces/team-a/pods", False),
+        ("/api/v1/namespaces/kube-system", True),  # a Namespace object is cluster-scoped
+    ],
+)
+def test_a_refusal_at_the_cluster_scope_says_a_cluster_role_binding_is_needed(path: str, cluster_wide: bool) -> None:
+    """A user whose Roles let them list pods in their teams' namespaces is refused the cluster-wide list the
+    inventory makes; granting `list pods` again in one more namespace does not help."""
+    msg = 'pods is forbidden: User "bob" cannot list resource "pods" in API group "" at the cluster scope'
+    kube, _ = _kube(FakeApiClient.scripted(FakeResponse(403, status(403, "Forbidden", msg))))
+    with pytest.raises(ApiError) as err:
+        kube.get(path)
+    assert ("ClusterRoleBinding" in err.value.hint) is cluster_wide, err.value.hint
+
+
 def test_a_body_that_is_not_a_status_is_quoted() -> None:
     kube, _ = _kube(FakeApiClient.scripted(FakeResponse(502, b"<html>bad gateway</html>")), retries=0)
     with pytest.raises(ApiError, match="bad gateway") as err:
