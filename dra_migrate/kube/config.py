@@ -8,6 +8,7 @@ current-context (kubectl's rule).
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import stat
 import threading
@@ -127,6 +128,8 @@ def _load(cfg: Any, kubeconfig: Path | str | None, context: str | None) -> None:
 
     explicit = kubeconfig is not None
     paths = kubeconfig_paths(kubeconfig)
+    failed = _PluginFailure()
+    logging.getLogger().addFilter(failed)
     try:
         piped = _piped_document(paths) if explicit and os.pathsep not in paths else None
         if piped is not None:
@@ -148,6 +151,58 @@ def _load(cfg: Any, kubeconfig: Path | str | None, context: str | None) -> None:
         raise ClusterError(f"cannot use kubeconfig {paths}: {e}", "check --kubeconfig and --context") from e
     except OSError as e:
         raise ClusterError(f"cannot read kubeconfig {paths}: {e.strerror}", "check --kubeconfig") from e
+    finally:
+        logging.getLogger().removeFilter(failed)
+    if failed.messages:
+        raise ClusterError(
+            f"the credential plugin of kubeconfig {paths} failed: {failed.messages[0]}",
+            _install_hint(paths, context)
+            or "run the plugin's command by hand (kubectl config view shows it) and fix what it says",
+        )
+
+
+class _PluginFailure(logging.Filter):
+    """Catches the Python client's report of a failed exec credential plugin while a kubeconfig is loaded.
+
+    The client logs the failure (kube_config.py `_load_from_exec_plugin`: `logging.error(str(e))`) and goes on
+    with no credentials, so every request went out anonymous and the server's 401, or its 403 for
+    system:anonymous, pointed at RBAC instead of the plugin (gke-gcloud-auth-plugin not installed, an expired
+    `aws sso` session). kubectl fails there, naming the executable and its installHint
+    (k8s.io/client-go@v0.37.2 plugin/pkg/client/auth/exec/exec.go, `exec: executable %s not found`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[str] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.funcName == "_load_from_exec_plugin" and record.levelno >= logging.ERROR:
+            self.messages.append(record.getMessage())
+            return False  # said once, in the error raised for it
+        return True
+
+
+def _install_hint(paths: str, context: str | None) -> str:
+    """The exec plugin's `installHint` of the context's user, or "" (best effort: the error is raised anyway).
+    Files of a $KUBECONFIG list are merged as kubectl merges them: the first to name a context or user wins."""
+    import yaml
+
+    contexts: dict[str, Any] = {}
+    users: dict[str, Any] = {}
+    try:
+        for p in (p for p in paths.split(os.pathsep) if p):
+            doc = _piped_document(p)
+            if doc is None and Path(p).expanduser().is_file():
+                doc = yaml.safe_load(Path(p).expanduser().read_text())
+            if not isinstance(doc, dict):
+                continue
+            for c in doc.get("contexts") or []:
+                contexts.setdefault(c["name"], c.get("context") or {})
+            for u in doc.get("users") or []:
+                users.setdefault(u["name"], u.get("user") or {})
+        user = users[contexts[context or current_context(paths) or ""]["user"]]
+        return str(user["exec"].get("installHint") or "")
+    except Exception:
+        return ""
 
 
 def _reload(api: Any, kubeconfig: Path | str | None, context: str | None, refresh: _Refresh) -> None:

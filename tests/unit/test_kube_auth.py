@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 import pytest
 
+from dra_migrate.errors import ClusterError
 from dra_migrate.kube import ApiError, Kube, RetryPolicy, new_api_client
 from dra_migrate.testing.kube import FakeResponse, status
 
@@ -174,3 +175,47 @@ def test_a_hook_that_ends_after_a_reload_does_not_put_the_old_credentials_back(t
     stale_hook(cfg)
     time.sleep(1.1)
     assert cfg.auth_settings()["BearerToken"]["value"] == "Bearer new"
+
+
+def _exec_kubeconfig(path: Path, command: str, args: list[str]) -> Path:
+    user = {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1beta1",
+            "command": command,
+            "args": args,
+            "installHint": "Install gke-gcloud-auth-plugin: gcloud components install gke-gcloud-auth-plugin",
+            "interactiveMode": "Never",
+        }
+    }
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "x",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+        "users": [{"name": "u", "user": user}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+    }
+    path.write_bytes(orjson.dumps(doc))
+    return path
+
+
+def test_a_credential_plugin_that_is_not_installed_is_named_with_its_install_hint(tmp_path: Path) -> None:
+    """The Python client logs the plugin's failure and sends the requests with no credentials: the server then
+    answers as to system:anonymous (403 "grant verb list...", or 401), pointing at RBAC instead of the missing
+    gke-gcloud-auth-plugin. kubectl fails naming the executable and its installHint
+    (k8s.io/client-go@v0.37.2 plugin/pkg/client/auth/exec/exec.go, `exec: executable %s not found`)."""
+    kc = _exec_kubeconfig(tmp_path / "kubeconfig", str(tmp_path / "gke-gcloud-auth-plugin"), [])
+    with pytest.raises(ClusterError) as e:
+        new_api_client(kc)
+    text = f"{e.value} {e.value.hint}"
+    assert "gke-gcloud-auth-plugin" in text and "gcloud components install" in text
+
+
+def test_a_credential_plugin_that_fails_says_why_instead_of_going_on_anonymous(tmp_path: Path) -> None:
+    plugin = tmp_path / "aws"
+    plugin.write_text("#!/bin/sh\necho 'Error: the SSO session has expired; run aws sso login' >&2\nexit 255\n")
+    plugin.chmod(0o755)
+    kc = _exec_kubeconfig(tmp_path / "kubeconfig", str(plugin), ["eks", "get-token"])
+    with pytest.raises(ClusterError) as e:
+        new_api_client(kc)
+    assert "aws sso login" in str(e.value) and "255" in str(e.value)
