@@ -111,7 +111,7 @@ def _copies_an_object(value: Any) -> bool:
     text = value.lstrip()
     if text.startswith(_GZIP_BASE64) and len(text) > 64:
         return True
-    if not text.startswith("{") or "spec" not in text and "apiVersion" not in text:
+    if not text.startswith("{") or ("spec" not in text and "apiVersion" not in text):
         return False
     try:
         doc = orjson.loads(text)
