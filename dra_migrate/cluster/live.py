@@ -123,13 +123,30 @@ class LiveCluster:
         return out
 
     def list_kind(self, kind: Kind) -> Iterator[dict[str, Any]]:
-        """Every object of a kind, page by page (limit/continue), with apiVersion/kind filled in."""
-        for page in self.kube.pages(kind.list_path()):
-            for item in page.get("items") or []:
-                # List responses omit apiVersion/kind on items; put them back so objects stand alone.
-                item["apiVersion"] = kind.api_version
-                item["kind"] = kind.kind
-                yield item
+        """Every object of a kind, page by page (limit/continue), with apiVersion/kind filled in.
+
+        An optional kind whose list answers 404 before any page (its CRD removed after discovery: `helm upgrade`
+        of an operator replaces its CRDs) is none when discovery, asked again, agrees it is gone; when it still
+        lists it (an API server behind the load balancer that has not caught up), the 404 fails the read."""
+        read = False
+        try:
+            for page in self.kube.pages(kind.list_path()):
+                read = True
+                for item in page.get("items") or []:
+                    # List responses omit apiVersion/kind on items; put them back so objects stand alone.
+                    item["apiVersion"] = kind.api_version
+                    item["kind"] = kind.kind
+                    yield item
+        except ApiError as e:
+            if read or not kind.optional or e.status != 404 or not self._gone(kind):
+                raise
+            log.warning("%s %s: no longer served (removed since discovery): none read", kind.group, kind.kind)
+
+    def _gone(self, kind: Kind) -> bool:
+        served = self.discover()
+        if any(_group(gv) == kind.group for gv in self.unavailable):
+            return False
+        return _as_served(kind, served) is None
 
     def source_info(self, served: tuple[str, ...]) -> SourceInfo:
         return SourceInfo(

@@ -111,3 +111,45 @@ def test_a_stale_group_the_tool_does_not_read_is_only_noted() -> None:
     served = cluster.discover()
     kinds = {k.key for k in kinds_to_read(served, TemplateTable.builtin(), cluster.unavailable)}
     assert "kueue.x-k8s.io/ClusterQueue" in kinds and "metrics.k8s.io/v1beta1" in cluster.unavailable
+
+
+def _agg(with_kueue: bool) -> dict[str, FakeResponse]:
+    groups = [{"metadata": {"name": "apps"}, "versions": [{"version": "v1", "resources": []}]}]
+    if with_kueue:
+        resources = [{"resource": "clusterqueues"}]
+        groups.append(
+            {"metadata": {"name": "kueue.x-k8s.io"}, "versions": [{"version": "v1beta1", "resources": resources}]}
+        )
+    core = {"metadata": {"name": ""}, "versions": [{"version": "v1", "resources": [{"resource": "nodes"}]}]}
+    return {
+        "/api": FakeResponse(200, {"kind": "APIGroupDiscoveryList", "items": [core]}),
+        "/apis": FakeResponse(200, {"kind": "APIGroupDiscoveryList", "items": groups}),
+    }
+
+
+@pytest.mark.parametrize("removed", [True, False])
+def test_a_crd_removed_between_discovery_and_its_list_is_read_as_gone_only_if_discovery_agrees(removed: bool) -> None:
+    """`helm upgrade` of an operator replaces its CRDs; one removed after discovery answers its list 404. Discovery
+    is asked again: no longer served, its objects went with it; still served (an API server behind the load
+    balancer that has not caught up), the 404 fails the read."""
+    from dra_migrate.cluster.kinds import KINDS_BY_KEY
+    from dra_migrate.kube import ApiError
+
+    state = {"discoveries": 0}
+
+    def answer(call: Call) -> FakeResponse:
+        if call.path in ("/api", "/apis"):
+            state["discoveries"] += call.path == "/apis"
+            return _agg(state["discoveries"] == 1 or not removed)[call.path]
+        return FakeResponse(404, status(404, "NotFound", "the server could not find the requested resource"))
+
+    cluster = LiveCluster.__new__(LiveCluster)
+    cluster.kube = Kube(FakeApiClient(answer), retry=RetryPolicy(retries=0))
+    served = cluster.discover()
+    kind = [k for k in kinds_to_read(served, TemplateTable.builtin()) if k.key == "kueue.x-k8s.io/ClusterQueue"]
+    assert kind == [KINDS_BY_KEY["kueue.x-k8s.io/ClusterQueue"]]
+    if removed:
+        assert list(cluster.list_kind(kind[0])) == []
+    else:
+        with pytest.raises(ApiError):
+            list(cluster.list_kind(kind[0]))
