@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,8 +21,17 @@ from dra_migrate.cluster.configrefs import ConfigMapsInUse
 from dra_migrate.cluster.kinds import ALL_KINDS, Kind, version_priority
 from dra_migrate.cluster.state import SourceInfo
 from dra_migrate.cluster.templates import TemplateTable
-from dra_migrate.errors import MigrateError
-from dra_migrate.kube import DEFAULT_TIMEOUT, READ_RETRIES, Kube, connect, current_context, kubeconfig_paths
+from dra_migrate.errors import ClusterError, MigrateError
+from dra_migrate.kube import (
+    DEFAULT_TIMEOUT,
+    READ_RETRIES,
+    ApiError,
+    Kube,
+    KubeError,
+    connect,
+    current_context,
+    kubeconfig_paths,
+)
 
 log = logging.getLogger(__name__)
 
@@ -41,9 +50,12 @@ class LiveOptions:
 class LiveCluster:
     """A read-only connection to one cluster. Counts the HTTP requests it makes."""
 
+    unavailable: dict[str, str]  # group versions whose discovery failed (`discover`), and why
+
     def __init__(self, opts: LiveOptions) -> None:
         from dra_migrate.cluster.kubeconfig import check_kubeconfig
 
+        self.unavailable = {}
         check_kubeconfig(kubeconfig_paths(opts.kubeconfig))  # malformed: one line naming the file, line or key
         self.kube: Kube = connect(opts.kubeconfig, opts.context, retry=READ_RETRIES)
         self.context = opts.context or current_context(kubeconfig_paths(opts.kubeconfig))
@@ -72,8 +84,16 @@ class LiveCluster:
         Two requests through aggregated discovery (GA in Kubernetes 1.30, KEP-3352), which lists every
         resource at once; a server without it answers with plain group lists, and then each group
         version is asked for its resources.
+
+        A group version that cannot say what it serves -- an aggregated API whose backend is down answers 503,
+        or aggregated discovery marks it `freshness: Stale` (k8s.io/api@v0.37.2 apidiscovery/v2/types.go) -- is
+        left out and kept in `unavailable` (group version -> why), as client-go goes on with the groups that
+        answered (k8s.io/client-go@v0.37.2 discovery/discovery_client.go `ErrGroupDiscoveryFailed`,
+        discovery/aggregated_discovery.go `StaleGroupVersionError`): a metrics-server that is down does not stop
+        the read. `kinds_to_read` refuses one that holds a kind the tool reads.
         """
         out: dict[str, frozenset[str]] = {}
+        self.unavailable = {}
         for path in ("/api", "/apis"):
             doc = self.get(path, accept=_AGGREGATED_DISCOVERY)
             if doc.get("kind") == "APIGroupDiscoveryList":
@@ -81,24 +101,52 @@ class LiveCluster:
                     name = str((group.get("metadata") or {}).get("name") or "")
                     for v in group.get("versions") or []:
                         gv = f"{name}/{v['version']}" if name else str(v["version"])
+                        if v.get("freshness") == "Stale":
+                            self.unavailable[gv] = "its discovery document is Stale (the API's backend did not answer)"
+                            continue
                         out[gv] = frozenset(str(r.get("resource")) for r in v.get("resources") or [])
             else:
                 versions = doc.get("versions") or [
                     v["groupVersion"] for g in doc.get("groups") or [] for v in g.get("versions") or []
                 ]
                 for gv in versions:
-                    listing = self.get(f"/api/{gv}" if path == "/api" else f"/apis/{gv}")
+                    try:
+                        listing = self.get(f"/api/{gv}" if path == "/api" else f"/apis/{gv}")
+                    except KubeError as e:
+                        if isinstance(e, ApiError) and e.status in (401, 403):
+                            raise  # the credentials, not the group: every group would say the same
+                        self.unavailable[gv] = str(e)
+                        continue
                     out[gv] = frozenset(str(r.get("name")) for r in listing.get("resources") or [])
+        for gv, why in sorted(self.unavailable.items()):
+            log.warning("API %s is unavailable, its kinds are not discovered: %s", gv, why)
         return out
 
     def list_kind(self, kind: Kind) -> Iterator[dict[str, Any]]:
-        """Every object of a kind, page by page (limit/continue), with apiVersion/kind filled in."""
-        for page in self.kube.pages(kind.list_path()):
-            for item in page.get("items") or []:
-                # List responses omit apiVersion/kind on items; put them back so objects stand alone.
-                item["apiVersion"] = kind.api_version
-                item["kind"] = kind.kind
-                yield item
+        """Every object of a kind, page by page (limit/continue), with apiVersion/kind filled in.
+
+        An optional kind whose list answers 404 before any page (its CRD removed after discovery: `helm upgrade`
+        of an operator replaces its CRDs) is none when discovery, asked again, agrees it is gone; when it still
+        lists it (an API server behind the load balancer that has not caught up), the 404 fails the read."""
+        read = False
+        try:
+            for page in self.kube.pages(kind.list_path()):
+                read = True
+                for item in page.get("items") or []:
+                    # List responses omit apiVersion/kind on items; put them back so objects stand alone.
+                    item["apiVersion"] = kind.api_version
+                    item["kind"] = kind.kind
+                    yield item
+        except ApiError as e:
+            if read or not kind.optional or e.status != 404 or not self._gone(kind):
+                raise
+            log.warning("%s %s: no longer served (removed since discovery): none read", kind.group, kind.kind)
+
+    def _gone(self, kind: Kind) -> bool:
+        served = self.discover()
+        if any(_group(gv) == kind.group for gv in self.unavailable):
+            return False
+        return _as_served(kind, served) is None
 
     def source_info(self, served: tuple[str, ...]) -> SourceInfo:
         return SourceInfo(
@@ -123,20 +171,40 @@ class LiveCluster:
         return str(uid) if uid else None
 
 
-def kinds_to_read(served: dict[str, frozenset[str]], templates: TemplateTable) -> list[Kind]:
+def kinds_to_read(
+    served: dict[str, frozenset[str]], templates: TemplateTable, unavailable: Mapping[str, str] | None = None
+) -> list[Kind]:
     """Built-in kinds always; optional kinds (CRDs, newer APIs) and user kinds when they are served, at the
     version the table names or, where the cluster no longer (or not yet) serves that one, at the version
-    of the same group it serves them at (`served_version`)."""
+    of the same group it serves them at (`served_version`).
+
+    `unavailable`: group versions whose discovery failed (`LiveCluster.discover`). One in the group of a kind
+    read here fails the read: whether that kind is there cannot be told, and reading on as if it were not would
+    present an inventory without it as complete."""
     kinds = [k for k in (_as_served(k, served) for k in ALL_KINDS) if k is not None]
+    candidates = list(ALL_KINDS)
     known = {k.key for k in ALL_KINDS}
     for spec in templates.user_kinds():
         if spec.kind in known:
             continue
         group, _, version = str(spec.api_version).rpartition("/")
         user = Kind(group, version, spec.kind.rpartition("/")[2], str(spec.plural), spec.namespaced, True)
+        candidates.append(user)
         if (found := _as_served(user, served)) is not None:
             kinds.append(found)
+    _refuse_unknown(candidates, unavailable or {})
     return kinds
+
+
+def _refuse_unknown(kinds: list[Kind], unavailable: Mapping[str, str]) -> None:
+    for gv, why in sorted(unavailable.items()):
+        names = sorted({k.kind for k in kinds if k.group and k.group == _group(gv)})
+        if names:
+            raise ClusterError(
+                f"cannot tell whether the cluster serves {', '.join(names)}: API {gv} is unavailable: {why}",
+                f"run again once {gv} answers (kubectl get apiservice {gv.partition('/')[2]}.{_group(gv)}); "
+                "a snapshot taken now would leave its objects out",
+            )
 
 
 def _as_served(kind: Kind, served: dict[str, frozenset[str]]) -> Kind | None:
@@ -169,12 +237,12 @@ def _group(group_version: str) -> str:
 
 def read_objects(cluster: LiveCluster, templates: TemplateTable) -> tuple[SourceInfo, Iterator[dict[str, Any]]]:
     served = cluster.discover()
+    kinds = kinds_to_read(served, templates, cluster.unavailable)  # before any list: refuse early
     info = cluster.source_info(tuple(sorted(served)))
 
     def stream() -> Iterator[dict[str, Any]]:
         # ConfigMaps last: by then every DaemonSet and ClusterPolicy has been seen, so each ConfigMap is
         # kept or dropped as it arrives (cluster/configrefs.py) and none is held in memory.
-        kinds = kinds_to_read(served, templates)
         in_use = ConfigMapsInUse()
         for kind in [k for k in kinds if k.key != "ConfigMap"]:
             for obj in cluster.list_kind(kind):

@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+import orjson
+
 from dra_migrate.cluster.configrefs import ConfigMapsInUse, is_configmap
 from dra_migrate.cluster.kinds import NVIDIA_KINDS, kind_key
 from dra_migrate.cluster.templates import TemplateTable, get_path
@@ -84,8 +86,38 @@ def _strip_metadata(obj: dict[str, Any]) -> None:
         meta.pop("managedFields", None)
         annotations = meta.get("annotations")
         if isinstance(annotations, dict):
-            # kubectl's last-applied copy holds the whole object again, env values included.
-            annotations.pop("kubectl.kubernetes.io/last-applied-configuration", None)
+            for key in [k for k, v in annotations.items() if k in _OBJECT_COPIES or _copies_an_object(v)]:
+                del annotations[key]
+
+
+# Annotations in which an applier keeps the whole object it applied, env values included: kubectl's client-side
+# apply; k3s/RKE2 addons, Rancher and Fleet (wrangler's apply: the object gzipped and base64-encoded,
+# github.com/rancher/wrangler pkg/apply `LabelApplied`); kapp (its original config).
+_OBJECT_COPIES = frozenset(
+    {
+        "kubectl.kubernetes.io/last-applied-configuration",
+        "objectset.rio.cattle.io/applied",
+        "kapp.k14s.io/original",
+    }
+)
+_GZIP_BASE64 = "H4sI"  # base64 of gzip's magic bytes and deflate method (RFC 1952)
+
+
+def _copies_an_object(value: Any) -> bool:
+    """Whether an annotation's value is a copy of an object (any tool's): JSON naming an apiVersion and kind, or
+    holding a spec; or a gzipped, base64-encoded blob (what it holds cannot be told, so it is not kept)."""
+    if not isinstance(value, str):
+        return False
+    text = value.lstrip()
+    if text.startswith(_GZIP_BASE64) and len(text) > 64:
+        return True
+    if not text.startswith("{") or ("spec" not in text and "apiVersion" not in text):
+        return False
+    try:
+        doc = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(doc, dict) and ("spec" in doc or ("apiVersion" in doc and "kind" in doc))
 
 
 def for_snapshot(

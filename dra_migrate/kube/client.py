@@ -160,6 +160,35 @@ def _add_request_seconds(seconds: float) -> None:
     _THREAD.seconds = thread_request_seconds() + seconds
 
 
+# The attribute of an ApiClient that holds its `Reauthenticate` (set by `new_api_client`), so every `Kube` on one
+# ApiClient -- `with_retry`'s, and the wrappers built on `LiveCluster.api` -- reads the credentials again.
+REAUTH_ATTR = "dra_migrate_reauthenticate"
+
+
+class Reauthenticate:
+    """Reads a client's credentials again after the server rejected them (401), as client-go does: its token
+    file is read again (k8s.io/client-go@v0.37.2 transport/token_source.go, `tokenSourceTransport.RoundTrip`,
+    `ResetTokenOlderThan`) and its exec plugin run again (plugin/pkg/client/auth/exec/exec.go,
+    `roundTripper.RoundTrip`, `maybeRefreshCreds`). The Python client reads a kubeconfig's `tokenFile` once and
+    runs an exec plugin again only once the expiry it printed has passed: a rotated projected token, or a token
+    revoked early, failed an hours-long apply with 401.
+
+    `generation` counts the reloads: a request notes it before it is sent, and a 401 reloads only when no other
+    thread has reloaded since (forty threads meeting one expiry run the plugin once)."""
+
+    def __init__(self, reload: Callable[[], None]) -> None:
+        self.reload = reload
+        self.generation = 0
+        self._mutex = threading.Lock()
+
+    def __call__(self, seen: int) -> None:
+        with self._mutex:
+            if self.generation != seen:
+                return
+            self.reload()
+            self.generation += 1
+
+
 class Kube:
     """JSON requests on one ApiClient (urllib3's pool makes it safe to share between threads).
 
@@ -219,11 +248,14 @@ class Kube:
         leaves out 429, which there means a PodDisruptionBudget said no, and retries it on its own schedule).
         Raises `ApiError` (the server said no) or `Unreachable` (no response)."""
         attempt = 0
+        reauth: Reauthenticate | None = getattr(self.api_client, REAUTH_ATTR, None)
+        reauthenticated = False
         while True:
             if self.rate_limit is not None:
                 self.rate_limit.acquire()
             self.stats.add(requests=1)
             sent = time.monotonic()
+            credentials = reauth.generation if reauth is not None else 0
             try:
                 resp = self._send(method, path, query, body, content_type, timeout, accept)
                 data = resp.read()
@@ -247,6 +279,11 @@ class Kube:
                 out = orjson.loads(data) if data else {}
                 return out if isinstance(out, dict) else {"items": out}
             err = ApiError(method, path, resp.status, data, _retry_after(resp))
+            if err.status == 401 and reauth is not None and not reauthenticated:
+                # Not authenticated, so not done: sending it again is safe for any verb.
+                reauthenticated = True
+                self._reauthenticate(reauth, credentials, err)
+                continue
             if err.status == 429:
                 self.stats.add(throttled=1)
             if err.status in retry_status and attempt < self.retry.retries:
@@ -254,6 +291,14 @@ class Kube:
                 self._backoff(attempt, err.retry_after)
                 continue
             raise err
+
+    def _reauthenticate(self, reauth: Reauthenticate, seen: int, err: ApiError) -> None:
+        log.info("%s %s: 401 Unauthorized; reading the credentials again", err.method, err.path)
+        try:
+            reauth(seen)
+        except Exception as e:  # the plugin failed, the file is gone: the 401 is the answer, with why
+            log.warning("reading the credentials again failed: %s", e)
+            raise err from e
 
     def _backoff(self, attempt: int, retry_after: float | None) -> None:
         self.stats.add(retries=1)
@@ -339,6 +384,7 @@ class Kube:
         *,
         timeout: float | tuple[float, float] = DEFAULT_TIMEOUT,
         limit: int = PAGE_SIZE,
+        resume: bool = True,
     ) -> Iterator[Obj]:
         """Each page of a collection (limit/continue, `limit` items), as the server sends it.
 
@@ -349,14 +395,15 @@ class Kube:
         pkg/storage/etcd3/errors.go `handleCompactedErrorForPaging`): the rest of the list is then read as
         it is now, which is what reading kind after kind does anyway. client-go's pager lists again from
         the start instead (tools/pager/pager.go `FullListIfExpired`), which would hand the pages read so
-        far a second time to a reader that streams them."""
+        far a second time to a reader that streams them. `resume=False`: the 410 is raised instead, for a
+        caller that needs one list at one resourceVersion (`list_all`)."""
         cont, resumed = "", 0
         while True:
             q = [*query, ("limit", limit)] + ([("continue", cont)] if cont else [])
             try:
                 page = self.get(path, q, timeout=timeout)
             except ApiError as e:
-                token = _resume_token(e) if cont and resumed < _MAX_RESUMES else ""
+                token = _resume_token(e) if resume and cont and resumed < _MAX_RESUMES else ""
                 if not token:
                     raise
                 resumed += 1
@@ -371,13 +418,26 @@ class Kube:
             if not cont:
                 return
 
-    def list_all(self, path: str, query: Query = ()) -> tuple[list[Obj], str]:
-        """All items of a collection (paged) and the list's resourceVersion, to watch from."""
+    def list_all(self, path: str, query: Query = (), *, limit: int = PAGE_SIZE) -> tuple[list[Obj], str]:
+        """All items of a collection (paged) and the list's resourceVersion, to watch from: one list at one
+        resourceVersion. Going on after a 410 Expired (as `pages` does) would stitch pages of two versions
+        together -- an object created in between, in the part already read, is in neither, and a watch from the
+        newer version never sends it. So a paged list that expires is read again whole, unpaged, as client-go's
+        pager does (k8s.io/client-go@v0.37.2 tools/pager/pager.go `FullListIfExpired`, which the reflector
+        uses, tools/cache/reflector.go)."""
         items: list[Obj] = []
-        rv = ""
-        for page in self.pages(path, query):
-            items.extend(page.get("items") or [])
-            rv = str((page.get("metadata") or {}).get("resourceVersion", ""))
+        rv, pages = "", 0
+        try:
+            for page in self.pages(path, query, limit=limit, resume=False):
+                pages += 1
+                items.extend(page.get("items") or [])
+                rv = str((page.get("metadata") or {}).get("resourceVersion", ""))
+        except ApiError as e:
+            if not (e.status == 410 and e.reason == "Expired" and pages):  # the first page's 410 is the answer
+                raise
+            log.warning("listing %s outlived the API server's history (410 Expired): listing it again whole", path)
+            whole = self.get(path, query, timeout=DEFAULT_TIMEOUT)
+            return list(whole.get("items") or []), str((whole.get("metadata") or {}).get("resourceVersion", ""))
         return items, rv
 
     def watch(self, path: str, resource_version: str, query: Query = (), *, timeout_seconds: int = 300) -> WatchStream:
@@ -386,25 +446,32 @@ class Kube:
         q = [*query, ("watch", "true"), ("allowWatchBookmarks", "true"), ("timeoutSeconds", timeout_seconds)]
         if resource_version:
             q.append(("resourceVersion", resource_version))
-        if self.rate_limit is not None:
-            self.rate_limit.acquire()
-        self.stats.add(requests=1)
-        try:
-            # The read timeout only guards a dead connection: the server ends the watch after
-            # timeoutSeconds and sends bookmarks in between.
-            resp = self._send("GET", path, q, None, None, (10, timeout_seconds + 30))
-        except Exception as e:
-            if not _is_connection_error(e):
-                raise
-            self.stats.add(unreachable=1)
-            raise Unreachable(
-                f"cannot reach the API server at {self.server}: WATCH {path}: {_reason(e)}",
-                "check that the cluster is reachable",
-                method="WATCH",
-                path=path,
-            ) from e
-        if not 200 <= resp.status <= 299:
-            raise ApiError("WATCH", path, resp.status, resp.read())
+        reauth: Reauthenticate | None = getattr(self.api_client, REAUTH_ATTR, None)
+        for last in (False, True):
+            if self.rate_limit is not None:
+                self.rate_limit.acquire()
+            self.stats.add(requests=1)
+            credentials = reauth.generation if reauth is not None else 0
+            try:
+                # The read timeout only guards a dead connection: the server ends the watch after
+                # timeoutSeconds and sends bookmarks in between.
+                resp = self._send("GET", path, q, None, None, (10, timeout_seconds + 30))
+            except Exception as e:
+                if not _is_connection_error(e):
+                    raise
+                self.stats.add(unreachable=1)
+                raise Unreachable(
+                    f"cannot reach the API server at {self.server}: WATCH {path}: {_reason(e)}",
+                    "check that the cluster is reachable",
+                    method="WATCH",
+                    path=path,
+                ) from e
+            if 200 <= resp.status <= 299:
+                break
+            err = ApiError("WATCH", path, resp.status, resp.read())
+            if err.status != 401 or reauth is None or last:
+                raise err
+            self._reauthenticate(reauth, credentials, err)  # an Informer ends on a 401: read them again first
         return WatchStream(resp.response, path)
 
 

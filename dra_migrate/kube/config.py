@@ -8,6 +8,7 @@ current-context (kubectl's rule).
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import stat
 import threading
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from dra_migrate.errors import ClusterError
-from dra_migrate.kube.client import USER_AGENT, WRITE_RETRIES, Kube, RateLimit, RetryPolicy
+from dra_migrate.kube.client import REAUTH_ATTR, USER_AGENT, WRITE_RETRIES, Kube, RateLimit, Reauthenticate, RetryPolicy
 
 
 def kubeconfig_paths(kubeconfig: Path | str | None) -> str:
@@ -105,12 +106,30 @@ def new_api_client(
 
     `pool_size`: connections kept open (the client's default is 5 per CPU). A thread that finds the pool
     empty opens a connection and drops it after one request: a TLS handshake per request."""
-    from kubernetes import client, config
+    from kubernetes import client
+
+    cfg = client.Configuration()
+    refresh = _Refresh(REFRESH_EVERY_S, time.monotonic)
+    _load(cfg, kubeconfig, context)
+    refresh.install(cfg)
+    if pool_size is not None:
+        cfg.connection_pool_maxsize = pool_size
+    api = client.ApiClient(cfg)
+    api.user_agent = user_agent
+    setattr(api, REAUTH_ATTR, Reauthenticate(lambda: _reload(api, kubeconfig, context, refresh)))
+    return api
+
+
+def _load(cfg: Any, kubeconfig: Path | str | None, context: str | None) -> None:
+    """Apply the kubeconfig (or the in-cluster service account) to `cfg`: server, TLS, credentials (an exec
+    plugin is run, a token file read)."""
+    from kubernetes import config
     from kubernetes.config.config_exception import ConfigException
 
     explicit = kubeconfig is not None
     paths = kubeconfig_paths(kubeconfig)
-    cfg = client.Configuration()
+    failed = _PluginFailure()
+    logging.getLogger().addFilter(failed)
     try:
         piped = _piped_document(paths) if explicit and os.pathsep not in paths else None
         if piped is not None:
@@ -132,13 +151,74 @@ def new_api_client(
         raise ClusterError(f"cannot use kubeconfig {paths}: {e}", "check --kubeconfig and --context") from e
     except OSError as e:
         raise ClusterError(f"cannot read kubeconfig {paths}: {e.strerror}", "check --kubeconfig") from e
-    if pool_size is not None:
-        cfg.connection_pool_maxsize = pool_size
-    if cfg.refresh_api_key_hook is not None:
-        cfg.refresh_api_key_hook = throttled(cfg.refresh_api_key_hook)
-    api = client.ApiClient(cfg)
-    api.user_agent = user_agent
-    return api
+    finally:
+        logging.getLogger().removeFilter(failed)
+    if failed.messages:
+        raise ClusterError(
+            f"the credential plugin of kubeconfig {paths} failed: {failed.messages[0]}",
+            _install_hint(paths, context)
+            or "run the plugin's command by hand (kubectl config view shows it) and fix what it says",
+        )
+
+
+class _PluginFailure(logging.Filter):
+    """Catches the Python client's report of a failed exec credential plugin while a kubeconfig is loaded.
+
+    The client logs the failure (kube_config.py `_load_from_exec_plugin`: `logging.error(str(e))`) and goes on
+    with no credentials, so every request went out anonymous and the server's 401, or its 403 for
+    system:anonymous, pointed at RBAC instead of the plugin (gke-gcloud-auth-plugin not installed, an expired
+    `aws sso` session). kubectl fails there, naming the executable and its installHint
+    (k8s.io/client-go@v0.37.2 plugin/pkg/client/auth/exec/exec.go, `exec: executable %s not found`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[str] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.funcName == "_load_from_exec_plugin" and record.levelno >= logging.ERROR:
+            self.messages.append(record.getMessage())
+            return False  # said once, in the error raised for it
+        return True
+
+
+def _install_hint(paths: str, context: str | None) -> str:
+    """The exec plugin's `installHint` of the context's user, or "" (best effort: the error is raised anyway).
+    Files of a $KUBECONFIG list are merged as kubectl merges them: the first to name a context or user wins."""
+    import yaml
+
+    contexts: dict[str, Any] = {}
+    users: dict[str, Any] = {}
+    try:
+        for p in (p for p in paths.split(os.pathsep) if p):
+            doc = _piped_document(p)
+            if doc is None and Path(p).expanduser().is_file():
+                doc = yaml.safe_load(Path(p).expanduser().read_text())
+            if not isinstance(doc, dict):
+                continue
+            for c in doc.get("contexts") or []:
+                contexts.setdefault(c["name"], c.get("context") or {})
+            for u in doc.get("users") or []:
+                users.setdefault(u["name"], u.get("user") or {})
+        user = users[contexts[context or current_context(paths) or ""]["user"]]
+        return str(user["exec"].get("installHint") or "")
+    except Exception:
+        return ""
+
+
+def _reload(api: Any, kubeconfig: Path | str | None, context: str | None, refresh: _Refresh) -> None:
+    """Read the credentials again after the server rejected them (401): the token file read again, the exec
+    plugin run again, the in-cluster token re-read. A plugin that hands out a client certificate writes it to new
+    files, which only a new connection pool presents."""
+    cfg = api.configuration
+    before = (cfg.cert_file, cfg.key_file)
+    with refresh.mutex:
+        cfg.refresh_api_key_hook = None  # what the new load sets, if anything, is the hook from now on
+        _load(cfg, kubeconfig, context)
+        refresh.install(cfg)
+    if (cfg.cert_file, cfg.key_file) != before:
+        from kubernetes.client import rest
+
+        api.rest_client = rest.RESTClientObject(cfg)
 
 
 # The kubernetes client runs its kubeconfig loader's refresh hook before every request, and the hook applies the
@@ -150,23 +230,53 @@ def new_api_client(
 REFRESH_EVERY_S = 1.0
 
 
+class _Refresh:
+    """The kubeconfig loader's refresh hook, run on its first call and then at most once every `every_s` seconds
+    (from any thread), and never twice at once: while it runs (an exec plugin can take seconds, kubelogin waits for
+    a browser) other threads go on with the credentials they have instead of starting the plugin again.
+
+    One per client configuration: `install` takes the hook a new load of the kubeconfig left (a reload after a
+    401), so a thread holding the previous one cannot run the previous loader again and put its stale token back.
+    """
+
+    def __init__(self, every_s: float, clock: Callable[[], float]) -> None:
+        self.every_s = every_s
+        self.clock = clock
+        self.hook: Callable[[Any], None] | None = None
+        self.mutex = threading.Lock()  # held while the hook runs, and by `Reauthenticate` while it reloads
+        self._last = float("-inf")
+
+    def install(self, configuration: Any) -> None:
+        """Wrap the hook the loader has just set (call with `mutex` held, or before any request)."""
+        hook = configuration.refresh_api_key_hook
+        if hook is self:
+            return  # the hook ran and did not install itself again: it stays
+        self.hook = hook
+        if hook is not None:
+            configuration.refresh_api_key_hook = self
+
+    def __call__(self, configuration: Any) -> None:
+        now = self.clock()
+        if not self.mutex.acquire(blocking=False):
+            return  # a refresh (or a reload) is under way: the current credentials serve meanwhile
+        try:
+            if self.hook is None or now - self._last < self.every_s:
+                return
+            self._last = now
+            self.hook(configuration)
+            # The kubeconfig loader's hook installs itself again each time it runs (kube_config.py `_set_config`).
+            self.install(configuration)
+        finally:
+            self.mutex.release()
+
+
 def throttled(
     hook: Callable[[Any], None], every_s: float = REFRESH_EVERY_S, clock: Callable[[], float] = time.monotonic
 ) -> Callable[[Any], None]:
-    """`hook`, run on its first call and then at most once every `every_s` seconds (from any thread)."""
-    lock = threading.Lock()
-    last = [float("-inf")]
-
-    def refresh(configuration: Any) -> None:
-        now = clock()
-        with lock:
-            if now - last[0] < every_s:
-                return
-            last[0] = now
-        hook(configuration)
-        # The kubeconfig loader's hook installs itself again each time it runs (kube_config.py `_set_config`).
-        configuration.refresh_api_key_hook = refresh
-
+    """`hook`, run on its first call and then at most once every `every_s` seconds (from any thread), never two
+    runs at once (`_Refresh`)."""
+    refresh = _Refresh(every_s, clock)
+    refresh.hook = hook
     return refresh
 
 

@@ -96,13 +96,27 @@ def rbac_target(method: str, path: str) -> tuple[str, str, str]:
     return verb, resource, group
 
 
+def _in_namespace(path: str) -> bool:
+    """Whether a REST path is inside one namespace (/api/v1/namespaces/NS/pods...), not the Namespace itself."""
+    parts = [p for p in path.split("?", 1)[0].split("/") if p]
+    rest = parts[2:] if parts[:1] == ["api"] else parts[3:]
+    return rest[:1] == ["namespaces"] and len(rest) > 2
+
+
 def _hint(method: str, path: str, status: int) -> str:
     if status == 401:
         return "the API server rejected the credentials: refresh your kubeconfig credentials"
     if status == 403:
         verb, resource, group = rbac_target(method, path)
+        scope = ""
+        if not _in_namespace(path):
+            # A RoleBinding grants its Role in its own namespace only; a request across every namespace (or on a
+            # cluster-scoped object) needs a ClusterRole bound by a ClusterRoleBinding (kubernetes.io/docs
+            # "Using RBAC Authorization", RoleBinding and ClusterRoleBinding). A user who may list pods in some
+            # namespaces is refused the cluster-wide list an inventory makes: no partial inventory is read.
+            scope = " across the cluster, with a ClusterRoleBinding (a RoleBinding grants it in one namespace only)"
         return (
-            f"grant verb {verb!r} on resource {resource!r} in API group {group!r} "
+            f"grant verb {verb!r} on resource {resource!r} in API group {group!r}{scope} "
             "(deploy/rbac/ holds every permission the tool needs)"
         )
     if status in TRANSIENT_STATUS:

@@ -8,6 +8,7 @@ import json
 import threading
 import time
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import controlplane
@@ -129,3 +130,91 @@ def _compact(cp: controlplane.ControlPlane, revision: int) -> None:
     req = urllib.request.Request(f"http://127.0.0.1:{port}/v3/kv/compaction", data=body, method="POST")
     with urllib.request.urlopen(req, timeout=10) as resp:
         assert resp.status == 200
+
+
+def test_a_paged_list_that_outlives_etcds_history_is_read_again_whole_at_one_resource_version(
+    control_plane: controlplane.ControlPlane, kube: Kube, namespace: str
+) -> None:
+    """list_all (an Informer's list, the executor's decisions) is one list at one resourceVersion: when etcd
+    compacts the first page's resourceVersion away, the server's 410 Expired offers to go on at the latest one,
+    which would stitch two versions together; the list is read again whole instead (client-go's pager)."""
+    path = path_of("v1", "events", namespace=namespace)  # no watch cache: pages come from etcd itself
+    for name in ("a", "c", "d"):
+        kube.create(path, _event(name, namespace))
+
+    created: list[int] = []
+
+    class CompactingAfterFirstPage(Kube):
+        def get(self, path: str, query: Any = (), **kw: Any) -> dict[str, Any]:
+            page = super().get(path, query, **kw)
+            if dict(query).get("limit") and not dict(query).get("continue"):
+                later = kube.create(path, _event("b", namespace))  # sorts before the token's key "c"
+                created.append(int(later["metadata"]["resourceVersion"]))
+                _compact(control_plane, created[0])
+            return page
+
+    lister = CompactingAfterFirstPage(kube.api_client)
+    items, rv = lister.list_all(path, limit=2)
+    assert sorted(i["metadata"]["name"] for i in items) == ["a", "b", "c", "d"]
+    assert int(rv) >= created[0]  # the version of the list that holds "b", to watch from
+
+
+def _bound_token(kube: Kube, namespace: str, account: str, secret: str) -> str:
+    """A ServiceAccount token bound to a Secret: deleting the Secret revokes it (the API server checks the bound
+    object on each request), as a rotated projected token stops working once it expires."""
+    made = kube.create(path_of("v1", "secrets", namespace=namespace), {"metadata": {"name": secret}})
+    review = kube.create(
+        path_of("v1", "serviceaccounts", account, namespace, sub="token"),
+        {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {
+                "expirationSeconds": 3600,
+                "boundObjectRef": {
+                    "apiVersion": "v1",
+                    "kind": "Secret",
+                    "name": secret,
+                    "uid": made["metadata"]["uid"],
+                },
+            },
+        },
+    )
+    return str(review["status"]["token"])
+
+
+def test_a_rotated_token_file_is_read_again_when_the_server_refuses_the_old_token(
+    control_plane: controlplane.ControlPlane, kube: Kube, namespace: str, tmp_path: Path
+) -> None:
+    """A kubeconfig whose user reads `tokenFile` (a projected token a CI runner or a sidecar rotates): the Python
+    client read it once, so once the old token stopped working every request was 401, hours into an apply."""
+    kube.create(path_of("v1", "serviceaccounts", namespace=namespace), {"metadata": {"name": "runner"}})
+    token = tmp_path / "token"
+    token.write_text(_bound_token(kube, namespace, "runner", "first"))
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "x",
+        "clusters": [
+            {
+                "name": "c",
+                "cluster": {"server": control_plane.server, "certificate-authority": str(control_plane.dir / "ca.crt")},
+            }
+        ],
+        "users": [{"name": "u", "user": {"tokenFile": str(token)}}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u", "namespace": namespace}}],
+    }
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(json.dumps(config))
+    runner = connect(kubeconfig)
+    assert runner.get("/api")["kind"] == "APIVersions"
+    new = _bound_token(kube, namespace, "runner", "second")
+    token.write_text(new)  # rotated ...
+    kube.delete(path_of("v1", "secrets", "first", namespace))  # ... and the old one no longer accepted
+    deadline = time.monotonic() + 60
+    # The server may accept the revoked token a few seconds more (its authentication cache); every request
+    # succeeds meanwhile and after, the first refused one having read the file again.
+    while runner.api_client.configuration.api_key.get("BearerToken") != f"Bearer {new}":
+        assert time.monotonic() < deadline, "the old token was never refused"
+        assert runner.get("/api")["kind"] == "APIVersions"
+        time.sleep(1)
+    assert runner.get("/api")["kind"] == "APIVersions"

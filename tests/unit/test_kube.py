@@ -119,6 +119,26 @@ def test_an_error_names_the_request_and_keeps_the_servers_status() -> None:
     assert "grant verb 'list' on resource 'resourceslices' in API group 'resource.k8s.io'" in line
 
 
+@pytest.mark.parametrize(
+    ("path", "cluster_wide"),
+    [
+        ("/api/v1/pods", True),  # every namespace's pods: a RoleBinding in some namespaces is not enough
+        ("/api/v1/nodes", True),
+        ("/apis/resource.k8s.io/v1/resourceclaims", True),
+        ("/api/v1/namespaces/team-a/pods", False),
+        ("/api/v1/namespaces/kube-system", True),  # a Namespace object is cluster-scoped
+    ],
+)
+def test_a_refusal_at_the_cluster_scope_says_a_cluster_role_binding_is_needed(path: str, cluster_wide: bool) -> None:
+    """A user whose Roles let them list pods in their teams' namespaces is refused the cluster-wide list the
+    inventory makes; granting `list pods` again in one more namespace does not help."""
+    msg = 'pods is forbidden: User "bob" cannot list resource "pods" in API group "" at the cluster scope'
+    kube, _ = _kube(FakeApiClient.scripted(FakeResponse(403, status(403, "Forbidden", msg))))
+    with pytest.raises(ApiError) as err:
+        kube.get(path)
+    assert ("ClusterRoleBinding" in err.value.hint) is cluster_wide, err.value.hint
+
+
 def test_a_body_that_is_not_a_status_is_quoted() -> None:
     kube, _ = _kube(FakeApiClient.scripted(FakeResponse(502, b"<html>bad gateway</html>")), retries=0)
     with pytest.raises(ApiError, match="bad gateway") as err:
@@ -453,3 +473,46 @@ def test_an_expired_list_that_cannot_go_on_fails_with_the_servers_answer(answers
     with pytest.raises(ApiError) as e:
         list(kube.pages("/api/v1/pods"))
     assert e.value.status == 410, why
+
+
+def _rv_page(rv: str, names: list[str], cont: str = "") -> FakeResponse:
+    meta = {"resourceVersion": rv, "continue": cont}
+    return FakeResponse(200, {"kind": "PodList", "metadata": meta, "items": [_pod(n, rv) for n in names]})
+
+
+def test_list_all_never_stitches_two_resource_versions_into_one_list() -> None:
+    """list_all's answer is one list at one resourceVersion (an Informer watches from it; the executor decides
+    on it). Going on at the latest version after a 410 Expired mixes pages of two versions: an object created in
+    between, in the part already read, is in neither, and a watch from the newer version never sends it. As
+    client-go's pager (k8s.io/client-go@v0.37.2 tools/pager/pager.go, FullListIfExpired), the list is read
+    again whole, unpaged."""
+    client = FakeApiClient.scripted(
+        _rv_page("5", ["a", "b"], "t1"), _expired("t1-now"), _rv_page("9", ["a", "a2", "b", "c"])
+    )
+    kube, _ = _kube(client)
+    items, rv = kube.list_all("/api/v1/pods")
+    assert [i["metadata"]["name"] for i in items] == ["a", "a2", "b", "c"] and rv == "9"
+    assert [(c.query.get("continue"), c.query.get("limit")) for c in client.calls] == [
+        (None, "500"),
+        ("t1", "500"),
+        (None, None),
+    ]
+
+
+def test_the_informer_relists_whole_when_its_paged_list_expires() -> None:
+    def answer(call: Call) -> FakeResponse:
+        if call.query.get("watch") == "true":
+            informer.close()
+            return _watch()
+        cont = call.query.get("continue")
+        if cont is None:
+            # paged: the first page at version 5; unpaged: the whole list now ("a2" created at version 7)
+            return _rv_page("5", ["a"], "t1") if call.query.get("limit") else _rv_page("9", ["a", "a2", "b"])
+        # going on at the latest version gives what follows "a" only: "a2" sorts before the token's key
+        return _expired("t1-now") if cont == "t1" else _rv_page("9", ["b"])
+
+    client = FakeApiClient(answer)
+    informer = Informer(Kube(client), "/api/v1/pods")
+    seen = sorted(e.key for e in informer.events())
+    assert seen == ["a/a", "a/a2", "a/b"]
+    assert client.calls[-1].query.get("resourceVersion") == "9"
