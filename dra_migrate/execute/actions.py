@@ -14,7 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from dra_migrate.errors import InputError
-from dra_migrate.execute.contract import NEVER, Cancel, Change, Ops, StepFailed
+from dra_migrate.execute.contract import NEVER, Cancel, Change, Ops, StepFailed, StepRefused
 from dra_migrate.inventory.operator_activity import operator_busy
 from dra_migrate.plan.model import Action, InverseAction, Step
 from dra_migrate.plan.params import PlanParams, parse_duration
@@ -314,19 +314,19 @@ def _check_node(ctx: StepContext) -> dict[str, Any]:
     """The node exists and is the node the plan was made for (same uid); its state as read for that."""
     state = ctx.ops.node_state(ctx.node_name)
     if not state.get("exists"):
-        raise StepFailed(f"node {ctx.node_name} no longer exists", "make a new plan: dra-migrate plan")
+        raise StepRefused(f"node {ctx.node_name} no longer exists", "make a new plan: dra-migrate plan")
     if ctx.node_uid and state.get("uid") != ctx.node_uid:
-        raise StepFailed(f"node {ctx.node_name} was replaced since the plan (uid changed)", "make a new plan")
+        raise StepRefused(f"node {ctx.node_name} was replaced since the plan (uid changed)", "make a new plan")
     # Before anything is changed on it: a node being deleted goes with its pods, and a kubelet that is not
     # Ready confirms no pod's deletion, so its drain would hold the wave for the whole drain timeout and no
     # DRA plugin would start there (plan/exclusions.py `_going`: a plan made now leaves such a node out).
     if state.get("deleting"):
-        raise StepFailed(
+        raise StepRefused(
             f"node {ctx.node_name} is being deleted (deletionTimestamp set): nothing was changed on it",
             "make a new plan once its replacement is up (dra-migrate plan)",
         )
     if state.get("notReady"):
-        raise StepFailed(
+        raise StepRefused(
             f"node {ctx.node_name} is not Ready (Ready={state['notReady']}): nothing was changed on it",
             "resume once its kubelet is Ready, or make a new plan, which leaves it out until then",
         )
@@ -339,7 +339,7 @@ def _check_operator_idle(ctx: StepContext, state: Mapping[str, Any]) -> None:
     `plan` leaves such nodes out, this catches one that became busy since)."""
     busy = operator_busy(state.get("labels") or {})
     if busy is not None:
-        raise StepFailed(
+        raise StepRefused(
             f"node {ctx.node_name}: {busy}",
             "wait until the GPU Operator is done with the node (its labels say so), then resume",
         )

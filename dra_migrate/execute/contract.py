@@ -24,6 +24,13 @@ class StepFailed(ClusterError):
         self.details = details or {}
 
 
+class StepRefused(StepFailed):
+    """A step's precondition does not hold, found before it changed anything (the node is gone, replaced, not
+    Ready, or the GPU Operator is at work on it). Nothing to undo: the runner records it `refused`, which leaves
+    the step as it was before it started, so neither a wave's rollback nor `rollback` writes the plan's recorded
+    values over what the cluster holds now (execute/journal.py `Progress`)."""
+
+
 class LockHeld(ClusterError):
     """Another apply holds the cluster lock."""
 

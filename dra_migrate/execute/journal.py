@@ -412,6 +412,9 @@ DONE, STARTED, FAILED, ROLLED_BACK = "done", "started", "failed", "rolled-back"
 # Ended without reaching its goal and without failing: stopped by a transient failure, by the failure of
 # another node of its wave, or by the lock's loss. Resume runs it again; a rollback undoes it.
 INTERRUPTED = "interrupted"
+# An end `result`, not a status: the step's precondition failed before it changed anything (StepRefused). The
+# step is left as it was before that start (as a dry run's is), so nothing undoes it; resume runs it again.
+REFUSED = "refused"
 
 
 @dataclass(frozen=True)
@@ -521,8 +524,8 @@ class Progress:
                 continue
             if r.event == "start":
                 before_start[step_id] = p.steps.get(step_id)
-            elif r.result == "dry-run":
-                # Its start did not know it would be a dry run: forget that too.
+            elif r.result in ("dry-run", REFUSED):
+                # Its start did not know it would be a dry run, or refused: forget that too.
                 prev = before_start.pop(step_id, None)
                 if prev is None:
                     p.steps.pop(step_id, None)

@@ -38,7 +38,18 @@ from dra_migrate.cluster.identity import ClusterIdentity
 from dra_migrate.errors import InputError, MigrateError
 from dra_migrate.execute.actions import DEFAULT_DRAIN_S, StepContext, admit_canary, run_step, undo_step
 from dra_migrate.execute.backlog import Backlog
-from dra_migrate.execute.contract import SYSTEM_CLOCK, Cancel, Cancelled, Change, Clock, Ops, StepFailed, is_transient
+from dra_migrate.execute.contract import (
+    SYSTEM_CLOCK,
+    Cancel,
+    Cancelled,
+    Change,
+    Clock,
+    Ops,
+    StepFailed,
+    StepRefused,
+    is_transient,
+)
+from dra_migrate.execute.journal import REFUSED
 from dra_migrate.execute.units import PlannedStep as PlannedStep
 from dra_migrate.execute.units import Unit as Unit
 from dra_migrate.execute.units import nodes_touched as nodes_touched
@@ -258,6 +269,8 @@ class Runner:
                 except BaseException as e:
                     with mutex:
                         failures.append((ps, e))
+                        if isinstance(e, StepRefused):
+                            touched.discard(ps.id)  # it changed nothing: the wave's rollback leaves it
                     cancel.cancel(f"{ps.id} failed")
                     return
                 if not opts.dry_run:
@@ -542,7 +555,8 @@ class Runner:
         except MigrateError as e:
             permanent = not is_transient(e)
             details = e.details if isinstance(e, StepFailed) else None
-            self._record("end", phase="apply", stepId=ps.id, result="failed" if permanent else "interrupted",
+            outcome = REFUSED if isinstance(e, StepRefused) else "failed" if permanent else "interrupted"
+            self._record("end", phase="apply", stepId=ps.id, result=outcome,
                          error=str(e), details=details or None,
                          requestSeconds=round(thread_request_seconds() - requests_before, 3))  # fmt: skip
             raise

@@ -22,6 +22,7 @@ _TONE = {
     "failed": "bad",
     "NO": "bad",
     "interrupted": "bad",
+    "refused": "bad",
     "never ended": "bad",
     "warning": "warn",
     "rolled-back": "warn",

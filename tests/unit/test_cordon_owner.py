@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from dra_migrate.cluster.snapshot import load_snapshot
-from dra_migrate.execute.journal import Journal
+from dra_migrate.execute.journal import Journal, read_journal
+from dra_migrate.execute.progress import progress_of
 from dra_migrate.execute.runner import ApplyOptions, Runner
 from dra_migrate.plan import io as plan_io
 from dra_migrate.plan.build import build_plan
@@ -72,3 +73,32 @@ def test_a_resumed_run_takes_the_cordon_it_finds_on_a_node_it_touched_for_its_ow
         result = runner.apply(ApplyOptions(until=stage), set())
     assert result.ok, result.failure
     assert ops.nodes[node].unschedulable is False
+
+
+def test_a_step_refused_by_its_precondition_is_not_undone(tmp_path: Path) -> None:
+    """A step that refuses to act (its node is not as it must be: the GPU Operator began a driver reload during
+    the drain, the node went NotReady) changed nothing. Undoing it, as the wave's rollback and `rollback` undo
+    a failed step, wrote the plan's recorded value over what the cluster holds now: here the device plugin's
+    label back to "true" under the driver manager, which had paused it and would write back what it read."""
+    plan = _plan()
+    stage = next(s for s in plan.pool_stages() if s.strategy != "replace-pool")
+    node = stage.waves[0].nodes[0].node
+    ops = FakeOps.for_plan(plan, FakeClock())
+    real = ops.drain
+
+    def drain(name: str, *args: Any, **kw: Any) -> Any:
+        out = real(name, *args, **kw)
+        if name == node:
+            ops.nodes[name].labels[DP] = "paused-for-driver-upgrade"  # a reload began during the drain
+        return out
+
+    ops.drain = drain  # type: ignore[method-assign]
+    path = tmp_path / "j.jsonl"
+    with Journal.open(path, plan_digest=plan.digest) as j:
+        result = Runner(plan, ops, j, actor="t", clock=ops.clock).apply(ApplyOptions(until=stage.name), set())
+    assert not result.ok and "paused-for-driver-upgrade" in (result.failure or "")
+    switch = f"{stage.name}/{node}/disable-device-plugin"
+    assert switch not in result.rolled_back, "it wrote nothing: nothing to undo"
+    assert ops.nodes[node].labels[DP] == "paused-for-driver-upgrade", "the driver manager's label is left to it"
+    assert switch not in progress_of(plan, read_journal(path)).undoable(), "nor for a later `rollback`"
+    assert f"{stage.name}/{node}/cordon" in result.rolled_back, "what it did before is undone as ever"
