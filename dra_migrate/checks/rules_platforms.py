@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from dra_migrate.checks.context import CheckContext
+from dra_migrate.checks.context import CheckContext, switched_in_place
 from dra_migrate.checks.model import Finding, ObjectRef, Severity
 from dra_migrate.checks.registry import rule
 from dra_migrate.inventory.fleet import DRA_PLUGIN_LABELS, parse_version
@@ -238,3 +238,65 @@ def eks_auto_mode_version(ctx: CheckContext) -> Iterator[Finding]:
 
 
 __all__ = ["parse_version"]
+
+
+# The nodes a node group makes carry its template's labels, not those set on each node since (GKE: node pool
+# labels, cloud.google.com/kubernetes-engine/docs/how-to/update-existing-nodepools; EKS managed node groups:
+# UpdateNodegroupConfig `labels`, docs.aws.amazon.com/eks/latest/APIReference/API_UpdateNodegroupConfig.html;
+# AKS: `az aks nodepool update --labels`, learn.microsoft.com/azure/aks/use-labels; a MachineSet's
+# spec.template.spec.metadata.labels). Karpenter's NodePool template: a change to it drifts every node the pool
+# made, which Karpenter then replaces (karpenter.sh/docs/concepts/disruption/#drift).
+TEMPLATE_OF = {
+    "gke-node-pool": "GKE node pool",
+    "eks-node-group": "EKS node group",
+    "aks-agent-pool": "AKS node pool",
+    "karpenter": "Karpenter NodePool",
+    "openshift-machineset": "MachineSet",
+    "capi-machineset": "Cluster API MachineSet",
+}
+
+
+def _switches(nodes: list[Any]) -> list[str]:
+    """The `label=value` switches the plan sets on the pool's nodes (the plan's label options where no
+    DaemonSet was read)."""
+    out: set[str] = set()
+    for n in nodes:
+        for placement, option in ((n.dp_placement, "--device-plugin-label"), (n.dra_placement, "--dra-label")):
+            if placement is not None and placement.mode == "label" and placement.label:
+                out.add(f"{placement.label}={placement.value}")
+            elif placement is not None and placement.mode == "assumed":
+                out.add(f"the plan's {option}")
+    return sorted(out)
+
+
+@rule(
+    "in-place-pool-template",
+    WARNING,
+    summary="an in-place pool's node group makes its new nodes without the plan's switch labels: they come up "
+    "on the device plugin",
+)
+def in_place_pool_template(ctx: CheckContext) -> Iterator[Finding]:
+    for name, p in _pools(ctx):
+        what = TEMPLATE_OF.get(p.provisioner)
+        if p.strategy == REPLACE_POOL or what is None:
+            continue
+        nodes = [n for n in ctx.inventory.nodes if n.pool == name and switched_in_place(ctx, n)]
+        switches = _switches(nodes)
+        if not switches:
+            continue
+        group = f"{what} {p.group}" if p.group else what
+        drift = (
+            "; a change to a NodePool's template drifts every node it made, and Karpenter replaces them: make it "
+            "once the pool is migrated, as a planned disruption"
+            if p.provisioner == "karpenter"
+            else ""
+        )
+        yield Finding(
+            "in-place-pool-template",
+            WARNING,
+            f"pool {name} is switched in place, node by node ({', '.join(switches)}); the nodes its {group} "
+            "makes later (a scale-up, an auto-repair, a node upgrade that recreates its nodes) carry the "
+            "group's own labels and come up on the device plugin, so an upgrade after the migration undoes it",
+            f"once the pool's stage is done, add the same labels to the {group}'s node labels{drift}",
+            (ObjectRef("Pool", name),),
+        )
