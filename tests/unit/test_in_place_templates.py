@@ -35,7 +35,8 @@ def test_a_node_groups_in_place_pool_is_told_which_labels_its_template_must_carr
     [f] = _found(_gke("a"), _gke("b"))
     assert f.severity == "warning" and f.objects[0].name == "a100"
     # the switches the plan sets on each node, as the DaemonSets select them
-    assert "nvidia.com/gpu.deploy.device-plugin=false" in f.message and "nvidia.com/dra-kubelet-plugin=true" in f.message
+    assert "nvidia.com/gpu.deploy.device-plugin=false" in f.message
+    assert "nvidia.com/dra-kubelet-plugin=true" in f.message
     assert "GKE node pool a100" in f.message and "upgrade" in f.message
 
 
