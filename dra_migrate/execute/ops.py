@@ -63,6 +63,16 @@ def _same(raw: Any) -> Any:
     return raw
 
 
+def _passthrough(device: Any) -> bool:
+    """A device the NVIDIA driver publishes for a VM, not a container: with its PassthroughSupport gate,
+    dra-driver-nvidia-gpu v0.4.1 adds a `type: vfio` device beside each full GPU without MIG devices
+    (cmd/gpu-kubelet-plugin/deviceinfo.go `VfioDeviceInfo.GetDevice`). The plan predicts the node's container
+    devices (full GPUs and MIG devices) only."""
+    attrs = device.get("attributes") if isinstance(device, dict) else None
+    kind = (attrs or {}).get("type") if isinstance(attrs, dict) else None
+    return isinstance(kind, dict) and kind.get("string") == "vfio"
+
+
 class LiveOps(DrainOps, CanaryOps):
     """`Ops` on one api client (from `live_ops`, or any `kubernetes` ApiClient).
 
@@ -282,7 +292,7 @@ class LiveOps(DrainOps, CanaryOps):
             expected = max(int((s.get("pool") or {}).get("resourceSliceCount", 1)) for s in current)
             if len(current) < expected:
                 incomplete.append(name)
-            total += sum(len(s.get("devices") or []) for s in current)
+            total += sum(1 for s in current for d in s.get("devices") or [] if not _passthrough(d))
         return total, incomplete
 
     # -- DeviceClasses ---------------------------------------------------------------------------
