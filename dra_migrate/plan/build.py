@@ -31,6 +31,7 @@ from dra_migrate.errors import InputError
 from dra_migrate.gcpause import paused_gc
 from dra_migrate.inventory.fleet import GpuNode, Pool
 from dra_migrate.inventory.gangs import Gang
+from dra_migrate.inventory.operator_activity import CLUSTER_POLICY_SWEPT
 from dra_migrate.inventory.platform import REPLACE_POOL, PoolPlatform
 from dra_migrate.plan import strategies
 from dra_migrate.plan.derived import NODE_SCOPED
@@ -47,6 +48,21 @@ if TYPE_CHECKING:
 
 
 @paused_gc()  # a fleet's plan is millions of objects: no collector pass rescans them (cluster/state.py)
+def _refuse_a_swept_dra_label(state: ClusterState, readiness: Any, params: PlanParams) -> None:
+    """`--dra-label` is the switch wherever no DRA DaemonSet was read; under a ClusterPolicy the GPU Operator
+    deletes the GPUCluster stack's deploy labels from every node at a later reconcile (CLUSTER_POLICY_SWEPT),
+    so each node it was set on would lose its DRA plugin after its canary passed."""
+    if params.dra_label not in CLUSTER_POLICY_SWEPT or not state.of("nvidia.com/ClusterPolicy"):
+        return
+    if any(n.dra_placement is None or n.dra_placement.mode == "assumed" for n in readiness.inventory.nodes):
+        raise InputError(
+            f"--dra-label {params.dra_label}: the GPU Operator deletes this label from every node under a "
+            "ClusterPolicy (gpu-operator v26.7.0 state_manager.go removeGPUStateLabels), and the DRA plugin with it",
+            "install the DRA driver with a kubelet-plugin nodeSelector of its own (its chart's default "
+            "nvidia.com/dra-kubelet-plugin=true) and plan with that label",
+        )
+
+
 def build_plan(
     state: ClusterState,
     params: PlanParams,
@@ -67,6 +83,7 @@ def build_plan(
     accepted: list[Accepted] = []
     if acceptances:
         readiness.findings, accepted, _ = split_accepted(readiness.findings, acceptances, today or dt.date.today())
+    _refuse_a_swept_dra_label(state, readiness, params)
     excluded = excluded_nodes(readiness, gates, params.dra_driver)
     readiness.__dict__["_excluded"] = excluded
     selected, excluded_pools = _select_pools(readiness, params)

@@ -143,3 +143,14 @@ def test_a_paused_device_plugin_is_not_a_migrated_node() -> None:
     assert r.dp_placement is not None and (r.dp_placement.label, r.dp_placement.value) == (DP_LABEL, "false")
     plan = build_plan(state, PlanParams()).to_dict()
     assert [e["node"] for e in plan["summary"]["excludedNodes"]] == ["r"]
+
+
+def test_a_dra_label_the_cluster_policy_deletes_is_refused_as_the_plans_switch() -> None:
+    """With no DRA DaemonSet read the plan assumes `--dra-label`; under a ClusterPolicy the operator deletes
+    nvidia.com/gpu.deploy.dra-driver from every node at a later reconcile (v26.7.0 removeGPUStateLabels), so
+    every migrated node would lose its DRA plugin: refused before a plan is written, naming the label."""
+    from dra_migrate.errors import InputError
+
+    with pytest.raises(InputError, match=r"nvidia\.com/gpu\.deploy\.dra-driver"):
+        build_plan(make(gpu_node("a"), DP, POLICY), PlanParams(dra_label="nvidia.com/gpu.deploy.dra-driver"))
+    build_plan(make(gpu_node("a"), DP), PlanParams(dra_label="nvidia.com/gpu.deploy.dra-driver"))  # no policy
