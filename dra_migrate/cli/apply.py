@@ -20,6 +20,7 @@ from dra_migrate.cli.options import (
     output_option,
     plan_argument,
     print_data,
+    check_given_kubeconfig,
     read_plan,
     source_options,
 )
@@ -95,6 +96,17 @@ def _load(plan_file: Path) -> Plan:
     return Plan.from_dict(read_plan(plan_file))
 
 
+def _check_live_source(source: SourceOptions) -> None:
+    """Every input of a command that changes a live cluster, judged before it decides there is nothing to do
+    (rollback with no journal) and before it connects: no snapshot (it would go to $KUBECONFIG's cluster
+    instead), a --kubeconfig that is there and is a kubeconfig, a --templates file that reads."""
+    if source.snapshot:
+        raise InputError("apply and rollback change a live cluster", "drop --snapshot; pass --kubeconfig/--context")
+    if source.kubeconfig is not None:
+        check_given_kubeconfig(source.kubeconfig, source.context)
+    source.template_table()
+
+
 _PARALLELISM = click.option(
     "--parallelism", type=click.IntRange(min=1), help="At most N nodes of a wave at once (default: the whole wave)."
 )
@@ -116,8 +128,7 @@ def _session(
     qps: float, burst: int, overrides: dict[str, Any], state: str = FILE,
 ) -> ApplySession:  # fmt: skip
     """The session; the journal is read and validated here, before anything contacts the cluster."""
-    if source.snapshot:
-        raise InputError("apply and rollback change a live cluster", "drop --snapshot; pass --kubeconfig/--context")
+    _check_live_source(source)
     if not math.isfinite(qps):
         raise InputError(f"--qps {qps} is not a rate", "give requests per second, e.g. --qps 50 (negative: no limit)")
     limit = RateLimit(qps, burst)
@@ -268,6 +279,7 @@ def rollback(
     state = resolve_state(state, source.kubeconfig, plan_file)
     timeouts = _drain_timeout(drain_timeout)
     plan = _load(plan_file)
+    _check_live_source(source)
     if state == FILE and not FileStore(plan_file).path.exists():
         # Nothing was applied, so nothing is to undo: done, exit 0 (docs/exit-codes.md), as with an empty journal.
         _log(f"nothing to roll back: no journal beside {plan_file} (nothing was applied)")
@@ -326,17 +338,18 @@ def _reader(state: str, kubeconfig: Path | None, context: str | None) -> Any:
     """The API client that reads an in-cluster journal (None for a file: nothing to connect to)."""
     if state != IN_CLUSTER:
         return None
-    from dra_migrate.kube import new_api_client
+    from dra_migrate.cluster.kubeconfig import checked_api_client
 
-    return new_api_client(kubeconfig, context=context)
+    return checked_api_client(kubeconfig, context)
 
 
 @click.command()
 @_PLAN
-@source_options
+@click.option("--kubeconfig", type=click.Path(path_type=Path), help="The cluster to unlock (default: as kubectl).")
+@click.option("--context", help="The kubeconfig context to use.")
 @click.option("--lock-id", required=True, help="The lock id that apply's refusal names.")
 @_LOCK_NS
-def unlock(plan_file: Path, source: SourceOptions, lock_id: str, lock_namespace: str) -> None:
+def unlock(plan_file: Path, kubeconfig: Path | None, context: str | None, lock_id: str, lock_namespace: str) -> None:
     """Break the cluster lock (only when you know its holder is gone).
 
     \b
@@ -345,6 +358,8 @@ def unlock(plan_file: Path, source: SourceOptions, lock_id: str, lock_namespace:
       dra-migrate unlock plans/x.yaml --lock-id ID
     """
     _load(plan_file)
-    ops = live_ops(source.kubeconfig, source.context)
+    if kubeconfig is not None:
+        check_given_kubeconfig(kubeconfig, context)
+    ops = live_ops(kubeconfig, context)
     break_lock(ops.api, lock_id, namespace=lock_namespace)
     _log(f"lock {lock_id} broken")

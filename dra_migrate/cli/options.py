@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import logging
 import re
 import shlex
@@ -62,10 +63,34 @@ def source_options(f: F) -> F:
     ) -> Any:
         if snapshot and (kubeconfig or context):
             raise InputError("--snapshot cannot be combined with --kubeconfig/--context", "choose one source")
+        if kubernetes_version is not None:
+            from dra_migrate.inventory.fleet import parse_version
+
+            # Not one (`abc`, `v1`) read as an unknown version: every version-gated finding judged on nothing.
+            if parse_version(kubernetes_version) is None:
+                raise InputError(
+                    f"--kubernetes-version {kubernetes_version!r} is not a Kubernetes version",
+                    "write it as kubectl version prints the server's, e.g. v1.37.2",
+                )
         src = SourceOptions(snapshot, kubeconfig, context, kubernetes_version, templates)
         return f(*args, source=src, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+def check_given_kubeconfig(kubeconfig: Path, context: str | None = None) -> None:
+    """An explicit --kubeconfig: every file of it there (kubectl refuses one that is not: `stat ...: no such
+    file or directory`) and a kubeconfig the client loads with `context` (`cluster/kubeconfig.py`), checked
+    before a command decides it has nothing to do, and before it connects (loading connects to nothing).
+    A pipe (`<(sops -d ...)`) is read once, and kept for the client."""
+    from dra_migrate.cluster.kubeconfig import checked_api_client
+
+    for p in str(kubeconfig).split(os.pathsep):
+        if p and not Path(p).expanduser().exists():
+            raise InputError(f"kubeconfig {p}: no such file", "check --kubeconfig")
+        if p and Path(p).expanduser().is_dir():
+            raise InputError(f"kubeconfig {p}: a directory, not a file", "pass the kubeconfig file to --kubeconfig")
+    checked_api_client(kubeconfig, context)
 
 
 def output_option(

@@ -105,6 +105,7 @@ def new_api_client(
 
     `pool_size`: connections kept open (the client's default is 5 per CPU). A thread that finds the pool
     empty opens a connection and drops it after one request: a TLS handshake per request."""
+    import yaml
     from kubernetes import client, config
     from kubernetes.config.config_exception import ConfigException
 
@@ -132,6 +133,15 @@ def new_api_client(
         raise ClusterError(f"cannot use kubeconfig {paths}: {e}", "check --kubeconfig and --context") from e
     except OSError as e:
         raise ClusterError(f"cannot read kubeconfig {paths}: {e.strerror}", "check --kubeconfig") from e
+    except (ValueError, TypeError, AttributeError, KeyError, IndexError, yaml.YAMLError) as e:
+        # The client's loader on a file that is not a kubeconfig (a YAML scalar or list, a NUL byte, broken
+        # YAML): `TypeError: 'str' object does not support item assignment` (kubernetes config/kube_config.py
+        # KubeConfigMerger.load_config) read as an internal error. `cluster/kubeconfig.py` names the line or
+        # key first on the commands' paths; this is the floor for every other client.
+        raise ClusterError(
+            f"cannot use kubeconfig {paths}: not a kubeconfig ({type(e).__name__}: {e})",
+            "check --kubeconfig (kubectl config view --raw shows what kubectl reads)",
+        ) from e
     if pool_size is not None:
         cfg.connection_pool_maxsize = pool_size
     if cfg.refresh_api_key_hook is not None:
