@@ -15,12 +15,15 @@ import click
 from dra_migrate.cli import exitcodes
 from dra_migrate.cli.options import (
     SourceOptions,
+    check_given_kubeconfig,
+    duration,
+    finite,
     journal_state_option,
     load_state,
+    namespace_name,
     output_option,
     plan_argument,
     print_data,
-    check_given_kubeconfig,
     read_plan,
     source_options,
 )
@@ -51,6 +54,7 @@ _LOCK_NS = click.option(
     "--lock-namespace",
     default="kube-system",
     show_default=True,
+    callback=namespace_name,
     help="Namespace of the lock Lease (and of the journal's ConfigMaps with --state in-cluster).",
 )
 _STATE = journal_state_option
@@ -111,10 +115,17 @@ _PARALLELISM = click.option(
     "--parallelism", type=click.IntRange(min=1), help="At most N nodes of a wave at once (default: the whole wave)."
 )
 _QPS = click.option(
-    "--qps", type=float, default=DEFAULT_QPS, show_default=True, help="Client-side rate limit (negative: none)."
+    "--qps",
+    type=float,
+    default=DEFAULT_QPS,
+    show_default=True,
+    callback=finite,
+    help="Client-side rate limit (negative: none).",
 )
 _BURST = click.option("--burst", type=click.IntRange(min=1), default=DEFAULT_BURST, show_default=True)
-_DRAIN_TIMEOUT = click.option("--drain-timeout", help="Override the plan's drain timeout (e.g. 10m).")
+_DRAIN_TIMEOUT = click.option(
+    "--drain-timeout", callback=duration(), help="Override the plan's drain timeout (e.g. 10m)."
+)
 _DELETE_UNOWNED = click.option(
     "--delete-unowned-pods",
     is_flag=True,
@@ -155,7 +166,13 @@ def _session(
 @click.option("--no-auto-rollback", is_flag=True, help="On a failed step or health gate, leave the wave as it is.")
 @_DRAIN_TIMEOUT
 @_DELETE_UNOWNED
-@click.option("--pending-threshold", default="2m", show_default=True, help="Health gate: GPU pods Pending longer.")
+@click.option(
+    "--pending-threshold",
+    default="2m",
+    show_default=True,
+    callback=duration(),
+    help="Health gate: GPU pods Pending longer.",
+)
 @_PARALLELISM
 @_QPS
 @_BURST
@@ -280,6 +297,8 @@ def rollback(
     timeouts = _drain_timeout(drain_timeout)
     plan = _load(plan_file)
     _check_live_source(source)
+    if stage is not None and stage not in plan.stage_names:  # as the session says it, before "nothing to undo"
+        raise InputError(f"the plan has no stage {stage!r}", f"stages: {', '.join(plan.stage_names)}")
     if state == FILE and not FileStore(plan_file).path.exists():
         # Nothing was applied, so nothing is to undo: done, exit 0 (docs/exit-codes.md), as with an empty journal.
         _log(f"nothing to roll back: no journal beside {plan_file} (nothing was applied)")

@@ -14,6 +14,7 @@ from dra_migrate.cli.options import (
     SourceOptions,
     journal_state_option,
     load_state,
+    namespace_name,
     output_for_file,
     output_option,
     plan_argument,
@@ -75,6 +76,7 @@ Examples:
     "--lock-namespace",
     default="kube-system",
     show_default=True,
+    callback=namespace_name,
     help="With --state in-cluster: the namespace of apply's lock and journal.",
 )
 @source_options

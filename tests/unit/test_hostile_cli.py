@@ -172,7 +172,7 @@ CASES = [Case(path, name, cls) for path, name in FILE_PARAMS for cls in CLASSES]
 NO_BASE_SNAPSHOT = {"kubeconfig", "plan_b"}
 
 
-def _args(case: Case, value: Path, work: Path, tmp: Path) -> list[str]:
+def _args(case: Case, value: object, work: Path, tmp: Path) -> list[str]:
     cmd = LEAVES[case.path]
     plan = work / "plan.yaml"
     valid = {
@@ -285,3 +285,84 @@ def test_unlock_and_rollback_refuse_a_snapshot_before_anything_else(tmp_path: Pa
     assert r.code == 1 and "--snapshot" in r.stderr and "cannot reach" not in r.stderr, r.stderr
     r = run("rollback", str(plan), "--snapshot", str(DEMO), env=env)
     assert r.code == 1 and "change a live cluster" in r.stderr, r.stderr
+
+
+# --- option values ----------------------------------------------------------------------------------------
+
+# Values each option must refuse (exit 1, one line naming the option), by the option's name. An option this
+# table does not know fails `test_every_value_option_is_classified` until it is given bad values or a reason.
+BAD_VALUES = {
+    "burst": ["0", "-1", "abc"],
+    "parallelism": ["0", "-1", "abc"],
+    "qps": ["nan", "abc"],
+    "time_scale": ["0", "-1", "nan", "inf", "abc"],
+    "drain_timeout": ["-5m", "abc", "0s"],
+    "pending_threshold": ["-5m", "abc"],
+    "soak": ["-5m", "abc"],
+    "timeout": ["-5m", "abc", "0s"],
+    "max_unavailable": ["0%", "150%", "abc", "-1", "0"],
+    "pools": ["no-such-pool"],
+    "exclude_pools": ["no-such-pool"],
+    "stage": ["no-such-stage"],
+    "until": ["no-such-stage"],
+    "order": ["no-such-order"],
+    "kubernetes_version": ["abc", "v1", ""],
+    "feature_gates": ["x", "A=maybe"],
+    "pool_labels": ["", "a b"],
+    "device_class": ["", "a b", "GPU"],
+    "fallback": ["", "a b", "GPU"],
+    "dra_driver": ["", "a b"],
+    "driver": ["", "a b"],
+    "resource": ["", "a b"],
+    "device_plugin_label": ["", "a b"],
+    "dra_label": ["", "a b"],
+    "namespace": ["", "a b"],
+    "lock_namespace": ["", "a b"],
+}
+# Options whose every value is the user's (or judged where it is used), with why.
+FREE = {
+    "canary_command": "a command line, run in the canary pod",
+    "canary_image": "an image reference: the registry judges it",
+    "context": "a kubeconfig context: the client refuses one the kubeconfig does not name",
+    "lock_id": "compared with the lock's holder: a wrong one is refused by unlock",
+    "node": "a node name: probe refuses one the cluster does not have",
+    "selector": "a CEL expression: compiled and refused by convert (test_cel_*)",
+    "output_flag": "refused whatever its value, with the option to use (test_cli_conventions)",
+}
+VALUE_PARAMS = [
+    (path, p.name, p.opts)
+    for path, cmd in LEAVES.items()
+    for p in cmd.params
+    if isinstance(p, click.Option) and not p.is_flag and not isinstance(p.type, (click.Path, click.Choice))
+]
+VALUE_CASES = [
+    (path, str(name), next(o for o in opts if o.startswith("--")), value)
+    for path, name, opts in VALUE_PARAMS
+    for value in BAD_VALUES.get(str(name), [])
+]
+
+
+def test_every_value_option_is_classified() -> None:
+    unknown = sorted({str(name) for _, name, _ in VALUE_PARAMS if name not in BAD_VALUES and name not in FREE})
+    assert not unknown, f"give these bad values in BAD_VALUES, or a reason in FREE: {unknown}"
+
+
+@pytest.mark.parametrize(
+    ("path", "name", "flag", "value"), VALUE_CASES, ids=[f"{' '.join(c[0])}-{c[2]}={c[3]!r}" for c in VALUE_CASES]
+)
+def test_every_option_refuses_a_value_out_of_range_in_one_line(
+    path: tuple[str, ...], name: str, flag: str, value: str, work: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    env = {"KUBECONFIG": str(work / "kubeconfig"), "HOME": str(work / "home"), "KUBERNETES_SERVICE_HOST": ""}
+    args = [*_args(Case(path, "", ""), None, work, tmp_path), flag, value]
+    if path == ("apply",) or path == ("rollback",):
+        args.append("--dry-run")
+    r = run(*args, env=env)
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.code == 1, (args, r.code, r.stdout[:200], r.stderr)
+    assert len(lines) == 1 and lines[0].startswith("error: "), (args, r.stderr)
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr, (args, r.stderr)
+    assert flag in lines[0] or (value and repr(value) in lines[0]), f"{args}: names neither {flag} nor {value!r}"
+    assert "cannot reach" not in lines[0], f"{args}: went to the cluster before judging {flag}: {lines[0]}"
+    assert r.stdout == "" and list(tmp_path.iterdir()) == [], (args, r.stdout[:200])
