@@ -13,6 +13,7 @@ went to the cluster before it had judged its input.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -366,3 +367,52 @@ def test_every_option_refuses_a_value_out_of_range_in_one_line(
     assert flag in lines[0] or (value and repr(value) in lines[0]), f"{args}: names neither {flag} nor {value!r}"
     assert "cannot reach" not in lines[0], f"{args}: went to the cluster before judging {flag}: {lines[0]}"
     assert r.stdout == "" and list(tmp_path.iterdir()) == [], (args, r.stdout[:200])
+
+
+# --- colour on a terminal -----------------------------------------------------------------------------------
+
+
+def _on_a_terminal(*args: str, env: dict[str, str]) -> str:
+    """What the real CLI prints to stdout when stdout is a terminal (a pseudo-terminal here)."""
+    import re
+    import subprocess
+    import sys
+
+    pty = pytest.importorskip("pty")
+    master, slave = pty.openpty()
+    full_env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "TERM")}
+    full_env.update(PYTHONPATH=str(ROOT), COLUMNS="200", **env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dra_migrate", *args], stdout=slave, stderr=subprocess.DEVNULL, env=full_env, cwd=ROOT
+    )
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed its side
+            break
+        if not chunk:
+            break
+        out += chunk
+    proc.wait(timeout=60)
+    os.close(master)
+    return re.sub(r"\r", "", out.decode())
+
+
+@pytest.mark.parametrize(
+    ("extra", "env", "coloured"),
+    [
+        ([], {"TERM": "xterm-256color"}, True),
+        ([], {"TERM": "xterm-256color", "NO_COLOR": ""}, False),
+        ([], {"TERM": "dumb"}, False),
+        (["--no-color"], {"TERM": "xterm-256color"}, False),
+    ],
+    ids=["terminal", "NO_COLOR", "TERM=dumb", "--no-color"],
+)
+def test_colour_on_a_terminal_unless_told_not_to(extra: list[str], env: dict[str, str], coloured: bool) -> None:
+    """TERM=dumb (Emacs' shell, a CI log viewer) and a `--no-color` flag got escape sequences before: only
+    NO_COLOR turned them off."""
+    out = _on_a_terminal("show", str(PLAN), *extra, env=env)
+    assert "Plan" in out
+    assert ("\x1b[" in out) is coloured, out[:300]
