@@ -416,3 +416,36 @@ def test_colour_on_a_terminal_unless_told_not_to(extra: list[str], env: dict[str
     out = _on_a_terminal("show", str(PLAN), *extra, env=env)
     assert "Plan" in out
     assert ("\x1b[" in out) is coloured, out[:300]
+
+
+# --- what a written file lets others read -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("keep_env", "mode"), [(False, 0o644), (True, 0o600)])
+def test_a_snapshot_that_keeps_env_values_is_readable_by_its_owner_only(
+    keep_env: bool, mode: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`snapshot --keep-env` keeps container env values (where API keys and passwords live) and was written
+    0644 under the usual umask, readable by every user of the machine: now 0600, as client-go writes a
+    kubeconfig. Without it (env redacted, no Secrets read) the file is for a review team: 0644."""
+    import dra_migrate.cli.snapshot as snap
+    from dra_migrate.cluster.snapshot import load_snapshot
+
+    demo = load_snapshot(DEMO)
+    monkeypatch.setattr(snap, "LiveCluster", lambda *_: type("Live", (), {"requests": 0})())
+    monkeypatch.setattr(snap, "read_objects", lambda *_: (demo.source, iter([NODE_OBJ])))
+    old = os.umask(0o022)
+    try:
+        r = run("snapshot", "--out", str(tmp_path / "s.yaml"), *(["--keep-env"] if keep_env else []))
+    finally:
+        os.umask(old)
+    assert r.code == 0, r.stderr
+    assert (tmp_path / "s.yaml").stat().st_mode & 0o777 == mode
+
+
+NODE_OBJ = {
+    "apiVersion": "v1",
+    "kind": "Node",
+    "metadata": {"name": "gpu-1", "labels": {"nvidia.com/gpu.present": "true"}},
+    "status": {"capacity": {"nvidia.com/gpu": "8"}, "allocatable": {"nvidia.com/gpu": "8"}},
+}
