@@ -449,3 +449,40 @@ NODE_OBJ = {
     "metadata": {"name": "gpu-1", "labels": {"nvidia.com/gpu.present": "true"}},
     "status": {"capacity": {"nvidia.com/gpu": "8"}, "allocatable": {"nvidia.com/gpu": "8"}},
 }
+
+
+# --- kubectl dra-migrate <TAB> ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("words", "offered", "directive"),
+    [
+        ([""], {"inventory", "apply", "completion"}, ":4"),
+        (["inventory", "--sn"], {"--snapshot"}, ":4"),
+        (["inventory", "-o", ""], {"json", "yaml", "name"}, ":4"),
+        (["show", ""], set(), ":0"),  # a plan file: the shell completes file names
+    ],
+)
+def test_kubectl_completes_the_plugin_through_its_completion_helper(
+    words: list[str], offered: set[str], directive: str
+) -> None:
+    """kubectl runs `kubectl_complete-dra_migrate` from PATH with the words after the plugin's name and reads
+    a choice a line, then `:<cobra directive>` (kubectl v0.37.2 pkg/cmd/plugin/plugin_completion.go); none was
+    installed, so `kubectl dra-migrate <TAB>` offered nothing."""
+    import subprocess
+    import sys
+    import tomllib
+
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["kubectl_complete-dra_migrate"] == "dra_migrate.cli.entry:kubectl_complete"
+    code = "from dra_migrate.cli.entry import kubectl_complete; kubectl_complete()"
+    out = subprocess.run(
+        [sys.executable, "-c", code, *words],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=True,
+    )
+    lines = out.stdout.splitlines()
+    assert lines[-1] == directive and offered <= set(lines[:-1]), lines
+    assert out.stderr == ""
