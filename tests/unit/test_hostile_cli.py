@@ -14,9 +14,10 @@ went to the cluster before it had judged its input.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 import pytest
@@ -486,3 +487,39 @@ def test_kubectl_completes_the_plugin_through_its_completion_helper(
     lines = out.stdout.splitlines()
     assert lines[-1] == directive and offered <= set(lines[:-1]), lines
     assert out.stderr == ""
+
+
+# --- Ctrl-C while convert writes --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["writing", "renaming"])
+def test_ctrl_c_while_convert_writes_leaves_every_file_as_it_was(
+    where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`convert k8s/ --in-place` writes every file or none; a Ctrl-C (or SIGTERM) on the second file left the
+    first one's temporary file beside it, or, between renames, the first file converted and the second not."""
+    import dra_migrate.convert.files as files
+
+    originals = {}
+    for name in ("a.yaml", "b.yaml", "c.yaml"):
+        (tmp_path / name).write_bytes(MANIFEST.read_bytes())
+        originals[name] = MANIFEST.read_bytes()
+    calls = {"n": 0}
+
+    def interrupted_on_the_second(real: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            calls["n"] += 1
+            if calls["n"] == 2:
+                raise KeyboardInterrupt
+            return real(*args, **kwargs)
+
+        return call
+
+    if where == "writing":
+        monkeypatch.setattr(files, "_write_temp", interrupted_on_the_second(files._write_temp))
+    else:
+        monkeypatch.setattr(files.os, "replace", interrupted_on_the_second(os.replace))
+    r = run("convert", str(tmp_path), "--in-place")
+    assert r.code == 130 and "Traceback" not in r.stderr, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.yaml", "b.yaml", "c.yaml"]
+    assert {n: (tmp_path / n).read_bytes() for n in originals} == originals
