@@ -20,22 +20,24 @@ def _umask() -> int:
 
 
 @contextmanager
-def atomic_writer(path: Path) -> Iterator[IO[bytes]]:
+def atomic_writer(path: Path, *, private: bool = False) -> Iterator[IO[bytes]]:
     """Write beside `path`, fsync, then rename over it: readers see the old file or the new one.
 
-    A replaced file keeps its permissions; a new one gets the usual 0666 less the umask (mkstemp's 0600
-    would hide plans and reports from the rest of a change-review team). A symlink stays a symlink: the
-    file it names is what is replaced (a plan kept as `current.yaml -> plans/2026-12-06.yaml`). A device,
-    FIFO or socket (`--out /dev/stdout`, `/dev/null`, a pipe) is written as a stream, as a shell
-    redirection writes it: renaming over it would put a regular file where the device was (as root,
-    `/dev/null` for every process on the machine), and it has no "old file" to keep."""
+    A replaced file keeps its permissions; a new one gets the usual 0666 less the umask (mkstemp's 0600 would
+    hide plans and reports from the rest of a change-review team), or 0600 less the umask when it is `private`
+    (what may hold credentials: `snapshot --keep-env` keeps container env values, where API keys live; client-go
+    writes a kubeconfig 0600 for the same reason, tools/clientcmd/loader.go WriteToFile). A symlink stays a
+    symlink: the file it names is what is replaced (a plan kept as `current.yaml -> plans/2026-12-06.yaml`). A
+    device, FIFO or socket (`--out /dev/stdout`, `/dev/null`, a pipe) is written as a stream, as a shell
+    redirection writes it: renaming over it would put a regular file where the device was (as root, `/dev/null`
+    for every process on the machine), and it has no "old file" to keep."""
     if _is_special(path):
         with _named_errors(path), open(path, "wb") as fh:
             yield fh
         return
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
     target.parent.mkdir(parents=True, exist_ok=True)
-    mode = target.stat().st_mode & 0o7777 if target.exists() else 0o666 & ~_umask()
+    mode = target.stat().st_mode & 0o7777 if target.exists() else (0o600 if private else 0o666) & ~_umask()
     import tempfile  # here: commands that only read (show, status, diff) never load it
 
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)

@@ -17,8 +17,12 @@ import click
 from dra_migrate.cli import exitcodes
 from dra_migrate.cli.options import (
     SourceOptions,
+    check_given_kubeconfig,
+    duration,
+    finite,
     journal_state_option,
     load_state,
+    namespace_name,
     output_option,
     plan_argument,
     print_data,
@@ -52,6 +56,7 @@ _LOCK_NS = click.option(
     "--lock-namespace",
     default="kube-system",
     show_default=True,
+    callback=namespace_name,
     help="Namespace of the lock Lease (and of the journal's ConfigMaps with --state in-cluster).",
 )
 _STATE = journal_state_option
@@ -97,14 +102,32 @@ def _load(plan_file: Path) -> Plan:
     return Plan.from_dict(read_plan(plan_file))
 
 
+def _check_live_source(source: SourceOptions) -> None:
+    """Every input of a command that changes a live cluster, judged before it decides there is nothing to do
+    (rollback with no journal) and before it connects: no snapshot (it would go to $KUBECONFIG's cluster
+    instead), a --kubeconfig that is there and is a kubeconfig, a --templates file that reads."""
+    if source.snapshot:
+        raise InputError("apply and rollback change a live cluster", "drop --snapshot; pass --kubeconfig/--context")
+    if source.kubeconfig is not None:
+        check_given_kubeconfig(source.kubeconfig, source.context)
+    source.template_table()
+
+
 _PARALLELISM = click.option(
     "--parallelism", type=click.IntRange(min=1), help="At most N nodes of a wave at once (default: the whole wave)."
 )
 _QPS = click.option(
-    "--qps", type=float, default=DEFAULT_QPS, show_default=True, help="Client-side rate limit (negative: none)."
+    "--qps",
+    type=float,
+    default=DEFAULT_QPS,
+    show_default=True,
+    callback=finite,
+    help="Client-side rate limit (negative: none).",
 )
 _BURST = click.option("--burst", type=click.IntRange(min=1), default=DEFAULT_BURST, show_default=True)
-_DRAIN_TIMEOUT = click.option("--drain-timeout", help="Override the plan's drain timeout (e.g. 10m).")
+_DRAIN_TIMEOUT = click.option(
+    "--drain-timeout", callback=duration(), help="Override the plan's drain timeout (e.g. 10m)."
+)
 _DELETE_UNOWNED = click.option(
     "--delete-unowned-pods",
     is_flag=True,
@@ -118,8 +141,7 @@ def _session(
     qps: float, burst: int, overrides: dict[str, Any], state: str = FILE,
 ) -> ApplySession:  # fmt: skip
     """The session; the journal is read and validated here, before anything contacts the cluster."""
-    if source.snapshot:
-        raise InputError("apply and rollback change a live cluster", "drop --snapshot; pass --kubeconfig/--context")
+    _check_live_source(source)
     if not math.isfinite(qps):
         raise InputError(f"--qps {qps} is not a rate", "give requests per second, e.g. --qps 50 (negative: no limit)")
     limit = RateLimit(qps, burst)
@@ -146,7 +168,13 @@ def _session(
 @click.option("--no-auto-rollback", is_flag=True, help="On a failed step or health gate, leave the wave as it is.")
 @_DRAIN_TIMEOUT
 @_DELETE_UNOWNED
-@click.option("--pending-threshold", default="2m", show_default=True, help="Health gate: GPU pods Pending longer.")
+@click.option(
+    "--pending-threshold",
+    default="2m",
+    show_default=True,
+    callback=duration(),
+    help="Health gate: GPU pods Pending longer.",
+)
 @_PARALLELISM
 @_QPS
 @_BURST
@@ -288,6 +316,9 @@ def rollback(
     state = resolve_state(state, source.kubeconfig, plan_file)
     timeouts = _drain_timeout(drain_timeout)
     plan = _load(plan_file)
+    _check_live_source(source)
+    if stage is not None and stage not in plan.stage_names:  # as the session says it, before "nothing to undo"
+        raise InputError(f"the plan has no stage {stage!r}", f"stages: {', '.join(plan.stage_names)}")
     if state == FILE and not FileStore(plan_file).path.exists():
         # Nothing was applied, so nothing is to undo: done, exit 0 (docs/exit-codes.md), as with an empty journal.
         _log(f"nothing to roll back: no journal beside {plan_file} (nothing was applied)")
@@ -347,18 +378,21 @@ def _reader(state: str, kubeconfig: Path | None, context: str | None) -> Any:
     """The API client that reads an in-cluster journal (None for a file: nothing to connect to)."""
     if state != IN_CLUSTER:
         return None
-    from dra_migrate.kube import new_api_client
+    from dra_migrate.cluster.kubeconfig import checked_api_client
 
-    return new_api_client(kubeconfig, context=context)
+    return checked_api_client(kubeconfig, context)
 
 
 @click.command()
 @_PLAN
-@source_options
+@click.option("--kubeconfig", type=click.Path(path_type=Path), help="The cluster to unlock (default: as kubectl).")
+@click.option("--context", help="The kubeconfig context to use.")
 @click.option("--lock-id", required=True, help="The lock id that apply's refusal names.")
 @click.option("--force", is_flag=True, help="Break it even though its holder renewed it within its duration.")
 @_LOCK_NS
-def unlock(plan_file: Path, source: SourceOptions, lock_id: str, force: bool, lock_namespace: str) -> None:
+def unlock(
+    plan_file: Path, kubeconfig: Path | None, context: str | None, lock_id: str, force: bool, lock_namespace: str
+) -> None:
     """Break the cluster lock (only when you know its holder is gone).
 
     A lock its holder still renews is refused without --force, naming the holder: its run may be acting on
@@ -371,7 +405,9 @@ def unlock(plan_file: Path, source: SourceOptions, lock_id: str, force: bool, lo
       dra-migrate unlock plans/x.yaml --lock-id ID
     """
     _load(plan_file)
-    ops = live_ops(source.kubeconfig, source.context)
+    if kubeconfig is not None:
+        check_given_kubeconfig(kubeconfig, context)
+    ops = live_ops(kubeconfig, context)
     held = read_lock(ops.api, namespace=lock_namespace)
     gone = held is not None and held.lock_id == lock_id and crashed_here(held)  # this machine's crashed run
     broken = break_lock(ops.api, lock_id, namespace=lock_namespace, force=force or gone)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,6 +16,7 @@ from dra_migrate.checks.model import objects_json
 from dra_migrate.cli import exitcodes
 from dra_migrate.cli.options import (
     SourceOptions,
+    label_keys,
     load_state,
     next_step,
     output_option,
@@ -73,7 +75,14 @@ Exit codes: 0 no blockers, 1 error, 2 blockers found.
 """
 )
 @source_options
-@click.option("--pool-label", "pool_labels", multiple=True, metavar="KEY", help="Node label that names a pool.")
+@click.option(
+    "--pool-label",
+    "pool_labels",
+    multiple=True,
+    metavar="KEY",
+    callback=label_keys,
+    help="Node label that names a pool.",
+)
 @click.option(
     "--feature-gate",
     "feature_gates",
@@ -151,8 +160,8 @@ def check(
         lambda: check_document(report, markdown=output == "markdown", wide=output == "wide"),
         lambda: list(dict.fromkeys(f["id"] for f in report["findings"])),
     )
-    args = source_args(source) + "".join(f" --pool-label {k}" for k in pool_labels)
-    args += "".join(f" --feature-gate {g}" for g in feature_gates)
+    args = source_args(source) + "".join(f" --pool-label {shlex.quote(k)}" for k in pool_labels)
+    args += "".join(f" --feature-gate {shlex.quote(g)}" for g in feature_gates)
     if readiness.blockers:
         pools = sorted({c.pool for c in readiness.capacity if not c.fits})
         hint = f" --exclude-pools {','.join(pools)}" if pools else ""

@@ -10,6 +10,7 @@ import click
 
 from dra_migrate.cli import exitcodes
 from dra_migrate.cli.dryrun import DRY_RUN_OPTION, objects_of, server_dry_run
+from dra_migrate.cli.options import class_names
 from dra_migrate.cli.progress import Working
 from dra_migrate.cluster.templates import TemplateTable
 from dra_migrate.convert.files import (
@@ -47,8 +48,16 @@ Examples:
 @click.option("--in-place", is_flag=True, help="Rewrite the files themselves (atomically).")
 @click.option("--output-dir", "output_dir", type=click.Path(path_type=Path), help="Write converted copies under DIR.")
 @click.option("-o", "--output", "output_flag", hidden=True, help="Refused: -o is a format everywhere else.")
-@click.option("--device-class", help="DeviceClass for every request (default: gpu.nvidia.com; MIG: mig.nvidia.com).")
-@click.option("--fallback", help="CLASS[,CLASS...]: firstAvailable alternatives tried after the first class.")
+@click.option(
+    "--device-class",
+    callback=class_names,
+    help="DeviceClass for every request (default: gpu.nvidia.com; MIG: mig.nvidia.com).",
+)
+@click.option(
+    "--fallback",
+    callback=class_names,
+    help="CLASS[,CLASS...]: firstAvailable alternatives tried after the first class.",
+)
 @click.option("--selector", help="A CEL selector added to every request (checked to compile).")
 @click.option("--share-across-pod", is_flag=True, help="GPU containers of one pod share one claim (same devices).")
 @click.option("--shared-claim", is_flag=True, help="One ResourceClaim shared by every pod of a workload.")

@@ -70,6 +70,18 @@ def kubectl_plugin() -> None:
         _after_the_command()
 
 
+def kubectl_complete() -> None:
+    """`kubectl_complete-dra_migrate ARG... WORD`: kubectl's plugin completion helper (cli/completion.py)."""
+    import sys
+
+    from dra_migrate.cli.completion import kubectl_complete as complete
+
+    try:
+        sys.stdout.write("".join(f"{line}\n" for line in complete(sys.argv[1:])))
+    except Exception:  # completion must never print a traceback into the user's shell: offer nothing
+        sys.stdout.write(":1\n")  # ShellCompDirectiveError: kubectl ignores the completions
+
+
 def _after_the_command() -> None:
     """The command is over (its exit code on the way out), its locks and journals released: a Ctrl-C while
     the interpreter shuts down (joining threads, atexit callbacks) ends it as at start-up, one line and 130,

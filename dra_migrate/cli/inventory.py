@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import shlex
+
 import click
 
 from dra_migrate.cli.options import (
     SourceOptions,
+    label_keys,
     load_state,
     next_step,
     output_option,
@@ -29,6 +32,7 @@ Examples:
     "pool_labels",
     multiple=True,
     metavar="KEY",
+    callback=label_keys,
     help="Node label that names a pool (repeatable; tried before the cloud defaults).",
 )
 @output_option(names="the GPU consumers (kind/namespace/name)")
@@ -42,5 +46,5 @@ def inventory(source: SourceOptions, pool_labels: tuple[str, ...], output: str) 
     with Working("building the inventory"):
         inv = build_inventory(state, pool_labels).to_dict()
     print_data(output, inv, lambda: inventory_document(inv), lambda: consumer_names(inv))
-    labels = "".join(f" --pool-label {k}" for k in pool_labels)
+    labels = "".join(f" --pool-label {shlex.quote(k)}" for k in pool_labels)
     next_step(f"dra-migrate check {source_args(source)}{labels}".replace("  ", " "))

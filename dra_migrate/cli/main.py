@@ -75,11 +75,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 # Accepted anywhere on the command line, as kubectl's global flags are.
-GLOBAL_FLAGS = ("-v", "--verbose", "--debug")
+GLOBAL_FLAGS = ("-v", "--verbose", "--debug", "--no-color")
 
 
 def hoist_global_flags(args: Sequence[str]) -> list[str]:
-    """Move `-v`/`--verbose`/`--debug` given after the subcommand to the front (none after `--`)."""
+    """Move `-v`/`--verbose`/`--debug`/`--no-color` given after the subcommand to the front (none after `--`)."""
     args = list(args)
     end = args.index("--") if "--" in args else len(args)
     flags = [a for a in args[:end] if a in GLOBAL_FLAGS]
@@ -255,7 +255,8 @@ def _stdout_closed() -> None:
 @click.version_option(__version__, prog_name="dra-migrate")
 @click.option("--debug", is_flag=True, help="Show tracebacks and debug logs (anywhere on the line).")
 @click.option("-v", "--verbose", is_flag=True, help="More log lines on stderr (anywhere on the line).")
-def cli(debug: bool, verbose: bool) -> None:
+@click.option("--no-color", is_flag=True, help="No colour (as NO_COLOR=1 or TERM=dumb; anywhere on the line).")
+def cli(debug: bool, verbose: bool, no_color: bool) -> None:
     """Migrate Kubernetes GPU fleets from the NVIDIA device plugin to DRA.
 
     \b
@@ -269,6 +270,9 @@ def cli(debug: bool, verbose: bool) -> None:
     Exit codes: 0 ok, 1 error (usage errors too), 2 found something to act on
     (check: blockers; diff: differences; plan --detailed-exitcode: not applicable), 130 interrupted.
     """
+    from dra_migrate.render import set_color_off
+
+    set_color_off(no_color)
     level = logging.DEBUG if debug else logging.INFO if verbose else logging.WARNING
     logging.basicConfig(level=level, format="%(levelname)s %(message)s", stream=sys.stderr)
     scrub_logs()  # no credential an API error quotes reaches a log line

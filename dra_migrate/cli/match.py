@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from dra_migrate.cli.options import SourceOptions, load_state, output_option, print_data, source_options
+from dra_migrate.cli.options import SourceOptions, label_keys, load_state, output_option, print_data, source_options
 from dra_migrate.inventory.dra import check_driver_name
 
 FORMAT_VERSION = 1
@@ -22,7 +22,14 @@ Examples:
 """
 )
 @source_options
-@click.option("--pool-label", "pool_labels", multiple=True, metavar="KEY", help="Node label that names a pool.")
+@click.option(
+    "--pool-label",
+    "pool_labels",
+    multiple=True,
+    metavar="KEY",
+    callback=label_keys,
+    help="Node label that names a pool.",
+)
 @click.option(
     "--dra-driver",
     default="gpu.nvidia.com",

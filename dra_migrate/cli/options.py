@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
+import os
 import re
 import shlex
 import sys
@@ -62,10 +64,121 @@ def source_options(f: F) -> F:
     ) -> Any:
         if snapshot and (kubeconfig or context):
             raise InputError("--snapshot cannot be combined with --kubeconfig/--context", "choose one source")
+        if kubernetes_version is not None:
+            from dra_migrate.inventory.fleet import parse_version
+
+            # Not one (`abc`, `v1`) read as an unknown version: every version-gated finding judged on nothing.
+            if parse_version(kubernetes_version) is None:
+                raise InputError(
+                    f"--kubernetes-version {kubernetes_version!r} is not a Kubernetes version",
+                    "write it as kubectl version prints the server's, e.g. v1.37.2",
+                )
         src = SourceOptions(snapshot, kubeconfig, context, kubernetes_version, templates)
         return f(*args, source=src, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+# A DeviceClass name is a DNS subdomain (k8s.io/api v0.37.2 resource/v1 types.go, DeviceClass: "Must be a DNS
+# subdomain"; apimachinery pkg/util/validation IsDNS1123Subdomain): lower case, digits, '-' and '.', at most 253.
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*", re.ASCII)
+
+
+def label_keys(_ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
+    """A click callback: every value a label key (--pool-label). One that is not (`''`, `a b`) selected no
+    node, and the `next:` line carried it on unquoted."""
+    from dra_migrate.plan.params import label_key_problem
+
+    for value in values:
+        if (problem := label_key_problem(value)) is not None:
+            raise click.BadParameter(f"{value!r} is not a label key ({problem})", param=param)
+    return values
+
+
+def class_names(_ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A click callback: a DeviceClass name, or a comma-separated list of them (--device-class, --fallback).
+    One that is not a DNS subdomain (`''`, `a b`, `GPU`) was written into every converted manifest, which
+    the API server then refuses."""
+    if value is None:
+        return None
+    for name in value.split(","):
+        name = name.strip()
+        if len(name) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(name):
+            raise click.BadParameter(
+                f"{name!r} is not a DeviceClass name (lower case, digits, '-' and '.'; kubectl get deviceclasses)",
+                param=param,
+            )
+    return value
+
+
+def _flag(param: click.Parameter) -> str:
+    return next((o for o in param.opts if o.startswith("--")), param.opts[0] if param.opts else str(param.name))
+
+
+def duration(*, zero_ok: bool = False) -> Callable[[click.Context, click.Parameter, str | None], str | None]:
+    """A click callback: a duration option (`--drain-timeout 10m`) judged as it is parsed, naming the option
+    (`bad --drain-timeout '-5m': not a duration`), before a command decides it has nothing to do (rollback
+    with no journal) or connects (probe)."""
+
+    def callback(_ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+        from dra_migrate.plan.params import checked_duration
+
+        if value is not None:
+            checked_duration(_flag(param), value, zero_ok=zero_ok)
+        return value
+
+    return callback
+
+
+# A namespace is a DNS label (apimachinery v0.37.2 pkg/api/validation ValidateNamespaceName: IsDNS1123Label).
+_DNS1123_LABEL = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?", re.ASCII)
+
+
+def namespace_name(_ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A click callback: a namespace (`--lock-namespace`, probe's `--namespace`). `''` or `a b` went into
+    the request path (`/namespaces//leases/...`) for the API server to refuse, or was ignored."""
+    if value is not None and (len(value) > 63 or not _DNS1123_LABEL.fullmatch(value)):
+        raise click.BadParameter(f"{value!r} is not a namespace name (lower case, digits and '-')", param=param)
+    return value
+
+
+def driver_name(_ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A click callback: a DRA driver name (ResourceSlice spec.driver: a DNS subdomain of at most 63)."""
+    if value is not None and (len(value) > 63 or not _DNS1123_SUBDOMAIN.fullmatch(value)):
+        raise click.BadParameter(f"{value!r} is not a DRA driver name (e.g. gpu.nvidia.com)", param=param)
+    return value
+
+
+def resource_name(_ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A click callback: an extended resource name (a qualified name with a domain, as nvidia.com/gpu:
+    k8s.io/kubernetes v1.37.2 pkg/apis/core/helper IsExtendedResourceName)."""
+    from dra_migrate.plan.params import label_key_problem
+
+    if value is not None and ("/" not in value or label_key_problem(value) is not None):
+        raise click.BadParameter(f"{value!r} is not an extended resource name (e.g. nvidia.com/gpu)", param=param)
+    return value
+
+
+def finite(_ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """A click callback: a number that is one (`--qps nan` is not a rate)."""
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a number", param=param)
+    return value
+
+
+def check_given_kubeconfig(kubeconfig: Path, context: str | None = None) -> None:
+    """An explicit --kubeconfig: every file of it there (kubectl refuses one that is not: `stat ...: no such
+    file or directory`) and a kubeconfig the client loads with `context` (`cluster/kubeconfig.py`), checked
+    before a command decides it has nothing to do, and before it connects (loading connects to nothing).
+    A pipe (`<(sops -d ...)`) is read once, and kept for the client."""
+    from dra_migrate.cluster.kubeconfig import checked_api_client
+
+    for p in str(kubeconfig).split(os.pathsep):
+        if p and not Path(p).expanduser().exists():
+            raise InputError(f"kubeconfig {p}: no such file", "check --kubeconfig")
+        if p and Path(p).expanduser().is_dir():
+            raise InputError(f"kubeconfig {p}: a directory, not a file", "pass the kubeconfig file to --kubeconfig")
+    checked_api_client(kubeconfig, context)
 
 
 def output_option(

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from dra_migrate.cli import exitcodes
-from dra_migrate.cli.options import output_option, print_data
+from dra_migrate.cli.options import driver_name, duration, namespace_name, output_option, print_data, resource_name
 from dra_migrate.errors import InputError
 from dra_migrate.execute.ops import live_ops
 from dra_migrate.execute.probe import ProbeOptions, ProbeResult, run_probe
@@ -24,10 +24,24 @@ from dra_migrate.render import Document
 @click.option("--canary-command", default=CANARY_COMMAND, metavar="CMD",
               help="Shell command line (sh -c) that exits 0 only when it sees its device. "
                    "Default: counts nvidia-smi -L lines.")  # fmt: skip
-@click.option("--driver", default="gpu.nvidia.com", show_default=True, help="The node's DRA driver.")
-@click.option("--resource", default="nvidia.com/gpu", show_default=True, help="The node's GPU resource name.")
-@click.option("--namespace", default="default", show_default=True, help="Where the probe's claims and pods go.")
-@click.option("--timeout", default="3m", show_default=True, help="How long to wait for the pods.")
+@click.option(
+    "--driver", default="gpu.nvidia.com", show_default=True, callback=driver_name, help="The node's DRA driver."
+)
+@click.option(
+    "--resource",
+    default="nvidia.com/gpu",
+    show_default=True,
+    callback=resource_name,
+    help="The node's GPU resource name.",
+)
+@click.option(
+    "--namespace",
+    default="default",
+    show_default=True,
+    callback=namespace_name,
+    help="Where the probe's claims and pods go.",
+)
+@click.option("--timeout", default="3m", show_default=True, callback=duration(), help="How long to wait for the pods.")
 @output_option(names="the devices the node publishes")
 def probe(
     kubeconfig: Path | None,

@@ -11,6 +11,7 @@ import click
 from dra_migrate.cli import exitcodes
 from dra_migrate.cli.options import (
     SourceOptions,
+    duration,
     load_state,
     output_for_file,
     output_option,
@@ -38,7 +39,9 @@ from dra_migrate.render import to_json, to_names, to_yaml
     show_default=True,
     help="Run the twin this much faster than real time (0.1: ten times); durations are reported unscaled.",
 )
-@click.option("--pending-threshold", default="2m", show_default=True, help="Health gate, as for apply.")
+@click.option(
+    "--pending-threshold", default="2m", show_default=True, callback=duration(), help="Health gate, as for apply."
+)
 @output_option(names="the waves rehearsed (stage/wave)")
 @click.option(
     "--out",

@@ -14,6 +14,7 @@ from dra_migrate.cli.options import (
     SourceOptions,
     journal_state_option,
     load_state,
+    namespace_name,
     output_for_file,
     output_option,
     plan_argument,
@@ -75,6 +76,7 @@ Examples:
     "--lock-namespace",
     default="kube-system",
     show_default=True,
+    callback=namespace_name,
     help="With --state in-cluster: the namespace of apply's lock and journal.",
 )
 @source_options
@@ -196,8 +198,8 @@ def _cluster_records(
     digest: str, source: SourceOptions, namespace: str, cluster: Any
 ) -> tuple[list[Any] | None, str | None]:
     """The in-cluster journal (`apply --state in-cluster`); none when it has no records (not run yet)."""
-    from dra_migrate.kube import new_api_client
+    from dra_migrate.cluster.kubeconfig import checked_api_client
 
-    store = ClusterStore(new_api_client(source.kubeconfig, context=source.context), namespace)
+    store = ClusterStore(checked_api_client(source.kubeconfig, source.context), namespace)
     records = read_checked(store, plan_digest=digest, require_owner=False, cluster=cluster)
     return (records, store.where(digest)) if records else (None, None)

@@ -54,6 +54,7 @@ def snapshot(source: SourceOptions, out: Path | None, output_flag: str | None, k
     objects = counted(objects, TerminalProgress())  # a large fleet takes a while: say so on a terminal
     kept = SnapshotFilter(keep_env=keep_env, templates=source.template_table()).stream(objects)
     # Written beside the target and renamed: a crash or a refused list never leaves a partial snapshot.
-    with atomic_writer(out) as fh, gzip_writer(fh, out.suffix == GZIP_SUFFIX) as z:
+    # With --keep-env the file holds env values (API keys, passwords): readable by its owner only.
+    with atomic_writer(out, private=keep_env) as fh, gzip_writer(fh, out.suffix == GZIP_SUFFIX) as z:
         n = write_snapshot(z, snapshot_header(info, __version__), kept, fmt)
     click.echo(f"wrote {n} objects from {info.location} to {out} ({cluster.requests} API requests)", err=True)

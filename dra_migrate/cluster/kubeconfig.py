@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from dra_migrate.errors import InputError
-from dra_migrate.kube.config import piped_kubeconfig
+from dra_migrate.kube.config import kubeconfig_paths, new_api_client, piped_kubeconfig
 
 _HINT = "fix the kubeconfig (kubectl config view --raw shows what kubectl reads), or pass another with --kubeconfig"
 # (list key, entry key, the base64 fields inside it): client-go clientcmd/api/v1 types.go.
@@ -49,6 +49,15 @@ def check_kubeconfig(paths: str) -> None:
         if not isinstance(doc, dict):
             raise InputError(f"kubeconfig {f}: not a kubeconfig (a {type(doc).__name__}, not a mapping)", _HINT)
         _check_sections(doc, f)
+
+
+def checked_api_client(kubeconfig: Path | None, context: str | None = None, **kwargs: Any) -> Any:
+    """`kube.new_api_client`, the kubeconfig checked first (`check_kubeconfig`): every command that writes
+    to a cluster (apply, rollback, unlock, probe) or reads apply's journal from it (status, report with
+    --state in-cluster) builds its client here, as the read-only commands' `LiveCluster` does; a malformed
+    kubeconfig was an internal error on those paths."""
+    check_kubeconfig(kubeconfig_paths(kubeconfig))
+    return new_api_client(kubeconfig, context=context, **kwargs)
 
 
 def _check_sections(doc: dict[str, Any], f: Path) -> None:

@@ -365,13 +365,18 @@ def write_all(files: list[tuple[Path, str]]) -> None:
     targets = [(path.resolve() if path.is_symlink() else path, text) for path, text in files]
     originals: dict[Path, str | None] = {}
     temps: list[tuple[Path, Path]] = []
+    # Ctrl-C and SIGTERM (KeyboardInterrupt, cli/interrupts.py) undo as a failed write does: they left the
+    # temporary files written so far beside their targets, or, between two renames, half of the files
+    # converted and the rest not.
     try:
         for target, text in targets:
             originals[target] = target.read_text(encoding="utf-8") if target.exists() else None
             temps.append((_write_temp(target, text), target))
-    except OSError as e:
+    except BaseException as e:
         for tmp, _ in temps:
             tmp.unlink(missing_ok=True)
+        if not isinstance(e, OSError):
+            raise
         raise InputError(
             f"cannot write {getattr(e, 'filename', '') or 'a file'}: {e.strerror}; nothing written",
             "check the paths and their permissions",
@@ -381,7 +386,7 @@ def write_all(files: list[tuple[Path, str]]) -> None:
         for tmp, target in temps:
             os.replace(tmp, target)
             done.append(target)
-    except OSError as e:
+    except BaseException as e:
         for target in done:
             old = originals[target]
             if old is None:
@@ -390,6 +395,8 @@ def write_all(files: list[tuple[Path, str]]) -> None:
                 write_text_atomic(target, old)
         for tmp, _ in temps:
             tmp.unlink(missing_ok=True)
+        if not isinstance(e, OSError):
+            raise
         raise InputError(
             f"cannot replace {e.filename}: {e.strerror}; nothing changed", "check the paths and their permissions"
         ) from e

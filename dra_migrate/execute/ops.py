@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from dra_migrate.cluster.kubeconfig import checked_api_client
 from dra_migrate.cluster.state import uses_devices
 from dra_migrate.dra.deviceclasses import MANAGED_BY
 from dra_migrate.errors import InputError
@@ -51,7 +52,7 @@ from dra_migrate.execute.ops_drain import DrainOps
 from dra_migrate.inventory.gangs import FRAMEWORK_GANG_KINDS, KUEUE_POD_GROUP, LWS_GROUP_INDEX, VOLCANO_GROUP
 from dra_migrate.inventory.gitops import gitops_owner
 from dra_migrate.inventory.resources import quantity_int
-from dra_migrate.kube import ApiError, Obj, RateLimit, new_api_client, path_of
+from dra_migrate.kube import ApiError, Obj, RateLimit, path_of
 
 __all__ = ["CANARY_ATTEMPTS", "CANARY_LABEL", "CANARY_PREFIX", "POLL_CAP_S", "LiveOps", "group_pending", "live_ops"]
 
@@ -488,7 +489,7 @@ def live_ops(
     (urllib3 otherwise discards and reopens connections beyond its pool: "Connection pool is full")."""
     wanted = max(parallelism * 2, parallelism + EVICTION_WORKERS)
     default = (os.cpu_count() or 1) * 5  # the client's own default (kubernetes.client.Configuration)
-    api = new_api_client(kubeconfig, context=context, pool_size=max(wanted, default))
+    api = checked_api_client(kubeconfig, context, pool_size=max(wanted, default))
     return LiveOps(api, rate_limit=rate_limit)
 
 

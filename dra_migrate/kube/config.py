@@ -123,6 +123,7 @@ def new_api_client(
 def _load(cfg: Any, kubeconfig: Path | str | None, context: str | None) -> None:
     """Apply the kubeconfig (or the in-cluster service account) to `cfg`: server, TLS, credentials (an exec
     plugin is run, a token file read)."""
+    import yaml
     from kubernetes import config
     from kubernetes.config.config_exception import ConfigException
 
@@ -151,6 +152,15 @@ def _load(cfg: Any, kubeconfig: Path | str | None, context: str | None) -> None:
         raise ClusterError(f"cannot use kubeconfig {paths}: {e}", "check --kubeconfig and --context") from e
     except OSError as e:
         raise ClusterError(f"cannot read kubeconfig {paths}: {e.strerror}", "check --kubeconfig") from e
+    except (ValueError, TypeError, AttributeError, KeyError, IndexError, yaml.YAMLError) as e:
+        # The client's loader on a file that is not a kubeconfig (a YAML scalar or list, a NUL byte, broken
+        # YAML): `TypeError: 'str' object does not support item assignment` (kubernetes config/kube_config.py
+        # KubeConfigMerger.load_config) read as an internal error. `cluster/kubeconfig.py` names the line or
+        # key first on the commands' paths; this is the floor for every other client.
+        raise ClusterError(
+            f"cannot use kubeconfig {paths}: not a kubeconfig ({type(e).__name__}: {e})",
+            "check --kubeconfig (kubectl config view --raw shows what kubectl reads)",
+        ) from e
     finally:
         logging.getLogger().removeFilter(failed)
     if failed.messages:

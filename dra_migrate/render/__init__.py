@@ -88,8 +88,18 @@ def paint(text: str, style: str | None, color: bool) -> str:
     return f"\033[{STYLES[style]}m{text}\033[0m"
 
 
+_COLOR_OFF = [False]  # the CLI's global --no-color, set once per invocation (`set_color_off`)
+
+
+def set_color_off(off: bool) -> None:
+    _COLOR_OFF[0] = off
+
+
 def use_color(stream: TextIO) -> bool:
-    if "NO_COLOR" in os.environ:  # any value, even empty (no-color.org)
+    """Colour only on a terminal; never with --no-color, NO_COLOR set to any value, even empty
+    (no-color.org), or TERM=dumb (a terminal that declares it has no escape sequences: Emacs' shell buffer,
+    a CI log viewer; clig.dev "Output": disable colour when TERM=dumb)."""
+    if _COLOR_OFF[0] or "NO_COLOR" in os.environ or os.environ.get("TERM") == "dumb":
         return False
     return hasattr(stream, "isatty") and stream.isatty()
 
