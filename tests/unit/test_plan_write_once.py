@@ -44,3 +44,22 @@ def test_write_sealed_encodes_once_and_writes_what_seal_and_dumps_write(
     assert path.read_text() == expected
     assert sealed.digest == plan_io.seal(plan)["digest"]
     assert plan_io.load(path)["digest"] == sealed.digest  # the file reads back under its own digests
+
+
+def test_sharing_reads_each_stage_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`nodeSteps` and `profiles` alike between stages are found from one repr of each stage's (each was
+    made twice: a quarter of encoding a plan of 400 pools)."""
+    body = plan_io.body_of(_plan(6).to_dict())
+    made: list[str] = []
+
+    def counted(value: Any) -> str:
+        if isinstance(value, list):  # a stage's steps or profiles (a node's profile, a dict, is keyed too)
+            made.append(repr(value))
+        return repr(value)
+
+    monkeypatch.setattr(wire, "repr", counted, raising=False)  # the module's globals come before builtins
+    out = wire.encode(body)
+    pool_stages = [s for s in body["stages"] if "pool" in s]
+    assert len(pool_stages) == 6
+    assert len(made) == len(pool_stages) * len(wire.SHARED)
+    assert [s["nodeSteps"] for s in out["stages"] if "pool" in s][1:] == [{"sameAs": "pool-p00"}] * 5
