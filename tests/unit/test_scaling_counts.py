@@ -10,6 +10,7 @@ from typing import Any
 
 from dra_migrate.checks.run import assess
 from dra_migrate.cluster.state import ClusterState
+from dra_migrate.inventory.model import build_inventory
 from tests.unit.helpers import container, node, obj, pod, pod_spec, state, template
 
 
@@ -374,3 +375,18 @@ def test_replacing_pools_reads_each_pod_once() -> None:
     ctx = CheckContext(s, readiness.inventory, readiness.generation, readiness.capacity)
     list(rules_platforms.replace_pool_pinned(ctx))
     assert 0 < _Counted.visits <= len(s.objects["Pod"]), (_Counted.visits, len(s.objects["Pod"]))
+
+
+def test_each_nodes_labels_are_copied_once_for_the_pool_platforms(monkeypatch: Any) -> None:
+    """The node's platform, provisioner and platform plugin, and its pool's common labels, zones and
+    sharing each copied the node's labels (six copies a node: a fifth of the inventory of a sparse fleet,
+    whose GPU nodes carry dozens of GPU Feature Discovery labels). One copy a node serves them all."""
+    from dra_migrate.inventory import platform
+
+    calls = _Calls(monkeypatch, platform._labels, (platform, "_labels"))
+    nodes = 10
+    gpu = {"nvidia.com/gpu": "8"}
+    fleet = [node(f"gpu-{i}", {"pool": f"p{i % 2}", "nvidia.com/gpu.present": "true"}, gpu) for i in range(nodes)]
+    inventory = build_inventory(state(*fleet), pool_labels=("pool",))
+    assert [p.platform is not None for p in inventory.pools] == [True, True]
+    assert calls.n == nodes, calls.n
