@@ -70,3 +70,16 @@ def _stater(out: dict[str, Any]) -> str:
     """The one pool stage that states its node steps (the others name it)."""
     (name,) = [s["name"] for s in out["stages"] if "pool" in s and isinstance(s["nodeSteps"], list)]
     return str(name)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"), 2**64, -(2**63) - 1])
+def test_sealing_still_refuses_what_has_no_canonical_form_wherever_it_sits(value: Any) -> None:
+    """The walk that refuses NaN, infinities and integers beyond 64 bits passes over strings first (most
+    of a plan): a regression guard that it still finds each, deep in a stage and among strings."""
+    from dra_migrate.errors import InputError
+
+    body = plan_io.body_of(_plan(2).to_dict())
+    stage = next(s for s in body["stages"] if "pool" in s)
+    stage["waves"][0]["nodes"][0]["original"]["labels"]["x"] = value
+    with pytest.raises(InputError, match="no canonical form"):
+        plan_io.seal(body)
