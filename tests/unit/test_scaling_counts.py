@@ -390,3 +390,22 @@ def test_each_nodes_labels_are_copied_once_for_the_pool_platforms(monkeypatch: A
     inventory = build_inventory(state(*fleet), pool_labels=("pool",))
     assert [p.platform is not None for p in inventory.pools] == [True, True]
     assert calls.n == nodes, calls.n
+
+
+def test_planning_makes_the_predicted_devices_of_one_node_per_shape(monkeypatch: Any) -> None:
+    """A plan reads how many devices each node will have and matches its classes on one node of each shape;
+    every node's devices were made all the same, each with its placeholder uuids (a tenth of `plan`'s own
+    work on a sparse fleet). They are made when read; the counts are the recipes'."""
+    from dra_migrate.dra import devices
+    from dra_migrate.plan.build import build_plan
+    from dra_migrate.plan.params import PlanParams
+
+    calls = _Calls(monkeypatch, devices._cook, (devices, "_cook"))
+    nodes, gpus = 10, 8
+    labels = {"pool": "p", "nvidia.com/gpu.present": "true", "nvidia.com/gpu.count": str(gpus),
+              "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}  # fmt: skip
+    fleet = [node(f"gpu-{i}", labels, {"nvidia.com/gpu": str(gpus)}) for i in range(nodes)]
+    plan = build_plan(state(*fleet), PlanParams(pool_labels=("pool",)))
+    expected = [e.expected_devices for s in plan.pool_stages() for w in s.waves for e in w.nodes]
+    assert expected == [gpus] * nodes
+    assert calls.n == gpus, calls.n  # one node's devices, matched against the classes
