@@ -34,9 +34,9 @@ class _Calls:
             monkeypatch.setattr(owner, name, self._counting(real), raising=False)
 
     def _counting(self, real: Any) -> Any:
-        def counted(*args: Any) -> Any:
+        def counted(*args: Any, **kwargs: Any) -> Any:
             self.n += 1
-            return real(*args)
+            return real(*args, **kwargs)
 
         return counted
 
@@ -409,3 +409,22 @@ def test_planning_makes_the_predicted_devices_of_one_node_per_shape(monkeypatch:
     expected = [e.expected_devices for s in plan.pool_stages() for w in s.waves for e in w.nodes]
     assert expected == [gpus] * nodes
     assert calls.n == gpus, calls.n  # one node's devices, matched against the classes
+
+
+def test_daemonsets_that_ask_for_no_gpu_are_not_counted_over_the_fleet(monkeypatch: Any) -> None:
+    """A DaemonSet's pods are counted over every node it selects. The inventory counted them for every
+    DaemonSet and then kept only those that ask for GPUs: a cluster's CNI, log shipper and exporters were
+    each counted over the whole fleet for nothing. Only a GPU DaemonSet's nodes are counted now."""
+    from dra_migrate.inventory import placement
+
+    calls = _Calls(monkeypatch, placement.node_selects, (placement, "node_selects"))
+    nodes = 20
+    gpu = {"nvidia.com/gpu": "1"}
+    fleet = [node(f"gpu-{i}", {"pool": "p", "nvidia.com/gpu.present": "true"}, gpu) for i in range(nodes)]
+    plain = pod_spec(container())
+    daemons = [obj("apps/v1", "DaemonSet", f"agent-{i}", {"template": template(plain)}) for i in range(5)]
+    asks = pod_spec(container(requests=gpu, limits=gpu))
+    probe = obj("apps/v1", "DaemonSet", "gpu-probe", {"template": template(asks)})
+    inventory = build_inventory(state(*fleet, *daemons, probe), pool_labels=("pool",))
+    assert [(c.name, c.totals) for c in inventory.consumers] == [("gpu-probe", {"nvidia.com/gpu": nodes})]
+    assert calls.n == nodes, calls.n  # the GPU DaemonSet's, over the fleet once
