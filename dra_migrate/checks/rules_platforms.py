@@ -40,8 +40,12 @@ def _pools(ctx: CheckContext) -> Iterator[tuple[str, PoolPlatform]]:
     "platform-sharing-unsupported", BLOCKER, summary="a GKE pool shares its GPUs in a way GKE does not offer with DRA"
 )
 def platform_sharing_unsupported(ctx: CheckContext) -> Iterator[Finding]:
-    for name, p in _pools(ctx):
-        pool = next(x for x in ctx.inventory.pools if x.name == name)
+    # The pools themselves, not their names: looking each name up among the pools again was pools x pools
+    # (2,000 pools of five nodes: 0.4 s of `plan`).
+    for pool in ctx.inventory.pools:
+        p, name = pool.platform, pool.name
+        if p is None:
+            continue
         mig = sorted(r for r in pool.allocatable if r.startswith("nvidia.com/mig-"))
         if p.platform != "gke" or not (p.sharing or mig):
             continue
