@@ -302,19 +302,24 @@ def node_platform(
     return NodePlatform(platform, provisioner, group, os_image, DAEMONSET, f"standalone DaemonSet {ref}")
 
 
-def _autoscaler(provisioner: str, platform: str, state: ClusterState) -> str | None:
+def _autoscaler(provisioner: str, cluster_autoscaler_runs: bool) -> str | None:
     """Karpenter for its NodePools; the cluster autoscaler for cloud node groups (GKE, AKS and EKS run it
     for node pools with autoscaling on; a snapshot cannot tell which have it on, so they are assumed to,
-    and protecting a node no autoscaler watches costs nothing)."""
+    and protecting a node no autoscaler watches costs nothing), and wherever it runs
+    (`cluster_autoscaler_runs`: `_runs_cluster_autoscaler`)."""
     if provisioner == "karpenter":
         return "karpenter"
     if provisioner in ("gke-node-pool", "aks-agent-pool", "eks-node-group"):
         return "cluster-autoscaler"
-    if provisioner == "openshift-machineset" or any(
-        "cluster-autoscaler" in _meta(d).get("name", "") for d in state.of("apps/Deployment")
-    ):
+    if provisioner == "openshift-machineset" or cluster_autoscaler_runs:
         return "cluster-autoscaler"
     return None
+
+
+def _runs_cluster_autoscaler(state: ClusterState) -> bool:
+    """Whether a Deployment of the cluster autoscaler is in the snapshot. Asked once for all the pools:
+    each pool scanned every Deployment (pools x Deployments, on a fleet of node groups no cloud names)."""
+    return any("cluster-autoscaler" in _meta(d).get("name", "") for d in state.of("apps/Deployment"))
 
 
 def _switching(platform: str, owner: str, detail: str, auto_mode: bool) -> tuple[str, str, tuple[str, ...]]:
@@ -402,6 +407,9 @@ def pool_platforms(
     daemonsets = {_daemonset_ref(d): d for d in state.of("apps/DaemonSet")}
     olm = olm_gpu_operator(state)
     has_policy = bool(state.of("nvidia.com/ClusterPolicy"))
+    # Read once for all the pools, not once a pool (each was a scan: pools x NodePools, pools x Deployments).
+    cluster_autoscaler_runs = _runs_cluster_autoscaler(state)
+    nodepools = karpenter_nodepools(state)
     out: dict[str, PoolPlatform] = {}
     for pool, names in pools.items():
         members = [n for n in names if n in nodes]
@@ -426,7 +434,7 @@ def pool_platforms(
             group=lead.group,
             owner=lead.owner,
             detail=lead.detail,
-            autoscaler=_autoscaler(lead.provisioner, lead.platform, state),
+            autoscaler=_autoscaler(lead.provisioner, cluster_autoscaler_runs),
             strategy=strategy,
             switching=switching,
             sources=sources,
@@ -443,7 +451,7 @@ def pool_platforms(
             nodes=len(members),
             labels=labels,
             taints=_shared_taints([nodes[n] for n in members]),
-            raw_nodepool=karpenter_nodepool(state, lead.group) if lead.provisioner == "karpenter" else None,
+            raw_nodepool=nodepools.get(lead.group) if lead.provisioner == "karpenter" and lead.group else None,
         )
     return out
 
@@ -561,5 +569,11 @@ def controller_version(state: ClusterState, image_part: str) -> str | None:
     return None
 
 
-def karpenter_nodepool(state: ClusterState, name: str | None) -> Obj | None:
-    return next((p for p in state.of("karpenter.sh/NodePool") if _meta(p).get("name") == name), None)
+def karpenter_nodepools(state: ClusterState) -> dict[str, Obj]:
+    """Karpenter's NodePools by name (the first of a name, as a scan for it would find)."""
+    out: dict[str, Obj] = {}
+    for p in state.of("karpenter.sh/NodePool"):
+        name = _meta(p).get("name")
+        if isinstance(name, str):
+            out.setdefault(name, p)
+    return out

@@ -477,3 +477,34 @@ def test_the_review_section_looks_each_planned_pool_up_once() -> None:
     review = review_section(readiness, selected, [])
     assert len(review["strategies"]) == pools
     assert _Name.compared <= 2 * pools, _Name.compared
+
+
+def _pool_platform_visits(pools: int) -> int:
+    """Visits to the Deployments and Karpenter NodePools while the inventory is built: `pools` pools of
+    Karpenter nodes and as many of nodes no cloud names, beside `pools` Deployments and NodePools."""
+    gpu = {"nvidia.com/gpu": "8"}
+    labels = {"nvidia.com/gpu.present": "true"}
+    karpenter = [node(f"k-{i}", {**labels, "karpenter.sh/nodepool": f"np{i}"}, gpu) for i in range(pools)]
+    plain = [node(f"g-{i}", {**labels, "pool": f"g{i}"}, gpu) for i in range(pools)]
+    nodepools = [obj("karpenter.sh/v1", "NodePool", f"np{i}", {}, namespace=None) for i in range(pools)]
+    web = pod_spec(container())
+    deployments = [
+        obj("apps/v1", "Deployment", f"web-{i}", {"replicas": 1, "template": template(web)}) for i in range(pools)
+    ]
+    s = state(*karpenter, *plain, *nodepools, *deployments)
+    for key in ("apps/Deployment", "karpenter.sh/NodePool"):
+        s.objects[key] = _Counted(s.objects[key])
+    _Counted.visits = 0
+    inventory = build_inventory(s, pool_labels=("pool",))
+    assert len(inventory.pools) == 2 * pools
+    by_name = {p.name: p.platform for p in inventory.pools}
+    assert by_name["np0"] is not None and by_name["np0"].raw_nodepool is not None  # the pool's own NodePool
+    assert by_name["g0"] is not None and by_name["g0"].autoscaler is None  # no cluster autoscaler runs
+    return _Counted.visits
+
+
+def test_pool_platforms_read_the_deployments_and_nodepools_once() -> None:
+    """Each pool looked for a cluster-autoscaler Deployment among all the Deployments, and a Karpenter
+    pool for its NodePool among all the NodePools: pools x objects. Linear is 4x for 4x the pools."""
+    small, large = _pool_platform_visits(10), _pool_platform_visits(40)
+    assert large <= 5 * small, (small, large)
