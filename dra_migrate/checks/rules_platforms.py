@@ -184,14 +184,15 @@ def replace_pool_pinned(ctx: CheckContext) -> Iterator[Finding]:
     pool's nodes will not have) would stay Pending once drained: the health gate would roll the wave back."""
     nodes = {str((n.get("metadata") or {}).get("name")): n for n in ctx.state.of("Node")}
     pods_on: dict[str, list[dict[str, Any]]] | None = None  # node -> its pods: read once, not once per pool
-    for name, p in _pools(ctx):
-        if p.strategy != REPLACE_POOL:
+    for pool in ctx.inventory.pools:
+        p, name = pool.platform, pool.name
+        if p is None or p.strategy != REPLACE_POOL:
             continue
         if pods_on is None:
             pods_on = {}
             for pod in ctx.state.of("Pod"):
                 pods_on.setdefault(str((pod.get("spec") or {}).get("nodeName")), []).append(pod)
-        members = {n.name for n in ctx.inventory.nodes if n.pool == name}
+        members = set(pool.nodes)  # the pool's own list: finding them among the fleet's nodes was pools x nodes
         stuck: set[str] = set()
         for pod in (pod for member in sorted(members) for pod in pods_on.get(member, [])):
             spec = pod.get("spec") or {}

@@ -472,7 +472,7 @@ def test_the_review_section_looks_each_planned_pool_up_once() -> None:
     gpu = {"nvidia.com/gpu": "8"}
     fleet = [node(f"gpu-{i}", {"pool": f"p{i:02d}", "nvidia.com/gpu.present": "true"}, gpu) for i in range(pools)]
     readiness = assess(state(*fleet), pool_labels=("pool",))
-    selected = [_Name(p.name) for p in readiness.inventory.pools]
+    selected: list[str] = [_Name(p.name) for p in readiness.inventory.pools]
     _Name.compared = 0
     review = review_section(readiness, selected, [])
     assert len(review["strategies"]) == pools
@@ -508,3 +508,31 @@ def test_pool_platforms_read_the_deployments_and_nodepools_once() -> None:
     pool for its NodePool among all the NodePools: pools x objects. Linear is 4x for 4x the pools."""
     small, large = _pool_platform_visits(10), _pool_platform_visits(40)
     assert large <= 5 * small, (small, large)
+
+
+def test_replace_pool_checks_read_each_pools_nodes_from_the_pool() -> None:
+    """`replace-pool-pinned-workloads` found a replaced pool's nodes by scanning every GPU node of the fleet
+    for each pool: pools x nodes (2,000 GKE pools of five nodes: 20 million looks). The pool lists them."""
+    from dra_migrate.checks.context import CheckContext
+    from dra_migrate.checks.rules_platforms import replace_pool_pinned
+
+    def visits(pools: int) -> int:
+        gpu = {"nvidia.com/gpu": "1"}
+        fleet = []
+        for i in range(pools):
+            gke = {"cloud.google.com/gke-nodepool": f"gpu-{i}", "cloud.google.com/gke-accelerator": "nvidia-l4"}
+            n = node(f"gke-{i}", gke, gpu)
+            n["spec"]["providerID"] = f"gce://project/zone/gke-{i}"
+            fleet.append(n)
+        pinned = pod_spec(container(requests=gpu, limits=gpu), nodeSelector={"cloud.google.com/gke-nodepool": "gpu-0"})
+        s = state(*fleet, pod("pinned", pinned, node="gke-0"))
+        r = assess(s)
+        assert all(p.platform is not None and p.platform.strategy == "replace-pool" for p in r.inventory.pools)
+        r.inventory.nodes = _Counted(r.inventory.nodes)
+        _Counted.visits = 0
+        ctx = CheckContext(s, r.inventory, r.generation, r.capacity, {}, "gpu.nvidia.com")
+        assert [f.message.split(" is replaced")[0] for f in replace_pool_pinned(ctx)] == ["pool gpu-0"]
+        return _Counted.visits
+
+    small, large = visits(10), visits(40)
+    assert large <= 4 * small + 4, (small, large)
