@@ -40,8 +40,12 @@ def _pools(ctx: CheckContext) -> Iterator[tuple[str, PoolPlatform]]:
     "platform-sharing-unsupported", BLOCKER, summary="a GKE pool shares its GPUs in a way GKE does not offer with DRA"
 )
 def platform_sharing_unsupported(ctx: CheckContext) -> Iterator[Finding]:
-    for name, p in _pools(ctx):
-        pool = next(x for x in ctx.inventory.pools if x.name == name)
+    # The pools themselves, not their names: looking each name up among the pools again was pools x pools
+    # (2,000 pools of five nodes: 0.4 s of `plan`).
+    for pool in ctx.inventory.pools:
+        p, name = pool.platform, pool.name
+        if p is None:
+            continue
         mig = sorted(r for r in pool.allocatable if r.startswith("nvidia.com/mig-"))
         if p.platform != "gke" or not (p.sharing or mig):
             continue
@@ -180,14 +184,15 @@ def replace_pool_pinned(ctx: CheckContext) -> Iterator[Finding]:
     pool's nodes will not have) would stay Pending once drained: the health gate would roll the wave back."""
     nodes = {str((n.get("metadata") or {}).get("name")): n for n in ctx.state.of("Node")}
     pods_on: dict[str, list[dict[str, Any]]] | None = None  # node -> its pods: read once, not once per pool
-    for name, p in _pools(ctx):
-        if p.strategy != REPLACE_POOL:
+    for pool in ctx.inventory.pools:
+        p, name = pool.platform, pool.name
+        if p is None or p.strategy != REPLACE_POOL:
             continue
         if pods_on is None:
             pods_on = {}
             for pod in ctx.state.of("Pod"):
                 pods_on.setdefault(str((pod.get("spec") or {}).get("nodeName")), []).append(pod)
-        members = {n.name for n in ctx.inventory.nodes if n.pool == name}
+        members = set(pool.nodes)  # the pool's own list: finding them among the fleet's nodes was pools x nodes
         stuck: set[str] = set()
         for pod in (pod for member in sorted(members) for pod in pods_on.get(member, [])):
             spec = pod.get("spec") or {}

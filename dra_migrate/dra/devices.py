@@ -35,6 +35,7 @@ import re
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from dra_migrate.cluster.state import ClusterState
@@ -109,7 +110,7 @@ class DeviceSpec:
 # The core API: what each GPU node has, or will have, as DRA devices
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class NodeDevices:
     """A node's gpu.nvidia.com devices. Not hashable (the devices are dicts); compare with ==."""
 
@@ -117,13 +118,36 @@ class NodeDevices:
     # "published": the node's gpu.nvidia.com ResourceSlices (highest pool generation), as they are;
     # "predicted": derived from its labels and capacity (`predict_devices`).
     source: str
-    # Each exactly as in a ResourceSlice's spec.devices[]: {"name", "attributes": {k: {"string"|"int"|
-    # "bool"|"version": v}}, "capacity": {k: {"value": "80Gi"}}}. Published ones are the state's own
-    # dicts: read them, do not change them.
-    devices: tuple[dict[str, Any], ...]
+    # Published devices (`devices` says them for either source).
+    published: tuple[dict[str, Any], ...] = ()
     # Predicted devices: nodes with the same `shape` have the same devices but for their `uuid` and
     # `parentUUID` placeholders (`_Predictor`), so what reads neither is the same for all (`matching_devices`).
-    shape: Any = field(default=None, compare=False)
+    shape: Any = None
+    # Predicted devices, each as its node's `_cook` makes it: a plan reads only how many a node has, and
+    # its classes match one node of each shape, so a device is made only when it is read (making them
+    # all, placeholder uuids and all, was a tenth of `plan`'s own work on a sparse fleet).
+    recipes: tuple[_Recipe, ...] = ()
+
+    @cached_property
+    def devices(self) -> tuple[dict[str, Any], ...]:
+        """Each exactly as in a ResourceSlice's spec.devices[]: {"name", "attributes": {k: {"string"|"int"|
+        "bool"|"version": v}}, "capacity": {k: {"value": "80Gi"}}}. Published ones are the state's own
+        dicts, predicted ones are made once per NodeDevices: read them, do not change them."""
+        if self.source == "published":
+            return self.published
+        return tuple(_cook(self.node, r) for r in self.recipes)
+
+    @property
+    def count(self) -> int:
+        """How many devices the node has (without making them)."""
+        return len(self.published) if self.source == "published" else len(self.recipes)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, NodeDevices):
+            return NotImplemented
+        return (self.node, self.source, self.devices) == (other.node, other.source, other.devices)
+
+    __hash__ = None  # type: ignore[assignment]  # as a frozen dataclass of dicts: equal by value, unhashable
 
 
 def node_devices(state: ClusterState, driver: str = NVIDIA_DRIVER) -> dict[str, NodeDevices]:
@@ -146,8 +170,8 @@ def _node_devices(state: ClusterState, driver: str) -> dict[str, NodeDevices]:
             if predictor is None:
                 predictor = _Predictor(mig_parted_configs(state))
                 shared = node_config_replicas(state)
-            devices, shape = predictor.predict(node, shared.get(name, {}))
-            out[name] = NodeDevices(name, "predicted", devices, shape)
+            recipes, shape = predictor.recipes(node, shared.get(name, {}))
+            out[name] = NodeDevices(name, "predicted", shape=shape, recipes=recipes)
     return out
 
 
@@ -164,8 +188,16 @@ class _Predictor:
     def predict(
         self, node: Mapping[str, Any], shared: Mapping[str, int] | None = None
     ) -> tuple[tuple[dict[str, Any], ...], tuple[Any, ...]]:
+        """The node's devices (`predict_devices`), and its shape."""
+        recipes, shape = self.recipes(node, shared)
+        name = str((node.get("metadata") or {}).get("name", ""))
+        return tuple(_cook(name, r) for r in recipes), shape
+
+    def recipes(
+        self, node: Mapping[str, Any], shared: Mapping[str, int] | None = None
+    ) -> tuple[tuple[_Recipe, ...], tuple[Any, ...]]:
+        """The recipes of the node's devices (`_cook` makes each of the node), and its shape."""
         meta = node.get("metadata") or {}
-        name = str(meta.get("name", ""))
         labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
         capacity = (node.get("status") or {}).get("capacity") or {}
         shared = shared or {}
@@ -177,7 +209,7 @@ class _Predictor:
         recipe = self._recipes.get(shape)
         if recipe is None:
             recipe = self._recipes[shape] = _recipe(labels, capacity, self._mig_configs, shared)
-        return tuple(_cook(name, r) for r in recipe), shape
+        return recipe, shape
 
 
 # The attributes of a predicted device that differ between nodes of one shape.

@@ -181,15 +181,24 @@ def _replicas(t: ResolvedTemplate, nodes: list[Obj]) -> int:
     return n
 
 
-def template_uses(state: ClusterState, key: str, obj: Obj, names: GpuNames) -> list[TemplateUse]:
-    nodes = state.of("Node")
-    out = []
+def template_uses(
+    state: ClusterState, key: str, obj: Obj, names: GpuNames, *, consumers_only: bool = False
+) -> list[TemplateUse]:
+    """The object's pod templates, what each pod asks for and how many pods each makes. `consumers_only`:
+    none for an object none of whose templates asks for GPUs (it is no consumer), for a caller that keeps
+    only consumers: a DaemonSet's pods are counted over every node it selects, and a cluster runs many
+    DaemonSets that ask for no GPU (a CNI, a log shipper, an exporter), each counted over the fleet for nothing."""
+    resolved = []
     for t in state.templates.resolve(key, obj):
         containers, init = t.containers(), t.init_containers()
-        req = pod_requests(containers, init, names)
-        largest = _largest_container(containers + init, names)
-        out.append(TemplateUse(t.path, _replicas(t, nodes), req, other_scheduler(t.pod_spec()), largest))
-    return out
+        resolved.append((t, containers + init, pod_requests(containers, init, names)))
+    if consumers_only and not any(req for _, _, req in resolved):
+        return []
+    nodes = state.of("Node")
+    return [
+        TemplateUse(t.path, _replicas(t, nodes), req, other_scheduler(t.pod_spec()), _largest_container(cs, names))
+        for t, cs, req in resolved
+    ]
 
 
 def _largest_container(containers: list[Any], names: GpuNames) -> dict[str, int]:
@@ -243,7 +252,7 @@ def find_consumers(
         for obj in state.of(key):
             if index.top(key, obj)[1] is not obj:
                 continue  # owned: counted at its top owner
-            uses = template_uses(state, key, obj, names)
+            uses = template_uses(state, key, obj, names, consumers_only=True)
             if any(u.resources for u in uses):
                 consumer = _new_consumer(key, obj)
                 consumer.templates = [u for u in uses if u.resources]

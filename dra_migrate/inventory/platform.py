@@ -190,7 +190,11 @@ def which_platform(node: Mapping[str, Any]) -> str:
     every GKE, EKS and AKS node has one. A pool label alone is a convention anyone may copy (KWOK and
     simulated fleets, bare metal named after a cloud's pools), so a node whose provider ID names another
     provider is not taken for that cloud, and platform rules (which can block a plan) do not fire on it."""
-    labels = _labels(node)
+    return _platform_of(node, _labels(node))
+
+
+def _platform_of(node: Mapping[str, Any], labels: Mapping[str, str]) -> str:
+    """`which_platform`, given the node's labels (`_labels`)."""
     provider = str((node.get("spec") or {}).get("providerID") or "")
     if OPENSHIFT_OS in labels:
         return "openshift"
@@ -206,8 +210,7 @@ def which_platform(node: Mapping[str, Any]) -> str:
     return "generic"
 
 
-def _provisioner(node: Mapping[str, Any]) -> tuple[str, str | None]:
-    labels = _labels(node)
+def _provisioner(node: Mapping[str, Any], labels: Mapping[str, str]) -> tuple[str, str | None]:
     if KARPENTER_POOL in labels:
         return "karpenter", labels[KARPENTER_POOL]
     if GKE_POOL in labels:
@@ -248,9 +251,8 @@ def olm_gpu_operator(state: ClusterState) -> str | None:
     return None
 
 
-def _platform_plugin(platform: str, node: Mapping[str, Any], os_image: str) -> str | None:
-    """The platform's own device plugin on this node, if the node shows one; None otherwise."""
-    labels = _labels(node)
+def _platform_plugin(platform: str, labels: Mapping[str, str], os_image: str) -> str | None:
+    """The platform's own device plugin on a node of these labels, if the node shows one; None otherwise."""
     if platform == "gke" and GKE_ACCELERATOR in labels and labels.get(GKE_NO_DEFAULT_PLUGIN) != "true":
         return f"GKE's managed NVIDIA device plugin (the node pool was created without {GKE_NO_DEFAULT_PLUGIN}=true)"
     if platform == "eks" and labels.get(EKS_COMPUTE_TYPE) == "auto":
@@ -272,13 +274,18 @@ def _operator_operand(ds: Mapping[str, Any], has_policy: bool) -> bool:
 
 
 def node_platform(
-    node: Mapping[str, Any], dp_daemonset: Mapping[str, Any] | None, olm: str | None, has_policy: bool = False
+    node: Mapping[str, Any],
+    labels: Mapping[str, str],
+    dp_daemonset: Mapping[str, Any] | None,
+    olm: str | None,
+    has_policy: bool = False,
 ) -> NodePlatform:
-    """`dp_daemonset`: the device-plugin DaemonSet that runs on the node (None: none of the cluster's)."""
-    platform = which_platform(node)
-    provisioner, group = _provisioner(node)
+    """`labels`: the node's (`_labels`, made once per node by the caller, which reads them too);
+    `dp_daemonset`: the device-plugin DaemonSet that runs on the node (None: none of the cluster's)."""
+    platform = _platform_of(node, labels)
+    provisioner, group = _provisioner(node, labels)
     os_image = _os_image(node)
-    managed = _platform_plugin(platform, node, os_image)
+    managed = _platform_plugin(platform, labels, os_image)
     if managed is not None:
         extra = f"; DaemonSet {_daemonset_ref(dp_daemonset)} runs there too" if dp_daemonset is not None else ""
         return NodePlatform(platform, provisioner, group, os_image, PLATFORM, managed + extra)
@@ -295,19 +302,24 @@ def node_platform(
     return NodePlatform(platform, provisioner, group, os_image, DAEMONSET, f"standalone DaemonSet {ref}")
 
 
-def _autoscaler(provisioner: str, platform: str, state: ClusterState) -> str | None:
+def _autoscaler(provisioner: str, cluster_autoscaler_runs: bool) -> str | None:
     """Karpenter for its NodePools; the cluster autoscaler for cloud node groups (GKE, AKS and EKS run it
     for node pools with autoscaling on; a snapshot cannot tell which have it on, so they are assumed to,
-    and protecting a node no autoscaler watches costs nothing)."""
+    and protecting a node no autoscaler watches costs nothing), and wherever it runs
+    (`cluster_autoscaler_runs`: `_runs_cluster_autoscaler`)."""
     if provisioner == "karpenter":
         return "karpenter"
     if provisioner in ("gke-node-pool", "aks-agent-pool", "eks-node-group"):
         return "cluster-autoscaler"
-    if provisioner == "openshift-machineset" or any(
-        "cluster-autoscaler" in _meta(d).get("name", "") for d in state.of("apps/Deployment")
-    ):
+    if provisioner == "openshift-machineset" or cluster_autoscaler_runs:
         return "cluster-autoscaler"
     return None
+
+
+def _runs_cluster_autoscaler(state: ClusterState) -> bool:
+    """Whether a Deployment of the cluster autoscaler is in the snapshot. Asked once for all the pools:
+    each pool scanned every Deployment (pools x Deployments, on a fleet of node groups no cloud names)."""
+    return any("cluster-autoscaler" in _meta(d).get("name", "") for d in state.of("apps/Deployment"))
 
 
 def _switching(platform: str, owner: str, detail: str, auto_mode: bool) -> tuple[str, str, tuple[str, ...]]:
@@ -395,19 +407,24 @@ def pool_platforms(
     daemonsets = {_daemonset_ref(d): d for d in state.of("apps/DaemonSet")}
     olm = olm_gpu_operator(state)
     has_policy = bool(state.of("nvidia.com/ClusterPolicy"))
+    # Read once for all the pools, not once a pool (each was a scan: pools x NodePools, pools x Deployments).
+    cluster_autoscaler_runs = _runs_cluster_autoscaler(state)
+    nodepools = karpenter_nodepools(state)
     out: dict[str, PoolPlatform] = {}
     for pool, names in pools.items():
-        members = [nodes[n] for n in names if n in nodes]
+        members = [n for n in names if n in nodes]
+        # Each node's labels copied once: the node's platform and the pool's common labels, zones and
+        # sharing all read them (copying them for each was a fifth of the inventory of a sparse fleet).
+        labels_of = {n: _labels(nodes[n]) for n in members}
         per = [
-            node_platform(nodes[n], daemonsets.get(dp_daemonset_of.get(n) or ""), olm, has_policy)
-            for n in names
-            if n in nodes
+            node_platform(nodes[n], labels_of[n], daemonsets.get(dp_daemonset_of.get(n) or ""), olm, has_policy)
+            for n in members
         ]
         if not per:
             continue
         # The pool follows its platform-managed nodes if it has any: their stack cannot be switched in place.
         lead = next((p for p in per if p.owner == PLATFORM), None) or Counter(per).most_common(1)[0][0]
-        labels = _common(_labels(n) for n in members)
+        labels = _common(labels_of.values())
         auto_mode = labels.get(EKS_COMPUTE_TYPE) == "auto"
         strategy, switching, sources = _switching(lead.platform, lead.owner, lead.detail, auto_mode)
         count = labels.get(GKE_ACCELERATOR_COUNT, "0")
@@ -417,22 +434,24 @@ def pool_platforms(
             group=lead.group,
             owner=lead.owner,
             detail=lead.detail,
-            autoscaler=_autoscaler(lead.provisioner, lead.platform, state),
+            autoscaler=_autoscaler(lead.provisioner, cluster_autoscaler_runs),
             strategy=strategy,
             switching=switching,
             sources=sources,
             os_images=tuple(sorted({p.os_image for p in per if p.os_image})),
             instance_type=labels.get(INSTANCE_TYPE),
-            zones=tuple(sorted({_labels(n).get(ZONE, "") for n in members} - {""})),
+            zones=tuple(sorted({node_labels.get(ZONE, "") for node_labels in labels_of.values()} - {""})),
             accelerator=labels.get(GKE_ACCELERATOR),
             accelerator_count=int(count) if count.isdecimal() else 0,
-            sharing=tuple(sorted({k for n in members for k in _labels(n) if k in GKE_SHARING_LABELS})),
+            sharing=tuple(
+                sorted({k for node_labels in labels_of.values() for k in node_labels if k in GKE_SHARING_LABELS})
+            ),
             auto_mode=auto_mode,
             gpu_operator=has_policy,
             nodes=len(members),
             labels=labels,
-            taints=_shared_taints(members),
-            raw_nodepool=karpenter_nodepool(state, lead.group) if lead.provisioner == "karpenter" else None,
+            taints=_shared_taints([nodes[n] for n in members]),
+            raw_nodepool=nodepools.get(lead.group) if lead.provisioner == "karpenter" and lead.group else None,
         )
     return out
 
@@ -550,5 +569,11 @@ def controller_version(state: ClusterState, image_part: str) -> str | None:
     return None
 
 
-def karpenter_nodepool(state: ClusterState, name: str | None) -> Obj | None:
-    return next((p for p in state.of("karpenter.sh/NodePool") if _meta(p).get("name") == name), None)
+def karpenter_nodepools(state: ClusterState) -> dict[str, Obj]:
+    """Karpenter's NodePools by name (the first of a name, as a scan for it would find)."""
+    out: dict[str, Obj] = {}
+    for p in state.of("karpenter.sh/NodePool"):
+        name = _meta(p).get("name")
+        if isinstance(name, str):
+            out.setdefault(name, p)
+    return out

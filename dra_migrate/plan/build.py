@@ -296,7 +296,7 @@ def _pool_stage(
                 node=n.name,
                 gpu_pods=gpu_pods[n.name],
                 other_pods=state.other_pods.get(n.name, 0),
-                expected_devices=len(devices[n.name].devices) if n.name in devices else 0,
+                expected_devices=devices[n.name].count if n.name in devices else 0,
                 resources=tuple(sorted(n.capacity)),
                 canary_resource=_canary_resource(n, readiness),
                 original={
@@ -342,7 +342,7 @@ def _replace_pool_stages(
         for w in stage.waves
     )
     devices = node_devices(state, params.dra_driver)
-    per_node = max((len(devices[n.name].devices) for n in nodes if n.name in devices), default=0)
+    per_node = max((devices[n.name].count for n in nodes if n.name in devices), default=0)
     pool_obj = _fleet(readiness).pools[pool]
     canary = _canary_resource(nodes[0], readiness) if nodes else "nvidia.com/gpu"
     provision = strategies.replace_pool_provision(

@@ -22,9 +22,10 @@ def review_section(readiness: Readiness, selected: list[str], excluded: list[dic
     """What review needs at planning time, so `report PLAN` stands alone: capacity before/after per pool,
     the inventory summary per pool, the pools planned and those left out with why."""
     consumers: Counter[str] = Counter(p for c in readiness.inventory.consumers for p in c.pools)
+    planned = set(selected)  # asked of every pool: a list was pools x pools
     return {
         "pools": selected,
-        "strategies": [strategies.explain(p.name, p.platform) for p in readiness.inventory.pools if p.name in selected],
+        "strategies": [strategies.explain(p.name, p.platform) for p in readiness.inventory.pools if p.name in planned],
         "excludedPools": excluded,
         "capacity": [c.to_dict() for c in readiness.capacity],
         "inventory": {

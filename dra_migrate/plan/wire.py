@@ -143,11 +143,13 @@ def _share(stages: list[Any]) -> list[Any]:
             return []
         return [(key, repr(stage[key])) for key in SHARED if isinstance(stage.get(key), list) and stage[key]]
 
-    held = Counter(value for stage in stages for value in alike(stage))
+    # Each stage's values made once: a repr of its steps and profiles is most of what sharing costs.
+    values = [alike(stage) for stage in stages]
+    held = Counter(value for of_stage in values for value in of_stage)
     first: dict[tuple[str, str], str] = {}  # (field, its value's repr) -> the stage that states it
     out = []
-    for stage in stages:
-        for value in alike(stage):
+    for stage, of_stage in zip(stages, values, strict=True):
+        for value in of_stage:
             if held[value] < SHARE_FROM:
                 continue
             named = first.setdefault(value, stage["name"])

@@ -10,6 +10,7 @@ from typing import Any
 
 from dra_migrate.checks.run import assess
 from dra_migrate.cluster.state import ClusterState
+from dra_migrate.inventory.model import build_inventory
 from tests.unit.helpers import container, node, obj, pod, pod_spec, state, template
 
 
@@ -33,9 +34,9 @@ class _Calls:
             monkeypatch.setattr(owner, name, self._counting(real), raising=False)
 
     def _counting(self, real: Any) -> Any:
-        def counted(*args: Any) -> Any:
+        def counted(*args: Any, **kwargs: Any) -> Any:
             self.n += 1
-            return real(*args)
+            return real(*args, **kwargs)
 
         return counted
 
@@ -374,3 +375,164 @@ def test_replacing_pools_reads_each_pod_once() -> None:
     ctx = CheckContext(s, readiness.inventory, readiness.generation, readiness.capacity)
     list(rules_platforms.replace_pool_pinned(ctx))
     assert 0 < _Counted.visits <= len(s.objects["Pod"]), (_Counted.visits, len(s.objects["Pod"]))
+
+
+def test_each_nodes_labels_are_copied_once_for_the_pool_platforms(monkeypatch: Any) -> None:
+    """The node's platform, provisioner and platform plugin, and its pool's common labels, zones and
+    sharing each copied the node's labels (six copies a node: a fifth of the inventory of a sparse fleet,
+    whose GPU nodes carry dozens of GPU Feature Discovery labels). One copy a node serves them all."""
+    from dra_migrate.inventory import platform
+
+    calls = _Calls(monkeypatch, platform._labels, (platform, "_labels"))
+    nodes = 10
+    gpu = {"nvidia.com/gpu": "8"}
+    fleet = [node(f"gpu-{i}", {"pool": f"p{i % 2}", "nvidia.com/gpu.present": "true"}, gpu) for i in range(nodes)]
+    inventory = build_inventory(state(*fleet), pool_labels=("pool",))
+    assert [p.platform is not None for p in inventory.pools] == [True, True]
+    assert calls.n == nodes, calls.n
+
+
+def test_planning_makes_the_predicted_devices_of_one_node_per_shape(monkeypatch: Any) -> None:
+    """A plan reads how many devices each node will have and matches its classes on one node of each shape;
+    every node's devices were made all the same, each with its placeholder uuids (a tenth of `plan`'s own
+    work on a sparse fleet). They are made when read; the counts are the recipes'."""
+    from dra_migrate.dra import devices
+    from dra_migrate.plan.build import build_plan
+    from dra_migrate.plan.params import PlanParams
+
+    calls = _Calls(monkeypatch, devices._cook, (devices, "_cook"))
+    nodes, gpus = 10, 8
+    labels = {"pool": "p", "nvidia.com/gpu.present": "true", "nvidia.com/gpu.count": str(gpus),
+              "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}  # fmt: skip
+    fleet = [node(f"gpu-{i}", labels, {"nvidia.com/gpu": str(gpus)}) for i in range(nodes)]
+    plan = build_plan(state(*fleet), PlanParams(pool_labels=("pool",)))
+    expected = [e.expected_devices for s in plan.pool_stages() for w in s.waves for e in w.nodes]
+    assert expected == [gpus] * nodes
+    assert calls.n == gpus, calls.n  # one node's devices, matched against the classes
+
+
+def test_daemonsets_that_ask_for_no_gpu_are_not_counted_over_the_fleet(monkeypatch: Any) -> None:
+    """A DaemonSet's pods are counted over every node it selects. The inventory counted them for every
+    DaemonSet and then kept only those that ask for GPUs: a cluster's CNI, log shipper and exporters were
+    each counted over the whole fleet for nothing. Only a GPU DaemonSet's nodes are counted now."""
+    from dra_migrate.inventory import placement
+
+    calls = _Calls(monkeypatch, placement.node_selects, (placement, "node_selects"))
+    nodes = 20
+    gpu = {"nvidia.com/gpu": "1"}
+    fleet = [node(f"gpu-{i}", {"pool": "p", "nvidia.com/gpu.present": "true"}, gpu) for i in range(nodes)]
+    plain = pod_spec(container())
+    daemons = [obj("apps/v1", "DaemonSet", f"agent-{i}", {"template": template(plain)}) for i in range(5)]
+    asks = pod_spec(container(requests=gpu, limits=gpu))
+    probe = obj("apps/v1", "DaemonSet", "gpu-probe", {"template": template(asks)})
+    inventory = build_inventory(state(*fleet, *daemons, probe), pool_labels=("pool",))
+    assert [(c.name, c.totals) for c in inventory.consumers] == [("gpu-probe", {"nvidia.com/gpu": nodes})]
+    assert calls.n == nodes, calls.n  # the GPU DaemonSet's, over the fleet once
+
+
+def test_the_platform_checks_visit_each_pool_a_bounded_number_of_times() -> None:
+    """`platform-sharing-unsupported` looked each pool up again among all the pools by its name: pools x
+    pools visits (a fleet of 2,000 five-node pools: 0.4 s of `plan`). Linear is 4x for 4x the pools."""
+    from types import SimpleNamespace
+
+    from dra_migrate.checks.rules_platforms import platform_sharing_unsupported
+
+    def visits(pools: int) -> int:
+        gpu = {"nvidia.com/gpu": "8"}
+        fleet = [node(f"gpu-{i}", {"pool": f"p{i}", "nvidia.com/gpu.present": "true"}, gpu) for i in range(pools)]
+        inventory = build_inventory(state(*fleet), pool_labels=("pool",))
+        assert len(inventory.pools) == pools and all(p.platform is not None for p in inventory.pools)
+        _Counted.visits = 0
+        ctx = SimpleNamespace(inventory=SimpleNamespace(pools=_Counted(inventory.pools)))
+        assert list(platform_sharing_unsupported(ctx)) == []  # type: ignore[arg-type]
+        return _Counted.visits
+
+    small, large = visits(10), visits(40)
+    assert large <= 4 * small, (small, large)
+
+
+class _Name(str):
+    """A pool name that counts the comparisons made with it (a list's `in` compares with every item)."""
+
+    compared = 0
+
+    def __eq__(self, other: object) -> bool:
+        _Name.compared += 1
+        return str.__eq__(self, other)
+
+    __hash__ = str.__hash__
+
+
+def test_the_review_section_looks_each_planned_pool_up_once() -> None:
+    """The review's strategies asked of every pool whether it is planned, in the list of planned pools:
+    pools x pools comparisons (2,000 pools: 2 million). A set answers each with one."""
+    from dra_migrate.plan.summary import review_section
+
+    pools = 40
+    gpu = {"nvidia.com/gpu": "8"}
+    fleet = [node(f"gpu-{i}", {"pool": f"p{i:02d}", "nvidia.com/gpu.present": "true"}, gpu) for i in range(pools)]
+    readiness = assess(state(*fleet), pool_labels=("pool",))
+    selected: list[str] = [_Name(p.name) for p in readiness.inventory.pools]
+    _Name.compared = 0
+    review = review_section(readiness, selected, [])
+    assert len(review["strategies"]) == pools
+    assert _Name.compared <= 2 * pools, _Name.compared
+
+
+def _pool_platform_visits(pools: int) -> int:
+    """Visits to the Deployments and Karpenter NodePools while the inventory is built: `pools` pools of
+    Karpenter nodes and as many of nodes no cloud names, beside `pools` Deployments and NodePools."""
+    gpu = {"nvidia.com/gpu": "8"}
+    labels = {"nvidia.com/gpu.present": "true"}
+    karpenter = [node(f"k-{i}", {**labels, "karpenter.sh/nodepool": f"np{i}"}, gpu) for i in range(pools)]
+    plain = [node(f"g-{i}", {**labels, "pool": f"g{i}"}, gpu) for i in range(pools)]
+    nodepools = [obj("karpenter.sh/v1", "NodePool", f"np{i}", {}, namespace=None) for i in range(pools)]
+    web = pod_spec(container())
+    deployments = [
+        obj("apps/v1", "Deployment", f"web-{i}", {"replicas": 1, "template": template(web)}) for i in range(pools)
+    ]
+    s = state(*karpenter, *plain, *nodepools, *deployments)
+    for key in ("apps/Deployment", "karpenter.sh/NodePool"):
+        s.objects[key] = _Counted(s.objects[key])
+    _Counted.visits = 0
+    inventory = build_inventory(s, pool_labels=("pool",))
+    assert len(inventory.pools) == 2 * pools
+    by_name = {p.name: p.platform for p in inventory.pools}
+    assert by_name["np0"] is not None and by_name["np0"].raw_nodepool is not None  # the pool's own NodePool
+    assert by_name["g0"] is not None and by_name["g0"].autoscaler is None  # no cluster autoscaler runs
+    return _Counted.visits
+
+
+def test_pool_platforms_read_the_deployments_and_nodepools_once() -> None:
+    """Each pool looked for a cluster-autoscaler Deployment among all the Deployments, and a Karpenter
+    pool for its NodePool among all the NodePools: pools x objects. Linear is 4x for 4x the pools."""
+    small, large = _pool_platform_visits(10), _pool_platform_visits(40)
+    assert large <= 5 * small, (small, large)
+
+
+def test_replace_pool_checks_read_each_pools_nodes_from_the_pool() -> None:
+    """`replace-pool-pinned-workloads` found a replaced pool's nodes by scanning every GPU node of the fleet
+    for each pool: pools x nodes (2,000 GKE pools of five nodes: 20 million looks). The pool lists them."""
+    from dra_migrate.checks.context import CheckContext
+    from dra_migrate.checks.rules_platforms import replace_pool_pinned
+
+    def visits(pools: int) -> int:
+        gpu = {"nvidia.com/gpu": "1"}
+        fleet = []
+        for i in range(pools):
+            gke = {"cloud.google.com/gke-nodepool": f"gpu-{i}", "cloud.google.com/gke-accelerator": "nvidia-l4"}
+            n = node(f"gke-{i}", gke, gpu)
+            n["spec"]["providerID"] = f"gce://project/zone/gke-{i}"
+            fleet.append(n)
+        pinned = pod_spec(container(requests=gpu, limits=gpu), nodeSelector={"cloud.google.com/gke-nodepool": "gpu-0"})
+        s = state(*fleet, pod("pinned", pinned, node="gke-0"))
+        r = assess(s)
+        assert all(p.platform is not None and p.platform.strategy == "replace-pool" for p in r.inventory.pools)
+        r.inventory.nodes = _Counted(r.inventory.nodes)
+        _Counted.visits = 0
+        ctx = CheckContext(s, r.inventory, r.generation, r.capacity, {}, "gpu.nvidia.com")
+        assert [f.message.split(" is replaced")[0] for f in replace_pool_pinned(ctx)] == ["pool gpu-0"]
+        return _Counted.visits
+
+    small, large = visits(10), visits(40)
+    assert large <= 4 * small + 4, (small, large)
