@@ -496,12 +496,14 @@ class NewPools:
         say: Log,
     ) -> None:
         self._by_selector: dict[str, list[str]] = {}
+        by_pool: dict[str | None, list[str]] = {}  # once: each await-pool scanning every node was pools x nodes
+        for s, _, n in plan.nodes():
+            by_pool.setdefault(s.pool, []).append(n.node)
         for stage in plan.stages:
             for step in stage.steps:
                 if step.action == Action.AWAIT_POOL:
                     pool = stage.name[len("provision-") :]
-                    old = [n.node for s, _, n in plan.nodes() if s.pool == pool]
-                    self._by_selector[_key(step.params["selector"])] = old
+                    self._by_selector[_key(step.params["selector"])] = by_pool.get(pool, [])
         # A node the platform's stack serves shows no GFD labels: its devices are the planner's prediction (from
         # its capacity), the devices the plan's await-pool expects of each new node.
         self._specs = {
