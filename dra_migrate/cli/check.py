@@ -16,10 +16,10 @@ from dra_migrate.checks.model import objects_json
 from dra_migrate.cli import exitcodes
 from dra_migrate.cli.options import (
     SourceOptions,
-    label_keys,
     load_state,
     next_step,
     output_option,
+    pool_label_option,
     print_data,
     source_args,
     source_options,
@@ -75,14 +75,7 @@ Exit codes: 0 no blockers, 1 error, 2 blockers found.
 """
 )
 @source_options
-@click.option(
-    "--pool-label",
-    "pool_labels",
-    multiple=True,
-    metavar="KEY",
-    callback=label_keys,
-    help="Node label that names a pool.",
-)
+@pool_label_option()
 @click.option(
     "--feature-gate",
     "feature_gates",

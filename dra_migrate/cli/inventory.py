@@ -8,10 +8,10 @@ import click
 
 from dra_migrate.cli.options import (
     SourceOptions,
-    label_keys,
     load_state,
     next_step,
     output_option,
+    pool_label_option,
     print_data,
     source_args,
     source_options,
@@ -27,14 +27,7 @@ Examples:
 """
 )
 @source_options
-@click.option(
-    "--pool-label",
-    "pool_labels",
-    multiple=True,
-    metavar="KEY",
-    callback=label_keys,
-    help="Node label that names a pool (repeatable; tried before the cloud defaults).",
-)
+@pool_label_option("Node label that names a pool (repeatable; tried before the cloud defaults).")
 @output_option(names="the GPU consumers (kind/namespace/name)")
 def inventory(source: SourceOptions, pool_labels: tuple[str, ...], output: str) -> None:
     """List GPU consumers, GPU nodes and pools, the NVIDIA stack and DRA state."""

@@ -7,7 +7,14 @@ from typing import Any
 
 import click
 
-from dra_migrate.cli.options import SourceOptions, label_keys, load_state, output_option, print_data, source_options
+from dra_migrate.cli.options import (
+    SourceOptions,
+    load_state,
+    output_option,
+    pool_label_option,
+    print_data,
+    source_options,
+)
 from dra_migrate.inventory.dra import check_driver_name
 
 FORMAT_VERSION = 1
@@ -22,14 +29,7 @@ Examples:
 """
 )
 @source_options
-@click.option(
-    "--pool-label",
-    "pool_labels",
-    multiple=True,
-    metavar="KEY",
-    callback=label_keys,
-    help="Node label that names a pool.",
-)
+@pool_label_option()
 @click.option(
     "--dra-driver",
     default="gpu.nvidia.com",

@@ -95,6 +95,12 @@ def label_keys(_ctx: click.Context, param: click.Parameter, values: tuple[str, .
     return values
 
 
+def pool_label_option(help: str = "Node label that names a pool.") -> Callable[[F], F]:
+    """`--pool-label KEY` (repeatable), each value checked as a label key: one declaration for every command
+    that groups nodes into pools (inventory, check, match, plan)."""
+    return click.option("--pool-label", "pool_labels", multiple=True, metavar="KEY", callback=label_keys, help=help)
+
+
 def class_names(_ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """A click callback: a DeviceClass name, or a comma-separated list of them (--device-class, --fallback).
     One that is not a DNS subdomain (`''`, `a b`, `GPU`) was written into every converted manifest, which

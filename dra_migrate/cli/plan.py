@@ -18,10 +18,10 @@ from dra_migrate.cli import exitcodes
 from dra_migrate.cli.check import NOTHING_TO_MIGRATE, load_acceptances
 from dra_migrate.cli.options import (
     SourceOptions,
-    label_keys,
     load_state,
     next_step,
     output_option,
+    pool_label_option,
     print_data,
     source_options,
 )
@@ -63,14 +63,7 @@ Exit codes: 0 written (or nothing to migrate), 1 error; with --detailed-exitcode
 @click.option("--max-unavailable", default="10%", show_default=True, help="Nodes per wave: N or N% (at least 1).")
 @click.option("--soak", default="5m", show_default=True, help="Wait between waves (0s allowed).")
 @click.option("--drain", type=click.Choice(["gpu", "all"]), default="gpu", show_default=True, help="Pods to evict.")
-@click.option(
-    "--pool-label",
-    "pool_labels",
-    multiple=True,
-    metavar="KEY",
-    callback=label_keys,
-    help="Node label that names a pool.",
-)
+@pool_label_option()
 @click.option("--feature-gate", "feature_gates", multiple=True, metavar="NAME=BOOL", help="Declare a gate.")
 @click.option("--device-plugin-label", default=PlanParams.device_plugin_label, show_default=True)
 @click.option("--dra-label", default=PlanParams.dra_label, show_default=True)
