@@ -444,7 +444,7 @@ class _Rehearsal:
     """Ops that do nothing: running every action and inverse on it checks each step's parameters the way
     the real run reads them, before anything is sent to the cluster."""
 
-    def node_state(self, node: str) -> dict[str, Any]:
+    def node_state(self, node: str, *, watched: bool = False) -> dict[str, Any]:
         return {"exists": True, "uid": ""}
 
     def dra_driver_installed(self, driver: str = "gpu.nvidia.com") -> bool:

@@ -171,8 +171,9 @@ class Ops(Protocol):
     """Live operations. Every one re-checks state first, so repeating one is harmless (resume), and
     `dry_run=True` sends writes as server-side dry runs (`dryRun=All`) and changes nothing."""
 
-    def node_state(self, node: str) -> dict[str, Any]:
-        """{"exists": bool, "uid": str, "unschedulable": bool, "labels": {...},
+    def node_state(self, node: str, *, watched: bool = False) -> dict[str, Any]:
+        """`watched`: the copy the executor's watches hold will do (a check before a wave; never a step's
+        precondition, which reads the node itself). {"exists": bool, "uid": str, "unschedulable": bool, "labels": {...},
         "allocatable": {nvidia.com/*: int}, "ready": bool, "notReady": the Ready condition's status when one
         is posted and is not "True" (else None), "deleting": bool (a deletionTimestamp is set)}"""
         ...

@@ -83,8 +83,9 @@ class LiveOps(DrainOps, CanaryOps):
 
     # -- nodes -----------------------------------------------------------------------------------
 
-    def node_state(self, node: str) -> dict[str, Any]:
-        obj = self.kube.get_or_none(path_of("v1", "nodes", node))
+    def node_state(self, node: str, *, watched: bool = False) -> dict[str, Any]:
+        cached = self.cache.node(node) if watched and self.cache is not None else None
+        obj = cached if cached is not None else self.kube.get_or_none(path_of("v1", "nodes", node))
         if obj is None:
             return {"exists": False, "uid": "", "unschedulable": False, "labels": {}, "allocatable": {}, "ready": False}
         conditions = (obj.get("status") or {}).get("conditions") or []

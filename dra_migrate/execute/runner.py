@@ -312,7 +312,7 @@ class Runner:
                 continue
             planned = (ps.step.inverse.restore if ps.step.inverse else {}).get("unschedulable")
             try:
-                state = self.ops.node_state(ps.node)
+                state = self.ops.node_state(ps.node, watched=True)  # the watched copy: no GET per node
             except MigrateError:
                 continue  # unreadable now: the node's own steps meet it and say why
             if planned is False and state.get("exists") and state.get("unschedulable"):

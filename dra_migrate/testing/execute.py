@@ -221,7 +221,7 @@ class FakeOps:
 
     # -- Ops
 
-    def node_state(self, node: str) -> dict[str, Any]:
+    def node_state(self, node: str, *, watched: bool = False) -> dict[str, Any]:
         self._enter("node_state", node)
         n = self.nodes.get(node)
         if n is None or not n.exists:

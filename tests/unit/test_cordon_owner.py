@@ -102,3 +102,23 @@ def test_a_step_refused_by_its_precondition_is_not_undone(tmp_path: Path) -> Non
     assert ops.nodes[node].labels[DP] == "paused-for-driver-upgrade", "the driver manager's label is left to it"
     assert switch not in progress_of(plan, read_journal(path)).undoable(), "nor for a later `rollback`"
     assert f"{stage.name}/{node}/cordon" in result.rolled_back, "what it did before is undone as ever"
+
+
+def test_the_check_before_a_wave_reads_the_watched_nodes_not_one_get_each() -> None:
+    """Before each wave every node is read for someone else's cordon: from the executor's watches (one GET per
+    node would add a request per migrated node to a fleet's run), while a step's own precondition GETs."""
+    from dra_migrate.execute.ops import LiveOps
+    from dra_migrate.testing.server import FakeServer
+
+    server = FakeServer()
+    path = "/api/v1/nodes/n1"
+    server.put(path, {"metadata": {"name": "n1", "uid": "u1"}, "spec": {"unschedulable": True}})
+    live = LiveOps(server.client, poll_s=0.01, poll_cap_s=0.05)
+    live.watch()
+    try:
+        assert live.node_state("n1", watched=True)["unschedulable"] is True
+        assert server.calls("GET", path) == 0
+        assert live.node_state("n1")["unschedulable"] is True
+        assert server.calls("GET", path) == 1
+    finally:
+        live.unwatch()
