@@ -281,27 +281,34 @@ def _switches(nodes: list[Any]) -> list[str]:
     "on the device plugin",
 )
 def in_place_pool_template(ctx: CheckContext) -> Iterator[Finding]:
+    # One finding per kind of node group and switches, naming its pools: a fleet of 400 node pools read 400
+    # findings alike (and its plan file carried them: issue 29 holds it to 300 bytes a node).
+    groups: dict[tuple[str, tuple[str, ...]], list[tuple[str, PoolPlatform]]] = {}
+    nodes_of: dict[str, list[Any]] = {}  # once, not a scan of every node per pool (pools x nodes)
+    for n in ctx.inventory.nodes:
+        nodes_of.setdefault(n.pool, []).append(n)
     for name, p in _pools(ctx):
-        what = TEMPLATE_OF.get(p.provisioner)
-        if p.strategy == REPLACE_POOL or what is None:
+        if p.strategy == REPLACE_POOL or p.provisioner not in TEMPLATE_OF:
             continue
-        nodes = [n for n in ctx.inventory.nodes if n.pool == name and switched_in_place(ctx, n)]
-        switches = _switches(nodes)
-        if not switches:
-            continue
-        group = f"{what} {p.group}" if p.group else what
+        found = _switches([n for n in nodes_of.get(name, []) if switched_in_place(ctx, n)])
+        if found:
+            groups.setdefault((p.provisioner, tuple(found)), []).append((name, p))
+    for provisioner, switches in sorted(groups):
+        pools, what = groups[(provisioner, switches)], TEMPLATE_OF[provisioner]
+        named = [f"{name} ({what} {p.group})" if p.group and p.group != name else name for name, p in pools]
+        listed = ", ".join(named[:5]) + (f" and {len(named) - 5} more" if len(named) > 5 else "")
         drift = (
             "; a change to a NodePool's template drifts every node it made, and Karpenter replaces them: make it "
             "once the pool is migrated, as a planned disruption"
-            if p.provisioner == "karpenter"
+            if provisioner == "karpenter"
             else ""
         )
         yield Finding(
             "in-place-pool-template",
             WARNING,
-            f"pool {name} is switched in place, node by node ({', '.join(switches)}); the nodes its {group} "
-            "makes later (a scale-up, an auto-repair, a node upgrade that recreates its nodes) carry the "
+            f"pool(s) {listed} are switched in place, node by node ({', '.join(switches)}); the nodes each "
+            f"{what} makes later (a scale-up, an auto-repair, a node upgrade that recreates its nodes) carry the "
             "group's own labels and come up on the device plugin, so an upgrade after the migration undoes it",
-            f"once the pool's stage is done, add the same labels to the {group}'s node labels{drift}",
-            (ObjectRef("Pool", name),),
+            f"once a pool's stage is done, add the same labels to its {what}'s node labels{drift}",
+            tuple(ObjectRef("Pool", name) for name, _ in pools),
         )

@@ -92,7 +92,8 @@ def file_schema() -> dict[str, Any]:
                              {"type": "object", "additionalProperties": _LABEL_VALUE}]},
     }  # fmt: skip
     assert tuple(row_types) == wire.NODE_COLUMNS
-    annotations = {"anyOf": [{"type": "null"}, {"type": "object", "additionalProperties": _LABEL_VALUE}]}
+    annotations = {"anyOf": [{"type": "null"}, {"type": "array", "items": _LABEL_VALUE},
+                             {"type": "object", "additionalProperties": _LABEL_VALUE}]}  # fmt: skip
     row = {"type": "array", "prefixItems": [*row_types.values(), annotations], "items": False,
            "minItems": len(row_types), "description": "one node: " + ", ".join(wire.NODE_COLUMNS)
            + f"[, {wire.ANNOTATIONS_COLUMN}]"}  # fmt: skip
@@ -105,6 +106,7 @@ def file_schema() -> dict[str, Any]:
         "name": _STR, "pool": _STR, "resources": {"type": "array", "items": _STR},
         "nodeSteps": {"anyOf": [{"type": "array", "items": {"$ref": "#/$defs/step"}}, same_as]},
         "waves": {"type": "array", "items": wave}, "labelKeys": {"type": "array", "items": _STR},
+        "annotationKeys": {"type": "array", "items": _STR},
         "profiles": {"anyOf": [{"type": "array", "items": profile}, same_as]},
         "nodeColumns": {"enum": [list(wire.NODE_COLUMNS), [*wire.NODE_COLUMNS, wire.ANNOTATIONS_COLUMN]]},
         "nodes": {"type": "array", "items": row}, "strategy": _STRATEGY,

@@ -10,9 +10,10 @@ states it once per stage and keeps, per node, one row of only what differs:
       waves:       [{name, evictedPods, soakAfter}]          in order
       labelKeys:   [<label key>...]          the keys of every node's `original.labels`, in order
       profiles:    [{resources, canaryResource[, placement]}]  what several nodes share, first use first
+      annotationKeys: [<annotation key>...]  only in a stage whose nodes record original annotations (the
+                                         autoscaler's, which the protect step sets): their keys, in order
       nodeColumns: [node, uid, wave, profile, gpuPods, otherPods, expectedDevices, unschedulable, labels
-                    [, annotations]]     annotations: only in a stage whose nodes record original
-                                         annotations (replace-pool's autoscaler annotations, for rollback)
+                    [, annotations]]     annotations: only in a stage with annotationKeys
       nodes:       [[<one row per node, columns as named>]...]  grouped by wave, in wave order
     fingerprint.objects: rows of `fingerprint.objectColumns` (kind, group, namespace, name, uid, ...).
 
@@ -25,7 +26,9 @@ reordered); an edit to the named stage's steps is an edit to every stage that na
 
 A node's `uid` is the one its fingerprint row records (refused when the two disagree), so a reviewer
 reads it beside the node and apply's uid check and the row cannot differ. `labels` is a list of values
-in `labelKeys` order, or a mapping for a node whose keys differ. Format 1 (every node in full) is read
+in `labelKeys` order, or a mapping for a node whose keys differ; `annotations` alike (`annotationKeys`; a
+mapping in files written before the key list: 62 bytes a node for one annotation, 300 a node's budget).
+Format 1 (every node in full) is read
 as it is. `encode` and `decode` are exact inverses over what `build_plan` and `rebase` make; the digests
 cover the encoded form (`io.py`).
 """
@@ -68,7 +71,7 @@ NODE_COLUMNS = (
 OBJECT_COLUMNS = ("kind", "group", "namespace", "name", "uid", "resourceVersion", "content")
 _PROFILE_KEYS = ("resources", "canaryResource", "placement")
 POOL_STAGE_KEYS = ("name", "pool", "resources", "nodeSteps", "waves", "labelKeys", "profiles", "nodeColumns", "nodes")
-_OPTIONALPOOL_STAGE_KEYS = ("strategy",)
+_OPTIONALPOOL_STAGE_KEYS = ("strategy", "annotationKeys")
 # The column a stage adds when its nodes record original annotations; absent otherwise, so an in-place
 # plan's rows stay as they were.
 ANNOTATIONS_COLUMN = "annotations"
@@ -184,7 +187,8 @@ def _table(stage: Mapping[str, Any], uids: Mapping[str, str]) -> dict[str, Any]:
     keys: list[str] = []
     for n in nodes[:1]:
         keys = list((n.get("original") or {}).get("labels") or {})
-    annotated = any("annotations" in (n.get("original") or {}) for n in nodes)
+    annotated = [(n.get("original") or {})["annotations"] for n in nodes if "annotations" in (n.get("original") or {})]
+    akeys = list(annotated[0]) if annotated else []
     columns = (*NODE_COLUMNS, ANNOTATIONS_COLUMN) if annotated else NODE_COLUMNS
     profiles: list[dict[str, Any]] = []
     index: dict[bytes, int] = {}
@@ -204,13 +208,15 @@ def _table(stage: Mapping[str, Any], uids: Mapping[str, str]) -> dict[str, Any]:
             row = Row([n["node"], uids.get(n["node"], ""), w["name"], index[key], n["gpuPods"], n["otherPods"],
                        n["expectedDevices"], original.get("unschedulable"), cell])  # fmt: skip
             if annotated:
-                row.append(dict(original["annotations"]) if "annotations" in original else None)
+                ann = original.get("annotations")
+                row.append(None if ann is None else Row(ann.values()) if list(ann) == akeys else dict(ann))
             rows.append(row)
     head = {k: v for k, v in stage.items() if k not in ("waves",)}
     return {
         **head,
         "waves": [Line((k, v) for k, v in w.items() if k != "nodes") for w in waves],
         "labelKeys": Row(keys),
+        **({"annotationKeys": Row(akeys)} if annotated else {}),
         "profiles": profiles,
         "nodeColumns": Row(columns),
         "nodes": rows,
@@ -331,6 +337,9 @@ class StageTable:
         self.width = len(NODE_COLUMNS) + (1 if self.annotated else 0)
         self.path, self.uids, self.columns = path, uids, stage["nodeColumns"]
         self.keys = _list(stage["labelKeys"], f"{path}.labelKeys")
+        self.akeys = _list(stage["annotationKeys"], f"{path}.annotationKeys") if "annotationKeys" in stage else None
+        if self.akeys is not None and not self.annotated:
+            raise _fail(f"{path}.annotationKeys", f"only beside an {ANNOTATIONS_COLUMN!r} column")
         self.profiles = _list(stage["profiles"], f"{path}.profiles")
         self.head = {k: v for k, v in stage.items() if k in ("name", "pool", "resources", "nodeSteps", "strategy")}
         self.waves: list[dict[str, Any]] = []
@@ -374,6 +383,10 @@ class StageTable:
             "resources": prof.get("resources"), "canaryResource": prof.get("canaryResource"),
             "original": {"unschedulable": unschedulable, "labels": labels},
         }  # fmt: skip
+        if isinstance(annotations, list):
+            if self.akeys is None or len(annotations) != len(self.akeys):
+                raise _fail(f"{at}[9]", "expected the annotation values of annotationKeys, or a mapping")
+            annotations = dict(zip(self.akeys, annotations, strict=True))
         if annotations is not None:
             entry["original"]["annotations"] = annotations
         if "placement" in prof:

@@ -83,11 +83,7 @@ def test_exclude_pools_makes_the_rest_applicable_and_says_why(tmp_path: Path, de
     assert [x["pool"] for x in left] == ["a100-shared-pool"]
     assert "--exclude-pools" in left[0]["reason"]
     # kept, not lost: the pool's own findings (its time-slicing capacity, its GPU DaemonSet)
-    assert [f["id"] for f in left[0]["findings"]] == [
-        "shared-gpu-capacity-loss",
-        "gpu-daemonset",
-        "in-place-pool-template",
-    ]
+    assert [f["id"] for f in left[0]["findings"]] == ["shared-gpu-capacity-loss", "gpu-daemonset"]
     assert not [f for f in plan["findings"] if f["severity"] == "blocker"]
     shown = run("show", str(tmp_path / "plan.yaml")).stdout
     assert "left out: pool a100-shared-pool" in shown and "shared-gpu-capacity-loss" in shown
