@@ -70,7 +70,7 @@ def _passthrough(device: Any) -> bool:
     (cmd/gpu-kubelet-plugin/deviceinfo.go `VfioDeviceInfo.GetDevice`). The plan predicts the node's container
     devices (full GPUs and MIG devices) only."""
     attrs = device.get("attributes") if isinstance(device, dict) else None
-    kind = (attrs or {}).get("type") if isinstance(attrs, dict) else None
+    kind = attrs.get("type") if isinstance(attrs, dict) else None
     return isinstance(kind, dict) and kind.get("string") == "vfio"
 
 

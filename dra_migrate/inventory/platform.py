@@ -140,7 +140,19 @@ class PoolPlatform:
 
     @property
     def protect_annotation(self) -> str | None:
-        """The annotation that keeps the pool's autoscaler from removing its nodes, if it has one."""
+        """The annotation that keeps the pool's autoscaler from removing its nodes, if it has one: set on each node
+        from before its cordon to after its uncordon (in place), or from before its drain on (a replaced pool).
+        Neither autoscaler spares a cordoned node, and a drained one is empty of GPU pods:
+        - Karpenter consolidates an empty node whether or not it is cordoned (it looks at the annotation,
+          nominations, deletion and initialisation only: sigs.k8s.io/karpenter v1.8.0
+          `pkg/controllers/state/statenode.go` `ValidateNodeDisruptable`), after the NodePool's `consolidateAfter`;
+        - the cluster autoscaler's scale-down eligibility looks at deletion, `scale-down-disabled`, the node
+          group, readiness and utilisation only (kubernetes/autoscaler `cluster-autoscaler/core/scaledown/
+          eligibility/eligibility.go` `unremovableReasonAndNodeUtilization`), and removes a node unneeded for
+          `--scale-down-unneeded-time` (10 minutes by default, often less for costly GPU nodes). A node stays
+          drained while its DRA plugin and canary come up, and an interrupted or failed apply leaves it so
+          until it is resumed or rolled back.
+        A node taken away mid-switch loses the journal's node, and the pool may bring a device-plugin node back."""
         if self.autoscaler == "karpenter":
             return KARPENTER_DO_NOT_DISRUPT
         if self.autoscaler == "cluster-autoscaler":

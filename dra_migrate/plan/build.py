@@ -263,7 +263,7 @@ def _pool_stages(state: ClusterState, readiness: Readiness, params: PlanParams, 
     if platform is not None and strategies.choose(platform).name == REPLACE_POOL:
         return _replace_pool_stages(state, readiness, params, pool, platform)
     groups = switch_groups(_to_migrate(readiness, pool), params)
-    protect = strategies.in_place_protection(platform)
+    protect = platform.protect_annotation if platform is not None else None
     return [
         _pool_stage(state, readiness, params, pool, f"pool-{pool}" if i == 0 else f"pool-{pool}-{i + 1}", g, protect)
         for i, g in enumerate(groups)

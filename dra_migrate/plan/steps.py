@@ -91,7 +91,7 @@ def node_steps(
 
     `protect`: the annotation that keeps the pool's autoscaler from removing the node while it is drained
     and empty (Karpenter's `karpenter.sh/do-not-disrupt`, the cluster autoscaler's `scale-down-disabled`: neither
-    spares a cordoned node, `strategies.in_place_protection`), set before the cordon and given back its original
+    spares a cordoned node, `PoolPlatform.protect_annotation`), set before the cordon and given back its original
     value after the uncordon.
     """
     dp = (params.device_plugin_label, params.device_plugin_off) if dp_switch is _DEFAULT else dp_switch

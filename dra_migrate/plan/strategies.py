@@ -75,23 +75,6 @@ def choose(p: PoolPlatform | None) -> Strategy:
     return next(s for s in STRATEGIES.values() if s.applies(p))
 
 
-def in_place_protection(p: PoolPlatform | None) -> str | None:
-    """The annotation an in-place pool's nodes carry from before their cordon to after their uncordon: the one
-    that keeps the pool's autoscaler from removing them (`PoolPlatform.protect_annotation`). Neither autoscaler
-    spares a cordoned node, and a drained one is empty of GPU pods:
-    - Karpenter consolidates an empty node whether or not it is cordoned (it looks at the annotation,
-      nominations, deletion and initialisation only: sigs.k8s.io/karpenter v1.8.0
-      `pkg/controllers/state/statenode.go` `ValidateNodeDisruptable`), after the NodePool's `consolidateAfter`;
-    - the cluster autoscaler's scale-down eligibility looks at deletion, `scale-down-disabled`, the node group,
-      readiness and utilisation only (kubernetes/autoscaler `cluster-autoscaler/core/scaledown/eligibility/
-      eligibility.go` `unremovableReasonAndNodeUtilization`), and removes a node unneeded for
-      `--scale-down-unneeded-time` (10 minutes by default, often less for costly GPU nodes). A wave's nodes stay
-      drained for as long as the DRA plugin and the canary take, and an interrupted or failed apply leaves them
-      so until it is resumed or rolled back.
-    A node taken away mid-switch loses the journal's node, and the pool may bring a device-plugin node back."""
-    return p.protect_annotation if p is not None else None
-
-
 def explain(pool: str, p: PoolPlatform | None) -> dict[str, Any]:
     """Why the pool gets its strategy: recorded in the plan's review section."""
     s = choose(p)

@@ -13,6 +13,7 @@ from typing import Any
 
 from dra_migrate.execute.ops import LiveOps
 from dra_migrate.testing.server import FakeServer
+from tests.unit.helpers import resource_slice
 
 NODE, GPU = "gpu-1", "nvidia.com/gpu"
 NODES, SLICES = "/api/v1/nodes", "/apis/resource.k8s.io/v1/resourceslices"
@@ -25,10 +26,8 @@ def _device(name: str, kind: str) -> dict[str, Any]:
 def test_vfio_devices_are_not_counted_as_the_nodes_gpus() -> None:
     server = FakeServer()
     server.put(f"{NODES}/{NODE}", {"metadata": {"name": NODE}, "status": {"allocatable": {GPU: "0"}}})
-    devices = [_device("gpu-0", "gpu"), _device("gpu-vfio-0", "vfio")]
-    spec = {"driver": "gpu.nvidia.com", "nodeName": NODE, "devices": devices,
-            "pool": {"name": NODE, "generation": 1, "resourceSliceCount": 1}}  # fmt: skip
-    server.put(f"{SLICES}/{NODE}-gpu.nvidia.com", {"metadata": {"name": f"{NODE}-gpu.nvidia.com"}, "spec": spec})
+    slice_ = resource_slice(NODE, 1, [_device("gpu-0", "gpu"), _device("gpu-vfio-0", "vfio")])
+    server.put(f"{SLICES}/{slice_['metadata']['name']}", slice_)
     live = LiveOps(server.client, poll_s=0.01, poll_cap_s=0.05)
     change = live.wait_dra_ready(NODE, [GPU], 1, 2)
     assert change.after["devices"] == 1
