@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 
 from dra_migrate.cluster.state import ClusterState
@@ -9,10 +10,24 @@ from dra_migrate.dra.capacity import PoolCapacity
 from dra_migrate.dra.deviceclasses import Generation
 from dra_migrate.errors import InputError
 from dra_migrate.inventory.dra import NVIDIA_DRA_DRIVER
-from dra_migrate.inventory.fleet import GpuNode, parse_version
+from dra_migrate.inventory.fleet import EXTENDED_RESOURCE_GATE, GpuNode, parse_version
 from dra_migrate.inventory.model import Inventory
 
-__all__ = ["CheckContext", "parse_feature_gates", "parse_version", "still_to_migrate", "switched_in_place"]
+__all__ = [
+    "GENERIC_WORKLOAD",
+    "READ_GATES",
+    "CheckContext",
+    "parse_feature_gates",
+    "parse_version",
+    "still_to_migrate",
+    "switched_in_place",
+    "unread_gates",
+]
+
+GENERIC_WORKLOAD = "GenericWorkload"
+# Every gate a rule or the capacity model reads from --feature-gate; any other is ignored, and `unread_gates`
+# says so (a misspelt gate would otherwise be a declaration the operator believes made).
+READ_GATES = (EXTENDED_RESOURCE_GATE, GENERIC_WORKLOAD)
 
 
 def still_to_migrate(n: GpuNode) -> bool:
@@ -40,6 +55,20 @@ def parse_feature_gates(values: tuple[str, ...]) -> dict[str, bool]:
                 raise InputError(f"bad --feature-gate {item!r}", "write it as Name=true or Name=false")
             gates[name] = raw.lower() == "true"
     return gates
+
+
+def unread_gates(gates: dict[str, bool]) -> list[str]:
+    """A warning for each declared gate no check reads. Kubernetes has many gates and an operator may paste
+    the cluster's whole --feature-gates list, so an unread gate is not refused (kube-apiserver refuses only
+    gates it does not know, `k8s.io/component-base/featuregate` `Set`); a near miss of one we read is named."""
+    warnings = []
+    for name in sorted(set(gates) - set(READ_GATES)):
+        close = difflib.get_close_matches(name, READ_GATES, n=1, cutoff=0.8)
+        hint = f"did you mean {close[0]}? " if close else ""
+        warnings.append(
+            f"--feature-gate {name} is not one this tool reads ({', '.join(READ_GATES)}): ignored; {hint}".rstrip()
+        )
+    return warnings
 
 
 @dataclass

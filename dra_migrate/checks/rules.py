@@ -16,14 +16,14 @@ from dra_migrate.checks.context import switched_in_place as _switched_in_place
 from dra_migrate.checks.model import Finding, ObjectRef, Severity
 from dra_migrate.checks.registry import rule
 from dra_migrate.dra.deviceclasses import existing_mappings, mig_profile_of, single_strategy_nodes
-from dra_migrate.inventory.fleet import GpuNode, kubelet_skew, other_nvidia_resources
+from dra_migrate.inventory.fleet import EXTENDED_RESOURCE_GATE, GpuNode, kubelet_skew, other_nvidia_resources
 from dra_migrate.inventory.model import gpu_names
 from dra_migrate.inventory.placement import pdb_selects
 
 BLOCKER, WARNING, INFO = Severity.BLOCKER, Severity.WARNING, Severity.INFO
 MIN_VERSION = (1, 34, 2)
 MIN_DRIVER = 580
-GATE = "DRAExtendedResource"
+GATE = EXTENDED_RESOURCE_GATE
 
 
 def _meta(o: dict[str, Any]) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dra_migrate.checks.context import CheckContext
+from dra_migrate.checks.context import GENERIC_WORKLOAD, CheckContext
 from dra_migrate.checks.model import Finding, ObjectRef, Severity
 from dra_migrate.checks.registry import rule
 from dra_migrate.dra.capacity import compile_classes
@@ -13,7 +13,6 @@ from dra_migrate.inventory.consumers import PodRequests
 from dra_migrate.inventory.gangs import PODGROUP, WORKLOAD, Gang
 
 SCHEDULING_API = "scheduling.k8s.io/v1beta1"
-GENERIC_WORKLOAD = "GenericWorkload"
 BLOCKER, WARNING = Severity.BLOCKER, Severity.WARNING
 
 

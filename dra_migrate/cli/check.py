@@ -111,7 +111,7 @@ def check(
     Findings of one rule and cause are shown as one, their objects counted (-o wide and -o json give every
     finding); accepted ones (the ignore file) are shown apart and do not count.
     """
-    from dra_migrate.checks.context import parse_feature_gates
+    from dra_migrate.checks.context import parse_feature_gates, unread_gates
     from dra_migrate.checks.ignore import split_accepted
     from dra_migrate.checks.run import assess
     from dra_migrate.render.checks import check_document, rules_document
@@ -121,6 +121,8 @@ def check(
         print_data(output, {"rules": rules}, lambda: rules_document(rules), lambda: [r["id"] for r in rules])
         return
     gates = parse_feature_gates(feature_gates)
+    for warning in unread_gates(gates):
+        click.echo(f"warning: {warning}", err=True)
     driver = check_driver_name(dra_driver)
     acceptances = load_acceptances(ignore_file)
     from dra_migrate.cli.progress import Working

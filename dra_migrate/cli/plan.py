@@ -114,7 +114,7 @@ def plan(
     A pool's blocker blocks only that pool's stage; a cluster-wide one blocks the whole plan. Leave a
     blocked pool out with --exclude-pools, or `apply --stage` the stages that are applicable.
     """
-    from dra_migrate.checks.context import parse_feature_gates
+    from dra_migrate.checks.context import parse_feature_gates, unread_gates
     from dra_migrate.plan import io as plan_io
     from dra_migrate.plan.build import build_plan
 
@@ -147,6 +147,9 @@ def plan(
         pools=_names(pools, "--pools"),
         exclude_pools=_names(exclude_pools, "--exclude-pools"),
     ).validate()
+    gates = parse_feature_gates(feature_gates)  # a bad one refused before the cluster is read
+    for warning in unread_gates(gates):
+        click.echo(f"warning: {warning}", err=True)
     if out is not None:
         _refuse_overwrite(out, force)  # before reading the cluster: a refusal costs nothing
     acceptances = load_acceptances(ignore_file)
@@ -157,7 +160,7 @@ def plan(
         plan = build_plan(
             state,
             params,
-            feature_gates=parse_feature_gates(feature_gates),
+            feature_gates=gates,
             acceptances=acceptances,
             today=dt.date.today(),
         )

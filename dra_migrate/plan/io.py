@@ -252,7 +252,10 @@ class _File:
 
 def _read(path: Path) -> _File:
     text = _text(path)
-    doc = fastyaml.load(text)
+    try:
+        doc = fastyaml.load(text)
+    except fastyaml.NotAMapping:
+        raise InputError(f"{path}: not a plan (expected a mapping)", REGENERATE) from None
     if doc is None:  # something the fast reader leaves to the strict one: it refuses it, or reads it
         lined = _strict(text, path)
         file = _File(path, text, _plain(lined), lined)

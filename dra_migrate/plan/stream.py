@@ -108,7 +108,10 @@ class _Stream:
         nonce = os.urandom(16).hex()  # as secrets.token_hex, without its imports (random, hmac, base64)
         self.blocks: list[_Block] = []
         skeleton = self._skeleton(nonce)
-        doc = fastyaml.load(skeleton.decode("utf-8"))
+        try:
+            doc = fastyaml.load(skeleton.decode("utf-8"))
+        except fastyaml.NotAMapping:
+            doc = None  # the whole reader says so
         if doc is None:
             raise _NotStreamed
         plan_io.check_schema(doc, path)

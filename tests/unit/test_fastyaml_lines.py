@@ -75,8 +75,12 @@ def test_every_line_of_a_document_in_any_style_is_the_strict_readers(
 
 def test_what_load_leaves_to_the_strict_reader_load_lined_leaves_too() -> None:
     """Its form (values, such as NaN, are `load`'s to check: `load_lined` reads only a text `load` read)."""
-    for text in ("a: &x 1\nb: *x\n", "a: !!binary aGk=\n", "- 1\n", "a: 1\na: 2\n", "a: 1\n---\nb: 2\n"):
+    for text in ("a: &x 1\nb: *x\n", "a: !!binary aGk=\n", "a: 1\na: 2\n", "a: 1\n---\nb: 2\n"):
         assert fastyaml.load(text) is None and fastyaml.load_lined(text) is None, text
+    # A list is no plan: `load` says so itself (tests/unit/test_plan_not_a_mapping.py), and has no lines.
+    with pytest.raises(fastyaml.NotAMapping):
+        fastyaml.load("- 1\n")
+    assert fastyaml.load_lined("- 1\n") is None
 
 
 def test_a_raw_line_break_that_libyaml_counts_and_ruamel_does_not_is_left_to_the_strict_reader() -> None:
