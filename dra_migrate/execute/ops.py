@@ -97,6 +97,7 @@ class LiveOps(DrainOps, CanaryOps):
             "uid": str((obj.get("metadata") or {}).get("uid", "")),
             "unschedulable": _unschedulable(obj),
             "labels": dict(_labels(obj)),
+            "annotations": dict((obj.get("metadata") or {}).get("annotations") or {}),
             "allocatable": _gpu_allocatable(obj),
             "ready": posted[:1] == ["True"],
             # The Ready condition's status when one is posted and it is not True ("False", "Unknown"): a node

@@ -182,6 +182,7 @@ class ApplySession:
             cluster=self.cluster,
             backlog=Backlog.of_journal(self.records),
             touched_nodes=nodes_touched(self.plan, self.touched),
+            applied=frozenset(self.done),
         )
 
     def dry_run(self, opts: ApplyOptions) -> RunResult:

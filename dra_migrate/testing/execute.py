@@ -229,6 +229,7 @@ class FakeOps:
         if n is None or not n.exists:
             return {"exists": False, "uid": "", "unschedulable": False, "labels": {}, "allocatable": {}, "ready": False}
         return {"exists": True, "uid": n.uid, "unschedulable": n.unschedulable, "labels": dict(n.labels),
+                "annotations": dict(n.annotations),
                 "allocatable": self._allocatable(n), "ready": n.ready, "notReady": None if n.ready else "False",
                 "deleting": n.deleting}  # fmt: skip
 
