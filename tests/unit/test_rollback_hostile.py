@@ -89,3 +89,24 @@ def test_a_replaced_node_is_not_judged_for_drift(tmp_path: Path) -> None:
     node = rig.ops.nodes["p0-b"]
     node.uid, node.unschedulable, node.labels = "uid-new", True, {"pool": "fresh"}
     assert rig.rollback().ok
+
+
+def test_rollback_says_which_migrated_nodes_it_drains_before_it_acts(tmp_path: Path) -> None:
+    """Pods scheduled on migrated nodes hold their GPUs through DRA claims; the undo drains them. The operator
+    is told before the confirmation (and before a dry run's output), not only in the journal afterwards."""
+    from test_runner_session import plan_file, session
+
+    from dra_migrate.execute.runner import ApplyOptions
+    from dra_migrate.testing.execute import FakeClock, FakeOps
+
+    plan = make_plan([["a", "b"], ["c"]])
+    path = plan_file(tmp_path, plan)
+    ops = FakeOps.for_plan(plan, FakeClock())
+    ops.fail("drain", "p0-c", "permanent")  # wave 2 fails at its drain and is rolled back: nothing to drain
+    assert not session(path, ops, clock=ops.clock).apply(ApplyOptions()).ok
+    s = session(path, ops, clock=ops.clock)
+    notice = s.rollback_notice(s.to_undo(None))
+    assert notice is not None
+    assert "2 migrated node(s)" in notice and "p0-a" in notice and "p0-b" in notice and "p0-c" not in notice
+    assert "--dry-run" in notice
+    assert s.rollback_notice([i for i in s.to_undo(None) if i.startswith("prepare/")]) is None
