@@ -110,3 +110,32 @@ def test_rollback_says_which_migrated_nodes_it_drains_before_it_acts(tmp_path: P
     assert "2 migrated node(s)" in notice and "p0-a" in notice and "p0-b" in notice and "p0-c" not in notice
     assert "--dry-run" in notice
     assert s.rollback_notice([i for i in s.to_undo(None) if i.startswith("prepare/")]) is None
+
+
+def test_the_live_claim_reading_finds_the_class_in_exactly_and_first_available() -> None:
+    from dra_migrate.execute.ops_base import claims_naming_class
+
+    def claim(name: str, requests: list[dict[str, object]], allocated: bool = False) -> dict[str, object]:
+        status = {"allocation": {"devices": {"results": [{"device": "gpu-0"}]}}} if allocated else {}
+        return {"metadata": {"namespace": "ml", "name": name}, "spec": {"devices": {"requests": requests}},
+                "status": status}  # fmt: skip
+
+    claims = [
+        claim("a", [{"name": "r", "exactly": {"deviceClassName": "gpu"}}], allocated=True),
+        claim(
+            "b",
+            [
+                {
+                    "name": "r",
+                    "firstAvailable": [
+                        {"name": "s", "deviceClassName": "mig"},
+                        {"name": "t", "deviceClassName": "gpu"},
+                    ],
+                }
+            ],
+        ),
+        claim("c", [{"name": "r", "exactly": {"deviceClassName": "gpu.nvidia.com"}}], allocated=True),
+        {"metadata": {"namespace": "ml", "name": "d"}},  # no spec at all: names nothing
+    ]
+    assert claims_naming_class(claims, "gpu") == ["ml/a (allocated)", "ml/b"]
+    assert claims_naming_class(claims, "mig") == ["ml/b"]
