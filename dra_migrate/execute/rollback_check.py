@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from dra_migrate.errors import InputError
 from dra_migrate.execute.contract import Ops
 from dra_migrate.execute.units import PlannedStep
 from dra_migrate.plan.model import Action
@@ -72,3 +73,18 @@ def changed_since(
             if known and now not in allowed:
                 out.append(f"node {node}: {_name(field)} is {_shown(now)}, the migration left it {_shown(value)}")
     return out
+
+
+def refuse_if_changed(
+    steps: Iterable[PlannedStep], to_undo: set[str], applied: set[str], node_uids: Mapping[str, str], ops: Ops
+) -> None:
+    """An InputError (rollback refused, nothing written) naming the first field `changed_since` finds."""
+    changed = changed_since(steps, to_undo, applied, node_uids, ops)
+    if changed:
+        more = f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""
+        raise InputError(
+            f"rollback refused, nothing changed: {changed[0]}{more}; someone changed it since, and rollback would "
+            "overwrite it",
+            "set it back as the migration left it, then run rollback again (it restores the pre-migration values; "
+            "cordon a node again afterwards if it must stay out of service)",
+        )

@@ -50,7 +50,7 @@ from dra_migrate.execute.contract import (
     is_transient,
 )
 from dra_migrate.execute.journal import REFUSED
-from dra_migrate.execute.rollback_check import changed_since
+from dra_migrate.execute.rollback_check import refuse_if_changed
 from dra_migrate.execute.units import PlannedStep as PlannedStep
 from dra_migrate.execute.units import Unit as Unit
 from dra_migrate.execute.units import nodes_touched as nodes_touched
@@ -460,16 +460,8 @@ class Runner:
         if unknown:
             raise InputError(f"the journal names steps the plan does not have: {unknown[0]}", "is this the right plan?")
         wanted = set(to_undo)
-        if self.applied is not None:
-            changed = changed_since(planned_steps(self.plan), wanted, set(self.applied), self.node_uids, self.ops)
-            if changed:
-                more = f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""
-                raise InputError(
-                    f"rollback refused, nothing changed: {changed[0]}{more}; someone changed it since, and rollback "
-                    "would overwrite it",
-                    "set it back as the migration left it, then run rollback again (it restores the pre-migration "
-                    "values; cordon a node again afterwards if it must stay out of service)",
-                )
+        if self.applied is not None:  # before anything is written: no field someone changed since is overwritten
+            refuse_if_changed(planned_steps(self.plan), wanted, set(self.applied), self.node_uids, self.ops)
         result = RunResult(ok=True)
         self._record(
             "run-start", phase="rollback", steps=len(to_undo), overrides=self.overrides or None, **self._cluster_field()
