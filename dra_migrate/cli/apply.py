@@ -330,6 +330,9 @@ def rollback(
         _log("nothing to roll back")
         return
     opts = ApplyOptions(parallelism=parallelism, timeouts=timeouts, delete_unowned_pods=delete_unowned_pods)
+    notice = session.rollback_notice(to_undo)
+    if notice:
+        _log(notice)  # before the question, and before a dry run's output: what the drains will do
     if dry_run:
         result = session.dry_rollback(to_undo, opts)
         emit(to_json({"dryRun": True, "changes": [c.__dict__ for c in result.changes], "ok": result.ok}))

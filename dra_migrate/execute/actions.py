@@ -423,7 +423,23 @@ def _undo_annotation(ctx: StepContext, restore: Mapping[str, Any]) -> Change | N
 
 @inverse(InverseAction.DELETE_DEVICECLASS)
 def _undo_deviceclass(ctx: StepContext, restore: Mapping[str, Any]) -> Change | None:
-    return ctx.ops.delete_device_class(_restored(ctx, restore, "name", str), dry_run=ctx.dry_run)
+    """Delete the class the plan created, but not while a ResourceClaim names it. Nothing protects a DeviceClass
+    in use (no finalizer): deleted, every claim naming it that is not allocated yet can never be (the allocator
+    fails "could not retrieve device class", k8s.io/dynamic-resource-allocation v0.37.2
+    structured/internal/stable/allocator_stable.go), and an allocated one's pod, once restarted or replaced
+    with a new claim, with it. Claims made since the apply (on another plan's nodes, or a team's own
+    ResourceClaimTemplates) are not this rollback's to break: it fails naming them, the class kept."""
+    name = _restored(ctx, restore, "name", str)
+    users = ctx.ops.claims_using_device_class(name) or []  # the preflight's rehearsal answers None
+    if users:
+        shown = ", ".join(users[:5]) + (f" and {len(users) - 5} more" if len(users) > 5 else "")
+        raise StepFailed(
+            f"DeviceClass {name} is kept: {len(users)} ResourceClaim(s) name it ({shown})",
+            "free them (delete the workloads that own them: kubectl get resourceclaims -A), then run rollback "
+            "again; until then the class, and this step, stay",
+            {"claims": users},
+        )
+    return ctx.ops.delete_device_class(name, dry_run=ctx.dry_run)
 
 
 @inverse(InverseAction.RESTORE_QUOTA)

@@ -239,6 +239,11 @@ class Ops(Protocol):
 
     def delete_device_class(self, name: str, *, dry_run: bool = False) -> Change: ...
 
+    def claims_using_device_class(self, name: str) -> list[str]:
+        """The ResourceClaims (`namespace/name`, allocated ones marked ` (allocated)`) whose requests name
+        this DeviceClass (`exactly` or a `firstAvailable` subrequest)."""
+        ...
+
     def dra_driver_installed(self, driver: str = "gpu.nvidia.com") -> bool: ...
 
     def set_quota_hard(

@@ -32,6 +32,7 @@ from dra_migrate.execute.ops_base import (
     CANARY_ATTEMPTS,
     CANARY_LABEL,
     CANARY_PREFIX,
+    CLAIMS,
     DAEMONSETS,
     DEVICE_CLASSES,
     DRY_RUN,
@@ -46,6 +47,7 @@ from dra_migrate.execute.ops_base import (
     _meta,
     _parse_time,
     _unschedulable,
+    claims_naming_class,
 )
 from dra_migrate.execute.ops_canary import CanaryOps
 from dra_migrate.execute.ops_drain import DrainOps
@@ -95,6 +97,7 @@ class LiveOps(DrainOps, CanaryOps):
             "uid": str((obj.get("metadata") or {}).get("uid", "")),
             "unschedulable": _unschedulable(obj),
             "labels": dict(_labels(obj)),
+            "annotations": dict((obj.get("metadata") or {}).get("annotations") or {}),
             "allocatable": _gpu_allocatable(obj),
             "ready": posted[:1] == ["True"],
             # The Ready condition's status when one is posted and it is not True ("False", "Unknown"): a node
@@ -352,6 +355,10 @@ class LiveOps(DrainOps, CanaryOps):
             options["dryRun"] = ["All"]
         self.kube.delete(path, options, query=[DRY_RUN] if dry_run else [])
         return Change(f"DeviceClass {name}", before, {"exists": False}, dry_run)
+
+    def claims_using_device_class(self, name: str) -> list[str]:
+        items, _ = self.kube.list_all(CLAIMS)  # cluster-wide: a claim of any namespace may name the class
+        return claims_naming_class(items, name)
 
     def set_quota_hard(
         self,

@@ -18,6 +18,7 @@ from dra_migrate.kube import WRITE_RETRIES, Kube, Obj, RateLimit, path_of
 
 PODS = "/api/v1/pods"
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
+CLAIMS = "/apis/resource.k8s.io/v1/resourceclaims"
 DEVICE_CLASSES = "/apis/resource.k8s.io/v1/deviceclasses"
 DAEMONSETS = "/apis/apps/v1/daemonsets"
 DRY_RUN = ("dryRun", "All")
@@ -150,3 +151,23 @@ def _parse_time(text: str) -> datetime | None:
         return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
     except ValueError:
         return None
+
+
+def claims_naming_class(claims: list[Obj], name: str) -> list[str]:
+    """The claims (`namespace/name`, ` (allocated)` when they hold devices) whose requests name DeviceClass
+    `name`, allocated ones first: through `exactly.deviceClassName` or a `firstAvailable` subrequest's
+    (k8s.io/api v0.37.2 resource/v1 types.go `ExactDeviceRequest`, `DeviceSubRequest`)."""
+    allocated, pending = [], []
+    for claim in claims:
+        requests = ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []
+        named = set()
+        for r in requests:
+            named.add(str((r.get("exactly") or {}).get("deviceClassName") or ""))
+            named.update(str(s.get("deviceClassName") or "") for s in r.get("firstAvailable") or [])
+        if name not in named:
+            continue
+        if (claim.get("status") or {}).get("allocation"):
+            allocated.append(f"{_key(claim)} (allocated)")
+        else:
+            pending.append(_key(claim))
+    return sorted(allocated) + sorted(pending)

@@ -50,6 +50,7 @@ from dra_migrate.execute.contract import (
     is_transient,
 )
 from dra_migrate.execute.journal import REFUSED
+from dra_migrate.execute.rollback_check import refuse_if_changed
 from dra_migrate.execute.units import PlannedStep as PlannedStep
 from dra_migrate.execute.units import Unit as Unit
 from dra_migrate.execute.units import nodes_touched as nodes_touched
@@ -134,8 +135,12 @@ class Runner:
         cluster: ClusterIdentity | None = None,
         backlog: Backlog | None = None,
         touched_nodes: frozenset[str] = frozenset(),
+        applied: frozenset[str] | None = None,
     ) -> None:
         self.plan = plan
+        # Steps the journal records done while applying: `rollback` first checks the node fields they wrote
+        # still hold those values (execute/rollback_check.py). None: not known, not checked.
+        self.applied = applied
         # Nodes the journal shows steps on before this run (a resumed one): a cordon found on one of them may
         # be the migration's own, written before a crash could record it (execute/actions.py `_cordon`).
         self.touched_nodes = touched_nodes
@@ -455,6 +460,8 @@ class Runner:
         if unknown:
             raise InputError(f"the journal names steps the plan does not have: {unknown[0]}", "is this the right plan?")
         wanted = set(to_undo)
+        if self.applied is not None:  # before anything is written: no field someone changed since is overwritten
+            refuse_if_changed(planned_steps(self.plan), wanted, set(self.applied), self.node_uids, self.ops)
         result = RunResult(ok=True)
         self._record(
             "run-start", phase="rollback", steps=len(to_undo), overrides=self.overrides or None, **self._cluster_field()

@@ -36,6 +36,7 @@ from dra_migrate.execute.ops import CANARY_PREFIX
 from dra_migrate.execute.progress import progress_of
 from dra_migrate.execute.runner import ApplyOptions, Runner, RunResult, nodes_touched, planned_steps
 from dra_migrate.plan.model import Action, Plan, PrepareStage
+from dra_migrate.plan.steps import PLUGIN_SWITCHES
 
 Log = Callable[[str], None]
 
@@ -182,6 +183,7 @@ class ApplySession:
             cluster=self.cluster,
             backlog=Backlog.of_journal(self.records),
             touched_nodes=nodes_touched(self.plan, self.touched),
+            applied=frozenset(self.done),
         )
 
     def dry_run(self, opts: ApplyOptions) -> RunResult:
@@ -210,6 +212,24 @@ class ApplySession:
         order = [p.id for p in planned_steps(self.plan) if stage is None or p.stage == stage]
         undoable = self.touched
         return [s for s in reversed(order) if s in undoable]
+
+    def rollback_notice(self, steps: list[str]) -> str | None:
+        """What `rollback` says before it asks (and before a dry run): the migrated nodes whose plugin switches
+        it undoes, each drained again first. Pods placed there since hold the GPUs through DRA claims; left in
+        place, the kubelet keeps their containers running but could not unprepare their claims once the DRA
+        plugin is gone, and the device plugin would hand the same GPUs out again (execute/actions.py
+        `_evict_before_switching_back`). None: no plugin switch to undo."""
+        wanted = set(steps)
+        nodes = sorted({p.node for p in planned_steps(self.plan)
+                        if p.node and p.id in wanted and p.id.rpartition("/")[2] in PLUGIN_SWITCHES})  # fmt: skip
+        if not nodes:
+            return None
+        shown = ", ".join(nodes[:5]) + (f" and {len(nodes) - 5} more" if len(nodes) > 5 else "")
+        return (
+            f"rollback drains {len(nodes)} migrated node(s) again before switching their plugins back ({shown}): "
+            "their GPU pods, which hold the GPUs through DRA claims, are evicted (budgets honoured) and their "
+            "controllers make them again; rollback --dry-run names the pods"
+        )
 
     def dry_rollback(self, steps: list[str], opts: ApplyOptions) -> RunResult:
         """`rollback --dry-run`: every undo sent as a server-side dry run; no lock, no journal, as `dry_run`."""

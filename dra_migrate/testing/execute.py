@@ -122,6 +122,8 @@ class FakeOps:
         self.poll_s = poll_s
         self.driver_installed = driver_installed
         self.device_classes: dict[str, dict[str, Any]] = {}
+        # ResourceClaims: "namespace/name" -> {"deviceClass": name, "allocated": bool}
+        self.claims: dict[str, dict[str, Any]] = {}
         self.quotas: dict[tuple[str, str], dict[str, str]] = {}  # (namespace, name) -> spec.hard
         self.pending: list[str] = []  # GPU pods Pending since the run began (`pending_gpu_pods`)
         self.backlog: list[str] = []  # GPU pods Pending before it began
@@ -227,6 +229,7 @@ class FakeOps:
         if n is None or not n.exists:
             return {"exists": False, "uid": "", "unschedulable": False, "labels": {}, "allocatable": {}, "ready": False}
         return {"exists": True, "uid": n.uid, "unschedulable": n.unschedulable, "labels": dict(n.labels),
+                "annotations": dict(n.annotations),
                 "allocatable": self._allocatable(n), "ready": n.ready, "notReady": None if n.ready else "False",
                 "deleting": n.deleting}  # fmt: skip
 
@@ -350,6 +353,14 @@ class FakeOps:
                 self.device_classes.pop(name, None)
         self._mid(fault, "delete_device_class", name)
         return Change(f"DeviceClass {name}", {"exists": existed}, {"exists": False}, dry_run)
+
+    def claims_using_device_class(self, name: str) -> list[str]:
+        self._enter("claims_using_device_class", name)
+        with self._mutex:
+            mine = {k: c for k, c in self.claims.items() if c.get("deviceClass") == name}
+        return sorted(f"{k} (allocated)" for k, c in mine.items() if c.get("allocated")) + sorted(
+            k for k, c in mine.items() if not c.get("allocated")
+        )
 
     def set_quota_hard(
         self,

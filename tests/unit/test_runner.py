@@ -126,8 +126,9 @@ class Rig:
         touched = (
             nodes_touched(self.plan, progress_of(self.plan, self.records()).undoable()) if self.path.exists() else ()
         )
+        applied = progress_of(self.plan, self.records()).done_steps("apply") if self.path.exists() else set()
         self.current = Runner(self.plan, self.ops, journal, actor="test", guard=self.guard, clock=self.clock,
-                              touched_nodes=frozenset(touched))  # fmt: skip
+                              touched_nodes=frozenset(touched), applied=frozenset(applied))  # fmt: skip
         return self.current
 
     def records(self) -> list[dict[str, Any]]:

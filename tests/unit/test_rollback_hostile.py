@@ -1,0 +1,141 @@
+"""`rollback` against what a production operator meets after an apply: a DeviceClass workloads now use,
+node fields someone changed since the migration wrote them.
+
+Each test failed on the code before its fix (the class deleted under allocated claims; a node an operator
+cordoned after the apply put back into service by the rollback).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_runner import Rig, make_plan
+
+from dra_migrate.errors import InputError
+
+DP = "nvidia.com/gpu.deploy.device-plugin"
+DRA = "nvidia.com/dra-kubelet-plugin"
+
+
+def test_a_deviceclass_allocated_claims_use_is_not_deleted(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, make_plan([["a"]]))
+    assert rig.run().ok
+    # A workload made after the migration holds an allocated claim through the plan's class.
+    rig.ops.claims["team/train-0-gpu"] = {"deviceClass": "gpu", "allocated": True}
+    result = rig.rollback()
+    assert not result.ok
+    assert "gpu" in rig.ops.device_classes  # kept: deleting it leaves such claims unallocatable
+    assert result.rollback_left == ["prepare/create-deviceclass/gpu"]
+    assert "team/train-0-gpu" in str(result.failure)
+    # The nodes were still rolled back (the prepare stage is undone last).
+    assert rig.nodes()["p0-a"] == {"unschedulable": False, "labels": {DP: "true"}}
+    # Once the claim is gone, running rollback again finishes.
+    del rig.ops.claims["team/train-0-gpu"]
+    again = rig.rollback()
+    assert again.ok, again.failure
+    assert "gpu" not in rig.ops.device_classes
+
+
+def test_a_claim_of_another_class_does_not_hold_the_rollback(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, make_plan([["a"]]))
+    assert rig.run().ok
+    rig.ops.claims["team/x"] = {"deviceClass": "gpu.nvidia.com", "allocated": True}
+    assert rig.rollback().ok
+    assert "gpu" not in rig.ops.device_classes
+
+
+def test_a_node_an_operator_cordoned_after_the_apply_is_not_uncordoned(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, make_plan([["a", "b"]]))
+    assert rig.run().ok
+    rig.ops.nodes["p0-b"].unschedulable = True  # an XID error: the operator took it out of service
+    calls = len(rig.ops.calls)
+    with pytest.raises(InputError) as e:
+        rig.rollback()
+    assert "p0-b" in str(e.value) and "unschedulable" in str(e.value)
+    assert e.value.hint  # says what to do
+    writes = [c for c in rig.ops.calls[calls:] if c[0] not in ("node_state",)]
+    assert not writes, writes  # refused before anything was changed
+    assert rig.nodes()["p0-b"]["unschedulable"] is True
+    assert rig.nodes()["p0-a"]["labels"][DRA] == "true"  # the other node untouched too
+
+
+def test_a_label_changed_since_the_apply_refuses_the_rollback(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, make_plan([["a"]]))
+    assert rig.run().ok
+    rig.ops.nodes["p0-a"].labels[DP] = "true"  # someone switched the device plugin back on by hand
+    with pytest.raises(InputError) as e:
+        rig.rollback()
+    assert f"label {DP}" in str(e.value)
+    assert rig.nodes()["p0-a"]["labels"][DRA] == "true"
+
+
+def test_the_drift_check_accepts_what_a_crashed_rollback_left(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, make_plan([["a", "b"]]))
+    assert rig.run().ok
+    # The first rollback stops at p0-a's device plugin switch back (its other undos done or not).
+    rig.ops.fail("set_label", "p0-a", "permanent", after=1)
+    first = rig.rollback()
+    assert not first.ok
+    second = rig.rollback()  # neither a drift refusal nor a failure: the values are the tool's own
+    assert second.ok, second.failure
+    for n in ("p0-a", "p0-b"):
+        assert rig.nodes()[n] == {"unschedulable": False, "labels": {DP: "true"}}
+
+
+def test_a_replaced_node_is_not_judged_for_drift(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, make_plan([["a", "b"]]))
+    assert rig.run().ok
+    node = rig.ops.nodes["p0-b"]
+    node.uid, node.unschedulable, node.labels = "uid-new", True, {"pool": "fresh"}
+    assert rig.rollback().ok
+
+
+def test_rollback_says_which_migrated_nodes_it_drains_before_it_acts(tmp_path: Path) -> None:
+    """Pods scheduled on migrated nodes hold their GPUs through DRA claims; the undo drains them. The operator
+    is told before the confirmation (and before a dry run's output), not only in the journal afterwards."""
+    from test_runner_session import plan_file, session
+
+    from dra_migrate.execute.runner import ApplyOptions
+    from dra_migrate.testing.execute import FakeClock, FakeOps
+
+    plan = make_plan([["a", "b"], ["c"]])
+    path = plan_file(tmp_path, plan)
+    ops = FakeOps.for_plan(plan, FakeClock())
+    ops.fail("drain", "p0-c", "permanent")  # wave 2 fails at its drain and is rolled back: nothing to drain
+    assert not session(path, ops, clock=ops.clock).apply(ApplyOptions()).ok
+    s = session(path, ops, clock=ops.clock)
+    notice = s.rollback_notice(s.to_undo(None))
+    assert notice is not None
+    assert "2 migrated node(s)" in notice and "p0-a" in notice and "p0-b" in notice and "p0-c" not in notice
+    assert "--dry-run" in notice
+    assert s.rollback_notice([i for i in s.to_undo(None) if i.startswith("prepare/")]) is None
+
+
+def test_the_live_claim_reading_finds_the_class_in_exactly_and_first_available() -> None:
+    from dra_migrate.execute.ops_base import claims_naming_class
+
+    def claim(name: str, requests: list[dict[str, object]], allocated: bool = False) -> dict[str, object]:
+        status = {"allocation": {"devices": {"results": [{"device": "gpu-0"}]}}} if allocated else {}
+        return {"metadata": {"namespace": "ml", "name": name}, "spec": {"devices": {"requests": requests}},
+                "status": status}  # fmt: skip
+
+    claims = [
+        claim("a", [{"name": "r", "exactly": {"deviceClassName": "gpu"}}], allocated=True),
+        claim(
+            "b",
+            [
+                {
+                    "name": "r",
+                    "firstAvailable": [
+                        {"name": "s", "deviceClassName": "mig"},
+                        {"name": "t", "deviceClassName": "gpu"},
+                    ],
+                }
+            ],
+        ),
+        claim("c", [{"name": "r", "exactly": {"deviceClassName": "gpu.nvidia.com"}}], allocated=True),
+        {"metadata": {"namespace": "ml", "name": "d"}},  # no spec at all: names nothing
+    ]
+    assert claims_naming_class(claims, "gpu") == ["ml/a (allocated)", "ml/b"]
+    assert claims_naming_class(claims, "mig") == ["ml/b"]
