@@ -38,6 +38,7 @@ from dra_migrate.cluster.identity import ClusterIdentity
 from dra_migrate.errors import InputError, MigrateError
 from dra_migrate.execute.actions import DEFAULT_DRAIN_S, StepContext, admit_canary, run_step, undo_step
 from dra_migrate.execute.backlog import Backlog
+from dra_migrate.execute.budget import BUDGET_WAIT_S, before_wave, pool_budgets, someone_elses_cordon
 from dra_migrate.execute.contract import (
     SYSTEM_CLOCK,
     Cancel,
@@ -79,6 +80,7 @@ class ApplyOptions:
     timeouts: Mapping[str, float] = field(default_factory=dict)  # per action, over the plan's (--drain-timeout)
     # --delete-unowned-pods: drains may evict pods no controller owns that the plan did not record
     delete_unowned_pods: bool = False
+    budget_wait_s: float = BUDGET_WAIT_S  # a wave's wait for its pool's other nodes out of service (budget.py)
 
     def lanes_at_once(self, lanes: int) -> int:
         return max(1, min(lanes, self.parallelism or lanes))
@@ -168,6 +170,9 @@ class Runner:
             if s.action == Action.DRAIN
         }
         self._done_mutex = threading.Lock()
+        self.budgets = pool_budgets(plan)  # per stage: its pool's maxUnavailable, checked before each wave
+        self._ran_on: set[str] = set()  # nodes this run started a step on: what it takes out is its own
+        self._dry_seen: dict[str, Any] = {}  # a dry run's node reads for the budget: one per node
         self._admitted: set[tuple[str, str, str]] = set()  # canary pods the API server admitted (dry run)
 
     # ----------------------------------------------------------------------------------------- apply
@@ -244,9 +249,9 @@ class Runner:
                 tally.step_done(result, p, None, opts.dry_run, skipped=True)
             return True
         cancel = Cancel(parent=self.cancel)
-        if not self._cordons_are_ours(unit, done, result) or not self._canaries_admitted(
-            unit, opts, done, result, cancel
-        ):
+        if not (self._cordons_are_ours(unit, done, result) and self._within_budget(unit, opts, result, cancel)
+                and self._cordons_are_ours(unit, done, result)  # again: the budget may have waited
+                and self._canaries_admitted(unit, opts, done, result, cancel)):  # fmt: skip
             return False
         failures: list[tuple[PlannedStep, BaseException]] = []
         touched: set[str] = set()  # steps started in this run (done, failed or interrupted)
@@ -267,6 +272,7 @@ class Runner:
                     return
                 with mutex:
                     touched.add(ps.id)
+                    self._ran_on.update([ps.node] if ps.node and not opts.dry_run else [])
                 try:
                     change = self._run_step(ps, opts, cancel)
                 except Cancelled:
@@ -305,31 +311,27 @@ class Runner:
         return False
 
     def _cordons_are_ours(self, unit: Unit, done: set[str], result: RunResult) -> bool:
-        """Before a wave's first step: none of its nodes the plan recorded schedulable was cordoned since by
-        someone else (a GPU fault, maintenance, a remediation). Its uncordon step sets the value the plan
-        recorded, and its rollback the same: either would put back into service a node its owner took out.
-        False (the run stops, nothing of the wave touched, nothing recorded to undo) when one was. The run's
-        start refuses nodes cordoned before it began (drift); this covers the hours a run lasts. A node the
-        journal shows this migration touched before may hold its own cordon (written before a crash could
-        record it): not judged."""
-        for ps in unit.steps:
-            if ps.step.action != Action.CORDON or ps.id in done or ps.node is None or ps.node in self.touched_nodes:
-                continue
-            planned = (ps.step.inverse.restore if ps.step.inverse else {}).get("unschedulable")
-            try:
-                state = self.ops.node_state(ps.node, watched=True)  # the watched copy: no GET per node
-            except MigrateError:
-                continue  # unreadable now: the node's own steps meet it and say why
-            if planned is False and state.get("exists") and state.get("unschedulable"):
-                result.ok, result.outcome = False, FAILED
-                result.failure = (
-                    f"node {ps.node} was cordoned since the plan, by someone else: migrating it would uncordon it "
-                    "(nothing of the wave was touched; if the cordon is not needed, uncordon the node and resume "
-                    "with apply; if it is, leave its pool out: plan --exclude-pools, or wait for its owner)"
-                )
-                self.log(f"{result.outcome.upper()} {result.failure}")
-                return False
-        return True
+        """Before a wave's first step: none of its nodes was cordoned since the plan by someone else
+        (execute/budget.py `someone_elses_cordon`). False (the run stops, nothing of the wave touched) when one was."""
+        failure = someone_elses_cordon(self.ops, unit, done, self.touched_nodes)
+        if failure is not None:
+            result.ok, result.outcome, result.failure = False, FAILED, failure
+            self.log(f"{result.outcome.upper()} {result.failure}")
+        return failure is None
+
+    def _within_budget(self, unit: Unit, opts: ApplyOptions, result: RunResult, cancel: Cancel) -> bool:
+        """Before a wave's first step: its pool's nodes out of service, not by this migration, and the wave fit the
+        plan's maxUnavailable, or come to within `budget_wait_s` (execute/budget.py). False: the run stops."""
+        budget, wave = self.budgets.get(unit.stage), unit.wave
+        if budget is None or wave is None:
+            return True
+        stop = before_wave(self.ops, self.clock, cancel, budget, {n.node for n in wave.nodes},
+                           lambda: self.touched_nodes | self._ran_on, self.log, f"{unit.stage}/{wave.name}",
+                           dry_run=opts.dry_run, wait_s=opts.budget_wait_s, seen=self._dry_seen)  # fmt: skip
+        if stop is not None:
+            result.ok, (result.outcome, result.failure) = False, stop
+            self.log(f"{result.outcome.upper()} {result.failure}")
+        return stop is None
 
     def _canaries_admitted(
         self, unit: Unit, opts: ApplyOptions, done: set[str], result: RunResult, cancel: Cancel
