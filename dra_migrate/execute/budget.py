@@ -16,8 +16,8 @@ already knows count what is out whoever took it out:
   pkg/controllers/disruption/helpers.go `BuildDisruptionBudgetMapping`).
 (`kubectl drain` has no budget of its own: it is told which node.)
 
-So before a wave the runner counts the pool's other nodes that are out now (not Ready, cordoned, being
-deleted) and that this migration did not take out (the nodes the journal shows it touched, and the ones this
+So before a wave the runner counts the pool's other nodes that are out now (not Ready, cordoned since the
+plan, being deleted) and that this migration did not take out (the nodes the journal shows it touched, and the ones this
 run touched: its own disruption, inside the waves it ran). When those and the wave's nodes exceed the pool's
 budget, it waits for them to come back, up to `BUDGET_WAIT_S`, and otherwise stops before the wave.
 
@@ -76,6 +76,11 @@ class PoolBudget:
     max_unavailable: str  # the plan's parameter, as written ("2", "10%")
     limit: int  # nodes of the pool out at once
     members: tuple[str, ...]  # the pool's nodes the plan lists, in plan order
+    # Nodes the plan recorded cordoned: out before the migration began, and reviewed so. Not counted as out for
+    # their cordon (it is no one's action during the run): a pool of 100 with one node cordoned for a GPU fault
+    # would otherwise hold every wave of 10 for the whole wait and stop. Karpenter, too, counts a cordoned node
+    # only when it is also NotReady or deleting (`BuildDisruptionBudgetMapping`); NotReady still counts here.
+    cordoned_at_plan: frozenset[str] = frozenset()
 
 
 def pool_budgets(plan: Plan) -> dict[str, PoolBudget]:
@@ -83,8 +88,11 @@ def pool_budgets(plan: Plan) -> dict[str, PoolBudget]:
     replace-pool's). None for a plan whose maxUnavailable does not parse (the plan's own checks refuse it; no
     budget is enforced rather than a guessed one)."""
     members: dict[str, list[str]] = {}
+    cordoned: set[str] = set()
     for stage, _wave, entry in plan.nodes():
         members.setdefault(stage.pool, []).append(entry.node)
+        if entry.original.get("unschedulable") is True:
+            cordoned.add(entry.node)
     text = str(plan.parameters.get("maxUnavailable", PlanParams.max_unavailable))
     out = {}
     for pool, nodes in members.items():
@@ -92,7 +100,7 @@ def pool_budgets(plan: Plan) -> dict[str, PoolBudget]:
             limit = PlanParams(max_unavailable=text).wave_size(len(nodes))
         except InputError:
             continue
-        out[pool] = PoolBudget(pool, text, limit, tuple(nodes))
+        out[pool] = PoolBudget(pool, text, limit, tuple(nodes), frozenset(cordoned.intersection(nodes)))
     return {stage.name: out[stage.pool] for stage in plan.pool_stages() if stage.pool in out}
 
 
@@ -125,7 +133,7 @@ def others_out(read: Read, budget: PoolBudget, wave: Collection[str], ours: Coll
             why = out_of_service(read(node))
         except MigrateError:
             continue
-        if why is not None:
+        if why is not None and not (why == "cordoned" and node in budget.cordoned_at_plan):
             out[node] = why
     return out
 

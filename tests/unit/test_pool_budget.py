@@ -193,3 +193,24 @@ def test_a_dry_run_reads_each_node_of_the_pool_once_for_the_budget() -> None:
     # once for the budget of waves 1 to 4 (a read per wave was 4), then twice by its own wave's check of
     # someone else's cordon (before and after the budget's wait)
     assert len(before_its_wave) == 3
+
+
+def test_a_node_the_plan_recorded_cordoned_does_not_hold_every_wave(tmp_path: Path) -> None:
+    """A node cordoned before the plan (a GPU fault the operator took out, reviewed in the plan) is not someone's
+    action during the run: counted, it held every wave of a pool whose waves fill the budget, for the whole wait,
+    then stopped the run. Cordoned since the plan, or NotReady, it still counts (the first test)."""
+    plan, stage = _pool_of_ten()
+    cordoned = {"unschedulable": True}
+    waves = tuple(
+        replace(w, nodes=tuple(replace(e, original={**e.original, **cordoned}) if e.node == "gpu-09" else e
+                               for e in w.nodes))
+        for w in stage.waves
+    )  # fmt: skip
+    plan = replace(plan, stages=(replace(stage, waves=waves),))
+    ops = FakeOps.for_plan(plan, FakeClock())
+    ops.nodes["gpu-09"].unschedulable = True
+    with Journal.open(tmp_path / "j.jsonl", plan_digest=plan.digest) as j:
+        result = Runner(plan, ops, j, actor="t", clock=ops.clock).apply(ApplyOptions(), set())
+    assert result.ok, result.failure
+    assert ops.clock.monotonic() < 1000.0 + 600.0, "no wave waited"
+    assert ops.nodes["gpu-09"].unschedulable, "its cordon is kept: the plan recorded it"
