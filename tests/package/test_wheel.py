@@ -133,3 +133,10 @@ def test_make_demo_works_on_a_python_that_refuses_pip(tmp_path: Path, wheelhouse
     run("make", "-C", root, "demo", f"SYSPY={system}", f"VENV={tmp_path / 'venv'}", f"DEMO_DIR={out}", env=env)
     assert (out / "report.html").stat().st_size > 0
     assert (tmp_path / "venv" / ".runtime").exists()
+
+
+def test_policy_examples_ship_in_the_wheel(outside: dict[str, str], tmp_path: Path, venv: Path) -> None:
+    """`policy check --policy "$(dra-migrate policy examples)"` (docs/policy.md) needs the directory it prints."""
+    where = Path(run("dra-migrate", "policy", "examples", cwd=tmp_path, env=outside).stdout.strip())
+    assert where.is_relative_to(venv), where
+    assert sorted(p.name for p in where.iterdir()) == ["data.json", "plan.rego"]
