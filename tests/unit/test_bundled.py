@@ -48,6 +48,9 @@ def test_every_data_file_in_the_package_is_declared_package_data() -> None:
     data = {
         p
         for p in package.rglob("*")
-        if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts and "_bundled" not in p.parts
+        if p.is_file()
+        and p.suffix not in (".py", ".pyc")
+        and "__pycache__" not in p.parts
+        and "_bundled" not in p.parts
     }
     assert sorted(str(p.relative_to(package)) for p in data - shipped) == []
