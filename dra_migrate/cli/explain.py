@@ -12,6 +12,13 @@ from dra_migrate.errors import InputError
 from dra_migrate.render import Document
 
 
+def _rule_ids(_ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[str]:
+    """`dra-migrate explain <TAB>` (and kubectl's plugin completion helper): the rule ids that start so."""
+    from dra_migrate.checks.catalog import all_rules
+
+    return sorted(r.id for r in all_rules() if r.id.startswith(incomplete))
+
+
 @click.command(
     epilog="""\b
 Examples:
@@ -19,7 +26,7 @@ Examples:
   dra-migrate check --list-rules          # every rule id
 """
 )
-@click.argument("rule_id", metavar="RULE")
+@click.argument("rule_id", metavar="RULE", shell_complete=_rule_ids)
 @output_option(formats=("table", "json", "yaml", "markdown"))
 def explain(rule_id: str, output: str) -> None:
     """What RULE (a finding id of `check`) means, why it matters, how to fix it, and its source."""

@@ -88,8 +88,8 @@ def test_the_containerfile_installs_what_the_build_installs(config: dict[str, An
         assert flag in text and (flag in script or flag.replace("3.11", "$PYVER") in script), flag
     # The same entry scripts.
     for name, func in (("dra-migrate", "main"), ("kubectl-dra_migrate", "kubectl_plugin")):
-        assert f"from dra_migrate.cli.main import {func}\\n{func}()" in text, name
-    assert "from dra_migrate.cli.main import %s\\n%s()" in script
+        assert f"from dra_migrate.cli.entry import {func}\\n{func}()" in text, name
+    assert "from dra_migrate.cli.entry import %s\\n%s()" in script
     # The same image config as the one built here.
     user = re.search(r"^USER (\S+)", final, re.M)
     assert user and user.group(1) == config["User"]

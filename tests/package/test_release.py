@@ -46,12 +46,20 @@ def test_the_krew_manifest_describes_its_archive(release: Path) -> None:
 
 
 def test_the_krew_archive_runs_as_a_kubectl_plugin(release: Path, wheelhouse: Path, tmp_path: Path) -> None:
-    """What krew does on install (unpack, link `bin` onto PATH), then the first run installs the bundled wheel."""
+    """What krew does on install (unpack into its store, a relative symlink to `bin` in ~/.krew/bin on PATH:
+    kubernetes-sigs/krew internal/installation/install.go `createOrUpdateLink`), then the first run installs
+    the bundled wheel."""
+    store = tmp_path / "krew" / "store" / "dra-migrate" / f"v{__version__}"
     with tarfile.open(release / f"dra-migrate-krew-{__version__}.tar.gz") as tar:
-        tar.extractall(tmp_path / "plugin", filter="tar")
+        tar.extractall(store, filter="tar")
+    bindir = tmp_path / "krew" / "bin"
+    bindir.mkdir()
+    (bindir / "kubectl-dra_migrate").symlink_to(
+        Path("..") / store.relative_to(tmp_path / "krew") / "kubectl-dra_migrate"
+    )
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env |= {
-        "PATH": f"{tmp_path / 'plugin'}:{env.get('PATH', '/usr/bin:/bin')}",
+        "PATH": f"{bindir}:{env.get('PATH', '/usr/bin:/bin')}",
         "DRA_MIGRATE_KREW_VENV": str(tmp_path / "venv"),
         "PIP_NO_INDEX": "1",
         "PIP_FIND_LINKS": str(wheelhouse),

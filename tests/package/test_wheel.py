@@ -133,3 +133,21 @@ def test_make_demo_works_on_a_python_that_refuses_pip(tmp_path: Path, wheelhouse
     run("make", "-C", root, "demo", f"SYSPY={system}", f"VENV={tmp_path / 'venv'}", f"DEMO_DIR={out}", env=env)
     assert (out / "report.html").stat().st_size > 0
     assert (tmp_path / "venv" / ".runtime").exists()
+
+
+def test_policy_examples_ship_in_the_wheel(outside: dict[str, str], tmp_path: Path, venv: Path) -> None:
+    """`policy check --policy "$(dra-migrate policy examples)"` (docs/policy.md) needs the directory it prints."""
+    where = Path(run("dra-migrate", "policy", "examples", cwd=tmp_path, env=outside).stdout.strip())
+    assert where.is_relative_to(venv), where
+    assert sorted(p.name for p in where.iterdir()) == ["data.json", "plan.rego"]
+
+
+def test_the_build_uses_no_deprecated_metadata(tmp_path: Path, dist: tuple[Path, Path]) -> None:
+    """setuptools warns that `project.license` as a TOML table stops building after 2027-02-18 (setuptools >= 77
+    takes an SPDX expression, PEP 639); the build-system pin is `>=`, so a release after that date would
+    refuse to build the sdist an operator pip-installs. The wheel says its licence as an expression."""
+    r = run(Path(__file__).resolve().parents[2] / "tools" / "release" / "dist", tmp_path)
+    assert "deprecated" not in r.stderr.lower(), r.stderr[-3000:]
+    with zipfile.ZipFile(dist[1]) as wheel:
+        metadata = wheel.read(next(n for n in wheel.namelist() if n.endswith(".dist-info/METADATA"))).decode()
+    assert "License-Expression: Apache-2.0" in metadata.splitlines()

@@ -462,6 +462,7 @@ NODE_OBJ = {
         (["inventory", "--sn"], {"--snapshot"}, ":4"),
         (["inventory", "-o", ""], {"json", "yaml", "name"}, ":4"),
         (["show", ""], set(), ":0"),  # a plan file: the shell completes file names
+        (["explain", "shared-gpu"], {"shared-gpu-capacity-loss"}, ":4"),  # a rule id: offered nothing
     ],
 )
 def test_kubectl_completes_the_plugin_through_its_completion_helper(
