@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import codecs
 import errno
+import io
 import os
 import stat
 from collections.abc import Iterator
@@ -134,6 +135,25 @@ def open_read(path: Path) -> IO[bytes]:
     import gzip  # here: only a compressed file pays for it
 
     return cast(IO[bytes], gzip.open(path, "rb"))
+
+
+def read_inflated(path: Path, limit: int) -> bytes | None:
+    """A file's bytes, decompressed if it is gzip (as `open_read`); None when they come to more than `limit`
+    (a gzip file that inflates without end stops there, not when the memory is gone). A plain file is read
+    whole, at once, as `Path.read_bytes`; a compressed one a chunk at a time."""
+    with open_read(path) as fh:
+        if isinstance(fh, io.BufferedReader):
+            if os.fstat(fh.fileno()).st_size > limit:
+                return None  # a regular file's size says so before it is read (a pipe's is 0: read)
+            data = fh.read()
+            return data if len(data) <= limit else None
+        chunks, total = [], 0
+        while chunk := fh.read(1 << 22):
+            total += len(chunk)
+            if total > limit:
+                return None
+            chunks.append(chunk)
+    return b"".join(chunks)
 
 
 @contextmanager

@@ -20,6 +20,7 @@ it means (`dra_migrate.plan.validate`), and records the edit.
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from dra_migrate.errors import InputError
-from dra_migrate.fileio import not_text, text_of, write_text_atomic
+from dra_migrate.fileio import not_text, read_inflated, text_of, write_text_atomic
 from dra_migrate.gcpause import paused_gc
 from dra_migrate.plan import fastyaml, wire
 from dra_migrate.plan.derived import applicable_problems
@@ -203,11 +204,25 @@ def _plain(value: Any) -> Any:
     return value
 
 
+# The most a plan file may hold (decompressed): a 10,000-node plan is ~2.7 MB, one of format 1 was 14 MB. Past
+# this it is no plan, and a gzip file of a few KB that inflates without end (a gzip bomb) is refused at this
+# much memory, not when the memory is gone.
+PLAN_MAX_BYTES = 64 << 20
+
+
 def _text(path: Path) -> str:
+    """The plan file's text. A gzip-compressed plan (by its magic, whatever its name) is read as the file it
+    holds: the in-cluster Job gets its plan from a ConfigMap, which the API server caps at 1 MiB
+    (`ValidateConfigMap`), a plan of some 3,500 GPU nodes; gzip takes one to ~80 bytes a node
+    (docs/in-cluster.md). The digests are of the plan's content, so the compressed file verifies as the plain."""
     try:
-        data = path.read_bytes()
+        data = read_inflated(path, PLAN_MAX_BYTES)
+    except (EOFError, zlib.error) as e:
+        raise InputError(f"{path}: a damaged or cut-short gzip file ({e})", "compress the plan again") from e
     except OSError as e:
         raise InputError(f"cannot read plan {path}: {e.strerror or e}", "check the path") from e
+    if data is None:
+        raise InputError(f"{path}: more than {PLAN_MAX_BYTES >> 20} MiB (decompressed): no plan", REGENERATE)
     try:
         return text_of(data)  # a reviewer's editor may save it with a byte order mark, or as UTF-16
     except UnicodeDecodeError as e:

@@ -29,6 +29,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from dra_migrate.errors import InputError
+from dra_migrate.fileio import GZIP_MAGIC
 from dra_migrate.plan import fastyaml, wire
 from dra_migrate.plan import io as plan_io
 from dra_migrate.plan.derived import applicable_problems
@@ -88,6 +89,8 @@ def scan(path: Path) -> PlanOutline | None:
         if not stat.S_ISREG(os.stat(path).st_mode):
             return None  # a pipe (`show <(git show main:plan.yaml)`) is read once, whole, by io.load
         with path.open("rb") as fh:
+            if fh.peek(2)[:2] == GZIP_MAGIC:
+                return None  # a compressed plan (the in-cluster Job's ConfigMap) is read whole
             return _Stream(fh, path).run()
     except (OSError, _NotStreamed, InputError, UnicodeDecodeError):
         return None
