@@ -92,3 +92,54 @@ def test_check_exits_2_and_report_names_the_node(tmp_path: Path) -> None:
     named = [f for f in json.loads(rep.stdout)["findings"] if f["id"] == "dual-advertising"]
     assert {o["name"] for f in named for o in f["objects"]} == {BACK, COMING}
     assert run("check", "--snapshot", str(_snapshot(tmp_path, {}))).code == 0
+
+
+def test_both_publishing_without_a_claim_is_still_a_blocker(tmp_path: Path) -> None:
+    # No claim holds a device of COMING: on main this read as the pre-migration warning ("create no GPU
+    # ResourceClaims until a node is migrated"), on a node that was migrated.
+    found = _dual(_snapshot(tmp_path, {COMING: ("true", 8)}))
+    assert [(f.severity.value, _nodes(f)) for f in found] == [("blocker", [COMING])]
+    assert "migrated node" in found[0].message
+
+
+def test_report_markdown_says_the_blockers_are_new_since_planning(tmp_path: Path) -> None:
+    snap = _snapshot(tmp_path, {BACK: ("true", 8)})
+    text = run("report", str(PLAN), "--snapshot", str(snap), "-o", "markdown").stdout
+    assert "since planning: 1 more blocker(s)" in text and BACK in text
+    same = run("report", str(PLAN), "--snapshot", str(FIXTURE), "-o", "json").stdout
+    assert not any(f["message"].startswith("Since planning") for f in json.loads(same)["findings"])
+
+
+def _synthetic(*extra: dict[str, Any], gpus: int = 8) -> list[Any]:
+    """One node migrated by the DRA chart's nodeSelector label, a standalone device plugin (a re-run of its chart,
+    no affinity: no label stops it) publishing beside it, and `extra` objects."""
+    from tests.unit.test_checks import _ds, findings, gpu_node, make, slice_for
+
+    node = gpu_node("a", n=8, **{"nvidia.com/dra-kubelet-plugin": "true", DP_LABEL: "false"})
+    node["status"]["allocatable"]["nvidia.com/gpu"] = str(gpus)
+    dra = _ds("dra-driver-nvidia-gpu-kubelet-plugin", nodeSelector={"nvidia.com/dra-kubelet-plugin": "true"})
+    standalone = _ds("nvidia-device-plugin-daemonset", ns="kube-system")
+    return findings(make(node, slice_for("a", 8), dra, standalone, *extra), "dual-advertising")
+
+
+def test_a_device_plugin_no_label_stops_is_named_with_its_daemonset() -> None:
+    from tests.unit.test_checks import cluster_policy
+
+    # The node is labelled device-plugin=false, but a chart re-run without the NotIn term ignores it.
+    found = _synthetic()
+    assert [(f.severity.value, _nodes(f)) for f in found] == [("blocker", ["a"])]
+    assert "kube-system/nvidia-device-plugin-daemonset" in found[0].remediation
+    assert "NotIn" in found[0].remediation and "ClusterPolicy" not in found[0].remediation
+    # Under a ClusterPolicy that has the device plugin off, it is not the operator's to bring back.
+    off = _synthetic(cluster_policy(devicePlugin={"enabled": False}))
+    assert "spec.devicePlugin.enabled is false" in off[0].remediation
+    # Its allocatable at 0 and a DaemonSet selecting the node: coming back, still named.
+    assert [(f.severity.value, _nodes(f)) for f in _synthetic(gpus=0)] == [("blocker", ["a"])]
+
+
+def test_mid_apply_device_plugin_leaving_is_not_read_as_returned(tmp_path: Path) -> None:
+    # Between enable-dra-plugin and wait-dra-ready the label says off while allocatable has not dropped yet:
+    # no DaemonSet selects the node, so it is the plan's own switch in flight, not a device plugin come back.
+    found = _dual(_snapshot(tmp_path, {COMING: ("false", 8)}))
+    assert [f.severity.value for f in found] == ["warning"]
+    assert "migrated node" not in found[0].message
