@@ -15,6 +15,7 @@ from dra_migrate.checks.context import CheckContext, still_to_migrate
 from dra_migrate.checks.context import switched_in_place as _switched_in_place
 from dra_migrate.checks.model import Finding, ObjectRef, Severity
 from dra_migrate.checks.registry import rule
+from dra_migrate.checks.returned import returned_findings, returned_nodes
 from dra_migrate.dra.deviceclasses import existing_mappings, mig_profile_of, single_strategy_nodes
 from dra_migrate.inventory.fleet import EXTENDED_RESOURCE_GATE, GpuNode, kubelet_skew, other_nvidia_resources
 from dra_migrate.inventory.model import gpu_names
@@ -178,16 +179,29 @@ def _nodes_with_claimed_devices(ctx: CheckContext) -> set[str]:
     summary="a node serves GPUs from the device plugin and publishes DRA slices of the same GPUs",
 )
 def dual_advertising(ctx: CheckContext) -> Iterator[Finding]:
-    """Severity: blocker when an allocated ResourceClaim already holds a device of such a node, else warning. When: a
-    node's device plugin advertises a GPU resource (allocatable > 0) while the DRA driver publishes slices for it —
-    what the DRA chart's default placement does on every GPU node before migration. Rests on: the same physical GPU
-    is then allocatable twice: the scheduler serves `nvidia.com/gpu` from the device plugin where allocatable > 0
-    (kubernetes v1.37.2 `pkg/scheduler/framework/plugins/noderesources/fit.go`) while the slices stay allocatable to
-    explicit claims (`dynamicresources` plugin); chart default: dra-driver-nvidia-gpu v0.4.1 `deployments/helm/dra-
-    driver-nvidia-gpu/values.yaml` `kubeletPlugin.affinity`.
+    """Severity: blocker on a migrated node whose device plugin came back (the DRA plugin runs there by a label
+    someone set, `nvidia.com/dra-kubelet-plugin=true` or the one its DaemonSet selects, and publishes slices, while
+    the device plugin advertises GPUs again or a DaemonSet of it selects the node again: its pod is coming), and
+    where an allocated ResourceClaim already holds a device of such a node; else warning. When: a node's device
+    plugin advertises a GPU resource (allocatable > 0) while the DRA driver publishes slices for it (what the DRA
+    chart's default placement does on every GPU node before migration), or a migrated node's device plugin is back.
+    Rests on: the same physical GPU is then allocatable twice, which KEP-5004 rules out ("one node in a cluster
+    cannot have both", kubernetes/enhancements `keps/sig-scheduling/5004-dra-extended-resource/README.md`): the
+    scheduler serves `nvidia.com/gpu` from the device plugin where allocatable > 0 (kubernetes v1.37.2
+    `pkg/scheduler/framework/plugins/noderesources/fit.go`) while the slices stay allocatable to explicit claims
+    (`dynamicresources` plugin); the DRA plugin publishes every GPU it finds (dra-driver-nvidia-gpu v0.4.1
+    `cmd/gpu-kubelet-plugin/driver.go` `PublishResources`); chart default: its `deployments/helm/dra-driver-nvidia-
+    gpu/values.yaml` `kubeletPlugin.affinity`. The GPU Operator sets every missing `nvidia.com/gpu.deploy.*` label
+    to `true` and deletes them all when NFD's GPU labels go (gpu-operator `controllers/state_manager.go`
+    `addGPUStateLabels`, `removeAllGPUStateLabels`): how a migrated node gets its device plugin back (returned.py).
     """
+    returned = returned_nodes(ctx)
+    yield from returned_findings(ctx, returned)
+    gone = {r.node.name for r in returned}
     nodes = sorted(
-        n.name for n in ctx.inventory.nodes if any(n.allocatable.values()) and n.dra_devices.get(ctx.dra_driver)
+        n.name
+        for n in ctx.inventory.nodes
+        if any(n.allocatable.values()) and n.dra_devices.get(ctx.dra_driver) and n.name not in gone
     )
     if not nodes:
         return

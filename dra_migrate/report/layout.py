@@ -39,7 +39,7 @@ from dra_migrate.render.rehearsal import capacity_rows as rehearsed_capacity_row
 from dra_migrate.render.view import Badge, Chart, Code, Section
 from dra_migrate.render.view import cell as _cell
 from dra_migrate.report.accepted import accepted_risks
-from dra_migrate.report.model import PlanInfo, Wave, unplain
+from dra_migrate.report.model import SINCE_PLANNING, PlanInfo, Wave, unplain
 from dra_migrate.report.platforms import strategies_section
 
 # Section ids: stable anchors in the HTML, and what the browser test looks for.
@@ -249,8 +249,11 @@ def _pool_table(s: Section, inv: dict[str, Any]) -> None:
 def _findings(r: dict[str, Any]) -> Section:
     fs = r["findings"]
     s = _section("findings")
-    by = {sev: sum(1 for f in fs if f["severity"] == sev) for sev in ("blocker", "warning", "info")}
+    planned = [f for f in fs if not str(f["message"]).startswith(SINCE_PLANNING)]
+    by = {sev: sum(1 for f in planned if f["severity"] == sev) for sev in ("blocker", "warning", "info")}
     s.p(f"At planning time: {by['blocker']} blocker(s), {by['warning']} warning(s), {by['info']} info.")
+    if len(planned) < len(fs):
+        s.p(f"In the cluster read for this report, since planning: {len(fs) - len(planned)} more blocker(s).")
     s.add(findings_table(fs))
     accepted_risks(s, r.get("acceptedRisks") or [])
     return s

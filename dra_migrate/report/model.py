@@ -23,7 +23,9 @@ JSON (`-o json`), `formatVersion` 1; new keys may appear, an incompatible change
     inventory {consumers [{kind, apiVersion, namespace, name, pools, totals, pods, source, templates}],
                pools [{name, nodes, allocatable, requested, consumers, draDevices}], source: plan|snapshot|live,
                consumerCount} | null (a plan made before `review` was recorded, and no cluster given),
-    findings [{id, severity, message, objects [{kind, namespace, name}], remediation, scope: cluster|pool, pools}],
+    findings [{id, severity, message, objects [{kind, namespace, name}], remediation, scope: cluster|pool, pools}]
+             (the plan's; with the cluster, then each blocker it shows now that the plan did not record, its
+             message led by "Since planning (the cluster read for this report): "),
     deviceClasses [{name, resource, manifest}],
     capacity [{pool, resource, before, after, demand, fits, deviceClass, sharingReplicas, afterSource}] | null,
     capacitySource: plan (recorded at planning time) | snapshot | live | null,
@@ -48,7 +50,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, TypeVar
 
-from dra_migrate.checks.model import finding_json
+from dra_migrate.checks.model import Severity, finding_json, objects_text
 from dra_migrate.checks.run import Readiness
 from dra_migrate.cluster.identity import cluster_object
 from dra_migrate.execute.journal import Record
@@ -73,6 +75,8 @@ __all__ = ["Entry", "Gate", "NodeVerification", "Run", "Timeline", "Verification
 
 FORMAT_VERSION = 1
 _FINDING_KEYS = ("id", "severity", "message", "objects", "remediation", "scope", "pools")  # what a report keeps
+# Leads the message of a blocker the cluster read for the report shows and the plan did not record.
+SINCE_PLANNING = "Since planning (the cluster read for this report): "
 
 
 @dataclass(frozen=True)
@@ -308,7 +312,8 @@ def build_report(
             parameters=dict(plan.parameters),
         ),
         inventory=_inventory(readiness) if readiness is not None else _planned_inventory(review),
-        findings=[finding_json({k: f[k] for k in _FINDING_KEYS if k in f}) for f in plan.findings],
+        findings=[finding_json({k: f[k] for k in _FINDING_KEYS if k in f}) for f in plan.findings]
+        + (_blockers_since_planning(plan.findings, review, readiness) if readiness is not None else []),
         device_classes=_device_classes(plan),
         capacity=_capacity(readiness) if readiness is not None else planned,
         capacity_source=cluster["source"] if readiness is not None else ("plan" if planned is not None else None),
@@ -323,6 +328,25 @@ def build_report(
         verification=verification(plan, records) if records is not None else None,
         rehearsal=rehearsal,
     )
+
+
+def _blockers_since_planning(
+    planned: Sequence[Mapping[str, Any]], review: Mapping[str, Any], readiness: Readiness
+) -> list[dict[str, Any]]:
+    """Blockers the cluster read for this report shows that the plan neither recorded nor accepted, their message
+    led by SINCE_PLANNING: what a report after `apply` must not hide, such as a migrated node whose device plugin
+    came back beside the DRA plugin (`dual-advertising`). Warnings and infos stay `check`'s."""
+
+    def key(f: Mapping[str, Any]) -> tuple[Any, ...]:
+        return (f.get("id"), f.get("severity"), tuple(str(o) for o in objects_text(f.get("objects") or [])))
+
+    known = {key(f) for f in planned} | {key(a) for a in review.get("acceptedRisks") or [] if isinstance(a, Mapping)}
+    out = []
+    for f in readiness.findings:
+        record = {**f.to_dict(), **readiness.scope_of(f)}
+        if f.severity is Severity.BLOCKER and key(record) not in known:
+            out.append({**record, "message": SINCE_PLANNING + f.message})
+    return out
 
 
 def _inventory(r: Readiness) -> InventorySection:
