@@ -4,10 +4,12 @@ Part of the report's model (report/model.py), which re-exports these."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from dra_migrate.cluster.state import ClusterState
 from dra_migrate.execute.actions import verifying_actions
 from dra_migrate.execute.journal import DONE, FAILED, ROLLED_BACK, STARTED, Progress, Record, StepStatus
+from dra_migrate.inventory.fleet import GpuNode
 from dra_migrate.inventory.platform import REPLACE_POOL
 from dra_migrate.plan.model import Plan
 from dra_migrate.plan.strategies import verifying_steps
@@ -68,10 +70,22 @@ class NodeVerification:
 
 
 @dataclass(frozen=True)
+class NodeSince:
+    """A node the journal verified that the cluster read for the report no longer shows migrated."""
+
+    node: str
+    stage: str
+    now: str  # what the read shows instead
+
+
+@dataclass(frozen=True)
 class Verification:
     last_run: Run | None
     verdict: str
     nodes: list[NodeVerification]
+    # With a cluster read (--snapshot, --kubeconfig): the verified nodes that no longer hold the migration.
+    # None: no cluster was read, so nothing is known of since.
+    changed_since: list[NodeSince] | None = None
 
 
 def timeline(records: list[Record], journal: str) -> Timeline:
@@ -179,3 +193,47 @@ def _verdict(last: Run | None, nodes: list[NodeVerification]) -> str:
     if last.result == "ok" and all(n.wait_dra_ready == n.canary == "ok" for n in nodes):
         return "verified"
     return "incomplete"
+
+
+def with_cluster(v: Verification, plan: Plan, state: ClusterState, gpu_nodes: list[GpuNode]) -> Verification:
+    """`v` with `changed_since` from the cluster as read now. A node verified at the time can be undone since
+    without a step of ours: deleted, or replaced by its node group (a scale-up, repair or upgrade makes the new
+    node from the group's template, which the in-place switch never changed: `in-place-pool-template`), its
+    device plugin turned back on (the GPU Operator re-adds a missing `nvidia.com/gpu.deploy.*` label as
+    "true": `dual-advertising`), its DRA plugin off, or its slices gone. The journal alone cannot see any of
+    it; a report after the migration is where an operator looks. A replace-pool stage's nodes are retired,
+    their pool's new nodes are not the plan's: not judged."""
+    uids = plan.node_uids()
+    nodes = {str((o.get("metadata") or {}).get("name")): o for o in state.of("Node")}
+    gpus = {n.name: n for n in gpu_nodes}
+    retired = {s.name for s in plan.pool_stages() if s.strategy == REPLACE_POOL}
+    driver = str(plan.parameters.get("draDriver") or "gpu.nvidia.com")
+    out = []
+    for n in v.nodes:
+        if n.stage in retired or not n.wait_dra_ready == n.canary == "ok":
+            continue
+        obj = nodes.get(n.node)
+        if obj is None:
+            out.append(NodeSince(n.node, n.stage, "deleted"))
+            continue
+        now = _not_migrated(gpus.get(n.node), driver)
+        uid = str((obj.get("metadata") or {}).get("uid") or "")
+        if uids.get(n.node) and uid != uids[n.node]:
+            now = "replaced by a new node of the same name" + (f": {now}" if now else "")
+        if now:
+            out.append(NodeSince(n.node, n.stage, now))
+    return replace(v, changed_since=out)
+
+
+def _not_migrated(g: GpuNode | None, driver: str) -> str | None:
+    if g is None:
+        return "no longer read as a GPU node (no GPU labels, capacity or slices)"
+    if g.device_plugin_enabled and g.dra_plugin_enabled:
+        return "its device plugin is back beside the DRA plugin (dual-advertising)"
+    if g.device_plugin_enabled:
+        return "on the device plugin (its DRA plugin is off)"
+    if not g.dra_plugin_enabled:
+        return "its DRA plugin is off"
+    if not g.dra_devices.get(driver):
+        return f"it publishes no {driver} devices"
+    return None

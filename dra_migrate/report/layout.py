@@ -79,7 +79,10 @@ def layout(r: dict[str, Any]) -> tuple[str, list[str], list[Section]]:
         f"dra-migrate {r['tool']['version']} · report format {r['formatVersion']} · plan {info.path} "
         f"(digest {short(info.digest)}{', edited and rebased' if info.edited else ''}) · "
         f"Kubernetes {cluster['kubernetesVersion'] or 'version unknown'}",
-        _applicability(r) + f" Verdict: {(r['verification'] or {}).get('verdict', 'not-run (no journal)')}.",
+        _applicability(r)
+        + f" Verdict: {(r['verification'] or {}).get('verdict', 'not-run (no journal)')}"
+        + _changed_since(r)
+        + ".",
     ]
     # Summary and risk first (who, what, capacity, findings), then the detail a reviewer checks it by.
     sections = [
@@ -119,8 +122,17 @@ def applicability_badge(r: dict[str, Any]) -> Badge:
 _VERDICT_TONE = {"verified": "good", "failed": "bad", "rolled-back": "warn", "incomplete": "warn", "not-run": "mute"}
 
 
+def _changed_since(r: dict[str, Any]) -> str:
+    since = (r.get("verification") or {}).get("changedSince") or []
+    return f"; {len(since)} node(s) changed since (Final verification)" if since else ""
+
+
 def verification_badge(r: dict[str, Any]) -> Badge:
-    verdict = str((r.get("verification") or {}).get("verdict", "not-run"))
+    v = r.get("verification") or {}
+    verdict = str(v.get("verdict", "not-run"))
+    since = v.get("changedSince") or []
+    if since:  # what the migration did no longer holds on some nodes: the badge must not read "good"
+        return Badge(f"verification: {verdict}; {len(since)} node(s) changed since", "bad")
     return Badge(f"verification: {verdict}", _VERDICT_TONE.get(verdict, "note"))
 
 
@@ -517,4 +529,15 @@ def _verification(r: dict[str, Any]) -> Section:
         [[n["stage"], n["wave"], n["node"], n["waitDraReady"], n["canary"]] for n in v["nodes"]],
         empty="No nodes to migrate.",
     )
+    since = v.get("changedSince")
+    if since:
+        s.p(
+            f"Changed since (the cluster read for this report): {len(since)} node(s) verified at the time no longer "
+            "hold the migration. A node its group recreated comes up from the group's template (add the plan's "
+            "labels to it: in-place-pool-template); a device plugin back beside the DRA plugin is "
+            "dual-advertising (`dra-migrate check` names the label to set again)."
+        )
+        s.table(["stage", "node", "now"], [[x["stage"], x["node"], x["now"]] for x in since])
+    elif since is not None:
+        s.p("The cluster read for this report shows every verified node still migrated.")
     return s

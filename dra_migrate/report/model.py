@@ -40,7 +40,9 @@ JSON (`-o json`), `formatVersion` 1; new keys may appear, an incompatible change
         entry: {stepId, action, target, stage, wave, started, ended, actor, result, error, note}
         (an undo whose node was deleted or replaced since: result skipped, note says why; nothing restored)
     verification {lastRun (a run) | null, verdict: verified|incomplete|failed|rolled-back|not-run,
-                  nodes [{node, stage, wave, waitDraReady, canary}]} | null
+                  nodes [{node, stage, wave, waitDraReady, canary}],
+                  changedSince [{node, stage, now}] | null (verified nodes the cluster read no longer shows
+                  migrated: deleted, replaced, device plugin back, DRA plugin off; null without a cluster)} | null
         node step states: ok | failed | interrupted | rolled-back | not-run
 """
 
@@ -68,6 +70,7 @@ from dra_migrate.report.execution import (
     Verification,
     timeline,
     verification,
+    with_cluster,
 )
 from dra_migrate.secrets import scrub
 
@@ -325,9 +328,18 @@ def build_report(
         stages=[_stage(s, plan.findings) for s in plan.stages],
         diff=diff,
         timeline=timeline(records, journal) if journal is not None and records is not None else None,
-        verification=verification(plan, records) if records is not None else None,
+        verification=_verified(plan, records, readiness),
         rehearsal=rehearsal,
     )
+
+
+def _verified(plan: Plan, records: list[Record] | None, readiness: Readiness | None) -> Verification | None:
+    if records is None:
+        return None
+    v = verification(plan, records)
+    if readiness is None:
+        return v
+    return with_cluster(v, plan, readiness.inventory.state, readiness.inventory.nodes)
 
 
 def _blockers_since_planning(
