@@ -45,7 +45,7 @@ from dra_migrate.rehearse.twin import TWIN_GOGC, Twin, go_env
 from dra_migrate.rehearse.twinops import WatchingOps, scheduler_reason
 from dra_migrate.sim.kube import Kube, new_api_client
 from dra_migrate.sim.kueue import FETCH_HINT, KUEUE_VERSION, install_kueue_crds, kueue_crd_dir
-from dra_migrate.sim.kwok import NODES, KwokFleet, content_pending
+from dra_migrate.sim.kwok import CONTROLLER_TAINTS, NODES, KwokFleet, content_pending
 from dra_migrate.sim.load import CREATE_WORKERS, DEPENDENT_KEYS, LoadReport, load_dependents, load_workloads
 from dra_migrate.sim.placement import LABEL_RULES, PluginRules
 from dra_migrate.sim.spec import (
@@ -533,6 +533,10 @@ class NewPools:
                     LABEL_DRA_KUBELET_PLUGIN: "true",
                     LABEL_DEVICE_PLUGIN: "false",
                 },
+                # New machines: not cordoned, and none of the taints the node lifecycle controller keeps for
+                # the old ones' state (their cordon, not-ready); the taints the pool itself sets stay.
+                unschedulable=False,
+                taints=tuple(t for t in old[i % len(old)].taints if t.get("key") not in CONTROLLER_TAINTS),
             )
             for i in range(nodes)
         ]

@@ -131,6 +131,8 @@ CONDITION_TAINTS = {
 }
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+# Every taint the node lifecycle controller sets from a node's state (NoSchedule above; NoExecute too).
+CONTROLLER_TAINTS = frozenset({*CONDITION_TAINTS.values(), UNSCHEDULABLE_TAINT})
 
 
 def reconciled_labels(labels: Mapping[str, str]) -> dict[str, str]:
@@ -174,6 +176,8 @@ def node_manifest(
     spec_body: dict[str, Any] = {"podCIDR": pod_cidr, "providerID": spec.provider_id or f"kwok://{spec.name}"}
     if taints:
         spec_body["taints"] = taints
+    if spec.unschedulable:  # cordoned in the snapshot: the node lifecycle controller keeps its taint with this
+        spec_body["unschedulable"] = True
     status: dict[str, Any] = ready_status(now_rfc3339()) if steady else {}
     return {
         "apiVersion": "v1",

@@ -84,6 +84,9 @@ class GpuNodeSpec:
     # What the DRA kubelet plugin publishes while it runs.
     devices: tuple[DeviceSpec, ...] = ()
     taints: tuple[dict[str, Any], ...] = ()
+    # Cordoned in the snapshot (spec.unschedulable): registered so, or the node lifecycle controller lifts the
+    # unschedulable taint it keeps with that field and the twin's scheduler places displaced pods there.
+    unschedulable: bool = False
     # The node's spec.providerID as the snapshot recorded it ("" when none): a replayed GKE node stays GKE's.
     provider_id: str = ""
     # The annotations that name its group (Cluster API's owner kind and name), so that the twin's pools are
@@ -125,6 +128,7 @@ class GpuNodeSpec:
             device_plugin_resources=advertised,
             devices=published,
             taints=taints,
+            unschedulable=bool((node.get("spec") or {}).get("unschedulable")),
             provider_id=str((node.get("spec") or {}).get("providerID") or ""),
             group_annotations={
                 k: str(v) for k, v in (meta.get("annotations") or {}).items() if k in (CAPI_OWNER_KIND, CAPI_OWNER_NAME)

@@ -4,6 +4,7 @@ and the steady nodes that let it settle sooner (sim/kwok.py `node_manifest`, `co
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -164,3 +165,51 @@ def test_a_steady_nodes_status_is_the_one_node_initialize_posts() -> None:
         .replace("{{ $since | Quote }}", f'"{now}"')
     )
     assert YAML(typ="safe").load(rendered)["status"] == ready_status(now)
+
+
+def _snapshot_node(spec: dict[str, Any], status: dict[str, Any] | None = None) -> dict[str, Any]:
+    labels = {**OS_ARCH, "nvidia.com/gpu.present": "true", "nvidia.com/gpu.count": "4"}
+    return {
+        "metadata": {"name": "n1", "labels": labels},
+        "spec": spec,
+        "status": status or {"capacity": {"nvidia.com/gpu": "4"}, **ready_status("2026-12-05T00:00:00Z")},
+    }
+
+
+def test_a_node_cordoned_in_the_snapshot_stays_cordoned_on_the_twin() -> None:
+    """A node the operator cordoned (spec.unschedulable, and the taint the node lifecycle controller keeps with
+    it) must take no pods on the twin either. Registered without spec.unschedulable, the controller lifted the
+    taint (k8s.io/kubernetes@v1.37.2 pkg/controller/nodelifecycle/node_lifecycle_controller.go
+    doNoScheduleTaintingPass: the unschedulable taint follows spec.unschedulable) and the twin's scheduler
+    placed a wave's evicted pods there: a rehearsal that passed where the cluster leaves them Pending."""
+    cordon = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+    spec = GpuNodeSpec.from_node(_snapshot_node({"unschedulable": True, "taints": [cordon]}))
+    node = node_manifest(spec, steady=True)
+    assert node["spec"].get("unschedulable") is True
+    assert cordon in node["spec"]["taints"]
+    assert content_pending(node, LABEL_RULES) is None, "nothing for the node lifecycle controller to change"
+    booted = node_manifest(spec)
+    assert booted["spec"].get("unschedulable") is True
+    assert not node_manifest(GpuNodeSpec.from_node(_snapshot_node({})), steady=True)["spec"].get("unschedulable")
+
+
+def test_a_new_pools_nodes_do_not_inherit_the_cordon_of_the_nodes_they_replace() -> None:
+    """A replace-pool's new nodes are the replaced pool's under new names: new machines, not cordoned, with no
+    taint the node lifecycle controller keeps for the old ones' state; the old ones' own taints stay."""
+    from types import SimpleNamespace
+
+    from dra_migrate.plan.actions import Action
+
+    cordon = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+    own = {"key": "nvidia.com/gpu", "effect": "NoSchedule"}
+    old = replace(GpuNodeSpec.small("old-1", gpus=4), unschedulable=True, taints=(cordon, own))
+    await_pool = SimpleNamespace(action=Action.AWAIT_POOL, params={"selector": {"pool": "new"}})
+    stage = SimpleNamespace(name="provision-p", steps=[await_pool], waves=())
+    plan = SimpleNamespace(
+        stages=[stage], nodes=lambda: iter([(SimpleNamespace(pool="p"), None, SimpleNamespace(node="old-1"))])
+    )
+    started: list[list[GpuNodeSpec]] = []
+    run.NewPools(plan, [old], {}, started.append, lambda _m: None).provision({"pool": "new"}, 2)  # type: ignore[arg-type]
+    (new,) = started
+    assert [n.unschedulable for n in new] == [False, False]
+    assert all(n.taints == (own,) for n in new)
