@@ -536,6 +536,7 @@ class NewPools:
                 # New machines: not cordoned, and none of the taints the node lifecycle controller keeps for
                 # the old ones' state (their cordon, not-ready); the taints the pool itself sets stay.
                 unschedulable=False,
+                ready="True",
                 taints=tuple(t for t in old[i % len(old)].taints if t.get("key") not in CONTROLLER_TAINTS),
             )
             for i in range(nodes)
