@@ -145,10 +145,15 @@ class Twin:
                 timeout=timeout,
                 check=False,
             )
-        except subprocess.TimeoutExpired as e:
+        except BaseException as e:
+            # Timed out, or stopped (Ctrl-C, SIGTERM: rehearse/run.py `_terminated_as_exit`) while `up` was
+            # starting the plane: subprocess.run has killed `up` (SIGKILL; after 0.25 s for Ctrl-C) before
+            # its own trap could stop what it launched, so `down` stops the components it recorded.
             subprocess.run([str(tools / "down"), str(plane)], capture_output=True, check=False)
             scratch.cleanup()
-            raise InputError(f"the twin's control plane did not start within {timeout:.0f}s", "see --debug") from e
+            if isinstance(e, subprocess.TimeoutExpired):
+                raise InputError(f"the twin's control plane did not start within {timeout:.0f}s", "see --debug") from e
+            raise
         if res.returncode != 0:
             scratch.cleanup()
             last = (res.stderr.strip().splitlines() or ["(no output)"])[-1]
