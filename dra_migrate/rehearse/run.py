@@ -27,10 +27,10 @@ from dra_migrate.cluster.live import LiveCluster, LiveOptions, read_objects
 from dra_migrate.cluster.state import ClusterState, StateBuilder
 from dra_migrate.cluster.templates import TemplateTable
 from dra_migrate.dra.devices import NodeDevices, node_devices
-from dra_migrate.errors import InputError
+from dra_migrate.errors import ClusterError, InputError
 from dra_migrate.execute.journal import journal_path, read_journal
 from dra_migrate.execute.ops import POLL_CAP_S, LiveOps, live_ops
-from dra_migrate.execute.runner import ApplyOptions
+from dra_migrate.execute.runner import RESUME_HINT, STOPPED, ApplyOptions, RunResult
 from dra_migrate.execute.session import ApplySession
 from dra_migrate.inventory.operator import dra_plugin_daemonset_objects
 from dra_migrate.plan import io as plan_io
@@ -461,6 +461,7 @@ def rehearse(
                 wall = time.monotonic() - started
                 meter.stop()
                 checked = continuity.stop()
+            refuse_unfinished(result)
             records = read_journal(journal_path(path))
             after = read_cluster(twin.kubeconfig)
         api.close()
@@ -479,6 +480,19 @@ def rehearse(
     rehearsal.api_requests = meter.summary(int(rehearsal.end_state.get("nodesMigrated") or 0))
     rehearsal.judge_continuity(checked.to_dict(), checked.failure())
     return rehearsal
+
+
+def refuse_unfinished(result: RunResult) -> None:
+    """A run the executor stopped rather than failed is no verdict on the plan: a transient error of the twin
+    (its API server not answering in time, on a loaded machine) or the loss of its lock. Reported as a failed
+    rehearsal (exit 2) it read as a plan that fails, with apply's hint to resume a run that no longer exists."""
+    if result.outcome != STOPPED:
+        return
+    what = (result.failure or "stopped").split(f" ({RESUME_HINT}")[0]
+    raise ClusterError(
+        f"the rehearsal stopped before its end, on an error of the twin, not a verdict on the plan: {what}",
+        "rehearse again (a larger --time-scale loads the twin less); run with --debug to see the twin's logs",
+    )
 
 
 class NewPools:

@@ -267,3 +267,22 @@ def test_the_twins_plan_is_of_the_twin_not_of_the_cluster_it_was_made_from() -> 
         floored = [max(b.timeout_s, floor) for b in stage.node_steps]
         assert all(a.timeout_s <= b for a, b in zip(twin.node_steps, floored, strict=True))
         assert any(a.timeout_s < b.timeout_s for a, b in zip(twin.node_steps, stage.node_steps, strict=True))
+
+
+def test_a_run_the_twin_stopped_is_an_error_not_a_failed_rehearsal() -> None:
+    """The executor stops (outcome "stopped", to resume later) on a transient error: on the twin, its own API
+    server not answering in time. That says nothing of the plan; reported as a failed rehearsal (exit 2) it
+    read as a plan that fails, with apply's hint to resume. A failed step or gate is still the verdict."""
+    from dra_migrate.errors import ClusterError
+    from dra_migrate.execute.runner import FAILED, RESUME_HINT, STOPPED, RunResult
+    from dra_migrate.rehearse.run import refuse_unfinished
+
+    stopped = RunResult(
+        ok=False, outcome=STOPPED, failure=f"s/w1/n1/drain: timed out ({RESUME_HINT}; nothing was rolled back)"
+    )
+    with pytest.raises(ClusterError) as e:
+        refuse_unfinished(stopped)
+    assert e.value.message.endswith("not a verdict on the plan: s/w1/n1/drain: timed out")
+    assert "resume" not in str(e.value)
+    refuse_unfinished(RunResult(ok=False, outcome=FAILED, failure="s/w1/n1/drain: budget"))
+    refuse_unfinished(RunResult(ok=True))
