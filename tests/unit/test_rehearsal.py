@@ -19,6 +19,8 @@ from dra_migrate.plan.model import Plan
 from dra_migrate.rehearse.model import _waves_of, load_rehearsal, real_correction
 from tests.unit.cli import run
 
+HALF = Path(__file__).resolve().parents[2] / "fixtures" / "clusters" / "half-migrated.yaml"
+
 PLAN = "plans/demo-example.yaml"
 T0 = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)
 NODE_A, NODE_B = "gpu-a", "gpu-b"
@@ -286,3 +288,34 @@ def test_a_run_the_twin_stopped_is_an_error_not_a_failed_rehearsal() -> None:
     assert "resume" not in str(e.value)
     refuse_unfinished(RunResult(ok=False, outcome=FAILED, failure="s/w1/n1/drain: budget"))
     refuse_unfinished(RunResult(ok=True))
+
+
+def test_rehearse_takes_applys_drain_timeout_and_parallelism_time_scaled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """apply --drain-timeout lets a drain wait out a budget past the plan's timeout, and --parallelism runs a
+    wave a few nodes at a time. A rehearsal without them failed a drain apply would finish, and evicted a
+    wave's pods at once where apply takes a few nodes at a time: it did not rehearse the run apply makes."""
+    import dra_migrate.rehearse.run as run_mod
+    from dra_migrate.execute.runner import ApplyOptions
+
+    plan_file = tmp_path / "plan.yaml"
+    made = run("plan", "--snapshot", str(HALF), "--out", str(plan_file), "--force")
+    assert made.code == 0, made.stderr
+    seen: dict[str, Any] = {}
+
+    def fake(plan: Any, state: Any, **kwargs: Any) -> Any:
+        seen.update(kwargs)
+        raise InputError("stop here", "")
+
+    monkeypatch.setattr(run_mod, "rehearse", fake)
+    r = run("rehearse", str(plan_file), "--snapshot", str(HALF), "--drain-timeout", "30m", "--parallelism", "2")
+    assert r.code == 1 and "stop here" in r.stderr, r.stderr
+    assert seen["drain_timeout_s"] == 1800.0 and seen["parallelism"] == 2
+
+    plan = Plan.from_dict(plan_io.load(plan_file))
+    floor = run_mod.twin_floor_s(run_mod.largest_wave(plan))
+    opts = run_mod.apply_options(plan, 0.1, 120.0, 3600.0, 2)
+    assert opts == ApplyOptions(pending_threshold_s=12.0, parallelism=2, timeouts={"drain": max(floor, 360.0)})
+    assert run_mod.apply_options(plan, 0.01, 120.0, 600.0, None).timeouts == {"drain": float(floor)}
+    assert run_mod.apply_options(plan, 0.1, 120.0, None, None).timeouts == {}

@@ -202,6 +202,7 @@ def test_a_new_pools_nodes_do_not_inherit_the_cordon_of_the_nodes_they_replace()
     from types import SimpleNamespace
 
     from dra_migrate.plan.actions import Action
+    from dra_migrate.rehearse.twinops import NewPools
 
     cordon = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
     own = {"key": "nvidia.com/gpu", "effect": "NoSchedule"}
@@ -212,7 +213,7 @@ def test_a_new_pools_nodes_do_not_inherit_the_cordon_of_the_nodes_they_replace()
         stages=[stage], nodes=lambda: iter([(SimpleNamespace(pool="p"), None, SimpleNamespace(node="old-1"))])
     )
     started: list[list[GpuNodeSpec]] = []
-    run.NewPools(plan, [old], {}, started.append, lambda _m: None).provision({"pool": "new"}, 2)  # type: ignore[arg-type]
+    NewPools(plan, [old], {}, started.append, lambda _m: None).provision({"pool": "new"}, 2)  # type: ignore[arg-type]
     (new,) = started
     assert [(n.unschedulable, n.ready) for n in new] == [(False, "True"), (False, "True")]
     assert all(n.taints == (own,) for n in new)
