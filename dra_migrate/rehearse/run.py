@@ -32,6 +32,7 @@ from dra_migrate.execute.journal import journal_path, read_journal
 from dra_migrate.execute.ops import POLL_CAP_S, LiveOps, live_ops
 from dra_migrate.execute.runner import RESUME_HINT, STOPPED, ApplyOptions, RunResult
 from dra_migrate.execute.session import ApplySession
+from dra_migrate.inventory.fleet import parse_version
 from dra_migrate.inventory.operator import dra_plugin_daemonset_objects
 from dra_migrate.plan import io as plan_io
 from dra_migrate.plan.actions import Action
@@ -41,7 +42,7 @@ from dra_migrate.plan.params import format_duration, parse_duration
 from dra_migrate.rehearse.apf import RequestMeter, tool_identity
 from dra_migrate.rehearse.continuity import ContinuityWatch, kueue_served, plan_pairs
 from dra_migrate.rehearse.model import Rehearsal, from_journal
-from dra_migrate.rehearse.twin import TWIN_GOGC, Twin, go_env
+from dra_migrate.rehearse.twin import K8S_VERSION, TWIN_GOGC, Twin, go_env
 from dra_migrate.rehearse.twinops import NewPools, WatchingOps, scheduler_reason
 from dra_migrate.sim.kube import Kube, new_api_client
 from dra_migrate.sim.kueue import FETCH_HINT, KUEUE_VERSION, install_kueue_crds, kueue_crd_dir
@@ -515,6 +516,15 @@ def refuse_unfinished(result: RunResult) -> None:
 
 def _unreproduced(state: ClusterState, loaded: LoadReport) -> list[str]:
     out = list(loaded.skipped)
+    theirs, ours = parse_version(state.source.kubernetes_version), parse_version(K8S_VERSION)
+    if theirs is not None and ours is not None and theirs[:2] != ours[:2]:
+        # The twin's API server, scheduler and controllers are v{K8S_VERSION} whatever the cluster runs: its
+        # feature defaults and scheduling (KEP-5004 DRAExtendedResource: alpha 1.34, beta 1.36, GA 1.37) are
+        # those of that release, not the cluster's.
+        out.append(
+            f"the twin's control plane is Kubernetes v{K8S_VERSION}, the cluster's "
+            f"{state.source.kubernetes_version}: scheduling and feature defaults are those of v{K8S_VERSION}"
+        )
     if loaded.without_devices:
         kinds = ", ".join(f"{k.rpartition('/')[2]} {n}" for k, n in sorted(loaded.without_devices.items()))
         out.append(

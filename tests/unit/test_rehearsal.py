@@ -319,3 +319,19 @@ def test_rehearse_takes_applys_drain_timeout_and_parallelism_time_scaled(
     assert opts == ApplyOptions(pending_threshold_s=12.0, parallelism=2, timeouts={"drain": max(floor, 360.0)})
     assert run_mod.apply_options(plan, 0.01, 120.0, 600.0, None).timeouts == {"drain": float(floor)}
     assert run_mod.apply_options(plan, 0.1, 120.0, None, None).timeouts == {}
+
+
+def test_a_cluster_on_another_kubernetes_minor_than_the_twins_is_said_unreproduced() -> None:
+    """The twin's control plane is v1.37.2 whatever the cluster runs; a 1.35 cluster's scheduler and feature
+    defaults (DRAExtendedResource alpha, off) are not the twin's, and the rehearsal must not pass for them."""
+    from dra_migrate.cluster.state import ClusterState, SourceInfo
+    from dra_migrate.rehearse.run import _unreproduced
+    from dra_migrate.sim.load import LoadReport
+
+    def said(version: str | None) -> list[str]:
+        state = ClusterState(source=SourceInfo("snapshot", "x.yaml", kubernetes_version=version))
+        return [u for u in _unreproduced(state, LoadReport()) if "control plane is Kubernetes" in u]
+
+    (line,) = said("v1.35.3-gke.100")
+    assert "v1.37.2" in line and "v1.35.3-gke.100" in line
+    assert said("v1.37.0") == [] and said(None) == []
