@@ -111,7 +111,7 @@ def _answers_ok(url: str) -> bool:
         return False
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """In the child before exec: SIGTERM when the process that started it dies (Linux PR_SET_PDEATHSIG), so
     a rehearsal killed outright (SIGKILL, OOM) leaves no kwok behind playing nodes to a dead API server."""
     if sys.platform.startswith("linux"):
@@ -289,7 +289,7 @@ class KwokFleet:
                     stderr=subprocess.STDOUT,
                     env={**os.environ, **self.env},
                     start_new_session=True,  # Ctrl-C reaches us, and we stop kwok in order
-                    preexec_fn=_die_with_parent,
+                    preexec_fn=die_with_parent,
                 )
             self.wait_started(f"http://127.0.0.1:{port}/healthz")
             # One watch, on canary pods only (one per node of a wave), resumed and re-listed by the Informer.
