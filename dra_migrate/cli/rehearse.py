@@ -42,6 +42,16 @@ from dra_migrate.render import to_json, to_names, to_yaml
 @click.option(
     "--pending-threshold", default="2m", show_default=True, callback=duration(), help="Health gate, as for apply."
 )
+@click.option(
+    "--drain-timeout",
+    callback=duration(),
+    help="As for apply: override the plan's drain timeout (time-scaled on the twin like the plan's own).",
+)
+@click.option(
+    "--parallelism",
+    type=click.IntRange(min=1),
+    help="As for apply: at most N nodes of a wave at once (default: the whole wave).",
+)
 @output_option(names="the waves rehearsed (stage/wave)")
 @click.option(
     "--out",
@@ -54,6 +64,8 @@ def rehearse(
     source: SourceOptions,
     time_scale: float,
     pending_threshold: str,
+    drain_timeout: str | None,
+    parallelism: int | None,
     output: str,
     out_file: Path | None,
 ) -> None:
@@ -64,6 +76,9 @@ def rehearse(
       dra-migrate rehearse plan.yaml --snapshot cluster.jsonl
       dra-migrate rehearse plan.yaml --snapshot cluster.jsonl -o json --out rehearsal.json
       dra-migrate rehearse plan.yaml --kubeconfig ~/.kube/config   # reads the cluster once, read-only
+
+    Rehearse with the --drain-timeout and --parallelism apply will be given: a drain a budget holds longer
+    than the plan's timeout, or a wave run a few nodes at a time, plays out as apply will run it.
 
     Exit codes: 0 the rehearsal passed, 2 it failed (a stalled drain, a failed canary or health gate), 1 error.
     """
@@ -84,6 +99,8 @@ def rehearse(
         state,
         time_scale=time_scale,
         pending_threshold_s=float(parse_duration(pending_threshold)),
+        drain_timeout_s=float(parse_duration(drain_timeout)) if drain_timeout else None,
+        parallelism=parallelism,
         log=lambda m: click.echo(m, err=True),
     ).to_dict()
     names = [f"{w['stage']}/{w['wave'] or '-'}" for w in result["waves"]]

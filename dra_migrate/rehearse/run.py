@@ -26,12 +26,13 @@ from dra_migrate.checks.run import assess
 from dra_migrate.cluster.live import LiveCluster, LiveOptions, read_objects
 from dra_migrate.cluster.state import ClusterState, StateBuilder
 from dra_migrate.cluster.templates import TemplateTable
-from dra_migrate.dra.devices import NodeDevices, node_devices
-from dra_migrate.errors import InputError
+from dra_migrate.dra.devices import node_devices
+from dra_migrate.errors import ClusterError, InputError
 from dra_migrate.execute.journal import journal_path, read_journal
 from dra_migrate.execute.ops import POLL_CAP_S, LiveOps, live_ops
-from dra_migrate.execute.runner import ApplyOptions
+from dra_migrate.execute.runner import RESUME_HINT, STOPPED, ApplyOptions, RunResult
 from dra_migrate.execute.session import ApplySession
+from dra_migrate.inventory.fleet import parse_version
 from dra_migrate.inventory.operator import dra_plugin_daemonset_objects
 from dra_migrate.plan import io as plan_io
 from dra_migrate.plan.actions import Action
@@ -41,17 +42,14 @@ from dra_migrate.plan.params import format_duration, parse_duration
 from dra_migrate.rehearse.apf import RequestMeter, tool_identity
 from dra_migrate.rehearse.continuity import ContinuityWatch, kueue_served, plan_pairs
 from dra_migrate.rehearse.model import Rehearsal, from_journal
-from dra_migrate.rehearse.twin import TWIN_GOGC, Twin, go_env
-from dra_migrate.rehearse.twinops import WatchingOps, scheduler_reason
+from dra_migrate.rehearse.twin import K8S_VERSION, TWIN_GOGC, Twin, go_env
+from dra_migrate.rehearse.twinops import NewPools, WatchingOps, scheduler_reason
 from dra_migrate.sim.kube import Kube, new_api_client
 from dra_migrate.sim.kueue import FETCH_HINT, KUEUE_VERSION, install_kueue_crds, kueue_crd_dir
 from dra_migrate.sim.kwok import NODES, KwokFleet, content_pending
 from dra_migrate.sim.load import CREATE_WORKERS, DEPENDENT_KEYS, LoadReport, load_dependents, load_workloads
 from dra_migrate.sim.placement import LABEL_RULES, PluginRules
 from dra_migrate.sim.spec import (
-    LABEL_DEVICE_PLUGIN,
-    LABEL_DRA_KUBELET_PLUGIN,
-    DeviceSpec,
     GpuNodeSpec,
     specs_from_state,
 )
@@ -358,9 +356,14 @@ def rehearse(
     *,
     time_scale: float = 0.1,
     pending_threshold_s: float = 120.0,
+    drain_timeout_s: float | None = None,
+    parallelism: int | None = None,
     log: Log | None = None,
 ) -> Rehearsal:
+    """`drain_timeout_s`, `parallelism`: apply's --drain-timeout and --parallelism (`apply_options`)."""
     say = log or (lambda _m: None)
+    if drain_timeout_s is not None and drain_timeout_s <= 0:
+        raise InputError("--drain-timeout 0s leaves no time to drain", "give a duration such as 10m")
     if not 0 < time_scale <= 1:
         raise InputError(f"--time-scale {time_scale} is out of range", "give a factor in (0, 1], e.g. 0.1")
     if not plan.applicable:
@@ -437,7 +440,8 @@ def rehearse(
                 ))  # fmt: skip
 
             pools = NewPools(derived, specs, node_devices(state), new_fleet, say)
-            ops = WatchingOps(_scaled_ops(tool_kubeconfig, time_scale, largest_wave(derived)), pools.provision)
+            lanes = min(parallelism or largest_wave(derived), largest_wave(derived))
+            ops = WatchingOps(_scaled_ops(tool_kubeconfig, time_scale, lanes), pools.provision)
             session = ApplySession(
                 Plan.from_dict(plan_io.load(path)),
                 path,
@@ -456,11 +460,13 @@ def rehearse(
             meter.start()
             started = time.monotonic()
             try:
-                result = session.apply(ApplyOptions(pending_threshold_s=pending_threshold_s * time_scale))
+                opts = apply_options(derived, time_scale, pending_threshold_s, drain_timeout_s, parallelism)
+                result = session.apply(opts)
             finally:
                 wall = time.monotonic() - started
                 meter.stop()
                 checked = continuity.stop()
+            refuse_unfinished(result)
             records = read_journal(journal_path(path))
             after = read_cluster(twin.kubeconfig)
         api.close()
@@ -481,71 +487,44 @@ def rehearse(
     return rehearsal
 
 
-class NewPools:
-    """The twin's side of a replace-pool plan's `await-pool`: the nodes the emitted platform command would make,
-    played by the simulator — the replaced pool's nodes under new names, with the new pool's labels (the
-    step's selector), the DRA kubelet plugin on and the device plugin off (what the platform's own switch,
-    e.g. GKE's gke-no-default-nvidia-gpu-device-plugin=true, does on a real node)."""
-
-    def __init__(
-        self,
-        plan: Plan,
-        specs: list[GpuNodeSpec],
-        predicted: dict[str, NodeDevices],
-        start: Callable[[list[GpuNodeSpec]], Any],
-        say: Log,
-    ) -> None:
-        self._by_selector: dict[str, list[str]] = {}
-        by_pool: dict[str | None, list[str]] = {}  # once: each await-pool scanning every node was pools x nodes
-        for s, _, n in plan.nodes():
-            by_pool.setdefault(s.pool, []).append(n.node)
-        for stage in plan.stages:
-            for step in stage.steps:
-                if step.action == Action.AWAIT_POOL:
-                    pool = stage.name[len("provision-") :]
-                    self._by_selector[_key(step.params["selector"])] = by_pool.get(pool, [])
-        # A node the platform's stack serves shows no GFD labels: its devices are the planner's prediction (from
-        # its capacity), the devices the plan's await-pool expects of each new node.
-        self._specs = {
-            s.name: s if s.devices or s.name not in predicted else
-            replace(s, devices=tuple(DeviceSpec.from_json(d) for d in predicted[s.name].devices))
-            for s in specs
-        }  # fmt: skip
-        self._start = start
-        self._say = say
-        self._made: set[str] = set()
-
-    def provision(self, selector: dict[str, str], nodes: int) -> None:
-        key = _key(selector)
-        old = [self._specs[n] for n in self._by_selector.get(key, []) if n in self._specs]
-        if key in self._made or not old:
-            return
-        self._made.add(key)
-        base = "-".join(v for v in selector.values())[:40]
-        new = [
-            replace(
-                old[i % len(old)],
-                name=f"{base}-{i}",
-                labels={
-                    **old[i % len(old)].labels,
-                    **selector,
-                    "kubernetes.io/hostname": f"{base}-{i}",
-                    LABEL_DRA_KUBELET_PLUGIN: "true",
-                    LABEL_DEVICE_PLUGIN: "false",
-                },
-            )
-            for i in range(nodes)
-        ]
-        self._say(f"twin: the new pool {selector} appears as its platform command makes it ({nodes} node(s))")
-        self._start(new)
+def apply_options(
+    plan: Plan, scale: float, pending_threshold_s: float, drain_timeout_s: float | None, parallelism: int | None
+) -> ApplyOptions:
+    """The executor's options on the twin: apply's, time-scaled as the plan's own durations are (`_time_scaled`;
+    an overriding drain timeout is at least the twin's floor for the plan's largest wave). Without apply's
+    --drain-timeout and --parallelism, a drain a budget held past the plan's timeout failed its rehearsal though
+    apply, given the longer timeout, would wait it out; and a wave rehearsed whole evicted at once what apply
+    evicts a few nodes at a time."""
+    timeouts: dict[str, float] = {}
+    if drain_timeout_s is not None:
+        timeouts[str(Action.DRAIN)] = float(max(twin_floor_s(largest_wave(plan)), math.ceil(drain_timeout_s * scale)))
+    return ApplyOptions(pending_threshold_s=pending_threshold_s * scale, parallelism=parallelism, timeouts=timeouts)
 
 
-def _key(selector: Any) -> str:
-    return ",".join(f"{k}={v}" for k, v in sorted(dict(selector).items()))
+def refuse_unfinished(result: RunResult) -> None:
+    """A run the executor stopped rather than failed is no verdict on the plan: a transient error of the twin
+    (its API server not answering in time, on a loaded machine) or the loss of its lock. Reported as a failed
+    rehearsal (exit 2) it read as a plan that fails, with apply's hint to resume a run that no longer exists."""
+    if result.outcome != STOPPED:
+        return
+    what = (result.failure or "stopped").split(f" ({RESUME_HINT}")[0]
+    raise ClusterError(
+        f"the rehearsal stopped before its end, on an error of the twin, not a verdict on the plan: {what}",
+        "rehearse again (a larger --time-scale loads the twin less); run with --debug to see the twin's logs",
+    )
 
 
 def _unreproduced(state: ClusterState, loaded: LoadReport) -> list[str]:
     out = list(loaded.skipped)
+    theirs, ours = parse_version(state.source.kubernetes_version), parse_version(K8S_VERSION)
+    if theirs is not None and ours is not None and theirs[:2] != ours[:2]:
+        # The twin's API server, scheduler and controllers are v{K8S_VERSION} whatever the cluster runs: its
+        # feature defaults and scheduling (KEP-5004 DRAExtendedResource: alpha 1.34, beta 1.36, GA 1.37) are
+        # those of that release, not the cluster's.
+        out.append(
+            f"the twin's control plane is Kubernetes v{K8S_VERSION}, the cluster's "
+            f"{state.source.kubernetes_version}: scheduling and feature defaults are those of v{K8S_VERSION}"
+        )
     if loaded.without_devices:
         kinds = ", ".join(f"{k.rpartition('/')[2]} {n}" for k, n in sorted(loaded.without_devices.items()))
         out.append(

@@ -20,6 +20,7 @@ from types import TracebackType
 from dra_migrate.bundled import bundled
 from dra_migrate.errors import InputError
 from dra_migrate.sim.kueue import fetch_kueue_crds
+from dra_migrate.sim.kwok import die_with_parent
 
 K8S_VERSION = os.environ.get("K8S_VERSION", "1.37.2")
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
@@ -99,6 +100,32 @@ def go_env(go_gc: int | None) -> dict[str, str]:
     return {"GOGC": str(go_gc)}
 
 
+# The components tools/k8s/up launches are not the rehearsal's children (they are reparented when `up` exits),
+# so a rehearsal killed outright (SIGKILL, the out-of-memory killer) ran no cleanup and left etcd, the API
+# server, the controller manager and the scheduler running. This watchdog is its child: the kernel sends it
+# SIGTERM when the rehearsal dies (PR_SET_PDEATHSIG, as kwok gets: sim/kwok.py), and it then runs
+# tools/k8s/down on the plane and removes the scratch directory. `bash -c WATCHDOG down plane scratch`.
+WATCHDOG = 'trap \'"$0" "$1"; rm -rf -- "$2"; exit 0\' TERM; while :; do sleep 1 & wait $!; done'
+
+
+def _watchdog(tools: Path, plane: Path, root: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        ["bash", "-c", WATCHDOG, str(tools / "down"), str(plane), str(root)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # Ctrl-C is the rehearsal's to handle (it stops the twin itself)
+        preexec_fn=die_with_parent,
+    )
+
+
+def _dismiss(watchdog: subprocess.Popen[bytes] | None) -> None:
+    """The watchdog ended without running its cleanup (the caller runs it)."""
+    if watchdog is not None and watchdog.poll() is None:
+        watchdog.kill()
+        watchdog.wait()
+
+
 @dataclass
 class Twin:
     """A running private control plane; `stop` (or leaving the `with`) tears it down."""
@@ -106,6 +133,7 @@ class Twin:
     dir: Path
     kubeconfig: Path
     _scratch: tempfile.TemporaryDirectory[str]
+    _watchdog: subprocess.Popen[bytes] | None = None
 
     @classmethod
     def start(
@@ -135,6 +163,7 @@ class Twin:
         if disable_admission:
             env["DRA_MIGRATE_DISABLE_ADMISSION"] = ",".join(disable_admission)
         plane = root / "k8s"
+        watchdog = _watchdog(tools, plane, root)
         try:
             res = subprocess.run(
                 [str(tools / "up"), str(plane)],
@@ -145,17 +174,25 @@ class Twin:
                 timeout=timeout,
                 check=False,
             )
-        except subprocess.TimeoutExpired as e:
+        except BaseException as e:
+            # Timed out, or stopped (Ctrl-C, SIGTERM: rehearse/run.py `_terminated_as_exit`) while `up` was
+            # starting the plane: subprocess.run has killed `up` (SIGKILL; after 0.25 s for Ctrl-C) before
+            # its own trap could stop what it launched, so `down` stops the components it recorded.
+            _dismiss(watchdog)
             subprocess.run([str(tools / "down"), str(plane)], capture_output=True, check=False)
             scratch.cleanup()
-            raise InputError(f"the twin's control plane did not start within {timeout:.0f}s", "see --debug") from e
+            if isinstance(e, subprocess.TimeoutExpired):
+                raise InputError(f"the twin's control plane did not start within {timeout:.0f}s", "see --debug") from e
+            raise
         if res.returncode != 0:
+            _dismiss(watchdog)
             scratch.cleanup()
             last = (res.stderr.strip().splitlines() or ["(no output)"])[-1]
             raise InputError(f"the twin's control plane did not start: {last}", BUILD_HINT)
-        return cls(plane, Path(res.stdout.strip().splitlines()[-1]), scratch)
+        return cls(plane, Path(res.stdout.strip().splitlines()[-1]), scratch, watchdog)
 
     def stop(self) -> None:
+        _dismiss(self._watchdog)
         subprocess.run([str(tools_dir() / "down"), str(self.dir)], capture_output=True, check=False)
         self._scratch.cleanup()
 

@@ -39,7 +39,15 @@ from dra_migrate.sim.kube import ApiError, Kube, new_api_client, now_rfc3339, pa
 from dra_migrate.sim.placement import LABEL_RULES, PluginRules
 from dra_migrate.sim.pods import CANARY_LABEL, allocated_results, canary_status, claim_name, nvidia_smi_lines
 from dra_migrate.sim.spec import LABEL_DEVICE_PLUGIN, LABEL_DRA_DRIVER, LABEL_DRA_KUBELET_PLUGIN, GpuNodeSpec
-from dra_migrate.sim.stages import A_DP, A_DRA, KWOK_NODE, config_documents, node_annotations, ready_status
+from dra_migrate.sim.stages import (
+    A_DP,
+    A_DRA,
+    A_KUBELET,
+    KWOK_NODE,
+    config_documents,
+    node_annotations,
+    ready_status,
+)
 from dra_migrate.sim.timing import INSTANT, Timers, TimingProfile
 
 log = logging.getLogger("dra_migrate.sim")
@@ -103,7 +111,7 @@ def _answers_ok(url: str) -> bool:
         return False
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """In the child before exec: SIGTERM when the process that started it dies (Linux PR_SET_PDEATHSIG), so
     a rehearsal killed outright (SIGKILL, OOM) leaves no kwok behind playing nodes to a dead API server."""
     if sys.platform.startswith("linux"):
@@ -131,6 +139,8 @@ CONDITION_TAINTS = {
 }
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+# Every taint the node lifecycle controller sets from a node's state (NoSchedule above; NoExecute too).
+CONTROLLER_TAINTS = frozenset({*CONDITION_TAINTS.values(), UNSCHEDULABLE_TAINT})
 
 
 def reconciled_labels(labels: Mapping[str, str]) -> dict[str, str]:
@@ -174,7 +184,10 @@ def node_manifest(
     spec_body: dict[str, Any] = {"podCIDR": pod_cidr, "providerID": spec.provider_id or f"kwok://{spec.name}"}
     if taints:
         spec_body["taints"] = taints
-    status: dict[str, Any] = ready_status(now_rfc3339()) if steady else {}
+    if spec.unschedulable:  # cordoned in the snapshot: the node lifecycle controller keeps its taint with this
+        spec_body["unschedulable"] = True
+    down = steady and spec.ready != "True"  # its kubelet was not posting Ready: no Stage plays it (A_KUBELET)
+    status: dict[str, Any] = ready_status(now_rfc3339(), spec.ready) if steady else {}
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -184,6 +197,7 @@ def node_manifest(
             "annotations": {
                 **spec.group_annotations,
                 **node_annotations(spec.device_plugin_resources, [d.to_json() for d in spec.devices], dp_on, fleet),
+                **({A_KUBELET: "down"} if down else {}),
             },
         },
         "spec": spec_body,
@@ -275,7 +289,7 @@ class KwokFleet:
                     stderr=subprocess.STDOUT,
                     env={**os.environ, **self.env},
                     start_new_session=True,  # Ctrl-C reaches us, and we stop kwok in order
-                    preexec_fn=_die_with_parent,
+                    preexec_fn=die_with_parent,
                 )
             self.wait_started(f"http://127.0.0.1:{port}/healthz")
             # One watch, on canary pods only (one per node of a wave), resumed and re-listed by the Informer.
@@ -532,7 +546,8 @@ def content_pending(node: Mapping[str, Any], rules: PluginRules) -> str | None:
     RECONCILED_LABELS), or a device-plugin Stage still to play (its capacity follows)."""
     meta, spec, status = (node.get(k) or {} for k in ("metadata", "spec", "status"))
     conditions = {str(c.get("type")): str(c.get("status")) for c in status.get("conditions") or []}
-    if conditions.get("Ready") != "True":
+    down = (meta.get("annotations") or {}).get(A_KUBELET) == "down"  # registered not Ready, stays so
+    if conditions.get("Ready") != "True" and not down:
         return "not Ready"
     want = {t for (kind, value), t in CONDITION_TAINTS.items() if conditions.get(kind) == value}
     if spec.get("unschedulable"):

@@ -84,6 +84,12 @@ class GpuNodeSpec:
     # What the DRA kubelet plugin publishes while it runs.
     devices: tuple[DeviceSpec, ...] = ()
     taints: tuple[dict[str, Any], ...] = ()
+    # Cordoned in the snapshot (spec.unschedulable): registered so, or the node lifecycle controller lifts the
+    # unschedulable taint it keeps with that field and the twin's scheduler places displaced pods there.
+    unschedulable: bool = False
+    # The status of its Ready condition in the snapshot ("True" when none was read, as the planner counts it):
+    # "False" or "Unknown" is a node whose kubelet was not posting Ready (plan/exclusions.py node-not-ready).
+    ready: str = "True"
     # The node's spec.providerID as the snapshot recorded it ("" when none): a replayed GKE node stays GKE's.
     provider_id: str = ""
     # The annotations that name its group (Cluster API's owner kind and name), so that the twin's pools are
@@ -125,6 +131,8 @@ class GpuNodeSpec:
             device_plugin_resources=advertised,
             devices=published,
             taints=taints,
+            unschedulable=bool((node.get("spec") or {}).get("unschedulable")),
+            ready=_ready(node),
             provider_id=str((node.get("spec") or {}).get("providerID") or ""),
             group_annotations={
                 k: str(v) for k, v in (meta.get("annotations") or {}).items() if k in (CAPI_OWNER_KIND, CAPI_OWNER_NAME)
@@ -172,6 +180,13 @@ class GpuNodeSpec:
             devices=devices_from_labels(name, all_labels, layout),
             taints=tuple(dict(t) for t in taints),
         )
+
+
+def _ready(node: Mapping[str, Any]) -> str:
+    for cond in (node.get("status") or {}).get("conditions") or []:
+        if isinstance(cond, Mapping) and cond.get("type") == "Ready":
+            return "True" if cond.get("status") == "True" else str(cond.get("status") or "Unknown")
+    return "True"
 
 
 def specs_from_state(state: ClusterState) -> list[GpuNodeSpec]:

@@ -47,6 +47,10 @@ A_DRA = ANNOTATION + "dra-plugin"  # running | stopped
 A_DEVICES = ANNOTATION + "devices"  # the DRA devices, as published (JSON)
 A_GENERATION = ANNOTATION + "slice-generation"
 A_WIPE = ANNOTATION + "wipe"
+# "down": the snapshot showed the node not Ready (its kubelet not posting Ready). It registers so, and no Stage
+# plays it: node-initialize would make it Ready, and the node lifecycle controller would then lift the taints
+# that keep pods off it. kwok still renews its Lease, so the controller leaves its conditions as registered.
+A_KUBELET = ANNOTATION + "kubelet"
 # KWOK manages the nodes that carry this annotation (kwok --manage-nodes-with-annotation-selector), the
 # convention of KWOK's own documentation.
 KWOK_NODE = "kwok.x-k8s.io/node"
@@ -172,13 +176,19 @@ NODE_READY = (
 )
 
 
-def ready_status(now: str) -> dict[str, Any]:
+def ready_status(now: str, ready: str = "True") -> dict[str, Any]:
     """NODE_READY's status as data, stamped `now`: what a node of a cluster in steady state already shows when
-    the twin registers it (`sim.kwok.node_manifest`, steady), so node-initialize has nothing left to play."""
+    the twin registers it (`sim.kwok.node_manifest`, steady), so node-initialize has nothing left to play.
+    `ready` other than "True": a node the snapshot showed not Ready, its Ready condition as the kubelet
+    ("False") or the node lifecycle controller ("Unknown": its kubelet stopped posting) leaves it."""
     conditions = [
         {"type": t, "status": st, "reason": r, "message": m, "lastHeartbeatTime": now, "lastTransitionTime": now}
         for t, st, r, m in _CONDITIONS
     ]
+    if ready != "True":
+        why = ("NodeStatusUnknown", "Kubelet stopped posting node status.") if ready == "Unknown" else None
+        reason, message = why or ("KubeletNotReady", "the snapshot showed this node not Ready (KWOK twin)")
+        conditions[-1].update(status=ready, reason=reason, message=message)
     return {"conditions": conditions, **_READY_REST}
 
 
@@ -273,7 +283,7 @@ def node_conditions(rules: PluginRules = LABEL_RULES) -> list[tuple[str, str]]:
     placement rule of its DaemonSets (`sim.placement`), as the DaemonSet controller applies it."""
     dra_on, dp_off = rules.dra_on_jq(), f"({rules.device_plugin_on_jq()} | not)"
     return [
-        ("node-initialize", f"({READY}) | not"),
+        ("node-initialize", f'(({READY}) | not) and {_annotation(A_KUBELET)} != "down"'),
         ("dra-plugin-start", f"{READY} and {dra_on} and {_is(A_DRA, 'stopped')}"),
         ("dra-plugin-stop", f"{READY} and ({dra_on} | not) and {_is(A_DRA, 'running')}"),
         ("device-plugin-stop", f"{READY} and {dp_off} and {_is(A_DP, 'running')}"),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import controlplane
@@ -109,6 +110,35 @@ def test_a_steady_node_is_ready_from_its_registration_and_its_device_plugin_stil
             wait_for("the GPUs back", lambda: gpu_status(kube, name) == ("2", "2"), timeout=5)
         finally:
             kube.delete(path_of("v1", "nodes", name))
+
+
+def test_a_cordoned_and_a_not_ready_snapshot_node_stay_so_under_the_node_lifecycle_controller(
+    control_plane: controlplane.ControlPlane, kube: Kube, tmp_path: Path
+) -> None:
+    """A snapshot's cordoned node keeps spec.unschedulable and its taint; one whose kubelet was down keeps Ready
+    Unknown and its unreachable taints: no Stage makes it Ready, and the controller, which reads kwok's Lease
+    renewals, lifts neither taint (sim/kwok.py node_manifest; before, both took the wave's evicted pods)."""
+    cordon = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+    unreachable = [{"key": "node.kubernetes.io/unreachable", "effect": e} for e in ("NoSchedule", "NoExecute")]
+    names = (f"kwok-{RUN}-cordoned", f"kwok-{RUN}-down")
+    specs = [
+        replace(GpuNodeSpec.small(names[0], gpus=2, pool=f"kwok-{RUN}"), unschedulable=True, taints=(cordon,)),
+        replace(GpuNodeSpec.small(names[1], gpus=2, pool=f"kwok-{RUN}"), ready="Unknown", taints=tuple(unreachable)),
+    ]
+    with KwokFleet(control_plane.kubeconfig, specs, workdir=tmp_path, timing=RT, fleet=f"c-{RUN}", steady=True) as f:
+        try:
+            time.sleep(8)  # longer than the controller's monitor period (5 s) and any Stage's play
+            cordoned, down = node(kube, names[0]), node(kube, names[1])
+            assert cordoned["spec"].get("unschedulable") is True
+            assert cordon in [{k: t[k] for k in ("key", "effect")} for t in cordoned["spec"].get("taints") or []]
+            ready = next(c for c in down["status"]["conditions"] if c["type"] == "Ready")
+            assert ready["status"] == "Unknown", ready
+            have = [{k: t[k] for k in ("key", "effect")} for t in down["spec"].get("taints") or []]
+            assert all(t in have for t in unreachable), have
+            assert content_pending(cordoned, f.rules) is None and content_pending(down, f.rules) is None
+        finally:
+            for name in names:
+                kube.delete(path_of("v1", "nodes", name))
 
 
 def test_the_dra_slice_holds_the_predicted_devices_and_is_wiped_after_the_delay(fleet: KwokFleet, kube: Kube) -> None:

@@ -19,6 +19,8 @@ from dra_migrate.plan.model import Plan
 from dra_migrate.rehearse.model import _waves_of, load_rehearsal, real_correction
 from tests.unit.cli import run
 
+HALF = Path(__file__).resolve().parents[2] / "fixtures" / "clusters" / "half-migrated.yaml"
+
 PLAN = "plans/demo-example.yaml"
 T0 = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)
 NODE_A, NODE_B = "gpu-a", "gpu-b"
@@ -267,3 +269,69 @@ def test_the_twins_plan_is_of_the_twin_not_of_the_cluster_it_was_made_from() -> 
         floored = [max(b.timeout_s, floor) for b in stage.node_steps]
         assert all(a.timeout_s <= b for a, b in zip(twin.node_steps, floored, strict=True))
         assert any(a.timeout_s < b.timeout_s for a, b in zip(twin.node_steps, stage.node_steps, strict=True))
+
+
+def test_a_run_the_twin_stopped_is_an_error_not_a_failed_rehearsal() -> None:
+    """The executor stops (outcome "stopped", to resume later) on a transient error: on the twin, its own API
+    server not answering in time. That says nothing of the plan; reported as a failed rehearsal (exit 2) it
+    read as a plan that fails, with apply's hint to resume. A failed step or gate is still the verdict."""
+    from dra_migrate.errors import ClusterError
+    from dra_migrate.execute.runner import FAILED, RESUME_HINT, STOPPED, RunResult
+    from dra_migrate.rehearse.run import refuse_unfinished
+
+    stopped = RunResult(
+        ok=False, outcome=STOPPED, failure=f"s/w1/n1/drain: timed out ({RESUME_HINT}; nothing was rolled back)"
+    )
+    with pytest.raises(ClusterError) as e:
+        refuse_unfinished(stopped)
+    assert e.value.message.endswith("not a verdict on the plan: s/w1/n1/drain: timed out")
+    assert "resume" not in str(e.value)
+    refuse_unfinished(RunResult(ok=False, outcome=FAILED, failure="s/w1/n1/drain: budget"))
+    refuse_unfinished(RunResult(ok=True))
+
+
+def test_rehearse_takes_applys_drain_timeout_and_parallelism_time_scaled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """apply --drain-timeout lets a drain wait out a budget past the plan's timeout, and --parallelism runs a
+    wave a few nodes at a time. A rehearsal without them failed a drain apply would finish, and evicted a
+    wave's pods at once where apply takes a few nodes at a time: it did not rehearse the run apply makes."""
+    import dra_migrate.rehearse.run as run_mod
+    from dra_migrate.execute.runner import ApplyOptions
+
+    plan_file = tmp_path / "plan.yaml"
+    made = run("plan", "--snapshot", str(HALF), "--out", str(plan_file), "--force")
+    assert made.code == 0, made.stderr
+    seen: dict[str, Any] = {}
+
+    def fake(plan: Any, state: Any, **kwargs: Any) -> Any:
+        seen.update(kwargs)
+        raise InputError("stop here", "")
+
+    monkeypatch.setattr(run_mod, "rehearse", fake)
+    r = run("rehearse", str(plan_file), "--snapshot", str(HALF), "--drain-timeout", "30m", "--parallelism", "2")
+    assert r.code == 1 and "stop here" in r.stderr, r.stderr
+    assert seen["drain_timeout_s"] == 1800.0 and seen["parallelism"] == 2
+
+    plan = Plan.from_dict(plan_io.load(plan_file))
+    floor = run_mod.twin_floor_s(run_mod.largest_wave(plan))
+    opts = run_mod.apply_options(plan, 0.1, 120.0, 3600.0, 2)
+    assert opts == ApplyOptions(pending_threshold_s=12.0, parallelism=2, timeouts={"drain": max(floor, 360.0)})
+    assert run_mod.apply_options(plan, 0.01, 120.0, 600.0, None).timeouts == {"drain": float(floor)}
+    assert run_mod.apply_options(plan, 0.1, 120.0, None, None).timeouts == {}
+
+
+def test_a_cluster_on_another_kubernetes_minor_than_the_twins_is_said_unreproduced() -> None:
+    """The twin's control plane is v1.37.2 whatever the cluster runs; a 1.35 cluster's scheduler and feature
+    defaults (DRAExtendedResource alpha, off) are not the twin's, and the rehearsal must not pass for them."""
+    from dra_migrate.cluster.state import ClusterState, SourceInfo
+    from dra_migrate.rehearse.run import _unreproduced
+    from dra_migrate.sim.load import LoadReport
+
+    def said(version: str | None) -> list[str]:
+        state = ClusterState(source=SourceInfo("snapshot", "x.yaml", kubernetes_version=version))
+        return [u for u in _unreproduced(state, LoadReport()) if "control plane is Kubernetes" in u]
+
+    (line,) = said("v1.35.3-gke.100")
+    assert "v1.37.2" in line and "v1.35.3-gke.100" in line
+    assert said("v1.37.0") == [] and said(None) == []

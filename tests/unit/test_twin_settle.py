@@ -3,7 +3,11 @@ and the steady nodes that let it settle sooner (sim/kwok.py `node_manifest`, `co
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +19,7 @@ from dra_migrate.errors import InputError
 from dra_migrate.sim.kwok import NOT_READY_TAINT, content_pending, node_manifest
 from dra_migrate.sim.placement import LABEL_RULES
 from dra_migrate.sim.spec import LABEL_DEVICE_PLUGIN, GpuNodeSpec
-from dra_migrate.sim.stages import A_DP, NODE_READY, ready_status
+from dra_migrate.sim.stages import A_DP, NODE_READY, node_conditions, ready_status
 
 OS_ARCH = {"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
 
@@ -164,3 +168,90 @@ def test_a_steady_nodes_status_is_the_one_node_initialize_posts() -> None:
         .replace("{{ $since | Quote }}", f'"{now}"')
     )
     assert YAML(typ="safe").load(rendered)["status"] == ready_status(now)
+
+
+def _snapshot_node(spec: dict[str, Any], status: dict[str, Any] | None = None) -> dict[str, Any]:
+    labels = {**OS_ARCH, "nvidia.com/gpu.present": "true", "nvidia.com/gpu.count": "4"}
+    return {
+        "metadata": {"name": "n1", "labels": labels},
+        "spec": spec,
+        "status": status or {"capacity": {"nvidia.com/gpu": "4"}, **ready_status("2026-12-05T00:00:00Z")},
+    }
+
+
+def test_a_node_cordoned_in_the_snapshot_stays_cordoned_on_the_twin() -> None:
+    """A node the operator cordoned (spec.unschedulable, and the taint the node lifecycle controller keeps with
+    it) must take no pods on the twin either. Registered without spec.unschedulable, the controller lifted the
+    taint (k8s.io/kubernetes@v1.37.2 pkg/controller/nodelifecycle/node_lifecycle_controller.go
+    doNoScheduleTaintingPass: the unschedulable taint follows spec.unschedulable) and the twin's scheduler
+    placed a wave's evicted pods there: a rehearsal that passed where the cluster leaves them Pending."""
+    cordon = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+    spec = GpuNodeSpec.from_node(_snapshot_node({"unschedulable": True, "taints": [cordon]}))
+    node = node_manifest(spec, steady=True)
+    assert node["spec"].get("unschedulable") is True
+    assert cordon in node["spec"]["taints"]
+    assert content_pending(node, LABEL_RULES) is None, "nothing for the node lifecycle controller to change"
+    booted = node_manifest(spec)
+    assert booted["spec"].get("unschedulable") is True
+    assert not node_manifest(GpuNodeSpec.from_node(_snapshot_node({})), steady=True)["spec"].get("unschedulable")
+
+
+def test_a_new_pools_nodes_do_not_inherit_the_cordon_of_the_nodes_they_replace() -> None:
+    """A replace-pool's new nodes are the replaced pool's under new names: new machines, not cordoned, with no
+    taint the node lifecycle controller keeps for the old ones' state; the old ones' own taints stay."""
+    from types import SimpleNamespace
+
+    from dra_migrate.plan.actions import Action
+    from dra_migrate.rehearse.twinops import NewPools
+
+    cordon = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+    own = {"key": "nvidia.com/gpu", "effect": "NoSchedule"}
+    old = replace(GpuNodeSpec.small("old-1", gpus=4), unschedulable=True, taints=(cordon, own), ready="Unknown")
+    await_pool = SimpleNamespace(action=Action.AWAIT_POOL, params={"selector": {"pool": "new"}})
+    stage = SimpleNamespace(name="provision-p", steps=[await_pool], waves=())
+    plan = SimpleNamespace(
+        stages=[stage], nodes=lambda: iter([(SimpleNamespace(pool="p"), None, SimpleNamespace(node="old-1"))])
+    )
+    started: list[list[GpuNodeSpec]] = []
+    NewPools(plan, [old], {}, started.append, lambda _m: None).provision({"pool": "new"}, 2)  # type: ignore[arg-type]
+    (new,) = started
+    assert [(n.unschedulable, n.ready) for n in new] == [(False, "True"), (False, "True")]
+    assert all(n.taints == (own,) for n in new)
+
+
+def _down_status() -> dict[str, Any]:
+    status = {"capacity": {"nvidia.com/gpu": "4"}, **ready_status("2026-12-05T00:00:00Z")}
+    for cond in status["conditions"]:
+        cond.update(status="Unknown", reason="NodeStatusUnknown", message="Kubelet stopped posting node status.")
+    return status
+
+
+def test_a_node_not_ready_in_the_snapshot_stays_not_ready_on_the_twin() -> None:
+    """A node whose kubelet was down when the snapshot was read (Ready Unknown, the unreachable taints) is left
+    out of the plan (plan/exclusions.py node-not-ready), and takes no pods on the cluster. Registered Ready,
+    the node lifecycle controller lifted its unreachable taint and the twin's scheduler placed the waves'
+    evicted pods on it: a rehearsal that passed where the cluster leaves them Pending. It registers as the
+    snapshot shows it, and no Stage makes it Ready (kwok keeps its Lease, so the controller leaves it so)."""
+    taints = [
+        {"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule"},
+        {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"},
+    ]
+    spec = GpuNodeSpec.from_node(_snapshot_node({"taints": taints}, _down_status()))
+    node = node_manifest(spec, steady=True)
+    ready = next(c for c in node["status"]["conditions"] if c["type"] == "Ready")
+    assert ready["status"] == "Unknown"
+    assert node["spec"]["taints"] == taints
+    assert content_pending(node, LABEL_RULES) is None, "settled as it is: no Ready to wait for"
+    for name, cond in node_conditions():
+        assert jq_bool(cond, [node]) == [False], f"{name} would play on a node whose kubelet is down"
+    up = node_manifest(GpuNodeSpec.from_node(_snapshot_node({})), steady=True)
+    assert jq_bool(node_conditions()[0][1], [{**up, "status": {}}]) == [True], "a booted node is still initialized"
+
+
+def jq_bool(expr: str, objects: list[dict[str, Any]]) -> list[bool]:
+    jq = shutil.which("jq")
+    if jq is None:
+        pytest.skip("the jq binary evaluates the Stages' selectors (apt install jq)")
+    out = subprocess.run([jq, "-c", f"[.[] | ({expr})]"], input=json.dumps(objects), capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return [bool(v) for v in json.loads(out.stdout)]
