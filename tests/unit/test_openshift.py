@@ -140,3 +140,47 @@ def test_apply_runs_as_a_uid_with_no_passwd_entry(monkeypatch: Any) -> None:
 
     assert cli_apply._actor().startswith(f"{os.getuid()}@")
     assert lock.holder_identity("abc").startswith(f"{os.getuid()}@")
+
+
+# -- the Machine API's pools ------------------------------------------------------------------------------------
+
+PLATFORMS = ROOT / "fixtures" / "clusters" / "platforms"
+MACHINESETS = ("ocp-ml-7xk2p-worker-gpu-us-east-1a", "ocp-ml-7xk2p-worker-gpu-us-east-1b")
+
+
+def test_each_machineset_is_its_own_pool() -> None:
+    """The installer makes a MachineSet per zone, all of one instance type. Keyed by instance type they were one
+    pool whose group was one of the MachineSets: the template warning named that one (the other zone's new nodes
+    came up on the device plugin), and the retire command deleted that one only. The node's
+    `machine.openshift.io/machine` annotation names its Machine, which a MachineSet names after itself
+    (openshift/machine-api-operator pkg/controller/machineset/controller.go: GenerateName `<machineset>-`)."""
+    from dra_migrate.checks.run import assess
+    from dra_migrate.cluster.snapshot import load_snapshot
+    from dra_migrate.inventory.fleet import node_pool
+    from dra_migrate.plan.strategies import retire_command
+
+    state = load_snapshot(PLATFORMS / "openshift.yaml")
+    assert sorted({node_pool(n, ()) for n in state.of("Node")}) == list(MACHINESETS)
+    readiness = assess(state)
+    pools = {p.name: p.platform for p in readiness.inventory.pools if p.platform is not None}
+    assert sorted(pools) == list(MACHINESETS)
+    for name, p in pools.items():
+        assert (p.platform, p.provisioner, p.group, p.autoscaler) == (
+            "openshift", "openshift-machineset", name, "cluster-autoscaler"
+        )
+        assert retire_command(name, p, "ocp-ml") == f"oc delete machineset {name} -n openshift-machine-api"
+    # --pool-label still comes first
+    assert {node_pool(n, ("topology.kubernetes.io/zone",)) for n in state.of("Node")} == {"us-east-1a", "us-east-1b"}
+
+
+def test_the_twin_keeps_each_node_in_its_machineset() -> None:
+    """The twin's nodes carry the annotation that names their pool, so a rehearsal's pools are the plan's (without
+    it the twin's OpenShift nodes fell back to one instance-type pool, and every planned node read as moved)."""
+    from dra_migrate.cluster.snapshot import load_snapshot
+    from dra_migrate.inventory.fleet import node_pool
+    from dra_migrate.sim.spec import GpuNodeSpec
+
+    for n in load_snapshot(PLATFORMS / "openshift.yaml").of("Node"):
+        spec = GpuNodeSpec.from_node(n)
+        twin = {"metadata": {"labels": dict(spec.labels), "annotations": dict(spec.group_annotations)}}
+        assert node_pool(twin, ()) == node_pool(n, ()) and node_pool(n, ()) in MACHINESETS
