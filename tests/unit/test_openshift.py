@@ -184,3 +184,25 @@ def test_the_twin_keeps_each_node_in_its_machineset() -> None:
         spec = GpuNodeSpec.from_node(n)
         twin = {"metadata": {"labels": dict(spec.labels), "annotations": dict(spec.group_annotations)}}
         assert node_pool(twin, ()) == node_pool(n, ()) and node_pool(n, ()) in MACHINESETS
+
+
+def test_the_new_machineset_selects_its_own_machines() -> None:
+    """A MachineSet selects its Machines by `machine.openshift.io/cluster-api-machineset: <its name>` in
+    spec.selector.matchLabels and spec.template.metadata.labels (OpenShift docs, "Creating a compute machine set":
+    both carry `<infrastructure_id>-<role>-<zone>`). A copy renamed without them selects the old pool's machines,
+    and its own carry the old name; its nodes must also keep the device plugin off, as on the other platforms."""
+    from dra_migrate.checks.run import assess
+    from dra_migrate.cluster.snapshot import load_snapshot
+    from dra_migrate.plan.params import PlanParams
+    from dra_migrate.plan.strategies import new_pool_name, platform_command
+
+    state = load_snapshot(PLATFORMS / "openshift.yaml")
+    pool = next(p for p in assess(state).inventory.pools if p.platform is not None)
+    assert pool.platform is not None
+    p = pool.platform
+    params = PlanParams()
+    cmd, manifest = platform_command(pool.name, p, params, "ocp-ml")
+    assert manifest is None
+    assert "machine.openshift.io/cluster-api-machineset" in cmd and "spec.selector.matchLabels" in cmd
+    assert f"{params.device_plugin_label}={params.device_plugin_off}" in cmd
+    assert new_pool_name(pool.name, p) in cmd
