@@ -206,3 +206,45 @@ def test_the_new_machineset_selects_its_own_machines() -> None:
     assert "machine.openshift.io/cluster-api-machineset" in cmd and "spec.selector.matchLabels" in cmd
     assert f"{params.device_plugin_label}={params.device_plugin_off}" in cmd
     assert new_pool_name(pool.name, p) in cmd
+
+
+# -- the Machine Config Operator ------------------------------------------------------------------------------
+
+MCO_STATE = "machineconfiguration.openshift.io/state"
+
+
+def _with_node_annotations(state: Any, name: str, annotations: dict[str, str]) -> Any:
+    for n in state.of("Node"):
+        if n["metadata"]["name"] == name:
+            n["metadata"].setdefault("annotations", {}).update(annotations)
+    return state
+
+
+def test_a_node_the_machine_config_operator_is_updating_is_named() -> None:
+    """The Machine Config Daemon cordons, drains, reboots and uncordons a node it updates (its state annotation
+    `Working`, its desiredConfig not yet its currentConfig: openshift/machine-config-operator
+    pkg/daemon/constants/constants.go; the drain controller acts on `desiredDrain` `uncordon-<config>`). A node
+    of the plan it updates is put back into service in the middle of its migration; nothing said so."""
+    from dra_migrate.checks.run import assess
+    from dra_migrate.cluster.snapshot import load_snapshot
+
+    state = load_snapshot(PLATFORMS / "openshift.yaml")
+    quiet = {f.id for f in assess(state).findings}
+    assert "openshift-machine-config-update" not in quiet
+    busy = "ocp-ml-7xk2p-worker-gpu-us-east-1b-r9z1c"
+    state = _with_node_annotations(load_snapshot(PLATFORMS / "openshift.yaml"), busy, {
+        MCO_STATE: "Working",
+        "machineconfiguration.openshift.io/currentConfig": "rendered-worker-1",
+        "machineconfiguration.openshift.io/desiredConfig": "rendered-worker-2",
+    })  # fmt: skip
+    found = [f for f in assess(state).findings if f.id == "openshift-machine-config-update"]
+    assert len(found) == 1
+    assert [r.name for r in found[0].objects] == [busy]
+    assert "paused" in found[0].remediation
+    # Done, and on its desired config: quiet again
+    state = _with_node_annotations(load_snapshot(PLATFORMS / "openshift.yaml"), busy, {
+        MCO_STATE: "Done",
+        "machineconfiguration.openshift.io/currentConfig": "rendered-worker-2",
+        "machineconfiguration.openshift.io/desiredConfig": "rendered-worker-2",
+    })  # fmt: skip
+    assert "openshift-machine-config-update" not in {f.id for f in assess(state).findings}
