@@ -368,6 +368,6 @@ def openshift_machine_config_update(ctx: CheckContext) -> Iterator[Finding]:
             "drains, reboots and uncordons each itself, and would put a node back into service in the middle of "
             "its migration",
             "let the MachineConfigPool finish its update, then pause it for the migration (oc patch "
-            "machineconfigpool POOL --type merge -p '{\"spec\":{\"paused\":true}}'; paused: false after)",
+            'machineconfigpool POOL --type merge -p \'{"spec":{"paused":true}}\'; paused: false after)',
             tuple(ObjectRef("Node", name) for name in names),
         )

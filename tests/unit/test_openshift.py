@@ -166,7 +166,10 @@ def test_each_machineset_is_its_own_pool() -> None:
     assert sorted(pools) == list(MACHINESETS)
     for name, p in pools.items():
         assert (p.platform, p.provisioner, p.group, p.autoscaler) == (
-            "openshift", "openshift-machineset", name, "cluster-autoscaler"
+            "openshift",
+            "openshift-machineset",
+            name,
+            "cluster-autoscaler",
         )
         assert retire_command(name, p, "ocp-ml") == f"oc delete machineset {name} -n openshift-machine-api"
     # --pool-label still comes first

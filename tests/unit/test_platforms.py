@@ -39,7 +39,10 @@ EXPECTED: dict[str, tuple[dict[str, tuple[str, str, str]], set[str]]] = {
         {"platform-replace-pool", "autoscaler-dra-from-zero", "replace-pool-pinned-workloads"},
     ),
     "openshift": (
-        {f"ocp-ml-7xk2p-worker-gpu-{z}": ("openshift", "gpu-operator", "in-place") for z in ("us-east-1a", "us-east-1b")},
+        {
+            f"ocp-ml-7xk2p-worker-gpu-{z}": ("openshift", "gpu-operator", "in-place")
+            for z in ("us-east-1a", "us-east-1b")
+        },
         set(),
     ),
 }
