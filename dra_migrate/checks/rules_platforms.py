@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from dra_migrate.checks.context import CheckContext, switched_in_place
+from dra_migrate.checks.context import CheckContext, still_to_migrate, switched_in_place
 from dra_migrate.checks.model import Finding, ObjectRef, Severity
 from dra_migrate.checks.registry import rule
 from dra_migrate.inventory.fleet import DRA_PLUGIN_LABELS, parse_version
@@ -23,6 +23,7 @@ from dra_migrate.inventory.platform import (
     controller_version,
     new_node_labels,
     new_pool_name,
+    which_platform,
 )
 
 BLOCKER, WARNING, INFO = Severity.BLOCKER, Severity.WARNING, Severity.INFO
@@ -311,4 +312,62 @@ def in_place_pool_template(ctx: CheckContext) -> Iterator[Finding]:
             "group's own labels and come up on the device plugin, so an upgrade after the migration undoes it",
             f"once a pool's stage is done, add the same labels to its {what}'s node labels{drift}",
             tuple(ObjectRef("Pool", name) for name, _ in pools),
+        )
+
+
+# The Machine Config Operator's per-node annotations (openshift/machine-config-operator
+# pkg/daemon/constants/constants.go): the daemon's state (Working while it applies an update; Done; Degraded,
+# Unreconcilable) and the rendered config the node runs and the one it is to run. Updating a node, the daemon has
+# it cordoned and drained, reboots it, and has it uncordoned (`desiredDrain` `drain-<config>`, then
+# `uncordon-<config>`, which the MCO's drain controller carries out).
+MCO_STATE = "machineconfiguration.openshift.io/state"
+MCO_CURRENT = "machineconfiguration.openshift.io/currentConfig"
+MCO_DESIRED = "machineconfiguration.openshift.io/desiredConfig"
+
+
+def mco_updating(annotations: dict[str, Any]) -> str | None:
+    """Why the Machine Config Operator is at work on a node of these annotations; None when it is not."""
+    state = str(annotations.get(MCO_STATE) or "")
+    current, desired = str(annotations.get(MCO_CURRENT) or ""), str(annotations.get(MCO_DESIRED) or "")
+    if state and state != "Done":
+        return f"machine config daemon state {state}"
+    if current and desired and current != desired:
+        return f"to update from {current} to {desired}"
+    return None
+
+
+@rule(
+    "openshift-machine-config-update",
+    WARNING,
+    summary="the Machine Config Operator is updating an OpenShift GPU node still to migrate: it uncordons the node "
+    "itself when it is done",
+)
+def openshift_machine_config_update(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: warning. When: an OpenShift GPU node still to migrate has its machine config daemon state other
+    than Done, or a desiredConfig that is not its currentConfig. Rests on: the daemon cordons, drains, reboots and
+    uncordons the node it updates (MCO `desiredDrain` `uncordon-<config>`), so a node of the migration's wave is
+    put back into service before its canary; the MachineConfigPool's `spec.paused` holds further updates."""
+    nodes = {str((n.get("metadata") or {}).get("name")): n for n in ctx.state.of("Node")}
+    busy: dict[str, list[str]] = {}
+    for n in ctx.inventory.nodes:
+        node = nodes.get(n.name)
+        if node is None or not still_to_migrate(n) or which_platform(node) != "openshift":
+            continue
+        why = mco_updating((node.get("metadata") or {}).get("annotations") or {})
+        if why is not None:
+            busy.setdefault(why, []).append(n.name)
+    if busy:
+        names = sorted(name for group in busy.values() for name in group)
+        reasons = "; ".join(
+            f"{', '.join(sorted(v)[:3])}{' and more' if len(v) > 3 else ''}: {k}" for k, v in sorted(busy.items())
+        )
+        yield Finding(
+            "openshift-machine-config-update",
+            WARNING,
+            f"the Machine Config Operator is updating {len(names)} GPU node(s) still to migrate ({reasons}); it "
+            "drains, reboots and uncordons each itself, and would put a node back into service in the middle of "
+            "its migration",
+            "let the MachineConfigPool finish its update, then pause it for the migration (oc patch "
+            'machineconfigpool POOL --type merge -p \'{"spec":{"paused":true}}\'; paused: false after)',
+            tuple(ObjectRef("Node", name) for name in names),
         )

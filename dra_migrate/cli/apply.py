@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import getpass
 import math
 import os
 import socket
@@ -39,7 +38,7 @@ from dra_migrate.execute.journals import (
     read_checked,
     resolve_state,
 )
-from dra_migrate.execute.lock import break_lock, read_lock
+from dra_migrate.execute.lock import break_lock, read_lock, user_name
 from dra_migrate.execute.ops import live_ops
 from dra_migrate.execute.progress import progress_of
 from dra_migrate.execute.runner import RESUME_HINT, STOPPED, ApplyOptions
@@ -85,7 +84,7 @@ def _bar(done: int, total: int, step: str) -> None:
 
 
 def _actor() -> str:
-    return f"{getpass.getuser()}@{socket.gethostname()}/{os.getpid()}"
+    return f"{user_name()}@{socket.gethostname()}/{os.getpid()}"
 
 
 def _confirm(plan: Plan, yes: bool, what: str) -> None:

@@ -86,13 +86,19 @@ def new_lock_id() -> str:
     return secrets.token_hex(8)
 
 
+def user_name() -> str:
+    """The login name, else the uid: a container may run as a uid its image's /etc/passwd does not name (OpenShift's
+    restricted-v2 SCC gives each namespace its own range), where `getpass.getuser()` raises (KeyError on Python
+    3.11, OSError from 3.13)."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return str(os.getuid()) if hasattr(os, "getuid") else "unknown"
+
+
 def holder_identity(lock_id: str) -> str:
     """`<user>@<host>/<pid>/<lock id>`: who to ask, and which process."""
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):  # no passwd entry (containers)
-        user = str(os.getuid()) if hasattr(os, "getuid") else "unknown"
-    return f"{user}@{socket.gethostname()}/{os.getpid()}/{lock_id}"
+    return f"{user_name()}@{socket.gethostname()}/{os.getpid()}/{lock_id}"
 
 
 # The lock ids this process holds: a holder naming this process's pid is a previous incarnation of it (a

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dra_migrate.inventory.operator import Placements, PluginPlacement, dynamic_mig_enabled
-from dra_migrate.inventory.platform import INSTANCE_TYPE, PoolPlatform, capi_group
+from dra_migrate.inventory.platform import INSTANCE_TYPE, PoolPlatform, capi_group, openshift_machineset
 from dra_migrate.inventory.resources import FRACTIONAL_GPU_RESOURCES, GPU_PREFIX, GpuNames, quantity_int
 
 UNPOOLED = "(unpooled)"
@@ -220,12 +220,13 @@ def vm_workload_nodes(nodes: Iterable[dict[str, Any]], policy: dict[str, Any] | 
 
 def pool_of(labels: dict[str, str], pool_labels: tuple[str, ...], annotations: Any = None) -> str:
     """The node's pool: the first of `--pool-label` keys and the platforms' pool labels it carries, else its
-    Cluster API MachineSet or MachinePool, else its instance type, else `(unpooled)`."""
+    Cluster API MachineSet or MachinePool, else its OpenShift Machine API MachineSet (the installer makes one per
+    zone, all of one instance type: each is a template of its own), else its instance type, else `(unpooled)`."""
     for key in (*pool_labels, *DEFAULT_POOL_LABELS[:-1]):
         value = labels.get(key)
         if value:
             return value
-    return capi_group(annotations) or labels.get(INSTANCE_TYPE) or UNPOOLED
+    return capi_group(annotations) or openshift_machineset(annotations) or labels.get(INSTANCE_TYPE) or UNPOOLED
 
 
 def node_pool(node: dict[str, Any], pool_labels: tuple[str, ...]) -> str:

@@ -194,6 +194,18 @@ def capi_group(annotations: Any) -> str | None:
     return name if isinstance(name, str) and name else None
 
 
+def openshift_machineset(annotations: Any) -> str | None:
+    """The OpenShift Machine API MachineSet a node belongs to, from its `machine.openshift.io/machine` annotation
+    ("openshift-machine-api/<machine>", set by the machine-api's nodelink controller); None if none. A MachineSet
+    names its Machines after itself, `<machineset>-<5 random characters>` (openshift/machine-api-operator
+    pkg/controller/machineset/controller.go, `GenerateName: machineSet.Name + "-"`)."""
+    machine = str((annotations if isinstance(annotations, dict) else {}).get(OPENSHIFT_MACHINE) or "")
+    if not machine:
+        return None
+    name = machine.rpartition("/")[2]
+    return name.rpartition("-")[0] or name or None
+
+
 def which_platform(node: Mapping[str, Any]) -> str:
     """OpenShift first (it runs on every cloud), then the cloud from the provider ID, or from its labels
     where the node records no provider ID.
@@ -234,12 +246,9 @@ def _provisioner(node: Mapping[str, Any], labels: Mapping[str, str]) -> tuple[st
     group = capi_group(_meta(node).get("annotations"))
     if group:
         return "capi-machineset", group
-    machine = str((_meta(node).get("annotations") or {}).get(OPENSHIFT_MACHINE) or "")
-    if machine:
-        # "openshift-machine-api/<machineset>-<5 random characters>": the Machine API names a MachineSet's
-        # machines after it (openshift/machine-api-operator, MachineSet controller).
-        name = machine.rpartition("/")[2]
-        return "openshift-machineset", name.rpartition("-")[0] or name
+    machineset = openshift_machineset(_meta(node).get("annotations"))
+    if machineset:
+        return "openshift-machineset", machineset
     return "none", None
 
 

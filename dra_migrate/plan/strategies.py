@@ -172,9 +172,15 @@ def platform_command(pool: str, p: PoolPlatform, params: PlanParams, context: st
         cmd += ["--node-taints", _taints_arg(p.taints)] if p.taints else []
         return shlex.join(cmd), None
     if p.provisioner == "openshift-machineset":
+        # A MachineSet selects its Machines by machine.openshift.io/cluster-api-machineset=<its name>, in
+        # spec.selector.matchLabels and spec.template.metadata.labels (OpenShift docs, machine management,
+        # "Creating a compute machine set"): a copy keeping the old name there counts the old pool's machines.
+        labels = {**dra, params.device_plugin_label: params.device_plugin_off}
         return (
-            f"oc get machineset {p.group} -n openshift-machine-api -o yaml | rename it {new}, add the labels "
-            f"{_labels_arg(dra)} to spec.template.spec.metadata.labels, set spec.replicas={nodes} | oc apply -f -"
+            f"oc get machineset {p.group} -n openshift-machine-api -o yaml | rename it {new} (metadata.name, and "
+            f"machine.openshift.io/cluster-api-machineset in spec.selector.matchLabels and "
+            f"spec.template.metadata.labels), drop its status, uid and resourceVersion, add the labels "
+            f"{_labels_arg(labels)} to spec.template.spec.metadata.labels, set spec.replicas={nodes} | oc apply -f -"
         ), None
     tainted = f", tainted {_taints_arg(p.taints)}" if p.taints else ""
     labelled = _labels_arg({**own, **dra})

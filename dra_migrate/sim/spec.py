@@ -33,7 +33,7 @@ from dra_migrate.dra.devices import (
 )
 from dra_migrate.dra.devices import NVIDIA_DRIVER as DRA_DRIVER
 from dra_migrate.dra.devices import DeviceSpec as DeviceSpec
-from dra_migrate.inventory.platform import CAPI_OWNER_KIND, CAPI_OWNER_NAME
+from dra_migrate.inventory.platform import CAPI_OWNER_KIND, CAPI_OWNER_NAME, OPENSHIFT_MACHINE
 
 __all__ = [
     "DRA_DRIVER",
@@ -92,8 +92,8 @@ class GpuNodeSpec:
     ready: str = "True"
     # The node's spec.providerID as the snapshot recorded it ("" when none): a replayed GKE node stays GKE's.
     provider_id: str = ""
-    # The annotations that name its group (Cluster API's owner kind and name), so that the twin's pools are
-    # the snapshot's (inventory.fleet.pool_of reads them where no pool label is set).
+    # The annotations that name its group (Cluster API's owner kind and name, OpenShift's Machine), so that the
+    # twin's pools are the snapshot's (inventory.fleet.pool_of reads them where no pool label is set).
     group_annotations: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -135,7 +135,9 @@ class GpuNodeSpec:
             ready=_ready(node),
             provider_id=str((node.get("spec") or {}).get("providerID") or ""),
             group_annotations={
-                k: str(v) for k, v in (meta.get("annotations") or {}).items() if k in (CAPI_OWNER_KIND, CAPI_OWNER_NAME)
+                k: str(v)
+                for k, v in (meta.get("annotations") or {}).items()
+                if k in (CAPI_OWNER_KIND, CAPI_OWNER_NAME, OPENSHIFT_MACHINE)
             },
         )
 

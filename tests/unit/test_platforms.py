@@ -38,7 +38,13 @@ EXPECTED: dict[str, tuple[dict[str, tuple[str, str, str]], set[str]]] = {
         {"h100": ("aks", "platform", "replace-pool")},
         {"platform-replace-pool", "autoscaler-dra-from-zero", "replace-pool-pinned-workloads"},
     ),
-    "openshift": ({"p5.48xlarge": ("openshift", "gpu-operator", "in-place")}, set()),
+    "openshift": (
+        {
+            f"ocp-ml-7xk2p-worker-gpu-{z}": ("openshift", "gpu-operator", "in-place")
+            for z in ("us-east-1a", "us-east-1b")
+        },
+        set(),
+    ),
 }
 PLATFORM_RULES = {
     "platform-sharing-unsupported",
