@@ -14,10 +14,12 @@ from pathlib import Path
 import orjson
 import pytest
 
+from dra_migrate.cluster.snapshot import load_snapshot
 from dra_migrate.execute.backlog import Backlog
 from dra_migrate.execute.journal import read_journal
 from dra_migrate.execute.progress import progress_of
 from dra_migrate.plan import io as plan_io
+from dra_migrate.plan.drift import drift
 from dra_migrate.plan.model import Plan
 from tests.unit.cli import run
 
@@ -79,6 +81,19 @@ def test_plans_of_later_builds_are_read_whole(tmp_path: Path, name: str) -> None
         assert NODE in r.stdout
 
 
+@pytest.mark.parametrize("name", READ)
+def test_a_plan_of_an_earlier_build_shows_no_drift_on_an_object_that_did_not_change(name: str) -> None:
+    """Its bare pod's uid and resourceVersion are the cluster's now, so the pod did not change (the API
+    server moves resourceVersion with every write); its content hash differs only because this build keeps
+    more of a pod (`schedulerName`, cluster/state.py POD_SPEC_KEYS). A resumed apply of it was refused as
+    stale ("Pod research/cuda-debug-jsmith changed")."""
+    plan = Plan.from_dict(plan_io.load(DATA / name))
+    d = drift(plan, load_snapshot(DEMO))
+    changed = {(o.kind, o.namespace, o.name) for o in d.objects}
+    assert POD not in changed, d.objects
+    assert not [c for c in d.consumers_changed if c["name"] == POD[2]], d.consumers_changed
+
+
 def test_a_journal_of_an_earlier_build_reads_as_its_run_left_the_cluster(tmp_path: Path) -> None:
     path = tmp_path / "plan.yaml"
     shutil.copy(DATA / "plan-b407c04-format1.yaml", path)
@@ -104,3 +119,27 @@ def test_a_journal_of_an_earlier_build_reads_as_its_run_left_the_cluster(tmp_pat
     assert (doc["runs"], doc["steps"], doc["done"], doc["rolledBack"], doc["failed"]) == (2, 9, 4, 3, [])
     assert doc["lastRun"]["phase"] == "rollback" and doc["lastRun"]["result"] == "ok"
     assert doc["cluster"]["name"] == "gke_acme-ml-demo_us-central1_demo"
+
+
+def test_a_pod_that_did_change_is_still_drift_under_an_earlier_builds_hash() -> None:
+    """The earlier hashes are accepted only for what those builds did not keep: a changed GPU request is a
+    change with or without a moved resourceVersion (a hand-edited snapshot keeps it)."""
+    plan = Plan.from_dict(plan_io.load(DATA / "plan-b407c04-format1.yaml"))
+    for bump in (False, True):
+        state = load_snapshot(DEMO)
+        pod = next(p for p in state.of("Pod") if p["metadata"]["name"] == POD[2])
+        pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "2"
+        if bump:
+            pod["metadata"]["resourceVersion"] = "9999999"
+        changed = {(o.kind, o.namespace, o.name): o.change for o in drift(plan, state).objects}
+        assert changed.get(POD) == "changed", (bump, changed)
+
+
+def test_every_pod_spec_key_kept_is_one_earlier_builds_hashed_or_one_added_since() -> None:
+    """A key added to what a pod keeps changes every Pod's content hash: it must be listed as added, or
+    every plan made before it reads as drifted on its bare GPU pods."""
+    from dra_migrate.cluster.state import POD_SPEC_KEYS
+    from dra_migrate.plan.fingerprint import POD_SPEC_KEYS_ADDED, POD_SPEC_KEYS_BEFORE
+
+    assert set(POD_SPEC_KEYS) == set(POD_SPEC_KEYS_BEFORE) | set(POD_SPEC_KEYS_ADDED)
+    assert not set(POD_SPEC_KEYS_BEFORE) & set(POD_SPEC_KEYS_ADDED)
