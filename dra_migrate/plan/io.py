@@ -396,13 +396,11 @@ def _refuse_sealed_by_0_1(doc: Any, path: Path) -> None:
             return
     except InputError:
         return
-    tool = doc.get("tool")
-    version = tool.get("version") if isinstance(tool, dict) else None
-    version = version if isinstance(version, str) else "0.1.0"
+    # Named by its date, not `tool.version`: every build since has said 0.1.0 too (dra_migrate/__init__.py).
     raise InputError(
-        f"{path}: a plan made by dra-migrate {version}, which this version cannot verify or convert",
-        f"make it again: dra-migrate plan --kubeconfig ... --out NEW.yaml (the nodes its runs migrated are "
-        f"left out); to roll back what it applied, run rollback with dra-migrate {version}",
+        f"{path}: a plan made by the dra-migrate 0.1.0 release (2026-11-30), which this build cannot verify or convert",
+        "make it again: dra-migrate plan --kubeconfig ... --out NEW.yaml (the nodes its runs migrated are left "
+        "out); to roll back what it applied, run rollback with that release",
     )
 
 

@@ -63,7 +63,7 @@ def test_a_0_1_0_plan_is_refused_in_one_line_naming_the_command_that_regenerates
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1, r.stderr
     line = lines[0]
-    assert "0.1.0" in line and "dra-migrate plan --kubeconfig" in line, line
+    assert "0.1.0 release (2026-11-30)" in line and "dra-migrate plan --kubeconfig" in line, line
     # not an edit: rebase cannot convert it (its canary step's params are not the ones this version writes)
     assert "edited" not in line and "rebase" not in line, line
     assert old_release.read_bytes() == before  # nothing rewritten
