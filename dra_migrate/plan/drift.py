@@ -24,7 +24,7 @@ from typing import Any
 from dra_migrate.cluster.identity import refuse_other_cluster
 from dra_migrate.cluster.state import ClusterState, source_cluster
 from dra_migrate.errors import InputError
-from dra_migrate.plan.fingerprint import dependencies, identity
+from dra_migrate.plan.fingerprint import dependencies, earlier_contents, identity
 from dra_migrate.plan.model import Plan, plan_identity
 from dra_migrate.plan.params import PlanParams
 from dra_migrate.plan.placement import placement_record
@@ -145,6 +145,7 @@ def drift(plan: Mapping[str, Any] | Plan, state: ClusterState, *, allow_other_cl
     fingerprint = plan.fingerprint
     planned = {_key(o): o for o in fingerprint.get("objects") or []}
     now = {_key(o): o for o in dependencies(state, readiness)}
+    _as_recorded(planned, now, state)
     out = Drift(plan={"cluster": plan_cluster(plan), "digest": plan.digest}, cluster=source_cluster(state.source))
 
     planned_version, now_version = fingerprint.get("kubernetesVersion"), state.source.kubernetes_version
@@ -179,6 +180,28 @@ def drift(plan: Mapping[str, Any] | Plan, state: ClusterState, *, allow_other_cl
     }  # fmt: skip
     _consumers(planned, now, totals, out)
     return out
+
+
+def _as_recorded(planned: dict[Key, dict[str, Any]], now: dict[Key, dict[str, Any]], state: ClusterState) -> None:
+    """An object whose uid and resourceVersion are the plan's has not changed: the API server moves an
+    object's resourceVersion with every write (k8s.io/apimachinery pkg/apis/meta/v1/types.go, ObjectMeta
+    `ResourceVersion`: "change detection"). When its content hash differs all the same, the plan was made
+    by a build that hashed less of it (`fingerprint.earlier_contents`): it is read with the plan's hash,
+    so a plan of an earlier build is not refused as stale over what this build keeps more of."""
+    for key, after in now.items():
+        before = planned.get(key)
+        if before is None or before.get("content") == after.get("content"):
+            continue
+        rv = str(after.get("resourceVersion") or "")
+        if not rv or before.get("uid") != after.get("uid") or str(before.get("resourceVersion") or "") != rv:
+            continue
+        kind, group, namespace, name = key
+        for obj in state.of(f"{group}/{kind}" if group else kind):
+            meta = obj.get("metadata") or {}
+            if (meta.get("namespace") or "") == namespace and meta.get("name") == name:
+                if before.get("content") in earlier_contents(kind, obj):
+                    now[key] = {**after, "content": before.get("content")}
+                break
 
 
 def _key(o: dict[str, Any]) -> Key:

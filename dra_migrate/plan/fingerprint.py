@@ -25,6 +25,31 @@ def content_hash(value: Any) -> str:
     return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
 
 
+# The keys of a pod's spec that builds since the oldest plan this version reads (format 1 sealed over its
+# whole body, 2026-12-01) began to keep (cluster/state.py POD_SPEC_KEYS). A Pod's content hash is over its
+# spec as kept, so a plan made before one was added recorded its hash without it; the branches that added
+# them merged in more than one order, so a plan may lack any of them. A key added to POD_SPEC_KEYS goes here
+# too (tests/unit/test_compat_old_builds.py holds the two lists together).
+POD_SPEC_KEYS_BEFORE = ("nodeName", "nodeSelector", "affinity", "tolerations", "resourceClaims", "priorityClassName")
+POD_SPEC_KEYS_ADDED = ("terminationGracePeriodSeconds", "schedulingGroup", "schedulerName")
+
+
+def earlier_contents(kind: str, obj: dict[str, Any]) -> set[str]:
+    """The content hashes earlier builds recorded for `obj` as it is now: for a Pod, of its spec without
+    each combination of the keys kept since (`schedulerName`, which the API server sets on every pod,
+    k8s.io/kubernetes v1.37.2 pkg/apis/core/v1/defaults.go `SetDefaults_PodSpec`, made every bare GPU pod
+    of an older plan read as changed). Empty for other kinds, whose content is what it was."""
+    spec = obj.get("spec")
+    if kind != "Pod" or not isinstance(spec, dict):
+        return set()
+    present = [k for k in POD_SPEC_KEYS_ADDED if k in spec]
+    out = set()
+    for mask in range(1, 2 ** len(present)):
+        dropped = {k for i, k in enumerate(present) if mask >> i & 1}
+        out.add(content_hash({k: v for k, v in spec.items() if k not in dropped}))
+    return out
+
+
 def _node_content(node: dict[str, Any]) -> dict[str, Any]:
     meta, spec, status = (node.get(k) or {} for k in ("metadata", "spec", "status"))
     gpu = {k: v for k, v in (status.get("capacity") or {}).items() if str(k).startswith("nvidia.com/")}

@@ -383,7 +383,29 @@ def _section_line(doc: Any, key: str) -> int:
     return line_of(doc, key)
 
 
+def _refuse_sealed_by_0_1(doc: Any, path: Path) -> None:
+    """A plan sealed as 0.1.0 sealed them: `digest` over the `digests` (no entry for the stage order), where
+    this version's covers the whole body. Its steps are not the ones this version writes either (the
+    canary's parameters, the per-node steps): `plan --rebase` cannot convert it, so it is refused as what
+    it is, naming the command that makes a plan this version runs, never as a hand edit."""
+    recorded, top = doc.get("digests"), doc.get("digest")
+    if not isinstance(recorded, dict) or _STAGE_ORDER in recorded or not isinstance(top, str):
+        return
+    try:
+        if top != _digest(_plain(recorded), read=True):
+            return
+    except InputError:
+        return
+    # Named by its date, not `tool.version`: every build since has said 0.1.0 too (dra_migrate/__init__.py).
+    raise InputError(
+        f"{path}: a plan made by the dra-migrate 0.1.0 release (2026-11-30), which this build cannot verify or convert",
+        "make it again: dra-migrate plan --kubeconfig ... --out NEW.yaml (the nodes its runs migrated are left "
+        "out); to roll back what it applied, run rollback with that release",
+    )
+
+
 def _check_schema(doc: Any, path: Path) -> None:
+    _refuse_sealed_by_0_1(doc, path)
     for key, typ in _REQUIRED.items():
         if key not in doc:
             raise InputError(f"{path}: missing `{key}`", "regenerate the plan with dra-migrate plan")
