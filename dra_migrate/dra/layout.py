@@ -73,6 +73,26 @@ def full_gpus_from_capacity(labels: Mapping[str, str], capacity: Mapping[str, An
     return advertised // max(label_int(labels.get(LABEL_REPLICAS, 1)), 1)
 
 
+def unlabelled_gpus(labels: Mapping[str, str], capacity: Mapping[str, Any], replicas: int = 1) -> int:
+    """Without MIG devices (strategy `none` here), the GPUs the device plugin advertises beyond GFD's `gpu.count`:
+    GPUs of another product. GFD labels each product's count under the same `nvidia.com/gpu.count`, the last
+    written winning (k8s-device-plugin v0.18.0 internal/lm/mig-strategy.go L114-170 newGPULabelers: `counts[name]`,
+    "Multiple device types detected"; internal/lm/list.go Labels), while the device plugin advertises every GPU
+    (internal/rm/device_map.go buildGPUDeviceMap) and the DRA driver publishes every one (dra-driver-nvidia-gpu
+    v0.4.1 cmd/gpu-kubelet-plugin/nvlib.go L209 GetPerGpuAllocatableDevices). The advertised count is over the
+    time-slicing/MPS replicas (GFD's `gpu.replicas` or `replicas`, the device-plugin config's, the larger); when
+    neither says the GPUs are shared and the advertised count is a multiple of GFD's, it may as well be replicas
+    GFD was not told of, and nothing is added."""
+    if mig_strategy(labels) != "none":
+        return 0
+    count = label_int(labels.get(LABEL_COUNT, 0))
+    advertised = label_int(capacity.get("nvidia.com/gpu", 0)) or label_int(capacity.get("nvidia.com/gpu.shared", 0))
+    shared = max(label_int(labels.get(LABEL_REPLICAS, 1)), replicas, 1)
+    if count <= 0 or advertised % shared or (shared == 1 and advertised % count == 0):
+        return 0
+    return max(advertised // shared - count, 0)
+
+
 def _place(instances: Sequence[tuple[str, MigProfile]]) -> tuple[MigInstance, ...] | None:
     """Place instances on one GPU; None when they do not fit.
 
@@ -128,9 +148,18 @@ def gpu_layout(labels: Mapping[str, str], *, full_gpus: int | None = None, per_g
         return tuple(None if g is None else _instances_of(g, labels) for g in per_gpu_mig)
     # Without the device plugin's capacity (its plugin left and the kubelet zeroed it), how many GPUs are
     # whole is not in the labels: the instances are taken to be on as few GPUs as hold them.
-    mig_gpus = max(count - full_gpus, 0) if full_gpus is not None else _fewest_gpus_holding(labels, count)
+    # With it, the GPUs left whole are those it advertises, and the MIG-enabled ones at least the fewest that hold
+    # GFD's instances: where the node has GPUs of two products, `gpu.count` is one product's (GFD labels each
+    # product's count under the same key, the last written wins: k8s-device-plugin v0.18.0 internal/lm/
+    # mig-strategy.go L114-170 newGPULabelers, internal/lm/list.go Labels), and the instances may be the other's.
+    if full_gpus is not None:
+        whole = full_gpus
+        mig_gpus = max(count - full_gpus, _fewest_gpus_holding(labels, None))
+    else:
+        mig_gpus = _fewest_gpus_holding(labels, count)
+        whole = count - mig_gpus
     if mig_gpus == 0:
-        return (None,) * count
+        return (None,) * whole
     wanted: list[list[tuple[str, MigProfile]]] = [[] for _ in range(mig_gpus)]
     for name, n in sorted(mixed_counts(labels).items()):
         geo = mig_profile(name, labels)
@@ -157,7 +186,7 @@ def gpu_layout(labels: Mapping[str, str], *, full_gpus: int | None = None, per_g
     # A MIG-enabled GPU the instances do not reach stays a MIG GPU with no devices: the driver publishes
     # nothing for it (dra-driver-nvidia-gpu v0.4.1 nvlib.go "MIG mode enabled but no configured MIG devices").
     layout: list[tuple[MigInstance, ...] | None] = [_place(m) or _place_anyway(m) for m in placed_on]
-    layout.extend([None] * (count - mig_gpus))
+    layout.extend([None] * whole)
     return tuple(layout)
 
 
@@ -166,7 +195,7 @@ def _instances_of(profiles: Mapping[str, int], labels: Mapping[str, str]) -> tup
     return _place(wanted) or _place_anyway(wanted)
 
 
-def _fewest_gpus_holding(labels: Mapping[str, str], count: int) -> int:
+def _fewest_gpus_holding(labels: Mapping[str, str], count: int | None) -> int:
     """Under mixed MIG, the fewest of the node's `count` GPUs that hold GFD's MIG instances (first fit, largest
     first, by our geometry). Exact when every MIG-enabled GPU is needed for its instances; a MIG-enabled GPU
     with no instances, or instances spread thinner than they pack, cannot be seen in GFD's labels (they count
@@ -179,7 +208,7 @@ def _fewest_gpus_holding(labels: Mapping[str, str], count: int) -> int:
             home.append(inst)
         else:
             gpus.append([inst])
-    return min(len(gpus), count)
+    return len(gpus) if count is None else min(len(gpus), count)
 
 
 def _place_anyway(instances: Sequence[tuple[str, MigProfile]]) -> tuple[MigInstance, ...]:

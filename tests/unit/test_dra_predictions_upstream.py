@@ -1,0 +1,81 @@
+"""Prediction classes found by reading the sources of what labels a node and what publishes its devices: GPU
+Feature Discovery (github.com/NVIDIA/k8s-device-plugin@v0.18.0 internal/lm) and the NVIDIA DRA driver
+(sigs.k8s.io/dra-driver-nvidia-gpu@v0.4.1 cmd/gpu-kubelet-plugin). Each case is a node as GFD labels it and the
+device plugin advertises it; the expected devices are what the driver's source publishes for it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dra_migrate.dra.devices import predict_devices
+
+
+def node(labels: dict[str, str], capacity: dict[str, str] | None = None) -> dict[str, Any]:
+    return {"metadata": {"name": "n1", "labels": labels}, "status": {"capacity": capacity or {}}}
+
+
+A100 = {
+    "nvidia.com/gpu.present": "true",
+    "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB",
+    "nvidia.com/gpu.memory": "81920",
+    "nvidia.com/gpu.family": "ampere",
+    "nvidia.com/gpu.compute.major": "8",
+    "nvidia.com/gpu.compute.minor": "0",
+    "nvidia.com/gpu.replicas": "1",
+}
+
+
+# GFD labels a node's GPUs with one labeler per product name, each writing the same `nvidia.com/gpu.*` keys with
+# the count of its own product, merged later-wins in Go map order (k8s-device-plugin v0.18.0
+# internal/lm/mig-strategy.go newGPULabelers: `counts[name]++`, "Multiple device types detected"; internal/lm/
+# list.go Labels: "Labels later in the list overwrite earlier labels"). The device plugin advertises every GPU
+# (internal/rm/device_map.go buildGPUDeviceMap) and the DRA driver publishes every GPU (dra-driver-nvidia-gpu
+# v0.4.1 cmd/gpu-kubelet-plugin/nvlib.go GetPerGpuAllocatableDevices, L209 VisitDevices).
+def test_two_products_under_no_mig_strategy_count_every_advertised_gpu() -> None:
+    # A DGX Station A100: 4 A100s and the DGX Display GPU; GFD's labels name the A100s and count 4.
+    devices = predict_devices(node({**A100, "nvidia.com/gpu.count": "4"}, {"nvidia.com/gpu": "5"}))
+    assert len(devices) == 5
+    names = [d["name"] for d in devices]
+    assert len(set(names)) == 5
+    # The GPU the labels do not describe gets only what is known of it: no product, memory or versions.
+    products = [d["attributes"].get("productName") for d in devices]
+    assert products.count({"string": "NVIDIA A100-SXM4-80GB"}) == 4
+    assert products.count(None) == 1
+    other = next(d for d in devices if "productName" not in d["attributes"])
+    assert other["attributes"]["type"] == {"string": "gpu"}
+    assert "memory" not in (other.get("capacity") or {})
+
+
+def test_two_products_time_sliced_count_gpus_not_replicas() -> None:
+    labels = {**A100, "nvidia.com/gpu.count": "4", "nvidia.com/gpu.replicas": "4"}
+    labels["nvidia.com/gpu.product"] += "-SHARED"
+    assert len(predict_devices(node(labels, {"nvidia.com/gpu": "20"}))) == 5
+    # One product, time-sliced: the replicas are not GPUs.
+    assert len(predict_devices(node(labels, {"nvidia.com/gpu": "16"}))) == 4
+
+
+def test_capacity_a_multiple_of_the_count_without_known_replicas_is_not_guessed_as_gpus() -> None:
+    # 8 advertised for 4 labelled GPUs is 4 x 2 replicas GFD was not told of, or 4 GPUs of another product:
+    # the labels' count stands.
+    assert len(predict_devices(node({**A100, "nvidia.com/gpu.count": "4"}, {"nvidia.com/gpu": "8"}))) == 4
+
+
+# Under mixed MIG the labels of a full-GPU product and of a MIG-enabled one overwrite each other the same way, so
+# `gpu.count` may count only the GPUs left whole while GFD's per-profile counts hold another product's instances
+# (internal/lm/mig-strategy.go newMigStrategyMixedLabeler). The device plugin advertises the whole GPUs as
+# nvidia.com/gpu (device_map.go: MIG-enabled GPUs skipped unless the strategy is none); the driver publishes them
+# and every MIG device (nvlib.go L300-322).
+def test_mixed_mig_instances_beyond_the_labelled_count_are_published() -> None:
+    labels = {
+        **A100,
+        "nvidia.com/mig.strategy": "mixed",
+        "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+        "nvidia.com/gpu.count": "2",
+        "nvidia.com/mig-1g.10gb.count": "14",
+        "nvidia.com/mig-1g.10gb.memory": "9728",
+    }
+    devices = predict_devices(node(labels, {"nvidia.com/gpu": "2", "nvidia.com/mig-1g.10gb": "14"}))
+    kinds = [d["attributes"]["type"]["string"] for d in devices]
+    assert kinds.count("gpu") == 2
+    assert kinds.count("mig") == 14
+    assert len({d["name"] for d in devices}) == 16
