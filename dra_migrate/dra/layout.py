@@ -57,6 +57,29 @@ def mixed_counts(labels: Mapping[str, str]) -> dict[str, int]:
     return out
 
 
+def unpredictable_layout(labels: Mapping[str, str]) -> str | None:
+    """Why GFD's labels cannot say what the DRA driver publishes on the node, or None when they can.
+
+    Under the single strategy GFD labels a node whose GPUs are not all MIG-enabled with instances of one profile
+    `<model>-MIG-INVALID` with `gpu.count` 0 (k8s-device-plugin v0.18.0 internal/lm/mig-strategy.go L188-240
+    newMigStrategySingleLabeler, L244-264 newInvalidMigStrategyLabeler), while the DRA driver still publishes each
+    MIG-disabled GPU whole and every MIG device of the others (dra-driver-nvidia-gpu v0.4.1 cmd/gpu-kubelet-plugin/
+    nvlib.go L302-327): how many, no label says. So for any `-MIG-<suffix>` that is not a profile we can read."""
+    product = labels.get(LABEL_PRODUCT, "")
+    profile = single_profile(product)
+    if profile is None:
+        return None
+    try:
+        mig_profile(profile, labels)
+    except ValueError:
+        return (
+            f"GFD labels its GPUs `{product}` with gpu.count {labels.get(LABEL_COUNT, '?')} under the single MIG "
+            "strategy (GPUs MIG-enabled without instances, MIG-enabled beside MIG-disabled, or several profiles): "
+            "the DRA driver publishes its whole GPUs and MIG devices, how many no label says"
+        )
+    return None
+
+
 def has_gpu_labels(labels: Mapping[str, Any]) -> bool:
     return labels.get("nvidia.com/gpu.present") == "true" or LABEL_COUNT in labels
 

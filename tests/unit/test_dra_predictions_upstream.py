@@ -79,3 +79,43 @@ def test_mixed_mig_instances_beyond_the_labelled_count_are_published() -> None:
     assert kinds.count("gpu") == 2
     assert kinds.count("mig") == 14
     assert len({d["name"] for d in devices}) == 16
+
+
+# Under mig.strategy=single GFD labels a node whose GPUs are not all MIG-enabled with instances of one profile
+# `<model>-MIG-INVALID` with `gpu.count` 0 (k8s-device-plugin v0.18.0 internal/lm/mig-strategy.go L188-240
+# newMigStrategySingleLabeler, L244-264 newInvalidMigStrategyLabeler: "at least one MIG device is enabled but empty",
+# "devices with MIG enabled and disable detected", "more than one MIG device type present on node"). The DRA driver
+# publishes each MIG-disabled GPU whole and every MIG device of the others (dra-driver-nvidia-gpu v0.4.1
+# cmd/gpu-kubelet-plugin/nvlib.go L302-327): at least one device, how many no label says. Predicting 0 made the
+# node's `wait-dra-ready` wait for 0 devices and time out on the real count, rolling the wave back.
+def test_an_invalid_single_strategy_layout_is_left_out_of_the_plan_not_expected_empty() -> None:
+    from dra_migrate.plan.build import build_plan
+    from dra_migrate.plan.params import PlanParams
+    from tests.unit.test_gpu_operator_activity import DRA, POLICY
+    from tests.unit.test_plan_placement import DP, gpu_node, make, pool_stages
+
+    invalid = {
+        "nvidia.com/mig.strategy": "single",
+        "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3-MIG-INVALID",
+        "nvidia.com/gpu.count": "0",
+        "nvidia.com/gpu.replicas": "0",
+        "nvidia.com/gpu.memory": "0",
+    }
+    bad = gpu_node("bad", **invalid)
+    plan = build_plan(make(bad, gpu_node("good"), DP, DRA, POLICY), PlanParams()).to_dict()
+    planned = {n["node"]: n["expectedDevices"] for s in pool_stages(plan) for w in s["waves"] for n in w["nodes"]}
+    assert planned == {"good": 8}
+    excluded = {e["node"]: e["reason"] for e in plan["summary"]["excludedNodes"]}
+    assert excluded["bad"].startswith("mig-layout-unpredicted: ")
+    assert "MIG-INVALID" in excluded["bad"]
+    found = [f for f in plan["findings"] if f["id"] == "mig-layout-unpredicted"]
+    assert [(f["severity"], f["objects"]) for f in found] == [("blocker", ["Node bad"])]
+    assert plan["applicable"] is True  # node-scoped: the rest of the fleet goes ahead
+    # Once the driver has published on the node, its slices give the count: planned with it, no finding.
+    from tests.unit.helpers import resource_slice
+
+    published = resource_slice("bad", 1, [{"name": f"gpu-{i}"} for i in range(3)])
+    plan = build_plan(make(bad, gpu_node("good"), DP, DRA, POLICY, published), PlanParams()).to_dict()
+    planned = {n["node"]: n["expectedDevices"] for s in pool_stages(plan) for w in s["waves"] for n in w["nodes"]}
+    assert planned == {"bad": 3, "good": 8}
+    assert not [f for f in plan["findings"] if f["id"] == "mig-layout-unpredicted"]
