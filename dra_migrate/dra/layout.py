@@ -86,12 +86,19 @@ def has_gpu_labels(labels: Mapping[str, Any]) -> bool:
 
 def full_gpus_from_capacity(labels: Mapping[str, str], capacity: Mapping[str, Any]) -> int | None:
     """Under the mixed strategy, the GPUs left whole, when the device plugin advertises them: its
-    `nvidia.com/gpu` (or renamed `nvidia.com/gpu.shared`) capacity over the time-slicing replicas.
-    None otherwise (unknown, or not needed)."""
+    `nvidia.com/gpu` (or renamed `nvidia.com/gpu.shared`) capacity over the time-slicing replicas, 0 when it
+    advertises MIG devices only. None otherwise (unknown, or not needed)."""
     if mig_strategy(labels) != "mixed":
         return None
     advertised = label_int(capacity.get("nvidia.com/gpu", 0)) or label_int(capacity.get("nvidia.com/gpu.shared", 0))
     if advertised <= 0:
+        # MIG devices advertised and no whole GPU under any name: every GPU is MIG-enabled. The device plugin skips
+        # MIG-enabled GPUs for nvidia.com/gpu under mixed (k8s-device-plugin v0.18.0 internal/rm/device_map.go
+        # buildGPUDeviceMap) and registers no resource without devices; the DRA driver publishes such a GPU as its
+        # MIG devices only (dra-driver-nvidia-gpu v0.4.1 cmd/gpu-kubelet-plugin/nvlib.go L302-327).
+        served = {str(k) for k, v in capacity.items() if str(k).startswith("nvidia.com/") and label_int(v) > 0}
+        if served and all(k.startswith("nvidia.com/mig-") for k in served):
+            return 0
         return None
     return advertised // max(label_int(labels.get(LABEL_REPLICAS, 1)), 1)
 
@@ -171,13 +178,13 @@ def gpu_layout(labels: Mapping[str, str], *, full_gpus: int | None = None, per_g
         return tuple(None if g is None else _instances_of(g, labels) for g in per_gpu_mig)
     # Without the device plugin's capacity (its plugin left and the kubelet zeroed it), how many GPUs are
     # whole is not in the labels: the instances are taken to be on as few GPUs as hold them.
-    # With it, the GPUs left whole are those it advertises, and the MIG-enabled ones at least the fewest that hold
-    # GFD's instances: where the node has GPUs of two products, `gpu.count` is one product's (GFD labels each
+    # With it, the GPUs left whole are those it advertises, and the MIG-enabled ones at least as many as GFD's
+    # instances need: where the node has GPUs of two products, `gpu.count` is one product's (GFD labels each
     # product's count under the same key, the last written wins: k8s-device-plugin v0.18.0 internal/lm/
     # mig-strategy.go L114-170 newGPULabelers, internal/lm/list.go Labels), and the instances may be the other's.
     if full_gpus is not None:
         whole = full_gpus
-        mig_gpus = max(count - full_gpus, _fewest_gpus_holding(labels, None))
+        mig_gpus = max(count - full_gpus, _fewest_gpus_possible(labels))
     else:
         mig_gpus = _fewest_gpus_holding(labels, count)
         whole = count - mig_gpus
@@ -218,7 +225,7 @@ def _instances_of(profiles: Mapping[str, int], labels: Mapping[str, str]) -> tup
     return _place(wanted) or _place_anyway(wanted)
 
 
-def _fewest_gpus_holding(labels: Mapping[str, str], count: int | None) -> int:
+def _fewest_gpus_holding(labels: Mapping[str, str], count: int) -> int:
     """Under mixed MIG, the fewest of the node's `count` GPUs that hold GFD's MIG instances (first fit, largest
     first, by our geometry). Exact when every MIG-enabled GPU is needed for its instances; a MIG-enabled GPU
     with no instances, or instances spread thinner than they pack, cannot be seen in GFD's labels (they count
@@ -231,7 +238,24 @@ def _fewest_gpus_holding(labels: Mapping[str, str], count: int | None) -> int:
             home.append(inst)
         else:
             gpus.append([inst])
-    return len(gpus) if count is None else min(len(gpus), count)
+    return min(len(gpus), count)
+
+
+def _fewest_gpus_possible(labels: Mapping[str, str]) -> int:
+    """A lower bound on the GPUs that hold GFD's MIG instances: their memory slices over 8, their compute slices over
+    7, and each profile's instances over the most one GPU holds. Never more than the truth, unlike first fit
+    (`_fewest_gpus_holding`), which can take one GPU more than a tight layout (all-balanced on 8 A100s: 9)."""
+    bound = 0
+    memory = compute = 0
+    for p, n in mixed_counts(labels).items():
+        geo = mig_profile(p, labels)
+        memory += geo.size * n
+        m = PROFILE_RE.match(p)
+        compute += (int(m.group(1)) if m else 1) * n
+        per_gpu = len(_place_greedy(p, geo))
+        if per_gpu:
+            bound = max(bound, -(-n // per_gpu))
+    return max(bound, -(-memory // 8), -(-compute // 7))
 
 
 def _place_anyway(instances: Sequence[tuple[str, MigProfile]]) -> tuple[MigInstance, ...]:

@@ -119,3 +119,45 @@ def test_an_invalid_single_strategy_layout_is_left_out_of_the_plan_not_expected_
     planned = {n["node"]: n["expectedDevices"] for s in pool_stages(plan) for w in s["waves"] for n in w["nodes"]}
     assert planned == {"bad": 3, "good": 8}
     assert not [f for f in plan["findings"] if f["id"] == "mig-layout-unpredicted"]
+
+
+# Under mixed MIG the device plugin advertises MIG-enabled GPUs only as their MIG devices (k8s-device-plugin v0.18.0
+# internal/rm/device_map.go buildGPUDeviceMap: `if migEnabled && *b.migStrategy != spec.MigStrategyNone { return
+# nil }`), so a node whose GPUs are all MIG-enabled advertises `nvidia.com/mig-*` and no `nvidia.com/gpu`, and the DRA
+# driver publishes no full GPU there (dra-driver-nvidia-gpu v0.4.1 cmd/gpu-kubelet-plugin/nvlib.go L302-327: a
+# MIG-enabled GPU is its MIG devices only). GFD counts all 8 GPUs; instances spread one a GPU pack onto 4: the 4
+# left over are not whole GPUs.
+def test_mixed_mig_capacity_without_whole_gpus_means_none_are_whole() -> None:
+    labels = {
+        **A100,
+        "nvidia.com/mig.strategy": "mixed",
+        "nvidia.com/gpu.count": "8",
+        "nvidia.com/gpu.replicas": "0",
+        "nvidia.com/mig-3g.40gb.count": "8",
+    }
+    devices = predict_devices(node(labels, {"nvidia.com/mig-3g.40gb": "8"}))
+    assert [d["attributes"]["type"]["string"] for d in devices] == ["mig"] * 8
+    # A renamed whole-GPU resource (device-plugin config resources.gpus) is whole GPUs of a name we do not read:
+    # nothing is concluded from the missing nvidia.com/gpu then.
+    renamed = predict_devices(node(labels, {"nvidia.com/mig-3g.40gb": "8", "nvidia.com/a100": "4"}))
+    assert len(renamed) == 12
+    # The device plugin gone and its capacity zeroed: what the labels say, as before.
+    zeroed = predict_devices(node(labels, {"nvidia.com/mig-3g.40gb": "0"}))
+    assert len(zeroed) == 12
+
+
+def test_a_tight_mig_layout_beside_whole_gpus_takes_no_extra_gpu() -> None:
+    # all-balanced on 8 of 10 A100s (2x1g.10gb, 2g.20gb, 3g.40gb each: every memory slice used), 2 whole: first-fit
+    # packing needs 9 GPUs for these instances, the GPUs hold them in 8.
+    labels = {
+        **A100,
+        "nvidia.com/mig.strategy": "mixed",
+        "nvidia.com/gpu.count": "10",
+        "nvidia.com/mig-1g.10gb.count": "16",
+        "nvidia.com/mig-2g.20gb.count": "8",
+        "nvidia.com/mig-3g.40gb.count": "8",
+    }
+    capacity = {"nvidia.com/gpu": "2", "nvidia.com/mig-1g.10gb": "16", "nvidia.com/mig-2g.20gb": "8"}
+    devices = predict_devices(node(labels, {**capacity, "nvidia.com/mig-3g.40gb": "8"}))
+    assert len(devices) == 2 + 32
+    assert len({d["name"].split("-mig-")[0] for d in devices}) == 10
