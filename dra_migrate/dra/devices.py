@@ -342,13 +342,19 @@ def published_devices(
 # Devices, attributes and capacities
 
 
-def devices_from_labels(node: str, labels: Mapping[str, str], layout: Layout | None = None) -> tuple[DeviceSpec, ...]:
+def devices_from_labels(
+    node: str, labels: Mapping[str, str], layout: Layout | None = None, capacity: Mapping[str, Any] | None = None
+) -> tuple[DeviceSpec, ...]:
     """The devices the NVIDIA DRA driver publishes for this node: full GPUs as `gpu-<i>`, a
     MIG-enabled GPU as its MIG devices only (nvidia-facts.md §4.3). Attributes the labels do not give
-    (no product, family or memory label) are left out rather than guessed."""
+    (no product, family or memory label) are left out rather than guessed. With the node's `capacity`, also
+    the GPUs of another product the labels do not count (`unlabelled_gpus`), as `predict_devices` has them."""
     if layout is None:
         layout = gpu_layout(labels)
-    return tuple(DeviceSpec.from_json(_cook(node, r)) for r in _device_recipes(labels, layout))
+    recipes = _device_recipes(labels, layout)
+    if capacity is not None:
+        recipes += _device_recipes({}, (None,) * unlabelled_gpus(labels, capacity), first=len(layout))
+    return tuple(DeviceSpec.from_json(_cook(node, r)) for r in recipes)
 
 
 def _device_recipes(labels: Mapping[str, str], layout: Layout, first: int = 0) -> tuple[_Recipe, ...]:

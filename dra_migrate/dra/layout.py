@@ -88,7 +88,7 @@ def full_gpus_from_capacity(labels: Mapping[str, str], capacity: Mapping[str, An
     """Under the mixed strategy, the GPUs left whole, when the device plugin advertises them: its
     `nvidia.com/gpu` (or renamed `nvidia.com/gpu.shared`) capacity over the time-slicing replicas, 0 when it
     advertises MIG devices only. None otherwise (unknown, or not needed)."""
-    if mig_strategy(labels) != "mixed":
+    if labels.get(LABEL_MIG_STRATEGY) != "mixed" or mig_strategy(labels) == "single":
         return None
     advertised = label_int(capacity.get("nvidia.com/gpu", 0)) or label_int(capacity.get("nvidia.com/gpu.shared", 0))
     if advertised <= 0:
@@ -113,8 +113,8 @@ def unlabelled_gpus(labels: Mapping[str, str], capacity: Mapping[str, Any], repl
     time-slicing/MPS replicas (GFD's `gpu.replicas` or `replicas`, the device-plugin config's, the larger); when
     neither says the GPUs are shared and the advertised count is a multiple of GFD's, it may as well be replicas
     GFD was not told of, and nothing is added."""
-    if mig_strategy(labels) != "none":
-        return 0
+    if mig_strategy(labels) != "none" or labels.get(LABEL_MIG_STRATEGY) == "mixed":
+        return 0  # under mixed, `gpu_layout` counts the GPUs advertised whole
     count = label_int(labels.get(LABEL_COUNT, 0))
     advertised = label_int(capacity.get("nvidia.com/gpu", 0)) or label_int(capacity.get("nvidia.com/gpu.shared", 0))
     shared = max(label_int(labels.get(LABEL_REPLICAS, 1)), replicas, 1)
@@ -173,6 +173,11 @@ def gpu_layout(labels: Mapping[str, str], *, full_gpus: int | None = None, per_g
             out.append(_place([(profile, geo)] * n))
         return tuple(out)
     if strategy != "mixed":
+        if full_gpus is not None and labels.get(LABEL_MIG_STRATEGY) == "mixed":
+            # Mixed, and no MIG device: the GPUs not advertised whole are MIG-enabled without instances, which the
+            # driver publishes nothing for (dra-driver-nvidia-gpu v0.4.1 nvlib.go L320-324 "MIG mode enabled but no
+            # configured MIG devices"); the device plugin skips them (k8s-device-plugin v0.18.0 device_map.go).
+            return (None,) * full_gpus + ((),) * max(count - full_gpus, 0)
         return (None,) * count
     if per_gpu_mig is not None and len(per_gpu_mig) == count:
         return tuple(None if g is None else _instances_of(g, labels) for g in per_gpu_mig)

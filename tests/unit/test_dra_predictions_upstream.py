@@ -161,3 +161,26 @@ def test_a_tight_mig_layout_beside_whole_gpus_takes_no_extra_gpu() -> None:
     devices = predict_devices(node(labels, {**capacity, "nvidia.com/mig-3g.40gb": "8"}))
     assert len(devices) == 2 + 32
     assert len({d["name"].split("-mig-")[0] for d in devices}) == 10
+
+
+# mig.strategy=mixed with MIG enabled on GPUs that hold no instance: GFD writes no `mig-<p>.count` (no MIG device
+# to count) but counts them in `gpu.count`; the device plugin skips MIG-enabled GPUs for nvidia.com/gpu under mixed
+# (internal/rm/device_map.go buildGPUDeviceMap) and the DRA driver publishes nothing for them (nvlib.go L320-324,
+# "MIG mode enabled but no configured MIG devices"): the node's devices are the GPUs advertised whole.
+def test_mixed_label_with_empty_mig_gpus_counts_the_whole_gpus_advertised() -> None:
+    labels = {**A100, "nvidia.com/mig.strategy": "mixed", "nvidia.com/gpu.count": "8"}
+    devices = predict_devices(node(labels, {"nvidia.com/gpu": "6"}))
+    assert len(devices) == 6
+    assert {d["attributes"]["type"]["string"] for d in devices} == {"gpu"}
+    # Time-sliced, the replicas are not GPUs.
+    shared = {**labels, "nvidia.com/gpu.replicas": "2"}
+    assert len(predict_devices(node(shared, {"nvidia.com/gpu": "12"}))) == 6
+    # The device plugin gone (no capacity): what the labels say.
+    assert len(predict_devices(node(labels, {}))) == 8
+
+
+def test_the_simulator_publishes_what_is_predicted_for_a_two_product_node() -> None:
+    from dra_migrate.sim.spec import GpuNodeSpec
+
+    two = node({**A100, "nvidia.com/gpu.count": "4"}, {"nvidia.com/gpu": "5"})
+    assert [d.to_json() for d in GpuNodeSpec.from_node(two).devices] == list(predict_devices(two))
