@@ -11,6 +11,7 @@ from typing import Any
 from dra_migrate.checks.context import CheckContext, still_to_migrate, switched_in_place
 from dra_migrate.checks.model import Finding, ObjectRef, Severity
 from dra_migrate.checks.registry import rule
+from dra_migrate.dra.layout import unpredictable_layout
 from dra_migrate.inventory.operator import cluster_policies, dra_plugin_daemonset_objects, switch_keys
 from dra_migrate.inventory.operator_activity import SKIP_UPGRADE_LABEL, operator_busy
 
@@ -212,4 +213,40 @@ def operator_node_busy(ctx: CheckContext) -> Iterator[Finding]:
             f"let the upgrade or MIG change finish (or keep the node out of driver upgrades: {SKIP_UPGRADE_LABEL}"
             "=true), then plan again",
             tuple(ObjectRef("Node", n) for n in sorted(nodes)),
+        )
+
+
+# GFD's labels under mig.strategy=single when the GPUs are not laid out as that strategy needs (sources:
+# dra/layout.py unpredictable_layout).
+@rule(
+    "mig-layout-unpredicted",
+    BLOCKER,
+    summary="GFD labels a node's MIG layout invalid and it has no slices yet: its device count cannot be predicted",
+)
+def mig_layout_unpredicted(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: blocker (node-scoped: the plan leaves the nodes out). When: a node still to migrate, without
+    slices of the DRA driver, whose GFD product label ends in `-MIG-<suffix>` that is no MIG profile (GFD's
+    `-MIG-INVALID`, with `gpu.count` 0). Rests on: under the single strategy GFD labels a node whose GPUs are not
+    all MIG-enabled with instances of one profile `<model>-MIG-INVALID` with count 0 (k8s-device-plugin v0.18.0
+    `internal/lm/mig-strategy.go` `newInvalidMigStrategyLabeler`), while the DRA driver publishes each MIG-disabled
+    GPU whole and every MIG device of the others (dra-driver-nvidia-gpu v0.4.1 `cmd/gpu-kubelet-plugin/nvlib.go`
+    `GetPerGpuAllocatableDevices`): the exact count `wait-dra-ready` waits for is in no label.
+    """
+    nodes = sorted(
+        n.name
+        for n in ctx.inventory.nodes
+        if still_to_migrate(n) and not n.dra_devices.get(ctx.dra_driver) and unpredictable_layout(n.labels)
+    )
+    if nodes:
+        yield Finding(
+            "mig-layout-unpredicted",
+            BLOCKER,
+            f"{len(nodes)} GPU node(s) are labelled by GFD with an invalid MIG layout for the single strategy "
+            "(product `...-MIG-INVALID`, gpu.count 0): the DRA driver will publish their whole GPUs and MIG devices, "
+            "but how many no label says, so the exact count the plan waits for cannot be predicted. The plan leaves "
+            "these nodes out",
+            "give every GPU of the node MIG instances of one profile (or turn MIG off on all of them), or use the "
+            "mixed strategy, or let the DRA plugin publish on these nodes first (its slices then give the count), "
+            "then plan again",
+            tuple(ObjectRef("Node", n) for n in nodes),
         )

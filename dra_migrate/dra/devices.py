@@ -49,7 +49,7 @@ from dra_migrate.dra.layout import gpu_layout as gpu_layout
 from dra_migrate.dra.layout import has_gpu_labels as has_gpu_labels
 from dra_migrate.dra.layout import label_int as label_int
 from dra_migrate.dra.layout import mig_strategy as mig_strategy
-from dra_migrate.dra.layout import mixed_counts
+from dra_migrate.dra.layout import mixed_counts, unlabelled_gpus
 from dra_migrate.dra.products import FAMILY_COMPUTE as FAMILY_COMPUTE
 from dra_migrate.dra.products import LABEL_PRODUCT as LABEL_PRODUCT
 from dra_migrate.dra.products import Product as Product
@@ -224,11 +224,15 @@ def _recipe(
     mig_configs: Mapping[str, Any],
     shared: Mapping[str, int] | None = None,
 ) -> tuple[_Recipe, ...]:
+    shared = shared or {}
     if LABEL_COUNT in labels:
         per_gpu = node_gpu_mig(labels, mig_configs, mixed_counts(labels)) if mig_configs else None
         layout = gpu_layout(labels, full_gpus=full_gpus_from_capacity(labels, capacity), per_gpu_mig=per_gpu)
-        return _device_recipes(labels, layout)
-    return _device_recipes({}, (None,) * whole_gpus_from_capacity(capacity, shared or {}))
+        # GPUs of another product than the one GFD's labels name: only what is known of them (`unlabelled_gpus`).
+        replicas = max(shared.get(DEFAULT_GPU, 1), shared.get(SHARED_GPU, 1))
+        other = (None,) * unlabelled_gpus(labels, capacity, replicas)
+        return _device_recipes(labels, layout) + _device_recipes({}, other, first=len(layout))
+    return _device_recipes({}, (None,) * whole_gpus_from_capacity(capacity, shared))
 
 
 def whole_gpus_from_capacity(capacity: Mapping[str, Any], shared: Mapping[str, int]) -> int:
@@ -282,12 +286,7 @@ def predict_devices(
     name = str(meta.get("name", ""))
     labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
     capacity = (node.get("status") or {}).get("capacity") or {}
-    if LABEL_COUNT in labels:
-        per_gpu = node_gpu_mig(labels, mig_configs, mixed_counts(labels)) if mig_configs else None
-        layout = gpu_layout(labels, full_gpus=full_gpus_from_capacity(labels, capacity), per_gpu_mig=per_gpu)
-        return tuple(d.to_json() for d in devices_from_labels(name, labels, layout))
-    whole = (None,) * whole_gpus_from_capacity(capacity, shared or {})
-    return tuple(d.to_json() for d in devices_from_labels(name, {}, whole))
+    return tuple(_cook(name, r) for r in _recipe(labels, capacity, mig_configs or {}, shared))
 
 
 def gpu_nodes(
@@ -343,21 +342,28 @@ def published_devices(
 # Devices, attributes and capacities
 
 
-def devices_from_labels(node: str, labels: Mapping[str, str], layout: Layout | None = None) -> tuple[DeviceSpec, ...]:
+def devices_from_labels(
+    node: str, labels: Mapping[str, str], layout: Layout | None = None, capacity: Mapping[str, Any] | None = None
+) -> tuple[DeviceSpec, ...]:
     """The devices the NVIDIA DRA driver publishes for this node: full GPUs as `gpu-<i>`, a
     MIG-enabled GPU as its MIG devices only (nvidia-facts.md §4.3). Attributes the labels do not give
-    (no product, family or memory label) are left out rather than guessed."""
+    (no product, family or memory label) are left out rather than guessed. With the node's `capacity`, also
+    the GPUs of another product the labels do not count (`unlabelled_gpus`), as `predict_devices` has them."""
     if layout is None:
         layout = gpu_layout(labels)
-    return tuple(DeviceSpec.from_json(_cook(node, r)) for r in _device_recipes(labels, layout))
+    recipes = _device_recipes(labels, layout)
+    if capacity is not None:
+        recipes += _device_recipes({}, (None,) * unlabelled_gpus(labels, capacity), first=len(layout))
+    return tuple(DeviceSpec.from_json(_cook(node, r)) for r in recipes)
 
 
-def _device_recipes(labels: Mapping[str, str], layout: Layout) -> tuple[_Recipe, ...]:
-    """The devices of `devices_from_labels` for any node: their uuids are the node's, given by seeds."""
+def _device_recipes(labels: Mapping[str, str], layout: Layout, first: int = 0) -> tuple[_Recipe, ...]:
+    """The devices of `devices_from_labels` for any node: their uuids are the node's, given by seeds. The layout's
+    GPUs are numbered from `first`."""
     common = _common_attributes(labels)
     memory_mib = label_int(labels.get(LABEL_MEMORY, 0))
     out: list[_Recipe] = []
-    for i, gpu in enumerate(layout):
+    for i, gpu in enumerate(layout, first):
         pci = _pci_attributes(i)
         if gpu is None:
             attrs = {"type": _s("gpu"), "uuid": _s(""), **common, **pci}

@@ -57,20 +57,70 @@ def mixed_counts(labels: Mapping[str, str]) -> dict[str, int]:
     return out
 
 
+def unpredictable_layout(labels: Mapping[str, str]) -> str | None:
+    """Why GFD's labels cannot say what the DRA driver publishes on the node, or None when they can.
+
+    Under the single strategy GFD labels a node whose GPUs are not all MIG-enabled with instances of one profile
+    `<model>-MIG-INVALID` with `gpu.count` 0 (k8s-device-plugin v0.18.0 internal/lm/mig-strategy.go L188-240
+    newMigStrategySingleLabeler, L244-264 newInvalidMigStrategyLabeler), while the DRA driver still publishes each
+    MIG-disabled GPU whole and every MIG device of the others (dra-driver-nvidia-gpu v0.4.1 cmd/gpu-kubelet-plugin/
+    nvlib.go L302-327): how many, no label says. So for any `-MIG-<suffix>` that is not a profile we can read."""
+    product = labels.get(LABEL_PRODUCT, "")
+    profile = single_profile(product)
+    if profile is None:
+        return None
+    try:
+        mig_profile(profile, labels)
+    except ValueError:
+        return (
+            f"GFD labels its GPUs `{product}` with gpu.count {labels.get(LABEL_COUNT, '?')} under the single MIG "
+            "strategy (GPUs MIG-enabled without instances, MIG-enabled beside MIG-disabled, or several profiles): "
+            "the DRA driver publishes its whole GPUs and MIG devices, how many no label says"
+        )
+    return None
+
+
 def has_gpu_labels(labels: Mapping[str, Any]) -> bool:
     return labels.get("nvidia.com/gpu.present") == "true" or LABEL_COUNT in labels
 
 
 def full_gpus_from_capacity(labels: Mapping[str, str], capacity: Mapping[str, Any]) -> int | None:
     """Under the mixed strategy, the GPUs left whole, when the device plugin advertises them: its
-    `nvidia.com/gpu` (or renamed `nvidia.com/gpu.shared`) capacity over the time-slicing replicas.
-    None otherwise (unknown, or not needed)."""
-    if mig_strategy(labels) != "mixed":
+    `nvidia.com/gpu` (or renamed `nvidia.com/gpu.shared`) capacity over the time-slicing replicas, 0 when it
+    advertises MIG devices only. None otherwise (unknown, or not needed)."""
+    if labels.get(LABEL_MIG_STRATEGY) != "mixed" or mig_strategy(labels) == "single":
         return None
     advertised = label_int(capacity.get("nvidia.com/gpu", 0)) or label_int(capacity.get("nvidia.com/gpu.shared", 0))
     if advertised <= 0:
+        # MIG devices advertised and no whole GPU under any name: every GPU is MIG-enabled. The device plugin skips
+        # MIG-enabled GPUs for nvidia.com/gpu under mixed (k8s-device-plugin v0.18.0 internal/rm/device_map.go
+        # buildGPUDeviceMap) and registers no resource without devices; the DRA driver publishes such a GPU as its
+        # MIG devices only (dra-driver-nvidia-gpu v0.4.1 cmd/gpu-kubelet-plugin/nvlib.go L302-327).
+        served = {str(k) for k, v in capacity.items() if str(k).startswith("nvidia.com/") and label_int(v) > 0}
+        if served and all(k.startswith("nvidia.com/mig-") for k in served):
+            return 0
         return None
     return advertised // max(label_int(labels.get(LABEL_REPLICAS, 1)), 1)
+
+
+def unlabelled_gpus(labels: Mapping[str, str], capacity: Mapping[str, Any], replicas: int = 1) -> int:
+    """Without MIG devices (strategy `none` here), the GPUs the device plugin advertises beyond GFD's `gpu.count`:
+    GPUs of another product. GFD labels each product's count under the same `nvidia.com/gpu.count`, the last
+    written winning (k8s-device-plugin v0.18.0 internal/lm/mig-strategy.go L114-170 newGPULabelers: `counts[name]`,
+    "Multiple device types detected"; internal/lm/list.go Labels), while the device plugin advertises every GPU
+    (internal/rm/device_map.go buildGPUDeviceMap) and the DRA driver publishes every one (dra-driver-nvidia-gpu
+    v0.4.1 cmd/gpu-kubelet-plugin/nvlib.go L209 GetPerGpuAllocatableDevices). The advertised count is over the
+    time-slicing/MPS replicas (GFD's `gpu.replicas` or `replicas`, the device-plugin config's, the larger); when
+    neither says the GPUs are shared and the advertised count is a multiple of GFD's, it may as well be replicas
+    GFD was not told of, and nothing is added."""
+    if mig_strategy(labels) != "none" or labels.get(LABEL_MIG_STRATEGY) == "mixed":
+        return 0  # under mixed, `gpu_layout` counts the GPUs advertised whole
+    count = label_int(labels.get(LABEL_COUNT, 0))
+    advertised = label_int(capacity.get("nvidia.com/gpu", 0)) or label_int(capacity.get("nvidia.com/gpu.shared", 0))
+    shared = max(label_int(labels.get(LABEL_REPLICAS, 1)), replicas, 1)
+    if count <= 0 or advertised % shared or (shared == 1 and advertised % count == 0):
+        return 0
+    return max(advertised // shared - count, 0)
 
 
 def _place(instances: Sequence[tuple[str, MigProfile]]) -> tuple[MigInstance, ...] | None:
@@ -123,14 +173,28 @@ def gpu_layout(labels: Mapping[str, str], *, full_gpus: int | None = None, per_g
             out.append(_place([(profile, geo)] * n))
         return tuple(out)
     if strategy != "mixed":
+        if full_gpus is not None and labels.get(LABEL_MIG_STRATEGY) == "mixed":
+            # Mixed, and no MIG device: the GPUs not advertised whole are MIG-enabled without instances, which the
+            # driver publishes nothing for (dra-driver-nvidia-gpu v0.4.1 nvlib.go L320-324 "MIG mode enabled but no
+            # configured MIG devices"); the device plugin skips them (k8s-device-plugin v0.18.0 device_map.go).
+            return (None,) * full_gpus + ((),) * max(count - full_gpus, 0)
         return (None,) * count
     if per_gpu_mig is not None and len(per_gpu_mig) == count:
         return tuple(None if g is None else _instances_of(g, labels) for g in per_gpu_mig)
     # Without the device plugin's capacity (its plugin left and the kubelet zeroed it), how many GPUs are
     # whole is not in the labels: the instances are taken to be on as few GPUs as hold them.
-    mig_gpus = max(count - full_gpus, 0) if full_gpus is not None else _fewest_gpus_holding(labels, count)
+    # With it, the GPUs left whole are those it advertises, and the MIG-enabled ones at least as many as GFD's
+    # instances need: where the node has GPUs of two products, `gpu.count` is one product's (GFD labels each
+    # product's count under the same key, the last written wins: k8s-device-plugin v0.18.0 internal/lm/
+    # mig-strategy.go L114-170 newGPULabelers, internal/lm/list.go Labels), and the instances may be the other's.
+    if full_gpus is not None:
+        whole = full_gpus
+        mig_gpus = max(count - full_gpus, _fewest_gpus_possible(labels))
+    else:
+        mig_gpus = _fewest_gpus_holding(labels, count)
+        whole = count - mig_gpus
     if mig_gpus == 0:
-        return (None,) * count
+        return (None,) * whole
     wanted: list[list[tuple[str, MigProfile]]] = [[] for _ in range(mig_gpus)]
     for name, n in sorted(mixed_counts(labels).items()):
         geo = mig_profile(name, labels)
@@ -157,7 +221,7 @@ def gpu_layout(labels: Mapping[str, str], *, full_gpus: int | None = None, per_g
     # A MIG-enabled GPU the instances do not reach stays a MIG GPU with no devices: the driver publishes
     # nothing for it (dra-driver-nvidia-gpu v0.4.1 nvlib.go "MIG mode enabled but no configured MIG devices").
     layout: list[tuple[MigInstance, ...] | None] = [_place(m) or _place_anyway(m) for m in placed_on]
-    layout.extend([None] * (count - mig_gpus))
+    layout.extend([None] * whole)
     return tuple(layout)
 
 
@@ -180,6 +244,23 @@ def _fewest_gpus_holding(labels: Mapping[str, str], count: int) -> int:
         else:
             gpus.append([inst])
     return min(len(gpus), count)
+
+
+def _fewest_gpus_possible(labels: Mapping[str, str]) -> int:
+    """A lower bound on the GPUs that hold GFD's MIG instances: their memory slices over 8, their compute slices over
+    7, and each profile's instances over the most one GPU holds. Never more than the truth, unlike first fit
+    (`_fewest_gpus_holding`), which can take one GPU more than a tight layout (all-balanced on 8 A100s: 9)."""
+    bound = 0
+    memory = compute = 0
+    for p, n in mixed_counts(labels).items():
+        geo = mig_profile(p, labels)
+        memory += geo.size * n
+        m = PROFILE_RE.match(p)
+        compute += (int(m.group(1)) if m else 1) * n
+        per_gpu = len(_place_greedy(p, geo))
+        if per_gpu:
+            bound = max(bound, -(-n // per_gpu))
+    return max(bound, -(-memory // 8), -(-compute // 7))
 
 
 def _place_anyway(instances: Sequence[tuple[str, MigProfile]]) -> tuple[MigInstance, ...]:

@@ -24,6 +24,7 @@ NODE_SCOPED = frozenset(
         "dra-plugin-placement-unknown",
         "device-plugin-placement-unknown",
         "dynamic-mig-unpredicted",
+        "mig-layout-unpredicted",
         "gpu-operator-node-busy",
     }
 )

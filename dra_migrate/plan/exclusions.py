@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from dra_migrate.dra.layout import unpredictable_layout
 from dra_migrate.inventory.fleet import kubelet_skew
 from dra_migrate.inventory.operator_activity import operator_busy
 from dra_migrate.inventory.platform import REPLACE_POOL
@@ -42,6 +43,8 @@ def excluded_nodes(readiness: Readiness, gates: dict[str, bool], driver: str) ->
             out[n.name] = f"dra-plugin-placement-unknown: {n.dra_placement.why}"
         elif n.dynamic_mig and not n.dra_devices.get(driver):
             out[n.name] = "dynamic-mig-unpredicted: DynamicMIG is on and the node has no slices to count yet"
+        elif (why := unpredictable_layout(n.labels)) is not None and not n.dra_devices.get(driver):
+            out[n.name] = f"mig-layout-unpredicted: {why}"
     return out
 
 

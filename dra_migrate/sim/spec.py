@@ -116,7 +116,7 @@ class GpuNodeSpec:
         if in_slices is not None:
             published = tuple(DeviceSpec.from_json(d) for d in in_slices)
         else:
-            published = devices_from_labels(name, labels, layout) if layout is not None else ()
+            published = devices_from_labels(name, labels, layout, capacity) if layout is not None else ()
         return cls(
             name=name,
             labels=labels,

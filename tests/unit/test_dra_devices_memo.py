@@ -24,6 +24,7 @@ from dra_migrate.dra.devices import (
     mig_device_name,
     node_devices,
 )
+from dra_migrate.dra.layout import unlabelled_gpus
 from dra_migrate.inventory.migparted import mig_parted_configs, node_gpu_mig
 
 FIXTURES = sorted((Path(__file__).resolve().parents[2] / "fixtures" / "clusters").rglob("*.yaml"))
@@ -32,11 +33,11 @@ FIXTURES = sorted((Path(__file__).resolve().parents[2] / "fixtures" / "clusters"
 # --- the oracle: the per-node prediction as it was (uuid.uuid5 per device, everything per node) -----------
 
 
-def _old_devices_from_labels(node: str, labels: Any, layout: Any) -> tuple[DeviceSpec, ...]:
+def _old_devices_from_labels(node: str, labels: Any, layout: Any, first: int = 0) -> tuple[DeviceSpec, ...]:
     common = dev._common_attributes(labels)
     memory_mib = label_int(labels.get(dev.LABEL_MEMORY, 0))
     out: list[DeviceSpec] = []
-    for i, gpu in enumerate(layout):
+    for i, gpu in enumerate(layout, first):
         gpu_uuid = "GPU-" + str(uuid.uuid5(dev._UUID_NAMESPACE, f"{node}/gpu/{i}"))
         pci = dev._pci_attributes(i)
         if gpu is None:
@@ -62,7 +63,12 @@ def _old_predict(node: dict[str, Any], mig_configs: Any) -> tuple[dict[str, Any]
     if LABEL_COUNT in labels:
         per_gpu = node_gpu_mig(labels, mig_configs, dev.mixed_counts(labels)) if mig_configs else None
         layout = gpu_layout(labels, full_gpus=full_gpus_from_capacity(labels, capacity), per_gpu_mig=per_gpu)
-        return tuple(d.to_json() for d in _old_devices_from_labels(name, labels, layout))
+        # GPUs of a product the labels do not name (added with `unlabelled_gpus`), numbered after the layout's.
+        other = (None,) * unlabelled_gpus(labels, capacity)
+        devices = _old_devices_from_labels(name, labels, layout) + _old_devices_from_labels(
+            name, {}, other, len(layout)
+        )
+        return tuple(d.to_json() for d in devices)
     whole = (None,) * label_int(capacity.get("nvidia.com/gpu", 0))
     return tuple(d.to_json() for d in _old_devices_from_labels(name, {}, whole))
 
