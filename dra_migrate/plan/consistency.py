@@ -98,3 +98,54 @@ def _wave_sizes(stage: PoolStage, where: tuple[Any, ...], params: PlanParams) ->
         for k, w in enumerate(stage.waves)
         if len(w.nodes) > limit
     ]
+
+
+def originals_changed(original: Mapping[str, Any] | Plan, edited: Mapping[str, Any] | Plan) -> list[Problem]:
+    """Where an edit changed what a node's inverses restore: its recorded `original` values (labels, cordon,
+    annotations) or its uid, compared with the plan the edit started from, node by node. They are read from
+    the cluster, not chosen: rollback and the uncordon step write them back, so an edited one would switch the
+    device plugin off or leave the node cordoned on rollback. [] when either plan cannot be read."""
+    try:
+        before = original if isinstance(original, Plan) else Plan.from_dict(original)
+        after = edited if isinstance(edited, Plan) else Plan.from_dict(edited)
+    except (InputError, TypeError, ValueError):
+        return []
+    recorded = {n.node: n.original for _s, _w, n in before.nodes()}
+    uids = before.node_uids()
+    out: list[Problem] = []
+    for i, stage in enumerate(after.stages):
+        for k, wave in enumerate(stage.waves):
+            for m, entry in enumerate(wave.nodes):
+                was = recorded.get(entry.node)
+                if was is None:
+                    continue  # a node the original did not plan: validate checks it against the fingerprint
+                at = ("stages", i, "waves", k, "nodes", m, "original")
+                for field, now_value, old_value in _original_fields(entry.original, was):
+                    out.append(
+                        Problem(
+                            (*at, *field),
+                            f"node {entry.node}'s recorded original {'.'.join(map(str, field))} was "
+                            f"{_shown(old_value)}, the edit makes it {_shown(now_value)}: rollback restores it",
+                            "undo that change (the original values are read from the cluster); if the node "
+                            "changed, make a new plan",
+                        )
+                    )
+    if uids != after.node_uids():
+        out.append(Problem(("fingerprint",), "the edit changed the nodes' recorded uids", "undo that change"))
+    return out
+
+
+def _original_fields(now: Mapping[str, Any], was: Mapping[str, Any]) -> list[tuple[tuple[str, ...], Any, Any]]:
+    out: list[tuple[tuple[str, ...], Any, Any]] = []
+    if now.get("unschedulable") != was.get("unschedulable"):
+        out.append((("unschedulable",), now.get("unschedulable"), was.get("unschedulable")))
+    for part in ("labels", "annotations"):
+        new, old = now.get(part) or {}, was.get(part) or {}
+        for key in sorted(set(new) & set(old)):  # a key added or dropped is validate's (the steps decide them)
+            if new[key] != old[key]:
+                out.append(((part, key), new[key], old[key]))
+    return out
+
+
+def _shown(value: Any) -> str:
+    return "absent" if value is None else repr(value)

@@ -487,6 +487,9 @@ class Rebased:
     edited: list[Edit]
     diff: PlanDiff
     against_original: bool
+    # A stage was edited and no original was given: its nodes' recorded `original` values (what rollback
+    # restores) could not be compared with the plan's as made (apply compares them with the live nodes).
+    originals_unchecked: bool = False
 
 
 def rebase_checked(path: Path, against: Path | None = None) -> Rebased:
@@ -495,7 +498,7 @@ def rebase_checked(path: Path, against: Path | None = None) -> Rebased:
     # Imported here: deepdiff (and the pydantic it imports) costs ~0.2 s at start-up, which every command
     # that reads a plan (show, status, apply) would pay for a diff only rebase makes; validate and
     # consistency as in load_for_review.
-    from dra_migrate.plan.consistency import contradictions
+    from dra_migrate.plan.consistency import contradictions, originals_changed
     from dra_migrate.plan.diff import diff_plans
     from dra_migrate.plan.validate import recompute, validate
 
@@ -519,10 +522,12 @@ def rebase_checked(path: Path, against: Path | None = None) -> Rebased:
                 "is not among the edited plan's previous digests)",
                 "give the plan the edit started from, or leave out --against",
             )
+        _refuse(originals_changed(original, body), file, "refusing to rebase")
         diff = diff_plans(original, sealed)
     else:
         diff = diff_plans(edited, sealed)
-    return Rebased(sealed, touched, diff, against is not None)
+    unchecked = against is None and any(e.section.startswith("stages/") for e in touched)
+    return Rebased(sealed, touched, diff, against is not None, unchecked)
 
 
 def rebase(path: Path) -> dict[str, Any]:

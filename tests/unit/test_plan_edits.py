@@ -1,0 +1,117 @@
+"""The edits a change review makes to a plan, end to end: rebase, then apply on the fakes (docs/plan.md
+"Edits").
+
+A node's recorded `original` values are what its inverses restore: rollback and the uncordon step write them
+back. An edit to them (or a node changed since the plan) would make rollback switch the device plugin off, or
+leave the node cordoned, on a node the migration was to leave as it found it. Rebase against the original plan
+refuses such an edit; apply, before a wave's first step, refuses a node whose live values are not the ones
+its inverses would restore.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dra_migrate.cluster.snapshot import load_snapshot
+from dra_migrate.execute.journal import Journal
+from dra_migrate.execute.runner import ApplyOptions, Runner
+from dra_migrate.plan import io as plan_io
+from dra_migrate.plan.build import build_plan
+from dra_migrate.plan.model import Plan
+from dra_migrate.plan.params import PlanParams
+from dra_migrate.plan.wire import NODE_COLUMNS
+from dra_migrate.testing.execute import FakeClock, FakeOps
+from tests.unit.cli import run
+from tests.unit.test_plan_integrity import demo, row, rt_edit
+
+DP = "nvidia.com/gpu.deploy.device-plugin"
+DEMO = Path(__file__).resolve().parents[2] / "fixtures" / "clusters" / "demo.yaml"
+COL = {c: i for i, c in enumerate(NODE_COLUMNS)}
+
+
+def _edited_original(d: Any) -> None:
+    row(d)[COL["labels"]][0] = "false"  # the device plugin's label: rollback would switch it off
+
+
+def _edited_cordon(d: Any) -> None:
+    row(d)[COL["unschedulable"]] = True  # the uncordon step and rollback would leave the node cordoned
+
+
+@pytest.mark.parametrize("edit", [_edited_original, _edited_cordon], ids=["label", "unschedulable"])
+def test_rebase_against_the_original_refuses_an_edit_of_what_rollback_restores(tmp_path: Path, edit: Any) -> None:
+    original = demo(tmp_path, "orig.yaml")
+    path = demo(tmp_path)
+    rt_edit(path, edit)
+    before = path.read_bytes()
+    r = run("plan", "--rebase", str(path), "--against", str(original))
+    assert r.code == 1, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "original" in lines[0] and "rollback" in lines[0], r.stderr
+    assert f"{path}:" in lines[0] and row_name(path) in lines[0]
+    assert path.read_bytes() == before
+
+
+def row_name(path: Path) -> str:
+    names: list[str] = []
+    rt_edit(path, lambda d: names.append(str(row(d)[COL["node"]])))
+    return names[0]
+
+
+def test_rebase_without_the_original_says_it_cannot_check_recorded_values(tmp_path: Path) -> None:
+    path = demo(tmp_path)
+    rt_edit(path, _edited_original)
+    r = run("plan", "--rebase", str(path))
+    assert r.code == 0, r.stderr
+    warning = [ln for ln in r.stderr.splitlines() if ln.startswith("warning:")]
+    assert len(warning) == 1 and "--against" in warning[0] and "original" in warning[0], r.stderr
+
+
+def _plan(edit: Any) -> tuple[Plan, Plan]:
+    """The demo plan as made, and as edited then rebased (sealed anew)."""
+    body = build_plan(load_snapshot(DEMO), PlanParams(soak="0s")).to_dict()
+    made = Plan.from_dict(plan_io.seal(body))
+    edited = copy.deepcopy(body)
+    edit(edited)
+    return made, Plan.from_dict(plan_io.seal(edited))
+
+
+def _first_in_place_node(d: dict[str, Any]) -> dict[str, Any]:
+    stage = next(s for s in d["stages"] if s.get("pool") and s.get("strategy", "in-place") == "in-place")
+    node: dict[str, Any] = stage["waves"][0]["nodes"][0]
+    return node
+
+
+@pytest.mark.parametrize(
+    "field, value", [("labels", {DP: "false"}), ("unschedulable", True)], ids=["label", "unschedulable"]
+)
+def test_apply_refuses_a_node_whose_live_values_are_not_what_rollback_would_restore(
+    tmp_path: Path, field: str, value: Any
+) -> None:
+    def edit(d: dict[str, Any]) -> None:
+        original = _first_in_place_node(d)["original"]
+        original[field] = {**original[field], **value} if isinstance(value, dict) else value
+
+    made, edited = _plan(edit)
+    ops = FakeOps.for_plan(made, FakeClock())  # the cluster as it is: the plan's record was edited
+    stage = next(s for s in edited.pool_stages() if s.strategy == "in-place")
+    node = stage.waves[0].nodes[0].node
+    before = copy.deepcopy(ops.nodes[node])
+    with Journal.open(tmp_path / "j.jsonl", plan_digest=edited.digest) as j:
+        result = Runner(edited, ops, j, actor="t", clock=ops.clock).apply(ApplyOptions(until=stage.name), set())
+    assert not result.ok and result.failure is not None
+    assert node in result.failure and "rollback" in result.failure and "\n" not in result.failure, result.failure
+    assert ops.nodes[node] == before, "nothing changed on the node"
+    assert not result.rolled_back
+
+
+def test_apply_of_an_unedited_plan_is_not_refused_by_the_check(tmp_path: Path) -> None:
+    made, _ = _plan(lambda d: None)
+    ops = FakeOps.for_plan(made, FakeClock())
+    stage = next(s for s in made.pool_stages() if s.strategy == "in-place")
+    with Journal.open(tmp_path / "j.jsonl", plan_digest=made.digest) as j:
+        result = Runner(made, ops, j, actor="t", clock=ops.clock).apply(ApplyOptions(until=stage.name), set())
+    assert result.ok, result.failure
