@@ -499,6 +499,7 @@ def rebase_checked(path: Path, against: Path | None = None) -> Rebased:
     # that reads a plan (show, status, apply) would pay for a diff only rebase makes; validate and
     # consistency as in load_for_review.
     from dra_migrate.plan.consistency import contradictions, originals_changed
+    from dra_migrate.plan.derived import gangs_followed
     from dra_migrate.plan.diff import diff_plans
     from dra_migrate.plan.validate import recompute, validate
 
@@ -506,7 +507,9 @@ def rebase_checked(path: Path, against: Path | None = None) -> Rebased:
     touched = edits(file.lined)  # rebase reports the edited sections with their lines
     edited = _decode(file)
     previous = edited.get("digest") if isinstance(edited.get("digest"), str) else None
-    body = recompute(body_of(edited))
+    original = load(against) if against is not None else None
+    # What only the state knew follows the nodes from the original: a gang's waves (plan/derived.py).
+    body = recompute(gangs_followed(original, body_of(edited)) if original is not None else body_of(edited))
     _refuse(validate(body), file, "refusing to rebase")
     _refuse(contradictions(body), file, "refusing to rebase")  # parts that no longer agree (soak, ...)
     history = [str(d) for d in (body.get("edited") or {}).get("previousDigests") or []]
@@ -514,8 +517,7 @@ def rebase_checked(path: Path, against: Path | None = None) -> Rebased:
         history.append(previous)
     body["edited"] = {"previousDigests": history}
     sealed = seal(body)
-    if against is not None:
-        original = load(against)
+    if original is not None:
         if original["digest"] not in history:
             raise InputError(
                 f"{against} is not the plan {path} was edited from (its digest {original['digest'][:19]}... "

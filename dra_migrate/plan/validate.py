@@ -402,7 +402,8 @@ def _gangs(c: _Checker, summary: Mapping[str, Any], stages: tuple[Stage, ...]) -
             gone = [w for w in g["waves"] if w not in waves]
             if gone:
                 c.add((*at, "waves"), f"wave {gone[0]} is not in the plan",
-                      "the plan does not record a gang's nodes: regenerate it")  # fmt: skip
+                      "the plan records a gang's waves, not its nodes: rebase with --against ORIGINAL (the plan "
+                      "the edit started from), which follows them to their new waves")  # fmt: skip
 
 
 def summary_problems(plan: Mapping[str, Any] | Plan) -> list[Problem]:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from dra_migrate.cluster.snapshot import load_snapshot
-from dra_migrate.execute.journal import Journal
+from dra_migrate.execute.journal import Journal, read_journal
 from dra_migrate.execute.runner import ApplyOptions, Runner
 from dra_migrate.plan import io as plan_io
 from dra_migrate.plan.build import build_plan
@@ -115,3 +115,57 @@ def test_apply_of_an_unedited_plan_is_not_refused_by_the_check(tmp_path: Path) -
     with Journal.open(tmp_path / "j.jsonl", plan_digest=made.digest) as j:
         result = Runner(made, ops, j, actor="t", clock=ops.clock).apply(ApplyOptions(until=stage.name), set())
     assert result.ok, result.failure
+
+
+# --- merging or deleting a wave a gang runs in ---------------------------------------------------------
+
+
+def _merge_first_waves(d: Any) -> None:
+    """The h100 stage's wave-1 merged into wave-2 (its node moved, the wave deleted), maxUnavailable with it."""
+    stage = next(s for s in d["stages"] if s.get("name") == "pool-h100-pool")
+    stage["waves"].pop(0)
+    for r in stage["nodes"]:
+        if r[COL["wave"]] == "wave-1":
+            r[COL["wave"]] = "wave-2"
+    d["parameters"]["maxUnavailable"] = "2"
+
+
+def test_merging_a_gangs_wave_rebases_against_the_original_and_follows_the_gang(tmp_path: Path) -> None:
+    original = demo(tmp_path, "orig.yaml")
+    gangs = plan_io.load(original)["summary"]["gangs"]
+    assert {"gang": "PyTorchJob ml-training/llama3-finetune",
+            "waves": ["pool-h100-pool/wave-1", "pool-h100-pool/wave-2"]} in gangs  # fmt: skip
+    path = demo(tmp_path)
+    rt_edit(path, _merge_first_waves)
+    r = run("plan", "--rebase", str(path), "--against", str(original))
+    assert r.code == 0, r.stderr
+    rebased = plan_io.load(path)
+    assert {"gang": "PyTorchJob ml-training/llama3-finetune", "waves": ["pool-h100-pool/wave-2"]} in rebased["summary"][
+        "gangs"
+    ]
+    assert rebased["edited"]["previousDigests"] == [plan_io.load(original)["digest"]]
+
+
+def test_merging_a_gangs_wave_without_the_original_says_to_give_it(tmp_path: Path) -> None:
+    path = demo(tmp_path)
+    rt_edit(path, _merge_first_waves)
+    r = run("plan", "--rebase", str(path))
+    lines = r.stderr.strip().splitlines()
+    assert r.code == 1 and len(lines) == 1 and "--against" in lines[0], r.stderr
+
+
+def test_the_merged_wave_is_what_apply_runs(tmp_path: Path) -> None:
+    original = demo(tmp_path, "orig.yaml")
+    path = demo(tmp_path)
+    rt_edit(path, _merge_first_waves)
+    assert run("plan", "--rebase", str(path), "--against", str(original)).code == 0
+    plan = Plan.from_dict(plan_io.load(path))
+    moved = Plan.from_dict(plan_io.load(original)).stages[1].waves[0].nodes[0].node
+    ops = FakeOps.for_plan(plan, FakeClock())
+    untouched = {n: copy.deepcopy(v) for n, v in ops.nodes.items() if "h100" not in n}
+    with Journal.open(tmp_path / "j.jsonl", plan_digest=plan.digest) as j:
+        result = Runner(plan, ops, j, actor="t", clock=ops.clock).apply(ApplyOptions(until="pool-h100-pool"), set())
+    assert result.ok, result.failure
+    waves = {r["wave"] for r in read_journal(tmp_path / "j.jsonl") if r.get("node") == moved and r["event"] == "start"}
+    assert waves == {"wave-2"}
+    assert {n: v for n, v in ops.nodes.items() if n in untouched} == untouched
