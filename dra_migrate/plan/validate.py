@@ -274,7 +274,8 @@ def _pool_stage(
             names.add(wave.name)
         c.duration(wave.soak_after, (*at, "soakAfter"), zero_ok=True)
         if not wave.nodes:
-            c.add((*at, "nodes"), "expected a list of nodes (a wave without nodes: remove it)")
+            c.add((*at, "nodes"), f"wave {wave.name} is left without nodes",
+                  "delete the wave from the stage's `waves` (or put a node back in it)")  # fmt: skip
             continue
         for m, entry in enumerate(wave.nodes):
             _node(c, entry, (*at, "nodes", m), labels, nodes)

@@ -169,3 +169,29 @@ def test_the_merged_wave_is_what_apply_runs(tmp_path: Path) -> None:
     waves = {r["wave"] for r in read_journal(tmp_path / "j.jsonl") if r.get("node") == moved and r["event"] == "start"}
     assert waves == {"wave-2"}
     assert {n: v for n, v in ops.nodes.items() if n in untouched} == untouched
+
+
+# --- messages of the ordinary edits: one line, saying what to do ----------------------------------------
+
+
+def _moved_row_left_in_place(d: Any) -> None:
+    row(d)[COL["wave"]] = "wave-3"  # its row stays first, before wave-2's
+
+
+def _emptied_wave(d: Any) -> None:
+    stage = next(s for s in d["stages"] if s.get("name") == "pool-h100-pool")
+    stage["nodes"][0][COL["wave"]] = "wave-2"  # wave-1's only node moved: the wave left without nodes
+
+
+@pytest.mark.parametrize(
+    "edit, words",
+    [(_moved_row_left_in_place, ("move the row", "wave-3")), (_emptied_wave, ("wave-1", "delete"))],
+    ids=["row out of its wave", "wave left empty"],
+)
+def test_an_ordinary_edit_left_half_done_says_how_to_finish_it(tmp_path: Path, edit: Any, words: Any) -> None:
+    path = demo(tmp_path)
+    rt_edit(path, edit)
+    r = run("plan", "--rebase", str(path))
+    lines = r.stderr.strip().splitlines()
+    assert r.code == 1 and len(lines) == 1, r.stderr
+    assert all(w in lines[0] for w in words) and "regenerate" not in lines[0], lines[0]
