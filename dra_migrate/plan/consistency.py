@@ -18,7 +18,7 @@ from typing import Any
 
 from dra_migrate.errors import InputError
 from dra_migrate.plan.actions import TIMEOUT_PARAMETERS, Action
-from dra_migrate.plan.model import Plan, PoolStage
+from dra_migrate.plan.model import Plan, PoolStage, PrepareStage
 from dra_migrate.plan.params import PlanParams, parse_duration
 from dra_migrate.plan.problems import Problem
 
@@ -149,3 +149,42 @@ def _original_fields(now: Mapping[str, Any], was: Mapping[str, Any]) -> list[tup
 
 def _shown(value: Any) -> str:
     return "absent" if value is None else repr(value)
+
+
+def deviceclasses_dropped(original: Mapping[str, Any] | Plan, edited: Mapping[str, Any] | Plan) -> list[Problem]:
+    """Where an edit deleted the creation of a DeviceClass that a planned node's resource needs. The builder
+    creates one only where no DeviceClass in the cluster maps the resource (`extendedResourceName`,
+    dra/deviceclasses.py): without it, once a node's device plugin is off, no pod requesting the resource there
+    (the canary first) can be scheduled. [] when either plan cannot be read."""
+    try:
+        before = original if isinstance(original, Plan) else Plan.from_dict(original)
+        after = edited if isinstance(edited, Plan) else Plan.from_dict(edited)
+    except (InputError, TypeError, ValueError):
+        return []
+    kept = {s.id for st in after.stages if isinstance(st, PrepareStage) for s in st.steps}
+    needed: dict[str, str] = {}  # resource -> a stage whose nodes request it
+    for stage, _wave, entry in after.nodes():
+        for resource in (entry.canary_resource, *entry.resources):
+            needed.setdefault(resource, stage.name)
+    out: list[Problem] = []
+    for st in before.stages:
+        if not isinstance(st, PrepareStage):
+            continue
+        for step in st.steps:
+            if step.action != Action.CREATE_DEVICECLASS or step.id in kept:
+                continue
+            spec = (step.params.get("manifest") or {}).get("spec") or {}
+            resource = spec.get("extendedResourceName") if isinstance(spec, Mapping) else None
+            if isinstance(resource, str) and resource in needed:
+                name = step.target.removeprefix("DeviceClass ")
+                out.append(
+                    Problem(
+                        ("stages", 0, "steps"),
+                        f"the edit deletes the creation of DeviceClass {name}, which maps {resource} for the nodes "
+                        f"of {needed[resource]}: once their device plugin is off, no pod requesting it can be "
+                        "scheduled there",
+                        "put the step back (or leave out the stages that need it); if a DeviceClass now maps "
+                        f"{resource} in the cluster, make a new plan",
+                    )
+                )
+    return out

@@ -498,7 +498,7 @@ def rebase_checked(path: Path, against: Path | None = None) -> Rebased:
     # Imported here: deepdiff (and the pydantic it imports) costs ~0.2 s at start-up, which every command
     # that reads a plan (show, status, apply) would pay for a diff only rebase makes; validate and
     # consistency as in load_for_review.
-    from dra_migrate.plan.consistency import contradictions, originals_changed
+    from dra_migrate.plan.consistency import contradictions, deviceclasses_dropped, originals_changed
     from dra_migrate.plan.derived import gangs_followed
     from dra_migrate.plan.diff import diff_plans
     from dra_migrate.plan.validate import recompute, validate
@@ -524,7 +524,7 @@ def rebase_checked(path: Path, against: Path | None = None) -> Rebased:
                 "is not among the edited plan's previous digests)",
                 "give the plan the edit started from, or leave out --against",
             )
-        _refuse(originals_changed(original, body), file, "refusing to rebase")
+        _refuse(originals_changed(original, body) + deviceclasses_dropped(original, body), file, "refusing to rebase")
         diff = diff_plans(original, sealed)
     else:
         diff = diff_plans(edited, sealed)

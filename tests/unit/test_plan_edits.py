@@ -195,3 +195,37 @@ def test_an_ordinary_edit_left_half_done_says_how_to_finish_it(tmp_path: Path, e
     lines = r.stderr.strip().splitlines()
     assert r.code == 1 and len(lines) == 1, r.stderr
     assert all(w in lines[0] for w in words) and "regenerate" not in lines[0], lines[0]
+
+
+# --- the prepare stage's DeviceClasses ----------------------------------------------------------------------
+
+
+def _without_the_deviceclass(d: Any) -> None:
+    steps = d["stages"][0]["steps"]
+    steps[:] = [s for s in steps if s["action"] != "create-deviceclass"]
+
+
+def test_deleting_a_deviceclass_the_planned_nodes_need_is_refused_against_the_original(tmp_path: Path) -> None:
+    """The builder creates a DeviceClass only where none maps the resource: without it, once a node's device
+    plugin is off, no pod requesting nvidia.com/gpu (the canary first) can be scheduled there."""
+    original = demo(tmp_path, "orig.yaml")
+    path = demo(tmp_path)
+    rt_edit(path, _without_the_deviceclass)
+    r = run("plan", "--rebase", str(path), "--against", str(original))
+    lines = r.stderr.strip().splitlines()
+    assert r.code == 1 and len(lines) == 1, r.stderr
+    assert "gpu-extended.nvidia.com" in lines[0] and "nvidia.com/gpu" in lines[0] and "put" in lines[0], lines[0]
+
+
+def test_deleting_a_deviceclass_with_every_stage_that_needs_it_is_accepted(tmp_path: Path) -> None:
+    original = demo(tmp_path, "orig.yaml")
+    path = demo(tmp_path)
+
+    def edit(d: Any) -> None:
+        _without_the_deviceclass(d)
+        d["stages"][1:] = []  # no pool stage left: nothing needs the class
+        d["summary"].pop("gangs", None)
+
+    rt_edit(path, edit)
+    r = run("plan", "--rebase", str(path), "--against", str(original))
+    assert r.code == 0 or "DeviceClass" not in r.stderr, r.stderr
