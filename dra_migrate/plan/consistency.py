@@ -174,17 +174,17 @@ def deviceclasses_dropped(original: Mapping[str, Any] | Plan, edited: Mapping[st
             if step.action != Action.CREATE_DEVICECLASS or step.id in kept:
                 continue
             spec = (step.params.get("manifest") or {}).get("spec") or {}
-            resource = spec.get("extendedResourceName") if isinstance(spec, Mapping) else None
-            if isinstance(resource, str) and resource in needed:
+            mapped = spec.get("extendedResourceName") if isinstance(spec, Mapping) else None
+            if isinstance(mapped, str) and mapped in needed:
                 name = step.target.removeprefix("DeviceClass ")
                 out.append(
                     Problem(
                         ("stages", 0, "steps"),
-                        f"the edit deletes the creation of DeviceClass {name}, which maps {resource} for the nodes "
-                        f"of {needed[resource]}: once their device plugin is off, no pod requesting it can be "
+                        f"the edit deletes the creation of DeviceClass {name}, which maps {mapped} for the nodes "
+                        f"of {needed[mapped]}: once their device plugin is off, no pod requesting it can be "
                         "scheduled there",
                         "put the step back (or leave out the stages that need it); if a DeviceClass now maps "
-                        f"{resource} in the cluster, make a new plan",
+                        f"{mapped} in the cluster, make a new plan",
                     )
                 )
     return out
