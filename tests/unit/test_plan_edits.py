@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from dra_migrate.cluster.snapshot import load_snapshot
-from dra_migrate.execute.journal import Journal, read_journal
+from dra_migrate.errors import InputError
+from dra_migrate.execute.journal import Journal, journal_path, read_journal
 from dra_migrate.execute.runner import ApplyOptions, Runner
 from dra_migrate.plan import io as plan_io
 from dra_migrate.plan.build import build_plan
@@ -229,3 +230,75 @@ def test_deleting_a_deviceclass_with_every_stage_that_needs_it_is_accepted(tmp_p
     rt_edit(path, edit)
     r = run("plan", "--rebase", str(path), "--against", str(original))
     assert r.code == 0 or "DeviceClass" not in r.stderr, r.stderr
+
+
+# --- an edit of a plan a journal has partly applied -----------------------------------------------------
+
+
+class _ByDigest:
+    """A journal store keyed by plan digest, as the in-cluster one (ConfigMaps per digest) is."""
+
+    def __init__(self, records: dict[str, list[Any]]) -> None:
+        self.by_digest = records
+
+    def where(self, plan_digest: str) -> str:
+        return f"configmaps of {plan_digest[:19]}"
+
+    def records(self, plan_digest: str) -> list[Any]:
+        return list(self.by_digest.get(plan_digest, []))
+
+    def open(self, plan_digest: str) -> Any:
+        raise AssertionError("nothing is opened before the session is refused")
+
+
+def _partly_applied(tmp_path: Path) -> tuple[Path, Plan, list[Any]]:
+    """The demo plan with its prepare stage applied (journal beside it), then edited and rebased in place."""
+    path = demo(tmp_path)
+    made = Plan.from_dict(plan_io.load(path))
+    ops = FakeOps.for_plan(made, FakeClock())
+    with Journal.open(journal_path(path), plan_digest=made.digest) as j:
+        assert Runner(made, ops, j, actor="t", clock=ops.clock).apply(ApplyOptions(until="prepare"), set()).ok
+    rt_edit(path, lambda d: pool_stage_named(d, "pool-h100-pool")["waves"][0].update(soakAfter="30m"))
+    assert run("plan", "--rebase", str(path)).code == 0
+    return path, Plan.from_dict(plan_io.load(path)), read_journal(journal_path(path))
+
+
+def pool_stage_named(d: Any, name: str) -> Any:
+    return next(s for s in d["stages"] if s.get("name") == name)
+
+
+def _session(plan: Plan, path: Path, store: Any = None) -> Any:
+    from dra_migrate.execute.session import ApplySession
+
+    ops = FakeOps.for_plan(plan, FakeClock())
+    return ApplySession(plan, path, ops=ops, lock_api=None, actor="t", store=store)
+
+
+def test_applying_a_plan_rebased_after_a_partial_apply_is_refused_saying_what_to_do(tmp_path: Path) -> None:
+    path, edited, _ = _partly_applied(tmp_path)
+    with pytest.raises(InputError) as e:
+        _session(edited, path)
+    text = f"{e.value.message} {e.value.hint}"
+    assert "\n" not in text and "rebased" in text and "rollback" in text, text
+
+
+def test_a_journal_kept_by_digest_does_not_silently_start_the_edited_plan_afresh(tmp_path: Path) -> None:
+    path, edited, records = _partly_applied(tmp_path)
+    previous = edited.edited["previousDigests"][-1] if edited.edited else ""
+    store = _ByDigest({previous: records})
+    with pytest.raises(InputError) as e:
+        _session(edited, path, store)
+    assert "rebased" in e.value.message and previous[:19] in e.value.message, e.value.message
+    # a journal the old plan fully rolled back does not hold the edited one
+    _session(edited, path, _ByDigest({previous: _rolled_back(records)}))
+
+
+def _rolled_back(records: list[Any]) -> list[Any]:
+    """The records of a run whose steps were all then rolled back."""
+    seq = max(r["seq"] for r in records)
+    out = list(records)
+    for r in records:
+        if r["event"] == "end" and r.get("stepId"):
+            seq += 1
+            out.append({**r, "seq": seq, "phase": "rollback", "result": "ok"})
+    return out
