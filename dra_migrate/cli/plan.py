@@ -128,6 +128,13 @@ def plan(
         vs = "the original plan" if rebased.against_original else "the file as edited (what rebase recomputed)"
         click.echo(f"semantic diff against {vs}:", err=True)
         click.echo(plan_diff_document(rebased.diff.to_dict()).render("table", color=False), err=True, nl=False)
+        if rebased.originals_unchecked:
+            click.echo(
+                "warning: the nodes' recorded original values (what rollback restores) were not compared with "
+                "the plan as made: pass --against ORIGINAL to check them (apply refuses a node whose live "
+                "values differ from them)",
+                err=True,
+            )
         plan_io.write(rebased.plan, out or rebase)
         click.echo(f"rebased {rebase}: validated, re-digested, recorded as edited", err=True)
         return

@@ -1,5 +1,6 @@
 """What the runner checks of a wave's pool before the wave's first step, from the executor's watched copy:
-someone else's cordon on a node of the wave (`someone_elses_cordon`), and the pool's disruption budget: the wave
+someone else's cordon on a node of the wave (`someone_elses_cordon`), a node that does not hold the values its
+inverses restore (the same check's `_restores_differ`), and the pool's disruption budget: the wave
 and the pool's nodes already out within maxUnavailable (`before_wave`).
 
 The plan cuts a pool into waves of at most `maxUnavailable` nodes (plan/build.py, plan/consistency.py
@@ -40,7 +41,8 @@ from dra_migrate.plan.params import PlanParams
 
 
 def someone_elses_cordon(ops: Ops, unit: Unit, done: Collection[str], touched_nodes: Collection[str]) -> str | None:
-    """The failure when a node of the wave the plan recorded schedulable was cordoned since by someone else (a
+    """The failure when a node of the wave the plan recorded schedulable was cordoned since by someone else, or
+    when it does not hold the values its inverses restore (`_restores_differ`), else None. Someone else's (a
     GPU fault, maintenance, a remediation), else None. Its uncordon step sets the value the plan recorded, and
     its rollback the same: either would put back into service a node its owner took out. The run's start
     refuses nodes cordoned before it began (drift); this covers the hours a run lasts. A node the journal shows
@@ -59,7 +61,44 @@ def someone_elses_cordon(ops: Ops, unit: Unit, done: Collection[str], touched_no
                 "(nothing of the wave was touched; if the cordon is not needed, uncordon the node and resume "
                 "with apply; if it is, leave its pool out: plan --exclude-pools, or wait for its owner)"
             )
+        differ = _restores_differ(ps.node, state, unit) if state.get("exists") else None
+        if differ is not None:
+            return differ
     return None
+
+
+def _restores_differ(node: str, state: Mapping[str, object], unit: Unit) -> str | None:
+    """The failure when a node, untouched so far, does not hold the values its inverses restore (the plan's
+    recorded `original` labels and cordon), else None. Rollback and the uncordon step write those values back: a
+    record edited by hand (`plan --rebase` without `--against` cannot compare it) or a node changed since the run
+    began would have rollback switch the device plugin off, or leave the node cordoned. The run's start refuses
+    drift from the fingerprint; this compares the values themselves, before any of the wave's steps."""
+    labels = state.get("labels")
+    labels = labels if isinstance(labels, Mapping) else {}
+    for ps in unit.steps:
+        inverse = ps.step.inverse
+        if ps.node != node or inverse is None:
+            continue
+        if ps.step.action == Action.SET_LABEL and "key" in inverse.restore:
+            key, want = inverse.restore["key"], inverse.restore.get("value")
+            if labels.get(key) != want:
+                return (
+                    f"node {node}: label {key} is {_shown(labels.get(key))}, but the plan records {_shown(want)} as "
+                    "its original, which rollback would restore (nothing of the wave was touched; the plan's record "
+                    "was edited or the node changed: make a new plan)"
+                )
+        recorded_cordon = ps.step.action == Action.CORDON and inverse.restore.get("unschedulable") is True
+        if recorded_cordon and not state.get("unschedulable"):
+            return (
+                f"node {node} is schedulable, but the plan records it cordoned, which the uncordon step and "
+                "rollback would restore (nothing of the wave was touched; the plan's record was edited or the "
+                "node changed: make a new plan)"
+            )
+    return None
+
+
+def _shown(value: object) -> str:
+    return "absent" if value is None else repr(value)
 
 
 # How long a wave waits for the pool's other nodes to come back before apply stops (documented in

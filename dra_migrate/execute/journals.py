@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from dra_migrate.cluster.identity import ClusterIdentity
+from dra_migrate.errors import InputError
 from dra_migrate.execute.cluster_journal import ClusterJournal, read_cluster_journal, where
-from dra_migrate.execute.journal import Journal, Record, checked, journal_path, read_journal
+from dra_migrate.execute.journal import ROLLED_BACK, Journal, Progress, Record, checked, journal_path, read_journal
+from dra_migrate.plan.model import Plan
 
 AUTO, FILE, IN_CLUSTER = "auto", "file", "in-cluster"
 STATES = (AUTO, FILE, IN_CLUSTER)
@@ -87,3 +89,26 @@ def read_checked(
         require_owner=require_owner,
         cluster=cluster,
     )
+
+
+def refuse_if_rebased_mid_run(plan: Plan, plan_path: Path, store: JournalStore) -> None:
+    """Refuse a plan rebased (`plan --rebase`) from a plan whose journal shows steps still in effect (done,
+    half-done, failed, not rolled back). The edit re-digests the plan, and its journal is keyed by the digest:
+    beside the plan, the old journal would be refused as another plan's; in the cluster (ConfigMaps per digest),
+    the edited plan would find none and start afresh over the old run's cordons and labels, its step ids
+    matched against nothing. Either way the old plan is the one that can finish or undo its own steps."""
+    for previous in reversed((plan.edited or {}).get("previousDigests") or []):
+        if not isinstance(previous, str) or previous == plan.digest:
+            continue
+        records = store.records(previous)
+        digests = {r.get("planDigest") for r in records if r.get("planDigest")}
+        if digests != {previous}:
+            continue  # not that plan's journal (none, or another plan's: read_checked says so)
+        steps = Progress.from_records(records).steps
+        if any(s.status != ROLLED_BACK for s in steps.values()):
+            raise InputError(
+                f"{plan_path} was rebased from plan {previous[:19]}..., which the journal {store.where(previous)} "
+                "shows partly applied: the edited plan cannot take over its steps",
+                "finish or undo the plan as it was first (dra-migrate apply, or dra-migrate rollback, with that "
+                "plan file), then apply the edited one",
+            )

@@ -29,7 +29,7 @@ from dra_migrate.errors import InputError
 from dra_migrate.execute.actions import preflight
 from dra_migrate.execute.backlog import Backlog
 from dra_migrate.execute.contract import SYSTEM_CLOCK, Clock, Ops
-from dra_migrate.execute.journals import FileStore, JournalStore, read_checked
+from dra_migrate.execute.journals import FileStore, JournalStore, read_checked, refuse_if_rebased_mid_run
 from dra_migrate.execute.lease import LockInfo
 from dra_migrate.execute.lock import HELD_HERE, ClusterLock, break_lock, machine_id, read_lock
 from dra_migrate.execute.ops import CANARY_PREFIX
@@ -67,6 +67,7 @@ class ApplySession:
         self.plan_path = plan_path
         # The journal: beside the plan (read before any cluster contact), or in the cluster (--state).
         self.store: JournalStore = store or FileStore(plan_path)
+        refuse_if_rebased_mid_run(plan, plan_path, self.store)
         self.records = read_checked(self.store, plan_digest=plan.digest, cluster=plan.cluster_identity)
         preflight((p.step, p.node) for p in planned_steps(plan))
         self.state = progress_of(plan, self.records)

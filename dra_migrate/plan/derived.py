@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from dra_migrate.errors import InputError
 from dra_migrate.plan.estimate import drain_scope, summary_estimate
 from dra_migrate.plan.model import NodeEntry, Plan, PoolStage, Stage, Wave
 from dra_migrate.plan.problems import Problem, _Checker
@@ -144,3 +145,29 @@ def applicable_problems(plan: Mapping[str, Any] | Plan) -> list[Problem]:
     else:
         _derived(c, plan.get("applicable"), plan.get("findings"))
     return c.problems
+
+
+def gangs_followed(original: Mapping[str, Any], edited: dict[str, Any]) -> dict[str, Any]:
+    """The edited plan with `summary.gangs` as the original plan's, each gang's waves followed to where their
+    nodes are now (an edit that merges, splits or deletes a wave, or moves a node, moves a gang with it). The plan
+    does not record a gang's nodes, only its waves: a node that left one of a gang's waves is taken to be one of
+    its nodes, so a gang may be listed in a wave too many, never one too few. A gang none of whose waves' nodes
+    the plan still holds is dropped. The edited plan as it is when either cannot be read (validate says why)."""
+    gangs = (original.get("summary") or {}).get("gangs")
+    try:
+        before, after = Plan.from_dict(dict(original)), Plan.from_dict(edited)
+    except (InputError, TypeError, ValueError):
+        return edited
+    if not isinstance(gangs, list):
+        return edited
+    was = {f"{s.name}/{w.name}": [n.node for n in w.nodes] for s in before.pool_stages() for w in s.waves}
+    now = {n.node: f"{s.name}/{w.name}" for s, w, n in after.nodes()}
+    followed = []
+    for g in gangs:
+        if not isinstance(g, dict) or not isinstance(g.get("waves"), list):
+            return edited
+        waves = sorted({now[n] for w in g["waves"] for n in was.get(str(w), ()) if n in now})
+        if waves:
+            followed.append({**g, "waves": waves})
+    summary = edited.get("summary")
+    return {**edited, "summary": {**(summary if isinstance(summary, dict) else {}), "gangs": followed}}

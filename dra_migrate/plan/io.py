@@ -509,6 +509,9 @@ class Rebased:
     edited: list[Edit]
     diff: PlanDiff
     against_original: bool
+    # A stage was edited and no original was given: its nodes' recorded `original` values (what rollback
+    # restores) could not be compared with the plan's as made (apply compares them with the live nodes).
+    originals_unchecked: bool = False
 
 
 def rebase_checked(path: Path, against: Path | None = None) -> Rebased:
@@ -517,7 +520,8 @@ def rebase_checked(path: Path, against: Path | None = None) -> Rebased:
     # Imported here: deepdiff (and the pydantic it imports) costs ~0.2 s at start-up, which every command
     # that reads a plan (show, status, apply) would pay for a diff only rebase makes; validate and
     # consistency as in load_for_review.
-    from dra_migrate.plan.consistency import contradictions
+    from dra_migrate.plan.consistency import contradictions, deviceclasses_dropped, originals_changed
+    from dra_migrate.plan.derived import gangs_followed
     from dra_migrate.plan.diff import diff_plans
     from dra_migrate.plan.validate import recompute, validate
 
@@ -525,7 +529,9 @@ def rebase_checked(path: Path, against: Path | None = None) -> Rebased:
     touched = edits(file.lined)  # rebase reports the edited sections with their lines
     edited = _decode(file)
     previous = edited.get("digest") if isinstance(edited.get("digest"), str) else None
-    body = recompute(body_of(edited))
+    original = load(against) if against is not None else None
+    # What only the state knew follows the nodes from the original: a gang's waves (plan/derived.py).
+    body = recompute(gangs_followed(original, body_of(edited)) if original is not None else body_of(edited))
     _refuse(validate(body), file, "refusing to rebase")
     _refuse(contradictions(body), file, "refusing to rebase")  # parts that no longer agree (soak, ...)
     history = [str(d) for d in (body.get("edited") or {}).get("previousDigests") or []]
@@ -533,18 +539,19 @@ def rebase_checked(path: Path, against: Path | None = None) -> Rebased:
         history.append(previous)
     body["edited"] = {"previousDigests": history}
     sealed = seal(body)
-    if against is not None:
-        original = load(against)
+    if original is not None:
         if original["digest"] not in history:
             raise InputError(
                 f"{against} is not the plan {path} was edited from (its digest {original['digest'][:19]}... "
                 "is not among the edited plan's previous digests)",
                 "give the plan the edit started from, or leave out --against",
             )
+        _refuse(originals_changed(original, body) + deviceclasses_dropped(original, body), file, "refusing to rebase")
         diff = diff_plans(original, sealed)
     else:
         diff = diff_plans(edited, sealed)
-    return Rebased(sealed, touched, diff, against is not None)
+    unchecked = against is None and any(e.section.startswith("stages/") for e in touched)
+    return Rebased(sealed, touched, diff, against is not None, unchecked)
 
 
 def rebase(path: Path) -> dict[str, Any]:

@@ -274,7 +274,8 @@ def _pool_stage(
             names.add(wave.name)
         c.duration(wave.soak_after, (*at, "soakAfter"), zero_ok=True)
         if not wave.nodes:
-            c.add((*at, "nodes"), "expected a list of nodes (a wave without nodes: remove it)")
+            c.add((*at, "nodes"), f"wave {wave.name} is left without nodes",
+                  "delete the wave from the stage's `waves` (or put a node back in it)")  # fmt: skip
             continue
         for m, entry in enumerate(wave.nodes):
             _node(c, entry, (*at, "nodes", m), labels, nodes)
@@ -402,7 +403,8 @@ def _gangs(c: _Checker, summary: Mapping[str, Any], stages: tuple[Stage, ...]) -
             gone = [w for w in g["waves"] if w not in waves]
             if gone:
                 c.add((*at, "waves"), f"wave {gone[0]} is not in the plan",
-                      "the plan does not record a gang's nodes: regenerate it")  # fmt: skip
+                      "the plan records a gang's waves, not its nodes: rebase with --against ORIGINAL (the plan "
+                      "the edit started from), which follows them to their new waves")  # fmt: skip
 
 
 def summary_problems(plan: Mapping[str, Any] | Plan) -> list[Problem]:

@@ -111,8 +111,8 @@ def field_at(path: str) -> tuple[str | int, ...]:
     return tuple(out)
 
 
-def _fail(path: str, what: str) -> WireError:
-    return WireError(field_at(path), f"plan field `{path}`: {what}")
+def _fail(path: str, what: str, hint: str = _HINT) -> WireError:
+    return WireError(field_at(path), f"plan field `{path}`: {what}", hint)
 
 
 # --- encode: the model's dict -> format 2 ------------------------------------------------------------
@@ -365,7 +365,13 @@ class StageTable:
         if not isinstance(wave, str) or wave not in self.position:
             raise _fail(f"{at}[2]", f"no wave {wave!r} in {path}.waves")
         if self.position[wave] < self.last:
-            raise _fail(f"{at}[2]", "rows must be grouped by wave, in wave order")
+            later = next(w for w, i in self.position.items() if i == self.last)
+            raise _fail(
+                f"{at}[2]",
+                f"the row of node {name} ({wave}) comes after a row of {later}: rows are grouped by wave, "
+                "in wave order",
+                "move the row among its wave's rows (a node moved to another wave moves its row there too)",
+            )
         self.last = self.position[wave]
         if isinstance(name, str) and uid != self.uids.get(name, ""):
             raise _fail(f"{at}[1]", f"uid {uid!r} is not the one the fingerprint records for node {name}")
