@@ -1,11 +1,12 @@
-"""What a snapshot leaves out: managedFields, container env values, args and command, ConfigMaps not read.
+"""What a snapshot leaves out: managedFields, container env values, args and command, probe and lifecycle-hook
+commands and HTTP header values, ConfigMaps not read.
 
 Env values, args and commands often carry credentials; a snapshot is handed to other people (change
 review, bug reports), so they are redacted unless the user asks to keep them. Secrets are never read.
 
 Redaction goes by structure, not by shape: every container of every pod template the template table
 knows for the object's kind (KServe's `predictor.model` has no `image` key, Argo's `script` has `source`),
-plus, as a second net, any map anywhere in the object's spec that holds `env`, `args` or `command` beside a
+plus, as a second net, any map anywhere in the object's spec that holds `env`, `args`, `command`, a probe or hooks beside a
 container's other keys. Operator CRs (ClusterPolicy, NVIDIADriver, GPUCluster) keep their env values,
 which configure the operator and are read by checks, but with credentials scrubbed from them.
 
@@ -32,6 +33,7 @@ _OPERATOR_KEYS = frozenset(k.key for k in NVIDIA_KINDS)
 # Keys beside which `args`/`command`/`env` are a container's (core/v1 Container), so the second net
 # never touches a CRD's own `args` that is not a process's.
 _CONTAINER_KEYS = frozenset({"image", "name", "env", "resources", "volumeMounts", "imagePullPolicy", "ports"})
+_PROCESS_KEYS = ("env", "args", "command", "livenessProbe", "readinessProbe", "startupProbe", "lifecycle")
 
 
 def _redact_env(env: Any, *, keep: bool = False) -> None:
@@ -40,8 +42,35 @@ def _redact_env(env: Any, *, keep: bool = False) -> None:
             e["value"] = scrub(str(e["value"])) if keep else REDACTED
 
 
+# A container's probes and lifecycle hooks run commands and send headers (core/v1 `Probe` embeds `ProbeHandler`,
+# `Lifecycle` holds `LifecycleHandler`s: `exec.command`, `httpGet.httpHeaders[].value`; k8s.io/api@v0.37.2
+# core/v1/types.go): `mysqladmin ping -pPASSWORD`, an `Authorization` header. The rest (path, port, timing) stays.
+_PROBES = ("livenessProbe", "readinessProbe", "startupProbe")
+_HOOKS = ("postStart", "preStop")
+
+
+def _redact_handler(handler: Any) -> None:
+    if not isinstance(handler, dict):
+        return
+    action = handler.get("exec")
+    if isinstance(action, dict) and "command" in action:
+        command = action["command"]
+        action["command"] = [REDACTED for _ in command] if isinstance(command, list) else REDACTED
+    get = handler.get("httpGet")
+    headers = get.get("httpHeaders") if isinstance(get, dict) else None
+    for h in headers if isinstance(headers, list) else ():
+        if isinstance(h, dict) and "value" in h:
+            h["value"] = REDACTED
+
+
 def _redact_container(c: dict[str, Any]) -> None:
     _redact_env(c.get("env"))
+    for key in _PROBES:
+        _redact_handler(c.get(key))
+    lifecycle = c.get("lifecycle")
+    if isinstance(lifecycle, dict):
+        for key in _HOOKS:
+            _redact_handler(lifecycle.get(key))
     for key in ("args", "command"):
         value = c.get(key)
         if isinstance(value, list):
@@ -69,7 +98,7 @@ def _walk(node: Any, *, keep_env: bool) -> None:
     while stack:
         cur = stack.pop()
         if isinstance(cur, dict):
-            has_process = any(k in cur for k in ("env", "args", "command"))
+            has_process = any(k in cur for k in _PROCESS_KEYS)
             if has_process and (cur.keys() & _CONTAINER_KEYS):
                 if keep_env:
                     _redact_env(cur.get("env"), keep=True)
