@@ -37,4 +37,3 @@ def test_debug_traceback_is_scrubbed(monkeypatch: Any, boom: Any) -> None:
     assert r.code == 1
     assert "Traceback" in r.stderr and "<redacted>" in r.stderr  # still printed, minus the credential
     assert JWT not in r.stderr
-

@@ -53,7 +53,6 @@ def test_journal_records_and_log_lines_hold_no_quoted_credential(tmp_path: Path,
     assert rig.nodes()["p0-a"] == BEFORE  # the failure itself is handled as before
 
 
-
 def test_apply_log_lines_on_stderr_are_scrubbed(capsys: Any) -> None:
     """`apply`'s own lines (`the rollback would stop: <failure>`) go to stderr by click, not by logging: no filter."""
     from dra_migrate.cli import apply
