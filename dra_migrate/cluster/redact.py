@@ -6,8 +6,8 @@ review, bug reports), so they are redacted unless the user asks to keep them. Se
 
 Redaction goes by structure, not by shape: every container of every pod template the template table
 knows for the object's kind (KServe's `predictor.model` has no `image` key, Argo's `script` has `source`),
-plus, as a second net, any map anywhere in the object's spec that holds `env`, `args`, `command`, a probe or hooks beside a
-container's other keys. Operator CRs (ClusterPolicy, NVIDIADriver, GPUCluster) keep their env values,
+plus, as a second net, any map anywhere in the object's spec that holds `env`, `args`, `command`, a probe or
+hooks beside a container's other keys. Operator CRs (ClusterPolicy, NVIDIADriver, GPUCluster) keep their env values,
 which configure the operator and are read by checks, but with credentials scrubbed from them.
 
 A ConfigMap is kept only when a ClusterPolicy (`spec.devicePlugin.config.name`) or a device-plugin
