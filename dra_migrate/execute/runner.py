@@ -60,7 +60,7 @@ from dra_migrate.execute.units import planned_steps as planned_steps
 from dra_migrate.execute.units import units as units
 from dra_migrate.kube import thread_request_seconds
 from dra_migrate.plan.model import Action, Plan
-from dra_migrate.secrets import scrub
+from dra_migrate.secrets import scrub, scrub_failure
 
 Log = Callable[[str], None]
 
@@ -160,7 +160,8 @@ class Runner:
         self.actor = actor
         self.clock = clock
         self.overrides = dict(overrides or {})  # recorded in run-start (--drain-timeout, --parallelism, ...)
-        self._log = log or (lambda _msg: None)
+        sink = log or (lambda _msg: None)
+        self.log: Callable[[str], None] = lambda msg: sink(scrub(msg) or "")  # failures quote API errors: scrubbed
         self.node_uids = plan.node_uids()
         self.reviewed_pods = plan.reviewed_pods()
         # Each pool stage's drain timeout: an undone plugin switch drains the node again (execute/actions.py).
@@ -588,29 +589,9 @@ class Runner:
         self.log(f"{'would ' if opts.dry_run else ''}{ps.id}: ok ({self.clock.monotonic() - started:.3f}s)")
         return change
 
-    def log(self, msg: str) -> None:
-        """One line for the operator (stderr), scrubbed: a failure's message quotes API errors (`secrets.scrub`)."""
-        self._log(scrub(msg) or "")
-
     def _record(self, event: str, **fields: Any) -> None:
-        # A failure's text and details quote the API server, a proxy or a webhook: scrubbed before they are
-        # recorded, for the journal outlives the run and the in-cluster one is read by anyone who can read
-        # ConfigMaps in the lock's namespace. Only these: `before`/`after` are what rollback writes back.
-        for key in ("error", "details"):
-            if fields.get(key) is not None:
-                fields[key] = _scrubbed(fields[key])
-        if self.journal is not None:
-            self.journal.record(event, actor=self.actor, planDigest=self.plan.digest, **fields)
-
-
-def _scrubbed(value: Any) -> Any:
-    if isinstance(value, str):
-        return scrub(value)
-    if isinstance(value, Mapping):
-        return {k: _scrubbed(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_scrubbed(v) for v in value]
-    return value
+        if self.journal is not None:  # a failure's error and details are scrubbed first (`secrets.scrub_failure`)
+            self.journal.record(event, actor=self.actor, planDigest=self.plan.digest, **scrub_failure(fields))
 
 
 def _first(failures: list[tuple[PlannedStep, BaseException]]) -> tuple[PlannedStep, BaseException]:
