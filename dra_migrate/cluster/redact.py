@@ -18,6 +18,7 @@ yet is held back and written at the end, once every reference has been seen.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -36,10 +37,29 @@ _CONTAINER_KEYS = frozenset({"image", "name", "env", "resources", "volumeMounts"
 _PROCESS_KEYS = ("env", "args", "command", "livenessProbe", "readinessProbe", "startupProbe", "lifecycle")
 
 
+# The settings the checks read from a container, configuration and no credential, kept (scrubbed all the same),
+# so `check --snapshot` of a snapshot says what `check --kubeconfig` says: the Grafana dashboard sidecar's env
+# (which ConfigMaps it loads: cluster/dashboards.py), dcgm-exporter's KUBERNETES_ENABLE_DRA (NVIDIA/dcgm-exporter
+# PR #501), the DRA kubelet plugin's FEATURE_GATES (dra-driver-nvidia-gpu cmd/gpu-kubelet-plugin/main.go), the
+# device plugin config-manager's DEFAULT_CONFIG (inventory/operator.py); and the flags `--feature-gates=` (Kueue,
+# the DRA plugin) and `--kubernetes-enable-dra` (dcgm-exporter), whose values are gate names and booleans only.
+_SETTINGS_ENV = frozenset(
+    {"LABEL", "LABEL_VALUE", "FOLDER", "RESOURCE", "KUBERNETES_ENABLE_DRA", "FEATURE_GATES", "DEFAULT_CONFIG"}
+)
+_SETTING_ARG = re.compile(
+    r"--feature-gates=(?:\w+=(?:true|false),?)*|--kubernetes-enable-dra(?:=(?:true|false))?", re.I
+)
+
+
 def _redact_env(env: Any, *, keep: bool = False) -> None:
     for e in env if isinstance(env, list) else ():
         if isinstance(e, dict) and "value" in e:
-            e["value"] = scrub(str(e["value"])) if keep else REDACTED
+            kept = keep or e.get("name") in _SETTINGS_ENV
+            e["value"] = scrub(str(e["value"])) if kept else REDACTED
+
+
+def _redact_args(args: list[Any]) -> list[Any]:
+    return [a if isinstance(a, str) and _SETTING_ARG.fullmatch(a) else REDACTED for a in args]
 
 
 # A container's probes and lifecycle hooks run commands and send headers (core/v1 `Probe` embeds `ProbeHandler`,
@@ -74,7 +94,7 @@ def _redact_container(c: dict[str, Any]) -> None:
     for key in ("args", "command"):
         value = c.get(key)
         if isinstance(value, list):
-            c[key] = [REDACTED for _ in value]
+            c[key] = _redact_args(value)
         elif isinstance(value, str):
             c[key] = REDACTED
     if isinstance(c.get("source"), str):  # Argo `script` templates: the script itself
