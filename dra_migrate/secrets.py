@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Mapping
+from typing import Any
 
 REDACTED = "<redacted>"
 
@@ -34,6 +36,24 @@ def scrub(text: str | None) -> str | None:
     for pattern in _SECRETS:
         text = pattern.sub(lambda m: (m.group(1) if m.groups() else "") + REDACTED, text)
     return text
+
+
+def scrub_all(value: Any) -> Any:
+    """Every string in a JSON-like value scrubbed (maps and lists copied)."""
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, Mapping):
+        return {k: scrub_all(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [scrub_all(v) for v in value]
+    return value
+
+
+def scrub_failure(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """A journal record's fields with its failure's `error` and `details` scrubbed. They quote the API server, a
+    proxy or a webhook, and the journal outlives the run (the in-cluster one is read by anyone who can read
+    ConfigMaps in its namespace). Nothing else: `before`/`after` are the values a rollback writes back."""
+    return {k: scrub_all(v) if k in ("error", "details") else v for k, v in fields.items()}
 
 
 class ScrubFilter(logging.Filter):

@@ -49,6 +49,7 @@ from dra_migrate.plan.outline import outline_of
 from dra_migrate.plan.params import parse_duration
 from dra_migrate.render import emit, to_json
 from dra_migrate.render.plan import plan_document
+from dra_migrate.secrets import scrub
 
 _PLAN = plan_argument(only_reads=False)
 _LOCK_NS = click.option(
@@ -71,7 +72,7 @@ _TTY = sys.stderr.isatty()
 def _log(msg: str) -> None:
     if _TTY:
         click.echo("\r\033[K", nl=False, err=True)  # clear the progress bar's line first
-    click.echo(msg, err=True)
+    click.echo(scrub(msg), err=True)  # a failure's text quotes API errors; click lines pass no logging filter
 
 
 def _bar(done: int, total: int, step: str) -> None:

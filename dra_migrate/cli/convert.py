@@ -175,7 +175,7 @@ def convert(
     if in_place:  # all files or none
         write_all([(r.path, r.converted) for r in results if r.changed])
     elif output_dir:
-        write_all([(output_dir / r.relative, r.converted) for r in results])
+        write_all([(output_dir / r.relative, r.converted) for r in results], sources=[r.path for r in results])
     else:
         for r in results:
             emit(r.diff())

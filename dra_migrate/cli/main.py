@@ -214,7 +214,8 @@ def _inputs(ctx: click.Context) -> str:
 
 def _fail(ctx: click.Context, message: str, exc: BaseException) -> None:
     if ctx.find_root().params.get("debug"):
-        traceback.print_exception(exc)
+        # The traceback ends with the messages of the exception and its causes, which quote API errors.
+        click.echo(scrub("".join(traceback.format_exception(exc))), nl=False, err=True)
     click.echo(f"error: {' '.join(str(scrub(message)).split())}", err=True)
     sys.exit(exitcodes.FAILED)
 

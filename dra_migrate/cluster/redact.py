@@ -1,12 +1,13 @@
-"""What a snapshot leaves out: managedFields, container env values, args and command, ConfigMaps not read.
+"""What a snapshot leaves out: managedFields, container env values, args and command, probe and lifecycle-hook
+commands and HTTP header values, ConfigMaps not read.
 
 Env values, args and commands often carry credentials; a snapshot is handed to other people (change
 review, bug reports), so they are redacted unless the user asks to keep them. Secrets are never read.
 
 Redaction goes by structure, not by shape: every container of every pod template the template table
 knows for the object's kind (KServe's `predictor.model` has no `image` key, Argo's `script` has `source`),
-plus, as a second net, any map anywhere in the object's spec that holds `env`, `args` or `command` beside a
-container's other keys. Operator CRs (ClusterPolicy, NVIDIADriver, GPUCluster) keep their env values,
+plus, as a second net, any map anywhere in the object's spec that holds `env`, `args`, `command`, a probe or
+hooks beside a container's other keys. Operator CRs (ClusterPolicy, NVIDIADriver, GPUCluster) keep their env values,
 which configure the operator and are read by checks, but with credentials scrubbed from them.
 
 A ConfigMap is kept only when a ClusterPolicy (`spec.devicePlugin.config.name`) or a device-plugin
@@ -17,6 +18,7 @@ yet is held back and written at the end, once every reference has been seen.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -32,20 +34,67 @@ _OPERATOR_KEYS = frozenset(k.key for k in NVIDIA_KINDS)
 # Keys beside which `args`/`command`/`env` are a container's (core/v1 Container), so the second net
 # never touches a CRD's own `args` that is not a process's.
 _CONTAINER_KEYS = frozenset({"image", "name", "env", "resources", "volumeMounts", "imagePullPolicy", "ports"})
+_PROCESS_KEYS = ("env", "args", "command", "livenessProbe", "readinessProbe", "startupProbe", "lifecycle")
+
+
+# The settings the checks read from a container, configuration and no credential, kept (scrubbed all the same),
+# so `check --snapshot` of a snapshot says what `check --kubeconfig` says: the Grafana dashboard sidecar's env
+# (which ConfigMaps it loads: cluster/dashboards.py), dcgm-exporter's KUBERNETES_ENABLE_DRA (NVIDIA/dcgm-exporter
+# PR #501), the DRA kubelet plugin's FEATURE_GATES (dra-driver-nvidia-gpu cmd/gpu-kubelet-plugin/main.go), the
+# device plugin config-manager's DEFAULT_CONFIG (inventory/operator.py); and the flags `--feature-gates=` (Kueue,
+# the DRA plugin) and `--kubernetes-enable-dra` (dcgm-exporter), whose values are gate names and booleans only.
+_SETTINGS_ENV = frozenset(
+    {"LABEL", "LABEL_VALUE", "FOLDER", "RESOURCE", "KUBERNETES_ENABLE_DRA", "FEATURE_GATES", "DEFAULT_CONFIG"}
+)
+_SETTING_ARG = re.compile(
+    r"--feature-gates=(?:\w+=(?:true|false),?)*|--kubernetes-enable-dra(?:=(?:true|false))?", re.I
+)
 
 
 def _redact_env(env: Any, *, keep: bool = False) -> None:
     for e in env if isinstance(env, list) else ():
         if isinstance(e, dict) and "value" in e:
-            e["value"] = scrub(str(e["value"])) if keep else REDACTED
+            kept = keep or e.get("name") in _SETTINGS_ENV
+            e["value"] = scrub(str(e["value"])) if kept else REDACTED
+
+
+def _redact_args(args: list[Any]) -> list[Any]:
+    return [a if isinstance(a, str) and _SETTING_ARG.fullmatch(a) else REDACTED for a in args]
+
+
+# A container's probes and lifecycle hooks run commands and send headers (core/v1 `Probe` embeds `ProbeHandler`,
+# `Lifecycle` holds `LifecycleHandler`s: `exec.command`, `httpGet.httpHeaders[].value`; k8s.io/api@v0.37.2
+# core/v1/types.go): `mysqladmin ping -pPASSWORD`, an `Authorization` header. The rest (path, port, timing) stays.
+_PROBES = ("livenessProbe", "readinessProbe", "startupProbe")
+_HOOKS = ("postStart", "preStop")
+
+
+def _redact_handler(handler: Any) -> None:
+    if not isinstance(handler, dict):
+        return
+    action = handler.get("exec")
+    if isinstance(action, dict) and "command" in action:
+        command = action["command"]
+        action["command"] = [REDACTED for _ in command] if isinstance(command, list) else REDACTED
+    get = handler.get("httpGet")
+    headers = get.get("httpHeaders") if isinstance(get, dict) else None
+    for h in headers if isinstance(headers, list) else ():
+        if isinstance(h, dict) and "value" in h:
+            h["value"] = REDACTED
 
 
 def _redact_container(c: dict[str, Any]) -> None:
     _redact_env(c.get("env"))
+    for key in _PROBES:
+        _redact_handler(c.get(key))
+    lifecycle = c.get("lifecycle")
+    if isinstance(lifecycle, dict):
+        for key in _HOOKS:
+            _redact_handler(lifecycle.get(key))
     for key in ("args", "command"):
         value = c.get(key)
         if isinstance(value, list):
-            c[key] = [REDACTED for _ in value]
+            c[key] = _redact_args(value)
         elif isinstance(value, str):
             c[key] = REDACTED
     if isinstance(c.get("source"), str):  # Argo `script` templates: the script itself
@@ -69,7 +118,7 @@ def _walk(node: Any, *, keep_env: bool) -> None:
     while stack:
         cur = stack.pop()
         if isinstance(cur, dict):
-            has_process = any(k in cur for k in ("env", "args", "command"))
+            has_process = any(k in cur for k in _PROCESS_KEYS)
             if has_process and (cur.keys() & _CONTAINER_KEYS):
                 if keep_env:
                     _redact_env(cur.get("env"), keep=True)

@@ -358,10 +358,16 @@ def convert_file(path: Path, relative: Path, table: TemplateTable, opts: Convert
     return result
 
 
-def write_all(files: list[tuple[Path, str]]) -> None:
+def write_all(files: list[tuple[Path, str]], *, sources: list[Path] | None = None) -> None:
     """Write every file or none: each goes to a temporary file beside its target first, and only when all
     are written are they renamed over their targets. If a rename fails, the targets already replaced get
-    their old text back. A symlink stays a symlink (its target is rewritten)."""
+    their old text back. A symlink stays a symlink (its target is rewritten).
+
+    `sources` (one per file, `--output-dir`): the manifest each is a copy of. A copy is never readable by more
+    than its source is: a new one gets the source's permissions less the umask (as `cp` gives them), one that
+    exists keeps its own narrowed to the source's. A manifest kept 0600 (a Secret beside the workload, a
+    password in an `env` value) used to be copied 0644."""
+    limits = [_permissions(p) for p in sources] if sources is not None else [0o7777] * len(files)
     targets = [(path.resolve() if path.is_symlink() else path, text) for path, text in files]
     originals: dict[Path, str | None] = {}
     temps: list[tuple[Path, Path]] = []
@@ -369,9 +375,9 @@ def write_all(files: list[tuple[Path, str]]) -> None:
     # temporary files written so far beside their targets, or, between two renames, half of the files
     # converted and the rest not.
     try:
-        for target, text in targets:
+        for (target, text), limit in zip(targets, limits, strict=True):
             originals[target] = target.read_text(encoding="utf-8") if target.exists() else None
-            temps.append((_write_temp(target, text), target))
+            temps.append((_write_temp(target, text, limit), target))
     except BaseException as e:
         for tmp, _ in temps:
             tmp.unlink(missing_ok=True)
@@ -402,9 +408,16 @@ def write_all(files: list[tuple[Path, str]]) -> None:
         ) from e
 
 
-def _write_temp(target: Path, text: str) -> Path:
+def _permissions(source: Path) -> int:
+    try:
+        return source.stat().st_mode & 0o777
+    except OSError:
+        return 0o600  # cannot tell (it went away since it was read): owner only
+
+
+def _write_temp(target: Path, text: str, limit: int = 0o7777) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
-    mode = target.stat().st_mode & 0o7777 if target.exists() else 0o666 & ~_umask()
+    mode = (target.stat().st_mode & 0o7777 if target.exists() else 0o666 & ~_umask()) & limit
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as fh:

@@ -60,6 +60,7 @@ from dra_migrate.execute.units import planned_steps as planned_steps
 from dra_migrate.execute.units import units as units
 from dra_migrate.kube import thread_request_seconds
 from dra_migrate.plan.model import Action, Plan
+from dra_migrate.secrets import scrub, scrub_failure
 
 Log = Callable[[str], None]
 
@@ -159,7 +160,8 @@ class Runner:
         self.actor = actor
         self.clock = clock
         self.overrides = dict(overrides or {})  # recorded in run-start (--drain-timeout, --parallelism, ...)
-        self.log = log or (lambda _msg: None)
+        sink = log or (lambda _msg: None)
+        self.log: Callable[[str], None] = lambda msg: sink(scrub(msg) or "")  # failures quote API errors: scrubbed
         self.node_uids = plan.node_uids()
         self.reviewed_pods = plan.reviewed_pods()
         # Each pool stage's drain timeout: an undone plugin switch drains the node again (execute/actions.py).
@@ -588,8 +590,8 @@ class Runner:
         return change
 
     def _record(self, event: str, **fields: Any) -> None:
-        if self.journal is not None:
-            self.journal.record(event, actor=self.actor, planDigest=self.plan.digest, **fields)
+        if self.journal is not None:  # a failure's error and details are scrubbed first (`secrets.scrub_failure`)
+            self.journal.record(event, actor=self.actor, planDigest=self.plan.digest, **scrub_failure(fields))
 
 
 def _first(failures: list[tuple[PlannedStep, BaseException]]) -> tuple[PlannedStep, BaseException]:

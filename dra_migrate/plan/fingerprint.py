@@ -9,12 +9,14 @@ or a changed content hash (labels, taints, GPU capacity, pod templates) is what 
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from dra_migrate.cluster.podmeta import lost_if_evicted
+from dra_migrate.cluster.redact import for_snapshot
 from dra_migrate.cluster.state import ClusterState, uses_devices
 
 if TYPE_CHECKING:
@@ -82,9 +84,21 @@ def _entry(kind: str, obj: dict[str, Any], content: Any, group: str | None = Non
     }
 
 
-def dependencies(state: ClusterState, readiness: Readiness) -> list[dict[str, Any]]:
+def _spec(obj: dict[str, Any], state: ClusterState, redacted: bool) -> Any:
+    """A consumer's spec as hashed: as it is, or as `dra-migrate snapshot` writes it (`redacted`)."""
+    if not redacted:
+        return obj.get("spec")
+    kept = for_snapshot(copy.deepcopy(obj), keep_env=False, templates=state.templates)  # copy: a reader shares
+    return (kept or {}).get("spec")  # parsed containers between pods
+
+
+def dependencies(state: ClusterState, readiness: Readiness, *, redacted: bool = False) -> list[dict[str, Any]]:
     """The objects a plan depends on: GPU nodes, GPU consumers, DeviceClasses, the NVIDIA stack's CRs and
-    device-plugin configs, PodDisruptionBudgets."""
+    device-plugin configs, PodDisruptionBudgets.
+
+    `redacted`: the consumers' and bare pods' specs hashed as a snapshot stores them, env values, args and
+    commands redacted (cluster/redact.py), which is what a plan made from such a snapshot recorded. Plans
+    record the specs as read (`fingerprint`); drift compares with this only for what differs (plan/drift.py)."""
     gpu_nodes = {n.name for n in readiness.inventory.nodes}
     out = [
         _entry("Node", n, _node_content(n), group="")
@@ -97,9 +111,10 @@ def dependencies(state: ClusterState, readiness: Readiness) -> list[dict[str, An
             m = o.get("metadata") or {}
             ident = (_group(o.get("apiVersion")), str(o.get("kind")), str(m.get("namespace") or ""), str(m.get("name")))
             if ident in consumer_ids:
-                out.append(_entry(str(o.get("kind")), o, o.get("spec")))
+                out.append(_entry(str(o.get("kind")), o, _spec(o, state, redacted)))
     to_migrate = {n.name for n in readiness.inventory.nodes if not n.migrated}
-    out.extend(_unowned_pods(state, to_migrate, {(e["namespace"], e["name"]) for e in out if e["kind"] == "Pod"}))
+    listed = {(e["namespace"], e["name"]) for e in out if e["kind"] == "Pod"}
+    out.extend(_unowned_pods(state, to_migrate, listed, redacted))
     for key in ("resource.k8s.io/DeviceClass", "nvidia.com/ClusterPolicy", "nvidia.com/NVIDIADriver",
                 "nvidia.com/GPUCluster", "policy/PodDisruptionBudget"):  # fmt: skip
         group, _, kind = key.rpartition("/")
@@ -108,7 +123,9 @@ def dependencies(state: ClusterState, readiness: Readiness) -> list[dict[str, An
     return sorted(out, key=identity)
 
 
-def _unowned_pods(state: ClusterState, to_migrate: set[str], listed: set[tuple[str, str]]) -> list[dict[str, Any]]:
+def _unowned_pods(
+    state: ClusterState, to_migrate: set[str], listed: set[tuple[str, str]], redacted: bool
+) -> list[dict[str, Any]]:
     """Running pods that use devices and that no controller owns, on GPU nodes still to migrate, not listed
     yet (a bare pod that only claims DRA devices is no GPU consumer): what the drain deletes for good, and
     only when the plan lists it here (`Plan.reviewed_pods`, `LiveOps.drain`), as `check` showed it
@@ -120,7 +137,7 @@ def _unowned_pods(state: ClusterState, to_migrate: set[str], listed: set[tuple[s
         if (str(meta.get("namespace") or ""), str(meta.get("name") or "")) in listed:
             continue
         if (pod.get("spec") or {}).get("nodeName") in to_migrate and uses_devices(pod) and lost_if_evicted(pod):
-            out.append(_entry("Pod", pod, pod.get("spec"), group=""))
+            out.append(_entry("Pod", pod, _spec(pod, state, redacted), group=""))
     return out
 
 

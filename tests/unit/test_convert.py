@@ -571,10 +571,10 @@ def test_in_place_is_all_or_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
     real_temp = files._write_temp
 
-    def failing_temp(target: Path, text: str) -> Path:
+    def failing_temp(target: Path, text: str, limit: int = 0o7777) -> Path:
         if target.name == "c.yaml":
             raise OSError(13, "Permission denied", str(target))
-        return real_temp(target, text)
+        return real_temp(target, text, limit)
 
     monkeypatch.setattr(files, "_write_temp", failing_temp)
     r = run("convert", "--in-place", str(tmp_path))
