@@ -352,15 +352,20 @@ DYNAMIC_MIG_GATE = "DynamicMIG"
 
 
 def dynamic_mig_enabled(ds: Obj) -> bool:
-    """Whether the DRA kubelet plugin runs with the DynamicMIG feature gate on: `DynamicMIG=true` in a
-    container's args or env (the plugin's --feature-gates flag / FEATURE_GATES environment variable,
-    dra-driver-nvidia-gpu cmd/gpu-kubelet-plugin/main.go and pkg/featuregates)."""
+    """Whether the DRA kubelet plugin runs with the DynamicMIG feature gate on."""
+    return dra_feature_gate_on(ds, DYNAMIC_MIG_GATE)
+
+
+def dra_feature_gate_on(ds: Obj, gate: str) -> bool:
+    """Whether the DRA kubelet plugin runs with `gate=true` in a container's args or env (the plugin's
+    --feature-gates flag / FEATURE_GATES environment variable, dra-driver-nvidia-gpu cmd/gpu-kubelet-plugin/main.go
+    and pkg/featuregates)."""
     for c in _dig(ds, "spec", "template", "spec", "containers") or []:
         if not isinstance(c, dict):
             continue
         texts = [str(a) for a in (c.get("args") or []) + (c.get("command") or [])]
         texts += [str(e.get("value", "")) for e in c.get("env") or [] if isinstance(e, dict)]
-        if any(f"{DYNAMIC_MIG_GATE}=true" in t.replace(" ", "") for t in texts):
+        if any(f"{gate}=true" in t.replace(" ", "") for t in texts):
             return True
     return False
 

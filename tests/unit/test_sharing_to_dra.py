@@ -87,7 +87,7 @@ def test_an_mps_pool_is_told_the_per_replica_limits_dra_does_not_set_by_itself()
         text = f.message + " " + f.remediation
         assert "MPS" in text and "MPSSupport" in text, text
         assert "defaultActiveThreadPercentage: 25" in text, text
-        assert "defaultPinnedDeviceMemoryLimit: 20480Mi" in text, text
+        assert "defaultPinnedDeviceMemoryLimit: 20480Mi}})" in text, text
 
 
 def test_a_time_sliced_pool_is_told_what_sharing_a_gpu_under_dra_takes() -> None:
@@ -98,3 +98,55 @@ def test_a_time_sliced_pool_is_told_what_sharing_a_gpu_under_dra_takes() -> None
         (f,) = _shared(_pool("ts", gfd))
         assert "TimeSlicingSettings" in f.remediation and "one ResourceClaim" in f.remediation, f.remediation
         assert "MPSSupport" not in f.remediation
+
+
+def test_the_advice_for_an_unmapped_shared_name_is_not_a_convert_that_refuses_it() -> None:
+    # `dra-migrate convert` refuses `.shared` names (convert/rewrite.py _gpu_request_problem), even with
+    # --shared-claim or --device-class: unmapped-gpu-resource must not send their owners there.
+    from dra_migrate.convert.claims import ConvertOptions
+    from dra_migrate.convert.rewrite import _gpu_request_problem
+    from tests.unit.test_checks import fixture
+
+    assert _gpu_request_problem("nvidia.com/gpu.shared", ConvertOptions(shared_claim=True, device_class="c"))
+
+    (f,) = [f for f in assess(fixture("mig-timeslice")).findings if f.id == "unmapped-gpu-resource"]
+    assert "nvidia.com/gpu.shared" in f.message
+    assert "refuses" in f.remediation and "one node" in f.remediation, f.remediation
+
+
+def test_shared_claim_advice_says_a_shared_claim_pins_its_pods_to_one_node() -> None:
+    # A ResourceClaim is allocated once, on one node: every pod referencing it is scheduled there (KEP-4381), where
+    # time-sliced replicas spread over every node of the pool.
+    (f,) = _shared(_pool("ts", True))
+    assert "one node" in f.remediation, f.remediation
+
+
+def test_a_time_sliced_mig_profile_is_told_mig_device_config_without_an_interval() -> None:
+    # MigDeviceConfig takes sharing.strategy but no timeSlicingConfig: the interval cannot be set on MIG devices
+    # (api/nvidia.com/resource/v1beta1 sharing.go MigDeviceSharing, cmd/gpu-kubelet-plugin/device_state.go).
+    from tests.unit.test_device_plugin_configs import MIXED_RENAMED, _mixed_renamed_node
+
+    n = _mixed_renamed_node()
+    n["status"]["allocatable"] = n["status"]["capacity"] = {"nvidia.com/mig-1g.10gb": "112"}
+    text = MIXED_RENAMED.replace("    renameByDefault: true\n", "")
+    st = make(
+        n, config_map("dp", "nvidia-device-plugin", {"default": text}), *gpu_pods("nvidia.com/mig-1g.10gb", 60, "g1")
+    )
+    (f,) = _shared(st)
+    assert "MigDeviceConfig" in f.remediation and "interval" not in f.remediation, f.remediation
+    assert "TimeSlicingSettings" in f.remediation
+
+
+def test_the_dra_plugins_feature_gates_are_read_where_its_daemonset_is() -> None:
+    from tests.unit.helpers import obj
+
+    def dra(args: list[str]) -> dict[str, Any]:
+        c = {"name": "plugin", "image": "registry.k8s.io/dra-driver-nvidia-gpu:v0.4.1", "args": args}
+        spec = {"template": {"spec": {"containers": [c]}}}
+        return obj("apps/v1", "DaemonSet", "dra-driver-nvidia-gpu-kubelet-plugin", spec, namespace="dra")
+
+    st = _pool("mps", True)
+    on = make(*(o for _, o in st.all_objects()), dra(["--feature-gates=MPSSupport=true"]))
+    off = make(*(o for _, o in st.all_objects()), dra(["--feature-gates=TimeSlicingSettings=true"]))
+    assert "set on the kubelet plugin" in _shared(on)[0].remediation
+    assert "not set on DaemonSet(s) dra-driver-nvidia-gpu-kubelet-plugin" in _shared(off)[0].remediation
