@@ -437,7 +437,8 @@ def unmapped(ctx: CheckContext) -> Iterator[Finding]:
             "its consumers cannot run on migrated nodes unchanged",
             SHARED_NAME_REMEDIATION
             if ng.reason == SHARED_NAME_REASON
-            else "convert these workloads to ResourceClaims (dra-migrate convert) or keep their pool on the device plugin",
+            else "convert these workloads to ResourceClaims (dra-migrate convert) or keep their pool on the device "
+            "plugin",
             tuple(users),
         )
 

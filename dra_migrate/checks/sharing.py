@@ -85,8 +85,8 @@ def sharing_advice(ctx: CheckContext, cap: PoolCapacity) -> str:
             f"resource.nvidia.com/v1beta1, kind {kind}, sharing: {{strategy: MPS, mpsConfig: "
             f"{{defaultActiveThreadPercentage: {threads}, defaultPinnedDeviceMemoryLimit: {limit}}}}}): the device "
             f"plugin's MPS gave each of its {cap.replicas} replicas {threads}% of the threads and 1/{cap.replicas} "
-            f"of the memory, the DRA driver sets no limit the config does not give; MPS needs {_gate_state(ctx, MPS_GATE)}"
-            " (not with DynamicMIG)"
+            "of the memory, the DRA driver sets no limit the config does not give; MPS needs "
+            f"{_gate_state(ctx, MPS_GATE)} (not with DynamicMIG)"
         )
     if "time-slicing" in strategies or not strategies:
         text += (

@@ -239,7 +239,7 @@ def _propose(
 
 def _shared_names(state: ClusterState) -> set[str]:
     """Names that only exist as time-slicing/MPS renames (`<name>.shared`, `rename`)."""
-    from dra_migrate.inventory.operator import parse_sharing
+    from dra_migrate.inventory.sharing_config import parse_sharing
 
     out: set[str] = set()
     for cm in state.of("ConfigMap"):
