@@ -97,8 +97,8 @@ RULE_DOCS: dict[str, RuleDoc] = {
     ),
     "shared-gpu-capacity-loss": RuleDoc(
         when="time-slicing or MPS replicas > 1 on the pool's nodes: `nvidia.com/gpu.replicas` for full GPUs, `nvidia.com/mig-<profile>.replicas` for a time-sliced MIG profile",
-        rests_on="DRA has no replicas: one request takes whole devices (dra-driver-nvidia-gpu sharing docs)",
-        fix="keep this pool on the device plugin, add GPUs, or move its consumers to a shared ResourceClaim (GpuConfig sharing.strategy TimeSlicing/MPS) before migrating",
+        rests_on="DRA has no replicas: one request takes whole devices, pods share a device only through one ResourceClaim; the claim's GpuConfig/MigDeviceConfig sharing TimeSlicing needs the driver's TimeSlicingSettings gate, MPS its MPSSupport gate (both off by default in dra-driver-nvidia-gpu v0.4.1 pkg/featuregates), and MPS limits are only those its mpsConfig gives (the device plugin's gave each replica 100/N % of threads and 1/N of memory: k8s-device-plugin v0.18.0 cmd/mps-control-daemon/mps/daemon.go)",
+        fix="keep this pool on the device plugin, add GPUs, or move its consumers to shared ResourceClaims before migrating; the finding spells out the opaque config (for MPS, defaultActiveThreadPercentage and defaultPinnedDeviceMemoryLimit per replica) and the feature gate it needs",
     ),
     "unmapped-gpu-resource": RuleDoc(
         when="a GPU name in use that no DeviceClass will map (`nvidia.com/gpu.shared`, `rename`s, unknown names)",

@@ -16,7 +16,8 @@ from dra_migrate.checks.context import switched_in_place as _switched_in_place
 from dra_migrate.checks.model import Finding, ObjectRef, Severity
 from dra_migrate.checks.registry import rule
 from dra_migrate.checks.returned import returned_findings, returned_nodes
-from dra_migrate.dra.deviceclasses import existing_mappings, mig_profile_of, single_strategy_nodes
+from dra_migrate.checks.sharing import SHARED_NAME_REMEDIATION, sharing_advice
+from dra_migrate.dra.deviceclasses import SHARED_NAME_REASON, existing_mappings, mig_profile_of, single_strategy_nodes
 from dra_migrate.inventory.fleet import EXTENDED_RESOURCE_GATE, GpuNode, kubelet_skew, other_nvidia_resources
 from dra_migrate.inventory.model import gpu_names
 from dra_migrate.inventory.placement import pdb_selects
@@ -392,7 +393,7 @@ def shared_capacity(ctx: CheckContext) -> Iterator[Finding]:
     """Severity: blocker if the pool's demand no longer fits the whole devices after migration, else warning. When:
     time-slicing or MPS replicas > 1 on the pool's nodes: `nvidia.com/gpu.replicas` for full GPUs,
     `nvidia.com/mig-<profile>.replicas` for a time-sliced MIG profile. Rests on: DRA has no replicas: one request
-    takes whole devices (dra-driver-nvidia-gpu sharing docs).
+    takes whole devices; what sharing a claim takes (config, feature gates, MPS limits): checks/sharing.py.
     """
     for cap in ctx.capacity:
         if cap.replicas <= 1 or cap.after is None:
@@ -404,10 +405,14 @@ def shared_capacity(ctx: CheckContext) -> Iterator[Finding]:
             severity,
             f"pool {cap.pool}: {cap.resource} is shared {cap.replicas} ways today ({cap.before} allocatable); after "
             f"migration {cap.after} whole devices serve it, and today's demand of {cap.demand} would {verdict}",
-            "keep this pool on the device plugin, add GPUs, or move its consumers to a shared ResourceClaim "
-            "(GpuConfig sharing.strategy TimeSlicing/MPS) before migrating"
-            if not cap.fits
-            else "expect fewer concurrent consumers per GPU after migration; confirm the headroom is enough",
+            (
+                "keep this pool on the device plugin, add GPUs, or move its consumers to shared ResourceClaims "
+                "before migrating"
+                if not cap.fits
+                else "expect fewer concurrent consumers per GPU after migration; confirm the headroom is enough"
+            )
+            + ". "
+            + sharing_advice(ctx, cap),
             (ObjectRef("Pool", cap.pool),),
         )
 
@@ -430,7 +435,10 @@ def unmapped(ctx: CheckContext) -> Iterator[Finding]:
             WARNING,
             f"{ng.extended_resource_name} is in use but no DeviceClass will map it ({ng.reason}); "
             "its consumers cannot run on migrated nodes unchanged",
-            "convert these workloads to ResourceClaims (dra-migrate convert) or keep their pool on the device plugin",
+            SHARED_NAME_REMEDIATION
+            if ng.reason == SHARED_NAME_REASON
+            else "convert these workloads to ResourceClaims (dra-migrate convert) or keep their pool on the device "
+            "plugin",
             tuple(users),
         )
 

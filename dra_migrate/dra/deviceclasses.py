@@ -36,6 +36,7 @@ from dra_migrate.inventory.resources import DEFAULT_GPU, GPU_PREFIX, SHARED_GPU,
 DRIVER = "gpu.nvidia.com"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "dra-migrate"}
 SOURCE_ANNOTATION = "dra-migrate.io/device-plugin-resource"
+SHARED_NAME_REASON = "a time-slicing/MPS shared name: DRA has no replicas, each request needs whole devices"
 _MIG_RE = re.compile(r"^nvidia\.com/mig-(\d+g\.\d+gb(?:[.-][a-z0-9.]+)?)$")
 
 
@@ -205,11 +206,7 @@ def generate(state: ClusterState, inv: Inventory, driver: str = DRIVER) -> Gener
         if proposal is not None:
             gen.proposals.append(proposal)
         elif name in unexpressible or name == SHARED_GPU or name.endswith(SHARED_SUFFIX):
-            gen.not_generated.append(
-                NotGenerated(
-                    name, "a time-slicing/MPS shared name: DRA has no replicas, each request needs whole devices"
-                )
-            )
+            gen.not_generated.append(NotGenerated(name, SHARED_NAME_REASON))
         else:
             gen.not_generated.append(NotGenerated(name, "no device-plugin config says which devices this name means"))
     return gen
@@ -242,7 +239,7 @@ def _propose(
 
 def _shared_names(state: ClusterState) -> set[str]:
     """Names that only exist as time-slicing/MPS renames (`<name>.shared`, `rename`)."""
-    from dra_migrate.inventory.operator import parse_sharing
+    from dra_migrate.inventory.sharing_config import parse_sharing
 
     out: set[str] = set()
     for cm in state.of("ConfigMap"):

@@ -4,7 +4,8 @@ Facts used (primary sources):
   * ClusterPolicy spec/status fields: NVIDIA/gpu-operator api/nvidia/v1/clusterpolicy_types.go;
     several ClusterPolicies -> the oldest is used, the others are `ignored`.
   * device-plugin config format (sharing.timeSlicing|mps.resources[].{name,rename,replicas},
-    renameByDefault, flags.migStrategy): NVIDIA/k8s-device-plugin api/config/v1/{config,sharing}.go.
+    renameByDefault, flags.migStrategy): NVIDIA/k8s-device-plugin api/config/v1/{config,sharing}.go,
+    read by `inventory.sharing_config.parse_sharing`.
   * a node picks a config key with the label nvidia.com/device-plugin.config, else the default key
     (k8s-device-plugin README "Updating Per-Node Configuration With a Node Label").
 """
@@ -28,18 +29,9 @@ from dra_migrate.inventory.placement import (
     settable_label,
 )
 from dra_migrate.inventory.resources import DEFAULT_GPU, GPU_PREFIX, SHARED_GPU
+from dra_migrate.inventory.sharing_config import SharedResource, parse_sharing
 
 CONFIG_LABEL = "nvidia.com/device-plugin.config"
-
-
-@dataclass
-class SharedResource:
-    name: str  # the resource shared (nvidia.com/gpu, nvidia.com/mig-1g.10gb)
-    advertised_as: str  # the name pods request (renamed to <name>.shared or `rename`)
-    replicas: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "advertisedAs": self.advertised_as, "replicas": self.replicas}
 
 
 @dataclass
@@ -85,36 +77,6 @@ def _dig(o: Any, *path: str) -> Any:
 
 def _name(o: Obj) -> str:
     return str(_meta(o).get("name", ""))
-
-
-def parse_sharing(text: str, where: str) -> tuple[str, list[SharedResource], str | None, bool]:
-    """(strategy, shared resources, migStrategy, failRequestsGreaterThanOne) of one config key."""
-    docs = list(load_yaml_documents(text, where))
-    cfg = docs[0] if docs else {}
-    if not isinstance(cfg, dict):
-        raise InputError(f"{where}: not a device-plugin config", "check the ConfigMap")
-    sharing = cfg.get("sharing") or {}
-    strategy, block = "none", None
-    for s in ("timeSlicing", "mps"):
-        if isinstance(sharing.get(s), dict) and sharing[s].get("resources"):
-            strategy, block = s, sharing[s]
-    resources: list[SharedResource] = []
-    fail_gt_one = False
-    if block is not None:
-        rename_default = bool(block.get("renameByDefault"))
-        fail_gt_one = bool(block.get("failRequestsGreaterThanOne"))
-        for r in block.get("resources") or []:
-            if not isinstance(r, dict) or not isinstance(r.get("name"), str):
-                continue
-            name = r["name"] if r["name"].startswith(GPU_PREFIX) else GPU_PREFIX + r["name"]
-            # A resource's own `rename` is ignored: the plugin clears it, or forces <name>.shared under
-            # renameByDefault, on every config it loads (k8s-device-plugin v0.18.0 api/config/v1 config.go
-            # DisableResourceNamingInConfig -> replicas.go disableResoureRenaming; cmd/nvidia-device-plugin
-            # main.go startPlugins). DefaultSharedResourceNameSuffix: api/config/v1/consts.go.
-            adv = name + ".shared" if rename_default else name
-            resources.append(SharedResource(name, adv, int(r.get("replicas") or 1)))
-    mig = _dig(cfg, "flags", "migStrategy")
-    return strategy, resources, mig if isinstance(mig, str) else None, fail_gt_one
 
 
 def custom_resource_names(text: str, where: str) -> set[str]:
@@ -390,15 +352,20 @@ DYNAMIC_MIG_GATE = "DynamicMIG"
 
 
 def dynamic_mig_enabled(ds: Obj) -> bool:
-    """Whether the DRA kubelet plugin runs with the DynamicMIG feature gate on: `DynamicMIG=true` in a
-    container's args or env (the plugin's --feature-gates flag / FEATURE_GATES environment variable,
-    dra-driver-nvidia-gpu cmd/gpu-kubelet-plugin/main.go and pkg/featuregates)."""
+    """Whether the DRA kubelet plugin runs with the DynamicMIG feature gate on."""
+    return dra_feature_gate_on(ds, DYNAMIC_MIG_GATE)
+
+
+def dra_feature_gate_on(ds: Obj, gate: str) -> bool:
+    """Whether the DRA kubelet plugin runs with `gate=true` in a container's args or env (the plugin's
+    --feature-gates flag / FEATURE_GATES environment variable, dra-driver-nvidia-gpu cmd/gpu-kubelet-plugin/main.go
+    and pkg/featuregates)."""
     for c in _dig(ds, "spec", "template", "spec", "containers") or []:
         if not isinstance(c, dict):
             continue
         texts = [str(a) for a in (c.get("args") or []) + (c.get("command") or [])]
         texts += [str(e.get("value", "")) for e in c.get("env") or [] if isinstance(e, dict)]
-        if any(f"{DYNAMIC_MIG_GATE}=true" in t.replace(" ", "") for t in texts):
+        if any(f"{gate}=true" in t.replace(" ", "") for t in texts):
             return True
     return False
 
