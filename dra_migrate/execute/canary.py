@@ -69,6 +69,14 @@ REPEATS_TO_FAIL = 3
 # canary failed, and its wave rolled back, on a claim the kubelet was about to read. Such a refusal fails
 # the canary only when the kubelet has met it REPEATS_TO_FAIL times, or at the step's timeout.
 AUTHORIZER_LAG = "no relationship found between node"
+# A service mesh injecting its proxy into every pod of the canary's namespace (both Istio's and Linkerd's
+# guides start by labelling `default`) adds an init container that needs NET_ADMIN and a proxy that never
+# exits, its image pulled on a node just drained: the canary opts out as each mesh documents (Istio: the pod
+# label `sidecar.istio.io/inject: "false"`, istio.io docs/setup/additional-setup/sidecar-injection; Linkerd:
+# the annotation `linkerd.io/inject: disabled`, linkerd.io/2/features/proxy-injection "Overriding injection").
+# A mesh that injects anyway is met by `verdict` (its proxy does not hold the canary's end).
+NO_MESH_LABELS = {"sidecar.istio.io/inject": "false"}
+NO_MESH_ANNOTATIONS = {"linkerd.io/inject": "disabled"}
 
 
 def on_node(node: str, labels: Mapping[str, str]) -> dict[str, Any]:
@@ -208,7 +216,7 @@ def verdict(pod: Mapping[str, Any], ids: list[str], events: Iterable[Mapping[str
                 code,
                 {"missing": missing},
             )
-        if phase == "Succeeded":
+        if phase == "Succeeded" or (state.get("terminated") and _others_run_on(status)):
             return Verdict("ok", "", saw, code)
         return Verdict("pending", saw=saw, exit_code=code)
     if phase == "Failed":
@@ -225,6 +233,14 @@ def verdict(pod: Mapping[str, Any], ids: list[str], events: Iterable[Mapping[str
     if warning and (_fails_at_once(warning) or int(warning.get("count") or 1) >= REPEATS_TO_FAIL):
         return Verdict("failed", _event_text(warning), details={"event": warning.get("reason")})
     return Verdict("pending")
+
+
+def _others_run_on(status: Mapping[str, Any]) -> bool:
+    """Whether a container the tool did not put in the canary (a mesh's proxy, injected by the namespace's
+    webhook) keeps the pod from ending: a pod is Running while any regular container runs, and only a native
+    sidecar (an init container with restartPolicy Always, KEP-753) is stopped by the kubelet when the
+    regular ones end. The canary's own container has ended for good (restartPolicy Never): it is judged."""
+    return any(c.get("name") != CONTAINER for c in status.get("containerStatuses") or [])
 
 
 def _fails_at_once(warning: Mapping[str, Any]) -> bool:
