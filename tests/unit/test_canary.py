@@ -99,7 +99,7 @@ def test_admission_rejection_fails_with_the_kubelets_reason() -> None:
 
 
 @pytest.mark.parametrize(
-    "reason", ["ErrImageNeverPull", "ImagePullBackOff", "CreateContainerError", "CrashLoopBackOff"]
+    "reason", ["ErrImageNeverPull", "InvalidImageName", "CreateContainerError", "CrashLoopBackOff"]
 )
 def test_terminal_waiting_reasons_fail_at_once(reason: str) -> None:
     v = canary.verdict(pod("Pending", waiting={"reason": reason, "message": "detail"}), [UUID0])

@@ -81,3 +81,58 @@ def test_the_canary_opts_out_of_mesh_injection() -> None:
     pod = _canary_pod(NODE, {}, GPU, "ubuntu:24.04", "t", "true")
     assert pod["metadata"]["labels"]["sidecar.istio.io/inject"] == "false"
     assert pod["metadata"]["annotations"]["linkerd.io/inject"] == "disabled"
+
+
+# -- the canary image's pull ---------------------------------------------------------------------
+# A wave's nodes pull the canary image at once, on nodes just drained: a registry that throttles them (an
+# anonymous Docker Hub pull is limited per IP address, nodes behind one NAT share it; ECR and Artifact
+# Registry throttle bursts with 429) or a blip of its network fails a pull the kubelet retries on a backoff
+# of 10 s, doubling (k8s.io/kubernetes@v1.37.2 pkg/kubelet/images/image_manager.go EnsureImageExists,
+# pkg/kubelet/kubelet.go imageBackOffPeriod). Before, the first failed pull failed the canary, and the wave
+# (drained, switched) rolled back, on a node that served its GPU.
+
+PULL_ERROR = (
+    'failed to pull and unpack image "docker.io/library/ubuntu:24.04": failed to copy: httpReadSeeker: failed '
+    "open: unexpected status code https://registry-1.docker.io/v2/library/ubuntu/manifests/sha256:ab: "
+    "429 Too Many Requests - Server message: toomanyrequests: You have reached your unauthenticated pull rate limit"
+)
+
+
+def pulling(reason: str) -> dict[str, Any]:
+    message = PULL_ERROR if reason == "ErrImagePull" else f'Back-off pulling image "ubuntu:24.04": ErrImagePull: {PULL_ERROR}'
+    return {"status": {"phase": "Pending", "containerStatuses": [
+        {"name": canary.CONTAINER, "state": {"waiting": {"reason": reason, "message": message}}}]}}  # fmt: skip
+
+
+def pull_events(failed_pulls: int, restated: int = 0) -> list[dict[str, Any]]:
+    """The kubelet's events of a failing pull: `Failed` "Failed to pull image ..." once per pull tried, and
+    `Failed` "Error: ErrImagePull"/"Error: ImagePullBackOff" restating it at each pod sync."""
+    evs = [{"type": "Warning", "reason": "Failed", "count": failed_pulls, "lastTimestamp": "2026-01-01T00:00:30Z",
+            "message": f'Failed to pull image "ubuntu:24.04": {PULL_ERROR}'}]  # fmt: skip
+    if restated:
+        evs.append({"type": "Warning", "reason": "Failed", "count": restated, "lastTimestamp": "2026-01-01T00:00:40Z",
+                    "message": "Error: ImagePullBackOff"})  # fmt: skip
+    return evs
+
+
+@pytest.mark.parametrize("reason", ["ErrImagePull", "ImagePullBackOff"])
+def test_a_pull_the_kubelet_retries_does_not_fail_the_canary_at_once(reason: str) -> None:
+    assert canary.verdict(pulling(reason), [UUID], pull_events(1)).state == "pending"
+    # Its restatements at each sync are the same one failure, not a repeated warning.
+    assert canary.verdict(pulling(reason), [UUID], pull_events(1, restated=5)).state == "pending"
+
+
+def test_a_pull_that_keeps_failing_fails_the_canary_with_the_registrys_words() -> None:
+    v = canary.verdict(pulling("ImagePullBackOff"), [UUID], pull_events(canary.REPEATS_TO_FAIL, restated=4))
+    assert v.state == "failed" and "toomanyrequests" in v.reason and f"{canary.REPEATS_TO_FAIL} times" in v.reason
+
+
+def test_a_pull_still_failing_at_the_timeout_is_named_by_its_error() -> None:
+    reason = canary.timed_out(pulling("ImagePullBackOff"), pull_events(2, restated=4), 180)
+    assert "toomanyrequests" in reason and "ImagePullBackOff" in reason
+
+
+def test_an_image_that_cannot_be_pulled_at_all_still_fails_at_once() -> None:
+    for reason in ("InvalidImageName", "ErrImageNeverPull"):
+        v = canary.verdict(pulling(reason), [UUID])
+        assert v.state == "failed" and reason in v.reason
