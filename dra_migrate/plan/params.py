@@ -27,7 +27,7 @@ DRA_ON = "true"
 CANARY_IMAGE = "ubuntu:24.04"
 CANARY_COMMAND = (
     "nvidia-smi -L && test \"$(nvidia-smi -L | awk '/^GPU /{n+=g; g=1} /^[[:space:]]*MIG /{n++; g=0} "
-    "END{print n+g}')\" -eq \"$DRA_MIGRATE_CANARY_DEVICES\""
+    'END{print n+g}\')" -eq "$DRA_MIGRATE_CANARY_DEVICES"'
 )
 DRA_DRIVER = "gpu.nvidia.com"  # kubernetes-sigs/dra-driver-nvidia-gpu cmd/gpu-kubelet-plugin DriverName
 

@@ -99,7 +99,9 @@ PULL_ERROR = (
 
 
 def pulling(reason: str) -> dict[str, Any]:
-    message = PULL_ERROR if reason == "ErrImagePull" else f'Back-off pulling image "ubuntu:24.04": ErrImagePull: {PULL_ERROR}'
+    message = PULL_ERROR
+    if reason == "ImagePullBackOff":
+        message = f'Back-off pulling image "ubuntu:24.04": ErrImagePull: {PULL_ERROR}'
     return {"status": {"phase": "Pending", "containerStatuses": [
         {"name": canary.CONTAINER, "state": {"waiting": {"reason": reason, "message": message}}}]}}  # fmt: skip
 
