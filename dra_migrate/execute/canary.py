@@ -44,8 +44,6 @@ _WRAPPER = (
 # (pkg/kubelet/images/types.go, pkg/kubelet/kuberuntime: ErrImageNeverPull, CreateContainerConfigError, ...).
 TERMINAL_WAITING = frozenset(
     {
-        "ErrImagePull",
-        "ImagePullBackOff",
         "ErrImageNeverPull",
         "InvalidImageName",
         "CreateContainerConfigError",
@@ -54,6 +52,17 @@ TERMINAL_WAITING = frozenset(
         "CrashLoopBackOff",
     }
 )
+# A failed pull the kubelet retries, on a backoff of 10 s doubling (k8s.io/kubernetes@v1.37.2
+# pkg/kubelet/images/image_manager.go EnsureImageExists; pkg/kubelet/kubelet.go imageBackOffPeriod): a wave's
+# nodes pull the canary image at once, and a registry throttling that burst (429: Docker Hub's anonymous limit
+# is per IP address, nodes behind one NAT share it) or a blip of its network is not a node that fails. The
+# canary fails when REPEATS_TO_FAIL pulls failed (each one a `Failed` "Failed to pull image" warning), or at
+# the step's timeout, with the kubelet's last pull error (the container's waiting message).
+PULL_RETRIED = frozenset({"ErrImagePull", "ImagePullBackOff"})
+PULL_FAILED_PREFIX = "Failed to pull image"
+# What the kubelet records at each pod sync while a pull fails (kuberuntime_container.go startContainer,
+# "Error: %v" of EnsureImageExists): a restatement of the pull's failure, not another warning.
+PULL_RESTATED = frozenset(f"Error: {r}" for r in PULL_RETRIED)
 PREPARE_FAILED = "FailedPrepareDynamicResources"
 # A failed prepare fails the canary at once: the kubelet retries it with its pod-sync backoff (measured on the
 # real node of tests/integration/test_realnode.py: one event in the first 40 s), so waiting for a repeat
@@ -69,6 +78,14 @@ REPEATS_TO_FAIL = 3
 # canary failed, and its wave rolled back, on a claim the kubelet was about to read. Such a refusal fails
 # the canary only when the kubelet has met it REPEATS_TO_FAIL times, or at the step's timeout.
 AUTHORIZER_LAG = "no relationship found between node"
+# A service mesh injecting its proxy into every pod of the canary's namespace (both Istio's and Linkerd's
+# guides start by labelling `default`) adds an init container that needs NET_ADMIN and a proxy that never
+# exits, its image pulled on a node just drained: the canary opts out as each mesh documents (Istio: the pod
+# label `sidecar.istio.io/inject: "false"`, istio.io docs/setup/additional-setup/sidecar-injection; Linkerd:
+# the annotation `linkerd.io/inject: disabled`, linkerd.io/2/features/proxy-injection "Overriding injection").
+# A mesh that injects anyway is met by `verdict` (its proxy does not hold the canary's end).
+NO_MESH_LABELS = {"sidecar.istio.io/inject": "false"}
+NO_MESH_ANNOTATIONS = {"linkerd.io/inject": "disabled"}
 
 
 def on_node(node: str, labels: Mapping[str, str]) -> dict[str, Any]:
@@ -208,7 +225,7 @@ def verdict(pod: Mapping[str, Any], ids: list[str], events: Iterable[Mapping[str
                 code,
                 {"missing": missing},
             )
-        if phase == "Succeeded":
+        if phase == "Succeeded" or (state.get("terminated") and _others_run_on(status)):
             return Verdict("ok", "", saw, code)
         return Verdict("pending", saw=saw, exit_code=code)
     if phase == "Failed":
@@ -221,10 +238,36 @@ def verdict(pod: Mapping[str, Any], ids: list[str], events: Iterable[Mapping[str
     if waiting.get("reason") in TERMINAL_WAITING:
         message = str(waiting.get("message") or "")
         return Verdict("failed", f"the canary container cannot start ({waiting['reason']}): {message}".strip())
-    warning = last_warning(events)
+    events = list(events)
+    warning = last_warning(e for e in events if not _about_the_pull(e))
     if warning and (_fails_at_once(warning) or int(warning.get("count") or 1) >= REPEATS_TO_FAIL):
         return Verdict("failed", _event_text(warning), details={"event": warning.get("reason")})
+    pulls = sum(int(e.get("count") or 1) for e in events if _pull_failed(e))
+    if waiting.get("reason") in PULL_RETRIED and pulls >= REPEATS_TO_FAIL:
+        return Verdict("failed", f"the kubelet failed to pull the canary image {pulls} times ({_pull_error(waiting)})",
+                       details={"event": "Failed", "pulls": pulls})  # fmt: skip
     return Verdict("pending")
+
+
+def _pull_failed(event: Mapping[str, Any]) -> bool:
+    return event.get("type") == "Warning" and str(event.get("message") or "").startswith(PULL_FAILED_PREFIX)
+
+
+def _about_the_pull(event: Mapping[str, Any]) -> bool:
+    """A warning the PULL_RETRIED rule judges (a failed pull, or its restatement at a pod sync)."""
+    return _pull_failed(event) or str(event.get("message") or "").strip() in PULL_RESTATED
+
+
+def _pull_error(waiting: Mapping[str, Any]) -> str:
+    return f"{waiting.get('reason', '')}: {_one_line(str(waiting.get('message') or ''))}"
+
+
+def _others_run_on(status: Mapping[str, Any]) -> bool:
+    """Whether a container the tool did not put in the canary (a mesh's proxy, injected by the namespace's
+    webhook) keeps the pod from ending: a pod is Running while any regular container runs, and only a native
+    sidecar (an init container with restartPolicy Always, KEP-753) is stopped by the kubelet when the
+    regular ones end. The canary's own container has ended for good (restartPolicy Never): it is judged."""
+    return any(c.get("name") != CONTAINER for c in status.get("containerStatuses") or [])
 
 
 def _fails_at_once(warning: Mapping[str, Any]) -> bool:
@@ -244,12 +287,14 @@ def last_warning(events: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | Non
 def timed_out(pod: Mapping[str, Any], events: Iterable[Mapping[str, Any]], timeout_s: float) -> str:
     """Why the canary did not finish in time, from the kubelet's side: its last warning, the container's
     waiting reason, or the pod's phase."""
-    warning = last_warning(events)
-    if warning:
-        return _event_text(warning)
     status = pod.get("status") or {}
     cs = _container_status(status)
     waiting = (cs.get("state") or {}).get("waiting") or {}
+    if waiting.get("reason") in PULL_RETRIED:
+        return f"the kubelet could not pull the canary image in {timeout_s:g}s ({_pull_error(waiting)})"
+    warning = last_warning(events)
+    if warning:
+        return _event_text(warning)
     if waiting:
         return f"the canary container is still waiting after {timeout_s:g}s ({waiting.get('reason', '')})"
     return f"the canary pod is still {status.get('phase') or 'Pending'} after {timeout_s:g}s"

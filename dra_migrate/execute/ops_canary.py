@@ -395,8 +395,8 @@ def _canary_pod(
         "kind": "Pod",
         "metadata": {
             "generateName": CANARY_PREFIX,
-            "labels": {**MANAGED_BY, CANARY_LABEL: token},
-            "annotations": {CANARY_NODE_ANNOTATION: node},
+            "labels": {**MANAGED_BY, CANARY_LABEL: token, **canary_check.NO_MESH_LABELS},
+            "annotations": {CANARY_NODE_ANNOTATION: node, **canary_check.NO_MESH_ANNOTATIONS},
         },
         "spec": {
             "affinity": canary_check.on_node(node, labels),

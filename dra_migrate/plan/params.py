@@ -18,10 +18,17 @@ DEVICE_PLUGIN_OFF = "false"
 DRA_LABEL = "nvidia.com/dra-kubelet-plugin"
 DRA_ON = "true"
 # The canary proves use (dra_migrate/execute/canary.py). NVIDIA's CDI spec (NVIDIA Container Toolkit, what the
-# DRA driver hands the runtime) mounts the host's nvidia-smi into the container, so any image with a shell
-# will do; the command counts `nvidia-smi -L` lines ("GPU <i>: <name> (UUID: ...)") against the request.
+# DRA driver hands the runtime) mounts the host's nvidia-smi into the container (NVIDIA/nvidia-container-toolkit
+# v1.19.1, the version dra-driver-nvidia-gpu v0.4.1 builds with, pkg/nvcdi/driver-nvml.go: "nvidia-smi" among the
+# driver binaries), so any image with a shell and awk will do. The command counts the devices `nvidia-smi -L`
+# lists against the request: each `MIG ...` line (listed under its parent GPU's line), and each `GPU <i>: ...`
+# line without MIG devices under it. Counting `GPU` lines alone counted a MIG device's parent, so a container
+# that saw MIG devices of its GPU besides its own passed.
 CANARY_IMAGE = "ubuntu:24.04"
-CANARY_COMMAND = 'nvidia-smi -L && test "$(nvidia-smi -L | grep -c \'^GPU \')" -eq "$DRA_MIGRATE_CANARY_DEVICES"'
+CANARY_COMMAND = (
+    "nvidia-smi -L && test \"$(nvidia-smi -L | awk '/^GPU /{n+=g; g=1} /^[[:space:]]*MIG /{n++; g=0} "
+    'END{print n+g}\')" -eq "$DRA_MIGRATE_CANARY_DEVICES"'
+)
 DRA_DRIVER = "gpu.nvidia.com"  # kubernetes-sigs/dra-driver-nvidia-gpu cmd/gpu-kubelet-plugin DriverName
 
 # ASCII digits only (`\d` would take "٣m"), whole string only (`$` would take a trailing newline), and

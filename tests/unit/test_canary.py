@@ -99,7 +99,7 @@ def test_admission_rejection_fails_with_the_kubelets_reason() -> None:
 
 
 @pytest.mark.parametrize(
-    "reason", ["ErrImageNeverPull", "ImagePullBackOff", "CreateContainerError", "CrashLoopBackOff"]
+    "reason", ["ErrImageNeverPull", "InvalidImageName", "CreateContainerError", "CrashLoopBackOff"]
 )
 def test_terminal_waiting_reasons_fail_at_once(reason: str) -> None:
     v = canary.verdict(pod("Pending", waiting={"reason": reason, "message": "detail"}), [UUID0])
@@ -182,3 +182,31 @@ def test_command_line_from_the_plans_argv() -> None:
 def test_an_argv_command_runs_literally_in_the_wrapper(tmp_path: Path) -> None:
     rc, msg = run_wrapper(tmp_path, canary.command_line(["echo", "a;b", "$X"]))
     assert rc == 0 and msg == "a;b $X\n"
+
+
+MIG0 = "MIG-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"
+MIG1 = "MIG-ffffffff-0000-1111-2222-333333333333"
+
+
+def test_default_command_counts_mig_devices_not_their_parent_gpus(tmp_path: Path) -> None:
+    """`nvidia-smi -L` lists a MIG device under its parent GPU's line (NVIDIA MIG User Guide, "Device
+    Enumeration"). The canary asks for one device: one MIG device passes; a container that sees two MIG
+    devices of the same GPU saw more than it was given (one `GPU` line: counting those passed it)."""
+    parent = f"GPU 0: NVIDIA A100-SXM4-40GB (UUID: {UUID0})"
+    mig = [parent, f"  MIG 1g.5gb      Device  0: (UUID: {MIG0})"]
+    rc, msg = run_wrapper(tmp_path, canary.DEFAULT_COMMAND, 1, fake_nvidia_smi(tmp_path, mig))
+    assert rc == 0 and MIG0 in msg
+    leak = tmp_path / "leak"
+    leak.mkdir()
+    two = [*mig, f"  MIG 1g.5gb      Device  1: (UUID: {MIG1})"]
+    rc, msg = run_wrapper(leak, canary.DEFAULT_COMMAND, 1, fake_nvidia_smi(leak, two))
+    assert rc != 0 and MIG1 in msg
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    # A full GPU next to a MIG-enabled one: two devices (the full GPU, the MIG device), the parent not one.
+    both = [f"GPU 0: NVIDIA A100 (UUID: {UUID1})", *[line.replace("GPU 0", "GPU 1") for line in mig]]
+    env = fake_nvidia_smi(mixed, both)
+    rc, _ = run_wrapper(mixed, canary.DEFAULT_COMMAND, 2, env)
+    assert rc == 0
+    rc, _ = run_wrapper(mixed, canary.DEFAULT_COMMAND, 3, env)
+    assert rc != 0
