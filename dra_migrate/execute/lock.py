@@ -37,6 +37,7 @@ import logging
 import os
 import secrets
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -70,9 +71,14 @@ RENEW_DEADLINE_FRACTION = 2 / 3  # of the Lease's duration: client-go's core cli
 def _elapsed() -> float:
     """The holder's clock for its renew deadline: one that counts a suspended machine's sleep (Linux
     CLOCK_BOOTTIME; CLOCK_MONOTONIC stops while suspended). A laptop whose lid closed mid-apply must not wake
-    believing it still holds a Lease that expired, and was perhaps taken over, while it slept."""
+    believing it still holds a Lease that expired, and was perhaps taken over, while it slept. macOS has no
+    CLOCK_BOOTTIME, and its time.monotonic() is mach_absolute_time() (CPython Python/pytime.c), which stops
+    while asleep; its CLOCK_MONOTONIC_RAW is mach_continuous_time(), which counts sleep (Apple's
+    mach_continuous_time documentation: "including while the system is asleep"; clock_gettime(3))."""
     if hasattr(time, "CLOCK_BOOTTIME"):
         return time.clock_gettime(time.CLOCK_BOOTTIME)
+    if sys.platform == "darwin" and hasattr(time, "CLOCK_MONOTONIC_RAW"):
+        return time.clock_gettime(time.CLOCK_MONOTONIC_RAW)
     return time.monotonic()
 
 
