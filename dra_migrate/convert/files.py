@@ -38,7 +38,7 @@ from dra_migrate.convert.rewrite import ClaimNames, ConvertOptions, DocResult, c
 from dra_migrate.convert.stream import RENDER, Doc, GoTemplate, marker_content, parse_stream
 from dra_migrate.convert.unidiff import diff_pieces, unified_diff
 from dra_migrate.errors import InputError
-from dra_migrate.fileio import mark_of, write_text_atomic
+from dra_migrate.fileio import mark_of, sync_to_media, write_text_atomic
 
 SUFFIXES = (".yaml", ".yml")
 
@@ -423,7 +423,7 @@ def _write_temp(target: Path, text: str, limit: int = 0o7777) -> Path:
         with os.fdopen(fd, "wb") as fh:
             fh.write(text.encode("utf-8"))
             fh.flush()
-            os.fsync(fh.fileno())
+            sync_to_media(fh.fileno())
         os.chmod(tmp, mode)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -3,12 +3,18 @@ attributes macOS's Python lacks or has) and fails on the code before its fix (do
 
 from __future__ import annotations
 
+import errno
+import os
 import sys
 import time
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from dra_migrate.execute import lock
+from dra_migrate.execute.journal import Journal
+from dra_migrate.fileio import write_text_atomic
 
 # A clock id only for this test: what the code passes on to clock_gettime is what is checked.
 DARWIN_CLOCK_MONOTONIC_RAW = 1004
@@ -41,3 +47,75 @@ def test_lease_deadline_clock_on_linux_is_boottime(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(time, "clock_gettime", lambda clock: asked.append(clock) or 5.0)
     assert lock._elapsed() == 5.0
     assert asked == [7]
+
+
+# ---- durability: macOS's fsync(2) leaves data in the drive's cache -----------------------------------------
+
+
+class SyncCalls:
+    """os.fsync and fcntl.fcntl as called, with macOS's F_FULLFSYNC failing when `full_fails`."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, *, full_fails: bool = False) -> None:
+        import fcntl
+
+        self.calls: list[tuple[str, int]] = []
+        self.full_fails = full_fails
+        real_fsync, real_fcntl = os.fsync, fcntl.fcntl
+
+        def fsync(fd: int) -> None:
+            self.calls.append(("fsync", fd))
+            real_fsync(fd)
+
+        def fcntl_(fd: int, cmd: int, *args: Any) -> Any:
+            if cmd == DARWIN_F_FULLFSYNC:
+                self.calls.append(("F_FULLFSYNC", fd))
+                if self.full_fails:
+                    raise OSError(errno.ENOTSUP, "Operation not supported")
+                return 0
+            return real_fcntl(fd, cmd, *args)
+
+        monkeypatch.setattr(sys, "platform", "darwin")
+        monkeypatch.setattr(fcntl, "F_FULLFSYNC", DARWIN_F_FULLFSYNC, raising=False)
+        monkeypatch.setattr(fcntl, "fcntl", fcntl_)
+        monkeypatch.setattr(os, "fsync", fsync)
+
+    def kinds(self) -> list[str]:
+        return [kind for kind, _ in self.calls]
+
+
+# macOS <sys/fcntl.h>: #define F_FULLFSYNC 51 ("fsync + ask the drive to flush to the media").
+DARWIN_F_FULLFSYNC = 51
+
+
+def test_journal_records_reach_the_media_on_macos(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """On macOS fsync() flushes to the drive, which may hold the data in its cache and write it later, out of
+    order; F_FULLFSYNC asks it to flush (Apple fsync(2), fcntl(2)). A step journaled as started, then the
+    battery dying: resume and rollback must find the record."""
+    calls = SyncCalls(monkeypatch)
+    with Journal.open(tmp_path / "plan.yaml.journal.jsonl", plan_digest="sha256:" + "0" * 64) as j:
+        calls.calls.clear()
+        j.record("run-start", phase="apply", actor="alice@mac")
+    assert "F_FULLFSYNC" in calls.kinds()
+
+
+def test_plan_file_reaches_the_media_on_macos(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    calls = SyncCalls(monkeypatch)
+    write_text_atomic(tmp_path / "plan.yaml", "x: 1\n")
+    assert calls.kinds() == ["F_FULLFSYNC"]
+    assert (tmp_path / "plan.yaml").read_text() == "x: 1\n"
+
+
+def test_full_fsync_refused_by_the_filesystem_falls_back_to_fsync(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """An SMB or FUSE mount may refuse F_FULLFSYNC (ENOTSUP): fsync, as before, not an error."""
+    calls = SyncCalls(monkeypatch, full_fails=True)
+    write_text_atomic(tmp_path / "plan.yaml", "x: 1\n")
+    assert calls.kinds() == ["F_FULLFSYNC", "fsync"]
+
+
+def test_linux_keeps_plain_fsync(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    calls = SyncCalls(monkeypatch)
+    monkeypatch.setattr(sys, "platform", "linux")
+    write_text_atomic(tmp_path / "plan.yaml", "x: 1\n")
+    assert calls.kinds() == ["fsync"]
