@@ -12,9 +12,11 @@ from typing import Any
 
 import pytest
 
+from dra_migrate.errors import InputError
 from dra_migrate.execute import lock
 from dra_migrate.execute.journal import Journal
 from dra_migrate.fileio import write_text_atomic
+from tests.unit.cli import run
 
 # A clock id only for this test: what the code passes on to clock_gettime is what is checked.
 DARWIN_CLOCK_MONOTONIC_RAW = 1004
@@ -119,3 +121,51 @@ def test_linux_keeps_plain_fsync(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     monkeypatch.setattr(sys, "platform", "linux")
     write_text_atomic(tmp_path / "plan.yaml", "x: 1\n")
     assert calls.kinds() == ["fsync"]
+
+
+# ---- the twin (rehearse, twin build) is Linux-only: refused in one line, before anything is read or run ----
+
+DEMO = Path(__file__).resolve().parents[2] / "fixtures" / "clusters" / "demo.yaml"
+
+
+def _only_linux_line(stderr: str) -> bool:
+    lines = [ln for ln in stderr.splitlines() if ln.strip()]
+    return len(lines) == 1 and lines[0].startswith("error") and "Linux only" in lines[0] and "darwin" in lines[0]
+
+
+def _never(*args: Any, **kwargs: Any) -> Any:
+    raise AssertionError("ran on macOS: the twin's scripts read /proc and its watchdog needs PR_SET_PDEATHSIG")
+
+
+def test_rehearse_on_macos_is_refused_in_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    plan = tmp_path / "plan.yaml"
+    assert run("plan", "--snapshot", str(DEMO), "--out", str(plan)).code == 0
+    import dra_migrate.rehearse.run
+
+    monkeypatch.setattr(dra_migrate.rehearse.run, "rehearse", _never)
+    monkeypatch.setattr(sys, "platform", "darwin")
+    r = run("rehearse", str(plan), "--snapshot", str(DEMO))
+    assert r.code == 1 and _only_linux_line(r.stderr), r.stderr
+
+
+def test_twin_build_on_macos_is_refused_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    import dra_migrate.rehearse.twin
+
+    monkeypatch.setattr(dra_migrate.rehearse.twin.subprocess, "run", _never)
+    monkeypatch.setattr(sys, "platform", "darwin")
+    r = run("twin", "build")
+    assert r.code == 1 and _only_linux_line(r.stderr), r.stderr
+
+
+def test_the_twin_and_kwok_refuse_to_start_on_macos(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The core refuses too (python -m dra_migrate.sim, a library caller), not only the CLI."""
+    from dra_migrate.rehearse import twin
+    from dra_migrate.sim.kwok import KwokFleet
+
+    monkeypatch.setattr(twin.subprocess, "run", _never)
+    monkeypatch.setattr(twin.subprocess, "Popen", _never)
+    monkeypatch.setattr(sys, "platform", "darwin")
+    with pytest.raises(InputError, match="Linux only"):
+        twin.Twin.start()
+    with pytest.raises(InputError, match="Linux only"):
+        KwokFleet.start(object.__new__(KwokFleet))
