@@ -169,3 +169,29 @@ def test_the_twin_and_kwok_refuse_to_start_on_macos(monkeypatch: pytest.MonkeyPa
         twin.Twin.start()
     with pytest.raises(InputError, match="Linux only"):
         KwokFleet.start(object.__new__(KwokFleet))
+
+
+# ---- case-insensitive filesystems (APFS, HFS+ by default; NTFS under WSL's /mnt/c) -----------------------
+
+
+def test_convert_takes_one_file_given_by_two_names_once(tmp_path: Path) -> None:
+    """On a case-insensitive APFS volume `Deploy.yaml` and `deploy.yaml` are one file, and Path.resolve() keeps
+    the case it was given (realpath(3) on macOS does not fold it): the file was converted twice. A hard link
+    is two names for one file on this machine too."""
+    from dra_migrate.convert.files import find_files
+
+    first = tmp_path / "Deploy.yaml"
+    first.write_text("kind: ConfigMap\n")
+    os.link(first, tmp_path / "deploy-link.yaml")
+    found = find_files([first, tmp_path / "deploy-link.yaml"])
+    assert [f for f, _ in found] == [first]
+
+
+def test_convert_refuses_outputs_that_differ_only_in_case(tmp_path: Path) -> None:
+    """`a/Job.yaml` and `b/job.yaml` written under one --output-dir: on macOS the second replaced the first
+    silently; refused wherever it runs (a directory made on Linux is read on a Mac too)."""
+    from dra_migrate.convert.files import check_output_paths
+
+    pairs = [(tmp_path / "a" / "Job.yaml", Path("Job.yaml")), (tmp_path / "b" / "job.yaml", Path("job.yaml"))]
+    with pytest.raises(InputError, match="would both be written to"):
+        check_output_paths(pairs, tmp_path / "out")
