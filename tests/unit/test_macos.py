@@ -195,3 +195,19 @@ def test_convert_refuses_outputs_that_differ_only_in_case(tmp_path: Path) -> Non
     pairs = [(tmp_path / "a" / "Job.yaml", Path("Job.yaml")), (tmp_path / "b" / "job.yaml", Path("job.yaml"))]
     with pytest.raises(InputError, match="would both be written to"):
         check_output_paths(pairs, tmp_path / "out")
+
+
+def test_journal_on_a_filesystem_without_locks_is_refused_in_words(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A plan kept on a share that cannot flock (a Mac's SMB or AFP home directory: ENOTSUP; NFS without lockd:
+    ENOLCK) raised a bare OSError without a file name, which the CLI shows as a traceback."""
+    import fcntl
+
+    def refuse(fd: int, op: int) -> None:
+        raise OSError(errno.ENOTSUP, "Operation not supported")
+
+    monkeypatch.setattr(fcntl, "flock", refuse)
+    path = tmp_path / "plan.yaml.journal.jsonl"
+    with pytest.raises(InputError, match=r"cannot lock journal .*plan\.yaml\.journal\.jsonl.*Operation not supported"):
+        Journal.open(path, plan_digest="sha256:" + "0" * 64)
