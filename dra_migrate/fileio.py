@@ -14,7 +14,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, cast
 
-
 # macOS <sys/fcntl.h> `#define F_FULLFSYNC 51`; Python's fcntl module names it only from 3.12.
 _DARWIN_F_FULLFSYNC = 51
 

@@ -85,7 +85,6 @@ def rehearse(
     from dra_migrate.plan.params import parse_duration
     from dra_migrate.rehearse.run import rehearse as run_rehearsal
     from dra_migrate.render.rehearsal import rehearsal_document
-
     from dra_migrate.sim.kwok import require_linux
 
     require_linux("rehearse (a twin of the cluster: a local control plane and KWOK nodes)")  # before any read
