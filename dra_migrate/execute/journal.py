@@ -391,11 +391,8 @@ def _lock_file(fh: BinaryIO, path: Path) -> None:
             f"journal {path} is open in another process", "wait for the other apply or rollback to finish"
         ) from e
     except OSError as e:  # a filesystem that cannot lock: a Mac's SMB or AFP share (ENOTSUP), NFS without lockd
-        raise InputError(
-            f"cannot lock journal {path}: {e.strerror or e}",
-            "keep the plan (and its journal beside it) on a local disk, or run apply as the in-cluster Job "
-            "(docs/in-cluster.md)",
-        ) from e
+        hint = "keep the plan (its journal beside it) on a local disk, or apply as the in-cluster Job"
+        raise InputError(f"cannot lock journal {path}: {e.strerror or e}", hint) from e
 
 
 def _fsync_dir(directory: Path) -> None:
