@@ -211,3 +211,57 @@ def test_journal_on_a_filesystem_without_locks_is_refused_in_words(
     path = tmp_path / "plan.yaml.journal.jsonl"
     with pytest.raises(InputError, match=r"cannot lock journal .*plan\.yaml\.journal\.jsonl.*Operation not supported"):
         Journal.open(path, plan_digest="sha256:" + "0" * 64)
+
+
+# ---- the machine a Lease names ------------------------------------------------------------------------------
+
+# The address uuid.getnode() finds first on a MacBook Pro with a T2 chip: its internal bridge interface, the same
+# on every such Mac (cpython#85724, "uuid.uuid1() on certain Macs does not generate unique IDs").
+T2_BRIDGE = 0xACDE48001122
+IOREG_OUT = """+-o J316sAP  <class IOPlatformExpertDevice, id 0x100000229, registered, matched, active, busy 0>
+    {{
+      "IOPlatformSerialNumber" = "C02XXXXXXXXX"
+      "IOPlatformUUID" = "{uuid}"
+      "model" = <"MacBookPro18,1">
+    }}
+"""
+
+
+def _mac_machine_id(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, platform_uuid: str | None) -> str:
+    import subprocess
+    import uuid
+
+    monkeypatch.setattr(sys, "platform", "darwin")
+    real_open = open
+
+    def no_machine_id(path: Any, *args: Any, **kwargs: Any) -> Any:  # macOS has no /etc/machine-id
+        if str(path) == "/etc/machine-id":
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(lock, "open", no_machine_id, raising=False)  # found before the builtin
+    monkeypatch.setattr(uuid, "getnode", lambda: T2_BRIDGE)
+
+    def ioreg(args: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        assert args[0].endswith("ioreg"), args
+        if platform_uuid is None:
+            raise FileNotFoundError(2, "No such file or directory", args[0])
+        return subprocess.CompletedProcess(args, 0, IOREG_OUT.format(uuid=platform_uuid), "")
+
+    monkeypatch.setattr(subprocess, "run", ioreg)
+    return str(lock.machine_id.__wrapped__())
+
+
+def test_two_macs_sharing_a_bridge_address_are_two_machines(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Two MacBook Pros called `MacBook-Pro` (the default) applying one plan: with one machine id, a resume on
+    the second took the first's live lock over as its own crashed run's (execute/session.py `crashed_here`)."""
+    a = _mac_machine_id(monkeypatch, tmp_path, "3F2504E0-4F89-11D3-9A0C-0305E82C3301")
+    b = _mac_machine_id(monkeypatch, tmp_path, "9C5B94B1-35AD-49BB-B118-8E8FC24ABF80")
+    assert a and b and a != b
+    assert a == _mac_machine_id(monkeypatch, tmp_path, "3F2504E0-4F89-11D3-9A0C-0305E82C3301")  # stable
+
+
+def test_a_mac_without_its_hardware_uuid_names_no_machine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No IOPlatformUUID: nothing names the machine (its lock expires rather than being taken over), never the
+    shared bridge address."""
+    assert _mac_machine_id(monkeypatch, tmp_path, None) == ""
