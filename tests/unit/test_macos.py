@@ -265,3 +265,32 @@ def test_a_mac_without_its_hardware_uuid_names_no_machine(monkeypatch: pytest.Mo
     """No IOPlatformUUID: nothing names the machine (its lock expires rather than being taken over), never the
     shared bridge address."""
     assert _mac_machine_id(monkeypatch, tmp_path, None) == ""
+
+
+# ---- the Linux-only scripts (the twin's control plane, the real-node and NVIDIA tiers) ------------------------
+
+LINUX_ONLY_SCRIPTS = ["tools/k8s/up", "tools/k8s/build", "tools/k8s/node", "tools/realnode/build",
+                      "tools/nvidia/stack", "tools/nvidia/build"]  # fmt: skip
+
+
+@pytest.mark.parametrize("script", LINUX_ONLY_SCRIPTS)
+def test_linux_only_scripts_refuse_on_macos_in_one_line(script: str, tmp_path: Path) -> None:
+    """Run on a Mac (uname -s: Darwin, and none of apt-get, go, etcd, /proc), each said nothing useful or
+    failed midway at whatever it reached first; it now refuses before doing anything."""
+    import shutil
+    import subprocess
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "uname").write_text('#!/bin/sh\n[ "$1" = -m ] && echo arm64 || echo Darwin\n')
+    (bin_dir / "uname").chmod(0o755)
+    bash = shutil.which("bash")
+    assert bash
+    root = Path(__file__).resolve().parents[2]
+    env = {"PATH": str(bin_dir), "HOME": str(tmp_path), "DRA_MIGRATE_K8S_CACHE": str(tmp_path / "cache")}
+    r = subprocess.run([bash, str(root / script), "up", str(tmp_path / "dir")], env=env, capture_output=True,
+                       text=True, timeout=60, cwd=tmp_path, stdin=subprocess.DEVNULL, check=False)  # fmt: skip
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 1 and len(lines) == 1, r.stderr
+    assert "Linux only" in lines[0] and "Darwin" in lines[0], r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bin"]  # nothing made
