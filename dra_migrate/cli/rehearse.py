@@ -85,7 +85,9 @@ def rehearse(
     from dra_migrate.plan.params import parse_duration
     from dra_migrate.rehearse.run import rehearse as run_rehearsal
     from dra_migrate.render.rehearsal import rehearsal_document
+    from dra_migrate.sim.kwok import require_linux
 
+    require_linux("rehearse (a twin of the cluster: a local control plane and KWOK nodes)")  # before any read
     refuse_stdin_twice(plan_file, source.snapshot)
     if not source.snapshot and not source.kubeconfig and not source.context:
         raise InputError("rehearse needs the cluster's state", "pass --snapshot FILE (or --kubeconfig to read it)")

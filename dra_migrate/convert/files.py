@@ -38,7 +38,7 @@ from dra_migrate.convert.rewrite import ClaimNames, ConvertOptions, DocResult, c
 from dra_migrate.convert.stream import RENDER, Doc, GoTemplate, marker_content, parse_stream
 from dra_migrate.convert.unidiff import diff_pieces, unified_diff
 from dra_migrate.errors import InputError
-from dra_migrate.fileio import mark_of, write_text_atomic
+from dra_migrate.fileio import mark_of, sync_to_media, write_text_atomic
 
 SUFFIXES = (".yaml", ".yml")
 
@@ -69,10 +69,12 @@ class FileResult:
 def find_files(paths: Iterable[Path]) -> list[tuple[Path, Path]]:
     """(file, path relative to what was given) for each file, or each YAML file under each directory.
 
-    A file reached twice (given twice, inside a given directory too, or through a symlink) is taken once:
-    converting it twice would name its ResourceClaimTemplates twice."""
+    A file reached twice (given twice, inside a given directory too, through a symlink or a hard link, or by
+    two spellings on a case-insensitive filesystem: `Deploy.yaml` and `deploy.yaml` on macOS's APFS, whose
+    realpath(3) keeps the case given) is taken once, known by its device and inode: converting it twice would
+    name its ResourceClaimTemplates twice."""
     out: list[tuple[Path, Path]] = []
-    seen: set[Path] = set()
+    seen: set[object] = set()
     for p in paths:
         if p.is_dir():
             found = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in SUFFIXES)
@@ -82,24 +84,37 @@ def find_files(paths: Iterable[Path]) -> list[tuple[Path, Path]]:
         else:
             raise InputError(f"{p}: no such file or directory", "give manifest files or directories")
         for f, rel in pairs:
-            real = f.resolve()
+            real = _file_identity(f)
             if real not in seen:
                 seen.add(real)
                 out.append((f, rel))
     return out
 
 
+def _file_identity(f: Path) -> object:
+    try:
+        st = f.stat()
+    except OSError:
+        return f.resolve()
+    return (st.st_dev, st.st_ino)
+
+
 def check_output_paths(pairs: list[tuple[Path, Path]], output_dir: Path) -> None:
-    """Refuse two inputs that would be written to one output file (two `a.yaml` from two directories)."""
-    first: dict[Path, Path] = {}
+    """Refuse two inputs that would be written to one output file (two `a.yaml` from two directories), or to
+    two names that differ only in case (`Job.yaml`, `job.yaml`): one file on macOS's case-insensitive APFS,
+    where the second replaced the first, and in a checkout of the directory there; refused on every platform."""
+    first: dict[str, tuple[Path, Path]] = {}
     for f, rel in pairs:
         target = output_dir / rel
-        if target in first:
+        key = str(target).casefold()
+        if key in first:
+            other, other_target = first[key]
             raise InputError(
-                f"{first[target]} and {f} would both be written to {target}",
+                f"{other} and {f} would both be written to {target}"
+                + ("" if other_target == target else f" ({other_target} on a case-insensitive filesystem)"),
                 "give their common parent directory instead, or convert them in separate runs",
             )
-        first[target] = f
+        first[key] = (f, target)
 
 
 def _dump(yaml: YAML, doc: Any) -> str:
@@ -423,7 +438,7 @@ def _write_temp(target: Path, text: str, limit: int = 0o7777) -> Path:
         with os.fdopen(fd, "wb") as fh:
             fh.write(text.encode("utf-8"))
             fh.flush()
-            os.fsync(fh.fileno())
+            sync_to_media(fh.fileno())
         os.chmod(tmp, mode)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

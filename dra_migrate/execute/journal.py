@@ -28,6 +28,7 @@ import orjson
 from dra_migrate.cluster.identity import ClusterIdentity, refuse_other_cluster
 from dra_migrate.errors import InputError
 from dra_migrate.execute.journal_check import EVENTS, check_line, is_torn
+from dra_migrate.fileio import sync_to_media
 from dra_migrate.secrets import scrub
 
 log = logging.getLogger(__name__)
@@ -258,7 +259,7 @@ class Journal:
                 repaired = f"dropped a torn last line (line {scan.torn_line}, {len(scan.torn)} bytes)"
                 log.warning("journal %s: %s, left by an interrupted write", path, repaired)
                 fh.truncate(scan.good_bytes)
-                os.fsync(fh.fileno())
+                sync_to_media(fh.fileno())
             fh.seek(0, os.SEEK_END)
             if scan.records and not scan.torn and not data.endswith(b"\n"):
                 # A whole record whose newline never reached the disk: keep it, end its line.
@@ -266,7 +267,7 @@ class Journal:
                 log.warning("journal %s: %s", path, repaired)
                 fh.write(b"\n")
                 fh.flush()
-                os.fsync(fh.fileno())
+                sync_to_media(fh.fileno())
             if created:
                 _fsync_dir(path.parent)
         except BaseException:
@@ -322,7 +323,7 @@ class Journal:
                 # The file position, not a counter, says how much is written: it is right whenever we stop.
                 while (done := os.lseek(fd, 0, os.SEEK_CUR) - start) < len(data):
                     os.write(fd, data[done:])
-                os.fsync(fd)
+                sync_to_media(fd)
                 break
             except KeyboardInterrupt as e:
                 interrupt = interrupt or e
@@ -389,6 +390,9 @@ def _lock_file(fh: BinaryIO, path: Path) -> None:
         raise InputError(
             f"journal {path} is open in another process", "wait for the other apply or rollback to finish"
         ) from e
+    except OSError as e:  # a filesystem that cannot lock: a Mac's SMB or AFP share (ENOTSUP), NFS without lockd
+        hint = "keep the plan (its journal beside it) on a local disk, or apply as the in-cluster Job"
+        raise InputError(f"cannot lock journal {path}: {e.strerror or e}", hint) from e
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -37,6 +37,7 @@ import logging
 import os
 import secrets
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -70,9 +71,14 @@ RENEW_DEADLINE_FRACTION = 2 / 3  # of the Lease's duration: client-go's core cli
 def _elapsed() -> float:
     """The holder's clock for its renew deadline: one that counts a suspended machine's sleep (Linux
     CLOCK_BOOTTIME; CLOCK_MONOTONIC stops while suspended). A laptop whose lid closed mid-apply must not wake
-    believing it still holds a Lease that expired, and was perhaps taken over, while it slept."""
+    believing it still holds a Lease that expired, and was perhaps taken over, while it slept. macOS has no
+    CLOCK_BOOTTIME, and its time.monotonic() is mach_absolute_time() (CPython Python/pytime.c), which stops
+    while asleep; its CLOCK_MONOTONIC_RAW is mach_continuous_time(), which counts sleep (Apple's
+    mach_continuous_time documentation: "including while the system is asleep"; clock_gettime(3))."""
     if hasattr(time, "CLOCK_BOOTTIME"):
         return time.clock_gettime(time.CLOCK_BOOTTIME)
+    if sys.platform == "darwin" and hasattr(time, "CLOCK_MONOTONIC_RAW"):
+        return time.clock_gettime(time.CLOCK_MONOTONIC_RAW)
     return time.monotonic()
 
 
@@ -116,15 +122,37 @@ def machine_id() -> str:
             found = f.read().strip()
     except OSError:
         found = ""
+    if not found and sys.platform == "darwin":
+        # Not uuid.getnode(): on a MacBook Pro with a T2 chip it finds the internal bridge's address, the same
+        # on every such Mac (cpython#85724). The hardware UUID is the machine's own.
+        found = _darwin_hardware_uuid()
+        return _digest_of_machine(found, 0) if found else ""
     # uuid.getnode() may run `ip link` or `ifconfig` to find an address: only where there is no machine-id.
     return _digest_of_machine(found, 0 if found else uuid.getnode())
+
+
+def _darwin_hardware_uuid() -> str:
+    """macOS's hardware UUID, IOPlatformUUID of the IOPlatformExpertDevice (System Information's "Hardware
+    UUID"; `ioreg -rd1 -c IOPlatformExpertDevice`), or "" when it cannot be read."""
+    import re
+    import subprocess
+
+    try:
+        out = subprocess.run(
+            ["/usr/sbin/ioreg", "-rd1", "-c", "IOPlatformExpertDevice"],
+            capture_output=True, text=True, timeout=10, check=False, stdin=subprocess.DEVNULL,
+        ).stdout  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    m = re.search(r'"IOPlatformUUID"\s*=\s*"([0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12})"', out or "")
+    return f"darwin:{m.group(1).upper()}" if m else ""
 
 
 def _digest_of_machine(machine_id_text: str, node: int) -> str:
     if not machine_id_text:
         if node >> 40 & 1 or not node:  # the multicast bit: uuid.getnode() made the number up (RFC 4122 §4.1.6)
             return ""
-        machine_id_text = f"node:{node:012x}"  # a hardware address of this machine (macOS has no machine-id)
+        machine_id_text = f"node:{node:012x}"  # a hardware address of this machine (no machine-id)
     return hashlib.sha256(f"dra-migrate:{machine_id_text}".encode()).hexdigest()[:16]  # the id itself stays here
 
 

@@ -20,7 +20,7 @@ from types import TracebackType
 from dra_migrate.bundled import bundled
 from dra_migrate.errors import InputError
 from dra_migrate.sim.kueue import fetch_kueue_crds
-from dra_migrate.sim.kwok import die_with_parent
+from dra_migrate.sim.kwok import die_with_parent, require_linux
 
 K8S_VERSION = os.environ.get("K8S_VERSION", "1.37.2")
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
@@ -151,6 +151,7 @@ class Twin:
         renew their Leases less often than kubelet's 10 s. `audit`: False turns the audit log off (nobody
         reads the twin's, and it is written for every request). `disable_admission`: admission plugins the
         API server runs without (DRA_MIGRATE_DISABLE_ADMISSION). `go_gc`: the components' GOGC (`go_env`)."""
+        require_linux("the twin's control plane")
         tools = tools_dir()
         scratch = tempfile.TemporaryDirectory(prefix="dra-migrate-twin-")
         root = Path(scratch.name)
@@ -209,6 +210,7 @@ def build() -> int:
     """Run the same Go builds the tests use, into the user's cache: the control plane, then KWOK (which plays
     the twin's nodes: sim/kwok.py; a no-op when cached), and fetch Kueue's CRDs (the twin creates the
     snapshot's Kueue queues under them: sim/kueue.py); output goes to stderr."""
+    require_linux("twin build (the twin's control plane)")
     for script in (tools_dir() / "build", bundled("tools/kwok/build")):
         code = subprocess.run([str(script)], stdin=subprocess.DEVNULL, check=False).returncode
         if code:

@@ -111,6 +111,20 @@ def _answers_ok(url: str) -> bool:
         return False
 
 
+def require_linux(what: str) -> None:
+    """Refuse, in one line, to run the twin or its KWOK nodes anywhere but Linux. Its cleanup rests on Linux
+    alone: the watchdog that stops the control plane when a rehearsal is killed outright, and kwok itself, die
+    with their parent through PR_SET_PDEATHSIG (prctl(2), Linux only; `die_with_parent`), and tools/k8s/down
+    finds the components it stops by their /proc/PID/cmdline (macOS has no /proc): on macOS a rehearsal would
+    leave etcd, the API server and kwok running."""
+    if not sys.platform.startswith("linux"):
+        raise InputError(
+            f"{what} runs on Linux only (this is {sys.platform})",
+            "run it on a Linux machine or VM, or in a Linux container; every other command runs here "
+            "(docs/usage.md, Platforms)",
+        )
+
+
 def die_with_parent() -> None:
     """In the child before exec: SIGTERM when the process that started it dies (Linux PR_SET_PDEATHSIG), so
     a rehearsal killed outright (SIGKILL, OOM) leaves no kwok behind playing nodes to a dead API server."""
@@ -262,6 +276,7 @@ class KwokFleet:
         return self.workdir / "kwok.log"
 
     def start(self) -> None:
+        require_linux("KWOK's simulated nodes")
         binary = kwok_binary()
         self.workdir.mkdir(parents=True, exist_ok=True)
         config = self.workdir / "stages.yaml"
