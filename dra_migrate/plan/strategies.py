@@ -151,10 +151,15 @@ def platform_command(pool: str, p: PoolPlatform, params: PlanParams, context: st
         region = cluster.region or next(filter(None, (_aws_region(z) for z in p.zones)), None)
         # eksctl installs NVIDIA's device plugin DaemonSet with a GPU node group unless told not to (eksctl user
         # guide, GPU support: --install-nvidia-plugin=false): it would advertise the GPUs beside the DRA driver.
+        # A Bottlerocket pool is replaced by an AL2023 one, named rather than left to eksctl's default AMI family
+        # (AmazonLinux2 in older eksctl): the AL2023 NVIDIA AMI carries the driver but no device plugin ("you must
+        # install the NVIDIA Kubernetes device plugin", EKS user guide ml-eks-k8s-device-plugin), where Bottlerocket
+        # runs its own (`operator_checks` says how to stay on Bottlerocket instead).
+        family = ["--node-ami-family=AmazonLinux2023"] if _bottlerocket(p) else []
         cmd = [
             "eksctl", "create", "nodegroup", f"--cluster={cluster.name}", *([f"--region={region}"] if region else []),
-            f"--name={new}", f"--node-type={machine}", f"--nodes={nodes}", f"--node-labels={_labels_arg(labels)}",
-            "--install-nvidia-plugin=false",
+            f"--name={new}", f"--node-type={machine}", *family, f"--nodes={nodes}",
+            f"--node-labels={_labels_arg(labels)}", "--install-nvidia-plugin=false",
         ]  # fmt: skip
         return shlex.join(cmd), None
     if p.provisioner == "aks-agent-pool":
@@ -238,6 +243,11 @@ def _karpenter_manifest(pool: str, p: PoolPlatform, dra: dict[str, str], nodes: 
     meta = dict(template.get("metadata") or {})
     meta["labels"] = {**dict(meta.get("labels") or {}), **dra}
     template["metadata"] = meta
+    ref = (template.get("spec") or {}).get("nodeClassRef")
+    if _bottlerocket(p) and isinstance(ref, dict) and ref.get("name"):
+        # The old EC2NodeClass boots Bottlerocket with its device plugin on: the same nodes again. The new NodePool
+        # names a new one (`operator_checks` says what it must be); until it exists Karpenter launches nothing.
+        template["spec"] = {**template["spec"], "nodeClassRef": {**ref, "name": f"{ref['name']}-dra"}}
     spec["template"] = template
     spec["replicas"] = nodes
     # The NodePool CRD refuses beside replicas any limit but limits.nodes and a weight ("only 'limits.nodes' is
@@ -255,14 +265,8 @@ def _karpenter_manifest(pool: str, p: PoolPlatform, dra: dict[str, str], nodes: 
 def operator_checks(p: PoolPlatform) -> list[str]:
     """What the emitted command cannot settle and the operator must check before running it."""
     out = []
-    if any(i.lower().startswith("bottlerocket") for i in p.os_images):
-        out.append(
-            "the old nodes are Bottlerocket NVIDIA nodes, whose OS runs NVIDIA's device plugin "
-            "(https://bottlerocket.dev/en/os/latest/api/settings/kubelet-device-plugins/): make sure the new "
-            "nodes' image runs the NVIDIA DRA driver and not that plugin (EKS: "
-            "https://docs.aws.amazon.com/eks/latest/userguide/device-management-nvidia-dra-device-plugin.html); "
-            "await-pool fails if they still advertise no DRA devices"
-        )
+    if _bottlerocket(p):
+        out.append(_bottlerocket_check(p))
     if p.provisioner == "karpenter":
         out.append(
             "spec.replicas needs Karpenter's StaticCapacity feature gate (https://karpenter.sh/docs/reference/settings/"
@@ -408,3 +412,73 @@ def _but_timing(step: Step) -> Step:
 
 
 __all__ = ["SOURCES", "STRATEGIES", "choose", "explain", "replace_pool_node_steps", "replace_pool_provision"]
+
+
+# Bottlerocket's NVIDIA variants run NVIDIA's device plugin as a host systemd service, nvidia-k8s-device-plugin
+# (bottlerocket-core-kit packages/nvidia-k8s-device-plugin/nvidia-k8s-device-plugin.service), configured by the node's
+# settings.kubelet-device-plugins.nvidia.* (https://bottlerocket.dev/en/os/latest/api/settings/kubelet-device-plugins/),
+# not a DaemonSet: no node label stops it, and the cluster shows no device-plugin DaemonSet for it. Settings are the
+# node's user data, so a new pool has to boot with them: `settings.kubelet-device-plugins.nvidia.enabled = false` turns
+# the plugin off (bottlerocket-core-kit#914), and from Bottlerocket 1.66.0 the Kubernetes 1.34-1.37 NVIDIA variants
+# carry NVIDIA's DRA driver as a host service, opt-in with `settings.kubelet-dra-drivers.nvidia.enabled = true`, which
+# runs only while the device plugin is off (bottlerocket v1.66.0 release notes; bottlerocket-core-kit#1035).
+BOTTLEROCKET_DRA = (1, 66, 0)
+BOTTLEROCKET_DRA_KUBERNETES = (1, 34)
+_BOTTLEROCKET_IMAGE = re.compile(r"^Bottlerocket OS (\d+)\.(\d+)\.(\d+) \(([a-z0-9-]*)-k8s-(\d+)\.(\d+)(-[a-z0-9-]*)?\)")
+_SOURCES_BOTTLEROCKET = (
+    "https://bottlerocket.dev/en/os/latest/api/settings/kubelet-device-plugins/, "
+    "https://github.com/bottlerocket-os/bottlerocket/releases/tag/v1.66.0"
+)
+
+
+def _bottlerocket(p: PoolPlatform) -> bool:
+    """The pool's nodes run Bottlerocket, whose image the replacement must not copy. Not Auto Mode's: AWS builds those
+    nodes and chooses DRA or the device plugin on them (EKS user guide, device management), no user data to set."""
+    return not p.auto_mode and any(i.lower().startswith("bottlerocket") for i in p.os_images)
+
+
+def bottlerocket_dra(os_images: tuple[str, ...]) -> bool | None:
+    """Whether every node's Bottlerocket (`status.nodeInfo.osImage`, "Bottlerocket OS 1.66.0 (aws-k8s-1.36-nvidia)")
+    carries NVIDIA's DRA driver: 1.66.0 or later, an NVIDIA variant for Kubernetes 1.34 or later. None when no image
+    reads so (not Bottlerocket, or a form this does not know)."""
+    seen = [m for m in (_BOTTLEROCKET_IMAGE.match(i) for i in os_images) if m]
+    if not seen:
+        return None
+    return all(
+        tuple(int(m.group(k)) for k in (1, 2, 3)) >= BOTTLEROCKET_DRA
+        and (int(m.group(5)), int(m.group(6))) >= BOTTLEROCKET_DRA_KUBERNETES
+        and "nvidia" in (m.group(7) or "")
+        for m in seen
+    )
+
+
+def _bottlerocket_check(p: PoolPlatform) -> str:
+    """What the new pool's nodes must boot with, the old pool being Bottlerocket."""
+    images = ", ".join(p.os_images)
+    where = (
+        f"the new NodePool names EC2NodeClass {_nodeclass(p)}-dra, which does not exist yet: create it as a copy of "
+        f"{_nodeclass(p)} with amiSelectorTerms [{{alias: al2023@latest}}]"
+        if p.provisioner == "karpenter"
+        else "the command makes the new node group AL2023 (--node-ami-family=AmazonLinux2023)"
+    )
+    stay = (
+        "; or stay on Bottlerocket with the settings (user data) settings.kubelet-device-plugins.nvidia.enabled = "
+        "false and settings.kubelet-dra-drivers.nvidia.enabled = true, its own DRA driver (keep the DRA driver's "
+        "Helm kubelet plugin off those nodes)"
+        + (" from an eksctl config file (bottlerocket.settings)" if p.provisioner == "eks-node-group" else "")
+        if bottlerocket_dra(p.os_images)
+        else f"; {images} has no DRA driver (Bottlerocket 1.66.0, NVIDIA variants for Kubernetes 1.34+, has one)"
+    )
+    wait = "until it exists Karpenter launches no node for the NodePool, and " if p.provisioner == "karpenter" else ""
+    return (
+        f"the old nodes run {images}, whose OS runs NVIDIA's device plugin as the host service nvidia-k8s-device-plugin "
+        f"(no node label stops it): {where}, whose NVIDIA AMI has no device plugin, and install the NVIDIA DRA "
+        f"driver's kubelet plugin on its nodes{stay} ({_SOURCES_BOTTLEROCKET}); {wait}await-pool fails while the new "
+        "nodes advertise no DRA devices"
+    )
+
+
+def _nodeclass(p: PoolPlatform) -> str:
+    spec = (((p.raw_nodepool or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
+    ref = spec.get("nodeClassRef") if isinstance(spec, dict) else None
+    return str(ref.get("name")) if isinstance(ref, dict) and ref.get("name") else "NODECLASS"
