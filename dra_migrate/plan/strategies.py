@@ -38,6 +38,7 @@ from dra_migrate.plan.params import PlanParams, checked_duration
 from dra_migrate.plan.steps import cordon_step, drain_step, protect_step
 
 IN_PLACE = "in-place"
+EKS_AUTO_STATIC = "https://docs.aws.amazon.com/eks/latest/userguide/auto-static-capacity.html"
 
 
 @dataclass(frozen=True)
@@ -267,7 +268,16 @@ def operator_checks(p: PoolPlatform) -> list[str]:
     out = []
     if _bottlerocket(p):
         out.append(_bottlerocket_check(p))
-    if p.provisioner == "karpenter":
+    if p.provisioner == "karpenter" and p.auto_mode:
+        # AWS runs Auto Mode's provisioner: static-capacity node pools are Auto Mode's own ("set the replicas field in
+        # your NodePool specification"; "Once you set replicas on a node pool, you cannot remove it"), and Auto Mode
+        # runs NVIDIA's DRA driver itself from Kubernetes 1.36 (SOURCES["eks-dra"]).
+        out.append(
+            f"EKS Auto Mode keeps spec.replicas itself ({EKS_AUTO_STATIC}): once set, replicas cannot be removed from "
+            "the NodePool (delete it when the migration is done); Auto Mode runs NVIDIA's DRA driver on its nodes from "
+            f"Kubernetes 1.36 ({SOURCES['eks-dra']}): keep the DRA driver's Helm kubelet plugin off them"
+        )
+    elif p.provisioner == "karpenter":
         out.append(
             "spec.replicas needs Karpenter's StaticCapacity feature gate (https://karpenter.sh/docs/reference/settings/"
             "#feature-gates); without it, remove replicas and run Karpenter >= 1.15 with its DRA feature gates"

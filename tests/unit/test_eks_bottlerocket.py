@@ -85,3 +85,14 @@ def test_an_auto_mode_pool_keeps_its_nodeclass_and_gets_no_bottlerocket_settings
     p = replace(_node_group("Bottlerocket OS 1.66.0 (aws-k8s-1.36-nvidia)"), auto_mode=True)
     check = " ".join(operator_checks(p))
     assert "Bottlerocket" not in check and "kubelet-dra-drivers" not in check and "al2023" not in check
+
+
+def test_an_auto_mode_pool_is_told_of_auto_modes_static_capacity_not_karpenters_feature_gate() -> None:
+    # Auto Mode keeps spec.replicas natively (static-capacity node pools, EKS user guide auto-static-capacity) and runs
+    # NVIDIA's DRA driver itself from Kubernetes 1.36: no StaticCapacity gate or Karpenter version is the user's.
+    params = _await_params("eks-auto-mode", "gpu")
+    assert params["manifest"]["spec"]["template"]["spec"]["nodeClassRef"]["name"] == "default"
+    assert params["manifest"]["spec"]["replicas"] == 2
+    check = " ".join(params["check"])
+    assert "StaticCapacity" not in check and "Bottlerocket" not in check
+    assert "auto-static-capacity" in check and "replicas cannot be removed" in check

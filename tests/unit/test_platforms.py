@@ -34,6 +34,8 @@ EXPECTED: dict[str, tuple[dict[str, tuple[str, str, str]], set[str]]] = {
         {"platform-replace-pool", "autoscaler-dra-from-zero", "replace-pool-pinned-workloads"},
     ),
     "eks-device-plugin": ({"p4d-a100": ("eks", "device-plugin-daemonset", "in-place")}, set()),
+    # AWS runs Auto Mode's provisioner, which keeps a NodePool's spec.replicas natively: no DRA-from-zero warning.
+    "eks-auto-mode": ({"gpu": ("eks", "platform", "replace-pool")}, {"platform-replace-pool"}),
     "aks-managed": (
         {"h100": ("aks", "platform", "replace-pool")},
         {"platform-replace-pool", "autoscaler-dra-from-zero", "replace-pool-pinned-workloads"},
