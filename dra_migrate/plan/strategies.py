@@ -465,12 +465,16 @@ def bottlerocket_dra(os_images: tuple[str, ...]) -> bool | None:
 def _bottlerocket_check(p: PoolPlatform) -> str:
     """What the new pool's nodes must boot with, the old pool being Bottlerocket."""
     images = ", ".join(p.os_images)
-    where = (
-        f"the new NodePool names EC2NodeClass {_nodeclass(p)}-dra, which does not exist yet: create it as a copy of "
-        f"{_nodeclass(p)} with amiSelectorTerms [{{alias: al2023@latest}}]"
-        if p.provisioner == "karpenter"
-        else "the command makes the new node group AL2023 (--node-ami-family=AmazonLinux2023)"
-    )
+    al2023 = "whose NVIDIA AMI has no device plugin, and install the NVIDIA DRA driver's kubelet plugin on its nodes"
+    if p.provisioner == "karpenter":
+        where = (
+            f"the new NodePool names EC2NodeClass {_nodeclass(p)}-dra, which does not exist yet: create it as a copy of "
+            f"{_nodeclass(p)} with amiSelectorTerms [{{alias: al2023@latest}}], {al2023}"
+        )
+    elif p.provisioner == "eks-node-group":
+        where = f"the command makes the new node group AL2023 (--node-ami-family=AmazonLinux2023), {al2023}"
+    else:
+        where = "boot the new nodes on an OS that does not run it, with the NVIDIA DRA driver's kubelet plugin"
     stay = (
         "; or stay on Bottlerocket with the settings (user data) settings.kubelet-device-plugins.nvidia.enabled = "
         "false and settings.kubelet-dra-drivers.nvidia.enabled = true, its own DRA driver (keep the DRA driver's "
@@ -482,8 +486,7 @@ def _bottlerocket_check(p: PoolPlatform) -> str:
     wait = "until it exists Karpenter launches no node for the NodePool, and " if p.provisioner == "karpenter" else ""
     return (
         f"the old nodes run {images}, whose OS runs NVIDIA's device plugin as the host service nvidia-k8s-device-plugin "
-        f"(no node label stops it): {where}, whose NVIDIA AMI has no device plugin, and install the NVIDIA DRA "
-        f"driver's kubelet plugin on its nodes{stay} ({_SOURCES_BOTTLEROCKET}); {wait}await-pool fails while the new "
+        f"(no node label stops it): {where}{stay} ({_SOURCES_BOTTLEROCKET}); {wait}await-pool fails while the new "
         "nodes advertise no DRA devices"
     )
 

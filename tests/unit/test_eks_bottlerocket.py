@@ -96,3 +96,11 @@ def test_an_auto_mode_pool_is_told_of_auto_modes_static_capacity_not_karpenters_
     check = " ".join(params["check"])
     assert "StaticCapacity" not in check and "Bottlerocket" not in check
     assert "auto-static-capacity" in check and "replicas cannot be removed" in check
+
+
+def test_a_bottlerocket_pool_off_eks_is_not_told_of_eksctl_or_amis() -> None:
+    # A pool no cloud names (self-managed Bottlerocket nodes): the generic command, so the check names no eksctl flag.
+    p = replace(_node_group("Bottlerocket OS 1.66.0 (aws-k8s-1.36-nvidia)"), provisioner="none", group=None)
+    check = " ".join(operator_checks(p))
+    assert "nvidia-k8s-device-plugin" in check and "settings.kubelet-dra-drivers.nvidia.enabled = true" in check
+    assert "node-ami-family" not in check and "eksctl" not in check and "EC2NodeClass" not in check
