@@ -434,7 +434,9 @@ __all__ = ["SOURCES", "STRATEGIES", "choose", "explain", "replace_pool_node_step
 # runs only while the device plugin is off (bottlerocket v1.66.0 release notes; bottlerocket-core-kit#1035).
 BOTTLEROCKET_DRA = (1, 66, 0)
 BOTTLEROCKET_DRA_KUBERNETES = (1, 34)
-_BOTTLEROCKET_IMAGE = re.compile(r"^Bottlerocket OS (\d+)\.(\d+)\.(\d+) \(([a-z0-9-]*)-k8s-(\d+)\.(\d+)(-[a-z0-9-]*)?\)")
+_BOTTLEROCKET_IMAGE = re.compile(
+    r"^Bottlerocket OS (\d+)\.(\d+)\.(\d+) \(([a-z0-9-]*)-k8s-(\d+)\.(\d+)(-[a-z0-9-]*)?\)"
+)
 _SOURCES_BOTTLEROCKET = (
     "https://bottlerocket.dev/en/os/latest/api/settings/kubelet-device-plugins/, "
     "https://github.com/bottlerocket-os/bottlerocket/releases/tag/v1.66.0"
@@ -468,8 +470,8 @@ def _bottlerocket_check(p: PoolPlatform) -> str:
     al2023 = "whose NVIDIA AMI has no device plugin, and install the NVIDIA DRA driver's kubelet plugin on its nodes"
     if p.provisioner == "karpenter":
         where = (
-            f"the new NodePool names EC2NodeClass {_nodeclass(p)}-dra, which does not exist yet: create it as a copy of "
-            f"{_nodeclass(p)} with amiSelectorTerms [{{alias: al2023@latest}}], {al2023}"
+            f"the new NodePool names EC2NodeClass {_nodeclass(p)}-dra, which does not exist yet: create it as a copy "
+            f"of {_nodeclass(p)} with amiSelectorTerms [{{alias: al2023@latest}}], {al2023}"
         )
     elif p.provisioner == "eks-node-group":
         where = f"the command makes the new node group AL2023 (--node-ami-family=AmazonLinux2023), {al2023}"
@@ -485,9 +487,9 @@ def _bottlerocket_check(p: PoolPlatform) -> str:
     )
     wait = "until it exists Karpenter launches no node for the NodePool, and " if p.provisioner == "karpenter" else ""
     return (
-        f"the old nodes run {images}, whose OS runs NVIDIA's device plugin as the host service nvidia-k8s-device-plugin "
-        f"(no node label stops it): {where}{stay} ({_SOURCES_BOTTLEROCKET}); {wait}await-pool fails while the new "
-        "nodes advertise no DRA devices"
+        f"the old nodes run {images}, whose OS runs NVIDIA's device plugin as the host service "
+        f"nvidia-k8s-device-plugin (no node label stops it): {where}{stay} ({_SOURCES_BOTTLEROCKET}); "
+        f"{wait}await-pool fails while the new nodes advertise no DRA devices"
     )
 
 

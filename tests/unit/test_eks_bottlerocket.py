@@ -75,7 +75,12 @@ def test_the_bottlerocket_dra_driver_needs_its_release_and_a_kubernetes_134_nvid
     assert bottlerocket_dra(("Bottlerocket OS 1.66.0 (aws-k8s-1.33-nvidia)",)) is False
     assert bottlerocket_dra(("Bottlerocket OS 1.66.0 (aws-k8s-1.36)",)) is False  # no NVIDIA driver at all
     # One old node in the pool: the replacement cannot be made like it.
-    assert bottlerocket_dra(("Bottlerocket OS 1.66.0 (aws-k8s-1.36-nvidia)", "Bottlerocket OS 1.60.0 (aws-k8s-1.36-nvidia)")) is False  # noqa: E501
+    assert (
+        bottlerocket_dra(
+            ("Bottlerocket OS 1.66.0 (aws-k8s-1.36-nvidia)", "Bottlerocket OS 1.60.0 (aws-k8s-1.36-nvidia)")
+        )
+        is False
+    )
     assert bottlerocket_dra(("Bottlerocket (EKS Auto) 2025.3.14 (aws-k8s-1.36-standard)",)) is None
     assert bottlerocket_dra(("Amazon Linux 2023.9.20251110",)) is None
 
