@@ -471,7 +471,8 @@ def _bottlerocket_check(p: PoolPlatform) -> str:
     if p.provisioner == "karpenter":
         where = (
             f"the new NodePool names EC2NodeClass {_nodeclass(p)}-dra, which does not exist yet: create it as a copy "
-            f"of {_nodeclass(p)} with amiSelectorTerms [{{alias: al2023@latest}}], {al2023}"
+            f"of {_nodeclass(p)} with amiSelectorTerms [{{alias: al2023@latest}}] and without its Bottlerocket (TOML) "
+            f"userData, {al2023}"
         )
     elif p.provisioner == "eks-node-group":
         where = f"the command makes the new node group AL2023 (--node-ami-family=AmazonLinux2023), {al2023}"
@@ -485,7 +486,11 @@ def _bottlerocket_check(p: PoolPlatform) -> str:
         if bottlerocket_dra(p.os_images)
         else f"; {images} has no DRA driver (Bottlerocket 1.66.0, NVIDIA variants for Kubernetes 1.34+, has one)"
     )
-    wait = "until it exists Karpenter launches no node for the NodePool, and " if p.provisioner == "karpenter" else ""
+    wait = (
+        f"until {_nodeclass(p)}-dra exists Karpenter launches no node for the NodePool, and "
+        if p.provisioner == "karpenter"
+        else ""
+    )
     return (
         f"the old nodes run {images}, whose OS runs NVIDIA's device plugin as the host service "
         f"nvidia-k8s-device-plugin (no node label stops it): {where}{stay} ({_SOURCES_BOTTLEROCKET}); "
