@@ -236,7 +236,7 @@ for _id, _when, _why, _fix in (
      "a drained pod whose nodeSelector or required affinity matches only the old pool stays Pending, and the wave's health gate rolls back",
      "select by a label both pools carry (e.g. the GPU product) before migrating, or let the new pool carry the old selector"),
     ("autoscaler-dra-from-zero", "the replaced pool's autoscaler (Karpenter, cluster-autoscaler) may not bring up a DRA node from zero",
-     "Karpenter provisions for DRA claims from 1.15 with its DRA feature gates; cluster-autoscaler simulates DRA only with --enable-dynamic-resource-allocation and a node template that declares the devices (kubernetes/autoscaler#7804; docs/platforms/autoscalers.md)",
+     "Karpenter provisions for DRA claims from 1.15 with its DRA feature gates; cluster-autoscaler simulates DRA only with --enable-dynamic-resource-allocation and a node template that declares the devices (kubernetes/autoscaler#7804; docs/platforms/autoscalers.md); not raised on EKS Auto Mode, whose provisioner AWS runs and which keeps the plan's spec.replicas natively (docs.aws.amazon.com/eks/latest/userguide/auto-static-capacity.html)",
      "configure the autoscaler as the finding says; the plan keeps the old nodes (do-not-disrupt / scale-down-disabled) until the new pool is proven"),
     ("karpenter-consolidates-drained-node", "a pool switched in place runs on a Karpenter NodePool whose consolidateAfter is not Never",
      "Karpenter does not spare a cordoned node from disruption (sigs.k8s.io/karpenter state/statenode.go, ValidateNodeDisruptable); a drained node is empty, and consolidation removes it after consolidateAfter, before its DRA plugin is up",

@@ -86,6 +86,11 @@ def autoscaler_dra_from_zero(ctx: CheckContext) -> Iterator[Finding]:
     for name, p in _pools(ctx):
         if p.strategy != REPLACE_POOL or p.autoscaler is None:
             continue
+        if p.auto_mode:
+            # AWS runs Auto Mode's provisioner (no Karpenter version or feature gate is the user's), which keeps the
+            # plan's NodePool's spec.replicas natively: static-capacity node pools, EKS user guide
+            # auto-static-capacity. The Auto Mode DRA version is eks-auto-mode-dra-version's.
+            continue
         if p.autoscaler == "karpenter":
             version = controller_version(ctx.state, "karpenter/controller")
             parsed = parse_version(version)

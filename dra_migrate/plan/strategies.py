@@ -38,6 +38,7 @@ from dra_migrate.plan.params import PlanParams, checked_duration
 from dra_migrate.plan.steps import cordon_step, drain_step, protect_step
 
 IN_PLACE = "in-place"
+EKS_AUTO_STATIC = "https://docs.aws.amazon.com/eks/latest/userguide/auto-static-capacity.html"
 
 
 @dataclass(frozen=True)
@@ -151,10 +152,15 @@ def platform_command(pool: str, p: PoolPlatform, params: PlanParams, context: st
         region = cluster.region or next(filter(None, (_aws_region(z) for z in p.zones)), None)
         # eksctl installs NVIDIA's device plugin DaemonSet with a GPU node group unless told not to (eksctl user
         # guide, GPU support: --install-nvidia-plugin=false): it would advertise the GPUs beside the DRA driver.
+        # A Bottlerocket pool is replaced by an AL2023 one, named rather than left to eksctl's default AMI family
+        # (AmazonLinux2 in older eksctl): the AL2023 NVIDIA AMI carries the driver but no device plugin ("you must
+        # install the NVIDIA Kubernetes device plugin", EKS user guide ml-eks-k8s-device-plugin), where Bottlerocket
+        # runs its own (`operator_checks` says how to stay on Bottlerocket instead).
+        family = ["--node-ami-family=AmazonLinux2023"] if _bottlerocket(p) else []
         cmd = [
             "eksctl", "create", "nodegroup", f"--cluster={cluster.name}", *([f"--region={region}"] if region else []),
-            f"--name={new}", f"--node-type={machine}", f"--nodes={nodes}", f"--node-labels={_labels_arg(labels)}",
-            "--install-nvidia-plugin=false",
+            f"--name={new}", f"--node-type={machine}", *family, f"--nodes={nodes}",
+            f"--node-labels={_labels_arg(labels)}", "--install-nvidia-plugin=false",
         ]  # fmt: skip
         return shlex.join(cmd), None
     if p.provisioner == "aks-agent-pool":
@@ -238,6 +244,11 @@ def _karpenter_manifest(pool: str, p: PoolPlatform, dra: dict[str, str], nodes: 
     meta = dict(template.get("metadata") or {})
     meta["labels"] = {**dict(meta.get("labels") or {}), **dra}
     template["metadata"] = meta
+    ref = (template.get("spec") or {}).get("nodeClassRef")
+    if _bottlerocket(p) and isinstance(ref, dict) and ref.get("name"):
+        # The old EC2NodeClass boots Bottlerocket with its device plugin on: the same nodes again. The new NodePool
+        # names a new one (`operator_checks` says what it must be); until it exists Karpenter launches nothing.
+        template["spec"] = {**template["spec"], "nodeClassRef": {**ref, "name": f"{ref['name']}-dra"}}
     spec["template"] = template
     spec["replicas"] = nodes
     # The NodePool CRD refuses beside replicas any limit but limits.nodes and a weight ("only 'limits.nodes' is
@@ -255,15 +266,18 @@ def _karpenter_manifest(pool: str, p: PoolPlatform, dra: dict[str, str], nodes: 
 def operator_checks(p: PoolPlatform) -> list[str]:
     """What the emitted command cannot settle and the operator must check before running it."""
     out = []
-    if any(i.lower().startswith("bottlerocket") for i in p.os_images):
+    if _bottlerocket(p):
+        out.append(_bottlerocket_check(p))
+    if p.provisioner == "karpenter" and p.auto_mode:
+        # AWS runs Auto Mode's provisioner: static-capacity node pools are Auto Mode's own ("set the replicas field in
+        # your NodePool specification"; "Once you set replicas on a node pool, you cannot remove it"), and Auto Mode
+        # runs NVIDIA's DRA driver itself from Kubernetes 1.36 (SOURCES["eks-dra"]).
         out.append(
-            "the old nodes are Bottlerocket NVIDIA nodes, whose OS runs NVIDIA's device plugin "
-            "(https://bottlerocket.dev/en/os/latest/api/settings/kubelet-device-plugins/): make sure the new "
-            "nodes' image runs the NVIDIA DRA driver and not that plugin (EKS: "
-            "https://docs.aws.amazon.com/eks/latest/userguide/device-management-nvidia-dra-device-plugin.html); "
-            "await-pool fails if they still advertise no DRA devices"
+            f"EKS Auto Mode keeps spec.replicas itself ({EKS_AUTO_STATIC}): once set, replicas cannot be removed from "
+            "the NodePool (delete it when the migration is done); Auto Mode runs NVIDIA's DRA driver on its nodes from "
+            f"Kubernetes 1.36 ({SOURCES['eks-dra']}): keep the DRA driver's Helm kubelet plugin off them"
         )
-    if p.provisioner == "karpenter":
+    elif p.provisioner == "karpenter":
         out.append(
             "spec.replicas needs Karpenter's StaticCapacity feature gate (https://karpenter.sh/docs/reference/settings/"
             "#feature-gates); without it, remove replicas and run Karpenter >= 1.15 with its DRA feature gates"
@@ -408,3 +422,83 @@ def _but_timing(step: Step) -> Step:
 
 
 __all__ = ["SOURCES", "STRATEGIES", "choose", "explain", "replace_pool_node_steps", "replace_pool_provision"]
+
+
+# Bottlerocket's NVIDIA variants run NVIDIA's device plugin as a host systemd service, nvidia-k8s-device-plugin
+# (bottlerocket-core-kit packages/nvidia-k8s-device-plugin/nvidia-k8s-device-plugin.service), configured by the node's
+# settings.kubelet-device-plugins.nvidia.* (https://bottlerocket.dev/en/os/latest/api/settings/kubelet-device-plugins/),
+# not a DaemonSet: no node label stops it, and the cluster shows no device-plugin DaemonSet for it. Settings are the
+# node's user data, so a new pool has to boot with them: `settings.kubelet-device-plugins.nvidia.enabled = false` turns
+# the plugin off (bottlerocket-core-kit#914), and from Bottlerocket 1.66.0 the Kubernetes 1.34-1.37 NVIDIA variants
+# carry NVIDIA's DRA driver as a host service, opt-in with `settings.kubelet-dra-drivers.nvidia.enabled = true`, which
+# runs only while the device plugin is off (bottlerocket v1.66.0 release notes; bottlerocket-core-kit#1035).
+BOTTLEROCKET_DRA = (1, 66, 0)
+BOTTLEROCKET_DRA_KUBERNETES = (1, 34)
+_BOTTLEROCKET_IMAGE = re.compile(
+    r"^Bottlerocket OS (\d+)\.(\d+)\.(\d+) \(([a-z0-9-]*)-k8s-(\d+)\.(\d+)(-[a-z0-9-]*)?\)"
+)
+_SOURCES_BOTTLEROCKET = (
+    "https://bottlerocket.dev/en/os/latest/api/settings/kubelet-device-plugins/, "
+    "https://github.com/bottlerocket-os/bottlerocket/releases/tag/v1.66.0"
+)
+
+
+def _bottlerocket(p: PoolPlatform) -> bool:
+    """The pool's nodes run Bottlerocket, whose image the replacement must not copy. Not Auto Mode's: AWS builds those
+    nodes and chooses DRA or the device plugin on them (EKS user guide, device management), no user data to set."""
+    return not p.auto_mode and any(i.lower().startswith("bottlerocket") for i in p.os_images)
+
+
+def bottlerocket_dra(os_images: tuple[str, ...]) -> bool | None:
+    """Whether every node's Bottlerocket (`status.nodeInfo.osImage`, "Bottlerocket OS 1.66.0 (aws-k8s-1.36-nvidia)")
+    carries NVIDIA's DRA driver: 1.66.0 or later, an NVIDIA variant for Kubernetes 1.34 or later. None when no image
+    reads so (not Bottlerocket, or a form this does not know)."""
+    seen = [m for m in (_BOTTLEROCKET_IMAGE.match(i) for i in os_images) if m]
+    if not seen:
+        return None
+    return all(
+        tuple(int(m.group(k)) for k in (1, 2, 3)) >= BOTTLEROCKET_DRA
+        and (int(m.group(5)), int(m.group(6))) >= BOTTLEROCKET_DRA_KUBERNETES
+        and "nvidia" in (m.group(7) or "")
+        for m in seen
+    )
+
+
+def _bottlerocket_check(p: PoolPlatform) -> str:
+    """What the new pool's nodes must boot with, the old pool being Bottlerocket."""
+    images = ", ".join(p.os_images)
+    al2023 = "whose NVIDIA AMI has no device plugin, and install the NVIDIA DRA driver's kubelet plugin on its nodes"
+    if p.provisioner == "karpenter":
+        where = (
+            f"the new NodePool names EC2NodeClass {_nodeclass(p)}-dra, which does not exist yet: create it as a copy "
+            f"of {_nodeclass(p)} with amiSelectorTerms [{{alias: al2023@latest}}] and without its Bottlerocket (TOML) "
+            f"userData, {al2023}"
+        )
+    elif p.provisioner == "eks-node-group":
+        where = f"the command makes the new node group AL2023 (--node-ami-family=AmazonLinux2023), {al2023}"
+    else:
+        where = "boot the new nodes on an OS that does not run it, with the NVIDIA DRA driver's kubelet plugin"
+    stay = (
+        "; or stay on Bottlerocket with the settings (user data) settings.kubelet-device-plugins.nvidia.enabled = "
+        "false and settings.kubelet-dra-drivers.nvidia.enabled = true, its own DRA driver (keep the DRA driver's "
+        "Helm kubelet plugin off those nodes)"
+        + (" from an eksctl config file (bottlerocket.settings)" if p.provisioner == "eks-node-group" else "")
+        if bottlerocket_dra(p.os_images)
+        else f"; {images} has no DRA driver (Bottlerocket 1.66.0, NVIDIA variants for Kubernetes 1.34+, has one)"
+    )
+    wait = (
+        f"until {_nodeclass(p)}-dra exists Karpenter launches no node for the NodePool, and "
+        if p.provisioner == "karpenter"
+        else ""
+    )
+    return (
+        f"the old nodes run {images}, whose OS runs NVIDIA's device plugin as the host service "
+        f"nvidia-k8s-device-plugin (no node label stops it): {where}{stay} ({_SOURCES_BOTTLEROCKET}); "
+        f"{wait}await-pool fails while the new nodes advertise no DRA devices"
+    )
+
+
+def _nodeclass(p: PoolPlatform) -> str:
+    spec = (((p.raw_nodepool or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
+    ref = spec.get("nodeClassRef") if isinstance(spec, dict) else None
+    return str(ref.get("name")) if isinstance(ref, dict) and ref.get("name") else "NODECLASS"

@@ -34,6 +34,8 @@ EXPECTED: dict[str, tuple[dict[str, tuple[str, str, str]], set[str]]] = {
         {"platform-replace-pool", "autoscaler-dra-from-zero", "replace-pool-pinned-workloads"},
     ),
     "eks-device-plugin": ({"p4d-a100": ("eks", "device-plugin-daemonset", "in-place")}, set()),
+    # AWS runs Auto Mode's provisioner, which keeps a NodePool's spec.replicas natively: no DRA-from-zero warning.
+    "eks-auto-mode": ({"gpu": ("eks", "platform", "replace-pool")}, {"platform-replace-pool"}),
     "aks-managed": (
         {"h100": ("aks", "platform", "replace-pool")},
         {"platform-replace-pool", "autoscaler-dra-from-zero", "replace-pool-pinned-workloads"},
@@ -109,7 +111,8 @@ def test_emitted_commands_carry_the_platforms_switches() -> None:
     manifest = karp["manifest"]
     assert manifest["kind"] == "NodePool" and manifest["spec"]["replicas"] == 2
     assert manifest["spec"]["template"]["metadata"]["labels"]["nvidia.com/dra-kubelet-plugin"] == "true"
-    assert manifest["spec"]["template"]["spec"]["nodeClassRef"]["name"] == "bottlerocket-gpu"  # kept from the old one
+    # Not the old EC2NodeClass: it boots Bottlerocket with its device plugin on (tests/unit/test_eks_bottlerocket.py).
+    assert manifest["spec"]["template"]["spec"]["nodeClassRef"]["name"] == "bottlerocket-gpu-dra"
     karp_pool = next(s for s in _plan("eks-karpenter").stages if isinstance(s, PoolStage))
     assert karp_pool.node_steps[0].params == {"key": "karpenter.sh/do-not-disrupt", "value": "true"}
     aks = next(s for s in _plan("aks-managed").stages if s.name == "provision-h100").steps[0].params["command"]
@@ -245,7 +248,7 @@ def test_show_prints_the_platform_command_in_full_and_what_to_check_first() -> N
     doc = plan_document(outline_of(_plan("eks-karpenter")))
     text = doc.render("table", width=None)
     assert "run on the platform (eks): kubectl apply -f -" in text
-    assert '"replicas": 2' in text and "check first: the old nodes are Bottlerocket" in text
+    assert '"replicas": 2' in text and "check first: the old nodes run Bottlerocket OS 1.50.0" in text
     assert "protect: annotation karpenter.sh/do-not-disrupt=true" in text
 
 
