@@ -428,9 +428,14 @@ def _undo_deviceclass(ctx: StepContext, restore: Mapping[str, Any]) -> Change | 
     fails "could not retrieve device class", k8s.io/dynamic-resource-allocation v0.37.2
     structured/internal/stable/allocator_stable.go), and an allocated one's pod, once restarted or replaced
     with a new claim, with it. Claims made since the apply (on another plan's nodes, or a team's own
-    ResourceClaimTemplates) are not this rollback's to break: it fails naming them, the class kept."""
+    ResourceClaimTemplates) are not this rollback's to break: it fails naming them, the class kept. Claims on their
+    way out (of pods the rollback drained: `ops_base.going_claim`) do not hold it."""
     name = _restored(ctx, restore, "name", str)
     users = ctx.ops.claims_using_device_class(name) or []  # the preflight's rehearsal answers None
+    if users and ctx.dry_run:
+        # A dry run evicts nothing: the claims of the pods the rollback's drains would evict are still there,
+        # and go with their pods before this undo runs for real. Say which claims name it now; do not fail.
+        return Change(f"DeviceClass {name}", {"exists": True, "claimsNow": users}, {"exists": False}, True)
     if users:
         shown = ", ".join(users[:5]) + (f" and {len(users) - 5} more" if len(users) > 5 else "")
         raise StepFailed(

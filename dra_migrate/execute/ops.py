@@ -48,6 +48,7 @@ from dra_migrate.execute.ops_base import (
     _parse_time,
     _unschedulable,
     claims_naming_class,
+    going_claim,
 )
 from dra_migrate.execute.ops_canary import CanaryOps
 from dra_migrate.execute.ops_drain import DrainOps
@@ -358,7 +359,11 @@ class LiveOps(DrainOps, CanaryOps):
 
     def claims_using_device_class(self, name: str) -> list[str]:
         items, _ = self.kube.list_all(CLAIMS)  # cluster-wide: a claim of any namespace may name the class
-        return claims_naming_class(items, name)
+
+        def pod(namespace: str, pod_name: str) -> Obj | None:
+            return self.kube.get_or_none(path_of("v1", "pods", pod_name, namespace=namespace))
+
+        return claims_naming_class(items, name, lambda claim: going_claim(claim, pod))
 
     def set_quota_hard(
         self,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -153,12 +153,15 @@ def _parse_time(text: str) -> datetime | None:
         return None
 
 
-def claims_naming_class(claims: list[Obj], name: str) -> list[str]:
+def claims_naming_class(claims: list[Obj], name: str, going: Callable[[Obj], bool] | None = None) -> list[str]:
     """The claims (`namespace/name`, ` (allocated)` when they hold devices) whose requests name DeviceClass
     `name`, allocated ones first: through `exactly.deviceClassName` or a `firstAvailable` subrequest's
-    (k8s.io/api v0.37.2 resource/v1 types.go `ExactDeviceRequest`, `DeviceSubRequest`)."""
+    (k8s.io/api v0.37.2 resource/v1 types.go `ExactDeviceRequest`, `DeviceSubRequest`). Claims `going` says
+    are on their way out are left out (`going_claim`)."""
     allocated, pending = [], []
     for claim in claims:
+        if going is not None and going(claim):
+            continue
         requests = ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []
         named = set()
         for r in requests:
@@ -171,3 +174,27 @@ def claims_naming_class(claims: list[Obj], name: str) -> list[str]:
         else:
             pending.append(_key(claim))
     return sorted(allocated) + sorted(pending)
+
+
+def going_claim(claim: Obj, pod: Callable[[str, str], Obj | None]) -> bool:
+    """A claim that goes by itself: being deleted, or made for a pod (a ResourceClaimTemplate's, or the
+    scheduler's for an extended-resource request: owned by the pod, k8s.io/kubernetes v1.37.2
+    pkg/controller/resourceclaim/controller.go) that is gone, replaced, being deleted or finished; the
+    resourceclaim controller deletes it then. Such a claim allocates nothing again, so the class it names may
+    go: a rollback drains the pods that hold GPUs through DRA before the prepare stage's undo, and their
+    claims linger for the pods' grace periods. `pod(namespace, name)`: the pod now, or None."""
+    meta = claim.get("metadata") or {}
+    if meta.get("deletionTimestamp"):
+        return True
+    owners = [o for o in meta.get("ownerReferences") or [] if o.get("kind") == "Pod" and o.get("name")]
+    if not owners:
+        return False  # a claim someone made: it outlives its pods, and may be allocated again
+    for owner in owners:
+        now = pod(str(meta.get("namespace") or ""), str(owner["name"]))
+        if now is None:
+            continue
+        now_meta = now.get("metadata") or {}
+        finished = (now.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+        if now_meta.get("uid") == owner.get("uid") and not now_meta.get("deletionTimestamp") and not finished:
+            return False
+    return True

@@ -139,3 +139,64 @@ def test_the_live_claim_reading_finds_the_class_in_exactly_and_first_available()
     ]
     assert claims_naming_class(claims, "gpu") == ["ml/a (allocated)", "ml/b"]
     assert claims_naming_class(claims, "mig") == ["ml/b"]
+
+
+def test_claims_of_pods_the_rollback_drained_do_not_hold_the_class() -> None:
+    """A rollback evicts the pods that hold GPUs through DRA before the prepare stage's undo; their claims (owned
+    by the pod: a template's, or the scheduler's for an extended-resource request) linger for the pods' grace
+    periods. Counted, they failed every rollback of a migration whose workloads ran (the real cluster's
+    test_cutover): a claim on its way out allocates nothing again. A claim someone made, or one of a pod still
+    running, still holds it."""
+    from dra_migrate.execute.ops_base import claims_naming_class, going_claim
+
+    def claim(name: str, owner: str | None = None, deleting: bool = False) -> dict[str, object]:
+        meta: dict[str, object] = {"namespace": "ml", "name": name}
+        if owner:
+            meta["ownerReferences"] = [{"kind": "Pod", "name": owner, "uid": f"uid-{owner}"}]
+        if deleting:
+            meta["deletionTimestamp"] = "2026-12-07T08:00:00Z"
+        requests = [{"name": "r", "exactly": {"deviceClassName": "gpu"}}]
+        return {"metadata": meta, "spec": {"devices": {"requests": requests}}, "status": {"allocation": {}}}
+
+    pods = {
+        "running": {"metadata": {"uid": "uid-running"}, "status": {"phase": "Running"}},
+        "terminating": {"metadata": {"uid": "uid-terminating", "deletionTimestamp": "t"},
+                        "status": {"phase": "Running"}},
+        "done": {"metadata": {"uid": "uid-done"}, "status": {"phase": "Succeeded"}},
+        "replaced": {"metadata": {"uid": "another-uid"}, "status": {"phase": "Running"}},
+    }  # fmt: skip
+    claims = [
+        claim("of-running", "running"),
+        claim("of-terminating", "terminating"),
+        claim("of-done", "done"),
+        claim("of-replaced", "replaced"),
+        claim("of-gone", "gone"),
+        claim("being-deleted", "running", deleting=True),
+        claim("someones-own"),
+    ]
+
+    def going(c: dict[str, object]) -> bool:
+        return going_claim(c, lambda _ns, name: pods.get(name))
+
+    assert claims_naming_class(claims, "gpu", going) == ["ml/of-running", "ml/someones-own"]
+
+
+def test_a_dry_run_rollback_does_not_stop_at_claims_its_drains_would_free(tmp_path: Path) -> None:
+    """A dry run evicts nothing, so the claims of the pods the drains would evict are still there: it says which
+    claims name the class now and goes on (it stopped: "the rollback would stop"), the class untouched."""
+    from dataclasses import replace as dc_replace
+
+    from dra_migrate.execute.progress import progress_of
+    from dra_migrate.execute.runner import ApplyOptions, planned_steps
+
+    rig = Rig(tmp_path, make_plan([["a"]]))
+    assert rig.run().ok
+    rig.ops.claims["team/train-0-gpu"] = {"deviceClass": "gpu", "allocated": True}
+    p_order = [s.id for s in planned_steps(rig.plan)]
+    undoable = progress_of(rig.plan, rig.records()).undoable()
+    to_undo = [s for s in reversed(p_order) if s in undoable]
+    result = rig.runner(None).rollback(to_undo, dc_replace(ApplyOptions(soak_override_s=None), dry_run=True))
+    assert result.ok, result.failure
+    assert "gpu" in rig.ops.device_classes
+    shown = [c for c in result.changes if c.target == "DeviceClass gpu"]
+    assert shown and shown[0].before.get("claimsNow") == ["team/train-0-gpu (allocated)"]
