@@ -1,0 +1,231 @@
+"""The report's long sections at fleet size: summarized per stage, wave, kind or cause, with the detail that
+matters kept whole (failures, nodes not verified, gangs broken more than once, blockers).
+
+A table of at most DETAIL rows is shown as it is, so a report of a small fleet reads as before. Past that,
+a reviewer cannot read it: at 10,000 nodes the per-step timeline alone was 90,000 rows (a 24 MB HTML page).
+Every row stays in `report -o json` (the JSON is `Report.to_dict()`, untouched by this module), and each
+summary says where: the key of the JSON, or `status PLAN -o wide` for the steps per node.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from dra_migrate.checks.grouping import group_findings
+from dra_migrate.checks.model import objects_text
+from dra_migrate.render.checks import findings_table
+from dra_migrate.render.plan import step_params, subject_of, undo_text
+from dra_migrate.render.view import Section, Table, first_few
+
+DETAIL = 100  # rows a table shows as they are; past that, the section is summarized
+NAMES = 10  # names in one cell before "(+N more)" (a wave's nodes, a finding's objects, a group's pools)
+IN_JSON = "every row: `report -o json`"
+
+
+def detailed(rows: list[Any]) -> bool:
+    """Whether a table of these rows is shown row by row."""
+    return len(rows) <= DETAIL
+
+
+def fingerprint_summary(s: Section, objects: list[dict[str, Any]]) -> None:
+    """The fingerprinted objects counted per kind."""
+    per = Counter(str(o["kind"]) for o in objects)
+    s.p(f"{len(objects)} object(s), counted per kind ({IN_JSON}, `fingerprint.objects`: uid and content hash).")
+    s.table(["kind", "objects"], [[k, n] for k, n in sorted(per.items())])
+
+
+def findings_summary(s: Section, findings: list[dict[str, Any]]) -> None:
+    """Every blocker on its own row; warnings and infos one row per rule and cause, counted."""
+    blockers = [f for f in findings if f["severity"] == "blocker"]
+    others = [f for f in findings if f["severity"] != "blocker"]
+    s.p(
+        f"{len(findings)} findings: every blocker below on its own row, then the warnings and infos one row per "
+        f"rule and cause, counted ({IN_JSON}, `findings`; `dra-migrate check -o wide`)."
+    )
+    s.add(findings_rows(blockers, empty="No blockers."))
+    groups = group_findings(others)
+    s.table(
+        ["severity", "id", "findings", "first", "objects", "remediation"],
+        [[g.severity, g.id, g.count, g.messages[0], _objects(list(g.objects)), g.remediation] for g in groups],
+        empty="No warnings or infos.",
+    )
+
+
+def findings_rows(findings: list[dict[str, Any]], empty: str = "No findings.") -> Table:
+    """`check`'s findings table, a finding's objects and pools named up to NAMES."""
+    return findings_table(findings, NAMES, empty)
+
+
+def _objects(objects: list[Any]) -> str:
+    return first_few([str(o) for o in objects_text(objects)], NAMES)
+
+
+def names(items: list[str]) -> str:
+    return first_few(items, NAMES)
+
+
+def grouped(
+    rows: list[dict[str, Any]], key: Callable[[dict[str, Any]], tuple[Any, ...]], name: str
+) -> list[tuple[tuple[Any, ...], list[str]]]:
+    """Rows of the same `key` together, in the order the first comes, with the `name` of each."""
+    out: dict[tuple[Any, ...], list[str]] = {}
+    for r in rows:
+        out.setdefault(key(r), []).append(str(r[name]))
+    return list(out.items())
+
+
+def strategies_summary(s: Section, ways: list[dict[str, Any]]) -> None:
+    """How the pools are cut over, one row per strategy, platform, stack owner and reason."""
+    sub = s.sub("strategies", f"How each pool is cut over ({len(ways)})")
+    sub.p(f"One row per way and reason, its pools counted ({IN_JSON}, `strategies`).")
+
+    def key(x: dict[str, Any]) -> tuple[Any, ...]:
+        return (x["strategy"], x.get("platform") or "-", x.get("stackOwner") or "-", x["why"],
+                ", ".join(x.get("sources") or []) or "-")  # fmt: skip
+
+    sub.table(
+        ["pools", "strategy", "platform", "gpu stack", "why", "sources"],
+        [[f"{len(pools)}: {names(pools)}", *k] for k, pools in grouped(ways, key, "pool")],
+    )
+
+
+def gangs_summary(s: Section, gangs: list[dict[str, Any]]) -> None:
+    """Gangs counted by how many times they are broken; the DETAIL broken most often named."""
+    times = Counter(len(g["waves"]) for g in gangs)
+    s.p(
+        f"{len(gangs)} gang(s), counted by the times each is broken (once is the least a migration can do); "
+        f"then the {min(DETAIL, len(gangs))} broken most often ({IN_JSON}, `summary.gangs`)."
+    )
+    s.table(["times broken", "gangs"], [[k, n] for k, n in sorted(times.items())])
+    worst = sorted(gangs, key=lambda g: -len(g["waves"]))[:DETAIL]
+    s.table(
+        ["gang", "waves that evict it", "times broken"],
+        [[g["gang"], names(list(g["waves"])), len(g["waves"])] for g in worst],
+    )
+
+
+def waves_summary(s: Section, waves: list[Any]) -> None:
+    """The waves counted per stage: how many, the most nodes one takes out at once, the pods they evict."""
+    per: dict[str, list[Any]] = {}
+    for w in waves:
+        per.setdefault(w.stage, []).append(w)
+    s.p(
+        f"{len(waves)} waves, per stage ({IN_JSON}, `stages[].waves`; each wave and its nodes: "
+        "`dra-migrate show PLAN -o wide`)."
+    )
+    s.table(
+        ["stage", "waves", "nodes", "most nodes unavailable at once", "pods evicted", "soak after each"],
+        [
+            [stage, len(ws), sum(len(w.nodes) for w in ws), max(len(w.nodes) for w in ws),
+             sum(w.evicted_pods for w in ws), ", ".join(sorted({str(w.soak_after) for w in ws}))]
+            for stage, ws in per.items()
+        ],
+    )  # fmt: skip
+
+
+def step_rows(steps: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """A stage's step table as rows (what stages sharing one are grouped by)."""
+    return [
+        (
+            x["id"],
+            x["action"],
+            x["target"],
+            step_params(x.get("params") or {}, quiet=False, what=subject_of(x["action"])),
+            x["timeout"],
+            undo_text({"action": x["undo"], "restore": x.get("restore") or {}}) if x["undo"] else "-",
+        )
+        for x in steps
+    ]
+
+
+# --- the journal ----------------------------------------------------------------------------------------
+
+
+def _state(e: dict[str, Any]) -> str:
+    return str(e["result"] or "never ended")
+
+
+def steps_summary(s: Section, entries: list[dict[str, Any]], rows: Callable[[list[dict[str, Any]]], list[list[Any]]],
+                  headers: list[str], what: str) -> None:  # fmt: skip
+    """Steps per stage and wave (how many, their results, first start and last end); then every step that
+    did not end ok, row by row."""
+    per: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for e in entries:
+        per.setdefault((str(e["stage"] or "-"), str(e["wave"] or "-")), []).append(e)
+    s.p(
+        f"{len(entries)} {what}, per stage and wave; every one that did not end ok is listed after "
+        f"({IN_JSON}, `timeline`; per node: `dra-migrate status PLAN -o wide`)."
+    )
+    s.table(
+        ["stage", "wave", "steps", "ok", "not ok", "first started", "last ended"],
+        [
+            [
+                stage,
+                wave,
+                len(es),
+                sum(1 for e in es if e["result"] == "ok"),
+                ", ".join(f"{n} {k}" for k, n in Counter(_state(e) for e in es if e["result"] != "ok").items())
+                or "-",
+                min((str(e["started"]) for e in es if e["started"]), default="-"),
+                max((str(e["ended"]) for e in es if e["ended"]), default="-"),
+            ]
+            for (stage, wave), es in per.items()
+        ],
+    )
+    bad = [e for e in entries if e["result"] != "ok"]
+    s.p(f"Not ended ok ({len(bad)}):")
+    s.table(headers, rows(bad), empty="None: every one ended ok.")
+
+
+def gates_summary(s: Section, gates: list[dict[str, Any]]) -> None:
+    """Health gates: the failed ones row by row, the others counted."""
+    bad = [g for g in gates if g["result"] != "ok"]
+    s.p(f"{len(gates)} gate(s), {len(gates) - len(bad)} ok; every other one below ({IN_JSON}, `timeline.gates`).")
+    s.table(
+        ["time", "stage", "wave", "result", "pending GPU pods"],
+        [[x["time"], x["stage"], x["wave"], x["result"], names(list(x["pending"]))] for x in bad],
+        empty="No gate failed.",
+    )
+
+
+def node_verdict(n: dict[str, Any]) -> str:
+    states = (n["waitDraReady"], n["canary"])
+    if states == ("ok", "ok"):
+        return "verified"
+    for bad in ("failed", "interrupted", "rolled-back"):
+        if bad in states:
+            return bad
+    return "not-run" if "ok" not in states else "incomplete"
+
+
+VERDICTS = ("verified", "failed", "interrupted", "rolled-back", "incomplete", "not-run")
+
+
+def verification_summary(s: Section, nodes: list[dict[str, Any]], columns: list[str]) -> None:
+    """Nodes per stage and wave by verdict; every node failed, interrupted, rolled back or half done named."""
+    per: dict[tuple[str, str], Counter[str]] = {}
+    for n in nodes:
+        per.setdefault((n["stage"], n["wave"]), Counter())[node_verdict(n)] += 1
+    s.p(
+        f"{len(nodes)} node(s) per stage and wave; each one neither verified nor still to run is listed after "
+        f"({IN_JSON}, `verification.nodes`; per node: `dra-migrate status PLAN -o wide`)."
+    )
+    s.table(
+        ["stage", "wave", "nodes", *VERDICTS],
+        [[stage, wave, sum(c.values()), *(c[v] for v in VERDICTS)] for (stage, wave), c in per.items()],
+    )
+    odd = [n for n in nodes if node_verdict(n) not in ("verified", "not-run")]
+    s.p(f"Nodes not verified ({len(odd)}):")
+    s.table(
+        ["stage", "wave", "node", *columns],
+        [[n["stage"], n["wave"], n["node"], n["waitDraReady"], n["canary"]] for n in odd],
+        empty="None: every node is verified or still to run.",
+    )
+
+
+def consumers_summary(consumers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The DETAIL consumers holding the most GPUs (ties in the inventory's order)."""
+    order = sorted(range(len(consumers)), key=lambda i: -sum(consumers[i]["totals"].values()))
+    return [consumers[i] for i in sorted(order[:DETAIL])]
