@@ -41,6 +41,7 @@ from dra_migrate.report.accepted import accepted_risks
 from dra_migrate.report.model import SINCE_PLANNING, PlanInfo, Wave, unplain
 from dra_migrate.report.platforms import strategies_section
 from dra_migrate.report.scale import (
+    NAMES,
     consumers_summary,
     detailed,
     findings_rows,
@@ -48,9 +49,8 @@ from dra_migrate.report.scale import (
     fingerprint_summary,
     gangs_summary,
     gates_summary,
-    grouped,
-    NAMES,
     names,
+    stage_steps,
     step_rows,
     steps_summary,
     strategies_summary,
@@ -376,33 +376,16 @@ def _stages(r: dict[str, Any]) -> Section:
     stages: list[dict[str, Any]] = r["stages"]
     if len(stages) <= NAMES:
         for st in stages:
-            _stage_steps(s, [st], step_rows(st["steps"]))
+            stage_steps(s, [st], step_rows(st["steps"]))
         return s
     # Many pools: stages whose steps (and blockers) read the same are shown once, their pools named.
     s.p(f"{len(stages)} stages; those with the same steps and blockers shown once (each stage: `report -o json`).")
-    by = {}
+    by: dict[tuple[Any, ...], tuple[list[dict[str, Any]], list[tuple[Any, ...]]]] = {}
     for st in stages:
         rows = step_rows(st["steps"])
         by.setdefault((tuple(rows), tuple(st.get("blockedBy") or []), st["pool"] is None), ([], rows))[0].append(st)
     for group, rows in by.values():
-        _stage_steps(s, group, rows)
-    return s
-
-
-def _stage_steps(s: Section, group: list[dict[str, Any]], rows: list[tuple[Any, ...]]) -> None:
-    """One stage, or stages of the same steps and blockers, and the steps each of their nodes goes through."""
-    st = group[0]
-    title = f"Stage {st['name']}" if len(group) == 1 else f"Stages {st['name']} and {len(group) - 1} more"
-    sub = s.sub(f"stage-{st['name']}", title)
-    blocked = st.get("blockedBy") or []
-    sub.blocks.append(Badge("blocked by " + ", ".join(blocked), "bad") if blocked else Badge("applicable", "good"))
-    if len(group) > 1:
-        pools = [str(x["pool"]) for x in group]
-        resources = sorted({r for x in group for r in x["resources"]})
-        sub.p(f"{len(group)} pools {names(pools)} · resources {', '.join(resources)} · every node, in order:")
-    elif st["pool"]:
-        sub.p(f"pool {st['pool']} · resources {', '.join(st['resources'])} · every node, in order:")
-    sub.table(["step", "action", "target", "sets", "timeout", "undo"], [list(x) for x in rows])
+        stage_steps(s, group, rows)
     return s
 
 

@@ -17,7 +17,7 @@ from dra_migrate.checks.grouping import group_findings
 from dra_migrate.checks.model import objects_text
 from dra_migrate.render.checks import findings_table
 from dra_migrate.render.plan import step_params, subject_of, undo_text
-from dra_migrate.render.view import Section, Table, first_few
+from dra_migrate.render.view import Badge, Section, Table, first_few
 
 DETAIL = 100  # rows a table shows as they are; past that, the section is summarized
 NAMES = 10  # names in one cell before "(+N more)" (a wave's nodes, a finding's objects, a group's pools)
@@ -140,7 +140,39 @@ def step_rows(steps: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     ]
 
 
+def stage_steps(s: Section, group: list[dict[str, Any]], rows: list[tuple[Any, ...]]) -> None:
+    """One stage, or stages of the same steps and blockers, and the steps each of their nodes goes through."""
+    st = group[0]
+    title = f"Stage {st['name']}" if len(group) == 1 else f"Stages {st['name']} and {len(group) - 1} more"
+    sub = s.sub(f"stage-{st['name']}", title)
+    blocked = st.get("blockedBy") or []
+    sub.blocks.append(Badge("blocked by " + ", ".join(blocked), "bad") if blocked else Badge("applicable", "good"))
+    if len(group) > 1:
+        pools = [str(x["pool"]) for x in group]
+        resources = sorted({r for x in group for r in x["resources"]})
+        sub.p(f"{len(group)} pools {names(pools)} · resources {', '.join(resources)} · every node, in order:")
+    elif st["pool"]:
+        sub.p(f"pool {st['pool']} · resources {', '.join(st['resources'])} · every node, in order:")
+    sub.table(["step", "action", "target", "sets", "timeout", "undo"], [list(x) for x in rows])
+
+
 # --- the journal ----------------------------------------------------------------------------------------
+
+
+def per_wave(rows: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """Rows per (stage, wave), or per stage (wave "all N") when that is still more than DETAIL rows: a plan
+    of 400 pools of 5 waves is 2,000 waves."""
+    per: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for x in rows:
+        per.setdefault((str(x["stage"] or "-"), str(x["wave"] or "-")), []).append(x)
+    if len(per) <= DETAIL:
+        return per
+    stages: dict[str, list[dict[str, Any]]] = {}
+    waves: dict[str, int] = {}
+    for (stage, _), xs in per.items():
+        stages.setdefault(stage, []).extend(xs)
+        waves[stage] = waves.get(stage, 0) + 1
+    return {(stage, f"all {waves[stage]}"): xs for stage, xs in stages.items()}
 
 
 def _state(e: dict[str, Any]) -> str:
@@ -151,9 +183,7 @@ def steps_summary(s: Section, entries: list[dict[str, Any]], rows: Callable[[lis
                   headers: list[str], what: str) -> None:  # fmt: skip
     """Steps per stage and wave (how many, their results, first start and last end); then every step that
     did not end ok, row by row."""
-    per: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for e in entries:
-        per.setdefault((str(e["stage"] or "-"), str(e["wave"] or "-")), []).append(e)
+    per = per_wave(entries)
     s.p(
         f"{len(entries)} {what}, per stage and wave; every one that did not end ok is listed after "
         f"({IN_JSON}, `timeline`; per node: `dra-migrate status PLAN -o wide`)."
@@ -166,8 +196,7 @@ def steps_summary(s: Section, entries: list[dict[str, Any]], rows: Callable[[lis
                 wave,
                 len(es),
                 sum(1 for e in es if e["result"] == "ok"),
-                ", ".join(f"{n} {k}" for k, n in Counter(_state(e) for e in es if e["result"] != "ok").items())
-                or "-",
+                ", ".join(f"{n} {k}" for k, n in Counter(_state(e) for e in es if e["result"] != "ok").items()) or "-",
                 min((str(e["started"]) for e in es if e["started"]), default="-"),
                 max((str(e["ended"]) for e in es if e["ended"]), default="-"),
             ]
@@ -205,9 +234,7 @@ VERDICTS = ("verified", "failed", "interrupted", "rolled-back", "incomplete", "n
 
 def verification_summary(s: Section, nodes: list[dict[str, Any]], columns: list[str]) -> None:
     """Nodes per stage and wave by verdict; every node failed, interrupted, rolled back or half done named."""
-    per: dict[tuple[str, str], Counter[str]] = {}
-    for n in nodes:
-        per.setdefault((n["stage"], n["wave"]), Counter())[node_verdict(n)] += 1
+    per = {k: Counter(node_verdict(n) for n in ns) for k, ns in per_wave(nodes).items()}
     s.p(
         f"{len(nodes)} node(s) per stage and wave; each one neither verified nor still to run is listed after "
         f"({IN_JSON}, `verification.nodes`; per node: `dra-migrate status PLAN -o wide`)."
