@@ -44,6 +44,8 @@ from dra_migrate.report.scale import (
     NAMES,
     consumers_summary,
     detailed,
+    diff_details_summary,
+    diff_rows_summary,
     findings_rows,
     findings_summary,
     fingerprint_summary,
@@ -416,8 +418,14 @@ def _diff(r: dict[str, Any]) -> Section:
     if sm["applicable"]:
         rows.append(["applicable", "-", f"{_cell(sm['applicable']['old'])} -> {_cell(sm['applicable']['new'])}"])
     rows += [["DeviceClass", n, ch] for ch in ("added", "removed", "changed") for n in sm["deviceClasses"][ch]]
+    if not detailed(rows):
+        rows = diff_rows_summary(s, rows)
     s.table(["what", "name", "change"], rows, empty="Only details changed (below).")
-    s.sub("diff-details", f"Details ({len(d['details'])})").add(details_table(d["details"]))
+    details = s.sub("diff-details", f"Details ({len(d['details'])})")
+    if detailed(d["details"]):
+        details.add(details_table(d["details"]))
+    else:
+        diff_details_summary(details, d["details"])
     return s
 
 

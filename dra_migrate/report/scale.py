@@ -9,6 +9,7 @@ summary says where: the key of the JSON, or `status PLAN -o wide` for the steps 
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -17,7 +18,7 @@ from dra_migrate.checks.grouping import group_findings
 from dra_migrate.checks.model import objects_text
 from dra_migrate.render.checks import findings_table
 from dra_migrate.render.plan import step_params, subject_of, undo_text
-from dra_migrate.render.view import Badge, Section, Table, first_few
+from dra_migrate.render.view import Badge, Section, Table, first_few, text
 
 DETAIL = 100  # rows a table shows as they are; past that, the section is summarized
 NAMES = 10  # names in one cell before "(+N more)" (a wave's nodes, a finding's objects, a group's pools)
@@ -154,6 +155,50 @@ def stage_steps(s: Section, group: list[dict[str, Any]], rows: list[tuple[Any, .
     elif st["pool"]:
         sub.p(f"pool {st['pool']} · resources {', '.join(st['resources'])} · every node, in order:")
     sub.table(["step", "action", "target", "sets", "timeout", "undo"], [list(x) for x in rows])
+
+
+def diff_rows_summary(s: Section, rows: list[list[Any]]) -> list[list[Any]]:
+    """The diff's changes with its waves and nodes counted per kind of change and stage (a wider wave moves
+    most of a fleet's nodes), or per kind of change alone past DETAIL stages; every other change (stages,
+    parameters, findings, DeviceClasses) kept."""
+    per: dict[tuple[str, str], Counter[str]] = {}
+    for r in rows:
+        if r[0] == "wave":  # ["wave", "S/W", "added" | "removed"]
+            per.setdefault(("waves", str(r[2])), Counter())[str(r[1]).split("/")[0]] += 1
+        elif r[0] == "node":  # "added in S/W", "removed from S/W", "moved S/W -> S2/W2"
+            words = str(r[2]).split()
+            stage = (words[1] if words[0] == "moved" else words[-1]).split("/")[0]
+            per.setdefault(("nodes", words[0]), Counter())[stage] += 1
+    s.p(
+        f"Waves and nodes added, removed or moved are counted per kind of change and stage ({IN_JSON}, "
+        "`diff.summary.waves`, `diff.summary.nodes`)."
+    )
+    counted: list[list[Any]] = []
+    stages = sum(len(c) for c in per.values())
+    for (what, change), c in per.items():
+        if stages <= DETAIL:
+            counted += [[what, f"{n} of stage {stage}", change] for stage, n in c.items()]
+        else:
+            counted.append([what, f"{sum(c.values())} of {len(c)} stages: {names(list(c))}", change])
+    return [r for r in rows if r[0] not in ("wave", "node")] + counted
+
+
+def diff_details_summary(s: Section, details: list[dict[str, Any]]) -> None:
+    """The diff's details counted per field (list positions left out) and change, with the first of each."""
+    per: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for d in details:
+        per.setdefault((re.sub(r"\[[^\]]*\]", "[]", str(d["path"])), str(d["change"])), []).append(d)
+    s.p(f"Counted per field and change, the first of each shown ({IN_JSON}, `diff.details`; `dra-migrate diff A B`).")
+    s.table(
+        ["field", "change", "values", "first", "A", "B"],
+        [[path, change, len(ds), ds[0]["path"], names([_short(ds[0].get("old"))]), names([_short(ds[0].get("new"))])]
+         for (path, change), ds in per.items()],
+    )  # fmt: skip
+
+
+def _short(value: Any) -> str:
+    out = "-" if value is None else text(value)
+    return out if len(out) <= 80 else out[:77] + "..."
 
 
 # --- the journal ----------------------------------------------------------------------------------------

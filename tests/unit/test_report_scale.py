@@ -220,3 +220,25 @@ def test_the_replaced_pools_are_worked_out_once_per_context() -> None:
     nodes = [SimpleNamespace(migrated=False, pool=f"p{i % 50}") for i in range(500)]
     assert all(switched_in_place(ctx, n) for n in nodes)  # type: ignore[arg-type]
     assert _PoolList.reads == 1  # was once per node: nodes x pools
+
+
+def test_a_diff_that_moves_most_nodes_is_counted_per_stage() -> None:
+    from dra_migrate.plan.diff import diff_plans
+
+    older, newer = _fleet_plan(), _fleet_plan()
+    for st in newer["stages"][1:]:  # twice as wide a wave: half the waves, every node moved or kept
+        nodes = [n for w in st["waves"] for n in w["nodes"]]
+        half = len(st["waves"]) // 2
+        st["waves"] = [
+            {**st["waves"][i], "nodes": nodes[i * 2 * PER_WAVE : (i + 1) * 2 * PER_WAVE]} for i in range(half)
+        ]
+    newer["parameters"]["maxUnavailable"] = "20%"
+    diff = diff_plans(older, newer).to_dict()
+    report = build_report(Plan.from_dict(newer), plan_path="b", diff=diff, tool_version="0").to_dict()
+    sections = dict(_sections(render_markdown(report)))
+    changes, details = sections["## Changes against an older plan"], sections[f"### Details ({len(diff['details'])})"]
+    assert len(diff["summary"]["nodes"]["moved"]) > DETAIL and len(diff["details"]) > DETAIL
+    assert len(changes) <= DETAIL + 20 and len(details) <= DETAIL + 20
+    assert "| parameter | maxUnavailable" in "\n".join(changes).replace("  ", "")
+    moved = sum(1 for n in diff["summary"]["nodes"]["moved"] if n["from"].startswith("pool-p-000/"))
+    assert f"{moved} of stage pool-p-000" in "\n".join(changes)
