@@ -42,6 +42,7 @@ from dra_migrate.report.model import SINCE_PLANNING, PlanInfo, Wave, unplain
 from dra_migrate.report.platforms import strategies_section
 from dra_migrate.report.scale import (
     NAMES,
+    capacity_summary,
     consumers_summary,
     detailed,
     diff_details_summary,
@@ -328,6 +329,8 @@ def _capacity(r: dict[str, Any]) -> Section:
         "before: what the device plugin advertises today (shared replicas counted); after: the DRA devices the "
         "mapping DeviceClass matches on the pool's nodes; demand: today's requests."
     )
+    if not detailed(cap):
+        cap = capacity_summary(s, cap)
     s.blocks.append(Chart(cap))
     s.add(capacity_table(cap))
     changes = r.get("capacityChanges")

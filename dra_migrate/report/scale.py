@@ -92,6 +92,33 @@ def strategies_summary(s: Section, ways: list[dict[str, Any]]) -> None:
     )
 
 
+def capacity_summary(s: Section, capacity: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Past DETAIL pools: each pool and resource that does not fit, then the totals per resource over all."""
+    short = [c for c in capacity if not c["fits"]]
+    per: dict[str, list[dict[str, Any]]] = {}
+    for c in capacity:
+        per.setdefault(str(c["resource"]), []).append(c)
+    totals = [
+        {
+            "pool": f"all {len({c['pool'] for c in cs})} pools",
+            "resource": resource,
+            "before": sum(c["before"] for c in cs),
+            "after": sum(c["after"] or 0 for c in cs),
+            "demand": sum(c["demand"] for c in cs),
+            "fits": all(c["fits"] for c in cs),
+            "deviceClass": ", ".join(sorted({str(c["deviceClass"]) for c in cs if c["deviceClass"]})) or None,
+            "sharingReplicas": 1,
+            "afterSource": "total",
+        }
+        for resource, cs in per.items()
+    ]
+    s.p(
+        f"{len(capacity)} pool and resource rows: each of the {len(short)} that do not fit, then the totals per "
+        f"resource ({IN_JSON}, `capacity`; `dra-migrate check -o wide`)."
+    )
+    return short + totals
+
+
 def gangs_summary(s: Section, gangs: list[dict[str, Any]]) -> None:
     """Gangs counted by how many times they are broken; the DETAIL broken most often named."""
     times = Counter(len(g["waves"]) for g in gangs)
@@ -108,22 +135,31 @@ def gangs_summary(s: Section, gangs: list[dict[str, Any]]) -> None:
 
 
 def waves_summary(s: Section, waves: list[Any]) -> None:
-    """The waves counted per stage: how many, the most nodes one takes out at once, the pods they evict."""
+    """The waves counted per stage: how many, the most nodes one takes out at once, the pods they evict; past
+    DETAIL stages, the stages of the same shape (waves, most nodes at once, soak) as one row."""
     per: dict[str, list[Any]] = {}
     for w in waves:
         per.setdefault(w.stage, []).append(w)
+    rows = [
+        [stage, len(ws), sum(len(w.nodes) for w in ws), max(len(w.nodes) for w in ws),
+         sum(w.evicted_pods for w in ws), ", ".join(sorted({str(w.soak_after) for w in ws}))]
+        for stage, ws in per.items()
+    ]  # fmt: skip
+    how = "per stage"
+    if len(rows) > DETAIL:
+        how = "stages of the same shape (waves, most nodes at once, soak) together"
+        shapes: dict[tuple[Any, ...], list[list[Any]]] = {}
+        for r in rows:
+            shapes.setdefault((r[1], r[3], r[5]), []).append(r)
+        rows = [
+            [f"{len(rs)}: {names([r[0] for r in rs])}", k[0], sum(r[2] for r in rs), k[1], sum(r[4] for r in rs), k[2]]
+            for k, rs in shapes.items()
+        ]
     s.p(
-        f"{len(waves)} waves, per stage ({IN_JSON}, `stages[].waves`; each wave and its nodes: "
+        f"{len(waves)} waves, {how} ({IN_JSON}, `stages[].waves`; each wave and its nodes: "
         "`dra-migrate show PLAN -o wide`)."
     )
-    s.table(
-        ["stage", "waves", "nodes", "most nodes unavailable at once", "pods evicted", "soak after each"],
-        [
-            [stage, len(ws), sum(len(w.nodes) for w in ws), max(len(w.nodes) for w in ws),
-             sum(w.evicted_pods for w in ws), ", ".join(sorted({str(w.soak_after) for w in ws}))]
-            for stage, ws in per.items()
-        ],
-    )  # fmt: skip
+    s.table(["stage", "waves", "nodes", "most nodes unavailable at once", "pods evicted", "soak after each"], rows)
 
 
 def step_rows(steps: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
@@ -204,9 +240,11 @@ def _short(value: Any) -> str:
 # --- the journal ----------------------------------------------------------------------------------------
 
 
-def per_wave(rows: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
-    """Rows per (stage, wave), or per stage (wave "all N") when that is still more than DETAIL rows: a plan
-    of 400 pools of 5 waves is 2,000 waves."""
+def per_wave(
+    rows: list[dict[str, Any]], clean: Callable[[dict[str, Any]], bool]
+) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """Rows per (stage, wave); per stage (wave "all N") when that is more than DETAIL rows (a plan of 400
+    pools of 5 waves is 2,000 waves); and past DETAIL stages, the stages whose every row is `clean` as one."""
     per: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for x in rows:
         per.setdefault((str(x["stage"] or "-"), str(x["wave"] or "-")), []).append(x)
@@ -217,7 +255,13 @@ def per_wave(rows: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str,
     for (stage, _), xs in per.items():
         stages.setdefault(stage, []).extend(xs)
         waves[stage] = waves.get(stage, 0) + 1
-    return {(stage, f"all {waves[stage]}"): xs for stage, xs in stages.items()}
+    if len(stages) <= DETAIL:
+        return {(stage, f"all {waves[stage]}"): xs for stage, xs in stages.items()}
+    out = {(stage, f"all {waves[stage]}"): xs for stage, xs in stages.items() if not all(map(clean, xs))}
+    rest = [stage for stage in stages if (stage, f"all {waves[stage]}") not in out]
+    if rest:
+        out[(f"{len(rest)} other stages: {names(rest)}", "all")] = [x for stage in rest for x in stages[stage]]
+    return out
 
 
 def _state(e: dict[str, Any]) -> str:
@@ -228,7 +272,7 @@ def steps_summary(s: Section, entries: list[dict[str, Any]], rows: Callable[[lis
                   headers: list[str], what: str) -> None:  # fmt: skip
     """Steps per stage and wave (how many, their results, first start and last end); then every step that
     did not end ok, row by row."""
-    per = per_wave(entries)
+    per = per_wave(entries, lambda e: e["result"] == "ok")
     s.p(
         f"{len(entries)} {what}, per stage and wave; every one that did not end ok is listed after "
         f"({IN_JSON}, `timeline`; per node: `dra-migrate status PLAN -o wide`)."
@@ -279,7 +323,10 @@ VERDICTS = ("verified", "failed", "interrupted", "rolled-back", "incomplete", "n
 
 def verification_summary(s: Section, nodes: list[dict[str, Any]], columns: list[str]) -> None:
     """Nodes per stage and wave by verdict; every node failed, interrupted, rolled back or half done named."""
-    per = {k: Counter(node_verdict(n) for n in ns) for k, ns in per_wave(nodes).items()}
+    per = {
+        k: Counter(node_verdict(n) for n in ns)
+        for k, ns in per_wave(nodes, lambda n: node_verdict(n) == "verified").items()
+    }
     s.p(
         f"{len(nodes)} node(s) per stage and wave; each one neither verified nor still to run is listed after "
         f"({IN_JSON}, `verification.nodes`; per node: `dra-migrate status PLAN -o wide`)."

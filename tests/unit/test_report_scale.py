@@ -33,42 +33,44 @@ FAILED = {f"n-{p:03d}-{w:02d}-2" for p, w in ((1, 3), (17, 0), (39, 9))}  # cana
 BLOCKED = "p-005"  # its stage blocked by a pool blocker
 
 
-def _fleet_plan() -> dict[str, Any]:
+def _fleet_plan(pools: int = POOLS, waves: int = WAVES, per_wave: int = PER_WAVE) -> dict[str, Any]:
     """The demo plan grown to POOLS pools of WAVES waves of PER_WAVE nodes, each node fingerprinted, a gang
     per wave (and some broken twice), a warning per pool and one naming every pool, a blocker of one pool."""
     doc = plan_io.load(PLAN)
     prepare, template = doc["stages"][0], doc["stages"][1]
     node0 = template["waves"][0]["nodes"][0]
     stages, objects, gangs = [prepare], list(doc["fingerprint"]["objects"]), []
-    for p in range(POOLS):
+    for p in range(pools):
         pool = f"p-{p:03d}"
         st = copy.deepcopy(template)
         st["name"], st["pool"] = f"pool-{pool}", pool
         st["waves"] = []
-        for w in range(WAVES):
-            names = [f"n-{p:03d}-{w:02d}-{i}" for i in range(PER_WAVE)]
+        for w in range(waves):
+            names = [f"n-{p:03d}-{w:02d}-{i}" for i in range(per_wave)]
             st["waves"].append({**template["waves"][0], "name": f"wave-{w + 1}",
                                 "nodes": [{**node0, "node": n} for n in names]})  # fmt: skip
             objects += [{**objects[0], "kind": "Node", "namespace": "", "name": n, "uid": f"u-{n}"} for n in names]
-            waves = [f"pool-{pool}/wave-{w + 1}"] + ([f"pool-{pool}/wave-{w + 2}"] if w % 4 == 0 else [])
-            gangs.append({"gang": f"JobSet ml/g-{p}-{w}", "waves": waves})
+            evicting = [f"pool-{pool}/wave-{w + 1}"] + ([f"pool-{pool}/wave-{w + 2}"] if w % 4 == 0 else [])
+            gangs.append({"gang": f"JobSet ml/g-{p}-{w}", "waves": evicting})
         stages.append(st)
     warning = {k: v for k, v in doc["findings"][0].items() if k not in ("scope", "pools")}
     findings = [
         {**warning, "id": "shared-gpu-capacity-loss", "severity": "warning", "message": f"pool p-{p:03d} shrinks",
          "objects": [{"kind": "Pool", "namespace": "", "name": f"p-{p:03d}"}], "scope": "pool",
          "pools": [f"p-{p:03d}"]}
-        for p in range(POOLS)
+        for p in range(pools)
     ] + [
         {**warning, "id": "in-place-pool-template", "severity": "warning", "message": "every pool, in place",
-         "objects": [{"kind": "Pool", "namespace": "", "name": f"p-{p:03d}"} for p in range(POOLS)] * 10,
-         "scope": "pool", "pools": [f"p-{p:03d}" for p in range(POOLS)] * 10},
+         "objects": [{"kind": "Pool", "namespace": "", "name": f"p-{p:03d}"} for p in range(pools)] * 10,
+         "scope": "pool", "pools": [f"p-{p:03d}" for p in range(pools)] * 10},
         {**warning, "id": "shared-gpu-capacity-loss", "severity": "blocker", "message": f"pool {BLOCKED} won't fit",
          "objects": [{"kind": "Pool", "namespace": "", "name": BLOCKED}], "scope": "pool", "pools": [BLOCKED]},
     ]  # fmt: skip
     doc["stages"], doc["findings"] = stages, findings
     doc["fingerprint"]["objects"] = objects
-    doc["summary"] = {**doc["summary"], "gangs": gangs, "nodes": POOLS * WAVES * PER_WAVE}
+    doc["summary"] = {**doc["summary"], "gangs": gangs, "nodes": pools * waves * per_wave}
+    cap = doc["review"]["capacity"][0]
+    doc["review"]["capacity"] = [{**cap, "pool": f"p-{p:03d}", "fits": p == 0 or p % 50 != 0} for p in range(pools)]
     return doc
 
 
@@ -143,6 +145,33 @@ def test_the_json_keeps_every_row(fleet: dict[str, Any]) -> None:
     assert sum(1 for o in data["fingerprint"]["objects"] if o["name"].startswith("n-")) == nodes
     assert sum(len(w["nodes"]) for s in data["stages"] for w in s["waves"]) == nodes
     assert len(data["findings"]) == POOLS + 2 and len(data["summary"]["gangs"]) == POOLS * WAVES
+
+
+def test_past_a_hundred_pools_the_per_stage_summaries_keep_only_what_is_wrong() -> None:
+    plan = Plan.from_dict(_fleet_plan(pools=250, waves=2, per_wave=2))  # 1,000 nodes in 250 pools
+    bad = {"n-007-01-1", "n-200-00-0"}
+    records = _journal(plan)
+    for r in records:  # these two nodes' canaries fail instead
+        if r["event"] == "end" and r["stepId"].endswith("/canary"):
+            node = r["stepId"].split("/")[1]
+            r["result"] = "failed" if node in bad else "ok"
+            r["error"] = "canary pod stayed Pending" if node in bad else None
+    report = build_report(plan, plan_path="p", journal="j", records=records, tool_version="0").to_dict()
+    md = render_markdown(report)
+    sections = dict(_sections(md))
+    for title, lines in sections.items():
+        assert len(lines) <= DETAIL + 20, f"{title}: {len(lines)} lines"
+    applied, verified = "\n".join(sections["### Applied steps"]), "\n".join(sections["## Final verification"])
+    for node in bad:
+        stage = f"pool-p-{node[2:5]}"
+        assert f"| {stage}" in applied and f"{node}/canary" in applied
+        assert f"| {stage}" in verified and node in verified
+    assert "248 other stages" in applied and "248 other stages" in verified
+    capacity = "\n".join(sections["## Capacity before and after"])
+    assert all(f"| p-{p:03d}" in capacity for p in (50, 100, 150, 200)) and "all 250 pools" in capacity
+    assert "| p-001 " not in capacity
+    waves = "\n".join(sections["### Disruption per wave"])
+    assert "250: pool-p-000" in waves.replace("| ", "")  # every stage of one shape, one row
 
 
 # --- read once ------------------------------------------------------------------------------------------
