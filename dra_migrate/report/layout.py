@@ -53,6 +53,7 @@ from dra_migrate.report.scale import (
     gangs_summary,
     gates_summary,
     names,
+    pools_summary,
     stage_steps,
     step_rows,
     steps_summary,
@@ -284,7 +285,8 @@ def _inventory(r: dict[str, Any]) -> Section:
 
 
 def _pool_table(s: Section, inv: dict[str, Any]) -> None:
-    s.sub("pools", "Pools").add(pools_table(inv["pools"]))
+    pools = s.sub("pools", "Pools")
+    pools.add(pools_table(inv["pools"] if detailed(inv["pools"]) else pools_summary(pools, inv["pools"])))
 
 
 def _findings(r: dict[str, Any]) -> Section:

@@ -119,6 +119,32 @@ def capacity_summary(s: Section, capacity: list[dict[str, Any]]) -> list[dict[st
     return short + totals
 
 
+def pools_summary(s: Section, pools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Past DETAIL pools, their totals as one row (each pool short of capacity is under Capacity)."""
+
+    def total(key: str) -> dict[str, int] | None:
+        maps = [p.get(key) for p in pools]
+        if all(m is None for m in maps):
+            return None
+        out: Counter[str] = Counter()
+        for m in maps:
+            out.update(m or {})
+        return dict(sorted(out.items()))
+
+    s.p(f"{len(pools)} pools, totalled ({IN_JSON}, `inventory.pools`; each pool short of capacity: Capacity above).")
+    nodes = sum(p["nodes"] if isinstance(p["nodes"], int) else len(p["nodes"]) for p in pools)
+    return [
+        {
+            "name": f"all {len(pools)} pools",
+            "nodes": nodes,
+            "allocatable": total("allocatable"),
+            "requested": total("requested"),
+            "consumers": None,  # a consumer on several pools is counted in each: no total
+            "draDevices": total("draDevices"),
+        }
+    ]
+
+
 def gangs_summary(s: Section, gangs: list[dict[str, Any]]) -> None:
     """Gangs counted by how many times they are broken; the DETAIL broken most often named."""
     times = Counter(len(g["waves"]) for g in gangs)

@@ -271,3 +271,14 @@ def test_a_diff_that_moves_most_nodes_is_counted_per_stage() -> None:
     assert "| parameter | maxUnavailable" in "\n".join(changes).replace("  ", "")
     moved = sum(1 for n in diff["summary"]["nodes"]["moved"] if n["from"].startswith("pool-p-000/"))
     assert f"{moved} of stage pool-p-000" in "\n".join(changes)
+
+
+def test_past_a_hundred_pools_the_inventory_pools_are_totalled() -> None:
+    doc = _fleet_plan(pools=150, waves=1, per_wave=2)
+    pool = doc["review"]["inventory"]["pools"][0]
+    doc["review"]["inventory"]["pools"] = [{**pool, "name": f"p-{p:03d}", "nodes": 2} for p in range(150)]
+    report = build_report(Plan.from_dict(doc), plan_path="p", tool_version="0").to_dict()
+    pools = "\n".join(dict(_sections(render_markdown(report)))["### Pools"])
+    gpus = sum(pool["allocatable"].values()) * 150
+    assert "all 150 pools" in pools and "| 300 " in pools and str(gpus) in pools and "p-007" not in pools
+    assert len(report["inventory"]["pools"]) == 150
