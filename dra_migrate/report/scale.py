@@ -38,20 +38,28 @@ def fingerprint_summary(s: Section, objects: list[dict[str, Any]]) -> None:
 
 
 def findings_summary(s: Section, findings: list[dict[str, Any]]) -> None:
-    """Every blocker on its own row; warnings and infos one row per rule and cause, counted."""
+    """Every blocker on its own row; warnings and infos one row per rule and severity, counted."""
     blockers = [f for f in findings if f["severity"] == "blocker"]
     others = [f for f in findings if f["severity"] != "blocker"]
     s.p(
         f"{len(findings)} findings: every blocker below on its own row, then the warnings and infos one row per "
-        f"rule and cause, counted ({IN_JSON}, `findings`; `dra-migrate check -o wide`)."
+        f"rule, counted ({IN_JSON}, `findings`; `dra-migrate check -o wide`)."
     )
     s.add(findings_rows(blockers, empty="No blockers."))
-    groups = group_findings(others)
+    # One row per rule and severity: `check` groups by cause too (rule and remediation), but a rule whose
+    # remediation names its object (gang-workload-split, per gang) would still be a row per finding.
+    rows: dict[tuple[str, str], list[Any]] = {}
+    for g in group_findings(others):
+        row = rows.setdefault((g.severity, g.id), [g.severity, g.id, 0, g.messages[0], [], [g.remediation]])
+        row[2] += g.count
+        row[4] += list(g.objects)
+        row[5] += [] if g.remediation in row[5] else [g.remediation]
     s.table(
         ["severity", "id", "findings", "first", "objects", "remediation"],
-        [[g.severity, g.id, g.count, g.messages[0], _objects(list(g.objects)), g.remediation] for g in groups],
+        [[*r[:4], _objects(r[4]), r[5][0] + (f" (+{len(r[5]) - 1} other remediations)" if len(r[5]) > 1 else "")]
+         for r in rows.values()],
         empty="No warnings or infos.",
-    )
+    )  # fmt: skip
 
 
 def findings_rows(findings: list[dict[str, Any]], empty: str = "No findings.") -> Table:
