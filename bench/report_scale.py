@@ -7,7 +7,7 @@ plan alone, with the cluster (`--snapshot`) and with a journal of the whole migr
 For each size N the fleet and plan are bench/plan_scale.py's (`--keep DIR` reuses them: `fleet-N-4ppn.jsonl`
 and `plan-N.yaml`); the journal is made here from the plan (`journal_of`): every step of every node applied
 ok, a gate per wave, `--failed` nodes whose canary failed, their steps rolled back, and a second apply
-that finished them, so the timeline holds about 8 records per node, failures and a rollback among them.
+that finished them, so the journal holds about 18 records per node, failures and a rollback among them.
 Each `report` runs once in a fresh process (`dra-migrate report PLAN [--snapshot F] [--journal J] -o FMT
 --out FILE`); the row gives CPU seconds (user + system), wall seconds, the process's own peak RSS (VmHWM),
 the output's bytes and lines, and the largest section of the Markdown in lines. `yaml` (the plan file
