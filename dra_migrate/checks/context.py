@@ -38,10 +38,12 @@ def still_to_migrate(n: GpuNode) -> bool:
 def switched_in_place(ctx: CheckContext, n: GpuNode) -> bool:
     """A node still to migrate whose own plugins and kubelet the plan switches: not one of a pool the plan
     replaces (plan/strategies.py), whose nodes are only drained, the new pool's nodes serving DRA."""
-    replaced = ctx.__dict__.setdefault(
-        "_replaced_pools",
-        {p.name for p in ctx.inventory.pools if p.platform is not None and p.platform.strategy == "replace-pool"},
-    )
+    # Worked out once per context: `setdefault(key, {...})` built the set on every call (nodes x pools).
+    replaced = ctx.__dict__.get("_replaced_pools")
+    if replaced is None:
+        replaced = ctx.__dict__["_replaced_pools"] = {
+            p.name for p in ctx.inventory.pools if p.platform is not None and p.platform.strategy == "replace-pool"
+        }
     return still_to_migrate(n) and n.pool not in replaced
 
 

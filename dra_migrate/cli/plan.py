@@ -211,10 +211,11 @@ def _refuse_overwrite(path: Path, force: bool) -> None:
 
 def planned(plan: Plan, path: Path) -> dict[str, Any]:
     """What `plan` prints: the summary, the blockers and what each stage may do (JSON: this object)."""
-    from dra_migrate.plan.scope import stage_blockers
+    from dra_migrate.plan.scope import blockers_by_stage
     from dra_migrate.plan.view import excluded_pools_json, plan_cluster
 
     blockers = [f for f in plan.findings if f["severity"] == "blocker"]
+    blocked_by = blockers_by_stage(plan.findings)  # read once: per stage it was stages x findings
     review = plan.review or {}
     return {
         "formatVersion": 1,
@@ -234,8 +235,8 @@ def planned(plan: Plan, path: Path) -> dict[str, Any]:
                 "nodes": sum(len(w.nodes) for w in s.waves),
                 "waves": len(s.waves),
                 "evictedPods": sum(w.evicted_pods for w in s.waves),
-                "applicable": not stage_blockers(plan.findings, s.pool),
-                "blockedBy": stage_blockers(plan.findings, s.pool),
+                "applicable": not blocked_by(s.pool),
+                "blockedBy": blocked_by(s.pool),
             }
             for s in plan.stages
         ],

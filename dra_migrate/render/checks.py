@@ -48,21 +48,28 @@ def capacity_rows(capacity: list[dict[str, Any]]) -> list[list[Any]]:
 FINDING_HEADERS = ["severity", "id", "scope", "finding", "objects", "remediation"]
 
 
-def finding_scope(f: dict[str, Any]) -> str:
-    """ "cluster", or "pool a, b" for a finding that blocks only some pools' stages."""
+def _named(items: list[str], limit: int | None) -> str:
+    return (", ".join(items) or "-") if limit is None else first_few(items, limit)
+
+
+def finding_scope(f: dict[str, Any], limit: int | None = None) -> str:
+    """ "cluster", or "pool a, b" for a finding that blocks only some pools' stages (up to `limit` named)."""
     if f.get("scope") == "pool":
-        return "pool " + ", ".join(f.get("pools") or [])
+        pools = [str(p) for p in f.get("pools") or []]
+        return "pool " + (", ".join(pools) if limit is None else first_few(pools, limit))
     return "cluster"
 
 
-def findings_table(findings: list[dict[str, Any]]) -> Table:
-    """Findings as rows (the JSON form: `finding_json`), every object named."""
+def findings_table(findings: list[dict[str, Any]], limit: int | None = None, empty: str = "No findings.") -> Table:
+    """Findings as rows (the JSON form: `finding_json`), every object named; with `limit`, a finding's objects
+    and pools up to `limit` and how many more (the report at fleet size: a warning naming 400 pools was one
+    14,000-character cell, which a Markdown table pads every row to)."""
     rows: list[list[Any]] = [
-        [f["severity"], f["id"], finding_scope(f), f["message"], ", ".join(objects_text(f["objects"] or [])) or "-",
-         f["remediation"]]
+        [f["severity"], f["id"], finding_scope(f, limit), f["message"],
+         _named(objects_text(f["objects"] or []), limit), f["remediation"]]
         for f in findings
     ]  # fmt: skip
-    return Table(FINDING_HEADERS, rows, empty="No findings.")
+    return Table(FINDING_HEADERS, rows, empty=empty)
 
 
 def capacity_table(capacity: list[dict[str, Any]]) -> Table:

@@ -3,7 +3,7 @@ function each, so the two cannot disagree)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,12 +37,15 @@ def wave_rows(stages: Iterable[Stage | Mapping[str, Any]]) -> list[WaveRow]:
     ]
 
 
-def waves_table(waves: Sequence[WaveRow | Stage | Mapping[str, Any]]) -> Table:
+def waves_table(
+    waves: Sequence[WaveRow | Stage | Mapping[str, Any]], nodes: Callable[[list[str]], str] = ", ".join
+) -> Table:
     """One row per wave: how many nodes it takes out at once, the pods it evicts, the soak after it, and
-    (wide) its nodes. Rows (the report's), or a plan's stages (`wave_rows`)."""
+    (wide) its nodes, as `nodes` writes them (the report names the first few). Rows (the report's), or a
+    plan's stages (`wave_rows`)."""
     rows = [w for w in waves if isinstance(w, WaveRow)] + wave_rows(s for s in waves if not isinstance(s, WaveRow))
     cells: list[list[Any]] = [
-        [w.stage, w.wave, len(w.nodes), w.evicted_pods, w.soak_after, ", ".join(w.nodes)] for w in rows
+        [w.stage, w.wave, len(w.nodes), w.evicted_pods, w.soak_after, nodes(list(w.nodes))] for w in rows
     ]
     return Table(WAVE_HEADERS, cells, empty="Nothing to migrate.", wide=frozenset({"nodes"}))
 

@@ -9,7 +9,7 @@ from typing import Any
 from dra_migrate.plan.actions import Action, InverseAction
 from dra_migrate.plan.estimate import estimate_text
 from dra_migrate.plan.outline import PlanOutline, StageOutline
-from dra_migrate.plan.scope import stage_blockers
+from dra_migrate.plan.scope import blockers_by_stage, stage_blockers
 from dra_migrate.render import Document, styled, verdict
 from dra_migrate.render.disruption import WaveRow, gangs_table, waves_table
 
@@ -130,6 +130,7 @@ def plan_document(plan: PlanOutline) -> Document:
             doc.line(styled(f"{f['id']} ({where}): {f['message']}", "bad"))
 
     doc.heading("Stages")
+    blocked_by = blockers_by_stage(plan.findings)  # read once: per stage it was stages x findings
     doc.table(
         ["stage", "pool", "nodes", "waves", "pods evicted", "can apply", "blocked by"],
         [
@@ -139,8 +140,8 @@ def plan_document(plan: PlanOutline) -> Document:
                 sum(len(w.nodes) for w in st.waves),
                 len(st.waves),
                 sum(w.evicted_pods for w in st.waves),
-                verdict(not stage_blockers(plan.findings, st.pool)),
-                ", ".join(stage_blockers(plan.findings, st.pool)) or "-",
+                verdict(not blocked_by(st.pool)),
+                ", ".join(blocked_by(st.pool)) or "-",
             ]
             for st in plan.stages
         ],

@@ -14,11 +14,10 @@ from typing import Any
 from dra_migrate.plan.actions import Action
 from dra_migrate.plan.estimate import estimate_text
 from dra_migrate.render import to_yaml
-from dra_migrate.render.checks import capacity_table, findings_table
+from dra_migrate.render.checks import capacity_table
 from dra_migrate.render.diff import details_table
 from dra_migrate.render.disruption import WaveRow, gangs_table, waves_table
 from dra_migrate.render.inventory import consumers_note, consumers_table, pools_table
-from dra_migrate.render.plan import step_params, subject_of, undo_text
 from dra_migrate.render.rehearsal import (
     CAPACITY_HEADERS as REHEARSED_CAPACITY_HEADERS,
 )
@@ -41,6 +40,27 @@ from dra_migrate.render.view import cell as _cell
 from dra_migrate.report.accepted import accepted_risks
 from dra_migrate.report.model import SINCE_PLANNING, PlanInfo, Wave, unplain
 from dra_migrate.report.platforms import strategies_section
+from dra_migrate.report.scale import (
+    NAMES,
+    capacity_summary,
+    consumers_summary,
+    detailed,
+    diff_details_summary,
+    diff_rows_summary,
+    findings_rows,
+    findings_summary,
+    fingerprint_summary,
+    gangs_summary,
+    gates_summary,
+    names,
+    pools_summary,
+    stage_steps,
+    step_rows,
+    steps_summary,
+    strategies_summary,
+    verification_summary,
+    waves_summary,
+)
 
 # Section ids: stable anchors in the HTML, and what the browser test looks for.
 SECTIONS = (
@@ -107,7 +127,7 @@ def _applicability(r: dict[str, Any]) -> str:
     if r["plan"]["applicable"]:
         return "Applicable: no blockers."
     free = [st["name"] for st in r["stages"] if st.get("applicable")]
-    alone = f" Stages that can be applied alone (`apply --stage`): {', '.join(free)}." if free else ""
+    alone = f" Stages that can be applied alone (`apply --stage`): {names(free)}." if free else ""
     return "NOT applicable as a whole: the plan has blockers (see Findings)." + alone
 
 
@@ -164,6 +184,9 @@ def _cluster(r: dict[str, Any]) -> Section:
 def _fingerprint(r: dict[str, Any]) -> Section:
     s = _section("fingerprint")
     s.p("What the plan depends on; apply refuses the plan when any of these was replaced or changed since.")
+    if not detailed(r["fingerprint"]["objects"]):
+        fingerprint_summary(s, r["fingerprint"]["objects"])
+        return s
     s.table(
         ["kind", "object", "uid", "content hash"],
         [
@@ -202,7 +225,8 @@ def _plan(r: dict[str, Any]) -> Section:
         ],
     )
     s.blocks.append(applicability_badge(r))
-    strategies_section(s, r.get("strategies") or [])
+    ways = r.get("strategies") or []
+    (strategies_section if detailed(ways) else strategies_summary)(s, ways)
     left = r.get("excludedPools") or []
     if left:
         sub = s.sub("excluded", f"Pools left out ({len(left)})")
@@ -246,7 +270,13 @@ def _inventory(r: dict[str, Any]) -> Section:
             gpus[k] = gpus.get(k, 0) + v
     s.p(f"{len(cons)} GPU consumer(s) in {len(inv['pools'])} pool(s); GPUs over all replicas: {counts(gpus)}.")
     cs = s.sub("consumers", f"Consumers ({len(cons)})")
-    cs.add(consumers_table(cons))
+    shown = cons if detailed(cons) else consumers_summary(cons)
+    if len(shown) < len(cons):
+        cs.p(
+            f"The {len(shown)} holding the most GPUs; every one: `report -o json` (`inventory.consumers`) or "
+            "`dra-migrate inventory -o wide`. Per pool, the Pools table counts them."
+        )
+    cs.add(consumers_table(shown))
     note = consumers_note(cons)
     if note:
         cs.p(note)
@@ -255,7 +285,8 @@ def _inventory(r: dict[str, Any]) -> Section:
 
 
 def _pool_table(s: Section, inv: dict[str, Any]) -> None:
-    s.sub("pools", "Pools").add(pools_table(inv["pools"]))
+    pools = s.sub("pools", "Pools")
+    pools.add(pools_table(inv["pools"] if detailed(inv["pools"]) else pools_summary(pools, inv["pools"])))
 
 
 def _findings(r: dict[str, Any]) -> Section:
@@ -266,7 +297,10 @@ def _findings(r: dict[str, Any]) -> Section:
     s.p(f"At planning time: {by['blocker']} blocker(s), {by['warning']} warning(s), {by['info']} info.")
     if len(planned) < len(fs):
         s.p(f"In the cluster read for this report, since planning: {len(fs) - len(planned)} more blocker(s).")
-    s.add(findings_table(fs))
+    if detailed(fs):
+        s.add(findings_rows(fs))
+    else:
+        findings_summary(s, fs)
     accepted_risks(s, r.get("acceptedRisks") or [])
     return s
 
@@ -297,6 +331,8 @@ def _capacity(r: dict[str, Any]) -> Section:
         "before: what the device plugin advertises today (shared replicas counted); after: the DRA devices the "
         "mapping DeviceClass matches on the pool's nodes; demand: today's requests."
     )
+    if not detailed(cap):
+        cap = capacity_summary(s, cap)
     s.blocks.append(Chart(cap))
     s.add(capacity_table(cap))
     changes = r.get("capacityChanges")
@@ -329,7 +365,10 @@ def _stages(r: dict[str, Any]) -> Section:
         f"{estimate_text(sm, 'soaks included', [len(w.nodes) for w in waves])}; "
         f"at most {r['plan']['parameters'].get('maxUnavailable')} of a pool unavailable at once."
     )
-    s.sub("disruption", "Disruption per wave").add(waves_table(waves))
+    if detailed(waves):
+        s.sub("disruption", "Disruption per wave").add(waves_table(waves, names))
+    else:
+        waves_summary(s.sub("disruption", "Disruption per wave"), waves)
     gangs = sm.get("gangs") or []
     if gangs:
         g = s.sub("gangs", "Disruption per gang")
@@ -337,27 +376,23 @@ def _stages(r: dict[str, Any]) -> Section:
             "A gang's pods run all or nothing: it is broken once for every wave that evicts any of them "
             "(one is the least a migration can do; the planner keeps a gang's nodes in one wave where it can)."
         )
-        g.add(gangs_table(gangs))
-    for st in r["stages"]:
-        sub = s.sub(f"stage-{st['name']}", f"Stage {st['name']}")
-        blocked = st.get("blockedBy") or []
-        sub.blocks.append(Badge("blocked by " + ", ".join(blocked), "bad") if blocked else Badge("applicable", "good"))
-        if st["pool"]:
-            sub.p(f"pool {st['pool']} · resources {', '.join(st['resources'])} · every node, in order:")
-        sub.table(
-            ["step", "action", "target", "sets", "timeout", "undo"],
-            [
-                [
-                    x["id"],
-                    x["action"],
-                    x["target"],
-                    step_params(x.get("params") or {}, quiet=False, what=subject_of(x["action"])),
-                    x["timeout"],
-                    undo_text({"action": x["undo"], "restore": x.get("restore") or {}}) if x["undo"] else "-",
-                ]
-                for x in st["steps"]
-            ],
-        )
+        if detailed(gangs):
+            g.add(gangs_table(gangs))
+        else:
+            gangs_summary(g, gangs)
+    stages: list[dict[str, Any]] = r["stages"]
+    if len(stages) <= NAMES:
+        for st in stages:
+            stage_steps(s, [st], step_rows(st["steps"]))
+        return s
+    # Many pools: stages whose steps (and blockers) read the same are shown once, their pools named.
+    s.p(f"{len(stages)} stages; those with the same steps and blockers shown once (each stage: `report -o json`).")
+    by: dict[tuple[Any, ...], tuple[list[dict[str, Any]], list[tuple[Any, ...]]]] = {}
+    for st in stages:
+        rows = step_rows(st["steps"])
+        by.setdefault((tuple(rows), tuple(st.get("blockedBy") or []), st["pool"] is None), ([], rows))[0].append(st)
+    for group, rows in by.values():
+        stage_steps(s, group, rows)
     return s
 
 
@@ -388,8 +423,14 @@ def _diff(r: dict[str, Any]) -> Section:
     if sm["applicable"]:
         rows.append(["applicable", "-", f"{_cell(sm['applicable']['old'])} -> {_cell(sm['applicable']['new'])}"])
     rows += [["DeviceClass", n, ch] for ch in ("added", "removed", "changed") for n in sm["deviceClasses"][ch]]
+    if not detailed(rows):
+        rows = diff_rows_summary(s, rows)
     s.table(["what", "name", "change"], rows, empty="Only details changed (below).")
-    s.sub("diff-details", f"Details ({len(d['details'])})").add(details_table(d["details"]))
+    details = s.sub("diff-details", f"Details ({len(d['details'])})")
+    if detailed(d["details"]):
+        details.add(details_table(d["details"]))
+    else:
+        diff_details_summary(details, d["details"])
     return s
 
 
@@ -406,7 +447,7 @@ def _timeline(r: dict[str, Any]) -> Section:
     )
     runs = s.sub("runs", "Runs")
     runs.table(
-        ["#", "phase", "started", "ended", "actor", "result", "error"],
+        ["#", "phase", "started", "ended", "actor", "result", "error"],  # a run is an operator's command: all
         [
             [
                 i,
@@ -438,20 +479,29 @@ def _timeline(r: dict[str, Any]) -> Section:
         ]
 
     ap = s.sub("apply-steps", "Applied steps")
-    ap.table(headers, rows(t["apply"]), empty="No step applied.")
+    if detailed(t["apply"]):
+        ap.table(headers, rows(t["apply"]), empty="No step applied.")
+    else:
+        steps_summary(ap, t["apply"], rows, headers, "steps applied")
     if t["gates"]:
         g = s.sub("gates", "Health gates")
-        g.table(
-            ["time", "stage", "wave", "result", "pending GPU pods"],
-            [[x["time"], x["stage"], x["wave"], x["result"], ", ".join(x["pending"]) or "-"] for x in t["gates"]],
-        )
+        if not detailed(t["gates"]):
+            gates_summary(g, t["gates"])
+        else:
+            g.table(
+                ["time", "stage", "wave", "result", "pending GPU pods"],
+                [[x["time"], x["stage"], x["wave"], x["result"], names(list(x["pending"]))] for x in t["gates"]],
+            )
     rb = s.sub("rollbacks", f"Rollbacks ({undone[0]} step(s) undone{undone[1].replace(' (', '; ')[:-1]})")
     if t["rollback"]:
         rb.p(
             "Undos, newest first as they ran; each one ok restored the original value the plan recorded (skipped: "
             "nothing was left to restore)."
         )
-    rb.table(headers, rows(t["rollback"]), empty="No rollback.", css="rollback")
+    if detailed(t["rollback"]):
+        rb.table(headers, rows(t["rollback"]), empty="No rollback.", css="rollback")
+    else:
+        steps_summary(rb, t["rollback"], rows, headers, "undos")
     return s
 
 
@@ -524,11 +574,14 @@ def _verification(r: dict[str, Any]) -> Section:
             + (f": {last['error']}" if last["error"] else "")
             + "."
         )
-    s.table(
-        ["stage", "wave", "node", Action.WAIT_DRA_READY, Action.CANARY],
-        [[n["stage"], n["wave"], n["node"], n["waitDraReady"], n["canary"]] for n in v["nodes"]],
-        empty="No nodes to migrate.",
-    )
+    if not detailed(v["nodes"]):
+        verification_summary(s, v["nodes"], [Action.WAIT_DRA_READY, Action.CANARY])
+    else:
+        s.table(
+            ["stage", "wave", "node", Action.WAIT_DRA_READY, Action.CANARY],
+            [[n["stage"], n["wave"], n["node"], n["waitDraReady"], n["canary"]] for n in v["nodes"]],
+            empty="No nodes to migrate.",
+        )
     since = v.get("changedSince")
     if since:
         s.p(

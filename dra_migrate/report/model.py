@@ -48,6 +48,7 @@ JSON (`-o json`), `formatVersion` 1; new keys may appear, an incompatible change
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, TypeVar
@@ -59,7 +60,7 @@ from dra_migrate.execute.journal import Record
 from dra_migrate.plan.actions import Action
 from dra_migrate.plan.model import Plan, PrepareStage
 from dra_migrate.plan.model import Stage as PlanStage
-from dra_migrate.plan.scope import stage_blockers
+from dra_migrate.plan.scope import blockers_by_stage
 from dra_migrate.plan.view import excluded_pools_json, plan_cluster
 from dra_migrate.report.execution import (
     Entry,
@@ -325,7 +326,7 @@ def build_report(
         accepted_risks=[finding_json(a) for a in review.get("acceptedRisks") or []],
         strategies=[dict(x) for x in review.get("strategies") or [] if isinstance(x, dict)],
         summary=dict(plan.summary),
-        stages=[_stage(s, plan.findings) for s in plan.stages],
+        stages=_stages(plan),
         diff=diff,
         timeline=timeline(records, journal) if journal is not None and records is not None else None,
         verification=_verified(plan, records, readiness),
@@ -362,6 +363,8 @@ def _blockers_since_planning(
 
 
 def _inventory(r: Readiness) -> InventorySection:
+    # Consumers per pool counted in one pass (a pool at a time over every consumer was pools x consumers).
+    placed = Counter(pool for c in r.inventory.consumers for pool in set(c.pools))
     return InventorySection(
         consumers=[
             Consumer(
@@ -383,7 +386,7 @@ def _inventory(r: Readiness) -> InventorySection:
                 len(p.nodes),
                 dict(sorted(p.allocatable.items())),
                 dict(sorted(p.requested.items())),
-                sum(1 for c in r.inventory.consumers if p.name in c.pools),
+                placed[p.name],
                 dict(sorted(p.dra_devices.items())),
             )
             for p in r.inventory.pools
@@ -480,7 +483,12 @@ def _device_classes(plan: Plan) -> list[DeviceClass]:
     return out
 
 
-def _stage(s: PlanStage, findings: Sequence[Mapping[str, Any]]) -> Stage:
+def _stages(plan: Plan) -> list[Stage]:
+    blockers = blockers_by_stage(plan.findings)  # the findings read once, not once per stage
+    return [_stage(s, blockers(s.pool)) for s in plan.stages]
+
+
+def _stage(s: PlanStage, blocked_by: list[str]) -> Stage:
     return Stage(
         name=s.name,
         pool=s.pool,
@@ -499,6 +507,6 @@ def _stage(s: PlanStage, findings: Sequence[Mapping[str, Any]]) -> Stage:
             for x in s.steps
         ],
         waves=[Wave(w.name, [n.node for n in w.nodes], w.evicted_pods, w.soak_after) for w in s.waves],
-        blocked_by=stage_blockers(findings, s.pool),
-        applicable=not stage_blockers(findings, s.pool),
+        blocked_by=blocked_by,
+        applicable=not blocked_by,
     )
