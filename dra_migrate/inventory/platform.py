@@ -55,11 +55,8 @@ GKE_DRA_POOL_LABELS = {GKE_NO_DEFAULT_PLUGIN: "true", "nvidia.com/gpu.present": 
                        "cloud.google.com/gke-nvidia-gpu-dra-driver": "true"}  # fmt: skip
 # GKE's GPU sharing labels (time-sharing and MIG partitions), which DRA node pools cannot use:
 # "You can't use the following GPU sharing features: Time-sharing GPUs, Multi-instance GPUs, MPS".
-GKE_SHARING_LABELS = (
-    "cloud.google.com/gke-gpu-sharing-strategy",
-    "cloud.google.com/gke-gpu-partition-size",
-    "cloud.google.com/gke-max-shared-clients-per-gpu",
-)
+GKE_SHARING_LABELS = ("cloud.google.com/gke-gpu-sharing-strategy", "cloud.google.com/gke-gpu-partition-size",
+                      "cloud.google.com/gke-max-shared-clients-per-gpu")  # fmt: skip
 EKS_NODEGROUP = "eks.amazonaws.com/nodegroup"
 # EKS Auto Mode nodes carry eks.amazonaws.com/compute-type=auto (EKS user guide, "Control if a workload is
 # deployed on EKS Auto Mode nodes").
@@ -351,9 +348,10 @@ def _switching(platform: str, owner: str, detail: str, auto_mode: bool) -> tuple
             return (
                 REPLACE_POOL,
                 (
-                    "create a node pool with gpu-driver-version=disabled and the node label "
-                    f"{GKE_NO_DEFAULT_PLUGIN}=true, install the DRA driver there, then drain this pool across "
-                    "(GKE sets the managed plugin at pool creation; GKE offers no MIG or time-sharing with DRA)"
+                    f"create a node pool with gpu-driver-version=disabled and {GKE_NO_DEFAULT_PLUGIN}=true, install "
+                    "a GPU driver and the DRA driver there, drain this pool across (the label alone stops GKE's plugin "
+                    "on a node, but GKE's driver install is the pool's, unsupported with DRA, and GKE recreates nodes "
+                    "from the pool; no MIG or time-sharing with DRA)"
                 ),
                 (SOURCES["gke-dra"],),
             )

@@ -15,11 +15,13 @@ from dataclasses import replace
 from typing import Any
 
 from dra_migrate.checks.run import assess
+from dra_migrate.inventory.model import build_inventory
 from dra_migrate.inventory.platform import PoolPlatform, cloud_cluster, new_node_labels, pool_platforms
 from dra_migrate.plan.params import PlanParams
 from dra_migrate.plan.strategies import operator_checks, platform_command
 from tests.unit.helpers import container, pod, pod_spec
 from tests.unit.test_checks import gpu_node, make
+from tests.unit.test_platforms import _state
 
 
 def _pool(provisioner: str, platform: str, **kw: Any) -> PoolPlatform:
@@ -227,3 +229,11 @@ def test_gke_new_pool_is_spot_preemptible_and_of_the_old_image_as_its_nodes_are_
     plain = shlex.split(platform_command("a3", _pool("gke-node-pool", "gke"), PlanParams(), "prod")[0])
     assert not {"--spot", "--preemptible"} & set(plain)
     assert not any(a.startswith("--image-type") for a in plain)
+
+
+def test_gke_replace_pool_says_the_new_pool_needs_a_gpu_driver_as_well() -> None:
+    # gpu-driver-version=disabled leaves the new nodes without a GPU driver (set-up-dra: install it, then the DRA
+    # driver); "install the DRA driver there" alone left them with a kubelet plugin that cannot start.
+    p = next(pool.platform for pool in build_inventory(_state("gke-managed")).pools if pool.name == "a3-h100")
+    assert p is not None and p.strategy == "replace-pool"
+    assert "GPU driver and the DRA driver" in p.switching
