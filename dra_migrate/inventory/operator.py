@@ -28,6 +28,7 @@ from dra_migrate.inventory.placement import (
     node_selects,
     settable_label,
 )
+from dra_migrate.inventory.platform import GKE_ACCELERATOR_COUNT, GKE_NO_DEFAULT_PLUGIN, GKE_SHARING_LABELS
 from dra_migrate.inventory.resources import DEFAULT_GPU, GPU_PREFIX, SHARED_GPU
 from dra_migrate.inventory.sharing_config import SharedResource, parse_sharing
 
@@ -180,9 +181,33 @@ def node_config_replicas(state: ClusterState) -> dict[str, dict[str, int]]:
                 if sc.error or out.get(n, replicas) != replicas:
                     unknown.add(n)
                 out[n] = replicas
-        return {n: r for n, r in out.items() if r and n not in unknown}
+        gke = dict(g for n in state.of("Node") for g in _gke_replicas(n))
+        return {
+            **{n: r for n, r in gke.items() if n not in out},
+            **{n: r for n, r in out.items() if r and n not in unknown},
+        }
 
     return state.memo("inventory.node_config_replicas", compute)
+
+
+def _gke_replicas(node: Obj) -> list[tuple[str, dict[str, int]]]:
+    """[(node, {"nvidia.com/gpu": replicas})] for a node GKE's managed device plugin shares: that plugin has no
+    ConfigMap, the node pool's GPU sharing config says it, in node labels. It advertises each GPU
+    `gke-max-shared-clients-per-gpu` times under time-sharing or MPS, and each MIG partition
+    (`gke-gpu-partition-size`) as one nvidia.com/gpu (cloud.google.com/kubernetes-engine/docs/how-to/
+    timesharing-gpus, nvidia-mps-gpus, gpus-multi): the advertised count over the node's physical GPUs
+    (`gke-accelerator-count`) is what each GPU stands for. Not where another plugin serves the node."""
+    labels = {str(k): str(v) for k, v in (_meta(node).get("labels") or {}).items()}
+    if labels.get(GKE_NO_DEFAULT_PLUGIN) == "true" or not any(k in labels for k in GKE_SHARING_LABELS):
+        return []
+    gpus, advertised = (
+        labels.get(GKE_ACCELERATOR_COUNT, ""),
+        str(((node.get("status") or {}).get("capacity") or {}).get(DEFAULT_GPU, "")),
+    )
+    if not (gpus.isdecimal() and advertised.isdecimal() and int(gpus) > 0):
+        return []
+    replicas = int(advertised) // int(gpus)
+    return [(str(_meta(node).get("name", "")), {DEFAULT_GPU: replicas})] if replicas > 1 else []
 
 
 def _config_key(labels: dict[str, str], keys: list[str], default_key: str | None) -> str | None:

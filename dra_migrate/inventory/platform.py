@@ -48,13 +48,15 @@ GKE_NO_DEFAULT_PLUGIN = "gke-no-default-nvidia-gpu-device-plugin"
 GKE_POOL = "cloud.google.com/gke-nodepool"
 GKE_ACCELERATOR = "cloud.google.com/gke-accelerator"
 GKE_ACCELERATOR_COUNT = "cloud.google.com/gke-accelerator-count"
+# A GKE DRA pool's labels (SOURCES["gke-dra"], GoogleCloudPlatform/ai-on-gke DRA tutorials): the plugin off, what
+# the DRA chart's kubelet plugin selects by default (its v0.4.1 values.yaml: NFD's or the GPU Operator's label, not
+# on GKE) and how GKE's cluster autoscaler knows the pool publishes NVIDIA DRA devices (and scales it for claims).
+GKE_DRA_POOL_LABELS = {GKE_NO_DEFAULT_PLUGIN: "true", "nvidia.com/gpu.present": "true",
+                       "cloud.google.com/gke-nvidia-gpu-dra-driver": "true"}  # fmt: skip
 # GKE's GPU sharing labels (time-sharing and MIG partitions), which DRA node pools cannot use:
 # "You can't use the following GPU sharing features: Time-sharing GPUs, Multi-instance GPUs, MPS".
-GKE_SHARING_LABELS = (
-    "cloud.google.com/gke-gpu-sharing-strategy",
-    "cloud.google.com/gke-gpu-partition-size",
-    "cloud.google.com/gke-max-shared-clients-per-gpu",
-)
+GKE_SHARING_LABELS = ("cloud.google.com/gke-gpu-sharing-strategy", "cloud.google.com/gke-gpu-partition-size",
+                      "cloud.google.com/gke-max-shared-clients-per-gpu")  # fmt: skip
 EKS_NODEGROUP = "eks.amazonaws.com/nodegroup"
 # EKS Auto Mode nodes carry eks.amazonaws.com/compute-type=auto (EKS user guide, "Control if a workload is
 # deployed on EKS Auto Mode nodes").
@@ -176,10 +178,6 @@ class PoolPlatform:
 def _meta(o: Mapping[str, Any]) -> Mapping[str, Any]:
     m = o.get("metadata")
     return m if isinstance(m, Mapping) else {}
-
-
-def _name(o: Mapping[str, Any]) -> str:
-    return str(_meta(o).get("name"))
 
 
 def _labels(o: Mapping[str, Any]) -> dict[str, str]:
@@ -350,9 +348,10 @@ def _switching(platform: str, owner: str, detail: str, auto_mode: bool) -> tuple
             return (
                 REPLACE_POOL,
                 (
-                    "create a node pool with gpu-driver-version=disabled and the node label "
-                    f"{GKE_NO_DEFAULT_PLUGIN}=true, install the DRA driver there, then drain this pool across "
-                    "(GKE sets the managed plugin at pool creation; GKE offers no MIG or time-sharing with DRA)"
+                    f"create a node pool with gpu-driver-version=disabled and {GKE_NO_DEFAULT_PLUGIN}=true, install "
+                    "a GPU driver and the DRA driver there, drain this pool across (the label alone stops GKE's plugin "
+                    "on a node, but GKE's driver install is the pool's, unsupported with DRA, and GKE recreates nodes "
+                    "from the pool; no MIG or time-sharing with DRA)"
                 ),
                 (SOURCES["gke-dra"],),
             )
@@ -543,8 +542,7 @@ def new_node_labels(pool: str, p: PoolPlatform, labels: Mapping[str, str], dra: 
     for k in (key, *POOL_NAME_LABELS) if key else ():
         if k == key or k in out:
             out[k] = new_pool_name(pool, p)
-    if p.platform == "gke":
-        out[GKE_NO_DEFAULT_PLUGIN] = "true"
+    out.update(GKE_DRA_POOL_LABELS if p.platform == "gke" else {})
     return out
 
 

@@ -23,7 +23,7 @@ from typing import Any
 from dra_migrate.errors import InputError
 from dra_migrate.inventory.platform import (
     AKS_CLUSTER,
-    GKE_NO_DEFAULT_PLUGIN,
+    GKE_DRA_POOL_LABELS,
     GROUP_LABEL,
     REPLACE_POOL,
     SOURCES,
@@ -105,6 +105,14 @@ def _labels_arg(labels: dict[str, str], sep: str = ",") -> str:
 # GKE taints the GPU nodes of a cluster that has other node pools with nvidia.com/gpu=present:NoSchedule itself
 # (cloud.google.com/kubernetes-engine/docs/how-to/gpus, "GKE automatically adds ... taint"): not repeated.
 GKE_OWN_TAINTS = frozenset({"nvidia.com/gpu"})
+# Labels GKE sets from the node pool's settings, which a replacement pool has only if its command asks (and which
+# `new_node_labels` keeps): Spot and preemptible VMs (kubernetes-engine/docs/concepts/spot-vms,
+# how-to/preemptible-vms: workloads select them by nodeSelector) and the node image
+# (`cloud.google.com/gke-os-distribution` cos or ubuntu; gcloud --image-type, COS_CONTAINERD by default).
+GKE_SPOT = "cloud.google.com/gke-spot"
+GKE_PREEMPTIBLE = "cloud.google.com/gke-preemptible"
+GKE_OS = "cloud.google.com/gke-os-distribution"
+GKE_IMAGE_TYPES = {"ubuntu": "UBUNTU_CONTAINERD"}
 
 
 def _taints_arg(taints: tuple[tuple[str, str, str], ...], leave: frozenset[str] = frozenset()) -> str:
@@ -127,11 +135,17 @@ def platform_command(pool: str, p: PoolPlatform, params: PlanParams, context: st
     machine = p.instance_type or "MACHINE_TYPE"
     cluster = cloud_cluster(context)
     if p.provisioner == "gke-node-pool":
-        # GKE set-up-dra: gpu-driver-version=disabled, and the node label that keeps GKE's device plugin off.
+        # GKE set-up-dra: gpu-driver-version=disabled, the node label that keeps GKE's device plugin off, and the
+        # labels the DRA chart's kubelet plugin and GKE's autoscaler select (GKE_DRA_POOL_LABELS).
         # --location is the cluster's zone or region, --node-locations the pool's zones, and --num-nodes counts
         # the nodes "in each of the node pool's zones" (gcloud container node-pools create).
         accel = f"type={p.accelerator or 'ACCELERATOR'},count={p.accelerator_count or 1},gpu-driver-version=disabled"
-        labels = {**own, GKE_NO_DEFAULT_PLUGIN: "true", **dra}
+        labels = {**own, **GKE_DRA_POOL_LABELS, **dra}
+        # Made like the old pool: Spot or preemptible, and on its node image (new_node_labels keeps these labels).
+        image = GKE_IMAGE_TYPES.get(p.labels.get(GKE_OS, ""))
+        like = [*(["--spot"] if p.labels.get(GKE_SPOT) == "true" else []),
+                *(["--preemptible"] if p.labels.get(GKE_PREEMPTIBLE) == "true" else []),
+                *([f"--image-type={image}"] if image else [])]  # fmt: skip
         zones = p.zones or ()
         cmd = [
             "gcloud", "container", "node-pools", "create", new,
@@ -139,7 +153,7 @@ def platform_command(pool: str, p: PoolPlatform, params: PlanParams, context: st
             f"--location={cluster.location or 'LOCATION'}",
             *([f"--node-locations={','.join(zones)}"] if zones else []),
             f"--machine-type={machine}", f"--accelerator={accel}", f"--num-nodes={-(-nodes // max(len(zones), 1))}",
-            f"--node-labels={_labels_arg(labels)}",
+            *like, f"--node-labels={_labels_arg(labels)}",
         ]  # fmt: skip
         # The old pool's own taints, or the new GPU nodes take the pods they kept off (`--node-taints`).
         taints = _taints_arg(p.taints, leave=GKE_OWN_TAINTS)

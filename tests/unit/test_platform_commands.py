@@ -15,11 +15,13 @@ from dataclasses import replace
 from typing import Any
 
 from dra_migrate.checks.run import assess
-from dra_migrate.inventory.platform import PoolPlatform, cloud_cluster, pool_platforms
+from dra_migrate.inventory.model import build_inventory
+from dra_migrate.inventory.platform import PoolPlatform, cloud_cluster, new_node_labels, pool_platforms
 from dra_migrate.plan.params import PlanParams
 from dra_migrate.plan.strategies import operator_checks, platform_command
 from tests.unit.helpers import container, pod, pod_spec
 from tests.unit.test_checks import gpu_node, make
+from tests.unit.test_platforms import _state
 
 
 def _pool(provisioner: str, platform: str, **kw: Any) -> PoolPlatform:
@@ -192,3 +194,46 @@ def test_the_commands_carry_the_pools_own_taints_and_no_lifecycle_ones() -> None
     # a pool without taints of its own gets no flag
     bare = _flags(platform_command("a3", replace(p, taints=()), PlanParams(), "c")[0])
     assert "--node-taints" not in bare
+
+
+# --- GKE: the new pool as Google's DRA procedure makes it, and as the plan's own model of its nodes says ------
+# Found auditing the gcloud command against cloud.google.com/kubernetes-engine/docs/how-to/set-up-dra and
+# Google's ai-on-gke DRA tutorials: the new nodes had neither nvidia.com/gpu.present=true (the DRA chart's
+# default kubelet-plugin affinity, dra-driver-nvidia-gpu v0.4.1 values.yaml, which the GKE procedure installs
+# as is: no NFD or GPU Operator labels GKE nodes) nor cloud.google.com/gke-nvidia-gpu-dra-driver=true (GKE's
+# cluster autoscaler counts a pool's DRA GPUs by it); and a Spot or Ubuntu pool was replaced by an on-demand
+# COS one while `new_node_labels` (which the pinned-workloads rule and the twin read) kept gke-spot and the OS.
+
+
+def test_gke_new_pool_carries_the_labels_the_dra_driver_and_gkes_autoscaler_select() -> None:
+    p = _pool("gke-node-pool", "gke", zones=("us-central1-a",), accelerator="nvidia-h100-80gb", accelerator_count=8)
+    labels = dict(kv.split("=", 1) for kv in _flags(platform_command("a3", p, PlanParams(), "prod")[0])
+                  ["--node-labels"].split(","))  # fmt: skip
+    assert labels["gke-no-default-nvidia-gpu-device-plugin"] == "true"
+    assert labels["nvidia.com/gpu.present"] == "true"
+    assert labels["cloud.google.com/gke-nvidia-gpu-dra-driver"] == "true"
+    assert labels[PlanParams().dra_label] == PlanParams().dra_on
+
+
+def test_gke_new_pool_is_spot_preemptible_and_of_the_old_image_as_its_nodes_are_modelled() -> None:
+    old = {"cloud.google.com/gke-spot": "true", "cloud.google.com/gke-os-distribution": "ubuntu"}
+    p = _pool("gke-node-pool", "gke", zones=("us-central1-a",), labels=old)
+    args = shlex.split(platform_command("a3", p, PlanParams(), "prod")[0])
+    assert "--spot" in args and "--image-type=UBUNTU_CONTAINERD" in args
+    # what the plan says the new nodes carry is what the command makes them
+    new = new_node_labels("a3", p, old, (PlanParams().dra_label, PlanParams().dra_on))
+    assert new["cloud.google.com/gke-spot"] == "true" and new["nvidia.com/gpu.present"] == "true"
+    pre = _pool("gke-node-pool", "gke", labels={"cloud.google.com/gke-preemptible": "true"})
+    assert "--preemptible" in shlex.split(platform_command("a3", pre, PlanParams(), "prod")[0])
+    # an on-demand COS pool gets neither flag, and no image type is forced on it
+    plain = shlex.split(platform_command("a3", _pool("gke-node-pool", "gke"), PlanParams(), "prod")[0])
+    assert not {"--spot", "--preemptible"} & set(plain)
+    assert not any(a.startswith("--image-type") for a in plain)
+
+
+def test_gke_replace_pool_says_the_new_pool_needs_a_gpu_driver_as_well() -> None:
+    # gpu-driver-version=disabled leaves the new nodes without a GPU driver (set-up-dra: install it, then the DRA
+    # driver); "install the DRA driver there" alone left them with a kubelet plugin that cannot start.
+    p = next(pool.platform for pool in build_inventory(_state("gke-managed")).pools if pool.name == "a3-h100")
+    assert p is not None and p.strategy == "replace-pool"
+    assert "GPU driver and the DRA driver" in p.switching
