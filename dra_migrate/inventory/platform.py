@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dra_migrate.cluster.state import ClusterState
+from dra_migrate.inventory.operator import operator_installs_driver
 
 Obj = dict[str, Any]
 
@@ -132,7 +133,7 @@ class PoolPlatform:
     accelerator_count: int = 0
     sharing: tuple[str, ...] = ()  # platform GPU-sharing labels its nodes carry (GKE time-sharing/MIG)
     auto_mode: bool = False
-    gpu_operator: bool = False  # the cluster runs the GPU Operator (a ClusterPolicy): it can bring the GPU driver
+    gpu_operator: bool = False  # the cluster's GPU Operator installs the GPU driver (`operator_installs_driver`)
     nodes: int = 0
     labels: dict[str, str] = field(default_factory=dict)  # labels every node of the pool shares
     taints: tuple[tuple[str, str, str], ...] = ()  # (key, value, effect) every node shares, lifecycle ones left out
@@ -176,10 +177,6 @@ class PoolPlatform:
 def _meta(o: Mapping[str, Any]) -> Mapping[str, Any]:
     m = o.get("metadata")
     return m if isinstance(m, Mapping) else {}
-
-
-def _name(o: Mapping[str, Any]) -> str:
-    return str(_meta(o).get("name"))
 
 
 def _labels(o: Mapping[str, Any]) -> dict[str, str]:
@@ -428,6 +425,7 @@ def pool_platforms(
     daemonsets = {_daemonset_ref(d): d for d in state.of("apps/DaemonSet")}
     olm = olm_gpu_operator(state)
     has_policy = bool(state.of("nvidia.com/ClusterPolicy"))
+    operator_driver = operator_installs_driver(state)
     # Read once for all the pools, not once a pool (each was a scan: pools x NodePools, pools x Deployments).
     cluster_autoscaler_runs = _runs_cluster_autoscaler(state)
     nodepools = karpenter_nodepools(state)
@@ -468,7 +466,7 @@ def pool_platforms(
                 sorted({k for node_labels in labels_of.values() for k in node_labels if k in GKE_SHARING_LABELS})
             ),
             auto_mode=auto_mode,
-            gpu_operator=has_policy,
+            gpu_operator=operator_driver,
             nodes=len(members),
             labels=labels,
             taints=_shared_taints([nodes[n] for n in members]),
