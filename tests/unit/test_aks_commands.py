@@ -115,8 +115,8 @@ def test_a_node_auto_provisioning_pool_is_told_about_its_aksnodeclass() -> None:
     # NAP (Karpenter on AKS) enables the managed GPU stack by the AKSNodeClass tag EnableManagedGPUExperience
     # (aks-managed-gpu-nodes.md, "Node Auto Provisioning node pool"): the copied NodePool keeps the old
     # nodeClassRef, so the new nodes would run AKS's device plugin again.
+    ref = {"group": "karpenter.azure.com", "kind": "AKSNodeClass", "name": "managed-gpu-class"}
     nap = _pool(provisioner="karpenter", autoscaler="karpenter",
-                raw_nodepool={"spec": {"template": {"spec": {"nodeClassRef": {
-                    "group": "karpenter.azure.com", "kind": "AKSNodeClass", "name": "managed-gpu-class"}}}}})  # fmt: skip
+                raw_nodepool={"spec": {"template": {"spec": {"nodeClassRef": ref}}}})  # fmt: skip
     checks = " ".join(operator_checks(nap))
     assert "EnableManagedGPUExperience" in checks and "managed-gpu-class" in checks
