@@ -21,6 +21,7 @@ from typing import Any
 
 from dra_migrate.cluster.state import ClusterState
 from dra_migrate.inventory.operator import operator_installs_driver
+from dra_migrate.inventory.resources import mig_compute_sizes
 
 Obj = dict[str, Any]
 
@@ -138,6 +139,7 @@ class PoolPlatform:
     labels: dict[str, str] = field(default_factory=dict)  # labels every node of the pool shares
     taints: tuple[tuple[str, str, str], ...] = ()  # (key, value, effect) every node shares, lifecycle ones left out
     raw_nodepool: Obj | None = None  # the Karpenter NodePool object, when the pool is one
+    mig_sizes: tuple[int, ...] = ()  # MIG compute sizes its nodes' GPUs are partitioned into (1: 1g.10gb)
 
     @property
     def protect_annotation(self) -> str | None:
@@ -462,15 +464,14 @@ def pool_platforms(
             zones=tuple(sorted({node_labels.get(ZONE, "") for node_labels in labels_of.values()} - {""})),
             accelerator=labels.get(GKE_ACCELERATOR),
             accelerator_count=int(count) if count.isdecimal() else 0,
-            sharing=tuple(
-                sorted({k for node_labels in labels_of.values() for k in node_labels if k in GKE_SHARING_LABELS})
-            ),
+            sharing=tuple(sorted({k for ls in labels_of.values() for k in ls if k in GKE_SHARING_LABELS})),
             auto_mode=auto_mode,
             gpu_operator=operator_driver,
             nodes=len(members),
             labels=labels,
             taints=_shared_taints([nodes[n] for n in members]),
             raw_nodepool=nodepools.get(lead.group) if lead.provisioner == "karpenter" and lead.group else None,
+            mig_sizes=tuple(sorted(set[int]().union(*(mig_compute_sizes(nodes[n]) for n in members)))),
         )
     return out
 

@@ -23,6 +23,7 @@ from typing import Any
 from dra_migrate.errors import InputError
 from dra_migrate.inventory.platform import (
     AKS_CLUSTER,
+    AKS_MANAGED_GPU,
     GKE_NO_DEFAULT_PLUGIN,
     GROUP_LABEL,
     REPLACE_POOL,
@@ -178,10 +179,9 @@ def platform_command(pool: str, p: PoolPlatform, params: PlanParams, context: st
 
 # AKS's own node labels (learn.microsoft.com/azure/aks/use-labels, "Reserved system labels"): the OS SKU the pool
 # was created with ("os-sku-requested ... exactly matches requested sku from API", else os-sku), its VM priority
-# (a Spot pool: scalesetpriority=spot, or priority=spot), and the managed GPU stack's DCGM exporter label.
+# (a Spot pool: scalesetpriority=spot, or priority=spot); AKS_MANAGED_GPU is the managed GPU stack's label.
 AKS_OS_SKU_LABELS = ("kubernetes.azure.com/os-sku-requested", "kubernetes.azure.com/os-sku")
 AKS_SPOT_LABELS = ("kubernetes.azure.com/scalesetpriority", "kubernetes.azure.com/priority")
-AKS_MANAGED_GPU = "kubernetes.azure.com/dcgm-exporter"
 # "The following prefixes are AKS reserved prefixes and can't be used for any node: kubernetes.azure.com/"
 # (use-labels): AKS puts its taints there itself (a Spot pool's kubernetes.azure.com/scalesetpriority=spot:NoSchedule,
 # learn.microsoft.com/azure/aks/spot-node-pool), so --node-taints does not repeat them.
@@ -205,6 +205,10 @@ def _aks_command(
       would advertise the GPUs beside the DRA driver. `--gpu-driver none` only where the GPU Operator installs the
       driver (nvidia-gpu-operator; `--skip-gpu-driver-install` is retired since 2025-08-14); "--gpu-driver None
       is ignored when --enable-managed-gpu=true".
+    - MIG: AKS partitions the pool's GPUs at creation by one `--gpu-instance-profile` (MIG1g ... MIG7g,
+      learn.microsoft.com/azure/aks/gpu-multi-instance), and the DRA driver publishes the MIG devices a GPU has, or
+      the whole GPU (dra-driver-nvidia-gpu v0.4.1 cmd/gpu-kubelet-plugin/nvlib.go, static MIG): a replacement
+      without the flag serves no claim for a MIG device.
     """
     zones = [z.rpartition("-")[2] for z in p.zones if re.fullmatch(r"[a-z0-9]+-[1-9]", z)]
     os_sku = next((p.labels[k] for k in AKS_OS_SKU_LABELS if p.labels.get(k)), None)
@@ -215,6 +219,7 @@ def _aks_command(
         "--cluster-name", cluster, "--name", new, "--node-vm-size", machine, "--node-count", str(nodes),
         *(["--zones", *zones] if zones else []), *(["--os-sku", os_sku] if os_sku else []),
         *(["--priority", "Spot"] if spot else []),
+        *(["--gpu-instance-profile", f"MIG{p.mig_sizes[0]}g"] if len(p.mig_sizes) == 1 else []),
         *(["--enable-managed-gpu=false"] if p.labels.get(AKS_MANAGED_GPU) == "enabled" else []),
         *(["--gpu-driver", "none"] if p.gpu_operator else []),
         "--labels", *(f"{k}={v}" for k, v in labels.items()),
@@ -312,6 +317,13 @@ def operator_checks(p: PoolPlatform) -> list[str]:
             f"the new NodePool keeps the old one's {ref.get('kind', 'node class')} {ref.get('name', '')}: if its tags "
             "hold EnableManagedGPUExperience, AKS installs its device plugin on the new nodes beside the DRA driver; "
             "point it at an AKSNodeClass without that tag (https://learn.microsoft.com/azure/aks/aks-managed-gpu-nodes)"
+        )
+    if p.provisioner == "aks-agent-pool" and len(p.mig_sizes) > 1:
+        sizes = ", ".join(f"{n}g" for n in p.mig_sizes)
+        out.append(
+            f"the old nodes' GPUs are MIG-partitioned into several sizes ({sizes}); AKS makes a pool with one "
+            "--gpu-instance-profile (https://learn.microsoft.com/azure/aks/gpu-multi-instance): add one pool per "
+            "profile, or partition the new GPUs yourself (the GPU Operator's MIG manager), before the capacity check"
         )
     if p.provisioner == "eks-node-group" and p.taints:
         # eksctl takes a node group's taints from a config file only (eksctl user guide, "Taints":

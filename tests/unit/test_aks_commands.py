@@ -120,3 +120,30 @@ def test_a_node_auto_provisioning_pool_is_told_about_its_aksnodeclass() -> None:
                 raw_nodepool={"spec": {"template": {"spec": {"nodeClassRef": ref}}}})  # fmt: skip
     checks = " ".join(operator_checks(nap))
     assert "EnableManagedGPUExperience" in checks and "managed-gpu-class" in checks
+
+
+def test_a_mig_pool_is_replaced_by_a_pool_partitioned_the_same_way() -> None:
+    # AKS partitions a pool's GPUs at creation by `--gpu-instance-profile MIG1g` (MIG1g..MIG7g: gpu-multi-instance.md);
+    # the DRA driver publishes the MIG devices a GPU has and the whole GPU where it has none
+    # (dra-driver-nvidia-gpu v0.4.1 cmd/gpu-kubelet-plugin/nvlib.go GetPerGpuAllocatableDevices, static MIG): a
+    # replacement without the flag serves no claim for a 1g.10gb device.
+    nodes = []
+    for i in range(2):
+        n = gpu_node(f"aks-mig-{i}", pool="mig", **{"kubernetes.azure.com/agentpool": "mig"})
+        del n["metadata"]["labels"][POOL]
+        n["spec"] = {"providerID": f"azure:///subscriptions/s/vm-{i}"}
+        n["status"]["capacity"] = n["status"]["allocatable"] = {"nvidia.com/mig-1g.10gb": "56", "cpu": "96"}
+        nodes.append(n)
+    [p] = pool_platforms(make(*nodes), {"mig": [n["metadata"]["name"] for n in nodes]}, {}).values()
+    assert _values(_args(p), "--gpu-instance-profile") == ["MIG1g"]
+    # the single strategy shows the profile in GPU feature discovery's product label only
+    single = gpu_node("aks-mig-s", pool="mig", **{"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB-MIG-3g.40gb",
+                                                  "kubernetes.azure.com/agentpool": "mig"})  # fmt: skip
+    del single["metadata"]["labels"][POOL]
+    [p] = pool_platforms(make(single), {"mig": ["aks-mig-s"]}, {}).values()
+    assert _values(_args(p), "--gpu-instance-profile") == ["MIG3g"]
+    assert "--gpu-instance-profile" not in _args(_pool())
+    # one profile a pool: a pool partitioned two ways cannot be made again by one command; the operator is told
+    mixed = _pool(mig_sizes=(1, 3))
+    assert "--gpu-instance-profile" not in _args(mixed)
+    assert any("--gpu-instance-profile" in c for c in operator_checks(mixed))
