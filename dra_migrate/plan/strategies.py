@@ -303,7 +303,14 @@ def operator_checks(p: PoolPlatform) -> list[str]:
             "https://docs.aws.amazon.com/eks/latest/userguide/device-management-nvidia-dra-device-plugin.html); "
             "await-pool fails if they still advertise no DRA devices"
         )
-    if p.provisioner == "karpenter":
+    if p.provisioner == "karpenter" and p.platform == "aks":
+        # AKS node auto-provisioning runs Karpenter itself and takes `replicas` as a static node pool
+        # (learn.microsoft.com/azure/aks/node-auto-provisioning-node-pools, "Static node pools").
+        out.append(
+            "spec.replicas makes the new NodePool a static node pool on AKS node auto-provisioning "
+            "(https://learn.microsoft.com/azure/aks/node-auto-provisioning-node-pools#static-node-pools)"
+        )
+    elif p.provisioner == "karpenter":
         out.append(
             "spec.replicas needs Karpenter's StaticCapacity feature gate (https://karpenter.sh/docs/reference/settings/"
             "#feature-gates); without it, remove replicas and run Karpenter >= 1.15 with its DRA feature gates"

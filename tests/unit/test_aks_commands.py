@@ -147,3 +147,16 @@ def test_a_mig_pool_is_replaced_by_a_pool_partitioned_the_same_way() -> None:
     mixed = _pool(mig_sizes=(1, 3))
     assert "--gpu-instance-profile" not in _args(mixed)
     assert any("--gpu-instance-profile" in c for c in operator_checks(mixed))
+
+
+def test_node_auto_provisioning_takes_replicas_without_a_feature_gate_to_set() -> None:
+    # AKS NAP runs Karpenter for you and documents static node pools (`replicas`: node-auto-provisioning-node-pools.md,
+    # "Static node pools"): there is no StaticCapacity gate for the operator to turn on, and asking for one sends
+    # them to remove replicas (and the new pool then waits for pending pods that ask for DRA devices).
+    ref = {"group": "karpenter.azure.com", "kind": "AKSNodeClass", "name": "gpu"}
+    nap = _pool(provisioner="karpenter", autoscaler="karpenter",
+                raw_nodepool={"spec": {"template": {"spec": {"nodeClassRef": ref}}}})  # fmt: skip
+    checks = " ".join(operator_checks(nap))
+    assert "StaticCapacity" not in checks and "static node pool" in checks
+    eks = _pool(platform="eks", provisioner="karpenter", autoscaler="karpenter", raw_nodepool={})
+    assert "StaticCapacity" in " ".join(operator_checks(eks))
