@@ -160,3 +160,14 @@ def test_node_auto_provisioning_takes_replicas_without_a_feature_gate_to_set() -
     assert "StaticCapacity" not in checks and "static node pool" in checks
     eks = _pool(platform="eks", provisioner="karpenter", autoscaler="karpenter", raw_nodepool={})
     assert "StaticCapacity" in " ".join(operator_checks(eks))
+
+
+def test_the_aks_fixtures_plan_prints_the_command_as_the_pool_was_made() -> None:
+    """End to end from the snapshot: the managed H100 pool in eastus2-1 (fixtures/clusters/platforms/aks-managed)."""
+    from tests.unit.test_platforms import _plan
+
+    [stage] = [s for s in _plan("aks-managed").stages if s.name == "provision-h100"]
+    args = shlex.split(stage.steps[0].params["command"])
+    assert _values(args, "--zones") == ["1"] and "--enable-managed-gpu=false" in args
+    assert "--gpu-driver" not in args and "--gpu-instance-profile" not in args
+    assert _values(args, "--node-taints") == ["nvidia.com/gpu=present:NoSchedule"]
