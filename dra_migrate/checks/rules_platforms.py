@@ -307,7 +307,14 @@ def in_place_pool_template(ctx: CheckContext) -> Iterator[Finding]:
             "; a change to a NodePool's template drifts every node it made, and Karpenter replaces them: make it "
             "once the pool is migrated, as a planned disruption"
             if provisioner == "karpenter"
-            else ""
+            # "Updating labels will overwrite the old labels" (learn.microsoft.com/azure/aks/use-labels,
+            # "Updating labels on existing node pools"): the switches alone would drop the pool's own labels.
+            else (
+                " (`az aks nodepool update --labels` will overwrite the pool's labels: pass its current ones, "
+                "`az aks nodepool show --query nodeLabels`, with the switches)"
+                if provisioner == "aks-agent-pool"
+                else ""
+            )
         )
         yield Finding(
             "in-place-pool-template",

@@ -255,6 +255,14 @@ def summarize_operator(state: ClusterState, configs: list[SharingConfig]) -> dic
     }
 
 
+def operator_installs_driver(state: ClusterState) -> bool:
+    """A ClusterPolicy whose `spec.driver.enabled` is not false (its default is true): the GPU Operator brings the
+    driver. Off, it runs on the node image's (on AKS, the one AKS installs: NVIDIA, "GPU Operator with Azure
+    Kubernetes Service", docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/microsoft-aks.html), which a
+    pool made with `--gpu-driver none` lacks (plan/strategies.py `platform_command`)."""
+    return any(_dig(cp, "spec", "driver", "enabled") is not False for cp in state.of("nvidia.com/ClusterPolicy"))
+
+
 def _policy_summary(cp: Obj) -> dict[str, Any]:
     spec = cp.get("spec") or {}
     cdi = _dig(spec, "cdi", "enabled")

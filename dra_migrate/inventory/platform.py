@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dra_migrate.cluster.state import ClusterState
+from dra_migrate.inventory.operator import operator_installs_driver
+from dra_migrate.inventory.resources import mig_compute_sizes
 
 Obj = dict[str, Any]
 
@@ -134,11 +136,12 @@ class PoolPlatform:
     accelerator_count: int = 0
     sharing: tuple[str, ...] = ()  # platform GPU-sharing labels its nodes carry (GKE time-sharing/MIG)
     auto_mode: bool = False
-    gpu_operator: bool = False  # the cluster runs the GPU Operator (a ClusterPolicy): it can bring the GPU driver
+    gpu_operator: bool = False  # the cluster's GPU Operator installs the GPU driver (`operator_installs_driver`)
     nodes: int = 0
     labels: dict[str, str] = field(default_factory=dict)  # labels every node of the pool shares
     taints: tuple[tuple[str, str, str], ...] = ()  # (key, value, effect) every node shares, lifecycle ones left out
     raw_nodepool: Obj | None = None  # the Karpenter NodePool object, when the pool is one
+    mig_sizes: tuple[int, ...] = ()  # MIG compute sizes its nodes' GPUs are partitioned into (1: 1g.10gb)
 
     @property
     def protect_annotation(self) -> str | None:
@@ -463,15 +466,14 @@ def pool_platforms(
             zones=tuple(sorted({node_labels.get(ZONE, "") for node_labels in labels_of.values()} - {""})),
             accelerator=labels.get(GKE_ACCELERATOR),
             accelerator_count=int(count) if count.isdecimal() else 0,
-            sharing=tuple(
-                sorted({k for node_labels in labels_of.values() for k in node_labels if k in GKE_SHARING_LABELS})
-            ),
+            sharing=tuple(sorted({k for ls in labels_of.values() for k in ls if k in GKE_SHARING_LABELS})),
             auto_mode=auto_mode,
-            gpu_operator=has_policy,
+            gpu_operator=operator_installs_driver(state),  # a ClusterPolicy or two: no scan to hoist
             nodes=len(members),
             labels=labels,
             taints=_shared_taints([nodes[n] for n in members]),
             raw_nodepool=nodepools.get(lead.group) if lead.provisioner == "karpenter" and lead.group else None,
+            mig_sizes=tuple(sorted(set[int]().union(*(mig_compute_sizes(nodes[n]) for n in members)))),
         )
     return out
 

@@ -42,6 +42,20 @@ FRACTIONAL_GPU_RESOURCES = frozenset(
     }
 )
 _MIG_RE = re.compile(r"^nvidia\.com/mig-\d+g\.\d+gb(\.[a-z0-9.]+)?$")
+# A MIG resource's compute size (nvidia.com/mig-1g.10gb -> 1), and the same in GPU feature discovery's product label
+# under the single strategy, "<model>-MIG-<profile>" (k8s-device-plugin v0.18.0 internal/lm/mig-strategy.go,
+# resource.go `productLabel`): "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb".
+_MIG_SIZE_RE = re.compile(r"^nvidia\.com/mig-(\d+)g\.")
+_MIG_PRODUCT_RE = re.compile(r"-MIG-(\d+)g\.")
+
+
+def mig_compute_sizes(node: dict[str, Any]) -> set[int]:
+    """The MIG compute sizes (1 for 1g.10gb) a node's GPUs are partitioned into, from the MIG resources it
+    advertises (mixed strategy) or its `nvidia.com/gpu.product` label (single strategy); empty: none seen."""
+    capacity = (node.get("status") or {}).get("capacity") or {}
+    sizes = {int(m.group(1)) for r in capacity if (m := _MIG_SIZE_RE.match(str(r)))}
+    product = str(((node.get("metadata") or {}).get("labels") or {}).get("nvidia.com/gpu.product") or "")
+    return sizes | {int(m.group(1)) for m in _MIG_PRODUCT_RE.finditer(product)}
 
 
 _MAX_COUNT = 1 << 31

@@ -23,6 +23,7 @@ from typing import Any
 from dra_migrate.errors import InputError
 from dra_migrate.inventory.platform import (
     AKS_CLUSTER,
+    AKS_MANAGED_GPU,
     GKE_DRA_POOL_LABELS,
     GROUP_LABEL,
     REPLACE_POOL,
@@ -178,19 +179,8 @@ def platform_command(pool: str, p: PoolPlatform, params: PlanParams, context: st
         ]  # fmt: skip
         return shlex.join(cmd), None
     if p.provisioner == "aks-agent-pool":
-        group = _aks_resource_group(p.labels.get(AKS_CLUSTER, ""))
-        labels = {**own, **dra, params.device_plugin_label: params.device_plugin_off}
-        # An AKS GPU pool installs the NVIDIA driver and no device plugin by default (managementMode Unmanaged,
-        # learn.microsoft.com aks/aks-managed-gpu-nodes); --gpu-driver none only where the GPU Operator brings the
-        # driver (aks/nvidia-gpu-operator): without either, the DRA driver would find no GPU driver.
-        cmd = [
-            "az", "aks", "nodepool", "add", "--resource-group", group, "--cluster-name", cluster.name, "--name", new,
-            "--node-vm-size", machine, "--node-count", str(nodes),
-            *(["--gpu-driver", "none"] if p.gpu_operator else []),
-            "--labels", *(f"{k}={v}" for k, v in labels.items()),
-        ]  # fmt: skip
-        cmd += ["--node-taints", _taints_arg(p.taints)] if p.taints else []
-        return shlex.join(cmd), None
+        return shlex.join(_aks_command(new, p, {**own, **dra, params.device_plugin_label: params.device_plugin_off},
+                                       cluster.name, machine, nodes)), None  # fmt: skip
     if p.provisioner == "openshift-machineset":
         # A MachineSet selects its Machines by machine.openshift.io/cluster-api-machineset=<its name>, in
         # spec.selector.matchLabels and spec.template.metadata.labels (OpenShift docs, machine management,
@@ -205,6 +195,56 @@ def platform_command(pool: str, p: PoolPlatform, params: PlanParams, context: st
     tainted = f", tainted {_taints_arg(p.taints)}" if p.taints else ""
     labelled = _labels_arg({**own, **dra})
     return f"provision {nodes} node(s) like pool {pool} ({machine}) labelled {labelled}{tainted}", None
+
+
+# AKS's own node labels (learn.microsoft.com/azure/aks/use-labels, "Reserved system labels"): the OS SKU the pool
+# was created with ("os-sku-requested ... exactly matches requested sku from API", else os-sku), its VM priority
+# (a Spot pool: scalesetpriority=spot, or priority=spot); AKS_MANAGED_GPU is the managed GPU stack's label.
+AKS_OS_SKU_LABELS = ("kubernetes.azure.com/os-sku-requested", "kubernetes.azure.com/os-sku")
+AKS_SPOT_LABELS = ("kubernetes.azure.com/scalesetpriority", "kubernetes.azure.com/priority")
+# "The following prefixes are AKS reserved prefixes and can't be used for any node: kubernetes.azure.com/"
+# (use-labels): AKS puts its taints there itself (a Spot pool's kubernetes.azure.com/scalesetpriority=spot:NoSchedule,
+# learn.microsoft.com/azure/aks/spot-node-pool), so --node-taints does not repeat them.
+AKS_OWN_TAINT_DOMAIN = "kubernetes.azure.com"
+
+
+def _aks_command(
+    new: str, p: PoolPlatform, labels: dict[str, str], cluster: str, machine: str, nodes: int
+) -> list[str]:
+    """`az aks nodepool add` for the pool replacing `p`, made like it: its zones, OS SKU, priority and own taints.
+
+    - Zones: AKS labels a zonal node topology.kubernetes.io/zone=<region>-<zone> and a regional one "0" (use-labels);
+      `--zones 1 2 3` (learn.microsoft.com/azure/aks/reliability-availability-zones-configure). A zonal pool
+      replaced by a regional one strands the pods of its zonal disks.
+    - OS SKU: the GPU Operator "isn't compatible with multiple OS versions on the same AKS cluster"
+      (learn.microsoft.com/azure/aks/nvidia-gpu-operator), and the pool's workloads were proven on its OS.
+    - GPU stack (learn.microsoft.com/azure/aks/aks-managed-gpu-nodes, "Install profiles"): without flags AKS
+      installs the driver only (no device plugin), which the DRA driver needs; the same page also gives the full
+      managed stack (AKS's device plugin) as "--enable-managed-gpu=true (or neither flag)", so a managed pool's
+      replacement (its operator has the aks-preview CLI) says `--enable-managed-gpu=false`: AKS's device plugin
+      would advertise the GPUs beside the DRA driver. `--gpu-driver none` only where the GPU Operator installs the
+      driver (nvidia-gpu-operator; `--skip-gpu-driver-install` is retired since 2025-08-14); "--gpu-driver None
+      is ignored when --enable-managed-gpu=true".
+    - MIG: AKS partitions the pool's GPUs at creation by one `--gpu-instance-profile` (MIG1g ... MIG7g,
+      learn.microsoft.com/azure/aks/gpu-multi-instance), and the DRA driver publishes the MIG devices a GPU has, or
+      the whole GPU (dra-driver-nvidia-gpu v0.4.1 cmd/gpu-kubelet-plugin/nvlib.go, static MIG): a replacement
+      without the flag serves no claim for a MIG device.
+    """
+    zones = [z.rpartition("-")[2] for z in p.zones if re.fullmatch(r"[a-z0-9]+-[1-9]", z)]
+    os_sku = next((p.labels[k] for k in AKS_OS_SKU_LABELS if p.labels.get(k)), None)
+    spot = any(p.labels.get(k, "").lower() == "spot" for k in AKS_SPOT_LABELS)
+    taints = tuple(t for t in p.taints if t[0].partition("/")[0] != AKS_OWN_TAINT_DOMAIN)
+    cmd = [
+        "az", "aks", "nodepool", "add", "--resource-group", _aks_resource_group(p.labels.get(AKS_CLUSTER, "")),
+        "--cluster-name", cluster, "--name", new, "--node-vm-size", machine, "--node-count", str(nodes),
+        *(["--zones", *zones] if zones else []), *(["--os-sku", os_sku] if os_sku else []),
+        *(["--priority", "Spot"] if spot else []),
+        *(["--gpu-instance-profile", f"MIG{p.mig_sizes[0]}g"] if len(p.mig_sizes) == 1 else []),
+        *(["--enable-managed-gpu=false"] if p.labels.get(AKS_MANAGED_GPU) == "enabled" else []),
+        *(["--gpu-driver", "none"] if p.gpu_operator else []),
+        "--labels", *(f"{k}={v}" for k, v in labels.items()),
+    ]  # fmt: skip
+    return cmd + (["--node-taints", _taints_arg(taints)] if taints else [])
 
 
 def retire_command(pool: str, p: PoolPlatform, context: str) -> str:
@@ -291,10 +331,34 @@ def operator_checks(p: PoolPlatform) -> list[str]:
             "the NodePool (delete it when the migration is done); Auto Mode runs NVIDIA's DRA driver on its nodes from "
             f"Kubernetes 1.36 ({SOURCES['eks-dra']}): keep the DRA driver's Helm kubelet plugin off them"
         )
+    elif p.provisioner == "karpenter" and p.platform == "aks":
+        # AKS node auto-provisioning runs Karpenter itself and takes `replicas` as a static node pool
+        # (learn.microsoft.com/azure/aks/node-auto-provisioning-node-pools, "Static node pools").
+        out.append(
+            "spec.replicas makes the new NodePool a static node pool on AKS node auto-provisioning "
+            "(https://learn.microsoft.com/azure/aks/node-auto-provisioning-node-pools#static-node-pools)"
+        )
     elif p.provisioner == "karpenter":
         out.append(
             "spec.replicas needs Karpenter's StaticCapacity feature gate (https://karpenter.sh/docs/reference/settings/"
             "#feature-gates); without it, remove replicas and run Karpenter >= 1.15 with its DRA feature gates"
+        )
+    ref = ((((p.raw_nodepool or {}).get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeClassRef")
+    if p.platform == "aks" and p.provisioner == "karpenter" and isinstance(ref, dict):
+        # AKS node auto-provisioning turns the managed GPU stack on by the AKSNodeClass tag
+        # EnableManagedGPUExperience (learn.microsoft.com/azure/aks/aks-managed-gpu-nodes, "Node Auto Provisioning
+        # node pool"); the new NodePool keeps the old one's nodeClassRef.
+        out.append(
+            f"the new NodePool keeps the old one's {ref.get('kind', 'node class')} {ref.get('name', '')}: if its tags "
+            "hold EnableManagedGPUExperience, AKS installs its device plugin on the new nodes beside the DRA driver; "
+            "point it at an AKSNodeClass without that tag (https://learn.microsoft.com/azure/aks/aks-managed-gpu-nodes)"
+        )
+    if p.provisioner == "aks-agent-pool" and len(p.mig_sizes) > 1:
+        sizes = ", ".join(f"{n}g" for n in p.mig_sizes)
+        out.append(
+            f"the old nodes' GPUs are MIG-partitioned into several sizes ({sizes}); AKS makes a pool with one "
+            "--gpu-instance-profile (https://learn.microsoft.com/azure/aks/gpu-multi-instance): add one pool per "
+            "profile, or partition the new GPUs yourself (the GPU Operator's MIG manager), before the capacity check"
         )
     if p.provisioner == "eks-node-group" and p.taints:
         # eksctl takes a node group's taints from a config file only (eksctl user guide, "Taints":

@@ -57,3 +57,20 @@ def test_no_finding_where_no_node_group_makes_nodes_or_nothing_is_left_to_switch
     assert _found(_unpooled("a"), _unpooled("b")) == [], "no node group read: nothing makes nodes of its own"
     done = {"nvidia.com/gpu.deploy.device-plugin": "false", "nvidia.com/dra-kubelet-plugin": "true"}
     assert _found(_gke("a", **done), _gke("b", **done)) == [], "every node migrated"
+
+
+def _aks(name: str) -> dict[str, Any]:
+    n = gpu_node(name, **{"kubernetes.azure.com/agentpool": "gpu"})
+    del n["metadata"]["labels"]["cloud.google.com/gke-nodepool"]
+    return n
+
+
+def test_aks_is_told_that_nodepool_update_labels_replaces_the_pools_labels() -> None:
+    """ "Updating labels will overwrite the old labels" (learn.microsoft.com/azure/aks/use-labels, "Updating labels
+    on existing node pools"): `az aks nodepool update --labels` with the switches alone drops the pool's own labels,
+    which its workloads may select. The remediation says to pass them too."""
+    [f] = _found(_aks("a"), _aks("b"))
+    assert "AKS node pool" in f.message
+    assert "az aks nodepool update" in f.remediation and "overwrite" in f.remediation
+    [gke] = _found(_gke("a"), _gke("b"))
+    assert "az aks" not in gke.remediation
