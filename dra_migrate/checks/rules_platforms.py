@@ -11,9 +11,9 @@ from dra_migrate.checks.context import CheckContext, still_to_migrate, switched_
 from dra_migrate.checks.model import Finding, ObjectRef, Severity
 from dra_migrate.checks.registry import rule
 from dra_migrate.inventory.fleet import DRA_PLUGIN_LABELS, parse_version
+from dra_migrate.inventory.gke import GKE_NO_DEFAULT_PLUGIN
 from dra_migrate.inventory.placement import node_selects
 from dra_migrate.inventory.platform import (
-    GKE_NO_DEFAULT_PLUGIN,
     GROUP_LABEL,
     KARPENTER_DO_NOT_DISRUPT,
     PLATFORM,

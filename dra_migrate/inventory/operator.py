@@ -20,6 +20,7 @@ from dra_migrate.cluster.configrefs import names as is_one_of
 from dra_migrate.cluster.state import ClusterState, Obj
 from dra_migrate.cluster.yamlio import load_yaml_documents
 from dra_migrate.errors import InputError
+from dra_migrate.inventory.gke import GKE_ACCELERATOR_COUNT, GKE_NO_DEFAULT_PLUGIN, GKE_SHARING_LABELS
 from dra_migrate.inventory.operator_activity import swept_note, unpaused_node
 from dra_migrate.inventory.placement import (
     label_to_deselect,
@@ -28,7 +29,6 @@ from dra_migrate.inventory.placement import (
     node_selects,
     settable_label,
 )
-from dra_migrate.inventory.platform import GKE_ACCELERATOR_COUNT, GKE_NO_DEFAULT_PLUGIN, GKE_SHARING_LABELS
 from dra_migrate.inventory.resources import DEFAULT_GPU, GPU_PREFIX, SHARED_GPU
 from dra_migrate.inventory.sharing_config import SharedResource, parse_sharing
 

@@ -20,6 +20,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dra_migrate.cluster.state import ClusterState
+from dra_migrate.inventory.gke import (
+    GKE_ACCELERATOR,
+    GKE_ACCELERATOR_COUNT,
+    GKE_DRA_POOL_LABELS,
+    GKE_NO_DEFAULT_PLUGIN,
+    GKE_POOL,
+    GKE_SHARING_LABELS,
+)
 from dra_migrate.inventory.operator import operator_installs_driver
 from dra_migrate.inventory.resources import mig_compute_sizes
 
@@ -44,21 +52,6 @@ SOURCES: dict[str, str] = {
     "addon-manager": "https://github.com/kubernetes/kubernetes/blob/master/cluster/addons/addon-manager/README.md",
 }
 
-# GKE: "Disable the GPU device plugin: add the gke-no-default-nvidia-gpu-device-plugin=true node label to the
-# node pool" (SOURCES["gke-dra"], "Create a GKE node pool with GPUs"); the GPU Operator on GKE needs the same.
-GKE_NO_DEFAULT_PLUGIN = "gke-no-default-nvidia-gpu-device-plugin"
-GKE_POOL = "cloud.google.com/gke-nodepool"
-GKE_ACCELERATOR = "cloud.google.com/gke-accelerator"
-GKE_ACCELERATOR_COUNT = "cloud.google.com/gke-accelerator-count"
-# A GKE DRA pool's labels (SOURCES["gke-dra"], GoogleCloudPlatform/ai-on-gke DRA tutorials): the plugin off, what
-# the DRA chart's kubelet plugin selects by default (its v0.4.1 values.yaml: NFD's or the GPU Operator's label, not
-# on GKE) and how GKE's cluster autoscaler knows the pool publishes NVIDIA DRA devices (and scales it for claims).
-GKE_DRA_POOL_LABELS = {GKE_NO_DEFAULT_PLUGIN: "true", "nvidia.com/gpu.present": "true",
-                       "cloud.google.com/gke-nvidia-gpu-dra-driver": "true"}  # fmt: skip
-# GKE's GPU sharing labels (time-sharing and MIG partitions), which DRA node pools cannot use:
-# "You can't use the following GPU sharing features: Time-sharing GPUs, Multi-instance GPUs, MPS".
-GKE_SHARING_LABELS = ("cloud.google.com/gke-gpu-sharing-strategy", "cloud.google.com/gke-gpu-partition-size",
-                      "cloud.google.com/gke-max-shared-clients-per-gpu")  # fmt: skip
 EKS_NODEGROUP = "eks.amazonaws.com/nodegroup"
 # EKS Auto Mode nodes carry eks.amazonaws.com/compute-type=auto (EKS user guide, "Control if a workload is
 # deployed on EKS Auto Mode nodes").
@@ -430,6 +423,7 @@ def pool_platforms(
     daemonsets = {_daemonset_ref(d): d for d in state.of("apps/DaemonSet")}
     olm = olm_gpu_operator(state)
     has_policy = bool(state.of("nvidia.com/ClusterPolicy"))
+    operator_driver = operator_installs_driver(state)
     # Read once for all the pools, not once a pool (each was a scan: pools x NodePools, pools x Deployments).
     cluster_autoscaler_runs = _runs_cluster_autoscaler(state)
     nodepools = karpenter_nodepools(state)
@@ -468,7 +462,7 @@ def pool_platforms(
             accelerator_count=int(count) if count.isdecimal() else 0,
             sharing=tuple(sorted({k for ls in labels_of.values() for k in ls if k in GKE_SHARING_LABELS})),
             auto_mode=auto_mode,
-            gpu_operator=operator_installs_driver(state),  # a ClusterPolicy or two: no scan to hoist
+            gpu_operator=operator_driver,
             nodes=len(members),
             labels=labels,
             taints=_shared_taints([nodes[n] for n in members]),

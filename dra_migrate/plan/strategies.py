@@ -21,10 +21,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from dra_migrate.errors import InputError
+from dra_migrate.inventory.gke import GKE_DRA_POOL_LABELS
 from dra_migrate.inventory.platform import (
     AKS_CLUSTER,
     AKS_MANAGED_GPU,
-    GKE_DRA_POOL_LABELS,
     GROUP_LABEL,
     REPLACE_POOL,
     SOURCES,
