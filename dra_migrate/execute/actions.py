@@ -18,7 +18,7 @@ from dra_migrate.execute.contract import NEVER, Cancel, Change, Ops, StepFailed,
 from dra_migrate.inventory.operator_activity import operator_busy
 from dra_migrate.plan.model import Action, InverseAction, Step
 from dra_migrate.plan.params import PlanParams, parse_duration
-from dra_migrate.plan.steps import DISABLE_DEVICE_PLUGIN, PLUGIN_SWITCHES
+from dra_migrate.plan.steps import DISABLE_DEVICE_PLUGIN, ENABLE_DRA_PLUGIN, PLUGIN_SWITCHES
 
 DEFAULT_DRAIN_S = float(parse_duration(PlanParams().drain_timeout))  # a stage with no drain step of its own
 
@@ -45,6 +45,8 @@ class StepContext:
     # How long the node's drain may take (its stage's drain step, or --drain-timeout): also what an undone
     # plugin switch gives the node's GPU pods to go (`_undo_label`).
     drain_timeout_s: float = DEFAULT_DRAIN_S
+    # (driver, timeout) of the node's DRA readiness wait: an undone DRA switch waits that long for the slices to go.
+    dra_gone: tuple[str, float] | None = None
 
     @property
     def node_name(self) -> str:
@@ -391,9 +393,36 @@ def _undo_label(ctx: StepContext, restore: Mapping[str, Any]) -> Change | None:
     switch = ctx.step.id.rpartition("/")[2] in PLUGIN_SWITCHES  # a node's step id: <stage>/<node>/<id>
     evicted = _evict_before_switching_back(ctx) if switch else []
     change = ctx.ops.set_label(ctx.node_name, key, value, dry_run=ctx.dry_run)
+    if ctx.step.id.rpartition("/")[2] == ENABLE_DRA_PLUGIN and ctx.dra_gone and not ctx.dry_run:
+        _wait_dra_gone(ctx, *ctx.dra_gone)
     if not evicted:
         return change
     return Change(change.target, {**change.before, "pods": evicted}, {**change.after, "pods": []}, change.dry_run)
+
+
+def dra_gone_of(wait: Step | None, overrides: Mapping[str, float]) -> tuple[str, float] | None:
+    """`StepContext.dra_gone` from a stage's DRA readiness wait step (None: the stage has none) and the run's
+    timeout overrides (--ready-timeout)."""
+    if wait is None:
+        return None
+    return str(wait.params.get("driver")), overrides.get(str(Action.WAIT_DRA_READY), wait.timeout_s)
+
+
+def _wait_dra_gone(ctx: StepContext, driver: str, timeout_s: float) -> None:
+    """After the DRA switch is undone, until the node publishes no `driver` devices: the plugin's pod stops and its
+    ResourceSlices go (the kubelet wipes an unregistered plugin's slices after a grace period, k8s.io/kubernetes
+    v1.37.2 pkg/kubelet/cm/dra/plugin/registration.go). Meanwhile the scheduler would still allocate claims from
+    them, for pods the node can never start (their claims cannot be prepared with the plugin gone), and such
+    claims hold the DeviceClass the rollback deletes last: the node is uncordoned only once they are gone."""
+    try:
+        ctx.ops.wait_dra_ready(ctx.node_name, [], 0, timeout_s, driver=driver, cancel=ctx.cancel)
+    except StepFailed as e:
+        raise StepFailed(
+            f"node {ctx.node_name} still publishes {driver} devices {timeout_s:g}s after its DRA plugin was switched "
+            f"off ({e})",
+            "check that the DRA kubelet plugin's pod left the node (its DaemonSet selects the label), then run "
+            "rollback again",
+        ) from e
 
 
 # A migrated node's GPU pods hold its devices through DRA. Switching its plugins back under them would

@@ -36,7 +36,7 @@ from typing import Any
 
 from dra_migrate.cluster.identity import ClusterIdentity
 from dra_migrate.errors import InputError, MigrateError
-from dra_migrate.execute.actions import DEFAULT_DRAIN_S, StepContext, admit_canary, run_step, undo_step
+from dra_migrate.execute.actions import DEFAULT_DRAIN_S, StepContext, admit_canary, dra_gone_of, run_step, undo_step
 from dra_migrate.execute.backlog import Backlog
 from dra_migrate.execute.budget import BUDGET_WAIT_S, before_wave, pool_budgets, someone_elses_cordon
 from dra_migrate.execute.contract import (
@@ -57,6 +57,7 @@ from dra_migrate.execute.units import Unit as Unit
 from dra_migrate.execute.units import nodes_touched as nodes_touched
 from dra_migrate.execute.units import planned_step_ids as planned_step_ids
 from dra_migrate.execute.units import planned_steps as planned_steps
+from dra_migrate.execute.units import stage_steps
 from dra_migrate.execute.units import units as units
 from dra_migrate.kube import thread_request_seconds
 from dra_migrate.plan.model import Action, Plan
@@ -164,13 +165,10 @@ class Runner:
         self.log: Callable[[str], None] = lambda msg: sink(scrub(msg) or "")  # failures quote API errors: scrubbed
         self.node_uids = plan.node_uids()
         self.reviewed_pods = plan.reviewed_pods()
-        # Each pool stage's drain timeout: an undone plugin switch drains the node again (execute/actions.py).
-        self.drain_timeouts = {
-            stage.name: s.timeout_s
-            for stage in plan.pool_stages()
-            for s in stage.node_steps
-            if s.action == Action.DRAIN
-        }
+        # Each pool stage's drain timeout: an undone plugin switch drains the node again (execute/actions.py);
+        # and its DRA readiness wait: an undone DRA switch waits, with its driver and timeout, for the slices to go.
+        self.drain_timeouts = {name: s.timeout_s for name, s in stage_steps(plan, Action.DRAIN).items()}
+        self.dra_waits = stage_steps(plan, Action.WAIT_DRA_READY)
         self._done_mutex = threading.Lock()
         self.budgets = pool_budgets(plan)  # per stage: its pool's maxUnavailable, checked before each wave
         self._ran_on: set[str] = set()  # nodes this run started a step on: what it takes out is its own
@@ -552,7 +550,8 @@ class Runner:
         uid = self.node_uids.get(ps.node) if ps.node else None
         reviewed = None if opts.delete_unowned_pods else self.reviewed_pods
         drain_s = opts.timeouts.get(str(Action.DRAIN), self.drain_timeouts.get(ps.stage, DEFAULT_DRAIN_S))
-        return StepContext(self.ops, step, ps.node, timeout, opts.dry_run, cancel, uid, reviewed, drain_s)
+        gone = dra_gone_of(self.dra_waits.get(ps.stage), opts.timeouts)
+        return StepContext(self.ops, step, ps.node, timeout, opts.dry_run, cancel, uid, reviewed, drain_s, gone)
 
     def _run_step(self, ps: PlannedStep, opts: ApplyOptions, cancel: Cancel) -> Change | None:
         step = ps.step

@@ -75,3 +75,8 @@ def nodes_touched(plan: Plan, step_ids: Iterable[str]) -> frozenset[str]:
     """The nodes these steps (a journal's touched ones) act on."""
     ids = set(step_ids)
     return frozenset(p.node for p in planned_steps(plan) if p.node and p.id in ids)
+
+
+def stage_steps(plan: Plan, action: str) -> dict[str, Step]:
+    """Each pool stage's node step of `action` (its drain, its DRA readiness wait), by stage name."""
+    return {stage.name: s for stage in plan.pool_stages() for s in stage.node_steps if s.action == action}

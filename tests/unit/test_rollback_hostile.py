@@ -200,3 +200,43 @@ def test_a_dry_run_rollback_does_not_stop_at_claims_its_drains_would_free(tmp_pa
     assert "gpu" in rig.ops.device_classes
     shown = [c for c in result.changes if c.target == "DeviceClass gpu"]
     assert shown and shown[0].before.get("claimsNow") == ["team/train-0-gpu (allocated)"]
+
+
+def test_a_node_is_uncordoned_only_once_its_dra_slices_are_gone(tmp_path: Path) -> None:
+    """Undone, the DRA switch leaves the node's slices behind for a while (the kubelet wipes an unregistered
+    plugin's slices after a grace period); uncordoned meanwhile, the scheduler allocated claims from them to
+    pods the node could never start, and those claims held the DeviceClass (the real cluster's test_cutover:
+    a Deployment's replacement pod on a just-rolled-back MIG node). The undo now waits, with the stage's DRA
+    readiness timeout, for the node to publish nothing, before the device plugin and the uncordon; and says
+    so when the slices stay."""
+    from dra_migrate.execute.contract import StepFailed
+
+    rig = Rig(tmp_path, make_plan([["a"]]))
+    assert rig.run().ok
+    start = len(rig.ops.calls)
+    seen: list[tuple[str, list[str], int]] = []
+    real = rig.ops.wait_dra_ready
+
+    def wait(node: str, resources: list[str], devices: int, timeout_s: float, **kw: object) -> object:
+        seen.append((node, resources, devices))
+        return real(node, resources, devices, timeout_s, **kw)  # type: ignore[arg-type]
+
+    rig.ops.wait_dra_ready = wait  # type: ignore[method-assign]
+    assert rig.rollback().ok
+    assert seen == [("p0-a", [], 0)]
+    calls = [c for c in rig.ops.calls[start:] if c[1] == "p0-a"]
+    ops = [op for op, _ in calls]
+    dra_off = max(i for i, (op, _) in enumerate(calls) if op == "set_label" and i < ops.index("wait_dra_ready"))
+    assert dra_off < ops.index("wait_dra_ready") < max(i for i, op in enumerate(ops) if op == "set_unschedulable")
+
+    (tmp_path / "2").mkdir()
+    rig2 = Rig(tmp_path / "2", make_plan([["a"]]))
+    assert rig2.run().ok
+
+    def stays(*_a: object, **_k: object) -> object:
+        raise StepFailed("node p0-a not ready for DRA after 300s", "check the plugins")
+
+    rig2.ops.wait_dra_ready = stays  # type: ignore[method-assign]
+    result = rig2.rollback()
+    assert not result.ok and "still publishes" in str(result.failure)
+    assert rig2.nodes()["p0-a"]["unschedulable"] is True, "not uncordoned while its slices stay"
