@@ -36,15 +36,16 @@ from dataclasses import dataclass
 from dra_migrate.errors import InputError, MigrateError
 from dra_migrate.execute.contract import Cancel, Clock, Ops, is_transient
 from dra_migrate.execute.units import Unit
+from dra_migrate.inventory.operator_activity import operator_busy
 from dra_migrate.plan.model import Action, Plan
 from dra_migrate.plan.params import PlanParams
 
 
 def someone_elses_cordon(ops: Ops, unit: Unit, done: Collection[str], touched_nodes: Collection[str]) -> str | None:
-    """The failure when a node of the wave the plan recorded schedulable was cordoned since by someone else, or
-    when it does not hold the values its inverses restore (`_restores_differ`), else None. Someone else's (a
-    GPU fault, maintenance, a remediation), else None. Its uncordon step sets the value the plan recorded, and
-    its rollback the same: either would put back into service a node its owner took out. The run's start
+    """The failure when a node of the wave the plan recorded schedulable was cordoned since by someone else (a
+    GPU fault, maintenance, a remediation), or when it does not hold the values its inverses restore
+    (`_restores_differ`), else None. Its uncordon step sets the value the plan recorded, and its rollback the
+    same: either would put back into service a node its owner took out. The run's start
     refuses nodes cordoned before it began (drift); this covers the hours a run lasts. A node the journal shows
     this migration touched before may hold its own cordon (written before a crash could record it): not judged."""
     for ps in unit.steps:
@@ -75,6 +76,8 @@ def _restores_differ(node: str, state: Mapping[str, object], unit: Unit) -> str 
     drift from the fingerprint; this compares the values themselves, before any of the wave's steps."""
     labels = state.get("labels")
     labels = labels if isinstance(labels, Mapping) else {}
+    if operator_busy(labels):
+        return None  # the GPU Operator paused its labels for a while: the node's first step refuses it, saying so
     for ps in unit.steps:
         inverse = ps.step.inverse
         if ps.node != node or inverse is None:

@@ -214,3 +214,16 @@ def test_a_node_the_plan_recorded_cordoned_does_not_hold_every_wave(tmp_path: Pa
     assert result.ok, result.failure
     assert ops.clock.monotonic() < 1000.0 + 600.0, "no wave waited"
     assert ops.nodes["gpu-09"].unschedulable, "its cordon is kept: the plan recorded it"
+
+
+def test_a_node_the_gpu_operator_paused_is_left_to_its_own_step_not_called_an_edited_plan(tmp_path: Path) -> None:
+    """A driver upgrade pauses the node's deploy labels (`paused-for-driver-upgrade`) for a while: they differ from
+    what the plan recorded, but the advice is to wait for the operator, which the node's first step says when it
+    refuses the node; the pre-wave check does not stop the run calling the plan edited ("make a new plan")."""
+    plan, _stage = _pool_of_ten()
+    ops = FakeOps.for_plan(plan, FakeClock())
+    ops.nodes["gpu-00"].labels[ops.dp_label] = "paused-for-driver-upgrade"
+    with Journal.open(tmp_path / "j.jsonl", plan_digest=plan.digest) as j:
+        result = Runner(plan, ops, j, actor="t", clock=ops.clock).apply(ApplyOptions(), set())
+    assert "make a new plan" not in (result.failure or "")
+    assert "GPU Operator" in (result.failure or ""), result.failure
