@@ -401,8 +401,8 @@ def _undo_label(ctx: StepContext, restore: Mapping[str, Any]) -> Change | None:
 
 
 def dra_gone_of(wait: Step | None, overrides: Mapping[str, float]) -> tuple[str, float] | None:
-    """`StepContext.dra_gone` from a stage's DRA readiness wait step (None: the stage has none) and the run's
-    timeout overrides (--ready-timeout)."""
+    """`StepContext.dra_gone` from a stage's DRA readiness wait step (None: the stage has none), its timeout
+    overridden as the step's own would be (`ApplyOptions.timeouts`, by action)."""
     if wait is None:
         return None
     return str(wait.params.get("driver")), overrides.get(str(Action.WAIT_DRA_READY), wait.timeout_s)
