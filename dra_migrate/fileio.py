@@ -152,10 +152,14 @@ def open_read(path: Path) -> IO[bytes]:
     fh = path.open("rb")
     if fh.peek(2)[:2] != GZIP_MAGIC:
         return fh
-    fh.close()
     import gzip  # here: only a compressed file pays for it
 
-    return cast(IO[bytes], gzip.open(path, "rb"))
+    # The open file is decompressed, not the path opened again: a pipe (`show -`, `show <(gzip -c plan.yaml)`)
+    # cannot be read twice, and the bytes `peek` buffered are only in `fh`. `myfileobj` is what GzipFile
+    # closes with itself when it opened the file (CPython Lib/gzip.py `GzipFile.close`): it owns `fh` so.
+    z = gzip.GzipFile(fileobj=fh, mode="rb")
+    z.myfileobj = fh  # type: ignore[assignment]  # typeshed: FileIO; any binary file is closed the same
+    return cast(IO[bytes], z)
 
 
 def read_inflated(path: Path, limit: int) -> bytes | None:

@@ -5,6 +5,11 @@ plan; compressed, ten thousand fit. Nothing the plain file refuses is let throug
 from __future__ import annotations
 
 import gzip
+import json
+import os
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -63,3 +68,26 @@ def test_a_file_that_inflates_past_the_limit_is_refused_before_it_is_all_read(
     plain.write_bytes(b"a: " + b"x" * (2 << 20))
     with pytest.raises(InputError, match="more than 1 MiB"):
         plan_io.load(plain)
+
+
+def test_a_compressed_plan_through_a_pipe_reads_as_the_plain_one(tmp_path: Path) -> None:
+    """`git show main:plans/prod.yaml.gz | dra-migrate show -`, `show <(gzip -c plan.yaml)`: a pipe is read once,
+    so the bytes read to find the gzip magic must be the ones decompressed (the file was opened again by its
+    path, which a pipe's consumed bytes do not survive: "Not a gzipped file")."""
+    plain = demo_plan(tmp_path)
+    r, w = os.pipe()
+    writer = threading.Thread(target=lambda: (os.write(w, gzip.compress(plain.read_bytes())), os.close(w)))
+    writer.start()
+    try:
+        assert plan_io.load(Path(f"/dev/fd/{r}")) == plan_io.load(plain)
+    finally:
+        writer.join()
+        os.close(r)
+    shown = subprocess.run(
+        [sys.executable, "-m", "dra_migrate", "show", "-", "-o", "json"],
+        input=gzip.compress(plain.read_bytes()),
+        capture_output=True,
+        check=False,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout) == json.loads(run("show", str(plain), "-o", "json").stdout)
