@@ -83,7 +83,10 @@ def sharing_advice(ctx: CheckContext, cap: PoolCapacity) -> str:
         text += (
             f"; for MPS, give the claim an opaque config (driver gpu.nvidia.com, apiVersion "
             f"resource.nvidia.com/v1beta1, kind {kind}, sharing: {{strategy: MPS, mpsConfig: "
-            f"{{defaultActiveThreadPercentage: {threads}, defaultPinnedDeviceMemoryLimit: {limit}}}}}): the device "
+            f"{{defaultActiveThreadPercentage: {threads}, defaultPinnedDeviceMemoryLimit: {limit}}}}}; `dra-migrate "
+            f"convert --shared-claim --sharing mps --mps-thread-percentage {threads}"
+            + (f" --mps-memory-limit {limit}" if memory else "")
+            + "` writes it): the device "
             f"plugin's MPS gave each of its {cap.replicas} replicas {threads}% of the threads and 1/{cap.replicas} "
             "of the memory, the DRA driver sets no limit the config does not give; MPS needs "
             f"{_gate_state(ctx, MPS_GATE)} (not with DynamicMIG)"

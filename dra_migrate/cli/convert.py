@@ -22,6 +22,7 @@ from dra_migrate.convert.files import (
     write_all,
 )
 from dra_migrate.convert.rewrite import MAX_SUBREQUESTS, ConvertOptions
+from dra_migrate.convert.sharing import INTERVALS, STRATEGIES, sharing_of
 from dra_migrate.dra.cel import SelectorError, UnsupportedSelectorError, compile_selector
 from dra_migrate.dra.validate import validate_live, worth_reporting
 from dra_migrate.errors import InputError
@@ -72,6 +73,23 @@ Examples:
     help="Requests for 2+ whole GPUs keep them on one PCIe root (matchAttribute resource.kubernetes.io/pcieRoot), "
     "as the device plugin's preferred allocation did.",
 )
+@click.option(
+    "--sharing",
+    type=click.Choice(list(STRATEGIES)),
+    help="Write the DRA driver's sharing config (GpuConfig/MigDeviceConfig) into every claim: how the pods "
+    "sharing a claim (--shared-claim, --share-across-pod) share its GPUs, as the device plugin's time-slicing "
+    "or MPS did. Needs the kubelet plugin's TimeSlicingSettings or MPSSupport gate.",
+)
+@click.option("--time-slice-interval", type=click.Choice(INTERVALS), help="With --sharing time-slicing: full GPUs'.")
+@click.option(
+    "--mps-thread-percentage",
+    type=int,
+    help="With --sharing mps: defaultActiveThreadPercentage (0..100; the device plugin gave each of N replicas 100/N).",
+)
+@click.option(
+    "--mps-memory-limit",
+    help="With --sharing mps: defaultPinnedDeviceMemoryLimit, e.g. 10Gi (the device plugin gave each replica 1/N).",
+)
 @click.option("--skip-unconvertible", is_flag=True, help="Leave unconvertible manifests unchanged and exit 0.")
 @click.option("--templates", type=click.Path(path_type=Path), help="Extra pod-template paths for your CRDs.")
 @click.option(
@@ -91,6 +109,10 @@ def convert(
     shared_claim: bool,
     gang: bool,
     topology: bool,
+    sharing: str | None,
+    time_slice_interval: str | None,
+    mps_thread_percentage: int | None,
+    mps_memory_limit: str | None,
     skip_unconvertible: bool,
     templates: Path | None,
     kubeconfig: Path | None,
@@ -113,7 +135,10 @@ def convert(
         )
     if in_place and output_dir:
         raise InputError("--in-place and --output-dir exclude each other", "choose one")
-    opts = ConvertOptions(device_class, _classes(fallback), selector, share_across_pod, shared_claim, gang, topology)
+    shares = sharing_of(sharing, time_slice_interval, mps_thread_percentage, mps_memory_limit)
+    opts = ConvertOptions(
+        device_class, _classes(fallback), selector, share_across_pod, shared_claim, gang, topology, shares
+    )
     if len(opts.fallback) + 1 > MAX_SUBREQUESTS:
         raise InputError(
             f"--fallback gives {len(opts.fallback)} classes", f"firstAvailable takes at most {MAX_SUBREQUESTS}"

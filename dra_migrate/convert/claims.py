@@ -15,6 +15,7 @@ from typing import Any
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
+from dra_migrate.convert.sharing import Sharing, config_kinds, opaque_configs, sharing_note
 from dra_migrate.dra.deviceclasses import DRIVER, MANAGED_BY, SOURCE_ANNOTATION, mig_profile_of
 from dra_migrate.inventory.topology import PCIE_ROOT
 
@@ -45,6 +46,7 @@ class ConvertOptions:
     shared_claim: bool = False  # one ResourceClaim shared by every pod of the workload
     gang: bool = False  # a PodGroup with gang.minCount for the workload, its pods wired to it (convert/gang.py)
     topology: bool = False  # requests for several whole GPUs keep them on one PCIe root (matchAttribute)
+    sharing: Sharing | None = None  # the driver's opaque sharing config in every claim (convert/sharing.py)
 
 
 @dataclass(frozen=True)
@@ -185,6 +187,9 @@ def claim_document(name: str, shape: Shape, workload: dict[str, Any], opts: Conv
             c["matchAttribute"] = PCIE_ROOT_ATTRIBUTE
             constraints.append(c)
         devices["constraints"] = constraints
+    kinds = config_kinds([a.device_class for r in shape.requests for a in r.alternatives], GPU_CLASS, MIG_CLASS)
+    if opts.sharing is not None:
+        devices["config"] = opaque_configs(opts.sharing, kinds)
     claim_spec = CommentedMap()
     claim_spec["devices"] = devices
     doc = CommentedMap()
@@ -208,6 +213,8 @@ def claim_document(name: str, shape: Shape, workload: dict[str, Any], opts: Conv
             f"\n{PCIE_ROOT_ATTRIBUTE}: the devices of a request share one PCIe root, as the device plugin's preferred"
             "\nallocation chose; a device without the attribute (no sysfs) is never chosen"
         )
+    if opts.sharing is not None:
+        note += sharing_note(opts.sharing, kinds)
     doc.yaml_set_start_comment(note)
     return doc
 

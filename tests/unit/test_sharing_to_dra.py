@@ -87,7 +87,9 @@ def test_an_mps_pool_is_told_the_per_replica_limits_dra_does_not_set_by_itself()
         text = f.message + " " + f.remediation
         assert "MPS" in text and "MPSSupport" in text, text
         assert "defaultActiveThreadPercentage: 25" in text, text
-        assert "defaultPinnedDeviceMemoryLimit: 20480Mi}})" in text, text
+        assert "defaultPinnedDeviceMemoryLimit: 20480Mi}}" in text, text
+        # ... and the command that writes that config into the shared claim (convert/sharing.py)
+        assert "convert --shared-claim --sharing mps --mps-thread-percentage 25 --mps-memory-limit 20480Mi`" in text
 
 
 def test_a_time_sliced_pool_is_told_what_sharing_a_gpu_under_dra_takes() -> None:
