@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from dra_migrate.cluster.state import ClusterState
 from dra_migrate.dra.capacity import PoolCapacity
@@ -85,3 +86,13 @@ class CheckContext:
     @property
     def version(self) -> tuple[int, int, int] | None:
         return parse_version(self.state.source.kubernetes_version)
+
+    @cached_property
+    def _pool_members(self) -> dict[str, list[GpuNode]]:
+        nodes = {n.name: n for n in self.inventory.nodes}
+        return {p.name: [nodes[name] for name in p.nodes if name in nodes] for p in self.inventory.pools}
+
+    def pool_members(self, pool: str) -> list[GpuNode]:
+        """A pool's GPU nodes, in its order. The index is built once: a check that runs per pool must not walk
+        the whole fleet for each (2,000 pools of 5 nodes at 10,000 nodes: 7 s of `plan` once did)."""
+        return self._pool_members.get(pool, [])

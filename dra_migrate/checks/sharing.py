@@ -35,9 +35,7 @@ def _label_prefix(resource: str) -> str:
 def pool_strategies(ctx: CheckContext, cap: PoolCapacity) -> set[str]:
     """ "mps" / "time-slicing" for the pool's nodes sharing `cap.resource`: GFD's `<name>.sharing-strategy` label,
     else the device-plugin config key the node runs."""
-    nodes = {n.name: n for n in ctx.inventory.nodes}
-    pool = next((p for p in ctx.inventory.pools if p.name == cap.pool), None)
-    members = [nodes[n] for n in (pool.nodes if pool else []) if n in nodes]
+    members = ctx.pool_members(cap.pool)
     key = _label_prefix(cap.resource) + ".sharing-strategy"
     by_config: dict[str, str] = {}
     if any(key not in n.labels for n in members):
@@ -60,9 +58,8 @@ def _gate_state(ctx: CheckContext, gate: str) -> str:
 
 def _memory_mib(ctx: CheckContext, cap: PoolCapacity) -> int | None:
     """The pool's one GPU (or MIG profile) memory in MiB from GFD's `<name>.memory`, None if unknown or mixed."""
-    pool = next((p for p in ctx.inventory.pools if p.name == cap.pool), None)
     key = _label_prefix(cap.resource) + ".memory"
-    values = {n.labels.get(key) for n in ctx.inventory.nodes if pool and n.name in pool.nodes}
+    values = {n.labels.get(key) for n in ctx.pool_members(cap.pool)}
     value = values.pop() if len(values) == 1 else None
     return int(value) if value and value.isdecimal() and int(value) > 0 else None
 
