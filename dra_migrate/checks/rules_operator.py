@@ -11,6 +11,7 @@ from typing import Any
 from dra_migrate.checks.context import CheckContext, still_to_migrate, switched_in_place
 from dra_migrate.checks.model import Finding, ObjectRef, Severity
 from dra_migrate.checks.registry import rule
+from dra_migrate.dra.capacity import ClassSelectors, compile_classes, dra_served, unmatched_by_dra
 from dra_migrate.dra.layout import unpredictable_layout
 from dra_migrate.dra.products import LABEL_PRODUCT, single_profile
 from dra_migrate.inventory.migparted import mig_parted_configs
@@ -273,4 +274,42 @@ def mig_layout_unpredicted(ctx: CheckContext) -> Iterator[Finding]:
             "plugin and GFD with the mixed (or single) MIG strategy so GFD counts the MIG devices; or let the DRA "
             "plugin publish on these nodes first (its slices then give the count); then plan again",
             tuple(ObjectRef("Node", n) for n in sorted(unseen)),
+        )
+
+
+@rule(
+    "gpu-devices-unmatched",
+    BLOCKER,
+    summary="no DeviceClass of a node's GPU resources matches a device the DRA driver publishes there",
+)
+def gpu_devices_unmatched(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: blocker (node-scoped: the plan leaves the nodes out). When: a node switched in place serves GPU
+    resources (capacity above 0) that DeviceClasses map, and none of those classes matches any of its devices (its
+    slices of the DRA driver, else the prediction). Rests on: the scheduler backs an extended resource only with
+    devices of its class (KEP-5004 DRAExtendedResource), so the plan's canary, and every pod of the node's
+    resources, is never scheduled there once the device plugin is off; under the device plugin's none MIG strategy a
+    MIG-enabled GPU is served whole as `nvidia.com/gpu` (k8s-device-plugin v0.18.0 `internal/rm/device_map.go`
+    `buildGPUDeviceMap`) while the DRA driver publishes it as `type: mig` devices only, which the `nvidia.com/gpu`
+    class (`type == 'gpu'`) does not select (dra-driver-nvidia-gpu v0.4.1 `cmd/gpu-kubelet-plugin/nvlib.go`).
+    """
+    proposals = [(p.name, p.extended_resource_name, p.selector) for p in ctx.generation.proposals]
+    classes: list[ClassSelectors] | None = None
+    nodes: list[str] = []
+    for n in ctx.inventory.nodes:
+        if not switched_in_place(ctx, n) or not n.capacity:
+            continue
+        classes = compile_classes(ctx.state, proposals) if classes is None else classes
+        if unmatched_by_dra(dra_served(ctx.state, n, classes, ctx.dra_driver)):
+            nodes.append(n.name)
+    if nodes:
+        yield Finding(
+            "gpu-devices-unmatched",
+            BLOCKER,
+            f"{len(nodes)} GPU node(s) serve GPU resources whose DeviceClasses match none of the devices the DRA "
+            "driver publishes (or will publish) there (e.g. MIG-enabled GPUs served whole as nvidia.com/gpu under the "
+            "device plugin's none MIG strategy, published as MIG devices only): their canary and their pods could "
+            "never be scheduled there once the device plugin is off. The plan leaves these nodes out",
+            "turn MIG off on these GPUs (nvidia.com/mig.config=all-disabled) or serve their MIG devices under the "
+            "mixed MIG strategy, or give the resource a DeviceClass that selects the node's devices; then plan again",
+            tuple(ObjectRef("Node", n) for n in sorted(nodes)),
         )

@@ -91,11 +91,13 @@ def test_a_mig_config_under_the_none_strategy_leaves_the_node_out_not_expected_w
     plan = plan_of(mig, gpu_node("good", **NONE), config_map())
     assert planned(plan) == {"good": 8}
     assert "mig" in excluded(plan)
-    # Once the driver has published on the node, its slices give the count: planned with it, no finding.
-    published = resource_slice("mig", 1, [{"name": f"gpu-0-mig-19-{i}-1"} for i in range(7)])
+    # Once the driver has published on the node, its slices give the count: no longer this finding (whole GPUs
+    # published: planned with them; MIG devices: `gpu-devices-unmatched` below).
+    gpu = {"type": {"string": "gpu"}}
+    published = resource_slice("mig", 1, [{"name": f"gpu-{i}", "attributes": gpu} for i in range(8)])
     plan = plan_of(mig, gpu_node("good", **NONE), published)
-    assert planned(plan) == {"mig": 7, "good": 8}
-    assert not [f for f in plan["findings"] if f["id"] == "mig-layout-unpredicted"]
+    assert planned(plan) == {"mig": 8, "good": 8}
+    assert not [f for f in plan["findings"] if f["id"] in ("mig-layout-unpredicted", "gpu-devices-unmatched")]
 
 
 def test_a_config_that_keeps_mig_off_is_predicted_whole() -> None:
@@ -139,3 +141,41 @@ def test_gfd_strategies_that_show_mig_are_still_read_from_their_labels() -> None
     assert unpredictable_layout(mixed) is None
     n = {"metadata": {"name": "n", "labels": mixed}, "status": {"capacity": {"nvidia.com/mig-1g.10gb": "56"}}}
     assert len(predict_devices(n)) == 56
+
+
+# The class generated for `nvidia.com/gpu` selects full GPUs (`device.attributes["gpu.nvidia.com"].type == 'gpu'`,
+# dra/deviceclasses.py), and a MIG-enabled GPU publishes `type: mig` devices only (dra-driver-nvidia-gpu v0.4.1
+# cmd/gpu-kubelet-plugin/deviceinfo.go, nvlib.go L302-327). A node under none whose DRA plugin has already published
+# its MIG devices was planned with its slices' count, and a canary asking `nvidia.com/gpu` that no device of the
+# node can serve: the canary stayed Pending until its timeout and the wave rolled back.
+MIG_DEVICE = {"type": {"string": "mig"}, "profile": {"string": "1g.10gb"}, "productName": {"string": "NVIDIA H100"}}
+
+
+def test_a_node_whose_devices_no_class_of_its_resources_matches_is_left_out() -> None:
+    mig = gpu_node("mig", **MIG_ON)
+    published = resource_slice("mig", 1, [{"name": f"gpu-0-mig-19-{i}-1", "attributes": MIG_DEVICE} for i in range(7)])
+    plan = plan_of(mig, gpu_node("good", **NONE), published)
+    assert planned(plan) == {"good": 8}
+    why = excluded(plan)["mig"]
+    assert why.startswith("gpu-devices-unmatched: ")
+    assert "nvidia.com/gpu" in why
+    found = [f for f in plan["findings"] if f["id"] == "gpu-devices-unmatched"]
+    assert [(f["severity"], f["objects"]) for f in found] == [("blocker", ["Node mig"])]
+    assert plan["applicable"] is True
+
+
+def test_the_canary_asks_for_a_resource_the_node_can_serve_through_dra() -> None:
+    # Left at 0 by a plugin that served it once (the kubelet keeps a resource it no longer has devices for), the
+    # first name in order would be a canary no device serves; the MIG profile the node serves is taken instead.
+    mixed = {
+        **NONE,
+        "nvidia.com/mig.strategy": "mixed",
+        "nvidia.com/mig-1g.10gb.count": "56",
+        "nvidia.com/mig-1g.10gb.memory": "9728",
+    }
+    n = gpu_node("m", **mixed)
+    n["status"]["capacity"] = {"nvidia.com/gpu": "0", "nvidia.com/mig-1g.10gb": "56"}
+    n["status"]["allocatable"] = dict(n["status"]["capacity"])
+    plan = plan_of(n)
+    canary = {e["node"]: e["canaryResource"] for s in pool_stages(plan) for w in s["waves"] for e in w["nodes"]}
+    assert canary == {"m": "nvidia.com/mig-1g.10gb"}
