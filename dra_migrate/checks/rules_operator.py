@@ -11,7 +11,10 @@ from typing import Any
 from dra_migrate.checks.context import CheckContext, still_to_migrate, switched_in_place
 from dra_migrate.checks.model import Finding, ObjectRef, Severity
 from dra_migrate.checks.registry import rule
+from dra_migrate.dra.capacity import ClassSelectors, compile_classes, dra_served, unmatched_by_dra
 from dra_migrate.dra.layout import unpredictable_layout
+from dra_migrate.dra.products import LABEL_PRODUCT, single_profile
+from dra_migrate.inventory.migparted import mig_parted_configs
 from dra_migrate.inventory.operator import cluster_policies, dra_plugin_daemonset_objects, switch_keys
 from dra_migrate.inventory.operator_activity import SKIP_UPGRADE_LABEL, operator_busy
 
@@ -216,37 +219,97 @@ def operator_node_busy(ctx: CheckContext) -> Iterator[Finding]:
         )
 
 
-# GFD's labels under mig.strategy=single when the GPUs are not laid out as that strategy needs (sources:
-# dra/layout.py unpredictable_layout).
+# GFD's labels under mig.strategy=single when the GPUs are not laid out as that strategy needs, and under the none
+# strategy when the MIG Manager may have turned MIG on (sources: dra/layout.py unpredictable_layout, mig_mode_unseen).
 @rule(
     "mig-layout-unpredicted",
     BLOCKER,
-    summary="GFD labels a node's MIG layout invalid and it has no slices yet: its device count cannot be predicted",
+    summary="a node's MIG layout is in no GFD label and it has no slices yet: its device count cannot be predicted",
 )
 def mig_layout_unpredicted(ctx: CheckContext) -> Iterator[Finding]:
     """Severity: blocker (node-scoped: the plan leaves the nodes out). When: a node still to migrate, without
     slices of the DRA driver, whose GFD product label ends in `-MIG-<suffix>` that is no MIG profile (GFD's
-    `-MIG-INVALID`, with `gpu.count` 0). Rests on: under the single strategy GFD labels a node whose GPUs are not
+    `-MIG-INVALID`, with `gpu.count` 0), or whose MIG Manager config (`nvidia.com/mig.config`) may have turned MIG on
+    while GFD runs the none strategy. Rests on: under the single strategy GFD labels a node whose GPUs are not
     all MIG-enabled with instances of one profile `<model>-MIG-INVALID` with count 0 (k8s-device-plugin v0.18.0
-    `internal/lm/mig-strategy.go` `newInvalidMigStrategyLabeler`), while the DRA driver publishes each MIG-disabled
-    GPU whole and every MIG device of the others (dra-driver-nvidia-gpu v0.4.1 `cmd/gpu-kubelet-plugin/nvlib.go`
-    `GetPerGpuAllocatableDevices`): the exact count `wait-dra-ready` waits for is in no label.
+    `internal/lm/mig-strategy.go` `newInvalidMigStrategyLabeler`), under none it labels MIG-enabled GPUs whole
+    (`NewResourceLabeler`), while the DRA driver publishes each MIG-disabled GPU whole and every MIG device of the
+    others (dra-driver-nvidia-gpu v0.4.1 `cmd/gpu-kubelet-plugin/nvlib.go` `GetPerGpuAllocatableDevices`): the
+    exact count `wait-dra-ready` waits for is in no label.
     """
-    nodes = sorted(
-        n.name
-        for n in ctx.inventory.nodes
-        if still_to_migrate(n) and not n.dra_devices.get(ctx.dra_driver) and unpredictable_layout(n.labels)
-    )
-    if nodes:
+    configs = mig_parted_configs(ctx.state)
+    invalid: list[str] = []
+    unseen: list[str] = []
+    for n in ctx.inventory.nodes:
+        if not still_to_migrate(n) or n.dra_devices.get(ctx.dra_driver) or not unpredictable_layout(n.labels, configs):
+            continue
+        if single_profile(n.labels.get(LABEL_PRODUCT, "")) is not None:
+            invalid.append(n.name)
+        elif operator_busy(n.labels) is None:  # else gpu-operator-node-busy says it, and the plan leaves it out
+            unseen.append(n.name)
+    if invalid:
         yield Finding(
             "mig-layout-unpredicted",
             BLOCKER,
-            f"{len(nodes)} GPU node(s) are labelled by GFD with an invalid MIG layout for the single strategy "
+            f"{len(invalid)} GPU node(s) are labelled by GFD with an invalid MIG layout for the single strategy "
             "(product `...-MIG-INVALID`, gpu.count 0): the DRA driver will publish their whole GPUs and MIG devices, "
             "but how many no label says, so the exact count the plan waits for cannot be predicted. The plan leaves "
             "these nodes out",
             "give every GPU of the node MIG instances of one profile (or turn MIG off on all of them), or use the "
             "mixed strategy, or let the DRA plugin publish on these nodes first (its slices then give the count), "
             "then plan again",
-            tuple(ObjectRef("Node", n) for n in nodes),
+            tuple(ObjectRef("Node", n) for n in sorted(invalid)),
+        )
+    if unseen:
+        yield Finding(
+            "mig-layout-unpredicted",
+            BLOCKER,
+            f"{len(unseen)} GPU node(s) run the device plugin's none MIG strategy with a MIG Manager config "
+            "(nvidia.com/mig.config) that turns MIG on, is not applied, or is not known here: GFD then labels every "
+            "GPU whole and no MIG device, while the DRA driver publishes a MIG-enabled GPU as its MIG devices only "
+            "(none for a GPU without instances), so the count the plan waits for cannot be predicted; and the "
+            "nvidia.com/gpu workloads the device plugin gave those GPUs whole find no full GPU there under DRA. "
+            "The plan leaves these nodes out",
+            "if the GPUs are meant whole, apply nvidia.com/mig.config=all-disabled; if MIG is meant, run the device "
+            "plugin and GFD with the mixed (or single) MIG strategy so GFD counts the MIG devices; or let the DRA "
+            "plugin publish on these nodes first (its slices then give the count); then plan again",
+            tuple(ObjectRef("Node", n) for n in sorted(unseen)),
+        )
+
+
+@rule(
+    "gpu-devices-unmatched",
+    BLOCKER,
+    summary="no DeviceClass of a node's GPU resources matches a device the DRA driver publishes there",
+)
+def gpu_devices_unmatched(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: blocker (node-scoped: the plan leaves the nodes out). When: a node switched in place serves GPU
+    resources (capacity above 0) that DeviceClasses map, and none of those classes matches any of its devices (its
+    slices of the DRA driver, else the prediction). Rests on: the scheduler backs an extended resource only with
+    devices of its class (KEP-5004 DRAExtendedResource), so the plan's canary, and every pod of the node's
+    resources, is never scheduled there once the device plugin is off; under the device plugin's none MIG strategy a
+    MIG-enabled GPU is served whole as `nvidia.com/gpu` (k8s-device-plugin v0.18.0 `internal/rm/device_map.go`
+    `buildGPUDeviceMap`) while the DRA driver publishes it as `type: mig` devices only, which the `nvidia.com/gpu`
+    class (`type == 'gpu'`) does not select (dra-driver-nvidia-gpu v0.4.1 `cmd/gpu-kubelet-plugin/nvlib.go`).
+    """
+    proposals = [(p.name, p.extended_resource_name, p.selector) for p in ctx.generation.proposals]
+    classes: list[ClassSelectors] | None = None
+    nodes: list[str] = []
+    for n in ctx.inventory.nodes:
+        if not switched_in_place(ctx, n) or not n.capacity:
+            continue
+        classes = compile_classes(ctx.state, proposals) if classes is None else classes
+        if unmatched_by_dra(dra_served(ctx.state, n, classes, ctx.dra_driver)):
+            nodes.append(n.name)
+    if nodes:
+        yield Finding(
+            "gpu-devices-unmatched",
+            BLOCKER,
+            f"{len(nodes)} GPU node(s) serve GPU resources whose DeviceClasses match none of the devices the DRA "
+            "driver publishes (or will publish) there (e.g. MIG-enabled GPUs served whole as nvidia.com/gpu under the "
+            "device plugin's none MIG strategy, published as MIG devices only): their canary and their pods could "
+            "never be scheduled there once the device plugin is off. The plan leaves these nodes out",
+            "turn MIG off on these GPUs (nvidia.com/mig.config=all-disabled) or serve their MIG devices under the "
+            "mixed MIG strategy, or give the resource a DeviceClass that selects the node's devices; then plan again",
+            tuple(ObjectRef("Node", n) for n in sorted(nodes)),
         )

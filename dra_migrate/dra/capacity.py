@@ -20,7 +20,7 @@ import orjson
 from dra_migrate.cluster.state import ClusterState
 from dra_migrate.dra.cel import Selector, SelectorError, compile_selector, matches_all
 from dra_migrate.dra.devices import LABEL_COUNT, NVIDIA_DRIVER, PER_NODE_ATTRIBUTES, NodeDevices, node_devices
-from dra_migrate.inventory.fleet import kubelet_skew
+from dra_migrate.inventory.fleet import GpuNode, kubelet_skew
 from dra_migrate.inventory.model import Inventory
 from dra_migrate.inventory.placement import node_selects, selector_labels
 
@@ -136,6 +136,29 @@ def class_for(resource: str, classes: list[ClassSelectors]) -> ClassSelectors | 
         newest = max(c.created for c in existing)
         return min((c for c in existing if c.created == newest), key=lambda c: c.name)
     return next((c for c in classes if c.extended_resource_name == resource), None)
+
+
+def dra_served(
+    state: ClusterState, node: GpuNode, classes: list[ClassSelectors], driver: str = NVIDIA_DRIVER
+) -> dict[str, bool]:
+    """Each GPU resource the node advertises (capacity above 0) that a DeviceClass maps -> whether that class matches
+    a device of the node (its slices of `driver`, else the prediction). Where none does, a pod asking any of them
+    (the plan's canary first) is never scheduled there once the device plugin is off: the generated
+    `nvidia.com/gpu` class selects `type == 'gpu'` and a MIG-enabled GPU publishes `type: mig` devices only
+    (dra-driver-nvidia-gpu v0.4.1 cmd/gpu-kubelet-plugin/nvlib.go GetPerGpuAllocatableDevices L302-327), which under
+    the device plugin's none MIG strategy the node serves as `nvidia.com/gpu`."""
+    devices = node_devices(state, driver).get(node.name)
+    out: dict[str, bool] = {}
+    for resource in sorted(node.capacity):
+        cls = class_for(resource, classes) if node.capacity[resource] > 0 else None
+        if cls is not None:
+            out[resource] = devices is not None and bool(matching_devices(state, cls, devices, driver))
+    return out
+
+
+def unmatched_by_dra(served: dict[str, bool]) -> bool:
+    """`dra_served` says the node serves mapped resources and no class of them matches a device of it."""
+    return bool(served) and not any(served.values())
 
 
 def pool_capacity(

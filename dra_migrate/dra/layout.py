@@ -17,11 +17,15 @@ from dra_migrate.dra.products import (
     profile_from_resource,
     single_profile,
 )
-from dra_migrate.inventory.migparted import GpuMig
+from dra_migrate.inventory.migparted import CONFIG_LABEL, STATE_LABEL, GpuMig
 
 LABEL_COUNT = "nvidia.com/gpu.count"
 LABEL_REPLICAS = "nvidia.com/gpu.replicas"
 LABEL_MIG_STRATEGY = "nvidia.com/mig.strategy"
+LABEL_MIG_CAPABLE = "nvidia.com/mig.capable"
+# The MIG Manager preset that turns MIG off on every GPU (the GPU Operator's default-mig-parted-config; the value
+# the operator labels MIG-capable nodes with by default).
+MIG_OFF_PRESET = "all-disabled"
 
 
 @dataclass(frozen=True)
@@ -57,8 +61,11 @@ def mixed_counts(labels: Mapping[str, str]) -> dict[str, int]:
     return out
 
 
-def unpredictable_layout(labels: Mapping[str, str]) -> str | None:
+def unpredictable_layout(labels: Mapping[str, str], mig_configs: Mapping[str, Any] | None = None) -> str | None:
     """Why GFD's labels cannot say what the DRA driver publishes on the node, or None when they can.
+
+    `mig_configs`: the MIG Manager's `mig-configs` (inventory/migparted.py `mig_parted_configs`), which say whether
+    the config a node is labelled with turns MIG on; see `mig_mode_unseen` for the device plugin's none strategy.
 
     Under the single strategy GFD labels a node whose GPUs are not all MIG-enabled with instances of one profile
     `<model>-MIG-INVALID` with `gpu.count` 0 (k8s-device-plugin v0.18.0 internal/lm/mig-strategy.go L188-240
@@ -68,7 +75,7 @@ def unpredictable_layout(labels: Mapping[str, str]) -> str | None:
     product = labels.get(LABEL_PRODUCT, "")
     profile = single_profile(product)
     if profile is None:
-        return None
+        return mig_mode_unseen(labels, mig_configs or {})
     try:
         mig_profile(profile, labels)
     except ValueError:
@@ -78,6 +85,54 @@ def unpredictable_layout(labels: Mapping[str, str]) -> str | None:
             "the DRA driver publishes its whole GPUs and MIG devices, how many no label says"
         )
     return None
+
+
+def mig_mode_unseen(labels: Mapping[str, str], mig_configs: Mapping[str, Any]) -> str | None:
+    """Why the MIG mode of a node's GPUs is in no GFD label while the MIG Manager may have turned it on, or None.
+
+    Under the device plugin's `mig.strategy=none` GFD writes no `nvidia.com/mig.strategy` label and no MIG label, and
+    labels a MIG-enabled GPU whole under the same `gpu.count` and product as the others (k8s-device-plugin v0.18.0
+    internal/lm/mig-strategy.go NewResourceLabeler returns the full-GPU labeler alone under none, newGPULabelers
+    counts `devicesByMigEnabled[true]` with the rest; internal/lm/strategy.go migStrategyLabeler writes nothing for
+    none); the device plugin advertises it as one `nvidia.com/gpu` (internal/rm/device_map.go buildGPUDeviceMap skips
+    MIG-enabled GPUs only `if migEnabled && *b.migStrategy != spec.MigStrategyNone`). The DRA driver publishes a
+    MIG-enabled GPU as its MIG devices only, never whole, and nothing for one without instances (dra-driver-nvidia-gpu
+    v0.4.1 cmd/gpu-kubelet-plugin/nvlib.go GetPerGpuAllocatableDevices L302-327). So where the MIG Manager's
+    `nvidia.com/mig.config` label says a config was asked for, the whole GPUs GFD counts are the driver's devices
+    only when that config was applied (`nvidia.com/mig.config.state=success`) and keeps MIG off on every GPU:
+    `all-disabled`, or a config of the mig-parted ConfigMap read whose every entry has `mig-enabled: false`.
+    Without the MIG Manager's label nothing says MIG is on (MIG turned on by hand is not seen: docs/readiness.md).
+    Under GFD's single or mixed strategy MIG devices are labelled and none of this applies."""
+    key = labels.get(CONFIG_LABEL, "")
+    if not key or labels.get(LABEL_MIG_STRATEGY) in ("single", "mixed") or labels.get(LABEL_MIG_CAPABLE) == "false":
+        return None
+    if mig_strategy(labels) != "none":
+        return None
+    state = labels.get(STATE_LABEL, "")
+    head = (
+        f"the MIG Manager's {CONFIG_LABEL}={key}, and GFD under the device plugin's mig.strategy none labels every GPU "
+        "whole (no nvidia.com/mig.strategy, no MIG counts) while the DRA driver publishes a MIG-enabled GPU as its MIG "
+        "devices only"
+    )
+    if state != "success":
+        return f"{head}: the config is in state `{state or 'unset'}`, so the GPUs keep a MIG mode no label says"
+    enables = _config_enables_mig(key, mig_configs)
+    if enables is None:
+        return (
+            f"{head}: `{key}` is no config of the MIG Manager's ConfigMap read here: whether it turns MIG on is unknown"
+        )
+    if enables:
+        return f"{head}: `{key}` turns MIG on, and how many MIG devices its GPUs hold no GFD label says"
+    return None
+
+
+def _config_enables_mig(key: str, mig_configs: Mapping[str, Any]) -> bool | None:
+    """Whether the mig-parted config `key` turns MIG on for any GPU (an entry not `mig-enabled: false`, device
+    filters included: they name PCI IDs no label carries); None when the config is not known."""
+    entries = mig_configs.get(key)
+    if isinstance(entries, list) and entries:
+        return any(not isinstance(e, dict) or e.get("mig-enabled") is not False for e in entries)
+    return False if key == MIG_OFF_PRESET else None
 
 
 def has_gpu_labels(labels: Mapping[str, Any]) -> bool:

@@ -298,7 +298,7 @@ def _pool_stage(
                 other_pods=state.other_pods.get(n.name, 0),
                 expected_devices=devices[n.name].count if n.name in devices else 0,
                 resources=tuple(sorted(n.capacity)),
-                canary_resource=_canary_resource(n, readiness),
+                canary_resource=_canary_resource(n, readiness, params.dra_driver),
                 original={
                     "unschedulable": n.unschedulable,
                     "labels": {k: n.labels.get(k) for k in keys},
@@ -344,7 +344,7 @@ def _replace_pool_stages(
     devices = node_devices(state, params.dra_driver)
     per_node = max((devices[n.name].count for n in nodes if n.name in devices), default=0)
     pool_obj = _fleet(readiness).pools[pool]
-    canary = _canary_resource(nodes[0], readiness) if nodes else "nvidia.com/gpu"
+    canary = _canary_resource(nodes[0], readiness, params.dra_driver) if nodes else "nvidia.com/gpu"
     provision = strategies.replace_pool_provision(
         pool,
         platform,
@@ -430,12 +430,15 @@ def gang_disruption(stages: list[Stage], readiness: Readiness) -> list[dict[str,
     return out
 
 
-def _canary_resource(node: GpuNode, readiness: Readiness) -> str:
-    """The node's GPU resource that a DeviceClass will map (what its pods will request)."""
-    from dra_migrate.dra.capacity import class_for  # the CEL engine's importer: see build_plan
+def _canary_resource(node: GpuNode, readiness: Readiness, driver: str) -> str:
+    """The node's GPU resource that a DeviceClass will map (what its pods will request): first one whose class
+    matches a device of the node (`dra_served`: a resource left at 0, or one its devices do not serve, would make
+    a canary no device can serve), else the first mapped."""
+    from dra_migrate.dra.capacity import class_for, dra_served  # the CEL engine's importer: see build_plan
 
+    served = [r for r, ok in dra_served(readiness.inventory.state, node, readiness.classes, driver).items() if ok]
     mapped = [r for r in sorted(node.capacity) if class_for(r, readiness.classes) is not None]
-    return mapped[0] if mapped else sorted(node.capacity)[0] if node.capacity else "nvidia.com/gpu"
+    return (served or mapped or sorted(node.capacity) or ["nvidia.com/gpu"])[0]
 
 
 def _identity(state: ClusterState) -> ClusterIdentity | None:

@@ -26,6 +26,7 @@ NODE_SCOPED = frozenset(
         "device-plugin-placement-unknown",
         "dynamic-mig-unpredicted",
         "mig-layout-unpredicted",
+        "gpu-devices-unmatched",
         "gpu-operator-node-busy",
     }
 )

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from dra_migrate.dra.layout import unpredictable_layout
 from dra_migrate.inventory.fleet import kubelet_skew
+from dra_migrate.inventory.migparted import mig_parted_configs
 from dra_migrate.inventory.operator_activity import operator_busy
 from dra_migrate.inventory.platform import REPLACE_POOL
 
@@ -20,8 +21,11 @@ if TYPE_CHECKING:  # the checks pull in the CEL engine, which show/status/apply 
 
 def excluded_nodes(readiness: Readiness, gates: dict[str, bool], driver: str) -> dict[str, str]:
     """Node -> why the plan leaves it out (the reasons of the node-scoped blockers)."""
+    from dra_migrate.dra.capacity import dra_served, unmatched_by_dra  # the CEL engine's importer: see TYPE_CHECKING
+
     out: dict[str, str] = {}
     replaced = {p.name for p in readiness.inventory.pools if p.platform and p.platform.strategy == REPLACE_POOL}
+    mig_configs = mig_parted_configs(readiness.inventory.state)
     for n in readiness.inventory.nodes:
         if n.dra_plugin_enabled and not n.device_plugin_enabled:
             continue  # already migrated
@@ -43,9 +47,20 @@ def excluded_nodes(readiness: Readiness, gates: dict[str, bool], driver: str) ->
             out[n.name] = f"dra-plugin-placement-unknown: {n.dra_placement.why}"
         elif n.dynamic_mig and not n.dra_devices.get(driver):
             out[n.name] = "dynamic-mig-unpredicted: DynamicMIG is on and the node has no slices to count yet"
-        elif (why := unpredictable_layout(n.labels)) is not None and not n.dra_devices.get(driver):
+        elif (why := unpredictable_layout(n.labels, mig_configs)) is not None and not n.dra_devices.get(driver):
             out[n.name] = f"mig-layout-unpredicted: {why}"
+        elif unmatched_by_dra(served := dra_served(readiness.inventory.state, n, readiness.classes, driver)):
+            out[n.name] = f"gpu-devices-unmatched: {unmatched_why(served)}"
     return out
+
+
+def unmatched_why(served: dict[str, bool]) -> str:
+    """The reason of `gpu-devices-unmatched` for a node `dra_served` says it of."""
+    return (
+        f"the DeviceClasses of {', '.join(sorted(served))} match none of the devices the DRA driver publishes "
+        "(or will publish) on the node, so its canary and its pods could never be scheduled there once the device "
+        "plugin is off"
+    )
 
 
 def _going(ready: bool | None, deleting: bool) -> str | None:

@@ -114,7 +114,9 @@ def test_an_invalid_single_strategy_layout_is_left_out_of_the_plan_not_expected_
     # Once the driver has published on the node, its slices give the count: planned with it, no finding.
     from tests.unit.helpers import resource_slice
 
-    published = resource_slice("bad", 1, [{"name": f"gpu-{i}"} for i in range(3)])
+    # (Whole GPUs, as the driver publishes them: `type: gpu`, which the nvidia.com/gpu class selects.)
+    whole = {"type": {"string": "gpu"}}
+    published = resource_slice("bad", 1, [{"name": f"gpu-{i}", "attributes": whole} for i in range(3)])
     plan = build_plan(make(bad, gpu_node("good"), DP, DRA, POLICY, published), PlanParams()).to_dict()
     planned = {n["node"]: n["expectedDevices"] for s in pool_stages(plan) for w in s["waves"] for n in w["nodes"]}
     assert planned == {"bad": 3, "good": 8}
