@@ -121,3 +121,25 @@ def test_a_compute_domain_made_after_the_plan_is_no_placement_drift() -> None:
         gpu_node("gpu-1"), gpu_node("gpu-2", **{CD_LABEL: "0b1c"}), DP, kubelet_plugin(), compute_domain_daemon()
     )
     assert drift(plan, after, allow_other_cluster=True).placement_changed == []
+
+
+def _class(name: str, expression: str, ern: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"selectors": [{"cel": {"expression": expression}}]}
+    if ern:
+        spec["extendedResourceName"] = ern
+    return obj("resource.k8s.io/v1", "DeviceClass", name, spec, namespace=None)
+
+
+def test_an_existing_class_mapping_the_gpu_name_to_another_drivers_devices_is_a_blocker() -> None:
+    """The scheduler serves `nvidia.com/gpu` from the class that declares it (KEP-5004), whatever driver it selects:
+    after the switch a migrated node has no device that class matches, and every nvidia.com/gpu pod pends."""
+    amd_class = _class("gpu.amd.com", "device.driver == 'gpu.amd.com'", "amd.com/gpu")
+    wrong = _class("accelerators", "device.driver == 'gpu.amd.com'", "nvidia.com/gpu")
+    base = (gpu_node("gpu-1"), DP, kubelet_plugin(), amd_class)
+    # Another vendor's class for its own name is no concern of ours.
+    assert findings(make(*base), "existing-class-matches-no-gpu") == []
+    (f,) = findings(make(*base, wrong), "existing-class-matches-no-gpu")
+    assert f.severity.value == "blocker" and "accelerators" in f.message and "nvidia.com/gpu" in f.message
+    assert [str(o) for o in f.objects] == ["DeviceClass accelerators"]
+    right = _class("gpus", "device.driver == 'gpu.nvidia.com'", "nvidia.com/gpu")
+    assert findings(make(*base, right), "existing-class-matches-no-gpu") == []
