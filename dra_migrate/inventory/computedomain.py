@@ -32,10 +32,7 @@ def command_text(ds: Obj) -> str:
     """The command lines of a DaemonSet's containers, as one text."""
     containers = _pod_spec(ds).get("containers") or []
     return " ".join(
-        str(a)
-        for c in containers
-        if isinstance(c, dict)
-        for a in [*(c.get("command") or []), *(c.get("args") or [])]
+        str(a) for c in containers if isinstance(c, dict) for a in [*(c.get("command") or []), *(c.get("args") or [])]
     )
 
 

@@ -70,7 +70,9 @@ def test_a_chart_with_the_gpu_plugin_disabled_is_no_gpu_dra_driver() -> None:
     state = make(gpu_node("gpu-1"), DP, kubelet_plugin(gpus=False), compute_domain_daemon())
     assert dra_plugin_daemonsets(state) == []
     assert [f.severity.value for f in findings(state, "dra-driver-missing")] == ["blocker"]
-    assert [f.severity.value for f in findings(make(gpu_node("gpu-1"), DP, kubelet_plugin()), "dra-driver-missing")] == []
+    assert [
+        f.severity.value for f in findings(make(gpu_node("gpu-1"), DP, kubelet_plugin()), "dra-driver-missing")
+    ] == []
 
 
 def _nic_slice(name: str) -> dict[str, Any]:
@@ -143,3 +145,41 @@ def test_an_existing_class_mapping_the_gpu_name_to_another_drivers_devices_is_a_
     assert [str(o) for o in f.objects] == ["DeviceClass accelerators"]
     right = _class("gpus", "device.driver == 'gpu.nvidia.com'", "nvidia.com/gpu")
     assert findings(make(*base, right), "existing-class-matches-no-gpu") == []
+
+
+def _server_with(*objects: dict[str, Any]) -> Any:
+    from dra_migrate.testing.server import FakeServer
+
+    server = FakeServer()
+    for o in objects:
+        meta = o["metadata"]
+        if o["kind"] == "DaemonSet":
+            server.put(f"/apis/apps/v1/namespaces/{meta['namespace']}/daemonsets/{meta['name']}", o)
+        elif o["kind"] == "ResourceSlice":
+            server.put(f"/apis/resource.k8s.io/v1/resourceslices/{meta['name']}", o)
+        else:
+            server.put(f"/api/v1/nodes/{meta['name']}", o)
+    return server
+
+
+def test_the_confirm_step_does_not_take_the_compute_domain_plugin_for_the_gpu_driver() -> None:
+    from dra_migrate.execute.ops import LiveOps
+
+    cd_slice = resource_slice("gpu-1", 1, [{"name": "channel-0"}], driver="compute-domain.nvidia.com")
+    only_cd = _server_with(kubelet_plugin(gpus=False), compute_domain_daemon(), cd_slice, _nic_slice("gpu-1"))
+    assert LiveOps(only_cd.client).dra_driver_installed("gpu.nvidia.com") is False
+    assert LiveOps(_server_with(kubelet_plugin()).client).dra_driver_installed("gpu.nvidia.com") is True
+
+
+def test_wait_dra_ready_counts_only_the_gpu_drivers_devices_beside_other_drivers() -> None:
+    from dra_migrate.execute.ops import LiveOps
+
+    gpu = node("gpu-1", {}, {"nvidia.com/gpu": "0"})
+    server = _server_with(
+        gpu,
+        resource_slice("gpu-1", 1, [{"name": f"gpu-{i}"} for i in range(2)]),
+        resource_slice("gpu-1", 1, [{"name": "channel-0"}], driver="compute-domain.nvidia.com"),
+        _nic_slice("gpu-1"),
+    )
+    change = LiveOps(server.client, poll_s=0.01, poll_cap_s=0.05).wait_dra_ready("gpu-1", ["nvidia.com/gpu"], 2, 2)
+    assert change.after["devices"] == 2
