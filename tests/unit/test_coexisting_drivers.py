@@ -183,3 +183,26 @@ def test_wait_dra_ready_counts_only_the_gpu_drivers_devices_beside_other_drivers
     )
     change = LiveOps(server.client, poll_s=0.01, poll_cap_s=0.05).wait_dra_ready("gpu-1", ["nvidia.com/gpu"], 2, 2)
     assert change.after["devices"] == 2
+
+
+def test_the_twin_installs_no_stand_in_gpu_driver_for_another_drivers_slices(monkeypatch: Any) -> None:
+    """A snapshot with no GPU DRA driver but a NIC driver's slices: the twin must not gain a GPU DRA driver the
+    cluster lacks (its rehearsal would pass a migration the cluster cannot run)."""
+    from dra_migrate.rehearse import run
+
+    asked: list[bool] = []
+
+    class Stop(Exception):
+        pass
+
+    def install(_api: Any, *, dra_driver: bool, cluster_policy: Any) -> None:
+        asked.append(dra_driver)
+        raise Stop
+
+    monkeypatch.setattr(run, "install_nvidia_stack", install)
+    for slices, wanted in (([_nic_slice("gpu-1")], False), ([resource_slice("gpu-1", 1, [{"name": "gpu-0"}])], True)):
+        try:
+            run.recreate(None, make(gpu_node("gpu-1"), DP, *slices))
+        except Stop:
+            pass
+        assert asked.pop() is wanted
