@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from dra_migrate.inventory.model import build_inventory
 from dra_migrate.inventory.operator import dra_plugin_daemonsets
 from dra_migrate.plan.build import build_plan
@@ -201,8 +203,6 @@ def test_the_twin_installs_no_stand_in_gpu_driver_for_another_drivers_slices(mon
 
     monkeypatch.setattr(run, "install_nvidia_stack", install)
     for slices, wanted in (([_nic_slice("gpu-1")], False), ([resource_slice("gpu-1", 1, [{"name": "gpu-0"}])], True)):
-        try:
+        with pytest.raises(Stop):
             run.recreate(None, make(gpu_node("gpu-1"), DP, *slices))
-        except Stop:
-            pass
         assert asked.pop() is wanted
