@@ -24,6 +24,7 @@ def rule_modules() -> tuple[ModuleType, ...]:
     and every module that imports it) then costs nothing until the rules are wanted."""
     from dra_migrate.checks import (
         rules,
+        rules_classes,
         rules_dependents,
         rules_gangs,
         rules_jobs,
@@ -32,7 +33,16 @@ def rule_modules() -> tuple[ModuleType, ...]:
         rules_workloads,
     )
 
-    return (rules, rules_dependents, rules_gangs, rules_jobs, rules_operator, rules_platforms, rules_workloads)
+    return (
+        rules,
+        rules_classes,
+        rules_dependents,
+        rules_gangs,
+        rules_jobs,
+        rules_operator,
+        rules_platforms,
+        rules_workloads,
+    )
 
 
 def all_rules() -> list[Rule]:

@@ -95,6 +95,11 @@ RULE_DOCS: dict[str, RuleDoc] = {
         rests_on="\"the NVIDIA Driver Manager is not aware of the DRA driver kubelet plugin\": the GPU Operator's DRA recipe sets that variable to the plugin's label (NVIDIA cloud-native-docs `gpu-operator/dra-intro-install.rst` @ 66160ebc)",
         fix="set the driver manager's NODE_LABEL_FOR_GPU_POD_EVICTION to a label the migration sets, or run the migration with the driver manager's eviction off",
     ),
+    "existing-class-matches-no-gpu": RuleDoc(
+        when="a DeviceClass already in the cluster declares the `extendedResourceName` of a GPU name a pool serves today and matches none of the devices the `--dra-driver` publishes (or would publish) on the pool's nodes: another driver's class (`gpu.amd.com`, `dra.net`, `compute-domain.nvidia.com`) or a selector that excludes the GPUs",
+        rests_on="kube-scheduler serves an extended resource from the DeviceClass that declares it, whatever devices it selects (KEP-5004, kubernetes/enhancements `keps/sig-scheduling/5004-dra-extended-resource/README.md`; k8s.io/api resource/v1 `DeviceClassSpec.ExtendedResourceName`); dra-migrate generates no class for a name one already maps",
+        fix="make the class select the driver's devices (`device.driver == 'gpu.nvidia.com'`), or clear its extendedResourceName so that dra-migrate generates one, then plan again",
+    ),
     "duplicate-extended-resource-name": RuleDoc(
         when="two or more DeviceClasses name the same `extendedResourceName`",
         rests_on='"the class created later is picked" (k8s.io/api `resource/v1/types.go`)',

@@ -71,7 +71,7 @@ def assess(
     feature_gates: dict[str, bool] | None = None,
     dra_driver: str = NVIDIA_DRA_DRIVER,
 ) -> Readiness:
-    inv = build_inventory(state, pool_labels)
+    inv = build_inventory(state, pool_labels, dra_driver)
     gen = generate(state, inv, dra_driver)
     classes = compile_classes(state, [(p.name, p.extended_resource_name, p.selector) for p in gen.proposals])
     capacity = pool_capacity(state, inv, classes, feature_gates=feature_gates, driver=dra_driver)

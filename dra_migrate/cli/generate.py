@@ -55,7 +55,7 @@ def deviceclasses(source: SourceOptions, dra_driver: str, output: str, dry_run: 
         refuse_snapshot(source.snapshot)
     state = load_state(source)
     with Working("generating the DeviceClasses"):
-        gen = generate_classes(state, build_inventory(state), driver)
+        gen = generate_classes(state, build_inventory(state, dra_driver=driver), driver)
     accepted = True
     if dry_run:  # every class, whole, as `kubectl apply --server-side --dry-run=server` would send it
         manifests = [("generated", p.manifest()) for p in sorted(gen.proposals, key=lambda p: p.name)]
@@ -114,8 +114,9 @@ def dependents(source: SourceOptions, dra_driver: str, output: str) -> None:
 
     state = load_state(source)
     with Working("working out the dependents' changes"):
-        inventory = build_inventory(state)
-        gen = generate_classes(state, inventory, check_driver_name(dra_driver))
+        driver = check_driver_name(dra_driver)
+        inventory = build_inventory(state, dra_driver=driver)
+        gen = generate_classes(state, inventory, driver)
         proposals = [(p.name, p.extended_resource_name) for p in gen.proposals]
         changes = dependent_changes(state, proposals, inventory.consumers)
     if output == "name":

@@ -52,7 +52,7 @@ def match(source: SourceOptions, pool_labels: tuple[str, ...], dra_driver: str, 
 
     state = load_state(source)
     with Working("matching the classes to the nodes' devices"):
-        inv = build_inventory(state, pool_labels)
+        inv = build_inventory(state, pool_labels, driver)
         proposals = generate(state, inv, driver).proposals
         classes = compile_classes(state, [(p.name, p.extended_resource_name, p.selector) for p in proposals])
         matches = match_classes(state, inv, classes, driver)

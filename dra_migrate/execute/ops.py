@@ -52,6 +52,7 @@ from dra_migrate.execute.ops_base import (
 )
 from dra_migrate.execute.ops_canary import CanaryOps
 from dra_migrate.execute.ops_drain import DrainOps
+from dra_migrate.inventory.computedomain import compute_domain_only
 from dra_migrate.inventory.gangs import FRAMEWORK_GANG_KINDS, KUEUE_POD_GROUP, LWS_GROUP_INDEX, VOLCANO_GROUP
 from dra_migrate.inventory.gitops import gitops_owner
 from dra_migrate.inventory.resources import quantity_int
@@ -406,11 +407,13 @@ class LiveOps(DrainOps, CanaryOps):
 
     def dra_driver_installed(self, driver: str = "gpu.nvidia.com") -> bool:
         # The NVIDIA DRA driver chart's DaemonSet is <release>-dra-driver-gpu-kubelet-plugin; any
-        # namespace, as installs differ. Failing that, a published slice proves a running plugin.
+        # namespace, as installs differ; never one of the chart's ComputeDomain side alone (a chart with
+        # resources.gpus.enabled=false, a ComputeDomain's daemon: inventory/computedomain.py), which serves no GPU.
+        # Failing that, a published slice proves a running plugin.
         daemonsets, _ = self.kube.list_all(DAEMONSETS)
         for ds in daemonsets:
             name = str(_meta(ds).get("name", ""))
-            if "dra-driver" in name and "kubelet-plugin" in name:
+            if "dra-driver" in name and "kubelet-plugin" in name and not compute_domain_only(ds):
                 return True
         page = self.kube.get(SLICES, [("fieldSelector", f"spec.driver={driver}"), ("limit", 1)])
         return bool(page.get("items"))

@@ -252,8 +252,11 @@ def build_gpu_nodes(
     dp_daemonsets: list[dict[str, Any]] | None = None,
     counter_nodes: frozenset[str] = frozenset(),
     swept_labels: frozenset[str] = frozenset(),
+    dra_driver: str = "gpu.nvidia.com",
 ) -> list[GpuNode]:
-    """`swept_labels`: node label keys another controller deletes, never a plugin's switch (`Placements`)."""
+    """`swept_labels`: node label keys another controller deletes, never a plugin's switch (`Placements`). A node is
+    a GPU node by its NVIDIA resources, its GFD labels or devices in the slices of `dra_driver`: another DRA driver's
+    slices (dranet's `dra.net` on every node, AMD's `gpu.amd.com`, `compute-domain.nvidia.com`) make none."""
     out: list[GpuNode] = []
     placements = Placements(dra_daemonsets or [], dp_daemonsets or [], swept_labels)
     for n in nodes:
@@ -266,7 +269,7 @@ def build_gpu_nodes(
         capacity = gpu_resources(status.get("capacity"), names)
         allocatable = gpu_resources(status.get("allocatable"), names)
         slices = dra_devices.get(name, {})
-        if not (capacity or allocatable or slices or any(k in labels for k in GPU_LABELS)):
+        if not (capacity or allocatable or slices.get(dra_driver) or any(k in labels for k in GPU_LABELS)):
             continue
         dra_placement, dp_placement = placements.of(n)
         serving = [d for d in dra_daemonsets or [] if _ref(d) == dra_placement.daemonset]

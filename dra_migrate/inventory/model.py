@@ -8,7 +8,7 @@ from typing import Any
 from dra_migrate.cluster.state import ClusterState, source_cluster
 from dra_migrate.gcpause import paused_gc
 from dra_migrate.inventory.consumers import Consumer, OwnerIndex, PodRequests, find_consumers
-from dra_migrate.inventory.dra import nodes_with_counters, slice_devices_by_node, summarize_dra
+from dra_migrate.inventory.dra import NVIDIA_DRA_DRIVER, nodes_with_counters, slice_devices_by_node, summarize_dra
 from dra_migrate.inventory.fleet import (
     GpuNode,
     Pool,
@@ -77,9 +77,13 @@ class Inventory:
         )
 
 
-def build_inventory(state: ClusterState, pool_labels: tuple[str, ...] = ()) -> Inventory:
+def build_inventory(
+    state: ClusterState, pool_labels: tuple[str, ...] = (), dra_driver: str = NVIDIA_DRA_DRIVER
+) -> Inventory:
+    """`dra_driver`: the DRA driver that serves the GPUs (`--dra-driver`); another driver's slices (a NIC driver's,
+    another vendor's, the NVIDIA driver's ComputeDomain plugin's) are reported, never taken for GPUs."""
     with paused_gc():
-        return _build(state, pool_labels)
+        return _build(state, pool_labels, dra_driver)
 
 
 def gpu_names(state: ClusterState) -> GpuNames:
@@ -88,7 +92,7 @@ def gpu_names(state: ClusterState) -> GpuNames:
     return GpuNames(known_gpu_names_from_configs(state))
 
 
-def _build(state: ClusterState, pool_labels: tuple[str, ...]) -> Inventory:
+def _build(state: ClusterState, pool_labels: tuple[str, ...], dra_driver: str) -> Inventory:
     policies = cluster_policies(state)
     vms = vm_workload_nodes(state.of("Node"), policies[0] if policies else None)
     # Nodes whose GPUs go to virtual machines are no GPU nodes here: neither plugin serves them (fleet.py).
@@ -104,8 +108,9 @@ def _build(state: ClusterState, pool_labels: tuple[str, ...]) -> Inventory:
         slice_devices_by_node(state),
         dra_plugin_daemonset_objects(state),
         device_plugin_daemonset_objects(state),
-        nodes_with_counters(state),
+        nodes_with_counters(state, dra_driver),
         CLUSTER_POLICY_SWEPT if policies else frozenset(),
+        dra_driver,
     )
     configured = node_config_replicas(state)
     for g in gpu_nodes:
@@ -125,7 +130,7 @@ def _build(state: ClusterState, pool_labels: tuple[str, ...]) -> Inventory:
         operator=summarize_operator(state, configs),
         dra=summarize_dra(state, dra_plugin_daemonsets(state)),
         gangs=find_gangs(state, pod_requests, consumers, node_pools, owners),
-        topology=partial_node_consumers(consumers, gpu_nodes, slice_topology(state)),
+        topology=partial_node_consumers(consumers, gpu_nodes, slice_topology(state, dra_driver)),
         pod_requests=pod_requests,
     )
 

@@ -20,6 +20,7 @@ from dra_migrate.cluster.configrefs import names as is_one_of
 from dra_migrate.cluster.state import ClusterState, Obj
 from dra_migrate.cluster.yamlio import load_yaml_documents
 from dra_migrate.errors import InputError
+from dra_migrate.inventory.computedomain import compute_domain_only
 from dra_migrate.inventory.gke import GKE_ACCELERATOR_COUNT, GKE_NO_DEFAULT_PLUGIN, GKE_SHARING_LABELS
 from dra_migrate.inventory.operator_activity import swept_note, unpaused_node
 from dra_migrate.inventory.placement import (
@@ -298,10 +299,13 @@ def _is_device_plugin(ds: Obj) -> bool:
 
 
 def _is_dra_plugin(ds: Obj) -> bool:
+    """A DaemonSet of the NVIDIA GPU DRA kubelet plugin (driver gpu.nvidia.com), by its name or image; never one of
+    the driver's ComputeDomain side alone (computedomain.py), which shares the name pattern and the image."""
     name = _name(ds)
-    return ("dra-driver" in name and "kubelet-plugin" in name) or any(
-        "dra-driver-nvidia-gpu" in i or "k8s-dra-driver-gpu" in i for i in _images(ds)
-    )
+    return (
+        ("dra-driver" in name and "kubelet-plugin" in name)
+        or any("dra-driver-nvidia-gpu" in i or "k8s-dra-driver-gpu" in i for i in _images(ds))
+    ) and not compute_domain_only(ds)
 
 
 def _ref_of(ds: Obj) -> str:

@@ -32,6 +32,7 @@ from dra_migrate.execute.journal import journal_path, read_journal
 from dra_migrate.execute.ops import POLL_CAP_S, LiveOps, live_ops
 from dra_migrate.execute.runner import RESUME_HINT, STOPPED, ApplyOptions, RunResult
 from dra_migrate.execute.session import ApplySession
+from dra_migrate.inventory.dra import NVIDIA_DRA_DRIVER
 from dra_migrate.inventory.fleet import parse_version
 from dra_migrate.inventory.operator import dra_plugin_daemonset_objects
 from dra_migrate.plan import io as plan_io
@@ -213,8 +214,12 @@ def recreate(api: Any, state: ClusterState) -> LoadReport:
     ResourceQuotas and Kueue queues (under Kueue's own CRDs when they are fetched: sim/kueue.py)."""
     policies = state.of("nvidia.com/ClusterPolicy")
     # A snapshot's own DRA kubelet-plugin DaemonSet is recreated with the workloads (and places the twin's
-    # plugins, sim.placement); a stand-in is installed only for slices whose DaemonSet was not read.
-    stand_in = bool(state.of("resource.k8s.io/ResourceSlice")) and not dra_plugin_daemonset_objects(state)
+    # plugins, sim.placement); a stand-in is installed only for slices whose DaemonSet was not read: the GPU
+    # driver's, never another driver's (dranet's dra.net, compute-domain.nvidia.com) the twin does not run.
+    gpu_slices = any(
+        (s.get("spec") or {}).get("driver") == NVIDIA_DRA_DRIVER for s in state.of("resource.k8s.io/ResourceSlice")
+    )
+    stand_in = gpu_slices and not dra_plugin_daemonset_objects(state)
     install_nvidia_stack(api, dra_driver=stand_in, cluster_policy=policies[0] if policies else None)
     notes: list[str] = []
     if any(state.of(k) for k in DEPENDENT_KEYS if k.startswith("kueue.")):
