@@ -228,10 +228,18 @@ class FakeOps:
         n = self.nodes.get(node)
         if n is None or not n.exists:
             return {"exists": False, "uid": "", "unschedulable": False, "labels": {}, "allocatable": {}, "ready": False}
+        return self._state(n)
+
+    def _state(self, n: FakeNode) -> dict[str, Any]:
         return {"exists": True, "uid": n.uid, "unschedulable": n.unschedulable, "labels": dict(n.labels),
                 "annotations": dict(n.annotations),
                 "allocatable": self._allocatable(n), "ready": n.ready, "notReady": None if n.ready else "False",
                 "deleting": n.deleting}  # fmt: skip
+
+    def node_states(self, *, watched: bool = False) -> dict[str, dict[str, Any]]:
+        self._enter("node_states", None)
+        now = self.clock.monotonic()
+        return {n.name: self._state(n) for n in list(self.nodes.values()) if n.exists and n.appears_at <= now}
 
     def _allocatable(self, n: FakeNode) -> dict[str, int]:
         on = n.labels.get(self.dp_label) != self.dp_off
