@@ -43,6 +43,7 @@ from typing import cast
 
 from dra_migrate.errors import InputError, MigrateError
 from dra_migrate.execute.contract import Cancel, Clock, Ops, is_transient
+from dra_migrate.execute.lifecycle import gone_from_wave
 from dra_migrate.execute.units import Unit
 from dra_migrate.inventory.fleet import pool_of
 from dra_migrate.inventory.operator_activity import operator_busy
@@ -50,19 +51,27 @@ from dra_migrate.plan.model import Action, Plan
 from dra_migrate.plan.params import PlanParams
 
 
-def someone_elses_cordon(ops: Ops, unit: Unit, done: Collection[str], touched_nodes: Collection[str]) -> str | None:
-    """The failure when a node of the wave the plan recorded schedulable was cordoned since by someone else (a
-    GPU fault, maintenance, a remediation), or when it does not hold the values its inverses restore
-    (`_restores_differ`), else None. Its uncordon step sets the value the plan recorded, and its rollback the
-    same: either would put back into service a node its owner took out. The run's start
-    refuses nodes cordoned before it began (drift); this covers the hours a run lasts. A node the journal shows
-    this migration touched before may hold its own cordon (written before a crash could record it): not judged."""
+def someone_elses_cordon(
+    ops: Ops, unit: Unit, done: Collection[str], touched_nodes: Collection[str], uids: Mapping[str, str] | None = None
+) -> str | None:
+    """The failure when a node of the wave is gone or replaced since the plan (execute/lifecycle.py
+    `gone_from_wave`, with `uids`, the plan's recorded uids), when a node of the wave the plan recorded
+    schedulable was cordoned since by someone else (a GPU fault, maintenance, a remediation), or when it does
+    not hold the values its inverses restore (`_restores_differ`), else None. Its uncordon step sets the value
+    the plan recorded, and its rollback the same: either would put back into service a node its owner took out.
+    The run's start refuses nodes cordoned before it began (drift); this covers the hours a run lasts. A node
+    the journal shows this migration touched before may hold its own cordon (written before a crash could
+    record it): not judged."""
+    seen: dict[str, Mapping[str, object]] = {}  # each node read once for both checks
+    gone = gone_from_wave(ops, unit, done, uids, seen) if uids is not None else None
+    if gone is not None:
+        return gone
     for ps in unit.steps:
         if ps.step.action != Action.CORDON or ps.id in done or ps.node is None or ps.node in touched_nodes:
             continue
         planned = (ps.step.inverse.restore if ps.step.inverse else {}).get("unschedulable")
         try:
-            state = ops.node_state(ps.node, watched=True)  # the watched copy: no GET per node
+            state = seen.get(ps.node) or ops.node_state(ps.node, watched=True)  # the watched copy: no GET per node
         except MigrateError:
             continue  # unreadable now: the node's own steps meet it and say why
         if planned is False and state.get("exists") and state.get("unschedulable"):

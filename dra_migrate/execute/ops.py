@@ -37,6 +37,7 @@ from dra_migrate.execute.ops_base import (
     DEVICE_CLASSES,
     DRY_RUN,
     EVICTION_WORKERS,
+    NODE_GONE_HINT,
     PODS,
     POLL_CAP_S,
     POLL_GROWTH,
@@ -182,7 +183,7 @@ class LiveOps(DrainOps, CanaryOps):
             )  # fmt: skip
         except ApiError as e:
             if e.status == 404:
-                raise StepFailed(f"node {node} does not exist", "it was removed since the plan was made") from e
+                raise StepFailed(f"node {node} does not exist", NODE_GONE_HINT) from e
             if e.status == 422:  # the test failed (or the write is invalid: the merge patch says so again)
                 return None
             raise
@@ -194,7 +195,7 @@ class LiveOps(DrainOps, CanaryOps):
             return self.kube.merge_patch(path_of("v1", "nodes", node), patch, query)
         except ApiError as e:
             if e.status == 404:
-                raise StepFailed(f"node {node} does not exist", "it was removed since the plan was made") from e
+                raise StepFailed(f"node {node} does not exist", NODE_GONE_HINT) from e
             raise
 
     # -- DRA readiness ---------------------------------------------------------------------------

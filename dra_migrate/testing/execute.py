@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from dra_migrate.execute.contract import NEVER, Cancel, Change, StepFailed
+from dra_migrate.execute.ops_base import NODE_GONE_HINT
 from dra_migrate.kube import ApiError, Unreachable
 from dra_migrate.plan.model import Plan
 
@@ -218,7 +219,7 @@ class FakeOps:
     def _node(self, name: str) -> FakeNode:
         n = self.nodes.get(name)
         if n is None or not n.exists:
-            raise StepFailed(f"node {name} does not exist", "it was removed since the plan was made: re-plan")
+            raise StepFailed(f"node {name} does not exist", NODE_GONE_HINT)
         return n
 
     # -- Ops
