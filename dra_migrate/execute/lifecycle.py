@@ -15,6 +15,10 @@ The node's own first step refuses it (actions.py `_check_node`), but the wave's 
 healthy node of the wave was protected and cordoned (drained, with a slower refusal) for nothing, then rolled
 back, and again on every resume. So the check before a wave stops the run first, nothing of the wave touched. A
 new plan lists the pool as it is now, and the nodes migrated so far as on DRA.
+
+And at the run's end, the nodes that joined an in-place pool since the plan and run the device plugin
+(`joined_on_the_device_plugin`): the pool's stage is done, but its node group's template still makes nodes
+on the device plugin.
 """
 
 from __future__ import annotations
@@ -24,6 +28,10 @@ from collections.abc import Collection, Mapping
 from dra_migrate.errors import MigrateError
 from dra_migrate.execute.contract import Ops
 from dra_migrate.execute.units import Unit
+from dra_migrate.inventory.fleet import pool_of
+from dra_migrate.inventory.platform import REPLACE_POOL
+from dra_migrate.plan.model import Action, Plan, PoolStage
+from dra_migrate.plan.steps import ENABLE_DRA_PLUGIN
 
 _REPLAN = "make a new plan (dra-migrate plan): it lists the pool as it is now, the nodes migrated so far as on DRA"
 
@@ -53,3 +61,53 @@ def gone_from_wave(
 
 def _wave(unit: Unit) -> str:
     return unit.wave.name if unit.wave is not None else "prepare"
+
+
+def joined_on_the_device_plugin(
+    plan: Plan, states: Mapping[str, Mapping[str, object]], done: Collection[str]
+) -> list[str]:
+    """One line per in-place pool whose stages are all done, naming the nodes that joined it since the plan (not
+    recorded by its fingerprint with their uid) without the stage's DRA switch label: a scale-up or a repair makes
+    a node from the node group's template, which the in-place switch never changed, so it runs the device
+    plugin (`plan`'s `in-place-pool-template` warned of the template). `states`: `Ops.node_states`."""
+    recorded = set(plan.node_uids().items())
+    labels_keys = tuple(str(k) for k in plan.parameters.get("poolLabels") or [])
+    pools: dict[str, list[PoolStage]] = {}
+    for stage in plan.pool_stages():
+        pools.setdefault(stage.pool, []).append(stage)
+    out = []
+    for pool, stages in pools.items():
+        switches = [_dra_switch(s) for s in stages]
+        if any(s.strategy == REPLACE_POOL for s in stages) or None in switches:
+            continue  # a replace-pool's old pool is retired; its new pool is not the plan's
+        if not all(step.id in done for s in stages for w in s.waves for e in w.nodes for step in s.steps_for(e)):
+            continue  # the pool is not migrated yet (or its run stopped): its end says so
+        planned = {e.node for s in stages for w in s.waves for e in w.nodes}
+        left = []
+        for node, state in sorted(states.items()):
+            raw = state.get("labels")
+            labels = {str(k): str(v) for k, v in raw.items()} if isinstance(raw, Mapping) else {}
+            if node in planned or (node, str(state.get("uid", ""))) in recorded:
+                continue
+            if pool_of(labels, labels_keys, state.get("annotations")) != pool:
+                continue
+            if not any(sw is not None and labels.get(sw[0]) == sw[1] for sw in switches):
+                left.append(node)
+        if left:
+            names = ", ".join(left[:10]) + (f" and {len(left) - 10} more" if len(left) > 10 else "")
+            out.append(
+                f"pool {pool}: {len(left)} node(s) joined since the plan and run the device plugin, not DRA: {names} "
+                "(its node group's template lacks the switch labels: in-place-pool-template); add them to the "
+                "template, then make a new plan (dra-migrate plan) to migrate these nodes"
+            )
+    return out
+
+
+def _dra_switch(stage: PoolStage) -> tuple[str, str] | None:
+    """(label, value) the stage's enable-dra-plugin step sets, or None (no such step: not switched in place)."""
+    for step in stage.node_steps:
+        if step.id == ENABLE_DRA_PLUGIN and step.action == Action.SET_LABEL:
+            key, value = step.params.get("key"), step.params.get("value")
+            if isinstance(key, str) and isinstance(value, str):
+                return key, value
+    return None

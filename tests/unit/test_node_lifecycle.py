@@ -113,3 +113,31 @@ def test_a_node_deleted_under_its_steps_is_said_so_in_one_line(tmp_path: Path) -
     assert result.outcome == "failed" and "gpu-03" in failure and "during the run" in failure, failure
     assert "make a new plan" in failure and "\n" not in failure
     assert not result.rollback_left and not ops.nodes["gpu-02"].unschedulable
+
+
+def test_nodes_that_joined_a_migrated_pool_on_the_device_plugin_are_named_at_the_end_of_apply(
+    tmp_path: Path,
+) -> None:
+    """A scale-up during the run makes nodes from the node group's template, which the in-place switch never
+    changed: they come up on the device plugin after the pool's stage is done. `plan` warned of the template
+    (`in-place-pool-template`); the run's end names the nodes it left so, once their pool's stage is done."""
+    from test_runner import make_plan
+    from test_runner_session import plan_file, session
+
+    from dra_migrate.testing.execute import FakeNode
+
+    plan = make_plan([["a", "b"]])
+    path = plan_file(tmp_path, plan)
+    ops = FakeOps.for_plan(plan, FakeClock())
+    pool = {"cloud.google.com/gke-nodepool": "p0"}
+    ops.nodes["p0-new"] = FakeNode("p0-new", "uid-p0-new", labels=dict(pool))  # joined, on the device plugin
+    on_dra = {**pool, ops.dra_label: ops.dra_on, ops.dp_label: ops.dp_off}
+    ops.nodes["p0-dra"] = FakeNode("p0-dra", "uid-p0-dra", labels=on_dra)  # joined with the template fixed
+    ops.nodes["p1-new"] = FakeNode("p1-new", "uid-p1-new", labels={"cloud.google.com/gke-nodepool": "p1"})
+    logs: list[str] = []
+    result = session(path, ops, clock=ops.clock, log=logs.append).apply(ApplyOptions())
+    assert result.ok, result.failure
+    said = [line for line in logs if "p0-new" in line]
+    assert len(said) == 1, logs
+    assert "joined" in said[0] and "device plugin" in said[0] and "in-place-pool-template" in said[0], said
+    assert "p0-dra" not in said[0] and not any("p1-new" in line for line in logs)
