@@ -22,38 +22,56 @@ plan, being deleted) and that this migration did not take out (the nodes the jou
 run touched: its own disruption, inside the waves it ran). When those and the wave's nodes exceed the pool's
 budget, it waits for them to come back, up to `BUDGET_WAIT_S`, and otherwise stops before the wave.
 
-The pool's nodes are the ones the plan lists for it (every stage of that pool): the budget is the plan's, from
-`parameters.maxUnavailable` over that count, as the plan sized the waves. Nodes of the pool the plan does not
-list (already on DRA, left out, added since) are not read. A node that no longer exists is not counted: the
-pool is smaller, and the node's own wave meets it.
+The pool's nodes are the ones the plan lists for it (every stage of that pool), and the nodes that joined it
+since the plan (a scale-up, a replacement: a node now in the pool, by the plan's pool labels (`pool_of`), that
+the plan's fingerprint does not record with that uid): Karpenter counts every initialized node of the NodePool,
+a PodDisruptionBudget every pod it selects, not the ones someone listed. A joined node still coming up is not
+counted: one Karpenter launched that it has not initialized (`karpenter.sh/initialized`; Karpenter skips
+`!node.Initialized()` nodes, the same function, and pkg/controllers/state/statenode.go `Initialized`), or one
+whose kubelet has posted no Ready condition yet. The budget itself is the plan's, from
+`parameters.maxUnavailable` over the plan's count, as the plan sized the waves (a scale-up does not widen it).
+Nodes of the pool the fingerprint records that the plan does not list (already on DRA, left out) are not read:
+one may have been out when the plan was made, for the reason it was left out. A node that no longer exists is
+not counted: the pool is smaller, and the node's own wave meets it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
+from typing import cast
 
 from dra_migrate.errors import InputError, MigrateError
 from dra_migrate.execute.contract import Cancel, Clock, Ops, is_transient
+from dra_migrate.execute.lifecycle import gone_from_wave
 from dra_migrate.execute.units import Unit
+from dra_migrate.inventory.fleet import pool_of
 from dra_migrate.inventory.operator_activity import operator_busy
 from dra_migrate.plan.model import Action, Plan
 from dra_migrate.plan.params import PlanParams
 
 
-def someone_elses_cordon(ops: Ops, unit: Unit, done: Collection[str], touched_nodes: Collection[str]) -> str | None:
-    """The failure when a node of the wave the plan recorded schedulable was cordoned since by someone else (a
-    GPU fault, maintenance, a remediation), or when it does not hold the values its inverses restore
-    (`_restores_differ`), else None. Its uncordon step sets the value the plan recorded, and its rollback the
-    same: either would put back into service a node its owner took out. The run's start
-    refuses nodes cordoned before it began (drift); this covers the hours a run lasts. A node the journal shows
-    this migration touched before may hold its own cordon (written before a crash could record it): not judged."""
+def someone_elses_cordon(
+    ops: Ops, unit: Unit, done: Collection[str], touched_nodes: Collection[str], uids: Mapping[str, str] | None = None
+) -> str | None:
+    """The failure when a node of the wave is gone or replaced since the plan (execute/lifecycle.py
+    `gone_from_wave`, with `uids`, the plan's recorded uids), when a node of the wave the plan recorded
+    schedulable was cordoned since by someone else (a GPU fault, maintenance, a remediation), or when it does
+    not hold the values its inverses restore (`_restores_differ`), else None. Its uncordon step sets the value
+    the plan recorded, and its rollback the same: either would put back into service a node its owner took out.
+    The run's start refuses nodes cordoned before it began (drift); this covers the hours a run lasts. A node
+    the journal shows this migration touched before may hold its own cordon (written before a crash could
+    record it): not judged."""
+    seen: dict[str, Mapping[str, object]] = {}  # each node read once for both checks
+    gone = gone_from_wave(ops, unit, done, uids, seen) if uids is not None else None
+    if gone is not None:
+        return gone
     for ps in unit.steps:
         if ps.step.action != Action.CORDON or ps.id in done or ps.node is None or ps.node in touched_nodes:
             continue
         planned = (ps.step.inverse.restore if ps.step.inverse else {}).get("unschedulable")
         try:
-            state = ops.node_state(ps.node, watched=True)  # the watched copy: no GET per node
+            state = seen.get(ps.node) or ops.node_state(ps.node, watched=True)  # the watched copy: no GET per node
         except MigrateError:
             continue  # unreadable now: the node's own steps meet it and say why
         if planned is False and state.get("exists") and state.get("unschedulable"):
@@ -123,6 +141,14 @@ class PoolBudget:
     # would otherwise hold every wave of 10 for the whole wait and stop. Karpenter, too, counts a cordoned node
     # only when it is also NotReady or deleting (`BuildDisruptionBudgetMapping`); NotReady still counts here.
     cordoned_at_plan: frozenset[str] = frozenset()
+    pool_labels: tuple[str, ...] = ()  # the plan's --pool-label keys (`pool_of`)
+    recorded: frozenset[tuple[str, str]] = frozenset()  # (node, uid) of every GPU node the plan's fingerprint read
+
+
+# Karpenter's label on a node it has initialized (sigs.k8s.io/karpenter@v1.8.0 pkg/apis/v1/labels.go
+# `NodeInitializedLabelKey`), on the nodes of a NodePool (`karpenter.sh/nodepool`).
+KARPENTER_INITIALIZED = "karpenter.sh/initialized"
+KARPENTER_NODEPOOL = "karpenter.sh/nodepool"
 
 
 def pool_budgets(plan: Plan) -> dict[str, PoolBudget]:
@@ -136,13 +162,16 @@ def pool_budgets(plan: Plan) -> dict[str, PoolBudget]:
         if entry.original.get("unschedulable") is True:
             cordoned.add(entry.node)
     text = str(plan.parameters.get("maxUnavailable", PlanParams.max_unavailable))
+    labels = tuple(str(k) for k in plan.parameters.get("poolLabels") or [])
+    recorded = frozenset(plan.node_uids().items())
     out = {}
     for pool, nodes in members.items():
         try:
             limit = PlanParams(max_unavailable=text).wave_size(len(nodes))
         except InputError:
             continue
-        out[pool] = PoolBudget(pool, text, limit, tuple(nodes), frozenset(cordoned.intersection(nodes)))
+        at_plan = frozenset(cordoned.intersection(nodes))
+        out[pool] = PoolBudget(pool, text, limit, tuple(nodes), at_plan, labels, recorded)
     return {stage.name: out[stage.pool] for stage in plan.pool_stages() if stage.pool in out}
 
 
@@ -162,11 +191,39 @@ def out_of_service(state: Mapping[str, object]) -> str | None:
 
 
 Read = Callable[[str], Mapping[str, object]]
+ReadAll = Callable[[], Mapping[str, Mapping[str, object]]]
+JOINED = "joined the pool since the plan"
+_ALL = "\0every node"  # a dry run's memo: the one list of every node, beside its reads of one node
 
 
-def others_out(read: Read, budget: PoolBudget, wave: Collection[str], ours: Collection[str]) -> dict[str, str]:
+def joined_out(budget: PoolBudget, states: Mapping[str, Mapping[str, object]]) -> dict[str, str]:
+    """The nodes of `states` (`Ops.node_states`) that joined the pool since the plan and are out: node -> why.
+    A node still coming up (Karpenter's, not initialized; no Ready condition posted yet) is not counted."""
+    members = set(budget.members)
+    out = {}
+    for node, state in states.items():
+        if node in members or (node, str(state.get("uid", ""))) in budget.recorded:
+            continue  # a node recorded with another uid was replaced since the plan: it joined too
+        labels = state.get("labels")
+        labels = {str(k): str(v) for k, v in labels.items()} if isinstance(labels, Mapping) else {}
+        if pool_of(labels, budget.pool_labels, state.get("annotations")) != budget.pool:
+            continue
+        if KARPENTER_NODEPOOL in labels and labels.get(KARPENTER_INITIALIZED) != "true":
+            continue
+        if state.get("ready") is False and not state.get("notReady") and not state.get("deleting"):
+            continue  # no kubelet has reported yet
+        why = out_of_service(state)
+        if why is not None:
+            out[node] = f"{why}, {JOINED}"
+    return out
+
+
+def others_out(
+    read: Read, budget: PoolBudget, wave: Collection[str], ours: Collection[str], read_all: ReadAll | None = None
+) -> dict[str, str]:
     """The pool's nodes outside the wave, not taken out by this migration, that are out now: node -> why.
-    `read`: a node's state (`Ops.node_state` on the watched copy); a node that cannot be read is not counted."""
+    `read`: a node's state (`Ops.node_state` on the watched copy); a node that cannot be read is not counted.
+    `read_all`: every node's (`Ops.node_states`), for the nodes that joined the pool since the plan."""
     out = {}
     for node in budget.members:
         if node in wave or node in ours:
@@ -177,12 +234,20 @@ def others_out(read: Read, budget: PoolBudget, wave: Collection[str], ours: Coll
             continue
         if why is not None and not (why == "cordoned" and node in budget.cordoned_at_plan):
             out[node] = why
+    if read_all is not None:
+        try:
+            joined = joined_out(budget, read_all())
+        except MigrateError:
+            joined = {}  # unreadable now: the members are still counted
+        out.update((n, why) for n, why in joined.items() if n not in ours)
     return out
 
 
-def over_budget(read: Read, budget: PoolBudget, wave: Collection[str], ours: Collection[str]) -> dict[str, str]:
+def over_budget(
+    read: Read, budget: PoolBudget, wave: Collection[str], ours: Collection[str], read_all: ReadAll | None = None
+) -> dict[str, str]:
     """`others_out` when they and the wave exceed the budget, else {}."""
-    out = others_out(read, budget, wave, ours)
+    out = others_out(read, budget, wave, ours, read_all)
     return out if out and len(out) + len(wave) > budget.limit else {}
 
 
@@ -214,7 +279,10 @@ def wait_within_budget(
     def read(node: str) -> Mapping[str, object]:
         return ops.node_state(node, watched=True)  # the watched copy: no GET per node and poll
 
-    out = over_budget(read, budget, wave, ours())
+    def read_all() -> Mapping[str, Mapping[str, object]]:
+        return ops.node_states(watched=True)
+
+    out = over_budget(read, budget, wave, ours(), read_all)
     if not out:
         return {}
     start = clock.monotonic()
@@ -222,7 +290,7 @@ def wait_within_budget(
     told, told_at = out, start
     while clock.monotonic() - start < wait_s:
         clock.sleep(min(BUDGET_POLL_S, wait_s - (clock.monotonic() - start)), cancel)
-        out = over_budget(read, budget, wave, ours())
+        out = over_budget(read, budget, wave, ours(), read_all)
         if not out:
             log(f"{where}: the pool is within its budget again after {clock.monotonic() - start:.0f}s")
             return {}
@@ -260,7 +328,12 @@ def before_wave(
                 memo[node] = ops.node_state(node, watched=True)
             return memo[node]
 
-        out = over_budget(once, budget, wave, ours())
+        def every() -> Mapping[str, Mapping[str, object]]:
+            if _ALL not in memo:  # one list for the whole dry run
+                memo[_ALL] = ops.node_states(watched=True)
+            return cast(Mapping[str, Mapping[str, object]], memo[_ALL])
+
+        out = over_budget(once, budget, wave, ours(), every)
         if out:
             log(f"{where}: apply would wait up to {wait_s:.0f}s before the wave, then stop: "
                 f"{describe(budget, wave, out)}")  # fmt: skip

@@ -178,6 +178,11 @@ class Ops(Protocol):
         is posted and is not "True" (else None), "deleting": bool (a deletionTimestamp is set)}"""
         ...
 
+    def node_states(self, *, watched: bool = False) -> dict[str, dict[str, Any]]:
+        """Every Node of the cluster now: name -> its `node_state` (one list, or the watched copy: the pool's
+        nodes the plan does not list, for the budget before a wave)."""
+        ...
+
     def set_unschedulable(
         self, node: str, value: bool, *, dry_run: bool = False, current: bool | None = None
     ) -> Change:

@@ -37,6 +37,7 @@ from dra_migrate.execute.ops_base import (
     DEVICE_CLASSES,
     DRY_RUN,
     EVICTION_WORKERS,
+    NODE_GONE_HINT,
     PODS,
     POLL_CAP_S,
     POLL_GROWTH,
@@ -78,6 +79,25 @@ def _passthrough(device: Any) -> bool:
     return isinstance(kind, dict) and kind.get("string") == "vfio"
 
 
+def _node_state(obj: Obj) -> dict[str, Any]:
+    """`Ops.node_state` of a Node object that exists."""
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    posted = [str(c.get("status")) for c in conditions if isinstance(c, dict) and c.get("type") == "Ready"]
+    return {
+        "exists": True,
+        "uid": str((obj.get("metadata") or {}).get("uid", "")),
+        "unschedulable": _unschedulable(obj),
+        "labels": dict(_labels(obj)),
+        "annotations": dict((obj.get("metadata") or {}).get("annotations") or {}),
+        "allocatable": _gpu_allocatable(obj),
+        "ready": posted[:1] == ["True"],
+        # The Ready condition's status when one is posted and it is not True ("False", "Unknown"): a node
+        # with no condition at all (no kubelet ever reported) is not called NotReady.
+        "notReady": posted[0] if posted and posted[0] != "True" else None,
+        "deleting": bool((obj.get("metadata") or {}).get("deletionTimestamp")),
+    }
+
+
 class LiveOps(DrainOps, CanaryOps):
     """`Ops` on one api client (from `live_ops`, or any `kubernetes` ApiClient).
 
@@ -92,21 +112,12 @@ class LiveOps(DrainOps, CanaryOps):
         obj = cached if cached is not None else self.kube.get_or_none(path_of("v1", "nodes", node))
         if obj is None:
             return {"exists": False, "uid": "", "unschedulable": False, "labels": {}, "allocatable": {}, "ready": False}
-        conditions = (obj.get("status") or {}).get("conditions") or []
-        posted = [str(c.get("status")) for c in conditions if isinstance(c, dict) and c.get("type") == "Ready"]
-        return {
-            "exists": True,
-            "uid": str((obj.get("metadata") or {}).get("uid", "")),
-            "unschedulable": _unschedulable(obj),
-            "labels": dict(_labels(obj)),
-            "annotations": dict((obj.get("metadata") or {}).get("annotations") or {}),
-            "allocatable": _gpu_allocatable(obj),
-            "ready": posted[:1] == ["True"],
-            # The Ready condition's status when one is posted and it is not True ("False", "Unknown"): a node
-            # with no condition at all (no kubelet ever reported) is not called NotReady.
-            "notReady": posted[0] if posted and posted[0] != "True" else None,
-            "deleting": bool((obj.get("metadata") or {}).get("deletionTimestamp")),
-        }
+        return _node_state(obj)
+
+    def node_states(self, *, watched: bool = False) -> dict[str, dict[str, Any]]:
+        cache = self.cache if watched else None
+        items = cache.nodes() if cache is not None else self.kube.list_all("/api/v1/nodes", [])[0]
+        return {str((obj.get("metadata") or {}).get("name")): _node_state(obj) for obj in items}
 
     def set_unschedulable(
         self, node: str, value: bool, *, dry_run: bool = False, current: bool | None = None
@@ -173,7 +184,7 @@ class LiveOps(DrainOps, CanaryOps):
             )  # fmt: skip
         except ApiError as e:
             if e.status == 404:
-                raise StepFailed(f"node {node} does not exist", "it was removed since the plan was made") from e
+                raise StepFailed(f"node {node} does not exist", NODE_GONE_HINT) from e
             if e.status == 422:  # the test failed (or the write is invalid: the merge patch says so again)
                 return None
             raise
@@ -185,7 +196,7 @@ class LiveOps(DrainOps, CanaryOps):
             return self.kube.merge_patch(path_of("v1", "nodes", node), patch, query)
         except ApiError as e:
             if e.status == 404:
-                raise StepFailed(f"node {node} does not exist", "it was removed since the plan was made") from e
+                raise StepFailed(f"node {node} does not exist", NODE_GONE_HINT) from e
             raise
 
     # -- DRA readiness ---------------------------------------------------------------------------

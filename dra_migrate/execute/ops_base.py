@@ -42,6 +42,13 @@ CANARY_ATTEMPTS = 3
 POLL_CAP_S = 2.0
 
 
+# A node's write or wait that meets no Node: deleted since the plan, or during the run under its steps.
+NODE_GONE_HINT = (
+    "it was deleted since the plan was made or during the run (a scale-down, a spot reclaim, a repair): "
+    "make a new plan (dra-migrate plan), which lists the pool as it is now"
+)
+
+
 class OpsBase:
     """The state every part of `LiveOps` uses (see LiveOps for the parameters)."""
 
@@ -116,7 +123,7 @@ class OpsBase:
     def _node(self, node: str) -> Obj:
         obj = self.kube.get_or_none(path_of("v1", "nodes", node))
         if obj is None:
-            raise StepFailed(f"node {node} does not exist", "it was removed since the plan was made: re-plan")
+            raise StepFailed(f"node {node} does not exist", NODE_GONE_HINT)
         return obj
 
 

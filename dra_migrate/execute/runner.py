@@ -313,7 +313,7 @@ class Runner:
     def _cordons_are_ours(self, unit: Unit, done: set[str], result: RunResult) -> bool:
         """Before a wave's first step: none of its nodes was cordoned since the plan by someone else
         (execute/budget.py `someone_elses_cordon`). False (the run stops, nothing of the wave touched) when one was."""
-        failure = someone_elses_cordon(self.ops, unit, done, self.touched_nodes)
+        failure = someone_elses_cordon(self.ops, unit, done, self.touched_nodes, self.node_uids)
         if failure is not None:
             result.ok, result.outcome, result.failure = False, FAILED, failure
             self.log(f"{result.outcome.upper()} {result.failure}")

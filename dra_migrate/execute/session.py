@@ -25,12 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from dra_migrate.cluster.identity import ClusterIdentity
-from dra_migrate.errors import InputError
+from dra_migrate.errors import InputError, MigrateError
 from dra_migrate.execute.actions import preflight
 from dra_migrate.execute.backlog import Backlog
 from dra_migrate.execute.contract import SYSTEM_CLOCK, Clock, Ops
 from dra_migrate.execute.journals import FileStore, JournalStore, read_checked, refuse_if_rebased_mid_run
 from dra_migrate.execute.lease import LockInfo
+from dra_migrate.execute.lifecycle import joined_on_the_device_plugin
 from dra_migrate.execute.lock import HELD_HERE, ClusterLock, break_lock, machine_id, read_lock
 from dra_migrate.execute.ops import CANARY_PREFIX
 from dra_migrate.execute.progress import progress_of
@@ -205,7 +206,20 @@ class ApplySession:
                 self.refuse_if_stale(read_state)
             runner = self.runner(journal, guard=lock.check)
             lock.on_lost(runner.cancel.cancel)  # wake every wait the moment the lock is gone
-            return runner.apply(opts, set(self.done))
+            done = set(self.done)
+            result = runner.apply(opts, done)
+            self._tell_joined(done)
+            return result
+
+    def _tell_joined(self, done: set[str]) -> None:
+        """Name the nodes that joined a migrated in-place pool since the plan on the device plugin
+        (execute/lifecycle.py `joined_on_the_device_plugin`): one list of the nodes (the watched copy)."""
+        try:
+            states = self.ops.node_states(watched=True)
+        except MigrateError:
+            return  # the run's outcome stands; `report` reads the cluster again
+        for line in joined_on_the_device_plugin(self.plan, states, done):
+            self.log(line)
 
     def to_undo(self, stage: str | None) -> list[str]:
         if stage is not None and stage not in self.plan.stage_names:

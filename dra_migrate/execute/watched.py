@@ -113,6 +113,9 @@ class Watched:
     def node(self, name: str) -> Obj | None:
         return self.informers["nodes"].get(name)
 
+    def nodes(self) -> list[Obj]:
+        return self.informers["nodes"].objects()
+
     def pods_on(self, node: str) -> list[Obj]:
         with self._lock:
             return self._by_node["pods"].on(node)

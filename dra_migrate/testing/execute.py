@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from dra_migrate.execute.contract import NEVER, Cancel, Change, StepFailed
+from dra_migrate.execute.ops_base import NODE_GONE_HINT
 from dra_migrate.kube import ApiError, Unreachable
 from dra_migrate.plan.model import Plan
 
@@ -218,7 +219,7 @@ class FakeOps:
     def _node(self, name: str) -> FakeNode:
         n = self.nodes.get(name)
         if n is None or not n.exists:
-            raise StepFailed(f"node {name} does not exist", "it was removed since the plan was made: re-plan")
+            raise StepFailed(f"node {name} does not exist", NODE_GONE_HINT)
         return n
 
     # -- Ops
@@ -228,10 +229,18 @@ class FakeOps:
         n = self.nodes.get(node)
         if n is None or not n.exists:
             return {"exists": False, "uid": "", "unschedulable": False, "labels": {}, "allocatable": {}, "ready": False}
+        return self._state(n)
+
+    def _state(self, n: FakeNode) -> dict[str, Any]:
         return {"exists": True, "uid": n.uid, "unschedulable": n.unschedulable, "labels": dict(n.labels),
                 "annotations": dict(n.annotations),
                 "allocatable": self._allocatable(n), "ready": n.ready, "notReady": None if n.ready else "False",
                 "deleting": n.deleting}  # fmt: skip
+
+    def node_states(self, *, watched: bool = False) -> dict[str, dict[str, Any]]:
+        self._enter("node_states", None)
+        now = self.clock.monotonic()
+        return {n.name: self._state(n) for n in list(self.nodes.values()) if n.exists and n.appears_at <= now}
 
     def _allocatable(self, n: FakeNode) -> dict[str, int]:
         on = n.labels.get(self.dp_label) != self.dp_off

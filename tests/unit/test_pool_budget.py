@@ -227,3 +227,67 @@ def test_a_node_the_gpu_operator_paused_is_left_to_its_own_step_not_called_an_ed
         result = Runner(plan, ops, j, actor="t", clock=ops.clock).apply(ApplyOptions(), set())
     assert "make a new plan" not in (result.failure or "")
     assert "GPU Operator" in (result.failure or ""), result.failure
+
+
+def _joined(ops: FakeOps, pool: str, name: str, **state: Any) -> None:
+    """A node of the pool the plan does not list: it joined since (a scale-up, a replacement)."""
+    from dra_migrate.testing.execute import FakeNode
+
+    labels = {"cloud.google.com/gke-nodepool": pool, **state.pop("labels", {})}
+    ops.nodes[name] = FakeNode(name, f"uid-{name}", labels=labels, **state)
+
+
+def test_nodes_that_joined_the_pool_since_the_plan_count_against_its_budget(tmp_path: Path) -> None:
+    """The budget counted only the nodes the plan lists: two nodes an autoscaler added since, one NotReady and
+    one being deleted, left the first wave to take 4 of the pool's nodes out with maxUnavailable 2. Karpenter
+    counts every initialized node of the NodePool (`BuildDisruptionBudgetMapping`), a PDB every pod it selects."""
+    plan, stage = _pool_of_ten()
+    ops = FakeOps.for_plan(plan, FakeClock())
+    _joined(ops, stage.pool, "gpu-new-0", ready=False)
+    _joined(ops, stage.pool, "gpu-new-1", deleting=True)
+    _joined(ops, "another-pool", "cpu-0", ready=False)  # another pool's: not this budget's
+    with Journal.open(tmp_path / "j.jsonl", plan_digest=plan.digest) as j:
+        result = Runner(plan, ops, j, actor="t", clock=ops.clock).apply(ApplyOptions(), set())
+    assert not result.ok and result.outcome == "failed"
+    failure = result.failure or ""
+    assert "gpu-new-0" in failure and "gpu-new-1" in failure and "cpu-0" not in failure, failure
+    assert "joined the pool since the plan" in failure, failure
+    assert _cordons(ops) == [], "no node of the wave was cordoned"
+
+
+def test_a_node_still_coming_up_does_not_hold_the_wave(tmp_path: Path) -> None:
+    """A node launched but not initialized takes no pods yet: Karpenter leaves it out of the count
+    (`!node.Initialized()`), and so does the budget; once initialized and NotReady, it counts. A node with no
+    Ready condition yet (no kubelet reported) is not counted either; a Ready, schedulable one never is."""
+    plan, stage = _pool_of_ten()
+    ops = FakeOps.for_plan(plan, FakeClock())
+    _joined(ops, stage.pool, "gpu-new-0", ready=False, labels={"karpenter.sh/nodepool": stage.pool})
+    _joined(ops, stage.pool, "gpu-new-1", ready=False, labels={"karpenter.sh/nodepool": stage.pool})
+    _joined(ops, stage.pool, "gpu-new-2")
+    with Journal.open(tmp_path / "j.jsonl", plan_digest=plan.digest) as j:
+        result = Runner(plan, ops, j, actor="t", clock=ops.clock).apply(ApplyOptions(until=stage.name), set())
+    assert result.ok, result.failure
+    assert ops.clock.monotonic() < 1000.0 + 600.0, "no wave waited"
+
+
+def test_live_node_states_read_the_watched_copy_or_one_list() -> None:
+    """The budget reads every node before each wave and each poll of its wait: from the executor's watches (no
+    request), else one list of the nodes, never a GET each."""
+    from dra_migrate.execute.ops import LiveOps
+    from dra_migrate.testing.server import FakeServer
+
+    server = FakeServer()
+    for name, status in (("n1", "True"), ("n2", "False")):
+        ready = {"conditions": [{"type": "Ready", "status": status}]}
+        server.put(f"/api/v1/nodes/{name}", {"metadata": {"name": name, "uid": f"u-{name}"}, "status": ready})
+    live = LiveOps(server.client, poll_s=0.01, poll_cap_s=0.05)
+    states = live.node_states()
+    assert {n: s["notReady"] for n, s in states.items()} == {"n1": None, "n2": "False"}
+    assert server.calls("GET", "/api/v1/nodes/n1") == 0
+    live.watch()
+    try:
+        listed = server.calls("GET", "/api/v1/nodes")
+        assert set(live.node_states(watched=True)) == {"n1", "n2"}
+        assert server.calls("GET", "/api/v1/nodes") == listed, "the watched copy: no request"
+    finally:
+        live.unwatch()
