@@ -70,11 +70,10 @@ def joined_on_the_device_plugin(
     recorded by its fingerprint with their uid) without the stage's DRA switch label: a scale-up or a repair makes
     a node from the node group's template, which the in-place switch never changed, so it runs the device
     plugin (`plan`'s `in-place-pool-template` warned of the template). `states`: `Ops.node_states`."""
-    recorded = set(plan.node_uids().items())
-    labels_keys = tuple(str(k) for k in plan.parameters.get("poolLabels") or [])
     pools: dict[str, list[PoolStage]] = {}
     for stage in plan.pool_stages():
         pools.setdefault(stage.pool, []).append(stage)
+    joined = _joined_by_pool(plan, states)  # once: per pool it would be pools x nodes
     out = []
     for pool, stages in pools.items():
         switches = [_dra_switch(s) for s in stages]
@@ -83,16 +82,11 @@ def joined_on_the_device_plugin(
         if not all(step.id in done for s in stages for w in s.waves for e in w.nodes for step in s.steps_for(e)):
             continue  # the pool is not migrated yet (or its run stopped): its end says so
         planned = {e.node for s in stages for w in s.waves for e in w.nodes}
-        left = []
-        for node, state in sorted(states.items()):
-            raw = state.get("labels")
-            labels = {str(k): str(v) for k, v in raw.items()} if isinstance(raw, Mapping) else {}
-            if node in planned or (node, str(state.get("uid", ""))) in recorded:
-                continue
-            if pool_of(labels, labels_keys, state.get("annotations")) != pool:
-                continue
-            if not any(sw is not None and labels.get(sw[0]) == sw[1] for sw in switches):
-                left.append(node)
+        left = [
+            node
+            for node, labels in joined.get(pool, [])
+            if node not in planned and not any(sw is not None and labels.get(sw[0]) == sw[1] for sw in switches)
+        ]
         if left:
             names = ", ".join(left[:10]) + (f" and {len(left) - 10} more" if len(left) > 10 else "")
             out.append(
@@ -100,6 +94,22 @@ def joined_on_the_device_plugin(
                 "(its node group's template lacks the switch labels: in-place-pool-template); add them to the "
                 "template, then make a new plan (dra-migrate plan) to migrate these nodes"
             )
+    return out
+
+
+def _joined_by_pool(
+    plan: Plan, states: Mapping[str, Mapping[str, object]]
+) -> dict[str, list[tuple[str, dict[str, str]]]]:
+    """The nodes of `states` the plan's fingerprint does not record with their uid, by pool, with their labels."""
+    recorded = set(plan.node_uids().items())
+    labels_keys = tuple(str(k) for k in plan.parameters.get("poolLabels") or [])
+    out: dict[str, list[tuple[str, dict[str, str]]]] = {}
+    for node, state in sorted(states.items()):
+        if (node, str(state.get("uid", ""))) in recorded:
+            continue
+        raw = state.get("labels")
+        labels = {str(k): str(v) for k, v in raw.items()} if isinstance(raw, Mapping) else {}
+        out.setdefault(pool_of(labels, labels_keys, state.get("annotations")), []).append((node, labels))
     return out
 
 

@@ -115,9 +115,24 @@ class LiveOps(DrainOps, CanaryOps):
         return _node_state(obj)
 
     def node_states(self, *, watched: bool = False) -> dict[str, dict[str, Any]]:
+        """Every node's state. Asked before each wave (the pool budget's joined nodes), so each Node is converted
+        once per resourceVersion: a fleet of many small pools has one wave per node, and converting all 15,000
+        Nodes of a 10,000-GPU-node cluster took 0.15 s a wave, half an hour of an apply. The states are shared
+        between calls: read them, never change them."""
         cache = self.cache if watched else None
         items = cache.nodes() if cache is not None else self.kube.list_all("/api/v1/nodes", [])[0]
-        return {str((obj.get("metadata") or {}).get("name")): _node_state(obj) for obj in items}
+        seen, out = self._converted, {}
+        with self._converted_lock:  # the lanes of concurrent pools ask it at once
+            for obj in items:
+                meta = obj.get("metadata") or {}
+                name, version = str(meta.get("name")), meta.get("resourceVersion")
+                hit = seen.get(name)
+                if hit is None or version is None or hit[0] != version:
+                    hit = seen[name] = (version, _node_state(obj))
+                out[name] = hit[1]
+            for gone in seen.keys() - out.keys():
+                del seen[gone]
+        return out
 
     def set_unschedulable(
         self, node: str, value: bool, *, dry_run: bool = False, current: bool | None = None

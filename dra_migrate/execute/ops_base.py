@@ -70,6 +70,9 @@ class OpsBase:
         self.clock = clock
         # Set by `watch()`: the waits then read watched copies instead of polling (execute/watched.py).
         self.watched: Watched | None = None
+        # `LiveOps.node_states`: each Node's state as last converted, with the resourceVersion it was converted at.
+        self._converted: dict[str, tuple[Any, dict[str, Any]]] = {}
+        self._converted_lock = threading.Lock()
 
     def watch(self) -> Watched:
         """Start the informers the waits read (once; `unwatch` ends them)."""

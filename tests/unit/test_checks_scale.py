@@ -73,3 +73,32 @@ def _walks_to_plan(pools: int, monkeypatch: pytest.MonkeyPatch) -> dict[str, int
 def test_no_step_walks_the_fleet_once_per_pool(monkeypatch: pytest.MonkeyPatch) -> None:
     few, many = _walks_to_plan(4, monkeypatch), _walks_to_plan(16, monkeypatch)
     assert few["nodes"] > 0 and many == few, f"whole-list reads for 4 pools: {few}; for 16: {many}"
+
+
+def test_the_end_of_apply_reads_each_joined_node_once_whatever_the_pools(monkeypatch: pytest.MonkeyPatch) -> None:
+    """apply's closing line on nodes that joined a migrated pool (execute/lifecycle.py) once asked every node's
+    pool for every pool: 2,000 pools x 15,000 nodes at the end of a many-pool apply."""
+    from dra_migrate.execute import lifecycle
+
+    asked: list[str] = []
+    real = lifecycle.pool_of
+
+    def counted(labels: dict[str, str], *args: Any) -> str:
+        asked.append(labels.get("kubernetes.io/hostname", ""))
+        return real(labels, *args)
+
+    monkeypatch.setattr(lifecycle, "pool_of", counted)
+    for pools in (4, 16):
+        plan = build_plan(_fleet(pools), PlanParams())
+        states: dict[str, dict[str, Any]] = {
+            n: {"uid": uid, "labels": {"eks.amazonaws.com/nodegroup": f"ng-{n[1:]}"}}
+            for n, uid in plan.node_uids().items()
+        }
+        for j in range(3):  # three nodes that joined pool ng-0 since the plan, on the device plugin
+            states[f"new-{j}"] = {"uid": f"n{j}", "labels": {"eks.amazonaws.com/nodegroup": "ng-0",
+                                                              "kubernetes.io/hostname": f"new-{j}"}}  # fmt: skip
+        done = {s.id for st in plan.pool_stages() for w in st.waves for e in w.nodes for s in st.steps_for(e)}
+        asked.clear()
+        [line] = lifecycle.joined_on_the_device_plugin(plan, states, done)
+        assert "pool ng-0: 3 node(s) joined" in line, line
+        assert sorted(asked) == ["new-0", "new-1", "new-2"], (pools, asked)
