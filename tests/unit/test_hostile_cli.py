@@ -296,6 +296,8 @@ def test_unlock_and_rollback_refuse_a_snapshot_before_anything_else(tmp_path: Pa
 BAD_VALUES = {
     "burst": ["0", "-1", "abc"],
     "parallelism": ["0", "-1", "abc"],
+    "mps_thread_percentage": ["101", "-1", "abc"],
+    "mps_memory_limit": ["512Ki", "abc", ""],
     "qps": ["nan", "abc"],
     "time_scale": ["0", "-1", "nan", "inf", "abc"],
     "drain_timeout": ["-5m", "abc", "0s"],
