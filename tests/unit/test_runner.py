@@ -86,6 +86,9 @@ def make_plan(waves: list[list[str]], *, soak: str = "0s", pools: int = 1) -> Pl
 
 
 MIGRATED = {"unschedulable": False, "labels": {DP: "false", DRA: "true"}}
+# How long lanes that must meet at a barrier wait for each other: a guard against a deadlock only. Lanes are
+# threads; on a loaded 2-core machine 5 s was once too short for the three cordons of one wave.
+BARRIER_S = 60
 BEFORE = {"unschedulable": False, "labels": {DP: "true"}}
 
 
@@ -190,14 +193,14 @@ def test_a_full_apply_migrates_every_node_and_journals_every_step(wave3: Rig) ->
 def test_a_waves_nodes_progress_at_once(tmp_path: Path) -> None:
     rig = Rig(tmp_path, make_plan([["a", "b", "c"]]))
     # Three lanes must all be inside drain together, or the barrier breaks (sequential lanes would).
-    rig.ops.barriers["drain"] = threading.Barrier(3, timeout=5)
+    rig.ops.barriers["drain"] = threading.Barrier(3, timeout=BARRIER_S)
     assert rig.run().ok
     assert rig.ops.max_active["drain"] == 3
 
 
 def test_parallelism_bounds_the_lanes(tmp_path: Path) -> None:
     rig = Rig(tmp_path, make_plan([["a", "b", "c", "d"]]))
-    rig.ops.barriers["drain"] = threading.Barrier(2, timeout=5)
+    rig.ops.barriers["drain"] = threading.Barrier(2, timeout=BARRIER_S)
     assert rig.run(ApplyOptions(parallelism=2)).ok
     assert rig.ops.max_active["drain"] == 2
 
@@ -262,7 +265,7 @@ def test_one_failing_node_stops_the_others_mid_wait(wave3: Rig) -> None:
     # barrier below (it broke on a loaded CI machine) — the barrier is for the three cordons at once.
     wave3.ops.fail("wait_dra_ready", "p0-c", "hang")
     wave3.ops.fail("drain", "p0-a", "permanent")
-    wave3.ops.barriers["set_unschedulable"] = threading.Barrier(3, timeout=5)
+    wave3.ops.barriers["set_unschedulable"] = threading.Barrier(3, timeout=BARRIER_S)
     result = wave3.run()
     assert result.outcome == FAILED and "p0-a/drain" in (result.failure or "")
     ends = {r["stepId"]: r for r in wave3.records() if r["event"] == "end" and r["phase"] == "apply"}
@@ -370,7 +373,7 @@ def test_a_failing_rollback_is_journaled_with_what_is_left_and_the_run_closed(wa
     wave3.ops.fail("canary", "p0-a", "permanent")
     # The rollback's label restore on b fails for good (its first two set_label calls were the apply's).
     wave3.ops.fail("set_label", "p0-b", "permanent", after=2, times=99)
-    wave3.ops.barriers["canary"] = threading.Barrier(3, timeout=5)  # b has switched both labels when a fails
+    wave3.ops.barriers["canary"] = threading.Barrier(3, timeout=BARRIER_S)  # b has switched both labels when a fails
     result = wave3.run()
     assert result.outcome == FAILED and result.rollback_left
     assert all("/p0-b/" in s for s in result.rollback_left)
@@ -388,7 +391,7 @@ def test_a_failing_rollback_is_journaled_with_what_is_left_and_the_run_closed(wa
 def test_rollback_restores_everything_concurrently(tmp_path: Path) -> None:
     rig = Rig(tmp_path, make_plan([["a", "b", "c"]], pools=2))
     assert rig.run().ok
-    rig.ops.barriers["set_label"] = threading.Barrier(3, timeout=5)  # a wave's nodes undone at once
+    rig.ops.barriers["set_label"] = threading.Barrier(3, timeout=BARRIER_S)  # a wave's nodes undone at once
     result = rig.rollback()
     assert result.ok, result.failure
     assert all(s == BEFORE for s in rig.nodes().values())

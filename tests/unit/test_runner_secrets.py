@@ -20,7 +20,7 @@ from dra_migrate.execute.contract import Cancel, StepFailed
 from dra_migrate.execute.runner import Runner
 from dra_migrate.kube import ApiError
 from tests.unit import test_runner
-from tests.unit.test_runner import BEFORE, Rig, make_plan
+from tests.unit.test_runner import BARRIER_S, BEFORE, Rig, make_plan
 
 JWT = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2EifQ.c2lnbmF0dXJlLXNpZ25hdHVyZQ"
 PASSWORD = "hunter2-webhook-echo"
@@ -40,7 +40,7 @@ def test_journal_records_and_log_lines_hold_no_quoted_credential(tmp_path: Path,
     rig.ops.fail("canary", "p0-a", "permanent")
     # The rollback's label restore on b fails too: its error is journaled in `rollback-incomplete` and `run-end`.
     rig.ops.fail("set_label", "p0-b", "permanent", after=2, times=99)
-    rig.ops.barriers["canary"] = threading.Barrier(3, timeout=5)  # b has switched both labels when a fails
+    rig.ops.barriers["canary"] = threading.Barrier(3, timeout=BARRIER_S)  # b has switched both labels when a fails
     lines: list[str] = []
     monkeypatch.setattr(test_runner, "Runner", partial(Runner, log=lines.append))  # the CLI passes its stderr sink
     result = rig.run()
