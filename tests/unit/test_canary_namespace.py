@@ -281,3 +281,14 @@ def test_a_role_that_cannot_read_the_namespace_still_runs_the_canary() -> None:
     ops_on(fake).canary(NODE, GPU, "ubuntu:24.04", 10, dry_run=True)
     ops_on(fake).canary(NODE, GPU, "ubuntu:24.04", 10)
     assert {p["spec"]["securityContext"]["runAsUser"] for p in fake.pods.values()} == {65534}
+
+
+def test_the_probe_pod_is_admitted_where_the_canary_is() -> None:
+    """`dra-migrate probe --node` runs the same check on a first migrated node, with its own claim: the same
+    namespace admission meets it."""
+    from dra_migrate.execute.probe import ProbeOptions, probe_pod
+
+    pod = probe_pod(ProbeOptions(node=NODE), "match", {}, {}, "claim-1", 65534)
+    assert pod_security_restricted(pod["spec"]) == []
+    assert quota_constraints(pod["spec"], ["requests.cpu", "limits.cpu", "requests.memory", "limits.memory"]) == []
+    assert restricted_v2(probe_pod(ProbeOptions(node=NODE), "match", {}, {}, "c", UID_RANGE[0])["spec"]) == []
