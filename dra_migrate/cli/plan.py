@@ -73,6 +73,11 @@ Exit codes: 0 written (or nothing to migrate), 1 error; with --detailed-exitcode
 @click.option("--canary-command", default=PlanParams.canary_command, metavar="CMD",
               help="Shell command line (sh -c) the canary runs; exit 0 only when it sees its devices. "
                    "Default: counts nvidia-smi -L lines.")  # fmt: skip
+@click.option("--canary-namespace", default=PlanParams.canary_namespace, show_default=True, metavar="NAMESPACE",
+              help="Namespace the canary pods run in (its Pod Security, quotas and policies apply).")  # fmt: skip
+@click.option("--canary-pull-secret", "canary_pull_secrets", multiple=True, metavar="SECRET",
+              help="imagePullSecret (in the canary namespace) for --canary-image from a private registry; "
+                   "repeatable.")  # fmt: skip
 @click.option("--rebase", "rebase", type=click.Path(path_type=Path), help="Re-digest an intentionally edited PLAN.")
 @click.option("--against", type=click.Path(path_type=Path), help="With --rebase: the plan the edit started from.")
 @click.option(
@@ -103,6 +108,8 @@ def plan(
     dra_driver: str,
     canary_image: str,
     canary_command: str,
+    canary_namespace: str,
+    canary_pull_secrets: tuple[str, ...],
     rebase: Path | None,
     against: Path | None,
     detailed_exitcode: bool,
@@ -149,6 +156,8 @@ def plan(
         dra_label=dra_label,
         canary_image=canary_image,
         canary_command=canary_command,
+        canary_namespace=canary_namespace,
+        canary_pull_secrets=canary_pull_secrets,
         pool_labels=pool_labels,
         dra_driver=dra_driver,
         pools=_names(pools, "--pools"),

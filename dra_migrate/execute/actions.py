@@ -206,13 +206,25 @@ def _wait_dra_ready(ctx: StepContext) -> Change | None:
     )
 
 
-@action(Action.CANARY, inverse=InverseAction.DELETE_POD, dry_run=DryRun.SKIP, verifies=True)
-def _canary(ctx: StepContext) -> Change | None:
+def _canary_extra(ctx: StepContext) -> dict[str, Any]:
+    """A canary step's command, namespace and image pull secrets, as `Ops.canary` takes them (each only when
+    the step names it: plans made before --canary-namespace and --canary-pull-secret keep `default`, none)."""
     command = ctx.param("command", (list, type(None)), None)
     extra: dict[str, Any] = {"command": [str(c) for c in command]} if command else {}
+    if "namespace" in ctx.step.params:
+        extra["namespace"] = ctx.param("namespace", str)
+    secrets = ctx.param("imagePullSecrets", list, [])
+    if secrets:
+        extra["pull_secrets"] = [str(s) for s in secrets]
+    return extra
+
+
+@action(Action.CANARY, inverse=InverseAction.DELETE_POD, dry_run=DryRun.SKIP, verifies=True)
+def _canary(ctx: StepContext) -> Change | None:
     return ctx.ops.canary(
-        ctx.node_name, ctx.param("resource", str), ctx.param("image", str), ctx.timeout_s, cancel=ctx.cancel, **extra
-    )
+        ctx.node_name, ctx.param("resource", str), ctx.param("image", str), ctx.timeout_s, cancel=ctx.cancel,
+        **_canary_extra(ctx),
+    )  # fmt: skip
 
 
 def admit_canary(ctx: StepContext) -> Change | None:
@@ -220,11 +232,9 @@ def admit_canary(ctx: StepContext) -> Change | None:
     nothing is stored or scheduled (k8s.io/apiserver v0.37.2 pkg/endpoints/handlers/create.go). What refuses
     it (Pod Security, a ResourceQuota, a LimitRange, a policy webhook in the canary's namespace) refuses every
     node's canary: the runner asks before a wave touches a node, not after it drained and switched them all."""
-    command = ctx.param("command", (list, type(None)), None)
-    extra: dict[str, Any] = {"command": [str(c) for c in command]} if command else {}
     return ctx.ops.canary(
         ctx.node_name, ctx.param("resource", str), ctx.param("image", str), ctx.timeout_s,
-        dry_run=True, cancel=ctx.cancel, **extra,
+        dry_run=True, cancel=ctx.cancel, **_canary_extra(ctx),
     )  # fmt: skip
 
 
@@ -269,11 +279,9 @@ def _canary_pool(ctx: StepContext) -> Change | None:
     serving = [n for n in ctx.ops.pool_nodes(selector, driver=driver) if n.get("ready") and n.get("devices")]
     if not serving:
         raise StepFailed(f"no node of the new pool ({selector}) serves {driver} devices", "wait for it, then resume")
-    command = ctx.param("command", (list, type(None)), None)
-    extra: dict[str, Any] = {"command": [str(c) for c in command]} if command else {}
     return ctx.ops.canary(
         str(serving[0]["name"]), ctx.param("resource", str), ctx.param("image", str), ctx.timeout_s,
-        cancel=ctx.cancel, **extra,
+        cancel=ctx.cancel, **_canary_extra(ctx),
     )  # fmt: skip
 
 

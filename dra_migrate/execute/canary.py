@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dra_migrate.inventory.resources import quantity_int
 from dra_migrate.plan.params import CANARY_COMMAND, CANARY_IMAGE
 
 # The defaults live with the plan's parameters (they are recorded in every plan).
@@ -87,6 +88,74 @@ AUTHORIZER_LAG = "no relationship found between node"
 NO_MESH_LABELS = {"sidecar.istio.io/inject": "false"}
 NO_MESH_ANNOTATIONS = {"linkerd.io/inject": "disabled"}
 
+# The canary meets Pod Security `restricted` (k8s.io/pod-security-admission@v0.37.2 policy/check_runAsNonRoot.go,
+# check_runAsUser.go, check_allowPrivilegeEscalation.go, check_capabilities_restricted.go,
+# check_seccompProfile_restricted.go), so a namespace or cluster default enforcing it admits it. Non-root costs the
+# check nothing: the runtime creates a CDI device node in the container owned by the process's uid and gid when
+# the spec names none (tags.cncf.io/container-device-interface@v1.1.1 pkg/cdi/container-edits.go, Apply), with the
+# host node's mode (container-edits_unix.go fillMissingInfo), and NVIDIA's CDI spec adds the device nodes' groups
+# to the process (NVIDIA/nvidia-container-toolkit@v1.19.1 pkg/nvcdi/api.go, additional GIDs for device nodes);
+# nvidia-smi is mounted world-executable. The uid is explicit: the kubelet checks runAsNonRoot against the image's
+# user otherwise, and the default image's is root (k8s.io/kubernetes@v1.37.2 pkg/kubelet/kuberuntime/
+# security_context_others.go verifyRunAsNonRoot). NOBODY, or the first uid of an OpenShift namespace's range,
+# the only uids its `restricted-v2` SCC accepts there (tests/unit/test_openshift.py).
+NOBODY = 65534
+OPENSHIFT_UID_RANGE = "openshift.io/sa.scc.uid-range"  # "<first>/<size>", written on every OpenShift namespace
+# cpu and memory requested and limited (equal): a ResourceQuota on any of them refuses a pod whose containers
+# leave it unset (k8s.io/kubernetes@v1.37.2 pkg/quota/v1/evaluator/core/pods.go, Constraints). Enough for sh,
+# awk and nvidia-smi, small enough for a drained node; a LimitRange's defaults do not apply to what is set.
+RESOURCES = {"cpu": "250m", "memory": "256Mi"}
+
+
+def run_as(namespace: Mapping[str, Any] | None) -> int:
+    """The canary's uid in `namespace` (its object, None when unread): the first of its OpenShift range, else NOBODY."""
+    annotations = ((namespace or {}).get("metadata") or {}).get("annotations") or {}
+    first = str(annotations.get(OPENSHIFT_UID_RANGE, "")).partition("/")[0].strip()
+    return int(first) if first.isdecimal() and int(first) > 0 else NOBODY
+
+
+def pod_security(uid: int) -> dict[str, Any]:
+    """The canary pod's securityContext (the container's is CONTAINER_SECURITY)."""
+    return {"runAsNonRoot": True, "runAsUser": uid, "runAsGroup": uid, "seccompProfile": {"type": "RuntimeDefault"}}
+
+
+CONTAINER_SECURITY = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+
+# What a ResourceQuota charges the claim the scheduler creates for the canary's extended resource (KEP-5004):
+# one object, and its devices per DeviceClass (k8s.io/kubernetes@v1.37.2 pkg/quota/v1/evaluator/core/
+# resource_claims.go Usage, addExtendedResourceQuota; k8s.io/api@v0.37.2 core/v1 types.go
+# ResourceImplicitExtendedClaimsPerClass). That create is the scheduler's, after the pod was admitted: a dry run
+# of the pod does not meet it, and a quota without room leaves every canary unscheduled to its timeout.
+CLAIM_COUNT = "count/resourceclaims.resource.k8s.io"
+CLASS_DEVICES = ".deviceclass.resource.k8s.io/devices"
+CLASS_REQUESTS = "requests.deviceclass.resource.kubernetes.io/"
+IMPLICIT_CLASS = "deviceclass.resource.kubernetes.io/"
+
+
+def claim_quota_refusals(
+    quotas: Iterable[Mapping[str, Any]], classes: Iterable[Mapping[str, Any]], resource: str, devices: int = 1
+) -> list[str]:
+    """Why the namespace's ResourceQuotas (`quotas`) would refuse the canary's claim for `devices` of `resource`,
+    served by the DeviceClasses mapping it (`classes`, all of them) or named by it ([] when none would)."""
+    names = {str((c.get("metadata") or {}).get("name")) for c in classes
+             if (c.get("spec") or {}).get("extendedResourceName") == resource}  # fmt: skip
+    if resource.startswith(IMPLICIT_CLASS):
+        names.add(resource[len(IMPLICIT_CLASS) :])
+    charged = {CLAIM_COUNT: 1} | {f"{n}{CLASS_DEVICES}": devices for n in names}
+    charged |= {f"{CLASS_REQUESTS}{n}": devices for n in names}
+    out: list[str] = []
+    for q in quotas:
+        meta, status = q.get("metadata") or {}, q.get("status") or {}
+        hard = status.get("hard") or (q.get("spec") or {}).get("hard") or {}
+        used = status.get("used") or {}
+        for key, need in sorted(charged.items()):
+            if key in hard and quantity_int(hard[key]) - quantity_int(used.get(key, "0")) < need:
+                out.append(
+                    f"ResourceQuota {meta.get('namespace')}/{meta.get('name')} has {key} hard {hard[key]}, "
+                    f"used {used.get(key, '0')}: no room for the claim of the canary's {resource}"
+                )
+    return out
+
 
 def on_node(node: str, labels: Mapping[str, str]) -> dict[str, Any]:
     """The affinity that places a pod on `node` through the scheduler, which must allocate its devices
@@ -128,6 +197,7 @@ def container(image: str, command: str, devices: int) -> dict[str, Any]:
             {"name": "DRA_MIGRATE_CANARY_COMMAND", "value": command},
             {"name": "DRA_MIGRATE_CANARY_DEVICES", "value": str(devices)},
         ],
+        "securityContext": dict(CONTAINER_SECURITY),
         "terminationMessagePath": TERMINATION_LOG,
         # If the wrapper could not write the file (a read-only /dev, no shell), the log tail is the message.
         "terminationMessagePolicy": "FallbackToLogsOnError",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -234,10 +234,13 @@ class Ops(Protocol):
         dry_run: bool = False,
         cancel: Cancel = NEVER,
         command: list[str] | None = None,
+        namespace: str | None = None,
+        pull_secrets: Sequence[str] = (),
     ) -> Change:
         """A pod requesting 1 of `resource`, pinned by node affinity (not nodeName), must be scheduled on
         the node with a DRA allocation (pod.status.extendedResourceClaimStatus) and its container, running
-        `command` (default: the NVIDIA check), must succeed naming the allocated devices; then deleted."""
+        `command` (default: the NVIDIA check), must succeed naming the allocated devices; then deleted. It
+        runs in `namespace` (default: the ops' canary namespace), its image pulled with `pull_secrets`."""
         ...
 
     def create_device_class(self, manifest: dict[str, Any], *, dry_run: bool = False) -> Change: ...

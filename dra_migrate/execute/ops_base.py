@@ -67,6 +67,8 @@ class OpsBase:
         self.poll_s = poll_s
         self.poll_cap_s = poll_cap_s
         self.canary_namespace = canary_namespace
+        # Each canary namespace as read once (ops_canary: its uid range), None when it could not be.
+        self.canary_ns_read: dict[str, dict[str, Any] | None] = {}
         self.clock = clock
         # Set by `watch()`: the waits then read watched copies instead of polling (execute/watched.py).
         self.watched: Watched | None = None

@@ -7,10 +7,11 @@ import contextlib
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from dra_migrate.dra.deviceclasses import MANAGED_BY
+from dra_migrate.errors import ClusterError
 from dra_migrate.execute import canary as canary_check
 from dra_migrate.execute.contract import NEVER, Cancel, Change, StepFailed
 from dra_migrate.execute.ops_base import (
@@ -18,6 +19,7 @@ from dra_migrate.execute.ops_base import (
     CANARY_LABEL,
     CANARY_NODE_ANNOTATION,
     CANARY_PREFIX,
+    DEVICE_CLASSES,
     DRY_RUN,
     POLL_GROWTH,
     SLICES,
@@ -50,28 +52,32 @@ class CanaryOps(OpsBase):
         dry_run: bool = False,
         cancel: Cancel = NEVER,
         command: list[str] | None = None,
+        namespace: str | None = None,
+        pull_secrets: Sequence[str] = (),
     ) -> Change:
         """Schedule, run and judge a pod that proves use (dra_migrate/execute/canary.py); then delete it."""
         deadline = time.monotonic() + timeout_s
-        ns = self.canary_namespace
+        ns = namespace or self.canary_namespace
         labels = _labels(self._node_now(node))  # its hostname label; nothing is written to the node
         token = uuid.uuid4().hex[:12]
         line = canary_check.command_line(command)
-        manifest = _canary_pod(node, labels, resource, image, token, line)
+        uid = canary_check.run_as(self._canary_namespace_object(ns, check=dry_run))
+        manifest = _canary_pod(node, labels, resource, image, token, line, uid=uid, pull_secrets=pull_secrets)
         pods = path_of("v1", "pods", namespace=ns)
         if dry_run:
             out = self.kube.create(pods, manifest, [DRY_RUN])
+            self._check_claim_quota(ns, resource)
             after = {"pod": f"{ns}/{_meta(out).get('name') or manifest['metadata']['generateName']}", "node": node}
             return Change(f"Node {node}", {}, after, dry_run=True)
-        if self._leftover_canary(node):
-            self._delete_canaries(node=node)  # one left by an interrupted run
+        if self._leftover_canary(ns, node):
+            self._delete_canaries(ns, node=node)  # one left by an interrupted run
         attempt = 1
         while True:
             judged: Change | None = None
             started = time.monotonic()
             marks: dict[str, float] = {}
             made: list[str] = []  # the canary's name once created: its cleanup deletes it by name
-            with self._cleanup(token, made):
+            with self._cleanup(ns, token, made):
                 name = str(_meta(self.kube.create(pods, manifest)).get("name", ""))
                 made.append(name)
                 marks["created"] = time.monotonic() - started
@@ -90,6 +96,42 @@ class CanaryOps(OpsBase):
             attempt += 1  # the stale canary is deleted (leaving the block); give the scheduler a poll
             cancel.wait(min(self.poll_s, max(deadline - time.monotonic(), 0.0)))
             cancel.check()
+
+    def _canary_namespace_object(self, ns: str, *, check: bool) -> Obj | None:
+        """The canary's namespace (read once: only its uid range is used), None when it cannot be read (a role
+        without `get namespaces` from before this read: the canary then runs as NOBODY). `check` (the dry run
+        before a wave): a namespace missing or being deleted is the namespace's problem, said as such."""
+        if ns in self.canary_ns_read and not check:
+            return self.canary_ns_read[ns]
+        try:
+            found = self.kube.get_or_none(path_of("v1", "namespaces", ns))
+        except ApiError as e:
+            if e.status != 403:
+                raise
+            found = None
+        else:
+            if found is None and check:
+                raise ClusterError(f"the canary's namespace {ns} does not exist",
+                                   "create it, or make the plan again with another --canary-namespace")  # fmt: skip
+            if check and found is not None and (found.get("status") or {}).get("phase") == "Terminating":
+                raise ClusterError(f"the canary's namespace {ns} is being deleted (Terminating)",
+                                   "make the plan again with another --canary-namespace")  # fmt: skip
+        self.canary_ns_read[ns] = found
+        return found
+
+    def _check_claim_quota(self, ns: str, resource: str) -> None:
+        """The canary namespace's ResourceQuotas have room for the claim the scheduler makes for the canary
+        (canary.claim_quota_refusals): a dry run of the pod cannot show that."""
+        quotas, _ = self.kube.list_all(path_of("v1", "resourcequotas", namespace=ns))
+        if not quotas:
+            return
+        classes, _ = self.kube.list_all(DEVICE_CLASSES)
+        refusals = canary_check.claim_quota_refusals(quotas, classes, resource)
+        if refusals:
+            raise ClusterError(
+                f"the scheduler could not create the canary's ResourceClaim: {'; '.join(refusals)}",
+                f"raise the quota in {ns} by one claim and one device, or plan with another --canary-namespace",
+            )
 
     def _await_canary(
         self, node: str, ns: str, name: str, resource: str, deadline: float, timeout_s: float, cancel: Cancel = NEVER
@@ -299,7 +341,7 @@ class CanaryOps(OpsBase):
         return items
 
     @contextlib.contextmanager
-    def _cleanup(self, token: str, made: list[str]) -> Iterator[None]:
+    def _cleanup(self, ns: str, token: str, made: list[str]) -> Iterator[None]:
         """Delete the canary pod(s) of this call however the block ends; a failed delete is reported,
         without hiding the error that ended the block. Ended normally, the pods are found in the pods
         watch when it shows the canary `made` ended (`_ended_in_copy`), else listed."""
@@ -307,18 +349,18 @@ class CanaryOps(OpsBase):
             yield
         except BaseException as e:
             try:
-                self._delete_canaries(token=token)
+                self._delete_canaries(ns, token=token)
             except Exception as cleanup:
                 e.add_note(f"and deleting the canary pod failed: {cleanup}")
             raise
-        copied = self._ended_in_copy(token, made)
+        copied = self._ended_in_copy(ns, token, made)
         if copied is None:
-            self._delete_canaries(token=token)
+            self._delete_canaries(ns, token=token)
             return
         for pod in copied:
-            self._delete_pod(str(_meta(pod).get("name")))
+            self._delete_pod(ns, str(_meta(pod).get("name")))
 
-    def _ended_in_copy(self, token: str, made: list[str]) -> list[Obj] | None:
+    def _ended_in_copy(self, ns: str, token: str, made: list[str]) -> list[Obj] | None:
         """The pods of `token` in the pods watch's copy, when that copy shows the canary `made` ended; else
         None (list them). One watch delivers its events in resourceVersion order: a pod a retried POST
         made twice was created before the canary ran, so a copy that shows the canary's end holds it too.
@@ -327,41 +369,38 @@ class CanaryOps(OpsBase):
         cache = self.cache
         if cache is None or not made:
             return None
-        ns = self.canary_namespace
         pods = [p for p in cache.pods_in(ns) if _labels(p).get(CANARY_LABEL) == token]
         mine = next((p for p in pods if _meta(p).get("name") == made[-1]), None)
         if mine is None or (mine.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
             return None
         return pods
 
-    def _leftover_canary(self, node: str) -> bool:
+    def _leftover_canary(self, ns: str, node: str) -> bool:
         """Whether a canary of `node` may be left by an interrupted run. Watching, the pods watch's first
         list was made after that run ended, so its copy holds any such canary: only then is it listed again
         and deleted (the read before the delete stays a LIST). Not watching: assume one may be."""
         cache = self.cache
         if cache is None:
             return True
-        ns = self.canary_namespace
         return any(
             CANARY_LABEL in _labels(p) and (_meta(p).get("annotations") or {}).get(CANARY_NODE_ANNOTATION) == node
             for p in cache.pods_in(ns)
         )
 
-    def _delete_canaries(self, *, token: str = "", node: str = "") -> None:
+    def _delete_canaries(self, ns: str, *, token: str = "", node: str = "") -> None:
         selector = f"{CANARY_LABEL}={token}" if token else CANARY_LABEL
-        ns = self.canary_namespace
         items, _ = self.kube.list_all(path_of("v1", "pods", namespace=ns), [("labelSelector", selector)])
         for pod in items:
             if node and (_meta(pod).get("annotations") or {}).get(CANARY_NODE_ANNOTATION) != node:
                 continue
-            self._delete_pod(str(_meta(pod).get("name")))
+            self._delete_pod(ns, str(_meta(pod).get("name")))
 
-    def _delete_pod(self, name: str) -> None:
+    def _delete_pod(self, ns: str, name: str) -> None:
         """Delete one canary pod; gone already is fine. Grace 0: the canary holds a device; its claim goes
         with it (the pod owns it)."""
         try:
             self.kube.delete(
-                path_of("v1", "pods", name, self.canary_namespace),
+                path_of("v1", "pods", name, ns),
                 {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0},
             )
         except ApiError as e:
@@ -388,7 +427,15 @@ class _SchedulerBehind(Exception):
 
 
 def _canary_pod(
-    node: str, labels: dict[str, str], resource: str, image: str, token: str, command: str
+    node: str,
+    labels: dict[str, str],
+    resource: str,
+    image: str,
+    token: str,
+    command: str,
+    *,
+    uid: int = canary_check.NOBODY,
+    pull_secrets: Sequence[str] = (),
 ) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
@@ -403,12 +450,20 @@ def _canary_pod(
             # Tolerate every taint, the cordon's node.kubernetes.io/unschedulable included: the canary
             # runs while the node is still cordoned.
             "tolerations": [{"operator": "Exists"}],
-            "containers": [{**canary_check.container(image, command, 1), "resources": {"limits": {resource: "1"}}}],
+            "securityContext": canary_check.pod_security(uid),
+            "containers": [{**canary_check.container(image, command, 1), "resources": _resources(resource)}],
+            **({"imagePullSecrets": [{"name": s} for s in pull_secrets]} if pull_secrets else {}),
             "restartPolicy": "Never",
             "terminationGracePeriodSeconds": 0,
             "automountServiceAccountToken": False,
         },
     }
+
+
+def _resources(resource: str) -> dict[str, Any]:
+    """One `resource` (limited: an extended resource cannot be overcommitted), cpu and memory requested and limited."""
+    fixed = canary_check.RESOURCES
+    return {"requests": {**fixed, resource: "1"}, "limits": {**fixed, resource: "1"}}
 
 
 def _with_timing(change: Change, marks: dict[str, float], attempt: int) -> Change:

@@ -128,8 +128,11 @@ def run_probe(kube: Kube, opts: ProbeOptions) -> ProbeResult:
         result.device_class = _device_class(kube, opts, token, created)
         selector = mismatch_selector(result.devices, opts.driver)
         result.mismatch["selector"] = selector
-        match_pod = _claim_and_pod(kube, opts, token, "match", result.device_class, None, node_labels, created)
-        miss_pod = _claim_and_pod(kube, opts, token, "mismatch", result.device_class, selector, node_labels, created)
+        uid = namespace_uid(kube, opts.namespace)
+        match_pod = _claim_and_pod(kube, opts, token, "match", result.device_class, None, node_labels, created, uid)
+        miss_pod = _claim_and_pod(
+            kube, opts, token, "mismatch", result.device_class, selector, node_labels, created, uid
+        )
         _judge(kube, opts, result, slices, match_pod, miss_pod)
     return result
 
@@ -184,9 +187,44 @@ def _device_class(kube: Kube, opts: ProbeOptions, token: str, created: _Created)
     return name
 
 
+def probe_pod(
+    opts: ProbeOptions, role: str, node_labels: Mapping[str, str], labels: Mapping[str, str], claim: str, uid: int
+) -> dict[str, Any]:
+    """A probe's pod: the canary's container and security (Pod Security `restricted`, cpu and memory requested:
+    dra_migrate/execute/canary.py), its device from the probe's own claim `claim`."""
+    check = canary_check.container(opts.image, opts.command if role == "match" else "true", 1)
+    fixed = canary_check.RESOURCES
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"generateName": f"dra-migrate-probe-{role}-", "labels": dict(labels)},
+        "spec": {
+            "affinity": canary_check.on_node(opts.node, node_labels),
+            "tolerations": [{"operator": "Exists"}],
+            "securityContext": canary_check.pod_security(uid),
+            "resourceClaims": [{"name": REQUEST, "resourceClaimName": claim}],
+            "containers": [{**check, "resources": {"claims": [{"name": REQUEST}], "requests": dict(fixed),
+                                                   "limits": dict(fixed)}}],
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 0,
+            "automountServiceAccountToken": False,
+        },
+    }  # fmt: skip
+
+
+def namespace_uid(kube: Kube, namespace: str) -> int:
+    """The uid a probe or canary pod runs as in `namespace` (canary.run_as); NOBODY when it cannot be read."""
+    try:
+        return canary_check.run_as(kube.get_or_none(path_of("v1", "namespaces", namespace)))
+    except ApiError as e:
+        if e.status != 403:
+            raise
+        return canary_check.NOBODY
+
+
 def _claim_and_pod(
     kube: Kube, opts: ProbeOptions, token: str, role: str, device_class: str, selector: str | None,
-    node_labels: Mapping[str, str], created: _Created,
+    node_labels: Mapping[str, str], created: _Created, uid: int,
 ) -> str:  # fmt: skip
     ns = opts.namespace
     labels = {**MANAGED_BY, PROBE_LABEL: token}
@@ -204,24 +242,7 @@ def _claim_and_pod(
     )
     claim_name = str(claim["metadata"]["name"])
     created.claims.append(claim_name)
-    check = canary_check.container(opts.image, opts.command if role == "match" else "true", 1)
-    pod = kube.create(
-        path_of("v1", "pods", namespace=ns),
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"generateName": f"dra-migrate-probe-{role}-", "labels": labels},
-            "spec": {
-                "affinity": canary_check.on_node(opts.node, node_labels),
-                "tolerations": [{"operator": "Exists"}],
-                "resourceClaims": [{"name": REQUEST, "resourceClaimName": claim_name}],
-                "containers": [{**check, "resources": {"claims": [{"name": REQUEST}]}}],
-                "restartPolicy": "Never",
-                "terminationGracePeriodSeconds": 0,
-                "automountServiceAccountToken": False,
-            },
-        },
-    )  # fmt: skip
+    pod = kube.create(path_of("v1", "pods", namespace=ns), probe_pod(opts, role, node_labels, labels, claim_name, uid))
     name = str(pod["metadata"]["name"])
     created.pods.append(name)
     return name

@@ -356,9 +356,9 @@ class Runner:
                 else:
                     result.outcome = FAILED
                     result.failure = (
-                        f"{ps.id}: the API server refuses its canary pod, so every node's canary would fail: {e} "
-                        "(nothing of the wave was touched; let the pod in the canary's namespace: its Pod Security "
-                        "level, quota and admission policies)"
+                        f"{ps.id}: its canary pod cannot run in the canary's namespace, so every node's canary "
+                        f"would fail: {e} (nothing of the wave was touched; let the pod in: the namespace's Pod "
+                        "Security level, quotas and admission policies, or plan --canary-namespace another)"
                     )
                 self.log(f"{result.outcome.upper()} {result.failure}")
                 return False

@@ -54,7 +54,7 @@ class ApiError(KubeError):
         self.retry_after = retry_after
         self.body = body
         text = f"{method} {path}: {status} {self.reason} {self.api_message or body[:200]!r}".strip()
-        super().__init__(text, _hint(method, path, status), method=method, path=path)
+        super().__init__(text, _hint(method, path, status, self.api_message), method=method, path=path)
 
     @property
     def transient(self) -> bool:  # type: ignore[override]
@@ -103,9 +103,17 @@ def _in_namespace(path: str) -> bool:
     return rest[:1] == ["namespaces"] and len(rest) > 2
 
 
-def _hint(method: str, path: str, status: int) -> str:
+# RBAC's refusal says who cannot do what (k8s.io/apiserver@v0.37.2 pkg/endpoints/handlers/responsewriters/
+# errors.go ForbiddenStatusError: `User %q cannot %s`); admission's 403 (Pod Security, ResourceQuota, a namespace
+# being deleted: admission.NewForbidden) says what it refused, and a permission would not help.
+_RBAC_REFUSAL = " cannot "
+
+
+def _hint(method: str, path: str, status: int, message: str = "") -> str:
     if status == 401:
         return "the API server rejected the credentials: refresh your kubeconfig credentials"
+    if status == 403 and message and _RBAC_REFUSAL not in message:
+        return "the API server's admission refused it (Pod Security, a ResourceQuota, a policy, the namespace's state)"
     if status == 403:
         verb, resource, group = rbac_target(method, path)
         scope = ""

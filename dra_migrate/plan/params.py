@@ -29,6 +29,7 @@ CANARY_COMMAND = (
     "nvidia-smi -L && test \"$(nvidia-smi -L | awk '/^GPU /{n+=g; g=1} /^[[:space:]]*MIG /{n++; g=0} "
     'END{print n+g}\')" -eq "$DRA_MIGRATE_CANARY_DEVICES"'
 )
+CANARY_NAMESPACE = "default"
 DRA_DRIVER = "gpu.nvidia.com"  # kubernetes-sigs/dra-driver-nvidia-gpu cmd/gpu-kubelet-plugin DriverName
 
 # ASCII digits only (`\d` would take "٣m"), whole string only (`$` would take a trailing newline), and
@@ -67,6 +68,7 @@ def checked_duration(name: str, text: object, *, zero_ok: bool = False) -> int:
 # pkg/util/validation's IsQualifiedName aliases, and IsLabelValue), and IsDNS1123Subdomain for the prefix.
 # Python's fullmatch stands for Go's ^...$ (Go's $ never matches before a trailing newline).
 _LABEL_NAME = re.compile(r"(?:[A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]", re.ASCII)
+_DNS1123_LABEL = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?", re.ASCII)
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*", re.ASCII)
 _LABEL_NAME_MAX, _LABEL_VALUE_MAX, _DNS1123_SUBDOMAIN_MAX = 63, 63, 253
 
@@ -142,6 +144,9 @@ class PlanParams:
     canary_timeout: str = "3m"
     canary_image: str = CANARY_IMAGE
     canary_command: str = CANARY_COMMAND
+    # Where the canary pods run, and the Secrets (of that namespace) the kubelet pulls --canary-image with.
+    canary_namespace: str = CANARY_NAMESPACE
+    canary_pull_secrets: tuple[str, ...] = ()
     pool_labels: tuple[str, ...] = ()
     dra_driver: str = DRA_DRIVER  # --dra-driver: DeviceClasses, wait-dra-ready, the canary, the checks
     pools: tuple[str, ...] = ()  # plan only these pools (empty: every pool)
@@ -178,7 +183,27 @@ class PlanParams:
             raise InputError(f"bad canary image {self.canary_image!r}", "give an image reference")
         if not self.canary_command.strip():
             raise InputError("empty --canary-command", "give a command line that exits 0 when it sees its devices")
+        # A namespace's name is a DNS-1123 label, a Secret's a DNS-1123 subdomain (k8s.io/apimachinery v0.37.2
+        # pkg/api/validation ValidateNamespaceName, NameIsDNSSubdomain): refused here, not by the first canary.
+        ns = self.canary_namespace
+        if len(ns) > _LABEL_NAME_MAX or not _DNS1123_LABEL.fullmatch(ns):
+            raise InputError(f"bad --canary-namespace {ns!r}", "give a namespace name (lowercase, digits, '-')")
+        for i, secret in enumerate(self.canary_pull_secrets):
+            if len(secret) > _DNS1123_SUBDOMAIN_MAX or not _DNS1123_SUBDOMAIN.fullmatch(secret):
+                raise InputError(f"bad --canary-pull-secret {secret!r}", "give a Secret's name")
+            if secret in self.canary_pull_secrets[:i]:
+                raise InputError(f"--canary-pull-secret names {secret} twice", "name each Secret once")
         return self
+
+    def canary_placement(self) -> dict[str, Any]:
+        """What a canary step's params add for --canary-namespace and --canary-pull-secret: nothing when
+        they are the defaults (plans made before them say the same)."""
+        out: dict[str, Any] = {}
+        if self.canary_namespace != CANARY_NAMESPACE:
+            out["namespace"] = self.canary_namespace
+        if self.canary_pull_secrets:
+            out["imagePullSecrets"] = list(self.canary_pull_secrets)
+        return out
 
     def _check_types(self) -> None:
         """A plan's `parameters` come from a file: a number where a string belongs is an error, not a crash."""

@@ -109,7 +109,7 @@ def node_steps(
         Step("canary", Action.CANARY, "Node",
              {"resource": "{node.canaryResource}", "count": 1, "image": params.canary_image,
               "driver": params.dra_driver, "command": ["sh", "-c", params.canary_command],
-              "placement": "nodeAffinity on kubernetes.io/hostname",
+              **params.canary_placement(), "placement": "nodeAffinity on kubernetes.io/hostname",
               "expect": "Succeeded, exit 0, a termination message naming the allocated devices"},
              "the node serves its GPUs through DRA only", params.canary_timeout,
              Inverse(InverseAction.DELETE_POD, {"why": "the canary pod is deleted after its check"})),

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,6 +131,8 @@ class FakeOps:
         self.faults: dict[tuple[str, str | None], Fault] = {}
         self.journal = journal
         self.calls: list[tuple[str, str | None]] = []
+        # (call, node, namespace, pull secrets) of each canary and canary admission
+        self.canary_places: list[tuple[str, str, str, tuple[str, ...]]] = []
         self.reviewed: dict[str, frozenset[str] | None] = {}  # per node: the pod uids its drain may delete
         self.barriers: dict[str, threading.Barrier] = {}  # per operation: lanes must meet there
         self.active: dict[str, int] = {}
@@ -332,7 +334,11 @@ class FakeOps:
         dry_run: bool = False,
         cancel: Cancel = NEVER,
         command: list[str] | None = None,
+        namespace: str | None = None,
+        pull_secrets: Sequence[str] = (),
     ) -> Change:
+        place = (namespace or "default", tuple(pull_secrets))
+        self.canary_places.append(("canary-admission" if dry_run else "canary", node, *place))
         if dry_run:  # the API server's admission of the pod (a server-side dry run): nothing is scheduled
             self._enter("canary-admission", node, cancel)
             self._node(node)  # LiveOps reads the node's hostname label for the pod's affinity

@@ -548,22 +548,50 @@ def test_canary_not_scheduled_says_why(ops: LiveOps, kube: Kube, namespace: str)
 # -- DeviceClasses and reads ------------------------------------------------------------------------
 
 
-def test_a_canary_pod_security_refuses_is_found_by_a_dry_run_that_creates_nothing(
+def test_a_canary_the_namespace_refuses_is_found_by_a_dry_run_that_creates_nothing(
     ops: LiveOps, kube: Kube, namespace: str
 ) -> None:
-    """The runner asks this before a wave's first cordon (runner `_canaries_admitted`): a namespace enforcing
-    Pod Security `restricted` refuses the canary (it runs as root, no seccomp profile) at creation, which
-    used to be found only at the first node's canary, after the whole wave was drained and switched."""
+    """The runner asks this before a wave's first cordon (runner `_canaries_admitted`): a ResourceQuota with no
+    room for the canary's GPU refuses it at creation, which used to be found only at the first node's canary,
+    after the whole wave was drained and switched."""
     admitted = ops.canary(NODE_DRA, GPU, PAUSE, 10, dry_run=True)
     assert admitted.dry_run
+    _quota(kube, namespace, "no-gpus", {f"requests.{GPU}": "0"})
+    with pytest.raises(ClusterError, match="exceeded quota") as err:
+        ops.canary(NODE_DRA, GPU, PAUSE, 10, dry_run=True)
+    assert getattr(err.value, "status", None) == 403
+    assert not [p for p in _pods(kube, namespace) if p["metadata"]["name"].startswith("dra-migrate-canary-")]
+
+
+def test_the_canary_runs_under_pod_security_restricted_and_a_cpu_memory_quota(
+    ops: LiveOps, kube: Kube, namespace: str, mapping_class: str
+) -> None:
+    """The API server's own Pod Security admission (k8s.io/pod-security-admission, level restricted) and quota
+    admission (pods must request what a quota on cpu/memory limits) admit the canary, and the scheduler's claim
+    for its GPU too: both refused it before (root, no seccomp profile, no cpu/memory). A quota with no room for
+    that claim is met by no pod admission: the dry run names it from the namespace's quotas."""
     kube.merge_patch(
         path_of("v1", "namespaces", namespace),
         {"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "restricted"}}},
     )
-    with pytest.raises(ClusterError, match="PodSecurity") as err:
+    _quota(kube, namespace, "compute", {"requests.cpu": "2", "limits.cpu": "2", "requests.memory": "2Gi",
+                                        "limits.memory": "2Gi"})  # fmt: skip
+    assert ops.canary(NODE_DRA, GPU, PAUSE, 10, dry_run=True).dry_run
+    _switch_to_dra(ops, NODE_DRA)
+    ops.set_unschedulable(NODE_DRA, True)
+    try:
+        change = ops.canary(NODE_DRA, GPU, PAUSE, 30)
+    finally:
+        ops.set_unschedulable(NODE_DRA, False)
+    assert change.after["claim"]
+    _quota(kube, namespace, "claims", {"count/resourceclaims.resource.k8s.io": "0"})
+    with pytest.raises(ClusterError, match=f"ResourceQuota {namespace}/claims"):
         ops.canary(NODE_DRA, GPU, PAUSE, 10, dry_run=True)
-    assert getattr(err.value, "status", None) == 403
-    assert not [p for p in _pods(kube, namespace) if p["metadata"]["name"].startswith("dra-migrate-canary-")]
+
+
+def _quota(kube: Kube, namespace: str, name: str, hard: dict[str, str]) -> None:
+    kube.create(path_of("v1", "resourcequotas", namespace=namespace),
+                {"metadata": {"name": name}, "spec": {"hard": hard}})  # fmt: skip
 
 
 def test_device_classes_are_created_once_and_only_ours_deleted(ops: LiveOps, kube: Kube) -> None:

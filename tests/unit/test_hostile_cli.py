@@ -321,6 +321,8 @@ BAD_VALUES = {
     "device_plugin_label": ["", "a b"],
     "dra_label": ["", "a b"],
     "namespace": ["", "a b"],
+    "canary_namespace": ["", "a b", "Default"],
+    "canary_pull_secrets": ["", "a b"],
     "lock_namespace": ["", "a b"],
 }
 # Options whose every value is the user's (or judged where it is used), with why.

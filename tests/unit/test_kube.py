@@ -100,6 +100,26 @@ def test_eviction_can_opt_out_of_retrying_429() -> None:
 # -- errors ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    "message",
+    [
+        'pods "c" is forbidden: violates PodSecurity "restricted:latest": runAsNonRoot != true',
+        'pods "c" is forbidden: exceeded quota: q, requested: requests.nvidia.com/gpu=1, used: 0, limited: 0',
+        'pods "c" is forbidden: failed quota: q: must specify limits.cpu for: canary',
+        'pods "c" is forbidden: unable to create new content in namespace t because it is being terminated',
+    ],
+)
+def test_a_403_from_admission_is_not_called_a_missing_permission(message: str) -> None:
+    """403 Forbidden is both RBAC's answer (the authorizer's `User "x" cannot VERB resource ...`: k8s.io/apiserver
+    v0.37.2 pkg/endpoints/handlers/responsewriters/errors.go ForbiddenStatusError) and admission's (Pod Security,
+    ResourceQuota, NamespaceLifecycle: admission.NewForbidden). The canary refused by a namespace's Pod Security
+    level was told to grant `create pods`, which it had."""
+    kube, _ = _kube(FakeApiClient.scripted(FakeResponse(403, status(403, "Forbidden", message))))
+    with pytest.raises(ApiError) as err:
+        kube.create("/api/v1/namespaces/t/pods", {})
+    assert "grant verb" not in str(err.value) and "admission" in err.value.hint, err.value.hint
+
+
 def test_an_error_names_the_request_and_keeps_the_servers_status() -> None:
     body = status(403, "Forbidden", 'resourceslices.resource.k8s.io is forbidden: User "bob" cannot list')
     body["details"] = {"group": "resource.k8s.io", "kind": "resourceslices"}

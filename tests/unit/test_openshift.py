@@ -108,10 +108,15 @@ def test_the_image_user_is_numeric_and_not_root() -> None:
 
 
 def test_the_canary_pod_is_admitted_by_restricted_v2() -> None:
-    """The canary asks for its GPU through the scheduler (DRA's extended-resource claim), with no privilege, host
-    path or fixed uid: restricted-v2 admits it, whatever namespace it runs in."""
-    pod = _canary_pod("gpu-1", {"kubernetes.io/hostname": "gpu-1"}, "nvidia.com/gpu", "ubuntu:24.04", "t", "true")
+    """The canary asks for its GPU through the scheduler (DRA's extended-resource claim), with no privilege or
+    host path, and as the first uid of the namespace's range (ops_canary reads it from the namespace's
+    `openshift.io/sa.scc.uid-range`): restricted-v2 admits it, whatever namespace it runs in. Its fixed non-root
+    uid elsewhere (what Pod Security `restricted` needs of an image running as root) is refused here."""
+    pod = _canary_pod("gpu-1", {"kubernetes.io/hostname": "gpu-1"}, "nvidia.com/gpu", "ubuntu:24.04", "t", "true",
+                      uid=UID_RANGE[0])  # fmt: skip
     assert restricted_v2(pod["spec"]) == []
+    elsewhere = _canary_pod("gpu-1", {}, "nvidia.com/gpu", "ubuntu:24.04", "t", "true")
+    assert restricted_v2(elsewhere["spec"]) != []
 
 
 def test_apply_runs_as_a_uid_with_no_passwd_entry(monkeypatch: Any) -> None:

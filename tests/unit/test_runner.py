@@ -41,8 +41,8 @@ DP, DRA = "nvidia.com/gpu.deploy.device-plugin", "nvidia.com/dra-kubelet-plugin"
 ORIGINAL = {"unschedulable": False, "labels": {DP: "true", DRA: None}}
 
 
-def make_plan(waves: list[list[str]], *, soak: str = "0s", pools: int = 1) -> Plan:
-    params = PlanParams(soak=soak)
+def make_plan(waves: list[list[str]], *, soak: str = "0s", pools: int = 1, params: PlanParams | None = None) -> Plan:
+    params = dataclasses.replace(params or PlanParams(), soak=soak)
     prepare = PrepareStage(
         "prepare",
         (
