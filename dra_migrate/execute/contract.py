@@ -206,6 +206,12 @@ class Ops(Protocol):
         recorded: evicting it deletes it for good); `reviewed` None lets any go (kubectl drain --force)."""
         ...
 
+    def unreviewed_pods(self, node: str, scope: str, reviewed: Collection[str]) -> list[str]:
+        """From the watched copy (a check before a wave; a GET-free read): "namespace/name" of the pods on the
+        node that a drain of `scope` would refuse to evict (no controller owns them and their uid is not in
+        `reviewed`, as `drain` judges them). [] when the copy is not watched (no request per node)."""
+        ...
+
     def wait_dra_ready(
         self,
         node: str,

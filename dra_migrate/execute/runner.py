@@ -249,7 +249,7 @@ class Runner:
             return True
         cancel = Cancel(parent=self.cancel)
         if not (self._cordons_are_ours(unit, done, result) and self._within_budget(unit, opts, result, cancel)
-                and self._cordons_are_ours(unit, done, result, labels=not opts.dry_run)  # again: the budget waited
+                and self._cordons_are_ours(unit, done, result, None if opts.dry_run else opts)  # again: budget waited
                 and self._canaries_admitted(unit, opts, done, result, cancel)):  # fmt: skip
             return False
         failures: list[tuple[PlannedStep, BaseException]] = []
@@ -309,12 +309,12 @@ class Runner:
         self._fail_wave(unit, touched, opts, result, done)
         return False
 
-    def _cordons_are_ours(self, unit: Unit, done: set[str], result: RunResult, labels: bool = False) -> bool:
-        """Before a wave's first step: no node of it cordoned by someone else since the plan (`someone_elses_cordon`),
-        nor with `labels` one whose GPU labels changed since the run began (wave_inputs.py). False: the run stops."""
+    def _cordons_are_ours(self, unit: Unit, done: set[str], result: RunResult, run: ApplyOptions | None = None) -> bool:
+        """Before a wave's first step: no node cordoned by someone else, nor (a real `run`) changed: wave_inputs.py."""
         failure = someone_elses_cordon(self.ops, unit, done, self.touched_nodes)
-        if failure is None and labels:
-            failure = self.inputs.changed(self.ops, unit, done, self.touched_nodes | self._ran_on)
+        if failure is None and run is not None:
+            reviewed = None if run.delete_unowned_pods else self.reviewed_pods
+            failure = self.inputs.changed(self.ops, unit, done, self.touched_nodes | self._ran_on, reviewed)
         if failure is not None:
             result.ok, result.outcome, result.failure = False, FAILED, failure
             self.log(f"{result.outcome.upper()} {result.failure}")

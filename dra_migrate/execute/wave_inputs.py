@@ -35,7 +35,7 @@ from dra_migrate.errors import MigrateError
 from dra_migrate.execute.contract import Ops
 from dra_migrate.execute.units import Unit
 from dra_migrate.inventory.operator_activity import UPGRADE_IDLE, UPGRADE_STATE_LABEL, operator_busy
-from dra_migrate.plan.model import Plan
+from dra_migrate.plan.model import Action, Plan
 
 PREFIX = "nvidia.com/"
 NOT_INPUTS = frozenset({"nvidia.com/gfd.timestamp"})
@@ -71,10 +71,15 @@ class WaveInputs:
         labels = state.get("labels")
         return gpu_inputs(labels) if state.get("exists") and isinstance(labels, Mapping) else None
 
-    def changed(self, ops: Ops, unit: Unit, done: Collection[str], ours: Collection[str]) -> str | None:
+    def changed(
+        self, ops: Ops, unit: Unit, done: Collection[str], ours: Collection[str], reviewed: Collection[str] | None
+    ) -> str | None:
         """The failure when a node of the wave, untouched by the migration (`ours`: the nodes the journal shows it
         touched, and the ones this run started a step on), no longer has the GPU labels it had when the run
-        began, else None."""
+        began, or holds pods its drain would refuse (`unreviewed`), else None."""
+        return self._labels(ops, unit, done, ours) or unreviewed(ops, unit, done, ours, reviewed)
+
+    def _labels(self, ops: Ops, unit: Unit, done: Collection[str], ours: Collection[str]) -> str | None:
         if self.at_start is None:
             self.at_start = {n: read for n in self.nodes if n not in ours and (read := self._read(ops, n)) is not None}
         if unit.wave is None:
@@ -90,6 +95,34 @@ class WaveInputs:
                 continue
             return _failure(node, before, now)
         return None
+
+
+def unreviewed(
+    ops: Ops, unit: Unit, done: Collection[str], ours: Collection[str], reviewed: Collection[str] | None
+) -> str | None:
+    """The failure when a node of the wave holds pods no controller owns that the plan did not record (started
+    since: a notebook, a debug pod), which its drain step refuses to evict (execute/ops_drain.py `_unreviewed`:
+    evicting one deletes it for good). Found there, the wave's other nodes were already cordoned and drained, and
+    were rolled back; found here, nothing of the wave is touched. `reviewed` None: apply --delete-unowned-pods."""
+    if reviewed is None:
+        return None
+    for ps in unit.steps:
+        if ps.step.action != Action.DRAIN or ps.id in done or ps.node is None or ps.node in ours:
+            continue
+        try:
+            pods = ops.unreviewed_pods(ps.node, str(ps.step.params.get("scope") or "gpu"), reviewed)
+        except MigrateError:
+            continue  # the node's own drain meets it
+        if pods:
+            names = ", ".join(pods[:_SHOWN]) + (f" and {len(pods) - _SHOWN} more" if len(pods) > _SHOWN else "")
+            namespace, _, name = pods[0].partition("/")
+            return (
+                f"node {ps.node}: {len(pods)} pod(s) no controller owns started there since the plan ({names}): its "
+                "drain would delete them for good, and refuses (nothing of the wave was touched; ask their owners to "
+                f"save and delete them, kubectl delete pod -n {namespace} {name}, then run apply again to resume, "
+                "or resume with --delete-unowned-pods)"
+            )
+    return None
 
 
 def _failure(node: str, before: Mapping[str, str], now: Mapping[str, str]) -> str:

@@ -83,6 +83,8 @@ class FakeNode:
     appears_at: float = 0.0
     ready: bool = True  # its kubelet posts Ready
     deleting: bool = False  # the Node has a deletionTimestamp
+    # GPU pods no controller owns, "namespace/name" -> uid: a drain evicts one only when its uid is reviewed
+    unowned: dict[str, str] = field(default_factory=dict)
 
 
 class CrashableJournal:
@@ -276,6 +278,9 @@ class FakeOps:
         with self._mutex:
             self.reviewed[node] = None if reviewed is None else frozenset(reviewed)
         n = self._node(node)
+        lost = [] if reviewed is None else sorted(k for k, uid in n.unowned.items() if uid not in reviewed)
+        if lost:  # as LiveOps.drain: nothing evicted
+            raise StepFailed(f"drain of node {node}: pod(s) no controller owns: {', '.join(lost)}", "resume")
         before = {"pods": [f"ns/pod-{node}-{i}" for i in range(n.gpu_pods)]}
         if dry_run or not n.gpu_pods:
             return Change(f"Node {node}", before, {"pods": []}, dry_run)
@@ -288,6 +293,11 @@ class FakeOps:
         with self._mutex:
             n.gpu_pods = 0
         return Change(f"Node {node}", before, {"pods": []})
+
+    def unreviewed_pods(self, node: str, scope: str, reviewed: Collection[str]) -> list[str]:
+        self._enter("unreviewed_pods", node)
+        n = self.nodes.get(node)
+        return [] if n is None else sorted(k for k, uid in n.unowned.items() if uid not in reviewed)
 
     def wait_dra_ready(
         self,

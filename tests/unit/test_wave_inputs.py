@@ -172,4 +172,65 @@ def test_the_inputs_are_the_nvidia_labels_but_the_timestamp_and_driver_versions(
     assert gpu_inputs({"nvidia.com/gfd.timestamp": "1", "nvidia.com/gpu.count": "8", "a": "b"}) == {
         "nvidia.com/gpu.count": "8"
     }
-    assert gpu_inputs({"nvidia.com/cuda.driver.major": "550", "nvidia.com/gpu-driver-upgrade-state": "upgrade-done"}) == {}
+    idle = {"nvidia.com/cuda.driver.major": "550", "nvidia.com/gpu-driver-upgrade-state": "upgrade-done"}
+    assert gpu_inputs(idle) == {}
+
+
+def test_a_bare_gpu_pod_started_on_a_later_wave_node_stops_the_run_before_the_wave(tmp_path: Path) -> None:
+    """A notebook no controller owns, started on a node of wave 2 after the plan: its drain refuses to delete it for
+    good. Found by that drain, the wave's other node was already protected, cordoned and drained, then rolled back."""
+    plan, stage = _plan()
+    ops = _ops(plan)
+    second = [n.node for n in stage.waves[1].nodes]
+    _during_first_wave(ops, stage, lambda: ops.nodes[second[1]].unowned.__setitem__("ml/notebook-7", "uid-nb7"))
+    result = _apply(plan, ops, stage, tmp_path)
+    assert not result.ok and result.failure is not None
+    assert second[1] in result.failure and "ml/notebook-7" in result.failure, result.failure
+    assert "--delete-unowned-pods" in result.failure and "nothing of the wave was touched" in result.failure
+    assert not result.rolled_back
+    _untouched(ops, second)
+
+
+def test_delete_unowned_pods_lets_the_wave_run(tmp_path: Path) -> None:
+    plan, stage = _plan()
+    ops = _ops(plan)
+    node = stage.waves[1].nodes[1].node
+    _during_first_wave(ops, stage, lambda: ops.nodes[node].unowned.__setitem__("ml/notebook-7", "uid-nb7"))
+    with Journal.open(tmp_path / "j.jsonl", plan_digest=plan.digest) as j:
+        runner = Runner(plan, ops, j, actor="t", clock=ops.clock)
+        result = runner.apply(ApplyOptions(until=stage.name, delete_unowned_pods=True), set())
+    assert result.ok, result.failure
+
+
+class _Copy:
+    """The executor's watched copy of a node's pods (`Watched.pods_on`)."""
+
+    alive = True
+
+    def __init__(self, pods: list[dict[str, Any]]) -> None:
+        self.pods = pods
+
+    def pods_on(self, node: str) -> list[dict[str, Any]]:
+        return [p for p in self.pods if p["spec"]["nodeName"] == node]
+
+
+def _pod(name: str, *, owner: str | None = None, gpu: bool = True, phase: str = "Running") -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": "ml", "uid": f"uid-{name}"}
+    if owner:
+        meta["ownerReferences"] = [{"kind": owner, "name": "x", "controller": True, "apiVersion": "apps/v1"}]
+    limits = {"nvidia.com/gpu": "1"} if gpu else {"cpu": "1"}
+    spec = {"nodeName": "n1", "containers": [{"name": "c", "resources": {"limits": limits}}]}
+    return {"metadata": meta, "spec": spec, "status": {"phase": phase}}
+
+
+def test_live_ops_reads_the_pods_a_drain_would_refuse_from_the_watched_copy_only() -> None:
+    from dra_migrate.execute.ops import LiveOps
+
+    ops = LiveOps(None)  # no API client: a request would fail the test
+    assert ops.unreviewed_pods("n1", "gpu", frozenset()) == [], "not watching: no request per node"
+    pods = [_pod("bare"), _pod("reviewed"), _pod("owned", owner="ReplicaSet"), _pod("ds", owner="DaemonSet"),
+            _pod("cpu-only", gpu=False), _pod("done", phase="Succeeded")]  # fmt: skip
+    ops.watched = _Copy(pods)  # type: ignore[assignment]
+    assert ops.unreviewed_pods("n1", "gpu", {"uid-reviewed"}) == ["ml/bare"]
+    assert ops.unreviewed_pods("n1", "all", {"uid-reviewed"}) == ["ml/bare", "ml/cpu-only"]
+    assert ops.unreviewed_pods("n2", "gpu", frozenset()) == []
