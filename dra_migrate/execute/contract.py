@@ -212,6 +212,11 @@ class Ops(Protocol):
         `reviewed`, as `drain` judges them). [] when the copy is not watched (no request per node)."""
         ...
 
+    def stack_object(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """One object of the NVIDIA stack (kind: DaemonSet, ConfigMap, ClusterPolicy, NVIDIADriver), read with a
+        GET; None when it does not exist (or its kind is not installed)."""
+        ...
+
     def wait_dra_ready(
         self,
         node: str,

@@ -77,6 +77,15 @@ def _passthrough(device: Any) -> bool:
     return isinstance(kind, dict) and kind.get("string") == "vfio"
 
 
+# The kinds `stack_object` reads (as cluster/kinds.py lists them): kind -> (apiVersion, plural).
+_STACK_KINDS = {
+    "DaemonSet": ("apps/v1", "daemonsets"),
+    "ConfigMap": ("v1", "configmaps"),
+    "ClusterPolicy": ("nvidia.com/v1", "clusterpolicies"),
+    "NVIDIADriver": ("nvidia.com/v1alpha1", "nvidiadrivers"),
+}
+
+
 class LiveOps(DrainOps, CanaryOps):
     """`Ops` on one api client (from `live_ops`, or any `kubernetes` ApiClient).
 
@@ -106,6 +115,10 @@ class LiveOps(DrainOps, CanaryOps):
             "notReady": posted[0] if posted and posted[0] != "True" else None,
             "deleting": bool((obj.get("metadata") or {}).get("deletionTimestamp")),
         }
+
+    def stack_object(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        api, plural = _STACK_KINDS[kind]
+        return self.kube.get_or_none(path_of(api, plural, name, namespace))
 
     def set_unschedulable(
         self, node: str, value: bool, *, dry_run: bool = False, current: bool | None = None

@@ -30,11 +30,13 @@ seen in its state label). `nvidia.com/gpu-driver-upgrade-state` unset and `upgra
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from typing import Any
 
 from dra_migrate.errors import MigrateError
 from dra_migrate.execute.contract import Ops
 from dra_migrate.execute.units import Unit
 from dra_migrate.inventory.operator_activity import UPGRADE_IDLE, UPGRADE_STATE_LABEL, operator_busy
+from dra_migrate.plan.fingerprint import content_hash
 from dra_migrate.plan.model import Action, Plan
 
 PREFIX = "nvidia.com/"
@@ -62,6 +64,7 @@ class WaveInputs:
     def __init__(self, plan: Plan) -> None:
         self.nodes = tuple(dict.fromkeys(e.node for _, _, e in plan.nodes()))
         self.at_start: dict[str, dict[str, str]] | None = None  # read at the first check
+        self.stack = StackObjects(plan)
 
     def _read(self, ops: Ops, node: str) -> dict[str, str] | None:
         try:
@@ -77,7 +80,11 @@ class WaveInputs:
         """The failure when a node of the wave, untouched by the migration (`ours`: the nodes the journal shows it
         touched, and the ones this run started a step on), no longer has the GPU labels it had when the run
         began, or holds pods its drain would refuse (`unreviewed`), else None."""
-        return self._labels(ops, unit, done, ours) or unreviewed(ops, unit, done, ours, reviewed)
+        return (
+            self.stack.changed(ops)
+            or self._labels(ops, unit, done, ours)
+            or unreviewed(ops, unit, done, ours, reviewed)
+        )
 
     def _labels(self, ops: Ops, unit: Unit, done: Collection[str], ours: Collection[str]) -> str | None:
         if self.at_start is None:
@@ -95,6 +102,84 @@ class WaveInputs:
                 continue
             return _failure(node, before, now)
         return None
+
+
+Key = tuple[str, str, str]  # kind, namespace, name
+_FINGERPRINTED = {("ConfigMap", ""), ("ClusterPolicy", "nvidia.com"), ("NVIDIADriver", "nvidia.com")}
+_WHY = {
+    "DaemonSet": "a plugin DaemonSet: which nodes its pods select, which images they run, what the plan's label "
+    "switches rest on",
+    "ConfigMap": "a device-plugin or MIG Manager config: the sharing replicas, MIG strategy and layouts the plan's "
+    "device counts rest on",
+    "ClusterPolicy": "the GPU Operator's policy for the device plugin, the MIG Manager and the driver",
+    "NVIDIADriver": "the GPU Operator's driver for these nodes",
+}
+
+
+class StackObjects:
+    """The NVIDIA stack objects the plan rests on, as the run found them at its first wave: the device-plugin and
+    MIG Manager ConfigMaps, ClusterPolicies and NVIDIADrivers its fingerprint lists, and the plugin DaemonSets its
+    nodes' placement records name. A GET of each before each wave: a few requests a wave, however many nodes."""
+
+    def __init__(self, plan: Plan) -> None:
+        keys: set[Key] = set()
+        for o in plan.fingerprint.get("objects") or []:
+            if isinstance(o, Mapping) and (o.get("kind"), o.get("group") or "") in _FINGERPRINTED:
+                keys.add((str(o["kind"]), str(o.get("namespace") or ""), str(o.get("name") or "")))
+        for _, _, entry in plan.nodes():
+            for record in entry.placement.values():
+                refs = record.get("daemonSet") if isinstance(record, Mapping) else None
+                for ref in str(refs or "").split(","):
+                    namespace, _, name = ref.strip().partition("/")
+                    if name:
+                        keys.add(("DaemonSet", namespace, name))
+        self.keys = sorted(keys)
+        self.at_start: dict[Key, tuple[str, str] | None] | None = None
+
+    def _read(self, ops: Ops, key: Key) -> tuple[str, str] | None:
+        obj = ops.stack_object(*key)
+        if obj is None:
+            return None
+        return str((obj.get("metadata") or {}).get("uid") or ""), content_hash(_content(key[0], obj))
+
+    def changed(self, ops: Ops) -> str | None:
+        """The failure when one of them was deleted, replaced, created or changed since the first wave, else None.
+        One that cannot be read now (the API server busy) is not judged: the wave's steps meet a server that
+        does not answer."""
+        try:
+            if self.at_start is None:
+                self.at_start = {k: self._read(ops, k) for k in self.keys}
+                return None
+            for key in self.keys:
+                before, now = self.at_start.get(key), self._read(ops, key)
+                if before == now:
+                    continue
+                kind, namespace, name = key
+                what = ("was created" if before is None else "was deleted" if now is None
+                        else "was replaced" if before[0] != now[0] else "changed")  # fmt: skip
+                return (
+                    f"{kind} {namespace + '/' if namespace else ''}{name} {what} since the run began ({_WHY[kind]}): "
+                    "what the plan predicted for the nodes left may no longer hold (nothing of the wave was "
+                    "touched; the waves before it are done: see dra-migrate diff PLAN, then make a new plan, which "
+                    "leaves the migrated nodes out, and apply it)"
+                )
+        except MigrateError:
+            return None
+        return None
+
+
+def _content(kind: str, obj: Mapping[str, Any]) -> Any:
+    """What of the object the plan rests on: a ConfigMap's data, a CR's spec (as the fingerprint hashes them,
+    plan/fingerprint.py `dependencies`); of a DaemonSet, what decides where its pods run and what they run
+    (inventory/placement.py `node_selects`: nodeSelector, required affinity, tolerations) and their images,
+    not the annotations a `kubectl rollout restart` stamps."""
+    if kind == "ConfigMap":
+        return obj.get("data")
+    if kind != "DaemonSet":
+        return obj.get("spec")
+    pod = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+    images = [c.get("image") for part in ("initContainers", "containers") for c in pod.get(part) or []]
+    return {k: pod.get(k) for k in ("nodeSelector", "affinity", "tolerations")} | {"images": images}
 
 
 def unreviewed(

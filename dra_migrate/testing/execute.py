@@ -133,6 +133,7 @@ class FakeOps:
         self.journal = journal
         self.calls: list[tuple[str, str | None]] = []
         self.reviewed: dict[str, frozenset[str] | None] = {}  # per node: the pod uids its drain may delete
+        self.stack: dict[tuple[str, str, str], dict[str, Any]] = {}  # (kind, namespace, name): NVIDIA stack objects
         self.barriers: dict[str, threading.Barrier] = {}  # per operation: lanes must meet there
         self.active: dict[str, int] = {}
         self.max_active: dict[str, int] = {}
@@ -293,6 +294,10 @@ class FakeOps:
         with self._mutex:
             n.gpu_pods = 0
         return Change(f"Node {node}", before, {"pods": []})
+
+    def stack_object(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        self._enter("stack_object", f"{kind} {namespace}/{name}")
+        return self.stack.get((kind, namespace, name))
 
     def unreviewed_pods(self, node: str, scope: str, reviewed: Collection[str]) -> list[str]:
         self._enter("unreviewed_pods", node)

@@ -9,6 +9,7 @@ cordoned, drained, switched, waited for the whole wait-dra-ready timeout and rol
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -234,3 +235,110 @@ def test_live_ops_reads_the_pods_a_drain_would_refuse_from_the_watched_copy_only
     assert ops.unreviewed_pods("n1", "gpu", {"uid-reviewed"}) == ["ml/bare"]
     assert ops.unreviewed_pods("n1", "all", {"uid-reviewed"}) == ["ml/bare", "ml/cpu-only"]
     assert ops.unreviewed_pods("n2", "gpu", frozenset()) == []
+
+
+# ----------------------------------------------------------------------------- the NVIDIA stack's objects
+
+_KINDS = {"ConfigMap": "ConfigMap", "ClusterPolicy": "nvidia.com/ClusterPolicy", "DaemonSet": "apps/DaemonSet"}
+
+
+def _with_stack(ops: FakeOps) -> FakeOps:
+    """The demo cluster's ClusterPolicy, device-plugin ConfigMap and device-plugin DaemonSet, as the API serves them."""
+    state = load_snapshot(DEMO)
+    for kind, key in _KINDS.items():
+        for o in state.of(key):
+            meta = o.get("metadata") or {}
+            ops.stack[(kind, str(meta.get("namespace") or ""), str(meta.get("name")))] = copy.deepcopy(o)
+    return ops
+
+
+def _one(ops: FakeOps, kind: str) -> tuple[tuple[str, str, str], dict[str, Any]]:
+    return next((k, o) for k, o in ops.stack.items() if k[0] == kind)
+
+
+def _stops_wave_2(tmp_path: Path, change: Any, said: str) -> None:
+    plan, stage = _plan()
+    ops = _with_stack(_ops(plan))
+    _during_first_wave(ops, stage, lambda: change(ops))
+    result = _apply(plan, ops, stage, tmp_path)
+    assert not result.ok and result.failure is not None and said in result.failure, result.failure
+    assert "nothing of the wave was touched" in result.failure and not result.rolled_back
+    _untouched(ops, [n.node for n in stage.waves[1].nodes])
+
+
+def test_the_device_plugin_config_changed_mid_run_stops_the_run_before_the_next_wave(tmp_path: Path) -> None:
+    """Time-slicing replicas edited in the device plugin's ConfigMap: the node's device prediction is stale."""
+
+    def edit(ops: FakeOps) -> None:
+        _, cm = _one(ops, "ConfigMap")
+        cm["data"] = {k: str(v).replace("replicas: 4", "replicas: 2") + "\n# edited" for k, v in cm["data"].items()}
+
+    _stops_wave_2(tmp_path, edit, "ConfigMap gpu-operator/time-slicing-config changed since the run began")
+
+
+def test_the_cluster_policy_changed_mid_run_stops_the_run(tmp_path: Path) -> None:
+    def disable(ops: FakeOps) -> None:
+        _one(ops, "ClusterPolicy")[1].setdefault("spec", {})["devicePlugin"] = {"enabled": False}
+
+    _stops_wave_2(tmp_path, disable, "ClusterPolicy cluster-policy changed")
+
+
+def test_a_plugin_daemonset_deleted_or_moved_mid_run_stops_the_run(tmp_path: Path) -> None:
+    _stops_wave_2(tmp_path, lambda ops: ops.stack.pop(_one(ops, "DaemonSet")[0]), "was deleted since the run began")
+
+    def reselect(ops: FakeOps) -> None:
+        pod = _one(ops, "DaemonSet")[1]["spec"]["template"]["spec"]
+        pod["nodeSelector"] = {**(pod.get("nodeSelector") or {}), "example.com/gpu-stack": "v2"}
+
+    (tmp_path / "2").mkdir()
+    _stops_wave_2(tmp_path / "2", reselect, "DaemonSet gpu-operator/nvidia-device-plugin-daemonset changed")
+
+
+def test_a_rollout_restart_of_a_plugin_daemonset_does_not_stop_the_run(tmp_path: Path) -> None:
+    plan, stage = _plan()
+    ops = _with_stack(_ops(plan))
+
+    def restart() -> None:
+        template = _one(ops, "DaemonSet")[1]["spec"]["template"]
+        template.setdefault("metadata", {}).setdefault("annotations", {})["kubectl.kubernetes.io/restartedAt"] = "now"
+
+    _during_first_wave(ops, stage, restart)
+    result = _apply(plan, ops, stage, tmp_path)
+    assert result.ok, result.failure
+
+
+def test_the_stack_is_read_a_few_times_a_wave_not_per_node(tmp_path: Path) -> None:
+    plan, stage = _plan(max_unavailable="1")
+    ops = _with_stack(_ops(plan))
+    result = _apply(plan, ops, stage, tmp_path)
+    assert result.ok, result.failure
+    reads = [c for c in ops.calls if c[0] == "stack_object"]
+    objects = {c[1] for c in reads}
+    assert len(objects) == 3, objects
+    waves = sum(1 for s in plan.pool_stages() if s.name <= stage.name for _ in s.waves)
+    assert len(reads) <= len(objects) * (len(stage.waves) + waves + 1)
+
+
+def test_live_ops_reads_a_stack_object_with_one_get_of_its_path() -> None:
+    from dra_migrate.execute.ops import LiveOps
+
+    class Kube:
+        def __init__(self) -> None:
+            self.paths: list[str] = []
+
+        def get_or_none(self, path: str) -> dict[str, Any] | None:
+            self.paths.append(path)
+            return {"metadata": {"uid": "u"}} if "daemonsets" in path else None
+
+    ops = LiveOps(None)
+    ops.kube = kube = Kube()  # type: ignore[assignment]
+    assert ops.stack_object("DaemonSet", "nvidia-dra-driver-gpu", "kubelet-plugin") == {"metadata": {"uid": "u"}}
+    assert ops.stack_object("ClusterPolicy", "", "cluster-policy") is None
+    assert ops.stack_object("NVIDIADriver", "", "default") is None
+    assert ops.stack_object("ConfigMap", "gpu-operator", "dp-config") is None
+    assert kube.paths == [
+        "/apis/apps/v1/namespaces/nvidia-dra-driver-gpu/daemonsets/kubelet-plugin",
+        "/apis/nvidia.com/v1/clusterpolicies/cluster-policy",
+        "/apis/nvidia.com/v1alpha1/nvidiadrivers/default",
+        "/api/v1/namespaces/gpu-operator/configmaps/dp-config",
+    ]
