@@ -63,23 +63,26 @@ class WaveInputs:
 
     def __init__(self, plan: Plan) -> None:
         self.nodes = tuple(dict.fromkeys(e.node for _, _, e in plan.nodes()))
-        self.at_start: dict[str, dict[str, str]] | None = None  # read at the first check
+        self.at_start: dict[str, tuple[str, dict[str, str]]] | None = None  # uid, GPU labels: at the first check
         self.stack = StackObjects(plan)
 
-    def _read(self, ops: Ops, node: str) -> dict[str, str] | None:
+    def _read(self, ops: Ops, node: str) -> tuple[str, dict[str, str]] | None:
         try:
             state = ops.node_state(node, watched=True)  # the watched copy: no GET per node
         except MigrateError:
             return None  # unreadable now: the node's own steps meet it and say why
         labels = state.get("labels")
-        return gpu_inputs(labels) if state.get("exists") and isinstance(labels, Mapping) else None
+        if not state.get("exists") or not isinstance(labels, Mapping):
+            return None
+        return str(state.get("uid") or ""), gpu_inputs(labels)
 
     def changed(
         self, ops: Ops, unit: Unit, done: Collection[str], ours: Collection[str], reviewed: Collection[str] | None
     ) -> str | None:
         """The failure when a node of the wave, untouched by the migration (`ours`: the nodes the journal shows it
         touched, and the ones this run started a step on), no longer has the GPU labels it had when the run
-        began, or holds pods its drain would refuse (`unreviewed`), else None."""
+        began (or is another Node object of the same name), or holds pods its drain would refuse (`unreviewed`),
+        else None."""
         return (
             self.stack.changed(ops)
             or self._labels(ops, unit, done, ours)
@@ -100,7 +103,13 @@ class WaveInputs:
             now = self._read(ops, node)
             if now is None or now == before:
                 continue
-            return _failure(node, before, now)
+            if now[0] != before[0]:
+                return (
+                    f"node {node} was replaced since the run began (a new Node object of the same name, uid "
+                    f"{now[0]}): it is not the node the plan was made for (nothing of the wave was touched; the "
+                    "waves before it are done: make a new plan, which leaves the migrated nodes out, and apply it)"
+                )
+            return _failure(node, before[1], now[1])
         return None
 
 

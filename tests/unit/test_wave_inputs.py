@@ -342,3 +342,17 @@ def test_live_ops_reads_a_stack_object_with_one_get_of_its_path() -> None:
         "/apis/nvidia.com/v1alpha1/nvidiadrivers/default",
         "/api/v1/namespaces/gpu-operator/configmaps/dp-config",
     ]
+
+
+def test_a_node_replaced_mid_run_stops_the_run_before_its_wave(tmp_path: Path) -> None:
+    """An autoscaler or a repair recycled a node of wave 2: same name and labels, a new uid. Its cordon step
+    refused it, after the wave's other node was protected and cordoned, then rolled back."""
+    plan, stage = _plan()
+    ops = _ops(plan)
+    second = [n.node for n in stage.waves[1].nodes]
+    _during_first_wave(ops, stage, lambda: setattr(ops.nodes[second[1]], "uid", "uid-recycled"))
+    result = _apply(plan, ops, stage, tmp_path)
+    assert not result.ok and result.failure is not None
+    assert f"node {second[1]} was replaced since the run began" in result.failure, result.failure
+    assert not result.rolled_back
+    _untouched(ops, second)
