@@ -211,6 +211,17 @@ class Ops(Protocol):
         recorded: evicting it deletes it for good); `reviewed` None lets any go (kubectl drain --force)."""
         ...
 
+    def unreviewed_pods(self, node: str, scope: str, reviewed: Collection[str]) -> list[str]:
+        """From the watched copy (a check before a wave; a GET-free read): "namespace/name" of the pods on the
+        node that a drain of `scope` would refuse to evict (no controller owns them and their uid is not in
+        `reviewed`, as `drain` judges them). [] when the copy is not watched (no request per node)."""
+        ...
+
+    def stack_object(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """One object of the NVIDIA stack (kind: DaemonSet, ConfigMap, ClusterPolicy, NVIDIADriver), read with a
+        GET; None when it does not exist (or its kind is not installed)."""
+        ...
+
     def wait_dra_ready(
         self,
         node: str,

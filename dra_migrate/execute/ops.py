@@ -98,6 +98,15 @@ def _node_state(obj: Obj) -> dict[str, Any]:
     }
 
 
+# The kinds `stack_object` reads (as cluster/kinds.py lists them): kind -> (apiVersion, plural).
+_STACK_KINDS = {
+    "DaemonSet": ("apps/v1", "daemonsets"),
+    "ConfigMap": ("v1", "configmaps"),
+    "ClusterPolicy": ("nvidia.com/v1", "clusterpolicies"),
+    "NVIDIADriver": ("nvidia.com/v1alpha1", "nvidiadrivers"),
+}
+
+
 class LiveOps(DrainOps, CanaryOps):
     """`Ops` on one api client (from `live_ops`, or any `kubernetes` ApiClient).
 
@@ -133,6 +142,10 @@ class LiveOps(DrainOps, CanaryOps):
             for gone in seen.keys() - out.keys():
                 del seen[gone]
         return out
+
+    def stack_object(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        api, plural = _STACK_KINDS[kind]
+        return self.kube.get_or_none(path_of(api, plural, name, namespace))
 
     def set_unschedulable(
         self, node: str, value: bool, *, dry_run: bool = False, current: bool | None = None

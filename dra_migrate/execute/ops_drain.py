@@ -110,6 +110,13 @@ class DrainOps(OpsBase):
             reasons = pool.map(lambda pod: self._evict(pod, dry_run), pods.values())
             return dict(zip(pods, reasons, strict=True))
 
+    def unreviewed_pods(self, node: str, scope: str, reviewed: Collection[str]) -> list[str]:
+        watched = self.cache
+        if watched is None:
+            return []  # not watching (a dry run): the drain itself still refuses them
+        pods = [p for p in watched.pods_on(node) if not drain_skips(p) and (scope == "all" or uses_devices(p))]
+        return sorted(_key(p) for p in pods if _lost_unreviewed(p, reviewed))
+
     def _pods_on(self, node: str) -> list[Obj]:
         items, _ = self.kube.list_all(PODS, [("fieldSelector", f"spec.nodeName={node}")])
         return items

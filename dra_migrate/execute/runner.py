@@ -57,8 +57,8 @@ from dra_migrate.execute.units import Unit as Unit
 from dra_migrate.execute.units import nodes_touched as nodes_touched
 from dra_migrate.execute.units import planned_step_ids as planned_step_ids
 from dra_migrate.execute.units import planned_steps as planned_steps
-from dra_migrate.execute.units import stage_steps
-from dra_migrate.execute.units import units as units
+from dra_migrate.execute.units import stage_steps, units
+from dra_migrate.execute.wave_inputs import WaveInputs
 from dra_migrate.kube import thread_request_seconds
 from dra_migrate.plan.model import Action, Plan
 from dra_migrate.secrets import scrub, scrub_failure
@@ -109,16 +109,14 @@ class _Tally:
         self.finished = 0
         self._progress = progress
 
-    def step_done(
-        self, result: RunResult, ps: PlannedStep, change: Change | None, dry_run: bool, skipped: bool
-    ) -> None:
+    def step_done(self, result: RunResult, ps: PlannedStep, change: Change | None, dry: bool, skipped: bool) -> None:
         with self._mutex:
             self.finished += 1
             if skipped:
                 result.steps_skipped += 1
                 return
             result.steps_run += 1
-            if change is not None and dry_run:
+            if change is not None and dry:
                 result.changes.append(change)
             self._progress(self.finished, self.total, ps.id)
 
@@ -172,6 +170,7 @@ class Runner:
         self._done_mutex = threading.Lock()
         self.budgets = pool_budgets(plan)  # per stage: its pool's maxUnavailable, checked before each wave
         self._ran_on: set[str] = set()  # nodes this run started a step on: what it takes out is its own
+        self.inputs = WaveInputs(plan)  # the planned nodes' GPU labels at the first wave, compared before each
         self._dry_seen: dict[str, Any] = {}  # a dry run's node reads for the budget: one per node
         self._admitted: set[tuple[str, str, str]] = set()  # canary pods the API server admitted (dry run)
 
@@ -250,7 +249,7 @@ class Runner:
             return True
         cancel = Cancel(parent=self.cancel)
         if not (self._cordons_are_ours(unit, done, result) and self._within_budget(unit, opts, result, cancel)
-                and self._cordons_are_ours(unit, done, result)  # again: the budget may have waited
+                and self._cordons_are_ours(unit, done, result, None if opts.dry_run else opts)  # again: budget waited
                 and self._canaries_admitted(unit, opts, done, result, cancel)):  # fmt: skip
             return False
         failures: list[tuple[PlannedStep, BaseException]] = []
@@ -310,10 +309,12 @@ class Runner:
         self._fail_wave(unit, touched, opts, result, done)
         return False
 
-    def _cordons_are_ours(self, unit: Unit, done: set[str], result: RunResult) -> bool:
-        """Before a wave's first step: none of its nodes was cordoned since the plan by someone else
-        (execute/budget.py `someone_elses_cordon`). False (the run stops, nothing of the wave touched) when one was."""
+    def _cordons_are_ours(self, unit: Unit, done: set[str], result: RunResult, run: ApplyOptions | None = None) -> bool:
+        """Before a wave's first step: no node cordoned by someone else, nor (a real `run`) changed: wave_inputs.py."""
         failure = someone_elses_cordon(self.ops, unit, done, self.touched_nodes, self.node_uids)
+        if failure is None and run is not None:
+            reviewed = None if run.delete_unowned_pods else self.reviewed_pods
+            failure = self.inputs.changed(self.ops, unit, done, self.touched_nodes | self._ran_on, reviewed)
         if failure is not None:
             result.ok, result.outcome, result.failure = False, FAILED, failure
             self.log(f"{result.outcome.upper()} {result.failure}")

@@ -84,6 +84,8 @@ class FakeNode:
     appears_at: float = 0.0
     ready: bool = True  # its kubelet posts Ready
     deleting: bool = False  # the Node has a deletionTimestamp
+    # GPU pods no controller owns, "namespace/name" -> uid: a drain evicts one only when its uid is reviewed
+    unowned: dict[str, str] = field(default_factory=dict)
 
 
 class CrashableJournal:
@@ -134,6 +136,7 @@ class FakeOps:
         # (call, node, namespace, pull secrets) of each canary and canary admission
         self.canary_places: list[tuple[str, str, str, tuple[str, ...]]] = []
         self.reviewed: dict[str, frozenset[str] | None] = {}  # per node: the pod uids its drain may delete
+        self.stack: dict[tuple[str, str, str], dict[str, Any]] = {}  # (kind, namespace, name): NVIDIA stack objects
         self.barriers: dict[str, threading.Barrier] = {}  # per operation: lanes must meet there
         self.active: dict[str, int] = {}
         self.max_active: dict[str, int] = {}
@@ -287,6 +290,9 @@ class FakeOps:
         with self._mutex:
             self.reviewed[node] = None if reviewed is None else frozenset(reviewed)
         n = self._node(node)
+        lost = [] if reviewed is None else sorted(k for k, uid in n.unowned.items() if uid not in reviewed)
+        if lost:  # as LiveOps.drain: nothing evicted
+            raise StepFailed(f"drain of node {node}: pod(s) no controller owns: {', '.join(lost)}", "resume")
         before = {"pods": [f"ns/pod-{node}-{i}" for i in range(n.gpu_pods)]}
         if dry_run or not n.gpu_pods:
             return Change(f"Node {node}", before, {"pods": []}, dry_run)
@@ -299,6 +305,15 @@ class FakeOps:
         with self._mutex:
             n.gpu_pods = 0
         return Change(f"Node {node}", before, {"pods": []})
+
+    def stack_object(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        self._enter("stack_object", f"{kind} {namespace}/{name}")
+        return self.stack.get((kind, namespace, name))
+
+    def unreviewed_pods(self, node: str, scope: str, reviewed: Collection[str]) -> list[str]:
+        self._enter("unreviewed_pods", node)
+        n = self.nodes.get(node)
+        return [] if n is None else sorted(k for k, uid in n.unowned.items() if uid not in reviewed)
 
     def wait_dra_ready(
         self,
