@@ -101,14 +101,10 @@ class WaveInputs:
             if node not in pending or node in ours or before is None:
                 continue
             now = self._read(ops, node)
-            if now is None or now == before:
+            # A node replaced (another uid) is found before this, against the plan's uid (lifecycle.py
+            # `gone_from_wave`); here only its labels.
+            if now is None or now[1] == before[1]:
                 continue
-            if now[0] != before[0]:
-                return (
-                    f"node {node} was replaced since the run began (a new Node object of the same name, uid "
-                    f"{now[0]}): it is not the node the plan was made for (nothing of the wave was touched; the "
-                    "waves before it are done: make a new plan, which leaves the migrated nodes out, and apply it)"
-                )
             return _failure(node, before[1], now[1])
         return None
 

@@ -353,6 +353,7 @@ def test_a_node_replaced_mid_run_stops_the_run_before_its_wave(tmp_path: Path) -
     _during_first_wave(ops, stage, lambda: setattr(ops.nodes[second[1]], "uid", "uid-recycled"))
     result = _apply(plan, ops, stage, tmp_path)
     assert not result.ok and result.failure is not None
-    assert f"node {second[1]} was replaced since the run began" in result.failure, result.failure
+    # said by the check against the plan's uids (execute/lifecycle.py gone_from_wave), which runs first
+    assert f"node {second[1]} of {stage.name}/wave-2 was replaced since the plan" in result.failure, result.failure
     assert not result.rolled_back
     _untouched(ops, second)
