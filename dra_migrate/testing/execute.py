@@ -176,10 +176,12 @@ class FakeOps:
     ) -> None:
         self.faults[(op, node)] = Fault(kind, when, times, after)
 
-    def _enter(self, op: str, node: str | None, cancel: Cancel = NEVER) -> Fault | None:
+    def _enter(self, op: str, node: str | None, cancel: Cancel = NEVER, *, faults: str | None = None) -> Fault | None:
+        """Record the call of `op`; the fault injected for `faults` (default: `op`) when one is due."""
         with self._mutex:
             self.calls.append((op, node))
-            fault = self.faults.get((op, node)) or self.faults.get((op, None))
+            key = faults or op
+            fault = self.faults.get((key, node)) or self.faults.get((key, None))
             due = fault is not None and fault.due()
             self.active[op] = self.active.get(op, 0) + 1
             self.max_active[op] = max(self.max_active.get(op, 0), self.active[op])
@@ -325,7 +327,11 @@ class FakeOps:
         driver: str = "gpu.nvidia.com",
         cancel: Cancel = NEVER,
     ) -> Change:
-        fault = self._enter("wait_dra_ready", node, cancel)
+        # Rollback's wait for a node's slices to go (execute/actions.py `_wait_dra_gone`: no resources, 0 devices)
+        # is the same call, but a fault injected into the apply's wait (`fail("wait_dra_ready", ...)`) is not
+        # meant for it: a one-time hang it used up hung the rollback instead. Its own faults: "wait_dra_gone".
+        gone = devices == 0 and not resources
+        fault = self._enter("wait_dra_ready", node, cancel, faults="wait_dra_gone" if gone else None)
         deadline = self.clock.monotonic() + timeout_s
         while True:
             n = self._node(node)
