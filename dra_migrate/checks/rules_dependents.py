@@ -16,6 +16,7 @@ from dra_migrate.inventory.autoscalers import GpuScaler, gpu_scalers
 from dra_migrate.inventory.dashboards import Dashboard, dashboards
 from dra_migrate.inventory.dependents import (
     REQUESTS,
+    KueueInstall,
     class_by_resource,
     dcgm_exporters,
     device_quota_key,
@@ -200,13 +201,24 @@ KUEUE_DRA = (0, 14, 0)
 KUEUE_DRA_EXTENDED = (0, 17, 0)
 
 
-def _kueue_change(resources: list[str], classes: dict[str, str]) -> str:
+def _kueue_change(resources: list[str], classes: dict[str, str], install: KueueInstall | None) -> str:
     mappings = ", ".join(
         f"{{name: {r}, deviceClassNames: [{', '.join(cs)}]}}" for r, cs in kueue_mappings(resources, classes)
     )
+    want = {"DynamicResourceAllocation": True, "DRAExtendedResources": True}
+    if install is not None and install.gates_flag is not None:
+        # The flag is there, so the Configuration holds no gates: extend the flag (Kueue refuses both).
+        gates = {**install.feature_gates, **want}
+        how = "--feature-gates=" + ",".join(f"{k}={str(v).lower()}" for k, v in gates.items())
+    else:
+        how = (
+            "DynamicResourceAllocation and DRAExtendedResources on, in its Configuration's featureGates or as "
+            "--feature-gates=DynamicResourceAllocation=true,DRAExtendedResources=true (not both: Kueue refuses to "
+            "start with gates in both)"
+        )
     return (
-        "Kueue >= 0.17 with --feature-gates=DynamicResourceAllocation=true,DRAExtendedResources=true and, in its "
-        f"Configuration, resources.deviceClassMappings: [{mappings}] (the ClusterQueue's nominalQuota names stay)"
+        f"Kueue >= 0.17 with {how} and, in its Configuration, resources.deviceClassMappings: [{mappings}] "
+        "(the ClusterQueue's nominalQuota names stay)"
     )
 
 
@@ -226,7 +238,7 @@ def kueue_dra_support(ctx: CheckContext) -> Iterator[Finding]:
     flavors = flavor_node_labels(ctx.state)
     for q in queues:
         ref = ObjectRef("kueue.x-k8s.io/ClusterQueue", q.name)
-        change = _kueue_change(list(q.resources), classes)
+        change = _kueue_change(list(q.resources), classes, install)
         if q.tas_flavors:
             # The pools the TAS flavors pin their workloads to: the blocker stops only those pools' stages
             # (plan --exclude-pools them to migrate the rest); a flavor without nodeLabels could be anywhere.
@@ -270,6 +282,9 @@ def kueue_dra_support(ctx: CheckContext) -> Iterator[Finding]:
                     "predates DRA support (0.14)"
                     if version and version < KUEUE_DRA
                     else "runs without DynamicResourceAllocation"
+                    if install.gates_flag is not None
+                    else "has no --feature-gates flag, so its gates come from its Configuration's featureGates, "
+                    "which is not read here: unless that enables DynamicResourceAllocation"
                 )
             )
             yield Finding(
