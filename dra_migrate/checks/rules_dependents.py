@@ -134,13 +134,28 @@ def quota_continuity(ctx: CheckContext) -> Iterator[Finding]:
             )
             keys = d.keys_for[q.resource]
             said = " and ".join(f"`{k}: {d.add.get(k) or d.hard.get(k)}`" for k in keys)
+            # k8s.io/kubernetes@v1.37.2 pkg/quota/v1/evaluator/core/resource_claims.go: a claim counts under its
+            # class's devices, and under `requests.R` only when its class's extendedResourceName is R
+            # (`addExtendedResourceQuota`, less what the owning pod already counts there).
+            if q.resource in d.apart:
+                counts = (
+                    f"{cls} serves the extended-resource request, the other is the class `convert` writes, whose "
+                    f"claims count under its own limit only, not under `{q.key}`: while some of the namespace's "
+                    f"workloads are converted and others are not, the two limits together admit up to twice "
+                    f"{q.value}"
+                )
+            else:
+                counts = (
+                    f"{cls} serves the extended-resource request and is the class `convert` writes; "
+                    f"`{q.key}` also counts converted claims of it"
+                    if converted_class(q.resource) == cls
+                    else f"{cls} serves the extended-resource request"
+                )
             yield Finding(
                 "quota-continuity",
                 INFO,
-                f"{ref} limits `{q.key}: {q.value}`; under DRA the same limit is {said} (a claim counts only "
-                f"under its own DeviceClass: {cls} serves the extended-resource request"
-                + (", the other is the class `convert` writes" if len(keys) > 1 else "")
-                + f"); `{q.key}` stays, as it still counts pods' requests",
+                f"{ref} limits `{q.key}: {q.value}`; under DRA the same limit is {said} ({counts}); "
+                f"`{q.key}` stays, as it still counts pods' requests",
                 how,
                 (ref,),
             )

@@ -512,3 +512,36 @@ def test_kueue_without_a_gates_flag_is_not_said_to_run_without_dra() -> None:
     (f,) = [f for f in assess(_gpu_state(kueue, _gpu_cluster_queue())).findings if f.id == "kueue-dra-support"]
     assert "runs without DynamicResourceAllocation" in f.message
     assert "--feature-gates=TopologyAwareScheduling=false,DynamicResourceAllocation=true" in f.remediation
+
+
+def _quota_info(*extra: dict[str, Any]) -> Finding:
+    quota = obj("v1", "ResourceQuota", "gpu", {"hard": {"requests.nvidia.com/gpu": "4"}})
+    (f,) = [
+        f
+        for f in assess(_gpu_state(quota, *extra)).findings
+        if f.id == "quota-continuity" and f.severity.value == "info"
+    ]
+    return f
+
+
+def test_quota_finding_says_what_each_limit_counts_under_kubernetes_1_37() -> None:
+    """k8s.io/kubernetes@v1.37.2 pkg/quota/v1/evaluator/core/resource_claims.go `addExtendedResourceQuota`: any
+    claim of a class whose extendedResourceName is R also counts under `requests.R` (less what its owning pod
+    already counts there). So a converted claim of the NVIDIA chart's gpu.nvidia.com (extendedResourceName
+    nvidia.com/gpu on resource.k8s.io/v1, dra-driver-nvidia-gpu v0.4.1 templates/deviceclass-gpu.yaml) is held by
+    the old limit too; one of a class without it is held only by its own device limit, and while a namespace's
+    workloads are part converted, part not, the two limits together admit up to twice the old one."""
+    apart = _quota_info()
+    assert "gpu.nvidia.com.deviceclass.resource.k8s.io/devices: 4" in apart.message
+    assert "twice" in apart.message and "counts only under its own DeviceClass" not in apart.message
+    chart = obj(
+        "resource.k8s.io/v1",
+        "DeviceClass",
+        "gpu.nvidia.com",
+        {"extendedResourceName": "nvidia.com/gpu", "selectors": [{"cel": {"expression": "true"}}]},
+        namespace=None,
+    )
+    held = _quota_info(chart)
+    assert "`gpu.nvidia.com.deviceclass.resource.k8s.io/devices: 4`" in held.message
+    assert "twice" not in held.message and "counts only under its own DeviceClass" not in held.message
+    assert "also counts converted claims" in held.message
