@@ -16,6 +16,7 @@ from dra_migrate.inventory.autoscalers import GpuScaler, gpu_scalers
 from dra_migrate.inventory.dashboards import Dashboard, dashboards
 from dra_migrate.inventory.dependents import (
     REQUESTS,
+    KueueInstall,
     class_by_resource,
     dcgm_exporters,
     device_quota_key,
@@ -133,13 +134,28 @@ def quota_continuity(ctx: CheckContext) -> Iterator[Finding]:
             )
             keys = d.keys_for[q.resource]
             said = " and ".join(f"`{k}: {d.add.get(k) or d.hard.get(k)}`" for k in keys)
+            # k8s.io/kubernetes@v1.37.2 pkg/quota/v1/evaluator/core/resource_claims.go: a claim counts under its
+            # class's devices, and under `requests.R` only when its class's extendedResourceName is R
+            # (`addExtendedResourceQuota`, less what the owning pod already counts there).
+            if q.resource in d.apart:
+                counts = (
+                    f"{cls} serves the extended-resource request, the other is the class `convert` writes, whose "
+                    f"claims count under its own limit only, not under `{q.key}`: while some of the namespace's "
+                    f"workloads are converted and others are not, the two limits together admit up to twice "
+                    f"{q.value}"
+                )
+            else:
+                counts = (
+                    f"{cls} serves the extended-resource request and is the class `convert` writes; "
+                    f"`{q.key}` also counts converted claims of it"
+                    if converted_class(q.resource) == cls
+                    else f"{cls} serves the extended-resource request"
+                )
             yield Finding(
                 "quota-continuity",
                 INFO,
-                f"{ref} limits `{q.key}: {q.value}`; under DRA the same limit is {said} (a claim counts only "
-                f"under its own DeviceClass: {cls} serves the extended-resource request"
-                + (", the other is the class `convert` writes" if len(keys) > 1 else "")
-                + f"); `{q.key}` stays, as it still counts pods' requests",
+                f"{ref} limits `{q.key}: {q.value}`; under DRA the same limit is {said} ({counts}); "
+                f"`{q.key}` stays, as it still counts pods' requests",
                 how,
                 (ref,),
             )
@@ -200,13 +216,24 @@ KUEUE_DRA = (0, 14, 0)
 KUEUE_DRA_EXTENDED = (0, 17, 0)
 
 
-def _kueue_change(resources: list[str], classes: dict[str, str]) -> str:
+def _kueue_change(resources: list[str], classes: dict[str, str], install: KueueInstall | None) -> str:
     mappings = ", ".join(
         f"{{name: {r}, deviceClassNames: [{', '.join(cs)}]}}" for r, cs in kueue_mappings(resources, classes)
     )
+    want = {"DynamicResourceAllocation": True, "DRAExtendedResources": True}
+    if install is not None and install.gates_flag is not None:
+        # The flag is there, so the Configuration holds no gates: extend the flag (Kueue refuses both).
+        gates = {**install.feature_gates, **want}
+        how = "--feature-gates=" + ",".join(f"{k}={str(v).lower()}" for k, v in gates.items())
+    else:
+        how = (
+            "DynamicResourceAllocation and DRAExtendedResources on, in its Configuration's featureGates or as "
+            "--feature-gates=DynamicResourceAllocation=true,DRAExtendedResources=true (not both: Kueue refuses to "
+            "start with gates in both)"
+        )
     return (
-        "Kueue >= 0.17 with --feature-gates=DynamicResourceAllocation=true,DRAExtendedResources=true and, in its "
-        f"Configuration, resources.deviceClassMappings: [{mappings}] (the ClusterQueue's nominalQuota names stay)"
+        f"Kueue >= 0.17 with {how} and, in its Configuration, resources.deviceClassMappings: [{mappings}] "
+        "(the ClusterQueue's nominalQuota names stay)"
     )
 
 
@@ -226,7 +253,7 @@ def kueue_dra_support(ctx: CheckContext) -> Iterator[Finding]:
     flavors = flavor_node_labels(ctx.state)
     for q in queues:
         ref = ObjectRef("kueue.x-k8s.io/ClusterQueue", q.name)
-        change = _kueue_change(list(q.resources), classes)
+        change = _kueue_change(list(q.resources), classes, install)
         if q.tas_flavors:
             # The pools the TAS flavors pin their workloads to: the blocker stops only those pools' stages
             # (plan --exclude-pools them to migrate the rest); a flavor without nodeLabels could be anywhere.
@@ -270,6 +297,9 @@ def kueue_dra_support(ctx: CheckContext) -> Iterator[Finding]:
                     "predates DRA support (0.14)"
                     if version and version < KUEUE_DRA
                     else "runs without DynamicResourceAllocation"
+                    if install.gates_flag is not None
+                    else "has no --feature-gates flag, so its gates come from its Configuration's featureGates, "
+                    "which is not read here: unless that enables DynamicResourceAllocation"
                 )
             )
             yield Finding(

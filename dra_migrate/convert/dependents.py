@@ -72,9 +72,9 @@ def dependent_changes(
             DependentChange(
                 "Kueue Configuration",
                 None,
-                "merge into Kueue's Configuration (Kueue >= 0.17, --feature-gates=DynamicResourceAllocation=true,"
-                "DRAExtendedResources=true) so DRA claims of these classes count under the ClusterQueues' "
-                "resource names",
+                "merge into Kueue's Configuration (Kueue >= 0.17, with DynamicResourceAllocation and "
+                "DRAExtendedResources on, in this Configuration's featureGates or as --feature-gates, not both) so "
+                "DRA claims of these classes count under the ClusterQueues' resource names",
                 {
                     "apiVersion": "config.kueue.x-k8s.io/v1beta1",
                     "kind": "Configuration",

@@ -11,7 +11,11 @@ request takes one of two DRA paths, each with its class:
   `requests.R` as well, so the old limit keeps holding it;
 * **converted workloads**: `convert` writes claims of the NVIDIA driver's classes (gpu.nvidia.com for
   `nvidia.com/gpu`, mig.nvidia.com with a profile selector for `nvidia.com/mig-*`; convert/claims.py
-  `alternatives_for`), which have no `extendedResourceName`: only a limit on that class counts them.
+  `alternatives_for`). mig.nvidia.com has no `extendedResourceName`: only a limit on that class counts them
+  (`apart`: no key counts them with the pods that keep R, so a part-converted namespace can hold up to N under
+  each). The chart's gpu.nvidia.com has `extendedResourceName: nvidia.com/gpu` on resource.k8s.io/v1
+  (dra-driver-nvidia-gpu v0.4.1 templates/deviceclass-gpu.yaml): in the cluster, it is the serving class and
+  `requests.R` counts its converted claims too.
 
 So `requests.R: N` gets `C.deviceclass...: N` for the extended-resource class C, and the driver class D gets
 the sum of the limits of the names it serves (one class for every MIG profile: the quota cannot tell them
@@ -32,8 +36,10 @@ from dra_migrate.inventory.dependents import (
     REQUESTS,
     QuotaLimit,
     add_quantities,
+    as_map,
     device_quota_key,
     gpu_quota_limits,
+    ns_name,
     quota_hard,
 )
 from dra_migrate.inventory.gitops import GitOpsOwner
@@ -60,6 +66,20 @@ class QuotaDra:
     keys_for: dict[str, list[str]] = field(default_factory=dict)
     # driver class -> names the namespace uses that this quota leaves unlimited (so no limit on the class)
     escapes: dict[str, list[str]] = field(default_factory=dict)
+    # the limited names whose converted claims count under their class's limit alone, not under `requests.R`
+    # (their class has no extendedResourceName R): while the namespace is part converted, the two limits
+    # together admit up to twice the old one
+    apart: set[str] = field(default_factory=set)
+
+
+def _extended_names(state: ClusterState) -> dict[str, str]:
+    """DeviceClass name -> its spec.extendedResourceName, for the classes in the cluster that have one."""
+    out: dict[str, str] = {}
+    for dc in state.of("resource.k8s.io/DeviceClass"):
+        ext = as_map(dc.get("spec")).get("extendedResourceName")
+        if isinstance(ext, str) and ext:
+            out[ns_name(dc)[1]] = ext
+    return out
 
 
 def names_in_use(consumers: Iterable[Consumer]) -> dict[str, set[str]]:
@@ -80,6 +100,7 @@ def quota_dra(
         if q.key.startswith(REQUESTS) and not q.scoped and q.resource in classes:
             limits.setdefault((q.namespace, q.quota), []).append(q)
     out: dict[tuple[str, str], QuotaDra] = {}
+    extended = _extended_names(state)
     for (ns, name), qs in sorted(limits.items()):
         d = QuotaDra(ns, name, qs[0].owner, quota_hard(state, ns, name))
         limited = {q.resource for q in qs}
@@ -101,6 +122,8 @@ def quota_dra(
                 continue
             for q in served:
                 d.keys_for[q.resource].append(key)
+                if extended.get(cls) != q.resource:
+                    d.apart.add(q.resource)
             if key in d.hard:
                 continue
             total: str | None = None

@@ -131,6 +131,10 @@ class KueueInstall:
     version: tuple[int, int, int] | None  # from the image tag
     image: str
     feature_gates: dict[str, bool]
+    # The --feature-gates value as written; None without the flag. Kueue then takes its gates from its
+    # Configuration's `featureGates`, which is not read; both at once are refused (sigs.k8s.io/kueue@v0.17.0
+    # cmd/kueue/main.go, pkg/config/validation.go `ValidateFeatureGates`).
+    gates_flag: str | None = None
 
 
 @dataclass(frozen=True)
@@ -157,14 +161,27 @@ def _containers(obj: _Obj) -> list[Mapping[str, Any]]:
     return [c for c in as_list(spec.get("containers")) if isinstance(c, Mapping)]
 
 
-def _gates(args: Iterable[Any]) -> dict[str, bool]:
+def _gates_flag(args: Iterable[Any]) -> str | None:
+    """The value of --feature-gates, as `--feature-gates=V` or `--feature-gates V` (Go's flag package takes
+    both, and `-feature-gates` too); the last one wins, as in Go's flag package. None without the flag."""
+    out: str | None = None
+    items = [a for a in args if isinstance(a, str)]
+    for i, arg in enumerate(items):
+        name, eq, value = arg.partition("=")
+        if name in ("--feature-gates", "-feature-gates"):
+            if eq:
+                out = value
+            elif i + 1 < len(items):
+                out = items[i + 1]
+    return out
+
+
+def _gates(flag: str | None) -> dict[str, bool]:
     out: dict[str, bool] = {}
-    for arg in args:
-        if isinstance(arg, str) and arg.startswith("--feature-gates="):
-            for item in arg.split("=", 1)[1].split(","):
-                k, _, v = item.partition("=")
-                if k.strip():
-                    out[k.strip()] = v.strip().lower() == "true"
+    for item in (flag or "").split(","):
+        k, _, v = item.partition("=")
+        if k.strip():
+            out[k.strip()] = v.strip().lower() == "true"
     return out
 
 
@@ -176,7 +193,8 @@ def kueue_install(state: ClusterState) -> KueueInstall | None:
             if re.search(r"(^|/)kueue(:|@|$)", image):
                 ns, name = ns_name(d)
                 args = as_list(c.get("args")) + as_list(c.get("command"))
-                return KueueInstall(f"{ns}/{name}", _image_version(image), image, _gates(args))
+                flag = _gates_flag(args)
+                return KueueInstall(f"{ns}/{name}", _image_version(image), image, _gates(flag), flag)
     return None
 
 

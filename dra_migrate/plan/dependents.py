@@ -3,13 +3,15 @@
 Quota continuity (docs/dependents.md "Quotas"): for every unscoped ResourceQuota limit `requests.R: N` on a
 GPU resource R that a DeviceClass C serves after the migration, the prepare stage sets
 `C.deviceclass.resource.k8s.io/devices: N` on the same quota, and the same limit on the driver class that
-`convert`'s claims use (gpu.nvidia.com, mig.nvidia.com: a claim counts only under its own class; see
-dra/quotas.py), after the DeviceClasses exist and before any node moves. The old `requests.R` limit
-is left in place through the last wave (and after: Kubernetes 1.37
-still counts pods' extended-resource requests under it, and with DRAExtendedResource the claims of a class
-that maps R too, so removing it would only move the refusal from pod admission to claim creation). So at no
-point is a namespace's GPU use unlimited (both limits hold the same N) or blocked (neither counts a device
-twice: the claim evaluator subtracts what the pod's requests already count; k8s.io/kubernetes@v1.37.2
+`convert`'s claims use when it is another class (mig.nvidia.com, or gpu.nvidia.com without extendedResourceName:
+a claim of a class with no extendedResourceName counts only under its own class; see dra/quotas.py), after
+the DeviceClasses exist and before any node moves. The old `requests.R` limit is left in place through the
+last wave (and after: Kubernetes 1.37 still counts pods' extended-resource requests under it, and with
+DRAExtendedResource the claims of a class that maps R too, so removing it would only move the refusal from pod
+admission to claim creation). So at no point is a namespace's GPU use unlimited (both limits hold the same N;
+though where converted claims count under the driver class alone, a part-converted namespace can hold up to N
+under each: docs/dependents.md "Looser while part converted") or blocked (neither counts a device twice: the
+claim evaluator subtracts what the pod's requests already count; k8s.io/kubernetes@v1.37.2
 pkg/quota/v1/evaluator/core/resource_claims.go addExtendedResourceQuota).
 
 The step carries the GPU limits its values continue (`continues`): if someone changed one since the

@@ -459,3 +459,89 @@ def test_alerting_rules_are_read_in_every_operators_object(api_version: str, kin
         f"{group}/{kind} {f'{namespace}/' if namespace else ''}gpu-alerts"
     ]
     assert "NoGpus" in found[0].message and "nvidia_com_gpu" in found[0].message
+
+
+def _kueue_with_args(args: list[str]) -> dict[str, Any]:
+    return obj(
+        "apps/v1",
+        "Deployment",
+        "kueue-controller-manager",
+        {
+            "template": {
+                "spec": {"containers": [{"name": "m", "image": "registry.k8s.io/kueue/kueue:v0.17.0", "args": args}]}
+            }
+        },
+        namespace="kueue-system",
+    )
+
+
+def _gpu_cluster_queue() -> dict[str, Any]:
+    return obj(
+        "kueue.x-k8s.io/v1beta1",
+        "ClusterQueue",
+        "q",
+        {
+            "resourceGroups": [
+                {"flavors": [{"name": "f", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 4}]}]}
+            ]
+        },
+        namespace=None,
+    )
+
+
+def test_kueue_gates_given_as_a_separate_argument_are_read() -> None:
+    """Go's flag package takes `--feature-gates VALUE` as well as `--feature-gates=VALUE` (sigs.k8s.io/kueue@v0.17.0
+    cmd/kueue/main.go `flag.StringVar(&featureGates, "feature-gates", ...)`)."""
+    kueue = _kueue_with_args(["--feature-gates", "DynamicResourceAllocation=true,DRAExtendedResources=true"])
+    found = [f for f in assess(_gpu_state(kueue, _gpu_cluster_queue())).findings if f.id == "kueue-dra-support"]
+    assert [f.severity.value for f in found] == ["info"]
+
+
+def test_kueue_without_a_gates_flag_is_not_said_to_run_without_dra() -> None:
+    """Kueue v0.17.0 also takes its gates from its Configuration's `featureGates` (apis/config/v1beta2
+    configuration_types.go; cmd/kueue/main.go `SetFromMap(cfg.FeatureGates)`), which is not read: with no
+    --feature-gates flag the tool cannot say the gate is off. And the flag and the Configuration's map cannot
+    both be set (pkg/config/validation.go `ValidateFeatureGates`), so the remediation must not simply add the flag."""
+    kueue = _kueue_with_args(["--config=/controller_manager_config.yaml"])
+    (f,) = [f for f in assess(_gpu_state(kueue, _gpu_cluster_queue())).findings if f.id == "kueue-dra-support"]
+    assert f.severity.value == "warning"
+    assert "runs without DynamicResourceAllocation" not in f.message
+    assert "featureGates" in f.message and "not both" in f.remediation
+    # With the flag present and the gate absent from it, the Configuration cannot hold gates: the gate is off.
+    kueue = _kueue_with_args(["--feature-gates=TopologyAwareScheduling=false"])
+    (f,) = [f for f in assess(_gpu_state(kueue, _gpu_cluster_queue())).findings if f.id == "kueue-dra-support"]
+    assert "runs without DynamicResourceAllocation" in f.message
+    assert "--feature-gates=TopologyAwareScheduling=false,DynamicResourceAllocation=true" in f.remediation
+
+
+def _quota_info(*extra: dict[str, Any]) -> Finding:
+    quota = obj("v1", "ResourceQuota", "gpu", {"hard": {"requests.nvidia.com/gpu": "4"}})
+    (f,) = [
+        f
+        for f in assess(_gpu_state(quota, *extra)).findings
+        if f.id == "quota-continuity" and f.severity.value == "info"
+    ]
+    return f
+
+
+def test_quota_finding_says_what_each_limit_counts_under_kubernetes_1_37() -> None:
+    """k8s.io/kubernetes@v1.37.2 pkg/quota/v1/evaluator/core/resource_claims.go `addExtendedResourceQuota`: any
+    claim of a class whose extendedResourceName is R also counts under `requests.R` (less what its owning pod
+    already counts there). So a converted claim of the NVIDIA chart's gpu.nvidia.com (extendedResourceName
+    nvidia.com/gpu on resource.k8s.io/v1, dra-driver-nvidia-gpu v0.4.1 templates/deviceclass-gpu.yaml) is held by
+    the old limit too; one of a class without it is held only by its own device limit, and while a namespace's
+    workloads are part converted, part not, the two limits together admit up to twice the old one."""
+    apart = _quota_info()
+    assert "gpu.nvidia.com.deviceclass.resource.k8s.io/devices: 4" in apart.message
+    assert "twice" in apart.message and "counts only under its own DeviceClass" not in apart.message
+    chart = obj(
+        "resource.k8s.io/v1",
+        "DeviceClass",
+        "gpu.nvidia.com",
+        {"extendedResourceName": "nvidia.com/gpu", "selectors": [{"cel": {"expression": "true"}}]},
+        namespace=None,
+    )
+    held = _quota_info(chart)
+    assert "`gpu.nvidia.com.deviceclass.resource.k8s.io/devices: 4`" in held.message
+    assert "twice" not in held.message and "counts only under its own DeviceClass" not in held.message
+    assert "also counts converted claims" in held.message
