@@ -23,6 +23,8 @@ TABLE = TemplateTable.builtin()
 # Files whose requests the tool rightly cannot rewrite (the reason is the refusal's first words' subject)
 REFUSED = {
     "kserve/llmisvc-qwen2-7b-gpu.yaml",  # LLMInferenceService: not in the pod-template table
+    "nim-operator/multi-node-nimservice.yaml",  # NIMService's own spec.resources (no pod template)
+    "nim-operator/nimservice-basic-llm.yaml",
     "production-stack/vllmruntime.yaml",  # VLLMRuntime's own `gpu:` field
     "trainer/flux-lammps-train-gpus.yaml",  # TrainJob resourcesPerNode
     "trainer/torchtune-llama3_2_1B.yaml",  # ClusterTrainingRuntime: cluster-scoped
@@ -70,13 +72,18 @@ def test_the_corpus_is_small_and_every_file_asks_for_gpus() -> None:
 
 
 @pytest.mark.parametrize("path", FILES, ids=_rel)
-@pytest.mark.parametrize("opts", [{}, {"shared_claim": True}], ids=["templates", "shared-claim"])
+@pytest.mark.parametrize(
+    "opts", [{}, {"shared_claim": True}, {"gang": True}], ids=["templates", "shared-claim", "gang"]
+)
 def test_every_request_is_converted_or_refused_on_one_line(path: Path, opts: dict[str, Any]) -> None:
     r = _convert(path, **opts)
-    if _rel(path) in REFUSED:
+    # --gang refuses serving kinds, Ray (autoscaled), Volcano and LWS of several groups, each with its reason
+    if _rel(path) in REFUSED or (opts.get("gang") and r.problems):
         assert r.problems and not r.changed
         assert all("\n" not in p and p.startswith(f"{path}:") for p in r.problems), r.problems
         return
+    if opts.get("gang"):
+        assert "kind: PodGroup" in r.converted
     assert not r.problems, r.problems
     assert _scan(r.original) > 0
     assert _scan(r.converted) == 0, "a GPU request was left in the output"
