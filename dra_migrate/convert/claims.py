@@ -204,7 +204,9 @@ def claim_document(name: str, shape: Shape, workload: dict[str, Any], opts: Conv
         spec = CommentedMap()
         spec["spec"] = claim_spec
         doc["spec"] = spec
-    wname = (workload.get("metadata") or {}).get("name", "")
+    wmeta = workload.get("metadata") or {}
+    # a workload named by generateName (KubeRay's RayJob samples) is named so; the note said "of RayJob " before
+    wname = wmeta.get("name") or (f"(generateName {wmeta['generateName']})" if wmeta.get("generateName") else "?")
     note = f"dra-migrate: replaces {shape.resource}: {shape.count} per pod of {workload.get('kind')} {wname}"
     if any(len(r.alternatives) > 1 for r in shape.requests):
         note += "\nfirstAvailable: the first class with free devices wins, so replicas may get different devices"

@@ -20,6 +20,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
+from ruamel.yaml.events import ScalarEvent
 
 from dra_migrate.cluster.templates import TemplateTable
 from dra_migrate.cluster.yamlio import safe_yaml
@@ -235,23 +236,26 @@ def keep_original_lines(original: str, dumped: str) -> str:
     ruamel.yaml writes one list style for a whole document, and drops comments inside a map it empties; so
     the lines are matched by content (difflib), matched lines keep their original text, new lines are
     shifted by the indentation change of their nearest sibling or parent, and full-line comments among
-    removed lines stay where they were. The result is used only when it parses to exactly what ruamel
-    wrote; otherwise ruamel's text is kept as it is.
+    removed lines stay where they were. Content is compared as YAML reads it: runs of blanks are one
+    (`mountPath:  /config`, as vLLM production-stack's gpu-deployment.yaml writes it, is ruamel's
+    `mountPath: /config`), and a plain or quoted scalar written over several lines (a `command` of LWS's
+    vllm/GPU/lws.yaml), which ruamel writes on one, is one unit of the lines it spans. The result is used only
+    when it parses to exactly what ruamel wrote; otherwise ruamel's text is kept as it is.
     """
-    old = original.splitlines(keepends=True)
+    old = _units(original)
     new = dumped.splitlines(keepends=True)
-    matcher = difflib.SequenceMatcher(None, [x.strip() for x in old], [x.strip() for x in new], autojunk=False)
+    matcher = difflib.SequenceMatcher(None, [_key("".join(u)) for u in old], [_key(x) for x in new], autojunk=False)
     out: list[str] = []
     # (indent in `dumped`, a list item?, shift to the original) per line of `dumped`
     placed: list[tuple[int, bool, int]] = []
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             for oi, nj in zip(range(i1, i2), range(j1, j2), strict=True):
-                out.append(old[oi])
-                if old[oi].strip():
-                    placed.append((_indent(new[nj]), _is_item(new[nj]), _indent(old[oi]) - _indent(new[nj])))
+                out.extend(old[oi])
+                if old[oi][0].strip():
+                    placed.append((_indent(new[nj]), _is_item(new[nj]), _indent(old[oi][0]) - _indent(new[nj])))
             continue
-        out.extend(x for x in old[i1:i2] if x.lstrip().startswith("#"))
+        out.extend(u[0] for u in old[i1:i2] if len(u) == 1 and u[0].lstrip().startswith("#"))
         for line in new[j1:j2]:
             if not line.strip():
                 out.append(line)
@@ -270,6 +274,37 @@ def keep_original_lines(original: str, dumped: str) -> str:
     except YAMLError:
         same = False
     return merged if same else dumped
+
+
+def _key(text: str) -> str:
+    """A line's (or unit's) content for matching: its words, one blank between each."""
+    return " ".join(text.split())
+
+
+def _units(text: str) -> list[list[str]]:
+    """The lines of `text`, those a multi-line plain or quoted scalar spans grouped as one unit (block scalars,
+    `|` and `>`, ruamel writes back line for line)."""
+    lines = text.splitlines(keepends=True)
+    spans: dict[int, int] = {}
+    try:
+        for event in safe_yaml(pure=True).parse(text):
+            start, end = getattr(event, "start_mark", None), getattr(event, "end_mark", None)
+            style = getattr(event, "style", "|")
+            if isinstance(event, ScalarEvent) and style not in ("|", ">") and start and end and end.line > start.line:
+                spans[start.line] = max(spans.get(start.line, start.line), end.line)
+    except YAMLError:
+        spans = {}
+    units: list[list[str]] = []
+    i = 0
+    while i < len(lines):
+        last, j = spans.get(i, i), i
+        while j < last:  # a scalar that starts on the last line of another (a flow map's) joins its unit
+            j += 1
+            last = max(last, spans.get(j, j))
+        last = min(last, len(lines) - 1)
+        units.append(lines[i : last + 1])
+        i = last + 1
+    return units
 
 
 def _safe_load(text: str) -> Any:

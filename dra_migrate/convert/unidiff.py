@@ -83,9 +83,16 @@ def _hunks(a: list[str], b: list[str], opcodes: list[Opcode], fromfile: str, tof
         yield f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@\n"
         for tag, i1, i2, j1, j2 in group:
             if tag == "equal":
-                yield from (" " + line for line in a[i1:i2])
+                yield from (_line(" ", line) for line in a[i1:i2])
                 continue
             if tag in ("replace", "delete"):
-                yield from ("-" + line for line in a[i1:i2])
+                yield from (_line("-", line) for line in a[i1:i2])
             if tag in ("replace", "insert"):
-                yield from ("+" + line for line in b[j1:j2])
+                yield from (_line("+", line) for line in b[j1:j2])
+
+
+def _line(sign: str, line: str) -> str:
+    """One line of a hunk. A file's last line without a newline is followed by GNU diff's marker, as POSIX
+    `diff -u` writes it; without it the next line of the diff ran on after it and `patch` refused the diff as
+    malformed (KServe's docs/samples/v1beta1/torchserve/v2/bert/bert_gpu.yaml ends so)."""
+    return sign + line if line.endswith("\n") else f"{sign}{line}\n\\ No newline at end of file\n"
