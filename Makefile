@@ -12,7 +12,7 @@ DEMO_DIR ?= plans/demo
 export PYTHONDONTWRITEBYTECODE = 1
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: install deps demo test test-unit test-cluster test-realnode test-nvidia test-package test-policy lint \
+.PHONY: install deps demo test test-unit test-cluster test-realnode test-nvidia test-package test-pythons test-policy lint \
 	k8s kwok node nvidia opa browser golden bench fuzz docs release image-tools
 
 # The dependencies of pyproject.toml, read from it; reinstalled when it changes. `deps` is the runtime
@@ -91,6 +91,11 @@ image-tools:
 # The package tier (tests/package): wheel and sdist built, installed into a clean venv outside the checkout.
 test-package: install image-tools
 	$(PY) -m pytest -m package tests/package
+
+# The wheel on python3.12 and python3.13 (from PATH or pyenv; skipped, with the reason, where absent): installed
+# from wheels only, --version and a plan alike to the checkout's (docs/release.md "Supported Pythons").
+test-pythons: install
+	$(PY) -m pytest -m package -ra tests/package/test_pythons.py
 
 # Regenerate the generated reference pages (docs/commands.md, docs/rules.md) after changing a command or rule.
 docs: install

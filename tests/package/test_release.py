@@ -6,13 +6,14 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import tarfile
 from pathlib import Path
 
 import pytest
 
 from dra_migrate import __version__
-from tests.package.conftest import run
+from tests.package.conftest import ROOT, run
 
 pytestmark = pytest.mark.package
 
@@ -73,3 +74,32 @@ def test_the_krew_archive_runs_as_a_kubectl_plugin(release: Path, wheelhouse: Pa
         assert run(kubectl, "dra-migrate", "--help", cwd=tmp_path, env=env).stdout.startswith(
             "Usage: kubectl dra-migrate"
         )
+
+
+def test_the_kubectl_plugin_installs_again_when_python3_changes_minor_version(
+    dist: tuple[Path, Path], wheelhouse: Path, tmp_path: Path
+) -> None:
+    """The launcher's venv is made by the python3 of its first run. A distro release upgrade (Ubuntu, Fedora) or
+    Homebrew moving python3 to the next 3.x leaves a venv whose python looks in lib/python3.<new>/site-packages,
+    which holds nothing: every run failed with "No module named 'dra_migrate'" until the user found and deleted
+    the venv. Played here with one Python: its site-packages renamed to another minor version's."""
+    plugin = tmp_path / "store"
+    plugin.mkdir()
+    shutil.copy2(ROOT / "tools" / "release" / "krew-launcher", plugin / "kubectl-dra_migrate")
+    shutil.copy2(dist[1], plugin)
+    venv = tmp_path / "venv"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")} | {
+        "DRA_MIGRATE_KREW_VENV": str(venv),
+        "PYTHON": sys.executable,
+        "PIP_NO_INDEX": "1",
+        "PIP_FIND_LINKS": str(wheelhouse),
+    }
+    first = run(plugin / "kubectl-dra_migrate", "--version", cwd=tmp_path, env=env)
+    assert __version__ in first.stdout and "installing" in first.stderr
+    (lib,) = (venv / "lib").glob("python3.*")
+    lib.rename(lib.with_name("python3.0"))  # made by "another" python3
+    again = run(plugin / "kubectl-dra_migrate", "--version", cwd=tmp_path, env=env)
+    assert __version__ in again.stdout
+    assert "python3 upgraded?" in again.stderr
+    settled = run(plugin / "kubectl-dra_migrate", "--version", cwd=tmp_path, env=env)
+    assert "installing" not in settled.stderr
