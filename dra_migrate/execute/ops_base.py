@@ -6,6 +6,7 @@ readers of API objects. `LiveOps` (ops.py) is assembled from the parts: drain (o
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
@@ -40,6 +41,9 @@ POLL_GROWTH = 1.5
 # again, this many times in all, before the step fails (seen on a 2,000-node twin whose scheduler lagged).
 CANARY_ATTEMPTS = 3
 POLL_CAP_S = 2.0
+# The uid of the pod this tool runs in, from the downward API (deploy/in-cluster/apply-job.yaml): a drain never
+# evicts it, as kubectl drain never evicts the pods evicting would not move (DaemonSet and mirror pods).
+OWN_POD_UID_ENV = "DRA_MIGRATE_POD_UID"
 
 
 # A node's write or wait that meets no Node: deleted since the plan, or during the run under its steps.
@@ -75,6 +79,8 @@ class OpsBase:
         # `LiveOps.node_states`: each Node's state as last converted, with the resourceVersion it was converted at.
         self._converted: dict[str, tuple[Any, dict[str, Any]]] = {}
         self._converted_lock = threading.Lock()
+        # The tool's own pod (in-cluster), which no drain evicts: evicting it would stop the apply mid-wave.
+        self.own_pod_uid = os.environ.get(OWN_POD_UID_ENV) or None
 
     def watch(self) -> Watched:
         """Start the informers the waits read (once; `unwatch` ends them)."""

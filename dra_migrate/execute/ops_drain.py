@@ -61,7 +61,7 @@ class DrainOps(OpsBase):
             pods = [
                 p
                 for p in self._pods_on(node)
-                if _uid(p) not in gone and not drain_skips(p) and (scope == "all" or uses_devices(p))
+                if _uid(p) not in gone and not self._skips(p) and (scope == "all" or uses_devices(p))
             ]
             if not pods:
                 return Change(f"Node {node}", {"pods": sorted(evicted)}, {"pods": []}, dry_run)
@@ -114,8 +114,15 @@ class DrainOps(OpsBase):
         watched = self.cache
         if watched is None:
             return []  # not watching (a dry run): the drain itself still refuses them
-        pods = [p for p in watched.pods_on(node) if not drain_skips(p) and (scope == "all" or uses_devices(p))]
+        pods = [p for p in watched.pods_on(node) if not self._skips(p) and (scope == "all" or uses_devices(p))]
         return sorted(_key(p) for p in pods if _lost_unreviewed(p, reviewed))
+
+    def _skips(self, pod: Obj) -> bool:
+        """A pod no drain evicts: kubectl drain's (DaemonSet and mirror pods), and the tool's own pod. The in-cluster
+        Job stays off GPU nodes by their labels, but a GPU node the device plugin alone serves has none; under
+        `--drain all` its drain would evict the apply running it, mid-wave. It uses no device, so staying on a
+        node the plugins are switched on is harmless; the node is cordoned, so no replacement lands there."""
+        return drain_skips(pod) or (self.own_pod_uid is not None and _uid(pod) == self.own_pod_uid)
 
     def _pods_on(self, node: str) -> list[Obj]:
         items, _ = self.kube.list_all(PODS, [("fieldSelector", f"spec.nodeName={node}")])

@@ -70,7 +70,8 @@ def _install(kube: Kube, rel: str) -> None:
              "ClusterRole": ("rbac.authorization.k8s.io/v1", "clusterroles"),
              "ClusterRoleBinding": ("rbac.authorization.k8s.io/v1", "clusterrolebindings"),
              "Role": ("rbac.authorization.k8s.io/v1", "roles"),
-             "RoleBinding": ("rbac.authorization.k8s.io/v1", "rolebindings")}  # fmt: skip
+             "RoleBinding": ("rbac.authorization.k8s.io/v1", "rolebindings"),
+             "PriorityClass": ("scheduling.k8s.io/v1", "priorityclasses")}  # fmt: skip
     for doc in YAML(typ="safe").load_all((ROOT / rel).read_text()):
         version, plural = kinds[doc["kind"]]
         kube.create_or_exists(path_of(version, plural, namespace=doc["metadata"].get("namespace")), doc)
@@ -160,7 +161,7 @@ def _job(port: str, name: str) -> dict[str, Any]:
     pod["tolerations"] = [{"operator": "Exists"}]  # it cordons this node, then runs on it again to resume
     for c in pod["containers"]:
         c["image"], c["imagePullPolicy"] = IMAGE, "Never"
-        c["env"] = _pod(port, "")["spec"]["containers"][0]["env"]
+        c["env"] = [*c.get("env", []), *_pod(port, "")["spec"]["containers"][0]["env"]]  # DRA_MIGRATE_POD_UID kept
     return doc  # type: ignore[no-any-return]
 
 
@@ -192,7 +193,7 @@ def test_a_job_applies_the_plan_and_a_second_resumes_after_the_first_is_killed(
     cp, kube = node
     for rel in ("deploy/rbac/readonly.yaml", "deploy/rbac/operator.yaml", "deploy/in-cluster/serviceaccount.yaml",
                 "deploy/rbac/state.yaml", "deploy/in-cluster/readonly-binding.yaml",
-                "deploy/in-cluster/apply-binding.yaml"):  # fmt: skip
+                "deploy/in-cluster/apply-binding.yaml", "deploy/in-cluster/priorityclass.yaml"):  # fmt: skip
         _install(kube, rel)
     install_dra_daemonset(kube)
     (gpu_node,) = [n for n in kube.list_all("/api/v1/nodes")[0] if n["status"].get("allocatable", {}).get(GPU)]

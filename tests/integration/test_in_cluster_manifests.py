@@ -36,7 +36,8 @@ def _path(doc: dict[str, Any]) -> str:
     group_version, kind, ns = doc["apiVersion"], doc["kind"], doc["metadata"].get("namespace")
     plural = {"ServiceAccount": "serviceaccounts", "Namespace": "namespaces", "ClusterRole": "clusterroles",
               "ClusterRoleBinding": "clusterrolebindings", "Job": "jobs", "Role": "roles",
-              "RoleBinding": "rolebindings", "PersistentVolumeClaim": "persistentvolumeclaims"}[kind]  # fmt: skip
+              "RoleBinding": "rolebindings", "PersistentVolumeClaim": "persistentvolumeclaims",
+              "PriorityClass": "priorityclasses"}[kind]  # fmt: skip
     base = f"/api/{group_version}" if "/" not in group_version else f"/apis/{group_version}"
     return f"{base}/namespaces/{ns}/{plural}" if ns else f"{base}/{plural}"
 
@@ -48,6 +49,7 @@ MANIFESTS = (
     "deploy/rbac/state.yaml",
     "deploy/in-cluster/readonly-binding.yaml",
     "deploy/in-cluster/apply-binding.yaml",
+    "deploy/in-cluster/priorityclass.yaml",  # before the Job: the Priority admission plugin refuses a missing class
     "deploy/in-cluster/apply-job.yaml",
 )
 
