@@ -144,8 +144,13 @@ class LiveOps(DrainOps, CanaryOps):
         return out
 
     def stack_object(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        # A list of the one name, not a GET: apply runs with the read-only role's `list` on these kinds beside the
+        # operator role, which grants no `get` of ConfigMaps, DaemonSets or the GPU Operator's objects (deploy/rbac;
+        # tests/integration/test_rbac_used.py). A GET was refused there, and a refused read is not judged: the
+        # check would never have run under the documented roles. `metadata.name` selects on every kind, CRDs too.
         api, plural = _STACK_KINDS[kind]
-        return self.kube.get_or_none(path_of(api, plural, name, namespace))
+        items, _ = self.kube.list_all(path_of(api, plural, "", namespace), [("fieldSelector", f"metadata.name={name}")])
+        return items[0] if items else None
 
     def set_unschedulable(
         self, node: str, value: bool, *, dry_run: bool = False, current: bool | None = None

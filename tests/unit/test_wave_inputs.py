@@ -319,16 +319,18 @@ def test_the_stack_is_read_a_few_times_a_wave_not_per_node(tmp_path: Path) -> No
     assert len(reads) <= len(objects) * (len(stage.waves) + waves + 1)
 
 
-def test_live_ops_reads_a_stack_object_with_one_get_of_its_path() -> None:
+def test_live_ops_reads_a_stack_object_with_one_list_of_its_name() -> None:
+    """A list selecting the one name, which the read-only role grants (`list`), not a GET, which no role apply
+    runs with grants for these kinds: a refused read is not judged, so the check would never have run."""
     from dra_migrate.execute.ops import LiveOps
 
     class Kube:
         def __init__(self) -> None:
-            self.paths: list[str] = []
+            self.reads: list[tuple[str, list[tuple[str, str]]]] = []
 
-        def get_or_none(self, path: str) -> dict[str, Any] | None:
-            self.paths.append(path)
-            return {"metadata": {"uid": "u"}} if "daemonsets" in path else None
+        def list_all(self, path: str, query: list[tuple[str, str]]) -> tuple[list[dict[str, Any]], str]:
+            self.reads.append((path, query))
+            return ([{"metadata": {"uid": "u"}}] if "daemonsets" in path else []), "1"
 
     ops = LiveOps(None)
     ops.kube = kube = Kube()  # type: ignore[assignment]
@@ -336,11 +338,14 @@ def test_live_ops_reads_a_stack_object_with_one_get_of_its_path() -> None:
     assert ops.stack_object("ClusterPolicy", "", "cluster-policy") is None
     assert ops.stack_object("NVIDIADriver", "", "default") is None
     assert ops.stack_object("ConfigMap", "gpu-operator", "dp-config") is None
-    assert kube.paths == [
-        "/apis/apps/v1/namespaces/nvidia-dra-driver-gpu/daemonsets/kubelet-plugin",
-        "/apis/nvidia.com/v1/clusterpolicies/cluster-policy",
-        "/apis/nvidia.com/v1alpha1/nvidiadrivers/default",
-        "/api/v1/namespaces/gpu-operator/configmaps/dp-config",
+    assert kube.reads == [
+        (
+            "/apis/apps/v1/namespaces/nvidia-dra-driver-gpu/daemonsets",
+            [("fieldSelector", "metadata.name=kubelet-plugin")],
+        ),
+        ("/apis/nvidia.com/v1/clusterpolicies", [("fieldSelector", "metadata.name=cluster-policy")]),
+        ("/apis/nvidia.com/v1alpha1/nvidiadrivers", [("fieldSelector", "metadata.name=default")]),
+        ("/api/v1/namespaces/gpu-operator/configmaps", [("fieldSelector", "metadata.name=dp-config")]),
     ]
 
 
