@@ -28,7 +28,8 @@ def render_html(report: dict[str, Any]) -> str:
         '<meta charset="utf-8">',
         # Defence in depth behind the escaping: no script runs and nothing is fetched (no beacon, no form), even
         # if some text ever got through unescaped. Only the inline stylesheet is allowed. A file opened from disk
-        # or mail has no HTTP header: a <meta> CSP, before any content it governs (CSP Level 3, section 3.3).
+        # or mail has no HTTP header: a <meta> CSP, before any content it governs (https://www.w3.org/TR/CSP3/
+        # "The meta element"; frame-ancestors, sandbox and report-uri are ignored there, so none is used).
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{escape(title)}</title>",
