@@ -47,7 +47,7 @@ from dra_migrate.kube import DEFAULT_BURST, DEFAULT_QPS, RateLimit
 from dra_migrate.plan.model import Action, Plan
 from dra_migrate.plan.outline import outline_of
 from dra_migrate.plan.params import parse_duration
-from dra_migrate.render import emit, to_json
+from dra_migrate.render import emit, terminal_safe, to_json
 from dra_migrate.render.plan import plan_document
 from dra_migrate.secrets import scrub
 
@@ -72,7 +72,9 @@ _TTY = sys.stderr.isatty()
 def _log(msg: str) -> None:
     if _TTY:
         click.echo("\r\033[K", nl=False, err=True)  # clear the progress bar's line first
-    click.echo(scrub(msg), err=True)  # a failure's text quotes API errors; click lines pass no logging filter
+    # A failure's text quotes API errors and webhooks' denials; click lines pass no logging filter: scrubbed of
+    # credentials, and its control characters written out, never acted on by the terminal.
+    click.echo(terminal_safe(scrub(msg) or ""), err=True)
 
 
 def _bar(done: int, total: int, step: str) -> None:

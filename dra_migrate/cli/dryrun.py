@@ -37,13 +37,14 @@ def server_dry_run(kubeconfig: Path | None, context: str | None, objects: Iterab
     """Send the objects; one stderr line per rejection and a summary. True when the server accepted all."""
     from dra_migrate.cluster.dryrun import dry_run
     from dra_migrate.cluster.live import LiveCluster, LiveOptions
+    from dra_migrate.render import terminal_safe
 
     items = list(objects)
     cluster = LiveCluster(LiveOptions(kubeconfig, context))
     verdicts = dry_run(cluster, items)
     rejected = [v for v in verdicts if not v.accepted]
     for v in rejected:
-        click.echo(f"error: {v.describe()}", err=True)
+        click.echo(f"error: {terminal_safe(v.describe())}", err=True)  # quotes the server's or a webhook's message
     click.echo(
         f"server dry run on {cluster.server}: {len(verdicts) - len(rejected)} of {len(verdicts)} object(s) accepted,"
         f" {len(rejected)} rejected; nothing persisted",

@@ -215,9 +215,24 @@ def _inputs(ctx: click.Context) -> str:
 def _fail(ctx: click.Context, message: str, exc: BaseException) -> None:
     if ctx.find_root().params.get("debug"):
         # The traceback ends with the messages of the exception and its causes, which quote API errors.
-        click.echo(scrub("".join(traceback.format_exception(exc))), nl=False, err=True)
-    click.echo(f"error: {' '.join(str(scrub(message)).split())}", err=True)
+        click.echo(_safe(scrub("".join(traceback.format_exception(exc))) or ""), nl=False, err=True)
+    click.echo(f"error: {_safe(' '.join(str(scrub(message)).split()))}", err=True)
     sys.exit(exitcodes.FAILED)
+
+
+def _safe(text: str) -> str:
+    # Imported here: render loads orjson, and `--version` and `--help` should not.
+    from dra_migrate.render import terminal_safe
+
+    return terminal_safe(text)
+
+
+class TerminalSafeFormatter(logging.Formatter):
+    """Log lines quote API servers' and webhooks' messages: their control characters are written out
+    (`render.terminal_safe`), never sent to the operator's terminal."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return _safe(super().format(record))
 
 
 def _interrupt_behind(e: BaseException) -> KeyboardInterrupt | None:
@@ -275,7 +290,9 @@ def cli(debug: bool, verbose: bool, no_color: bool) -> None:
 
     set_color_off(no_color)
     level = logging.DEBUG if debug else logging.INFO if verbose else logging.WARNING
-    logging.basicConfig(level=level, format="%(levelname)s %(message)s", stream=sys.stderr)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(TerminalSafeFormatter("%(levelname)s %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler])
     scrub_logs()  # no credential an API error quotes reaches a log line
     if not debug:
         logging.getLogger("kubernetes").setLevel(logging.WARNING)

@@ -27,7 +27,7 @@ import orjson
 
 from dra_migrate.cluster.identity import ClusterIdentity, refuse_other_cluster
 from dra_migrate.errors import InputError
-from dra_migrate.execute.journal_check import EVENTS, check_line, is_torn
+from dra_migrate.execute.journal_check import EVENTS, check_line, is_torn, refuse_gaps
 from dra_migrate.fileio import sync_to_media
 from dra_migrate.secrets import scrub
 
@@ -123,9 +123,8 @@ def checked(
 def validate(
     records: Sequence[Record], path: Path | str, *, plan_digest: str, require_owner: bool = True
 ) -> list[JournalRecord]:
-    typed = []
-    previous = 0
-    owned = False
+    typed: list[JournalRecord] = []
+    previous, owned = 0, False
     for i, r in enumerate(records):
         rec = JournalRecord.from_dict(r, f"{path}: record {i + 1}")
         if rec.seq <= previous:
@@ -143,6 +142,7 @@ def validate(
                 )
             owned = True
         typed.append(rec)
+    refuse_gaps([rec.seq for rec in typed], path)
     if typed and not owned and require_owner:
         raise InputError(f"{path}: no record names the plan it belongs to", "move the journal aside to start over")
     return typed

@@ -10,7 +10,8 @@ dropped and repaired as before.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -105,6 +106,24 @@ def check_line(line: bytes, where: str) -> dict[str, Any]:
         if value is not None and not ok(value):
             raise _refuse(where, f"`{key}` is {_shown(value)}, not {must}")
     return doc
+
+
+def refuse_gaps(seqs: Sequence[int], where: Path | str) -> None:
+    """Every writer numbers its records 1, 2, 3, ... with no gap (`journal.Journal` and `cluster_journal.
+    ClusterJournal` number a record as they write it; a torn last line's number is reused). A gap is records
+    lost (a line cut out, an in-cluster chunk deleted), and what is left would read as a shorter history: a
+    partial run as a whole one, a failed step's end or a rollback gone. `seqs` strictly increase (checked first)."""
+    previous = 0
+    for seq in seqs:
+        if seq != previous + 1:
+            lost = f"record {previous + 1} is" if seq == previous + 2 else f"records {previous + 1} to {seq - 1} are"
+            after = f"seq {previous} is followed by seq {seq}" if previous else f"the first record has seq {seq}"
+            raise InputError(
+                f"{where}: {lost} missing ({after}): the journal lost records (a line cut out, a chunk deleted)",
+                "restore the journal (or its ConfigMaps) from a backup; a report or status from what is left "
+                "would present part of the run as all of it",
+            )
+        previous = seq
 
 
 def _shown(value: Any) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import sys
 import textwrap
 from collections.abc import Iterable, Iterator, Sequence
@@ -52,6 +53,30 @@ class Styled(str):
         obj.style = style
         obj.short = short
         return obj
+
+
+# What a terminal acts on instead of showing: C0 controls but tab and newline (ESC starts CSI, OSC 8 hyperlinks
+# and OSC 0 window titles; BEL, BS and CR overwrite what was shown), DEL, C1 controls (U+009B is CSI by itself,
+# ECMA-48 section 5.3), and the bidirectional overrides and isolates that reorder the characters after them
+# (Unicode UAX #9; CVE-2021-42574, "Trojan Source").
+_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _visible(m: re.Match[str]) -> str:
+    c = ord(m.group(0))
+    return f"\\x{c:02x}" if c <= 0xFF else f"\\u{c:04x}"
+
+
+def terminal_safe(text: str) -> str:
+    """Text from the cluster or a journal (an API server's or webhook's message, an object's name) as a terminal
+    shows it, never acts on it: every control character written out as `\\x1b`, `\\u202e`. Tabs and newlines
+    stay (layout); a `Styled` keeps its meaning and short form."""
+    if not _UNSAFE.search(text):
+        return text
+    safe = _UNSAFE.sub(_visible, text)
+    if isinstance(text, Styled):
+        return Styled(safe, text.style, terminal_safe(text.short) if text.short else None)
+    return safe
 
 
 def styled(text: Any, style: str | None) -> str:
@@ -155,12 +180,12 @@ def plain_table(t: Table, fmt: str, color: bool, width: int | None) -> Iterator[
     cols = t.columns(fmt)
     header = [t.headers[i].upper() for i in cols]
     cells = [[(r[i] if i < len(r) else "") for i in cols] for r in t.rows]
-    text = [[_cell(c) for c in row] for row in cells]
+    text = [[terminal_safe(_cell(c)) for c in row] for row in cells]
     widths = _widths(header, text)
     if fmt == "table" and width is not None:
         if _total(widths) > width:  # the short forms first, then shortening
             text = [
-                [getattr(c, "short", None) or t for c, t in zip(raw, row, strict=True)]
+                [terminal_safe(getattr(c, "short", None) or t) for c, t in zip(raw, row, strict=True)]
                 for raw, row in zip(cells, text, strict=True)
             ]
             widths = _widths(header, text)
@@ -251,19 +276,27 @@ class Document:
             if kind == "heading":
                 if started:
                     yield ""
-                yield f"## {value}" if fmt == "markdown" else paint(value, "heading", color)
+                yield f"## {_md(value)}" if fmt == "markdown" else paint(terminal_safe(value), "heading", color)
             elif kind == "line":
-                yield from _wrap(value, fit, color)
+                # Markdown goes to a terminal too (and into tickets): inert as Markdown, and no control sequence.
+                yield from _wrap(_md(value) if fmt == "markdown" else terminal_safe(value), fit, color)
             elif not value.rows:
-                yield value.empty
+                yield terminal_safe(value.empty)
             elif fmt == "markdown":
                 # Imported here: tabulate (~0.08 s and ~4 MB at start-up) draws only Markdown.
                 from dra_migrate.render.markdown import markdown_table
 
-                yield from ("", markdown_table(value), "")
+                yield from ("", terminal_safe(markdown_table(value)), "")
             else:
                 yield from plain_table(value, fmt, color, fit)
             started = True
+
+
+def _md(text: str) -> str:
+    # Imported here, as markdown_table is: render/markdown.py loads tabulate.
+    from dra_migrate.render.markdown import md_text
+
+    return terminal_safe(md_text(text))
 
 
 def _wrap(text: str, width: int | None, color: bool) -> list[str]:

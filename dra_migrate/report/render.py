@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dra_migrate.render import to_json
+from dra_migrate.render import terminal_safe, to_json
 from dra_migrate.report.html import render_html
 from dra_migrate.report.markdown import render_markdown
 from dra_migrate.report.model import Report
@@ -11,11 +11,13 @@ FORMATS = ("markdown", "html", "json")
 
 
 def render(report: Report, fmt: str) -> str:
+    """Markdown and HTML without control characters (`terminal_safe`): the report is often read where it is
+    printed (`report` to stdout, `less`), and HTML forbids them anyway. JSON escapes them itself (RFC 8259)."""
     data = report.to_dict()
     if fmt == "json":
         return to_json(data)
     if fmt == "html":
-        return render_html(data)
+        return terminal_safe(render_html(data))
     if fmt == "markdown":
-        return render_markdown(data)
+        return terminal_safe(render_markdown(data))
     raise ValueError(f"unknown report format {fmt!r}")

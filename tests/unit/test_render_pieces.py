@@ -27,20 +27,24 @@ BLOCKS = st.lists(
 
 def whole_text(doc: Document, fmt: str) -> str:
     """The renderer before it streamed (without wrapping: no width is given)."""
+    from dra_migrate.render import terminal_safe
+    from dra_migrate.render.markdown import md_text
+
     out: list[str] = []
     for kind, value in doc.blocks:
+        # Markdown lines are inert Markdown (md_text); no format carries a control character (terminal_safe).
         if kind == "heading":
             if out:
                 out.append("")
-            out.append(f"## {value}" if fmt == "markdown" else value)
+            out.append(f"## {terminal_safe(md_text(value))}" if fmt == "markdown" else terminal_safe(value))
         elif kind == "line":
-            out.append(value)
+            out.append(terminal_safe(md_text(value) if fmt == "markdown" else value))
         elif not value.rows:
-            out.append(value.empty)
+            out.append(terminal_safe(value.empty))
         elif fmt == "markdown":
             from dra_migrate.render.markdown import markdown_table
 
-            out.extend(["", markdown_table(value), ""])
+            out.extend(["", terminal_safe(markdown_table(value)), ""])
         else:
             out.append("\n".join(plain_table(value, fmt, False, None)))
     return "\n".join(out).rstrip("\n") + "\n"
