@@ -30,6 +30,7 @@ from typing import Any
 
 from dra_migrate.cluster.state import ClusterState
 from dra_migrate.errors import InputError
+from dra_migrate.inventory.dra import extended_resource_classes
 from dra_migrate.inventory.model import Inventory
 from dra_migrate.inventory.resources import DEFAULT_GPU, GPU_PREFIX, SHARED_GPU, SHARED_SUFFIX
 
@@ -181,13 +182,10 @@ def names_in_use(inv: Inventory) -> list[str]:
 
 
 def existing_mappings(state: ClusterState) -> dict[str, list[str]]:
-    """extendedResourceName -> the DeviceClasses that already declare it."""
-    out: dict[str, list[str]] = {}
-    for dc in state.of("resource.k8s.io/DeviceClass"):
-        ern = (dc.get("spec") or {}).get("extendedResourceName")
-        if isinstance(ern, str):
-            out.setdefault(ern, []).append(str((dc.get("metadata") or {}).get("name")))
-    return {k: sorted(v) for k, v in out.items()}
+    """extendedResourceName -> the DeviceClasses that already declare it, the one the scheduler uses first
+    (`extended_resource_classes`: the newest; it was the name sorted first, which the scheduler picks only on a
+    tie)."""
+    return extended_resource_classes(state)
 
 
 def generate(state: ClusterState, inv: Inventory, driver: str = DRIVER) -> Generation:

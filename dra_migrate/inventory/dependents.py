@@ -15,6 +15,7 @@ from typing import Any
 
 from dra_migrate.cluster.state import ClusterState
 from dra_migrate.inventory.consumers import Consumer
+from dra_migrate.inventory.dra import extended_resource_classes
 from dra_migrate.inventory.gitops import GitOpsOwner, gitops_owner
 from dra_migrate.inventory.resources import GPU_PREFIX
 
@@ -112,11 +113,7 @@ def add_quantities(have: str | None, value: str) -> str:
 def class_by_resource(state: ClusterState, proposals: Iterable[tuple[str, str]]) -> dict[str, str]:
     """Extended resource name -> the DeviceClass that will serve it: the cluster's classes with
     `spec.extendedResourceName`, then the proposals (class name, resource) for names none maps yet."""
-    out: dict[str, str] = {}
-    for dc in sorted(state.of("resource.k8s.io/DeviceClass"), key=lambda d: ns_name(d)[1]):
-        ext = as_map(dc.get("spec")).get("extendedResourceName")
-        if isinstance(ext, str) and ext and ext not in out:
-            out[ext] = ns_name(dc)[1]
+    out = {ext: classes[0] for ext, classes in extended_resource_classes(state).items()}
     for cls, ext in proposals:
         out.setdefault(ext, cls)
     return out

@@ -21,6 +21,30 @@ EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-c
 _DRIVER_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
+def _created(dc: Obj) -> str:
+    stamp = (dc.get("metadata") or {}).get("creationTimestamp")
+    return stamp if isinstance(stamp, str) else ""
+
+
+def extended_resource_classes(state: ClusterState) -> dict[str, list[str]]:
+    """extendedResourceName -> the DeviceClasses that declare it, the one the scheduler serves the name with first:
+    the newest (creationTimestamp), a tie going to the name sorted first (k8s.io/dynamic-resource-allocation v0.37.2
+    deviceclass/extendedresourcecache/extendedresourcecache.go; k8s.io/api v0.37.2 resource/v1 types.go
+    `ExtendedResourceName`). A class without a timestamp (a hand-made snapshot) sorts as the oldest. The API server
+    writes RFC 3339 in UTC with seconds (`...T10:00:00Z`), so the text sorts as the time does."""
+    out: dict[str, list[Obj]] = {}
+    for dc in state.of("resource.k8s.io/DeviceClass"):
+        ern = (dc.get("spec") or {}).get("extendedResourceName")
+        if isinstance(ern, str) and ern:
+            out.setdefault(ern, []).append(dc)
+    names: dict[str, list[str]] = {}
+    for ern, classes in out.items():
+        by_name = sorted(classes, key=lambda dc: str((dc.get("metadata") or {}).get("name")))
+        newest_first = sorted(by_name, key=_created, reverse=True)  # stable: a tie keeps the name order
+        names[ern] = [str((dc.get("metadata") or {}).get("name")) for dc in newest_first]
+    return names
+
+
 def check_driver_name(name: str) -> str:
     """`--dra-driver NAME`, validated as the API server validates ResourceSlice.spec.driver."""
     if len(name) > 63 or not _DRIVER_RE.match(name):
