@@ -25,7 +25,7 @@ class Kind:
     @property
     def key(self) -> str:
         """Stable identifier, e.g. "apps/Deployment" or "Pod" for the core group."""
-        return f"{self.group}/{self.kind}" if self.group else self.kind
+        return group_kind(self.group, self.kind)
 
     @property
     def api_version(self) -> str:
@@ -50,10 +50,14 @@ def version_priority(version: str) -> tuple[int, int, int, str]:
     return (level, int(m.group(1)), int(m.group(3) or 0), "")
 
 
+def group_kind(group: str, kind: str) -> str:
+    """The key of a kind in `KINDS_BY_KEY` from its group ("" for the core group) and kind."""
+    return f"{group}/{kind}" if group else kind
+
+
 def kind_key(api_version: str, kind: str) -> str:
     """The (group, kind) key of an object from its apiVersion and kind."""
-    group = api_version.rpartition("/")[0] if "/" in api_version else ""
-    return f"{group}/{kind}" if group else kind
+    return group_kind(api_version.rpartition("/")[0] if "/" in api_version else "", kind)
 
 
 CORE_KINDS: tuple[Kind, ...] = (

@@ -218,8 +218,9 @@ class Ops(Protocol):
         ...
 
     def stack_object(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
-        """One object of the NVIDIA stack (kind: DaemonSet, ConfigMap, ClusterPolicy, NVIDIADriver), read with a
-        GET; None when it does not exist (or its kind is not installed)."""
+        """One object of the NVIDIA stack (`kind` as cluster/kinds.py keys it: apps/DaemonSet, ConfigMap,
+        nvidia.com/ClusterPolicy, nvidia.com/NVIDIADriver); None when it does not exist (or its kind is not
+        installed)."""
         ...
 
     def wait_dra_ready(

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from dra_migrate.cluster.kinds import KINDS_BY_KEY
 from dra_migrate.cluster.kubeconfig import checked_api_client
 from dra_migrate.cluster.state import uses_devices
 from dra_migrate.dra.deviceclasses import MANAGED_BY
@@ -98,15 +99,6 @@ def _node_state(obj: Obj) -> dict[str, Any]:
     }
 
 
-# The kinds `stack_object` reads (as cluster/kinds.py lists them): kind -> (apiVersion, plural).
-_STACK_KINDS = {
-    "DaemonSet": ("apps/v1", "daemonsets"),
-    "ConfigMap": ("v1", "configmaps"),
-    "ClusterPolicy": ("nvidia.com/v1", "clusterpolicies"),
-    "NVIDIADriver": ("nvidia.com/v1alpha1", "nvidiadrivers"),
-}
-
-
 class LiveOps(DrainOps, CanaryOps):
     """`Ops` on one api client (from `live_ops`, or any `kubernetes` ApiClient).
 
@@ -148,8 +140,9 @@ class LiveOps(DrainOps, CanaryOps):
         # operator role, which grants no `get` of ConfigMaps, DaemonSets or the GPU Operator's objects (deploy/rbac;
         # tests/integration/test_rbac_used.py). A GET was refused there, and a refused read is not judged: the
         # check would never have run under the documented roles. `metadata.name` selects on every kind, CRDs too.
-        api, plural = _STACK_KINDS[kind]
-        items, _ = self.kube.list_all(path_of(api, plural, "", namespace), [("fieldSelector", f"metadata.name={name}")])
+        known = KINDS_BY_KEY[kind]  # the version and plural the tool lists the kind with (cluster/kinds.py)
+        path = path_of(known.api_version, known.plural, "", namespace)
+        items, _ = self.kube.list_all(path, [("fieldSelector", f"metadata.name={name}")])
         return items[0] if items else None
 
     def set_unschedulable(

@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from dra_migrate.cluster.kinds import group_kind
 from dra_migrate.errors import MigrateError
 from dra_migrate.execute.contract import Ops
 from dra_migrate.execute.units import Unit
@@ -109,8 +110,9 @@ class WaveInputs:
         return None
 
 
-Key = tuple[str, str, str]  # kind, namespace, name
-_FINGERPRINTED = {("ConfigMap", ""), ("ClusterPolicy", "nvidia.com"), ("NVIDIADriver", "nvidia.com")}
+Key = tuple[str, str, str]  # the kind (as cluster/kinds.py keys it: apps/DaemonSet), namespace, name
+_FINGERPRINTED = {"ConfigMap", "nvidia.com/ClusterPolicy", "nvidia.com/NVIDIADriver"}  # cluster/kinds.py keys
+_DAEMONSET = "apps/DaemonSet"
 _WHY = {
     "DaemonSet": "a plugin DaemonSet: which nodes its pods select, which images they run, what the plan's label "
     "switches rest on",
@@ -129,15 +131,16 @@ class StackObjects:
     def __init__(self, plan: Plan) -> None:
         keys: set[Key] = set()
         for o in plan.fingerprint.get("objects") or []:
-            if isinstance(o, Mapping) and (o.get("kind"), o.get("group") or "") in _FINGERPRINTED:
-                keys.add((str(o["kind"]), str(o.get("namespace") or ""), str(o.get("name") or "")))
+            kind = group_kind(str(o.get("group") or ""), str(o.get("kind"))) if isinstance(o, Mapping) else ""
+            if kind in _FINGERPRINTED:
+                keys.add((kind, str(o.get("namespace") or ""), str(o.get("name") or "")))
         for _, _, entry in plan.nodes():
             for record in entry.placement.values():
                 refs = record.get("daemonSet") if isinstance(record, Mapping) else None
                 for ref in str(refs or "").split(","):
                     namespace, _, name = ref.strip().partition("/")
                     if name:
-                        keys.add(("DaemonSet", namespace, name))
+                        keys.add((_DAEMONSET, namespace, name))
         self.keys = sorted(keys)
         self.at_start: dict[Key, tuple[str, str] | None] | None = None
 
@@ -145,7 +148,7 @@ class StackObjects:
         obj = ops.stack_object(*key)
         if obj is None:
             return None
-        return str((obj.get("metadata") or {}).get("uid") or ""), content_hash(_content(key[0], obj))
+        return str((obj.get("metadata") or {}).get("uid") or ""), content_hash(_content(_bare(key[0]), obj))
 
     def changed(self, ops: Ops) -> str | None:
         """The failure when one of them was deleted, replaced, created or changed since the first wave, else None.
@@ -159,7 +162,7 @@ class StackObjects:
                 before, now = self.at_start.get(key), self._read(ops, key)
                 if before == now:
                     continue
-                kind, namespace, name = key
+                kind, namespace, name = _bare(key[0]), key[1], key[2]
                 what = ("was created" if before is None else "was deleted" if now is None
                         else "was replaced" if before[0] != now[0] else "changed")  # fmt: skip
                 return (
@@ -171,6 +174,11 @@ class StackObjects:
         except MigrateError:
             return None
         return None
+
+
+def _bare(kind: str) -> str:
+    """The kind without its group: how messages name it."""
+    return kind.rpartition("/")[2]
 
 
 def _content(kind: str, obj: Mapping[str, Any]) -> Any:

@@ -10,6 +10,7 @@ cordoned, drained, switched, waited for the whole wait-dra-ready timeout and rol
 from __future__ import annotations
 
 import copy
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -245,15 +246,15 @@ _KINDS = {"ConfigMap": "ConfigMap", "ClusterPolicy": "nvidia.com/ClusterPolicy",
 def _with_stack(ops: FakeOps) -> FakeOps:
     """The demo cluster's ClusterPolicy, device-plugin ConfigMap and device-plugin DaemonSet, as the API serves them."""
     state = load_snapshot(DEMO)
-    for kind, key in _KINDS.items():
+    for key in _KINDS.values():
         for o in state.of(key):
             meta = o.get("metadata") or {}
-            ops.stack[(kind, str(meta.get("namespace") or ""), str(meta.get("name")))] = copy.deepcopy(o)
+            ops.stack[(key, str(meta.get("namespace") or ""), str(meta.get("name")))] = copy.deepcopy(o)
     return ops
 
 
 def _one(ops: FakeOps, kind: str) -> tuple[tuple[str, str, str], dict[str, Any]]:
-    return next((k, o) for k, o in ops.stack.items() if k[0] == kind)
+    return next((k, o) for k, o in ops.stack.items() if k[0] == _KINDS[kind])
 
 
 def _stops_wave_2(tmp_path: Path, change: Any, said: str) -> None:
@@ -334,9 +335,9 @@ def test_live_ops_reads_a_stack_object_with_one_list_of_its_name() -> None:
 
     ops = LiveOps(None)
     ops.kube = kube = Kube()  # type: ignore[assignment]
-    assert ops.stack_object("DaemonSet", "nvidia-dra-driver-gpu", "kubelet-plugin") == {"metadata": {"uid": "u"}}
-    assert ops.stack_object("ClusterPolicy", "", "cluster-policy") is None
-    assert ops.stack_object("NVIDIADriver", "", "default") is None
+    assert ops.stack_object("apps/DaemonSet", "nvidia-dra-driver-gpu", "kubelet-plugin") == {"metadata": {"uid": "u"}}
+    assert ops.stack_object("nvidia.com/ClusterPolicy", "", "cluster-policy") is None
+    assert ops.stack_object("nvidia.com/NVIDIADriver", "", "default") is None
     assert ops.stack_object("ConfigMap", "gpu-operator", "dp-config") is None
     assert kube.reads == [
         (
@@ -362,3 +363,19 @@ def test_a_node_replaced_mid_run_stops_the_run_before_its_wave(tmp_path: Path) -
     assert f"node {second[1]} of {stage.name}/wave-2 was replaced since the plan" in result.failure, result.failure
     assert not result.rolled_back
     _untouched(ops, second)
+
+
+def test_only_the_gpu_operators_cluster_policy_is_a_stack_object() -> None:
+    """Kyverno's ClusterPolicy shares the kind's name with the GPU Operator's: the kind is looked up by its group
+    (cluster/kinds.py), so a Kyverno policy's change never stops a run, and the GPU Operator's is read at its own
+    path."""
+    from dra_migrate.execute.wave_inputs import StackObjects
+
+    plan, _ = _plan()
+    objects = [
+        {"kind": "ClusterPolicy", "group": "kyverno.io", "namespace": "", "name": "require-labels"},
+        {"kind": "ClusterPolicy", "group": "nvidia.com", "namespace": "", "name": "cluster-policy"},
+    ]
+    plan = dataclasses.replace(plan, fingerprint={**plan.fingerprint, "objects": objects})
+    keys = [k for k in StackObjects(plan).keys if k[0].endswith("ClusterPolicy")]
+    assert keys == [("nvidia.com/ClusterPolicy", "", "cluster-policy")]
