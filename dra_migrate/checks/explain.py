@@ -175,6 +175,11 @@ RULE_DOCS: dict[str, RuleDoc] = {
         rests_on="each pool migrates in its own stage",
         fix="pin it to one pool, or migrate its pools back to back when it is not running (plan --order …); within a pool the planner keeps a gang's nodes in one wave where the wave is wide enough",
     ),
+    "unhealthy-gpus": RuleDoc(
+        when="a node the plan switches in place still runs the device plugin and its `status.allocatable` of an `nvidia.com/` resource is below `status.capacity`: GPUs the device plugin marked Unhealthy (an XID, a lost GPU), or, at allocatable 0, a device plugin that stopped within the kubelet's grace period (one warning per node). Capacity after migration leaves those GPUs out; `wait-dra-ready` still expects every GPU, as the driver publishes them all",
+        rests_on="the device plugin marks a GPU Unhealthy and never recovers it (k8s-device-plugin v0.18.0 `internal/rm/health.go` `checkHealth`, `internal/plugin/server.go` `ListAndWatch`); the kubelet keeps it in capacity, not allocatable (kubernetes v1.37.2 `pkg/kubelet/cm/devicemanager/manager.go` `GetCapacity`); GFD's `nvidia.com/gpu.count` counts it. The DRA driver publishes every GPU NVML enumerates and fails its enumeration on one NVML cannot query (dra-driver-nvidia-gpu v0.4.1 `cmd/gpu-kubelet-plugin/nvlib.go` `GetPerGpuAllocatableDevices`, go-nvlib v0.11.0 `VisitDevices`); it taints a broken GPU only under its alpha `NVMLDeviceHealthCheck` gate, default off (`pkg/featuregates/featuregates.go`, `driver.go` `deviceHealthEvents`, `device_health.go` `healthEventToTaint`)",
+        fix="repair or reset the GPUs before the node's wave, or enable the DRA driver's NVMLDeviceHealthCheck gate so that it taints them; a GPU fallen off the bus needs the node repaired first (else the driver publishes nothing there and the wave rolls the node back); at allocatable 0 find out whether the device plugin or the GPUs failed",
+    ),
     "gang-capacity-after": RuleDoc(
         when='per-node packing of the gang\'s `minCount` pods at each point (see "Gangs" below)',
         rests_on="the gang plugin holds a PodGroup's pods until `minCount` can be placed (kubernetes v1.37.2 `pkg/scheduler/framework/plugins/gangscheduling/gangscheduling.go`); Volcano and Kueue's all-or-nothing admission do the same for their jobs",
