@@ -13,8 +13,9 @@ WARNING = Severity.WARNING
 
 _DRIVER_VIEW = (
     "the DRA driver publishes every GPU NVML enumerates, healthy or not (so wait-dra-ready still expects them all): "
-    "without its NVMLDeviceHealthCheck feature gate (alpha, off by default) a broken GPU is published untainted and "
-    "the scheduler hands it to pods, which the device plugin no longer prevents; a GPU NVML cannot query any more "
+    "it learns of a fault only from NVML events after it starts, and only under its NVMLDeviceHealthCheck feature "
+    "gate (alpha, off by default), so a GPU broken before is published untainted and the scheduler hands it to "
+    "pods, which the device plugin prevented; a GPU NVML cannot query any more "
     "(fallen off the bus) fails the driver's enumeration, so the node publishes nothing, wait-dra-ready times out "
     "and the node is rolled back to the device plugin"
 )
@@ -30,8 +31,9 @@ def unhealthy(ctx: CheckContext) -> Iterator[Finding]:
     (Unhealthy, never recovered); kubernetes v1.37.2 `pkg/kubelet/cm/devicemanager/manager.go` `GetCapacity`
     (unhealthy devices in capacity, not allocatable); dra-driver-nvidia-gpu v0.4.1 `cmd/gpu-kubelet-plugin/nvlib.go`
     `GetPerGpuAllocatableDevices` (every GPU NVML enumerates; one it cannot query fails the enumeration),
-    `driver.go` `deviceHealthEvents` and `device_health.go` `healthEventToTaint` (taints, under the
-    `NVMLDeviceHealthCheck` gate, default off: `pkg/featuregates/featuregates.go`).
+    `driver.go` `deviceHealthEvents` and `device_health.go` `registerEventsForDevices`, `healthEventToTaint`
+    (taints on NVML events after the plugin starts, under the `NVMLDeviceHealthCheck` gate, default off:
+    `pkg/featuregates/featuregates.go`).
     """
     for n in sorted(ctx.inventory.nodes, key=lambda n: n.name):
         if not switched_in_place(ctx, n) or not n.device_plugin_enabled:
@@ -58,8 +60,8 @@ def unhealthy(ctx: CheckContext) -> Iterator[Finding]:
             WARNING,
             f"node {n.name}: its device plugin reports {counts} unhealthy (capacity above allocatable); "
             f"{_DRIVER_VIEW}. Capacity after migration leaves them out",
-            "repair or reset the unhealthy GPUs before the node's wave (`nvidia-smi -r`, a reboot), or enable the "
-            "DRA driver's NVMLDeviceHealthCheck feature gate so that it taints them; a GPU fallen off the bus needs "
-            "the node repaired first",
+            "repair or reset the unhealthy GPUs before the node's wave (`nvidia-smi -r`, a reboot); a GPU fallen off "
+            "the bus needs the node repaired first. Enabling the DRA driver's NVMLDeviceHealthCheck gate taints GPUs "
+            "that fail after it starts, not these",
             (ObjectRef("Node", n.name),),
         )

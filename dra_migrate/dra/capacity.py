@@ -232,9 +232,10 @@ def unhealthy_gpus(node: GpuNode, resource: str) -> int:
     internal/rm/health.go checkHealth, internal/plugin/server.go ListAndWatch) and the kubelet counts it in
     capacity, not allocatable (kubernetes v1.37.2 pkg/kubelet/cm/devicemanager/manager.go GetCapacity); a device
     plugin that stopped leaves every device so until the grace period ends. GFD's `nvidia.com/gpu.count` counts it
-    still, and so does the DRA driver, which publishes every GPU NVML enumerates: tainted NoSchedule under its
-    alpha NVMLDeviceHealthCheck gate, untainted (and handed out, broken) without it (dra-driver-nvidia-gpu v0.4.1
-    pkg/featuregates/featuregates.go, cmd/gpu-kubelet-plugin/driver.go deviceHealthEvents, device_health.go
+    still, and so does the DRA driver, which publishes every GPU NVML enumerates: it taints one NoSchedule only on
+    an NVML event after it starts, under its alpha NVMLDeviceHealthCheck gate (off by default), so a GPU broken
+    before is published untainted and handed out, broken (dra-driver-nvidia-gpu v0.4.1 pkg/featuregates/
+    featuregates.go, cmd/gpu-kubelet-plugin/driver.go deviceHealthEvents, device_health.go registerEventsForDevices,
     healthEventToTaint). Either way no pod can use it after migration, as none can before."""
     if not node.device_plugin_enabled:
         return 0
