@@ -4,7 +4,8 @@ before  what the device plugin advertises today: allocatable of the pool's nodes
         MPS replicas included (a GPU shared 4 ways counts 4)
 after   the DRA devices that the class mapping the name would match on the pool's nodes: the
         ResourceSlices they publish, or the devices the NVIDIA DRA driver would publish (predicted from
-        GFD labels). DRA has no replicas: one request takes whole devices.
+        GFD labels), less the GPUs the device plugin reports unhealthy there (`unhealthy_gpus`). DRA has
+        no replicas: one request takes whole devices.
 demand  today's consumers: GPU requests of the pool's live pods, plus consumers with no live pods
         (a CronJob between runs, a Job not started) whose templates select only this pool
 """
@@ -194,7 +195,10 @@ def pool_capacity(
                 if nd is None or cls is None or node in skewed:
                     continue
                 sources.add(nd.source)
-                per_node.append(len(matching_devices(state, cls, nd, driver)))
+                matched = len(matching_devices(state, cls, nd, driver))
+                if nd.source == "predicted":
+                    matched = max(0, matched - unhealthy_gpus(gpu_nodes[node], resource))
+                per_node.append(matched)
             replicas = max(
                 (_replicas(gpu_nodes[n].labels, resource, gpu_nodes[n].config_replicas) for n in pool.nodes),
                 default=1,
@@ -216,6 +220,30 @@ def pool_capacity(
                 )
             )
     return out
+
+
+def unhealthy_gpus(node: GpuNode, resource: str) -> int:
+    """The GPUs behind `resource` that the node's device plugin reports unhealthy: `status.capacity` less
+    `status.allocatable`, in whole GPUs (a time-sliced GPU's replicas go unhealthy together). 0 on a node whose
+    device plugin is switched off (its capacity then lingers at allocatable 0 until the kubelet's grace period
+    ends: no GPU is broken for that).
+
+    The device plugin marks a GPU Unhealthy on a critical XID or a lost GPU (k8s-device-plugin v0.18.0
+    internal/rm/health.go checkHealth, internal/plugin/server.go ListAndWatch) and the kubelet counts it in
+    capacity, not allocatable (kubernetes v1.37.2 pkg/kubelet/cm/devicemanager/manager.go GetCapacity); a device
+    plugin that stopped leaves every device so until the grace period ends. GFD's `nvidia.com/gpu.count` counts it
+    still, and so does the DRA driver, which publishes every GPU NVML enumerates: it taints one NoSchedule only on
+    an NVML event after it starts, under its alpha NVMLDeviceHealthCheck gate (off by default), so a GPU broken
+    before is published untainted and handed out, broken (dra-driver-nvidia-gpu v0.4.1 pkg/featuregates/
+    featuregates.go, cmd/gpu-kubelet-plugin/driver.go deviceHealthEvents, device_health.go registerEventsForDevices,
+    healthEventToTaint). Either way no pod can use it after migration, as none can before."""
+    if not node.device_plugin_enabled:
+        return 0
+    missing = node.capacity.get(resource, 0) - node.allocatable.get(resource, 0)
+    if missing <= 0:
+        return 0
+    replicas = _replicas(node.labels, resource, node.config_replicas)
+    return -(-missing // replicas)
 
 
 def _replicas(labels: dict[str, str], resource: str, configured: dict[str, int]) -> int:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dra_migrate.cluster.state import ClusterState
-from dra_migrate.dra.capacity import ClassSelectors, class_for, matching_devices
+from dra_migrate.dra.capacity import ClassSelectors, class_for, matching_devices, unhealthy_gpus
 from dra_migrate.dra.devices import node_devices
 from dra_migrate.inventory.fleet import GpuNode
 from dra_migrate.inventory.gangs import Gang
@@ -169,7 +169,8 @@ def capacity_before(nodes: list[GpuNode]) -> NodeCapacity:
 
 
 def capacity_after(state: ClusterState, nodes: list[GpuNode], classes: list[ClassSelectors]) -> NodeCapacity:
-    """What each node serves once migrated: per resource it serves today, the devices its class matches."""
+    """What each node serves once migrated: per resource it serves today, the devices its class matches, less
+    the GPUs its device plugin reports unhealthy on a node not yet publishing (`capacity.unhealthy_gpus`)."""
     devices = node_devices(state)
     out: NodeCapacity = {}
     for n in _schedulable(nodes):
@@ -178,6 +179,8 @@ def capacity_after(state: ClusterState, nodes: list[GpuNode], classes: list[Clas
         for resource in set(n.capacity) | set(n.allocatable):
             cls = class_for(resource, classes)
             served[resource] = len(matching_devices(state, cls, nd)) if cls is not None and nd is not None else 0
+            if nd is not None and nd.source == "predicted":  # GPUs the device plugin reports broken: capacity.py
+                served[resource] = max(0, served[resource] - unhealthy_gpus(n, resource))
         out[n.name] = served
     return out
 

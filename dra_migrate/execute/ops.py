@@ -258,9 +258,19 @@ class LiveOps(DrainOps, CanaryOps):
                         missing.append(f"{driver} pool(s) {', '.join(incomplete)} not fully published")
                     if published != devices:
                         missing.append(f"{driver} ResourceSlices hold {published} device(s), expected {devices}")
+                    hint = "check the device plugin is off and the DRA kubelet plugin runs on that node"
+                    if published == 0 and devices and not incomplete:
+                        # One GPU NVML cannot query fails the driver's whole enumeration, and it publishes
+                        # nothing (dra-driver-nvidia-gpu v0.4.1 cmd/gpu-kubelet-plugin/nvlib.go
+                        # GetPerGpuAllocatableDevices, device_state.go NewDeviceState; go-nvlib v0.11.0
+                        # VisitDevices): docs/readiness.md "Unhealthy GPUs".
+                        hint += (
+                            "; if it runs, read its log: a GPU NVML cannot query (unhealthy, fallen off the bus) "
+                            "stops it publishing any device"
+                        )
                     raise StepFailed(
                         f"node {node} not ready for DRA after {timeout_s:g}s: {'; '.join(missing)}",
-                        "check the device plugin is off and the DRA kubelet plugin runs on that node",
+                        hint,
                         {"allocatable": left, "devices": published, "expected": devices, "incomplete": incomplete},
                     )
                 self._pause(delay, deadline, cancel, changed)
