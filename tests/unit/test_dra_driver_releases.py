@@ -136,3 +136,25 @@ def test_a_class_on_an_attribute_the_release_lacks_matches_no_gpu(tag: str) -> N
     assert findings(st, "existing-class-matches-no-gpu")
     ok = make(gpu_node(), nvidia_chart_plugin("v25.12.0"), dc)
     assert not findings(ok, "existing-class-matches-no-gpu")
+
+
+def test_v25_3_applies_sharing_configs_without_a_gate() -> None:
+    # NVIDIA/k8s-dra-driver-gpu v25.3.2 has no pkg/featuregates: a GpuConfig's TimeSlicing/MPS sharing is applied as
+    # it is (api/nvidia.com/resource/v1beta1 sharing.go, cmd/gpu-kubelet-plugin/sharing.go); telling the operator to
+    # set MPSSupport=true on it sends them to a flag that release has not got. v25.8.1 gates both, off by default.
+    from tests.unit.test_sharing_to_dra import _pool, _shared
+
+    st = _pool("mps", True)
+    old = make(*(o for _, o in st.all_objects()), nvidia_chart_plugin("v25.3.2"))
+    (f,) = _shared(old)
+    assert "not set on DaemonSet" not in f.remediation and "v25.3.2 applies it without a feature gate" in f.remediation
+    gated = make(*(o for _, o in st.all_objects()), nvidia_chart_plugin("v25.8.1"))
+    (g,) = _shared(gated)
+    assert (
+        "MPSSupport=true, off by default in v25.8.1 and not set on DaemonSet(s) nvidia-dra-driver-gpu" in g.remediation
+    )
+    on = make(
+        *(o for _, o in st.all_objects()),
+        nvidia_chart_plugin("v25.8.1", {"name": "FEATURE_GATES", "value": "MPSSupport=true,"}),
+    )
+    assert "MPSSupport=true, set on the kubelet plugin" in _shared(on)[0].remediation
