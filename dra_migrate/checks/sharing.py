@@ -57,7 +57,7 @@ def _gate_state(ctx: CheckContext, gate: str) -> str:
     releases = [daemonset_release(d) for d in daemonsets]
     if all(r is not None and not r.feature_gates for r in releases):
         text = ", ".join(sorted({r.text for r in releases if r is not None}))
-        return f"nothing more: {text} applies it without a feature gate (from v25.8.0 it needs {gate}=true, off by default)"
+        return f"nothing more: {text} applies it without a feature gate (v25.8.0 on: {gate}=true, off by default)"
     off = [
         (str((d.get("metadata") or {}).get("name")), r)
         for d, r in zip(daemonsets, releases, strict=True)
