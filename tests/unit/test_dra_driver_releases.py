@@ -158,3 +158,43 @@ def test_v25_3_applies_sharing_configs_without_a_gate() -> None:
         nvidia_chart_plugin("v25.8.1", {"name": "FEATURE_GATES", "value": "MPSSupport=true,"}),
     )
     assert "MPSSupport=true, set on the kubelet plugin" in _shared(on)[0].remediation
+
+
+def _template(expr: str, match: str | None = None) -> dict[str, Any]:
+    devices: dict[str, Any] = {
+        "requests": [
+            {
+                "name": "g",
+                "exactly": {"deviceClassName": "gpu.nvidia.com", "selectors": [{"cel": {"expression": expr}}]},
+            }
+        ]
+    }
+    if match:
+        devices["constraints"] = [{"matchAttribute": match}]
+    return obj("resource.k8s.io/v1", "ResourceClaimTemplate", "first-gpu", {"spec": {"devices": devices}})
+
+
+@pytest.mark.parametrize(
+    ("tag", "expr", "match", "flagged"),
+    [
+        # NVIDIA's demos select `index` (v25.3.x publishes it); v25.8.1 dropped it: the claim matches nothing.
+        ("v25.8.1", "device.attributes['gpu.nvidia.com'].index == 0", None, "index"),
+        ("v25.3.2", "device.attributes['gpu.nvidia.com'].index == 0", None, None),
+        ("v25.12.0", "device.attributes['gpu.nvidia.com']['minor'] == 0", None, "minor"),
+        ("v25.8.1", "true", "resource.kubernetes.io/pciBusID", "resource.kubernetes.io/pciBusID"),
+        ("v25.12.0", "device.attributes['gpu.nvidia.com'].pcieBusID != ''", None, "pcieBusID"),
+        ("v25.12.0", "device.attributes['resource.kubernetes.io'].pciBusID != ''", None, None),
+        ("v25.8.1", "device.attributes['gpu.nvidia.com'].productName == 'x'", "resource.kubernetes.io/pcieRoot", None),
+    ],
+)
+def test_a_selector_on_an_attribute_the_release_does_not_publish_is_named(
+    tag: str, expr: str, match: str | None, flagged: str | None
+) -> None:
+    st = make(gpu_node(), nvidia_chart_plugin(tag), _template(expr, match))
+    got = findings(st, "dra-driver-release-attribute")
+    if flagged is None:
+        assert not got, got
+        return
+    (f,) = got
+    assert f"attribute {flagged}," in f.message and tag in f.message, f.message
+    assert [str(o) for o in f.objects] == ["ResourceClaimTemplate ml/first-gpu"]
