@@ -128,9 +128,9 @@ def dra_driver_release_attribute(ctx: CheckContext) -> Iterator[Finding]:
             meta = o.get("metadata") or {}
             ref = ObjectRef(kind, str(meta.get("name", "")), meta.get("namespace"))
             for a in sorted(attrs):
-                lacking = sorted(f"{ds} ({r.text})" for ds, r in releases.items() if not _published(r, a))
-                if lacking:
-                    hits.setdefault(f"{a}|{', '.join(lacking)}", []).append(ref)
+                without = sorted(f"{ds} ({r.text})" for ds, r in releases.items() if not _published(r, a))
+                if without:
+                    hits.setdefault(f"{a}|{', '.join(without)}", []).append(ref)
     for key, refs in sorted(hits.items()):
         attr, lacking = key.split("|", 1)
         yield Finding(
