@@ -100,6 +100,11 @@ RULE_DOCS: dict[str, RuleDoc] = {
         rests_on="kube-scheduler serves an extended resource from the DeviceClass that declares it, whatever devices it selects (KEP-5004, kubernetes/enhancements `keps/sig-scheduling/5004-dra-extended-resource/README.md`; k8s.io/api resource/v1 `DeviceClassSpec.ExtendedResourceName`); dra-migrate generates no class for a name one already maps",
         fix="make the class select the driver's devices (`device.driver == 'gpu.nvidia.com'`), or clear its extendedResourceName so that dra-migrate generates one, then plan again",
     ),
+    "dra-driver-release-attribute": RuleDoc(
+        when="a DeviceClass, ResourceClaim or ResourceClaimTemplate names, in a CEL selector or a `matchAttribute` constraint, a GPU attribute the NVIDIA DRA driver release its kubelet-plugin DaemonSet runs (read from the image tag) does not publish: `index`, `minor`, `parentIndex` (NVIDIA's v25.3.x only), `pcieBusID` (before v25.12.0), `resource.kubernetes.io/pciBusID` (v25.12.0 on, dra-driver-nvidia-gpu v0.4); also when an upgrade leaves DaemonSets of two releases",
+        rests_on="each release's `cmd/gpu-kubelet-plugin/deviceinfo.go` (NVIDIA/k8s-dra-driver-gpu v25.3.2, v25.8.1; v25.12.0 with `partitions.go`; dra-driver-nvidia-gpu v0.4.1): a selector on an attribute a device lacks fails for it and a `matchAttribute` a device lacks excludes it (KEP-4381), so the claim stays Pending (docs/nvidia-tier.md, Driver releases)",
+        fix="select on attributes every release publishes (`type`, `productName`, `profile`, `uuid`, `resource.kubernetes.io/pcieRoot`), or run a release that publishes the attribute, then check again",
+    ),
     "duplicate-extended-resource-name": RuleDoc(
         when="two or more DeviceClasses name the same `extendedResourceName`",
         rests_on='"the class created later is picked" (k8s.io/api `resource/v1/types.go`)',

@@ -5,14 +5,18 @@ Facts each rule rests on are cited beside it (primary sources); docs/rules.md is
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
+from typing import Any
 
 from dra_migrate.checks.context import CheckContext
 from dra_migrate.checks.model import Finding, ObjectRef, Severity
 from dra_migrate.checks.registry import rule
 from dra_migrate.dra.devices import node_devices
+from dra_migrate.inventory.draversion import LEGACY_PCI_BUS_ID, PCI_BUS_ID, DriverRelease, installed_releases
 
 BLOCKER = Severity.BLOCKER
+WARNING = Severity.WARNING
 
 
 @rule(
@@ -51,4 +55,92 @@ def existing_class_matches_no_gpu(ctx: CheckContext) -> Iterator[Finding]:
             f"its extendedResourceName so that dra-migrate generates one, then plan again",
             (ObjectRef("DeviceClass", cls),),
             pools=tuple(sorted(names)),
+        )
+
+
+# The attributes NVIDIA DRA driver releases disagree on (inventory/draversion.py): selectors or matchAttribute
+# constraints on them match nothing under a release that does not publish them.
+_CEL_ATTR = re.compile(
+    r"device\.attributes\[\s*['\"](?P<domain>[a-z0-9.-]+)['\"]\s*\]"
+    r"(?:\.(?P<dot>[A-Za-z_][A-Za-z0-9_]*)|\[\s*['\"](?P<key>[A-Za-z0-9_./-]+)['\"]\s*\])"
+)
+_SENSITIVE = ("index", "minor", "parentIndex", LEGACY_PCI_BUS_ID, PCI_BUS_ID)
+
+
+def _published(release: DriverRelease, attr: str) -> bool:
+    if attr in ("index", "minor", "parentIndex"):
+        return release.index_attributes
+    return attr == release.pci_bus_id_attribute
+
+
+def _named_attributes(requests: list[Any], constraints: list[Any], driver: str) -> set[str]:
+    """The release-sensitive attributes a claim's (or class's) CEL selectors and matchAttribute constraints name:
+    `index` for `device.attributes['gpu.nvidia.com'].index`, `resource.kubernetes.io/pciBusID` for
+    `device.attributes['resource.kubernetes.io'].pciBusID` or `matchAttribute: resource.kubernetes.io/pciBusID`."""
+    out: set[str] = set()
+    exprs: list[str] = []
+    for r in requests:
+        if not isinstance(r, dict):
+            continue
+        subs = [r.get("exactly") or r, *[s for s in (r.get("firstAvailable") or []) if isinstance(s, dict)]]
+        for s in subs:
+            exprs += [
+                str((sel.get("cel") or {}).get("expression", ""))
+                for sel in s.get("selectors") or []
+                if isinstance(sel, dict)
+            ]
+    for m in (_CEL_ATTR.finditer(e) for e in exprs):
+        for hit in m:
+            name = hit["dot"] or hit["key"]
+            out.add(name if hit["domain"] == driver else f"{hit['domain']}/{name}")
+    for c in constraints:
+        a = str((c or {}).get("matchAttribute", "")) if isinstance(c, dict) else ""
+        out.add(a.removeprefix(f"{driver}/"))
+    return {a for a in out if a in _SENSITIVE}
+
+
+@rule(
+    "dra-driver-release-attribute",
+    WARNING,
+    summary="a DeviceClass or claim selects on a GPU attribute the installed DRA driver release does not publish",
+)
+def dra_driver_release_attribute(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: warning. When: a DeviceClass, ResourceClaim or ResourceClaimTemplate names, in a CEL selector or a
+    `matchAttribute` constraint, a GPU attribute that the NVIDIA DRA driver release its kubelet-plugin DaemonSet runs
+    (the image tag) does not publish: `index`, `minor`, `parentIndex` (NVIDIA's v25.3.x only), `pcieBusID` (before
+    v25.12.0), `resource.kubernetes.io/pciBusID` (v25.12.0 on, dra-driver-nvidia-gpu v0.4). Rests on: each
+    release's `cmd/gpu-kubelet-plugin/deviceinfo.go` (NVIDIA/k8s-dra-driver-gpu v25.3.2, v25.8.1; v25.12.0 with
+    `partitions.go`; dra-driver-nvidia-gpu v0.4.1); a selector on an attribute a device lacks fails for it, and a
+    `matchAttribute` a device lacks excludes it (KEP-4381 structured parameters): the claims stay Pending.
+    """
+    releases = installed_releases(ctx.state)
+    if not releases:
+        return
+    hits: dict[str, list[ObjectRef]] = {}
+    for kind in ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate"):
+        for o in ctx.state.of(f"resource.k8s.io/{kind}"):
+            spec = o.get("spec") or {}
+            if kind == "ResourceClaimTemplate":
+                spec = (spec.get("spec") or {}) if isinstance(spec, dict) else {}
+            devices = (spec.get("devices") or {}) if kind != "DeviceClass" else {}
+            requests = [spec] if kind == "DeviceClass" else list(devices.get("requests") or [])
+            attrs = _named_attributes(requests, list(devices.get("constraints") or []), ctx.dra_driver)
+            meta = o.get("metadata") or {}
+            ref = ObjectRef(kind, str(meta.get("name", "")), meta.get("namespace"))
+            for a in sorted(attrs):
+                without = sorted(f"{ds} ({r.text})" for ds, r in releases.items() if not _published(r, a))
+                if without:
+                    hits.setdefault(f"{a}|{', '.join(without)}", []).append(ref)
+    for key, refs in sorted(hits.items()):
+        attr, lacking = key.split("|", 1)
+        yield Finding(
+            "dra-driver-release-attribute",
+            WARNING,
+            f"{len(refs)} object(s) select GPUs on the attribute {attr}, which the DRA kubelet plugin {lacking} does "
+            "not publish: their claims match no device there and stay Pending",
+            "select on what every release publishes (type, productName, profile, uuid, "
+            "resource.kubernetes.io/pcieRoot), or run a release that publishes it (index/minor/parentIndex: only "
+            "NVIDIA's v25.3.x; pcieBusID: before v25.12.0; resource.kubernetes.io/pciBusID: v25.12.0 on and "
+            "dra-driver-nvidia-gpu v0.4), then check again",
+            tuple(sorted(refs)),
         )

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dra_migrate.checks.context import CheckContext
 from dra_migrate.dra.capacity import PoolCapacity
+from dra_migrate.inventory.draversion import daemonset_release
 from dra_migrate.inventory.operator import dra_feature_gate_on, dra_plugin_daemonset_objects, sharing_configs
 
 TIME_SLICING_GATE = "TimeSlicingSettings"
@@ -47,12 +48,24 @@ def pool_strategies(ctx: CheckContext, cap: PoolCapacity) -> set[str]:
 
 
 def _gate_state(ctx: CheckContext, gate: str) -> str:
+    """What the installed kubelet plugin needs for `gate`'s sharing. NVIDIA's v25.3.x has no feature gates and
+    applies sharing configs as they are (NVIDIA/k8s-dra-driver-gpu `pkg/featuregates` first appears at v25.8.0);
+    v25.8.0 on and dra-driver-nvidia-gpu v0.x gate them, off by default (`pkg/featuregates/featuregates.go`)."""
     daemonsets = dra_plugin_daemonset_objects(ctx.state)
     if not daemonsets:
         return f"{gate}=true, off by default in dra-driver-nvidia-gpu v0.4.1"
-    off = [str((d.get("metadata") or {}).get("name")) for d in daemonsets if not dra_feature_gate_on(d, gate)]
+    releases = [daemonset_release(d) for d in daemonsets]
+    if all(r is not None and not r.feature_gates for r in releases):
+        text = ", ".join(sorted({r.text for r in releases if r is not None}))
+        return f"nothing more: {text} applies it without a feature gate (v25.8.0 on: {gate}=true, off by default)"
+    off = [
+        (str((d.get("metadata") or {}).get("name")), r)
+        for d, r in zip(daemonsets, releases, strict=True)
+        if not dra_feature_gate_on(d, gate)
+    ]
     if off:
-        return f"{gate}=true, off by default in v0.4.1 and not set on DaemonSet(s) {', '.join(off)}"
+        default = ", ".join(sorted({r.text if r is not None else "v0.4.1" for _, r in off}))
+        return f"{gate}=true, off by default in {default} and not set on DaemonSet(s) {', '.join(n for n, _ in off)}"
     return f"{gate}=true, set on the kubelet plugin"
 
 

@@ -63,6 +63,7 @@ from dra_migrate.dra.products import mig_device_name as mig_device_name
 from dra_migrate.dra.products import mig_profile as mig_profile
 from dra_migrate.dra.products import product_name as product_name
 from dra_migrate.dra.products import resource_profile as resource_profile
+from dra_migrate.inventory.draversion import PCI_BUS_ID, DriverRelease, installed_release
 from dra_migrate.inventory.migparted import mig_parted_configs, node_gpu_mig
 from dra_migrate.inventory.operator import node_config_replicas
 from dra_migrate.inventory.resources import DEFAULT_GPU, SHARED_GPU
@@ -168,7 +169,7 @@ def _node_devices(state: ClusterState, driver: str) -> dict[str, NodeDevices]:
             out[name] = NodeDevices(name, "published", published)
         else:
             if predictor is None:
-                predictor = _Predictor(mig_parted_configs(state))
+                predictor = _Predictor(mig_parted_configs(state), installed_release(state))
                 shared = node_config_replicas(state)
             recipes, shape = predictor.recipes(node, shared.get(name, {}))
             out[name] = NodeDevices(name, "predicted", shape=shape, recipes=recipes)
@@ -181,8 +182,9 @@ class _Predictor:
     placeholder uuids (derived from its name) in fresh dicts. Equal to `predict_devices` on every node
     (tests/unit/test_dra_devices_memo.py); at 10,000 nodes the per-node prediction was 0.55 s of `plan`."""
 
-    def __init__(self, mig_configs: Mapping[str, Any]) -> None:
+    def __init__(self, mig_configs: Mapping[str, Any], release: DriverRelease | None = None) -> None:
         self._mig_configs = mig_configs
+        self._release = release
         self._recipes: dict[tuple[Any, ...], tuple[_Recipe, ...]] = {}
 
     def predict(
@@ -208,7 +210,8 @@ class _Predictor:
         )
         recipe = self._recipes.get(shape)
         if recipe is None:
-            recipe = self._recipes[shape] = _recipe(labels, capacity, self._mig_configs, shared)
+            recipe = _recipe(labels, capacity, self._mig_configs, shared)
+            self._recipes[shape] = recipe = as_released(recipe, self._release) if self._release else recipe
         return recipe, shape
 
 
@@ -233,6 +236,41 @@ def _recipe(
         other = (None,) * unlabelled_gpus(labels, capacity, replicas)
         return _device_recipes(labels, layout) + _device_recipes({}, other, first=len(layout))
     return _device_recipes({}, (None,) * whole_gpus_from_capacity(capacity, shared))
+
+
+_NEW_MIG_NAME = re.compile(r"^gpu-(\d+)-mig-.+-(\d+)-(\d+)$")
+
+
+def as_released(recipes: tuple[_Recipe, ...], release: DriverRelease) -> tuple[_Recipe, ...]:
+    """The predicted devices as `release` publishes them, where it differs from v0.4.1 (inventory/draversion.py):
+    before v25.12 `pcieBusID` for `resource.kubernetes.io/pciBusID` and MIG devices named
+    `gpu-<minor>-mig-<giProfileId>-<start>-<size>` (NVIDIA/k8s-dra-driver-gpu v25.8.1 `cmd/gpu-kubelet-plugin/
+    deviceinfo.go` `CanonicalName`); in v25.3.x also `index` and `minor` on a GPU, `index` and `parentIndex` on a
+    MIG device (v25.3.2 `deviceinfo.go` `GetDevice`), numbered as the prediction numbers GPUs (0..n-1: the minor
+    and NVML index of contiguous GPUs) and a GPU's MIG devices in order."""
+    out: list[_Recipe] = []
+    mig_seen: dict[str, int] = {}
+    for device, seed, parent in recipes:
+        device = {**device}
+        attrs = {k: dict(v) for k, v in (device.get("attributes") or {}).items()}
+        if release.before_25_12 and PCI_BUS_ID in attrs:
+            attrs[release.pci_bus_id_attribute] = attrs.pop(PCI_BUS_ID)
+        gpu = int(seed.split("/")[1])
+        if parent:  # a MIG device
+            if release.legacy_mig_names and (m := _NEW_MIG_NAME.match(str(device["name"]))):
+                size = sum(1 for k in device.get("capacity") or {} if k.startswith("memorySlice"))
+                device["name"] = f"gpu-{m[1]}-mig-{m[2]}-{m[3]}-{size}"
+            if release.index_attributes:
+                attrs["index"] = {"int": mig_seen.get(parent, 0)}
+                attrs["parentIndex"] = {"int": gpu}
+            mig_seen[parent] = mig_seen.get(parent, 0) + 1
+        elif release.index_attributes:
+            attrs["index"] = {"int": gpu}
+            attrs["minor"] = {"int": gpu}
+        if attrs:
+            device["attributes"] = attrs
+        out.append((device, seed, parent))
+    return tuple(out)
 
 
 def whole_gpus_from_capacity(capacity: Mapping[str, Any], shared: Mapping[str, int]) -> int:
