@@ -25,7 +25,7 @@ from typing import Any
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from dra_migrate.cluster.kinds import kind_key
-from dra_migrate.cluster.templates import ResolvedTemplate, TemplateTable
+from dra_migrate.cluster.templates import ResolvedTemplate, TemplateTable, get_path
 from dra_migrate.cluster.validate import type_name
 from dra_migrate.convert import gang
 from dra_migrate.convert.claims import (
@@ -226,6 +226,8 @@ def convert_document(
     covered: set[int] = set()
     has_gpu = False
     for r in resolved:
+        if r.role.form == "named":  # its containers are made from the {name, quantity}: that is the request
+            covered.add(id(get_path(r.template, r.role.resources or "gpu")))
         for c in r.containers() + r.init_containers():
             covered.update((id(c), id(c.get("resources"))))
             has_gpu = has_gpu or asks_for_gpu(c, gpu_names) or bool(fractional(c))
@@ -289,6 +291,13 @@ def convert_document(
                 f"{label}: role {role} states its GPUs as {r.path}.{r.role.resources} (a ResourceRequirements, "
                 "not a pod), which has no place for a claim: put the claim in the pod template this kind's pods "
                 "come from (for a TrainJob, its TrainingRuntime), then drop the GPU count here"
+            )
+            continue
+        if r.role.form == "named":
+            result.problems.append(
+                f"{label}: role {role} states its GPUs as {r.path}.{r.role.resources} (a name and a count its "
+                "operator writes into the pod's limits), which has no place for a claim: put the claim in the pod "
+                "template this kind's pods come from, then drop the GPU count here"
             )
             continue
         if r.role.form == "containers":
@@ -407,6 +416,13 @@ def apiversion_is_core(doc: dict[str, Any]) -> bool:
     return doc.get("apiVersion") == "v1"
 
 
+_SPARK = (
+    "the Spark operator writes spec.driver.gpu / spec.executor.gpu into the Spark container's limits when it makes "
+    "the pod, and no field of the application holds a claim; Spark builds the pods from spec.driver.template and "
+    "spec.executor.template (Spark >= 3.0), whose Kubernetes client decides what of a claim survives: remove the "
+    "gpu fields and write spec.resourceClaims and the Spark container's resources.claims into those templates "
+    "by hand (with the ResourceClaimTemplate), then check one application's driver and executor pods"
+)
 # Kinds whose GPU requests a claim cannot carry, with the reason and its source.
 _REFUSED_KINDS = {
     "serving.knative.dev/Service": "Knative's admission webhook rejects resources.claims in a Revision's containers "
@@ -414,6 +430,11 @@ _REFUSED_KINDS = {
     "or keep it on the device plugin until Knative accepts claims",
     "serving.knative.dev/Configuration": "Knative's admission webhook rejects resources.claims (knative/serving#15332)",
     "serving.knative.dev/Revision": "Knative's admission webhook rejects resources.claims (knative/serving#15332)",
+    # kubeflow/spark-operator v2.3.0: the webhook writes `gpu` into the Spark container's limits as the pod is made
+    # (internal/webhook/sparkpod_defaulter.go addGPU), and spark-submit builds the pods from `spec.*.template`
+    # (api/v1beta2/sparkapplication_types.go SparkPodSpec.Template, schemaless) with its own Kubernetes client.
+    "sparkoperator.k8s.io/SparkApplication": _SPARK,
+    "sparkoperator.k8s.io/ScheduledSparkApplication": _SPARK,
     "trainer.kubeflow.org/ClusterTrainingRuntime": "a cluster-scoped runtime's pods run in the namespace of each "
     "TrainJob that uses it, and a ResourceClaimTemplate is namespaced: create the template in each of those "
     "namespaces and add the claim by hand (or use a namespaced TrainingRuntime)",

@@ -302,3 +302,49 @@ def test_a_kubeflow_job_that_has_succeeded_is_not_flagged() -> None:
     job = _kubeflow("TFJob", {"Worker": {}})
     job["status"] = {"conditions": [{"type": "Succeeded", "status": "True"}]}
     assert _flagged(job, *_labelled(_pods(job), **{"training.kubeflow.org/replica-type": "worker"})) == []
+
+
+# The Kubeflow Spark operator (kubeflow/spark-operator v2.3.0): the driver pod's controller is the
+# SparkApplication; a driver gone or Failed makes it FAILING (internal/controller/sparkapplication/controller.go
+# updateDriverState), then FAILED unless pkg/util/sparkapplication.go ShouldRetry says retry: restartPolicy Always,
+# or OnFailure with onFailureRetries set and not used up. Its restartPolicy.type defaults to Never (defaults.go).
+def _spark(restart: dict[str, Any] | None = None, state: str = "RUNNING", attempts: int = 1) -> dict[str, Any]:
+    spec: dict[str, Any] = {"driver": {"gpu": {"name": GPU, "quantity": 1}}, "executor": {"instances": 2}}
+    if restart is not None:
+        spec["restartPolicy"] = restart
+    app = obj("sparkoperator.k8s.io/v1beta2", "SparkApplication", "etl", spec)
+    app["status"] = {"applicationState": {"state": state}, "executionAttempts": attempts}
+    return app
+
+
+def _spark_pods(app: dict[str, Any]) -> list[dict[str, Any]]:
+    (driver,) = _labelled([pod("etl-driver", SHELL, owner=app)], **{"spark-role": "driver"})
+    executors = _labelled([pod(f"etl-exec-{i}", SHELL, owner=driver) for i in (1, 2)], **{"spark-role": "executor"})
+    return [driver, *executors]
+
+
+@pytest.mark.parametrize(
+    ("case", "app", "flagged"),
+    [
+        ("the default, Never", _spark(), "restartPolicy Never"),
+        ("OnFailure without onFailureRetries does not retry", _spark({"type": "OnFailure"}), "onFailureRetries"),
+        ("OnFailure with retries left", _spark({"type": "OnFailure", "onFailureRetries": 3}, attempts=1), None),
+        ("OnFailure, retries used up", _spark({"type": "OnFailure", "onFailureRetries": 1}, attempts=2), "1 used"),
+        ("Always resubmits it", _spark({"type": "Always"}), None),
+        ("a completed application", _spark(state="COMPLETED"), None),
+    ],
+)
+def test_a_spark_application_is_flagged_when_evicting_its_driver_fails_it(
+    case: str, app: dict[str, Any], flagged: str | None
+) -> None:
+    lines = _flagged(app, *_spark_pods(app))
+    assert bool(lines) is bool(flagged), case
+    if flagged:
+        assert lines[0].startswith("SparkApplication ml/etl:") and flagged in lines[0], case
+
+
+def test_a_spark_application_whose_driver_is_elsewhere_is_not_flagged_for_its_executors() -> None:
+    app = _spark()
+    driver, *executors = _spark_pods(app)
+    driver["spec"]["nodeName"] = "cpu-1"  # Spark reschedules lost executors; only the driver's loss ends the run
+    assert _flagged(app, driver, *executors) == []
