@@ -433,6 +433,13 @@ _REFUSED_KINDS = {
     # kubeflow/spark-operator v2.3.0: the webhook writes `gpu` into the Spark container's limits as the pod is made
     # (internal/webhook/sparkpod_defaulter.go addGPU), and spark-submit builds the pods from `spec.*.template`
     # (api/v1beta2/sparkapplication_types.go SparkPodSpec.Template, schemaless) with its own Kubernetes client.
+    # kubeflow/notebooks v1.11.0 (3454bb75) components/notebook-controller: go.mod k8s.io/api v0.23.0, and its CRD
+    # (config/crd/bases/kubeflow.org_notebooks.yaml) a full schema without resourceClaims or resources.claims.
+    "kubeflow.org/Notebook": "the Kubeflow notebook controller (kubeflow/notebooks v1.11.0, the last release) builds "
+    "with k8s.io/api v0.23.0, before pod claims existed: its CRD schema prunes spec.template.spec.resourceClaims "
+    "and the containers' resources.claims (strict field validation refuses them), and the StatefulSet it writes "
+    "from its PodSpec has none, so the notebook would start without a GPU; keep its nvidia.com/gpu request, which a "
+    "DeviceClass with extendedResourceName serves on DRA nodes (dra-migrate generate deviceclasses)",
     "sparkoperator.k8s.io/SparkApplication": _SPARK,
     "sparkoperator.k8s.io/ScheduledSparkApplication": _SPARK,
     "trainer.kubeflow.org/ClusterTrainingRuntime": "a cluster-scoped runtime's pods run in the namespace of each "
