@@ -245,6 +245,8 @@ def convert_document(
                 "Kubernetes object but what makes them (a Helm chart's values.yaml, an application's config); "
                 "change it by hand, and convert what it renders (helm template RELEASE CHART | dra-migrate convert -)"
             )
+        elif (stray or patches) and key in _REFUSED_KINDS:  # no template-table entry would make it convertible
+            result.problems.append(f"{label}: GPU request at {', '.join(stray + patches)}: {_REFUSED_KINDS[key]}")
         elif stray or patches:
             result.problems.append(
                 f"{label}: kind {key} is not in the pod-template table, and asks for GPUs at "
@@ -303,7 +305,7 @@ def convert_document(
         if r.role.form == "containers":
             result.problems.append(
                 f"{label}: role {role} keeps bare containers without a pod spec, so there is nowhere to put "
-                "spec.resourceClaims (Argo templates need a podSpecPatch): convert it by hand"
+                f"spec.resourceClaims{_ARGO_PATCH if key.startswith('argoproj.io/') else ''}: convert it by hand"
             )
             continue
         if not workload:
@@ -416,6 +418,19 @@ def apiversion_is_core(doc: dict[str, Any]) -> bool:
     return doc.get("apiVersion") == "v1"
 
 
+# argo-workflows v3.6.4 workflow/util/util.go ApplyPodSpecPatch: the patch goes through the k8s.io/api PodSpec it
+# builds with (go.mod v0.30.3: no resourceClaims[].resourceClaimTemplateName, no resources.claims[].request);
+# v3.7.0 builds with v0.33.1.
+_ARGO_PATCH = (
+    " (a template's podSpecPatch can add it from argo-workflows v3.7.0; v3.6 applies the patch through "
+    "k8s.io/api v0.30.3 types, which drop resourceClaims[].resourceClaimTemplateName)"
+)
+# tektoncd/pipeline v1.3.0 pkg/apis/pipeline/pod/template.go: the pod-level fields a TaskRun's pod takes.
+_TEKTON = (
+    "Tekton builds the pod from the steps and a podTemplate (tektoncd/pipeline v1.3.0 pod.Template), which has no "
+    "resourceClaims, so a step's resources.claims could name no claim of the pod; keep its nvidia.com/gpu request, "
+    "which a DeviceClass with extendedResourceName serves on DRA nodes (dra-migrate generate deviceclasses)"
+)
 _SPARK = (
     "the Spark operator writes spec.driver.gpu / spec.executor.gpu into the Spark container's limits when it makes "
     "the pod, and no field of the application holds a claim; Spark builds the pods from spec.driver.template and "
@@ -440,6 +455,10 @@ _REFUSED_KINDS = {
     "and the containers' resources.claims (strict field validation refuses them), and the StatefulSet it writes "
     "from its PodSpec has none, so the notebook would start without a GPU; keep its nvidia.com/gpu request, which a "
     "DeviceClass with extendedResourceName serves on DRA nodes (dra-migrate generate deviceclasses)",
+    "tekton.dev/Task": _TEKTON,
+    "tekton.dev/TaskRun": _TEKTON,
+    "tekton.dev/Pipeline": _TEKTON,
+    "tekton.dev/PipelineRun": _TEKTON,
     "sparkoperator.k8s.io/SparkApplication": _SPARK,
     "sparkoperator.k8s.io/ScheduledSparkApplication": _SPARK,
     "trainer.kubeflow.org/ClusterTrainingRuntime": "a cluster-scoped runtime's pods run in the namespace of each "
