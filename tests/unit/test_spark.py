@@ -13,10 +13,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import copy
+
 import pytest
 import yaml
 
 from dra_migrate.cluster.kinds import KINDS_BY_KEY
+from dra_migrate.cluster.redact import for_snapshot
 from dra_migrate.cluster.templates import TemplateTable
 from dra_migrate.convert.files import convert_text
 from dra_migrate.convert.rewrite import ConvertOptions
@@ -134,3 +137,24 @@ def test_a_snapshot_whose_gpu_count_is_not_an_integer_is_refused_naming_the_fiel
     a["spec"]["executor"]["gpu"]["quantity"] = "2"
     with pytest.raises(InputError, match=r"spec\.executor\.gpu\.quantity"):
         state(gpu_node("gpu-1"), a)
+
+
+def test_a_snapshot_keeps_no_spark_conf_argument_env_or_java_option_values() -> None:
+    """sparkConf / hadoopConf (`spark.hadoop.fs.s3a.secret.key`), the application's arguments, envVars maps and
+    javaOptions (api/v1beta2 SparkApplicationSpec, SparkPodSpec.EnvVars, DriverSpec/ExecutorSpec.JavaOptions) carry
+    credentials as often as a container's env; reading the kinds must not copy them into a snapshot."""
+    secret = "AKIA-SECRET-123"
+    spec = {
+        "arguments": [f"--token={secret}"],
+        "sparkConf": {"spark.hadoop.fs.s3a.secret.key": secret},
+        "hadoopConf": {"fs.s3a.access.key": secret},
+        "driver": {"envVars": {"DB_PASSWORD": secret}, "javaOptions": f"-Dpassword={secret}", "cores": 1},
+        "executor": {"instances": 2, "env": [{"name": "TOKEN", "value": secret}], "gpu": {"name": GPU, "quantity": 1}},
+    }
+    a = obj(SPARK, "SparkApplication", "etl", spec)
+    sched = obj(SPARK, "ScheduledSparkApplication", "nightly", {"schedule": "@daily", "template": spec})
+    for o in (a, sched):
+        kept = for_snapshot(copy.deepcopy(o), keep_env=False)
+        assert kept is not None and secret not in str(kept), kept
+        assert "spark.hadoop.fs.s3a.secret.key" in str(kept), "keys stay: only values are redacted"
+    assert consumers(gpu_node("gpu-1"), for_snapshot(a, keep_env=False))["SparkApplication/etl"]["totals"] == {GPU: 2}
