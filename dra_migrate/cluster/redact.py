@@ -129,15 +129,15 @@ def _spark(spec: Any) -> None:
     if isinstance(spec.get("arguments"), list):
         spec["arguments"] = [REDACTED for _ in spec["arguments"]]
     for conf in (spec.get("sparkConf"), spec.get("hadoopConf")):
-        for k in conf if isinstance(conf, dict) else ():
-            conf[k] = REDACTED
+        if isinstance(conf, dict):
+            conf.update(dict.fromkeys(conf, REDACTED))
     for role in (spec.get("driver"), spec.get("executor")):
         if not isinstance(role, dict):
             continue
         _redact_container(role)
         env_vars = role.get("envVars")
-        for k in env_vars if isinstance(env_vars, dict) else ():
-            env_vars[k] = REDACTED
+        if isinstance(env_vars, dict):
+            env_vars.update(dict.fromkeys(env_vars, REDACTED))
         if isinstance(role.get("javaOptions"), str):
             role["javaOptions"] = REDACTED
 

@@ -10,10 +10,9 @@ with no pod running was no consumer at all, and its executors were counted under
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
-
-import copy
 
 import pytest
 import yaml
