@@ -287,7 +287,10 @@ def argo_verdict(ctx: CheckContext, wf: Mapping[str, Any]) -> str | None:
         retry = as_map(t.get("retryStrategy") or defaults or wide)
         policy = retry.get("retryPolicy") or ("Always" if retry.get("expression") else "OnFailure")
         if not retry:
-            return f"GPU template {t.get('name')} has no retryStrategy: an evicted step fails it (unless continued on)"
+            return (
+                f"GPU template {t.get('name')} has no retryStrategy: an evicted step fails it unless its caller "
+                "continues on failure"
+            )
         if policy not in _ARGO_RETRIES_DELETED:
             return (
                 f"GPU template {t.get('name')} retries {policy}, not a deleted pod (an Error): an evicted step fails it"
