@@ -69,6 +69,27 @@ KUBEFLOW_JOBS = {
 }
 KUBEFLOW_REPLICA_LABEL = "training.kubeflow.org/replica-type"  # the replica type, lower-cased
 
+# The Kubeflow Spark operator (github.com/kubeflow/spark-operator/v2@v2.3.0): the driver pod's controller is the
+# SparkApplication (internal/webhook/sparkpod_defaulter.go addOwnerReference), each executor's is the driver pod,
+# and Spark replaces a lost executor. A driver pod gone or Failed turns the application FAILING
+# (internal/controller/sparkapplication/controller.go updateDriverState), then FAILED for good unless
+# pkg/util/sparkapplication.go `ShouldRetry` resubmits it: restartPolicy Always, or OnFailure with
+# onFailureRetries set and executionAttempts <= it. restartPolicy.type defaults to Never (api/v1beta2/defaults.go).
+SPARK_APP = "sparkoperator.k8s.io/SparkApplication"
+SPARK_ROLE_LABEL = "spark-role"  # "driver" / "executor" (pkg/common/spark.go LabelSparkRole)
+_SPARK_DONE = frozenset({"COMPLETED", "FAILED", "SUBMISSION_FAILED", "SUCCEEDING", "FAILING"})
+
+# Argo Workflows (github.com/argoproj/argo-workflows/v3@v3.6.4): each step's pod is controlled by its Workflow
+# (workflow/controller/workflowpod.go). Once the drain deletes it the controller marks the step Error "pod deleted"
+# (workflow/controller/operator.go podReconciliation), or Failed where it saw the pod fail first, and retries it only
+# under a retryStrategy that retries both: the template's own, else the workflow's (operator.go `retryStrategy`;
+# `templateDefaults` is merged into each template), whose policy is OnFailure when unset without an expression
+# (pkg/apis/workflow/v1alpha1/workflow_types.go `RetryPolicyActual`: OnFailure does not retry an Error). A step
+# that is not retried fails the Workflow unless its caller continues on failure.
+ARGO_WORKFLOW = "argoproj.io/Workflow"
+_ARGO_RETRIES_DELETED = frozenset({"Always", "OnError"})
+_ARGO_DONE = frozenset({"Succeeded", "Failed", "Error"})
+
 
 @dataclass(frozen=True)
 class JobAtRisk:
@@ -167,7 +188,8 @@ def _pods_to_evict(ctx: CheckContext) -> dict[str, list[tuple[str, Mapping[str, 
     """The GPU pods the drain will evict from nodes still to migrate, with their pools, by their controller's
     uid (controllers of the kinds read here only)."""
     pool_of = {n.name: n.pool for n in ctx.inventory.nodes if still_to_migrate(n)}
-    kinds = {"Job", *KUBEFLOW_JOBS}  # a Volcano Job's pods name kind Job too; the uid tells them apart
+    # a Volcano Job's pods name kind Job too; the uid tells them apart
+    kinds = {"Job", *KUBEFLOW_JOBS, "SparkApplication", "Workflow"}
     evicted: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
     for pod in ctx.state.of("Pod"):
         node = as_map(pod.get("spec")).get("nodeName")
@@ -210,7 +232,95 @@ def jobs_the_drain_fails(ctx: CheckContext) -> list[JobAtRisk]:
             why = kubeflow_verdict(kind, job, [p for _, p in pods]) if pods else None
             if pods and why is not None:
                 found.append(_at_risk(kind, job, pods, why))
+    for app in ctx.state.of(SPARK_APP):
+        pods = evicted.get(str(_meta(app).get("uid")))
+        why = spark_verdict(app, [p for _, p in pods]) if pods else None
+        if pods and why is not None:
+            found.append(_at_risk("SparkApplication", app, pods, why))
+    for wf in ctx.state.of(ARGO_WORKFLOW):
+        pods = evicted.get(str(_meta(wf).get("uid")))
+        why = argo_verdict(ctx, wf) if pods else None
+        if pods and why is not None:
+            found.append(_at_risk("Workflow", wf, pods, why))
     return sorted(found, key=lambda j: j.job)
+
+
+def _argo_spec(ctx: CheckContext, wf: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    """(the spec its templates come from, the Workflow's own spec): a Workflow run by `workflowTemplateRef` takes
+    its templates, and what it does not set itself, from the (Cluster)WorkflowTemplate it names."""
+    spec = as_map(wf.get("spec"))
+    ref = as_map(spec.get("workflowTemplateRef"))
+    if not ref.get("name"):
+        return spec, spec
+    key = "argoproj.io/ClusterWorkflowTemplate" if ref.get("clusterScope") else "argoproj.io/WorkflowTemplate"
+    ns = None if ref.get("clusterScope") else _meta(wf).get("namespace")
+    for t in ctx.state.of(key):
+        if _meta(t).get("name") == ref.get("name") and _meta(t).get("namespace") == ns:
+            return as_map(t.get("spec")), spec
+    return {}, spec
+
+
+def _asks_for_devices(template: Mapping[str, Any]) -> bool:
+    """Whether an Argo template's pod asks for an nvidia.com/ resource: in its containers or its podSpecPatch."""
+    if "nvidia.com/" in str(template.get("podSpecPatch") or ""):
+        return True
+    found = [template.get("container"), template.get("script"), *as_list(template.get("sidecars"))]
+    found += [
+        *as_list(template.get("initContainers")),
+        *as_list(as_map(template.get("containerSet")).get("containers")),
+    ]
+    return any(uses_devices({"spec": {"containers": [c]}}) for c in found if isinstance(c, Mapping))
+
+
+def argo_verdict(ctx: CheckContext, wf: Mapping[str, Any]) -> str | None:
+    """Why evicting a running Workflow's GPU step pod may fail it (see ARGO_WORKFLOW), naming the first GPU template
+    whose retryStrategy does not retry a deleted pod; None when each GPU template's does."""
+    if as_map(wf.get("status")).get("phase") in _ARGO_DONE:
+        return None
+    source, own = _argo_spec(ctx, wf)
+    wide = own.get("retryStrategy") or source.get("retryStrategy")
+    defaults = as_map(own.get("templateDefaults") or source.get("templateDefaults")).get("retryStrategy")
+    gpu = [t for t in as_list(source.get("templates")) if isinstance(t, Mapping) and _asks_for_devices(t)]
+    if not gpu:
+        gpu = [{"name": "(its steps, not read)"}]
+    for t in gpu:
+        retry = as_map(t.get("retryStrategy") or defaults or wide)
+        policy = retry.get("retryPolicy") or ("Always" if retry.get("expression") else "OnFailure")
+        if not retry:
+            return (
+                f"GPU template {t.get('name')} has no retryStrategy: an evicted step fails it unless its caller "
+                "continues on failure"
+            )
+        if policy not in _ARGO_RETRIES_DELETED:
+            return (
+                f"GPU template {t.get('name')} retries {policy}, not a deleted pod (an Error): an evicted step fails it"
+            )
+        if str(retry.get("limit")).strip() == "0":  # an IntOrString; unset is no limit
+            return f"GPU template {t.get('name')} has retryStrategy.limit 0: an evicted step fails it"
+    return None
+
+
+def spark_verdict(app: Mapping[str, Any], pods: list[Mapping[str, Any]]) -> str | None:
+    """Why evicting these pods (those it controls: its driver) of a running SparkApplication fails it for good,
+    or None when its operator resubmits it (see SPARK_APP)."""
+    status = as_map(app.get("status"))
+    if as_map(status.get("applicationState")).get("state") in _SPARK_DONE:
+        return None
+    if not any(as_map(_meta(p).get("labels")).get(SPARK_ROLE_LABEL) == "driver" for p in pods):
+        return None
+    policy = as_map(as_map(app.get("spec")).get("restartPolicy"))
+    kind = policy.get("type") or "Never"
+    if kind == "Never":
+        return "restartPolicy Never: evicting its driver fails the application"
+    if kind != "OnFailure":
+        return None
+    retries = _int(policy.get("onFailureRetries"))
+    if retries is None:
+        return "restartPolicy OnFailure without onFailureRetries: evicting its driver fails the application"
+    attempts = _int(status.get("executionAttempts")) or 0
+    if attempts <= retries:
+        return None
+    return f"onFailureRetries {retries}, {max(attempts - 1, 0)} used: evicting its driver fails the application"
 
 
 def _volcano_events(policy: Mapping[str, Any]) -> list[Any]:
@@ -295,13 +405,20 @@ def job_fails_on_eviction(ctx: CheckContext) -> Iterator[Finding]:
     matching `PodFailed` (exit code 143/137) or `PodEvicted`, the pod's task's before the job's, aborts,
     terminates or completes it, or restarts it with no retry left (`maxRetry`, default 3). A Kubeflow v1 job
     (PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob): the evicted pod's replica has restartPolicy Never (its
-    kind's default where unset), or `runPolicy.backoffLimit` is 0. Rests on: the eviction API sets
-    `DisruptionTarget` (kubernetes `pkg/registry/core/pod/storage/eviction.go`) and the kubelet gives the deleted
-    pod the phase Failed (`pkg/kubelet/kubelet_pods.go` `getPhase`); the Job controller counts evicted pods as
-    failures and fails the Job past `backoffLimit` unless an Ignore rule matches
+    kind's default where unset), or `runPolicy.backoffLimit` is 0. A SparkApplication: its driver pod is evicted
+    and its `restartPolicy` is Never (the default), OnFailure without `onFailureRetries`, or OnFailure with its
+    retries used (`executionAttempts` past them); Spark replaces lost executors. An Argo Workflow: a template of it
+    that asks for GPUs has no retryStrategy (its own, else `templateDefaults`', else the workflow's) that retries a
+    deleted pod (`retryPolicy` Always or OnError; unset is OnFailure), or one with `limit` 0. Rests on: the
+    eviction API sets `DisruptionTarget` (kubernetes `pkg/registry/core/pod/storage/eviction.go`) and the kubelet
+    gives the deleted pod the phase Failed (`pkg/kubelet/kubelet_pods.go` `getPhase`); the Job controller counts
+    evicted pods as failures and fails the Job past `backoffLimit` unless an Ignore rule matches
     (`pkg/controller/job/job_controller.go`, `pod_failure_policy.go`); JobSet `failurePolicy.maxRestarts`;
     Volcano `pkg/controllers/job` (`applyPolicies`, `state/running.go`, `state/restarting.go`); the Kubeflow
-    training operator `pkg/controller.v1` (each framework's `UpdateJobStatus`, `common/job.go`).
+    training operator `pkg/controller.v1` (each framework's `UpdateJobStatus`, `common/job.go`); the Spark operator
+    v2.3.0 `internal/controller/sparkapplication/controller.go` and `pkg/util/sparkapplication.go` `ShouldRetry`;
+    argo-workflows v3.6.4 `workflow/controller/operator.go` (a deleted pod's step is an Error; `processNodeRetries`)
+    and `RetryPolicyActual`.
     """
     found = jobs_the_drain_fails(ctx)
     if not found:
@@ -316,7 +433,8 @@ def job_fails_on_eviction(ctx: CheckContext) -> Iterator[Finding]:
         "out), or accept their failure in .dra-migrate-ignore.yaml; jobs made from now on survive a drain with a "
         "podFailurePolicy rule {action: Ignore, onPodConditions: [{type: DisruptionTarget}]} or a higher "
         "backoffLimit (batch/v1), a Volcano policy that restarts the task or pod on PodEvicted and PodFailed, a "
-        "Kubeflow replica restartPolicy OnFailure or ExitCode",
+        "Kubeflow replica restartPolicy OnFailure or ExitCode, a SparkApplication restartPolicy OnFailure with "
+        "onFailureRetries, an Argo GPU template's retryStrategy with retryPolicy Always or OnError",
         tuple(j.job for j in found),
         pools=tuple(sorted({p for j in found for p in j.pools})),
     )

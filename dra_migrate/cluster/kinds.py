@@ -135,6 +135,16 @@ WORKLOAD_CRD_KINDS: tuple[Kind, ...] = (
     Kind("argoproj.io", "v1alpha1", "Rollout", "rollouts", namespaced=True, optional=True),
     Kind("keda.sh", "v1alpha1", "ScaledJob", "scaledjobs", namespaced=True, optional=True),
     Kind("serving.knative.dev", "v1", "Service", "services", namespaced=True, optional=True),
+    # The Kubeflow Spark operator (kubeflow/spark-operator v2.3.0 api/v1beta2): GPUs in a field of its own.
+    Kind("sparkoperator.k8s.io", "v1beta2", "SparkApplication", "sparkapplications", namespaced=True, optional=True),
+    Kind(
+        "sparkoperator.k8s.io",
+        "v1beta2",
+        "ScheduledSparkApplication",
+        "scheduledsparkapplications",
+        namespaced=True,
+        optional=True,
+    ),
 )
 
 # What else depends on the GPU resource names (docs/dependents.md): quotas, Kueue queues, alerting rules,

@@ -1,8 +1,9 @@
 """What a snapshot leaves out: managedFields, container env values, args and command, probe and lifecycle-hook
 commands and HTTP header values, ConfigMaps not read.
 
-Env values, args and commands often carry credentials; a snapshot is handed to other people (change
-review, bug reports), so they are redacted unless the user asks to keep them. Secrets are never read.
+Env values, args and commands often carry credentials (so do a SparkApplication's sparkConf, arguments, envVars
+and javaOptions); a snapshot is handed to other people (change review, bug reports), so they are redacted unless
+the user asks to keep them. Secrets are never read.
 
 Redaction goes by structure, not by shape: every container of every pod template the template table
 knows for the object's kind (KServe's `predictor.model` has no `image` key, Argo's `script` has `source`),
@@ -112,6 +113,35 @@ def _structural(key: str, obj: dict[str, Any], templates: TemplateTable) -> None
             _redact_container(c)
 
 
+# The Spark operator's own free text (kubeflow/spark-operator v2.3.0 api/v1beta2/sparkapplication_types.go):
+# sparkConf / hadoopConf values (`spark.hadoop.fs.s3a.secret.key`), the application's `arguments`, and each pod's
+# `envVars` map and `javaOptions` (`-Dpassword=...`); the driver and executor are container-like (env, lifecycle).
+# A ScheduledSparkApplication holds the same spec under `spec.template`. Keys stay: only the values go.
+_SPARK_SPEC = {
+    "sparkoperator.k8s.io/SparkApplication": "spec",
+    "sparkoperator.k8s.io/ScheduledSparkApplication": "spec.template",
+}
+
+
+def _spark(spec: Any) -> None:
+    if not isinstance(spec, dict):
+        return
+    if isinstance(spec.get("arguments"), list):
+        spec["arguments"] = [REDACTED for _ in spec["arguments"]]
+    for conf in (spec.get("sparkConf"), spec.get("hadoopConf")):
+        if isinstance(conf, dict):
+            conf.update(dict.fromkeys(conf, REDACTED))
+    for role in (spec.get("driver"), spec.get("executor")):
+        if not isinstance(role, dict):
+            continue
+        _redact_container(role)
+        env_vars = role.get("envVars")
+        if isinstance(env_vars, dict):
+            env_vars.update(dict.fromkeys(env_vars, REDACTED))
+        if isinstance(role.get("javaOptions"), str):
+            role["javaOptions"] = REDACTED
+
+
 def _walk(node: Any, *, keep_env: bool) -> None:
     """The second net: any container-like map (env, args or command beside container keys) anywhere."""
     stack = [node]
@@ -183,6 +213,8 @@ def for_snapshot(
     if not keep_env:
         _structural(key, obj, templates or TemplateTable.builtin())
         _walk(obj.get("spec"), keep_env=False)
+        if key in _SPARK_SPEC:
+            _spark(get_path(obj, _SPARK_SPEC[key]))
     return obj
 
 

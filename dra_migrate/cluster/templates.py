@@ -30,10 +30,12 @@ class ReplicaFactor:
 @dataclass(frozen=True)
 class RoleSpec:
     template: str
-    form: str  # podTemplate | podSpec | containers | resources
+    form: str  # podTemplate | podSpec | containers | resources | named
     each: str | None = None
     # form `resources`: the path (relative to the template) of a ResourceRequirements that stands for the
     # one GPU container of each pod (Kubeflow Trainer v2's `resourcesPerNode`): counted, never rewritten.
+    # form `named`: the path of a {name, quantity} that the operator writes into the limits of each pod's one
+    # GPU container (the Spark operator's `gpu`): counted, never rewritten.
     resources: str | None = None
     containers: tuple[str, ...] = ()
     init_containers: tuple[str, ...] = ()
@@ -69,6 +71,8 @@ class ResolvedTemplate:
             res = get_path(self.template, self.role.resources or "resources")
             name = (self.role.resources or "resources").rsplit(".", 1)[-1]
             return [{"name": name, "resources": res}] if isinstance(res, dict) else []
+        if self.role.form == "named":
+            return _named(get_path(self.template, self.role.resources or "gpu"), self.role.resources or "gpu")
         return _collect(self.template, self.role.containers or _default_paths(self.role.form, "containers"))
 
     def init_containers(self) -> list[Obj]:
@@ -81,6 +85,18 @@ class ResolvedTemplate:
             spec = self.template.get("spec")
             return spec if isinstance(spec, dict) else {}
         return self.template
+
+
+def _named(spec: Any, path: str) -> list[Obj]:
+    """A {name, quantity} as the one container whose limits it becomes. The Spark operator's webhook writes
+    `limits[name] = quantity` into the Spark container and skips a spec with no name or a quantity <= 0
+    (kubeflow/spark-operator v2.3.0 internal/webhook/sparkpod_defaulter.go `addGPU`); so does this."""
+    if not isinstance(spec, dict):
+        return []
+    name, quantity = spec.get("name"), spec.get("quantity")
+    if not isinstance(name, str) or not name or isinstance(quantity, bool) or not isinstance(quantity, int):
+        return []
+    return [{"name": path.rsplit(".", 1)[-1], "resources": {"limits": {name: quantity}}}] if quantity > 0 else []
 
 
 def _default_paths(form: str, what: str) -> tuple[str, ...]:
@@ -265,8 +281,10 @@ def _parse_role(r: Any, where: str) -> RoleSpec:
     if not isinstance(r, dict) or not isinstance(r.get("template"), str):
         raise InputError(f"{where}: each role needs `template`", _HINT)
     form = r.get("form", "podTemplate")
-    if form not in ("podTemplate", "podSpec", "containers", "resources"):
-        raise InputError(f"{where}: form must be podTemplate, podSpec, containers or resources, not {form!r}", _HINT)
+    if form not in ("podTemplate", "podSpec", "containers", "resources", "named"):
+        raise InputError(
+            f"{where}: form must be podTemplate, podSpec, containers, resources or named, not {form!r}", _HINT
+        )
     replicas = r.get("replicas", [{"value": 1}])
     if not isinstance(replicas, list):
         raise InputError(f"{where}: `replicas` must be a list of factors", _HINT)

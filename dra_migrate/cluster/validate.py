@@ -193,6 +193,13 @@ def _template(t: ResolvedTemplate) -> None:
         raw = get_path(t.template, role.resources or "resources")
         if raw is not None:
             _resources({"resources": _dict(raw, where)}, where.rpartition(".")[0])
+    elif role.form == "named":  # the Spark operator's GPUSpec {name string, quantity int64}, as its CRD types it
+        where = f"{t.path}.{role.resources}"
+        named = _dict(get_path(t.template, role.resources or "gpu"), where)
+        _str(named.get("name"), f"{where}.name")
+        quantity = named.get("quantity")
+        if quantity is not None and (isinstance(quantity, bool) or not isinstance(quantity, int)):
+            raise Malformed(f"{where}.quantity", f"is {quantity!r}: a GPU count here is an integer")
     for path in role.containers + role.init_containers:
         _containers_at(t.template, path, t.path)
     for f in role.replicas:

@@ -25,7 +25,7 @@ from typing import Any
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from dra_migrate.cluster.kinds import kind_key
-from dra_migrate.cluster.templates import ResolvedTemplate, TemplateTable
+from dra_migrate.cluster.templates import ResolvedTemplate, TemplateTable, get_path
 from dra_migrate.cluster.validate import type_name
 from dra_migrate.convert import gang
 from dra_migrate.convert.claims import (
@@ -226,6 +226,8 @@ def convert_document(
     covered: set[int] = set()
     has_gpu = False
     for r in resolved:
+        if r.role.form == "named":  # its containers are made from the {name, quantity}: that is the request
+            covered.add(id(get_path(r.template, r.role.resources or "gpu")))
         for c in r.containers() + r.init_containers():
             covered.update((id(c), id(c.get("resources"))))
             has_gpu = has_gpu or asks_for_gpu(c, gpu_names) or bool(fractional(c))
@@ -243,6 +245,8 @@ def convert_document(
                 "Kubernetes object but what makes them (a Helm chart's values.yaml, an application's config); "
                 "change it by hand, and convert what it renders (helm template RELEASE CHART | dra-migrate convert -)"
             )
+        elif (stray or patches) and key in _REFUSED_KINDS:  # no template-table entry would make it convertible
+            result.problems.append(f"{label}: GPU request at {', '.join(stray + patches)}: {_REFUSED_KINDS[key]}")
         elif stray or patches:
             result.problems.append(
                 f"{label}: kind {key} is not in the pod-template table, and asks for GPUs at "
@@ -291,10 +295,17 @@ def convert_document(
                 "come from (for a TrainJob, its TrainingRuntime), then drop the GPU count here"
             )
             continue
+        if r.role.form == "named":
+            result.problems.append(
+                f"{label}: role {role} states its GPUs as {r.path}.{r.role.resources} (a name and a count its "
+                "operator writes into the pod's limits), which has no place for a claim: put the claim in the pod "
+                "template this kind's pods come from, then drop the GPU count here"
+            )
+            continue
         if r.role.form == "containers":
             result.problems.append(
                 f"{label}: role {role} keeps bare containers without a pod spec, so there is nowhere to put "
-                "spec.resourceClaims (Argo templates need a podSpecPatch): convert it by hand"
+                f"spec.resourceClaims{_ARGO_PATCH if key.startswith('argoproj.io/') else ''}: convert it by hand"
             )
             continue
         if not workload:
@@ -407,6 +418,26 @@ def apiversion_is_core(doc: dict[str, Any]) -> bool:
     return doc.get("apiVersion") == "v1"
 
 
+# argo-workflows v3.6.4 workflow/util/util.go ApplyPodSpecPatch: the patch goes through the k8s.io/api PodSpec it
+# builds with (go.mod v0.30.3: no resourceClaims[].resourceClaimTemplateName, no resources.claims[].request);
+# v3.7.0 builds with v0.33.1.
+_ARGO_PATCH = (
+    " (a template's podSpecPatch can add it from argo-workflows v3.7.0; v3.6 applies the patch through "
+    "k8s.io/api v0.30.3 types, which drop resourceClaims[].resourceClaimTemplateName)"
+)
+# tektoncd/pipeline v1.3.0 pkg/apis/pipeline/pod/template.go: the pod-level fields a TaskRun's pod takes.
+_TEKTON = (
+    "Tekton builds the pod from the steps and a podTemplate (tektoncd/pipeline v1.3.0 pod.Template), which has no "
+    "resourceClaims, so a step's resources.claims could name no claim of the pod; keep its nvidia.com/gpu request, "
+    "which a DeviceClass with extendedResourceName serves on DRA nodes (dra-migrate generate deviceclasses)"
+)
+_SPARK = (
+    "the Spark operator writes spec.driver.gpu / spec.executor.gpu into the Spark container's limits when it makes "
+    "the pod, and no field of the application holds a claim; Spark builds the pods from spec.driver.template and "
+    "spec.executor.template (Spark >= 3.0), whose Kubernetes client decides what of a claim survives: remove the "
+    "gpu fields and write spec.resourceClaims and the Spark container's resources.claims into those templates "
+    "by hand (with the ResourceClaimTemplate), then check one application's driver and executor pods"
+)
 # Kinds whose GPU requests a claim cannot carry, with the reason and its source.
 _REFUSED_KINDS = {
     "serving.knative.dev/Service": "Knative's admission webhook rejects resources.claims in a Revision's containers "
@@ -414,6 +445,22 @@ _REFUSED_KINDS = {
     "or keep it on the device plugin until Knative accepts claims",
     "serving.knative.dev/Configuration": "Knative's admission webhook rejects resources.claims (knative/serving#15332)",
     "serving.knative.dev/Revision": "Knative's admission webhook rejects resources.claims (knative/serving#15332)",
+    # kubeflow/spark-operator v2.3.0: the webhook writes `gpu` into the Spark container's limits as the pod is made
+    # (internal/webhook/sparkpod_defaulter.go addGPU), and spark-submit builds the pods from `spec.*.template`
+    # (api/v1beta2/sparkapplication_types.go SparkPodSpec.Template, schemaless) with its own Kubernetes client.
+    # kubeflow/notebooks v1.11.0 (3454bb75) components/notebook-controller: go.mod k8s.io/api v0.23.0, and its CRD
+    # (config/crd/bases/kubeflow.org_notebooks.yaml) a full schema without resourceClaims or resources.claims.
+    "kubeflow.org/Notebook": "the Kubeflow notebook controller (kubeflow/notebooks v1.11.0, the last release) builds "
+    "with k8s.io/api v0.23.0, before pod claims existed: its CRD schema prunes spec.template.spec.resourceClaims "
+    "and the containers' resources.claims (strict field validation refuses them), and the StatefulSet it writes "
+    "from its PodSpec has none, so the notebook would start without a GPU; keep its nvidia.com/gpu request, which a "
+    "DeviceClass with extendedResourceName serves on DRA nodes (dra-migrate generate deviceclasses)",
+    "tekton.dev/Task": _TEKTON,
+    "tekton.dev/TaskRun": _TEKTON,
+    "tekton.dev/Pipeline": _TEKTON,
+    "tekton.dev/PipelineRun": _TEKTON,
+    "sparkoperator.k8s.io/SparkApplication": _SPARK,
+    "sparkoperator.k8s.io/ScheduledSparkApplication": _SPARK,
     "trainer.kubeflow.org/ClusterTrainingRuntime": "a cluster-scoped runtime's pods run in the namespace of each "
     "TrainJob that uses it, and a ResourceClaimTemplate is namespaced: create the template in each of those "
     "namespaces and add the claim by hand (or use a namespaced TrainingRuntime)",

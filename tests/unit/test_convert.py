@@ -371,6 +371,8 @@ REFUSED = ROOT / "fixtures" / "manifests" / "refused"
         ("trainjob.yaml", "resourcesPerNode"),
         ("hami-pod.yaml", "fraction of a GPU"),
         ("knative-service.yaml", "knative/serving#15332"),
+        ("sparkapplication.yaml", "spec.executor.template"),
+        ("notebook.yaml", "k8s.io/api v0.23.0"),
     ],
 )
 def test_real_manifests_convert_cannot_carry_are_refused_with_exit_1(fixture: str, reason: str, tmp_path: Path) -> None:

@@ -302,3 +302,100 @@ def test_a_kubeflow_job_that_has_succeeded_is_not_flagged() -> None:
     job = _kubeflow("TFJob", {"Worker": {}})
     job["status"] = {"conditions": [{"type": "Succeeded", "status": "True"}]}
     assert _flagged(job, *_labelled(_pods(job), **{"training.kubeflow.org/replica-type": "worker"})) == []
+
+
+# The Kubeflow Spark operator (kubeflow/spark-operator v2.3.0): the driver pod's controller is the
+# SparkApplication; a driver gone or Failed makes it FAILING (internal/controller/sparkapplication/controller.go
+# updateDriverState), then FAILED unless pkg/util/sparkapplication.go ShouldRetry says retry: restartPolicy Always,
+# or OnFailure with onFailureRetries set and not used up. Its restartPolicy.type defaults to Never (defaults.go).
+def _spark(restart: dict[str, Any] | None = None, state: str = "RUNNING", attempts: int = 1) -> dict[str, Any]:
+    spec: dict[str, Any] = {"driver": {"gpu": {"name": GPU, "quantity": 1}}, "executor": {"instances": 2}}
+    if restart is not None:
+        spec["restartPolicy"] = restart
+    app = obj("sparkoperator.k8s.io/v1beta2", "SparkApplication", "etl", spec)
+    app["status"] = {"applicationState": {"state": state}, "executionAttempts": attempts}
+    return app
+
+
+def _spark_pods(app: dict[str, Any]) -> list[dict[str, Any]]:
+    (driver,) = _labelled([pod("etl-driver", SHELL, owner=app)], **{"spark-role": "driver"})
+    executors = _labelled([pod(f"etl-exec-{i}", SHELL, owner=driver) for i in (1, 2)], **{"spark-role": "executor"})
+    return [driver, *executors]
+
+
+@pytest.mark.parametrize(
+    ("case", "app", "flagged"),
+    [
+        ("the default, Never", _spark(), "restartPolicy Never"),
+        ("OnFailure without onFailureRetries does not retry", _spark({"type": "OnFailure"}), "onFailureRetries"),
+        ("OnFailure with retries left", _spark({"type": "OnFailure", "onFailureRetries": 3}, attempts=1), None),
+        ("OnFailure, retries used up", _spark({"type": "OnFailure", "onFailureRetries": 1}, attempts=2), "1 used"),
+        ("Always resubmits it", _spark({"type": "Always"}), None),
+        ("a completed application", _spark(state="COMPLETED"), None),
+    ],
+)
+def test_a_spark_application_is_flagged_when_evicting_its_driver_fails_it(
+    case: str, app: dict[str, Any], flagged: str | None
+) -> None:
+    lines = _flagged(app, *_spark_pods(app))
+    assert bool(lines) is bool(flagged), case
+    if flagged:
+        assert lines[0].startswith("SparkApplication ml/etl:") and flagged in lines[0], case
+
+
+def test_a_spark_application_whose_driver_is_elsewhere_is_not_flagged_for_its_executors() -> None:
+    app = _spark()
+    driver, *executors = _spark_pods(app)
+    driver["spec"]["nodeName"] = "cpu-1"  # Spark reschedules lost executors; only the driver's loss ends the run
+    assert _flagged(app, driver, *executors) == []
+
+
+# Argo Workflows (argo-workflows v3.6.4): a step's pod, controlled by its Workflow, is gone after an eviction; the
+# controller marks the step Error "pod deleted" (workflow/controller/operator.go podReconciliation) or Failed, and
+# retries it only under a retryStrategy whose policy covers that (RetryPolicyActual: OnFailure by default, which
+# does not retry an Error). A template's retryStrategy wins over spec.retryStrategy (operator.go retryStrategy).
+def _argo(phase: str = "Running", gpu_retry: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:
+    train: dict[str, Any] = {"name": "train", "container": {"image": "train", "resources": {"limits": {GPU: 1}}}}
+    if gpu_retry is not None:
+        train["retryStrategy"] = gpu_retry
+    cpu = {"name": "prep", "container": {"image": "prep"}}
+    wf = obj("argoproj.io/v1alpha1", "Workflow", "pipeline", {"entrypoint": "train", "templates": [cpu, train], **spec})
+    wf["status"] = {"phase": phase}
+    return wf
+
+
+@pytest.mark.parametrize(
+    ("case", "wf", "flagged"),
+    [
+        ("no retryStrategy", _argo(), "train"),
+        ("the default policy, OnFailure, does not retry a deleted pod", _argo(gpu_retry={"limit": 3}), "OnFailure"),
+        ("Always retries it", _argo(gpu_retry={"limit": 3, "retryPolicy": "Always"}), None),
+        ("OnError retries it", _argo(gpu_retry={"limit": "2", "retryPolicy": "OnError"}), None),
+        ("a workflow-wide Always", _argo(retryStrategy={"retryPolicy": "Always"}), None),
+        ("Always with limit 0 retries nothing", _argo(gpu_retry={"limit": 0, "retryPolicy": "Always"}), "limit 0"),
+        (
+            "the template's own strategy wins over the workflow's",
+            _argo(gpu_retry={"retryPolicy": "OnFailure"}, retryStrategy={"retryPolicy": "Always"}),
+            "OnFailure",
+        ),
+        ("templateDefaults", _argo(templateDefaults={"retryStrategy": {"retryPolicy": "Always"}}), None),
+        ("a finished workflow", _argo(phase="Succeeded"), None),
+    ],
+)
+def test_an_argo_workflow_is_flagged_when_an_evicted_step_is_not_retried(
+    case: str, wf: dict[str, Any], flagged: str | None
+) -> None:
+    lines = _flagged(wf, pod("pipeline-train-123", SHELL, owner=wf))
+    assert bool(lines) is bool(flagged), case
+    if flagged:
+        assert lines[0].startswith("Workflow ml/pipeline:") and flagged in lines[0], case
+
+
+def test_an_argo_workflow_run_from_a_workflow_template_is_read_through_its_reference() -> None:
+    tmpl = obj("argoproj.io/v1alpha1", "WorkflowTemplate", "finetune", _argo()["spec"])
+    wf = obj("argoproj.io/v1alpha1", "Workflow", "pipeline", {"workflowTemplateRef": {"name": "finetune"}})
+    wf["status"] = {"phase": "Running"}
+    lines = _flagged(tmpl, wf, pod("pipeline-train-123", SHELL, owner=wf))
+    assert lines and "train" in lines[0]
+    tmpl["spec"]["retryStrategy"] = {"retryPolicy": "Always"}
+    assert _flagged(tmpl, wf, pod("pipeline-train-123", SHELL, owner=wf)) == []
