@@ -47,7 +47,6 @@ if TYPE_CHECKING:
     from dra_migrate.checks.run import Readiness
 
 
-@paused_gc()  # a fleet's plan is millions of objects: no collector pass rescans them (cluster/state.py)
 def _refuse_a_swept_dra_label(state: ClusterState, readiness: Any, params: PlanParams) -> None:
     """`--dra-label` is the switch wherever no DRA DaemonSet was read; under a ClusterPolicy the GPU Operator
     deletes the GPUCluster stack's deploy labels from every node at a later reconcile (CLUSTER_POLICY_SWEPT),
@@ -63,6 +62,7 @@ def _refuse_a_swept_dra_label(state: ClusterState, readiness: Any, params: PlanP
         )
 
 
+@paused_gc()  # a fleet's plan is millions of objects: no collector pass rescans them (cluster/state.py)
 def build_plan(
     state: ClusterState,
     params: PlanParams,

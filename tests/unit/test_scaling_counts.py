@@ -89,16 +89,29 @@ def test_building_and_writing_a_plan_run_no_collector_pass() -> None:
             passes.append(info["generation"])
 
     assert gc.isenabled()
+    # A young pass runs once 700 objects more are alive than when the last ran: a section of `build_plan` left
+    # unpaused that made fewer (a small fixture, memos warm from earlier tests) ran none, and this test passed
+    # while `build_plan` ran with the collector on (a decorator left on the helper written above it). At a
+    # threshold of 100 any unpaused stretch of its work runs one; the few objects made before its pause begins
+    # do not, and the pause's freeze settles the count at its end.
+    gc.collect()
+    threshold = gc.get_threshold()
+    gc.set_threshold(100, *threshold[1:])
     gc.callbacks.append(watch)
     try:
         body = build_plan(demo, PlanParams())
         gc.callbacks.remove(watch)
+        gc.set_threshold(*threshold)
         sealed = plan_io.seal(body)  # small (digests): run as anything else runs
+        # The objects `seal` made while it paused the collector still count towards the next young pass
+        # (a pause stops passes, not the count), which would run as `dumps` begins: settle them first.
+        gc.collect(0)
         gc.callbacks.append(watch)
         text = plan_io.dumps(sealed)
     finally:
         if watch in gc.callbacks:
             gc.callbacks.remove(watch)
+        gc.set_threshold(*threshold)
     assert gc.isenabled()
     assert text.startswith("# dra-migrate plan")
     assert passes == []
