@@ -549,3 +549,32 @@ def test_replace_pool_checks_read_each_pools_nodes_from_the_pool() -> None:
 
     small, large = visits(10), visits(40)
     assert large <= 4 * small + 4, (small, large)
+
+
+def test_loading_a_fleet_and_its_inventory_run_no_collector_pass() -> None:
+    """The same for the two other builds of millions of objects (cluster/snapshot.py, inventory/model.py),
+    at the threshold that catches any stretch of their work left unpaused."""
+    import gc
+    from pathlib import Path
+
+    from dra_migrate.cluster.snapshot import load_snapshot
+    from dra_migrate.inventory.model import build_inventory
+
+    demo = Path(__file__).resolve().parents[2] / "fixtures" / "clusters" / "demo.yaml"
+    build_inventory(load_snapshot(demo))  # imports and memos first
+    passes: list[int] = []
+
+    def watch(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            passes.append(info["generation"])
+
+    gc.collect()
+    threshold = gc.get_threshold()
+    gc.set_threshold(100, *threshold[1:])
+    gc.callbacks.append(watch)
+    try:
+        inventory = build_inventory(load_snapshot(demo))
+    finally:
+        gc.callbacks.remove(watch)
+        gc.set_threshold(*threshold)
+    assert inventory.nodes and passes == []
