@@ -31,6 +31,7 @@ def rule_modules() -> tuple[ModuleType, ...]:
         rules_jobs,
         rules_operator,
         rules_platforms,
+        rules_runtime,
         rules_workloads,
     )
 
@@ -43,6 +44,7 @@ def rule_modules() -> tuple[ModuleType, ...]:
         rules_jobs,
         rules_operator,
         rules_platforms,
+        rules_runtime,
         rules_workloads,
     )
 

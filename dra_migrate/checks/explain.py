@@ -40,6 +40,11 @@ RULE_DOCS: dict[str, RuleDoc] = {
         rests_on="the DRA driver injects devices through CDI (dra-driver-nvidia-gpu `prerequisites.md`)",
         fix="set spec.cdi.enabled: true in the ClusterPolicy (the chart's default)",
     ),
+    "container-runtime-cdi": RuleDoc(
+        when="a GPU node switched in place runs a container runtime (`status.nodeInfo.containerRuntimeVersion`) that cannot inject CDI devices named in the CRI: containerd before 1.7.2, CRI-O before 1.28, Docker before 25 (a blocker, node-scoped: the plan leaves the nodes out); or that can only if configured so, which the API does not show: containerd 1.7.2+ (`enable_cdi = true`, default false; settled when the first ClusterPolicy says `spec.cdi.enabled: true` and its toolkit runs on the node), Docker 25+ (`features.cdi` and a cri-dockerd that passes CDI devices) (a warning). Nothing on containerd 2.x or CRI-O 1.28+ (on by default); other runtimes and versions without major.minor.patch are not judged. One finding per pool and kind",
+        rests_on="the DRA driver hands devices over only as CDI ids (dra-driver-nvidia-gpu v0.4.1 `cmd/gpu-kubelet-plugin/cdi.go`, `docs/prerequisites.md`), which the kubelet passes only in the CRI `CDIDevices` field since 1.31 (kubernetes v1.37.2 `pkg/kubelet/cm/dra/manager.go`); containerd v1.6.38 `pkg/cri` (no CDI), v1.7.0 vs v1.7.2 `pkg/cri/server/container_create_linux.go` (annotations only, then the field), v1.7.27 `pkg/cri/config/config_unix.go` (`EnableCDI: false`), v2.0.0 `internal/cri/config/config_unix.go` (`EnableCDI: true`); cri-o v1.27.8 vs v1.28.0 `internal/factory/container/device.go`; moby/moby#45134 (Docker 25), Mirantis/cri-dockerd#522; nvidia-container-toolkit v1.19.1 `cmd/nvidia-ctk-installer/container/runtime/runtime.go` (the operator's toolkit writes `enable_cdi = true` when CDI is on)",
+        fix='upgrade the runtime (containerd 2.x, CRI-O 1.28+), or verify the named config key on the nodes (containerd 1.7: `enable_cdi = true` under `[plugins."io.containerd.grpc.v1.cri"]`), then plan again',
+    ),
     "dra-driver-missing": RuleDoc(
         when="no DaemonSet of the NVIDIA DRA kubelet plugin and no `gpu.nvidia.com` ResourceSlices",
         rests_on="the scheduler serves DRA requests only from published slices (KEP-4381)",

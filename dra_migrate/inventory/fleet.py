@@ -99,6 +99,7 @@ class GpuNode:
     deleting: bool = False  # metadata.deletionTimestamp set: the node is going away
     requested: dict[str, int] = field(default_factory=dict)  # by non-terminated pods bound here
     kubelet_version: str | None = None  # status.nodeInfo.kubeletVersion
+    runtime_version: str | None = None  # status.nodeInfo.containerRuntimeVersion (inventory/runtime.py)
     dra_placement: PluginPlacement | None = None  # from the DRA kubelet-plugin DaemonSets as installed
     dp_placement: PluginPlacement | None = None  # from the device-plugin DaemonSets as installed
     # DynamicMIG: the DRA plugin that serves this node has the gate on, or its slices carry counters.
@@ -291,6 +292,7 @@ def build_gpu_nodes(
                 ready=_ready(n),
                 deleting=bool(meta.get("deletionTimestamp")),
                 kubelet_version=(status.get("nodeInfo") or {}).get("kubeletVersion") or None,
+                runtime_version=(status.get("nodeInfo") or {}).get("containerRuntimeVersion") or None,
                 dra_placement=dra_placement,
                 dp_placement=dp_placement,
                 dynamic_mig=name in counter_nodes or any(dynamic_mig_enabled(d) for d in serving),

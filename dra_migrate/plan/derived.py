@@ -28,6 +28,7 @@ NODE_SCOPED = frozenset(
         "mig-layout-unpredicted",
         "gpu-devices-unmatched",
         "gpu-operator-node-busy",
+        "container-runtime-cdi",
     }
 )
 

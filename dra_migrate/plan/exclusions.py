@@ -14,6 +14,7 @@ from dra_migrate.inventory.fleet import kubelet_skew
 from dra_migrate.inventory.migparted import mig_parted_configs
 from dra_migrate.inventory.operator_activity import operator_busy
 from dra_migrate.inventory.platform import REPLACE_POOL
+from dra_migrate.inventory.runtime import UNSUPPORTED, cdi_support
 
 if TYPE_CHECKING:  # the checks pull in the CEL engine, which show/status/apply (via plan.derived) must not load
     from dra_migrate.checks.run import Readiness
@@ -37,8 +38,11 @@ def excluded_nodes(readiness: Readiness, gates: dict[str, bool], driver: str) ->
             continue  # drained across, not switched: its own plugins and kubelet do not matter
         skew = kubelet_skew(n.kubelet_version, gates)
         busy = operator_busy(n.labels)
+        cdi = cdi_support(n.runtime_version)
         if skew is not None:
             out[n.name] = f"kubelet-version-unsupported: {skew}"
+        elif cdi is not None and cdi.verdict == UNSUPPORTED:
+            out[n.name] = f"container-runtime-cdi: {cdi.why} ({n.runtime_version})"
         elif busy is not None:
             out[n.name] = f"gpu-operator-node-busy: {busy}"
         elif n.dp_placement is not None and n.dp_placement.mode == "unknown":

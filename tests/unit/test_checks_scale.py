@@ -49,6 +49,9 @@ def _fleet(pools: int) -> Any:
             "nvidia.com/gpu.present": "true",
         }
         objects.append(node(f"g{i}", labels, {"nvidia.com/gpu": "32"}))
+        # every other pool on containerd 1.7: `container-runtime-cdi` warns per pool (rules_runtime.py)
+        runtime = "containerd://1.7.27" if i % 2 else "containerd://2.1.4"
+        objects[-1]["status"]["nodeInfo"] = {"kubeletVersion": "v1.37.2", "containerRuntimeVersion": runtime}
         gpu = pod_spec(container(requests={"nvidia.com/gpu": "1"}))
         objects += [pod(f"p{i}-{k}", gpu, node=f"g{i}") for k in range(3)]
     return make(*objects)
@@ -67,6 +70,7 @@ def _walks_to_plan(pools: int, monkeypatch: pytest.MonkeyPatch) -> dict[str, int
     plan = build_plan(_fleet(pools), PlanParams())
     shared = [f for f in plan.findings if f["id"] == "shared-gpu-capacity-loss"]
     assert len(shared) == pools and len(plan.pool_stages()) == pools  # every pool judged and planned
+    assert len([f for f in plan.findings if f["id"] == "container-runtime-cdi"]) == pools // 2
     return dict(WALKS)
 
 
