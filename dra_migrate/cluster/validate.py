@@ -112,6 +112,7 @@ def _metadata(obj: Obj) -> None:
     for key in ("namespace", "uid", "resourceVersion"):
         _str(meta.get(key), f"metadata.{key}")
     _string_map(meta.get("labels"), "metadata.labels")
+    _string_map(meta.get("annotations"), "metadata.annotations")
     for i, ref in enumerate(_list(meta.get("ownerReferences"), "metadata.ownerReferences")):
         _dict(ref, f"metadata.ownerReferences[{i}]")
 
@@ -229,6 +230,67 @@ def _node(obj: Obj) -> None:
     _dict(status.get("nodeInfo"), "status.nodeInfo")
 
 
+# What the tool reads of other kinds, by the types of the Kubernetes API (k8s.io/api@v0.37.2 core/v1 types.go
+# `Taint`; resource/v1 types.go `DeviceClassSpec`, `DeviceSelector`, `CELDeviceSelector`, `ResourceClaimStatus`,
+# `AllocationResult`, `DeviceRequestAllocationResult`, `ResourceSliceSpec`, `ResourcePool`, `Device`). A path is
+# dotted keys; `x[]` is each item of the list at x. Each map and list on the way is checked too.
+SHAPES: dict[str, tuple[tuple[str, str], ...]] = {
+    "Node": (
+        ("spec.taints[]", "map"),
+        ("spec.taints[].key", "str"),
+        ("spec.taints[].value", "str"),
+        ("spec.taints[].effect", "str"),
+    ),
+    "resource.k8s.io/DeviceClass": (
+        ("spec.selectors[].cel.expression", "str"),
+        ("spec.extendedResourceName", "str"),
+    ),
+    "resource.k8s.io/ResourceClaim": (
+        ("spec.devices.requests[]", "map"),
+        ("status.allocation.devices.results[]", "map"),
+        ("status.allocation.devices.results[].driver", "str"),
+        ("status.allocation.devices.results[].pool", "str"),
+        ("status.allocation.devices.results[].device", "str"),
+        ("status.reservedFor[]", "map"),
+    ),
+    "resource.k8s.io/ResourceClaimTemplate": (("spec.spec.devices.requests[]", "map"),),
+    "resource.k8s.io/ResourceSlice": (
+        ("spec.driver", "str"),
+        ("spec.nodeName", "str"),
+        ("spec.pool.name", "str"),
+        ("spec.devices[]", "map"),
+        ("spec.devices[].name", "str"),
+        ("spec.sharedCounters", "list"),
+        ("spec.devices[].consumesCounters", "list"),
+    ),
+}
+
+
+def _shape(obj: Obj, path: str, leaf: str) -> None:
+    """Check the value(s) at `path` are of type `leaf` (None is absent), and every map and list on the way."""
+    at: list[tuple[Any, str]] = [(obj, "")]
+    for seg in path.split("."):
+        key, each = seg.removesuffix("[]"), seg.endswith("[]")
+        step: list[tuple[Any, str]] = []
+        for value, field in at:
+            here = f"{field}.{key}" if field else key
+            child = _dict(value, field).get(key)
+            if each:
+                step += [(item, f"{here}[{i}]") for i, item in enumerate(_list(child, here))]
+            else:
+                step.append((child, here))
+        at = step
+    for value, field in at:
+        if leaf == "str":
+            _str(value, field)
+        elif leaf == "list":
+            _list(value, field)
+        elif value is None and path.endswith("[]"):
+            raise Malformed(field, "must be a map, not null")
+        else:
+            _dict(value, field)
+
+
 def _pod_status(obj: Obj) -> None:
     status = _dict(obj.get("status"), "status")
     _str(status.get("phase"), "status.phase")
@@ -243,6 +305,8 @@ def _pod_ok(obj: Obj) -> bool:
     if type(meta) is not dict or type(spec) is not dict or not meta.get("name") or type(meta["name"]) is not str:
         return False
     if type(meta.get("namespace", "")) is not str or type(meta.get("labels", {})) is not dict:
+        return False
+    if type(meta.get("annotations", {})) is not dict:
         return False
     if any(type(v) is not str for v in (meta.get("labels") or {}).values()):
         return False
@@ -318,6 +382,8 @@ class ObjectChecker:
                 _string_map(obj.get("data"), "data")
             elif key.startswith("resource.k8s.io/"):
                 _dict(obj.get("spec"), "spec")
+            for path, leaf in SHAPES.get(key, ()):
+                _shape(obj, path, leaf)
             if self.templates.spec(key) is not None:
                 _dict(obj.get("spec"), "spec")
                 for t in self.templates.resolve(key, obj):

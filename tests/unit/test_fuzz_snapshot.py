@@ -1,0 +1,183 @@
+"""Structurally malformed snapshots through the real commands: a result, or one `error:` line; never a crash.
+
+The seed (tests/unit/data/fuzz/snapshot.yaml) holds one or two objects of each kind the tool reads: Nodes
+(whole GPUs, MIG, DRA), Pods, workloads, DaemonSets, DeviceClasses, a ResourceSlice, ResourceClaim(Template)s,
+device-plugin and mig-parted ConfigMaps, a ClusterPolicy, ResourceQuotas, LimitRanges, a PriorityClass and
+Kueue objects. Each example sets one field anywhere in one object to a value of another type (or removes it)
+and runs `inventory`, `check`, `plan`, `generate` and `match` in-process. Each must exit 0, 1 or 2; on 1 with
+exactly one `error:` line; never "internal error", never a traceback.
+
+CI runs a bounded, derandomized set; to hunt, raise it: `FUZZ_EXAMPLES=3000 pytest tests/unit/test_fuzz_snapshot.py`.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.unit.cli import run
+
+SEED = Path(__file__).parent / "data" / "fuzz" / "snapshot.yaml"
+EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "25"))
+SETTINGS = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=EXAMPLES <= 25,  # CI: the same examples every run; a hunt draws new ones
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+# Values of every type a field can wrongly hold, and the quantities the API server would refuse.
+HOSTILE: list[Any] = [
+    None,
+    "",
+    "8x",
+    "1e400",
+    "-2",
+    "0.5",
+    "nvidia.com/gpu",
+    "\n",
+    0,
+    -1,
+    1.5,
+    2**70,
+    10**400,
+    True,
+    [],
+    [1],
+    [None],
+    ["a"],
+    {},
+    {"a": 1},
+    {"": None},
+    [{"a": []}],
+]
+DELETE = object()
+
+
+@cache
+def _seed() -> dict[str, Any]:
+    with SEED.open() as f:
+        doc: dict[str, Any] = yaml.safe_load(f)
+    return doc
+
+
+def _paths(v: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every path to a value inside `v` (maps by key, lists by index), parents before children."""
+    out = [at] if at else []
+    if isinstance(v, dict):
+        for k, x in v.items():
+            out += _paths(x, (*at, k))
+    elif isinstance(v, list):
+        for i, x in enumerate(v):
+            out += _paths(x, (*at, i))
+    return out
+
+
+@cache
+def _object_paths(index: int) -> list[tuple[Any, ...]]:
+    return _paths(_seed()["items"][index])
+
+
+def _set(root: Any, path: tuple[Any, ...], value: Any) -> None:
+    for p in path[:-1]:
+        root = root[p]
+    if value is DELETE:
+        del root[path[-1]]
+    else:
+        root[path[-1]] = value
+
+
+@st.composite
+def _mutations(draw: st.DrawFn) -> tuple[int, tuple[Any, ...], Any]:
+    index = draw(st.integers(0, len(_seed()["items"]) - 1))
+    paths = _object_paths(index)
+    path = paths[draw(st.integers(0, len(paths) - 1))]
+    value = draw(st.sampled_from([*HOSTILE, DELETE]))
+    return index, path, value
+
+
+def _mutated(index: int, path: tuple[Any, ...], value: Any) -> dict[str, Any]:
+    doc = copy.deepcopy(_seed())
+    _set(doc["items"][index], path, value)
+    return doc
+
+
+COMMANDS: list[list[str]] = [
+    ["inventory", "-o", "json"],
+    ["check"],
+    ["plan", "--force"],
+    ["generate", "deviceclasses"],
+    ["generate", "dependents"],
+    ["match"],
+]
+
+
+def _runs_cleanly(snapshot: Path, plan: Path, what: str) -> None:
+    for cmd in COMMANDS:
+        args = [*cmd, "--snapshot", str(snapshot)] + (["--out", str(plan)] if cmd[0] == "plan" else [])
+        r = run(*args)
+        said = f"{' '.join(cmd)} with {what}: exit {r.code}\n{r.stderr}"
+        assert r.code in (0, 1, 2), said
+        assert "Traceback" not in r.stderr + r.stdout, said
+        assert "internal error" not in r.stderr, said
+        if r.code == 1:
+            errors = [line for line in r.stderr.splitlines() if line.startswith("error:")]
+            assert len(errors) == 1, said
+
+
+@SETTINGS
+@given(_mutations())
+def test_one_malformed_field_anywhere_gives_a_result_or_one_error_line(
+    tmp_path: Path, mutation: tuple[int, tuple[Any, ...], Any]
+) -> None:
+    index, path, value = mutation
+    snapshot = tmp_path / "s.json"
+    snapshot.write_text(json.dumps(_mutated(index, path, value)))
+    obj = _seed()["items"][index]
+    what = f"{obj['kind']} {obj['metadata']['name']} {'.'.join(map(str, path))} = {'(deleted)' if value is DELETE else repr(value)[:40]}"
+    _runs_cleanly(snapshot, tmp_path / "plan.yaml", what)
+
+
+def test_the_seed_itself_runs_cleanly(tmp_path: Path) -> None:
+    _runs_cleanly(SEED, tmp_path / "plan.yaml", "the seed")
+
+
+def _item(kind: str, name: str) -> int:
+    return next(i for i, o in enumerate(_seed()["items"]) if o["kind"] == kind and o["metadata"]["name"] == name)
+
+
+# Found by the property test above, each an internal error before: (kind, name, path, value, field named).
+FOUND = [
+    ("Node", "gke-demo-h100-pool-hwjlhdgm-swrp", ("metadata", "annotations"), "8x", "metadata.annotations"),
+    ("Node", "gke-demo-h100-pool-hwjlhdgm-swrp", ("spec", "taints", 0), 1.5, "spec.taints[0]"),
+    ("Node", "gke-demo-h100-pool-hwjlhdgm-swrp", ("spec", "taints", 0, "key"), {}, "spec.taints[0].key"),
+    ("DeviceClass", "gpu.nvidia.com", ("spec", "selectors"), 1.5, "spec.selectors"),
+    ("DeviceClass", "mig.nvidia.com", ("spec", "selectors", 0, "cel"), -1, "spec.selectors[0].cel"),
+    ("DeviceClass", "mig.nvidia.com", ("spec", "selectors", 0, "cel", "expression"), ["a"], "cel.expression"),
+    ("ResourceClaim", "qwen-32b-t5wblgvc6r-k584z-extended-resources-fznxh", ("status", "allocation"), -1, "allocation"),
+    ("ResourceClaim", "qwen-32b-t5wblgvc6r-k584z-extended-resources-fznxh", ("metadata", "annotations"), "x", "annot"),
+]
+
+
+@pytest.mark.parametrize(("kind", "name", "path", "value", "field"), FOUND, ids=lambda v: str(v)[:30])
+def test_a_malformed_field_the_tool_reads_is_one_error_naming_it(
+    tmp_path: Path, kind: str, name: str, path: tuple[Any, ...], value: Any, field: str
+) -> None:
+    snapshot = tmp_path / "s.json"
+    snapshot.write_text(json.dumps(_mutated(_item(kind, name), path, value)))
+    for cmd in (["inventory"], ["check"], ["plan", "--out", str(tmp_path / "p.yaml")]):
+        r = run(*cmd, "--snapshot", str(snapshot))
+        assert r.code == 1, r.stderr
+        (line,) = [x for x in r.stderr.splitlines() if x.startswith("error:")]
+        assert f"{kind} " in line and name in line and field in line, line
+        assert "internal error" not in line, line
