@@ -97,18 +97,40 @@ def _set(root: Any, path: tuple[Any, ...], value: Any) -> None:
         root[path[-1]] = value
 
 
+@cache
+def _embedded() -> list[tuple[int, str, list[tuple[Any, ...]]]]:
+    """The YAML documents inside ConfigMaps (device-plugin and mig-parted configs): (item, data key, paths)."""
+    out = []
+    for i, o in enumerate(_seed()["items"]):
+        for key, text in (o.get("data") or {}).items() if o["kind"] == "ConfigMap" else ():
+            out.append((i, key, _paths(yaml.safe_load(text))))
+    return out
+
+
+Mutation = tuple[int, tuple[Any, ...], Any, str | None]
+
+
 @st.composite
-def _mutations(draw: st.DrawFn) -> tuple[int, tuple[Any, ...], Any]:
+def _mutations(draw: st.DrawFn) -> Mutation:
+    """(item, path, value, the ConfigMap data key whose YAML text the path is in, or None)."""
+    value = draw(st.sampled_from([*HOSTILE, DELETE]))
+    if draw(st.integers(0, 5)) == 0:
+        index, key, paths = draw(st.sampled_from(_embedded()))
+        return index, paths[draw(st.integers(0, len(paths) - 1))], value, key
     index = draw(st.integers(0, len(_seed()["items"]) - 1))
     paths = _object_paths(index)
-    path = paths[draw(st.integers(0, len(paths) - 1))]
-    value = draw(st.sampled_from([*HOSTILE, DELETE]))
-    return index, path, value
+    return index, paths[draw(st.integers(0, len(paths) - 1))], value, None
 
 
-def _mutated(index: int, path: tuple[Any, ...], value: Any) -> dict[str, Any]:
+def _mutated(index: int, path: tuple[Any, ...], value: Any, embedded: str | None = None) -> dict[str, Any]:
     doc = copy.deepcopy(_seed())
-    _set(doc["items"][index], path, value)
+    if embedded is None:
+        _set(doc["items"][index], path, value)
+    else:
+        data = doc["items"][index]["data"]
+        inner = yaml.safe_load(data[embedded])
+        _set(inner, path, value)
+        data[embedded] = json.dumps(inner)  # JSON is YAML, and holds any int
     return doc
 
 
@@ -137,14 +159,13 @@ def _runs_cleanly(snapshot: Path, plan: Path, what: str) -> None:
 
 @SETTINGS
 @given(_mutations())
-def test_one_malformed_field_anywhere_gives_a_result_or_one_error_line(
-    tmp_path: Path, mutation: tuple[int, tuple[Any, ...], Any]
-) -> None:
-    index, path, value = mutation
+def test_one_malformed_field_anywhere_gives_a_result_or_one_error_line(tmp_path: Path, mutation: Mutation) -> None:
+    index, path, value, embedded = mutation
     snapshot = tmp_path / "s.json"
-    snapshot.write_text(json.dumps(_mutated(index, path, value)))
+    snapshot.write_text(json.dumps(_mutated(index, path, value, embedded)))
     obj = _seed()["items"][index]
-    what = f"{obj['kind']} {obj['metadata']['name']} {'.'.join(map(str, path))} = {'(deleted)' if value is DELETE else repr(value)[:40]}"
+    at = ".".join(map(str, path if embedded is None else ("data", embedded, "(yaml)", *path)))
+    what = f"{obj['kind']} {obj['metadata']['name']} {at} = {'(deleted)' if value is DELETE else repr(value)[:40]}"
     _runs_cleanly(snapshot, tmp_path / "plan.yaml", what)
 
 
@@ -181,3 +202,35 @@ def test_a_malformed_field_the_tool_reads_is_one_error_naming_it(
         (line,) = [x for x in r.stderr.splitlines() if x.startswith("error:")]
         assert f"{kind} " in line and name in line and field in line, line
         assert "internal error" not in line, line
+
+
+SHARING = {"version": "v1", "sharing": {"timeSlicing": {"resources": [{"name": "nvidia.com/gpu", "replicas": 4}]}}}
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "said"),
+    [
+        (("sharing",), 2**70, "sharing"),
+        (("flags",), [], "flags"),
+        (("sharing", "timeSlicing", "resources"), 1.5, "resources"),
+        (("sharing", "timeSlicing", "resources", 0), "x", "resources[0]"),
+        (("sharing", "timeSlicing", "resources", 0, "name"), 7, "name"),
+        (("sharing", "timeSlicing", "resources", 0, "replicas"), 10**30, "replicas"),
+        (("sharing", "timeSlicing", "renameByDefault"), "false", "renameByDefault"),
+    ],
+    ids=str,
+)
+def test_a_device_plugin_config_the_plugin_would_not_load_is_an_input_error(
+    path: tuple[Any, ...], value: Any, said: str
+) -> None:
+    """Found by the property test: these were internal errors (or, for a huge replica count, a crash writing
+    JSON). The plugin unmarshals the config into typed Go structs (k8s-device-plugin v0.18.0 api/config/v1
+    config.go, sharing.go, replicas.go: `Replicas int`, `RenameByDefault bool`) and refuses it otherwise."""
+    from dra_migrate.errors import InputError
+    from dra_migrate.inventory.sharing_config import parse_sharing
+
+    cfg = copy.deepcopy(SHARING)
+    _set(cfg, path, value)
+    with pytest.raises(InputError) as e:
+        parse_sharing(json.dumps(cfg), "ConfigMap ns/c key k")
+    assert said in str(e.value) and "\n" not in str(e.value)
