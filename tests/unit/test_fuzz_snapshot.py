@@ -234,3 +234,20 @@ def test_a_device_plugin_config_the_plugin_would_not_load_is_an_input_error(
     with pytest.raises(InputError) as e:
         parse_sharing(json.dumps(cfg), "ConfigMap ns/c key k")
     assert said in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"), [("context", -1), ("kubernetesVersion", -1), ("server", {}), ("servedAPIs", [{}])], ids=str
+)
+def test_a_snapshot_header_of_the_wrong_type_is_one_error_naming_it(tmp_path: Path, key: str, value: Any) -> None:
+    """Found by mutating the ClusterSnapshot header: a number as its context or kubernetesVersion was an
+    internal error in inventory, check, plan and match."""
+    doc = copy.deepcopy(_seed())
+    doc["metadata"][key] = value
+    snapshot = tmp_path / "s.json"
+    snapshot.write_text(json.dumps(doc))
+    for cmd in (["inventory"], ["check"], ["plan", "--out", str(tmp_path / "p.yaml")], ["match"]):
+        r = run(*cmd, "--snapshot", str(snapshot))
+        assert r.code == 1, r.stderr
+        (line,) = [x for x in r.stderr.splitlines() if x.startswith("error:")]
+        assert f"ClusterSnapshot metadata.{key}" in line and "internal error" not in line, line
