@@ -128,9 +128,20 @@ def _resources(c: Obj, field: str) -> None:
     _list(res.get("claims"), f"{field}.resources.claims")
 
 
+# core/v1 Container `Command []string`, `Args []string`, `Env []EnvVar` (k8s.io/api@v0.37.2 core/v1/types.go).
+_STRING_LISTS = ("command", "args")
+
+
 def _container_ok(c: Any) -> bool:
     """The well-typed common container, at a glance (the hot path); False sends it to the field-by-field check."""
     if type(c) is not dict or type(c.get("name", "")) is not str or type(c.get("restartPolicy", "")) is not str:
+        return False
+    for key in _STRING_LISTS:
+        v = c.get(key)
+        if v is not None and (type(v) is not list or any(type(a) is not str for a in v)):
+            return False
+    env = c.get("env")
+    if env is not None and (type(env) is not list or any(type(e) is not dict for e in env)):
         return False
     res = c.get("resources")
     if res is None:
@@ -157,6 +168,15 @@ def _container(c: Any, field: str) -> None:
         raise Malformed(field, f"must be a container (a map), not {type_name(c) if c is not None else 'null'}")
     _str(c.get("name"), f"{field}.name")
     _str(c.get("restartPolicy"), f"{field}.restartPolicy")
+    for key in _STRING_LISTS:
+        for i, a in enumerate(_list(c.get(key), f"{field}.{key}")):
+            if not isinstance(a, str):
+                raise Malformed(
+                    f"{field}.{key}[{i}]", f"must be a string, not {type_name(a) if a is not None else 'null'}"
+                )
+    for i, e in enumerate(_list(c.get("env"), f"{field}.env")):
+        if not isinstance(e, dict):
+            raise Malformed(f"{field}.env[{i}]", f"must be a map, not {type_name(e)}")
     _resources(c, field)
 
 
@@ -231,15 +251,32 @@ def _node(obj: Obj) -> None:
 
 
 # What the tool reads of other kinds, by the types of the Kubernetes API (k8s.io/api@v0.37.2 core/v1 types.go
-# `Taint`; resource/v1 types.go `DeviceClassSpec`, `DeviceSelector`, `CELDeviceSelector`, `ResourceClaimStatus`,
-# `AllocationResult`, `DeviceRequestAllocationResult`, `ResourceSliceSpec`, `ResourcePool`, `Device`). A path is
-# dotted keys; `x[]` is each item of the list at x. Each map and list on the way is checked too.
+# `Taint`, `NodeSystemInfo`; resource/v1 types.go `DeviceClassSpec`, `DeviceSelector`, `CELDeviceSelector`,
+# `ResourceClaimStatus`, `AllocationResult`, `DeviceRequestAllocationResult`, `ResourceSliceSpec`, `ResourcePool`,
+# `Device`) and of the GPU Operator (gpu-operator@v1.11.1 api/v1/clusterpolicy_types.go: every field of
+# `ClusterPolicySpec` is a struct; `DriverManagerSpec.Env []EnvVar`, `DevicePluginConfig.Name/Default string`).
+# A path is dotted keys; `x[]` is each item of the list at x, `x{}` each value of the map at x. Each map and
+# list on the way is checked too.
 SHAPES: dict[str, tuple[tuple[str, str], ...]] = {
     "Node": (
+        ("status.nodeInfo.kubeletVersion", "str"),
+        ("status.nodeInfo.osImage", "str"),
+        ("status.nodeInfo.containerRuntimeVersion", "str"),
+        ("status.nodeInfo.kernelVersion", "str"),
         ("spec.taints[]", "map"),
         ("spec.taints[].key", "str"),
         ("spec.taints[].value", "str"),
         ("spec.taints[].effect", "str"),
+    ),
+    "nvidia.com/ClusterPolicy": (
+        ("spec{}", "map"),
+        ("spec.driver.manager.env[]", "map"),
+        ("spec.driver.version", "str"),
+        ("spec.devicePlugin.config.name", "str"),
+        ("spec.devicePlugin.config.default", "str"),
+        ("spec.migManager.config.name", "str"),
+        ("status.namespace", "str"),
+        ("status.state", "str"),
     ),
     "resource.k8s.io/DeviceClass": (
         ("spec.selectors[].cel.expression", "str"),
@@ -270,13 +307,15 @@ def _shape(obj: Obj, path: str, leaf: str) -> None:
     """Check the value(s) at `path` are of type `leaf` (None is absent), and every map and list on the way."""
     at: list[tuple[Any, str]] = [(obj, "")]
     for seg in path.split("."):
-        key, each = seg.removesuffix("[]"), seg.endswith("[]")
+        key = seg.removesuffix("[]").removesuffix("{}")
         step: list[tuple[Any, str]] = []
         for value, field in at:
             here = f"{field}.{key}" if field else key
             child = _dict(value, field).get(key)
-            if each:
+            if seg.endswith("[]"):
                 step += [(item, f"{here}[{i}]") for i, item in enumerate(_list(child, here))]
+            elif seg.endswith("{}"):
+                step += [(item, f"{here}.{k}") for k, item in _dict(child, here).items()]
             else:
                 step.append((child, here))
         at = step

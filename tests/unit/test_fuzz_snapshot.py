@@ -187,6 +187,17 @@ FOUND = [
     ("DeviceClass", "mig.nvidia.com", ("spec", "selectors", 0, "cel", "expression"), ["a"], "cel.expression"),
     ("ResourceClaim", "qwen-32b-t5wblgvc6r-k584z-extended-resources-fznxh", ("status", "allocation"), -1, "allocation"),
     ("ResourceClaim", "qwen-32b-t5wblgvc6r-k584z-extended-resources-fznxh", ("metadata", "annotations"), "x", "annot"),
+    ("Node", "gke-demo-h100-pool-hwjlhdgm-swrp", ("status", "nodeInfo", "kubeletVersion"), ["a"], "kubeletVersion"),
+    ("ClusterPolicy", "cluster-policy", ("spec", "driver", "manager"), [None], "spec.driver.manager"),
+    ("ClusterPolicy", "cluster-policy", ("spec", "devicePlugin"), "x", "spec.devicePlugin"),
+    (
+        "DaemonSet",
+        "nvidia-dra-driver-gpu-kubelet-plugin",
+        ("spec", "template", "spec", "containers", 0, "command"),
+        "-2",
+        "containers[0].command",
+    ),
+    ("DaemonSet", "nvidia-device-plugin-daemonset", ("spec", "template", "spec", "containers", 0, "env"), {}, "env"),
 ]
 
 
