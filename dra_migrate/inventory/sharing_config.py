@@ -22,7 +22,6 @@ from dra_migrate.cluster.yamlio import load_yaml_documents
 from dra_migrate.errors import InputError
 from dra_migrate.inventory.resources import GPU_PREFIX
 
-
 # The plugin reads the config into typed Go structs (api/config/v1 config.go Config, Flags; sharing.go Sharing;
 # replicas.go TimeSlicing, ReplicatedResources `RenameByDefault bool`, ReplicatedResource `Name string`,
 # `Replicas int`; a resource without a name: replicas.go "no resource name specified") and fails to load one
