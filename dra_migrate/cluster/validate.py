@@ -112,7 +112,6 @@ def _metadata(obj: Obj) -> None:
     for key in ("namespace", "uid", "resourceVersion"):
         _str(meta.get(key), f"metadata.{key}")
     _string_map(meta.get("labels"), "metadata.labels")
-    _string_map(meta.get("annotations"), "metadata.annotations")
     for i, ref in enumerate(_list(meta.get("ownerReferences"), "metadata.ownerReferences")):
         _dict(ref, f"metadata.ownerReferences[{i}]")
 
@@ -128,20 +127,9 @@ def _resources(c: Obj, field: str) -> None:
     _list(res.get("claims"), f"{field}.resources.claims")
 
 
-# core/v1 Container `Command []string`, `Args []string`, `Env []EnvVar` (k8s.io/api@v0.37.2 core/v1/types.go).
-_STRING_LISTS = ("command", "args")
-
-
 def _container_ok(c: Any) -> bool:
     """The well-typed common container, at a glance (the hot path); False sends it to the field-by-field check."""
     if type(c) is not dict or type(c.get("name", "")) is not str or type(c.get("restartPolicy", "")) is not str:
-        return False
-    for key in _STRING_LISTS:
-        v = c.get(key)
-        if v is not None and (type(v) is not list or any(type(a) is not str for a in v)):
-            return False
-    env = c.get("env")
-    if env is not None and (type(env) is not list or any(type(e) is not dict for e in env)):
         return False
     res = c.get("resources")
     if res is None:
@@ -168,15 +156,6 @@ def _container(c: Any, field: str) -> None:
         raise Malformed(field, f"must be a container (a map), not {type_name(c) if c is not None else 'null'}")
     _str(c.get("name"), f"{field}.name")
     _str(c.get("restartPolicy"), f"{field}.restartPolicy")
-    for key in _STRING_LISTS:
-        for i, a in enumerate(_list(c.get(key), f"{field}.{key}")):
-            if not isinstance(a, str):
-                raise Malformed(
-                    f"{field}.{key}[{i}]", f"must be a string, not {type_name(a) if a is not None else 'null'}"
-                )
-    for i, e in enumerate(_list(c.get("env"), f"{field}.env")):
-        if not isinstance(e, dict):
-            raise Malformed(f"{field}.env[{i}]", f"must be a map, not {type_name(e)}")
     _resources(c, field)
 
 
@@ -251,7 +230,7 @@ def _node(obj: Obj) -> None:
 
 
 # What the tool reads of other kinds, by the types of the Kubernetes API (k8s.io/api@v0.37.2 core/v1 types.go
-# `Taint`, `NodeSystemInfo`; resource/v1 types.go `DeviceClassSpec`, `DeviceSelector`, `CELDeviceSelector`,
+# `ObjectMeta.Annotations`, `Taint`, `NodeSystemInfo`; resource/v1 types.go `DeviceClassSpec`, `DeviceSelector`, `CELDeviceSelector`,
 # `ResourceClaimStatus`, `AllocationResult`, `DeviceRequestAllocationResult`, `ResourceSliceSpec`, `ResourcePool`,
 # `Device`) and of the GPU Operator (gpu-operator@v1.11.1 api/v1/clusterpolicy_types.go: every field of
 # `ClusterPolicySpec` is a struct; `DriverManagerSpec.Env []EnvVar`, `DevicePluginConfig.Name/Default string`).
@@ -267,6 +246,12 @@ SHAPES: dict[str, tuple[tuple[str, str], ...]] = {
         ("spec.taints[].key", "str"),
         ("spec.taints[].value", "str"),
         ("spec.taints[].effect", "str"),
+    ),
+    # The DRA kubelet plugin's feature gates are read from its containers' command and args (core/v1 Container
+    # `Command []string`, `Args []string`; inventory/operator.py `dra_feature_gate_on`).
+    "apps/DaemonSet": (
+        ("spec.template.spec.containers[].command", "list"),
+        ("spec.template.spec.containers[].args", "list"),
     ),
     "nvidia.com/ClusterPolicy": (
         ("spec{}", "map"),
@@ -345,8 +330,6 @@ def _pod_ok(obj: Obj) -> bool:
         return False
     if type(meta.get("namespace", "")) is not str or type(meta.get("labels", {})) is not dict:
         return False
-    if type(meta.get("annotations", {})) is not dict:
-        return False
     if any(type(v) is not str for v in (meta.get("labels") or {}).values()):
         return False
     if status is not None and (type(status) is not dict or type(status.get("phase", "")) is not str):
@@ -413,6 +396,8 @@ class ObjectChecker:
             return
         try:
             _metadata(obj)
+            if key != "Pod":  # a pod's annotations are not kept (cluster/state.py POD_META_KEYS)
+                _string_map(obj["metadata"].get("annotations"), "metadata.annotations")
             if key == "Node":
                 _node(obj)
             elif key == "Pod":

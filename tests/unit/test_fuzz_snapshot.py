@@ -197,7 +197,6 @@ FOUND = [
         "-2",
         "containers[0].command",
     ),
-    ("DaemonSet", "nvidia-device-plugin-daemonset", ("spec", "template", "spec", "containers", 0, "env"), {}, "env"),
 ]
 
 
