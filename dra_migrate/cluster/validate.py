@@ -230,12 +230,12 @@ def _node(obj: Obj) -> None:
 
 
 # What the tool reads of other kinds, by the types of the Kubernetes API (k8s.io/api@v0.37.2 core/v1 types.go
-# `ObjectMeta.Annotations`, `Taint`, `NodeSystemInfo`; resource/v1 types.go `DeviceClassSpec`, `DeviceSelector`, `CELDeviceSelector`,
-# `ResourceClaimStatus`, `AllocationResult`, `DeviceRequestAllocationResult`, `ResourceSliceSpec`, `ResourcePool`,
-# `Device`) and of the GPU Operator (gpu-operator@v1.11.1 api/v1/clusterpolicy_types.go: every field of
-# `ClusterPolicySpec` is a struct; `DriverManagerSpec.Env []EnvVar`, `DevicePluginConfig.Name/Default string`).
-# A path is dotted keys; `x[]` is each item of the list at x, `x{}` each value of the map at x. Each map and
-# list on the way is checked too.
+# `Taint`, `NodeSystemInfo`; apimachinery meta/v1 `ObjectMeta.Annotations`; resource/v1 types.go
+# `DeviceClassSpec`, `DeviceSelector`, `CELDeviceSelector`, `ResourceClaimStatus`, `AllocationResult`,
+# `DeviceRequestAllocationResult`, `ResourceSliceSpec`, `ResourcePool`, `Device`) and of the GPU Operator
+# (gpu-operator@v1.11.1 api/v1/clusterpolicy_types.go: every field of `ClusterPolicySpec` is a struct;
+# `DriverManagerSpec.Env []EnvVar`, `DevicePluginConfig.Name/Default string`). A path is dotted keys; `x[]` is
+# each item of the list at x, `x{}` each value of the map at x. Each map and list on the way is checked too.
 SHAPES: dict[str, tuple[tuple[str, str], ...]] = {
     "Node": (
         ("status.nodeInfo.kubeletVersion", "str"),
