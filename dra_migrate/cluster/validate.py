@@ -247,12 +247,6 @@ SHAPES: dict[str, tuple[tuple[str, str], ...]] = {
         ("spec.taints[].value", "str"),
         ("spec.taints[].effect", "str"),
     ),
-    # The DRA kubelet plugin's feature gates are read from its containers' command and args (core/v1 Container
-    # `Command []string`, `Args []string`; inventory/operator.py `dra_feature_gate_on`).
-    "apps/DaemonSet": (
-        ("spec.template.spec.containers[].command", "list"),
-        ("spec.template.spec.containers[].args", "list"),
-    ),
     "nvidia.com/ClusterPolicy": (
         ("spec{}", "map"),
         ("spec.driver.manager.env[]", "map"),
