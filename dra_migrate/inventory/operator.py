@@ -393,10 +393,6 @@ def dynamic_mig_enabled(ds: Obj) -> bool:
     return dra_feature_gate_on(ds, DYNAMIC_MIG_GATE)
 
 
-def _as_list(v: Any) -> list[Any]:
-    return v if isinstance(v, list) else []
-
-
 def dra_feature_gate_on(ds: Obj, gate: str) -> bool:
     """Whether the DRA kubelet plugin runs with `gate=true` in a container's args or env (the plugin's
     --feature-gates flag / FEATURE_GATES environment variable, dra-driver-nvidia-gpu cmd/gpu-kubelet-plugin/main.go
@@ -405,8 +401,8 @@ def dra_feature_gate_on(ds: Obj, gate: str) -> bool:
         if not isinstance(c, dict):
             continue
         # A field of another type is read as absent, as the dependents' readers read it (inventory/dependents.py).
-        texts = [str(a) for a in _as_list(c.get("args")) + _as_list(c.get("command"))]
-        texts += [str(e.get("value", "")) for e in _as_list(c.get("env")) if isinstance(e, dict)]
+        args, command, env = (v if isinstance(v := c.get(k), list) else [] for k in ("args", "command", "env"))
+        texts = [str(a) for a in args + command] + [str(e.get("value", "")) for e in env if isinstance(e, dict)]
         if any(f"{gate}=true" in t.replace(" ", "") for t in texts):
             return True
     return False
