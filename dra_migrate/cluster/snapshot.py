@@ -39,7 +39,7 @@ from dra_migrate.cluster.sealed import (
 )
 from dra_migrate.cluster.state import ClusterState, SourceInfo, StateBuilder
 from dra_migrate.cluster.templates import TemplateTable
-from dra_migrate.cluster.validate import MAX_DEPTH, depth_exceeds
+from dra_migrate.cluster.validate import MAX_DEPTH, depth_exceeds, type_name
 from dra_migrate.cluster.yamlio import dump_yaml, load_yaml_documents
 from dra_migrate.errors import InputError
 from dra_migrate.fileio import GZIP_MAGIC, format_suffix, mark_of, not_text, open_read, text_of
@@ -459,6 +459,18 @@ def merge_header(header: dict[str, Any], new: dict[str, Any], where: str) -> Non
     if meta is not None and not isinstance(meta, dict):
         raise InputError(f"{where}: the ClusterSnapshot metadata must be a map", "fix the file or export it again")
     meta = meta or {}
+    for key in ("context", "kubernetesVersion", "server", "clusterUID"):
+        if meta.get(key) is not None and not isinstance(meta[key], str):
+            raise InputError(
+                f"{where}: the ClusterSnapshot metadata.{key} must be a string, not {type_name(meta[key])}",
+                "fix the file or export it again",
+            )
+    served = meta.get("servedAPIs")
+    if served is not None and not (isinstance(served, list) and all(isinstance(a, str) for a in served)):
+        raise InputError(
+            f"{where}: the ClusterSnapshot metadata.servedAPIs must be a list of strings",
+            "fix the file or export it again",
+        )
     old = header.get("metadata")
     if isinstance(old, dict):
         for key in _CLUSTER_IDENTITY:

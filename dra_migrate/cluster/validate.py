@@ -236,6 +236,86 @@ def _node(obj: Obj) -> None:
     _dict(status.get("nodeInfo"), "status.nodeInfo")
 
 
+# What the tool reads of other kinds, by the types of the Kubernetes API (k8s.io/api@v0.37.2 core/v1 types.go
+# `Taint`, `NodeSystemInfo`; apimachinery meta/v1 `ObjectMeta.Annotations`; resource/v1 types.go
+# `DeviceClassSpec`, `DeviceSelector`, `CELDeviceSelector`, `ResourceClaimStatus`, `AllocationResult`,
+# `DeviceRequestAllocationResult`, `ResourceSliceSpec`, `ResourcePool`, `Device`) and of the GPU Operator
+# (gpu-operator@v1.11.1 api/v1/clusterpolicy_types.go: every field of `ClusterPolicySpec` is a struct;
+# `DriverManagerSpec.Env []EnvVar`, `DevicePluginConfig.Name/Default string`). A path is dotted keys; `x[]` is
+# each item of the list at x, `x{}` each value of the map at x. Each map and list on the way is checked too.
+SHAPES: dict[str, tuple[tuple[str, str], ...]] = {
+    "Node": (
+        ("status.nodeInfo.kubeletVersion", "str"),
+        ("status.nodeInfo.osImage", "str"),
+        ("status.nodeInfo.containerRuntimeVersion", "str"),
+        ("status.nodeInfo.kernelVersion", "str"),
+        ("spec.taints[]", "map"),
+        ("spec.taints[].key", "str"),
+        ("spec.taints[].value", "str"),
+        ("spec.taints[].effect", "str"),
+    ),
+    "nvidia.com/ClusterPolicy": (
+        ("spec{}", "map"),
+        ("spec.driver.manager.env[]", "map"),
+        ("spec.driver.version", "str"),
+        ("spec.devicePlugin.config.name", "str"),
+        ("spec.devicePlugin.config.default", "str"),
+        ("spec.migManager.config.name", "str"),
+        ("status.namespace", "str"),
+        ("status.state", "str"),
+    ),
+    "resource.k8s.io/DeviceClass": (
+        ("spec.selectors[].cel.expression", "str"),
+        ("spec.extendedResourceName", "str"),
+    ),
+    "resource.k8s.io/ResourceClaim": (
+        ("spec.devices.requests[]", "map"),
+        ("status.allocation.devices.results[]", "map"),
+        ("status.allocation.devices.results[].driver", "str"),
+        ("status.allocation.devices.results[].pool", "str"),
+        ("status.allocation.devices.results[].device", "str"),
+        ("status.reservedFor[]", "map"),
+    ),
+    "resource.k8s.io/ResourceClaimTemplate": (("spec.spec.devices.requests[]", "map"),),
+    "resource.k8s.io/ResourceSlice": (
+        ("spec.driver", "str"),
+        ("spec.nodeName", "str"),
+        ("spec.pool.name", "str"),
+        ("spec.devices[]", "map"),
+        ("spec.devices[].name", "str"),
+        ("spec.sharedCounters", "list"),
+        ("spec.devices[].consumesCounters", "list"),
+    ),
+}
+
+
+def _shape(obj: Obj, path: str, leaf: str) -> None:
+    """Check the value(s) at `path` are of type `leaf` (None is absent), and every map and list on the way."""
+    at: list[tuple[Any, str]] = [(obj, "")]
+    for seg in path.split("."):
+        key = seg.removesuffix("[]").removesuffix("{}")
+        step: list[tuple[Any, str]] = []
+        for value, field in at:
+            here = f"{field}.{key}" if field else key
+            child = _dict(value, field).get(key)
+            if seg.endswith("[]"):
+                step += [(item, f"{here}[{i}]") for i, item in enumerate(_list(child, here))]
+            elif seg.endswith("{}"):
+                step += [(item, f"{here}.{k}") for k, item in _dict(child, here).items()]
+            else:
+                step.append((child, here))
+        at = step
+    for value, field in at:
+        if leaf == "str":
+            _str(value, field)
+        elif leaf == "list":
+            _list(value, field)
+        elif value is None and path.endswith("[]"):
+            raise Malformed(field, "must be a map, not null")
+        else:
+            _dict(value, field)
+
+
 def _pod_status(obj: Obj) -> None:
     status = _dict(obj.get("status"), "status")
     _str(status.get("phase"), "status.phase")
@@ -317,6 +397,8 @@ class ObjectChecker:
             return
         try:
             _metadata(obj)
+            if key != "Pod":  # a pod's annotations are not kept (cluster/state.py POD_META_KEYS)
+                _string_map(obj["metadata"].get("annotations"), "metadata.annotations")
             if key == "Node":
                 _node(obj)
             elif key == "Pod":
@@ -325,6 +407,8 @@ class ObjectChecker:
                 _string_map(obj.get("data"), "data")
             elif key.startswith("resource.k8s.io/"):
                 _dict(obj.get("spec"), "spec")
+            for path, leaf in SHAPES.get(key, ()):
+                _shape(obj, path, leaf)
             if self.templates.spec(key) is not None:
                 _dict(obj.get("spec"), "spec")
                 for t in self.templates.resolve(key, obj):

@@ -400,8 +400,9 @@ def dra_feature_gate_on(ds: Obj, gate: str) -> bool:
     for c in _dig(ds, "spec", "template", "spec", "containers") or []:
         if not isinstance(c, dict):
             continue
-        texts = [str(a) for a in (c.get("args") or []) + (c.get("command") or [])]
-        texts += [str(e.get("value", "")) for e in c.get("env") or [] if isinstance(e, dict)]
+        # A field of another type is read as absent, as the dependents' readers read it (inventory/dependents.py).
+        args, command, env = (v if isinstance(v := c.get(k), list) else [] for k in ("args", "command", "env"))
+        texts = [str(a) for a in args + command] + [str(e.get("value", "")) for e in env if isinstance(e, dict)]
         if any(f"{gate}=true" in t.replace(" ", "") for t in texts):
             return True
     return False

@@ -17,9 +17,29 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from dra_migrate.cluster.validate import type_name
 from dra_migrate.cluster.yamlio import load_yaml_documents
 from dra_migrate.errors import InputError
 from dra_migrate.inventory.resources import GPU_PREFIX
+
+# The plugin reads the config into typed Go structs (api/config/v1 config.go Config, Flags; sharing.go Sharing;
+# replicas.go TimeSlicing, ReplicatedResources `RenameByDefault bool`, ReplicatedResource `Name string`,
+# `Replicas int`; a resource without a name: replicas.go "no resource name specified") and fails to load one
+# whose value is of another type: so does the tool, naming the field.
+GO_INT_MAX = 2**63 - 1
+
+
+def _typed(value: Any, typ: type, field: str, where: str, required: bool = False) -> Any:
+    """`value` when it is of `typ` (or None, unless required); else the InputError the plugin's refusal to load
+    the config is."""
+    if (value is None and not required) or isinstance(value, typ):
+        return value
+    what = {dict: "a map", list: "a list", str: "a string", bool: "a boolean"}[typ]
+    got = "null" if value is None else type_name(value)
+    raise InputError(
+        f"{where}: {field} must be {what}, not {got}: the device plugin refuses the config",
+        "fix the ConfigMap key (k8s-device-plugin api/config/v1 format)",
+    )
 
 
 @dataclass
@@ -39,14 +59,17 @@ def parse_sharing(text: str, where: str) -> tuple[str, list[SharedResource], str
     cfg = docs[0] if docs else {}
     if not isinstance(cfg, dict):
         raise InputError(f"{where}: not a device-plugin config", "check the ConfigMap")
-    sharing = cfg.get("sharing") or {}
-    flags = cfg.get("flags")
-    mig = flags.get("migStrategy") if isinstance(flags, dict) else None
+    sharing = _typed(cfg.get("sharing"), dict, "sharing", where) or {}
+    flags = _typed(cfg.get("flags"), dict, "flags", where) or {}
+    mig = flags.get("migStrategy")
     mig = mig if isinstance(mig, str) else None
     strategy, block = "none", None
     for s in ("timeSlicing", "mps"):
-        if isinstance(sharing.get(s), dict) and sharing[s].get("resources"):
-            strategy, block = s, sharing[s]
+        b = _typed(sharing.get(s), dict, f"sharing.{s}", where)
+        for key in ("renameByDefault", "failRequestsGreaterThanOne"):
+            _typed((b or {}).get(key), bool, f"sharing.{s}.{key}", where)
+        if b and _typed(b.get("resources"), list, f"sharing.{s}.resources", where):
+            strategy, block = s, b
     resources: list[SharedResource] = []
     fail_gt_one = False
     if block is not None:
@@ -57,10 +80,16 @@ def parse_sharing(text: str, where: str) -> tuple[str, list[SharedResource], str
                 f"{where}: MPS with migStrategy mixed: the device plugin refuses to start with it",
                 "use MPS with the none or single MIG strategy, or time-slicing (k8s-device-plugin validateFlags)",
             )
-        for r in block.get("resources") or []:
-            if not isinstance(r, dict) or not isinstance(r.get("name"), str):
-                continue
+        for i, r in enumerate(block["resources"]):
+            field = f"sharing.{strategy}.resources[{i}]"
+            _typed(r, dict, field, where, required=True)
+            _typed(r.get("name"), str, f"{field}.name", where, required=True)
             replicas = r.get("replicas")
+            if type(replicas) is int and replicas > GO_INT_MAX:
+                raise InputError(
+                    f"{where}: {field}.replicas is {replicas}: more than the plugin's Go int holds",
+                    "give a replica count the device plugin can read, or drop it from the config",
+                )
             if type(replicas) is not int or replicas < 2:
                 raise InputError(
                     f"{where}: sharing.{strategy} resource {r['name']} has replicas {replicas!r}: the device plugin "
