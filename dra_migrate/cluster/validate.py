@@ -236,6 +236,17 @@ def _node(obj: Obj) -> None:
     _dict(status.get("nodeInfo"), "status.nodeInfo")
 
 
+def _claim_devices(at: str) -> tuple[tuple[str, str], ...]:
+    """A claim's requests as resource/v1 `DeviceClaim` has them (`exactly`, `firstAvailable` sub-requests) and
+    as v1beta1 did (the request's own `deviceClassName` and `selectors`), and its `matchAttribute` constraints:
+    what the checks read of them (checks/rules_classes.py)."""
+    requests = f"{at}.requests[]"
+    shapes = [(requests, "map"), (f"{requests}.exactly", "map"), (f"{at}.constraints[].matchAttribute", "str")]
+    for request in (requests, f"{requests}.exactly", f"{requests}.firstAvailable[]"):
+        shapes += [(f"{request}.deviceClassName", "str"), (f"{request}.selectors[].cel.expression", "str")]
+    return tuple(shapes)
+
+
 # What the tool reads of other kinds, by the types of the Kubernetes API (k8s.io/api@v0.37.2 core/v1 types.go
 # `Taint`, `NodeSystemInfo`; apimachinery meta/v1 `ObjectMeta.Annotations`; resource/v1 types.go
 # `DeviceClassSpec`, `DeviceSelector`, `CELDeviceSelector`, `ResourceClaimStatus`, `AllocationResult`,
@@ -269,14 +280,14 @@ SHAPES: dict[str, tuple[tuple[str, str], ...]] = {
         ("spec.extendedResourceName", "str"),
     ),
     "resource.k8s.io/ResourceClaim": (
-        ("spec.devices.requests[]", "map"),
+        *_claim_devices("spec.devices"),
         ("status.allocation.devices.results[]", "map"),
         ("status.allocation.devices.results[].driver", "str"),
         ("status.allocation.devices.results[].pool", "str"),
         ("status.allocation.devices.results[].device", "str"),
         ("status.reservedFor[]", "map"),
     ),
-    "resource.k8s.io/ResourceClaimTemplate": (("spec.spec.devices.requests[]", "map"),),
+    "resource.k8s.io/ResourceClaimTemplate": _claim_devices("spec.spec.devices"),
     "resource.k8s.io/ResourceSlice": (
         ("spec.driver", "str"),
         ("spec.nodeName", "str"),

@@ -190,6 +190,15 @@ FOUND = [
     ("Node", "gke-demo-h100-pool-hwjlhdgm-swrp", ("status", "nodeInfo", "kubeletVersion"), ["a"], "kubeletVersion"),
     ("ClusterPolicy", "cluster-policy", ("spec", "driver", "manager"), [None], "spec.driver.manager"),
     ("ClusterPolicy", "cluster-policy", ("spec", "devicePlugin"), "x", "spec.devicePlugin"),
+    # Found by the hunt after the DRA driver release rule (checks/rules_classes.py) began reading claims' requests.
+    (
+        "ResourceClaimTemplate",
+        "mig-3g-40gb",
+        ("spec", "spec", "devices", "requests", 0, "exactly", "selectors"),
+        -1,
+        "exactly.selectors",
+    ),
+    ("ResourceClaimTemplate", "mig-3g-40gb", ("spec", "spec", "devices", "requests", 0, "exactly"), "x", "exactly"),
 ]
 
 
