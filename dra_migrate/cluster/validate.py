@@ -265,6 +265,14 @@ SHAPES: dict[str, tuple[tuple[str, str], ...]] = {
         ("spec.taints[].value", "str"),
         ("spec.taints[].effect", "str"),
     ),
+    # The pod template every DaemonSet reader walks (inventory/placement.py, inventory/draversion.py, the
+    # dependents): k8s.io/api@v0.37.2 apps/v1 `DaemonSetSpec.Template`, core/v1 `PodSpec`. What is read inside a
+    # container is taken as absent when malformed (tests/unit/test_dependents.py), not refused.
+    "apps/DaemonSet": (
+        ("spec.template.spec", "map"),
+        ("spec.template.spec.containers", "list"),
+        ("spec.template.spec.initContainers", "list"),
+    ),
     "nvidia.com/ClusterPolicy": (
         ("spec{}", "map"),
         ("spec.driver.manager.env[]", "map"),

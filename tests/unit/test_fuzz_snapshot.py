@@ -199,6 +199,8 @@ FOUND = [
         "exactly.selectors",
     ),
     ("ResourceClaimTemplate", "mig-3g-40gb", ("spec", "spec", "devices", "requests", 0, "exactly"), "x", "exactly"),
+    ("DaemonSet", "nvidia-dra-driver-gpu-kubelet-plugin", ("spec", "template"), "8x", "spec.template"),
+    ("DaemonSet", "nvidia-dra-driver-gpu-kubelet-plugin", ("spec", "template", "spec", "containers"), 7, "containers"),
 ]
 
 
