@@ -399,7 +399,11 @@ def read_manifest(path: Path) -> tuple[str, str]:
     try:
         text = data.decode(marked[1] if marked else "utf-8")
     except UnicodeDecodeError as e:
-        raise InputError(f"{path}: not UTF-8 text", "give YAML manifests") from e
+        # the line of the first bad byte: a Latin-1 comment (`# café`) in one line of a repository's manifest
+        line = data.count(b"\n", 0, e.start) + 1
+        raise InputError(
+            f"{path}:{line}: not UTF-8 text (byte 0x{data[e.start]:02x})", "save it as UTF-8 (iconv -t UTF-8)"
+        ) from e
     return text, (marked[0].decode("utf-8") if marked else "")
 
 
