@@ -40,7 +40,7 @@ def unshare_gpu_requests(doc: Any) -> list[str]:
         if id(value) in seen and any(gpu_keys_elsewhere(value, names, set())):
             value = parent[key] = _own_copy(value)
             copied.append(path)
-        elif _merges_gpu_request(value, names):
+        elif isinstance(value, CommentedMap) and _merges_gpu_request(value, names):
             _write_out_merge(value)
             copied.append(path)
         seen.add(id(value))
@@ -59,9 +59,9 @@ def unshare_gpu_requests(doc: Any) -> list[str]:
     return copied
 
 
-def _merges_gpu_request(value: Any, names: GpuNames) -> bool:
-    sources = getattr(value, merge_attrib, None) if isinstance(value, CommentedMap) else None
-    return bool(sources) and any(any(gpu_keys_elsewhere(src, names, set())) for src in sources or ())
+def _merges_gpu_request(value: CommentedMap, names: GpuNames) -> bool:
+    sources = getattr(value, merge_attrib, None) or ()
+    return any(any(gpu_keys_elsewhere(src, names, set())) for src in sources)
 
 
 def _write_out_merge(value: CommentedMap) -> None:
