@@ -396,15 +396,22 @@ def read_manifest(path: Path) -> tuple[str, str]:
     marked = mark_of(data)
     if marked and marked[1] != "utf-8-sig":
         raise InputError(f"{path}: {marked[1].upper()} text", "save it as UTF-8, as kubectl and git expect")
+    text = decode_manifest(data[len(marked[0]) :] if marked else data, str(path))
+    return text, (marked[0].decode("utf-8") if marked else "")
+
+
+def decode_manifest(data: bytes, name: str) -> str:
+    """UTF-8 text, or a refusal naming the line of the first byte that is not (a Latin-1 comment, `# café`, in
+    one line of a repository's manifests). stdin is read as bytes and decoded here too: Python's text stdin
+    (surrogateescape in a C or C.UTF-8 locale) let such a byte through as a lone surrogate, which the YAML
+    parser refused as "unacceptable character #xdce9" at the document's first line."""
     try:
-        text = data.decode(marked[1] if marked else "utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        # the line of the first bad byte: a Latin-1 comment (`# café`) in one line of a repository's manifest
         line = data.count(b"\n", 0, e.start) + 1
         raise InputError(
-            f"{path}:{line}: not UTF-8 text (byte 0x{data[e.start]:02x})", "save it as UTF-8 (iconv -t UTF-8)"
+            f"{name}:{line}: not UTF-8 text (byte 0x{data[e.start]:02x})", "save it as UTF-8 (iconv -t UTF-8)"
         ) from e
-    return text, (marked[0].decode("utf-8") if marked else "")
 
 
 def convert_file(path: Path, relative: Path, table: TemplateTable, opts: ConvertOptions) -> FileResult:

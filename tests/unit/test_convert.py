@@ -631,6 +631,9 @@ def test_a_manifest_that_is_not_utf8_is_refused_naming_the_line_of_the_bad_byte(
     r = run("convert", str(f))
     assert (r.code, r.stdout) == (1, "")
     assert r.stderr.strip() == f"error: {f}:3: not UTF-8 text (byte 0xe9): save it as UTF-8 (iconv -t UTF-8)"
+    r = run("convert", "-", stdin=f.read_bytes())  # it said "unacceptable character #xdce9" at line 1
+    assert (r.code, r.stdout) == (1, "")
+    assert r.stderr.strip() == "error: <stdin>:3: not UTF-8 text (byte 0xe9): save it as UTF-8 (iconv -t UTF-8)"
 
 
 def test_a_utf16_manifest_is_refused_saying_to_save_it_as_utf8(tmp_path: Path) -> None:
