@@ -249,6 +249,8 @@ def mutated(draw: st.DrawFn) -> tuple[Path, bytes]:
     seed = draw(st.sampled_from(SEEDS))
     text = seed.read_text(encoding="utf-8")
     out: str | bytes = draw(_structural(text) if draw(st.booleans()) else _textual(text))
+    if os.environ.get("HYPOTHESIS_RANDOM") and isinstance(out, str) and draw(st.booleans()):
+        out = draw(_textual(draw(_structural(out))))  # hunting: more mutations stacked
     return seed, out if isinstance(out, bytes) else out.encode("utf-8")
 
 
