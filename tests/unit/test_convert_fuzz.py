@@ -136,7 +136,10 @@ def _structural(draw: st.DrawFn, text: str) -> str:
         if other[: len(path)] != path and path[: len(other)] != other:
             docs[i] = _set(docs[i], path, _get(docs[i], other))
     elif how == "merge":
-        path = draw(st.sampled_from([p for p in paths if isinstance(_get(docs[i], p), dict)]))
+        dicts = [p for p in paths if isinstance(_get(docs[i], p), dict)]
+        if not dicts:  # a document that is a scalar or a list of scalars
+            return text
+        path = draw(st.sampled_from(dicts))
         target = _get(docs[i], path)
         # neither inside the target nor around it (a map merging its own ancestor is a cycle)
         maps = [
