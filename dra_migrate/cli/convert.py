@@ -18,6 +18,7 @@ from dra_migrate.convert.files import (
     check_output_paths,
     convert_files,
     convert_text,
+    decode_manifest,
     find_files,
     write_all,
 )
@@ -223,8 +224,9 @@ def _convert_stdin(
             "`-` (stdin) is converted alone and written to stdout",
             "give `-` as the only path, without --in-place or --output-dir",
         )
-    # sys.stdin, not click.get_text_stream: click 8.5 exposes that name untyped (mypy: "object" not callable).
-    text = sys.stdin.read()
+    # bytes, decoded as a file is (convert/files.decode_manifest): a text stdin let a byte that is not UTF-8
+    # through as a lone surrogate (surrogateescape locales), refused as an odd character at the wrong line.
+    text = decode_manifest(sys.stdin.buffer.read(), "<stdin>")
     with Working("converting the manifests read from stdin"):
         _, result = convert_text(text, "<stdin>", table, opts)
     for w in result.warnings:

@@ -7,6 +7,11 @@ sharing one GPU while the second device of the template sat idle. Every place af
 a node asking for GPUs through an alias or a merge key gets a copy of its own, written out in full (the
 anchor stays where it was defined), before anything of the document is converted (a whole List: its items
 may share one pod template); each is then converted on its own.
+
+A map that merges (`<<: *x`) a map asking for GPUs is written out in full too, its merged keys made its own:
+deleting a key from a map another merges (the rewrite takes `nvidia.com/gpu` out of `limits: &l`) raised
+KeyError inside ruamel.yaml 0.19 (`CommentedMap.update_key_value` reads its `MergeValue` items as pairs) and
+ended the run as an internal error; and left merged, the map would take the request back from its source.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ruamel.yaml.comments import CommentedBase
+from ruamel.yaml.comments import CommentedBase, CommentedMap, merge_attrib
 
 from dra_migrate.convert.detect import gpu_keys_elsewhere
 from dra_migrate.inventory.resources import GpuNames
@@ -35,6 +40,9 @@ def unshare_gpu_requests(doc: Any) -> list[str]:
         if id(value) in seen and any(gpu_keys_elsewhere(value, names, set())):
             value = parent[key] = _own_copy(value)
             copied.append(path)
+        elif isinstance(value, CommentedMap) and _merges_gpu_request(value, names):
+            _write_out_merge(value)
+            copied.append(path)
         seen.add(id(value))
         walk(value, path)
 
@@ -49,6 +57,25 @@ def unshare_gpu_requests(doc: Any) -> list[str]:
     seen.add(id(doc))
     walk(doc, "")
     return copied
+
+
+def _merges_gpu_request(value: CommentedMap, names: GpuNames) -> bool:
+    sources = getattr(value, merge_attrib, None) or ()
+    return any(any(gpu_keys_elsewhere(src, names, set())) for src in sources)
+
+
+def _write_out_merge(value: CommentedMap) -> None:
+    """The map's merged keys become its own (each assignment marks a key as the map's) and the merge goes, with
+    the back-references ruamel keeps in each source (`_ref`: a key deleted from a source is deleted from each
+    map merging it, and a second deletion of a key already gone raised KeyError)."""
+    sources = list(getattr(value, merge_attrib))
+    for k in list(value.keys()):
+        value[k] = value[k]
+    delattr(value, merge_attrib)
+    for src in sources:
+        refs = getattr(src, "_ref", None)
+        if isinstance(refs, list):
+            refs[:] = [r for r in refs if r is not value]
 
 
 def _own_copy(value: Any) -> Any:

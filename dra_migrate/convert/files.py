@@ -36,7 +36,7 @@ from dra_migrate.convert.kustomize import (
 )
 from dra_migrate.convert.lists import convert_list, objects_of
 from dra_migrate.convert.rewrite import ClaimNames, ConvertOptions, DocResult, convert_document
-from dra_migrate.convert.stream import RENDER, Doc, GoTemplate, marker_content, parse_stream
+from dra_migrate.convert.stream import RENDER, Doc, GoTemplate, marker_content, parse_stream, split_documents
 from dra_migrate.convert.unidiff import diff_pieces, unified_diff
 from dra_migrate.errors import InputError
 from dra_migrate.fileio import mark_of, sync_to_media, write_text_atomic
@@ -124,6 +124,31 @@ def _dump(yaml: YAML, doc: Any) -> str:
     return out.getvalue()
 
 
+# ruamel.yaml writes the continuation lines of a quoted string that spans lines at the document's indentation;
+# in a document written as one flow map (`{apiVersion: v1, ...}`) that is column 0, where a line `---` or `...`
+# ends the document: its text no longer read as YAML (found by tests/unit/test_convert_fuzz.py).
+UNWRITABLE = (
+    "cannot be written back as YAML that reads the same (ruamel.yaml would start a line of a string that spans"
+    " lines at column 0, where `---` ends a document): write the document in block style, or that string on one line"
+)
+
+
+def _reads_back(text: str) -> bool:
+    """Whether a dumped document reads back as one YAML document."""
+    if len(split_documents(text)) != 1:
+        return False
+    try:
+        _safe_load(text)
+    except YAMLError:
+        return False
+    return True
+
+
+def _named(doc: Any) -> str:
+    meta = doc.get("metadata") if isinstance(doc, dict) else None
+    return f"{doc.get('kind') if isinstance(doc, dict) else '?'}/{meta.get('name') if isinstance(meta, dict) else '?'}"
+
+
 _CLAIM_KINDS = ("ResourceClaimTemplate", "ResourceClaim")
 
 
@@ -199,6 +224,11 @@ def _convert_docs(
             if r.changed
         )
         result.summary.extend(f"{where}: {s}" for s in r.summary)
+        style = json_style(d.body) if not marker_content(d.marker) else None
+        dumped = _dump(d.yaml, d.doc) if r.changed and style is None else ""
+        if r.changed and style is None and not _reads_back(dumped):
+            result.problems.append(f"{where}: {_named(d.doc)}: {UNWRITABLE}")
+            r.changed = False
         if not r.changed:
             out.append(d.marker + d.body)
             result.pieces.append((out[-1], out[-1]))
@@ -207,13 +237,11 @@ def _convert_docs(
             new_key = _claim_key(new_doc)
             if new_key is not None:
                 result.claims[new_key] = _content(new_doc)
-        style = json_style(d.body) if not marker_content(d.marker) else None
         if style is not None:  # written in JSON: written back in JSON (convert/jsondoc.py)
             ending = d.body[len(d.body.rstrip()) :]
             out.append(d.marker + "\n".join(dump_json(x, style) for x in [*r.new_documents, d.doc]) + ending)
         else:
             pieces = [_dump(d.yaml, x) for x in r.new_documents]
-            dumped = _dump(d.yaml, d.doc)
             pieces.append(dumped if marker_content(d.marker) else keep_original_lines(d.body, dumped))
             marker = "---\n" if marker_content(d.marker) else d.marker
             out.append(marker + "---\n".join(pieces))
@@ -396,11 +424,22 @@ def read_manifest(path: Path) -> tuple[str, str]:
     marked = mark_of(data)
     if marked and marked[1] != "utf-8-sig":
         raise InputError(f"{path}: {marked[1].upper()} text", "save it as UTF-8, as kubectl and git expect")
-    try:
-        text = data.decode(marked[1] if marked else "utf-8")
-    except UnicodeDecodeError as e:
-        raise InputError(f"{path}: not UTF-8 text", "give YAML manifests") from e
+    text = decode_manifest(data[len(marked[0]) :] if marked else data, str(path))
     return text, (marked[0].decode("utf-8") if marked else "")
+
+
+def decode_manifest(data: bytes, name: str) -> str:
+    """UTF-8 text, or a refusal naming the line of the first byte that is not (a Latin-1 comment, `# café`, in
+    one line of a repository's manifests). stdin is read as bytes and decoded here too: Python's text stdin
+    (surrogateescape in a C or C.UTF-8 locale) let such a byte through as a lone surrogate, which the YAML
+    parser refused as "unacceptable character #xdce9" at the document's first line."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise InputError(
+            f"{name}:{line}: not UTF-8 text (byte 0x{data[e.start]:02x})", "save it as UTF-8 (iconv -t UTF-8)"
+        ) from e
 
 
 def convert_file(path: Path, relative: Path, table: TemplateTable, opts: ConvertOptions) -> FileResult:

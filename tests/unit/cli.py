@@ -14,8 +14,10 @@ class Result:
     code: int
     stdout: str
     stderr: str
+    # stdout as written: click's `stdout` turns CRLF into LF, so a diff of a CRLF file reads wrong
+    stdout_bytes: bytes = b""
 
 
 def run(*args: str, env: dict[str, str] | None = None, stdin: bytes | None = None) -> Result:
     r = CliRunner().invoke(cli, list(args), env=env, input=stdin, catch_exceptions=False)
-    return Result(r.exit_code, r.stdout, r.stderr)
+    return Result(r.exit_code, r.stdout, r.stderr, r.stdout_bytes)

@@ -624,6 +624,18 @@ def test_a_manifest_that_begins_with_a_byte_order_mark_keeps_it(tmp_path: Path) 
     assert plain.read_bytes() != text.encode()  # it was converted
 
 
+def test_a_manifest_that_is_not_utf8_is_refused_naming_the_line_of_the_bad_byte(tmp_path: Path) -> None:
+    """A Latin-1 comment in one line of a repository's manifests: the refusal said only "not UTF-8 text"."""
+    f = tmp_path / "latin1.yaml"
+    f.write_bytes(b"apiVersion: v1\nkind: ConfigMap\n# caf\xe9\nmetadata: {name: x}\n")
+    r = run("convert", str(f))
+    assert (r.code, r.stdout) == (1, "")
+    assert r.stderr.strip() == f"error: {f}:3: not UTF-8 text (byte 0xe9): save it as UTF-8 (iconv -t UTF-8)"
+    r = run("convert", "-", stdin=f.read_bytes())  # it said "unacceptable character #xdce9" at line 1
+    assert (r.code, r.stdout) == (1, "")
+    assert r.stderr.strip() == "error: <stdin>:3: not UTF-8 text (byte 0xe9): save it as UTF-8 (iconv -t UTF-8)"
+
+
 def test_a_utf16_manifest_is_refused_saying_to_save_it_as_utf8(tmp_path: Path) -> None:
     f = tmp_path / "utf16.yaml"
     f.write_bytes((MANIFESTS / "deployment.yaml").read_text().encode("utf-16"))

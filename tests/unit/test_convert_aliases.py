@@ -77,6 +77,47 @@ items:
     template: *tpl
 """
 
+# `limits: &l` converted (its GPU key deleted) while another map merges it: ruamel.yaml's back-reference
+# update raised KeyError, an internal error (found by tests/unit/test_convert_fuzz.py)
+MERGED_LIMITS = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: lim}
+spec:
+  template:
+    spec:
+      containers:
+      - name: c
+        image: x
+        resources:
+          limits: &l
+            nvidia.com/gpu: 2
+      - name: d
+        image: x
+        resources:
+          limits:
+            <<: *l
+            cpu: 1
+"""
+
+# a merge whose anchor is defined inside it, the anchored map aliased by a second container
+MERGED_INLINE_ANCHOR = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: inl}
+spec:
+  template:
+    spec:
+      containers:
+      - name: c
+        image: x
+        resources:
+          <<: &r
+            limits:
+              nvidia.com/gpu: 2
+      - name: d
+        image: x
+        resources: *r
+"""
+
 
 def _written_out(text: str) -> str:
     """The same documents with every alias and merge key written out (no node shared)."""
@@ -91,7 +132,11 @@ def _convert(text: str) -> tuple[str, list[str], list[str]]:
     return out, result.problems, result.warnings
 
 
-@pytest.mark.parametrize("text", [ALIASED_RESOURCES, MERGED_DEFAULTS, SHARED_TEMPLATE], ids=["alias", "merge", "list"])
+@pytest.mark.parametrize(
+    "text",
+    [ALIASED_RESOURCES, MERGED_DEFAULTS, SHARED_TEMPLATE, MERGED_LIMITS, MERGED_INLINE_ANCHOR],
+    ids=["alias", "merge", "list", "merged-limits", "merge-inline-anchor"],
+)
 def test_a_manifest_with_aliases_converts_as_it_does_written_out(text: str) -> None:
     out, problems, warnings = _convert(text)
     expected, expected_problems, _ = _convert(_written_out(text))

@@ -330,3 +330,16 @@ def test_text_the_yaml_parser_stops_on_is_refused_by_convert_and_by_every_plan_r
         r = run(*args)
         assert r.code == 1 and "internal error" not in r.stderr, (args, r.stderr)
         assert "the YAML parser stopped on it (AssertionError)" in r.stderr, (args, r.stderr)
+
+
+def test_a_flow_document_whose_string_would_end_it_when_rewritten_is_refused_not_broken() -> None:
+    """A document written as one flow map holding a quoted string over several lines, one of them `---`:
+    ruamel.yaml writes its continuation lines at column 0, so the converted file's `---` line ended the
+    document mid-string and the output was not YAML (found by tests/unit/test_convert_fuzz.py)."""
+    text = (
+        "{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [{name: c, args: ['a\n\n    ---\n\n"
+        "    b'], resources: {limits: {nvidia.com/gpu: 1}}}]}}\n"
+    )
+    out, r = convert_text(text, "m.yaml", TemplateTable.builtin(), ConvertOptions())
+    assert out == text and not r.changed
+    assert len(r.problems) == 1 and r.problems[0].startswith("m.yaml:1: Pod/p: cannot be written back as YAML")
