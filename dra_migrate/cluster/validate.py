@@ -176,10 +176,15 @@ def _pod_spec(spec: Any, field: str) -> None:
     for path in ("containers", "initContainers"):
         _containers_at(spec, path, field)
     _str(spec.get("nodeName"), f"{field}.nodeName")
+    _placement(spec, field)
+    _list(spec.get("resourceClaims"), f"{field}.resourceClaims")
+
+
+def _placement(spec: Obj, field: str) -> None:
+    """Where a template's pods may run, as inventory/placement.py reads it of any template's pod spec."""
     _string_map(spec.get("nodeSelector"), f"{field}.nodeSelector")
     _dict(spec.get("affinity"), f"{field}.affinity")
     _list(spec.get("tolerations"), f"{field}.tolerations")
-    _list(spec.get("resourceClaims"), f"{field}.resourceClaims")
 
 
 def _template(t: ResolvedTemplate) -> None:
@@ -200,6 +205,8 @@ def _template(t: ResolvedTemplate) -> None:
         quantity = named.get("quantity")
         if quantity is not None and (isinstance(quantity, bool) or not isinstance(quantity, int)):
             raise Malformed(f"{where}.quantity", f"is {quantity!r}: a GPU count here is an integer")
+    if role.form not in ("podTemplate", "podSpec"):  # a template of containers is its pods' spec (an Argo template)
+        _placement(t.pod_spec(), t.path)
     for path in role.containers + role.init_containers:
         _containers_at(t.template, path, t.path)
     for f in role.replicas:
