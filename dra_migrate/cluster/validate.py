@@ -113,7 +113,16 @@ def _metadata(obj: Obj) -> None:
         _str(meta.get(key), f"metadata.{key}")
     _string_map(meta.get("labels"), "metadata.labels")
     for i, ref in enumerate(_list(meta.get("ownerReferences"), "metadata.ownerReferences")):
-        _dict(ref, f"metadata.ownerReferences[{i}]")
+        ref = _dict(ref, f"metadata.ownerReferences[{i}]")
+        for key in _OWNER_KEYS:  # what the owner chains and the drain's job rules key on
+            _str(ref.get(key), f"metadata.ownerReferences[{i}].{key}")
+
+
+_OWNER_KEYS = ("apiVersion", "kind", "name", "uid")  # k8s.io/apimachinery@v0.37.2 meta/v1 OwnerReference: strings
+
+
+def _owner_ok(ref: Any) -> bool:
+    return type(ref) is dict and all(type(ref.get(k, "")) is str for k in _OWNER_KEYS)
 
 
 def _resources(c: Obj, field: str) -> None:
@@ -370,7 +379,7 @@ def _pod_ok(obj: Obj) -> bool:
     if any(type(v) is not str for v in (spec.get("nodeSelector") or {}).values()):
         return False
     refs = meta.get("ownerReferences")
-    if refs is not None and (type(refs) is not list or any(type(r) is not dict for r in refs)):
+    if refs is not None and (type(refs) is not list or not all(_owner_ok(r) for r in refs)):
         return False
     if any(type(meta.get(k, "")) is not str for k in ("uid", "resourceVersion")):
         return False

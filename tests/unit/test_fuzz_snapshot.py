@@ -201,6 +201,8 @@ FOUND = [
     ("ResourceClaimTemplate", "mig-3g-40gb", ("spec", "spec", "devices", "requests", 0, "exactly"), "x", "exactly"),
     ("DaemonSet", "nvidia-dra-driver-gpu-kubelet-plugin", ("spec", "template"), "8x", "spec.template"),
     ("Workflow", "churn-model-7xq2p", ("spec", "templates", 1, "nodeSelector"), "8x", "templates[1].nodeSelector"),
+    ("Pod", "embeddings-0", ("metadata", "ownerReferences", 0, "kind"), [], "ownerReferences[0].kind"),
+    ("Deployment", "chat-api", ("metadata", "ownerReferences"), [{"uid": 5}], "ownerReferences[0].uid"),
     ("Workflow", "churn-model-7xq2p", ("spec", "templates", 1, "tolerations"), {}, "templates[1].tolerations"),
     ("DaemonSet", "nvidia-dra-driver-gpu-kubelet-plugin", ("spec", "template", "spec", "containers"), 7, "containers"),
 ]
