@@ -18,7 +18,7 @@ import pytest
 
 from dra_migrate.dra.devices import node_devices
 from dra_migrate.inventory.draversion import installed_release, release_of_image
-from tests.unit.helpers import obj
+from tests.unit.helpers import node, obj
 from tests.unit.test_checks import findings
 from tests.unit.test_plan_placement import POOL, make
 
@@ -44,38 +44,18 @@ def nvidia_chart_plugin(tag: str, *env: dict[str, str]) -> dict[str, Any]:
 
 
 def mig_node(name: str = "a100") -> dict[str, Any]:
-    labels = {
-        "nvidia.com/gpu.present": "true",
-        "nvidia.com/gpu.count": "2",
-        "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB",
-        "nvidia.com/gpu.memory": "40960",
-        "nvidia.com/mig.strategy": "mixed",
-        "nvidia.com/mig-3g.20gb.count": "2",
-    }
-    cap = {"nvidia.com/mig-3g.20gb": "2"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": labels},
-        "status": {"capacity": cap, "allocatable": cap},
-    }
+    return node(name, _gfd("NVIDIA-A100-SXM4-40GB", "40960", {"nvidia.com/mig.strategy": "mixed",
+                "nvidia.com/mig-3g.20gb.count": "2"}), {"nvidia.com/mig-3g.20gb": "2"})  # fmt: skip
 
 
 def gpu_node(name: str = "h100") -> dict[str, Any]:
-    labels = {
-        "nvidia.com/gpu.present": "true",
-        "nvidia.com/gpu.count": "2",
-        "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
-        "nvidia.com/gpu.memory": "81559",
-        POOL: "h100",
-    }
-    cap = {"nvidia.com/gpu": "2"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": labels},
-        "status": {"capacity": cap, "allocatable": cap},
-    }
+    return node(name, _gfd("NVIDIA-H100-80GB-HBM3", "81559", {POOL: "h100"}), {"nvidia.com/gpu": "2"})
+
+
+def _gfd(product: str, memory: str, more: dict[str, str]) -> dict[str, str]:
+    """GFD's labels of a node of two GPUs."""
+    return {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.count": "2", "nvidia.com/gpu.product": product,
+            "nvidia.com/gpu.memory": memory, **more}  # fmt: skip
 
 
 def _devices(tag: str | None) -> dict[str, dict[str, Any]]:
