@@ -59,16 +59,20 @@ def unshare_gpu_requests(doc: Any) -> list[str]:
     return copied
 
 
+def _merged(value: CommentedMap) -> list[Any]:
+    """The maps `value` merges: ruamel.yaml 0.19 keeps them as they are, 0.18 as (position, map) pairs."""
+    return [m[1] if isinstance(m, tuple) else m for m in getattr(value, merge_attrib, None) or ()]
+
+
 def _merges_gpu_request(value: CommentedMap, names: GpuNames) -> bool:
-    sources = getattr(value, merge_attrib, None) or ()
-    return any(any(gpu_keys_elsewhere(src, names, set())) for src in sources)
+    return any(any(gpu_keys_elsewhere(src, names, set())) for src in _merged(value))
 
 
 def _write_out_merge(value: CommentedMap) -> None:
     """The map's merged keys become its own (each assignment marks a key as the map's) and the merge goes, with
     the back-references ruamel keeps in each source (`_ref`: a key deleted from a source is deleted from each
     map merging it, and a second deletion of a key already gone raised KeyError)."""
-    sources = list(getattr(value, merge_attrib))
+    sources = _merged(value)
     for k in list(value.keys()):
         value[k] = value[k]
     delattr(value, merge_attrib)
