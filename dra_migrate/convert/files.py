@@ -211,11 +211,17 @@ def _convert_docs(
             r = DocResult(problems=inline_patch_problems(d.doc, Path(name)))
         else:
             r = convert_list(d.doc, table, opts, names) or convert_document(d.doc, table, opts, names)
-        for obj in objects_of(d.doc):  # a list's templates, new and old, are its items
+        where = f"{name}:{d.start}"
+        style = json_style(d.body) if not marker_content(d.marker) else None
+        dumped = _dump(d.yaml, d.doc) if r.changed and style is None else ""
+        refused = r.changed and style is None and not _reads_back(dumped)
+        if refused:  # left as it is: nothing of it converted, none of its new templates defined
+            r.problems.append(f"{_named(d.doc)}: {UNWRITABLE}")
+            r.changed, r.summary, unshared = False, [], []
+        for obj in () if refused else objects_of(d.doc):  # a list's templates, new and old, are its items
             key = _claim_key(obj)
             if key is not None:
                 result.claims[key] = _content(obj)
-        where = f"{name}:{d.start}"
         result.problems.extend(f"{where}: {p}" for p in r.problems)
         result.warnings.extend(f"{where}: {w}" for w in r.warnings)
         result.warnings.extend(
@@ -224,11 +230,6 @@ def _convert_docs(
             if r.changed
         )
         result.summary.extend(f"{where}: {s}" for s in r.summary)
-        style = json_style(d.body) if not marker_content(d.marker) else None
-        dumped = _dump(d.yaml, d.doc) if r.changed and style is None else ""
-        if r.changed and style is None and not _reads_back(dumped):
-            result.problems.append(f"{where}: {_named(d.doc)}: {UNWRITABLE}")
-            r.changed = False
         if not r.changed:
             out.append(d.marker + d.body)
             result.pieces.append((out[-1], out[-1]))

@@ -343,3 +343,4 @@ def test_a_flow_document_whose_string_would_end_it_when_rewritten_is_refused_not
     out, r = convert_text(text, "m.yaml", TemplateTable.builtin(), ConvertOptions())
     assert out == text and not r.changed
     assert len(r.problems) == 1 and r.problems[0].startswith("m.yaml:1: Pod/p: cannot be written back as YAML")
+    assert r.summary == [] and r.claims == {}  # nothing of it converted: `--skip-unconvertible` lists nothing
