@@ -17,6 +17,7 @@ from dra_migrate.cluster.state import ClusterState
 from dra_migrate.inventory.consumers import Consumer
 from dra_migrate.inventory.dra import extended_resource_classes
 from dra_migrate.inventory.gitops import GitOpsOwner, gitops_owner
+from dra_migrate.inventory.images import image_tag, tag_version, template_containers
 from dra_migrate.inventory.resources import GPU_PREFIX
 
 REQUESTS = "requests."
@@ -145,19 +146,6 @@ class GpuQueue:
     owner: GitOpsOwner | None
 
 
-_VERSION_TAG = re.compile(r":v?(\d+)\.(\d+)\.(\d+)")
-
-
-def _image_version(image: str) -> tuple[int, int, int] | None:
-    m = _VERSION_TAG.search(image.rsplit("/", 1)[-1])
-    return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
-
-
-def _containers(obj: _Obj) -> list[Mapping[str, Any]]:
-    spec = as_map(as_map(as_map(obj.get("spec")).get("template")).get("spec"))
-    return [c for c in as_list(spec.get("containers")) if isinstance(c, Mapping)]
-
-
 def _gates_flag(args: Iterable[Any]) -> str | None:
     """The value of --feature-gates, as `--feature-gates=V` or `--feature-gates V` (Go's flag package takes
     both, and `-feature-gates` too); the last one wins, as in Go's flag package. None without the flag."""
@@ -185,13 +173,13 @@ def _gates(flag: str | None) -> dict[str, bool]:
 def kueue_install(state: ClusterState) -> KueueInstall | None:
     """Kueue's controller manager, found by its image (registry.k8s.io/kueue/kueue:vX.Y.Z)."""
     for d in state.of("apps/Deployment"):
-        for c in _containers(d):
+        for c in template_containers(d):
             image = str(c.get("image") or "")
             if re.search(r"(^|/)kueue(:|@|$)", image):
                 ns, name = ns_name(d)
                 args = as_list(c.get("args")) + as_list(c.get("command"))
                 flag = _gates_flag(args)
-                return KueueInstall(f"{ns}/{name}", _image_version(image), image, _gates(flag), flag)
+                return KueueInstall(f"{ns}/{name}", tag_version(image), image, _gates(flag), flag)
     return None
 
 
@@ -378,7 +366,7 @@ def dcgm_exporters(state: ClusterState) -> list[DcgmExporter]:
     (NVIDIA/dcgm-exporter PR #501), default false."""
     out: list[DcgmExporter] = []
     for ds in state.of("apps/DaemonSet"):
-        for c in _containers(ds):
+        for c in template_containers(ds):
             image = str(c.get("image") or "")
             if "dcgm-exporter" not in image:
                 continue
@@ -387,7 +375,7 @@ def dcgm_exporters(state: ClusterState) -> list[DcgmExporter]:
             on = _truthy(env.get("KUBERNETES_ENABLE_DRA")) or any(
                 a == "--kubernetes-enable-dra" or a == "--kubernetes-enable-dra=true" for a in args
             )
-            tag = image.rsplit(":", 1)[-1] if ":" in image.rsplit("/", 1)[-1] else None
+            tag = image_tag(image)
             ns, name = ns_name(ds)
             out.append(DcgmExporter(f"DaemonSet {ns}/{name}", tag, on))
     if out:

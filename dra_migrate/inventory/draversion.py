@@ -22,16 +22,15 @@ The chart's `gpu.nvidia.com` DeviceClass declares `extendedResourceName: nvidia.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from dra_migrate.cluster.state import ClusterState, Obj
+from dra_migrate.inventory.images import image_tag, tag_version, template_images
 from dra_migrate.inventory.operator import dra_plugin_daemonset_objects
 
 # The image names the NVIDIA GPU DRA driver ships as: NVIDIA's (nvcr.io/nvidia/k8s-dra-driver-gpu) and
 # kubernetes-sigs' (registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu).
 _IMAGES = ("k8s-dra-driver-gpu", "dra-driver-nvidia-gpu")
-_TAG = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
 
 PCI_BUS_ID = "resource.kubernetes.io/pciBusID"
 LEGACY_PCI_BUS_ID = "pcieBusID"
@@ -80,22 +79,17 @@ class DriverRelease:
 def release_of_image(image: str) -> DriverRelease | None:
     """`nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1` -> v25.8.1; None for another image, no tag, or a non-semver tag
     (`latest`, a digest only)."""
-    ref = image.split("@", 1)[0]
-    name, _, tag = ref.rpartition(":")
-    if not name or "/" in tag or not any(name.endswith(i) for i in _IMAGES):
+    repository = image.split("@", 1)[0].removesuffix(":" + (image_tag(image) or ""))
+    version = tag_version(image)
+    if version is None or not repository.endswith(_IMAGES):
         return None
-    m = _TAG.match(tag)
-    return DriverRelease((int(m[1]), int(m[2]), int(m[3])), image) if m else None
+    return DriverRelease(version, image)
 
 
 def daemonset_release(ds: Obj) -> DriverRelease | None:
     """The release a DRA kubelet-plugin DaemonSet runs: its containers' driver image tag (every container of the
     chart's DaemonSet runs the same image)."""
-    spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
-    for c in spec.get("containers") or []:
-        if isinstance(c, dict) and (r := release_of_image(str(c.get("image", "")))) is not None:
-            return r
-    return None
+    return next((r for image in template_images(ds) if (r := release_of_image(image)) is not None), None)
 
 
 def installed_releases(state: ClusterState) -> dict[str, DriverRelease]:

@@ -22,6 +22,7 @@ from dra_migrate.cluster.yamlio import load_yaml_documents
 from dra_migrate.errors import InputError
 from dra_migrate.inventory.computedomain import compute_domain_only
 from dra_migrate.inventory.gke import GKE_ACCELERATOR_COUNT, GKE_NO_DEFAULT_PLUGIN, GKE_SHARING_LABELS
+from dra_migrate.inventory.images import template_images
 from dra_migrate.inventory.operator_activity import swept_note, unpaused_node
 from dra_migrate.inventory.placement import (
     label_to_deselect,
@@ -285,17 +286,12 @@ def _policy_summary(cp: Obj) -> dict[str, Any]:
     }
 
 
-def _images(ds: Obj) -> list[str]:
-    containers = _dig(ds, "spec", "template", "spec", "containers") or []
-    return [str(c.get("image", "")) for c in containers if isinstance(c, dict)]
-
-
 def _is_device_plugin(ds: Obj) -> bool:
     name = _name(ds)
     # GPU Feature Discovery ships in the same k8s-device-plugin image; it advertises no resources.
     if "feature-discovery" in name:
         return False
-    return "nvidia-device-plugin" in name or any("k8s-device-plugin" in i for i in _images(ds))
+    return "nvidia-device-plugin" in name or any("k8s-device-plugin" in i for i in template_images(ds))
 
 
 def _is_dra_plugin(ds: Obj) -> bool:
@@ -304,7 +300,7 @@ def _is_dra_plugin(ds: Obj) -> bool:
     name = _name(ds)
     return (
         ("dra-driver" in name and "kubelet-plugin" in name)
-        or any("dra-driver-nvidia-gpu" in i or "k8s-dra-driver-gpu" in i for i in _images(ds))
+        or any("dra-driver-nvidia-gpu" in i or "k8s-dra-driver-gpu" in i for i in template_images(ds))
     ) and not compute_domain_only(ds)
 
 

@@ -28,6 +28,7 @@ from dra_migrate.inventory.gke import (
     GKE_POOL,
     GKE_SHARING_LABELS,
 )
+from dra_migrate.inventory.images import image_tag, template_images
 from dra_migrate.inventory.operator import operator_installs_driver
 from dra_migrate.inventory.resources import mig_compute_sizes
 
@@ -576,11 +577,10 @@ def controller_version(state: ClusterState, image_part: str) -> str | None:
     """The version in the image tag of the Deployment whose image contains `image_part` (e.g.
     "karpenter/controller:1.8.1@sha256:..." -> "1.8.1"), None when there is none or it has no tag."""
     for d in state.of("apps/Deployment"):
-        for c in ((d.get("spec") or {}).get("template") or {}).get("spec", {}).get("containers") or []:
-            image = str(c.get("image") or "") if isinstance(c, Mapping) else ""
+        for image in template_images(d):
             if image_part in image:
-                tag = image.split("@")[0].rpartition(":")[2]
-                return tag.lstrip("v") if tag and "/" not in tag else None
+                tag = image_tag(image)
+                return tag.lstrip("v") if tag else None
     return None
 
 
