@@ -457,7 +457,7 @@ def _list_changes(lists: list[tuple[list[Any], list[Any], list[Any]]]) -> _Found
     found: _Found = []
     rest = []
     for path, old, new in lists:
-        if _order_free(path) or not (listdiff.handled(old) and listdiff.handled(new)):
+        if _order_free(path) or not listdiff.handled(old, new):
             rest.append((path, old, new))
             continue
         for change, index, x, y in listdiff.ordered_changes(old, new):
