@@ -113,8 +113,9 @@ def _named_attributes(requests: list[Any], constraints: list[Any], driver: str) 
 def dra_driver_release_attribute(ctx: CheckContext) -> Iterator[Finding]:
     """Severity: warning. When: a DeviceClass, ResourceClaim or ResourceClaimTemplate names, in a CEL selector or a
     `matchAttribute` constraint, a GPU attribute that the NVIDIA DRA driver release its kubelet-plugin DaemonSet runs
-    (the image tag) does not publish: `index`, `minor`, `parentIndex` (NVIDIA's v25.3.x only), `pcieBusID` (before
-    v25.12.0), `resource.kubernetes.io/pciBusID` (v25.12.0 on, dra-driver-nvidia-gpu v0.4). Rests on: each
+    (the image tag, else its chart's labels) does not publish: `index`, `minor`, `parentIndex` (NVIDIA's v25.3.x
+    only), `pcieBusID` (before v25.12.0), `resource.kubernetes.io/pciBusID` (v25.12.0 on, dra-driver-nvidia-gpu
+    v0.4). Rests on: each
     release's `cmd/gpu-kubelet-plugin/deviceinfo.go` (NVIDIA/k8s-dra-driver-gpu v25.3.2, v25.8.1; v25.12.0 with
     `partitions.go`; dra-driver-nvidia-gpu v0.4.1); a selector on an attribute a device lacks fails for it, and a
     `matchAttribute` a device lacks excludes it (KEP-4381 structured parameters): the claims stay Pending.
