@@ -106,9 +106,14 @@ RULE_DOCS: dict[str, RuleDoc] = {
         fix="make the class select the driver's devices (`device.driver == 'gpu.nvidia.com'`), or clear its extendedResourceName so that dra-migrate generates one, then plan again",
     ),
     "dra-driver-release-attribute": RuleDoc(
-        when="a DeviceClass, ResourceClaim or ResourceClaimTemplate names, in a CEL selector or a `matchAttribute` constraint, a GPU attribute the NVIDIA DRA driver release its kubelet-plugin DaemonSet runs (read from the image tag) does not publish: `index`, `minor`, `parentIndex` (NVIDIA's v25.3.x only), `pcieBusID` (before v25.12.0), `resource.kubernetes.io/pciBusID` (v25.12.0 on, dra-driver-nvidia-gpu v0.4); also when an upgrade leaves DaemonSets of two releases",
+        when="a DeviceClass, ResourceClaim or ResourceClaimTemplate names, in a CEL selector or a `matchAttribute` constraint, a GPU attribute the NVIDIA DRA driver release its kubelet-plugin DaemonSet runs (read from the image tag, else the chart's labels on the DaemonSet) does not publish: `index`, `minor`, `parentIndex` (NVIDIA's v25.3.x only), `pcieBusID` (before v25.12.0), `resource.kubernetes.io/pciBusID` (v25.12.0 on, dra-driver-nvidia-gpu v0.4); also when an upgrade leaves DaemonSets of two releases",
         rests_on="each release's `cmd/gpu-kubelet-plugin/deviceinfo.go` (NVIDIA/k8s-dra-driver-gpu v25.3.2, v25.8.1; v25.12.0 with `partitions.go`; dra-driver-nvidia-gpu v0.4.1): a selector on an attribute a device lacks fails for it and a `matchAttribute` a device lacks excludes it (KEP-4381), so the claim stays Pending (docs/nvidia-tier.md, Driver releases)",
         fix="select on attributes every release publishes (`type`, `productName`, `profile`, `uuid`, `resource.kubernetes.io/pcieRoot`), or run a release that publishes the attribute, then check again",
+    ),
+    "dra-driver-release-unknown": RuleDoc(
+        when="a DRA kubelet-plugin DaemonSet runs NVIDIA's image (`k8s-dra-driver-gpu`) pinned by digest only or by a tag that is no version (`latest`), and carries no chart labels naming a release (`app.kubernetes.io/version`, `helm.sh/chart`): devices are predicted, classes matched and sharing advised as v25.12.0 and dra-driver-nvidia-gpu v0.4.1 publish them",
+        rests_on="NVIDIA/k8s-dra-driver-gpu v25.3.2 and v25.8.1 publish `pcieBusID` (v25.3.x also `index`, `minor`, `parentIndex`) and name MIG devices `gpu-<minor>-mig-<giProfileId>-<start>-<size>`, v25.12.0 `resource.kubernetes.io/pciBusID` and `gpu-<minor>-mig-<profile>-<giProfileId>-<start>` (`cmd/gpu-kubelet-plugin/deviceinfo.go`, v25.12.0 `mig.go`); the chart labels the DaemonSet `app.kubernetes.io/version: <appVersion>` and `helm.sh/chart: <name>-<version>` (`deployments/helm/nvidia-dra-driver-gpu/templates/_helpers.tpl`) (docs/nvidia-tier.md, Driver releases)",
+        fix="pin the kubelet plugin's image to its version tag (the chart's `image.tag`, e.g. `v25.8.1`, or `v25.8.1@sha256:…` to keep the digest), or keep the chart's labels on the DaemonSet, then check again",
     ),
     "duplicate-extended-resource-name": RuleDoc(
         when="two or more DeviceClasses name the same `extendedResourceName`",

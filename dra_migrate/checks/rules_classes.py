@@ -13,7 +13,13 @@ from dra_migrate.checks.context import CheckContext
 from dra_migrate.checks.model import Finding, ObjectRef, Severity
 from dra_migrate.checks.registry import rule
 from dra_migrate.dra.devices import node_devices
-from dra_migrate.inventory.draversion import LEGACY_PCI_BUS_ID, PCI_BUS_ID, DriverRelease, installed_releases
+from dra_migrate.inventory.draversion import (
+    LEGACY_PCI_BUS_ID,
+    PCI_BUS_ID,
+    DriverRelease,
+    installed_releases,
+    unknown_nvidia_releases,
+)
 
 BLOCKER = Severity.BLOCKER
 WARNING = Severity.WARNING
@@ -107,8 +113,9 @@ def _named_attributes(requests: list[Any], constraints: list[Any], driver: str) 
 def dra_driver_release_attribute(ctx: CheckContext) -> Iterator[Finding]:
     """Severity: warning. When: a DeviceClass, ResourceClaim or ResourceClaimTemplate names, in a CEL selector or a
     `matchAttribute` constraint, a GPU attribute that the NVIDIA DRA driver release its kubelet-plugin DaemonSet runs
-    (the image tag) does not publish: `index`, `minor`, `parentIndex` (NVIDIA's v25.3.x only), `pcieBusID` (before
-    v25.12.0), `resource.kubernetes.io/pciBusID` (v25.12.0 on, dra-driver-nvidia-gpu v0.4). Rests on: each
+    (the image tag, else its chart's labels) does not publish: `index`, `minor`, `parentIndex` (NVIDIA's v25.3.x
+    only), `pcieBusID` (before v25.12.0), `resource.kubernetes.io/pciBusID` (v25.12.0 on, dra-driver-nvidia-gpu
+    v0.4). Rests on: each
     release's `cmd/gpu-kubelet-plugin/deviceinfo.go` (NVIDIA/k8s-dra-driver-gpu v25.3.2, v25.8.1; v25.12.0 with
     `partitions.go`; dra-driver-nvidia-gpu v0.4.1); a selector on an attribute a device lacks fails for it, and a
     `matchAttribute` a device lacks excludes it (KEP-4381 structured parameters): the claims stay Pending.
@@ -143,4 +150,35 @@ def dra_driver_release_attribute(ctx: CheckContext) -> Iterator[Finding]:
             "NVIDIA's v25.3.x; pcieBusID: before v25.12.0; resource.kubernetes.io/pciBusID: v25.12.0 on and "
             "dra-driver-nvidia-gpu v0.4), then check again",
             tuple(sorted(refs)),
+        )
+
+
+@rule(
+    "dra-driver-release-unknown",
+    WARNING,
+    summary="NVIDIA's DRA kubelet plugin runs an image whose release neither its tag nor its chart labels name",
+)
+def dra_driver_release_unknown(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: warning. When: a DRA kubelet-plugin DaemonSet runs NVIDIA's image (`k8s-dra-driver-gpu`) pinned by
+    digest only or by a tag that is no version (`latest`), without the chart's labels that name its release
+    (`app.kubernetes.io/version`, `helm.sh/chart`): dra-migrate then predicts devices, matches classes and advises
+    on sharing as v25.12.0 and dra-driver-nvidia-gpu v0.4.1 publish them. Rests on: NVIDIA/k8s-dra-driver-gpu
+    v25.3.2 and v25.8.1 `cmd/gpu-kubelet-plugin/deviceinfo.go` publish `pcieBusID` (v25.3.x also `index`, `minor`,
+    `parentIndex`) and the MIG names `gpu-<minor>-mig-<giProfileId>-<start>-<size>`; v25.12.0 (`mig.go`
+    `ToCanonicalName`) publishes `resource.kubernetes.io/pciBusID` and
+    `gpu-<minor>-mig-<profile>-<giProfileId>-<start>`; the chart's labels:
+    `deployments/helm/nvidia-dra-driver-gpu/templates/_helpers.tpl` at each tag.
+    """
+    for ref, image in sorted(unknown_nvidia_releases(ctx.state).items()):
+        namespace, _, name = ref.partition("/")
+        yield Finding(
+            "dra-driver-release-unknown",
+            WARNING,
+            f"DRA kubelet plugin DaemonSet {ref} runs {image}, whose tag names no release, and no chart label "
+            "(app.kubernetes.io/version, helm.sh/chart) names one: devices, class matches and sharing advice assume "
+            "the shape of v25.12.0 (and dra-driver-nvidia-gpu v0.4.1); under v25.3.x or v25.8.x the GPUs publish "
+            "pcieBusID (v25.3.x also index, minor, parentIndex) and MIG devices other names",
+            f"pin DaemonSet {ref}'s image to its version tag (the chart's image.tag, e.g. v25.8.1, or "
+            "v25.8.1@sha256:... to keep the digest), or keep the chart's labels on it, then check again",
+            (ObjectRef("DaemonSet", name, namespace or None),),
         )

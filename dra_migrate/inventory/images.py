@@ -29,7 +29,13 @@ def tag_version(image: str) -> tuple[int, int, int] | None:
     """The semantic version an image's tag names (`...:v0.14.2` -> (0, 14, 2)); None for no tag or another kind of
     tag (`latest`, `main`)."""
     tag = image_tag(image)
-    m = _SEMVER.match(tag) if tag is not None else None
+    return semver(tag) if tag is not None else None
+
+
+def semver(text: str) -> tuple[int, int, int] | None:
+    """The semantic version `text` starts with (`v25.8.1`, `0.4.1-rc.1` -> its first three numbers); None for
+    another text (`latest`, `main`)."""
+    m = _SEMVER.match(text)
     return (int(m[1]), int(m[2]), int(m[3])) if m else None
 
 
