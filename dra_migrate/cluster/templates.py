@@ -25,6 +25,11 @@ class ReplicaFactor:
     add: int = 0
     value: int | None = None
     selected_nodes: bool = False
+    # a count worked out by inventory from the map at `path` (inventory/fanout.py): `argoSteps`, `sparkExecutors`
+    counter: str | None = None
+
+
+COUNTERS = ("argoSteps", "sparkExecutors")
 
 
 @dataclass(frozen=True)
@@ -302,13 +307,20 @@ def _parse_role(r: Any, where: str) -> RoleSpec:
 
 
 def _parse_factor(f: Any, where: str) -> ReplicaFactor:
-    field_names = {"path", "default", "add", "value", "selectedNodes"}
+    field_names = {"path", "default", "add", "value", "selectedNodes", "counter"}
     if not isinstance(f, dict) or not f.keys() <= field_names or not f:
-        raise InputError(f"{where}: a replicas factor is {{path, default, add}}, {{value}} or {{selectedNodes}}", _HINT)
+        raise InputError(
+            f"{where}: a replicas factor is {{path, default, add}}, {{value}}, {{selectedNodes}} or {{counter, path}}",
+            _HINT,
+        )
+    counter = _text(f, "counter", where)
+    if counter is not None and (counter not in COUNTERS or not f.get("path")):
+        raise InputError(f"{where}: a counter is one of {', '.join(COUNTERS)}, with the `path` it reads", _HINT)
     return ReplicaFactor(
         path=_text(f, "path", where),
         default=_number(f, "default", 1, where),
         add=_number(f, "add", 0, where),
         value=None if f.get("value") is None else _number(f, "value", 1, where),
         selected_nodes=bool(f.get("selectedNodes", False)),
+        counter=counter,
     )

@@ -222,11 +222,22 @@ def _template(t: ResolvedTemplate) -> None:
         if not f.path:
             continue
         raw = get_path(t.root, f.path[2:]) if f.path.startswith("$.") else get_path(t.item, f.path)
+        if f.counter == "sparkExecutors":  # the executor counts it reads (api/v1beta2 ExecutorSpec, DynamicAllocation)
+            _executor_counts(raw, f.path)
+        if f.counter:
+            continue  # an Argo fan-out's fields are IntOrStrings, often set when the workflow runs
         if raw is None:
             continue
         if not isinstance(raw, int) or isinstance(raw, bool) or raw < 0:
             where = f.path[2:] if f.path.startswith("$.") else _join(t.path, role.template, f.path)
             raise Malformed(where, f"is {raw!r}: a replica count is a non-negative integer")
+
+
+def _executor_counts(spec: Any, path: str) -> None:
+    for rel in ("executor.instances", *(f"dynamicAllocation.{k}Executors" for k in ("initial", "min", "max"))):
+        raw = get_path(spec, rel)
+        if raw is not None and (not isinstance(raw, int) or isinstance(raw, bool) or raw < 0):
+            raise Malformed(f"{path}.{rel}", f"is {raw!r}: an executor count is a non-negative integer")
 
 
 def _join(path: str, template: str, rel: str) -> str:

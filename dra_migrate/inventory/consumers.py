@@ -15,6 +15,7 @@ from typing import Any
 
 from dra_migrate.cluster.state import ClusterState, Obj
 from dra_migrate.cluster.templates import ResolvedTemplate, get_path
+from dra_migrate.inventory.fanout import FanOut
 from dra_migrate.inventory.placement import count_selected_nodes
 from dra_migrate.inventory.resources import GpuNames, container_requests, pod_requests
 
@@ -41,6 +42,8 @@ class TemplateUse:
     # The most one container (app or init) asks for, per name: what the device plugin allocates at once and
     # aligns (inventory/topology.py). Not in the JSON of the template; the inventory's `topology` says it.
     largest_container: dict[str, int] = field(default_factory=dict)
+    # what its replica count could not know (an Argo withParam, Spark's unbounded maxExecutors): the consumer's notes
+    note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "replicas": self.replicas, "resources": self.resources}
@@ -164,8 +167,12 @@ class OwnerIndex:
         return found
 
 
-def _replicas(t: ResolvedTemplate, nodes: list[Obj]) -> int:
-    n = 1
+def _replicas(t: ResolvedTemplate, nodes: list[Obj], fan: FanOut | None = None) -> int:
+    return _replicas_noted(t, nodes, fan or FanOut())[0]
+
+
+def _replicas_noted(t: ResolvedTemplate, nodes: list[Obj], fan: FanOut) -> tuple[int, str | None]:
+    n, note = 1, None
     for f in t.role.replicas:
         if f.selected_nodes:
             n *= count_selected_nodes(t.pod_spec(), nodes)
@@ -176,9 +183,13 @@ def _replicas(t: ResolvedTemplate, nodes: list[Obj]) -> int:
         raw = None
         if f.path:
             raw = get_path(t.root, f.path[2:]) if f.path.startswith("$.") else get_path(t.item, f.path)
+        if f.counter:
+            count = fan(f.counter, raw, t.item)
+            n, note = n * count.pods, note or count.note
+            continue
         value = raw if isinstance(raw, int) and not isinstance(raw, bool) else f.default
         n *= max(0, value + f.add)
-    return n
+    return n, note
 
 
 def template_uses(
@@ -194,11 +205,12 @@ def template_uses(
         resolved.append((t, containers + init, pod_requests(containers, init, names)))
     if consumers_only and not any(req for _, _, req in resolved):
         return []
-    nodes = state.of("Node")
-    return [
-        TemplateUse(t.path, _replicas(t, nodes), req, other_scheduler(t.pod_spec()), _largest_container(cs, names))
-        for t, cs, req in resolved
-    ]
+    nodes, fan = state.of("Node"), FanOut()
+    out = []
+    for t, cs, req in resolved:
+        n, note = _replicas_noted(t, nodes, fan)
+        out.append(TemplateUse(t.path, n, req, other_scheduler(t.pod_spec()), _largest_container(cs, names), note))
+    return out
 
 
 def _largest_container(containers: list[Any], names: GpuNames) -> dict[str, int]:
@@ -259,6 +271,7 @@ def find_consumers(
                 consumer.other_pods = sum(u.replicas for u in uses if not u.resources)
                 consumer.totals = _totals(consumer.templates)
                 consumer.schedulers = {u.scheduler for u in consumer.templates if u.scheduler}
+                consumer.notes.extend(u.note for u in consumer.templates if u.note)
                 consumers[cid(key, obj)] = consumer
 
     node_requests: dict[str, dict[str, int]] = {}

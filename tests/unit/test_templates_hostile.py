@@ -47,6 +47,9 @@ def test_a_table_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
         ("{template: spec.template, replicas: [{path: replicas, default: {a: 1}}]}", "default"),
         ("{template: spec.template, replicas: [{path: replicas, add: [1]}]}", "add"),
         ("{template: spec.template, replicas: [{value: 1.5.3}]}", "value"),
+        ("{template: spec.template, replicas: [{counter: podsOfMyJob, path: spec}]}", "counter"),
+        ("{template: spec.template, replicas: [{counter: argoSteps}]}", "counter"),
+        ("{template: spec.template, replicas: [{counter: [argoSteps], path: spec}]}", "counter"),
     ],
 )
 def test_a_role_field_of_the_wrong_type_is_refused_naming_it(tmp_path: Path, role: str, key: str) -> None:

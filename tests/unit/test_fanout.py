@@ -1,0 +1,152 @@
+"""Pods a workload fans out to beyond its templates' replica fields.
+
+Argo Workflows (argoproj/argo-workflows v3.7.18 workflow/controller/steps.go expandStep, dag.go expandTask,
+operator.go expandSequence): a step or DAG task with `withItems` / `withParam` / `withSequence` runs its template
+once per item. The Spark operator (kubeflow/spark-operator v2.3.0 api/v1beta2 DynamicAllocation): with dynamic
+allocation an application may grow its executors to `maxExecutors`. Before, both counted one pod per template /
+`executor.instances` executors.
+"""
+
+from __future__ import annotations
+
+import time
+import tracemalloc
+from typing import Any
+
+import pytest
+
+from dra_migrate.errors import InputError
+from tests.unit.helpers import obj, state
+from tests.unit.test_consumers import GPU, consumers, gpu_node
+from tests.unit.test_spark import SPARK, app
+
+ARGO = "argoproj.io/v1alpha1"
+
+
+def gpu_tmpl(name: str = "train", gpus: int = 1) -> dict[str, Any]:
+    return {"name": name, "container": {"image": "train", "resources": {"limits": {GPU: gpus}}}}
+
+
+def steps(name: str, *calls: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"name": name, "steps": [[{"name": f"s{i}", **c}] for i, c in enumerate(calls)], **extra}
+
+
+def workflow(*templates: dict[str, Any], entry: str = "main", **spec: Any) -> dict[str, Any]:
+    return obj(ARGO, "Workflow", "wf", {"entrypoint": entry, "templates": list(templates), **spec})
+
+
+def train_use(wf: dict[str, Any], kind: str = "Workflow") -> tuple[int, dict[str, int], list[str]]:
+    c = consumers(gpu_node("gpu-1"), wf)[f"{kind}/wf"]
+    [use] = [t for t in c["templates"] if t["resources"]]
+    return use["replicas"], c["totals"], c["notes"]
+
+
+def test_a_step_with_items_runs_its_template_once_per_item() -> None:
+    wf = workflow(steps("main", {"template": "train", "withItems": ["a", "b", "c"]}), gpu_tmpl(gpus=2))
+    assert train_use(wf)[:2] == (3, {GPU: 6})
+
+
+def test_a_dag_task_with_sequence_runs_count_pods_and_start_end_is_inclusive_either_way() -> None:
+    def dag(seq: dict[str, Any]) -> dict[str, Any]:
+        main = {"name": "main", "dag": {"tasks": [{"name": "t", "template": "train", "withSequence": seq}]}}
+        return workflow(main, gpu_tmpl())
+
+    assert train_use(dag({"count": 4}))[0] == 4
+    assert train_use(dag({"count": "5"}))[0] == 5, "an IntOrString: a numeral string is a count"
+    assert train_use(dag({"start": 2, "end": 5}))[0] == 4
+    assert train_use(dag({"start": "5", "end": 2}))[0] == 4, "a descending sequence"
+    assert train_use(dag({"end": 3}))[0] == 4, "start defaults to 0"
+    assert train_use(dag({"count": 0}))[0] == 0, "count 0 runs no pod"
+    assert train_use(dag({"start": 1, "end": 2, "count": 9}))[0] == 2, "end wins over count"
+
+
+def test_nested_fan_outs_multiply_and_a_template_called_twice_counts_its_largest_fan_out() -> None:
+    inner = steps("inner", {"template": "train", "withSequence": {"count": 3}})
+    main = steps("main", {"template": "inner", "withItems": [1, 2]}, {"template": "train", "withItems": [1]})
+    assert train_use(workflow(main, inner, gpu_tmpl()))[0] == 6
+
+
+def test_with_param_counts_one_pod_and_says_the_items_are_unknown() -> None:
+    wf = workflow(steps("main", {"template": "train", "withParam": "{{steps.list.outputs.result}}"}), gpu_tmpl())
+    replicas, _, notes = train_use(wf)
+    assert replicas == 1
+    assert any("withParam" in n and "train" in n for n in notes), notes
+    sub = {"template": "train", "withSequence": {"count": "{{inputs.parameters.n}}"}}
+    replicas, _, notes = train_use(workflow(steps("main", sub), gpu_tmpl()))
+    assert replicas == 1 and any("withSequence" in n for n in notes), notes
+
+
+def test_parallelism_caps_the_pods_that_run_at_once() -> None:
+    fan = {"template": "train", "withItems": list(range(10))}
+    assert train_use(workflow(steps("main", fan), gpu_tmpl(), parallelism=4))[0] == 4
+    assert train_use(workflow(steps("main", fan, parallelism=3), gpu_tmpl()))[0] == 3
+
+
+def test_a_cron_workflow_fans_out_as_its_workflows_do() -> None:
+    spec = {"entrypoint": "main", "templates": [steps("main", {"template": "train", "withItems": [1, 2]}), gpu_tmpl()]}
+    cron = obj(ARGO, "CronWorkflow", "wf", {"schedule": "0 * * * *", "workflowSpec": spec})
+    assert train_use(cron, "CronWorkflow")[0] == 2
+
+
+def test_a_hostile_sequence_is_counted_without_expanding_it() -> None:
+    huge = {"template": "train", "withSequence": {"count": 10**9}}
+    tracemalloc.start()
+    try:
+        began = time.perf_counter()
+        assert train_use(workflow(steps("main", huge), gpu_tmpl()))[0] == 10**9
+        nested = steps("mid", huge | {"template": "train"})
+        replicas, _, notes = train_use(workflow(steps("main", huge | {"template": "mid"}), nested, gpu_tmpl()))
+        elapsed = time.perf_counter() - began
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert replicas == 10**9 and any("at most" in n for n in notes), "10^18 pods are capped, and said so"
+    assert peak < 50 * 2**20 and elapsed < 5, (peak, elapsed)
+
+
+def test_a_deep_or_recursive_call_graph_ends() -> None:
+    chain = [steps(f"t{i}", {"template": f"t{i + 1}", "withItems": [1, 2]}) for i in range(3000)]
+    chain.append(steps("t3000", {"template": "train"}))
+    assert train_use(workflow(*chain, gpu_tmpl(), entry="t0"))[0] == 10**9, "2^3000 pods, capped"
+    loop = steps("main", {"template": "train", "withItems": [1, 2]}, {"template": "main", "withItems": [1, 2, 3]})
+    assert train_use(workflow(loop, gpu_tmpl()))[0] >= 2
+
+
+def executors(a: dict[str, Any], kind: str = "SparkApplication") -> tuple[int, dict[str, int], list[str]]:
+    c = consumers(gpu_node("gpu-1"), a)[f"{kind}/{a['metadata']['name']}"]
+    [use] = [t for t in c["templates"] if ".executor" in t["path"]]
+    return use["replicas"], c["totals"], c["notes"]
+
+
+def test_dynamic_allocation_counts_max_executors() -> None:
+    a = app(instances=2)
+    a["spec"]["dynamicAllocation"] = {"enabled": True, "minExecutors": 1, "maxExecutors": 10}
+    assert executors(a)[:2] == (10, {GPU: 11})
+    a["spec"]["dynamicAllocation"]["enabled"] = False
+    assert executors(a)[0] == 2, "disabled: executor.instances"
+
+
+def test_dynamic_allocation_without_max_executors_counts_the_initial_number_and_says_it_is_unbounded() -> None:
+    a = app(instances=2)
+    a["spec"]["dynamicAllocation"] = {"enabled": True, "initialExecutors": 3, "minExecutors": 1}
+    replicas, _, notes = executors(a)
+    assert replicas == 3
+    assert any("maxExecutors" in n for n in notes), notes
+
+
+def test_a_scheduled_spark_application_and_an_executor_pod_template_grow_to_max_executors() -> None:
+    spec = app(instances=1)["spec"]
+    spec["dynamicAllocation"] = {"enabled": True, "maxExecutors": 6}
+    sched = obj(SPARK, "ScheduledSparkApplication", "nightly", {"schedule": "@daily", "template": spec})
+    assert executors(sched, "ScheduledSparkApplication")[0] == 6
+    a = app(executor_gpus=None, instances=1)
+    a["spec"]["executor"]["template"] = {"spec": {"containers": [gpu_tmpl()["container"] | {"name": "x"}]}}
+    a["spec"]["dynamicAllocation"] = {"enabled": True, "maxExecutors": 5}
+    assert executors(a)[0] == 5
+
+
+def test_a_snapshot_whose_executor_count_is_not_an_integer_is_refused_naming_the_field() -> None:
+    a = app(instances=1)
+    a["spec"]["dynamicAllocation"] = {"enabled": True, "maxExecutors": "10"}
+    with pytest.raises(InputError, match=r"spec\.dynamicAllocation\.maxExecutors"):
+        state(gpu_node("gpu-1"), a)
