@@ -147,6 +147,16 @@ WORKLOAD_CRD_KINDS: tuple[Kind, ...] = (
     ),
 )
 
+# Tekton runs (tektoncd/pipeline v1.15.0 pkg/apis/pipeline/v1): a TaskRun controls its pod (pkg/pod/pod.go
+# `NewControllerRef(taskRun, ...)`) and a PipelineRun its TaskRuns (pkg/reconciler/pipelinerun/pipelinerun.go
+# `createTaskRun`). Read for what a drain does to a running TaskRun (checks/rules_jobs.py) and to walk a pod up to
+# its run; not in WORKLOAD_CRD_KINDS: no pod template is counted from them (their GPUs are counted from the pods),
+# and the simulator, which runs no Tekton controller, does not recreate them.
+PIPELINE_RUN_KINDS: tuple[Kind, ...] = (
+    Kind("tekton.dev", "v1", "TaskRun", "taskruns", namespaced=True, optional=True),
+    Kind("tekton.dev", "v1", "PipelineRun", "pipelineruns", namespaced=True, optional=True),
+)
+
 # What else depends on the GPU resource names (docs/dependents.md): quotas, Kueue queues, alerting rules,
 # dashboards (the Grafana Operator's; the chart sidecar's are ConfigMaps, cluster/dashboards.py).
 # ResourceQuota and LimitRange are core (always served); the rest are CRDs, absent where not installed.
@@ -218,6 +228,13 @@ PLATFORM_KINDS: tuple[Kind, ...] = (
 )
 
 ALL_KINDS: tuple[Kind, ...] = (
-    CORE_KINDS + DRA_KINDS + NVIDIA_KINDS + SCHEDULING_KINDS + WORKLOAD_CRD_KINDS + DEPENDENT_KINDS + PLATFORM_KINDS
+    CORE_KINDS
+    + DRA_KINDS
+    + NVIDIA_KINDS
+    + SCHEDULING_KINDS
+    + WORKLOAD_CRD_KINDS
+    + PIPELINE_RUN_KINDS
+    + DEPENDENT_KINDS
+    + PLATFORM_KINDS
 )
 KINDS_BY_KEY: dict[str, Kind] = {k.key: k for k in ALL_KINDS}

@@ -2,8 +2,8 @@
 commands and HTTP header values, ConfigMaps not read.
 
 Env values, args and commands often carry credentials (so do a SparkApplication's sparkConf, arguments, envVars
-and javaOptions); a snapshot is handed to other people (change review, bug reports), so they are redacted unless
-the user asks to keep them. Secrets are never read.
+and javaOptions, and a Tekton run's params, results and step scripts); a snapshot is handed to other people
+(change review, bug reports), so they are redacted unless the user asks to keep them. Secrets are never read.
 
 Redaction goes by structure, not by shape: every container of every pod template the template table
 knows for the object's kind (KServe's `predictor.model` has no `image` key, Argo's `script` has `source`),
@@ -142,6 +142,39 @@ def _spark(spec: Any) -> None:
             role["javaOptions"] = REDACTED
 
 
+# Tekton runs' free text (tektoncd/pipeline v1.15.0 pkg/apis/pipeline/v1): `params[].value` (a token passed as a
+# param is common) and a param spec's `default`; `results[].value`; a Step's `script`; the `env`, `args` and
+# `command` of steps, sidecars and the `stepTemplate` (no `image` beside them there); and a step's termination
+# `message`, in which Tekton's entrypoint writes the step's results (pkg/pod/status.go). They sit in the spec,
+# in the status (`taskSpec`/`pipelineSpec` resolved, params substituted) and in each retry's archived status
+# (`retriesStatus`): the whole object is walked. Names, conditions and counts stay.
+_TEKTON_KEYS = frozenset({"tekton.dev/TaskRun", "tekton.dev/PipelineRun"})
+
+
+def _tekton(obj: Any) -> None:
+    stack = [obj]
+    while stack:
+        cur = stack.pop()
+        if isinstance(cur, list):
+            stack.extend(v for v in cur if isinstance(v, dict | list))
+            continue
+        if not isinstance(cur, dict):
+            continue
+        for key in ("params", "results"):
+            items = cur.get(key)
+            for item in items if isinstance(items, list) else ():
+                if isinstance(item, dict):
+                    item.update({k: REDACTED for k in ("value", "default") if k in item})
+        if isinstance(cur.get("script"), str):
+            cur["script"] = REDACTED
+        if any(k in cur for k in _PROCESS_KEYS):
+            _redact_container(cur)
+        terminated = cur.get("terminated")
+        if isinstance(terminated, dict) and "message" in terminated:
+            terminated["message"] = REDACTED
+        stack.extend(v for v in cur.values() if isinstance(v, dict | list))
+
+
 def _walk(node: Any, *, keep_env: bool) -> None:
     """The second net: any container-like map (env, args or command beside container keys) anywhere."""
     stack = [node]
@@ -215,6 +248,8 @@ def for_snapshot(
         _walk(obj.get("spec"), keep_env=False)
         if key in _SPARK_SPEC:
             _spark(get_path(obj, _SPARK_SPEC[key]))
+        if key in _TEKTON_KEYS:
+            _tekton(obj)
     return obj
 
 

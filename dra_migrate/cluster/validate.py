@@ -280,7 +280,8 @@ def _claim_devices(at: str) -> tuple[tuple[str, str], ...]:
 # `DeviceRequestAllocationResult`, `ResourceSliceSpec`, `ResourcePool`, `Device`) and of the GPU Operator
 # (gpu-operator@v1.11.1 api/v1/clusterpolicy_types.go: every field of `ClusterPolicySpec` is a struct;
 # `DriverManagerSpec.Env []EnvVar`, `DevicePluginConfig.Name/Default string`). A path is dotted keys; `x[]` is
-# each item of the list at x, `x{}` each value of the map at x. Each map and list on the way is checked too.
+# each item of the list at x, `x{}` each value of the map at x. Each map and list on the way is checked too. A leaf
+# is "str", "list", "map" or "int" (a JSON integer: not a boolean, not a string of digits).
 SHAPES: dict[str, tuple[tuple[str, str], ...]] = {
     "Node": (
         ("status.nodeInfo.kubeletVersion", "str"),
@@ -323,6 +324,17 @@ SHAPES: dict[str, tuple[tuple[str, str], ...]] = {
         ("status.reservedFor[]", "map"),
     ),
     "resource.k8s.io/ResourceClaimTemplate": _claim_devices("spec.spec.devices"),
+    # What checks/rules_jobs.py reads of a TaskRun (tektoncd/pipeline v1.15.0 pkg/apis/pipeline/v1
+    # taskrun_types.go: `TaskRunSpec.Retries int`, `TaskRunStatusFields.RetriesStatus []TaskRunStatus`; knative.dev
+    # `apis.Condition` Type/Status/Reason strings). A TaskRun's controller is named by its ownerReferences.
+    "tekton.dev/TaskRun": (
+        ("spec.retries", "int"),
+        ("status.conditions[]", "map"),
+        ("status.conditions[].type", "str"),
+        ("status.conditions[].status", "str"),
+        ("status.conditions[].reason", "str"),
+        ("status.retriesStatus[]", "map"),
+    ),
     "resource.k8s.io/ResourceSlice": (
         ("spec.driver", "str"),
         ("spec.nodeName", "str"),
@@ -356,6 +368,9 @@ def _shape(obj: Obj, path: str, leaf: str) -> None:
             _str(value, field)
         elif leaf == "list":
             _list(value, field)
+        elif leaf == "int":
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+                raise Malformed(field, f"must be an integer, not {type_name(value)}")
         elif value is None and path.endswith("[]"):
             raise Malformed(field, "must be a map, not null")
         else:
