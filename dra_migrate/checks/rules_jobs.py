@@ -90,6 +90,19 @@ ARGO_WORKFLOW = "argoproj.io/Workflow"
 _ARGO_RETRIES_DELETED = frozenset({"Always", "OnError"})
 _ARGO_DONE = frozenset({"Succeeded", "Failed", "Error"})
 
+# Tekton (github.com/tektoncd/pipeline v1.15.0): a TaskRun's one pod is controlled by it (pkg/pod/pod.go). The evicted
+# pod turns Failed before it is gone (above), and the TaskRun reconciler then marks the TaskRun failed
+# (pkg/pod/status.go `DidTaskRunFail`: phase Failed, or a step ended non-zero); it makes a new pod only when it finds
+# none at all (pkg/reconciler/taskrun/taskrun.go `reconcile`: "this will result in the Pod being created"), so a
+# drain fails it unless the controller missed the pod's Failed phase. A failed TaskRun runs again while
+# len(status.retriesStatus) < spec.retries (taskrun_types.go `IsRetriable`; `retryTaskRun` archives the status and
+# makes a new pod); spec.retries is 0 unless set, and a PipelineRun sets it from its pipeline task's `retries`
+# (pkg/reconciler/pipelinerun/pipelinerun.go `createTaskRun`, which makes the PipelineRun its controller). A failed
+# TaskRun fails its PipelineRun unless the task has onError: continue, which it writes on the TaskRun as the
+# annotation below (pipelinerun.go; pkg/pod/status.go marks the TaskRun FailureIgnored).
+TEKTON_TASKRUN = "tekton.dev/TaskRun"
+TEKTON_ON_ERROR = "pipeline.tekton.dev/pipeline-task-on-error"
+
 
 @dataclass(frozen=True)
 class JobAtRisk:
@@ -189,7 +202,7 @@ def _pods_to_evict(ctx: CheckContext) -> dict[str, list[tuple[str, Mapping[str, 
     uid (controllers of the kinds read here only)."""
     pool_of = {n.name: n.pool for n in ctx.inventory.nodes if still_to_migrate(n)}
     # a Volcano Job's pods name kind Job too; the uid tells them apart
-    kinds = {"Job", *KUBEFLOW_JOBS, "SparkApplication", "Workflow"}
+    kinds = {"Job", *KUBEFLOW_JOBS, "SparkApplication", "Workflow", "TaskRun"}
     evicted: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
     for pod in ctx.state.of("Pod"):
         node = as_map(pod.get("spec")).get("nodeName")
@@ -242,7 +255,34 @@ def jobs_the_drain_fails(ctx: CheckContext) -> list[JobAtRisk]:
         why = argo_verdict(ctx, wf) if pods else None
         if pods and why is not None:
             found.append(_at_risk("Workflow", wf, pods, why))
+    for run in ctx.state.of(TEKTON_TASKRUN):
+        pods = evicted.get(str(_meta(run).get("uid")))
+        why = tekton_verdict(run) if pods else None
+        if pods and why is not None:
+            found.append(_at_risk("TaskRun", run, pods, why))
     return sorted(found, key=lambda j: j.job)
+
+
+def tekton_verdict(run: Mapping[str, Any]) -> str | None:
+    """Why evicting a running TaskRun's pod fails it for good (and what that does to its PipelineRun), or None when
+    it has a retry left or has finished (see TEKTON_TASKRUN)."""
+    succeeded = [
+        c for c in as_list(as_map(run.get("status")).get("conditions")) if as_map(c).get("type") == "Succeeded"
+    ]
+    if any(as_map(c).get("status") in ("True", "False") for c in succeeded):
+        return None  # done; a failed one being retried is Unknown (ToBeRetried)
+    retries = max(_int(as_map(run.get("spec")).get("retries")) or 0, 0)
+    used = len(as_list(as_map(run.get("status")).get("retriesStatus")))
+    if used < retries:
+        return None
+    why = f"retries {retries}, {used} used" if retries else "no retries"
+    why += ": its evicted pod fails it"
+    owner = controller_of(run)
+    if owner is not None and owner.get("kind") == "PipelineRun":
+        if as_map(_meta(run).get("annotations")).get(TEKTON_ON_ERROR) == "continue":
+            return f"{why}; PipelineRun {owner.get('name')} goes on without it (onError: continue)"
+        return f"{why}, and PipelineRun {owner.get('name')} with it"
+    return why
 
 
 def _argo_spec(ctx: CheckContext, wf: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
@@ -409,7 +449,10 @@ def job_fails_on_eviction(ctx: CheckContext) -> Iterator[Finding]:
     and its `restartPolicy` is Never (the default), OnFailure without `onFailureRetries`, or OnFailure with its
     retries used (`executionAttempts` past them); Spark replaces lost executors. An Argo Workflow: a template of it
     that asks for GPUs has no retryStrategy (its own, else `templateDefaults`', else the workflow's) that retries a
-    deleted pod (`retryPolicy` Always or OnError; unset is OnFailure), or one with `limit` 0. Rests on: the
+    deleted pod (`retryPolicy` Always or OnError; unset is OnFailure), or one with `limit` 0. A Tekton TaskRun: it
+    has no retry left (`status.retriesStatus` has as many entries as `spec.retries`, which a PipelineRun sets from its
+    pipeline task's `retries`; 0 when unset); the message names the PipelineRun that fails with it, or goes on
+    without it (the task's `onError: continue`). Rests on: the
     eviction API sets `DisruptionTarget` (kubernetes `pkg/registry/core/pod/storage/eviction.go`) and the kubelet
     gives the deleted pod the phase Failed (`pkg/kubelet/kubelet_pods.go` `getPhase`); the Job controller counts
     evicted pods as failures and fails the Job past `backoffLimit` unless an Ignore rule matches
@@ -418,7 +461,8 @@ def job_fails_on_eviction(ctx: CheckContext) -> Iterator[Finding]:
     training operator `pkg/controller.v1` (each framework's `UpdateJobStatus`, `common/job.go`); the Spark operator
     v2.3.0 `internal/controller/sparkapplication/controller.go` and `pkg/util/sparkapplication.go` `ShouldRetry`;
     argo-workflows v3.6.4 `workflow/controller/operator.go` (a deleted pod's step is an Error; `processNodeRetries`)
-    and `RetryPolicyActual`.
+    and `RetryPolicyActual`; tektoncd/pipeline v1.15.0 `pkg/pod/status.go` (`DidTaskRunFail`),
+    `pkg/reconciler/taskrun/taskrun.go` (`retryTaskRun`) and `TaskRun.IsRetriable`.
     """
     found = jobs_the_drain_fails(ctx)
     if not found:
@@ -434,7 +478,8 @@ def job_fails_on_eviction(ctx: CheckContext) -> Iterator[Finding]:
         "podFailurePolicy rule {action: Ignore, onPodConditions: [{type: DisruptionTarget}]} or a higher "
         "backoffLimit (batch/v1), a Volcano policy that restarts the task or pod on PodEvicted and PodFailed, a "
         "Kubeflow replica restartPolicy OnFailure or ExitCode, a SparkApplication restartPolicy OnFailure with "
-        "onFailureRetries, an Argo GPU template's retryStrategy with retryPolicy Always or OnError",
+        "onFailureRetries, an Argo GPU template's retryStrategy with retryPolicy Always or OnError, a Tekton "
+        "pipeline task's retries (a TaskRun's spec.retries)",
         tuple(j.job for j in found),
         pools=tuple(sorted({p for j in found for p in j.pools})),
     )
