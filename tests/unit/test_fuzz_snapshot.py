@@ -1,11 +1,12 @@
 """Structurally malformed snapshots through the real commands: a result, or one `error:` line; never a crash.
 
-The seed (tests/unit/data/fuzz/snapshot.yaml) holds one or two objects of each kind the tool reads: Nodes
-(whole GPUs, MIG, DRA), Pods, workloads, DaemonSets, DeviceClasses, a ResourceSlice, ResourceClaim(Template)s,
-device-plugin and mig-parted ConfigMaps, a ClusterPolicy, ResourceQuotas, LimitRanges, a PriorityClass and
-Kueue objects. Each example sets one field anywhere in one object to a value of another type (or removes it)
-and runs `inventory`, `check`, `plan`, `generate` and `match` in-process. Each must exit 0, 1 or 2; on 1 with
-exactly one `error:` line; never "internal error", never a traceback.
+The seed (tests/unit/data/fuzz/snapshot.yaml) holds an object of every kind the tool reads (cluster/kinds.py;
+a test below keeps it so): Nodes (whole GPUs, MIG, DRA), Pods and their controllers, workload CRDs, DaemonSets,
+DeviceClasses, a ResourceSlice, ResourceClaim(Template)s, device-plugin and mig-parted ConfigMaps, the GPU
+Operator's objects, quotas, Kueue and Volcano queues, alerting rules, dashboards, autoscalers, admission
+policies and platform objects. Each example sets one field anywhere in one object to a value of another type
+(or removes it) and runs `inventory`, `check`, `plan`, `generate` and `match` in-process. Each must exit 0, 1
+or 2; on 1 with exactly one `error:` line; never "internal error", never a traceback.
 
 CI runs a bounded, derandomized set; to hunt, raise it: `FUZZ_EXAMPLES=3000 pytest tests/unit/test_fuzz_snapshot.py`.
 """
@@ -170,7 +171,12 @@ def test_one_malformed_field_anywhere_gives_a_result_or_one_error_line(tmp_path:
 
 
 def test_the_seed_itself_runs_cleanly(tmp_path: Path) -> None:
+    """The seed is a snapshot the tool reads (a result, no error line): a seed the loader refused would make
+    every example an input error and fuzz nothing past the loader."""
     _runs_cleanly(SEED, tmp_path / "plan.yaml", "the seed")
+    for cmd in COMMANDS:
+        r = run(*cmd, "--snapshot", str(SEED), *(["--out", str(tmp_path / "p.yaml")] if cmd[0] == "plan" else []))
+        assert r.code in (0, 2), f"{' '.join(cmd)}: exit {r.code}\n{r.stderr}"
 
 
 def _item(kind: str, name: str) -> int:
@@ -282,3 +288,15 @@ def test_a_dra_plugin_container_of_the_wrong_shape_is_read_as_absent(tmp_path: P
     for cmd in (["inventory"], ["check"], ["plan", "--out", str(tmp_path / "p.yaml")]):
         r = run(*cmd, "--snapshot", str(snapshot))
         assert r.code in (0, 2) and "error" not in r.stderr, r.stderr
+
+
+def test_the_seed_holds_an_object_of_every_kind_the_tool_reads() -> None:
+    """A kind added to cluster/kinds.py without an object in the seed would never be fuzzed: its reader's
+    wrong-typed fields would reach the commands unseen. Each apiVersion is in the header's servedAPIs too."""
+    from dra_migrate.cluster.kinds import ALL_KINDS, kind_key
+
+    seed = _seed()
+    held = {kind_key(o["apiVersion"], o["kind"]) for o in seed["items"]}
+    assert sorted(k.key for k in ALL_KINDS if k.key not in held) == []
+    served = set(seed["metadata"]["servedAPIs"])
+    assert sorted({o["apiVersion"] for o in seed["items"]} - served) == []
