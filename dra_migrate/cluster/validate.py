@@ -299,6 +299,14 @@ SHAPES: dict[str, tuple[tuple[str, str], ...]] = {
         ("status.namespace", "str"),
         ("status.state", "str"),
     ),
+    # NVIDIA/gpu-operator@06faaf0c api/nvidia/v1alpha1/nvidiadriver_types.go: `NVIDIADriverSpec.Version string`,
+    # `DriverType` a string type, `NVIDIADriverStatus.State` a string type; read by the driver-version rule and
+    # the inventory (inventory/operator.py).
+    "nvidia.com/NVIDIADriver": (
+        ("spec.version", "str"),
+        ("spec.driverType", "str"),
+        ("status.state", "str"),
+    ),
     "resource.k8s.io/DeviceClass": (
         ("spec.selectors[].cel.expression", "str"),
         ("spec.extendedResourceName", "str"),
