@@ -269,7 +269,8 @@ def _claim_devices(at: str) -> tuple[tuple[str, str], ...]:
 # `DeviceRequestAllocationResult`, `ResourceSliceSpec`, `ResourcePool`, `Device`) and of the GPU Operator
 # (gpu-operator@v1.11.1 api/v1/clusterpolicy_types.go: every field of `ClusterPolicySpec` is a struct;
 # `DriverManagerSpec.Env []EnvVar`, `DevicePluginConfig.Name/Default string`). A path is dotted keys; `x[]` is
-# each item of the list at x, `x{}` each value of the map at x. Each map and list on the way is checked too.
+# each item of the list at x, `x{}` each value of the map at x; a leaf is "str", "int" (not a boolean), "list" or
+# "map". Each map and list on the way is checked too.
 SHAPES: dict[str, tuple[tuple[str, str], ...]] = {
     "Node": (
         ("status.nodeInfo.kubeletVersion", "str"),
@@ -307,6 +308,21 @@ SHAPES: dict[str, tuple[tuple[str, str], ...]] = {
         ("spec.driverType", "str"),
         ("status.state", "str"),
     ),
+    # k8s.io/api@v0.37.2 policy/v1 types.go `PodDisruptionBudgetSpec.Selector *metav1.LabelSelector`
+    # (`MatchLabels map[string]string`, `MatchExpressions []LabelSelectorRequirement{Key, Operator string,
+    # Values []string}`), `PodDisruptionBudgetStatus.DisruptionsAllowed int32`: what `check` and the drain's
+    # budget arithmetic read (inventory/placement.py `pdb_selects`, plan/estimate.py `disruptions_allowed`).
+    "policy/PodDisruptionBudget": (
+        ("spec.selector.matchLabels{}", "str"),
+        ("spec.selector.matchExpressions[]", "map"),
+        ("spec.selector.matchExpressions[].key", "str"),
+        ("spec.selector.matchExpressions[].operator", "str"),
+        ("spec.selector.matchExpressions[].values[]", "str"),
+        ("status.disruptionsAllowed", "int"),
+    ),
+    # operator-framework/api v0.31.0 pkg/operators/v1alpha1/subscription_types.go `SubscriptionSpec.Package
+    # string` (json `name`): how the platform reader finds the GPU Operator's OLM install.
+    "operators.coreos.com/Subscription": (("spec.name", "str"),),
     "resource.k8s.io/DeviceClass": (
         ("spec.selectors[].cel.expression", "str"),
         ("spec.extendedResourceName", "str"),
@@ -351,6 +367,9 @@ def _shape(obj: Obj, path: str, leaf: str) -> None:
     for value, field in at:
         if leaf == "str":
             _str(value, field)
+        elif leaf == "int":
+            if value is not None and (type(value) is bool or not isinstance(value, int)):
+                raise Malformed(field, f"must be an integer, not {type_name(value)}")
         elif leaf == "list":
             _list(value, field)
         elif value is None and path.endswith("[]"):

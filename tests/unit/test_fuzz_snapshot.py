@@ -216,6 +216,10 @@ FOUND = [
     # Found by the hunt once the seed held every kind in cluster/kinds.py.
     ("NVIDIADriver", "default", ("spec",), "1e400", "spec"),
     ("NVIDIADriver", "default", ("spec", "version"), 1.5, "spec.version"),
+    ("PodDisruptionBudget", "embeddings", ("spec",), "0.5", "spec"),
+    ("PodDisruptionBudget", "embeddings", ("spec", "selector", "matchLabels"), "0.5", "selector.matchLabels"),
+    ("PodDisruptionBudget", "embeddings", ("status", "disruptionsAllowed"), "8x", "status.disruptionsAllowed"),
+    ("Subscription", "gpu-operator-certified", ("spec",), "0.5", "spec"),
 ]
 
 
