@@ -311,6 +311,29 @@ SHAPES: dict[str, tuple[tuple[str, str], ...]] = {
         ("status.namespace", "str"),
         ("status.state", "str"),
     ),
+    # NVIDIA/gpu-operator@06faaf0c api/nvidia/v1alpha1/nvidiadriver_types.go: `NVIDIADriverSpec.Version string`,
+    # `DriverType` a string type, `NVIDIADriverStatus.State` a string type; read by the driver-version rule and
+    # the inventory (inventory/operator.py).
+    "nvidia.com/NVIDIADriver": (
+        ("spec.version", "str"),
+        ("spec.driverType", "str"),
+        ("status.state", "str"),
+    ),
+    # k8s.io/api@v0.37.2 policy/v1 types.go `PodDisruptionBudgetSpec.Selector *metav1.LabelSelector`
+    # (`MatchLabels map[string]string`, `MatchExpressions []LabelSelectorRequirement{Key, Operator string,
+    # Values []string}`), `PodDisruptionBudgetStatus.DisruptionsAllowed int32`: what `check` and the drain's
+    # budget arithmetic read (inventory/placement.py `pdb_selects`, plan/estimate.py `disruptions_allowed`).
+    "policy/PodDisruptionBudget": (
+        ("spec.selector.matchLabels{}", "str"),
+        ("spec.selector.matchExpressions[]", "map"),
+        ("spec.selector.matchExpressions[].key", "str"),
+        ("spec.selector.matchExpressions[].operator", "str"),
+        ("spec.selector.matchExpressions[].values[]", "str"),
+        ("status.disruptionsAllowed", "int"),
+    ),
+    # operator-framework/api v0.31.0 pkg/operators/v1alpha1/subscription_types.go `SubscriptionSpec.Package
+    # string` (json `name`): how the platform reader finds the GPU Operator's OLM install.
+    "operators.coreos.com/Subscription": (("spec.name", "str"),),
     "resource.k8s.io/DeviceClass": (
         ("spec.selectors[].cel.expression", "str"),
         ("spec.extendedResourceName", "str"),
@@ -366,11 +389,11 @@ def _shape(obj: Obj, path: str, leaf: str) -> None:
     for value, field in at:
         if leaf == "str":
             _str(value, field)
+        elif leaf == "int":
+            if value is not None and (type(value) is bool or not isinstance(value, int)):
+                raise Malformed(field, f"must be an integer, not {type_name(value)}")
         elif leaf == "list":
             _list(value, field)
-        elif leaf == "int":
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
-                raise Malformed(field, f"must be an integer, not {type_name(value)}")
         elif value is None and path.endswith("[]"):
             raise Malformed(field, "must be a map, not null")
         else:

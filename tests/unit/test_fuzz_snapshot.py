@@ -1,11 +1,12 @@
 """Structurally malformed snapshots through the real commands: a result, or one `error:` line; never a crash.
 
-The seed (tests/unit/data/fuzz/snapshot.yaml) holds one or two objects of each kind the tool reads: Nodes
-(whole GPUs, MIG, DRA), Pods, workloads, DaemonSets, DeviceClasses, a ResourceSlice, ResourceClaim(Template)s,
-device-plugin and mig-parted ConfigMaps, a ClusterPolicy, ResourceQuotas, LimitRanges, a PriorityClass and
-Kueue objects. Each example sets one field anywhere in one object to a value of another type (or removes it)
-and runs `inventory`, `check`, `plan`, `generate` and `match` in-process. Each must exit 0, 1 or 2; on 1 with
-exactly one `error:` line; never "internal error", never a traceback.
+The seed (tests/unit/data/fuzz/snapshot.yaml) holds an object of every kind the tool reads (cluster/kinds.py;
+a test below keeps it so): Nodes (whole GPUs, MIG, DRA), Pods and their controllers, workload CRDs, DaemonSets,
+DeviceClasses, a ResourceSlice, ResourceClaim(Template)s, device-plugin and mig-parted ConfigMaps, the GPU
+Operator's objects, quotas, Kueue and Volcano queues, alerting rules, dashboards, autoscalers, admission
+policies and platform objects. Each example sets one field anywhere in one object to a value of another type
+(or removes it) and runs `inventory`, `check`, `plan`, `generate` and `match` in-process. Each must exit 0, 1
+or 2; on 1 with exactly one `error:` line; never "internal error", never a traceback.
 
 CI runs a bounded, derandomized set; to hunt, raise it: `FUZZ_EXAMPLES=3000 pytest tests/unit/test_fuzz_snapshot.py`.
 """
@@ -144,7 +145,9 @@ COMMANDS: list[list[str]] = [
 ]
 
 
-def _runs_cleanly(snapshot: Path, plan: Path, what: str) -> None:
+def _runs_cleanly(snapshot: Path, plan: Path, what: str) -> list[int]:
+    """Each command's exit code, after asserting it is a result or one error line."""
+    codes = []
     for cmd in COMMANDS:
         args = [*cmd, "--snapshot", str(snapshot)] + (["--out", str(plan)] if cmd[0] == "plan" else [])
         r = run(*args)
@@ -155,6 +158,8 @@ def _runs_cleanly(snapshot: Path, plan: Path, what: str) -> None:
         if r.code == 1:
             errors = [line for line in r.stderr.splitlines() if line.startswith("error:")]
             assert len(errors) == 1, said
+        codes.append(r.code)
+    return codes
 
 
 @SETTINGS
@@ -170,7 +175,10 @@ def test_one_malformed_field_anywhere_gives_a_result_or_one_error_line(tmp_path:
 
 
 def test_the_seed_itself_runs_cleanly(tmp_path: Path) -> None:
-    _runs_cleanly(SEED, tmp_path / "plan.yaml", "the seed")
+    """The seed is a snapshot the tool reads (a result, no error line): a seed the loader refused would make
+    every example an input error and fuzz nothing past the loader."""
+    codes = _runs_cleanly(SEED, tmp_path / "plan.yaml", "the seed")
+    assert 1 not in codes, dict(zip((" ".join(c) for c in COMMANDS), codes, strict=True))
 
 
 def _item(kind: str, name: str) -> int:
@@ -205,6 +213,13 @@ FOUND = [
     ("Deployment", "chat-api", ("metadata", "ownerReferences"), [{"uid": 5}], "ownerReferences[0].uid"),
     ("Workflow", "churn-model-7xq2p", ("spec", "templates", 1, "tolerations"), {}, "templates[1].tolerations"),
     ("DaemonSet", "nvidia-dra-driver-gpu-kubelet-plugin", ("spec", "template", "spec", "containers"), 7, "containers"),
+    # Found by the hunt once the seed held every kind in cluster/kinds.py.
+    ("NVIDIADriver", "default", ("spec",), "1e400", "spec"),
+    ("NVIDIADriver", "default", ("spec", "version"), 1.5, "spec.version"),
+    ("PodDisruptionBudget", "embeddings", ("spec",), "0.5", "spec"),
+    ("PodDisruptionBudget", "embeddings", ("spec", "selector", "matchLabels"), "0.5", "selector.matchLabels"),
+    ("PodDisruptionBudget", "embeddings", ("status", "disruptionsAllowed"), "8x", "status.disruptionsAllowed"),
+    ("Subscription", "gpu-operator-certified", ("spec",), "0.5", "spec"),
 ]
 
 
@@ -282,3 +297,15 @@ def test_a_dra_plugin_container_of_the_wrong_shape_is_read_as_absent(tmp_path: P
     for cmd in (["inventory"], ["check"], ["plan", "--out", str(tmp_path / "p.yaml")]):
         r = run(*cmd, "--snapshot", str(snapshot))
         assert r.code in (0, 2) and "error" not in r.stderr, r.stderr
+
+
+def test_the_seed_holds_an_object_of_every_kind_the_tool_reads() -> None:
+    """A kind added to cluster/kinds.py without an object in the seed would never be fuzzed: its reader's
+    wrong-typed fields would reach the commands unseen. Each apiVersion is in the header's servedAPIs too."""
+    from dra_migrate.cluster.kinds import ALL_KINDS, kind_key
+
+    seed = _seed()
+    held = {kind_key(o["apiVersion"], o["kind"]) for o in seed["items"]}
+    assert sorted(k.key for k in ALL_KINDS if k.key not in held) == []
+    served = set(seed["metadata"]["servedAPIs"])
+    assert sorted({o["apiVersion"] for o in seed["items"]} - served) == []
