@@ -12,7 +12,7 @@ DEMO_DIR ?= plans/demo
 export PYTHONDONTWRITEBYTECODE = 1
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: install deps demo test test-unit test-cluster test-realnode test-nvidia test-package test-pythons test-policy lint \
+.PHONY: install deps demo test test-unit test-cluster test-realnode test-nvidia test-package test-pythons test-policy test-lowest lint \
 	k8s kwok node nvidia opa browser golden bench fuzz docs release image-tools
 
 # The dependencies of pyproject.toml, read from it; reinstalled when it changes. `deps` is the runtime
@@ -114,6 +114,26 @@ test-policy: install opa
 
 test-cluster: install k8s kwok
 	$(PY) -m pytest -m cluster tests/integration
+
+# The unit tier at the lowest versions pyproject.toml allows (docs/testing.md "Lowest dependency versions"; not in
+# `make test`): each runtime dependency's `>=X` installed as `==X` (tools/lowest/requirements.py), from wheels
+# only, with [dev] at its newest, into a venv of its own outside the checkout; rebuilt from scratch when
+# pyproject.toml changes.
+LOWEST_VENV ?= $(HOME)/.cache/dra-migrate/venv-lowest
+
+$(LOWEST_VENV)/.lowest: pyproject.toml tools/lowest/requirements.py
+	@$(SYSPY) -m venv --clear $(LOWEST_VENV) || { echo "error: cannot make a venv with $(SYSPY): install python3-venv" \
+		"(Debian/Ubuntu) and retry" >&2; exit 1; }
+	$(SYSPY) tools/lowest/requirements.py pyproject.toml > $(LOWEST_VENV)/lowest.txt
+	@$(SYSPY) -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["dev"]))' \
+		> $(LOWEST_VENV)/dev.txt
+	$(LOWEST_VENV)/bin/pip install --quiet --disable-pip-version-check --only-binary=:all: \
+		-r $(LOWEST_VENV)/lowest.txt -r $(LOWEST_VENV)/dev.txt
+	@touch $@
+
+test-lowest: $(LOWEST_VENV)/.lowest
+	@echo "runtime dependencies at their lowest:" $$(cut -d';' -f1 $(LOWEST_VENV)/lowest.txt)
+	$(LOWEST_VENV)/bin/python -m pytest -p no:cacheprovider tests/unit
 
 # Regenerate golden files on purpose, then review the diff before committing.
 test-realnode: install node

@@ -132,6 +132,15 @@ class Group(click.Group):
         cmd = self.commands.get(cmd_name)
         return _guard(cmd) if cmd is not None else None
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # No command: the help on stderr and 1, on every click the bounds allow. click 8.1's Group.parse_args
+        # echoes it on stdout and exits 0; 8.2's raises NoArgsIsHelpError (click/core.py at 8.1.0 and 8.2.0), a
+        # UsageError that main() below would squash onto one `error:` line.
+        if not args and self.no_args_is_help and not ctx.resilient_parsing:
+            click.echo(ctx.get_help(), err=True, color=ctx.color)
+            raise click.exceptions.Exit(exitcodes.FAILED)
+        return super().parse_args(ctx, args)
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, COMMANDS[name][2]) for name in COMMANDS]
         with formatter.section("Commands"):

@@ -141,6 +141,20 @@ def _timestamps_checked(base: type[SafeConstructor]) -> type[SafeConstructor]:
 
     class Checked(base):  # type: ignore[valid-type,misc]
         def construct_yaml_timestamp(self, node: Any, values: Any = None) -> Any:
+            # A UTC offset of a day or more (`+99:00`) is no timezone: ruamel.yaml 0.19 builds one and Python
+            # raises ValueError; 0.18.0 subtracts it from the time instead (ruamel/yaml/constructor.py and
+            # util.py create_timestamp at 0.18.0), silently reading another date. Refused on both.
+            match = self.timestamp_regexp.match(node.value) if isinstance(node.value, str) else None
+            if match is not None and match.group("tz_hour"):
+                offset = int(match.group("tz_hour")) * 60 + int(match.group("tz_minute") or 0)
+                if offset >= 24 * 60:
+                    raise ConstructorError(
+                        None,
+                        None,
+                        f"{node.value!r} has the form of a timestamp but is no date (a UTC offset of a day or"
+                        " more); quote it",
+                        node.start_mark,
+                    )
             try:
                 return super().construct_yaml_timestamp(node, values)
             except (ValueError, OverflowError) as e:

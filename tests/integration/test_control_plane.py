@@ -40,7 +40,7 @@ def test_version_is_v1_37_2(api: client.ApiClient) -> None:
 
 
 def _get_json(api: client.ApiClient, path: str) -> tuple[int, Any]:
-    """GET a raw API path through the client's TLS/auth handling (kubernetes>=35 generator API)."""
+    """GET a raw API path through the client's TLS/auth handling (kubernetes>=37.0's generator API)."""
     _method, url, headers, body, _post = api.param_serialize(
         method="GET", resource_path=path, header_params={"Accept": "application/json"}, auth_settings=["BearerToken"]
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 from click.testing import CliRunner
@@ -18,6 +19,17 @@ class Result:
     stdout_bytes: bytes = b""
 
 
+def runner() -> CliRunner:
+    """A runner whose result has `stdout` and `stderr` apart, on every click the bounds allow (>= 8.1).
+
+    click 8.2 keeps stderr apart always and removed the `mix_stderr` argument (passing it is a TypeError); 8.1
+    mixes stderr into stdout unless given `mix_stderr=False` (click/testing.py CliRunner at 8.1.0 and 8.2.0).
+    """
+    if "mix_stderr" in inspect.signature(CliRunner).parameters:
+        return CliRunner(mix_stderr=False)  # type: ignore[call-arg,unused-ignore]  # click < 8.2
+    return CliRunner()
+
+
 def run(*args: str, env: dict[str, str] | None = None, stdin: bytes | None = None) -> Result:
-    r = CliRunner().invoke(cli, list(args), env=env, input=stdin, catch_exceptions=False)
+    r = runner().invoke(cli, list(args), env=env, input=stdin, catch_exceptions=False)
     return Result(r.exit_code, r.stdout, r.stderr, r.stdout_bytes)

@@ -79,7 +79,11 @@ def test_a_missing_argument_exits_1(command: str) -> None:
 def test_an_unknown_command_and_a_missing_command_exit_1() -> None:
     assert run("nope").code == exitcodes.FAILED
     assert "nope" in _one_line(run("nope").stderr)
-    assert run().code == exitcodes.FAILED
+    none = run()
+    # No command: the help, as formatted (not squashed onto an error line), on stderr, and 1, whatever the
+    # click (8.1 printed it on stdout and exited 0; 8.2 raises it as a usage error).
+    assert none.code == exitcodes.FAILED and none.stdout == ""
+    assert none.stderr.startswith("Usage: ") and "\nCommands:\n" in none.stderr and "\n  inventory " in none.stderr
 
 
 def test_the_codes_that_mean_found_something_stay_2() -> None:

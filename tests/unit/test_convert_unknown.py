@@ -18,7 +18,7 @@ from ruamel.yaml import YAML
 from dra_migrate.cluster.templates import TemplateTable
 from dra_migrate.convert.files import convert_files, convert_text, find_files
 from dra_migrate.convert.rewrite import ConvertOptions
-from tests.unit.cli import run
+from tests.unit.cli import run, runner
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "fixtures" / "manifests"
@@ -230,11 +230,9 @@ spec:
 
 
 def _stdin(text: str, *args: str) -> tuple[int, str, str]:
-    from click.testing import CliRunner
-
     from dra_migrate.cli.main import cli
 
-    r = CliRunner().invoke(cli, ["convert", *args], input=text, catch_exceptions=False)
+    r = runner().invoke(cli, ["convert", *args], input=text, catch_exceptions=False)
     return r.exit_code, r.stdout, r.stderr
 
 

@@ -56,3 +56,17 @@ def test_real_dates_still_read(tmp_path: Path) -> None:
     ignore = tmp_path / "i.yaml"
     ignore.write_text("- {rule: gang-capacity-after, reason: r, expires: 2027-01-31}\n")
     assert str(load_ignore_file(ignore, ["gang-capacity-after"])[0].expires) == "2027-01-31"
+
+
+@pytest.mark.parametrize("offset", ["+23:59", "-23:59", "+05:30", "-1", "Z"])
+def test_a_utc_offset_under_a_day_still_reads(offset: str) -> None:
+    # The refusal of +99:00 (a four-day "offset" that ruamel.yaml 0.18.0 silently moved the date by) stops
+    # short of any offset Python's timezone takes.
+    convert_text(POD.format(v=f"2027-01-01T01:00:00{offset}"), "f.yaml", TemplateTable.builtin(), ConvertOptions())
+
+
+def test_an_offset_of_a_day_or_more_is_refused_by_the_safe_reader_too(tmp_path: Path) -> None:
+    snapshot = tmp_path / "s.yaml"
+    snapshot.write_text("apiVersion: v1\nkind: Node\nmetadata:\n  name: n\n  labels:\n    d: 2027-1-1T1:00:00+24:00\n")
+    with pytest.raises(InputError, match=r"s.yaml:6:\d+: .*no date"):
+        load_snapshot(snapshot)
