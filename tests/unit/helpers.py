@@ -131,3 +131,17 @@ def unreachable_kubeconfig(tmp_path: Path) -> Path:
         )
     )
     return kc
+
+
+def readonly_role_lists() -> set[tuple[str, str]]:
+    """(apiGroup, resource) pairs the read-only role (deploy/rbac/readonly.yaml) may list."""
+    path = Path(__file__).resolve().parents[2] / "deploy" / "rbac" / "readonly.yaml"
+    return {
+        (g, r)
+        for d in yaml.safe_load_all(path.read_text())
+        if d
+        for rule in d.get("rules") or []
+        for g in rule.get("apiGroups", [])
+        for r in rule.get("resources", [])
+        if "list" in rule.get("verbs", [])
+    }

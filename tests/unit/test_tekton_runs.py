@@ -11,20 +11,17 @@ failed a CI run's GPU task (and its PipelineRun) said nothing.
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from dra_migrate.cluster.kinds import KINDS_BY_KEY
 from dra_migrate.cluster.redact import for_snapshot
 from dra_migrate.errors import InputError
-from tests.unit.helpers import container, node, obj, pod, pod_spec, state
+from tests.unit.helpers import container, node, obj, pod, pod_spec, readonly_role_lists, state
 from tests.unit.test_checks import GPU, findings, gpu_node, make
 from tests.unit.test_consumers import consumers
 
-ROOT = Path(__file__).resolve().parents[2]
 TEKTON = "tekton.dev/v1"
 SHELL = pod_spec(container(limits={GPU: 1}))
 RUNNING = {"type": "Succeeded", "status": "Unknown", "reason": "Running"}
@@ -123,15 +120,7 @@ def test_the_tekton_kinds_are_read_and_the_read_only_role_lists_them() -> None:
     for kind, plural in (("TaskRun", "taskruns"), ("PipelineRun", "pipelineruns")):
         k = KINDS_BY_KEY[f"tekton.dev/{kind}"]
         assert (k.api_version, k.plural, k.optional, k.namespaced) == (TEKTON, plural, True, True)
-    rules = [d for d in yaml.safe_load_all((ROOT / "deploy" / "rbac" / "readonly.yaml").read_text()) if d]
-    listed = {
-        (g, r)
-        for d in rules
-        for rule in d.get("rules") or []
-        for g in rule.get("apiGroups", [])
-        for r in rule.get("resources", [])
-        if "list" in rule.get("verbs", [])
-    }
+    listed = readonly_role_lists()
     assert {("tekton.dev", "taskruns"), ("tekton.dev", "pipelineruns")} <= listed
 
 
