@@ -32,7 +32,7 @@ import msgspec
 import orjson
 from msgspec import UNSET, UnsetType
 
-from dra_migrate.cluster.state import POD_META_KEYS, POD_SPEC_KEYS, POD_STATUS_KEYS
+from dra_migrate.cluster.state import POD_META_KEYS, POD_SPEC_KEYS, POD_STATUS_KEYS, kept_annotations
 from dra_migrate.cluster.validate import GPU_PREFIX
 from dra_migrate.errors import InputError
 
@@ -98,6 +98,7 @@ class _Meta(msgspec.Struct):
     ownerReferences: msgspec.Raw | UnsetType = UNSET  # shared (`_Shared`): a workload's pods repeat it
     labels: dict[str, str] | UnsetType = UNSET  # not shared: a StatefulSet's or an indexed Job's pods differ
     deletionTimestamp: Any = UNSET
+    annotations: dict[str, Any] | UnsetType | None = UNSET  # only `kept_annotations` of it is kept
 
 
 class _Spec(msgspec.Struct):
@@ -232,6 +233,11 @@ def _kept_pod(pod: PodKept, shared: _Shared) -> dict[str, Any] | None:
     assert spec is not None and meta is not None
     counts: list[Any] = []
     metadata = shared.fields(meta, POD_META_KEYS)
+    annotations = kept_annotations(meta.annotations)
+    if annotations:
+        if not all(type(v) is str for v in annotations.values()):
+            raise _FullPath
+        metadata["annotations"] = annotations
     new_spec = shared.fields(spec, POD_SPEC_KEYS)
     for key, raw in (("containers", spec.containers), ("initContainers", spec.initContainers)):
         if raw is not UNSET:
