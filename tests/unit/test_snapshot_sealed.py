@@ -111,6 +111,11 @@ def test_the_fast_reader_decodes_every_key_a_kept_pod_keeps() -> None:
         (sealed._Status, POD_STATUS_KEYS),
     ):
         assert set(keys) <= {f.name for f in fields(struct)}, struct
+    # and, in the state's order, the annotations it keeps of a pod (cluster/state.py `kept_annotations`)
+    from dra_migrate.cluster.podmeta import KEPT_POD_ANNOTATIONS
+
+    assert tuple(key for _, key in sealed._ANNOTATION_FIELDS) == KEPT_POD_ANNOTATIONS
+    assert [f.encode_name for f in fields(sealed._Annotations)] == list(KEPT_POD_ANNOTATIONS)
 
 
 def test_a_sealed_file_reads_as_the_full_path_reads_it_without_parsing_its_pods_whole(
