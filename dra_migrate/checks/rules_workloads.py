@@ -11,7 +11,7 @@ from typing import Any
 from dra_migrate.checks.context import CheckContext, still_to_migrate
 from dra_migrate.checks.model import Finding, ObjectRef, Severity
 from dra_migrate.checks.registry import rule
-from dra_migrate.cluster.podmeta import lost_if_evicted
+from dra_migrate.cluster.podmeta import do_not_interrupt_mark, drain_skips, is_finished, lost_if_evicted
 from dra_migrate.cluster.state import uses_devices
 from dra_migrate.cluster.templates import ResolvedTemplate
 from dra_migrate.inventory.resources import FRACTIONAL_GPU_RESOURCES
@@ -260,3 +260,60 @@ def gpu_daemonset(ctx: CheckContext) -> Iterator[Finding]:
         refs,
         pools=tuple(sorted({p for c in found for p in c.pools & to_migrate})),
     )
+
+
+def pods_marked_do_not_disrupt(ctx: CheckContext) -> dict[str, list[tuple[ObjectRef, str]]]:
+    """Per pool still to migrate, the pods the drain will evict there that ask not to be interrupted, each with
+    its mark (cluster/podmeta.py `do_not_interrupt_mark`). One pass over the pods."""
+    pool_of = {n.name: n.pool for n in ctx.inventory.nodes if still_to_migrate(n)}
+    found: dict[str, list[tuple[ObjectRef, str]]] = {}
+    for pod in ctx.state.of("Pod"):
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node not in pool_of or is_finished(pod) or drain_skips(pod) or _meta(pod).get("deletionTimestamp"):
+            continue
+        mark = do_not_interrupt_mark(pod)
+        if mark is not None:
+            found.setdefault(pool_of[node], []).append((_ref("Pod", pod), mark))
+    return found
+
+
+# The drain evicts through the eviction API, which reads PodDisruptionBudgets and nothing of these marks, as
+# kubectl drain does (kubernetes/kubectl pkg/drain/filters.go reads none of them). Karpenter does not disrupt a
+# node running an active pod marked `karpenter.sh/do-not-disrupt: "true"` (kubernetes-sigs/karpenter v1.6.2
+# pkg/utils/pod/scheduling.go `IsDisruptable`, pkg/controllers/state/statenode.go `ValidatePodsDisruptable`), and
+# the cluster autoscaler does not remove a node running a pod marked `cluster-autoscaler.kubernetes.io/
+# safe-to-evict: "false"` or, from 1.36, waits for one marked "on-completion" (kubernetes/autoscaler
+# cluster-autoscaler-1.36.1 simulator/drainability/rules/notsafetoevict and oncompletion): their owners asked that
+# they not be interrupted, and the plan's drain would interrupt them without a word. Only pods the snapshot keeps
+# are read: those that use GPUs (cluster/state.py); DaemonSet and mirror pods, which the drain skips, and pods
+# finished or already being deleted are not counted.
+@rule(
+    "pods-marked-do-not-disrupt",
+    WARNING,
+    summary="pods marked not to be interrupted (Karpenter do-not-disrupt, autoscaler safe-to-evict): evicted anyway",
+)
+def pods_marked_do_not_disrupt_rule(ctx: CheckContext) -> Iterator[Finding]:
+    """Severity: warning, one per pool. When: a GPU pod the drain will evict from a node still to migrate (not
+    finished or being deleted; not a DaemonSet's or mirror pod) carries `karpenter.sh/do-not-disrupt: "true"` or
+    `cluster-autoscaler.kubernetes.io/safe-to-evict: "false"` (or "on-completion"): its owners asked that it
+    not be interrupted, and the drain evicts it anyway. Rests on: Karpenter does not disrupt such a pod's node
+    (kubernetes-sigs/karpenter v1.6.2 `pkg/utils/pod/scheduling.go` `IsDisruptable`, `HasDoNotDisrupt`); the
+    cluster autoscaler does not remove it (kubernetes/autoscaler cluster-autoscaler-1.36.1
+    `simulator/drainability/rules/notsafetoevict`, `oncompletion`; FAQ); an eviction reads neither mark
+    (kubernetes/kubectl `pkg/drain/filters.go`).
+    """
+    for pool, pods in sorted(pods_marked_do_not_disrupt(ctx).items()):
+        pods.sort()
+        shown = ", ".join(f"{ref.namespace}/{ref.name} ({mark})" for ref, mark in pods[:3])
+        more = f", and {len(pods) - 3} more" if len(pods) > 3 else ""
+        yield Finding(
+            "pods-marked-do-not-disrupt",
+            WARNING,
+            f"pool {pool}: {len(pods)} pod(s) are marked not to be interrupted: {shown}{more}. Karpenter and the "
+            "cluster autoscaler leave their nodes alone, but the drain evicts them anyway with their node's wave",
+            "schedule the pool's waves for when these pods may be interrupted (ask their owners), or leave the pool "
+            "out of the plan (--exclude-pools) or migrate it later (plan --order); where the work allows, remove "
+            "the annotation; accept it in .dra-migrate-ignore.yaml to record that it was seen",
+            tuple(ref for ref, _ in pods),
+            pools=(pool,),
+        )

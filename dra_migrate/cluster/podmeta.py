@@ -9,6 +9,34 @@ from typing import Any
 # The kubelet's static pods: their API objects (mirror pods) cannot be evicted.
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 
+# Marks that ask for a pod not to be interrupted, which a drain through the eviction API does not read (kubectl
+# drain neither). Karpenter does not disrupt a node running an active pod with `karpenter.sh/do-not-disrupt:
+# "true"` (kubernetes-sigs/karpenter v1.6.2 pkg/apis/v1/labels.go `DoNotDisruptAnnotationKey`,
+# pkg/utils/pod/scheduling.go `HasDoNotDisrupt`: the value "true" exactly, `IsDisruptable`: not terminal or
+# terminating). The cluster autoscaler does not remove a node running a pod with
+# `cluster-autoscaler.kubernetes.io/safe-to-evict: "false"`, and waits for one with "on-completion" to end
+# (kubernetes/autoscaler cluster-autoscaler-1.36.1 utils/drain/drain.go `HasNotSafeToEvictAnnotation`,
+# `HasSafeToEvictOnCompletionAnnotation`; simulator/drainability/rules/notsafetoevict, oncompletion; FAQ
+# "What types of pods can prevent CA from removing a node?").
+DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+_DO_NOT_INTERRUPT = {DO_NOT_DISRUPT: ("true",), SAFE_TO_EVICT: ("false", "on-completion")}
+# The annotations of a pod the state keeps (cluster/state.py `kept_annotations`): those a check reads, the mirror
+# mark included, so that `drain_skips` skips in `check` and the estimate the mirror pods the drain skips.
+KEPT_POD_ANNOTATIONS = (MIRROR_ANNOTATION, *_DO_NOT_INTERRUPT)
+
+
+def do_not_interrupt_mark(pod: Mapping[str, Any]) -> str | None:
+    """The first annotation asking that the pod not be interrupted (`key: "value"`), None when none does."""
+    meta = pod.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    if not isinstance(annotations, dict):
+        return None
+    for key, values in _DO_NOT_INTERRUPT.items():
+        if annotations.get(key) in values:
+            return f'{key}: "{annotations[key]}"'
+    return None
+
 
 def drain_skips(pod: Mapping[str, Any]) -> bool:
     """A pod no drain evicts, as kubectl drain skips it (kubernetes/kubectl pkg/drain/filters.go): a mirror

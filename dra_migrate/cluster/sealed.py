@@ -32,6 +32,7 @@ import msgspec
 import orjson
 from msgspec import UNSET, UnsetType
 
+from dra_migrate.cluster.podmeta import DO_NOT_DISRUPT, MIRROR_ANNOTATION, SAFE_TO_EVICT
 from dra_migrate.cluster.state import POD_META_KEYS, POD_SPEC_KEYS, POD_STATUS_KEYS
 from dra_migrate.cluster.validate import GPU_PREFIX
 from dra_migrate.errors import InputError
@@ -90,6 +91,25 @@ class _Container(msgspec.Struct):
     resources: _Resources | UnsetType | None = UNSET
 
 
+class _Annotations(
+    msgspec.Struct,
+    rename={"mirror": MIRROR_ANNOTATION, "do_not_disrupt": DO_NOT_DISRUPT, "safe_to_evict": SAFE_TO_EVICT},
+):
+    """The annotations the state keeps of a pod (cluster/state.py `kept_annotations`); the others are skipped,
+    not built. A type other than a string goes to the full path, which refuses it."""
+
+    mirror: Any = UNSET
+    do_not_disrupt: Any = UNSET
+    safe_to_evict: Any = UNSET
+
+
+_ANNOTATION_FIELDS = (
+    ("mirror", MIRROR_ANNOTATION),
+    ("do_not_disrupt", DO_NOT_DISRUPT),
+    ("safe_to_evict", SAFE_TO_EVICT),
+)
+
+
 class _Meta(msgspec.Struct):
     name: str = ""
     namespace: str | UnsetType = UNSET
@@ -98,6 +118,7 @@ class _Meta(msgspec.Struct):
     ownerReferences: msgspec.Raw | UnsetType = UNSET  # shared (`_Shared`): a workload's pods repeat it
     labels: dict[str, str] | UnsetType = UNSET  # not shared: a StatefulSet's or an indexed Job's pods differ
     deletionTimestamp: Any = UNSET
+    annotations: _Annotations | UnsetType | None = UNSET
 
 
 class _Spec(msgspec.Struct):
@@ -232,6 +253,13 @@ def _kept_pod(pod: PodKept, shared: _Shared) -> dict[str, Any] | None:
     assert spec is not None and meta is not None
     counts: list[Any] = []
     metadata = shared.fields(meta, POD_META_KEYS)
+    if isinstance(meta.annotations, _Annotations):
+        values = [(key, getattr(meta.annotations, f)) for f, key in _ANNOTATION_FIELDS]
+        if any(v is not UNSET and type(v) is not str for _, v in values):
+            raise _FullPath
+        annotations = {key: v for key, v in values if v is not UNSET}
+        if annotations:
+            metadata["annotations"] = annotations
     new_spec = shared.fields(spec, POD_SPEC_KEYS)
     for key, raw in (("containers", spec.containers), ("initContainers", spec.initContainers)):
         if raw is not UNSET:

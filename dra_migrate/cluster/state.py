@@ -16,6 +16,7 @@ from typing import Any, TypeVar, cast
 from dra_migrate.cluster.configrefs import ConfigMapsInUse
 from dra_migrate.cluster.identity import ClusterIdentity, cluster_object
 from dra_migrate.cluster.kinds import KINDS_BY_KEY, kind_key
+from dra_migrate.cluster.podmeta import KEPT_POD_ANNOTATIONS
 from dra_migrate.cluster.templates import TemplateTable
 from dra_migrate.cluster.validate import ObjectChecker, describe
 from dra_migrate.errors import InputError
@@ -326,8 +327,18 @@ def _pick(d: Any, keys: tuple[str, ...]) -> dict[str, Any]:
     return {k: d[k] for k in keys if k in d}
 
 
+def kept_annotations(annotations: Any) -> dict[str, Any] | None:
+    """Of a pod's annotations, those a check reads (`KEPT_POD_ANNOTATIONS`: the mirror mark `drain_skips`
+    reads, marks asking that the pod not be interrupted); None when it has none of them. The rest are not
+    kept: a pod's annotations may be large (a tool's copy of the object) and a fleet has many pods."""
+    if not isinstance(annotations, dict):
+        return None
+    kept = {k: annotations[k] for k in KEPT_POD_ANNOTATIONS if k in annotations}
+    return kept or None
+
+
 def _prune_pod(obj: Obj) -> Obj:
-    """A GPU pod as kept: identity, owners, labels, placement and resources."""
+    """A GPU pod as kept: identity, owners, labels, the annotations a check reads, placement and resources."""
     spec = obj.get("spec")
     new_spec = _pick(spec, POD_SPEC_KEYS)
     if isinstance(spec, dict):
@@ -335,10 +346,15 @@ def _prune_pod(obj: Obj) -> Obj:
             cs = spec.get(ckey)
             if isinstance(cs, list):
                 new_spec[ckey] = [_prune_container(c) for c in cs]
+    meta = obj.get("metadata")
+    metadata = _pick(meta, POD_META_KEYS)
+    annotations = kept_annotations(meta.get("annotations")) if isinstance(meta, dict) else None
+    if annotations:
+        metadata["annotations"] = annotations
     return {
         "apiVersion": obj.get("apiVersion", "v1"),
         "kind": "Pod",
-        "metadata": _pick(obj.get("metadata"), POD_META_KEYS),
+        "metadata": metadata,
         "spec": new_spec,
         "status": _pick(obj.get("status"), POD_STATUS_KEYS),
     }

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dra_migrate.cluster.podmeta import KEPT_POD_ANNOTATIONS
 from dra_migrate.cluster.quantity import parse_quantity
 from dra_migrate.cluster.templates import ResolvedTemplate, TemplateTable, get_path
 from dra_migrate.errors import InputError
@@ -85,6 +86,15 @@ def _string_map(v: Any, field: str) -> None:
     for k, val in _dict(v, field).items():
         if not isinstance(k, str) or not isinstance(val, str):
             raise Malformed(f"{field}.{k}", f"must be a string, not {type_name(val)}")
+
+
+def _pod_annotations(v: Any) -> None:
+    """A pod's annotations: a map, whose keys a check reads (`KEPT_POD_ANNOTATIONS`) hold strings."""
+    annotations = _dict(v, "metadata.annotations")
+    for k in KEPT_POD_ANNOTATIONS:
+        val = annotations.get(k, "")
+        if not isinstance(val, str):
+            raise Malformed(f"metadata.annotations.{k}", f"must be a string, not {type_name(val)}")
 
 
 def check_count(v: Any, field: str) -> None:
@@ -491,6 +501,11 @@ def _pod_ok(obj: Obj) -> bool:
         return False
     if any(type(meta.get(k, "")) is not str for k in ("uid", "resourceVersion")):
         return False
+    annotations = meta.get("annotations")
+    if annotations is not None and (
+        type(annotations) is not dict or any(type(annotations.get(k, "")) is not str for k in KEPT_POD_ANNOTATIONS)
+    ):
+        return False
     for key in ("containers", "initContainers"):
         cs = spec.get(key)
         if cs is None:
@@ -540,8 +555,10 @@ class ObjectChecker:
             return
         try:
             _metadata(obj)
-            if key != "Pod":  # a pod's annotations are not kept (cluster/state.py POD_META_KEYS)
+            if key != "Pod":
                 _string_map(obj["metadata"].get("annotations"), "metadata.annotations")
+            else:  # of a pod's annotations only those a check reads are kept (cluster/state.py kept_annotations)
+                _pod_annotations(obj["metadata"].get("annotations"))
             if key == "Node":
                 _node(obj)
             elif key == "Pod":

@@ -111,6 +111,11 @@ def test_the_fast_reader_decodes_every_key_a_kept_pod_keeps() -> None:
         (sealed._Status, POD_STATUS_KEYS),
     ):
         assert set(keys) <= {f.name for f in fields(struct)}, struct
+    # and, in the state's order, the annotations it keeps of a pod (cluster/state.py `kept_annotations`)
+    from dra_migrate.cluster.podmeta import KEPT_POD_ANNOTATIONS
+
+    assert tuple(key for _, key in sealed._ANNOTATION_FIELDS) == KEPT_POD_ANNOTATIONS
+    assert [f.encode_name for f in fields(sealed._Annotations)] == list(KEPT_POD_ANNOTATIONS)
 
 
 def test_a_sealed_file_reads_as_the_full_path_reads_it_without_parsing_its_pods_whole(
@@ -176,7 +181,9 @@ def test_a_closing_line_in_a_file_that_does_not_announce_it_is_passed_over(tmp_p
 PATHS = [
     ("metadata",), ("metadata", "name"), ("metadata", "namespace"), ("metadata", "uid"),
     ("metadata", "resourceVersion"), ("metadata", "labels"), ("metadata", "ownerReferences"),
-    ("metadata", "deletionTimestamp"), ("metadata", "annotations"), ("spec",), ("spec", "nodeName"),
+    ("metadata", "deletionTimestamp"), ("metadata", "annotations"),
+    ("metadata", "annotations", "karpenter.sh/do-not-disrupt"),
+    ("metadata", "annotations", "cluster-autoscaler.kubernetes.io/safe-to-evict"), ("spec",), ("spec", "nodeName"),
     ("spec", "nodeSelector"), ("spec", "affinity"), ("spec", "tolerations"), ("spec", "resourceClaims"),
     ("spec", "schedulerName"), ("spec", "terminationGracePeriodSeconds"), ("spec", "containers"),
     ("spec", "initContainers"), ("spec", "containers", 0), ("spec", "containers", 0, "name"),
@@ -189,7 +196,7 @@ PATHS = [
 ]  # fmt: skip
 VALUES = st.one_of(
     st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from(["", "8", "-1", "1k", "0.5", "x", "Pod", "v1",
-                                                                      "Succeeded", "nvidia.com/gpu",
+                                                                      "Succeeded", "nvidia.com/gpu", "true", "false",
                                                                       "\u00b2", "\u0661"]),  # digits to isdigit
     st.just([]), st.just([{}]), st.just({}), st.just({"nvidia.com/gpu": "1"}), st.just({"a": 1}),
     st.just({"a": "b"}), st.just([{"name": "c"}]), st.just([{"name": "claim"}]),
