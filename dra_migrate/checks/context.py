@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from dra_migrate.cluster.state import ClusterState
+from dra_migrate.cluster.podmeta import drain_skips, is_finished
+from dra_migrate.cluster.state import ClusterState, Obj
 from dra_migrate.dra.capacity import PoolCapacity
 from dra_migrate.dra.deviceclasses import Generation
 from dra_migrate.errors import InputError
@@ -20,6 +22,7 @@ __all__ = [
     "CheckContext",
     "parse_feature_gates",
     "parse_version",
+    "pods_the_drain_evicts",
     "still_to_migrate",
     "switched_in_place",
     "unread_gates",
@@ -34,6 +37,21 @@ READ_GATES = (EXTENDED_RESOURCE_GATE, GENERIC_WORKLOAD)
 def still_to_migrate(n: GpuNode) -> bool:
     """A GPU node the migration has not finished: it still runs the device plugin, or not yet the DRA plugin."""
     return not n.migrated
+
+
+def pods_the_drain_evicts(ctx: CheckContext) -> Iterator[tuple[str, Obj]]:
+    """(pool, pod) for each pod of the state the drain will evict from a node still to migrate: not finished, not
+    being deleted, not one the drain skips (a DaemonSet's, a mirror pod). The rules that judge these pods (which
+    jobs fail, which pods asked not to be interrupted) narrow it further."""
+    pool_of = {n.name: n.pool for n in ctx.inventory.nodes if still_to_migrate(n)}
+    for pod in ctx.state.of("Pod"):
+        spec, meta = pod.get("spec"), pod.get("metadata")
+        node = spec.get("nodeName") if isinstance(spec, dict) else None
+        if node not in pool_of or is_finished(pod) or drain_skips(pod):
+            continue
+        if isinstance(meta, dict) and meta.get("deletionTimestamp"):
+            continue
+        yield pool_of[node], pod
 
 
 def switched_in_place(ctx: CheckContext, n: GpuNode) -> bool:

@@ -1,8 +1,9 @@
 """Rules about jobs under the drain: an eviction is a pod failure that the job's controller counts.
 
-batch/v1 Jobs (and the JobSets and CronJobs over them), Volcano Jobs and the Kubeflow training operator's v1
-jobs each decide what a failed or deleted pod does to the job in their own way; each is read here as its
-controller reads it.
+batch/v1 Jobs (and the JobSets and CronJobs over them), Volcano Jobs, the Kubeflow training operator's v1 jobs,
+SparkApplications, Argo Workflows and Tekton TaskRuns each decide what a failed or deleted pod does to the job in
+their own way; each is read here as its controller reads it. Which pods the drain evicts is the checks' one answer
+(checks/context.py `pods_the_drain_evicts`).
 
 Facts each rule rests on are cited beside it (primary sources); docs/rules.md is generated from the docstrings.
 """
@@ -13,10 +14,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dra_migrate.checks.context import CheckContext, still_to_migrate
+from dra_migrate.checks.context import CheckContext, pods_the_drain_evicts
 from dra_migrate.checks.model import Finding, ObjectRef, Severity
 from dra_migrate.checks.registry import rule
-from dra_migrate.cluster.podmeta import controller_of, drain_skips, is_finished
+from dra_migrate.cluster.podmeta import controller_of
 from dra_migrate.cluster.state import uses_devices
 from dra_migrate.inventory.dependents import as_list, as_map
 
@@ -200,18 +201,13 @@ def _owner_fate(job: Mapping[str, Any], jobsets: Mapping[str, Mapping[str, Any]]
 def _pods_to_evict(ctx: CheckContext) -> dict[str, list[tuple[str, Mapping[str, Any]]]]:
     """The GPU pods the drain will evict from nodes still to migrate, with their pools, by their controller's
     uid (controllers of the kinds read here only)."""
-    pool_of = {n.name: n.pool for n in ctx.inventory.nodes if still_to_migrate(n)}
     # a Volcano Job's pods name kind Job too; the uid tells them apart
     kinds = {"Job", *KUBEFLOW_JOBS, "SparkApplication", "Workflow", "TaskRun"}
     evicted: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
-    for pod in ctx.state.of("Pod"):
-        node = as_map(pod.get("spec")).get("nodeName")
+    for pool, pod in pods_the_drain_evicts(ctx):
         owner = controller_of(pod)
-        if node not in pool_of or owner is None or owner.get("kind") not in kinds or not uses_devices(pod):
-            continue
-        if is_finished(pod) or drain_skips(pod) or _meta(pod).get("deletionTimestamp"):
-            continue
-        evicted.setdefault(str(owner.get("uid")), []).append((pool_of[node], pod))
+        if owner is not None and owner.get("kind") in kinds and uses_devices(pod):
+            evicted.setdefault(str(owner.get("uid")), []).append((pool, pod))
     return evicted
 
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from dra_migrate.checks.context import CheckContext, still_to_migrate
+from dra_migrate.checks.context import CheckContext, pods_the_drain_evicts, still_to_migrate
 from dra_migrate.checks.model import Finding, ObjectRef, Severity
 from dra_migrate.checks.registry import rule
-from dra_migrate.cluster.podmeta import do_not_interrupt_mark, drain_skips, is_finished, lost_if_evicted
+from dra_migrate.cluster.podmeta import do_not_interrupt_mark, lost_if_evicted
 from dra_migrate.cluster.state import uses_devices
 from dra_migrate.cluster.templates import ResolvedTemplate
 from dra_migrate.inventory.resources import FRACTIONAL_GPU_RESOURCES
@@ -265,15 +265,11 @@ def gpu_daemonset(ctx: CheckContext) -> Iterator[Finding]:
 def pods_marked_do_not_disrupt(ctx: CheckContext) -> dict[str, list[tuple[ObjectRef, str]]]:
     """Per pool still to migrate, the pods the drain will evict there that ask not to be interrupted, each with
     its mark (cluster/podmeta.py `do_not_interrupt_mark`). One pass over the pods."""
-    pool_of = {n.name: n.pool for n in ctx.inventory.nodes if still_to_migrate(n)}
     found: dict[str, list[tuple[ObjectRef, str]]] = {}
-    for pod in ctx.state.of("Pod"):
-        node = (pod.get("spec") or {}).get("nodeName")
-        if node not in pool_of or is_finished(pod) or drain_skips(pod) or _meta(pod).get("deletionTimestamp"):
-            continue
+    for pool, pod in pods_the_drain_evicts(ctx):
         mark = do_not_interrupt_mark(pod)
         if mark is not None:
-            found.setdefault(pool_of[node], []).append((_ref("Pod", pod), mark))
+            found.setdefault(pool, []).append((_ref("Pod", pod), mark))
     return found
 
 
