@@ -18,12 +18,13 @@ each in a fresh process:
     `inventoryPlain` reads the same lines without it, as a kubectl export is read (no target);
   * plan         load_snapshot, build_plan, seal, dumps          (target: <= 2.5x parse);
   * yaml         `python -c` loading the plan file with the C YAML loader (the floor for a plan command);
-  * show, show -o json, status, apply's refusal (`apply PLAN --snapshot F`, refused after reading the
-    plan), each a whole `python -m dra_migrate` process             (target: each <= 3x yaml);
+  * show, show -o json, show -o yaml, status, apply's refusal (`apply PLAN --snapshot F`, refused after
+    reading the plan), each a whole `python -m dra_migrate` process (target: each <= 3x yaml; -o yaml has
+    none: ruamel's pure-Python representer writes it);
   * yaml x2, diff  two plans (default, and --max-unavailable 20%) loaded, and diffed  (target: <= 2x);
-  * the plan file's bytes per GPU node (target: <= 300); peak memory of `show` above an idle
-    `dra-migrate --version`, over the file's size (target: <= 5x). Peaks are each process's own VmHWM
-    (see `PEAK`: the rusage of a child carries its parent's over exec).
+  * the plan file's bytes per GPU node (target: <= 300); peak memory of `show` (and `show -o json`,
+    `-o yaml`) above an idle `dra-migrate --version`, over the file's size (target: <= 5x). Peaks are
+    each process's own VmHWM (see `PEAK`: the rusage of a child carries its parent's over exec).
 Inside inventory and plan each phase is timed, so a step that grows faster than the fleet shows
 between the two sizes; and each ratio is also given for the growth between the smallest and the largest
 fleet (`growth`): what a command pays once (imports, start-up) cancels there, leaving what it pays per node.
@@ -185,6 +186,7 @@ def one(n: int, ppn: int, tmp: Path, env: dict[str, str], pool_size: int | None 
     r["bare"] = run([py, "-c", "import yaml"], env)
     r["show"] = run([*cli, "show", str(plan)], env)
     r["showJson"] = run([*cli, "show", str(plan), "-o", "json"], env)
+    r["showYaml"] = run([*cli, "show", str(plan), "-o", "yaml"], env)
     r["status"] = run([*cli, "status", str(plan)], env)
     r["applyRefusal"] = run([*cli, "apply", str(plan), "--snapshot", str(snap)], env)
     r["diff"] = run([*cli, "diff", str(plan), str(other)], env)
@@ -223,6 +225,8 @@ def parts(r: dict[str, Any]) -> dict[str, tuple[float, float]]:
         "diff/yaml x2": (r["diff"]["cpu"], r["yaml2"]["cpu"]),
         "bytes per node": (r["planBytes"], r["nodes"]),
         "show memory/file": (r["show"]["rss"] - r["idle"]["rss"], r["planBytes"]),
+        "show -o json memory/file": (r["showJson"]["rss"] - r["idle"]["rss"], r["planBytes"]),
+        "show -o yaml memory/file": (r["showYaml"]["rss"] - r["idle"]["rss"], r["planBytes"]),
         "yaml memory/file": (r["yaml"]["rss"] - r["bare"]["rss"], r["planBytes"]),
     }
 
@@ -248,7 +252,7 @@ TARGETS: dict[str, float | None] = {
     "inventory/parse": 1.5, "inventory/parse, no closing line": None,
     "plan/parse": 2.5, "show/yaml": 3, "show -o json/yaml": 3, "status/yaml": 3,
     "apply refusal/yaml": 3, "diff/yaml x2": 2, "bytes per node": 300, "show memory/file": 5,
-    "yaml memory/file": None,
+    "show -o json memory/file": 5, "show -o yaml memory/file": 5, "yaml memory/file": None,
 }  # fmt: skip
 # `yaml memory/file`: what the bare C loader itself needs over `import yaml`, for scale (no target).
 # `inventory/parse, no closing line`: the full path every snapshot from another writer takes (no target).
@@ -258,7 +262,8 @@ def table(results: list[dict[str, Any]]) -> str:
     sizes = [r["nodes"] for r in results]
     head = "| phase | " + " | ".join(f"{n:,} nodes: CPU s (wall s)" for n in sizes) + " |"
     lines = [head, "|" + "---|" * (len(sizes) + 1)]
-    rows = ["parse", "inventory", "inventoryPlain", "plan", "yaml", "show", "showJson", "status", "applyRefusal"]
+    rows = ["parse", "inventory", "inventoryPlain", "plan", "yaml", "show", "showJson", "showYaml", "status"]
+    rows += ["applyRefusal"]
     rows += ["yaml2", "diff"]
     for name in rows:
         lines.append(

@@ -231,11 +231,19 @@ class _CachedTagRepresenter(SafeRepresenter):
         return super().represent_mapping(self._tag(tag), mapping, flow_style)
 
 
-def dumper(*, keep_order: bool = True, width: int = 4096) -> YAML:
+class _UnaliasedRepresenter(_CachedTagRepresenter):
+    """Writes an object met twice twice: pieces of one document dumped apart must not each define the
+    same anchor (`&id001`), which PyYAML refuses as a duplicate."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def dumper(*, keep_order: bool = True, width: int = 4096, aliases: bool = True) -> YAML:
     """A safe YAML dumper (C emitter when ruamel.yaml.clib is installed), in block style, keeping the
     mapping order we built (deterministic output) and long lines whole (stable, greppable diffs)."""
     yaml = YAML(typ="safe", pure=False)
-    yaml.Representer = _CachedTagRepresenter
+    yaml.Representer = _CachedTagRepresenter if aliases else _UnaliasedRepresenter
     yaml.default_flow_style = False
     yaml.width = width
     if keep_order:
@@ -243,11 +251,13 @@ def dumper(*, keep_order: bool = True, width: int = 4096) -> YAML:
     return yaml
 
 
-def dump_yaml(doc: Any, *, keep_order: bool = True, explicit_start: bool = False, width: int = 4096) -> str:
+def dump_yaml(
+    doc: Any, *, keep_order: bool = True, explicit_start: bool = False, width: int = 4096, aliases: bool = True
+) -> str:
     """One document as block-style YAML text (`dumper`); `keep_order=False` sorts mapping keys."""
     import io
 
-    yaml = dumper(keep_order=keep_order, width=width)
+    yaml = dumper(keep_order=keep_order, width=width, aliases=aliases)
     yaml.explicit_start = explicit_start
     buf = io.StringIO()
     yaml.dump(doc, buf)

@@ -13,11 +13,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from dra_migrate.errors import InputError
 from dra_migrate.plan import io as plan_io
 from dra_migrate.plan import stream
 from dra_migrate.plan.outline import outline_of
+from dra_migrate.plan.view import plan_json
+from dra_migrate.render import to_json, to_yaml
 from dra_migrate.render.plan import plan_document
 from tests.unit.cli import run
 from tests.unit.test_plan_integrity import FIXTURES, demo
@@ -48,6 +51,81 @@ def test_the_streamed_outline_is_io_loads(tmp_path: Path) -> None:
         streamed = stream.scan(path)
         assert streamed is not None, path
         assert streamed == outline_of(plan_io.load(path)), path
+
+
+def _plans(tmp_path: Path) -> list[Path]:
+    paths = sorted((ROOT / "plans").glob("*.yaml"))
+    for fixture in FIXTURES:
+        out = tmp_path / f"{fixture.stem}.yaml"
+        assert run("plan", "--snapshot", str(fixture), "--out", str(out), "--force").code in (0, 2)
+        paths.append(out)
+    # A pool per node: many stages, their steps stated once and named by the others (`sameAs`).
+    many = tmp_path / "pool-per-node.yaml"
+    made = run("plan", "--snapshot", str(FIXTURES[0].parent / "demo.yaml"), "--pool-label", "kubernetes.io/hostname",
+               "--out", str(many), "--force")  # fmt: skip
+    assert made.code in (0, 2) and "sameAs" in many.read_text()
+    # Whole pools in one wave: a chunk of rows holds several nodes sharing their profile's objects.
+    return [*paths, many, demo(tmp_path, "one-wave.yaml", max_unavailable="100%")]
+
+
+def _loaded(path: Path, fmt: str) -> str:
+    data = plan_json(plan_io.load(path))
+    return to_json(data) if fmt == "json" else to_yaml(data)
+
+
+def test_show_o_json_and_yaml_stream_the_loaded_plans_output(tmp_path: Path) -> None:
+    """`show -o json` streams the very text it printed of the whole plan (`to_json(plan_json(io.load))`),
+    `-o yaml` the same data (its rows without anchors: `yaml.safe_load` refuses an anchor defined twice,
+    as chunks dumped apart would each define `&id001`); every table spans many chunks here. Each plan
+    must stream: the path under test is real."""
+    for path in _plans(tmp_path):
+        for fmt in ("json", "yaml"):
+            streamed = stream.pieces(path, fmt)
+            assert streamed is not None, path
+            text = "".join(streamed)
+            if fmt == "json":
+                assert text == _loaded(path, fmt), path
+            else:
+                assert yaml.safe_load(text) == yaml.safe_load(_loaded(path, fmt)), path  # PyYAML's own composer
+            shown = run("show", str(path), "-o", fmt)
+            assert shown.code == 0 and shown.stdout == text
+
+
+@pytest.mark.parametrize("edit", ["edited cell", "rows reordered", "row removed", "edited fingerprint row"])
+def test_show_o_json_of_an_edited_plan_is_refused(tmp_path: Path, edit: str) -> None:
+    path = demo(tmp_path)
+    path.write_text(HOSTILE[edit](path.read_text()))
+    assert stream.pieces(path, "json") is None and stream.pieces(path, "yaml") is None
+    for fmt in ("json", "yaml"):
+        shown = run("show", str(path), "-o", fmt)
+        assert shown.code != 0 and shown.stdout == ""
+
+
+@pytest.mark.parametrize("fmt", ["json", "yaml"])
+@pytest.mark.parametrize("change", ["edit", "truncate"])
+def test_a_plan_changed_between_verifying_and_printing_stops_the_output(tmp_path: Path, fmt: str, change: str) -> None:
+    """The rows are read twice: verified, then printed. A file rewritten in place in between must not be
+    printed as it now is: the output stops with an error at the first chunk that differs, and what was
+    printed is the start of the verified plan's."""
+    path = demo(tmp_path)
+    text = path.read_text()
+    expected = _loaded(path, fmt)
+    streamed = stream.pieces(path, fmt)
+    assert streamed is not None
+    row = _node_rows(text)[-1]
+    if change == "edit":  # same length: only the chunk's hash can tell
+        edited = row.replace("0", "1", 1) if "0" in row else row.replace("1", "0", 1)
+        assert len(edited) == len(row) and edited != row
+        path.write_text(text.replace(row, edited))
+    else:
+        path.write_text(text[: text.index(row)])
+    printed: list[str] = []
+    with pytest.raises(InputError, match="changed while it was read"):
+        for piece in streamed:
+            printed.append(piece)
+    assert printed and len("".join(printed)) < len(expected)
+    if fmt == "json":
+        assert expected.startswith("".join(printed))
 
 
 def test_show_draws_the_streamed_outline_as_it_drew_the_loaded_plan(tmp_path: Path) -> None:
