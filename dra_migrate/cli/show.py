@@ -25,15 +25,15 @@ Examples:
 def show(plan_file: Path, output: str, allow_edited: bool) -> None:
     """Show a plan: pools, nodes, waves, disruption and duration, which stages can be applied, then each
     stage with its steps' parameters and its nodes."""
+    # Imports stay in the branch that needs them: a module is memory, and `show`'s peak is held to 5x the
+    # plan file (issue 29); the streamed paths import no YAML library and no plan model.
     from dra_migrate.cli.progress import Working
-    from dra_migrate.plan import io as plan_io
-    from dra_migrate.render import Document
-    from dra_migrate.render.plan import plan_document
 
     if output in ("table", "wide", "markdown", "name") and not allow_edited:
         # A verified plan's outline, its tables streamed a chunk of rows at a time (plan/stream.py): a
         # 10,000-node plan is never held whole. What does not stream is read by `io.load` (and refused).
         from dra_migrate.plan.stream import outline
+        from dra_migrate.render.plan import plan_document
 
         with Working(f"reading {plan_file}"):
             drawn = outline(plan_file)
@@ -50,8 +50,11 @@ def show(plan_file: Path, output: str, allow_edited: bool) -> None:
         if text is not None:
             emit(text)
             return
+    from dra_migrate.plan import io as plan_io
     from dra_migrate.plan.outline import outline_of
     from dra_migrate.plan.view import plan_json
+    from dra_migrate.render import Document
+    from dra_migrate.render.plan import plan_document
 
     with Working(f"reading {plan_file}"):
         review = plan_io.load_for_review(plan_file) if allow_edited else plan_io.Review(plan_io.load(plan_file), [])

@@ -14,23 +14,9 @@ from typing import Any
 
 from dra_migrate.errors import InputError
 from dra_migrate.plan.estimate import drain_scope, summary_estimate
+from dra_migrate.plan.filechecks import NODE_SCOPED as NODE_SCOPED  # re-exported: build decides by it
+from dra_migrate.plan.filechecks import applicable_problems as applicable_problems
 from dra_migrate.plan.model import NodeEntry, Plan, PoolStage, Stage, Wave
-from dra_migrate.plan.problems import Problem, _Checker
-
-# Blockers about single nodes: the plan leaves those nodes out rather than refusing the whole fleet. Kept
-# here, beside the applicability it decides, so that reading a plan does not import the inventory.
-NODE_SCOPED = frozenset(
-    {
-        "kubelet-version-unsupported",
-        "dra-plugin-placement-unknown",
-        "device-plugin-placement-unknown",
-        "dynamic-mig-unpredicted",
-        "mig-layout-unpredicted",
-        "gpu-devices-unmatched",
-        "gpu-operator-node-busy",
-        "container-runtime-cdi",
-    }
-)
 
 
 def _evicted(entry: NodeEntry, scope: str) -> int:
@@ -122,31 +108,6 @@ def _gang_entry(g: Any, waves: set[str]) -> bool:
         and isinstance(g["waves"], list)
         and all(isinstance(w, str) and w in waves for w in g["waves"])
     )
-
-
-def _applicable(findings: Any) -> bool:
-    """As `build` decides it: no blocker but those that only leave their own nodes out (`NODE_SCOPED`)."""
-    return not any(
-        isinstance(f, Mapping) and f.get("severity") == "blocker" and f.get("id") not in NODE_SCOPED
-        for f in findings or []
-    )
-
-
-def _derived(c: _Checker, applicable: Any, findings: Any) -> None:
-    """`applicable` must follow from the findings (apply trusts it)."""
-    if applicable != _applicable(findings):
-        c.add(("applicable",), "does not follow from the findings (any blocker: false)", "dra-migrate plan --rebase")
-
-
-def applicable_problems(plan: Mapping[str, Any] | Plan) -> list[Problem]:
-    """Only whether `applicable` follows from the findings: what every load checks (apply trusts it).
-    Takes `io.load`'s mapping too: every load asks, and reading the findings needs no model."""
-    c = _Checker()
-    if isinstance(plan, Plan):
-        _derived(c, plan.applicable, plan.findings)
-    else:
-        _derived(c, plan.get("applicable"), plan.get("findings"))
-    return c.problems
 
 
 def gangs_followed(original: Mapping[str, Any], edited: dict[str, Any]) -> dict[str, Any]:

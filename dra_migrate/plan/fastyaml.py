@@ -19,43 +19,11 @@ from typing import Any
 import yaml
 
 from dra_migrate.plan import emit
+from dra_migrate.plan.ownyaml import YAML_1_2_RESOLVERS as YAML_1_2_RESOLVERS
 from dra_migrate.plan.wire import INT_MAX, INT_MIN, Line, Row
 
-# How the strict reader (ruamel.yaml, YAML 1.2) resolves a plain scalar: its `resolver.implicit_resolvers`
-# rows for 1.2 as (tag, pattern, flags, first characters), held here so that reading a plan the tool wrote
-# never imports ruamel (~2 MB of `show`'s peak memory; issue 29 holds `show` to 5x the file).
-# tests/unit/test_plan_wire.py fails the day the installed ruamel's table differs from this one.
-YAML_1_2_RESOLVERS: tuple[tuple[str, str, int, tuple[str, ...]], ...] = (
-    ("bool", "^(?:true|True|TRUE|false|False|FALSE)$", 96, ("t", "T", "f", "F")),
-    (
-        "float",
-        "^(?:\n         [-+]?(?:[0-9][0-9_]*)\\.[0-9_]*(?:[eE][-+]?[0-9]+)?\n        |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?"
-        "[0-9]+)\n        |[-+]?\\.[0-9_]+(?:[eE][-+][0-9]+)?\n        |[-+]?\\.(?:inf|Inf|INF)\n        "
-        "|\\.(?:nan|NaN|NAN))$",
-        96,
-        tuple("-+0123456789."),
-    ),
-    (
-        "int",
-        "^(?:[-+]?0b[0-1_]+\n        |[-+]?0o?[0-7_]+\n        |[-+]?[0-9_]+\n        |[-+]?0x[0-9a-fA-F_]+)$",
-        96,
-        tuple("-+0123456789"),
-    ),
-    ("merge", "^(?:<<)$", 32, ("<",)),
-    ("null", "^(?: ~\n        |null|Null|NULL\n        | )$", 96, ("~", "n", "N", "")),
-    (
-        "timestamp",
-        "^(?:[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]\n        "
-        "|[0-9][0-9][0-9][0-9] -[0-9][0-9]? -[0-9][0-9]?\n        "
-        "(?:[Tt]|[ \\t]+)[0-9][0-9]?\n        :[0-9][0-9] :[0-9][0-9] (?:\\.[0-9]*)?\n        (?:[ \\t]*(?:Z|[-+][0-9]"
-        "[0-9]?(?::[0-9][0-9])?))?)$",
-        96,
-        tuple("0123456789"),
-    ),
-    ("value", "^(?:=)$", 32, ("=",)),
-    ("yaml", "^(?:!|&|\\*)$", 32, ("!", "&", "*")),
-)
-
+# How plain scalars resolve in YAML 1.2 (ruamel's table, which the strict reader uses): `ownyaml` holds it,
+# where reading a plan the tool wrote imports no YAML library at all.
 # An anchor (`&name`) or a tag (`!x`, `!!x`) where a token starts; a false hit only costs the slow path.
 _ANCHOR_OR_TAG = re.compile(r"(?:^|[\s\[{,])(?:&[^\s&]|![^\s=])")
 _MARK = re.compile(r"[&!]")

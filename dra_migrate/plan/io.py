@@ -19,23 +19,47 @@ it means (`dra_migrate.plan.validate`), and records the edit.
 
 from __future__ import annotations
 
-import math
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from dra_migrate.errors import InputError
 from dra_migrate.fileio import not_text, read_inflated, text_of, write_text_atomic
 from dra_migrate.gcpause import paused_gc
 from dra_migrate.plan import fastyaml, wire
 from dra_migrate.plan.derived import applicable_problems
+from dra_migrate.plan.filechecks import (
+    _SECTIONS,
+    _STAGE_ORDER,
+    _check_finite,
+    _check_schema,
+)
+from dra_migrate.plan.filechecks import (  # what every reading checks (light: the streamed reader's too)
+    SECTIONS as SECTIONS,
+)
+from dra_migrate.plan.filechecks import (
+    STAGE_ORDER as STAGE_ORDER,
+)
+from dra_migrate.plan.filechecks import (
+    _digest as _digest,
+)
+from dra_migrate.plan.filechecks import (
+    _plain as _plain,
+)
+from dra_migrate.plan.filechecks import (
+    body_of as body_of,
+)
+from dra_migrate.plan.filechecks import (
+    canonical as canonical,
+)
+from dra_migrate.plan.filechecks import (
+    check_schema as check_schema,
+)
 from dra_migrate.plan.model import Plan
 from dra_migrate.plan.problems import Problem
-from dra_migrate.plan.wire import INT_MAX, INT_MIN, REGENERATE, line_of
+from dra_migrate.plan.wire import REGENERATE, line_of
 
 if TYPE_CHECKING:
     from dra_migrate.plan.diff import PlanDiff  # deepdiff (and pydantic) load only for a rebase: see rebase_checked
@@ -43,70 +67,6 @@ if TYPE_CHECKING:
     from dra_migrate.plan.lined import Lined as StrictLined
 
     Lined = StrictLined | LinedMap  # a document with its lines, from either reader
-
-_SECTIONS = (
-    "formatVersion",
-    "tool",
-    "cluster",
-    "clusterIdentity",
-    "parameters",
-    "fingerprint",
-    "applicable",
-    "findings",
-    "summary",
-    "review",
-)
-_REQUIRED: dict[str, type | tuple[type, ...]] = {
-    "formatVersion": int,
-    "tool": dict,
-    "cluster": str,
-    "parameters": dict,
-    "fingerprint": dict,
-    "applicable": bool,
-    "findings": list,
-    "summary": dict,
-    "stages": list,
-}
-# clusterIdentity: the cluster the plan was made from (cluster/identity.py); digested with the body.
-_OPTIONAL = {"clusterIdentity": dict, "review": dict, "edited": dict, "digests": dict, "digest": str}
-_STAGE_ORDER = "stages"  # the digests entry over the order of the stages
-SECTIONS, STAGE_ORDER = _SECTIONS, _STAGE_ORDER  # what the streaming reader digests (plan/stream.py)
-
-
-def canonical(body: dict[str, Any], *, read: bool = False) -> bytes:
-    """The bytes a digest covers: sorted keys, lists in order. Refuses NaN/infinity (JSON has none);
-    `read`: the values come from a file, whose readers refused those already (`fastyaml`, `lined.check_values`)."""
-    if not read:
-        _check_finite(body)
-    try:
-        return orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
-    except TypeError as e:  # orjson.JSONEncodeError is a TypeError: an integer beyond 64 bits and the like
-        raise InputError(f"a plan holds a value with no canonical form ({e})", REGENERATE) from e
-
-
-def _digest(value: Any, *, read: bool = False) -> str:
-    return "sha256:" + str(wire.sha256(canonical(value, read=read)).hexdigest())
-
-
-def check_schema(doc: Any, path: Path) -> None:
-    """The file's sections and stages as `load` requires them (the streaming reader's, on its skeleton)."""
-    _check_schema(doc, path)
-
-
-def _check_finite(value: Any) -> None:
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if type(v) is str:  # most of a plan's values: nothing to check, so asked first
-            continue
-        if isinstance(v, dict):
-            stack.extend(v.values())
-        elif isinstance(v, list):
-            stack.extend(v)
-        elif isinstance(v, float) and not math.isfinite(v):
-            raise InputError(f"a plan holds {v!r}, which has no canonical form", REGENERATE)
-        elif isinstance(v, int) and not isinstance(v, bool) and not INT_MIN <= v <= INT_MAX:
-            raise InputError(f"a plan holds the integer {v}, beyond 64 bits: it has no canonical form", REGENERATE)
 
 
 def section_digests(body: dict[str, Any], *, read: bool = False) -> dict[str, str]:
@@ -187,21 +147,6 @@ def write(plan: dict[str, Any] | Plan, path: Path) -> None:
 
 
 # --- reading ---------------------------------------------------------------------------------------
-
-
-def _plain(value: Any) -> Any:
-    """Round-trip loading gives ruamel's types (CommentedMap, ScalarInt, ScalarBoolean, ...): plain types
-    digest and dump like the plan that was written. Iterative: depth is bounded by the parser anyway."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if isinstance(value, bool) or value is None:
-        return bool(value) if value is not None else None
-    for plain in (int, float, str):
-        if isinstance(value, plain):
-            return plain(value)
-    return value
 
 
 # The most a plan file may hold (decompressed): a 10,000-node plan is ~2.7 MB, one of format 1 was 14 MB. Past
@@ -383,59 +328,6 @@ def _section_line(doc: Any, key: str) -> int:
     return line_of(doc, key)
 
 
-def _refuse_sealed_by_0_1(doc: Any, path: Path) -> None:
-    """A plan sealed as 0.1.0 sealed them: `digest` over the `digests` (no entry for the stage order), where
-    this version's covers the whole body. Its steps are not the ones this version writes either (the
-    canary's parameters, the per-node steps): `plan --rebase` cannot convert it, so it is refused as what
-    it is, naming the command that makes a plan this version runs, never as a hand edit."""
-    recorded, top = doc.get("digests"), doc.get("digest")
-    if not isinstance(recorded, dict) or _STAGE_ORDER in recorded or not isinstance(top, str):
-        return
-    try:
-        if top != _digest(_plain(recorded), read=True):
-            return
-    except InputError:
-        return
-    # Named by its date, not `tool.version`: every build since has said 0.1.0 too (dra_migrate/__init__.py).
-    raise InputError(
-        f"{path}: a plan made by the dra-migrate 0.1.0 release (2026-11-30), which this build cannot verify or convert",
-        "make it again: dra-migrate plan --kubeconfig ... --out NEW.yaml (the nodes its runs migrated are left "
-        "out); to roll back what it applied, run rollback with that release",
-    )
-
-
-def _check_schema(doc: Any, path: Path) -> None:
-    _refuse_sealed_by_0_1(doc, path)
-    for key, typ in _REQUIRED.items():
-        if key not in doc:
-            raise InputError(f"{path}: missing `{key}`", "regenerate the plan with dra-migrate plan")
-        if not isinstance(doc[key], typ) or (typ is int and isinstance(doc[key], bool)):
-            raise InputError(f"{path}:{line_of(doc, key)}: `{key}` has the wrong type", "regenerate the plan")
-    for key, value in doc.items():
-        if key in _REQUIRED:
-            continue
-        if key not in _OPTIONAL:
-            raise InputError(f"{path}:{line_of(doc, key)}: unknown section `{key}`", REGENERATE)
-        if not isinstance(value, _OPTIONAL[key]):
-            raise InputError(f"{path}:{line_of(doc, key)}: `{key}` has the wrong type", REGENERATE)
-    if doc["formatVersion"] not in wire.READS:
-        raise InputError(
-            f"{path}:{line_of(doc, 'formatVersion')}: plan format {doc['formatVersion']}, "
-            f"this tool reads {', '.join(map(str, wire.READS))}",
-            "regenerate the plan with this version of dra-migrate",
-        )
-    names = set()
-    for i, stage in enumerate(doc["stages"]):
-        where = f"{path}:{line_of(doc['stages'], i)}"
-        if not isinstance(stage, dict) or not isinstance(stage.get("name"), str):
-            raise InputError(f"{where}: a stage needs a `name`", "regenerate the plan")
-        if stage["name"] in names:
-            raise InputError(f"{where}: stage {stage['name']} appears twice", "regenerate the plan")
-        names.add(stage["name"])
-        if "pool" in stage and not isinstance(stage.get("waves"), list):
-            raise InputError(f"{where}: stage {stage['name']} needs `waves`", "regenerate the plan")
-
-
 def _check_digests(doc: Any, path: Path) -> None:
     found = edits(doc)
     if not found:
@@ -490,10 +382,6 @@ def _refuse(problems: list[Problem], file: _File, what: str) -> None:
     where = f"{file.path}:{line}" if line else str(file.path)
     more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
     raise InputError(f"{where}: {what}: {p}{more}", p.hint or REGENERATE)
-
-
-def body_of(plan: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in plan.items() if k not in ("digests", "digest")}
 
 
 # --- rebase ----------------------------------------------------------------------------------------

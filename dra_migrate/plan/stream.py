@@ -34,9 +34,8 @@ import orjson
 
 from dra_migrate.errors import InputError
 from dra_migrate.fileio import GZIP_MAGIC
-from dra_migrate.plan import fastyaml, wire
-from dra_migrate.plan import io as plan_io
-from dra_migrate.plan.derived import applicable_problems
+from dra_migrate.plan import filechecks, ownyaml, wire
+from dra_migrate.plan.filechecks import applicable_problems
 from dra_migrate.plan.outline import NodeLine, PlanOutline, head_outline, node_line, outline_of, stage_outline
 
 # A run of table rows as the writer puts them (`fastyaml.dump`: a key alone on its line, then one flow row
@@ -84,7 +83,11 @@ def outline(path: Path) -> PlanOutline:
     """The outline of a plan file for `show`, verified: streamed when the file is the tool's format 2,
     else (and whenever streaming finds anything amiss) from `io.load`, which refuses what it refuses."""
     found = scan(path)
-    return found if found is not None else outline_of(plan_io.load(path))
+    if found is not None:
+        return found
+    from dra_migrate.plan import io as plan_io  # the whole reader: PyYAML, the model
+
+    return outline_of(plan_io.load(path))
 
 
 def scan(path: Path) -> PlanOutline | None:
@@ -127,6 +130,29 @@ def pieces(path: Path, fmt: str) -> Iterator[str] | None:
     return reader.pieces(fmt)
 
 
+def _load(text: str) -> dict[str, Any] | None:
+    """The skeleton's values: read by `ownyaml` (no YAML library imported) when it is as the tool writes
+    it, else by `fastyaml`; None when neither reads it as a plan (the whole reader then decides)."""
+    doc = ownyaml.load(text)
+    if doc is not None:
+        return doc
+    from dra_migrate.plan import fastyaml
+
+    try:
+        return fastyaml.load(text)
+    except fastyaml.NotAMapping:
+        return None  # the whole reader says so
+
+
+def _load_rows(text: str) -> list[Any] | None:
+    rows = ownyaml.load_rows(text)
+    if rows is not None:
+        return rows
+    from dra_migrate.plan import fastyaml
+
+    return fastyaml.load_rows(text)
+
+
 def _marker(value: Any, markers: dict[str, int]) -> bool:
     return isinstance(value, str) and value in markers
 
@@ -142,13 +168,10 @@ class _Stream:
         nonce = os.urandom(16).hex()  # as secrets.token_hex, without its imports (random, hmac, base64)
         self.blocks: list[_Block] = []
         skeleton = self._skeleton(nonce)
-        try:
-            doc = fastyaml.load(skeleton.decode("utf-8"))
-        except fastyaml.NotAMapping:
-            doc = None  # the whole reader says so
+        doc = _load(skeleton.decode("utf-8"))
         if doc is None:
             raise _NotStreamed
-        plan_io.check_schema(doc, path)
+        filechecks.check_schema(doc, path)
         if doc.get("formatVersion") != wire.WRITES:
             raise _NotStreamed
         self.doc = doc
@@ -227,15 +250,15 @@ class _Stream:
 
     def _digests(self, markers: dict[str, int]) -> list[_Digest]:
         """What `io.edits` compares, each cut at its markers; the whole body's last."""
-        body = plan_io.body_of(self.doc)
+        body = filechecks.body_of(self.doc)
         recorded = self.doc.get("digests")
         if not isinstance(recorded, dict) or not isinstance(self.doc.get("digest"), str):
             raise _NotStreamed
-        sections: dict[str, Any] = {k: body.get(k) for k in plan_io.SECTIONS if k in body}
+        sections: dict[str, Any] = {k: body.get(k) for k in filechecks.SECTIONS if k in body}
         if "edited" in body:
             sections["edited"] = body["edited"]
         stages = body["stages"]
-        sections[plan_io.STAGE_ORDER] = [s.get("name") for s in stages]
+        sections[filechecks.STAGE_ORDER] = [s.get("name") for s in stages]
         sections.update({f"stages/{s.get('name')}": s for s in stages})
         if set(recorded) != set(sections):
             raise _NotStreamed
@@ -243,7 +266,7 @@ class _Stream:
         return [*out, self._cut(None, body, markers)]
 
     def _cut(self, expected: Any, value: Any, markers: dict[str, int]) -> _Digest:
-        canon = plan_io.canonical(value, read=True)
+        canon = filechecks.canonical(value, read=True)
         pieces: list[bytes] = []
         blocks: list[int] = []
         pos = 0
@@ -271,7 +294,7 @@ class _Stream:
                 pos += len(line)
             raw = b"".join(chunk)
             self._same_as_read(block.start, raw)
-            rows = fastyaml.load_rows(raw.decode("utf-8"))
+            rows = _load_rows(raw.decode("utf-8"))
             if rows is None or len(rows) != len(chunk) or pos > block.end:
                 raise _NotStreamed
             yield rows

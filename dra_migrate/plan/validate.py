@@ -34,14 +34,13 @@ from dra_migrate.plan import steps as build_steps
 from dra_migrate.plan.actions import Action
 from dra_migrate.plan.dependents import set_quota_problems
 from dra_migrate.plan.derived import (
-    _applicable,
-    _derived,
     evicted_in,
     recomputed_summary,
     with_evicted_recomputed,
 )
 from dra_migrate.plan.estimate import MAX_PODS_PER_NODE
 from dra_migrate.plan.fields import PlanFieldError
+from dra_migrate.plan.filechecks import _applicable, _derived
 from dra_migrate.plan.model import NodeEntry, Plan, PoolStage, PrepareStage, Stage, Step
 from dra_migrate.plan.params import (
     PlanParams,
