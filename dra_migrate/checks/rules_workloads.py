@@ -292,7 +292,9 @@ def pods_marked_do_not_disrupt_rule(ctx: CheckContext) -> Iterator[Finding]:
     """Severity: warning, one per pool. When: a GPU pod the drain will evict from a node still to migrate (not
     finished or being deleted; not a DaemonSet's or mirror pod) carries `karpenter.sh/do-not-disrupt: "true"` or
     `cluster-autoscaler.kubernetes.io/safe-to-evict: "false"` (or "on-completion"): its owners asked that it
-    not be interrupted, and the drain evicts it anyway. Rests on: Karpenter does not disrupt such a pod's node
+    not be interrupted, and the drain evicts it anyway. The finding names every such pod: apply's drain evicts
+    those with a warning each, and stops, evicting nothing on the node, at a marked pod it did not name (marked or
+    started since the plan; execute/ops_drain.py). Rests on: Karpenter does not disrupt such a pod's node
     (kubernetes-sigs/karpenter v1.6.2 `pkg/utils/pod/scheduling.go` `IsDisruptable`, `HasDoNotDisrupt`); the
     cluster autoscaler does not remove it (kubernetes/autoscaler cluster-autoscaler-1.36.1
     `simulator/drainability/rules/notsafetoevict`, `oncompletion`; FAQ); an eviction reads neither mark

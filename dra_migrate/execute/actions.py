@@ -47,6 +47,8 @@ class StepContext:
     drain_timeout_s: float = DEFAULT_DRAIN_S
     # (driver, timeout) of the node's DRA readiness wait: an undone DRA switch waits that long for the slices to go.
     dra_gone: tuple[str, float] | None = None
+    # `Plan.marked_pods_named`: the pods marked not to be interrupted that a drain may evict, the review named them
+    marked_named: frozenset[str] = frozenset()
 
     @property
     def node_name(self) -> str:
@@ -178,8 +180,9 @@ def _drain(ctx: StepContext) -> Change | None:
     if scope not in ("gpu", "all"):
         raise InputError(f"step {ctx.step.id}: drain scope must be gpu or all, not {scope!r}", "regenerate the plan")
     return ctx.ops.drain(
-        ctx.node_name, scope, ctx.timeout_s, dry_run=ctx.dry_run, cancel=ctx.cancel, reviewed=ctx.reviewed_pods
-    )
+        ctx.node_name, scope, ctx.timeout_s, dry_run=ctx.dry_run, cancel=ctx.cancel, reviewed=ctx.reviewed_pods,
+        marked_named=ctx.marked_named,
+    )  # fmt: skip
 
 
 @action(Action.SET_LABEL, inverse=InverseAction.RESTORE_LABEL, dry_run=DryRun.SEND)
@@ -443,8 +446,9 @@ def _wait_dra_gone(ctx: StepContext, driver: str, timeout_s: float) -> None:
 # wave that failed before its uncordon never left it.
 def _evict_before_switching_back(ctx: StepContext) -> list[str]:
     drained: Change | None = ctx.ops.drain(
-        ctx.node_name, "gpu", ctx.drain_timeout_s, dry_run=ctx.dry_run, cancel=ctx.cancel, reviewed=ctx.reviewed_pods
-    )
+        ctx.node_name, "gpu", ctx.drain_timeout_s, dry_run=ctx.dry_run, cancel=ctx.cancel, reviewed=ctx.reviewed_pods,
+        marked_named=ctx.marked_named,
+    )  # fmt: skip
     pods = drained.before.get("pods") if drained is not None else None  # None: the preflight's `_Rehearsal`
     return [str(p) for p in pods] if isinstance(pods, list) else []
 

@@ -203,12 +203,16 @@ class Ops(Protocol):
         dry_run: bool = False,
         cancel: Cancel = NEVER,
         reviewed: Collection[str] | None = frozenset(),
+        marked_named: Collection[str] = frozenset(),
     ) -> Change:
         """Evict the node's pods through policy/v1 Eviction (scope "gpu": pods that use devices; "all":
         every pod), skipping DaemonSet and mirror pods, retrying 429s with backoff, until none is left.
         Raises StepFailed naming the blocking PodDisruptionBudgets and pods after timeout_s, and at once,
         evicting nothing, when a running pod no controller owns is not in `reviewed` (uids the plan
-        recorded: evicting it deletes it for good); `reviewed` None lets any go (kubectl drain --force)."""
+        recorded: evicting it deletes it for good); `reviewed` None lets any go (kubectl drain --force).
+        Likewise when a pod that uses devices is marked not to be interrupted (cluster/podmeta.py
+        `do_not_interrupt_mark`) and its "namespace/name" is not in `marked_named` (`Plan.marked_pods_named`);
+        the marked pods it evicts are each logged, and listed in the change's `before.marked`."""
         ...
 
     def unreviewed_pods(self, node: str, scope: str, reviewed: Collection[str]) -> list[str]:

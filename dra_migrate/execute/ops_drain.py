@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 
-from dra_migrate.cluster.podmeta import drain_skips, lost_if_evicted
+from dra_migrate.cluster.podmeta import do_not_interrupt_mark, drain_skips, is_finished, lost_if_evicted
 from dra_migrate.cluster.state import uses_devices
 from dra_migrate.errors import InputError
 from dra_migrate.execute.contract import NEVER, Cancel, Change, StepFailed
@@ -24,6 +25,8 @@ from dra_migrate.execute.ops_base import (
 from dra_migrate.inventory.placement import pdb_selects
 from dra_migrate.kube import ApiError, Obj, path_of
 
+log = logging.getLogger("dra_migrate.execute")
+
 
 class DrainOps(OpsBase):
     def drain(
@@ -35,6 +38,7 @@ class DrainOps(OpsBase):
         dry_run: bool = False,
         cancel: Cancel = NEVER,
         reviewed: Collection[str] | None = frozenset(),
+        marked_named: Collection[str] = frozenset(),
     ) -> Change:
         """Evict the node's pods in `scope` as `kubectl drain` does, but only through the Eviction API.
 
@@ -45,11 +49,17 @@ class DrainOps(OpsBase):
         (finding `unmanaged-gpu-pod`), so the operator saw that it goes for good. Any other (made after the
         plan, or outside its GPU scope under `--drain all`) stops the drain before anything is evicted, as
         kubectl's `unreplicatedFilter` does without `--force`: nothing would bring it back.
+
+        A pod marked not to be interrupted (Karpenter's do-not-disrupt, the autoscaler's safe-to-evict: `_marks`)
+        that the plan's review did not name (`marked_named`, "namespace/name") stops the drain the same way: the
+        eviction reads no mark, and one added after the review would be ignored without a word. The ones it
+        named are evicted as planned, each logged and listed in the change (`before.marked`).
         """
         if scope not in ("gpu", "all"):
             raise InputError(f"drain scope must be 'gpu' or 'all', not {scope!r}")
         deadline = self.clock.monotonic() + timeout_s
         evicted: list[str] = []
+        marked: list[str] = []  # "ns/name (mark)" of the marked pods evicted, as the review named them
         gone: set[str] = set()  # uids evicted (or already terminating) and waited for
         while True:
             # Listed again once a round's pods are gone: the scheduler binds from a snapshot taken at the start
@@ -64,17 +74,22 @@ class DrainOps(OpsBase):
                 if _uid(p) not in gone and not self._skips(p) and (scope == "all" or uses_devices(p))
             ]
             if not pods:
-                return Change(f"Node {node}", {"pods": sorted(evicted)}, {"pods": []}, dry_run)
+                return _drained(node, evicted, marked, dry_run)
             if reviewed is not None:  # None: apply --delete-unowned-pods, as kubectl drain --force
                 unreviewed = sorted(_key(p) for p in pods if _lost_unreviewed(p, reviewed))
                 if unreviewed:
                     raise _unreviewed(node, unreviewed)
+            marks = _marks(pods)
+            unnamed = [(key, mark) for key, (mark, gpu) in marks.items() if gpu and key not in marked_named]
+            if unnamed:
+                raise _marked_unnamed(node, unnamed)
             if gone and self.clock.monotonic() >= deadline:
                 raise _still_coming(node, timeout_s, sorted(_key(p) for p in pods))
+            marked += _say_marked(node, marks, dry_run)
             evicted += [_key(p) for p in pods]
             self._drain_round(node, pods, deadline, timeout_s, dry_run, cancel)
             if dry_run:  # nothing was evicted: a second list would show the same pods
-                return Change(f"Node {node}", {"pods": sorted(evicted)}, {"pods": []}, dry_run=True)
+                return _drained(node, evicted, marked, dry_run)
             gone.update(_uid(p) for p in pods)
 
     def _drain_round(
@@ -229,6 +244,56 @@ def _lost_unreviewed(pod: Obj, reviewed: Collection[str]) -> bool:
     tool's own canary (an interrupted canary step leaves one; the drain before a rollback switches the
     plugins back meets it) is nobody's work."""
     return lost_if_evicted(pod) and _uid(pod) not in reviewed and CANARY_LABEL not in (_meta(pod).get("labels") or {})
+
+
+def _marks(pods: list[Obj]) -> dict[str, tuple[str, bool]]:
+    """ "ns/name" -> (its mark, whether it uses devices) of the pods of a drain round marked not to be interrupted,
+    sorted. A pod that has finished or is already being deleted is not judged, as Karpenter judges none
+    (kubernetes-sigs/karpenter v1.6.2 pkg/utils/pod/scheduling.go `IsDisruptable`: only an active pod's
+    `HasDoNotDisrupt` counts, the value "true" exactly, pkg/apis/v1/labels.go `DoNotDisruptAnnotationKey`), nor is
+    one the drain skips (DaemonSet, mirror pods: not in the round), as `checks/context.py` `pods_the_drain_evicts`
+    leaves them out of `check`'s finding. Only a pod that uses devices can be named: the snapshot keeps no other
+    (cluster/state.py), so under `--drain all` the rest are evicted and said, not refused."""
+    found = {}
+    for p in pods:
+        mark = do_not_interrupt_mark(p)
+        if mark is not None and not is_finished(p) and not _meta(p).get("deletionTimestamp"):
+            found[_key(p)] = (mark, uses_devices(p))
+    return dict(sorted(found.items()))
+
+
+def _say_marked(node: str, marks: Mapping[str, tuple[str, bool]], dry_run: bool) -> list[str]:
+    """A warning (stderr, the in-cluster Job's log) for each marked pod the drain is about to evict; what the
+    journal's record of the step lists (`before.marked`)."""
+    for key, (mark, gpu) in marks.items():
+        why = "named by the reviewed plan" if gpu else "outside the GPU scope (--drain all), which no review names"
+        log.warning(
+            "drain of node %s: %s %s, marked %s: %s (pods-marked-do-not-disrupt)",
+            node, "would evict" if dry_run else "evicting", key, mark, why,
+        )  # fmt: skip
+    return [f"{key} ({mark})" for key, (mark, _) in marks.items()]
+
+
+def _marked_unnamed(node: str, pods: list[tuple[str, str]]) -> StepFailed:
+    """Karpenter itself does not evict such a pod when it drains a node (kubernetes-sigs/karpenter v1.6.2
+    pkg/utils/pod/scheduling.go `IsEvictable`: `!HasDoNotDisrupt`); the drain evicts only those the operator was
+    shown at review (`pods-marked-do-not-disrupt`), and stops at any other before it evicts anything."""
+    (first, mark), *_ = pods
+    namespace, _, name = first.partition("/")
+    key = mark.partition(":")[0]
+    return StepFailed(
+        f"drain of node {node}: {len(pods)} pod(s) marked not to be interrupted that the reviewed plan did not name "
+        f"(marked or started since it was made): {', '.join(f'{k} ({m})' for k, m in pods)}; nothing evicted",
+        f"once they may be interrupted, remove the mark (kubectl annotate pod -n {namespace} {name} {key}-), then "
+        "run the same command again (apply resumes, rollback goes on); or make a new plan (dra-migrate plan), whose "
+        "review names them (pods-marked-do-not-disrupt), and apply that",
+        {"budgets": [], "pods": [k for k, _ in pods]},
+    )
+
+
+def _drained(node: str, evicted: list[str], marked: list[str], dry_run: bool) -> Change:
+    before = {"pods": sorted(evicted), **({"marked": sorted(marked)} if marked else {})}
+    return Change(f"Node {node}", before, {"pods": []}, dry_run)
 
 
 def _unreviewed(node: str, pods: list[str]) -> StepFailed:

@@ -162,7 +162,8 @@ class Runner:
         sink = log or (lambda _msg: None)
         self.log: Callable[[str], None] = lambda msg: sink(scrub(msg) or "")  # failures quote API errors: scrubbed
         self.node_uids = plan.node_uids()
-        self.reviewed_pods = plan.reviewed_pods()
+        # What its drains may take: pods no controller owns, pods marked not to be interrupted (the plan showed them).
+        self.reviewed_pods, self.marked_named = plan.reviewed_pods(), plan.marked_pods_named()
         # Each pool stage's drain timeout: an undone plugin switch drains the node again (execute/actions.py);
         # and its DRA readiness wait: an undone DRA switch waits, with its driver and timeout, for the slices to go.
         self.drain_timeouts = {name: s.timeout_s for name, s in stage_steps(plan, Action.DRAIN).items()}
@@ -546,13 +547,12 @@ class Runner:
 
     # ----------------------------------------------------------------------------------------- steps
     def _context(self, ps: PlannedStep, opts: ApplyOptions, cancel: Cancel) -> StepContext:
-        step = ps.step
-        timeout = opts.timeouts.get(str(step.action), step.timeout_s)
+        timeout = opts.timeouts.get(str(ps.step.action), ps.step.timeout_s)
         uid = self.node_uids.get(ps.node) if ps.node else None
         reviewed = None if opts.delete_unowned_pods else self.reviewed_pods
         drain_s = opts.timeouts.get(str(Action.DRAIN), self.drain_timeouts.get(ps.stage, DEFAULT_DRAIN_S))
-        gone = dra_gone_of(self.dra_waits.get(ps.stage), opts.timeouts)
-        return StepContext(self.ops, step, ps.node, timeout, opts.dry_run, cancel, uid, reviewed, drain_s, gone)
+        rest = (reviewed, drain_s, dra_gone_of(self.dra_waits.get(ps.stage), opts.timeouts), self.marked_named)
+        return StepContext(self.ops, ps.step, ps.node, timeout, opts.dry_run, cancel, uid, *rest)
 
     def _run_step(self, ps: PlannedStep, opts: ApplyOptions, cancel: Cancel) -> Change | None:
         step = ps.step

@@ -37,6 +37,9 @@ from dra_migrate.plan.fields import (
 
 FORMAT_VERSION = 2  # what `build_plan` makes; the file's form of each version is `plan/wire.py`'s
 READ_VERSIONS = (1, 2)  # the model is the same for both: format 2 only writes it more compactly
+# The finding whose objects are the marked pods the review saw (checks/rules_workloads.py): apply's drains evict
+# those and refuse other marked pods (`Plan.marked_pods_named`).
+MARKED_PODS_FINDING = "pods-marked-do-not-disrupt"
 
 
 @dataclass(frozen=True)
@@ -396,6 +399,22 @@ class Plan:
             str(o["uid"])
             for o in self.fingerprint.get("objects") or []
             if isinstance(o, Mapping) and o.get("kind") == "Pod" and not o.get("group") and o.get("uid")
+        )
+
+    def marked_pods_named(self) -> frozenset[str]:
+        """ "namespace/name" of the pods the plan's review named as marked not to be interrupted (finding
+        `pods-marked-do-not-disrupt`; accepted in the ignore file, it is kept under review.acceptedRisks, seen all
+        the same). The finding names every such pod in its objects (its message shows a few), by name only: a pod
+        of that name is the one the review saw, whichever of the marks it carries now. Its drain evicts these as
+        planned and refuses any other marked pod (execute/ops_drain.py `_marked_unnamed`)."""
+        accepted = (self.review or {}).get("acceptedRisks")
+        found = [*self.findings, *(accepted if isinstance(accepted, list) else [])]
+        return frozenset(
+            text.partition(" ")[2]
+            for f in found
+            if isinstance(f, Mapping) and f.get("id") == MARKED_PODS_FINDING
+            for text in f.get("objects") or []
+            if isinstance(text, str) and text.startswith("Pod ")
         )
 
     def pool_stages(self) -> tuple[PoolStage, ...]:

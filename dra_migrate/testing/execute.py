@@ -86,6 +86,8 @@ class FakeNode:
     deleting: bool = False  # the Node has a deletionTimestamp
     # GPU pods no controller owns, "namespace/name" -> uid: a drain evicts one only when its uid is reviewed
     unowned: dict[str, str] = field(default_factory=dict)
+    # GPU pods marked not to be interrupted, "namespace/name" -> mark: a drain evicts one only when the plan named it
+    marked: dict[str, str] = field(default_factory=dict)
 
 
 class CrashableJournal:
@@ -287,6 +289,7 @@ class FakeOps:
         dry_run: bool = False,
         cancel: Cancel = NEVER,
         reviewed: Collection[str] | None = frozenset(),
+        marked_named: Collection[str] = frozenset(),
     ) -> Change:
         fault = self._enter("drain", node, cancel)
         with self._mutex:
@@ -295,6 +298,10 @@ class FakeOps:
         lost = [] if reviewed is None else sorted(k for k, uid in n.unowned.items() if uid not in reviewed)
         if lost:  # as LiveOps.drain: nothing evicted
             raise StepFailed(f"drain of node {node}: pod(s) no controller owns: {', '.join(lost)}", "resume")
+        unnamed = sorted(k for k in n.marked if k not in marked_named)
+        if unnamed:  # as LiveOps.drain: nothing evicted
+            raise StepFailed(f"drain of node {node}: marked pod(s) not named: {', '.join(unnamed)}", "resume",
+                             {"budgets": [], "pods": unnamed})  # fmt: skip
         before = {"pods": [f"ns/pod-{node}-{i}" for i in range(n.gpu_pods)]}
         if dry_run or not n.gpu_pods:
             return Change(f"Node {node}", before, {"pods": []}, dry_run)
@@ -306,6 +313,7 @@ class FakeOps:
         self._mid(fault, "drain", node, cancel)
         with self._mutex:
             n.gpu_pods = 0
+            n.marked.clear()
         return Change(f"Node {node}", before, {"pods": []})
 
     def stack_object(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
