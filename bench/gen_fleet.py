@@ -728,9 +728,7 @@ def emit_workload(g: Gen, w: Workload, pools: dict[str, Pool]) -> Iterator[Obj]:
             },
             "status": {"active": w.replicas, "startTime": CREATED},
         }
-        yield from pods_of(
-            t, oref("batch/v1", "Job", w.name, w.uid), [g.unique(w.name) for _ in range(w.replicas)]
-        )
+        yield from pods_of(t, oref("batch/v1", "Job", w.name, w.uid), [g.unique(w.name) for _ in range(w.replicas)])
     elif w.kind == "CronJob":
         if w.gpus_per_pod:
             place(pools[w.pool], w.gpus_per_pod, w.cpu_m + 10, w.mem_mi + 64)  # room for its next run

@@ -321,8 +321,11 @@ def one(nodes: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         "toolRssMiBAt": rss_at,
         "timeline": timeline if args.timeline else None,
         "twinPeakRssMiB": round(sampler.peak_twin / 2**20),
-        "loadAverage1m": {"min": min(sampler.loads, default=None), "max": max(sampler.loads, default=None),
-                          "mean": round(sum(sampler.loads) / len(sampler.loads), 2) if sampler.loads else None},
+        "loadAverage1m": {
+            "min": min(sampler.loads, default=None),
+            "max": max(sampler.loads, default=None),
+            "mean": round(sum(sampler.loads) / len(sampler.loads), 2) if sampler.loads else None,
+        },
         "rehearsedSeconds": r["rehearsedSeconds"],
         "estimatedDuration": r["estimatedDuration"],
         "timeScale": args.time_scale,

@@ -130,7 +130,7 @@ def _finite_at(value: Any, path: str) -> None:
 
 
 def _duration(value: Any, path: str) -> str:
-    from dra_migrate.plan.params import parse_duration
+    from dra_migrate.plan.durations import parse_duration
 
     text = _str(value, path)
     try:

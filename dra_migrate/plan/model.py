@@ -24,7 +24,6 @@ from dra_migrate.plan.fields import (
     _count,
     _duration,
     _each,
-    _enum,
     _fail,
     _fields,
     _finite,
@@ -34,71 +33,14 @@ from dra_migrate.plan.fields import (
     _str,
     _strs,
 )
+from dra_migrate.plan.step import Inverse as Inverse  # a step and its inverse: plan/step.py, re-exported
+from dra_migrate.plan.step import Step as Step
 
 FORMAT_VERSION = 2  # what `build_plan` makes; the file's form of each version is `plan/wire.py`'s
 READ_VERSIONS = (1, 2)  # the model is the same for both: format 2 only writes it more compactly
 # The finding whose objects are the marked pods the review saw (checks/rules_workloads.py): apply's drains evict
 # those and refuse other marked pods (`Plan.marked_pods_named`).
 MARKED_PODS_FINDING = "pods-marked-do-not-disrupt"
-
-
-@dataclass(frozen=True)
-class Inverse:
-    """How to undo a step: the action and the original values it restores."""
-
-    action: str  # an InverseAction
-    restore: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"action": str(self.action), "restore": self.restore}
-
-    @classmethod
-    def from_dict(cls, value: Any, path: str) -> Inverse:
-        doc = _fields(value, path, ("action", "restore"))
-        action = _enum(InverseAction, doc["action"], f"{path}.action")
-        return cls(action, dict(_mapping(doc["restore"], f"{path}.restore")))
-
-
-@dataclass(frozen=True)
-class Step:
-    id: str  # stable: "<stage>/<node>/<action>" or "prepare/<action>/<target>" ("<id>" in a pool's nodeSteps)
-    action: str  # an Action
-    target: str  # "Node <name>", "DeviceClass <name>", "Driver gpu.nvidia.com"
-    params: dict[str, Any]
-    precondition: str
-    timeout: str  # a duration, e.g. "10m"
-    inverse: Inverse | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "action": str(self.action),
-            "target": self.target,
-            "params": self.params,
-            "precondition": self.precondition,
-            "timeout": self.timeout,
-            "inverse": self.inverse.to_dict() if self.inverse else None,
-        }
-
-    @classmethod
-    def from_dict(cls, value: Any, path: str) -> Step:
-        doc = _fields(value, path, ("id", "action", "target", "params", "precondition", "timeout", "inverse"))
-        inverse = doc["inverse"]
-        return cls(
-            id=_str(doc["id"], f"{path}.id"),
-            action=_enum(Action, doc["action"], f"{path}.action"),
-            target=_str(doc["target"], f"{path}.target"),
-            params=dict(_mapping(doc["params"], f"{path}.params")),
-            precondition=_str(doc["precondition"], f"{path}.precondition"),
-            timeout=_duration(doc["timeout"], f"{path}.timeout"),
-            inverse=None if inverse is None else Inverse.from_dict(inverse, f"{path}.inverse"),
-        )
-
-    @property
-    def timeout_s(self) -> float:
-        from dra_migrate.plan.params import parse_duration
-
-        return float(parse_duration(self.timeout))
 
 
 @dataclass(frozen=True)

@@ -12,14 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from dra_migrate.plan.model import Plan, Step
+from dra_migrate.plan.step import Step
+
+if TYPE_CHECKING:
+    from dra_migrate.plan.model import Plan  # not imported to draw a streamed plan: a module is `show`'s memory
 
 
-@dataclass(frozen=True, slots=True)
-class NodeLine:
-    """One node as `show` lists it."""
+class NodeLine(NamedTuple):
+    """One node as `show` lists it: a tuple in the order of show's node table, whose row it is as it is (a
+    10,000-node plan's rows were copies: `show`'s peak is held to 5x the file, issue 29)."""
 
     wave: str
     node: str
@@ -112,7 +115,7 @@ def node_line(wave: str, entry: Mapping[str, Any]) -> NodeLine:
 
 def outline_of(plan: Mapping[str, Any] | Plan) -> PlanOutline:
     """The outline of a plan in memory: typed, or the model's mapping (`io.load`, `load_for_review`)."""
-    doc = plan.to_dict() if isinstance(plan, Plan) else plan
+    doc = plan if isinstance(plan, Mapping) else plan.to_dict()
     stages = []
     for i, st in enumerate(doc.get("stages") or []):
         waves = st.get("waves") or []

@@ -18,6 +18,7 @@ edits of them), and the memory it saves to bench/plan_scale.py's `show memory/fi
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any
 
 # How the strict reader (ruamel.yaml, YAML 1.2) resolves a plain scalar: its `resolver.implicit_resolvers`
@@ -132,6 +133,7 @@ class _Reader:
             key, rest = _key(self.lines[self.i], indent)
             if key in out:
                 raise _NotMine  # a repeated key: the full reader refuses it with its line
+            key = sys.intern(key)  # a plan repeats its few keys thousands of times: one string each
             self.i += 1
             out[key] = self._value(rest, indent, depth) if rest else self._block(indent, depth)
         return out
@@ -297,7 +299,7 @@ def _flow(text: str, pos: int, depth: int) -> tuple[Any, int]:
             key, pos = _flow(text, pos, depth + 1)
             if type(key) is not str or key in out or not text.startswith(": ", pos):
                 raise _NotMine
-            out[key], pos = _flow(text, pos + 2, depth + 1)
+            out[sys.intern(key)], pos = _flow(text, pos + 2, depth + 1)
             if text.startswith(", ", pos):
                 pos += 2
             elif text.startswith("}", pos):

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dra_migrate.errors import InputError
-from dra_migrate.plan.params import checked_duration
+from dra_migrate.plan.durations import checked_duration
 
 Path = tuple[str | int, ...]
 

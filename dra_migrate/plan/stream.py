@@ -48,7 +48,7 @@ def _is_row(line: bytes, indent: bytes | None) -> bool:
     return indent is not None and line.startswith(indent + b"- [") and line.endswith(b"]\n")
 
 
-_CHUNK = 128  # rows parsed at once: libyaml's per-call cost amortised, memory bounded
+_CHUNK = 64  # rows parsed at once: a reader's per-call cost amortised, memory bounded
 _SORTED = orjson.OPT_SORT_KEYS
 
 
@@ -176,7 +176,7 @@ class _Stream:
             raise _NotStreamed
         self.doc = doc
         self.shared = wire.Shared(doc["stages"])
-        self.uids: dict[str, str] = {}
+        self.uids = wire.UidDigests()
         self.owner: dict[int, str] = {}
         # Each chunk's hash as the first pass read it: a second pass (`json_pieces`) prints only chunks
         # that hash the same, so a file rewritten between the passes is never printed as a mix of both.
@@ -228,13 +228,15 @@ class _Stream:
         if sorted(owner) != list(range(len(blocks))) or owner.get(0) != "fingerprint":
             raise _NotStreamed
         digests = self._digests(markers)
-        uids: dict[str, str] = {}
+        uids = wire.UidDigests()
         tables: dict[str, wire.StageTable] = {}
         lines: dict[str, list[NodeLine]] = {}
         for k, block in enumerate(blocks):
             for d in digests:
                 if k in d.blocks:
-                    d.hash.update(d.pieces[d.blocks.index(k)] + b"[")
+                    at = d.blocks.index(k)
+                    d.hash.update(d.pieces[at] + b"[")
+                    d.pieces[at] = b""  # hashed: let go
             self._block(k, block, owner[k], digests, uids, tables, lines)
             for d in digests:
                 if k in d.blocks:
@@ -278,7 +280,12 @@ class _Stream:
             blocks.append(k)
             pos = m.end()
         pieces.append(canon[pos:])
-        return _Digest(expected, pieces, blocks)
+        digest = _Digest(expected, pieces, blocks)
+        # What comes before the first run of rows is hashed now and let go (a section that holds none is
+        # whole, and checked at once by `_verify`): only the bytes after a marker wait for its rows.
+        digest.hash.update(pieces[0])
+        pieces[0] = b""
+        return digest
 
     def _rows(self, block: _Block) -> Iterator[list[Any]]:
         """The block's rows, `_CHUNK` lines at a time, each chunk exactly one row per line."""
@@ -317,7 +324,7 @@ class _Stream:
         block: _Block,
         owner: str,
         digests: list[_Digest],
-        uids: dict[str, str],
+        uids: wire.UidDigests,
         tables: dict[str, wire.StageTable],
         lines: dict[str, list[NodeLine]],
     ) -> None:
@@ -338,14 +345,14 @@ class _Stream:
                 if owner == "fingerprint":
                     found = wire.node_uid(wire.object_entry(row, f"fingerprint.objects[{r}]"))
                     if found is not None:
-                        uids[found[0]] = found[1]
+                        uids.add(*found)
                 else:
                     wave, entry = table.entry(r, row)
                     out.append(node_line(waves[wave], entry))
                 r += 1
 
     def _unstreamed_tables(
-        self, tables: dict[str, wire.StageTable], lines: dict[str, list[NodeLine]], uids: dict[str, str]
+        self, tables: dict[str, wire.StageTable], lines: dict[str, list[NodeLine]], uids: wire.UidDigests
     ) -> None:
         """A pool stage whose rows the skeleton holds (`nodes: []`): read as `io.load` reads it."""
         for s, stage in enumerate(self.doc["stages"]):

@@ -324,7 +324,7 @@ class StageTable:
     streaming reader (`plan/stream.py`) its rows as they are read. The stage's head (everything but
     `nodes`) is checked when it is made, each row as it comes (`WireError` with the cell's path)."""
 
-    def __init__(self, stage: Mapping[str, Any], path: str, uids: Mapping[str, str]) -> None:
+    def __init__(self, stage: Mapping[str, Any], path: str, uids: Mapping[str, str] | UidDigests) -> None:
         unknown = [k for k in stage if k not in POOL_STAGE_KEYS + _OPTIONALPOOL_STAGE_KEYS]
         if unknown:
             raise _fail(f"{path}.{unknown[0]}", "unknown field")
@@ -373,7 +373,7 @@ class StageTable:
                 "move the row among its wave's rows (a node moved to another wave moves its row there too)",
             )
         self.last = self.position[wave]
-        if isinstance(name, str) and uid != self.uids.get(name, ""):
+        if isinstance(name, str) and not self._recorded(name, uid):
             raise _fail(f"{at}[1]", f"uid {uid!r} is not the one the fingerprint records for node {name}")
         if not isinstance(profile, int) or isinstance(profile, bool) or not 0 <= profile < len(self.profiles):
             raise _fail(f"{at}[3]", f"expected a profile index below {len(self.profiles)}")
@@ -399,6 +399,12 @@ class StageTable:
             entry["placement"] = prof["placement"]
         return self.position[wave], entry
 
+    def _recorded(self, name: str, uid: Any) -> bool:
+        """Whether `uid` is what the fingerprint records for node `name` ("" where it records no such node)."""
+        if isinstance(self.uids, UidDigests):
+            return self.uids.recorded(name, uid)
+        return bool(uid == self.uids.get(name, ""))
+
     def row(self, r: int, row: Any) -> None:
         wave, entry = self.entry(r, row)
         self.waves[wave]["nodes"].append(entry)
@@ -416,6 +422,47 @@ def object_entry(row: Any, path: str) -> Any:
 def check_object_columns(fp: Mapping[str, Any]) -> None:
     if fp.get("objectColumns") != list(OBJECT_COLUMNS):
         raise _fail("fingerprint.objectColumns", f"expected {list(OBJECT_COLUMNS)}")
+
+
+def _digest8(text: str) -> bytes:
+    return bytes(sha256(text.encode("utf-8", "surrogatepass")).digest()[:8])
+
+
+class UidDigests:
+    """The uid the fingerprint records for each Node, as 8 bytes of SHA-256 of the name and 8 of the uid, one
+    sorted run of 16-byte records: what the streaming reader (plan/stream.py) checks a stage's rows against,
+    16 bytes a node where the two strings and a dict took ~200 (`show`'s peak is held to 5x the file, issue
+    29). Searched by halving, in Python: `bisect` and `array` are shared libraries, loading one is memory too."""
+
+    def __init__(self) -> None:
+        self._pending: list[bytes] = []
+        self._records = b""
+
+    def add(self, name: str, uid: str) -> None:
+        self._pending.append(_digest8(name) + _digest8(uid))
+
+    def _sealed(self) -> None:
+        # As a dict would: a name added twice keeps its last uid (a stable sort keeps the order of adds).
+        old = [self._records[i : i + 16] for i in range(0, len(self._records), 16)]
+        ordered = sorted([*old, *self._pending], key=lambda r: r[:8])
+        kept = [r for i, r in enumerate(ordered) if i + 1 == len(ordered) or ordered[i + 1][:8] != r[:8]]
+        self._records, self._pending = b"".join(kept), []
+
+    def recorded(self, name: str, uid: Any) -> bool:
+        """As `uid == recorded.get(name, "")` over the names and uids themselves."""
+        if self._pending:
+            self._sealed()
+        key, records = _digest8(name), self._records
+        lo, hi = 0, len(records) // 16
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if records[mid * 16 : mid * 16 + 8] < key:
+                lo = mid + 1
+            else:
+                hi = mid
+        if records[lo * 16 : lo * 16 + 8] != key:
+            return bool(uid == "")
+        return type(uid) is str and _digest8(uid) == records[lo * 16 + 8 : lo * 16 + 16]
 
 
 def node_uid(o: Any) -> tuple[str, str] | None:

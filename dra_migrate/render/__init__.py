@@ -176,28 +176,40 @@ def _shorten(text: str, width: int) -> str:
 
 def plain_table(t: Table, fmt: str, color: bool, width: int | None) -> Iterator[str]:
     """A table as aligned plain text: `table` leaves out wide columns and, given a `width`, uses the cells'
-    short forms and then shortens the widest columns until it fits; `wide` shows everything whole."""
+    short forms and then shortens the widest columns until it fits; `wide` shows everything whole.
+
+    Two passes over the rows, the text of each cell made in each and kept in neither: a 10,000-node plan's
+    node tables held every cell's text at once, twice (`show`'s peak is held to 5x the plan file, issue 29)."""
     cols = t.columns(fmt)
     header = [t.headers[i].upper() for i in cols]
-    cells = [[(r[i] if i < len(r) else "") for i in cols] for r in t.rows]
-    text = [[terminal_safe(_cell(c)) for c in row] for row in cells]
-    widths = _widths(header, text)
-    if fmt == "table" and width is not None:
-        if _total(widths) > width:  # the short forms first, then shortening
-            text = [
-                [terminal_safe(getattr(c, "short", None) or t) for c, t in zip(raw, row, strict=True)]
-                for raw, row in zip(cells, text, strict=True)
-            ]
-            widths = _widths(header, text)
-        widths = _fit(widths, [len(h) for h in header], width)
+    fitting = width if fmt == "table" else None  # the width a table must fit, if any
+    full, short = [len(h) for h in header], [len(h) for h in header]
+    for row in t.rows:
+        for j, (raw, text) in enumerate(_texts(row, cols)):
+            full[j] = max(full[j], len(text))
+            if fitting is not None:
+                short[j] = max(short[j], len(_short_text(raw, text)))
+    use_short = fitting is not None and _total(full) > fitting  # the short forms first, then shortening
+    widths = short if use_short else full
+    if fitting is not None:
+        widths = _fit(widths, [len(h) for h in header], fitting)
     yield _join([_shorten(h, w) for h, w in zip(header, widths, strict=True)], widths, [None] * len(cols), color)
-    for raw, row in zip(cells, text, strict=True):
-        styles = [getattr(c, "style", None) for c in raw]
-        yield _join([_shorten(c, w) for c, w in zip(row, widths, strict=True)], widths, styles, color)
+    for row in t.rows:
+        pairs = list(_texts(row, cols))
+        cells = [_short_text(raw, text) if use_short else text for raw, text in pairs]
+        styles = [getattr(raw, "style", None) for raw, _ in pairs]
+        yield _join([_shorten(c, w) for c, w in zip(cells, widths, strict=True)], widths, styles, color)
 
 
-def _widths(header: list[str], text: list[list[str]]) -> list[int]:
-    return [max([len(header[j])] + [len(r[j]) for r in text]) for j in range(len(header))]
+def _texts(row: Sequence[Any], cols: list[int]) -> Iterator[tuple[Any, str]]:
+    """(the cell, its text) of each shown column of a row."""
+    for i in cols:
+        raw = row[i] if i < len(row) else ""
+        yield raw, terminal_safe(_cell(raw))
+
+
+def _short_text(raw: Any, text: str) -> str:
+    return terminal_safe(getattr(raw, "short", None) or text)
 
 
 def _total(widths: list[int]) -> int:
@@ -245,7 +257,10 @@ class Document:
         wide: Sequence[str] = (),
     ) -> None:
         """`wide`: headers of the columns `-o table` leaves out (`-o wide` and markdown show them)."""
-        self.add(Table(list(headers), [list(r) for r in rows], empty, frozenset(wide)))
+        # A row that is a list or a tuple is kept, not copied: a plan's node tables are thousands of rows.
+        self.add(
+            Table(list(headers), [r if isinstance(r, list | tuple) else list(r) for r in rows], empty, frozenset(wide))
+        )
 
     def add(self, table: Table) -> None:
         """A table built by a view function (the report shows the same `Table`)."""

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dra_migrate.plan.model import PoolStage, Stage, stage_from_dict
+if TYPE_CHECKING:
+    from dra_migrate.plan.model import Stage
 from dra_migrate.render.view import Table
 
 WAVE_HEADERS = ["stage", "wave", "nodes unavailable", "pods evicted", "soak after", "nodes"]
@@ -28,6 +29,8 @@ class WaveRow:
 def wave_rows(stages: Iterable[Stage | Mapping[str, Any]]) -> list[WaveRow]:
     """The rows of a plan's pool stages. A stage still in the file's shape (`show`'s, until it reads the
     model) is read by the codec (`stage_from_dict`), not here."""
+    from dra_migrate.plan.model import PoolStage, Stage, stage_from_dict  # not for rows drawn from an outline
+
     typed = (s if isinstance(s, Stage) else stage_from_dict(s, f"stages[{i}]") for i, s in enumerate(stages))
     return [
         WaveRow(st.name, w.name, [n.node for n in w.nodes], w.evicted_pods, w.soak_after)
@@ -43,7 +46,8 @@ def waves_table(
     """One row per wave: how many nodes it takes out at once, the pods it evicts, the soak after it, and
     (wide) its nodes, as `nodes` writes them (the report names the first few). Rows (the report's), or a
     plan's stages (`wave_rows`)."""
-    rows = [w for w in waves if isinstance(w, WaveRow)] + wave_rows(s for s in waves if not isinstance(s, WaveRow))
+    stages = [s for s in waves if not isinstance(s, WaveRow)]
+    rows = [w for w in waves if isinstance(w, WaveRow)] + (wave_rows(stages) if stages else [])
     cells: list[list[Any]] = [
         [w.stage, w.wave, len(w.nodes), w.evicted_pods, w.soak_after, nodes(list(w.nodes))] for w in rows
     ]

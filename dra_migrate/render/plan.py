@@ -7,8 +7,8 @@ import json
 from typing import Any
 
 from dra_migrate.plan.actions import Action, InverseAction
-from dra_migrate.plan.estimate import estimate_text
 from dra_migrate.plan.outline import PlanOutline, StageOutline
+from dra_migrate.plan.phases import estimate_text
 from dra_migrate.plan.scope import blockers_by_stage, stage_blockers
 from dra_migrate.render import Document, styled, verdict
 from dra_migrate.render.disruption import WaveRow, gangs_table, waves_table
@@ -207,6 +207,6 @@ def _stage(doc: Document, st: StageOutline, plan: PlanOutline) -> None:
         return
     doc.table(
         ["wave", "node", "gpu pods", "other pods", "devices expected", "canary requests"],
-        [[n.wave, n.node, n.gpu_pods, n.other_pods, n.expected_devices, n.canary_resource] for n in st.nodes],
+        st.nodes,  # each NodeLine is its row (plan/outline.py)
         wide=["other pods", "canary requests"],
     )

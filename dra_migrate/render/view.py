@@ -8,6 +8,7 @@ findings_table`), so a command's table and the report's section showing the same
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +19,7 @@ class Table:
     show them); `empty`: what to say when there is no row; `css`: a class for the HTML rendering."""
 
     headers: list[str]
-    rows: list[list[Any]]
+    rows: Sequence[Sequence[Any]]  # lists, or tuples (a NodeLine is its row)
     empty: str = "(none)"
     wide: frozenset[str] = frozenset()
     css: str = ""

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -84,8 +85,8 @@ def test_every_plan_the_tool_writes_is_read_as_the_strict_readers_read_it(tmp_pa
 def test_random_documents_as_the_tool_writes_them(doc: dict[Any, Any]) -> None:
     try:
         text = fastyaml.dump(doc)
-    except Exception:  # noqa: BLE001  (a document PyYAML cannot write: nothing to read)
-        return
+    except yaml.YAMLError:
+        return  # a document PyYAML cannot write (a type it cannot represent): nothing to read
     assert agrees(text), text
 
 
