@@ -11,9 +11,16 @@
   largest fan-out, as an unfanned template counts one pod however many steps call it. `parallelism` caps
   the pods at once: the workflow's over all its pods, a steps/dag template's over the pods it runs itself
   (pkg/apis/workflow/v1alpha1/workflow_types.go WorkflowSpec.Parallelism, Template.Parallelism;
-  operator.go `checkParallelism`).
+  operator.go `checkParallelism`). A step or task runs its `inline` template, else the one `templateRef` names,
+  else its `template` by name (workflow/templateresolution/context.go `GetTemplate`); a referenced template is
+  the named WorkflowTemplate's in the workflow's namespace, or ClusterWorkflowTemplate's with `clusterScope`, and
+  its own calls by name are that WorkflowTemplate's (`WithTemplateHolder`). Its pods are the workflow's
+  (`FanOut.beyond`). One not read is not counted, and every count of the spec says so. Each template, and each
+  (Cluster)WorkflowTemplate, is taken once, breadth first: a chain or a cycle of references ends.
 - `sparkExecutors` (path: the SparkApplicationSpec): `executor.instances` (default 1) without dynamic
-  allocation. With `dynamicAllocation.enabled` the application may grow to `maxExecutors`, and that is the
+  allocation. Each of these settings set only in `sparkConf` (`spark.executor.instances`,
+  `spark.dynamicAllocation.enabled` / `initialExecutors` / `minExecutors` / `maxExecutors`) is read; the typed
+  field wins where both are set (cluster/redact.py SPARK_COUNT_CONF, which cites the operator). With `dynamicAllocation.enabled` the application may grow to `maxExecutors`, and that is the
   demand a capacity plan must hold (its executors running now are pods, counted where they run). Never below
   the initial number Spark starts with, the largest of instances, initialExecutors and minExecutors
   (kubeflow/spark-operator v2.3.0 api/v1beta2/sparkapplication_types.go DynamicAllocation,
@@ -31,6 +38,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dra_migrate.cluster.redact import SPARK_COUNT_CONF, spark_conf_value
 from dra_migrate.cluster.state import ClusterState
 from dra_migrate.cluster.templates import ResolvedTemplate, get_path
 
@@ -331,14 +339,32 @@ def state_lookup(state: ClusterState) -> Lookup:
     return lookup
 
 
-def spark_executors(spec: dict[str, Any]) -> Count:
+def _spark_settings(spec: dict[str, Any]) -> dict[str, Any]:
+    """instances, enabled, initialExecutors, minExecutors, maxExecutors: the typed field, else sparkConf's."""
+    conf = spec.get("sparkConf")
+    conf = conf if isinstance(conf, dict) else {}
+    out = {field_: spark_conf_value(key, conf.get(key)) for key, field_ in SPARK_COUNT_CONF.items()}
     executor = spec.get("executor")
-    instances = _int(executor.get("instances")) if isinstance(executor, dict) else None
+    if isinstance(executor, dict) and _int(executor.get("instances")) is not None:
+        out["instances"] = _int(executor.get("instances"))
     dyn = spec.get("dynamicAllocation")
-    if not isinstance(dyn, dict) or dyn.get("enabled") is not True:
+    if isinstance(dyn, dict) and dyn.get("enabled") is True:  # the operator passes them only when enabled
+        out["enabled"] = True
+        for name in ("initialExecutors", "minExecutors", "maxExecutors"):
+            if _int(dyn.get(name)) is not None:
+                out[name] = _int(dyn.get(name))
+    elif isinstance(dyn, dict) and dyn.get("enabled") is False:
+        out["enabled"] = False  # IsDynamicAllocationEnabled: a typed block decides
+    return out
+
+
+def spark_executors(spec: dict[str, Any]) -> Count:
+    s = _spark_settings(spec)
+    instances = s["instances"]
+    if s["enabled"] is not True:
         return Count(max(0, 1 if instances is None else instances))
-    initial = max([0, *(v for v in (instances, _int(dyn.get("initialExecutors")), _int(dyn.get("minExecutors"))) if v)])
-    most = _int(dyn.get("maxExecutors"))
+    initial = max([0, *(v for v in (instances, s["initialExecutors"], s["minExecutors"]) if v)])
+    most = s["maxExecutors"]
     if most is None:
         n = max(initial, 1)
         return Count(n, f"dynamic allocation without maxExecutors (Spark's bound is unlimited): {n} executors counted")

@@ -232,3 +232,67 @@ def test_an_inline_template_of_a_step_or_task_is_counted_with_its_fan_out() -> N
     in_ref = wtmpl("shared", steps("t", {"inline": {"container": gpu_tmpl()["container"]}, "withItems": [1, 2]}))
     wf = workflow(steps("main", {"templateRef": {"name": "shared", "template": "t"}}))
     assert argo_consumer(wf, in_ref)["totals"] == {GPU: 2}
+
+
+# The Spark operator passes sparkConf to spark-submit first and its typed executor.instances / dynamicAllocation
+# options after (kubeflow/spark-operator v2.3.0 internal/controller/sparkapplication/submission.go
+# buildSparkSubmitArgs): set only in sparkConf, they are what Spark reads; where both are set the typed field wins
+# (pkg/util/sparkapplication.go IsDynamicAllocationEnabled). Before, sparkConf was not read.
+
+
+def conf_app(conf: dict[str, str], **executor: Any) -> dict[str, Any]:
+    a = app(**executor)
+    a["spec"]["sparkConf"] = conf
+    return a
+
+
+def test_dynamic_allocation_and_instances_set_only_in_spark_conf_are_read() -> None:
+    dyn = {"spark.dynamicAllocation.enabled": "true", "spark.dynamicAllocation.maxExecutors": "12"}
+    assert executors(conf_app(dyn))[0] == 12
+    assert executors(conf_app(dyn | {"spark.dynamicAllocation.minExecutors": "20"}))[0] == 20, "never below min"
+    assert executors(conf_app(dyn | {"spark.dynamicAllocation.enabled": "false"}))[0] == 1, "disabled"
+    assert executors(conf_app({"spark.executor.instances": "7"}))[0] == 7
+    replicas, _, notes = executors(
+        conf_app({"spark.dynamicAllocation.enabled": "TRUE", "spark.executor.instances": "3"})
+    )
+    assert replicas == 3 and any("maxExecutors" in n for n in notes), notes
+
+
+def test_typed_fields_win_over_spark_conf() -> None:
+    a = conf_app({"spark.executor.instances": "7"}, instances=2)
+    assert executors(a)[0] == 2
+    a = conf_app({"spark.dynamicAllocation.enabled": "true", "spark.dynamicAllocation.maxExecutors": "50"})
+    a["spec"]["dynamicAllocation"] = {"enabled": True, "maxExecutors": 6}
+    assert executors(a)[0] == 6
+    a["spec"]["dynamicAllocation"] = {"enabled": True}
+    assert executors(a)[0] == 50, "a field the typed block leaves unset comes from sparkConf"
+
+
+def test_a_snapshot_keeps_the_executor_counts_of_spark_conf_and_redacts_every_other_value() -> None:
+    import copy
+
+    from dra_migrate.cluster.redact import REDACTED, for_snapshot
+
+    conf = {
+        "spark.dynamicAllocation.enabled": "true",
+        "spark.dynamicAllocation.maxExecutors": "12",
+        "spark.dynamicAllocation.minExecutors": "1",
+        "spark.dynamicAllocation.initialExecutors": "2",
+        "spark.executor.instances": "2",
+        "spark.hadoop.fs.s3a.secret.key": "AKIA-SECRET",
+        "spark.dynamicAllocation.executorIdleTimeout": "60s",
+        "spark.executor.extraJavaOptions": "-Dpassword=AKIA-SECRET",
+    }
+    bad = {"spark.dynamicAllocation.maxExecutors": "12 -Dtoken=AKIA-SECRET", "spark.executor.instances": "x"}
+    a = conf_app(conf)
+    kept = for_snapshot(copy.deepcopy(a), keep_env=False)
+    assert kept is not None
+    got = kept["spec"]["sparkConf"]
+    counts = [k for k in conf if k.startswith("spark.dynamicAllocation.") and "Timeout" not in k]
+    assert {k: got[k] for k in [*counts, "spark.executor.instances"]} == {
+        k: conf[k] for k in [*counts, "spark.executor.instances"]
+    }
+    assert all(got[k] == REDACTED for k in conf if k not in counts and k != "spark.executor.instances"), got
+    assert executors(kept)[0] == 12
+    hostile = for_snapshot(conf_app(bad), keep_env=False)
+    assert hostile is not None and set(hostile["spec"]["sparkConf"].values()) == {REDACTED}, "a kept key is a number"
