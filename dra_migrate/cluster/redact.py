@@ -123,14 +123,44 @@ _SPARK_SPEC = {
 }
 
 
+# sparkConf keys that hold the executor counts, each with the field of the spec that wins over it
+# (kubeflow/spark-operator v2.3.0 internal/controller/sparkapplication/submission.go `buildSparkSubmitArgs` passes
+# sparkConf to spark-submit before its typed options, and a later --conf wins; pkg/util/sparkapplication.go
+# `IsDynamicAllocationEnabled`: "DynamicAllocation configs will take precedence over SparkConf configs"). Counts and
+# a boolean, never a credential: kept in a snapshot when they read as such (inventory/fanout.py counts them).
+_SPARK_INT = re.compile(r"[+-]?[0-9]{1,10}")  # a Scala Int
+SPARK_COUNT_CONF = {
+    "spark.executor.instances": "instances",
+    "spark.dynamicAllocation.enabled": "enabled",
+    "spark.dynamicAllocation.initialExecutors": "initialExecutors",
+    "spark.dynamicAllocation.minExecutors": "minExecutors",
+    "spark.dynamicAllocation.maxExecutors": "maxExecutors",
+}
+
+
+def spark_conf_value(key: str, value: Any) -> bool | int | None:
+    """A sparkConf count or switch as Spark reads it (apache/spark ConfigBuilder intConf / booleanConf: the
+    trimmed text as a Scala Int or Boolean, `true`/`false` in any case), None when it is no such value."""
+    if not isinstance(value, str) or len(value) > 24:
+        return None
+    text = value.strip()
+    if key == "spark.dynamicAllocation.enabled":
+        return {"true": True, "false": False}.get(text.lower())
+    return int(text) if _SPARK_INT.fullmatch(text) else None
+
+
 def _spark(spec: Any) -> None:
     if not isinstance(spec, dict):
         return
     if isinstance(spec.get("arguments"), list):
         spec["arguments"] = [REDACTED for _ in spec["arguments"]]
-    for conf in (spec.get("sparkConf"), spec.get("hadoopConf")):
+    for name in ("sparkConf", "hadoopConf"):
+        conf = spec.get(name)
         if isinstance(conf, dict):
+            # sparkConf's executor counts (numbers and a switch, which the inventory counts) stay
+            counts = {k: v for k, v in conf.items() if k in SPARK_COUNT_CONF and spark_conf_value(k, v) is not None}
             conf.update(dict.fromkeys(conf, REDACTED))
+            conf.update(counts if name == "sparkConf" else {})
     for role in (spec.get("driver"), spec.get("executor")):
         if not isinstance(role, dict):
             continue

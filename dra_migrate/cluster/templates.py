@@ -135,8 +135,17 @@ def get_path(obj: Any, path: str) -> Any:
     return cur
 
 
-def _iter_each(obj: Obj, each: str) -> Iterator[tuple[str, Obj]]:
-    """Expand an `each` path: "a.b.*" (map values) or "a.b[]" (list items). Yields (concrete path, item)."""
+def _iter_each(obj: Any, each: str) -> Iterator[tuple[str, Obj]]:
+    """Expand an `each` path: "a.b.*" (map values) or "a.b[]" (list items), the list's items maybe expanded
+    again ("a[].b[]", "a[][]": each item's own path, or each item of a list of lists, as Argo's `steps`).
+    Yields (concrete path, item)."""
+    head, nested, rest = each.partition("[]")
+    if nested and rest:
+        container = get_path(obj, head)
+        for i, inner in enumerate(container if isinstance(container, list) else ()):
+            for path, item in _iter_each(inner, rest.removeprefix(".")):
+                yield f"{head}[{i}]{'' if path.startswith('[') else '.'}{path}", item
+        return
     if each.endswith(".*"):
         base = each[:-2]
         container = get_path(obj, base)

@@ -15,7 +15,7 @@ from typing import Any
 
 from dra_migrate.cluster.state import ClusterState, Obj
 from dra_migrate.cluster.templates import ResolvedTemplate, get_path
-from dra_migrate.inventory.fanout import FanOut
+from dra_migrate.inventory.fanout import Count, FanOut, state_lookup
 from dra_migrate.inventory.placement import count_selected_nodes
 from dra_migrate.inventory.resources import GpuNames, container_requests, pod_requests
 
@@ -184,7 +184,7 @@ def _replicas_noted(t: ResolvedTemplate, nodes: list[Obj], fan: FanOut) -> tuple
         if f.path:
             raw = get_path(t.root, f.path[2:]) if f.path.startswith("$.") else get_path(t.item, f.path)
         if f.counter:
-            count = fan(f.counter, raw, t.item)
+            count = fan(f.counter, raw, t.item, t.root)
             n, note = n * count.pods, note or count.note
             continue
         value = raw if isinstance(raw, int) and not isinstance(raw, bool) else f.default
@@ -199,16 +199,21 @@ def template_uses(
     none for an object none of whose templates asks for GPUs (it is no consumer), for a caller that keeps
     only consumers: a DaemonSet's pods are counted over every node it selects, and a cluster runs many
     DaemonSets that ask for no GPU (a CNI, a log shipper, an exporter), each counted over the fleet for nothing."""
+    fan = FanOut(state_lookup(state))
+    table = state.templates.resolve(key, obj)
+    # an Argo workflow's templates in other objects (templateRef), with their pods: counted as its own
+    found: list[tuple[ResolvedTemplate, Count | None]] = [(t, None) for t in table]
+    found += fan.beyond(table)
     resolved = []
-    for t in state.templates.resolve(key, obj):
+    for t, count in found:
         containers, init = t.containers(), t.init_containers()
-        resolved.append((t, containers + init, pod_requests(containers, init, names)))
-    if consumers_only and not any(req for _, _, req in resolved):
+        resolved.append((t, count, containers + init, pod_requests(containers, init, names)))
+    if consumers_only and not any(req for _, _, _, req in resolved):
         return []
-    nodes, fan = state.of("Node"), FanOut()
+    nodes = state.of("Node")
     out = []
-    for t, cs, req in resolved:
-        n, note = _replicas_noted(t, nodes, fan)
+    for t, count, cs, req in resolved:
+        n, note = _replicas_noted(t, nodes, fan) if count is None else (count.pods, count.note)
         out.append(TemplateUse(t.path, n, req, other_scheduler(t.pod_spec()), _largest_container(cs, names), note))
     return out
 
@@ -271,7 +276,7 @@ def find_consumers(
                 consumer.other_pods = sum(u.replicas for u in uses if not u.resources)
                 consumer.totals = _totals(consumer.templates)
                 consumer.schedulers = {u.scheduler for u in consumer.templates if u.scheduler}
-                consumer.notes.extend(u.note for u in consumer.templates if u.note)
+                consumer.notes.extend(dict.fromkeys(u.note for u in consumer.templates if u.note))
                 consumers[cid(key, obj)] = consumer
 
     node_requests: dict[str, dict[str, int]] = {}

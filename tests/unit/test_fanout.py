@@ -150,3 +150,149 @@ def test_a_snapshot_whose_executor_count_is_not_an_integer_is_refused_naming_the
     a["spec"]["dynamicAllocation"] = {"enabled": True, "maxExecutors": "10"}
     with pytest.raises(InputError, match=r"spec\.dynamicAllocation\.maxExecutors"):
         state(gpu_node("gpu-1"), a)
+
+
+# Argo resolves a step's or task's template: `inline` first, else `templateRef` (a template of the WorkflowTemplate
+# it names, or of a ClusterWorkflowTemplate with `clusterScope: true`), else `template` by name; the templates a
+# referenced template calls by name are that WorkflowTemplate's (argo-workflows v3.7.18
+# workflow/templateresolution/context.go GetTemplate, WithTemplateHolder). Before, these were skipped.
+
+
+def wtmpl(name: str, *templates: dict[str, Any], cluster: bool = False) -> dict[str, Any]:
+    kind = "ClusterWorkflowTemplate" if cluster else "WorkflowTemplate"
+    return obj(ARGO, kind, name, {"templates": list(templates)}, namespace=None if cluster else "ml")
+
+
+def argo_consumer(*objects: dict[str, Any]) -> dict[str, Any]:
+    return consumers(gpu_node("gpu-1"), *objects)["Workflow/wf"]
+
+
+def test_a_step_calling_a_workflow_template_by_template_ref_counts_its_pods_in_the_workflow() -> None:
+    shared = wtmpl("shared", gpu_tmpl(gpus=2))
+    ref = {"templateRef": {"name": "shared", "template": "train"}, "withItems": ["a", "b", "c"]}
+    c = argo_consumer(workflow(steps("main", ref)), shared)
+    assert c["totals"] == {GPU: 6}, "three pods of the referenced template, two GPUs each"
+    task = {"name": "t", "templateRef": {"name": "everywhere", "template": "train", "clusterScope": True}}
+    dag = {"name": "main", "dag": {"tasks": [task | {"withSequence": {"count": 4}}]}}
+    namespaced, cluster = wtmpl("everywhere", gpu_tmpl(gpus=8)), wtmpl("everywhere", gpu_tmpl(), cluster=True)
+    c = argo_consumer(workflow(dag), namespaced, cluster)
+    assert c["totals"] == {GPU: 4}, "clusterScope: the ClusterWorkflowTemplate's template, not the namespaced one"
+    elsewhere = obj(ARGO, "WorkflowTemplate", "shared", {"templates": [gpu_tmpl()]}, namespace="other")
+    assert "Workflow/wf" not in consumers(gpu_node("gpu-1"), workflow(steps("main", ref)), elsewhere), (
+        "a namespaced WorkflowTemplate is the workflow's namespace's"
+    )
+
+
+def test_a_referenced_template_calls_its_own_workflow_templates_templates_and_fan_outs_multiply() -> None:
+    inner = steps("fan", {"template": "train", "withItems": [1, 2, 3]})  # `train`: the WorkflowTemplate's
+    shared = wtmpl("shared", inner, gpu_tmpl(gpus=1))
+    own_train = {"name": "train", "container": {"image": "cpu-only"}}
+    ref = {"templateRef": {"name": "shared", "template": "fan"}, "withItems": [1, 2]}
+    c = argo_consumer(workflow(steps("main", ref), own_train), shared)
+    assert c["totals"] == {GPU: 6}
+
+
+def test_a_template_ref_not_in_the_state_counts_the_rest_and_says_so() -> None:
+    ref = {"templateRef": {"name": "gone", "template": "train"}}
+    wf = workflow(steps("main", ref, {"template": "local"}), gpu_tmpl("local"))
+    c = argo_consumer(wf)
+    assert c["totals"] == {GPU: 1}
+    assert any("gone" in n and "not" in n for n in c["notes"]), c["notes"]
+    shared = wtmpl("shared", gpu_tmpl())
+    wrong = {"templateRef": {"name": "shared", "template": "typo"}}
+    c = argo_consumer(workflow(steps("main", wrong, {"template": "local"}), gpu_tmpl("local")), shared)
+    assert any("typo" in n for n in c["notes"]), c["notes"]
+
+
+def test_a_hostile_chain_or_cycle_of_workflow_templates_ends() -> None:
+    began = time.perf_counter()
+    chain = [
+        wtmpl(f"w{i}", steps("t", {"templateRef": {"name": f"w{i + 1}", "template": "t"}, "withItems": [1, 2]}))
+        for i in range(1500)
+    ]
+    chain.append(wtmpl("w1500", gpu_tmpl("t")))
+    wf = workflow(steps("main", {"templateRef": {"name": "w0", "template": "t"}}))
+    assert argo_consumer(wf, *chain)["totals"] == {GPU: 10**9}, "2^1500 pods, capped"
+    a = wtmpl("a", steps("t", {"templateRef": {"name": "b", "template": "t"}}), gpu_tmpl("g"))
+    b = wtmpl("b", steps("t", {"templateRef": {"name": "a", "template": "t"}, "withItems": [1, 2]}, {"template": "g"}))
+    b["spec"]["templates"].append(gpu_tmpl("g"))
+    wf = workflow(steps("main", {"templateRef": {"name": "a", "template": "t"}}))
+    assert argo_consumer(wf, a, b)["totals"][GPU] >= 1
+    assert time.perf_counter() - began < 10
+
+
+def test_an_inline_template_of_a_step_or_task_is_counted_with_its_fan_out() -> None:
+    inline = {"inline": {"container": gpu_tmpl(gpus=2)["container"]}, "withItems": [1, 2]}
+    assert argo_consumer(workflow(steps("main", inline)))["totals"] == {GPU: 4}
+    task = {"name": "t", "inline": {"container": gpu_tmpl()["container"]}, "withSequence": {"count": 3}}
+    assert argo_consumer(workflow({"name": "main", "dag": {"tasks": [task]}}))["totals"] == {GPU: 3}
+    deeper = {"name": "x", "inline": {"container": gpu_tmpl()["container"]}, "withItems": [1, 2]}
+    nested = {"inline": {"steps": [[deeper]]}}
+    assert argo_consumer(workflow(steps("main", nested | {"withItems": [1, 2, 3]})))["totals"] == {GPU: 6}
+    in_ref = wtmpl("shared", steps("t", {"inline": {"container": gpu_tmpl()["container"]}, "withItems": [1, 2]}))
+    wf = workflow(steps("main", {"templateRef": {"name": "shared", "template": "t"}}))
+    assert argo_consumer(wf, in_ref)["totals"] == {GPU: 2}
+
+
+# The Spark operator passes sparkConf to spark-submit first and its typed executor.instances / dynamicAllocation
+# options after (kubeflow/spark-operator v2.3.0 internal/controller/sparkapplication/submission.go
+# buildSparkSubmitArgs): set only in sparkConf, they are what Spark reads; where both are set the typed field wins
+# (pkg/util/sparkapplication.go IsDynamicAllocationEnabled). Before, sparkConf was not read.
+
+
+def conf_app(conf: dict[str, str], **executor: Any) -> dict[str, Any]:
+    a = app(**executor)
+    a["spec"]["sparkConf"] = conf
+    return a
+
+
+def test_dynamic_allocation_and_instances_set_only_in_spark_conf_are_read() -> None:
+    dyn = {"spark.dynamicAllocation.enabled": "true", "spark.dynamicAllocation.maxExecutors": "12"}
+    assert executors(conf_app(dyn))[0] == 12
+    assert executors(conf_app(dyn | {"spark.dynamicAllocation.minExecutors": "20"}))[0] == 20, "never below min"
+    assert executors(conf_app(dyn | {"spark.dynamicAllocation.enabled": "false"}))[0] == 1, "disabled"
+    assert executors(conf_app({"spark.executor.instances": "7"}))[0] == 7
+    replicas, _, notes = executors(
+        conf_app({"spark.dynamicAllocation.enabled": "TRUE", "spark.executor.instances": "3"})
+    )
+    assert replicas == 3 and any("maxExecutors" in n for n in notes), notes
+
+
+def test_typed_fields_win_over_spark_conf() -> None:
+    a = conf_app({"spark.executor.instances": "7"}, instances=2)
+    assert executors(a)[0] == 2
+    a = conf_app({"spark.dynamicAllocation.enabled": "true", "spark.dynamicAllocation.maxExecutors": "50"})
+    a["spec"]["dynamicAllocation"] = {"enabled": True, "maxExecutors": 6}
+    assert executors(a)[0] == 6
+    a["spec"]["dynamicAllocation"] = {"enabled": True}
+    assert executors(a)[0] == 50, "a field the typed block leaves unset comes from sparkConf"
+
+
+def test_a_snapshot_keeps_the_executor_counts_of_spark_conf_and_redacts_every_other_value() -> None:
+    import copy
+
+    from dra_migrate.cluster.redact import REDACTED, for_snapshot
+
+    conf = {
+        "spark.dynamicAllocation.enabled": "true",
+        "spark.dynamicAllocation.maxExecutors": "12",
+        "spark.dynamicAllocation.minExecutors": "1",
+        "spark.dynamicAllocation.initialExecutors": "2",
+        "spark.executor.instances": "2",
+        "spark.hadoop.fs.s3a.secret.key": "AKIA-SECRET",
+        "spark.dynamicAllocation.executorIdleTimeout": "60s",
+        "spark.executor.extraJavaOptions": "-Dpassword=AKIA-SECRET",
+    }
+    bad = {"spark.dynamicAllocation.maxExecutors": "12 -Dtoken=AKIA-SECRET", "spark.executor.instances": "x"}
+    a = conf_app(conf)
+    kept = for_snapshot(copy.deepcopy(a), keep_env=False)
+    assert kept is not None
+    got = kept["spec"]["sparkConf"]
+    counts = [k for k in conf if k.startswith("spark.dynamicAllocation.") and "Timeout" not in k]
+    assert {k: got[k] for k in [*counts, "spark.executor.instances"]} == {
+        k: conf[k] for k in [*counts, "spark.executor.instances"]
+    }
+    assert all(got[k] == REDACTED for k in conf if k not in counts and k != "spark.executor.instances"), got
+    assert executors(kept)[0] == 12
+    hostile = for_snapshot(conf_app(bad), keep_env=False)
+    assert hostile is not None and set(hostile["spec"]["sparkConf"].values()) == {REDACTED}, "a kept key is a number"
