@@ -20,8 +20,9 @@
 - `sparkExecutors` (path: the SparkApplicationSpec): `executor.instances` (default 1) without dynamic
   allocation. Each of these settings set only in `sparkConf` (`spark.executor.instances`,
   `spark.dynamicAllocation.enabled` / `initialExecutors` / `minExecutors` / `maxExecutors`) is read; the typed
-  field wins where both are set (cluster/redact.py SPARK_COUNT_CONF, which cites the operator). With `dynamicAllocation.enabled` the application may grow to `maxExecutors`, and that is the
-  demand a capacity plan must hold (its executors running now are pods, counted where they run). Never below
+  field wins where both are set (cluster/redact.py SPARK_COUNT_CONF, which cites the operator). With
+  `dynamicAllocation.enabled` the application may grow to `maxExecutors`, and that is the demand a capacity
+  plan must hold (its executors running now are pods, counted where they run). Never below
   the initial number Spark starts with, the largest of instances, initialExecutors and minExecutors
   (kubeflow/spark-operator v2.3.0 api/v1beta2/sparkapplication_types.go DynamicAllocation,
   pkg/util/sparkapplication.go GetInitialExecutorNumber). Without `maxExecutors` Spark's bound is
@@ -322,19 +323,21 @@ class FanOut:
 
 
 def state_lookup(state: ClusterState) -> Lookup:
-    """A Lookup over the (Cluster)WorkflowTemplates read, indexed on first use."""
-    index: dict[tuple[str, str, str], Any] = {}
+    """A Lookup over the (Cluster)WorkflowTemplates read, indexed once per state (`ClusterState.memo`: every
+    object's templates are resolved with a lookup, and a fleet of workflows would index them once each)."""
+
+    def index() -> dict[tuple[str, str, str], Any]:
+        out: dict[tuple[str, str, str], Any] = {}
+        for key in (_WT, _CWT):
+            for o in state.of(key):
+                meta = o.get("metadata")
+                meta = meta if isinstance(meta, dict) else {}
+                ns = meta.get("namespace") if key == _WT else ""
+                out.setdefault((key, str(ns or ""), str(meta.get("name"))), o.get("spec"))
+        return out
 
     def lookup(kind: str, namespace: str, name: str) -> Any:
-        if not index:
-            for key in (_WT, _CWT):
-                for o in state.of(key):
-                    meta = o.get("metadata")
-                    meta = meta if isinstance(meta, dict) else {}
-                    ns = meta.get("namespace") if key == _WT else ""
-                    index.setdefault((key, str(ns or ""), str(meta.get("name"))), o.get("spec"))
-            index.setdefault(("", "", ""), None)  # indexed, even when none was read
-        return index.get((kind, namespace, name))
+        return state.memo("argo-workflow-templates", index).get((kind, namespace, name))
 
     return lookup
 

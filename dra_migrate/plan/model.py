@@ -370,13 +370,6 @@ class Plan:
                         yield s, w, n
 
 
-def recorded_cluster(doc: Mapping[str, Any]) -> tuple[Any, Any]:
-    """(cluster name, server version) a plan's mapping records, read without the whole model: `show`'s
-    header needs only these of a plan it prints as it streams."""
-    fingerprint = doc.get("fingerprint")
-    return doc.get("cluster"), fingerprint.get("kubernetesVersion") if isinstance(fingerprint, Mapping) else None
-
-
 def plan_identity(plan: Mapping[str, Any] | Plan) -> ClusterIdentity | None:
     """The cluster a plan (typed, or as `io.load` returns it) was made from, when it records it."""
     if isinstance(plan, Plan):

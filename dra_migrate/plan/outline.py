@@ -123,3 +123,10 @@ def outline_of(plan: Mapping[str, Any] | Plan) -> PlanOutline:
         names = [tuple(str(n.get("node")) for n in w.get("nodes") or []) for w in waves]
         stages.append(stage_outline(st, f"stages[{i}]", nodes, names))
     return head_outline(doc, tuple(stages))
+
+
+def recorded_cluster(doc: Mapping[str, Any]) -> tuple[Any, Any]:
+    """(cluster name, server version) a plan's mapping records, read without the whole model: `show`'s
+    header needs only these of a plan it prints as it streams."""
+    fingerprint = doc.get("fingerprint")
+    return doc.get("cluster"), fingerprint.get("kubernetesVersion") if isinstance(fingerprint, Mapping) else None

@@ -308,6 +308,6 @@ def _flow(text: str, pos: int, depth: int) -> tuple[Any, int]:
                 raise _NotMine
     if t[0] in "'\"":
         return _quoted(t), pos
-    if t[0] in "]}," or t == ": " or (t[0] == "-" and not t[1:2].isdigit()):
+    if t[0] in "]}," or t == ": " or (t[0] == "-" and not "0" <= t[1:2] <= "9"):
         raise _NotMine  # an indicator where a node starts; `-` starts a plain scalar only before a digit here
     return _plain(t, flow=True), pos

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from dra_migrate.checks.model import findings_json
 from dra_migrate.cluster.identity import cluster_object
+from dra_migrate.plan.outline import recorded_cluster
 
 if TYPE_CHECKING:
     from dra_migrate.plan.model import Plan  # not imported to print a streamed plan: a module is `show`'s memory
@@ -23,10 +24,8 @@ PLAN_SOURCE = "plan"  # `cluster.source` of an output made from the plan alone
 def plan_cluster(plan: Mapping[str, Any] | Plan) -> dict[str, Any]:
     """The cluster object of what a plan recorded: its name and server version; where the state was read
     from is not recorded in a plan, so `location`, `context` and `takenAt` are null."""
-    if isinstance(plan, Mapping):  # as `model.recorded_cluster` reads it, without the model
-        fingerprint = plan.get("fingerprint")
-        name = plan.get("cluster")
-        version = fingerprint.get("kubernetesVersion") if isinstance(fingerprint, Mapping) else None
+    if isinstance(plan, Mapping):
+        name, version = recorded_cluster(plan)
     else:
         name, version = plan.cluster, plan.fingerprint.get("kubernetesVersion")
     return cluster_object(str(name), None if version is None else str(version), PLAN_SOURCE)

@@ -3,9 +3,9 @@
 
 An AST scan of dra_migrate/ finds every read of a plan field by its key — `x["nodeSteps"]`,
 `x.get("gpuPods")`, `"digests" in x`, `x.pop(...)`, `x.setdefault(...)` — outside the codec: `plan/wire.py`
-(the file format), `plan/io.py` (reading, writing, digests), `plan/stream.py` and `plan/outline.py`
-(`show`'s streaming reader), `plan/model.py` and `plan/fields.py` (the
-typed model's reading of the file's mapping). Two kinds of key are watched:
+(the file format), `plan/io.py` (reading, writing, digests), `plan/filechecks.py` (what every reading
+checks), `plan/stream.py` and `plan/outline.py` (`show`'s streaming reader), `plan/model.py` and
+`plan/fields.py` (the typed model's reading of the file's mapping). Two kinds of key are watched:
 
 * PLAN_ONLY: fields only a plan has (no view, report or other document of the tool uses the name), so
   any read of one is a read of plan data;
@@ -32,7 +32,10 @@ from dra_migrate.plan.params import PlanParams
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "dra_migrate"
-CODEC = {"plan/wire.py", "plan/io.py", "plan/model.py", "plan/fields.py", "plan/outline.py", "plan/stream.py"}
+CODEC = {
+    "plan/wire.py", "plan/io.py", "plan/filechecks.py", "plan/model.py", "plan/fields.py", "plan/outline.py",
+    "plan/stream.py",
+}  # fmt: skip
 PLAN_ONLY = frozenset(
     {"nodeSteps", "soakAfter", "gpuPods", "otherPods", "expectedDevices", "canaryResource", "digests", "labelKeys",
      "nodeColumns", "objectColumns"}
