@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from dra_migrate.execute.contract import StepFailed
-from dra_migrate.execute.ops import LiveOps
+from tests.unit.test_drain_late_pods import LateBinder, ops_on
 
 NODE, NS, GPU = "gpu-1", "team", "nvidia.com/gpu"
 KARPENTER = "karpenter.sh/do-not-disrupt"
@@ -45,36 +45,10 @@ def live_pod(
     }
 
 
-class Pods:
+def Pods(*pods: dict[str, Any], late: dict[str, Any] | None = None) -> LateBinder:
     """One node's pods; an eviction removes the pod (its grace period over at once). `late`: bound to the node
     after the first eviction, as the scheduler does from a snapshot taken before the cordon."""
-
-    def __init__(self, *pods: dict[str, Any], late: dict[str, Any] | None = None) -> None:
-        self.pods = {p["metadata"]["uid"]: p for p in pods}
-        self.late = late
-        self.evicted: list[str] = []
-
-    def list_all(self, path: str, query: Any = ()) -> tuple[list[dict[str, Any]], str]:
-        if path.endswith("/pods"):
-            return list(self.pods.values()), "1"
-        return [], "1"  # no PodDisruptionBudgets
-
-    def request(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-        assert method == "POST" and path.endswith("/eviction"), path
-        if kwargs.get("query"):
-            return {}  # a dry run: nothing goes
-        pod = self.pods.pop(kwargs["body"]["deleteOptions"]["preconditions"]["uid"])
-        self.evicted.append(pod["metadata"]["name"])
-        if self.late is not None:
-            self.pods[self.late["metadata"]["uid"]] = self.late
-            self.late = None
-        return {}
-
-
-def ops_on(fake: Pods) -> LiveOps:
-    ops = LiveOps(None, poll_s=0.001, poll_cap_s=0.001)
-    ops.kube = fake  # type: ignore[assignment]
-    return ops
+    return LateBinder(list(pods), [late] if late is not None else [])
 
 
 @pytest.mark.parametrize(
