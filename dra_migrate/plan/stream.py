@@ -123,7 +123,7 @@ def pieces(path: Path, fmt: str) -> Iterator[str] | None:
         if fh.peek(2)[:2] == GZIP_MAGIC:
             raise _NotStreamed
         reader = _Stream(fh, path)
-        reader.run()
+        reader.verify(lines_too=False)
     except (OSError, _NotStreamed, InputError, UnicodeDecodeError):
         fh.close()
         return None
@@ -183,6 +183,7 @@ class _Stream:
         self.seen: dict[int, list[bytes]] = {}
         self.again = False
         self.cursor: dict[int, int] = {}
+        self.lines_too = True
 
     def _skeleton(self, nonce: str) -> bytes:
         """The file with each run of rows (`_KEY` line, then `_is_row` lines) replaced by a marker on the
@@ -213,6 +214,14 @@ class _Stream:
         return b"".join(lines)
 
     def run(self) -> PlanOutline:
+        """The verified plan's outline (what `show` draws)."""
+        return self._outline(*self.verify())
+
+    def verify(self, *, lines_too: bool = True) -> tuple[dict[str, wire.StageTable], dict[str, list[NodeLine]]]:
+        """Hash and check every row; refuse (`_NotStreamed`) what does not verify. Each stage's table, and
+        its nodes' lines unless not `lines_too` (`show -o json` prints the rows again instead: 2,000 nodes'
+        lines are a third of its memory)."""
+        self.lines_too = lines_too
         doc, blocks = self.doc, self.blocks
         fp = doc["fingerprint"]
         markers = {b.marker: i for i, b in enumerate(blocks)}
@@ -248,7 +257,7 @@ class _Stream:
         self._unstreamed_tables(tables, lines, uids)
         if applicable_problems(self._head()):
             raise _NotStreamed
-        return self._outline(tables, lines)
+        return tables, lines
 
     def _digests(self, markers: dict[str, int]) -> list[_Digest]:
         """What `io.edits` compares, each cut at its markers; the whole body's last."""
@@ -348,7 +357,8 @@ class _Stream:
                         uids.add(*found)
                 else:
                     wave, entry = table.entry(r, row)
-                    out.append(node_line(waves[wave], entry))
+                    if self.lines_too:
+                        out.append(node_line(waves[wave], entry))
                 r += 1
 
     def _unstreamed_tables(
@@ -402,29 +412,31 @@ class _Stream:
         nonce = os.urandom(16).hex()
         try:
             model, lists = self._marked_model(nonce)
+            # The rest of the plan, with the markers, as bytes decoded a piece at a time (the text beside the
+            # bytes would be a second copy of it).
             if fmt == "json":
-                text = orjson.dumps(plan_json(model), option=orjson.OPT_INDENT_2).decode() + "\n"
-                at = f'"__dra_migrate_json_{nonce}_([0-9]+)__"'
+                raw = orjson.dumps(plan_json(model), option=orjson.OPT_INDENT_2) + b"\n"
+                at = f'"__dra_migrate_json_{nonce}_([0-9]+)__"'.encode()
             else:
                 from dra_migrate.cluster.yamlio import dump_yaml  # ruamel: only for YAML
 
-                text = dump_yaml(plan_json(model))
-                at = f": __dra_migrate_json_{nonce}_([0-9]+)__\n"
-            found = list(re.finditer(at, text))
+                raw, at = dump_yaml(plan_json(model)).encode(), f": __dra_migrate_json_{nonce}_([0-9]+)__\n".encode()
+            del model
+            found = list(re.finditer(at, raw))
             if [int(m.group(1)) for m in found] != list(range(len(lists))):
                 raise _NotStreamed  # the file's own text held the marker: it cannot (128 random bits)
             pos = 0
             entries = _Pending(self._entries())
             for m in found:
-                yield text[pos : m.start()]
-                line = text[text.rfind("\n", 0, m.start()) + 1 : m.start()]
-                indent = len(line) - len(line.lstrip(" "))
+                yield raw[pos : m.start()].decode()
+                line = raw[raw.rfind(b"\n", 0, m.start()) + 1 : m.start()]
+                indent = len(line) - len(line.lstrip(b" "))
                 items = entries.take(lists[int(m.group(1))])
                 yield from (_json_list if fmt == "json" else _yaml_list)(items, indent)
                 pos = m.end()
             if entries.held is not None or next(entries.items, None) is not None:
                 raise _NotStreamed  # a row no list took: it cannot be, the rows are the verified ones
-            yield text[pos:]
+            yield raw[pos:].decode()
         except _NotStreamed:
             raise InputError(f"{self.path} changed while it was read", "run the command again") from None
         finally:
@@ -505,18 +517,12 @@ def _json_list(items: Iterator[Any], indent: int) -> Iterator[str]:
     """One marker's list as orjson's OPT_INDENT_2 writes it at `indent`: `[]`, or `[`, each item on lines
     of its own two spaces deeper, `]`. An item dumped alone and indented is the item dumped in place."""
     pad = "\n" + " " * (indent + 2)
-    out: list[str] = []
     first = True
-    for entry in items:
-        out.append(
-            ("[" if first else ",") + pad + orjson.dumps(entry, option=orjson.OPT_INDENT_2).decode().replace("\n", pad)
-        )
+    for entry in items:  # an item at a time: each is written as it is made, never a chunk of them joined
+        text = orjson.dumps(entry, option=orjson.OPT_INDENT_2).decode()
+        yield ("[" if first else ",") + pad + text.replace("\n", pad)
         first = False
-        if len(out) >= _CHUNK:
-            yield "".join(out)
-            out.clear()
-    out.append("[]" if first else "\n" + " " * indent + "]")
-    yield "".join(out)
+    yield "[]" if first else "\n" + " " * indent + "]"
 
 
 def _yaml_list(items: Iterator[Any], indent: int) -> Iterator[str]:
