@@ -85,10 +85,16 @@ def head_outline(plan: Mapping[str, Any], stages: tuple[StageOutline, ...]) -> P
 
 
 def stage_outline(
-    stage: Mapping[str, Any], path: str, nodes: tuple[NodeLine, ...], wave_nodes: list[tuple[str, ...]]
+    stage: Mapping[str, Any],
+    path: str,
+    nodes: tuple[NodeLine, ...],
+    wave_nodes: list[tuple[str, ...]],
+    typed: dict[int, tuple[Step, ...]] | None = None,
 ) -> StageOutline:
     """A stage's head (the model's shape, or a format-2 stage's: the same keys but `waves`' nodes), with
-    its nodes and each wave's node names (in the order of `waves`)."""
+    its nodes and each wave's node names (in the order of `waves`). `typed`: the steps already typed, by
+    the list they were read from: the stages of a file that state their steps once (`sameAs`) share them
+    (a plan of 400 five-node pools typed the same ten steps 400 times)."""
     pool = stage.get("pool")
     steps = stage.get("nodeSteps") if pool is not None else stage.get("steps")
     waves = tuple(
@@ -96,11 +102,15 @@ def stage_outline(
         for w, names in zip(stage.get("waves") or [], wave_nodes, strict=True)
     )
     step_path = f"{path}.nodeSteps" if pool is not None else f"{path}.steps"
+    if typed is None:
+        typed_steps = steps_of(steps, step_path)
+    else:
+        typed_steps = typed.get(id(steps)) or typed.setdefault(id(steps), steps_of(steps, step_path))
     return StageOutline(
         name=str(stage.get("name")),
         pool=None if pool is None else str(pool),
         resources=tuple(stage.get("resources") or ()),
-        steps=steps_of(steps, step_path),
+        steps=typed_steps,
         waves=waves,
         nodes=nodes,
     )

@@ -18,7 +18,6 @@ edits of them), and the memory it saves to bench/plan_scale.py's `show memory/fi
 from __future__ import annotations
 
 import re
-import sys
 from typing import Any
 
 # How the strict reader (ruamel.yaml, YAML 1.2) resolves a plain scalar: its `resolver.implicit_resolvers`
@@ -105,6 +104,7 @@ class _Reader:
     def __init__(self, text: str) -> None:
         if _NOT_MINE.search(text) or not text.endswith("\n"):
             raise _NotMine
+        self.keys: dict[str, str] = {}
         self.lines = [ln for ln in text[:-1].split("\n") if not ln.startswith("#")]  # whole-line comments
         self.i = 0
 
@@ -133,7 +133,9 @@ class _Reader:
             key, rest = _key(self.lines[self.i], indent)
             if key in out:
                 raise _NotMine  # a repeated key: the full reader refuses it with its line
-            key = sys.intern(key)  # a plan repeats its few keys thousands of times: one string each
+            # A plan repeats its few keys thousands of times: one string each (not `sys.intern`, whose table
+            # grew by 400 KB for the thousands of keys a plan of many pools holds once each).
+            key = self.keys.setdefault(key, key)
             self.i += 1
             out[key] = self._value(rest, indent, depth) if rest else self._block(indent, depth)
         return out
@@ -299,7 +301,7 @@ def _flow(text: str, pos: int, depth: int) -> tuple[Any, int]:
             key, pos = _flow(text, pos, depth + 1)
             if type(key) is not str or key in out or not text.startswith(": ", pos):
                 raise _NotMine
-            out[sys.intern(key)], pos = _flow(text, pos + 2, depth + 1)
+            out[key], pos = _flow(text, pos + 2, depth + 1)
             if text.startswith(", ", pos):
                 pos += 2
             elif text.startswith("}", pos):

@@ -37,6 +37,7 @@ from dra_migrate.fileio import GZIP_MAGIC
 from dra_migrate.plan import filechecks, ownyaml, wire
 from dra_migrate.plan.filechecks import applicable_problems
 from dra_migrate.plan.outline import NodeLine, PlanOutline, head_outline, node_line, outline_of, stage_outline
+from dra_migrate.plan.step import Step
 
 # A run of table rows as the writer puts them (`fastyaml.dump`: a key alone on its line, then one flow row
 # per line at the key's indentation). A row that spans lines, or any other layout, is simply not cut: the
@@ -388,6 +389,7 @@ class _Stream:
 
     def _outline(self, tables: dict[str, wire.StageTable], lines: dict[str, list[NodeLine]]) -> PlanOutline:
         stages = []
+        typed: dict[int, tuple[Step, ...]] = {}  # the steps' lists are the doc's, alive while this runs
         for s, stage in enumerate(self.doc["stages"]):
             path = f"stages[{s}]"
             if "pool" not in stage:
@@ -398,7 +400,7 @@ class _Stream:
             for n in nodes:
                 names[n.wave].append(n.node)
             head = {**tables[str(s)].head, "waves": tables[str(s)].waves}
-            stages.append(stage_outline(head, path, nodes, [tuple(v) for v in names.values()]))
+            stages.append(stage_outline(head, path, nodes, [tuple(v) for v in names.values()], typed))
         return head_outline(self.doc, tuple(stages))
 
     # --- the second pass: `show -o json` ------------------------------------------------------------
