@@ -12,8 +12,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from dra_migrate.errors import InputError
 from dra_migrate.plan import wire
 from dra_migrate.plan.problems import Problem, _Checker
@@ -53,6 +51,8 @@ def canonical(body: dict[str, Any], *, read: bool = False) -> bytes:
     `read`: the values come from a file, whose readers refused those already (`fastyaml`, `lined.check_values`)."""
     if not read:
         _check_finite(body)
+    import orjson  # not at import: `show`'s streamed reading digests with the standard library (plan/stream.py)
+
     try:
         return orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
     except TypeError as e:  # orjson.JSONEncodeError is a TypeError: an integer beyond 64 bits and the like

@@ -22,6 +22,7 @@ verified), the rest of the plan dumped whole with a marker standing for each lis
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -29,8 +30,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
-
-import orjson
 
 from dra_migrate.errors import InputError
 from dra_migrate.fileio import GZIP_MAGIC
@@ -50,7 +49,20 @@ def _is_row(line: bytes, indent: bytes | None) -> bool:
 
 
 _CHUNK = 64  # rows parsed at once: a reader's per-call cost amortised, memory bounded
-_SORTED = orjson.OPT_SORT_KEYS
+# The canonical bytes the digests cover (`filechecks.canonical`: orjson, sorted keys, compact), written by
+# the standard library's encoder: the same bytes for what a plan holds (strings, integers, booleans, nulls,
+# lists, maps; tests/unit/test_plan_stream.py holds them to orjson's on random documents), and orjson is
+# 0.4 MB of `show`'s peak, which issue 29 holds to 5x the plan file. Where the two could write a value
+# apart (a float's exponent: `1e-07` against `1e-7`) the digests do not verify here, and `io.load` reads
+# the file with orjson's. Equal bytes are the same JSON value, so no other file can verify in their place.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _canonical(value: Any) -> bytes:
+    try:
+        return _CANONICAL.encode(value).encode("utf-8")
+    except (TypeError, ValueError, UnicodeEncodeError, RecursionError):
+        raise _NotStreamed from None
 
 
 class _NotStreamed(Exception):
@@ -278,7 +290,7 @@ class _Stream:
         return [*out, self._cut(None, body, markers)]
 
     def _cut(self, expected: Any, value: Any, markers: dict[str, int]) -> _Digest:
-        canon = filechecks.canonical(value, read=True)
+        canon = _canonical(value)
         pieces: list[bytes] = []
         blocks: list[int] = []
         pos = 0
@@ -346,7 +358,7 @@ class _Stream:
             lines[owner] = out = []
             waves = [w["name"] for w in table.waves]
         for rows in self._rows(block):
-            canon = orjson.dumps(rows, option=_SORTED)[1:-1]  # `io.canonical`'s bytes
+            canon = _canonical(rows)[1:-1]  # `filechecks.canonical`'s bytes
             for d in digests:
                 if k in d.blocks:
                     d.hash.update(canon if first else b"," + canon)
@@ -417,6 +429,8 @@ class _Stream:
             # The rest of the plan, with the markers, as bytes decoded a piece at a time (the text beside the
             # bytes would be a second copy of it).
             if fmt == "json":
+                import orjson  # the JSON printed is orjson's (`render.to_json`)
+
                 raw = orjson.dumps(plan_json(model), option=orjson.OPT_INDENT_2) + b"\n"
                 at = f'"__dra_migrate_json_{nonce}_([0-9]+)__"'.encode()
             else:
@@ -520,6 +534,8 @@ def _json_list(items: Iterator[Any], indent: int) -> Iterator[str]:
     of its own two spaces deeper, `]`. An item dumped alone and indented is the item dumped in place."""
     pad = "\n" + " " * (indent + 2)
     first = True
+    import orjson
+
     for entry in items:  # an item at a time: each is written as it is made, never a chunk of them joined
         text = orjson.dumps(entry, option=orjson.OPT_INDENT_2).decode()
         yield ("[" if first else ",") + pad + text.replace("\n", pad)

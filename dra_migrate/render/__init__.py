@@ -21,8 +21,6 @@ import textwrap
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, TextIO
 
-import orjson
-
 from dra_migrate.render.view import Table
 from dra_migrate.render.view import text as _cell
 
@@ -146,6 +144,8 @@ def terminal_width(stream: TextIO | None = None) -> int | None:
 
 
 def to_json(data: Any) -> str:
+    import orjson  # not at import: drawing a table needs none (`show`'s memory, issue 29)
+
     return orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n"
 
 

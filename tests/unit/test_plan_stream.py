@@ -11,13 +11,16 @@ outline and fail these tests. Chunks are made tiny so that every table spans man
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dra_migrate.errors import InputError
+from dra_migrate.plan import filechecks, stream
 from dra_migrate.plan import io as plan_io
-from dra_migrate.plan import stream
 from dra_migrate.plan.outline import outline_of
 from dra_migrate.plan.view import plan_json
 from dra_migrate.render import to_json, to_yaml
@@ -262,3 +265,25 @@ def test_a_file_changed_between_the_skeleton_and_the_rows_gives_no_outline(
         assert found == outline_of(plan_io.load(before))
     else:
         assert found is None
+
+
+plain_values = st.recursive(
+    st.one_of(st.text(), st.integers(-(2**63), 2**63 - 1), st.booleans(), st.none()),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=6), inner, max_size=4)),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(plain_values)
+def test_the_streamed_digests_canonical_bytes_are_orjsons(value: Any) -> None:
+    """The streamed reader digests with the standard library's encoder (orjson is `show`'s memory): for
+    every value a plan holds, the bytes `filechecks.canonical` (orjson) writes, or no bytes where orjson
+    writes none (a lone surrogate)."""
+    try:
+        expected = filechecks.canonical(value)
+    except InputError:
+        with pytest.raises(stream._NotStreamed):
+            stream._canonical(value)
+        return
+    assert stream._canonical(value) == expected
