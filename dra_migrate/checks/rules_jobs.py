@@ -20,6 +20,7 @@ from dra_migrate.checks.registry import rule
 from dra_migrate.cluster.podmeta import controller_of
 from dra_migrate.cluster.state import uses_devices
 from dra_migrate.inventory.dependents import as_list, as_map
+from dra_migrate.inventory.fanout import state_lookup
 
 WARNING = Severity.WARNING
 
@@ -288,12 +289,11 @@ def _argo_spec(ctx: CheckContext, wf: Mapping[str, Any]) -> tuple[Mapping[str, A
     ref = as_map(spec.get("workflowTemplateRef"))
     if not ref.get("name"):
         return spec, spec
-    key = "argoproj.io/ClusterWorkflowTemplate" if ref.get("clusterScope") else "argoproj.io/WorkflowTemplate"
-    ns = None if ref.get("clusterScope") else _meta(wf).get("namespace")
-    for t in ctx.state.of(key):
-        if _meta(t).get("name") == ref.get("name") and _meta(t).get("namespace") == ns:
-            return as_map(t.get("spec")), spec
-    return {}, spec
+    cluster = bool(ref.get("clusterScope"))
+    key = "argoproj.io/ClusterWorkflowTemplate" if cluster else "argoproj.io/WorkflowTemplate"
+    ns = "" if cluster else str(_meta(wf).get("namespace") or "")
+    # the inventory's index of the WorkflowTemplates read (built once per state), not a scan per Workflow
+    return as_map(state_lookup(ctx.state)(key, ns, str(ref.get("name")))), spec
 
 
 def _asks_for_devices(template: Mapping[str, Any]) -> bool:

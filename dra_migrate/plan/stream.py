@@ -28,6 +28,7 @@ import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from io import BufferedReader
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -106,11 +107,10 @@ def outline(path: Path) -> PlanOutline:
 def scan(path: Path) -> PlanOutline | None:
     """The streamed outline of a verified format-2 plan; None when it is not one (`io.load` decides)."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return None  # a pipe (`show <(git show main:plan.yaml)`) is read once, whole, by io.load
-        with path.open("rb") as fh:
-            if fh.peek(2)[:2] == GZIP_MAGIC:
-                return None  # a compressed plan (the in-cluster Job's ConfigMap) is read whole
+        fh = _streamable(path)
+        if fh is None:
+            return None
+        with fh:
             return _Stream(fh, path).run()
     except (OSError, _NotStreamed, InputError, UnicodeDecodeError):
         return None
@@ -127,20 +127,30 @@ def pieces(path: Path, fmt: str) -> Iterator[str] | None:
     then read again, each chunk printed only when it hashes as it did when verified: a file rewritten in
     between stops the output with an error (what was printed is the verified plan's, cut short)."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return None
-        fh = path.open("rb")
+        fh = _streamable(path)
     except OSError:
         return None
+    if fh is None:
+        return None
     try:
-        if fh.peek(2)[:2] == GZIP_MAGIC:
-            raise _NotStreamed
         reader = _Stream(fh, path)
         reader.verify(lines_too=False)
     except (OSError, _NotStreamed, InputError, UnicodeDecodeError):
         fh.close()
         return None
     return reader.pieces(fmt)
+
+
+def _streamable(path: Path) -> BufferedReader | None:
+    """The plan file opened to be read twice; None for a pipe (`show <(git show main:plan.yaml)`: read once,
+    whole, by io.load) or a compressed plan (the in-cluster Job's ConfigMap: read whole)."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        return None
+    fh = path.open("rb")
+    if fh.peek(2)[:2] == GZIP_MAGIC:
+        fh.close()
+        return None
+    return fh
 
 
 def _load(text: str) -> dict[str, Any] | None:
